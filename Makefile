@@ -1,0 +1,117 @@
+# cudalab — build, test, lab, install.
+#
+#   make            build build/bin/cudalab (+ build/lib/cudalab/libcudalab_cuda.so when nvcc is found)
+#   make test       set-up, build, every test that needs no GPU
+#   make test-gpu   the GPU tests; fails loudly when no GPU is found
+#   make lab        set-up, build, install the kernelspec into the venv, open JupyterLab on notebooks/
+#   make install    PREFIX=/usr/local (default), or USER_INSTALL=1 for ~/.local and the user's
+#                   Jupyter dir; installs binary, CUDA backend and kernelspec
+#   make bench      protocol benchmark against ipykernel (and GPU benchmarks when present)
+#   make asan       the kernel built with ASan+UBSan (build-asan/)
+#   make valgrind   a scripted session under valgrind memcheck
+#
+# Variables: NVCC (path or empty to force a CPU-only build), CUDA_ARCHS (default
+# Turing..Hopper), WERROR=1 (warnings are errors; CI sets it).
+
+BUILD      ?= build
+PREFIX     ?= /usr/local
+PYTHON     ?= python3
+VENV       ?= .venv
+CUDA_ARCHS ?= 75 80 86 89 90
+SAN        ?=
+
+NVCC ?= $(shell command -v nvcc 2>/dev/null || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })
+
+CC      ?= cc
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wvla -Wno-unused-parameter
+ifeq ($(WERROR),1)
+WARN    += -Werror
+endif
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -fno-strict-aliasing $(WARN) -Iinclude -Ikernel $(SAN)
+LDFLAGS += $(SAN)
+LDLIBS  := -lzmq -ljansson -lcrypto -ldl -lm -lpthread
+
+CORE_SRC   := $(sort $(filter-out kernel/main.c,$(wildcard kernel/*.c kernel/*/*.c cpu/*.c)))
+MAIN_SRC   := kernel/main.c
+CORE_OBJ   := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
+MAIN_OBJ   := $(MAIN_SRC:%.c=$(BUILD)/obj/%.o)
+BIN        := $(BUILD)/bin/cudalab
+CUDA_LIB   := $(BUILD)/lib/cudalab/libcudalab_cuda.so
+CUDA_SRC   := $(sort $(wildcard cuda/*.cu))
+GENCODE    := $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+              -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
+
+UNIT_SRC   := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+ifeq ($(NVCC),)
+ALL_TARGETS := $(BIN) cpu-only-note
+else
+ALL_TARGETS := $(BIN) $(CUDA_LIB)
+endif
+
+.PHONY: all setup test test-unit test-py test-gpu lab install uninstall bench asan valgrind fuzz clean cpu-only-note kernelspec
+all: $(ALL_TARGETS)
+
+cpu-only-note:
+	@echo "cudalab: nvcc not found: built CPU-only (every magic runs its CPU analogue)."
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BIN): $(CORE_OBJ) $(MAIN_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(CUDA_LIB): $(CUDA_SRC) include/cudalab/backend.h $(wildcard cuda/*.h)
+	@mkdir -p $(dir $@)
+	$(NVCC) -O3 -std=c++17 -shared -Xcompiler -fPIC,-fvisibility=hidden -Iinclude $(GENCODE) \
+	    -cudart static -o $@ $(CUDA_SRC) -lcublas
+
+# ---- tests ----
+$(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(CORE_OBJ) $(LDFLAGS) $(LDLIBS) -lcmocka
+
+setup:
+	@./scripts/setup.sh test
+
+test-unit: $(UNIT_BIN)
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+
+test-py: all
+	$(VENV)/bin/python -m pytest -q tests/protocol tests/conformance tests/gpu
+
+test: setup
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory test-unit
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/protocol tests/conformance tests/gpu
+
+test-gpu: setup
+	@$(MAKE) --no-print-directory all
+	CUDALAB_REQUIRE_GPU=1 $(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/gpu
+
+ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+asan:
+	@$(MAKE) --no-print-directory BUILD=build-asan SAN="$(ASAN_FLAGS)" NVCC= CFLAGS="-O1 -g" build-asan/bin/cudalab
+
+bench: setup all
+	$(VENV)/bin/python bench/protocol.py
+
+kernelspec: all
+	@./scripts/install-kernelspec.sh "$(abspath $(BIN))" "$(VENV)/share/jupyter/kernels/cudalab"
+
+lab:
+	@./scripts/setup.sh lab
+	@$(MAKE) --no-print-directory all kernelspec
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+
+install: all
+	@./scripts/install.sh "$(PREFIX)" "$(USER_INSTALL)" "$(BIN)" "$(if $(NVCC),$(CUDA_LIB),)"
+
+clean:
+	rm -rf $(BUILD) build-asan
+
+-include $(CORE_OBJ:.o=.d) $(MAIN_OBJ:.o=.d)

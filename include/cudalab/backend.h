@@ -1,0 +1,74 @@
+/* backend.h — the one C ABI that both compute backends implement.
+ *
+ * cuda/ is built by nvcc into libcudalab_cuda.so and loaded with dlopen by the
+ * device worker only, so the kernel process never maps or initialises CUDA.
+ * cpu/ is linked into the binary and serves as the reference implementation and
+ * as the fallback when no GPU, driver or CUDA library can be used.
+ *
+ * Conventions: every function returns 0 on success; on failure it returns -1
+ * and writes a one-line reason into err (for CUDA, cudaGetErrorString text).
+ * Strings and structs are owned by the caller; backends keep no pointers.
+ */
+#ifndef CUDALAB_BACKEND_H
+#define CUDALAB_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CL_BACKEND_ABI 1
+#define CL_ERR_LEN 256
+
+/* Properties of one device, as the lectures use them. Zero means "unknown". */
+typedef struct cl_device_props {
+    int index;
+    char name[256];
+    char pci_bus_id[32];
+    int cc_major, cc_minor;           /* compute capability (0.0 for the CPU) */
+    int sm_count;                     /* CPU: logical cores */
+    int cores_per_sm;                 /* FP32 lanes per SM (CPU: 1) */
+    int clock_khz;                    /* SM clock */
+    int mem_clock_khz;                /* memory clock (0 if unknown) */
+    int mem_bus_width_bits;
+    uint64_t total_mem;               /* bytes */
+    uint64_t free_mem;                /* bytes, at query time */
+    int l2_bytes;
+    uint64_t smem_per_block;          /* default limit */
+    uint64_t smem_per_block_optin;    /* with cudaFuncAttributeMaxDynamicSharedMemorySize */
+    uint64_t smem_per_sm;
+    int regs_per_block, regs_per_sm;
+    int max_threads_per_block, max_threads_per_sm, max_blocks_per_sm;
+    int warp_size;
+    int max_grid[3], max_block[3];
+    int async_engines;
+    int ecc;
+    int integrated;
+} cl_device_props;
+
+/* Library and driver versions, encoded as CUDA does (1000*major + 10*minor). */
+typedef struct cl_versions {
+    int driver;
+    int runtime;
+    char arch[64];                    /* e.g. "sm_90 SASS" or "compute_90 PTX (JIT)" */
+} cl_versions;
+
+typedef struct cl_backend {
+    const char *name;                 /* "cuda" or "cpu" */
+    int abi;                          /* CL_BACKEND_ABI */
+    int (*device_count)(int *count, char *err);
+    int (*device_props)(int dev, cl_device_props *out, char *err);
+    int (*versions)(int dev, cl_versions *out, char *err);
+} cl_backend;
+
+/* The symbol the worker looks up in libcudalab_cuda.so. */
+const cl_backend *cl_cuda_backend(void);
+/* Linked into the binary. */
+const cl_backend *cl_cpu_backend(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

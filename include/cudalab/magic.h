@@ -1,0 +1,148 @@
+/* magic.h — how a magic command is described, parsed and run.
+ *
+ * Each magic is described exactly once by a magic_spec: its name, summary,
+ * flags with their types, defaults, ranges and help. That one description feeds
+ * the parser and validator (parse.c), %help, complete_request and
+ * inspect_request. Adding a magic = one file here + one line in registry.c.
+ *
+ * A magic's run() receives validated parameters as a JSON object (every flag
+ * present, defaults filled in, keys with '-' turned into '_', comma lists as
+ * arrays) and reports through a magic_ctx: streams, result documents, errors.
+ * The same run() works in the kernel process (MAGIC_LOCAL), in the device
+ * worker (MAGIC_WORKER) and in command-line mode: only the ctx differs.
+ */
+#ifndef CUDALAB_MAGIC_H
+#define CUDALAB_MAGIC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cudalab/backend.h"
+
+enum flag_type {
+    FLAG_BOOL,    /* --x, --no-x, --x=true|false|1|0|yes|no */
+    FLAG_INT,     /* 64-bit; 1024, 2^20, 64K, 16M, 1G (binary), 1e6; checked against [imin, imax] */
+    FLAG_FLOAT,   /* double; checked against [fmin, fmax] */
+    FLAG_STRING,  /* any text (quoted if it has spaces) */
+    FLAG_CHOICE,  /* one of choices[] */
+    FLAG_DIMS,    /* 1 to 3 positive ints: 76x62, 16x16x4 -> JSON array; each in [imin, imax] */
+};
+
+/* flag_spec.opts */
+#define FLAG_LIST     0x1u  /* a comma list is allowed (turned into a sweep by the magic) */
+#define FLAG_REQUIRED 0x2u  /* no default: the user must give it */
+
+typedef struct flag_spec {
+    const char *name;               /* long name without dashes, e.g. "bin-width"; NULL ends the table */
+    char short_name;                /* 'n' for -n, or 0 */
+    enum flag_type type;
+    const char *def;                /* default, written as a user would write it; NULL = no value */
+    long long imin, imax;           /* FLAG_INT, FLAG_DIMS */
+    double fmin, fmax;              /* FLAG_FLOAT */
+    const char *const *choices;     /* FLAG_CHOICE: NULL-terminated */
+    unsigned opts;
+    const char *help;
+} flag_spec;
+
+/* magic_spec.mode */
+#define MAGIC_LINE 0x1u             /* %name args */
+#define MAGIC_CELL 0x2u             /* %%name args + body */
+
+enum magic_where {
+    MAGIC_LOCAL,                    /* runs in the kernel process: must be instant and never touch CUDA */
+    MAGIC_WORKER,                   /* runs in the device worker */
+};
+
+struct magic_ctx;
+
+typedef struct magic_spec {
+    const char *name;
+    const char *summary;            /* one line, shown in %help's list */
+    const char *description;        /* paragraphs shown by %help NAME */
+    const flag_spec *flags;         /* terminated by {NULL} */
+    const char *positional;         /* name of free arguments (e.g. "TEXT"), NULL if none */
+    const char *positional_help;
+    unsigned mode;
+    enum magic_where where;
+    int (*run)(struct magic_ctx *ctx, const json_t *params, const char *body);
+    const char *const *examples;    /* NULL-terminated example lines for %help */
+} magic_spec;
+
+/* ---- registry (registry.c) ---- */
+const magic_spec *const *magic_all(size_t *count);
+const magic_spec *magic_find(const char *name);
+/* Nearest known magic name by edit distance, or NULL when nothing is close. */
+const char *magic_nearest(const char *name);
+
+/* ---- running context: implemented by the kernel, the worker and the CLI ---- */
+typedef struct magic_out {
+    void (*stream)(void *impl, const char *name /* "stdout"|"stderr" */, const char *text);
+    /* doc and view are stolen. display_id: NULL for a plain result, or an id whose
+     * earlier output this one replaces (progress then final result). */
+    void (*result)(void *impl, json_t *doc, json_t *view, const char *display_id, bool update);
+} magic_out;
+
+typedef struct magic_ctx {
+    const magic_out *out;
+    void *impl;
+    const cl_backend *backend;      /* worker-side: the backend that runs; NULL in the kernel process */
+    const char *backend_note;       /* why this backend (e.g. the CUDA error that made us fall back) */
+    /* set by magic_error(); the caller turns it into a Jupyter error */
+    char ename[64];
+    char evalue[1024];
+    json_t *traceback;              /* extra plain lines, or NULL */
+} magic_ctx;
+
+void magic_stream(magic_ctx *ctx, const char *name, const char *text);
+void magic_result(magic_ctx *ctx, json_t *doc, json_t *view);
+void magic_progress(magic_ctx *ctx, const char *display_id, json_t *doc, json_t *view, bool update);
+/* Records an error and returns -1, so run() can `return magic_error(...)`. */
+int magic_error(magic_ctx *ctx, const char *ename, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- parsing (parse.c) ---- */
+
+/* One command of a cell, validated. */
+typedef struct command {
+    const magic_spec *magic;
+    json_t *params;                 /* owned */
+    char *body;                     /* cell magic body, or NULL; owned */
+    int line;                       /* 1-based line of the cell where it starts */
+    char *source;                   /* the command's own line, for error messages; owned */
+} command;
+
+typedef struct parse_error {
+    char ename[32];                 /* "UsageError" or "SyntaxError" */
+    char evalue[512];
+    int line;                       /* 1-based line, 0 if none */
+    int column;                     /* 1-based, 0 if none */
+    char source[512];               /* the offending line */
+} parse_error;
+
+/* Parses and validates a whole cell. Returns the number of commands (>= 0) and
+ * sets *out to a malloc'd array, or -1 with *err filled. Free with commands_free. */
+int cell_parse(const char *cell, command **out, parse_error *err);
+void commands_free(command *cmds, int n);
+
+/* Tokens of one line as the parser sees them (for completion and inspection). */
+typedef struct token {
+    char *text;                     /* unquoted text; owned */
+    size_t start, end;              /* byte offsets in the line, end exclusive */
+} token;
+/* Splits a line into tokens; returns the count or -1 when a quote is unterminated
+ * (tokens up to that point are still returned). Free with tokens_free. */
+int line_tokens(const char *line, token **out);
+void tokens_free(token *t, int n);
+
+/* "complete" | "incomplete" | "invalid", for is_complete_request. */
+const char *cell_completeness(const char *cell);
+
+/* Levenshtein distance, shared by the registry and flag suggestions. */
+size_t edit_distance(const char *a, const char *b);
+
+/* Help text (plain) for one magic, and the list of all magics. Caller frees. */
+char *magic_help_text(const magic_spec *m);
+char *magic_list_text(void);
+
+#endif

@@ -1,0 +1,112 @@
+/* cli.c — command-line mode: run a cell without Jupyter and print the results.
+ *
+ *   cudalab --run '%device'            text tables, as text/plain in a notebook
+ *   cudalab --run '%device' --json     one result document per line (JSON Lines)
+ *   cudalab --run-file cell.txt        the cell from a file ("-" = stdin)
+ *
+ * Commands run in this process (worker magics choose their backend here), so
+ * it needs no Python, no ZeroMQ peer and no kernel: the quickest GPU check.
+ */
+#include "exec/cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudalab/render.h"
+#include "exec/worker.h"
+
+static void cli_stream(void *impl, const char *name, const char *text)
+{
+    FILE *f = strcmp(name, "stderr") == 0 ? stderr : stdout;
+    fputs(text, f);
+    fflush(f);
+}
+
+static void cli_result(void *impl, json_t *doc, json_t *view, const char *display_id, bool update)
+{
+    bool json_mode = *(bool *)impl;
+    /* progress displays are for notebooks; a terminal shows only final results */
+    if (display_id && !update) {
+        json_decref(doc);
+        json_decref(view);
+        return;
+    }
+    if (json_mode) {
+        char *s = json_dumps(doc, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (s)
+            printf("%s\n", s);
+        free(s);
+    } else {
+        char *s = render_text(view);
+        if (s)
+            fputs(s, stdout);
+        free(s);
+    }
+    fflush(stdout);
+    json_decref(doc);
+    json_decref(view);
+}
+
+static const magic_out cli_out = { cli_stream, cli_result };
+
+static void print_error(const char *ename, const char *evalue, int line, const char *source)
+{
+    fprintf(stderr, "%s: %s\n", ename, evalue);
+    if (line > 0)
+        fprintf(stderr, "  in cell line %d: %s\n", line, source);
+}
+
+int cli_run_cell(const char *cell, bool json_mode)
+{
+    command *cmds;
+    parse_error perr;
+    int n = cell_parse(cell, &cmds, &perr);
+    if (n < 0) {
+        print_error(perr.ename, perr.evalue, perr.line, perr.source);
+        return 2;
+    }
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        magic_ctx ctx = { .out = &cli_out, .impl = &json_mode };
+        if (worker_exec(cmds[i].magic, cmds[i].params, cmds[i].body, &ctx)) {
+            print_error(ctx.ename, ctx.evalue, cmds[i].line, cmds[i].source);
+            size_t j;
+            json_t *l;
+            json_array_foreach(ctx.traceback, j, l)
+                fprintf(stderr, "%s\n", json_string_value(l));
+            json_decref(ctx.traceback);
+            rc = 1;
+        }
+    }
+    commands_free(cmds, n);
+    return rc;
+}
+
+char *cli_read_file(const char *path)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t len = 0, cap = 4096;
+    char *buf = malloc(cap);
+    size_t r;
+    while (buf && (r = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+        len += r;
+        if (cap - len < 2) {
+            char *nb = cap < (64u << 20) ? realloc(buf, cap * 2) : NULL;
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    if (f != stdin)
+        fclose(f);
+    if (buf)
+        buf[len] = '\0';
+    return buf;
+}

@@ -1,0 +1,193 @@
+/* worker.c — starting, feeding and stopping the device worker (see worker.h). */
+#include "exec/worker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "exec/backend.h"
+#include "log.h"
+
+void worker_init(worker *w)
+{
+    memset(w, 0, sizeof *w);
+    w->fd = -1;
+}
+
+int worker_start(worker *w, const char *exe)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+        klog("worker: socketpair: %s", strerror(errno));
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        klog("worker: fork: %s", strerror(errno));
+        close(sv[0]);
+        close(sv[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        /* child: fd 3 is the pipe; stdout goes to stderr so nothing a library
+         * prints can corrupt anything; new process group so a terminal's ^C
+         * reaches the kernel only, which decides what to stop */
+        setpgid(0, 0);
+        if (dup2(sv[1], 3) < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+            _exit(127);
+        char *argv[] = { (char *)"cudalab", (char *)"--worker", (char *)"3", NULL };
+        execv(exe, argv);
+        _exit(127);
+    }
+    close(sv[1]);
+    fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK);
+    w->pid = pid;
+    w->fd = sv[0];
+    w->busy = false;
+    frame_reader_reset(&w->rd);
+    return 0;
+}
+
+int worker_run(worker *w, const char *exe, const command *cmd)
+{
+    if (w->pid == 0 && worker_start(w, exe))
+        return -1;
+    json_t *msg = json_pack("{s:s, s:s, s:O, s:s?}", "op", "run", "magic", cmd->magic->name,
+                            "params", cmd->params, "body", cmd->body);
+    /* the pipe is non-blocking on our side; a run message is small, but wait for room */
+    int fl = fcntl(w->fd, F_GETFL);
+    fcntl(w->fd, F_SETFL, fl & ~O_NONBLOCK);
+    int rc = msg ? frame_write(w->fd, msg) : -1;
+    fcntl(w->fd, F_SETFL, fl);
+    json_decref(msg);
+    if (rc == 0)
+        w->busy = true;
+    return rc;
+}
+
+static void close_worker(worker *w)
+{
+    if (w->fd >= 0)
+        close(w->fd);
+    frame_reader_reset(&w->rd);
+    worker_init(w);
+}
+
+void worker_kill(worker *w, int *status)
+{
+    int st = 0;
+    if (w->pid > 0) {
+        kill(w->pid, SIGKILL);
+        while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR)
+            ;
+    }
+    if (status)
+        *status = st;
+    close_worker(w);
+}
+
+void worker_reap(worker *w, char *buf, size_t len)
+{
+    int st = 0;
+    pid_t r = 0;
+    /* the pipe closed: the process is exiting; give it 200 ms, then make sure */
+    for (int i = 0; i < 20 && (r = waitpid(w->pid, &st, WNOHANG)) == 0; i++)
+        nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+    if (r == 0) {
+        worker_kill(w, &st);
+    } else {
+        close_worker(w);
+    }
+    if (WIFSIGNALED(st))
+        snprintf(buf, len, "killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+    else if (WIFEXITED(st))
+        snprintf(buf, len, "exited with status %d", WEXITSTATUS(st));
+    else
+        snprintf(buf, len, "ended");
+}
+
+/* ---- the worker process ---- */
+
+static void pipe_stream(void *impl, const char *name, const char *text)
+{
+    json_t *m = json_pack("{s:s, s:s, s:s}", "op", "stream", "name", name, "text", text);
+    if (m)
+        frame_write(*(int *)impl, m);
+    json_decref(m);
+}
+
+static void pipe_result(void *impl, json_t *doc, json_t *view, const char *display_id, bool update)
+{
+    json_t *m = json_pack("{s:s, s:o, s:o, s:s?, s:b}", "op", "result", "doc",
+                          doc ? doc : json_null(), "view", view ? view : json_null(),
+                          "display_id", display_id, "update", update);
+    if (m)
+        frame_write(*(int *)impl, m);
+    json_decref(m);
+}
+
+static const magic_out pipe_out = { pipe_stream, pipe_result };
+
+int worker_exec(const magic_spec *m, const json_t *params, const char *body, magic_ctx *ctx)
+{
+    static char note[512];
+    ctx->backend = backend_select(note, sizeof note);
+    ctx->backend_note = note;
+    return m->run(ctx, params, body);
+}
+
+static void send_error(int fd, const magic_ctx *ctx)
+{
+    json_t *m = json_pack("{s:s, s:s, s:s, s:O?}", "op", "error", "ename", ctx->ename, "evalue",
+                          ctx->evalue, "traceback", ctx->traceback);
+    if (m)
+        frame_write(fd, m);
+    json_decref(m);
+}
+
+static int run_one(int fd, const json_t *req)
+{
+    const char *name = json_string_value(json_object_get(req, "magic"));
+    const magic_spec *m = name ? magic_find(name) : NULL;
+    magic_ctx ctx = { .out = &pipe_out, .impl = &fd };
+    if (!m)
+        magic_error(&ctx, "InternalError", "the worker does not know %%%s", name ? name : "?");
+    else if (worker_exec(m, json_object_get(req, "params"),
+                         json_string_value(json_object_get(req, "body")), &ctx) == 0)
+        ctx.ename[0] = '\0';
+    if (ctx.ename[0])
+        send_error(fd, &ctx);
+    json_decref(ctx.traceback);
+    json_t *done = json_pack("{s:s}", "op", "done");
+    int rc = done ? frame_write(fd, done) : -1;
+    json_decref(done);
+    return rc;
+}
+
+int worker_main(int fd)
+{
+    signal(SIGINT, SIG_DFL);
+    signal(SIGPIPE, SIG_IGN);
+    /* choose the backend now, while the user is still typing: the first CUDA
+     * call creates the context and can take a second */
+    char note[512];
+    const cl_backend *b = backend_select(note, sizeof note);
+    klog("worker: backend %s%s%s", b->name, note[0] ? ": " : "", note);
+    for (;;) {
+        json_t *req = frame_read(fd);
+        if (!req)
+            return 0;               /* the kernel closed the pipe: leave quietly */
+        const char *op = json_string_value(json_object_get(req, "op"));
+        int rc = op && strcmp(op, "run") == 0 ? run_one(fd, req) : 0;
+        json_decref(req);
+        if (rc)
+            return 1;
+    }
+}

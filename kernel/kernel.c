@@ -1,0 +1,317 @@
+/* kernel.c — sockets and the event loop of the kernel process (see kernel.h). */
+#include "kernel.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "log.h"
+#include "proto/msg.h"
+
+static int sig_write_fd = -1;
+
+static void on_signal(int sig)
+{
+    int saved = errno;
+    unsigned char b = (unsigned char)sig;
+    if (sig_write_fd >= 0 && write(sig_write_fd, &b, 1) < 0) {
+        /* the pipe is full: an event is already pending, which is enough */
+    }
+    errno = saved;
+}
+
+static int install_signals(kernel *k)
+{
+    if (pipe2(k->sigpipe, O_CLOEXEC | O_NONBLOCK) < 0)
+        return -1;
+    sig_write_fd = k->sigpipe[1];
+    struct sigaction sa = { .sa_handler = on_signal };
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    return 0;
+}
+
+static const int socket_types[PORT_COUNT] = { ZMQ_ROUTER, ZMQ_XPUB, ZMQ_ROUTER, ZMQ_ROUTER, ZMQ_REP };
+
+static int open_socket(kernel *k, const conn_info *c, enum conn_port p)
+{
+    void *s = zmq_socket(k->zctx, socket_types[p]);
+    if (!s)
+        return -1;
+    /* at exit, wait up to a second so the last replies (shutdown_reply, idle) go out */
+    int linger = 1000, one = 1;
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    if (conn_is_ipv6(c))
+        zmq_setsockopt(s, ZMQ_IPV6, &one, sizeof one);
+    if (p == PORT_IOPUB) /* pass every subscription up, so each client gets its welcome */
+        zmq_setsockopt(s, ZMQ_XPUB_VERBOSE, &one, sizeof one);
+    if (p == PORT_SHELL || p == PORT_CONTROL || p == PORT_STDIN)
+        zmq_setsockopt(s, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
+    char ep[512];
+    conn_endpoint(c, p, ep, sizeof ep);
+    if (zmq_bind(s, ep) < 0) {
+        klog("cannot bind %s socket to %s: %s", conn_port_name(p), ep, zmq_strerror(zmq_errno()));
+        zmq_close(s);
+        return -1;
+    }
+    k->sock[p] = s;
+    return 0;
+}
+
+int kernel_open(kernel *k, const conn_info *c)
+{
+    memset(k, 0, sizeof *k);
+    k->sigpipe[0] = k->sigpipe[1] = -1;
+    worker_init(&k->worker);
+    msg_uuid(k->session);
+    ssize_t n = readlink("/proc/self/exe", k->exe, sizeof k->exe - 1);
+    k->exe[n > 0 ? n : 0] = '\0';
+    k->sign = signer_new(c->key, c->key_len);
+    k->replay = replay_new(1u << 14);
+    k->history = history_new();
+    k->zctx = zmq_ctx_new();
+    if (!k->sign || !k->replay || !k->history || !k->zctx || install_signals(k)) {
+        klog("cannot initialise the kernel (out of memory or OpenSSL failure)");
+        return -1;
+    }
+    for (int p = 0; p < PORT_COUNT; p++)
+        if (open_socket(k, c, (enum conn_port)p))
+            return -1;
+    return 0;
+}
+
+void kernel_close(kernel *k)
+{
+    if (k->worker.pid)
+        worker_kill(&k->worker, NULL);
+    for (int p = 0; p < PORT_COUNT; p++)
+        if (k->sock[p])
+            zmq_close(k->sock[p]);
+    if (k->zctx)
+        zmq_ctx_term(k->zctx);
+    signer_free(k->sign);
+    replay_free(k->replay);
+    history_free(k->history);
+    for (int i = 0; i < 2; i++)
+        if (k->sigpipe[i] >= 0)
+            close(k->sigpipe[i]);
+    sig_write_fd = -1;
+}
+
+/* ---- sending ---- */
+
+void kernel_reply(kernel *k, void *sock, const wire_msg *req, const char *msg_type, json_t *content)
+{
+    char type[64];
+    snprintf(type, sizeof type, "%s", msg_type);
+    json_t *h = msg_header(type, k->session);
+    wire_send(sock, k->sign, req->ids, req->nids, h, req->header, NULL, content);
+    json_decref(h);
+    json_decref(content);
+}
+
+void kernel_publish(kernel *k, const wire_msg *parent, const char *msg_type, json_t *content)
+{
+    char topic[128];
+    snprintf(topic, sizeof topic, "kernel.%s.%s", k->session, msg_type);
+    blob id = { topic, strlen(topic) };
+    json_t *h = msg_header(msg_type, k->session);
+    json_t *empty = parent ? NULL : json_object();
+    wire_send(k->sock[PORT_IOPUB], k->sign, &id, 1, h, parent ? parent->header : empty, NULL, content);
+    json_decref(empty);
+    json_decref(h);
+    json_decref(content);
+}
+
+void kernel_status(kernel *k, const wire_msg *parent, const char *state)
+{
+    kernel_publish(k, parent, "status", json_pack("{s:s}", "execution_state", state));
+}
+
+/* ---- receiving ---- */
+
+static void dispatch(kernel *k, enum conn_port channel, wire_msg *req)
+{
+    handler_fn fn = shell_handler(req->msg_type, channel);
+    if (!fn) {
+        klog("ignored unknown %s message type '%.64s'", conn_port_name(channel), req->msg_type);
+        return;
+    }
+    kernel_status(k, req, "busy");
+    if (fn(k, k->sock[channel], req) == HANDLED_DONE)
+        kernel_status(k, req, "idle");
+}
+
+/* Reads one message from a ROUTER socket. Returns 1 and fills req, 0 when
+ * nothing was ready or the message was dropped (logged). */
+static int kernel_recv(kernel *k, enum conn_port channel, wire_msg *req)
+{
+    blob *frames;
+    int n = wire_recv(k->sock[channel], &frames);
+    if (n == 0)
+        return 0;
+    char why[128];
+    int rc = n < 0 ? -1 : wire_decode(frames, (size_t)n, k->sign, k->replay, req, why, sizeof why);
+    if (n < 0)
+        snprintf(why, sizeof why, "unreadable multipart message");
+    blobs_free(frames, n > 0 ? (size_t)n : 0);
+    if (rc) {
+        k->dropped++;
+        klog("dropped %s message: %s", conn_port_name(channel), why);
+        return 0;
+    }
+    if (klog_verbose)
+        klog("%s: %s", conn_port_name(channel), req->msg_type);
+    return 1;
+}
+
+void cell_abort_queue(kernel *k)
+{
+    wire_msg req;
+    while (kernel_recv(k, PORT_SHELL, &req)) {
+        if (strcmp(req.msg_type, "execute_request") == 0) {
+            kernel_status(k, &req, "busy");
+            kernel_reply(k, k->sock[PORT_SHELL], &req, "execute_reply",
+                         json_pack("{s:s, s:i}", "status", "aborted", "execution_count", k->exec_count));
+            kernel_status(k, &req, "idle");
+        } else {
+            dispatch(k, PORT_SHELL, &req);
+        }
+        wire_msg_free(&req);
+        if (k->cell || k->quit)
+            break;
+    }
+}
+
+static void on_request(kernel *k, enum conn_port channel)
+{
+    wire_msg req;
+    if (!kernel_recv(k, channel, &req))
+        return;
+    dispatch(k, channel, &req);
+    wire_msg_free(&req);
+}
+
+static void on_heartbeat(kernel *k)
+{
+    zmq_msg_t m;
+    zmq_msg_init(&m);
+    while (zmq_msg_recv(&m, k->sock[PORT_HB], ZMQ_DONTWAIT) >= 0) {
+        int more = zmq_msg_more(&m);
+        zmq_msg_send(&m, k->sock[PORT_HB], more ? ZMQ_SNDMORE : 0);
+        zmq_msg_init(&m);
+    }
+    zmq_msg_close(&m);
+}
+
+/* XPUB hands us subscriptions: answer each new one with iopub_welcome (JEP 65),
+ * so a client knows it will not miss the messages that follow. */
+static void on_subscription(kernel *k)
+{
+    zmq_msg_t m;
+    zmq_msg_init(&m);
+    while (zmq_msg_recv(&m, k->sock[PORT_IOPUB], ZMQ_DONTWAIT) >= 0) {
+        const char *d = zmq_msg_data(&m);
+        size_t len = zmq_msg_size(&m);
+        if (len >= 1 && d[0] == 1) {
+            json_t *topic = json_stringn(d + 1, len - 1);   /* NULL unless valid UTF-8 */
+            if (topic)
+                kernel_publish(k, NULL, "iopub_welcome", json_pack("{s:o}", "subscription", topic));
+        }
+        zmq_msg_close(&m);
+        zmq_msg_init(&m);
+    }
+    zmq_msg_close(&m);
+}
+
+static void on_worker(kernel *k)
+{
+    long n = frame_fill(&k->worker.rd, k->worker.fd);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    json_t *f;
+    int r;
+    while ((r = frame_next(&k->worker.rd, &f)) == 1) {
+        cell_on_worker_frame(k, f);
+        json_decref(f);
+        if (k->worker.pid == 0)
+            return;                 /* the frame made us stop the worker */
+    }
+    if (n <= 0 || r < 0) {
+        char how[160];
+        if (r < 0)
+            klog("worker sent a corrupt frame; stopping it");
+        worker_reap(&k->worker, how, sizeof how);
+        klog("worker %s", how);
+        cell_on_worker_exit(k, how);
+    }
+}
+
+static void on_signal_pipe(kernel *k)
+{
+    unsigned char sigs[64];
+    ssize_t n = read(k->sigpipe[0], sigs, sizeof sigs);
+    for (ssize_t i = 0; i < n; i++) {
+        if (sigs[i] == SIGINT)
+            cell_interrupt(k, "interrupted by SIGINT");
+        else if (sigs[i] == SIGTERM)
+            k->quit = true;
+    }
+}
+
+int kernel_loop(kernel *k)
+{
+    kernel_status(k, NULL, "starting");
+    if (worker_start(&k->worker, k->exe))
+        klog("worker did not start; the first command will try again");
+    while (!k->quit) {
+        zmq_pollitem_t it[7];
+        int n = 0;
+        it[n++] = (zmq_pollitem_t){ k->sock[PORT_CONTROL], 0, ZMQ_POLLIN, 0 };
+        it[n++] = (zmq_pollitem_t){ k->sock[PORT_HB], 0, ZMQ_POLLIN, 0 };
+        it[n++] = (zmq_pollitem_t){ k->sock[PORT_IOPUB], 0, ZMQ_POLLIN, 0 };
+        it[n++] = (zmq_pollitem_t){ NULL, k->sigpipe[0], ZMQ_POLLIN, 0 };
+        it[n++] = (zmq_pollitem_t){ k->sock[PORT_STDIN], 0, ZMQ_POLLIN, 0 };
+        int wi = -1, si = -1;
+        if (k->worker.fd >= 0) {
+            wi = n;
+            it[n++] = (zmq_pollitem_t){ NULL, k->worker.fd, ZMQ_POLLIN, 0 };
+        }
+        if (!k->cell) {
+            si = n;
+            it[n++] = (zmq_pollitem_t){ k->sock[PORT_SHELL], 0, ZMQ_POLLIN, 0 };
+        }
+        if (zmq_poll(it, n, -1) < 0) {
+            if (zmq_errno() == EINTR)
+                continue;
+            klog("poll failed: %s", zmq_strerror(zmq_errno()));
+            return 1;
+        }
+        if (it[1].revents)
+            on_heartbeat(k);
+        if (it[3].revents)
+            on_signal_pipe(k);
+        if (it[0].revents)
+            on_request(k, PORT_CONTROL);
+        if (it[2].revents)
+            on_subscription(k);
+        if (it[4].revents) {        /* no input_request is pending: drain and ignore */
+            wire_msg m;
+            if (kernel_recv(k, PORT_STDIN, &m))
+                wire_msg_free(&m);
+        }
+        if (wi >= 0 && it[wi].revents && !k->quit && k->worker.fd >= 0)
+            on_worker(k);
+        if (si >= 0 && it[si].revents && !k->quit)
+            on_request(k, PORT_SHELL);
+    }
+    return 0;
+}

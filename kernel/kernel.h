@@ -1,0 +1,68 @@
+/* kernel.h — the kernel process: sockets, session state and the event loop.
+ *
+ * One event loop polls control, shell (only while no cell runs), heartbeat,
+ * the iopub XPUB (for subscriptions), the worker's pipe and a self-pipe that
+ * turns signals into events. No handler blocks: long work is the worker's.
+ */
+#ifndef CUDALAB_KERNEL_H
+#define CUDALAB_KERNEL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "exec/worker.h"
+#include "proto/conn.h"
+#include "proto/sign.h"
+#include "proto/wire.h"
+
+struct cell;
+struct history;
+
+typedef struct kernel {
+    void *zctx;
+    void *sock[PORT_COUNT];         /* indexed by enum conn_port */
+    signer *sign;
+    replay_cache *replay;
+    char session[37];
+    char exe[4096];                 /* our own executable, for starting workers */
+    int exec_count;
+    struct history *history;
+    struct cell *cell;              /* the running cell, or NULL */
+    worker worker;
+    int sigpipe[2];
+    bool quit;
+    unsigned long dropped;          /* messages refused by wire_decode */
+} kernel;
+
+/* Binds every socket of the connection file. Returns 0 or -1 (logged). */
+int kernel_open(kernel *k, const conn_info *c);
+/* Runs until shutdown. Returns the process exit code. */
+int kernel_loop(kernel *k);
+void kernel_close(kernel *k);
+
+/* Replies on sock to req (content stolen). */
+void kernel_reply(kernel *k, void *sock, const wire_msg *req, const char *msg_type, json_t *content);
+/* Publishes on iopub with req as parent (may be NULL); content stolen. */
+void kernel_publish(kernel *k, const wire_msg *parent, const char *msg_type, json_t *content);
+void kernel_status(kernel *k, const wire_msg *parent, const char *state);
+
+/* ---- handlers (kernel/shell/) ---- */
+enum handled { HANDLED_DONE, HANDLED_PENDING };
+typedef enum handled (*handler_fn)(kernel *k, void *sock, wire_msg *req);
+/* The handler for a msg_type on a channel (PORT_SHELL or PORT_CONTROL), or NULL. */
+handler_fn shell_handler(const char *msg_type, enum conn_port channel);
+
+/* execute.c: the running cell's events */
+void cell_on_worker_frame(kernel *k, json_t *frame);
+void cell_on_worker_exit(kernel *k, const char *how);
+void cell_interrupt(kernel *k, const char *why);
+/* After an error with stop_on_error: answer queued execute requests as aborted. */
+void cell_abort_queue(kernel *k);
+
+/* history.c */
+struct history *history_new(void);
+void history_free(struct history *h);
+void history_add(struct history *h, int line, const char *input);
+void history_set_output(struct history *h, int line, const char *output);
+
+#endif

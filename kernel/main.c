@@ -1,0 +1,84 @@
+/* main.c — one binary, three modes: Jupyter kernel, device worker, command line. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudalab/version.h"
+#include "exec/cli.h"
+#include "exec/worker.h"
+#include "kernel.h"
+#include "log.h"
+
+static void usage(FILE *f)
+{
+    fputs("usage: cudalab -f CONNECTION_FILE        run as a Jupyter kernel\n"
+          "       cudalab --run CELL [--json]       run a cell and print its results\n"
+          "       cudalab --run-file FILE [--json]  the same, the cell read from FILE (- = stdin)\n"
+          "       cudalab --version\n"
+          "Environment: CUDALAB_BACKEND=cpu forces the CPU backend; CUDALAB_DEBUG=1 logs every message.\n",
+          f);
+}
+
+static int run_kernel(const char *path)
+{
+    conn_info c;
+    char err[512];
+    if (conn_load(path, &c, err, sizeof err)) {
+        klog("%s", err);
+        return 2;
+    }
+    kernel k;
+    int rc = kernel_open(&k, &c) ? 1 : kernel_loop(&k);
+    kernel_close(&k);
+    conn_free(&c);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    const char *conn = NULL, *cell = NULL, *file = NULL;
+    bool json_mode = false;
+    klog_verbose = getenv("CUDALAB_DEBUG") && strcmp(getenv("CUDALAB_DEBUG"), "0") != 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool has_next = i + 1 < argc;
+        if ((strcmp(a, "-f") == 0 || strcmp(a, "--connection-file") == 0) && has_next)
+            conn = argv[++i];
+        else if (strcmp(a, "--run") == 0 && has_next)
+            cell = argv[++i];
+        else if (strcmp(a, "--run-file") == 0 && has_next)
+            file = argv[++i];
+        else if (strcmp(a, "--json") == 0)
+            json_mode = true;
+        else if (strcmp(a, "--worker") == 0 && has_next)
+            return worker_main(atoi(argv[++i]));
+        else if (strcmp(a, "--version") == 0) {
+            printf("cudalab %s\n", CUDALAB_VERSION);
+            return 0;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "cudalab: unknown or incomplete argument '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (conn)
+        return run_kernel(conn);
+    if (file) {
+        char *text = cli_read_file(file);
+        if (!text) {
+            fprintf(stderr, "cudalab: cannot read %s\n", file);
+            return 2;
+        }
+        int rc = cli_run_cell(text, json_mode);
+        free(text);
+        return rc;
+    }
+    if (cell)
+        return cli_run_cell(cell, json_mode);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,203 @@
+/* complete.c — complete_request, inspect_request and is_complete_request.
+ *
+ * All three read the same magic descriptions as the parser: magic names after
+ * '%', a magic's flags after '-', a choice flag's values after the flag.
+ * Cursor positions are in Unicode code points (protocol 5.2+).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudalab/magic.h"
+#include "kernel.h"
+
+enum handled handle_complete(kernel *k, void *sock, wire_msg *req);
+enum handled handle_inspect(kernel *k, void *sock, wire_msg *req);
+enum handled handle_is_complete(kernel *k, void *sock, wire_msg *req);
+
+/* Byte offset of code point cp in s (clamped to the end). */
+static size_t cp_to_byte(const char *s, long cp)
+{
+    size_t i = 0;
+    for (long n = 0; s[i] && n < cp; n++) {
+        i++;
+        while ((s[i] & 0xC0) == 0x80)
+            i++;
+    }
+    return i;
+}
+
+static long byte_to_cp(const char *s, size_t byte)
+{
+    long n = 0;
+    for (size_t i = 0; i < byte && s[i]; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            n++;
+    return n;
+}
+
+/* The line around byte offset pos: [*start, *end). */
+static void line_at(const char *code, size_t pos, size_t *start, size_t *end)
+{
+    size_t s = pos, e = pos;
+    while (s > 0 && code[s - 1] != '\n')
+        s--;
+    while (code[e] && code[e] != '\n')
+        e++;
+    *start = s;
+    *end = e;
+}
+
+/* The magic a line invokes (its first token without % / %% / trailing ?). */
+static const magic_spec *line_magic(const token *t, int n)
+{
+    if (n < 1 || t[0].text[0] != '%')
+        return NULL;
+    char name[64];
+    const char *p = t[0].text + (t[0].text[1] == '%' ? 2 : 1);
+    size_t len = strcspn(p, "?");
+    if (len >= sizeof name)
+        return NULL;
+    memcpy(name, p, len);
+    name[len] = '\0';
+    return magic_find(name);
+}
+
+static void add_prefixed(json_t *out, const char *prefix, const char *word, const char *typed)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s%s", prefix, word);
+    if (strncmp(buf, typed, strlen(typed)) == 0)
+        json_array_append_new(out, json_string(buf));
+}
+
+static void complete_magics(json_t *out, const char *typed)
+{
+    size_t n;
+    const magic_spec *const *all = magic_all(&n);
+    int cell = strncmp(typed, "%%", 2) == 0;
+    for (size_t i = 0; i < n; i++)
+        if (cell ? (all[i]->mode & MAGIC_CELL) != 0 : (all[i]->mode & MAGIC_LINE) != 0)
+            add_prefixed(out, cell ? "%%" : "%", all[i]->name, typed);
+}
+
+static void complete_flags(json_t *out, const magic_spec *m, const char *typed)
+{
+    for (const flag_spec *f = m->flags; f && f->name; f++) {
+        add_prefixed(out, "--", f->name, typed);
+        if (f->type == FLAG_BOOL && strncmp(typed, "--n", 3) == 0)
+            add_prefixed(out, "--no-", f->name, typed);
+    }
+}
+
+static const flag_spec *find_flag(const magic_spec *m, const char *arg)
+{
+    if (!m || strncmp(arg, "--", 2) != 0)
+        return NULL;
+    size_t len = strcspn(arg + 2, "=");
+    for (const flag_spec *f = m->flags; f && f->name; f++)
+        if (strlen(f->name) == len && strncmp(f->name, arg + 2, len) == 0)
+            return f;
+    return NULL;
+}
+
+static void complete_choices(json_t *out, const flag_spec *f, const char *prefix, const char *typed)
+{
+    for (const char *const *c = f->choices; c && *c; c++)
+        add_prefixed(out, prefix, *c, typed);
+}
+
+/* Fills matches for the word ending at byte `cur` of line; *from = where it starts. */
+static void complete_line(const char *line, size_t cur, json_t *out, size_t *from)
+{
+    char *head = strndup(line, cur);
+    token *t = NULL;
+    int n = line_tokens(head, &t);
+    if (n < 0)
+        n = 0;
+    int at_end = n > 0 && t[n - 1].end == cur;       /* the cursor is inside the last token */
+    const char *typed = at_end ? t[n - 1].text : "";
+    *from = at_end ? t[n - 1].start : cur;
+    const magic_spec *m = line_magic(t, n);
+    if (n == 0 || (n == 1 && at_end)) {
+        if (typed[0] == '%' || typed[0] == '\0')
+            complete_magics(out, typed[0] ? typed : "%");
+    } else if (typed[0] == '-' && !strchr(typed, '=') && m) {
+        complete_flags(out, m, typed);
+    } else if (m) {
+        const flag_spec *f = find_flag(m, typed);
+        if (f && f->type == FLAG_CHOICE) {              /* --variant=na */
+            size_t eq = strcspn(typed, "=") + 1;
+            char prefix[96];
+            snprintf(prefix, sizeof prefix, "%.*s", (int)eq, typed);
+            complete_choices(out, f, prefix, typed);
+        } else {
+            int prev = at_end ? n - 2 : n - 1;
+            f = prev >= 1 ? find_flag(m, t[prev].text) : NULL;
+            if (f && f->type == FLAG_CHOICE && !strchr(t[prev].text, '='))
+                complete_choices(out, f, "", typed);
+        }
+    }
+    tokens_free(t, n);
+    free(head);
+}
+
+enum handled handle_complete(kernel *k, void *sock, wire_msg *req)
+{
+    const char *code = json_string_value(json_object_get(req->content, "code"));
+    const json_t *cp = json_object_get(req->content, "cursor_pos");
+    if (!code)
+        code = "";
+    size_t pos = json_is_integer(cp) ? cp_to_byte(code, (long)json_integer_value(cp)) : strlen(code);
+    size_t ls, le, from = pos;
+    line_at(code, pos, &ls, &le);
+    json_t *matches = json_array();
+    char *line = strndup(code + ls, le - ls);
+    if (line) {
+        complete_line(line, pos - ls, matches, &from);
+        from += ls;
+    }
+    free(line);
+    kernel_reply(k, sock, req, "complete_reply",
+                 json_pack("{s:s, s:o, s:I, s:I, s:{}}", "status", "ok", "matches", matches,
+                           "cursor_start", (json_int_t)byte_to_cp(code, from), "cursor_end",
+                           (json_int_t)byte_to_cp(code, pos), "metadata"));
+    return HANDLED_DONE;
+}
+
+enum handled handle_inspect(kernel *k, void *sock, wire_msg *req)
+{
+    const char *code = json_string_value(json_object_get(req->content, "code"));
+    const json_t *cp = json_object_get(req->content, "cursor_pos");
+    if (!code)
+        code = "";
+    size_t pos = json_is_integer(cp) ? cp_to_byte(code, (long)json_integer_value(cp)) : 0;
+    size_t ls, le;
+    line_at(code, pos, &ls, &le);
+    char *line = strndup(code + ls, le - ls);
+    token *t = NULL;
+    int n = line ? line_tokens(line, &t) : 0;
+    const magic_spec *m = line_magic(t, n < 0 ? 0 : n);
+    tokens_free(t, n < 0 ? 0 : n);
+    free(line);
+    json_t *data = json_object();
+    if (m) {
+        char *help = magic_help_text(m);
+        json_object_set_new(data, "text/plain", json_string(help ? help : m->summary));
+        free(help);
+    }
+    kernel_reply(k, sock, req, "inspect_reply",
+                 json_pack("{s:s, s:b, s:o, s:{}}", "status", "ok", "found", m != NULL, "data", data,
+                           "metadata"));
+    return HANDLED_DONE;
+}
+
+enum handled handle_is_complete(kernel *k, void *sock, wire_msg *req)
+{
+    const char *code = json_string_value(json_object_get(req->content, "code"));
+    const char *status = code ? cell_completeness(code) : "invalid";
+    json_t *content = json_pack("{s:s}", "status", status);
+    if (strcmp(status, "incomplete") == 0)
+        json_object_set_new(content, "indent", json_string(""));
+    kernel_reply(k, sock, req, "is_complete_reply", content);
+    return HANDLED_DONE;
+}

@@ -1,0 +1,277 @@
+/* execute.c — execute_request: a cell runs command by command.
+ *
+ * The cell is parsed and validated whole before anything runs, so a typo on
+ * the last line costs nothing. Local magics run at once; worker magics are
+ * sent to the device worker and the cell waits (the loop keeps serving
+ * control and heartbeat) until the worker says "done". The first error ends
+ * the cell; with stop_on_error, queued execute requests are then aborted.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudalab/render.h"
+#include "kernel.h"
+#include "log.h"
+
+struct cell {
+    wire_msg req;               /* the execute_request, owned */
+    command *cmds;
+    int ncmds, next;
+    bool silent, stop_on_error;
+    int count;                  /* execution_count of this cell */
+    bool waiting;               /* a command is in the worker */
+    json_t *error;              /* {ename, evalue, traceback} of the worker's error, or NULL */
+};
+
+enum handled handle_execute(kernel *k, void *sock, wire_msg *req);
+
+/* ---- output of running commands ---- */
+
+static void kernel_stream(void *impl, const char *name, const char *text)
+{
+    kernel *k = impl;
+    if (!k->cell || k->cell->silent || !text || !*text)
+        return;
+    kernel_publish(k, &k->cell->req, "stream", json_pack("{s:s, s:s}", "name", name, "text", text));
+}
+
+static void kernel_result(void *impl, json_t *doc, json_t *view, const char *display_id, bool update)
+{
+    kernel *k = impl;
+    struct cell *c = k->cell;
+    if (c && !c->silent) {
+        json_t *data = render_bundle(doc, view);
+        json_t *transient = display_id ? json_pack("{s:s}", "display_id", display_id) : json_object();
+        if (update) {
+            kernel_publish(k, &c->req, "update_display_data",
+                           json_pack("{s:o, s:{}, s:o}", "data", data, "metadata", "transient", transient));
+        } else if (!display_id && c->next == c->ncmds - 1) {
+            /* the last command's result is the cell's value: Out[n] */
+            history_set_output(k->history, c->count,
+                               json_string_value(json_object_get(data, "text/plain")));
+            json_decref(transient);
+            kernel_publish(k, &c->req, "execute_result",
+                           json_pack("{s:i, s:o, s:{}}", "execution_count", c->count, "data", data, "metadata"));
+        } else {
+            kernel_publish(k, &c->req, "display_data",
+                           json_pack("{s:o, s:{}, s:o}", "data", data, "metadata", "transient", transient));
+        }
+    }
+    json_decref(doc);
+    json_decref(view);
+}
+
+static const magic_out kernel_out = { kernel_stream, kernel_result };
+
+/* ---- finishing ---- */
+
+static void cell_free(struct cell *c)
+{
+    wire_msg_free(&c->req);
+    commands_free(c->cmds, c->ncmds);
+    json_decref(c->error);
+    free(c);
+}
+
+/* Records the cell's error: published on iopub now, repeated in the reply. */
+static void cell_fail(kernel *k, const char *ename, const char *evalue, const json_t *extra)
+{
+    struct cell *c = k->cell;
+    json_t *tb = json_array();
+    json_array_append_new(tb, json_sprintf("%s: %s", ename, evalue));
+    size_t i;
+    json_t *line;
+    json_array_foreach(extra, i, line)
+        if (json_is_string(line))
+            json_array_append(tb, line);
+    json_decref(c->error);
+    c->error = json_pack("{s:s, s:s, s:o}", "ename", ename, "evalue", evalue, "traceback", tb);
+    kernel_publish(k, &c->req, "error", json_deep_copy(c->error));
+}
+
+static void cell_finish(kernel *k)
+{
+    struct cell *c = k->cell;
+    json_t *reply;
+    if (c->error) {
+        reply = json_deep_copy(c->error);
+        json_object_set_new(reply, "status", json_string("error"));
+    } else {
+        reply = json_pack("{s:s, s:{}, s:[]}", "status", "ok", "user_expressions", "payload");
+    }
+    json_object_set_new(reply, "execution_count", json_integer(c->count));
+    kernel_reply(k, k->sock[PORT_SHELL], &c->req, "execute_reply", reply);
+    kernel_status(k, &c->req, "idle");
+    bool abort = c->error && c->stop_on_error;
+    k->cell = NULL;
+    cell_free(c);
+    if (abort)
+        cell_abort_queue(k);
+}
+
+static void fail_command(kernel *k, const command *cmd, const char *ename, const char *evalue,
+                         const json_t *extra)
+{
+    json_t *tb = json_array();
+    json_array_append_new(tb, json_sprintf("  in cell line %d: %s", cmd->line, cmd->source));
+    size_t i;
+    json_t *line;
+    json_array_foreach(extra, i, line)
+        json_array_append(tb, line);
+    cell_fail(k, ename, evalue, tb);
+    json_decref(tb);
+}
+
+/* Runs commands until one goes to the worker (returns) or the cell ends. */
+static void cell_advance(kernel *k)
+{
+    struct cell *c = k->cell;
+    for (; c->next < c->ncmds; c->next++) {
+        const command *cmd = &c->cmds[c->next];
+        if (cmd->magic->where == MAGIC_WORKER) {
+            if (worker_run(&k->worker, k->exe, cmd) == 0) {
+                c->waiting = true;
+                return;
+            }
+            fail_command(k, cmd, "WorkerError", "cannot start the device worker (see the kernel log)", NULL);
+            break;
+        }
+        magic_ctx ctx = { .out = &kernel_out, .impl = k };
+        int rc = cmd->magic->run(&ctx, cmd->params, cmd->body);
+        if (rc) {
+            fail_command(k, cmd, ctx.ename, ctx.evalue, ctx.traceback);
+            json_decref(ctx.traceback);
+            break;
+        }
+    }
+    cell_finish(k);
+}
+
+/* ---- events from the loop ---- */
+
+void cell_on_worker_frame(kernel *k, json_t *f)
+{
+    struct cell *c = k->cell;
+    const char *op = json_string_value(json_object_get(f, "op"));
+    if (!c || !c->waiting || !op) {
+        klog("worker frame with no command waiting: ignored");
+        return;
+    }
+    if (strcmp(op, "stream") == 0) {
+        kernel_stream(k, json_string_value(json_object_get(f, "name")),
+                      json_string_value(json_object_get(f, "text")));
+    } else if (strcmp(op, "result") == 0) {
+        json_t *doc = json_object_get(f, "doc"), *view = json_object_get(f, "view");
+        kernel_result(k, json_incref(doc), json_incref(view),
+                      json_string_value(json_object_get(f, "display_id")),
+                      json_is_true(json_object_get(f, "update")));
+    } else if (strcmp(op, "error") == 0) {
+        json_decref(c->error);
+        c->error = json_incref(f);
+    } else if (strcmp(op, "done") == 0) {
+        c->waiting = false;
+        k->worker.busy = false;
+        json_t *err = c->error;
+        if (err) {
+            c->error = NULL;
+            const char *ename = json_string_value(json_object_get(err, "ename"));
+            const char *evalue = json_string_value(json_object_get(err, "evalue"));
+            fail_command(k, &c->cmds[c->next], ename ? ename : "Error", evalue ? evalue : "",
+                         json_object_get(err, "traceback"));
+            json_decref(err);
+            cell_finish(k);
+            return;
+        }
+        c->next++;
+        cell_advance(k);
+    }
+}
+
+void cell_on_worker_exit(kernel *k, const char *how)
+{
+    struct cell *c = k->cell;
+    if (!c || !c->waiting)
+        return;
+    const command *cmd = &c->cmds[c->next];
+    char evalue[512];
+    snprintf(evalue, sizeof evalue,
+             "the device worker running %%%s %s; a fresh worker starts for the next command",
+             cmd->magic->name, how);
+    json_decref(c->error);
+    c->error = NULL;
+    fail_command(k, cmd, "WorkerDied", evalue, NULL);
+    cell_finish(k);
+}
+
+void cell_interrupt(kernel *k, const char *why)
+{
+    struct cell *c = k->cell;
+    if (!c || !c->waiting) {
+        klog("%s while idle: nothing to stop", why);
+        return;
+    }
+    worker_kill(&k->worker, NULL);
+    const command *cmd = &c->cmds[c->next];
+    char evalue[512];
+    snprintf(evalue, sizeof evalue, "%s: stopped %%%s (its worker was stopped; a fresh one starts "
+             "for the next command)", why, cmd->magic->name);
+    json_decref(c->error);
+    c->error = NULL;
+    fail_command(k, cmd, "KeyboardInterrupt", evalue, NULL);
+    cell_finish(k);
+}
+
+/* ---- the request ---- */
+
+static bool flag(const json_t *content, const char *key, bool def)
+{
+    const json_t *v = json_object_get(content, key);
+    return json_is_boolean(v) ? json_is_true(v) : def;
+}
+
+enum handled handle_execute(kernel *k, void *sock, wire_msg *req)
+{
+    const json_t *code = json_object_get(req->content, "code");
+    if (!json_is_string(code)) {
+        kernel_reply(k, sock, req, "execute_reply",
+                     json_pack("{s:s, s:s, s:s, s:[s], s:i}", "status", "error", "ename",
+                               "ProtocolError", "evalue", "execute_request without a code string",
+                               "traceback", "ProtocolError: execute_request without a code string",
+                               "execution_count", k->exec_count));
+        return HANDLED_DONE;
+    }
+    struct cell *c = calloc(1, sizeof *c);
+    if (!c) {
+        klog("out of memory for a cell");
+        return HANDLED_DONE;
+    }
+    c->req = *req;                          /* take ownership */
+    memset(req, 0, sizeof *req);
+    c->silent = flag(c->req.content, "silent", false);
+    c->stop_on_error = flag(c->req.content, "stop_on_error", true);
+    bool store = !c->silent && flag(c->req.content, "store_history", true);
+    const char *text = json_string_value(json_object_get(c->req.content, "code"));
+    if (store) {
+        k->exec_count++;
+        history_add(k->history, k->exec_count, text);
+    }
+    c->count = k->exec_count;
+    k->cell = c;
+    if (!c->silent)
+        kernel_publish(k, &c->req, "execute_input",
+                       json_pack("{s:s, s:i}", "code", text, "execution_count", c->count));
+    parse_error perr;
+    c->ncmds = cell_parse(text, &c->cmds, &perr);
+    if (c->ncmds < 0) {
+        c->ncmds = 0;
+        json_t *tb = json_array();
+        if (perr.line > 0)
+            json_array_append_new(tb, json_sprintf("  in cell line %d: %s", perr.line, perr.source));
+        cell_fail(k, perr.ename, perr.evalue, tb);
+        json_decref(tb);
+        cell_finish(k);
+    } else {
+        cell_advance(k);
+    }
+    return HANDLED_PENDING;
+}
