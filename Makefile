@@ -28,8 +28,8 @@ ifeq ($(WERROR),1)
 WARN    += -Werror
 endif
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -fno-strict-aliasing $(WARN) -Iinclude -Ikernel $(SAN)
-LDFLAGS += $(SAN)
+override CFLAGS += -std=c11 -D_GNU_SOURCE -fno-strict-aliasing $(WARN) -Iinclude -Ikernel $(SAN)
+override LDFLAGS += $(SAN)
 LDLIBS  := -lzmq -ljansson -lcrypto -ldl -lm -lpthread
 
 CORE_SRC   := $(sort $(filter-out kernel/main.c,$(wildcard kernel/*.c kernel/*/*.c cpu/*.c)))

@@ -33,7 +33,7 @@ static void cli_result(void *impl, json_t *doc, json_t *view, const char *displa
         return;
     }
     if (json_mode) {
-        char *s = json_dumps(doc, JSON_COMPACT | JSON_ENCODE_ANY);
+        char *s = json_dumps(doc, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(12));
         if (s)
             printf("%s\n", s);
         free(s);

@@ -199,7 +199,7 @@ int wire_recv(void *sock, blob **frames)
 
 char *wire_dumps(const json_t *v, size_t *len)
 {
-    char *s = v ? json_dumps(v, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_ENCODE_ANY) : strdup("{}");
+    char *s = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(12)) : strdup("{}");
     if (len)
         *len = s ? strlen(s) : 0;
     return s;

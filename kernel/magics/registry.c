@@ -1,0 +1,52 @@
+/* registry.c — the list of magics. Adding a magic = its file in kernel/magics/
+ * plus one extern line and one array entry here, kept in alphabetical order so
+ * that %help lists them sorted without sorting at run time.
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudalab/magic.h"
+#include "magics/parse_internal.h"
+
+extern const magic_spec magic_device;
+extern const magic_spec magic_echo;
+extern const magic_spec magic_help;
+
+static const magic_spec *const magics[] = {
+    &magic_device,
+    &magic_echo,
+    &magic_help,
+};
+
+#define MAGIC_COUNT (sizeof magics / sizeof magics[0])
+
+const magic_spec *const *magic_all(size_t *count)
+{
+    if (count)
+        *count = MAGIC_COUNT;
+    return magics;
+}
+
+const magic_spec *magic_find(const char *name)
+{
+    for (size_t i = 0; name && i < MAGIC_COUNT; i++)
+        if (strcmp(magics[i]->name, name) == 0)
+            return magics[i];
+    return NULL;
+}
+
+/* Names are lower case, so %MatMul is compared as %matmul. */
+const char *magic_nearest(const char *name)
+{
+    char lower[128];
+    size_t i = 0;
+    for (; name && name[i] && i < sizeof lower - 1; i++)
+        lower[i] = (char)tolower((unsigned char)name[i]);
+    lower[i] = '\0';
+    suggest s;
+    suggest_init(&s, lower);
+    for (size_t k = 0; k < MAGIC_COUNT; k++)
+        suggest_add(&s, magics[k]->name);
+    return s.best;
+}

@@ -1,0 +1,235 @@
+/* test_echo_help.c — the registry, the generated help text, and the %echo
+ * and %help magics run end to end: cell text -> cell_parse -> run() -> what
+ * reaches the output sink.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudalab/magic.h"
+#include "magics/parse_internal.h"
+
+extern const magic_spec magic_echo;
+extern const magic_spec magic_help;
+
+#define assert_contains(hay, needle) do {                                         \
+        if (!strstr((hay), (needle)))                                             \
+            fail_msg("'%s'\n  does not contain '%s'", (hay), (needle));           \
+    } while (0)
+
+/* What a run sent to its sink. */
+typedef struct sink {
+    char out[1024], err[1024];
+    json_t *doc, *view;
+    int results;
+} sink;
+
+static void sink_stream(void *impl, const char *name, const char *text)
+{
+    sink *s = impl;
+    char *to = strcmp(name, "stdout") == 0 ? s->out : s->err;
+    strncat(to, text, sizeof s->out - strlen(to) - 1);
+}
+
+static void sink_result(void *impl, json_t *doc, json_t *view, const char *display_id, bool update)
+{
+    sink *s = impl;
+    json_decref(s->doc);
+    json_decref(s->view);
+    s->doc = doc;
+    s->view = view;
+    s->results++;
+}
+
+static const magic_out sink_out = { sink_stream, sink_result };
+
+/* Parses cell (one command) with the real registry and runs it locally. */
+static int run_cell(const char *cell, sink *s, magic_ctx *ctx)
+{
+    command *c;
+    parse_error e;
+    memset(s, 0, sizeof *s);
+    *ctx = (magic_ctx){ .out = &sink_out, .impl = s };
+    int n = cell_parse(cell, &c, &e);
+    if (n != 1)
+        fail_msg("%s: parsed into %d commands (%s)", cell, n, e.evalue);
+    int rc = c[0].magic->run(ctx, c[0].params, c[0].body);
+    commands_free(c, n);
+    return rc;
+}
+
+static void sink_free(sink *s)
+{
+    json_decref(s->doc);
+    json_decref(s->view);
+}
+
+/* ---- registry ---- */
+
+static void registry(void **state)
+{
+    size_t n;
+    const magic_spec *const *all = magic_all(&n);
+    assert_true(n >= 3);
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(all[i - 1]->name, all[i]->name) >= 0)
+            fail_msg("registry not sorted: %s before %s", all[i - 1]->name, all[i]->name);
+    assert_ptr_equal(magic_find("echo"), &magic_echo);
+    assert_ptr_equal(magic_find("help"), &magic_help);
+    assert_null(magic_find("Echo"));
+    assert_null(magic_find(""));
+    assert_string_equal(magic_nearest("ecoh"), "echo");
+    assert_string_equal(magic_nearest("ECHO"), "echo");
+    assert_null(magic_nearest("qqqqqqqqqq"));
+}
+
+/* ---- help text ---- */
+
+static void usage_lines(void **state)
+{
+    char buf[256];
+    magic_usage(&magic_echo, buf, sizeof buf);
+    assert_string_equal(buf, "%echo [--stderr] TEXT");
+    magic_usage(&magic_help, buf, sizeof buf);
+    assert_string_equal(buf, "%help NAME");
+}
+
+static void help_text_of_echo(void **state)
+{
+    char *t = magic_help_text(&magic_echo);
+    assert_non_null(t);
+    const char *top = "%echo [--stderr] TEXT\n%%echo [--stderr] TEXT\n"
+                      "  (a cell magic: the rest of the cell is its input)\n";
+    assert_true(strncmp(t, top, strlen(top)) == 0);
+    assert_contains(t, "\nPrint text into the cell's output\n");
+    assert_contains(t, "\nArguments:\n  TEXT  the text to print\n");
+    assert_contains(t, "\nFlags:\n  flag      type  default  allowed  help\n"
+                       "  --stderr  bool  false             write to the stderr stream instead of stdout\n");
+    assert_null(strstr(t, " \n"));               /* no trailing blanks */
+    assert_contains(t, "\nExamples:\n  %echo Tile sizes from 8 to 32:\n");
+    char *again = magic_help_text(&magic_echo);
+    assert_string_equal(t, again);                  /* deterministic */
+    free(again);
+    free(t);
+}
+
+static void list_text(void **state)
+{
+    char *t = magic_list_text();
+    assert_non_null(t);
+    assert_contains(t, "cudalab magics:\n");
+    /* summaries start in one column, whatever the longest name is */
+    const char *echo = strstr(t, "\n  %echo "), *help = strstr(t, "\n  %help ");
+    assert_non_null(echo);
+    assert_non_null(help);
+    const char *s1 = strstr(echo, "Print text into the cell's output\n");
+    const char *s2 = strstr(help, "List the magics, or show one magic's usage");
+    assert_non_null(s1);
+    assert_non_null(s2);
+    assert_int_equal(s1 - echo, s2 - help);
+    assert_contains(t, "\n%help NAME or %NAME? shows the flags and examples of one magic.\n");
+    assert_true(strstr(t, "%echo") < strstr(t, "%help"));
+    free(t);
+}
+
+/* ---- %echo ---- */
+
+static void echo_line_and_cell(void **state)
+{
+    sink s;
+    magic_ctx ctx;
+    assert_int_equal(run_cell("%echo hello   world", &s, &ctx), 0);
+    assert_string_equal(s.out, "hello world\n");
+    assert_string_equal(s.err, "");
+    assert_int_equal(run_cell("%echo --stderr 'oops  !'", &s, &ctx), 0);
+    assert_string_equal(s.out, "");
+    assert_string_equal(s.err, "oops  !\n");
+    assert_int_equal(run_cell("%echo", &s, &ctx), 0);
+    assert_string_equal(s.out, "\n");
+    assert_int_equal(run_cell("%%echo\nline one\n  line two", &s, &ctx), 0);
+    assert_string_equal(s.out, "line one\n  line two\n");
+    assert_int_equal(run_cell("%%echo title\nbody\n", &s, &ctx), 0);
+    assert_string_equal(s.out, "title\nbody\n");
+    assert_int_equal(run_cell("%%echo", &s, &ctx), 0);
+    assert_string_equal(s.out, "");
+    assert_int_equal(s.results, 0);
+}
+
+/* ---- %help ---- */
+
+static void help_list(void **state)
+{
+    sink s;
+    magic_ctx ctx;
+    assert_int_equal(run_cell("%help", &s, &ctx), 0);
+    assert_int_equal(s.results, 1);
+    assert_string_equal(json_string_value(json_object_get(s.doc, "magic")), "help");
+    assert_true(json_is_null(json_object_get(s.doc, "topic")));
+    json_t *list = json_object_get(s.doc, "magics");
+    size_t n;
+    magic_all(&n);
+    assert_int_equal(json_array_size(list), n);
+    bool found = false;
+    for (size_t i = 0; i < n; i++)
+        found |= strcmp(json_string_value(json_object_get(json_array_get(list, i), "name")), "echo") == 0;
+    assert_true(found);
+    json_t *block = json_array_get(json_object_get(s.view, "blocks"), 0);
+    assert_string_equal(json_string_value(json_object_get(block, "type")), "text");
+    assert_contains(json_string_value(json_object_get(block, "text")), "%echo");
+    sink_free(&s);
+}
+
+static void help_one_magic(void **state)
+{
+    static const char *const cells[] = { "%help echo", "%help %echo", "%help %%echo", "%echo?", "?echo" };
+    for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++) {
+        sink s;
+        magic_ctx ctx;
+        assert_int_equal(run_cell(cells[i], &s, &ctx), 0);
+        assert_string_equal(json_string_value(json_object_get(s.doc, "topic")), "echo");
+        assert_string_equal(json_string_value(json_object_get(s.doc, "usage")), "%echo [--stderr] TEXT");
+        json_t *flag = json_array_get(json_object_get(s.doc, "flags"), 0);
+        char *got = json_dumps(flag, JSON_SORT_KEYS | JSON_COMPACT);
+        assert_string_equal(got, "{\"choices\":null,\"default\":false,\"help\":\"write to the stderr stream "
+                                 "instead of stdout\",\"list\":false,\"max\":null,\"min\":null,\"name\":"
+                                 "\"stderr\",\"required\":false,\"short\":null,\"type\":\"bool\"}");
+        free(got);
+        assert_true(json_is_true(json_object_get(s.doc, "cell")));
+        assert_string_equal(json_string_value(json_object_get(s.view, "title")), "%echo");
+        json_t *blocks = json_object_get(s.view, "blocks");
+        assert_string_equal(json_string_value(json_object_get(json_array_get(blocks, 1), "type")), "table");
+        sink_free(&s);
+    }
+}
+
+static void help_unknown_name(void **state)
+{
+    sink s;
+    magic_ctx ctx;
+    assert_int_equal(run_cell("%help ecoh", &s, &ctx), -1);
+    assert_string_equal(ctx.ename, "UsageError");
+    assert_string_equal(ctx.evalue, "unknown magic %ecoh; did you mean %echo?");
+    assert_int_equal(run_cell("%qqqqqqqq?", &s, &ctx), -1);
+    assert_string_equal(ctx.evalue, "unknown magic %qqqqqqqq; %help lists them all");
+    assert_int_equal(s.results, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(registry),
+        cmocka_unit_test(usage_lines),
+        cmocka_unit_test(help_text_of_echo),
+        cmocka_unit_test(list_text),
+        cmocka_unit_test(echo_line_and_cell),
+        cmocka_unit_test(help_list),
+        cmocka_unit_test(help_one_magic),
+        cmocka_unit_test(help_unknown_name),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,178 @@
+/* test_parse_flags.c — the arguments of a command: flag spellings, switches,
+ * repeated and missing values, unknown flags with suggestions, positional
+ * text, required flags, line versus cell mode, and the first error stopping
+ * the cell. The fake magics are in parse_fixtures.h.
+ */
+#include "parse_fixtures.h"
+
+/* ---- flags ---- */
+
+static void every_flag_present_with_defaults(void **state)
+{
+    int n;
+    command *c = ok("%matmul", &n);
+    /* reals print differently across jansson versions: check tol apart */
+    assert_true(json_is_real(json_object_get(c[0].params, "tol")));
+    assert_float_equal(json_real_value(json_object_get(c[0].params, "tol")), 1e-5, 1e-20);
+    json_object_del(c[0].params, "tol");
+    assert_json(c[0].params, "{\"bin_width\":1,\"block\":[16,16],\"check\":true,\"size\":1024,"
+                             "\"tile\":16,\"title\":null,\"variant\":\"tiled\",\"verbose\":false}");
+    commands_free(c, n);
+}
+
+static void flag_spellings(void **state)
+{
+    int n;
+    parse_error e = bad("%matmul --size=2K -n 4 --tile 8");
+    assert_string_equal(e.ename, "UsageError");
+    assert_string_equal(e.evalue, "--size is given twice");
+
+    command *c = ok("%matmul -n 4 --bin-width=8 --block 4x2 --title hello", &n);
+    assert_json(json_object_get(c[0].params, "size"), "4");
+    assert_json(json_object_get(c[0].params, "bin_width"), "8");
+    assert_json(json_object_get(c[0].params, "block"), "[4,2]");
+    assert_json(json_object_get(c[0].params, "title"), "\"hello\"");
+    assert_null(json_object_get(c[0].params, "bin-width"));
+    commands_free(c, n);
+}
+
+static void switches(void **state)
+{
+    static const struct { const char *cell; const char *check, *verbose; } cases[] = {
+        { "%matmul", "true", "false" },
+        { "%matmul --no-check --verbose", "false", "true" },
+        { "%matmul --check=false --verbose=YES", "false", "true" },
+        { "%matmul --check=0 --verbose=on", "false", "true" },
+        { "%matmul -c --no-verbose", "true", "false" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int n;
+        command *c = ok(cases[i].cell, &n);
+        assert_json(json_object_get(c[0].params, "check"), cases[i].check);
+        assert_json(json_object_get(c[0].params, "verbose"), cases[i].verbose);
+        commands_free(c, n);
+    }
+    parse_error e = bad("%matmul --check=maybe");
+    assert_string_equal(e.evalue, "--check expects true or false (or yes/no, on/off, 1/0; got 'maybe')");
+    e = bad("%matmul --no-check=1");
+    assert_contains(e.evalue, "--no-check takes no value");
+    e = bad("%matmul --no-size");
+    assert_string_equal(e.evalue, "--size is not an on/off flag, so --no-size means nothing");
+    e = bad("%matmul --check false");
+    assert_contains(e.evalue, "unexpected argument 'false' for %matmul: on/off flags take --flag=false");
+    e = bad("%matmul --no-check --check");
+    assert_string_equal(e.evalue, "--check is given twice");
+}
+
+static void duplicates_and_missing_values(void **state)
+{
+    parse_error e = bad("%matmul -n 8 --size 16");
+    assert_string_equal(e.evalue, "--size is given twice");
+    assert_int_equal(e.column, 14);
+    e = bad("%matmul --tile 8 --tile 16");
+    assert_string_equal(e.evalue, "--tile is given twice; for several values give one comma list (a,b,c)");
+    e = bad("%matmul --size");
+    assert_string_equal(e.evalue, "--size needs a value, e.g. --size 1024");
+    e = bad("%matmul --title --size 4");
+    assert_string_equal(e.evalue, "--title needs a value");
+    e = bad("%matmul --size=");
+    assert_string_equal(e.evalue, "--size needs a value after '='");
+    int n;
+    e = bad("%matmul --title= --size -5K");   /* a negative number is a value, not a flag */
+    assert_string_equal(e.evalue, "--size must be between 1 and 1073741824 (got -5K = -5120)");
+    command *c = ok("%matmul --title=", &n);
+    assert_json(json_object_get(c[0].params, "title"), "\"\"");
+    commands_free(c, n);
+    c = ok("%matmul --title \"-dash\"", &n);
+    assert_json(json_object_get(c[0].params, "title"), "\"-dash\"");
+    commands_free(c, n);
+}
+
+static void unknown_flags_suggest(void **state)
+{
+    parse_error e = bad("%matmul --tiel 8");
+    assert_string_equal(e.ename, "UsageError");
+    assert_string_equal(e.evalue, "unknown flag --tiel for %matmul; did you mean --tile?");
+    assert_int_equal(e.line, 1);
+    assert_int_equal(e.column, 9);
+    e = bad("%matmul --varient=naive");
+    assert_string_equal(e.evalue, "unknown flag --varient for %matmul; did you mean --variant?");
+    e = bad("%matmul --no-chek");
+    assert_string_equal(e.evalue, "unknown flag --no-chek for %matmul; did you mean --no-check?");
+    e = bad("%matmul --zzzzzzzz 1");
+    assert_string_equal(e.evalue, "unknown flag --zzzzzzzz for %matmul; its flags are --size, --tile, "
+                                  "--variant, --check, --verbose, --tol, --block, --title, --bin-width");
+    e = bad("%matmul -q");
+    assert_contains(e.evalue, "unknown flag -q for %matmul; its flags are --size");
+    e = bad("%matmul -size 4");
+    assert_string_equal(e.evalue, "write --size with two dashes (got -size)");
+    e = bad("%matmul -n1024");
+    assert_string_equal(e.evalue, "write -n VALUE with a space (got -n1024)");
+    e = bad("%%script --x\nbody");
+    assert_string_equal(e.evalue, "%script takes no flags (got --x)");
+}
+
+static void positional_text(void **state)
+{
+    int n;
+    command *c = ok("%note   several   words 'and  quoted' -5 -- --loud", &n);
+    assert_json(c[0].params, "{\"loud\":false,\"text\":\"several words and  quoted -5 --loud\"}");
+    commands_free(c, n);
+    c = ok("%note \"--loud\"", &n);
+    assert_json(c[0].params, "{\"loud\":false,\"text\":\"--loud\"}");
+    commands_free(c, n);
+
+    parse_error e = bad("%matmul --size 4 extra");
+    assert_string_equal(e.ename, "UsageError");
+    assert_string_equal(e.evalue, "unexpected argument 'extra' for %matmul; usage: %matmul [--size N] "
+                                  "[--tile N,...] [--variant NAME,...] [--no-check] [--verbose] [--tol X] "
+                                  "[--block AxB] [--title TEXT] [--bin-width N]");
+    assert_int_equal(e.column, 18);
+}
+
+static void required_flags(void **state)
+{
+    parse_error e = bad("%need");
+    assert_string_equal(e.evalue, "missing required flag --m for %need; usage: %need --m N");
+    assert_int_equal(e.line, 1);
+    assert_int_equal(e.column, 0);
+    assert_string_equal(e.source, "%need");
+    int n;
+    command *c = ok("%need --m 7", &n);
+    assert_json(c[0].params, "{\"m\":7}");
+    commands_free(c, n);
+}
+
+static void line_and_cell_modes(void **state)
+{
+    parse_error e = bad("%%matmul\nbody");
+    assert_string_equal(e.evalue, "%%matmul is not a cell magic; write %matmul as a line of its own");
+    e = bad("%script");
+    assert_string_equal(e.evalue, "%script is a cell magic: write %%script as the cell's first line "
+                                  "and its input below it");
+}
+
+static void first_error_stops(void **state)
+{
+    parse_error e = bad("%matmul\n%matmul --size 0\n%matmul --tiel 3");
+    assert_int_equal(e.line, 2);
+    assert_string_equal(e.evalue, "--size must be between 1 and 1073741824 (got 0)");
+    assert_int_equal(e.column, 16);
+    assert_string_equal(e.source, "%matmul --size 0");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(every_flag_present_with_defaults),
+        cmocka_unit_test(flag_spellings),
+        cmocka_unit_test(switches),
+        cmocka_unit_test(duplicates_and_missing_values),
+        cmocka_unit_test(unknown_flags_suggest),
+        cmocka_unit_test(positional_text),
+        cmocka_unit_test(required_flags),
+        cmocka_unit_test(line_and_cell_modes),
+        cmocka_unit_test(first_error_stops),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
