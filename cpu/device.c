@@ -141,12 +141,23 @@ static int cpu_versions(int dev, cl_versions *out, char *err)
     return 0;
 }
 
+/* Defined by the family files (cpu/reduce.c, matmul.c, histo.c, bandwidth.c);
+ * weak, so a family not written yet is NULL rather than a link error. */
+extern const struct cl_reduce_ops cl_cpu_reduce_ops __attribute__((weak));
+extern const struct cl_matmul_ops cl_cpu_matmul_ops __attribute__((weak));
+extern const struct cl_histo_ops cl_cpu_histo_ops __attribute__((weak));
+int cl_cpu_copy_bandwidth(double *gbs, char *err) __attribute__((weak));
+
 static const cl_backend cpu_backend = {
     .name = "cpu",
     .abi = CL_BACKEND_ABI,
     .device_count = cpu_device_count,
     .device_props = cpu_device_props,
     .versions = cpu_versions,
+    .copy_bandwidth = cl_cpu_copy_bandwidth,
+    .reduce = &cl_cpu_reduce_ops,
+    .matmul = &cl_cpu_matmul_ops,
+    .histo = &cl_cpu_histo_ops,
 };
 
 const cl_backend *cl_cpu_backend(void)

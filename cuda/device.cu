@@ -219,12 +219,25 @@ static int cuda_versions(int dev, cl_versions *out, char *err)
     return code_arch(dev, out->arch, sizeof out->arch, err);
 }
 
+/* Defined by the family files (reduce.cu, matmul.cu, histo.cu, bandwidth.cu);
+ * weak, so a family not built yet is NULL rather than a link error. */
+extern "C" {
+extern const struct cl_reduce_ops cl_cuda_reduce_ops __attribute__((weak));
+extern const struct cl_matmul_ops cl_cuda_matmul_ops __attribute__((weak));
+extern const struct cl_histo_ops cl_cuda_histo_ops __attribute__((weak));
+int cl_cuda_copy_bandwidth(double *gbs, char *err) __attribute__((weak));
+}
+
 static const cl_backend cuda_backend = {
     "cuda",
     CL_BACKEND_ABI,
     cuda_device_count,
     cuda_device_props,
     cuda_versions,
+    cl_cuda_copy_bandwidth,
+    &cl_cuda_reduce_ops,
+    &cl_cuda_matmul_ops,
+    &cl_cuda_histo_ops,
 };
 
 CL_EXPORT const cl_backend *cl_cuda_backend(void)

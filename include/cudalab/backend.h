@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define CL_BACKEND_ABI 1
+#define CL_BACKEND_ABI 2
 #define CL_ERR_LEN 256
 
 /* Properties of one device, as the lectures use them. Zero means "unknown". */
@@ -55,12 +55,26 @@ typedef struct cl_versions {
     char arch[64];                    /* e.g. "sm_90 SASS" or "compute_90 PTX (JIT)" */
 } cl_versions;
 
+/* Each timed family declares its ops table in its own header (cudalab/reduce.h,
+ * matmul.h, histo.h). A backend defines `cl_<backend>_<family>_ops`; the
+ * backend table refers to them through weak symbols, so a family that a backend
+ * lacks is simply NULL there. */
+struct cl_reduce_ops;
+struct cl_matmul_ops;
+struct cl_histo_ops;
+
 typedef struct cl_backend {
     const char *name;                 /* "cuda" or "cpu" */
     int abi;                          /* CL_BACKEND_ABI */
     int (*device_count)(int *count, char *err);
     int (*device_props)(int dev, cl_device_props *out, char *err);
     int (*versions)(int dev, cl_versions *out, char *err);
+    /* Measured device-memory bandwidth of a large copy, GB/s counting bytes read
+     * and written; measured once per process. NULL when not implemented. */
+    int (*copy_bandwidth)(double *gbs, char *err);
+    const struct cl_reduce_ops *reduce;
+    const struct cl_matmul_ops *matmul;
+    const struct cl_histo_ops *histo;
 } cl_backend;
 
 /* The symbol the worker looks up in libcudalab_cuda.so. */

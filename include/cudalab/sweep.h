@@ -1,0 +1,58 @@
+/* sweep.h — the machinery every timed magic shares: sweeps over comma lists,
+ * statistics, progress, the result document, table and chart.
+ *
+ * A magic describes its table once (sweep_spec) and supplies one function that
+ * runs a single point (every flag a scalar) and appends run objects. The sweep
+ * expands every list-valued flag into the cartesian product (in flag order),
+ * shows progress while points run (update_display_data), and emits one final
+ * result that replaces the progress display:
+ *   doc  = {"magic", "backend", "backend_note", "device": {...}, "params": {...},
+ *           "runs": [ {...}, ... ], "sweep": {"varying": [flag, ...], "points": N}}
+ *   view = title, notes (backend, PTX warning), a table of the runs (sortable by
+ *          the metric with --sort), and a chart of the metric when a numeric
+ *          flag varies (Vega-Lite + SVG fallback in the bundle).
+ * A run whose "check" object has "passed": false makes the cell fail after the
+ * table is shown (ename "CheckError").
+ */
+#ifndef CUDALAB_SWEEP_H
+#define CUDALAB_SWEEP_H
+
+#include <jansson.h>
+
+#include "cudalab/magic.h"
+#include "cudalab/measure.h"
+
+typedef struct sweep_column {
+    const char *path;           /* dotted path into a run: "variant", "time_ms.median", "check.passed" */
+    const char *header;         /* "median ms" */
+} sweep_column;
+
+struct sweep_spec;
+/* Runs one point: params has scalars only. Appends one or more run objects to
+ * runs. Returns 0, or -1 with magic_error() set (the sweep stops). */
+typedef int (*sweep_point_fn)(magic_ctx *ctx, const json_t *params, json_t *runs, void *user);
+
+typedef struct sweep_spec {
+    const char *magic;          /* "reduce" */
+    const char *title;          /* "Reduction" */
+    const char *metric;         /* headline metric path in a run: "gbs", "gflops" */
+    const char *metric_label;   /* "GB/s" */
+    const sweep_column *columns;/* terminated by {NULL} */
+    sweep_point_fn run_point;
+} sweep_spec;
+
+/* Runs the whole sweep and reports through ctx. Returns 0 or -1 (error set). */
+int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *user);
+
+/* {"median", "min", "max", "mean", "stdev", "reps"} of t->ms (ms). */
+json_t *stats_json(const cl_times *t);
+double stats_median(const cl_times *t);
+
+/* {"grid": [x,y,z], "block": [x,y,z], "smem_per_block": B, "regs_per_thread": R, "kernels": K} */
+json_t *launch_json(const cl_launch *l);
+
+/* The "device" object of a result document for the backend in ctx (name, cc, arch,
+ * sms, peak_fp32_gflops, peak_bandwidth_gbs, measured_bandwidth_gbs, ptx_jit). */
+json_t *sweep_device_json(magic_ctx *ctx);
+
+#endif
