@@ -20,6 +20,7 @@ VENV       ?= .venv
 CUDA_ARCHS ?= 75 80 86 89 90
 SAN        ?=
 
+comma := ,
 NVCC ?= $(shell command -v nvcc 2>/dev/null || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })
 
 CC      ?= cc
@@ -57,23 +58,30 @@ all: $(ALL_TARGETS)
 cpu-only-note:
 	@echo "cudalab: nvcc not found: built CPU-only (every magic runs its CPU analogue)."
 
+# V=1 shows the full commands
+Q := $(if $(V),,@)
+
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	@$(if $(Q),echo "  CC      $<",true)
+	$(Q)$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BIN): $(CORE_OBJ) $(MAIN_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	@$(if $(Q),echo "  LINK    $@",true)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(CUDA_LIB): $(CUDA_SRC) include/cudalab/backend.h $(wildcard cuda/*.h)
 	@mkdir -p $(dir $@)
-	$(NVCC) -O3 -std=c++17 -shared -Xcompiler -fPIC,-fvisibility=hidden -Iinclude $(GENCODE) \
+	@$(if $(Q),echo "  NVCC    $@ (sm_$(subst $(eval) ,$(comma)sm_,$(CUDA_ARCHS)))",true)
+	$(Q)$(NVCC) -O3 -std=c++17 -shared -Xcompiler -fPIC,-fvisibility=hidden -Iinclude $(GENCODE) \
 	    -cudart static -o $@ $(CUDA_SRC) -lcublas
 
 # ---- tests ----
 $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(CORE_OBJ) $(LDFLAGS) $(LDLIBS) -lcmocka
+	@$(if $(Q),echo "  TEST    $@",true)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(CORE_OBJ) $(LDFLAGS) $(LDLIBS) -lcmocka
 
 setup:
 	@./scripts/setup.sh test

@@ -76,11 +76,16 @@ const magic_spec *magic_find(const char *name);
 const char *magic_nearest(const char *name);
 
 /* ---- running context: implemented by the kernel, the worker and the CLI ---- */
+/* How a result is shown. A plain result is a new output. Progress is a display
+ * that later results replace: SHOW creates it, UPDATE replaces it, FINAL
+ * replaces it with the command's final result (what a terminal prints). */
+enum result_mode { RESULT_PLAIN, RESULT_SHOW, RESULT_UPDATE, RESULT_FINAL };
+
 typedef struct magic_out {
     void (*stream)(void *impl, const char *name /* "stdout"|"stderr" */, const char *text);
-    /* doc and view are stolen. display_id: NULL for a plain result, or an id whose
-     * earlier output this one replaces (progress then final result). */
-    void (*result)(void *impl, json_t *doc, json_t *view, const char *display_id, bool update);
+    /* doc and view are stolen; doc may be NULL (a chart has no document of its own).
+     * display_id is NULL for RESULT_PLAIN. */
+    void (*result)(void *impl, json_t *doc, json_t *view, const char *display_id, enum result_mode mode);
 } magic_out;
 
 typedef struct magic_ctx {
@@ -96,7 +101,7 @@ typedef struct magic_ctx {
 
 void magic_stream(magic_ctx *ctx, const char *name, const char *text);
 void magic_result(magic_ctx *ctx, json_t *doc, json_t *view);
-void magic_progress(magic_ctx *ctx, const char *display_id, json_t *doc, json_t *view, bool update);
+void magic_progress(magic_ctx *ctx, const char *display_id, json_t *doc, json_t *view, enum result_mode mode);
 /* Records an error and returns -1, so run() can `return magic_error(...)`. */
 int magic_error(magic_ctx *ctx, const char *ename, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

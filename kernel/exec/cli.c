@@ -23,11 +23,12 @@ static void cli_stream(void *impl, const char *name, const char *text)
     fflush(f);
 }
 
-static void cli_result(void *impl, json_t *doc, json_t *view, const char *display_id, bool update)
+static void cli_result(void *impl, json_t *doc, json_t *view, const char *display_id, enum result_mode mode)
 {
     bool json_mode = *(bool *)impl;
-    /* progress displays are for notebooks; a terminal shows only final results */
-    if (display_id && !update) {
+    /* progress displays are for notebooks; a terminal shows only final results,
+     * and in --json mode only documents (a chart has none) */
+    if ((mode != RESULT_PLAIN && mode != RESULT_FINAL) || (json_mode && !doc)) {
         json_decref(doc);
         json_decref(view);
         return;

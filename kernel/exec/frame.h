@@ -3,7 +3,7 @@
  * Each frame is a 4-byte big-endian length followed by that many bytes of JSON.
  * Kernel -> worker: {"op":"run", "magic", "params", "body"}.
  * Worker -> kernel: {"op":"hello", "backend", "note"}, {"op":"stream", "name", "text"},
- *   {"op":"result", "doc", "view", "display_id", "update"}, {"op":"error", "ename",
+ *   {"op":"result", "doc", "view", "display_id", "mode"}, {"op":"error", "ename",
  *   "evalue", "traceback"}, {"op":"done"}.
  */
 #ifndef CUDALAB_FRAME_H

@@ -123,11 +123,11 @@ static void pipe_stream(void *impl, const char *name, const char *text)
     json_decref(m);
 }
 
-static void pipe_result(void *impl, json_t *doc, json_t *view, const char *display_id, bool update)
+static void pipe_result(void *impl, json_t *doc, json_t *view, const char *display_id, enum result_mode mode)
 {
-    json_t *m = json_pack("{s:s, s:o, s:o, s:s?, s:b}", "op", "result", "doc",
+    json_t *m = json_pack("{s:s, s:o, s:o, s:s?, s:i}", "op", "result", "doc",
                           doc ? doc : json_null(), "view", view ? view : json_null(),
-                          "display_id", display_id, "update", update);
+                          "display_id", display_id, "mode", (int)mode);
     if (m)
         frame_write(*(int *)impl, m);
     json_decref(m);

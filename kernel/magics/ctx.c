@@ -12,12 +12,12 @@ void magic_stream(magic_ctx *ctx, const char *name, const char *text)
 
 void magic_result(magic_ctx *ctx, json_t *doc, json_t *view)
 {
-    ctx->out->result(ctx->impl, doc, view, NULL, false);
+    ctx->out->result(ctx->impl, doc, view, NULL, RESULT_PLAIN);
 }
 
-void magic_progress(magic_ctx *ctx, const char *display_id, json_t *doc, json_t *view, bool update)
+void magic_progress(magic_ctx *ctx, const char *display_id, json_t *doc, json_t *view, enum result_mode mode)
 {
-    ctx->out->result(ctx->impl, doc, view, display_id, update);
+    ctx->out->result(ctx->impl, doc, view, display_id, mode);
 }
 
 int magic_error(magic_ctx *ctx, const char *ename, const char *fmt, ...)

@@ -35,17 +35,17 @@ static void kernel_stream(void *impl, const char *name, const char *text)
     kernel_publish(k, &k->cell->req, "stream", json_pack("{s:s, s:s}", "name", name, "text", text));
 }
 
-static void kernel_result(void *impl, json_t *doc, json_t *view, const char *display_id, bool update)
+static void kernel_result(void *impl, json_t *doc, json_t *view, const char *display_id, enum result_mode mode)
 {
     kernel *k = impl;
     struct cell *c = k->cell;
-    if (c && !c->silent) {
-        json_t *data = render_bundle(doc, view);
+    json_t *data = c && !c->silent ? render_bundle(doc, view) : NULL;
+    if (data) {
         json_t *transient = display_id ? json_pack("{s:s}", "display_id", display_id) : json_object();
-        if (update) {
+        if (mode == RESULT_UPDATE || mode == RESULT_FINAL) {
             kernel_publish(k, &c->req, "update_display_data",
                            json_pack("{s:o, s:{}, s:o}", "data", data, "metadata", "transient", transient));
-        } else if (!display_id && c->next == c->ncmds - 1) {
+        } else if (mode == RESULT_PLAIN && c->next == c->ncmds - 1) {
             /* the last command's result is the cell's value: Out[n] */
             history_set_output(k->history, c->count,
                                json_string_value(json_object_get(data, "text/plain")));
@@ -162,9 +162,10 @@ void cell_on_worker_frame(kernel *k, json_t *f)
                       json_string_value(json_object_get(f, "text")));
     } else if (strcmp(op, "result") == 0) {
         json_t *doc = json_object_get(f, "doc"), *view = json_object_get(f, "view");
-        kernel_result(k, json_incref(doc), json_incref(view),
+        const json_t *mode = json_object_get(f, "mode");
+        kernel_result(k, json_is_null(doc) ? NULL : json_incref(doc), json_incref(view),
                       json_string_value(json_object_get(f, "display_id")),
-                      json_is_true(json_object_get(f, "update")));
+                      json_is_integer(mode) ? (enum result_mode)json_integer_value(mode) : RESULT_PLAIN);
     } else if (strcmp(op, "error") == 0) {
         json_decref(c->error);
         c->error = json_incref(f);

@@ -116,7 +116,7 @@ static void cap_stream(void *impl, const char *name, const char *text)
         ((capture *)impl)->stderr_writes++;
 }
 
-static void cap_result(void *impl, json_t *doc, json_t *view, const char *display_id, bool update)
+static void cap_result(void *impl, json_t *doc, json_t *view, const char *display_id, enum result_mode mode)
 {
     capture *c = impl;
     json_decref(c->doc);

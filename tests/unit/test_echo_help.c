@@ -36,7 +36,7 @@ static void sink_stream(void *impl, const char *name, const char *text)
     strncat(to, text, sizeof s->out - strlen(to) - 1);
 }
 
-static void sink_result(void *impl, json_t *doc, json_t *view, const char *display_id, bool update)
+static void sink_result(void *impl, json_t *doc, json_t *view, const char *display_id, enum result_mode mode)
 {
     sink *s = impl;
     json_decref(s->doc);
