@@ -1,0 +1,420 @@
+/* sweep.c — running a timed magic over every combination of its list flags.
+ *
+ * The magic supplies one function that runs a single point; this file owns
+ * everything around it, so %matmul, %histo, %reduce and the rest look and
+ * behave alike: the cartesian product in flag order, progress while points
+ * run, the result document, the runs table (optionally sorted by the metric),
+ * a chart of the metric, and failing the cell when a check failed.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cudalab/render.h"
+#include "cudalab/sweep.h"
+
+#define SWEEP_MAX_POINTS 10000
+
+/* TEMPORARY until the chart builders land in kernel/render (weak: NULL until then) */
+json_t *view_add_chart(json_t *view, const char *kind, const char *title, const char *x_label,
+                       const char *y_label, int log_x) __attribute__((weak));
+void view_chart_point(json_t *chart, const char *series, json_t *x, double y) __attribute__((weak));
+
+/* ---- statistics ---- */
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+static int sorted_times(const cl_times *t, float *out)
+{
+    int n = t->reps < 0 ? 0 : t->reps > CL_MAX_REPS ? CL_MAX_REPS : t->reps;
+    memcpy(out, t->ms, (size_t)n * sizeof *out);
+    qsort(out, (size_t)n, sizeof *out, cmp_float);
+    return n;
+}
+
+double stats_median(const cl_times *t)
+{
+    float s[CL_MAX_REPS];
+    int n = sorted_times(t, s);
+    if (n == 0)
+        return 0;
+    return n % 2 ? s[n / 2] : 0.5 * ((double)s[n / 2 - 1] + s[n / 2]);
+}
+
+json_t *stats_json(const cl_times *t)
+{
+    float s[CL_MAX_REPS];
+    int n = sorted_times(t, s);
+    double sum = 0, sq = 0;
+    for (int i = 0; i < n; i++)
+        sum += s[i];
+    double mean = n ? sum / n : 0;
+    for (int i = 0; i < n; i++)
+        sq += (s[i] - mean) * (s[i] - mean);
+    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:i}", "median", stats_median(t), "min",
+                     n ? (double)s[0] : 0.0, "max", n ? (double)s[n - 1] : 0.0, "mean", mean,
+                     "stdev", n > 1 ? sqrt(sq / (n - 1)) : 0.0, "reps", n);
+}
+
+json_t *launch_json(const cl_launch *l)
+{
+    return json_pack("{s:[i,i,i], s:[i,i,i], s:I, s:i, s:i}", "grid", l->grid[0], l->grid[1],
+                     l->grid[2], "block", l->block[0], l->block[1], l->block[2], "smem_per_block",
+                     (json_int_t)l->smem_bytes, "regs_per_thread", l->regs_per_thread, "kernels",
+                     l->kernels > 0 ? l->kernels : 1);
+}
+
+/* ---- the device a sweep ran on (measured once per process) ---- */
+
+static json_t *device_summary(const cl_backend *b)
+{
+    cl_device_props p;
+    cl_versions v;
+    char err[CL_ERR_LEN];
+    memset(&p, 0, sizeof p);
+    memset(&v, 0, sizeof v);
+    if (b->device_props(0, &p, err))
+        return json_pack("{s:s, s:s}", "backend", b->name, "error", err);
+    if (b->versions(0, &v, err))
+        snprintf(v.arch, sizeof v.arch, "unknown");
+    double bw = 0;
+    if (b->copy_bandwidth && b->copy_bandwidth(&bw, err))
+        bw = 0;
+    double peak_flops = 2.0 * p.sm_count * p.cores_per_sm * p.clock_khz / 1e6;
+    double peak_bw = 2.0 * p.mem_clock_khz * 1e3 * (p.mem_bus_width_bits / 8.0) / 1e9;
+    json_t *d = json_pack("{s:s, s:s, s:s, s:i, s:b}", "backend", b->name, "name", p.name, "arch",
+                          v.arch, "sms", p.sm_count, "ptx_jit", strstr(v.arch, "PTX") != NULL);
+    json_object_set_new(d, "cc", p.cc_major ? json_sprintf("%d.%d", p.cc_major, p.cc_minor) : json_null());
+    json_object_set_new(d, "peak_fp32_gflops", peak_flops > 0 ? json_real(peak_flops) : json_null());
+    json_object_set_new(d, "peak_bandwidth_gbs", peak_bw > 0 ? json_real(peak_bw) : json_null());
+    json_object_set_new(d, "measured_bandwidth_gbs", bw > 0 ? json_real(bw) : json_null());
+    return d;
+}
+
+json_t *sweep_device_json(magic_ctx *ctx)
+{
+    static json_t *cached;
+    static const cl_backend *cached_for;
+    if (!ctx->backend)
+        return json_null();
+    if (!cached || cached_for != ctx->backend) {
+        json_decref(cached);
+        cached = device_summary(ctx->backend);
+        cached_for = ctx->backend;
+    }
+    return json_deep_copy(cached);
+}
+
+/* ---- points ---- */
+
+typedef struct sweep_state {
+    const sweep_spec *spec;
+    const json_t *params;
+    const char **varying;       /* names of list-valued params, in flag order */
+    size_t nvarying;
+    size_t *index;              /* odometer, one digit per varying param */
+    size_t points;
+} sweep_state;
+
+static int count_points(sweep_state *st, magic_ctx *ctx)
+{
+    const char *key;
+    json_t *v;
+    st->points = 1;
+    st->varying = calloc(json_object_size(st->params) + 1, sizeof *st->varying);
+    st->index = calloc(json_object_size(st->params) + 1, sizeof *st->index);
+    if (!st->varying || !st->index)
+        return magic_error(ctx, "MemoryError", "out of memory planning the sweep");
+    json_object_foreach((json_t *)st->params, key, v) {
+        if (!json_is_array(v) || json_array_size(v) == 0)
+            continue;
+        st->varying[st->nvarying++] = key;
+        st->points *= json_array_size(v);
+        if (st->points > SWEEP_MAX_POINTS)
+            return magic_error(ctx, "UsageError", "this sweep has more than %d combinations; "
+                               "shorten the comma lists", SWEEP_MAX_POINTS);
+    }
+    return 0;
+}
+
+static json_t *point_params(const sweep_state *st)
+{
+    json_t *p = json_deep_copy(st->params);
+    for (size_t i = 0; i < st->nvarying; i++)
+        json_object_set(p, st->varying[i],
+                        json_array_get(json_object_get(st->params, st->varying[i]), st->index[i]));
+    return p;
+}
+
+/* Advances the odometer; the last varying flag changes fastest. */
+static void next_point(sweep_state *st)
+{
+    for (size_t i = st->nvarying; i-- > 0;) {
+        size_t n = json_array_size(json_object_get(st->params, st->varying[i]));
+        if (++st->index[i] < n)
+            return;
+        st->index[i] = 0;
+    }
+}
+
+/* ---- document and view ---- */
+
+/* The value at a dotted path ("time_ms.median") inside a run. */
+static const json_t *path_get(const json_t *run, const char *path)
+{
+    char key[64];
+    const json_t *v = run;
+    while (v && *path) {
+        size_t n = strcspn(path, ".");
+        if (n >= sizeof key)
+            return NULL;
+        memcpy(key, path, n);
+        key[n] = '\0';
+        v = json_object_get(v, key);
+        path += n + (path[n] == '.');
+    }
+    return v;
+}
+
+static double metric_of(const sweep_spec *s, const json_t *run)
+{
+    const json_t *m = path_get(run, s->metric);
+    return json_is_number(m) ? json_number_value(m) : -INFINITY;
+}
+
+static const sweep_spec *sort_spec;
+static int cmp_runs_desc(const void *a, const void *b)
+{
+    double x = metric_of(sort_spec, *(json_t *const *)a), y = metric_of(sort_spec, *(json_t *const *)b);
+    return (x < y) - (x > y);
+}
+
+static json_t *cell_of(const json_t *run, const char *path)
+{
+    const json_t *v = path_get(run, path);
+    if (json_is_boolean(v) && strstr(path, "passed"))
+        return json_string(json_is_true(v) ? "ok" : "FAILED");
+    if (json_is_array(v) || json_is_object(v)) {
+        char *s = json_dumps(v, JSON_COMPACT);
+        json_t *r = json_string(s ? s : "");
+        free(s);
+        return r;
+    }
+    return v ? json_deep_copy(v) : json_null();
+}
+
+static void add_runs_table(json_t *view, const sweep_spec *s, const json_t *runs, int sorted)
+{
+    json_t *cols = json_array();
+    for (const sweep_column *c = s->columns; c->path; c++)
+        json_array_append_new(cols, json_string(c->header));
+    json_t *table = view_add_table(view, NULL, cols);
+    size_t n = json_array_size(runs);
+    json_t **order = malloc((n ? n : 1) * sizeof *order);
+    if (!order)
+        return;
+    for (size_t i = 0; i < n; i++)
+        order[i] = json_array_get(runs, i);
+    if (sorted) {
+        sort_spec = s;
+        qsort(order, n, sizeof *order, cmp_runs_desc);
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *row = json_array();
+        for (const sweep_column *c = s->columns; c->path; c++)
+            json_array_append_new(row, cell_of(order[i], c->path));
+        view_table_row(table, row);
+    }
+    free(order);
+}
+
+static void add_notes(json_t *view, magic_ctx *ctx, const json_t *device)
+{
+    if (ctx->backend && strcmp(ctx->backend->name, "cpu") == 0) {
+        char note[600];
+        snprintf(note, sizeof note, "CPU backend: host threads stand in for CUDA threads%s%s",
+                 ctx->backend_note && *ctx->backend_note ? " (" : "",
+                 ctx->backend_note && *ctx->backend_note ? ctx->backend_note : "");
+        if (ctx->backend_note && *ctx->backend_note)
+            strcat(note, ")");
+        view_add_note(view, note);
+    }
+    if (json_is_true(json_object_get(device, "ptx_jit"))) {
+        char note[200];
+        snprintf(note, sizeof note, "running %s: no SASS was built for this GPU, so the first "
+                 "launches include JIT compilation", json_string_value(json_object_get(device, "arch")));
+        view_add_note(view, note);
+    }
+}
+
+static json_t *make_doc(magic_ctx *ctx, const sweep_state *st, json_t *runs, json_t *device)
+{
+    json_t *varying = json_array();
+    for (size_t i = 0; i < st->nvarying; i++)
+        json_array_append_new(varying, json_string(st->varying[i]));
+    json_t *doc = json_pack("{s:s, s:s, s:O, s:O, s:O, s:{s:o, s:I}}", "magic", st->spec->magic,
+                            "backend", ctx->backend ? ctx->backend->name : "none", "device", device,
+                            "params", st->params, "runs", runs, "sweep", "varying", varying, "points",
+                            (json_int_t)st->points);
+    json_object_set_new(doc, "backend_note", ctx->backend_note && *ctx->backend_note
+                                                 ? json_string(ctx->backend_note) : json_null());
+    return doc;
+}
+
+static json_t *make_view(magic_ctx *ctx, const sweep_state *st, const json_t *runs,
+                         const json_t *device, size_t done)
+{
+    char title[160];
+    const char *dev = json_string_value(json_object_get(device, "name"));
+    if (done < st->points)
+        snprintf(title, sizeof title, "%s — running %zu of %zu", st->spec->title, done + 1, st->points);
+    else
+        snprintf(title, sizeof title, "%s on %s", st->spec->title, dev ? dev : "?");
+    json_t *view = view_new(title);
+    add_notes(view, ctx, device);
+    add_runs_table(view, st->spec, runs, json_is_true(json_object_get(st->params, "sort")));
+    return view;
+}
+
+/* ---- chart ---- */
+
+static int is_number_list(const json_t *a)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v)
+        if (!json_is_number(v))
+            return 0;
+    return json_array_size(a) > 1;
+}
+
+static int powers_of_two(const json_t *a)
+{
+    size_t i;
+    json_t *v;
+    double lo = INFINITY, hi = 0;
+    json_array_foreach(a, i, v) {
+        double x = json_number_value(v);
+        if (x <= 0 || x != ldexp(1.0, (int)lround(log2(x))))
+            return 0;
+        lo = fmin(lo, x);
+        hi = fmax(hi, x);
+    }
+    return hi / lo >= 4;
+}
+
+/* "tiled, 16": the values of the varying flags at a point, other than skip. */
+static void series_name(const sweep_state *st, const json_t *point, const char *skip, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (size_t i = 0; i < st->nvarying; i++) {
+        if (skip && strcmp(st->varying[i], skip) == 0)
+            continue;
+        const json_t *v = json_object_get(point, st->varying[i]);
+        char val[64];
+        if (json_is_string(v))
+            snprintf(val, sizeof val, "%s", json_string_value(v));
+        else
+            render_number(v, val, sizeof val);
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, "%s%s", used ? ", " : "", val);
+    }
+    if (!buf[0])
+        snprintf(buf, len, "%s", st->spec->magic);
+}
+
+/* A line chart over the first numeric varying flag, one series per combination
+ * of the others; bars when only names vary. points[i] holds the sweep point of runs[i]. */
+static void emit_chart(magic_ctx *ctx, const sweep_state *st, const json_t *runs, const json_t *points)
+{
+    const char *x = NULL;
+    if (!view_add_chart)
+        return;
+    for (size_t i = 0; i < st->nvarying && !x; i++)
+        if (is_number_list(json_object_get(st->params, st->varying[i])))
+            x = st->varying[i];
+    char title[160];
+    snprintf(title, sizeof title, "%s by %s", st->spec->metric_label, x ? x : "run");
+    json_t *view = view_new(NULL);
+    int log_x = x && powers_of_two(json_object_get(st->params, x));
+    json_t *chart = view_add_chart(view, x ? "line" : "bar", title, x ? x : "", st->spec->metric_label, log_x);
+    size_t i;
+    json_t *run;
+    json_array_foreach(runs, i, run) {
+        double y = metric_of(st->spec, run);
+        const json_t *point = json_array_get(points, i);
+        if (!isfinite(y) || !point)
+            continue;
+        char name[256];
+        series_name(st, point, x, name, sizeof name);
+        if (x)
+            view_chart_point(chart, name, json_deep_copy(json_object_get(point, x)), y);
+        else
+            view_chart_point(chart, st->spec->metric_label, json_string(name), y);
+    }
+    magic_result(ctx, NULL, view);
+}
+
+/* ---- the sweep ---- */
+
+static int report_failed_checks(magic_ctx *ctx, const sweep_spec *s, const json_t *runs)
+{
+    size_t i, failed = 0, first = 0;
+    json_t *run;
+    json_array_foreach(runs, i, run)
+        if (json_is_false(path_get(run, "check.passed")) && failed++ == 0)
+            first = i;
+    if (!failed)
+        return 0;
+    run = json_array_get(runs, first);
+    const char *variant = json_string_value(json_object_get(run, "variant"));
+    char *check = json_dumps(json_object_get(run, "check"), JSON_COMPACT | JSON_REAL_PRECISION(6));
+    magic_error(ctx, "CheckError", "%zu of %zu runs gave a wrong result; first: variant %s: %s",
+                failed, json_array_size(runs), variant ? variant : "?", check ? check : "");
+    free(check);
+    return -1;
+}
+
+int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *user)
+{
+    sweep_state st = { .spec = s, .params = params };
+    int rc = count_points(&st, ctx);
+    json_t *runs = json_array(), *points = json_array();
+    json_t *device = sweep_device_json(ctx);
+    char display_id[64];
+    snprintf(display_id, sizeof display_id, "cudalab-%d-%p", (int)getpid(), (void *)&st);
+    for (size_t p = 0; rc == 0 && p < st.points; p++) {
+        if (st.points > 1)
+            magic_progress(ctx, display_id, NULL, make_view(ctx, &st, runs, device, p),
+                           p == 0 ? RESULT_SHOW : RESULT_UPDATE);
+        json_t *pp = point_params(&st);
+        rc = s->run_point(ctx, pp, runs, user);
+        while (json_array_size(points) < json_array_size(runs))
+            json_array_append(points, pp);
+        json_decref(pp);
+        next_point(&st);
+    }
+    if (rc == 0) {
+        json_t *view = make_view(ctx, &st, runs, device, st.points);
+        json_t *doc = make_doc(ctx, &st, runs, device);
+        if (st.points > 1) {
+            magic_progress(ctx, display_id, doc, view, RESULT_FINAL);
+            emit_chart(ctx, &st, runs, points);
+        } else {
+            magic_result(ctx, doc, view);
+        }
+        rc = report_failed_checks(ctx, s, runs);
+    }
+    json_decref(runs);
+    json_decref(points);
+    json_decref(device);
+    free(st.varying);
+    free(st.index);
+    return rc;
+}
