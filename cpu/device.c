@@ -147,6 +147,7 @@ extern const struct cl_reduce_ops cl_cpu_reduce_ops __attribute__((weak));
 extern const struct cl_matmul_ops cl_cpu_matmul_ops __attribute__((weak));
 extern const struct cl_histo_ops cl_cpu_histo_ops __attribute__((weak));
 int cl_cpu_copy_bandwidth(double *gbs, char *err) __attribute__((weak));
+extern const cl_selftest_ops cl_cpu_selftest_ops __attribute__((weak));
 
 static const cl_backend cpu_backend = {
     .name = "cpu",
@@ -158,6 +159,7 @@ static const cl_backend cpu_backend = {
     .reduce = &cl_cpu_reduce_ops,
     .matmul = &cl_cpu_matmul_ops,
     .histo = &cl_cpu_histo_ops,
+    .selftest = &cl_cpu_selftest_ops,
 };
 
 const cl_backend *cl_cpu_backend(void)

@@ -226,6 +226,19 @@ extern const struct cl_reduce_ops cl_cuda_reduce_ops __attribute__((weak));
 extern const struct cl_matmul_ops cl_cuda_matmul_ops __attribute__((weak));
 extern const struct cl_histo_ops cl_cuda_histo_ops __attribute__((weak));
 int cl_cuda_copy_bandwidth(double *gbs, char *err) __attribute__((weak));
+extern const cl_selftest_ops cl_cuda_selftest_ops __attribute__((weak));
+}
+
+/* A sticky error stays in the context: every later call returns it. */
+static int cuda_healthy(char *err)
+{
+    cudaError_t rc = cudaDeviceSynchronize();
+    if (rc == cudaSuccess)
+        rc = cudaGetLastError();
+    if (rc == cudaSuccess)
+        return 0;
+    snprintf(err, CL_ERR_LEN, "%s", cudaGetErrorString(rc));
+    return -1;
 }
 
 static const cl_backend cuda_backend = {
@@ -238,6 +251,8 @@ static const cl_backend cuda_backend = {
     &cl_cuda_reduce_ops,
     &cl_cuda_matmul_ops,
     &cl_cuda_histo_ops,
+    cuda_healthy,
+    &cl_cuda_selftest_ops,
 };
 
 CL_EXPORT const cl_backend *cl_cuda_backend(void)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -53,8 +54,12 @@ static int open_socket(kernel *k, const conn_info *c, enum conn_port p)
         zmq_setsockopt(s, ZMQ_IPV6, &one, sizeof one);
     if (p == PORT_IOPUB) /* pass every subscription up, so each client gets its welcome */
         zmq_setsockopt(s, ZMQ_XPUB_VERBOSE, &one, sizeof one);
-    if (p == PORT_SHELL || p == PORT_CONTROL || p == PORT_STDIN)
+    if (p == PORT_SHELL || p == PORT_CONTROL || p == PORT_STDIN) {
         zmq_setsockopt(s, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
+        /* a peer sending a larger frame is disconnected by ZeroMQ before we allocate it */
+        int64_t max = WIRE_MAX_JSON * 2;
+        zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max, sizeof max);
+    }
     char ep[512];
     conn_endpoint(c, p, ep, sizeof ep);
     if (zmq_bind(s, ep) < 0) {
@@ -66,9 +71,26 @@ static int open_socket(kernel *k, const conn_info *c, enum conn_port p)
     return 0;
 }
 
+/* A positive number from the environment, or def. */
+static double env_number(const char *name, double def)
+{
+    const char *v = getenv(name);
+    char *end;
+    double x = v ? strtod(v, &end) : 0;
+    if (!v || end == v || *end || !(x >= 0)) {
+        if (v)
+            klog("ignored %s=%s: not a non-negative number", name, v);
+        return def;
+    }
+    return x;
+}
+
 int kernel_open(kernel *k, const conn_info *c)
 {
     memset(k, 0, sizeof *k);
+    k->grace_ms = env_number("CUDALAB_INTERRUPT_GRACE_MS", 500);
+    k->cell_timeout_ms = env_number("CUDALAB_CELL_TIMEOUT", 0) * 1e3;
+    k->max_output = (size_t)env_number("CUDALAB_MAX_OUTPUT", 1 << 20);
     k->sigpipe[0] = k->sigpipe[1] = -1;
     worker_init(&k->worker);
     msg_uuid(k->session);
@@ -145,7 +167,26 @@ static void dispatch(kernel *k, enum conn_port channel, wire_msg *req)
         klog("ignored unknown %s message type '%.64s'", conn_port_name(channel), req->msg_type);
         return;
     }
+    char why[160];
+    bool bad = shell_check_content(req->msg_type, channel, req->content, why, sizeof why) != 0;
+    bool is_request = strstr(req->msg_type, "_request") != NULL;
+    if (bad && !is_request) {               /* comm messages have no reply to carry an error */
+        k->dropped++;
+        klog("dropped %s message: %s", conn_port_name(channel), why);
+        return;
+    }
     kernel_status(k, req, "busy");
+    if (bad) {
+        klog("refused %s", why);
+        char reply_type[80];
+        snprintf(reply_type, sizeof reply_type, "%.*s_reply",
+                 (int)(strlen(req->msg_type) - strlen("_request")), req->msg_type);
+        kernel_reply(k, k->sock[channel], req, reply_type,
+                     json_pack("{s:s, s:s, s:s, s:[s+]}", "status", "error", "ename", "ProtocolError",
+                               "evalue", why, "traceback", "ProtocolError: ", why));
+        kernel_status(k, req, "idle");
+        return;
+    }
     if (fn(k, k->sock[channel], req) == HANDLED_DONE)
         kernel_status(k, req, "idle");
 }
@@ -289,7 +330,17 @@ int kernel_loop(kernel *k)
             si = n;
             it[n++] = (zmq_pollitem_t){ k->sock[PORT_SHELL], 0, ZMQ_POLLIN, 0 };
         }
-        if (zmq_poll(it, n, -1) < 0) {
+        long timeout = -1;
+        double deadline = cell_deadline_ms(k);
+        if (deadline > 0) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            double left = deadline - (ts.tv_sec * 1e3 + ts.tv_nsec / 1e6);
+            timeout = left > 0 ? (long)left + 1 : 0;
+        }
+        int rc = zmq_poll(it, n, timeout);
+        cell_tick(k);
+        if (rc < 0) {
             if (zmq_errno() == EINTR)
                 continue;
             klog("poll failed: %s", zmq_strerror(zmq_errno()));

@@ -32,6 +32,9 @@ typedef struct kernel {
     int sigpipe[2];
     bool quit;
     unsigned long dropped;          /* messages refused by wire_decode */
+    double grace_ms;                /* how long a stopped command may take to stop (CUDALAB_INTERRUPT_GRACE_MS) */
+    double cell_timeout_ms;         /* per-cell limit, 0 = none (--cell-timeout, CUDALAB_CELL_TIMEOUT) */
+    size_t max_output;              /* stream bytes per cell (CUDALAB_MAX_OUTPUT) */
 } kernel;
 
 /* Binds every socket of the connection file. Returns 0 or -1 (logged). */
@@ -51,11 +54,20 @@ enum handled { HANDLED_DONE, HANDLED_PENDING };
 typedef enum handled (*handler_fn)(kernel *k, void *sock, wire_msg *req);
 /* The handler for a msg_type on a channel (PORT_SHELL or PORT_CONTROL), or NULL. */
 handler_fn shell_handler(const char *msg_type, enum conn_port channel);
+/* Checks the types of a request's content fields. Returns 0, or -1 with why. */
+int shell_check_content(const char *msg_type, enum conn_port channel, const json_t *content,
+                        char *why, size_t len);
 
 /* execute.c: the running cell's events */
 void cell_on_worker_frame(kernel *k, json_t *frame);
 void cell_on_worker_exit(kernel *k, const char *how);
 void cell_interrupt(kernel *k, const char *why);
+/* Stops the running command: ename is KeyboardInterrupt or TimeoutError. */
+void cell_stop(kernel *k, const char *ename, const char *why);
+/* The next time cell_tick must run (monotonic ms), or 0 for none. */
+double cell_deadline_ms(const kernel *k);
+/* Acts on expired deadlines: the per-cell limit, and the grace of a stop. */
+void cell_tick(kernel *k);
 /* After an error with stop_on_error: answer queued execute requests as aborted. */
 void cell_abort_queue(kernel *k);
 

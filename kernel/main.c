@@ -15,8 +15,12 @@ static void usage(FILE *f)
     fputs("usage: cudalab -f CONNECTION_FILE        run as a Jupyter kernel\n"
           "       cudalab --run CELL [--json]       run a cell and print its results\n"
           "       cudalab --run-file FILE [--json]  the same, the cell read from FILE (- = stdin)\n"
+          "       cudalab -f CONNECTION_FILE --cell-timeout SECONDS   stop any cell running longer\n"
           "       cudalab --version\n"
-          "Environment: CUDALAB_BACKEND=cpu forces the CPU backend; CUDALAB_DEBUG=1 logs every message.\n",
+          "Environment: CUDALAB_BACKEND=cpu forces the CPU backend; CUDALAB_DEBUG=1 logs every message;\n"
+          "  CUDALAB_CELL_TIMEOUT=S limits every cell; CUDALAB_INTERRUPT_GRACE_MS (500) is how long an\n"
+          "  interrupted command may take to stop before its worker is killed; CUDALAB_MAX_OUTPUT\n"
+          "  (1048576) caps the stream bytes of one cell.\n",
           f);
 }
 
@@ -49,6 +53,8 @@ int main(int argc, char **argv)
             cell = argv[++i];
         else if (strcmp(a, "--run-file") == 0 && has_next)
             file = argv[++i];
+        else if (strcmp(a, "--cell-timeout") == 0 && has_next)
+            setenv("CUDALAB_CELL_TIMEOUT", argv[++i], 1);
         else if (strcmp(a, "--json") == 0)
             json_mode = true;
         else if (strcmp(a, "--worker") == 0 && has_next)

@@ -62,6 +62,7 @@ typedef struct cl_versions {
 struct cl_reduce_ops;
 struct cl_matmul_ops;
 struct cl_histo_ops;
+struct cl_selftest_ops;
 
 typedef struct cl_backend {
     const char *name;                 /* "cuda" or "cpu" */
@@ -75,7 +76,19 @@ typedef struct cl_backend {
     const struct cl_reduce_ops *reduce;
     const struct cl_matmul_ops *matmul;
     const struct cl_histo_ops *histo;
+    /* 0 while the device is usable; -1 with the error after a sticky CUDA error
+     * (illegal address, launch failure...) that poisons the context, after which
+     * the worker exits so the next command gets a fresh one. NULL = always usable. */
+    int (*healthy)(char *err);
+    /* Test-only operations (%selftest, reachable only with CUDALAB_TESTING=1). */
+    const struct cl_selftest_ops *selftest;
 } cl_backend;
+
+/* Test-only: a long kernel to interrupt, and a faulting launch to recover from. */
+typedef struct cl_selftest_ops {
+    int (*spin)(double ms, char *err);          /* one kernel that runs for about ms */
+    int (*fault)(char *err);                    /* an out-of-bounds write: a sticky error */
+} cl_selftest_ops;
 
 /* The symbol the worker looks up in libcudalab_cuda.so. */
 const cl_backend *cl_cuda_backend(void);

@@ -102,6 +102,15 @@ typedef struct magic_ctx {
 void magic_stream(magic_ctx *ctx, const char *name, const char *text);
 void magic_result(magic_ctx *ctx, json_t *doc, json_t *view);
 void magic_progress(magic_ctx *ctx, const char *display_id, json_t *doc, json_t *view, enum result_mode mode);
+/* Cancellation: the worker's SIGINT handler (and the CLI's) sets the flag; long
+ * loops (sweep points, repetitions, CPU analogues) poll it and stop with
+ * magic_error(ctx, "KeyboardInterrupt", ...). A command that ignores it is
+ * killed by the kernel after a short grace period, so polling is a courtesy that
+ * keeps the worker (and its CUDA context) alive, not a requirement. */
+bool magic_cancelled(void);
+void magic_cancel(void);          /* async-signal-safe */
+void magic_cancel_reset(void);
+
 /* Records an error and returns -1, so run() can `return magic_error(...)`. */
 int magic_error(magic_ctx *ctx, const char *ename, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

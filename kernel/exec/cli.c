@@ -9,6 +9,7 @@
  */
 #include "exec/cli.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,8 +59,16 @@ static void print_error(const char *ename, const char *evalue, int line, const c
         fprintf(stderr, "  in cell line %d: %s\n", line, source);
 }
 
+static void on_sigint(int sig)
+{
+    magic_cancel();     /* the first ^C asks the command to stop; the handler resets, so a second one kills */
+}
+
 int cli_run_cell(const char *cell, bool json_mode)
 {
+    struct sigaction sa = { .sa_handler = on_sigint, .sa_flags = SA_RESETHAND | SA_RESTART };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
     command *cmds;
     parse_error perr;
     int n = cell_parse(cell, &cmds, &perr);

@@ -152,28 +152,58 @@ static void send_error(int fd, const magic_ctx *ctx)
     json_decref(m);
 }
 
+/* After an error, is the device still usable? A sticky CUDA error (illegal
+ * address, launch failure) poisons the context for good: say so, and leave. */
+static bool poisoned(magic_ctx *ctx)
+{
+    char err[CL_ERR_LEN];
+    if (!ctx->backend || !ctx->backend->healthy || ctx->backend->healthy(err) == 0)
+        return false;
+    klog("worker: the CUDA context is unusable (%s); exiting so the next command gets a fresh one", err);
+    if (!ctx->traceback)
+        ctx->traceback = json_array();
+    json_array_append_new(ctx->traceback,
+                          json_sprintf("the CUDA context is unusable after this error (%s); "
+                                       "a fresh device worker starts for the next command", err));
+    return true;
+}
+
+/* Runs one command; returns 0 to go on, 1 when the worker must exit. */
 static int run_one(int fd, const json_t *req)
 {
     const char *name = json_string_value(json_object_get(req, "magic"));
     const magic_spec *m = name ? magic_find(name) : NULL;
     magic_ctx ctx = { .out = &pipe_out, .impl = &fd };
+    bool leave = false;
+    magic_cancel_reset();
     if (!m)
         magic_error(&ctx, "InternalError", "the worker does not know %%%s", name ? name : "?");
     else if (worker_exec(m, json_object_get(req, "params"),
                          json_string_value(json_object_get(req, "body")), &ctx) == 0)
         ctx.ename[0] = '\0';
-    if (ctx.ename[0])
+    if (ctx.ename[0]) {
+        leave = poisoned(&ctx);
         send_error(fd, &ctx);
+    }
     json_decref(ctx.traceback);
     json_t *done = json_pack("{s:s}", "op", "done");
     int rc = done ? frame_write(fd, done) : -1;
     json_decref(done);
-    return rc;
+    return rc || leave ? 1 : 0;
+}
+
+static void on_sigint(int sig)
+{
+    magic_cancel();
 }
 
 int worker_main(int fd)
 {
-    signal(SIGINT, SIG_DFL);
+    /* the kernel asks a command to stop with SIGINT; it kills us if we don't */
+    struct sigaction sa = { .sa_handler = on_sigint };
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     /* choose the backend now, while the user is still typing: the first CUDA
      * call creates the context and can take a second */

@@ -1,5 +1,6 @@
 /* ctx.c — how a running magic reports: thin wrappers over the ctx's sink, so
  * a magic never knows whether it runs in the kernel, the worker or the CLI. */
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -28,4 +29,21 @@ int magic_error(magic_ctx *ctx, const char *ename, const char *fmt, ...)
     vsnprintf(ctx->evalue, sizeof ctx->evalue, fmt, ap);
     va_end(ap);
     return -1;
+}
+
+static volatile sig_atomic_t cancel_flag;
+
+bool magic_cancelled(void)
+{
+    return cancel_flag != 0;
+}
+
+void magic_cancel(void)
+{
+    cancel_flag = 1;
+}
+
+void magic_cancel_reset(void)
+{
+    cancel_flag = 0;
 }

@@ -28,11 +28,22 @@ const magic_spec *const *magic_all(size_t *count)
     return magics;
 }
 
+/* %selftest misbehaves on purpose: only the test suite may reach it. */
+extern const magic_spec magic_selftest;
+
+static int testing(void)
+{
+    const char *t = getenv("CUDALAB_TESTING");
+    return t && strcmp(t, "1") == 0;
+}
+
 const magic_spec *magic_find(const char *name)
 {
     for (size_t i = 0; name && i < MAGIC_COUNT; i++)
         if (strcmp(magics[i]->name, name) == 0)
             return magics[i];
+    if (name && strcmp(name, magic_selftest.name) == 0 && testing())
+        return &magic_selftest;
     return NULL;
 }
 

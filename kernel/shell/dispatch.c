@@ -1,5 +1,7 @@
 /* dispatch.c — which handler answers which message type on which channel.
  * Adding a request type = one handler in kernel/shell/ + one line here. */
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "kernel.h"
@@ -19,29 +21,100 @@ enum handled handle_interrupt(kernel *k, void *sock, wire_msg *req);
 #define SHELL   (1u << PORT_SHELL)
 #define CONTROL (1u << PORT_CONTROL)
 
+/* The content fields a request may carry, with their JSON types, so that no
+ * handler ever reads a field of the wrong type. */
+enum ftype { F_STR, F_BOOL, F_INT, F_OBJ };
+typedef struct field {
+    const char *name;
+    enum ftype type;
+    bool required;
+} field;
+
+static const field execute_fields[] = {
+    { "code", F_STR, true }, { "silent", F_BOOL, false }, { "store_history", F_BOOL, false },
+    { "stop_on_error", F_BOOL, false }, { "allow_stdin", F_BOOL, false },
+    { "user_expressions", F_OBJ, false }, { NULL, 0, false },
+};
+static const field cursor_fields[] = {
+    { "code", F_STR, true }, { "cursor_pos", F_INT, false }, { "detail_level", F_INT, false },
+    { NULL, 0, false },
+};
+static const field is_complete_fields[] = { { "code", F_STR, true }, { NULL, 0, false } };
+static const field history_fields[] = {
+    { "hist_access_type", F_STR, false }, { "output", F_BOOL, false }, { "raw", F_BOOL, false },
+    { "session", F_INT, false }, { "start", F_INT, false }, { "stop", F_INT, false },
+    { "n", F_INT, false }, { "pattern", F_STR, false }, { "unique", F_BOOL, false },
+    { NULL, 0, false },
+};
+static const field comm_fields[] = { { "comm_id", F_STR, true }, { NULL, 0, false } };
+static const field shutdown_fields[] = { { "restart", F_BOOL, false }, { NULL, 0, false } };
+static const field comm_info_fields[] = { { "target_name", F_STR, false }, { NULL, 0, false } };
+
 static const struct {
     const char *msg_type;
     handler_fn fn;
     unsigned channels;
+    const field *fields;
 } handlers[] = {
-    { "kernel_info_request", handle_kernel_info, SHELL | CONTROL },
-    { "execute_request", handle_execute, SHELL },
-    { "complete_request", handle_complete, SHELL },
-    { "inspect_request", handle_inspect, SHELL },
-    { "is_complete_request", handle_is_complete, SHELL },
-    { "history_request", handle_history, SHELL },
-    { "comm_info_request", handle_comm_info, SHELL },
-    { "comm_open", handle_comm_open, SHELL },
-    { "comm_msg", handle_comm_ignore, SHELL },
-    { "comm_close", handle_comm_ignore, SHELL },
-    { "shutdown_request", handle_shutdown, SHELL | CONTROL },
-    { "interrupt_request", handle_interrupt, CONTROL },
+    { "kernel_info_request", handle_kernel_info, SHELL | CONTROL, NULL },
+    { "execute_request", handle_execute, SHELL, execute_fields },
+    { "complete_request", handle_complete, SHELL, cursor_fields },
+    { "inspect_request", handle_inspect, SHELL, cursor_fields },
+    { "is_complete_request", handle_is_complete, SHELL, is_complete_fields },
+    { "history_request", handle_history, SHELL, history_fields },
+    { "comm_info_request", handle_comm_info, SHELL, comm_info_fields },
+    { "comm_open", handle_comm_open, SHELL, comm_fields },
+    { "comm_msg", handle_comm_ignore, SHELL, comm_fields },
+    { "comm_close", handle_comm_ignore, SHELL, comm_fields },
+    { "shutdown_request", handle_shutdown, SHELL | CONTROL, shutdown_fields },
+    { "interrupt_request", handle_interrupt, CONTROL, NULL },
 };
+
+#define NHANDLERS (sizeof handlers / sizeof handlers[0])
+
+static int find(const char *msg_type, enum conn_port channel)
+{
+    for (size_t i = 0; i < NHANDLERS; i++)
+        if ((handlers[i].channels & (1u << channel)) && strcmp(handlers[i].msg_type, msg_type) == 0)
+            return (int)i;
+    return -1;
+}
 
 handler_fn shell_handler(const char *msg_type, enum conn_port channel)
 {
-    for (size_t i = 0; i < sizeof handlers / sizeof handlers[0]; i++)
-        if ((handlers[i].channels & (1u << channel)) && strcmp(handlers[i].msg_type, msg_type) == 0)
-            return handlers[i].fn;
-    return NULL;
+    int i = find(msg_type, channel);
+    return i < 0 ? NULL : handlers[i].fn;
+}
+
+static bool has_type(const json_t *v, enum ftype t)
+{
+    switch (t) {
+    case F_STR:  return json_is_string(v);
+    case F_BOOL: return json_is_boolean(v);
+    case F_INT:  return json_is_integer(v);
+    case F_OBJ:  return json_is_object(v);
+    }
+    return false;
+}
+
+static const char *type_name(enum ftype t)
+{
+    static const char *const names[] = { "a string", "a boolean", "an integer", "an object" };
+    return names[t];
+}
+
+int shell_check_content(const char *msg_type, enum conn_port channel, const json_t *content,
+                        char *why, size_t len)
+{
+    int i = find(msg_type, channel);
+    for (const field *f = i < 0 ? NULL : handlers[i].fields; f && f->name; f++) {
+        const json_t *v = json_object_get(content, f->name);
+        if (!v && !f->required)
+            continue;
+        if (!v || (!has_type(v, f->type) && !(json_is_null(v) && !f->required))) {
+            snprintf(why, len, "%s: \"%s\" must be %s", msg_type, f->name, type_name(f->type));
+            return -1;
+        }
+    }
+    return 0;
 }

@@ -6,8 +6,11 @@
  * control and heartbeat) until the worker says "done". The first error ends
  * the cell; with stop_on_error, queued execute requests are then aborted.
  */
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cudalab/render.h"
 #include "kernel.h"
@@ -21,7 +24,21 @@ struct cell {
     int count;                  /* execution_count of this cell */
     bool waiting;               /* a command is in the worker */
     json_t *error;              /* {ename, evalue, traceback} of the worker's error, or NULL */
+    double started_ms;          /* when the cell started (monotonic) */
+    double timeout_at_ms;       /* the per-cell limit, 0 = none */
+    char stop_ename[32];        /* set when the cell is being stopped: KeyboardInterrupt, TimeoutError */
+    char stop_why[192];
+    double kill_at_ms;          /* when a stopping worker is killed */
+    size_t stream_bytes;        /* output so far, against k->max_output */
+    bool stream_capped;
 };
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
 
 enum handled handle_execute(kernel *k, void *sock, wire_msg *req);
 
@@ -30,9 +47,21 @@ enum handled handle_execute(kernel *k, void *sock, wire_msg *req);
 static void kernel_stream(void *impl, const char *name, const char *text)
 {
     kernel *k = impl;
-    if (!k->cell || k->cell->silent || !text || !*text)
+    struct cell *c = k->cell;
+    if (!c || c->silent || !text || !*text || c->stream_capped)
         return;
-    kernel_publish(k, &k->cell->req, "stream", json_pack("{s:s, s:s}", "name", name, "text", text));
+    size_t len = strlen(text);
+    if (c->stream_bytes + len > k->max_output) {
+        /* a runaway command must not flood iopub: say so once and drop the rest */
+        char note[160];
+        snprintf(note, sizeof note, "\n[cudalab: output truncated after %zu bytes "
+                 "(CUDALAB_MAX_OUTPUT); the rest of this cell's output is not shown]\n", c->stream_bytes);
+        kernel_publish(k, &c->req, "stream", json_pack("{s:s, s:s}", "name", "stdout", "text", note));
+        c->stream_capped = true;
+        return;
+    }
+    c->stream_bytes += len;
+    kernel_publish(k, &c->req, "stream", json_pack("{s:s, s:s}", "name", name, "text", text));
 }
 
 static void kernel_result(void *impl, json_t *doc, json_t *view, const char *display_id, enum result_mode mode)
@@ -149,6 +178,19 @@ static void cell_advance(kernel *k)
 
 /* ---- events from the loop ---- */
 
+/* The error that ends a stopped cell: the stop's reason, and how the worker went. */
+static void fail_stopped(kernel *k, const char *how)
+{
+    struct cell *c = k->cell;
+    const command *cmd = &c->cmds[c->next];
+    char evalue[640];
+    snprintf(evalue, sizeof evalue, "%s: stopped %%%s after %.1f s%s", c->stop_why, cmd->magic->name,
+             (now_ms() - c->started_ms) / 1e3, how);
+    json_decref(c->error);
+    c->error = NULL;
+    fail_command(k, cmd, c->stop_ename, evalue, NULL);
+}
+
 void cell_on_worker_frame(kernel *k, json_t *f)
 {
     struct cell *c = k->cell;
@@ -173,13 +215,17 @@ void cell_on_worker_frame(kernel *k, json_t *f)
         c->waiting = false;
         k->worker.busy = false;
         json_t *err = c->error;
-        if (err) {
-            c->error = NULL;
+        c->error = NULL;
+        if (c->stop_ename[0]) {
+            fail_stopped(k, " (the command stopped when asked)");
+        } else if (err) {
             const char *ename = json_string_value(json_object_get(err, "ename"));
             const char *evalue = json_string_value(json_object_get(err, "evalue"));
             fail_command(k, &c->cmds[c->next], ename ? ename : "Error", evalue ? evalue : "",
                          json_object_get(err, "traceback"));
-            json_decref(err);
+        }
+        json_decref(err);
+        if (c->error) {
             cell_finish(k);
             return;
         }
@@ -193,33 +239,82 @@ void cell_on_worker_exit(kernel *k, const char *how)
     struct cell *c = k->cell;
     if (!c || !c->waiting)
         return;
-    const command *cmd = &c->cmds[c->next];
-    char evalue[512];
-    snprintf(evalue, sizeof evalue,
-             "the device worker running %%%s %s; a fresh worker starts for the next command",
-             cmd->magic->name, how);
-    json_decref(c->error);
-    c->error = NULL;
-    fail_command(k, cmd, "WorkerDied", evalue, NULL);
+    c->waiting = false;
+    char text[256];
+    if (c->stop_ename[0]) {
+        snprintf(text, sizeof text, " (its worker %s; a fresh one starts for the next command)", how);
+        fail_stopped(k, text);
+    } else {
+        const command *cmd = &c->cmds[c->next];
+        char evalue[512];
+        snprintf(evalue, sizeof evalue,
+                 "the device worker running %%%s %s; a fresh worker starts for the next command",
+                 cmd->magic->name, how);
+        json_decref(c->error);
+        c->error = NULL;
+        fail_command(k, cmd, "WorkerDied", evalue, NULL);
+    }
     cell_finish(k);
 }
 
-void cell_interrupt(kernel *k, const char *why)
+/* Asks the worker to stop (SIGINT: the command polls magic_cancelled()) and
+ * gives it a grace period; cell_tick() kills it when the grace runs out. A
+ * second stop while one is pending kills at once. */
+void cell_stop(kernel *k, const char *ename, const char *why)
 {
     struct cell *c = k->cell;
     if (!c || !c->waiting) {
         klog("%s while idle: nothing to stop", why);
         return;
     }
-    worker_kill(&k->worker, NULL);
-    const command *cmd = &c->cmds[c->next];
-    char evalue[512];
-    snprintf(evalue, sizeof evalue, "%s: stopped %%%s (its worker was stopped; a fresh one starts "
-             "for the next command)", why, cmd->magic->name);
-    json_decref(c->error);
-    c->error = NULL;
-    fail_command(k, cmd, "KeyboardInterrupt", evalue, NULL);
-    cell_finish(k);
+    if (c->stop_ename[0]) {
+        c->kill_at_ms = now_ms();
+        cell_tick(k);
+        return;
+    }
+    snprintf(c->stop_ename, sizeof c->stop_ename, "%s", ename);
+    snprintf(c->stop_why, sizeof c->stop_why, "%s", why);
+    c->kill_at_ms = now_ms() + k->grace_ms;
+    if (k->worker.pid > 0)
+        kill(k->worker.pid, SIGINT);
+}
+
+void cell_interrupt(kernel *k, const char *why)
+{
+    cell_stop(k, "KeyboardInterrupt", why);
+}
+
+double cell_deadline_ms(const kernel *k)
+{
+    const struct cell *c = k->cell;
+    if (!c || !c->waiting)
+        return 0;
+    if (c->stop_ename[0])
+        return c->kill_at_ms;
+    return c->timeout_at_ms;
+}
+
+void cell_tick(kernel *k)
+{
+    struct cell *c = k->cell;
+    if (!c || !c->waiting)
+        return;
+    double now = now_ms();
+    if (c->stop_ename[0] && now >= c->kill_at_ms) {
+        char how[160], text[256];
+        worker_kill(&k->worker, NULL);
+        snprintf(how, sizeof how, "did not stop within %.1f s and was killed", k->grace_ms / 1e3);
+        snprintf(text, sizeof text, " (its worker %s; a fresh one starts for the next command)", how);
+        klog("worker %s", how);
+        c->waiting = false;
+        fail_stopped(k, text);
+        cell_finish(k);
+    } else if (!c->stop_ename[0] && c->timeout_at_ms > 0 && now >= c->timeout_at_ms) {
+        char why[160];
+        snprintf(why, sizeof why, "the cell ran longer than its limit of %g s (CUDALAB_CELL_TIMEOUT)",
+                 k->cell_timeout_ms / 1e3);
+        cell_stop(k, "TimeoutError", why);
+    }
 }
 
 /* ---- the request ---- */
@@ -232,15 +327,6 @@ static bool flag(const json_t *content, const char *key, bool def)
 
 enum handled handle_execute(kernel *k, void *sock, wire_msg *req)
 {
-    const json_t *code = json_object_get(req->content, "code");
-    if (!json_is_string(code)) {
-        kernel_reply(k, sock, req, "execute_reply",
-                     json_pack("{s:s, s:s, s:s, s:[s], s:i}", "status", "error", "ename",
-                               "ProtocolError", "evalue", "execute_request without a code string",
-                               "traceback", "ProtocolError: execute_request without a code string",
-                               "execution_count", k->exec_count));
-        return HANDLED_DONE;
-    }
     struct cell *c = calloc(1, sizeof *c);
     if (!c) {
         klog("out of memory for a cell");
@@ -257,6 +343,8 @@ enum handled handle_execute(kernel *k, void *sock, wire_msg *req)
         history_add(k->history, k->exec_count, text);
     }
     c->count = k->exec_count;
+    c->started_ms = now_ms();
+    c->timeout_at_ms = k->cell_timeout_ms > 0 ? c->started_ms + k->cell_timeout_ms : 0;
     k->cell = c;
     if (!c->silent)
         kernel_publish(k, &c->req, "execute_input",

@@ -1,0 +1,38 @@
+/* selftest.c — the CPU side of %selftest (test-only): a busy loop that stands
+ * in for a long kernel and stops when the command is cancelled. There is no
+ * device to fault on the CPU. */
+#include <stdio.h>
+#include <time.h>
+
+#include "cudalab/backend.h"
+#include "cudalab/magic.h"
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cpu_spin(double ms, char *err)
+{
+    double end = now_ms() + ms;
+    volatile unsigned long x = 0;
+    while (now_ms() < end) {
+        for (int i = 0; i < 100000; i++)
+            x += (unsigned long)i;
+        if (magic_cancelled()) {
+            snprintf(err, CL_ERR_LEN, "cancelled");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int cpu_fault(char *err)
+{
+    snprintf(err, CL_ERR_LEN, "the CPU backend has no device to fault");
+    return -1;
+}
+
+const cl_selftest_ops cl_cpu_selftest_ops = { cpu_spin, cpu_fault };
