@@ -2,10 +2,11 @@
  * every magic produces the same shapes and none spells block keys by hand.
  *
  * Ownership follows jansson: view_new returns a new reference, view_add_table
- * returns a table borrowed from the view, and stolen arguments (columns, row)
- * are released on every error path, so a magic never has to check the result
- * just to avoid a leak. A NULL or malformed view makes every builder a no-op.
+ * and view_add_chart return a block borrowed from the view, and stolen
+ * arguments (columns, row, a chart point's x) are released on every error
+ * path, so a magic never has to check the result just to avoid a leak. A NULL or malformed view makes every builder a no-op.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,4 +99,53 @@ void view_add_note(json_t *view, const char *text)
 void view_add_text(json_t *view, const char *text)
 {
     add_text_block(view, "text", text);
+}
+
+/* ---- charts ---- */
+
+json_t *view_add_chart(json_t *view, const char *kind, const char *title, const char *x_label,
+                       const char *y_label, int log_x)
+{
+    if (!kind || (strcmp(kind, "line") != 0 && strcmp(kind, "bar") != 0)
+        || !json_is_array(json_object_get(view, "blocks")))
+        return NULL;
+    json_t *chart = json_pack("{s:s, s:s}", "type", "chart", "kind", kind);
+    if (!chart
+        || (title && json_object_set_new(chart, "title", text_value(title)) != 0)
+        || (x_label && json_object_set_new(chart, "x_label", text_value(x_label)) != 0)
+        || (y_label && json_object_set_new(chart, "y_label", text_value(y_label)) != 0)
+        || json_object_set_new(chart, "log_x", json_boolean(log_x)) != 0
+        || json_object_set_new(chart, "series", json_array()) != 0) {
+        json_decref(chart);
+        return NULL;
+    }
+    return add_block(view, chart);
+}
+
+/* The series called name in chart, appended when new; NULL when chart is not one. */
+static json_t *chart_series(json_t *chart, const char *name)
+{
+    json_t *all = json_object_get(chart, "series");
+    json_t *s, *v = text_value(name);
+    size_t i;
+    if (!json_is_array(all) || !v) {
+        json_decref(v);
+        return NULL;
+    }
+    json_array_foreach(all, i, s) {
+        if (json_equal(json_object_get(s, "name"), v)) {
+            json_decref(v);
+            return s;
+        }
+    }
+    s = json_pack("{s:o, s:[]}", "name", v, "points");
+    return json_array_append_new(all, s) == 0 ? s : NULL;
+}
+
+void view_chart_point(json_t *chart, const char *series, json_t *x, double y)
+{
+    json_t *s = x && series && isfinite(y) ? chart_series(chart, series) : NULL;
+    json_t *point = s ? json_pack("[O, f]", x, y) : NULL;
+    json_decref(x);
+    (void)json_array_append_new(json_object_get(s, "points"), point);
 }

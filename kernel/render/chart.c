@@ -1,0 +1,280 @@
+/* chart.c — chart blocks (schema in render.h): reading one into the model of
+ * chart.h, its textual form, and its Vega-Lite v5 spec. The SVG is drawn in
+ * chart_svg.c from the same model.
+ *
+ * The Vega-Lite spec carries its data inline and the same colours as the SVG,
+ * so the interactive chart in JupyterLab and the picture in an exported page
+ * show the same thing.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudalab/render.h"
+#include "render/chart.h"
+
+/* Okabe & Ito (2008), ordered for a white background: yellow, the faintest, last. */
+static const char *const palette[] = {
+    "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#F0E442",
+};
+
+size_t chart_ncolours(void)
+{
+    return sizeof palette / sizeof palette[0];
+}
+
+const char *chart_colour(size_t i)
+{
+    return palette[i % chart_ncolours()];
+}
+
+/* ---- reading ---- */
+
+static const char *label(const json_t *block, const char *key)
+{
+    const char *s = json_string_value(json_object_get(block, key));
+    return s && *s ? s : NULL;
+}
+
+/* The category's index, added when new; (size_t)-1 when memory ran out. */
+static size_t category(struct chart *c, const char *name)
+{
+    for (size_t i = 0; i < c->ncats; i++)
+        if (strcmp(c->cats[i], name) == 0)
+            return i;
+    const char **more = realloc(c->cats, (c->ncats + 1) * sizeof *more);
+    if (!more)
+        return (size_t)-1;
+    c->cats = more;
+    c->cats[c->ncats] = name;
+    return c->ncats++;
+}
+
+/* Fills pt from [x, y]; 0 when p is no usable point for this chart. */
+static int point_read(struct chart *c, const json_t *p, struct chart_point *pt)
+{
+    pt->x = json_array_get(p, 0);
+    pt->y = json_array_get(p, 1);
+    if (!json_is_number(pt->y) || !isfinite(json_number_value(pt->y)))
+        return 0;
+    pt->yv = json_number_value(pt->y);
+    pt->xv = 0;
+    pt->cat = 0;
+    if (c->kind == CHART_BAR) {
+        if (!json_is_string(pt->x))
+            return 0;
+        pt->cat = category(c, json_string_value(pt->x));
+        return pt->cat != (size_t)-1;
+    }
+    if (!json_is_number(pt->x))
+        return 0;
+    pt->xv = json_number_value(pt->x);
+    return isfinite(pt->xv) && (!c->log_x || pt->xv > 0);
+}
+
+/* Appends pt to the series called name, which is created when new. */
+static int series_add(struct chart *c, const char *name, const struct chart_point *pt)
+{
+    struct chart_series *s = NULL;
+    for (size_t i = 0; i < c->nseries && !s; i++)
+        if (strcmp(c->series[i].name, name) == 0)
+            s = &c->series[i];
+    if (!s) {
+        struct chart_series *more = realloc(c->series, (c->nseries + 1) * sizeof *more);
+        if (!more)
+            return -1;
+        c->series = more;
+        s = &c->series[c->nseries++];
+        *s = (struct chart_series){ .name = name };
+    }
+    struct chart_point *pts = realloc(s->points, (s->npoints + 1) * sizeof *pts);
+    if (!pts)
+        return -1;
+    s->points = pts;
+    s->points[s->npoints++] = *pt;
+    c->npoints++;
+    return 0;
+}
+
+static int by_x(const void *a, const void *b)
+{
+    const struct chart_point *p = a, *q = b;
+    if (p->xv != q->xv)
+        return p->xv < q->xv ? -1 : 1;
+    return p->order < q->order ? -1 : p->order > q->order;
+}
+
+void chart_free(struct chart *c)
+{
+    for (size_t i = 0; i < c->nseries; i++)
+        free(c->series[i].points);
+    free(c->series);
+    free(c->cats);
+    *c = (struct chart){ .kind = CHART_LINE };
+}
+
+int chart_read(const json_t *block, struct chart *c)
+{
+    *c = (struct chart){ .kind = CHART_LINE };
+    const char *kind = json_string_value(json_object_get(block, "kind"));
+    if (!kind || (strcmp(kind, "line") != 0 && strcmp(kind, "bar") != 0))
+        return -1;
+    c->kind = strcmp(kind, "bar") == 0 ? CHART_BAR : CHART_LINE;
+    c->title = label(block, "title");
+    c->x_label = label(block, "x_label");
+    c->y_label = label(block, "y_label");
+    c->log_x = c->kind == CHART_LINE && json_is_true(json_object_get(block, "log_x"));
+
+    const json_t *series = json_object_get(block, "series");
+    size_t order = 0;
+    for (size_t i = 0; i < json_array_size(series); i++) {
+        const json_t *s = json_array_get(series, i);
+        const char *name = json_string_value(json_object_get(s, "name"));
+        const json_t *points = json_object_get(s, "points");
+        for (size_t j = 0; j < json_array_size(points) && c->npoints < CHART_MAX_POINTS; j++) {
+            struct chart_point pt = { .order = order++ };
+            if (point_read(c, json_array_get(points, j), &pt)
+                && series_add(c, name ? name : "", &pt) != 0) {
+                chart_free(c);
+                return -1;
+            }
+        }
+    }
+    for (size_t i = 0; c->kind == CHART_LINE && i < c->nseries; i++)
+        qsort(c->series[i].points, c->series[i].npoints, sizeof *c->series[i].points, by_x);
+    return 0;
+}
+
+int chart_shown(const json_t *block)
+{
+    const char *type = json_string_value(json_object_get(block, "type"));
+    const char *kind = json_string_value(json_object_get(block, "kind"));
+    return type && kind && strcmp(type, "chart") == 0
+        && (strcmp(kind, "line") == 0 || strcmp(kind, "bar") == 0);
+}
+
+/* ---- the textual form ---- */
+
+json_t *chart_table(const json_t *block)
+{
+    struct chart c;
+    if (!chart_shown(block) || chart_read(block, &c) != 0)
+        return NULL;
+    int named = c.nseries > 1;
+    json_t *table = json_pack("{s:s, s:[]}", "type", "table", "rows");
+    json_t *rows = json_object_get(table, "rows");
+    if (c.title)
+        json_object_set_new(table, "title", json_string(c.title));
+    if (c.npoints == 0)
+        json_array_append_new(rows, json_pack("[s]", "(no data)"));
+    else
+        json_object_set_new(table, "columns", named
+            ? json_pack("[s,s,s]", "series", c.x_label ? c.x_label : "x", c.y_label ? c.y_label : "y")
+            : json_pack("[s,s]", c.x_label ? c.x_label : "x", c.y_label ? c.y_label : "y"));
+    for (size_t i = 0; i < c.nseries; i++) {
+        const struct chart_series *s = &c.series[i];
+        for (size_t j = 0; j < s->npoints; j++) {
+            json_t *row = named ? json_pack("[s]", s->name) : json_array();
+            json_array_append_new(row, json_deep_copy(s->points[j].x));
+            json_array_append_new(row, json_deep_copy(s->points[j].y));
+            json_array_append_new(rows, row);
+        }
+    }
+    chart_free(&c);
+    return table;
+}
+
+/* ---- Vega-Lite ---- */
+
+static json_t *series_names(const struct chart *c)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < c->nseries; i++)
+        json_array_append_new(a, json_string(c->series[i].name));
+    return a;
+}
+
+static json_t *categories(const struct chart *c)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < c->ncats; i++)
+        json_array_append_new(a, json_string(c->cats[i]));
+    return a;
+}
+
+static json_t *vl_values(const struct chart *c)
+{
+    json_t *values = json_array();
+    for (size_t i = 0; i < c->nseries; i++)
+        for (size_t j = 0; j < c->series[i].npoints; j++) {
+            const struct chart_point *p = &c->series[i].points[j];
+            json_array_append_new(values, json_pack("{s:s, s:o, s:o}", "series", c->series[i].name,
+                                                    "x", json_deep_copy(p->x),
+                                                    "y", json_deep_copy(p->y)));
+        }
+    return values;
+}
+
+static json_t *vl_x(const struct chart *c)
+{
+    /* a null title shows no axis title, as in the SVG */
+    json_t *x = json_pack("{s:s, s:s, s:s?}", "field", "x",
+                          "type", c->kind == CHART_BAR ? "nominal" : "quantitative",
+                          "title", c->x_label);
+    if (c->kind == CHART_BAR)
+        json_object_set_new(x, "sort", categories(c));
+    else if (c->log_x)
+        json_object_set_new(x, "scale", json_pack("{s:s, s:i}", "type", "log", "base", 2));
+    else
+        json_object_set_new(x, "scale", json_pack("{s:b}", "zero", 0));
+    return x;
+}
+
+static json_t *vl_y(const struct chart *c)
+{
+    return json_pack("{s:s, s:s, s:s?}", "field", "y", "type", "quantitative", "title", c->y_label);
+}
+
+/* One colour per series, the SVG's, in the SVG's order. */
+static json_t *vl_colour(const struct chart *c)
+{
+    json_t *range = json_array();
+    for (size_t i = 0; i < c->nseries && i < chart_ncolours(); i++)
+        json_array_append_new(range, json_string(chart_colour(i)));
+    json_t *colour = json_pack("{s:s, s:s, s:s, s:{s:o, s:o}}", "field", "series",
+                               "type", "nominal", "title", "series", "scale",
+                               "domain", series_names(c),
+                               "range", range);
+    if (c->nseries <= 1)
+        json_object_set_new(colour, "legend", json_null());
+    return colour;
+}
+
+static json_t *vl_tooltip(const struct chart *c)
+{
+    return json_pack("[{s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}]",
+                     "field", "series", "type", "nominal",
+                     "field", "x", "type", c->kind == CHART_BAR ? "nominal" : "quantitative",
+                     "title", c->x_label ? c->x_label : "x",
+                     "field", "y", "type", "quantitative", "title", c->y_label ? c->y_label : "y");
+}
+
+json_t *chart_vegalite(const json_t *block)
+{
+    struct chart c;
+    chart_read(block, &c);                  /* not a chart: an empty line chart */
+    json_t *encoding = json_pack("{s:o, s:o, s:o, s:o}", "x", vl_x(&c), "y", vl_y(&c),
+                                 "color", vl_colour(&c), "tooltip", vl_tooltip(&c));
+    if (c.kind == CHART_BAR && c.nseries > 1)
+        json_object_set_new(encoding, "xOffset", json_pack("{s:s, s:s, s:o}", "field", "series",
+            "type", "nominal", "sort", series_names(&c)));
+    json_t *spec = json_pack("{s:s, s:s*, s:i, s:i, s:{s:o}, s:o, s:o}",
+        "$schema", "https://vega.github.io/schema/vega-lite/v5.json",
+        "title", c.title, "width", 560, "height", 280,
+        "data", "values", vl_values(&c),
+        "mark", c.kind == CHART_BAR ? json_pack("{s:s}", "type", "bar")
+                                    : json_pack("{s:s, s:b}", "type", "line", "point", 1),
+        "encoding", encoding);
+    chart_free(&c);
+    return spec;
+}
