@@ -17,11 +17,6 @@
 
 #define SWEEP_MAX_POINTS 10000
 
-/* TEMPORARY until the chart builders land in kernel/render (weak: NULL until then) */
-json_t *view_add_chart(json_t *view, const char *kind, const char *title, const char *x_label,
-                       const char *y_label, int log_x) __attribute__((weak));
-void view_chart_point(json_t *chart, const char *series, json_t *x, double y) __attribute__((weak));
-
 /* ---- statistics ---- */
 
 static int cmp_float(const void *a, const void *b)
@@ -334,8 +329,6 @@ static void series_name(const sweep_state *st, const json_t *point, const char *
 static void emit_chart(magic_ctx *ctx, const sweep_state *st, const json_t *runs, const json_t *points)
 {
     const char *x = NULL;
-    if (!view_add_chart)
-        return;
     for (size_t i = 0; i < st->nvarying && !x; i++)
         if (is_number_list(json_object_get(st->params, st->varying[i])))
             x = st->varying[i];
