@@ -71,7 +71,7 @@ $(BIN): $(CORE_OBJ) $(MAIN_OBJ)
 	@$(if $(Q),echo "  LINK    $@",true)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(CUDA_LIB): $(CUDA_SRC) include/cudalab/backend.h $(wildcard cuda/*.h)
+$(CUDA_LIB): $(CUDA_SRC) $(wildcard include/cudalab/*.h cuda/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  NVCC    $@ (sm_$(subst $(eval) ,$(comma)sm_,$(CUDA_ARCHS)))",true)
 	$(Q)$(NVCC) -O3 -std=c++17 -shared -Xcompiler -fPIC,-fvisibility=hidden -Iinclude $(GENCODE) \
@@ -106,7 +106,7 @@ asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan SAN="$(ASAN_FLAGS)" NVCC= CFLAGS="-O1 -g" build-asan/bin/cudalab
 
 bench: setup all
-	$(VENV)/bin/python bench/protocol.py
+	@set -e; for b in bench/*.py; do echo "== $$b"; $(VENV)/bin/python $$b; done
 
 kernelspec: all
 	@./scripts/install-kernelspec.sh "$(abspath $(BIN))" "$(VENV)/share/jupyter/kernels/cudalab"
@@ -123,3 +123,65 @@ clean:
 	rm -rf $(BUILD) build-asan
 
 -include $(CORE_OBJ:.o=.d) $(MAIN_OBJ:.o=.d)
+
+# ==== fuzzing and valgrind ==================================================================
+# (tests/fuzz/, tests/fuzz/run.sh, scripts/valgrind-session.py)
+#   make fuzz-smoke   builds the libFuzzer targets with clang (ASan+UBSan) into build-fuzz/ and runs
+#                     each from its seed corpus for FUZZ_SMOKE_RUNS inputs or FUZZ_SMOKE_SECONDS,
+#                     whichever ends first; a crash, leak or timeout fails. Without a clang that
+#                     links -fsanitize=fuzzer it says why and succeeds.
+#   make fuzz         each target for FUZZ_SECONDS (default 600), growing tests/fuzz/corpus/<t>/;
+#                     FUZZ_TARGETS="cell wire" picks targets. Fails when clang is missing.
+#   make valgrind     a scripted Jupyter session, the kernel and its worker under memcheck.
+FUZZ_CC            ?= $(shell command -v clang-14 2>/dev/null || command -v clang 2>/dev/null)
+FUZZ_BUILD         := build-fuzz
+FUZZ_TARGETS       ?= wire conn cell frame
+FUZZ_SECONDS       ?= 600
+FUZZ_SMOKE_RUNS    ?= 200000
+FUZZ_SMOKE_SECONDS ?= 15
+# the include paths and defines of the main build, clang's own warnings (never -Werror here)
+FUZZ_CFLAGS         = -O1 -g -std=c11 -fno-strict-aliasing -Wall -Wextra -Wno-unused-parameter \
+                      $(filter -I% -D%,$(CFLAGS)) -fno-omit-frame-pointer \
+                      -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_OBJ           := $(CORE_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
+FUZZ_LIB           := $(FUZZ_BUILD)/libcudalab-fuzz.a
+FUZZ_BINS          := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
+FUZZ_ENV           := FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) \
+                      FUZZ_SMOKE_RUNS=$(FUZZ_SMOKE_RUNS) FUZZ_SMOKE_SECONDS=$(FUZZ_SMOKE_SECONDS)
+
+.PHONY: fuzz-smoke fuzz-build fuzz-clean
+
+# kernel objects with coverage for libFuzzer; the targets link what they need from one archive
+$(FUZZ_BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZCC  $<",true)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(FUZZ_LIB): $(FUZZ_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB)
+	@$(if $(Q),echo "  FUZZLD  $@",true)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB) $(LDLIBS)
+
+fuzz-build:
+	@tests/fuzz/run.sh probe "$(FUZZ_CC)" >&2 || { echo "fuzz-build: no usable clang" >&2; exit 1; }
+	@$(MAKE) --no-print-directory -j$$(nproc 2>/dev/null || echo 2) $(FUZZ_BINS)
+
+fuzz-smoke:
+	@why=$$(tests/fuzz/run.sh probe "$(FUZZ_CC)") || { echo "fuzz-smoke: skipped: $$why"; exit 0; }; \
+	$(MAKE) --no-print-directory fuzz-build && $(FUZZ_ENV) tests/fuzz/run.sh smoke $(FUZZ_TARGETS)
+
+fuzz:
+	@why=$$(tests/fuzz/run.sh probe "$(FUZZ_CC)") || { echo "fuzz: cannot fuzz: $$why" >&2; exit 1; }; \
+	$(MAKE) --no-print-directory fuzz-build && $(FUZZ_ENV) tests/fuzz/run.sh long $(FUZZ_TARGETS)
+
+fuzz-clean:
+	rm -rf $(FUZZ_BUILD)
+
+valgrind: setup
+	@$(MAKE) --no-print-directory all
+	$(VENV)/bin/python scripts/valgrind-session.py --binary $(BIN)
+
+-include $(FUZZ_OBJ:.o=.d)
+# ==== end of fuzzing and valgrind ===========================================================

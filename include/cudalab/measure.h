@@ -46,7 +46,8 @@ CL_HD int32_t cl_uniform_int(uint64_t seed, uint64_t i, int32_t lo, int32_t hi)
     return (int32_t)(lo + (int64_t)(cl_hash(seed, i) % span));
 }
 
-/* How one variant was launched (last kernel of the variant for multi-pass ones). */
+/* How one variant was launched: its main kernel (a family may report a second
+ * pass separately, e.g. "launch_final" for a reduction's pass over the partials). */
 typedef struct cl_launch {
     int grid[3], block[3];
     size_t smem_bytes;          /* static + dynamic shared memory per block */

@@ -3,7 +3,8 @@
  *
  * A magic describes its table once (sweep_spec) and supplies one function that
  * runs a single point (every flag a scalar) and appends run objects. The sweep
- * expands every list-valued flag into the cartesian product (in flag order),
+ * expands every list-valued flag into the cartesian product (in the order of the
+ * params object: a magic that wants its table's order puts params in that order),
  * shows progress while points run (update_display_data), and emits one final
  * result that replaces the progress display:
  *   doc  = {"magic", "backend", "backend_note", "device": {...}, "params": {...},
