@@ -12,11 +12,17 @@
 extern const magic_spec magic_device;
 extern const magic_spec magic_echo;
 extern const magic_spec magic_help;
+extern const magic_spec magic_histo;
+extern const magic_spec magic_matmul;
+extern const magic_spec magic_reduce;
 
 static const magic_spec *const magics[] = {
     &magic_device,
     &magic_echo,
     &magic_help,
+    &magic_histo,
+    &magic_matmul,
+    &magic_reduce,
 };
 
 #define MAGIC_COUNT (sizeof magics / sizeof magics[0])

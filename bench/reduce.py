@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""bench/reduce.py — %reduce on the GPU: every variant at 2^26 elements, float and int, sum and max, against CUB.
+
+Runs `cudalab --run '%reduce ...' --json` (argv[0] = $CUDALAB_BIN or build/bin/cudalab) once with
+every variant, both dtypes and both ops, so each ratio compares runs of the same process (CUB
+included). Prints one table per (dtype, op): variant | block | median ms | GB/s | % of copy BW |
+% of CUB | check, and states whether the issue's target holds: the fastest non-library variant
+reaches at least 95% of CUB's GB/s at 2^26 elements for float sum and for int sum.
+
+A benchmark, not a test: it asserts nothing; it exits 0 when it could measure (target met or not),
+1 when the CLI failed or a check failed, and 0 with a note when there is no GPU. Uses only the
+standard library, so it also runs with the GPU machine's plain python3. About half a minute on an H100.
+Usage: python3 bench/reduce.py [--size 2^26] [--reps N] [--block 256]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TARGET_PCT = 95.0
+TARGET_OPS = ("sum",)           # the issue's target: float sum and int sum
+
+
+def binary() -> Path:
+    p = Path(os.environ.get("CUDALAB_BIN", "build/bin/cudalab"))
+    return p if p.is_absolute() else REPO / p
+
+
+def run_cell(cell: str, timeout: float = 300) -> dict:
+    r = subprocess.run([str(binary()), "--run", cell, "--json"], capture_output=True, text=True,
+                       timeout=timeout)
+    if r.returncode != 0:
+        sys.exit(f"bench/reduce.py: `{cell}` exited {r.returncode}: {r.stderr.strip()}")
+    docs = [json.loads(l) for l in r.stdout.splitlines() if l.strip()]
+    return next(d for d in docs if d.get("magic") == "reduce")
+
+
+def fmt(v: float | None, nd: int = 1) -> str:
+    return "-" if v is None else f"{v:,.{nd}f}"
+
+
+def table(title: str, runs: list[dict]) -> float | None:
+    """Prints one table; returns the best non-library variant's % of CUB."""
+    ref = next((r for r in runs if r["variant"] == "cub"), None)
+    ref_gbs = ref["gbs"] if ref else None
+    rows = [("variant", "block", "median ms", "GB/s", "% of copy BW", "% of CUB", "value", "check")]
+    best = None
+    for r in runs:
+        pct = 100.0 * r["gbs"] / ref_gbs if ref_gbs else None
+        check = r["check"]
+        ok = "ok" if check.get("passed") else ("skipped" if check.get("passed") is None else "FAILED")
+        rows.append((r["variant"], str(r["block"] or "-"), fmt(r["time_ms"]["median"], 4), fmt(r["gbs"], 0),
+                     fmt(r.get("pct_of_bandwidth")), fmt(pct), str(r["value"]), ok))
+        if r["variant"] != "cub" and pct is not None:
+            best = pct if best is None else max(best, pct)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    print(f"\n{title}")
+    for i, row in enumerate(rows):
+        print("  ".join(c.ljust(w) if j in (0, 7) else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths))))
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+    return best
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", default="2^26")
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--block", default="256")
+    args = ap.parse_args()
+
+    probe = run_cell("%reduce --size 1024 --variant fast --reps 1 --warmup 0")
+    if probe["backend"] != "cuda":
+        print(f"bench/reduce.py: no GPU ({probe.get('backend_note')}): skipped")
+        return 0
+    d = probe["device"]
+    print(f"%reduce on {d['name']} ({d.get('arch')}): measured copy bandwidth "
+          f"{fmt(d.get('measured_bandwidth_gbs'), 0)} GB/s (read + write), "
+          f"peak {fmt(d.get('peak_bandwidth_gbs'), 0)} GB/s")
+
+    doc = run_cell(f"%reduce --size {args.size} --variant all --dtype float,int --op sum,max "
+                   f"--block {args.block} --reps {args.reps} --warmup 3")
+    size = doc["runs"][0]["size"]
+    failed = any(r["check"].get("passed") is False for r in doc["runs"])
+    verdicts = []
+    for dtype in ("float", "int"):
+        for op in ("sum", "max"):
+            runs = [r for r in doc["runs"] if r["dtype"] == dtype and r["op"] == op]
+            best = table(f"{dtype} {op}, N = {size} ({size * 4 / 2**20:,.0f} MiB)", runs)
+            if op in TARGET_OPS:
+                verdicts.append((f"{dtype} {op}", best))
+    print()
+    for name, best in verdicts:
+        if best is None:
+            print(f"target ({name}): not measured")
+            continue
+        met = "MET" if best >= TARGET_PCT else "NOT MET"
+        print(f"target ({name}): fastest non-library variant at N = {size} reaches {best:.1f}% of CUB's GB/s "
+              f"(goal >= {TARGET_PCT:.0f}%): {met}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

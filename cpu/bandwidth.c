@@ -1,0 +1,81 @@
+/* bandwidth.c — the CPU backend's measured memory bandwidth, what the CPU
+ * analogues of memory-bound magics (%reduce's pct_of_bandwidth) compare to.
+ *
+ * memcpy of a 256 MiB buffer, cut into contiguous slices over the same host
+ * threads the analogues use (one thread alone cannot saturate a socket's
+ * memory), best of a few reps after one that faults the pages in. GB/s counts
+ * the bytes read and the bytes written (1e9 B/s). Measured once per process.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cudalab/backend.h"
+#include "reduce_cpu.h"
+
+#define COPY_BYTES ((size_t)256 << 20)
+#define COPY_REPS 3
+
+/* Defined here, called through the backend table (cpu/device.c). */
+int cl_cpu_copy_bandwidth(double *gbs, char *err);
+
+typedef struct copy_job {
+    unsigned char *dst;
+    const unsigned char *src;
+} copy_job;
+
+static void copy_range(uint64_t first, uint64_t last, void *ctx)
+{
+    const copy_job *j = ctx;
+    /* ranges are in 4 KiB pages, so slices stay page-aligned */
+    memcpy(j->dst + first * 4096, j->src + first * 4096, (size_t)(last - first) * 4096);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int cl_cpu_copy_bandwidth(double *gbs, char *err)
+{
+    static double cached;
+    if (cached > 0) {
+        *gbs = cached;
+        return 0;
+    }
+    unsigned char *src = malloc(COPY_BYTES), *dst = malloc(COPY_BYTES);
+    if (!src || !dst) {
+        free(src);
+        free(dst);
+        if (err)
+            snprintf(err, CL_ERR_LEN, "copy bandwidth: out of host memory for 2 x 256 MiB");
+        return -1;
+    }
+    memset(src, 1, COPY_BYTES);
+    copy_job j = {dst, src};
+    int threads = cpu_reduce_threads();
+    double best = 0;
+    for (int r = 0; r < COPY_REPS + 1; r++) {
+        double t0 = now_s();
+        cpu_parallel(COPY_BYTES / 4096, threads, copy_range, &j);
+        double t = now_s() - t0;
+        if (r > 0 && t > 0 && (best == 0 || t < best))
+            best = t;
+    }
+    /* keep the copy observable so it cannot be optimised away */
+    volatile unsigned char sink = dst[COPY_BYTES - 1];
+    (void)sink;
+    free(src);
+    free(dst);
+    if (best <= 0) {
+        if (err)
+            snprintf(err, CL_ERR_LEN, "copy bandwidth: the copy took no measurable time");
+        return -1;
+    }
+    cached = 2.0 * (double)COPY_BYTES / best / 1e9;
+    *gbs = cached;
+    return 0;
+}

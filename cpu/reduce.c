@@ -1,0 +1,189 @@
+/* reduce.c — the CPU backend's %reduce: every variant's CPU analogue behind
+ * cl_cpu_reduce_ops, timed like the GPU runs.
+ *
+ * `cpu` is the host loop of the lecture (one thread, one accumulator: double
+ * for float, int64 for int) on either backend. divergent, convergent,
+ * multiblock and fast run their kernels' CPU analogues (cpu/reduce_blocks.c);
+ * `cub` has no CPU counterpart and runs the CPU reference (cpu/reduce_ref.c),
+ * and its result says so. Each rep is timed with the monotonic clock around
+ * the reduction only, after writing a buffer of twice the last-level cache
+ * (at most 64 MiB) so that small inputs are not simply served from cache.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "reduce_cpu.h"
+
+#define MIB (1024.0 * 1024.0)
+
+/* Twice the last-level cache, within [16 MiB, 64 MiB] (64 MiB when unknown).
+ * The cap keeps a notebook cell quick where sysconf reports a whole server's
+ * L3 to a small VM; what the CPU analogues time is a stand-in, not a roofline. */
+static size_t flush_bytes(void)
+{
+    long llc = 0;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (llc <= 0)
+        llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    size_t lo = (size_t)16 << 20, hi = (size_t)64 << 20;
+    size_t b = llc > 0 ? 2 * (size_t)llc : hi;
+    return b < lo ? lo : b > hi ? hi : b;
+}
+
+/* The flush buffer lives as long as the process: allocating and faulting in
+ * tens of MiB for every run would cost more than the runs. */
+static unsigned char *flush_buffer(void)
+{
+    static unsigned char *buf;
+    if (!buf)
+        buf = malloc(flush_bytes());
+    return buf;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The lecture's host loop: one thread walks the array once. */
+static double host_loop(const cl_reduce_args *a, const void *in)
+{
+    if (a->dtype == CL_REDUCE_FLOAT) {
+        const float *x = in;
+        double acc = acc_identity(a->op);
+        for (uint64_t i = 0; i < a->n; i++)
+            acc = a->op == CL_REDUCE_SUM ? acc + x[i]
+                : a->op == CL_REDUCE_MAX ? (x[i] > acc ? x[i] : acc)
+                                         : (x[i] < acc ? x[i] : acc);
+        return acc;
+    }
+    const int32_t *x = in;
+    int64_t acc = a->op == CL_REDUCE_SUM ? 0 : a->op == CL_REDUCE_MAX ? INT64_MIN : INT64_MAX;
+    for (uint64_t i = 0; i < a->n; i++)
+        acc = a->op == CL_REDUCE_SUM ? acc + x[i]
+            : a->op == CL_REDUCE_MAX ? (x[i] > acc ? x[i] : acc)
+                                     : (x[i] < acc ? x[i] : acc);
+    return (double)acc;
+}
+
+typedef struct cpu_run {
+    int v;
+    const cl_reduce_args *a;
+    cpu_launch_cfg cfg;
+    void *in;
+    double *partials;
+} cpu_run;
+
+static double run_once(const cpu_run *r, int *ok)
+{
+    *ok = 1;
+    if (r->v == CL_REDUCE_CPU)
+        return host_loop(r->a, r->in);
+    if (r->v == CL_REDUCE_CUB)
+        return cpu_reduce_chunked(r->a, r->in, r->cfg.threads, ok);
+    return cpu_reduce_variant(r->v, r->a, &r->cfg, r->in, r->partials, ok);
+}
+
+static void set_launch(cl_launch *l, uint64_t grid, unsigned block, size_t smem, int kernels)
+{
+    l->grid[0] = grid > INT32_MAX ? INT32_MAX : (int)grid, l->grid[1] = l->grid[2] = 1;
+    l->block[0] = (int)block, l->block[1] = l->block[2] = 1;
+    l->smem_bytes = smem;
+    l->kernels = kernels;
+}
+
+static void describe(const cpu_run *r, cl_reduce_result *out)
+{
+    const cpu_launch_cfg *c = &r->cfg;
+    int threads = (uint64_t)c->threads < c->grid ? c->threads : (int)c->grid;
+    if (r->v == CL_REDUCE_CPU) {
+        set_launch(&out->launch, 1, 1, 0, 1);
+        snprintf(out->impl, sizeof out->impl, "CPU: host loop, 1 thread, %s accumulator",
+                 r->a->dtype == CL_REDUCE_FLOAT ? "double" : "int64");
+        return;
+    }
+    if (r->v == CL_REDUCE_CUB) {
+        set_launch(&out->launch, (uint64_t)c->threads, 1, 0, 1);
+        snprintf(out->impl, sizeof out->impl,
+                 "CPU reference (no CUB without a GPU): %d host threads, double/int64 accumulators",
+                 c->threads);
+        return;
+    }
+    size_t smem = r->v == CL_REDUCE_FAST ? 32 * sizeof(double) : c->block * sizeof(double);
+    set_launch(&out->launch, c->grid, c->block, smem, c->grid > 1 ? 2 : 1);
+    if (c->grid > 1)
+        set_launch(&out->final, 1, CL_REDUCE_FINAL_BLOCK,
+                   r->v == CL_REDUCE_FAST ? 32 * sizeof(double) : CL_REDUCE_FINAL_BLOCK * sizeof(double), 1);
+    snprintf(out->impl, sizeof out->impl,
+             "CPU analogue: %d host thread%s run %llu block%s of %u emulated threads%s", threads,
+             threads == 1 ? "" : "s", (unsigned long long)c->grid, c->grid == 1 ? "" : "s", c->block,
+             c->grid > 1 ? ", then 1 block of 1024 adds the partials" : "");
+}
+
+static int cpu_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out, char *err)
+{
+    memset(out, 0, sizeof *out);
+    if (v < 0 || v >= CL_REDUCE_NVARIANTS) {
+        snprintf(err, CL_ERR_LEN, "unknown reduce variant %d", v);
+        return -1;
+    }
+    cpu_run r = {v, a, {1, (unsigned)a->block, cpu_reduce_threads_for(a->n)}, NULL, NULL};
+    if (v != CL_REDUCE_CPU && v != CL_REDUCE_CUB)
+        r.cfg = cpu_reduce_config(v, a);
+    size_t fb = flush_bytes();
+    unsigned char *flush = flush_buffer();
+    r.in = malloc(a->n * 4);
+    r.partials = malloc(r.cfg.grid * sizeof(double));
+    int rc = -1, ok = 1;
+    double value = 0;
+    if (!flush || !r.in || !r.partials) {
+        snprintf(err, CL_ERR_LEN, "out of host memory: --size %llu needs %.1f MiB for the input",
+                 (unsigned long long)a->n, (double)a->n * 4 / MIB);
+        goto done;
+    }
+    cpu_reduce_fill(r.in, a->n, a->dtype, a->seed, cpu_reduce_threads_for(a->n));
+    for (int w = 0; w < a->warmup && ok; w++) {
+        memset(flush, w & 0xff, fb);
+        value = run_once(&r, &ok);
+    }
+    for (int k = 0; k < a->reps && k < CL_MAX_REPS && ok; k++) {
+        memset(flush, k & 0xff, fb);
+        double t0 = now_ms();
+        value = run_once(&r, &ok);
+        out->times.ms[k] = (float)(now_ms() - t0);
+        out->times.reps = k + 1;
+    }
+    if (!ok) {
+        snprintf(err, CL_ERR_LEN, "out of host memory during the reduction");
+        goto done;
+    }
+    if (a->dtype == CL_REDUCE_FLOAT)
+        out->fvalue = value;
+    else
+        out->ivalue = (int64_t)value;
+    describe(&r, out);
+    rc = 0;
+done:
+    free(r.in);
+    free(r.partials);
+    return rc;
+}
+
+/* Partials for the smallest block (one double per 64 elements) and the flush buffer. */
+static uint64_t cpu_reduce_overhead(const cl_reduce_args *a)
+{
+    return (a->n + 63) / 64 * sizeof(double) + flush_bytes();
+}
+
+#define CL_REDUCE_ROW_(id, name, launch, desc) {name, launch, desc},
+static const cl_reduce_variant cpu_variants[] = {CL_REDUCE_VARIANTS(CL_REDUCE_ROW_)};
+#undef CL_REDUCE_ROW_
+
+const cl_reduce_ops cl_cpu_reduce_ops = {cpu_variants, cpu_reduce_run, cpu_reduce_overhead};

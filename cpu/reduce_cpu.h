@@ -1,0 +1,80 @@
+/* reduce_cpu.h — what the CPU backend's %reduce files share: host threads as
+ * a CUDA grid, and the arithmetic every CPU analogue uses.
+ *
+ * Values travel as double. That loses nothing: an int sum of N elements in
+ * [-1000, 1000] stays below 2^53 for every N that fits in memory, so it is
+ * exact; and rounding the double result of a float addition back to float
+ * (acc_apply does) gives exactly the float sum the GPU computes, because a
+ * double holds more than twice a float's precision. So one code path serves
+ * both types and the float results follow the GPU's float rounding.
+ */
+#ifndef CUDALAB_CPU_REDUCE_CPU_H
+#define CUDALAB_CPU_REDUCE_CPU_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "cudalab/reduce.h"
+
+/* Host threads a launch uses: online CPUs, at most 64. */
+#define CPU_REDUCE_MAX_THREADS 64
+int cpu_reduce_threads(void);
+/* Threads worth starting for `elements` of work: starting a thread costs
+ * about as much as streaming 2^16 elements, so fewer for small inputs. */
+int cpu_reduce_threads_for(uint64_t elements);
+
+/* Runs fn(first, last, ctx) over [0, count) split into contiguous ranges, one
+ * per host thread (at most `threads`, at least one item each); the calling
+ * thread takes a range too, and runs those of threads that fail to start.
+ * Returns the number of threads that ran ranges. */
+typedef void (*cpu_range_fn)(uint64_t first, uint64_t last, void *ctx);
+int cpu_parallel(uint64_t count, int threads, cpu_range_fn fn, void *ctx);
+
+static inline double acc_identity(cl_reduce_op op)
+{
+    return op == CL_REDUCE_SUM ? 0.0 : op == CL_REDUCE_MAX ? -INFINITY : INFINITY;
+}
+
+/* a (op) b, rounded as the variant's accumulator type rounds (float for float input). */
+static inline double acc_apply(cl_reduce_op op, cl_reduce_dtype dt, double a, double b)
+{
+    if (op == CL_REDUCE_SUM) {
+        double s = a + b;
+        return dt == CL_REDUCE_FLOAT ? (double)(float)s : s;
+    }
+    if (op == CL_REDUCE_MAX)
+        return a > b ? a : b;
+    return a < b ? a : b;
+}
+
+static inline double elem(const void *in, cl_reduce_dtype dt, uint64_t i)
+{
+    return dt == CL_REDUCE_FLOAT ? (double)((const float *)in)[i] : (double)((const int32_t *)in)[i];
+}
+
+/* One emulated launch of a variant's first pass and, when it has more than
+ * one block, of the pass over its partials (cpu/reduce_blocks.c). */
+typedef struct cpu_launch_cfg {
+    uint64_t grid;               /* blocks of the first pass */
+    unsigned block;              /* emulated threads per block */
+    int threads;                 /* host threads */
+} cpu_launch_cfg;
+
+/* Launch configuration of variant v for args a, as the CUDA backend would
+ * choose it (fast: one "wave" of blocks over the host threads). */
+cpu_launch_cfg cpu_reduce_config(int v, const cl_reduce_args *a);
+
+/* Runs variant v (divergent, convergent, multiblock, fast) over in[0..n);
+ * partials has room for cfg->grid values. Returns the result; ok is 1. */
+double cpu_reduce_variant(int v, const cl_reduce_args *a, const cpu_launch_cfg *cfg, const void *in,
+                          double *partials, int *ok);
+
+/* The reference reduction (also `cub` on the CPU): threads over contiguous
+ * chunks, double (float input) or int64 accumulators, combined in chunk
+ * order, so the result does not depend on the thread count's timing. */
+double cpu_reduce_chunked(const cl_reduce_args *a, const void *in, int threads, int *ok);
+
+/* Fills in[0..n) from the seed with the generator the GPU uses. */
+int cpu_reduce_fill(void *in, uint64_t n, cl_reduce_dtype dt, uint64_t seed, int threads);
+
+#endif

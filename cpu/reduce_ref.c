@@ -1,0 +1,139 @@
+/* reduce_ref.c — the host side's exact view of a %reduce input: the seeded
+ * generator on the host, and the double-precision reference every result is
+ * checked against (which is also what `cub` means on the CPU backend).
+ *
+ * The reference regenerates elements from (seed, index) as it goes, so
+ * checking a 2^30-element GPU run needs no host copy of the input. Work is cut
+ * into fixed chunks, not per-thread ranges, and chunk results are combined in
+ * chunk order: the result is the same whatever the host's core count.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reduce_cpu.h"
+
+#define CHUNK (1u << 16)
+
+/* ---- the generator ---- */
+
+typedef struct fill_job {
+    void *in;
+    cl_reduce_dtype dt;
+    uint64_t seed;
+} fill_job;
+
+static void fill_range(uint64_t first, uint64_t last, void *ctx)
+{
+    const fill_job *j = ctx;
+    if (j->dt == CL_REDUCE_FLOAT)
+        for (uint64_t i = first; i < last; i++)
+            ((float *)j->in)[i] = cl_uniform(j->seed, i);
+    else
+        for (uint64_t i = first; i < last; i++)
+            ((int32_t *)j->in)[i] = cl_uniform_int(j->seed, i, CL_REDUCE_INT_LO, CL_REDUCE_INT_HI);
+}
+
+int cpu_reduce_fill(void *in, uint64_t n, cl_reduce_dtype dt, uint64_t seed, int threads)
+{
+    fill_job j = {in, dt, seed};
+    return cpu_parallel(n, threads, fill_range, &j) > 0 ? 0 : -1;
+}
+
+/* ---- one reduction of a buffer, in chunks ---- */
+
+typedef struct chunk_job {
+    const cl_reduce_args *a;
+    const void *in;
+    double *part;
+} chunk_job;
+
+static void chunk_range(uint64_t first, uint64_t last, void *ctx)
+{
+    const chunk_job *j = ctx;
+    cl_reduce_op op = j->a->op;
+    for (uint64_t c = first; c < last; c++) {
+        uint64_t lo = c * CHUNK, hi = lo + CHUNK < j->a->n ? lo + CHUNK : j->a->n;
+        double acc = acc_identity(op);
+        for (uint64_t i = lo; i < hi; i++)   /* in double: no rounding to float */
+            acc = acc_apply(op, CL_REDUCE_INT, acc, elem(j->in, j->a->dtype, i));
+        j->part[c] = acc;
+    }
+}
+
+double cpu_reduce_chunked(const cl_reduce_args *a, const void *in, int threads, int *ok)
+{
+    uint64_t chunks = (a->n + CHUNK - 1) / CHUNK;
+    double *part = malloc(chunks * sizeof *part);
+    *ok = part != NULL;
+    if (!part)
+        return NAN;
+    chunk_job j = {a, in, part};
+    cpu_parallel(chunks, threads, chunk_range, &j);
+    double acc = acc_identity(a->op);
+    for (uint64_t c = 0; c < chunks; c++)
+        acc = acc_apply(a->op, CL_REDUCE_INT, acc, part[c]);
+    free(part);
+    return acc;
+}
+
+/* ---- the reference: every operation at once, generated on the fly ---- */
+
+typedef struct ref_job {
+    uint64_t n, seed;
+    cl_reduce_dtype dt;
+    cl_reduce_ref *part;
+} ref_job;
+
+static void ref_range(uint64_t first, uint64_t last, void *ctx)
+{
+    const ref_job *j = ctx;
+    for (uint64_t c = first; c < last; c++) {
+        uint64_t lo = c * CHUNK, hi = lo + CHUNK < j->n ? lo + CHUNK : j->n;
+        cl_reduce_ref r = {0, -INFINITY, INFINITY, 0, INT64_MIN, INT64_MAX, 0};
+        if (j->dt == CL_REDUCE_FLOAT) {
+            for (uint64_t i = lo; i < hi; i++) {
+                double x = cl_uniform(j->seed, i);
+                r.sum += x;
+                r.sum_sq += x * x;
+                r.max = x > r.max ? x : r.max;
+                r.min = x < r.min ? x : r.min;
+            }
+        } else {
+            for (uint64_t i = lo; i < hi; i++) {
+                int64_t x = cl_uniform_int(j->seed, i, CL_REDUCE_INT_LO, CL_REDUCE_INT_HI);
+                r.isum += x;
+                r.imax = x > r.imax ? x : r.imax;
+                r.imin = x < r.imin ? x : r.imin;
+            }
+        }
+        j->part[c] = r;
+    }
+}
+
+int cl_reduce_reference(uint64_t n, cl_reduce_dtype dtype, uint64_t seed, cl_reduce_ref *out,
+                        char *err)
+{
+    uint64_t chunks = (n + CHUNK - 1) / CHUNK;
+    cl_reduce_ref *part = malloc((chunks ? chunks : 1) * sizeof *part);
+    if (!part) {
+        snprintf(err, CL_ERR_LEN, "out of host memory for the reference (%llu chunks)",
+                 (unsigned long long)chunks);
+        return -1;
+    }
+    ref_job j = {n, seed, dtype, part};
+    cpu_parallel(chunks, cpu_reduce_threads(), ref_range, &j);
+    cl_reduce_ref r = {0, -INFINITY, INFINITY, 0, INT64_MIN, INT64_MAX, 0};
+    for (uint64_t c = 0; c < chunks; c++) {
+        r.sum += part[c].sum;
+        r.sum_sq += part[c].sum_sq;
+        r.max = part[c].max > r.max ? part[c].max : r.max;
+        r.min = part[c].min < r.min ? part[c].min : r.min;
+        r.isum += part[c].isum;
+        r.imax = part[c].imax > r.imax ? part[c].imax : r.imax;
+        r.imin = part[c].imin < r.imin ? part[c].imin : r.imin;
+    }
+    free(part);
+    *out = r;
+    return 0;
+}

@@ -1,0 +1,117 @@
+/* reduce.h — the reduction family (%reduce) on both sides of the backend ABI:
+ * the variant table, the operations and element types, and the one run
+ * function each backend implements.
+ *
+ * The variant table is an X-macro so that the magic (which must know the
+ * names at parse time, in the kernel process, with no backend loaded) and
+ * both backends list exactly the same variants in the same order. Adding a
+ * variant = one kernel function in cuda/, its CPU analogue in cpu/, and one
+ * row here.
+ *
+ * Inputs: float from cl_uniform (in [-1, 1)), int from cl_uniform_int in
+ * [CL_REDUCE_INT_LO, CL_REDUCE_INT_HI]. Integer sums accumulate in int64 on
+ * both backends (the device too), so no size that fits in memory can
+ * overflow: |sum| <= 1000 * N < 2^63 for every N below 2^53.
+ */
+#ifndef CUDALAB_REDUCE_H
+#define CUDALAB_REDUCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cudalab/backend.h"
+#include "cudalab/measure.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CL_REDUCE_INT_LO (-1000)
+#define CL_REDUCE_INT_HI 1000
+
+/* Thread coarsening of the multiblock variant: each thread adds this many
+ * pairs of elements before the tree (a block's segment is 2 * block * this). */
+#define CL_REDUCE_COARSEN 8
+/* Threads of the single block that reduces the partials (second pass). */
+#define CL_REDUCE_FINAL_BLOCK 1024
+
+/* X(id, name, launch, description): one row per variant, in the order that
+ * `--variant all` runs them. */
+#define CL_REDUCE_VARIANTS(X)                                                              \
+    X(CL_REDUCE_CPU, "cpu", "1 host thread",                                               \
+      "host loop as taught: one thread, one accumulator (double for float)")               \
+    X(CL_REDUCE_DIVERGENT, "divergent", "ceil(N/2B) blocks of B + 1 block of 1024",        \
+      "in-block tree, stride doubling, if (t % (2*stride) == 0): warps diverge")           \
+    X(CL_REDUCE_CONVERGENT, "convergent", "ceil(N/2B) blocks of B + 1 block of 1024",      \
+      "in-block tree, stride halving from B/2, if (t < stride): active threads packed")    \
+    X(CL_REDUCE_MULTIBLOCK, "multiblock", "ceil(N/16B) blocks of B + 1 block of 1024",     \
+      "convergent tree after each thread adds 16 elements; a 2nd kernel adds partials")    \
+    X(CL_REDUCE_FAST, "fast", "1 wave of B-thread blocks + 1 block of 1024",               \
+      "16-byte grid-stride loads, 4 in flight, warp shuffles, one partial per block")      \
+    X(CL_REDUCE_CUB, "cub", "chosen by CUB",                                               \
+      "cub::DeviceReduce::Sum/Max/Min, the library reference")
+
+#define CL_REDUCE_ENUM_(id, name, launch, desc) id,
+typedef enum cl_reduce_variant_id {
+    CL_REDUCE_VARIANTS(CL_REDUCE_ENUM_)
+    CL_REDUCE_NVARIANTS
+} cl_reduce_variant_id;
+#undef CL_REDUCE_ENUM_
+
+typedef enum cl_reduce_op { CL_REDUCE_SUM, CL_REDUCE_MAX, CL_REDUCE_MIN } cl_reduce_op;
+typedef enum cl_reduce_dtype { CL_REDUCE_FLOAT, CL_REDUCE_INT } cl_reduce_dtype;
+
+/* One row of the table, as the backends and the help text see it. */
+typedef struct cl_reduce_variant {
+    const char *name;
+    const char *launch;           /* the launch configuration, in words */
+    const char *description;
+} cl_reduce_variant;
+
+/* What one timed run reduces and how. Every element is 4 bytes (float or int32). */
+typedef struct cl_reduce_args {
+    uint64_t n;                   /* elements, >= 1 */
+    cl_reduce_op op;
+    cl_reduce_dtype dtype;
+    int block;                    /* threads per block of the first pass: power of two, 32..1024 */
+    uint64_t seed;
+    int reps;                     /* 1..CL_MAX_REPS */
+    int warmup;
+} cl_reduce_args;
+
+typedef struct cl_reduce_result {
+    double fvalue;                /* float result (as the variant computed it, widened) */
+    int64_t ivalue;               /* int result */
+    cl_launch launch;             /* the first (main) pass */
+    cl_launch final;              /* the pass that reduces the partials; kernels == 0 when none */
+    cl_times times;
+    char impl[160];               /* what actually ran, in words ("CUDA kernels ...", "CPU analogue ...") */
+} cl_reduce_result;
+
+typedef struct cl_reduce_ops {
+    const cl_reduce_variant *variants;  /* CL_REDUCE_NVARIANTS rows, in enum order */
+    /* Generates the input from a->seed, runs a->warmup untimed and a->reps timed
+     * reductions with variant v, and fills out. 0, or -1 with a reason in err. */
+    int (*run)(int v, const cl_reduce_args *a, cl_reduce_result *out, char *err);
+    /* Bytes run() allocates for args a beside the input itself (partials,
+     * cache-flush scratch, library temp storage): for the size check. */
+    uint64_t (*overhead_bytes)(const cl_reduce_args *a);
+} cl_reduce_ops;
+
+/* Exact facts about one seeded input, computed on the host (cpu/reduce_ref.c). */
+typedef struct cl_reduce_ref {
+    double sum, max, min;         /* float input: accumulated in double */
+    int64_t isum, imax, imin;     /* int input: exact */
+    double sum_sq;                /* sum of squares (float input): sqrt is the check's scale */
+} cl_reduce_ref;
+
+/* Regenerates the input of (n, dtype, seed) on the host with the same
+ * generator as the device and reduces it with every operation. Uses host
+ * threads; deterministic. 0, or -1 with a reason in err (out of memory). */
+int cl_reduce_reference(uint64_t n, cl_reduce_dtype dtype, uint64_t seed, cl_reduce_ref *out,
+                        char *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,305 @@
+/* reduce.c — the %reduce magic: sum, max or min of N floats or ints, from
+ * the lecture's divergent tree to warp shuffles and CUB, each run timed as
+ * bandwidth (it is a memory-bound kernel) and checked.
+ *
+ * run() validates everything the sweep will need before any point runs
+ * (variants, --block powers of two, every size against device and host
+ * memory), then hands the sweep to sweep_run(); reduce_point.c runs each
+ * point and checks it.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudalab/sweep.h"
+#include "magics/reduce_internal.h"
+
+#define RD_CHOICE_(id, name, launch, desc) name,
+static const char *const variant_choices[] = {CL_REDUCE_VARIANTS(RD_CHOICE_) "all", NULL};
+#undef RD_CHOICE_
+static const char *const op_choices[] = {"sum", "max", "min", NULL};
+static const char *const dtype_choices[] = {"float", "int", NULL};
+
+/* Flag order is sweep order: the last list flag (variant) changes fastest. */
+static const flag_spec reduce_flags[] = {
+    {.name = "size", .short_name = 'n', .type = FLAG_INT, .def = "2^24", .imin = 1, .imax = INT64_MAX,
+     .opts = FLAG_LIST, .help = "elements to reduce: any positive count (2^26, 1000003, 64M)"},
+    {.name = "dtype", .type = FLAG_CHOICE, .def = "float", .choices = dtype_choices, .opts = FLAG_LIST,
+     .help = "float (uniform in [-1, 1)) or int (uniform in [-1000, 1000], summed in int64)"},
+    {.name = "op", .type = FLAG_CHOICE, .def = "sum", .choices = op_choices, .opts = FLAG_LIST,
+     .help = "sum, max or min"},
+    {.name = "block", .type = FLAG_INT, .def = "256", .imin = 32, .imax = 1024, .opts = FLAG_LIST,
+     .help = "threads per block of the first pass: a power of two, 32..1024"},
+    {.name = "variant", .short_name = 'v', .type = FLAG_CHOICE, .def = "all", .choices = variant_choices,
+     .opts = FLAG_LIST, .help = "cpu, divergent, convergent, multiblock, fast, cub, or all"},
+    {.name = "seed", .type = FLAG_INT, .def = "1", .imin = 0, .imax = INT64_MAX,
+     .help = "seed of the generated input"},
+    {.name = "reps", .type = FLAG_INT, .def = "20", .imin = 1, .imax = CL_MAX_REPS,
+     .help = "timed runs per point"},
+    {.name = "warmup", .type = FLAG_INT, .def = "3", .imin = 0, .imax = 100,
+     .help = "untimed runs before them"},
+    {.name = "check", .type = FLAG_BOOL, .def = "true",
+     .help = "check each result against a double-precision host reduction (--no-check skips it)"},
+    {.name = "sort", .type = FLAG_BOOL, .def = "false", .help = "sort the table by GB/s"},
+    {.name = NULL},
+};
+
+static const sweep_column reduce_columns[] = {
+    {"variant", "variant"},
+    {"size", "size"},
+    {"dtype", "dtype"},
+    {"op", "op"},
+    {"block", "block"},
+    {"time_ms.median", "median ms"},
+    {"gbs", "GB/s"},
+    {"pct_of_bandwidth", "% of copy BW"},
+    {"value", "value"},
+    {"check.passed", "check"},
+    {NULL, NULL},
+};
+
+/* ---- validation ---- */
+
+/* params' value as an array (a scalar becomes a one-element array); new reference. */
+static json_t *as_list(const json_t *v)
+{
+    return json_is_array(v) ? json_incref((json_t *)v) : json_pack("[O]", v);
+}
+
+/* --variant all -> every variant, in table order; duplicates are dropped. */
+static int expand_variants(magic_ctx *ctx, json_t *params)
+{
+    json_t *given = as_list(json_object_get(params, "variant")), *out = json_array();
+    bool seen[CL_REDUCE_NVARIANTS] = {false};
+    size_t i;
+    json_t *v;
+    json_array_foreach(given, i, v) {
+        const char *name = json_string_value(v);
+        int lo = rd_variant_index(name), hi = lo;
+        if (name && strcmp(name, "all") == 0)
+            lo = 0, hi = CL_REDUCE_NVARIANTS - 1;
+        if (lo < 0) {
+            json_decref(given);
+            json_decref(out);
+            return magic_error(ctx, "UsageError", "unknown --variant '%s'", name ? name : "?");
+        }
+        for (int k = lo; k <= hi; k++)
+            if (!seen[k]) {
+                seen[k] = true;
+                json_array_append_new(out, json_string(variant_choices[k]));
+            }
+    }
+    json_decref(given);
+    json_object_set_new(params, "variant", out);
+    return 0;
+}
+
+static int check_blocks(magic_ctx *ctx, const json_t *params, int *first)
+{
+    json_t *blocks = as_list(json_object_get(params, "block"));
+    size_t i;
+    json_t *v;
+    int rc = 0;
+    *first = (int)json_integer_value(json_array_get(blocks, 0));
+    json_array_foreach(blocks, i, v) {
+        json_int_t b = json_integer_value(v);
+        if (b < 32 || b > 1024 || (b & (b - 1)) != 0) {
+            rc = magic_error(ctx, "UsageError", "--block %" JSON_INTEGER_FORMAT ": threads per block "
+                             "must be a power of two from 32 to 1024 (32, 64, 128, 256, 512, 1024)", b);
+            break;
+        }
+    }
+    json_decref(blocks);
+    return rc;
+}
+
+/* "2^26" for powers of two, else the number. */
+static void fmt_count(uint64_t n, char *buf, size_t len)
+{
+    if (n >= 1024 && (n & (n - 1)) == 0)
+        snprintf(buf, len, "2^%d", __builtin_ctzll(n));
+    else
+        snprintf(buf, len, "%" PRIu64, n);
+}
+
+static void fmt_bytes(double b, char *buf, size_t len)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    int u = 0;
+    while (u < 6 && b >= 1024) {
+        b /= 1024;
+        u++;
+    }
+    snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", b, units[u]);
+}
+
+static double need_bytes(const cl_reduce_ops *ops, uint64_t n)
+{
+    cl_reduce_args a = {.n = n, .op = CL_REDUCE_SUM, .dtype = CL_REDUCE_INT, .block = 32};
+    return (double)n * 4.0 + (double)ops->overhead_bytes(&a);
+}
+
+/* Refuses a size whose buffers cannot fit in `free_b` bytes, before anything is
+ * allocated, naming the largest size that fits. */
+static int check_memory(magic_ctx *ctx, const cl_reduce_ops *ops, uint64_t n, uint64_t free_b, bool host)
+{
+    if (free_b == 0 || need_bytes(ops, n) <= (double)free_b)
+        return 0;
+    uint64_t lo = 0, hi = n;             /* largest size that fits, by bisection */
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo + 1) / 2;
+        if (need_bytes(ops, mid) <= (double)free_b)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    char size[32], need[32], have[32], fit[64];
+    fmt_count(n, size, sizeof size);
+    fmt_bytes(need_bytes(ops, n), need, sizeof need);
+    fmt_bytes((double)free_b, have, sizeof have);
+    if (lo > 0)
+        snprintf(fit, sizeof fit, "largest size that fits: %" PRIu64, lo);
+    else
+        snprintf(fit, sizeof fit, "not even one element fits");
+    return magic_error(ctx, "MemoryError", "--size %s needs %s of %s memory; this %s has %s %s (%s)",
+                       size, need, host ? "host" : "device", host ? "host" : "device", have,
+                       host ? "available" : "free", fit);
+}
+
+static int check_sizes(magic_ctx *ctx, const json_t *params, rd_env *env)
+{
+    char err[CL_ERR_LEN] = "";
+    cl_device_props dev, hostp;
+    memset(&dev, 0, sizeof dev);
+    memset(&hostp, 0, sizeof hostp);
+    if (env->backend->device_props(0, &dev, err) != 0)
+        return magic_error(ctx, "CudaError", "device 0: %s", err);
+    bool gpu = env->ops != env->host_ops, want_cpu = false, want_dev = false;
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(params, "variant"), i, v) {
+        bool is_cpu = strcmp(json_string_value(v), "cpu") == 0;
+        want_cpu |= is_cpu;
+        want_dev |= !is_cpu;
+    }
+    if (gpu && want_cpu && cl_cpu_backend()->device_props(0, &hostp, err) != 0)
+        return magic_error(ctx, "RuntimeError", "host: %s", err);
+    json_t *sizes = as_list(json_object_get(params, "size"));
+    int rc = 0;
+    json_array_foreach(sizes, i, v) {
+        uint64_t n = (uint64_t)json_integer_value(v);
+        if ((want_dev || !gpu) && (rc = check_memory(ctx, env->ops, n, dev.free_mem, !gpu)) != 0)
+            break;
+        if (gpu && want_cpu && (rc = check_memory(ctx, env->host_ops, n, hostp.free_mem, true)) != 0)
+            break;
+    }
+    json_decref(sizes);
+    return rc;
+}
+
+static int env_init(magic_ctx *ctx, json_t *params, rd_env *env)
+{
+    memset(env, 0, sizeof *env);
+    env->backend = ctx->backend;
+    env->ops = ctx->backend->reduce;
+    env->host_ops = cl_cpu_backend()->reduce;
+    if (!env->host_ops)
+        return magic_error(ctx, "RuntimeError", "this cudalab was built without the CPU %%reduce");
+    env->seed = (uint64_t)json_integer_value(json_object_get(params, "seed"));
+    env->reps = (int)json_integer_value(json_object_get(params, "reps"));
+    env->warmup = (int)json_integer_value(json_object_get(params, "warmup"));
+    env->check = json_is_true(json_object_get(params, "check"));
+    if (expand_variants(ctx, params) || check_blocks(ctx, params, &env->first_block) ||
+        check_sizes(ctx, params, env))
+        return -1;
+    char err[CL_ERR_LEN];
+    if (!env->backend->copy_bandwidth || env->backend->copy_bandwidth(&env->bw_gbs, err) != 0)
+        env->bw_gbs = 0;            /* pct_of_bandwidth is null then, nothing else changes */
+    return 0;
+}
+
+/* ---- the command ---- */
+
+static const sweep_spec reduce_sweep = {
+    .magic = "reduce",
+    .title = "Reduction",
+    .metric = "gbs",
+    .metric_label = "GB/s",
+    .columns = reduce_columns,
+    .run_point = rd_point,
+};
+
+static int reduce_run(magic_ctx *ctx, const json_t *params, const char *body)
+{
+    if (!ctx->backend)
+        return magic_error(ctx, "RuntimeError", "%%reduce runs in the device worker: no backend here");
+    if (!ctx->backend->reduce)
+        return magic_error(ctx, "RuntimeError", "the %s backend was built without %%reduce "
+                           "(rebuild libcudalab_cuda.so with cuda/reduce*.cu)", ctx->backend->name);
+    /* params come in the order the user wrote the flags; the sweep's order
+     * (variant fastest) and the document's follow the flag table instead */
+    json_t *p = json_object();
+    for (const flag_spec *f = reduce_flags; f->name; f++) {
+        json_t *v = json_object_get(params, f->name);
+        if (v)
+            json_object_set_new(p, f->name, json_deep_copy(v));
+    }
+    rd_env env;
+    int rc = env_init(ctx, p, &env);
+    if (rc == 0)
+        rc = sweep_run(ctx, &reduce_sweep, p, &env);
+    json_decref(p);
+    return rc;
+}
+
+static const char *const reduce_examples[] = {
+    "%reduce --size 2^24",
+    "%reduce --size 2^26 --variant divergent,convergent,fast,cub --sort",
+    "%reduce --size 2^26 --variant convergent --block 32,64,128,256,512,1024",
+    "%reduce --size 1000,1000000,1000003,2^26 --variant fast,cub",
+    "%reduce --size 2^26 --dtype float,int --op sum,max,min --variant fast,cub",
+    NULL,
+};
+
+const magic_spec magic_reduce = {
+    .name = "reduce",
+    .summary = "Time a sum/max/min reduction from the divergent tree to warp shuffles and CUB",
+    .description =
+        "Reduces N elements (float uniform in [-1, 1), or int uniform in [-1000, 1000]) generated "
+        "on the device from --seed, with sum, max or min, and times each variant with CUDA events "
+        "(median of --reps after --warmup; the L2 is flushed before every launch). A reduction "
+        "reads every element once and does almost no arithmetic, so it is bound by memory: the "
+        "measure is GB/s = 4·N bytes / median time, and its percentage of the measured "
+        "device-to-device copy bandwidth.\n\n"
+        "cpu: the host loop as taught, one thread (double accumulator for float, int64 for int). "
+        "divergent: the lecture's first kernel: each block loads 2·B elements (adding pairs on the "
+        "way in), then a tree with stride doubling where thread t works if t % (2·stride) == 0: the "
+        "active threads spread out, so every warp stays divergent down the tree. "
+        "convergent: the same tree with stride halving from B/2 and if (t < stride): the active "
+        "threads stay packed at the front, so whole warps retire. As taught, these two reduce one "
+        "block's segment of 2·B elements; for a larger N they run the multi-block structure: one "
+        "partial per block, then a second kernel (one block of 1024 threads, the same tree) "
+        "reduces the partials on the device. "
+        "multiblock: that structure with thread coarsening: each thread first adds 16 elements "
+        "(coalesced), so there are 8 times fewer blocks and partials. "
+        "fast: one wave of resident blocks walks the input with a grid stride in 16-byte "
+        "vectors, four loads in flight per thread; warps combine with __shfl_down_sync, one partial "
+        "per block, and a tiny second kernel adds them. cub: cub::DeviceReduce::Sum/Max/Min, the "
+        "library reference (temp storage allocated outside the timing). all: every variant. "
+        "--block applies to the first pass of divergent, convergent, multiblock and fast; cpu and "
+        "cub run once per size.\n\n"
+        "Integer sums accumulate in int64 on the device (no N that fits in memory can overflow). "
+        "Every run is checked unless --no-check, against a double-precision host reduction of the "
+        "same seeded input: exactly for int and for float max/min; float sums within "
+        "rtol = 1e-5·log2(N) of max(|sum|, sqrt(Σx²)) (the check object shows rtol and the error). "
+        "Each run also reports the value, the launch (grid, block, shared memory, registers, "
+        "kernels) and, for two-pass variants, the second pass's launch. Without a GPU every "
+        "variant runs its CPU analogue (host threads stand in for blocks) and cub runs the CPU "
+        "reference.",
+    .flags = reduce_flags,
+    .mode = MAGIC_LINE,
+    .where = MAGIC_WORKER,
+    .run = reduce_run,
+    .examples = reduce_examples,
+};

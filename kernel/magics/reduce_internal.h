@@ -1,0 +1,42 @@
+/* reduce_internal.h — private to kernel/magics/reduce*.c: what %reduce
+ * resolves once per command (the backends, bandwidths, the reference cache)
+ * and the function that runs one sweep point.
+ */
+#ifndef CUDALAB_MAGICS_REDUCE_INTERNAL_H
+#define CUDALAB_MAGICS_REDUCE_INTERNAL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cudalab/magic.h"
+#include "cudalab/reduce.h"
+
+typedef struct rd_env {
+    const cl_backend *backend;
+    const cl_reduce_ops *ops;       /* the selected backend's table */
+    const cl_reduce_ops *host_ops;  /* the CPU backend's: runs `cpu` whatever the backend */
+    uint64_t seed;
+    int reps, warmup;
+    bool check;
+    int first_block;                /* variants that take no --block run at this one only */
+    double bw_gbs, host_bw_gbs;     /* measured copy bandwidth; 0 = not measured (yet) */
+    bool host_bw_tried;
+    /* the reference of the last (size, dtype): every op and variant of a size shares it */
+    bool ref_valid;
+    uint64_t ref_n;
+    cl_reduce_dtype ref_dtype;
+    cl_reduce_ref ref;
+} rd_env;
+
+/* Index of a variant name in CL_REDUCE_VARIANTS, or -1. */
+int rd_variant_index(const char *name);
+
+/* The sweep's point function: runs one (size, dtype, op, block, variant). */
+int rd_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user);
+
+/* The check object of one result (cpu/reduce_ref.c's reference, cached in env).
+ * NULL with the error set when the reference could not be computed. */
+json_t *rd_check(magic_ctx *ctx, rd_env *env, const cl_reduce_args *a, const cl_reduce_result *r);
+
+#endif

@@ -1,0 +1,186 @@
+/* reduce_point.c — one %reduce sweep point: run a variant, turn its result
+ * into a run object, check it against the double-precision reference.
+ *
+ * Integer results and float max/min must equal the reference exactly. A float
+ * sum cannot: the variants add in different orders, in float. Its check is
+ *   |value - ref| <= rtol * scale,  rtol = 1e-5 * max(1, log2 N),
+ *   scale = max(|ref|, sqrt(sum x^2)).
+ * Why this bound: a float addition errs by at most 2^-24 of its result, and
+ * the errors of the additions on the longest chain (one thread's sequential
+ * loop plus log2 N tree levels) accumulate like a random walk. The inputs are
+ * zero-mean, so every partial sum is of the order of ||x||_2 = sqrt(sum x^2),
+ * and the total error stays near 2^-24 * sqrt(chain) * ||x||_2: about 1e-6
+ * of the scale at N = 2^26, a hundred times inside rtol = 2.6e-4. The scale
+ * uses ||x||_2 and not |ref| alone because a sum that happens to land near
+ * zero must not make a correct result look wrong. Losing a block's segment
+ * of 2B elements moves the sum by about sqrt(2B/3) (13 for B = 256), ten
+ * times the bound at N = 2^26; the int runs, which use the same kernels,
+ * catch a single lost element exactly.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudalab/sweep.h"
+#include "magics/reduce_internal.h"
+
+int rd_variant_index(const char *name)
+{
+#define RD_NAME_(id, vname, launch, desc) vname,
+    static const char *const names[] = {CL_REDUCE_VARIANTS(RD_NAME_)};
+#undef RD_NAME_
+    for (int i = 0; name && i < CL_REDUCE_NVARIANTS; i++)
+        if (strcmp(names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+static bool uses_block(int v)
+{
+    return v != CL_REDUCE_CPU && v != CL_REDUCE_CUB;
+}
+
+static cl_reduce_op op_of(const char *s)
+{
+    return strcmp(s, "max") == 0 ? CL_REDUCE_MAX : strcmp(s, "min") == 0 ? CL_REDUCE_MIN : CL_REDUCE_SUM;
+}
+
+/* ---- the check ---- */
+
+/* jansson has no NaN or infinity: a result that is one shows as null. */
+static json_t *real_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+static int reference(magic_ctx *ctx, rd_env *env, const cl_reduce_args *a)
+{
+    if (env->ref_valid && env->ref_n == a->n && env->ref_dtype == a->dtype)
+        return 0;
+    char err[CL_ERR_LEN] = "";
+    if (cl_reduce_reference(a->n, a->dtype, a->seed, &env->ref, err) != 0)
+        return magic_error(ctx, "MemoryError", "%%reduce reference (size %llu): %s",
+                           (unsigned long long)a->n, err);
+    env->ref_valid = true;
+    env->ref_n = a->n;
+    env->ref_dtype = a->dtype;
+    return 0;
+}
+
+json_t *rd_check(magic_ctx *ctx, rd_env *env, const cl_reduce_args *a, const cl_reduce_result *r)
+{
+    if (reference(ctx, env, a) != 0)
+        return NULL;
+    const cl_reduce_ref *ref = &env->ref;
+    if (a->dtype == CL_REDUCE_INT) {
+        int64_t want = a->op == CL_REDUCE_SUM ? ref->isum : a->op == CL_REDUCE_MAX ? ref->imax : ref->imin;
+        int64_t diff = r->ivalue - want;
+        return json_pack("{s:b, s:s, s:I, s:I}", "passed", r->ivalue == want, "method",
+                         "exact: int64 reference on the host", "reference", (json_int_t)want,
+                         "abs_err", (json_int_t)(diff < 0 ? -diff : diff));
+    }
+    double want = a->op == CL_REDUCE_SUM ? ref->sum : a->op == CL_REDUCE_MAX ? ref->max : ref->min;
+    double err = fabs(r->fvalue - want);
+    json_t *c = json_object();
+    if (a->op != CL_REDUCE_SUM) {
+        json_object_set_new(c, "passed", json_boolean(r->fvalue == want));
+        json_object_set_new(c, "method", json_string("exact: the same floats' max/min on the host"));
+    } else {
+        double lg = log2((double)a->n);
+        double rtol = 1e-5 * (lg > 1 ? lg : 1);
+        double norm = sqrt(ref->sum_sq);
+        double scale = fabs(want) > norm ? fabs(want) : norm;
+        json_object_set_new(c, "passed", json_boolean(isfinite(r->fvalue) && err <= rtol * scale));
+        json_object_set_new(c, "method", json_string(
+            "double-precision reference on the host: |value - ref| <= rtol * scale, "
+            "scale = max(|ref|, sqrt(sum x^2)), rtol = 1e-5 * log2(N)"));
+        json_object_set_new(c, "rel_err", real_or_null(scale > 0 ? err / scale : 0.0));
+        json_object_set_new(c, "rtol", json_real(rtol));
+        json_object_set_new(c, "scale", json_real(scale));
+    }
+    json_object_set_new(c, "reference", json_real(want));
+    json_object_set_new(c, "abs_err", real_or_null(err));
+    return c;
+}
+
+/* ---- the run object ---- */
+
+static double host_bandwidth(rd_env *env)
+{
+    if (!env->host_bw_tried) {
+        char err[CL_ERR_LEN];
+        const cl_backend *cpu = cl_cpu_backend();
+        if (!cpu->copy_bandwidth || cpu->copy_bandwidth(&env->host_bw_gbs, err) != 0)
+            env->host_bw_gbs = 0;
+        env->host_bw_tried = true;
+    }
+    return env->host_bw_gbs;
+}
+
+static json_t *run_json(rd_env *env, int v, const char *backend_name, const cl_reduce_args *a,
+                        const cl_reduce_result *r, const cl_reduce_variant *row)
+{
+    double median = stats_median(&r->times);
+    double gbs = median > 0 ? (double)a->n * 4.0 / (median * 1e6) : 0;
+    double bw = strcmp(backend_name, "cpu") == 0 && env->backend != cl_cpu_backend()
+                    ? host_bandwidth(env) : env->bw_gbs;
+    json_t *run = json_pack("{s:s, s:I, s:s, s:s, s:o, s:s, s:s}", "variant", row->name, "size",
+                            (json_int_t)a->n, "dtype", a->dtype == CL_REDUCE_FLOAT ? "float" : "int",
+                            "op", a->op == CL_REDUCE_SUM ? "sum" : a->op == CL_REDUCE_MAX ? "max" : "min",
+                            "block", uses_block(v) ? json_integer(a->block) : json_null(), "backend",
+                            backend_name, "impl", r->impl);
+    json_object_set_new(run, "time_ms", stats_json(&r->times));
+    json_object_set_new(run, "gbs", json_real(gbs));
+    json_object_set_new(run, "bandwidth_gbs", bw > 0 ? json_real(bw) : json_null());
+    json_object_set_new(run, "pct_of_bandwidth", bw > 0 ? json_real(100.0 * gbs / bw) : json_null());
+    json_object_set_new(run, "value", a->dtype == CL_REDUCE_FLOAT ? real_or_null(r->fvalue)
+                                                                 : json_integer(r->ivalue));
+    json_t *launch = r->launch.kernels > 0 ? launch_json(&r->launch) : json_object();
+    json_object_set_new(launch, "config", json_string(row->launch));
+    json_object_set_new(run, "launch", launch);
+    json_object_set_new(run, "launch_final", r->final.kernels > 0 ? launch_json(&r->final) : json_null());
+    return run;
+}
+
+int rd_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
+{
+    rd_env *env = user;
+    const char *name = json_string_value(json_object_get(pt, "variant"));
+    int v = rd_variant_index(name);
+    if (v < 0)
+        return magic_error(ctx, "RuntimeError", "unknown %%reduce variant '%s'", name ? name : "?");
+    int block = (int)json_integer_value(json_object_get(pt, "block"));
+    if (!uses_block(v) && block != env->first_block)
+        return 0;                   /* cpu and cub run once per size, not once per --block */
+    cl_reduce_args a = {
+        .n = (uint64_t)json_integer_value(json_object_get(pt, "size")),
+        .op = op_of(json_string_value(json_object_get(pt, "op"))),
+        .dtype = strcmp(json_string_value(json_object_get(pt, "dtype")), "int") == 0 ? CL_REDUCE_INT
+                                                                                   : CL_REDUCE_FLOAT,
+        .block = block, .seed = env->seed, .reps = env->reps, .warmup = env->warmup,
+    };
+    bool host = v == CL_REDUCE_CPU;
+    const cl_reduce_ops *ops = host ? env->host_ops : env->ops;
+    const char *backend_name = host ? "cpu" : env->backend->name;
+    cl_reduce_result *r = malloc(sizeof *r);
+    char err[CL_ERR_LEN] = "";
+    if (!r)
+        return magic_error(ctx, "MemoryError", "out of host memory");
+    if (ops->run(v, &a, r, err) != 0) {
+        free(r);
+        return magic_error(ctx, strcmp(backend_name, "cpu") == 0 ? "RuntimeError" : "CudaError",
+                           "%%reduce --variant %s (size %llu): %s", name, (unsigned long long)a.n, err);
+    }
+    json_t *run = run_json(env, v, backend_name, &a, r, &ops->variants[v]);
+    json_t *check = env->check ? rd_check(ctx, env, &a, r)
+                               : json_pack("{s:n, s:s}", "passed", "method", "skipped (--no-check)");
+    free(r);
+    if (!check) {
+        json_decref(run);
+        return -1;
+    }
+    json_object_set_new(run, "check", check);
+    json_array_append_new(runs, run);
+    return 0;
+}
