@@ -21,6 +21,7 @@ CUDA_ARCHS ?= 75 80 86 89 90
 SAN        ?=
 
 comma := ,
+CUDA_HOME = $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
 NVCC ?= $(shell command -v nvcc 2>/dev/null || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })
 
 CC      ?= cc
@@ -75,7 +76,7 @@ $(CUDA_LIB): $(CUDA_SRC) $(wildcard include/cudalab/*.h cuda/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  NVCC    $@ (sm_$(subst $(eval) ,$(comma)sm_,$(CUDA_ARCHS)))",true)
 	$(Q)$(NVCC) -O3 -std=c++17 -shared -Xcompiler -fPIC,-fvisibility=hidden -Iinclude $(GENCODE) \
-	    -cudart static -o $@ $(CUDA_SRC) -lcublas
+	    -cudart static -o $@ $(CUDA_SRC) -lcublas -Xlinker -rpath,$(CUDA_HOME)/lib64
 
 # ---- tests ----
 $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ)

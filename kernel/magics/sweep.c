@@ -346,8 +346,15 @@ static void emit_chart(magic_ctx *ctx, const sweep_state *st, const json_t *runs
             continue;
         char name[256];
         series_name(st, point, x, name, sizeof name);
+        /* a run that does not use the x flag (a library variant in a tile sweep)
+         * says so with null or by leaving it out: it is not plotted at a made-up x */
+        const json_t *xv = x ? json_object_get(run, x) : NULL;
+        if (x && !xv)
+            xv = json_object_get(point, x);
+        if (x && !json_is_number(xv))
+            continue;
         if (x)
-            view_chart_point(chart, name, json_deep_copy(json_object_get(point, x)), y);
+            view_chart_point(chart, name, json_deep_copy(xv), y);
         else
             view_chart_point(chart, st->spec->metric_label, json_string(name), y);
     }

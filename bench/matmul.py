@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""bench/matmul.py — %matmul on the GPU: every variant at 1024, 2048 and 4096, against cuBLAS.
+
+Runs `cudalab --run '%matmul ...' --json` (argv[0] = $CUDALAB_BIN or build/bin/cudalab) once per
+size with every GPU variant (tiled at TILE_WIDTH 16 and 32), so each ratio compares runs of the
+same process, and the host loop (`cpu`) once at 1024 with 2 reps (it takes seconds per product).
+Prints one table per size: variant | median ms | GFLOP/s | % of FP32 peak | % of cuBLAS FP32 |
+check, and states whether the issue's target holds: the fastest non-library variant reaches at
+least 70% of cuBLAS FP32 at 4096.
+
+A benchmark, not a test: it asserts nothing; it exits 0 when it could measure (target met or not),
+1 when the CLI failed, and 0 with a note when there is no GPU. Uses only the standard library,
+so it also runs with the GPU machine's plain python3. Under 2 minutes on an H100.
+Usage: python3 bench/matmul.py [--sizes 1024,2048,4096] [--reps N]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+GPU_VARIANTS = "naive,tiled,fast,fast64,cublas,cublas-tf32"
+TARGET_SIZE = 4096
+TARGET_PCT = 70.0
+
+
+def binary() -> Path:
+    p = Path(os.environ.get("CUDALAB_BIN", "build/bin/cudalab"))
+    return p if p.is_absolute() else REPO / p
+
+
+def run_cell(cell: str, timeout: float = 300) -> dict:
+    r = subprocess.run([str(binary()), "--run", cell, "--json"], capture_output=True, text=True,
+                       timeout=timeout)
+    if r.returncode != 0:
+        sys.exit(f"bench/matmul.py: `{cell}` exited {r.returncode}: {r.stderr.strip()}")
+    docs = [json.loads(l) for l in r.stdout.splitlines() if l.strip()]
+    return next(d for d in docs if d.get("magic") == "matmul")
+
+
+def label(run: dict) -> str:
+    return f"{run['variant']} {run['tile']}" if run.get("tile") else run["variant"]
+
+
+def fmt(v: float | None, nd: int = 1) -> str:
+    return "-" if v is None else f"{v:,.{nd}f}"
+
+
+def table(size: int, runs: list[dict]) -> float | None:
+    """Prints the table for one size; returns the best non-library % of cuBLAS FP32."""
+    ref = next((r for r in runs if r["variant"] == "cublas"), None)
+    ref_gflops = ref["gflops"] if ref else None
+    rows = [("variant", "precision", "median ms", "GFLOP/s", "% of peak", "% of cuBLAS FP32", "check")]
+    best = None
+    for r in runs:
+        pct = 100.0 * r["gflops"] / ref_gflops if ref_gflops else None
+        check = r["check"]
+        ok = "ok" if check.get("passed") else ("skipped" if check.get("passed") is None else "FAILED")
+        rows.append((label(r), r["precision"], fmt(r["time_ms"]["median"], 3), fmt(r["gflops"], 0),
+                     fmt(r.get("pct_of_peak")), fmt(pct), f"{ok} ({check['method']})"))
+        library = r["variant"].startswith("cublas")
+        if not library and r["variant"] != "cpu" and pct is not None:
+            best = pct if best is None else max(best, pct)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    print(f"\nm = n = k = {size}")
+    for i, row in enumerate(rows):
+        print("  ".join(c.ljust(w) if j in (0, 1, 6) else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths))))
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+    return best
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1024,2048,4096")
+    ap.add_argument("--reps", type=int, default=20)
+    args = ap.parse_args()
+
+    dev = run_cell("%matmul --size 64 --variant naive --reps 1 --warmup 0")
+    if dev["backend"] != "cuda":
+        print(f"bench/matmul.py: no GPU ({dev.get('backend_note')}): skipped")
+        return 0
+    d = dev["device"]
+    print(f"%matmul on {d['name']} ({d.get('arch')}), FP32 peak {fmt(d.get('peak_fp32_gflops'), 0)} GFLOP/s")
+
+    failed = False
+    target = None
+    for size in [int(s) for s in args.sizes.split(",")]:
+        doc = run_cell(f"%matmul --size {size} --variant {GPU_VARIANTS} --tile 16,32 --reps {args.reps}")
+        runs = doc["runs"]
+        if size == 1024:
+            runs = run_cell("%matmul --size 1024 --variant cpu --reps 2 --warmup 0")["runs"] + runs
+        failed |= any(r["check"].get("passed") is False for r in runs)
+        best = table(size, runs)
+        if size == TARGET_SIZE:
+            target = best
+    print()
+    if target is None:
+        print(f"target: not measured (needs size {TARGET_SIZE})")
+    else:
+        met = "MET" if target >= TARGET_PCT else "NOT MET"
+        print(f"target: fastest non-library variant at {TARGET_SIZE} reaches {target:.1f}% of cuBLAS FP32 "
+              f"(goal >= {TARGET_PCT:.0f}%): {met}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,236 @@
+/* matmul_check.c — the host side of every %matmul check: regenerating A and B
+ * from the seed, and comparing a C from any backend against the product.
+ *
+ * Up to CL_MATMUL_FULL_CHECK_MAX multiply-adds the whole product is computed
+ * in double. Beyond that, Freivalds' test: for three random vectors r, C·r is
+ * compared with A·(B·r), both in double, in O(mn + kn + mk) instead of O(mnk).
+ * Errors are measured against the scale of each dot product,
+ * sum_k |a_ik·b_kj|, not against |c_ij|, which can be close to zero by
+ * cancellation: float32 accumulation gives errors of about 1e-7 of that scale,
+ * while a wrong tile or a missing phase gives 1/k or more.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudalab/backend.h"
+#include "cudalab/matmul.h"
+
+#define FREIVALDS_VECTORS 3
+/* Freivalds' vectors come from their own part of the seeded stream. */
+#define FREIVALDS_STREAM (3ull << 62)
+
+/* ---- inputs ---- */
+
+typedef struct fill_job {
+    float *a, *b;
+    long long m, n, k;
+    uint64_t seed;
+} fill_job;
+
+/* One row of A and one row of B per index, so both fill in one pass. */
+static void fill_row(long long i, void *arg)
+{
+    const fill_job *f = arg;
+    if (i < f->m)
+        for (long long p = 0; p < f->k; p++)
+            f->a[i * f->k + p] = cl_matmul_a(f->seed, (uint64_t)(i * f->k + p));
+    if (i < f->k)
+        for (long long j = 0; j < f->n; j++)
+            f->b[i * f->n + j] = cl_matmul_b(f->seed, (uint64_t)(i * f->n + j));
+}
+
+void cl_matmul_fill(float *a, float *b, int m, int n, int k, uint64_t seed)
+{
+    fill_job f = { a, b, m, n, k, seed };
+    cl_matmul_parallel(m > k ? m : k, 0, fill_row, &f);
+}
+
+/* ---- comparing ---- */
+
+typedef struct verify_job {
+    const float *a, *b, *c;
+    long long m, n, k;
+    double *row_rel, *row_abs;      /* per row of C: worst relative and absolute error */
+    long long *row_col;             /* and the column where the relative one was seen */
+    /* Freivalds */
+    const double *r;                /* Freivalds: the random vector (n) */
+    double *br, *babs;              /* B·r and |B|·|r| (k) */
+} verify_job;
+
+/* Records err/scale for one element; a NaN or infinity in C wins over any number. */
+static void track(double got, double want, double scale, long long col, double *rel, double *abs_err,
+                  long long *where)
+{
+    double e = fabs(got - want);
+    double r = e / scale;
+    if (!isfinite(got) || isnan(r)) {
+        *rel = NAN;
+        *abs_err = NAN;
+        *where = col;
+        return;
+    }
+    if (isnan(*rel))
+        return;
+    if (r > *rel) {
+        *rel = r;
+        *where = col;
+    }
+    if (e > *abs_err)
+        *abs_err = e;
+}
+
+/* Full product, one row of C per call: accumulates row i of A·B into s and
+ * row i of |A|·|B| into t, walking rows of B so that memory is read in order. */
+static void full_row(long long i, void *arg)
+{
+    const verify_job *v = arg;
+    double small[512];
+    double *s = 2 * v->n <= 512 ? small : malloc(2 * (size_t)v->n * sizeof *s);
+    if (!s) {
+        v->row_rel[i] = NAN;        /* reported as a failed check, never as a pass */
+        v->row_abs[i] = NAN;
+        v->row_col[i] = -1;
+        return;
+    }
+    double *t = s + v->n;
+    memset(s, 0, 2 * (size_t)v->n * sizeof *s);
+    for (long long p = 0; p < v->k; p++) {
+        double aip = v->a[i * v->k + p];
+        const float *brow = v->b + p * v->n;
+        for (long long j = 0; j < v->n; j++) {
+            s[j] += aip * brow[j];
+            t[j] += fabs(aip * brow[j]);
+        }
+    }
+    double rel = 0, abs_err = 0;
+    long long where = -1;
+    for (long long j = 0; j < v->n; j++)
+        track(v->c[i * v->n + j], s[j], t[j], j, &rel, &abs_err, &where);
+    v->row_rel[i] = rel;
+    v->row_abs[i] = abs_err;
+    v->row_col[i] = where;
+    if (s != small)
+        free(s);
+}
+
+/* (B·r)_p and (|B|·|r|)_p for one row p of B. */
+static void freivalds_br(long long p, void *arg)
+{
+    const verify_job *v = arg;
+    double s = 0, t = 0;
+    const float *brow = v->b + p * v->n;
+    for (long long j = 0; j < v->n; j++) {
+        s += brow[j] * v->r[j];
+        t += fabs(brow[j] * v->r[j]);
+    }
+    v->br[p] = s;
+    v->babs[p] = t;
+}
+
+/* Row i: (C·r)_i against (A·(B·r))_i, scaled by (|A|·|B|·|r|)_i. Keeps the worst
+ * over the vectors already seen. */
+static void freivalds_row(long long i, void *arg)
+{
+    const verify_job *v = arg;
+    double cr = 0, abr = 0, scale = 0;
+    for (long long j = 0; j < v->n; j++)
+        cr += v->c[i * v->n + j] * v->r[j];
+    for (long long p = 0; p < v->k; p++) {
+        abr += v->a[i * v->k + p] * v->br[p];
+        scale += fabs(v->a[i * v->k + p]) * v->babs[p];
+    }
+    double rel = v->row_rel[i], abs_err = v->row_abs[i];
+    long long where = v->row_col[i];
+    track(cr, abr, scale, -1, &rel, &abs_err, &where);
+    v->row_rel[i] = rel;
+    v->row_abs[i] = abs_err;
+    v->row_col[i] = where;
+}
+
+/* A NaN anywhere (C not finite, or a row that could not be checked) makes the
+ * whole check NaN, which never passes; the first such row is the one reported. */
+static void reduce_rows(const verify_job *v, cl_matmul_check *out)
+{
+    bool nan_seen = false;
+    out->max_rel_err = 0;
+    out->max_abs_err = 0;
+    out->worst_row = 0;
+    out->worst_col = v->row_col[0];
+    for (long long i = 0; i < v->m && !nan_seen; i++) {
+        double r = v->row_rel[i];
+        if (isnan(r) || r > out->max_rel_err) {
+            nan_seen = isnan(r);
+            out->max_rel_err = r;
+            out->worst_row = i;
+            out->worst_col = v->row_col[i];
+        }
+        if (v->row_abs[i] > out->max_abs_err)
+            out->max_abs_err = v->row_abs[i];
+    }
+    if (nan_seen)
+        out->max_abs_err = NAN;
+}
+
+static int freivalds(verify_job *v, uint64_t seed, char *err)
+{
+    double *vec = malloc(((size_t)v->n + 2 * (size_t)v->k) * sizeof *vec);
+    if (!vec) {
+        snprintf(err, CL_ERR_LEN, "out of host memory for Freivalds' vectors");
+        return -1;
+    }
+    v->r = vec;
+    v->br = vec + v->n;
+    v->babs = vec + v->n + v->k;
+    for (long long i = 0; i < v->m; i++) {
+        v->row_rel[i] = 0;
+        v->row_abs[i] = 0;
+        v->row_col[i] = -1;
+    }
+    for (int t = 0; t < FREIVALDS_VECTORS; t++) {
+        for (long long j = 0; j < v->n; j++)
+            vec[j] = cl_uniform(seed, FREIVALDS_STREAM + (uint64_t)t * (uint64_t)v->n + (uint64_t)j);
+        cl_matmul_parallel(v->k, 0, freivalds_br, v);
+        cl_matmul_parallel(v->m, 0, freivalds_row, v);
+    }
+    free(vec);
+    return 0;
+}
+
+int cl_matmul_verify(int m, int n, int k, uint64_t seed, const float *c, bool tf32,
+                     cl_matmul_check *out, char *err)
+{
+    memset(out, 0, sizeof *out);
+    bool full = (double)m * n * k <= CL_MATMUL_FULL_CHECK_MAX;
+    float *a = malloc(((size_t)m * k + (size_t)k * n) * sizeof *a);
+    double *rows = malloc((size_t)m * 2 * sizeof *rows);
+    long long *cols = malloc((size_t)m * sizeof *cols);
+    if (!a || !rows || !cols) {
+        free(a);
+        free(rows);
+        free(cols);
+        snprintf(err, CL_ERR_LEN, "out of host memory regenerating A and B for the check "
+                 "(%.1f MiB)", ((double)m * k + (double)k * n) * 4.0 / 1048576.0);
+        return -1;
+    }
+    float *b = a + (size_t)m * k;
+    cl_matmul_fill(a, b, m, n, k, seed);
+    verify_job v = { .a = a, .b = b, .c = c, .m = m, .n = n, .k = k,
+                     .row_rel = rows, .row_abs = rows + m, .row_col = cols };
+    int rc = 0;
+    if (full)
+        cl_matmul_parallel(m, 0, full_row, &v);
+    else
+        rc = freivalds(&v, seed, err);
+    if (rc == 0) {
+        reduce_rows(&v, out);
+        out->method = full ? "full fp64 product" : "freivalds x3";
+        out->tol = tf32 ? CL_MATMUL_TOL_TF32 : full ? CL_MATMUL_TOL_FP32 : CL_MATMUL_TOL_FP32_FREI;
+        out->passed = out->max_rel_err <= out->tol;     /* false for NaN */
+    }
+    free(a);
+    free(rows);
+    free(cols);
+    return rc;
+}

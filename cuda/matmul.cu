@@ -1,0 +1,223 @@
+/* matmul.cu — the CUDA backend's %matmul: the variant table and the runner
+ * that every variant shares.
+ *
+ * The runner describes the launch first (so a grid too large for the device
+ * is refused before any allocation), allocates A, B, C and an L2-flush
+ * buffer, generates A and B on the device from the seed, fills C with NaN so
+ * that an element no thread writes fails the check, runs the warm-up
+ * launches, then times each rep with CUDA events around the kernel only,
+ * after overwriting a buffer twice the size of L2 so that no rep starts with
+ * the inputs already cached. C is copied back after timing. Every CUDA call
+ * is checked and every allocation released on every path.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "matmul_internal.h"
+
+/* ---- the variant table: one row per variant ---- */
+
+static const cl_matmul_variant cuda_variants[] = {
+    {"naive", "16×16 threads per block, one thread per element of C; grid ⌈n/16⌉×⌈m/16⌉",
+     "each thread reads a row of A and a column of B from global memory: 2 loads per 2 flops",
+     0, &mm_gpu_naive},
+    {"tiled", "TILE×TILE threads per block, one per element of C; TILE×TILE tiles of A and B "
+     "in shared memory; grid ⌈n/TILE⌉×⌈m/TILE⌉",
+     "shared-memory tiling with two __syncthreads per phase: global traffic divided by TILE",
+     CL_MATMUL_USES_TILE, &mm_gpu_tiled},
+    {"fast", "256 threads per block, a 128×128 tile of C per block, 8×8 per thread; "
+     "grid ⌈n/128⌉×⌈m/128⌉",
+     "register blocking, float4 loads and double-buffered shared memory: CGMA 128",
+     0, &mm_gpu_fast},
+    {"fast64", "64 threads per block, a 64×64 tile of C per block, 8×8 per thread; "
+     "grid ⌈n/64⌉×⌈m/64⌉",
+     "the fast kernel with 64×64 block tiles: 4× more blocks to fill the SMs on small matrices",
+     0, &mm_gpu_fast64},
+    {"cublas", "chosen by cuBLAS", "cublasSgemm in FP32 (CUBLAS_DEFAULT_MATH): the reference",
+     CL_MATMUL_LIBRARY, &mm_gpu_cublas},
+    {"cublas-tf32", "chosen by cuBLAS",
+     "cublasSgemm on TF32 tensor cores (10-bit mantissa): faster, less exact",
+     CL_MATMUL_LIBRARY | CL_MATMUL_TF32, &mm_gpu_cublas_tf32},
+    {NULL, NULL, NULL, 0, NULL},
+};
+
+/* ---- helpers shared with the kernel files ---- */
+
+int mm_cuda_fail(char *err, const char *what, cudaError_t rc)
+{
+    snprintf(err, CL_ERR_LEN, "%s: %s", what, cudaGetErrorString(rc));
+    (void)cudaGetLastError();
+    return -1;
+}
+
+int mm_launched(const char *what, char *err)
+{
+    cudaError_t rc = cudaGetLastError();
+    return rc == cudaSuccess ? 0 : mm_cuda_fail(err, what, rc);
+}
+
+int mm_describe(const void *func, dim3 grid, dim3 block, cl_launch *l, char *err)
+{
+    int dev = 0, max_x = 0, max_y = 0;
+    cudaError_t rc = cudaGetDevice(&dev);
+    if (rc == cudaSuccess)
+        rc = cudaDeviceGetAttribute(&max_x, cudaDevAttrMaxGridDimX, dev);
+    if (rc == cudaSuccess)
+        rc = cudaDeviceGetAttribute(&max_y, cudaDevAttrMaxGridDimY, dev);
+    if (rc != cudaSuccess)
+        return mm_cuda_fail(err, "grid limits", rc);
+    if (grid.x > (unsigned)max_x || grid.y > (unsigned)max_y) {
+        snprintf(err, CL_ERR_LEN, "a grid of %u×%u blocks exceeds this device's %d×%d (columns × rows "
+                 "of blocks): lower --m or use larger blocks", grid.x, grid.y, max_x, max_y);
+        return -1;
+    }
+    cudaFuncAttributes fa;
+    memset(&fa, 0, sizeof fa);
+    if ((rc = cudaFuncGetAttributes(&fa, func)) != cudaSuccess)
+        return mm_cuda_fail(err, "cudaFuncGetAttributes", rc);
+    l->grid[0] = (int)grid.x, l->grid[1] = (int)grid.y, l->grid[2] = (int)grid.z;
+    l->block[0] = (int)block.x, l->block[1] = (int)block.y, l->block[2] = (int)block.z;
+    l->smem_bytes = fa.sharedSizeBytes;
+    l->regs_per_thread = fa.numRegs;
+    l->kernels = 1;
+    return 0;
+}
+
+/* ---- inputs ---- */
+
+__global__ void mm_fill_kernel(float *p, long long count, uint64_t seed, int is_b)
+{
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride)
+        p[i] = is_b ? cl_matmul_b(seed, (uint64_t)i) : cl_matmul_a(seed, (uint64_t)i);
+}
+
+static int fill(float *p, long long count, uint64_t seed, int is_b, char *err)
+{
+    long long blocks = (count + 255) / 256;
+    mm_fill_kernel<<<(unsigned)(blocks < 65536 ? blocks : 65536), 256>>>(p, count, seed, is_b);
+    return mm_launched("generating inputs", err);
+}
+
+/* ---- the runner ---- */
+
+struct mm_buffers {
+    float *a, *b, *c;
+    void *flush;
+    size_t flush_bytes;
+    cudaEvent_t start, stop;
+};
+
+static void release(mm_buffers *d)
+{
+    /* after a sticky error these fail too; nothing more can be done here */
+    cudaFree(d->a);
+    cudaFree(d->b);
+    cudaFree(d->c);
+    cudaFree(d->flush);
+    if (d->start)
+        cudaEventDestroy(d->start);
+    if (d->stop)
+        cudaEventDestroy(d->stop);
+    (void)cudaGetLastError();
+}
+
+static int alloc(void **p, size_t bytes, const char *what, char *err)
+{
+    cudaError_t rc = cudaMalloc(p, bytes);
+    if (rc == cudaSuccess)
+        return 0;
+    *p = NULL;
+    char buf[96];
+    snprintf(buf, sizeof buf, "cudaMalloc %s (%.1f MiB)", what, (double)bytes / 1048576.0);
+    return mm_cuda_fail(err, buf, rc);
+}
+
+static int setup(const cl_matmul_args *a, mm_buffers *d, char *err)
+{
+    int dev = 0, l2 = 0;
+    cudaError_t rc = cudaGetDevice(&dev);
+    if (rc == cudaSuccess)
+        rc = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
+    if (rc != cudaSuccess)
+        return mm_cuda_fail(err, "L2 size", rc);
+    d->flush_bytes = 2 * (size_t)(l2 > 0 ? l2 : 1 << 20);
+    size_t na = (size_t)a->m * a->k, nb = (size_t)a->k * a->n, nc = (size_t)a->m * a->n;
+    if (alloc((void **)&d->a, na * sizeof(float), "A", err) ||
+        alloc((void **)&d->b, nb * sizeof(float), "B", err) ||
+        alloc((void **)&d->c, nc * sizeof(float), "C", err) ||
+        alloc(&d->flush, d->flush_bytes, "L2 flush buffer", err))
+        return -1;
+    if (fill(d->a, (long long)na, a->seed, 0, err) || fill(d->b, (long long)nb, a->seed, 1, err))
+        return -1;
+    if ((rc = cudaMemset(d->c, 0xFF, nc * sizeof(float))) != cudaSuccess)     /* NaN */
+        return mm_cuda_fail(err, "cudaMemset C", rc);
+    if ((rc = cudaEventCreate(&d->start)) != cudaSuccess || (rc = cudaEventCreate(&d->stop)) != cudaSuccess)
+        return mm_cuda_fail(err, "cudaEventCreate", rc);
+    return 0;
+}
+
+static int timed(const mm_gpu_impl *impl, const mm_problem *p, const cl_matmul_args *a,
+                 mm_buffers *d, cl_matmul_result *out, char *err)
+{
+    cudaError_t rc;
+    for (int w = 0; w < a->warmup; w++)
+        if (impl->launch(p, err))
+            return -1;
+    if ((rc = cudaDeviceSynchronize()) != cudaSuccess)
+        return mm_cuda_fail(err, "warm-up runs", rc);
+    for (int r = 0; r < a->reps; r++) {
+        if ((rc = cudaMemsetAsync(d->flush, r & 0xFF, d->flush_bytes)) != cudaSuccess)
+            return mm_cuda_fail(err, "flushing L2", rc);
+        if ((rc = cudaEventRecord(d->start)) != cudaSuccess)
+            return mm_cuda_fail(err, "cudaEventRecord", rc);
+        if (impl->launch(p, err))
+            return -1;
+        if ((rc = cudaEventRecord(d->stop)) != cudaSuccess)
+            return mm_cuda_fail(err, "cudaEventRecord", rc);
+        if ((rc = cudaEventSynchronize(d->stop)) != cudaSuccess)
+            return mm_cuda_fail(err, "timed run", rc);
+        if ((rc = cudaEventElapsedTime(&out->times.ms[r], d->start, d->stop)) != cudaSuccess)
+            return mm_cuda_fail(err, "cudaEventElapsedTime", rc);
+    }
+    out->times.reps = a->reps;
+    return 0;
+}
+
+static int cuda_matmul_run(const char *name, const cl_matmul_args *a, cl_matmul_result *out, char *err)
+{
+    memset(out, 0, sizeof *out);
+    const cl_matmul_variant *v = cl_matmul_find(cuda_variants, name);
+    if (!v) {
+        snprintf(err, CL_ERR_LEN, "the CUDA backend has no matmul variant '%s'", name);
+        return -1;
+    }
+    if (a->m < 1 || a->n < 1 || a->k < 1 || a->reps < 1 || a->reps > CL_MAX_REPS || a->warmup < 0) {
+        snprintf(err, CL_ERR_LEN, "invalid matmul arguments (m=%d n=%d k=%d reps=%d)", a->m, a->n,
+                 a->k, a->reps);
+        return -1;
+    }
+    const mm_gpu_impl *impl = (const mm_gpu_impl *)v->impl;
+    mm_problem p = { a->m, a->n, a->k, a->tile, NULL, NULL, NULL };
+    if (impl->prepare(&p, out, err))
+        return -1;
+
+    mm_buffers d;
+    memset(&d, 0, sizeof d);
+    int rc = setup(a, &d, err);
+    if (rc == 0) {
+        p.a = d.a, p.b = d.b, p.c = d.c;
+        rc = timed(impl, &p, a, &d, out, err);
+    }
+    cudaError_t e;
+    if (rc == 0 && a->c &&
+        (e = cudaMemcpy(a->c, d.c, (size_t)a->m * a->n * sizeof(float), cudaMemcpyDeviceToHost)) != cudaSuccess)
+        rc = mm_cuda_fail(err, "copying C to the host", e);
+    release(&d);
+    return rc;
+}
+
+extern "C" {
+extern const cl_matmul_ops cl_cuda_matmul_ops;
+const cl_matmul_ops cl_cuda_matmul_ops = { cuda_variants, cuda_matmul_run };
+}

@@ -1,0 +1,66 @@
+/* matmul_cublas.cu — the reference: cublasSgemm, in plain FP32
+ * (CUBLAS_DEFAULT_MATH: no TF32) and on TF32 tensor cores
+ * (CUBLAS_TF32_TENSOR_OP_MATH), which %matmul labels and checks more loosely.
+ *
+ * cuBLAS is column-major. A row-major m×n matrix is the same memory as a
+ * column-major n×m one, its transpose, so row-major C = A·B is column-major
+ * Cᵀ = Bᵀ·Aᵀ: one Sgemm with the operands swapped and no transposition.
+ *
+ * The handle is created once per process, on the first cuBLAS run and outside
+ * its timing, and kept: creating it costs milliseconds and some memory.
+ */
+#include <cublas_v2.h>
+#include <stdio.h>
+
+#include "matmul_internal.h"
+
+static cublasHandle_t mm_handle;
+
+static int cublas_fail(char *err, const char *what, cublasStatus_t st)
+{
+    snprintf(err, CL_ERR_LEN, "%s: %s", what, cublasGetStatusString(st));
+    return -1;
+}
+
+static int cublas_prepare(const mm_problem *p, cl_matmul_result *out, char *err, bool tf32)
+{
+    cublasStatus_t st;
+    if (!mm_handle && (st = cublasCreate(&mm_handle)) != CUBLAS_STATUS_SUCCESS) {
+        mm_handle = NULL;
+        return cublas_fail(err, "cublasCreate", st);
+    }
+    st = cublasSetMathMode(mm_handle, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return cublas_fail(err, "cublasSetMathMode", st);
+    if ((st = cublasSetStream(mm_handle, 0)) != CUBLAS_STATUS_SUCCESS)
+        return cublas_fail(err, "cublasSetStream", st);
+    /* cuBLAS picks its kernels and launches: nothing to describe but the call */
+    out->launch.kernels = 1;
+    out->global_loads = 0;
+    snprintf(out->impl, sizeof out->impl, "cublasSgemm, %s", tf32 ? "CUBLAS_TF32_TENSOR_OP_MATH (TF32 tensor cores)"
+                                                                  : "CUBLAS_DEFAULT_MATH (FP32, no TF32)");
+    return 0;
+}
+
+static int cublas_launch(const mm_problem *p, char *err)
+{
+    const float one = 1.0f, zero = 0.0f;
+    cublasStatus_t st = cublasSgemm(mm_handle, CUBLAS_OP_N, CUBLAS_OP_N, p->n, p->m, p->k, &one,
+                                    p->b, p->n, p->a, p->k, &zero, p->c, p->n);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return cublas_fail(err, "cublasSgemm", st);
+    return mm_launched("cublasSgemm", err);
+}
+
+static int fp32_prepare(const mm_problem *p, cl_matmul_result *out, char *err)
+{
+    return cublas_prepare(p, out, err, false);
+}
+
+static int tf32_prepare(const mm_problem *p, cl_matmul_result *out, char *err)
+{
+    return cublas_prepare(p, out, err, true);
+}
+
+const mm_gpu_impl mm_gpu_cublas = { fp32_prepare, cublas_launch };
+const mm_gpu_impl mm_gpu_cublas_tf32 = { tf32_prepare, cublas_launch };

@@ -1,0 +1,37 @@
+/* matmul_internal.h — private to cuda/matmul*.cu: how the runner in
+ * matmul.cu sees one variant. Each kernel file defines one mm_gpu_impl per
+ * variant: prepare() describes the launch for a problem (grid, block, shared
+ * memory and registers from cudaFuncGetAttributes, the traffic model) without
+ * touching device memory, and launch() enqueues the kernel(s).
+ */
+#ifndef CUDALAB_CUDA_MATMUL_INTERNAL_H
+#define CUDALAB_CUDA_MATMUL_INTERNAL_H
+
+#include <cuda_runtime.h>
+
+#include "cudalab/backend.h"
+#include "cudalab/matmul.h"
+
+struct mm_problem {
+    int m, n, k, tile;
+    const float *a, *b;             /* device, row-major */
+    float *c;
+};
+
+struct mm_gpu_impl {
+    /* 0, or -1 with a one-line reason in err (CL_ERR_LEN bytes). */
+    int (*prepare)(const mm_problem *p, cl_matmul_result *out, char *err);
+    int (*launch)(const mm_problem *p, char *err);
+};
+
+/* "what: cudaGetErrorString(rc)" into err; clears the non-sticky error; returns -1. */
+int mm_cuda_fail(char *err, const char *what, cudaError_t rc);
+/* The launch description: grid, block, static shared memory and registers per thread of func. */
+int mm_describe(const void *func, dim3 grid, dim3 block, cl_launch *l, char *err);
+/* The error of the launch just made, if any. */
+int mm_launched(const char *what, char *err);
+
+extern const mm_gpu_impl mm_gpu_naive, mm_gpu_tiled, mm_gpu_fast, mm_gpu_fast64, mm_gpu_cublas,
+    mm_gpu_cublas_tf32;
+
+#endif

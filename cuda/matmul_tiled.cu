@@ -1,0 +1,114 @@
+/* matmul_tiled.cu — the lecture's two matrix kernels: one thread per element
+ * of C reading straight from global memory (naive), and the shared-memory
+ * tiled kernel, one template instance per TILE_WIDTH, with its two
+ * __syncthreads per phase. Both check their bounds, so any m, n, k works:
+ * threads outside C compute nothing, and tile elements outside A or B load 0.
+ */
+#include <stdio.h>
+
+#include "matmul_internal.h"
+
+#define NAIVE_BLOCK 16
+
+/* C[row][col] = sum over i of A[row][i]·B[i][col]: 2 loads per multiply-add. */
+__global__ void mm_naive_kernel(const float *A, const float *B, float *C, int m, int n, int k)
+{
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < m && col < n) {
+        float pvalue = 0;
+        for (int i = 0; i < k; i++)
+            pvalue += A[row * k + i] * B[i * n + col];
+        C[row * n + col] = pvalue;
+    }
+}
+
+/* Phase ph: the block loads the TILE×TILE tile of A at (row block, ph) and of
+ * B at (ph, column block), waits until every element is in, multiplies the
+ * tiles out of shared memory, and waits again before the next phase
+ * overwrites them. Each element of A and B is read from global memory once
+ * per block instead of once per thread: TILE times less traffic. */
+template <int TILE>
+__global__ void mm_tiled_kernel(const float *A, const float *B, float *C, int m, int n, int k)
+{
+    __shared__ float Ads[TILE][TILE];
+    __shared__ float Bds[TILE][TILE];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int row = blockIdx.y * TILE + ty;
+    int col = blockIdx.x * TILE + tx;
+    float pvalue = 0;
+    for (int ph = 0; ph < (k + TILE - 1) / TILE; ph++) {
+        int ka = ph * TILE + tx, kb = ph * TILE + ty;
+        Ads[ty][tx] = row < m && ka < k ? A[row * k + ka] : 0.0f;
+        Bds[ty][tx] = kb < k && col < n ? B[kb * n + col] : 0.0f;
+        __syncthreads();
+#pragma unroll
+        for (int i = 0; i < TILE; i++)
+            pvalue += Ads[ty][i] * Bds[i][tx];
+        __syncthreads();
+    }
+    if (row < m && col < n)
+        C[row * n + col] = pvalue;
+}
+
+typedef void (*mm_kernel_fn)(const float *, const float *, float *, int, int, int);
+
+static dim3 grid_for(const mm_problem *p, int rows, int cols)
+{
+    return dim3((unsigned)((p->n + cols - 1) / cols), (unsigned)((p->m + rows - 1) / rows), 1);
+}
+
+/* ---- naive ---- */
+
+static int naive_prepare(const mm_problem *p, cl_matmul_result *out, char *err)
+{
+    out->global_loads = cl_matmul_loads_naive(p->m, p->n, p->k);
+    snprintf(out->impl, sizeof out->impl, "mm_naive_kernel, one thread per element of C");
+    return mm_describe((const void *)mm_naive_kernel, grid_for(p, NAIVE_BLOCK, NAIVE_BLOCK),
+                       dim3(NAIVE_BLOCK, NAIVE_BLOCK, 1), &out->launch, err);
+}
+
+static int naive_launch(const mm_problem *p, char *err)
+{
+    mm_naive_kernel<<<grid_for(p, NAIVE_BLOCK, NAIVE_BLOCK), dim3(NAIVE_BLOCK, NAIVE_BLOCK, 1)>>>(
+        p->a, p->b, p->c, p->m, p->n, p->k);
+    return mm_launched("mm_naive_kernel", err);
+}
+
+const mm_gpu_impl mm_gpu_naive = { naive_prepare, naive_launch };
+
+/* ---- tiled ---- */
+
+static mm_kernel_fn tiled_kernel(int tile)
+{
+    switch (tile) {
+    case 2:  return mm_tiled_kernel<2>;
+    case 4:  return mm_tiled_kernel<4>;
+    case 8:  return mm_tiled_kernel<8>;
+    case 16: return mm_tiled_kernel<16>;
+    case 32: return mm_tiled_kernel<32>;
+    default: return NULL;
+    }
+}
+
+static int tiled_prepare(const mm_problem *p, cl_matmul_result *out, char *err)
+{
+    mm_kernel_fn f = tiled_kernel(p->tile);
+    if (!f) {
+        snprintf(err, CL_ERR_LEN, "no tiled kernel for TILE_WIDTH %d (built: 2, 4, 8, 16, 32)", p->tile);
+        return -1;
+    }
+    out->global_loads = cl_matmul_loads_blocked(p->m, p->n, p->k, p->tile, p->tile);
+    snprintf(out->impl, sizeof out->impl, "mm_tiled_kernel<%d>, two __syncthreads per phase", p->tile);
+    return mm_describe((const void *)f, grid_for(p, p->tile, p->tile), dim3(p->tile, p->tile, 1),
+                       &out->launch, err);
+}
+
+static int tiled_launch(const mm_problem *p, char *err)
+{
+    mm_kernel_fn f = tiled_kernel(p->tile);
+    f<<<grid_for(p, p->tile, p->tile), dim3(p->tile, p->tile, 1)>>>(p->a, p->b, p->c, p->m, p->n, p->k);
+    return mm_launched("mm_tiled_kernel", err);
+}
+
+const mm_gpu_impl mm_gpu_tiled = { tiled_prepare, tiled_launch };

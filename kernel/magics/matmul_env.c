@@ -1,0 +1,283 @@
+/* matmul_env.c — what %matmul settles before any point of a sweep runs:
+ * the backend and its peaks, the variant list (`all` expanded), the
+ * TILE_WIDTHs, and every size against the limits that apply: 32-bit indexing,
+ * device memory, host memory for the check, and the host's work limit. A
+ * refusal names the flag, the limit and the largest size that would fit, so
+ * nothing is allocated for a sweep that cannot finish.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "magics/matmul_internal.h"
+
+#define INDEX_LIMIT 2147483647.0    /* elements of one matrix: the kernels index with int */
+#define INDEX_SQUARE_MAX 46340      /* floor(sqrt(2^31 - 1)) */
+
+static const int built_tiles[] = CL_MATMUL_TILES;
+
+static double peak_of(const cl_device_props *p)
+{
+    return 2.0 * p->sm_count * p->cores_per_sm * (double)p->clock_khz / 1e6;
+}
+
+static size_t list_len(const json_t *v)
+{
+    return json_is_array(v) ? json_array_size(v) : 1;
+}
+
+static const json_t *list_at(const json_t *v, size_t i)
+{
+    return json_is_array(v) ? json_array_get(v, i) : v;
+}
+
+/* "79.1 GiB"; absurd sizes in bytes with an exponent. */
+static void fmt_bytes(double b, char *buf, size_t len)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    int u = 0;
+    while (u < 6 && b >= 1024.0) {
+        b /= 1024.0;
+        u++;
+    }
+    if (b >= 1024.0)
+        snprintf(buf, len, "%.3g bytes", b * pow(1024.0, 6));
+    else
+        snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", b, units[u]);
+}
+
+/* The largest N with A, B and C of N×N floats in `bytes`, and within 32-bit indexing. */
+static long long largest_square(double bytes)
+{
+    long long fit = bytes > 0 ? (long long)floor(sqrt(bytes / 12.0)) : 0;
+    return fit < INDEX_SQUARE_MAX ? fit : INDEX_SQUARE_MAX;
+}
+
+/* ---- variants ---- */
+
+int mm_target_of(const mm_env *env, const char *name, mm_target *out)
+{
+    memset(out, 0, sizeof *out);
+    bool host = strcmp(name, "cpu") == 0;
+    out->ops = host ? env->host_ops : env->backend->matmul;
+    out->variant = out->ops ? cl_matmul_find(out->ops->variants, name) : NULL;
+    if (!out->variant)
+        return -1;
+    out->backend_name = host ? "cpu" : env->backend->name;
+    out->is_host = host || strcmp(env->backend->name, "cpu") == 0;
+    out->optional = host && env->cpu_optional;
+    return 0;
+}
+
+static bool list_has(const json_t *list, const char *name)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v)
+        if (strcmp(json_string_value(v), name) == 0)
+            return true;
+    return false;
+}
+
+/* --variant as an array without duplicates; `all` becomes the host loop plus
+ * every variant of the backend's table, in table order, where it stands. */
+static int expand_variants(magic_ctx *ctx, json_t *params, mm_env *env)
+{
+    const json_t *given = json_object_get(params, "variant");
+    json_t *list = json_array();
+    bool cpu_named = false;
+    for (size_t i = 0; i < list_len(given); i++)
+        cpu_named |= strcmp(json_string_value(list_at(given, i)), "cpu") == 0;
+    for (size_t i = 0; i < list_len(given); i++) {
+        const char *name = json_string_value(list_at(given, i));
+        if (strcmp(name, "all") != 0) {
+            if (!list_has(list, name))
+                json_array_append_new(list, json_string(name));
+            continue;
+        }
+        env->cpu_optional = !cpu_named;
+        if (!list_has(list, "cpu"))
+            json_array_append_new(list, json_string("cpu"));
+        for (const cl_matmul_variant *v = env->backend->matmul->variants; v->name; v++)
+            if (!list_has(list, v->name))
+                json_array_append_new(list, json_string(v->name));
+    }
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v) {
+        mm_target t;
+        if (mm_target_of(env, json_string_value(v), &t) != 0) {
+            magic_error(ctx, "UsageError", "--variant %s is not available on the %s backend",
+                        json_string_value(v), env->backend->name);
+            json_decref(list);
+            return -1;
+        }
+    }
+    if (json_array_size(list) == 1 && !json_is_array(given)) {
+        json_decref(list);          /* a single variant stays a scalar: nothing varies */
+        return 0;
+    }
+    json_object_set_new(params, "variant", list);
+    return 0;
+}
+
+static int check_tiles(magic_ctx *ctx, const json_t *params, mm_env *env)
+{
+    const json_t *tiles = json_object_get(params, "tile");
+    env->first_tile = (int)json_integer_value(list_at(tiles, 0));
+    for (size_t i = 0; i < list_len(tiles); i++) {
+        long long t = json_integer_value(list_at(tiles, i));
+        bool ok = false;
+        for (int j = 0; built_tiles[j]; j++)
+            ok |= built_tiles[j] == t;
+        if (!ok)
+            return magic_error(ctx, "UsageError", "--tile %lld: the tiled kernel is built for "
+                               "TILE_WIDTH 2, 4, 8, 16 and 32 (one template instance each)", t);
+    }
+    return 0;
+}
+
+/* ---- sizes ---- */
+
+mm_dims mm_point_dims(const json_t *pt)
+{
+    long long size = json_integer_value(json_object_get(pt, "size"));
+    const json_t *m = json_object_get(pt, "m"), *n = json_object_get(pt, "n"), *k = json_object_get(pt, "k");
+    mm_dims d = { json_is_integer(m) ? json_integer_value(m) : size,
+                  json_is_integer(n) ? json_integer_value(n) : size,
+                  json_is_integer(k) ? json_integer_value(k) : size };
+    return d;
+}
+
+double mm_host_work(const mm_env *env, const mm_dims *d)
+{
+    return (double)(env->warmup + env->reps) * (double)d->m * (double)d->n * (double)d->k;
+}
+
+/* "--size 4096" or "--m 1000 --n 300 --k 77", as the user would write the point. */
+static void describe(const json_t *pt, const mm_dims *d, char *buf, size_t len)
+{
+    if (!json_is_integer(json_object_get(pt, "m")) && !json_is_integer(json_object_get(pt, "n")) &&
+        !json_is_integer(json_object_get(pt, "k")))
+        snprintf(buf, len, "--size %lld", d->m);
+    else
+        snprintf(buf, len, "--m %lld --n %lld --k %lld", d->m, d->n, d->k);
+}
+
+typedef struct mm_limits {
+    bool device;                    /* some variant runs on the GPU */
+    bool host_run;                  /* some variant runs on the host */
+    double device_free, device_reserve;
+    double host_free;
+} mm_limits;
+
+static int check_point(magic_ctx *ctx, const mm_env *env, const mm_limits *lim, const json_t *pt,
+                       const json_t *variants)
+{
+    mm_dims d = mm_point_dims(pt);
+    char what[128], need_s[48], free_s[48];
+    describe(pt, &d, what, sizeof what);
+    double elems = (double)d.m * d.k + (double)d.k * d.n + (double)d.m * d.n;
+    double bytes = 4.0 * elems;
+
+    if (lim->device && bytes + lim->device_reserve > lim->device_free) {
+        fmt_bytes(bytes, need_s, sizeof need_s);
+        fmt_bytes(lim->device_free, free_s, sizeof free_s);
+        long long fit = largest_square(lim->device_free - lim->device_reserve);
+        return magic_error(ctx, "UsageError", "%s: A, B and C need %s of device memory (plus twice "
+                           "the L2 to flush it between runs); this device has %s free (largest "
+                           "square size that fits: %lld)", what, need_s, free_s, fit);
+    }
+    if ((lim->host_run || env->check) && lim->host_free > 0 && bytes > lim->host_free) {
+        fmt_bytes(bytes, need_s, sizeof need_s);
+        fmt_bytes(lim->host_free, free_s, sizeof free_s);
+        return magic_error(ctx, "UsageError", "%s: A, B and C need %s of host memory (%s); this "
+                           "host has %s available (largest square size that fits: %lld)", what,
+                           need_s, lim->host_run ? "to run on the host" : "for the check; --no-check "
+                           "skips it", free_s, largest_square(lim->host_free));
+    }
+    const char *big = (double)d.m * d.k > INDEX_LIMIT ? "m·k (A)"
+                    : (double)d.k * d.n > INDEX_LIMIT ? "k·n (B)"
+                    : (double)d.m * d.n > INDEX_LIMIT ? "m·n (C)" : NULL;
+    if (big)
+        return magic_error(ctx, "UsageError", "%s: %s has 2^31 elements or more; the kernels index "
+                           "with 32-bit ints (largest square size: %d)", what, big, INDEX_SQUARE_MAX);
+
+    for (size_t i = 0; i < list_len(variants); i++) {
+        mm_target t;
+        if (mm_target_of(env, json_string_value(list_at(variants, i)), &t) != 0 || !t.is_host ||
+            t.optional || mm_host_work(env, &d) <= MM_HOST_WORK_LIMIT)
+            continue;
+        return magic_error(ctx, "UsageError", "%s --variant %s runs on the host: (%d warm-up + %d "
+                           "timed runs) × %lld·%lld·%lld = %.3g multiply-adds, over the host limit "
+                           "of %.3g (minutes of work); lower the size, --reps or --warmup", what,
+                           t.variant->name, env->warmup, env->reps, d.m, d.n, d.k,
+                           mm_host_work(env, &d), MM_HOST_WORK_LIMIT);
+    }
+    return 0;
+}
+
+/* Every combination of --size, --m, --n and --k, before anything is allocated. */
+static int check_sizes(magic_ctx *ctx, const json_t *params, const mm_env *env, const mm_limits *lim)
+{
+    const json_t *s = json_object_get(params, "size"), *m = json_object_get(params, "m"),
+                 *n = json_object_get(params, "n"), *k = json_object_get(params, "k");
+    const json_t *variants = json_object_get(params, "variant");
+    json_t *pt = json_object();
+    int rc = 0;
+    for (size_t a = 0; rc == 0 && a < list_len(s); a++)
+        for (size_t b = 0; rc == 0 && b < list_len(m); b++)
+            for (size_t c = 0; rc == 0 && c < list_len(n); c++)
+                for (size_t e = 0; rc == 0 && e < list_len(k); e++) {
+                    json_object_set(pt, "size", (json_t *)list_at(s, a));
+                    json_object_set(pt, "m", (json_t *)list_at(m, b));
+                    json_object_set(pt, "n", (json_t *)list_at(n, c));
+                    json_object_set(pt, "k", (json_t *)list_at(k, e));
+                    rc = check_point(ctx, env, lim, pt, variants);
+                }
+    json_decref(pt);
+    return rc;
+}
+
+int mm_env_init(magic_ctx *ctx, json_t *params, mm_env *env)
+{
+    memset(env, 0, sizeof *env);
+    env->backend = ctx->backend;
+    const cl_backend *host = cl_cpu_backend();
+    env->host_ops = host->matmul;
+    env->seed = (uint64_t)json_integer_value(json_object_get(params, "seed"));
+    env->reps = (int)json_integer_value(json_object_get(params, "reps"));
+    env->warmup = (int)json_integer_value(json_object_get(params, "warmup"));
+    env->check = json_is_true(json_object_get(params, "check"));
+
+    char err[CL_ERR_LEN] = "";
+    cl_device_props dev, hp;
+    memset(&hp, 0, sizeof hp);
+    if (env->backend->device_props(0, &dev, err) != 0)
+        return magic_error(ctx, strcmp(env->backend->name, "cpu") ? "CudaError" : "RuntimeError",
+                           "device 0: %s", err);
+    if (host->device_props(0, &hp, err) != 0)
+        memset(&hp, 0, sizeof hp);  /* unknown host: no host peak, no host memory limit */
+    env->peak_gflops = peak_of(&dev);
+    env->host_peak_gflops = peak_of(&hp);
+
+    if (expand_variants(ctx, params, env) != 0 || check_tiles(ctx, params, env) != 0)
+        return -1;
+
+    mm_limits lim = { .host_free = (double)hp.free_mem };
+    const json_t *variants = json_object_get(params, "variant");
+    for (size_t i = 0; i < list_len(variants); i++) {
+        mm_target t;
+        mm_target_of(env, json_string_value(list_at(variants, i)), &t);
+        if (t.is_host)
+            lim.host_run = true;
+        else
+            lim.device = true;
+    }
+    lim.device_free = (double)dev.free_mem;
+    lim.device_reserve = 2.0 * dev.l2_bytes;
+    if (lim.device_free <= 0)
+        lim.device = false;         /* unknown: cudaMalloc will say */
+    return check_sizes(ctx, params, env, &lim);
+}

@@ -1,0 +1,54 @@
+/* matmul_internal.h — private to kernel/magics/matmul*.c: what %matmul
+ * resolves once per command (backend, peaks, variant list, limits) and the
+ * helpers that turn a sweep point into sizes and a variant to run.
+ */
+#ifndef CUDALAB_MAGICS_MATMUL_INTERNAL_H
+#define CUDALAB_MAGICS_MATMUL_INTERNAL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cudalab/magic.h"
+#include "cudalab/matmul.h"
+
+/* Host work per run (warm-up and timed runs together, in multiply-adds) above
+ * which a variant that runs on the host is refused: minutes, not seconds. */
+#define MM_HOST_WORK_LIMIT 34359738368.0     /* 2^35 */
+
+typedef struct mm_env {
+    const cl_backend *backend;
+    const cl_matmul_ops *host_ops;  /* the CPU backend's table: runs `cpu` whatever the backend */
+    double peak_gflops;             /* FP32 peak of the backend's device 0; 0 if unknown */
+    double host_peak_gflops;
+    uint64_t seed;
+    int reps, warmup;
+    bool check;
+    int first_tile;                 /* variants without a tile run at this one only */
+    bool cpu_optional;              /* `all` brought in the host loop: skipped over the limit */
+} mm_env;
+
+/* Where one variant runs. */
+typedef struct mm_target {
+    const cl_matmul_ops *ops;
+    const cl_matmul_variant *variant;
+    const char *backend_name;       /* "cuda" or "cpu" */
+    bool is_host;                   /* runs on the host CPU (peak and limits of the host) */
+    bool optional;                  /* from `all`; skipped where over the host limit */
+} mm_target;
+
+typedef struct mm_dims {
+    long long m, n, k;
+} mm_dims;
+
+/* Resolves the backend, expands --variant all (rewriting params' "variant"),
+ * and refuses bad tiles and sizes before anything runs. 0, or -1 with the error set. */
+int mm_env_init(magic_ctx *ctx, json_t *params, mm_env *env);
+/* 0, or -1 when the variant is in neither table. */
+int mm_target_of(const mm_env *env, const char *variant, mm_target *out);
+/* m, n, k of a sweep point: --m/--n/--k where given, else --size. */
+mm_dims mm_point_dims(const json_t *point);
+/* Multiply-adds of one point's warm-up and timed runs. */
+double mm_host_work(const mm_env *env, const mm_dims *d);
+
+#endif

@@ -1,0 +1,119 @@
+"""%matmul on a CUDA device: every variant correct at odd sizes, the check methods, the launch
+and traffic model of each kernel, TF32 labelled, refusals before allocation.
+
+Skipped (with the reason %device gives) when `cudalab --run '%device' --json` reports the CPU
+backend, unless CUDALAB_REQUIRE_GPU=1: then they fail loudly. Needs only the CLI (no Jupyter)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+GPU_VARIANTS = ["naive", "tiled", "fast", "fast64", "cublas", "cublas-tf32"]
+OWN_KERNELS = ["naive", "tiled", "fast", "fast64"]
+
+
+def binary() -> Path:
+    env = os.environ.get("CUDALAB_BIN")
+    p = Path(env) if env else Path("build/bin/cudalab")
+    return p if p.is_absolute() else REPO / p
+
+
+def cli(cell: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run([str(binary()), "--run", cell, "--json"], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def matmul(cell: str) -> dict:
+    r = cli(cell)
+    assert r.returncode == 0, f"{cell}: exit {r.returncode}: {r.stderr}"
+    assert r.stderr == "", r.stderr
+    docs = [json.loads(l) for l in r.stdout.splitlines() if l.strip()]
+    return next(d for d in docs if d.get("magic") == "matmul")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def gpu() -> dict:
+    reason = ""
+    try:
+        r = cli("%device", timeout=120)
+        doc = json.loads(r.stdout.splitlines()[0]) if r.returncode == 0 and r.stdout.strip() else None
+        if doc is None:
+            reason = f"`cudalab --run %device` exited {r.returncode}: {r.stderr.strip()}"
+        elif doc.get("backend") != "cuda":
+            reason = doc.get("backend_note") or f"backend is {doc.get('backend')!r}"
+    except (OSError, subprocess.SubprocessError, ValueError) as e:
+        doc, reason = None, f"cannot run {binary()}: {e}"
+    if reason:
+        if os.environ.get("CUDALAB_REQUIRE_GPU") == "1":
+            pytest.fail(f"the GPU tests need a GPU: {reason}", pytrace=False)
+        pytest.skip(f"needs a CUDA device: {reason}")
+    return doc
+
+
+@pytest.mark.parametrize("dims", ["--size 127", "--m 1000 --n 300 --k 77", "--m 129 --n 65 --k 3",
+                                  "--size 1"])
+def test_every_variant_correct_at_odd_sizes(dims: str) -> None:
+    doc = matmul(f"%matmul {dims} --variant {','.join(GPU_VARIANTS)} --tile 2,4,8,16,32 --reps 2 "
+                 f"--warmup 1")
+    assert doc["backend"] == "cuda"
+    names = [(r["variant"], r["tile"]) for r in doc["runs"]]
+    assert names == [("naive", None)] + [("tiled", t) for t in (2, 4, 8, 16, 32)] + \
+        [(v, None) for v in GPU_VARIANTS[2:]]
+    for r in doc["runs"]:
+        assert r["backend"] == "cuda"
+        assert r["check"]["passed"] is True, r
+        assert r["check"]["method"] == "full fp64 product"
+        assert r["time_ms"]["median"] > 0 and r["gflops"] > 0
+
+
+def test_freivalds_beyond_512_cubed_and_model() -> None:
+    doc = matmul("%matmul --size 640 --variant all --tile 32 --reps 3")
+    runs = {r["variant"]: r for r in doc["runs"]}
+    assert set(runs) == {"cpu", *GPU_VARIANTS}
+    assert runs["cpu"]["backend"] == "cpu" and runs["cpu"]["precision"] == "fp64"
+    for v in GPU_VARIANTS:
+        assert runs[v]["check"] == {**runs[v]["check"], "passed": True, "method": "freivalds x3"}
+    assert runs["naive"]["model"]["cgma"] == pytest.approx(1.0)
+    assert runs["tiled"]["model"]["cgma"] == pytest.approx(32.0)
+    assert runs["fast"]["model"]["cgma"] == pytest.approx(128.0)
+    assert runs["fast64"]["model"]["cgma"] == pytest.approx(64.0)
+    assert runs["cublas"]["model"]["global_loads"] is None
+    for v in OWN_KERNELS:
+        launch = runs[v]["launch"]
+        assert launch["regs_per_thread"] > 0, launch
+    assert runs["naive"]["launch"]["block"] == [16, 16, 1]
+    assert runs["naive"]["launch"]["grid"] == [40, 40, 1]
+    assert runs["tiled"]["launch"]["smem_per_block"] == 2 * 32 * 32 * 4
+    assert runs["fast"]["launch"]["block"] == [256, 1, 1]
+    assert runs["fast"]["launch"]["grid"] == [5, 5, 1]
+    # plain FP32 cannot beat the FP32 peak; cuBLAS FP32 is the fastest FP32 here or close to it
+    assert 0 < runs["cublas"]["pct_of_peak"] < 100
+    assert runs["cublas-tf32"]["precision"] == "tf32"
+    assert runs["cublas-tf32"]["check"]["tol"] == pytest.approx(5e-3)
+    assert runs["cublas"]["check"]["tol"] == pytest.approx(1e-6)
+
+
+def test_results_deterministic_given_seed() -> None:
+    cell = "%matmul --m 300 --n 200 --k 100 --variant fast,tiled --reps 1 --warmup 0 --seed 7"
+    a, b = matmul(cell), matmul(cell)
+    errs = [[r["check"]["max_rel_err"] for r in d["runs"]] for d in (a, b)]
+    assert errs[0] == errs[1]
+    other = matmul(cell.replace("--seed 7", "--seed 8"))
+    assert [r["check"]["max_rel_err"] for r in other["runs"]] != errs[0]
+
+
+def test_absurd_size_refused_before_allocation() -> None:
+    r = cli("%matmul --size 2^40 --variant fast")
+    assert r.returncode == 1
+    assert "UsageError" in r.stderr and "device memory" in r.stderr and "largest square size" in r.stderr
+
+
+def test_grid_too_tall_is_a_clear_error() -> None:
+    r = cli("%matmul --m 300000 --n 1 --k 1 --variant tiled --tile 2 --reps 1")
+    assert r.returncode == 1
+    assert "exceeds this device" in r.stderr

@@ -1,0 +1,216 @@
+"""%matmul through the command line on the CPU backend: every variant and flag, odd sizes, sweeps,
+determinism, every error path, and the result document against tests/schemas/matmul.schema.json.
+
+Runs `cudalab --run CELL --json` (one JSON document per line; exit 1 on a command error with
+"ENAME: evalue" on stderr, 2 on a usage error) with CUDALAB_BACKEND=cpu, so it tests the same
+thing on a laptop, in CI and on a GPU machine (tests/gpu/test_matmul_gpu.py covers the GPU)."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from conftest import cli
+
+SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "schemas" / "matmul.schema.json").read_text())
+VARIANTS = ["cpu", "naive", "tiled", "fast", "fast64", "cublas", "cublas-tf32"]
+TILES = [2, 4, 8, 16, 32]
+QUICK = "--reps 2 --warmup 0"
+CPU = {"CUDALAB_BACKEND": "cpu"}
+
+
+def run(cell: str, json_mode: bool = True, timeout: float = 120):
+    """(exit code, documents, stdout, stderr) of one cell on the CPU backend."""
+    args = ["--run", cell] + (["--json"] if json_mode else [])
+    r = cli(*args, env=CPU, timeout=timeout)
+    docs = [json.loads(l) for l in r.stdout.splitlines() if l.strip()] if json_mode and r.returncode == 0 else []
+    return r.returncode, docs, r.stdout, r.stderr
+
+
+def matmul_doc(cell: str) -> dict:
+    rc, docs, _, err = run(cell)
+    assert rc == 0, err
+    assert err == "", f"stderr on success: {err!r}"
+    found = [d for d in docs if d and d.get("magic") == "matmul"]
+    assert len(found) == 1, docs
+    jsonschema.validate(found[0], SCHEMA)
+    return found[0]
+
+
+def error(cell: str, code: int, ename: str, *fragments: str) -> str:
+    rc, _, out, err = run(cell)
+    assert rc == code, (rc, out, err)
+    assert err.startswith(f"{ename}: "), err
+    for f in fragments:
+        assert f in err, err
+    return err
+
+
+# ---------------------------------------------------------------- results
+
+@pytest.mark.parametrize("dims", ["--size 64", "--size 100", "--size 127", "--m 33 --n 65 --k 17",
+                                  "--m 1 --n 200 --k 3", "--size 1"])
+def test_every_variant_and_tile_checked(dims):
+    doc = matmul_doc(f"%matmul {dims} --variant all --tile {','.join(map(str, TILES))} {QUICK}")
+    runs = doc["runs"]
+    assert [(r["variant"], r["tile"]) for r in runs] == \
+        [("cpu", None), ("naive", None)] + [("tiled", t) for t in TILES] + \
+        [(v, None) for v in VARIANTS[3:]]
+    for r in runs:
+        assert r["backend"] == "cpu"
+        assert r["check"]["passed"] is True, r
+        assert r["check"]["method"] == "full fp64 product"
+        assert r["check"]["tol"] == pytest.approx(1e-5)
+        assert r["check"]["max_rel_err"] <= 1e-5
+        assert r["time_ms"]["reps"] == 2
+        flops = 2.0 * r["m"] * r["n"] * r["k"]
+        assert r["gflops"] == pytest.approx(flops / (r["time_ms"]["median"] * 1e6), rel=1e-9)
+        assert r["pct_of_peak"] is None or r["pct_of_peak"] == \
+            pytest.approx(100 * r["gflops"] / doc["device"]["peak_fp32_gflops"], rel=1e-9)
+
+
+def test_traffic_model_and_launch():
+    doc = matmul_doc(f"%matmul --size 256 --variant naive,tiled,fast,fast64,cublas --tile 16 {QUICK}")
+    runs = {r["variant"]: r for r in doc["runs"]}
+    mnk2 = 2.0 * 256 ** 3
+    assert runs["naive"]["model"]["global_loads"] == pytest.approx(mnk2)
+    assert runs["naive"]["model"]["cgma"] == pytest.approx(1.0)
+    assert runs["tiled"]["model"]["global_loads"] == pytest.approx(mnk2 / 16)
+    assert runs["tiled"]["model"]["cgma"] == pytest.approx(16.0)
+    assert runs["tiled"]["model"]["smem_per_block"] == 2 * 16 * 16 * 4
+    assert runs["tiled"]["launch"]["grid"] == [16, 16, 1] and runs["tiled"]["launch"]["block"] == [16, 16, 1]
+    assert runs["naive"]["launch"]["block"] == [16, 16, 1]
+    assert runs["fast"]["model"]["cgma"] == pytest.approx(128.0)
+    assert runs["fast64"]["model"]["cgma"] == pytest.approx(64.0)
+    assert runs["fast"]["launch"]["grid"] == [2, 2, 1]
+    assert runs["cublas"]["model"]["global_loads"] is None and runs["cublas"]["model"]["cgma"] is None
+    assert "CPU reference" in runs["cublas"]["impl"] and runs["cublas"]["precision"] == "fp64"
+    for r in runs.values():
+        assert r["launch"]["config"]
+
+
+def test_cublas_tf32_on_cpu_is_the_labelled_reference():
+    doc = matmul_doc(f"%matmul --size 40 --variant cublas-tf32 {QUICK}")
+    r = doc["runs"][0]
+    assert "CPU reference" in r["impl"] and "TF32" in r["launch"]["config"]
+    assert r["check"]["passed"] is True
+
+
+def test_freivalds_beyond_512_cubed():
+    doc = matmul_doc("%matmul --m 600 --n 520 --k 450 --variant fast --reps 1 --warmup 0")
+    c = doc["runs"][0]["check"]
+    assert c["method"] == "freivalds x3" and c["passed"] is True
+    assert c["tol"] == pytest.approx(1e-6) and len(c["worst"]) == 1
+
+
+def test_m_n_k_override_size():
+    doc = matmul_doc(f"%matmul --size 20 --m 7 --variant naive {QUICK}")
+    r = doc["runs"][0]
+    assert (r["m"], r["n"], r["k"]) == (7, 20, 20)
+    doc = matmul_doc(f"%matmul --size 20 --m 7 --n 9 --k 11 --variant naive {QUICK}")
+    r = doc["runs"][0]
+    assert (r["m"], r["n"], r["k"]) == (7, 9, 11)
+
+
+def test_sweep_over_sizes_and_variants():
+    doc = matmul_doc(f"%matmul --size 16,33 -v naive,fast --tile 8,16 {QUICK}")
+    assert doc["sweep"]["points"] == 8
+    assert set(doc["sweep"]["varying"]) == {"size", "variant", "tile"}
+    # untiled variants run once per size, not once per TILE_WIDTH
+    assert [(r["m"], r["variant"]) for r in doc["runs"]] == [(16, "naive"), (16, "fast"), (33, "naive"), (33, "fast")]
+    doc = matmul_doc(f"%matmul --size 40 --variant tiled --tile 2,4,8,16,32 {QUICK}")
+    assert [r["tile"] for r in doc["runs"]] == TILES
+    assert [r["model"]["cgma"] for r in doc["runs"]] == pytest.approx([2 * 40 ** 3 / (2 * 40 * 40 * -(-40 // t)) for t in TILES])
+
+
+def test_params_recorded():
+    doc = matmul_doc("%matmul --size 24 --variant all --seed 9 --reps 3 --warmup 1 --sort")
+    p = doc["params"]
+    assert p["size"] == 24 and p["seed"] == 9 and p["reps"] == 3 and p["warmup"] == 1 and p["sort"] is True
+    assert p["variant"] == VARIANTS                         # `all` as it was expanded
+    assert all(r["time_ms"]["reps"] == 3 for r in doc["runs"])
+
+
+def test_deterministic_given_seed():
+    cell = "%matmul --m 50 --n 31 --k 29 --variant naive,tiled,fast --reps 1 --warmup 0 --seed {}"
+    a, b, c = (matmul_doc(cell.format(s)) for s in (3, 3, 4))
+    errs = lambda d: [r["check"]["max_rel_err"] for r in d["runs"]]
+    assert errs(a) == errs(b)
+    assert errs(a) != errs(c)
+    strip = lambda d: [{k: v for k, v in r.items() if k not in ("time_ms", "gflops", "pct_of_peak")} for r in d["runs"]]
+    assert strip(a) == strip(b)
+
+
+def test_no_check():
+    doc = matmul_doc(f"%matmul --size 30 --variant fast --no-check {QUICK}")
+    assert doc["params"]["check"] is False
+    assert doc["runs"][0]["check"] == {"passed": None, "method": "skipped (--no-check)"}
+
+
+def test_text_table_and_sort():
+    rc, _, out, err = run(f"%matmul --size 48 --variant naive,tiled,fast,cublas --sort {QUICK}", json_mode=False)
+    assert rc == 0 and err == ""
+    assert "Matrix multiplication" in out and "GFLOP/s" in out and "CGMA" in out
+    lines = [l for l in out.splitlines() if re.match(r"^(naive|tiled|fast|cublas)\s", l)]
+    header = next(l for l in out.splitlines() if l.startswith("variant"))
+    col = header.index("GFLOP/s") + len("GFLOP/s")
+    values = [float(l[:col].split()[-1].replace(",", "")) for l in lines[:4]]
+    assert values == sorted(values, reverse=True)
+
+
+def test_help():
+    rc, _, out, err = run("%help matmul", json_mode=False)
+    assert rc == 0 and err == ""
+    for word in ("--size", "--tile", "--variant", "Freivalds", "CGMA", "cublas-tf32", "--no-check"):
+        assert word in out, word
+
+
+# ---------------------------------------------------------------- errors
+
+def test_bad_tile():
+    error("%matmul --size 8 --tile 12", 1, "UsageError", "--tile 12", "2, 4, 8, 16 and 32")
+    error("%matmul --size 8 --tile 3", 1, "UsageError", "--tile 3")
+    error("%matmul --size 8 --tile 64", 2, "UsageError", "--tile", "2 and 32")
+    error("%matmul --size 8 --tile 0", 2, "UsageError", "--tile")
+    error("%matmul --size 8 --tile 16,x", 2, "UsageError", "--tile")
+
+
+def test_unknown_variant_suggests():
+    error("%matmul --variant tield", 2, "UsageError", "did you mean 'tiled'", "cublas-tf32")
+    error("%matmul --variant cublass", 2, "UsageError", "did you mean 'cublas'")
+    error("%matmul --variant naive,,fast", 2, "UsageError", "empty item")
+
+
+def test_unknown_flag():
+    rc, _, _, err = run("%matmul --sizes 64")
+    assert rc == 2 and "--size" in err
+
+
+def test_bad_sizes():
+    error("%matmul --size 0", 2, "UsageError", "--size")
+    error("%matmul --size -5", 2, "UsageError", "--size")
+    error("%matmul --size 1.5", 2, "UsageError", "--size")
+    error("%matmul --size big", 2, "UsageError", "--size")
+    error("%matmul --m 0 --size 8", 2, "UsageError", "--m")
+    error("%matmul --reps 0", 2, "UsageError", "--reps")
+    error("%matmul --warmup 101", 2, "UsageError", "--warmup")
+
+
+def test_absurd_sizes_refused_before_allocation():
+    err = error("%matmul --size 2^40", 1, "UsageError", "--size 1099511627776", "host memory",
+                "largest square size that fits")
+    err = error("%matmul --size 2^20 --variant naive --no-check", 1, "UsageError", "memory")
+    # int range: fits in memory, but C would have 2^31 elements or more
+    rc, _, _, err = run("%matmul --m 46341 --n 46341 --k 1 --variant naive --no-check")
+    assert rc == 1 and ("32-bit" in err or "memory" in err), err
+
+
+def test_host_work_limit():
+    error("%matmul --size 2048 --variant cpu", 1, "UsageError", "runs on the host", "over the host limit")
+    error("%matmul --size 1600 --variant fast", 1, "UsageError", "--size 1600 --variant fast")
+    # a sweep is refused as a whole, before its first point runs
+    rc, _, out, err = run("%matmul --size 8,2048 --variant naive")
+    assert rc == 1 and out == "" and "--size 2048" in err

@@ -1,0 +1,494 @@
+/* test_matmul.c — %matmul without a GPU: every CPU-backend variant against an
+ * independent double product at odd sizes, the check (full and Freivalds)
+ * catching wrong, missing and non-finite elements, the generator and the
+ * thread pool, and the magic end to end: documents, `all`, tiles, refusals
+ * before allocation, and a fake CUDA backend whose runs fail or lie.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cudalab/magic.h"
+#include "cudalab/matmul.h"
+
+/* ---- helpers ---- */
+
+static float *product_of(int m, int n, int k, uint64_t seed)
+{
+    float *a = malloc(((size_t)m * k + (size_t)k * n) * sizeof *a);
+    float *c = malloc((size_t)m * n * sizeof *c);
+    assert_non_null(a);
+    assert_non_null(c);
+    float *b = a + (size_t)m * k;
+    for (size_t i = 0; i < (size_t)m * k; i++)
+        a[i] = cl_matmul_a(seed, i);
+    for (size_t i = 0; i < (size_t)k * n; i++)
+        b[i] = cl_matmul_b(seed, i);
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double s = 0;
+            for (int q = 0; q < k; q++)
+                s += (double)a[(size_t)i * k + q] * b[(size_t)q * n + j];
+            c[(size_t)i * n + j] = (float)s;
+        }
+    free(a);
+    return c;
+}
+
+/* Runs one CPU-backend variant and returns C (caller frees). */
+static float *run_cpu(const char *variant, int m, int n, int k, int tile, cl_matmul_result *r)
+{
+    const cl_matmul_ops *ops = cl_cpu_backend()->matmul;
+    assert_non_null(ops);
+    cl_matmul_args a = { .m = m, .n = n, .k = k, .tile = tile, .seed = 5, .reps = 1, .warmup = 0 };
+    a.c = malloc((size_t)m * n * sizeof *a.c);
+    assert_non_null(a.c);
+    char err[CL_ERR_LEN] = "";
+    if (ops->run(variant, &a, r, err) != 0)
+        fail_msg("%s %dx%dx%d tile %d: %s", variant, m, n, k, tile, err);
+    return a.c;
+}
+
+/* ---- the CPU backend's variants ---- */
+
+static const int sizes[][3] = { {1, 1, 1}, {64, 64, 64}, {100, 100, 100}, {127, 127, 127},
+                                {3, 5, 7}, {33, 65, 17}, {130, 1, 129}, {1, 200, 3} };
+
+static void every_variant_matches_the_product(void **state)
+{
+    (void)state;
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        int m = sizes[s][0], n = sizes[s][1], k = sizes[s][2];
+        float *want = product_of(m, n, k, 5);
+        for (const cl_matmul_variant *v = cl_cpu_backend()->matmul->variants; v->name; v++) {
+            static const int tiles[] = CL_MATMUL_TILES;
+            for (int t = 0; tiles[t]; t++) {
+                if (t > 0 && !(v->flags & CL_MATMUL_USES_TILE))
+                    break;
+                cl_matmul_result r;
+                float *c = run_cpu(v->name, m, n, k, tiles[t], &r);
+                for (size_t i = 0; i < (size_t)m * n; i++) {
+                    double tol = 1e-5 * (k + 1);
+                    if (!(fabs(c[i] - want[i]) <= tol))
+                        fail_msg("%s tile %d %dx%dx%d: C[%zu] = %g, want %g", v->name, tiles[t], m, n,
+                                 k, i, c[i], want[i]);
+                }
+                cl_matmul_check chk;
+                char err[CL_ERR_LEN];
+                assert_int_equal(cl_matmul_verify(m, n, k, 5, c, false, &chk, err), 0);
+                if (!chk.passed)
+                    fail_msg("%s: check failed, max_rel_err %g", v->name, chk.max_rel_err);
+                assert_int_equal(r.times.reps, 1);
+                assert_true(r.times.ms[0] >= 0);
+                assert_true(r.impl[0] != '\0');
+                free(c);
+            }
+        }
+        free(want);
+    }
+}
+
+static void launch_and_model(void **state)
+{
+    (void)state;
+    cl_matmul_result r;
+    free(run_cpu("tiled", 64, 64, 64, 16, &r));
+    assert_int_equal(r.launch.grid[0], 4);
+    assert_int_equal(r.launch.grid[1], 4);
+    assert_int_equal(r.launch.block[0], 16);
+    assert_int_equal(r.launch.smem_bytes, 2 * 16 * 16 * 4);
+    assert_true(fabs(r.global_loads - 2.0 * 64 * 64 * 64 / 16) < 1e-6);
+
+    free(run_cpu("naive", 100, 60, 7, 16, &r));
+    assert_int_equal(r.launch.grid[0], 4);     /* ⌈60/16⌉ */
+    assert_int_equal(r.launch.grid[1], 7);     /* ⌈100/16⌉ */
+    assert_true(fabs(r.global_loads - 2.0 * 100 * 60 * 7) < 1e-6);
+
+    free(run_cpu("fast", 256, 256, 8, 16, &r));
+    assert_true(fabs(2.0 * 256 * 256 * 8 / r.global_loads - 128.0) < 1e-9);
+    free(run_cpu("cublas", 8, 8, 8, 16, &r));
+    assert_true(r.global_loads == 0);
+    assert_non_null(strstr(r.impl, "CPU reference"));
+    /* ceil: a partial block still reads whole rows of A and columns of B */
+    assert_true(fabs(cl_matmul_loads_blocked(100, 100, 10, 32, 32) - (100.0 * 10 * 4 * 2)) < 1e-9);
+}
+
+static void run_errors(void **state)
+{
+    (void)state;
+    const cl_matmul_ops *ops = cl_cpu_backend()->matmul;
+    cl_matmul_result r;
+    char err[CL_ERR_LEN] = "";
+    cl_matmul_args a = { .m = 4, .n = 4, .k = 4, .tile = 16, .seed = 1, .reps = 1 };
+    assert_int_equal(ops->run("warp-specialized", &a, &r, err), -1);
+    assert_non_null(strstr(err, "no matmul variant 'warp-specialized'"));
+    a.m = 0;
+    assert_int_equal(ops->run("naive", &a, &r, err), -1);
+    assert_non_null(strstr(err, "invalid"));
+    a.m = 4, a.reps = 0;
+    assert_int_equal(ops->run("naive", &a, &r, err), -1);
+    a.reps = 1, a.tile = 0;
+    assert_int_equal(ops->run("tiled", &a, &r, err), -1);
+    assert_int_equal(ops->run("naive", &a, &r, err), 0);      /* naive ignores the tile */
+    assert_null(cl_matmul_find(ops->variants, "nope"));
+    assert_string_equal(cl_matmul_find(ops->variants, "cpu")->name, "cpu");
+}
+
+/* ---- the check ---- */
+
+static void check_catches_wrong_elements(void **state)
+{
+    (void)state;
+    cl_matmul_check chk;
+    char err[CL_ERR_LEN];
+    /* full product: one element off by one unit of its dot product's scale / k */
+    float *c = product_of(50, 40, 30, 9);
+    assert_int_equal(cl_matmul_verify(50, 40, 30, 9, c, false, &chk, err), 0);
+    assert_true(chk.passed);
+    assert_string_equal(chk.method, "full fp64 product");
+    assert_true(chk.max_rel_err < 1e-6);
+    c[17 * 40 + 3] += 0.25f;
+    assert_int_equal(cl_matmul_verify(50, 40, 30, 9, c, false, &chk, err), 0);
+    assert_false(chk.passed);
+    assert_int_equal(chk.worst_row, 17);
+    assert_int_equal(chk.worst_col, 3);
+    /* NaN never passes, and is reported as non-finite */
+    c[17 * 40 + 3] = NAN;
+    assert_int_equal(cl_matmul_verify(50, 40, 30, 9, c, false, &chk, err), 0);
+    assert_false(chk.passed);
+    assert_true(isnan(chk.max_rel_err));
+    /* the wrong seed is a wrong product */
+    free(c);
+    c = product_of(50, 40, 30, 9);
+    assert_int_equal(cl_matmul_verify(50, 40, 30, 10, c, false, &chk, err), 0);
+    assert_false(chk.passed);
+    free(c);
+}
+
+static void freivalds_beyond_512_cubed(void **state)
+{
+    (void)state;
+    int m = 600, n = 520, k = 450;              /* 1.4e8 multiply-adds > 512³ */
+    cl_matmul_result r;
+    float *c = run_cpu("cublas", m, n, k, 16, &r);
+    cl_matmul_check chk;
+    char err[CL_ERR_LEN];
+    assert_int_equal(cl_matmul_verify(m, n, k, 5, c, false, &chk, err), 0);
+    assert_string_equal(chk.method, "freivalds x3");
+    assert_true(chk.passed);
+    assert_true(chk.tol == CL_MATMUL_TOL_FP32_FREI);
+    assert_int_equal(chk.worst_col, -1);
+    c[(size_t)599 * n + 519] += 0.5f;           /* one wrong element in the last row */
+    assert_int_equal(cl_matmul_verify(m, n, k, 5, c, false, &chk, err), 0);
+    assert_false(chk.passed);
+    assert_int_equal(chk.worst_row, 599);
+    c[(size_t)599 * n + 519] = INFINITY;
+    assert_int_equal(cl_matmul_verify(m, n, k, 5, c, false, &chk, err), 0);
+    assert_false(chk.passed);
+    assert_true(isnan(chk.max_rel_err));
+    /* TF32's tolerance is looser, and stated */
+    c[(size_t)599 * n + 519] = 0;
+    assert_int_equal(cl_matmul_verify(10, 10, 10, 5, c, true, &chk, err), 0);
+    assert_true(chk.tol == CL_MATMUL_TOL_TF32);
+    free(c);
+}
+
+static void generator_and_threads(void **state)
+{
+    (void)state;
+    float a[6 * 7], b[7 * 5];
+    cl_matmul_fill(a, b, 6, 5, 7, 3);
+    for (int i = 0; i < 42; i++) {
+        assert_true(a[i] == cl_matmul_a(3, (uint64_t)i));
+        assert_true(a[i] != 0 && a[i] >= -1 && a[i] < 1);
+    }
+    for (int i = 0; i < 35; i++)
+        assert_true(b[i] == cl_matmul_b(3, (uint64_t)i));
+    assert_true(cl_matmul_a(3, 0) != cl_matmul_b(3, 0));
+    assert_true(cl_matmul_a(3, 0) != cl_matmul_a(4, 0));
+}
+
+static void count_index(long long i, void *arg)
+{
+    __atomic_fetch_add(&((int *)arg)[i], 1, __ATOMIC_RELAXED);
+}
+
+static void parallel_covers_each_index_once(void **state)
+{
+    (void)state;
+    int hits[1000] = {0};
+    assert_int_equal(cl_matmul_parallel(1000, 7, count_index, hits), 7);
+    for (int i = 0; i < 1000; i++)
+        assert_int_equal(hits[i], 1);
+    int one[3] = {0};
+    assert_int_equal(cl_matmul_parallel(3, 100, count_index, one), 3);   /* never more threads than work */
+    assert_int_equal(one[0] + one[1] + one[2], 3);
+}
+
+/* ---- the magic ---- */
+
+extern const magic_spec magic_matmul;
+
+typedef struct sink {
+    json_t *doc;
+    int results, stderr_writes;
+} sink;
+
+static void sink_stream(void *impl, const char *name, const char *text)
+{
+    (void)text;
+    if (strcmp(name, "stderr") == 0)
+        ((sink *)impl)->stderr_writes++;
+}
+
+static void sink_result(void *impl, json_t *doc, json_t *view, const char *id, enum result_mode mode)
+{
+    sink *s = impl;
+    (void)id;
+    if (doc && (mode == RESULT_PLAIN || mode == RESULT_FINAL)) {
+        json_decref(s->doc);
+        s->doc = json_incref(doc);
+        s->results++;
+    }
+    json_decref(doc);
+    json_decref(view);
+}
+
+static const magic_out sink_out = { sink_stream, sink_result };
+
+/* Parses and runs one %matmul cell against a backend; returns run()'s status. */
+static int run_cell(const char *cell, const cl_backend *be, sink *s, magic_ctx *ctx)
+{
+    memset(s, 0, sizeof *s);
+    memset(ctx, 0, sizeof *ctx);
+    ctx->out = &sink_out;
+    ctx->impl = s;
+    ctx->backend = be;
+    command *c = NULL;
+    parse_error e;
+    int n = cell_parse(cell, &c, &e);
+    if (n != 1)
+        fail_msg("%s: %s", cell, e.evalue);
+    int rc = c[0].magic->run(ctx, c[0].params, c[0].body);
+    commands_free(c, n);
+    assert_int_equal(s->stderr_writes, 0);
+    return rc;
+}
+
+static void done(sink *s, magic_ctx *ctx)
+{
+    json_decref(s->doc);
+    json_decref(ctx->traceback);
+}
+
+static const json_t *run_at(const sink *s, size_t i)
+{
+    return json_array_get(json_object_get(s->doc, "runs"), i);
+}
+
+static void magic_all_variants_cpu(void **state)
+{
+    (void)state;
+    sink s;
+    magic_ctx ctx;
+    assert_int_equal(run_cell("%matmul --m 33 --n 17 --k 9 --variant all --tile 4,8 --reps 2 --warmup 0",
+                              cl_cpu_backend(), &s, &ctx), 0);
+    const json_t *runs = json_object_get(s.doc, "runs");
+    /* cpu, naive, tiled×2, fast, fast64, cublas, cublas-tf32: untiled variants once */
+    assert_int_equal(json_array_size(runs), 8);
+    const char *want[] = {"cpu", "naive", "tiled", "tiled", "fast", "fast64", "cublas", "cublas-tf32"};
+    for (size_t i = 0; i < 8; i++) {
+        const json_t *r = run_at(&s, i);
+        assert_string_equal(json_string_value(json_object_get(r, "variant")), want[i]);
+        assert_string_equal(json_string_value(json_object_get(r, "backend")), "cpu");
+        assert_int_equal(json_integer_value(json_object_get(r, "m")), 33);
+        assert_true(json_is_true(json_object_get(json_object_get(r, "check"), "passed")));
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "time_ms"), "reps")), 2);
+        assert_true(json_is_number(json_object_get(r, "gflops")));
+        assert_non_null(json_object_get(json_object_get(r, "model"), "smem_per_block"));
+    }
+    assert_int_equal(json_integer_value(json_object_get(run_at(&s, 2), "tile")), 4);
+    assert_int_equal(json_integer_value(json_object_get(run_at(&s, 3), "tile")), 8);
+    assert_true(json_is_null(json_object_get(run_at(&s, 1), "tile")));
+    assert_string_equal(json_string_value(json_object_get(run_at(&s, 0), "precision")), "fp64");
+    assert_string_equal(json_string_value(json_object_get(run_at(&s, 1), "precision")), "fp32");
+    double cgma = json_real_value(json_object_get(json_object_get(run_at(&s, 1), "model"), "cgma"));
+    assert_true(fabs(cgma - 1.0) < 1e-12);
+    done(&s, &ctx);
+
+    assert_int_equal(run_cell("%matmul --size 20 --variant naive --no-check --reps 1",
+                              cl_cpu_backend(), &s, &ctx), 0);
+    const json_t *chk = json_object_get(run_at(&s, 0), "check");
+    assert_true(json_is_null(json_object_get(chk, "passed")));
+    done(&s, &ctx);
+}
+
+static void magic_refusals(void **state)
+{
+    (void)state;
+    static const struct { const char *cell, *ename, *text; } cases[] = {
+        {"%matmul --tile 12 --size 8", "UsageError", "TILE_WIDTH 2, 4, 8, 16 and 32"},
+        {"%matmul --size 2^40", "UsageError", "largest square size that fits"},
+        {"%matmul --m 46341 --n 46341 --k 1 --variant naive --no-check", "UsageError", NULL},
+        {"%matmul --size 2048 --variant cpu", "UsageError", "over the host limit"},
+        {"%matmul --size 8,2048 --variant naive", "UsageError", "--size 2048"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sink s;
+        magic_ctx ctx;
+        assert_int_equal(run_cell(cases[i].cell, cl_cpu_backend(), &s, &ctx), -1);
+        assert_string_equal(ctx.ename, cases[i].ename);
+        if (cases[i].text && !strstr(ctx.evalue, cases[i].text))
+            fail_msg("%s: %s", cases[i].cell, ctx.evalue);
+        assert_int_equal(s.results, 0);         /* refused before any point ran */
+        done(&s, &ctx);
+    }
+}
+
+/* ---- a fake CUDA backend ---- */
+
+static int fake_mode;                   /* 0: runs fine, 1: run fails, 2: C is wrong */
+
+static int fake_count(int *count, char *err)
+{
+    (void)err;
+    *count = 1;
+    return 0;
+}
+
+static int fake_props(int dev, cl_device_props *p, char *err)
+{
+    (void)dev, (void)err;
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "Fake GPU");
+    p->sm_count = 2, p->cores_per_sm = 128, p->clock_khz = 1000000;
+    p->free_mem = 1ull << 30, p->l2_bytes = 1 << 20;
+    return 0;
+}
+
+static int fake_versions(int dev, cl_versions *v, char *err)
+{
+    (void)dev, (void)err;
+    memset(v, 0, sizeof *v);
+    return 0;
+}
+
+static int fake_run(const char *variant, const cl_matmul_args *a, cl_matmul_result *out, char *err)
+{
+    (void)variant;
+    if (!a->c) {                        /* --no-check: pretend, at any size */
+        memset(out, 0, sizeof *out);
+        out->times.reps = a->reps;
+        for (int r = 0; r < a->reps; r++)
+            out->times.ms[r] = 1.0f;
+        return 0;
+    }
+    if (fake_mode == 1) {
+        snprintf(err, CL_ERR_LEN, "mm_fast_kernel: an illegal memory access was encountered");
+        return -1;
+    }
+    int rc = cl_cpu_backend()->matmul->run("cublas", a, out, err);
+    if (rc == 0 && fake_mode == 2 && a->c)
+        a->c[0] += 1.0f;
+    return rc;
+}
+
+static const cl_matmul_variant fake_variants[] = {
+    {"fast", "256 threads", "fake", 0, NULL},
+    {"cublas-tf32", "cuBLAS", "fake", CL_MATMUL_LIBRARY | CL_MATMUL_TF32, NULL},
+    {NULL, NULL, NULL, 0, NULL},
+};
+static const cl_matmul_ops fake_ops = { fake_variants, fake_run };
+
+static const cl_backend fake_backend = {
+    .name = "cuda", .abi = CL_BACKEND_ABI, .device_count = fake_count, .device_props = fake_props,
+    .versions = fake_versions, .matmul = &fake_ops,
+};
+
+static const cl_backend fake_without_matmul = {
+    .name = "cuda", .abi = CL_BACKEND_ABI, .device_count = fake_count, .device_props = fake_props,
+    .versions = fake_versions,
+};
+
+static void magic_fake_gpu(void **state)
+{
+    (void)state;
+    sink s;
+    magic_ctx ctx;
+    fake_mode = 0;
+    assert_int_equal(run_cell("%matmul --size 16 --variant all --reps 1 --warmup 0", &fake_backend, &s, &ctx), 0);
+    /* all = the host loop + the backend's table */
+    assert_int_equal(json_array_size(json_object_get(s.doc, "runs")), 3);
+    assert_string_equal(json_string_value(json_object_get(run_at(&s, 0), "backend")), "cpu");
+    assert_string_equal(json_string_value(json_object_get(run_at(&s, 1), "backend")), "cuda");
+    const json_t *tf32 = run_at(&s, 2);
+    assert_string_equal(json_string_value(json_object_get(tf32, "precision")), "tf32");
+    assert_true(json_real_value(json_object_get(json_object_get(tf32, "check"), "tol")) == CL_MATMUL_TOL_TF32);
+    /* % of the fake's peak: 2 × 2 SMs × 128 cores × 1 GHz = 512 GFLOP/s */
+    double g = json_number_value(json_object_get(run_at(&s, 1), "gflops"));
+    double pct = json_number_value(json_object_get(run_at(&s, 1), "pct_of_peak"));
+    assert_true(fabs(pct - 100.0 * g / 512.0) < 1e-6 * (pct + 1));
+    done(&s, &ctx);
+
+    /* the host loop is left out of `all` where it would exceed the host limit */
+    assert_int_equal(run_cell("%matmul --size 3300 --variant all --reps 1 --warmup 0 --no-check",
+                              &fake_backend, &s, &ctx), 0);
+    assert_int_equal(json_array_size(json_object_get(s.doc, "runs")), 2);
+    assert_string_equal(json_string_value(json_object_get(run_at(&s, 0), "variant")), "fast");
+    done(&s, &ctx);
+
+    assert_int_equal(run_cell("%matmul --size 10000 --variant fast", &fake_backend, &s, &ctx), -1);
+    assert_string_equal(ctx.ename, "UsageError");
+    assert_non_null(strstr(ctx.evalue, "device memory"));
+    done(&s, &ctx);
+
+    assert_int_equal(run_cell("%matmul --size 8 --variant naive", &fake_backend, &s, &ctx), -1);
+    assert_string_equal(ctx.ename, "UsageError");
+    assert_non_null(strstr(ctx.evalue, "not available on the cuda backend"));
+    done(&s, &ctx);
+
+    fake_mode = 1;
+    assert_int_equal(run_cell("%matmul --size 8 --variant fast", &fake_backend, &s, &ctx), -1);
+    assert_string_equal(ctx.ename, "CudaError");
+    assert_non_null(strstr(ctx.evalue, "illegal memory access"));
+    done(&s, &ctx);
+
+    fake_mode = 2;
+    assert_int_equal(run_cell("%matmul --size 8 --variant fast --reps 1", &fake_backend, &s, &ctx), -1);
+    assert_string_equal(ctx.ename, "CheckError");
+    assert_int_equal(s.results, 1);             /* the table is shown, then the cell fails */
+    done(&s, &ctx);
+
+    assert_int_equal(run_cell("%matmul --size 8", &fake_without_matmul, &s, &ctx), -1);
+    assert_string_equal(ctx.ename, "RuntimeError");
+    done(&s, &ctx);
+
+    assert_int_equal(run_cell("%matmul --size 8", NULL, &s, &ctx), -1);
+    assert_string_equal(ctx.ename, "RuntimeError");
+    done(&s, &ctx);
+    fake_mode = 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(every_variant_matches_the_product),
+        cmocka_unit_test(launch_and_model),
+        cmocka_unit_test(run_errors),
+        cmocka_unit_test(check_catches_wrong_elements),
+        cmocka_unit_test(freivalds_beyond_512_cubed),
+        cmocka_unit_test(generator_and_threads),
+        cmocka_unit_test(parallel_covers_each_index_once),
+        cmocka_unit_test(magic_all_variants_cpu),
+        cmocka_unit_test(magic_refusals),
+        cmocka_unit_test(magic_fake_gpu),
+    };
+    return cmocka_run_group_tests_name("matmul", tests, NULL, NULL);
+}
