@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""bench/histo.py — %histo on the GPU: every variant at 2^28 bytes, uniform, text and skewed input, against CUB.
+
+Runs `cudalab --run '%histo ...' --json` (argv[0] = $CUDALAB_BIN or build/bin/cudalab) once with
+every variant and every input distribution, so each ratio compares runs of the same process (CUB
+included). Prints one table per distribution: variant | block | grid | median ms | GB/s |
+% of copy BW | % of CUB | check, and states whether the issue's target holds: on uniform bytes,
+the fastest non-library variant (not cpu, not cub) reaches at least CUB's GB/s.
+
+A benchmark, not a test: it asserts nothing; it exits 0 when it could measure (target met or not),
+1 when the CLI failed or a check failed, and 0 with a note when there is no GPU. Uses only the
+standard library, so it also runs with the GPU machine's plain python3. About a minute on an H100,
+most of it the sequential cpu variant on 256 MiB.
+Usage: python3 bench/histo.py [--size 2^28] [--reps N] [--block 256] [--bins bytes|letters]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TARGET_PCT = 100.0
+DISTS = ("uniform", "text", "skewed")
+LIBRARY = ("cpu", "cub")
+
+
+def binary() -> Path:
+    p = Path(os.environ.get("CUDALAB_BIN", "build/bin/cudalab"))
+    return p if p.is_absolute() else REPO / p
+
+
+def run_cell(cell: str, timeout: float = 600) -> dict:
+    r = subprocess.run([str(binary()), "--run", cell, "--json"], capture_output=True, text=True,
+                       timeout=timeout)
+    docs = [json.loads(l) for l in r.stdout.splitlines() if l.strip()]
+    doc = next((d for d in docs if d.get("magic") == "histo"), None)
+    if doc is None:
+        sys.exit(f"bench/histo.py: `{cell}` exited {r.returncode}: {r.stderr.strip()}")
+    if r.returncode != 0:
+        print(f"bench/histo.py: `{cell}` exited {r.returncode}: {r.stderr.strip()}", file=sys.stderr)
+    return doc
+
+
+def fmt(v: float | None, nd: int = 1) -> str:
+    return "-" if v is None else f"{v:,.{nd}f}"
+
+
+def check_text(check: dict) -> str:
+    passed = check.get("passed")
+    return "skipped" if passed is None else "ok" if passed else "FAILED"
+
+
+def table(title: str, runs: list[dict]) -> float | None:
+    """Prints one table; returns the best non-library variant's % of CUB."""
+    ref = next((r for r in runs if r["variant"] == "cub"), None)
+    ref_gbs = ref["gbs"] if ref else None
+    rows = [("variant", "block", "grid", "median ms", "GB/s", "% of copy BW", "% of CUB", "check")]
+    best = None
+    for r in runs:
+        pct = 100.0 * r["gbs"] / ref_gbs if ref_gbs else None
+        rows.append((r["variant"], str(r["block"] or "-"), str(r["grid"] or "-"),
+                     fmt(r["time_ms"]["median"], 4), fmt(r["gbs"], 0), fmt(r.get("pct_of_bandwidth")),
+                     fmt(pct), check_text(r["check"])))
+        if r["variant"] not in LIBRARY and pct is not None:
+            best = pct if best is None else max(best, pct)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    print(f"\n{title}")
+    for i, row in enumerate(rows):
+        print("  ".join(c.ljust(w) if j in (0, 7) else c.rjust(w)
+                        for j, (c, w) in enumerate(zip(row, widths))))
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+    return best
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", default="2^28")
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--block", default="256")
+    ap.add_argument("--bins", default="bytes", choices=("bytes", "letters"))
+    args = ap.parse_args()
+
+    probe = run_cell("%histo --size 4096 --variant fast --reps 1 --warmup 0")
+    if probe["backend"] != "cuda":
+        print(f"bench/histo.py: no GPU ({probe.get('backend_note')}): skipped")
+        return 0
+    d = probe["device"]
+    print(f"%histo on {d['name']} ({d.get('arch')}): measured copy bandwidth "
+          f"{fmt(d.get('measured_bandwidth_gbs'), 0)} GB/s (read + write), "
+          f"peak {fmt(d.get('peak_bandwidth_gbs'), 0)} GB/s")
+
+    doc = run_cell(f"%histo --size {args.size} --variant all --dist {','.join(DISTS)} "
+                   f"--bins {args.bins} --block {args.block} --reps {args.reps} --warmup 3")
+    size = doc["runs"][0]["size"]
+    failed = any(r["check"].get("passed") is False for r in doc["runs"])
+    verdict = None
+    for dist in DISTS:
+        runs = [r for r in doc["runs"] if r["dist"] == dist]
+        best = table(f"{dist} input, {args.bins} bins, N = {size:,} bytes ({size / 2**20:,.0f} MiB)", runs)
+        if dist == "uniform":
+            verdict = best
+    print()
+    if verdict is None:
+        print("target (uniform bytes): not measured")
+    else:
+        met = "MET" if verdict >= TARGET_PCT else "NOT MET"
+        print(f"target (uniform {args.bins}): fastest non-library variant at N = {size:,} reaches "
+              f"{verdict:.1f}% of CUB's GB/s (goal >= {TARGET_PCT:.0f}%): {met}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

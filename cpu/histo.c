@@ -1,0 +1,206 @@
+/* histo.c — the CPU backend of %histo: builds the input on the host, runs a
+ * variant's CPU analogue (cpu/histo_analogue.c) as a logical launch over host
+ * threads, times each rep with the monotonic clock, and exports
+ * cl_cpu_histo_ops for the backend table (cpu/device.c).
+ *
+ * Like the GPU runner it flushes the caches between reps (a write over twice
+ * the last-level cache) and counts zeroing the output histogram as part of
+ * the work, so the two backends' numbers mean the same thing.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cudalab/backend.h"
+#include "histo_cpu.h"
+
+#define HOST_THREAD_CAP 64
+#define MAX_LOGICAL_THREADS (1ull << 26)
+#define FLUSH_DEFAULT (32u << 20)
+#define FLUSH_MAX (64u << 20)     /* enough to push a lecture-sized input out */
+
+#define CL_HISTO_ROW(id, name, gpu, cpu, desc) {name, "CPU analogue: " cpu, desc},
+static const cl_histo_variant cpu_variants[CL_HISTO_NVARIANTS] = {
+    CL_HISTO_VARIANT_LIST(CL_HISTO_ROW)
+};
+#undef CL_HISTO_ROW
+
+#define CL_HISTO_FN(id, name, gpu, cpu, desc) analogue_##id,
+static const cpu_block_fn analogues[CL_HISTO_NVARIANTS] = {
+    CL_HISTO_VARIANT_LIST(CL_HISTO_FN)
+};
+#undef CL_HISTO_FN
+
+static size_t flush_bytes(void)
+{
+    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    size_t b = l3 > 0 ? 2 * (size_t)l3 : FLUSH_DEFAULT;
+    return b > FLUSH_MAX ? FLUSH_MAX : b;
+}
+
+/* One buffer for the process: faulting in tens of MiB for every run would
+ * cost more than the runs of a small sweep. The worker runs one command at a
+ * time, so it is never shared. */
+static unsigned char *flush_buffer(size_t bytes)
+{
+    static unsigned char *buf;
+    if (!buf)
+        buf = malloc(bytes);
+    return buf;
+}
+
+static uint64_t cpu_overhead(void)
+{
+    return flush_bytes();
+}
+
+static int host_cpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > HOST_THREAD_CAP ? HOST_THREAD_CAP : (int)n;
+}
+
+/* Logical blocks when --grid 0: a few per host CPU, as the GPU keeps several
+ * blocks resident per SM. */
+static int auto_grid(void)
+{
+    return 4 * host_cpus();
+}
+
+typedef struct host_thread {
+    const cpu_histo *h;
+    cpu_block_fn fn;
+    int first, step;
+} host_thread;
+
+static void *host_main(void *arg)
+{
+    host_thread *t = arg;
+    for (int b = t->first; b < t->h->grid; b += t->step)
+        t->fn(t->h, b);
+    return NULL;
+}
+
+/* One timed launch: zero the histogram, run every block. */
+static void launch(const cpu_histo *h, cpu_block_fn fn, int nthreads)
+{
+    pthread_t tid[HOST_THREAD_CAP];
+    host_thread ht[HOST_THREAD_CAP];
+    int started[HOST_THREAD_CAP] = {0};
+    for (int b = 0; b < h->nbins; b++)
+        atomic_store_explicit(&h->global[b], 0, memory_order_relaxed);
+    for (int t = 0; t < nthreads; t++)
+        ht[t] = (host_thread){h, fn, t, nthreads};
+    for (int t = 1; t < nthreads; t++)
+        started[t] = pthread_create(&tid[t], NULL, host_main, &ht[t]) == 0;
+    host_main(&ht[0]);
+    for (int t = 1; t < nthreads; t++) {
+        if (started[t])
+            pthread_join(tid[t], NULL);
+        else
+            host_main(&ht[t]);
+    }
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int no_memory(char *err, const char *what, uint64_t bytes)
+{
+    snprintf(err, CL_ERR_LEN, "out of host memory for the %s (%llu bytes)", what,
+             (unsigned long long)bytes);
+    return -1;
+}
+
+static void describe(const cl_histo_args *a, const cpu_histo *h, int nthreads, cl_histo_result *r)
+{
+    int seq = a->variant == CL_HISTO_V_cpu || a->variant == CL_HISTO_V_cub;
+    if (seq)
+        snprintf(r->impl, sizeof r->impl, "CPU: %s", a->variant == CL_HISTO_V_cub
+                 ? "the CPU reference loop (cub needs a GPU)" : "sequential loop, 1 host thread");
+    else
+        snprintf(r->impl, sizeof r->impl, "CPU analogue: %d host thread%s run %d logical blocks "
+                 "of %d threads", nthreads, nthreads == 1 ? "" : "s", h->grid, h->block);
+    memset(&r->launch, 0, sizeof r->launch);
+    r->launch.grid[0] = h->grid;
+    r->launch.block[0] = h->block;
+    r->launch.grid[1] = r->launch.grid[2] = r->launch.block[1] = r->launch.block[2] = 1;
+    r->launch.smem_bytes = analogue_private_bytes(a->variant, h);
+    r->launch.kernels = 1;
+}
+
+static int cpu_histo_run(const cl_histo_args *a, cl_histo_result *r, char *err)
+{
+    if (a->variant < 0 || a->variant >= CL_HISTO_NVARIANTS) {
+        snprintf(err, CL_ERR_LEN, "unknown histogram variant %d", a->variant);
+        return -1;
+    }
+    if (a->reps < 1 || a->reps > CL_MAX_REPS || a->warmup < 0 || a->n < 1 || a->n > CL_HISTO_MAX_SIZE) {
+        snprintf(err, CL_ERR_LEN, "bad run: %llu bytes, %d reps, %d warm-up",
+                 (unsigned long long)a->n, a->reps, a->warmup);
+        return -1;
+    }
+    memset(r, 0, sizeof *r);
+    /* the "device" histogram: the worker runs one command at a time */
+    static _Atomic uint32_t global[CL_HISTO_MAX_BINS];
+    cpu_histo h = { .n = a->n, .nbins = cl_histo_nbins(a->mode, a->width), .global = global };
+    for (int c = 0; c < 256; c++)
+        h.bin[c] = (int16_t)cl_histo_bin((uint8_t)c, a->mode, a->width);
+    int seq = a->variant == CL_HISTO_V_cpu || a->variant == CL_HISTO_V_cub;
+    h.grid = seq ? 1 : a->grid > 0 ? a->grid : auto_grid();
+    h.block = seq ? 1 : a->block;
+    int nthreads = h.grid < host_cpus() ? h.grid : host_cpus();
+    if ((uint64_t)h.grid * (uint64_t)h.block > MAX_LOGICAL_THREADS) {
+        snprintf(err, CL_ERR_LEN, "--grid %d x --block %d is %llu threads; the CPU analogue runs "
+                 "every logical thread in turn, so it takes at most 2^26 (use a smaller --grid, "
+                 "or 0 for the default)", h.grid, h.block,
+                 (unsigned long long)h.grid * (unsigned long long)h.block);
+        return -1;
+    }
+
+    uint8_t *buf = NULL;
+    if (a->text) {
+        h.in = a->text;                         /* already in "device" memory */
+    } else {
+        buf = malloc(a->n);
+        if (!buf)
+            return no_memory(err, "input", a->n);
+        cl_histo_fill(buf, a->n, a->seed, a->dist);
+        h.in = buf;
+    }
+    size_t fb = flush_bytes();
+    unsigned char *flush = flush_buffer(fb);
+    if (!flush) {
+        free(buf);
+        return no_memory(err, "cache-flush buffer", fb);
+    }
+
+    for (int rep = 0; rep < a->warmup + a->reps; rep++) {
+        memset(flush, rep & 0xFF, fb);
+        double t0 = now_ms();
+        launch(&h, analogues[a->variant], nthreads);
+        double t1 = now_ms();
+        if (rep >= a->warmup)
+            r->times.ms[rep - a->warmup] = (float)(t1 - t0);
+    }
+    r->times.reps = a->reps;
+    r->nbins = h.nbins;
+    for (int b = 0; b < h.nbins; b++)
+        r->counts[b] = atomic_load_explicit(&global[b], memory_order_relaxed);
+    describe(a, &h, nthreads, r);
+    free(buf);
+    return 0;
+}
+
+const cl_histo_ops cl_cpu_histo_ops = {
+    .variants = cpu_variants,
+    .run = cpu_histo_run,
+    .overhead = cpu_overhead,
+};

@@ -1,0 +1,37 @@
+/* histo_cpu.h — what cpu/histo.c (the runner) and cpu/histo_analogue.c (the
+ * variants) share: one logical launch of a histogram on the host.
+ *
+ * A CPU analogue keeps its GPU variant's partitioning: the logical grid of
+ * blocks x threads is the same, host threads take whole blocks in turn (block
+ * b on host thread b mod H) and run each logical thread's loop in order, and
+ * the "device" histogram is an array of C11 atomics that every host thread
+ * adds to, as blocks add to global memory.
+ */
+#ifndef CUDALAB_CPU_HISTO_CPU_H
+#define CUDALAB_CPU_HISTO_CPU_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "cudalab/histo.h"
+
+typedef struct cpu_histo {
+    const uint8_t *in;
+    uint64_t n;
+    int nbins;
+    int16_t bin[256];               /* byte -> bin, or -1: not counted */
+    int grid, block;                /* the logical launch */
+    _Atomic uint32_t *global;       /* nbins counters, zeroed before each run */
+} cpu_histo;
+
+/* Runs logical block blk of a launch. */
+typedef void (*cpu_block_fn)(const cpu_histo *h, int blk);
+
+#define CL_HISTO_ANALOGUE(id, name, gpu, cpu, desc) void analogue_##id(const cpu_histo *h, int blk);
+CL_HISTO_VARIANT_LIST(CL_HISTO_ANALOGUE)
+#undef CL_HISTO_ANALOGUE
+
+/* Bytes of block-private memory each analogue uses (the GPU's shared memory). */
+size_t analogue_private_bytes(int variant, const cpu_histo *h);
+
+#endif

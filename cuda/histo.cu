@@ -1,0 +1,252 @@
+/* histo.cu — the CUDA backend's %histo: buffers, input, the timing loop and
+ * the result, behind cl_cuda_histo_ops.
+ *
+ * One run: the input is generated on the device from (seed, dist), or the
+ * user's text is copied host to device (that copy timed with events on its
+ * own: h2d_ms). Then warm-up launches and timed ones. Before every launch the
+ * L2 is flushed by writing a buffer twice its size, outside the events. The
+ * events bracket what computing a histogram takes: zeroing the output and the
+ * variant's kernel, or cub's HistogramEven call (which zeroes its own output),
+ * with cub's temp storage allocated beforehand. The histogram is copied back
+ * once, after the last rep.
+ *
+ * The cpu variant is not run here: the magic hands it to the CPU backend.
+ */
+#include <cuda_runtime.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cudalab/backend.h"
+#include "histo_internal.h"
+
+#define MIB (1024.0 * 1024.0)
+#define CUB_TEMP_ALLOWANCE (16ull << 20)     /* generous: cub needs kilobytes here */
+
+#define CL_HISTO_ROW(id, name, gpu, cpu, desc) {name, gpu, desc},
+static const cl_histo_variant cuda_variants[CL_HISTO_NVARIANTS] = {
+    CL_HISTO_VARIANT_LIST(CL_HISTO_ROW)
+};
+#undef CL_HISTO_ROW
+
+static int fail(char *err, const char *what, cudaError_t rc)
+{
+    snprintf(err, CL_ERR_LEN, "%s: %s", what, cudaGetErrorString(rc));
+    (void)cudaGetLastError();
+    return -1;
+}
+
+static int alloc(void **p, size_t bytes, const char *what, char *err)
+{
+    cudaError_t rc = cudaMalloc(p, bytes ? bytes : 16);
+    if (rc == cudaSuccess)
+        return 0;
+    *p = NULL;
+    snprintf(err, CL_ERR_LEN, "cudaMalloc of %.1f MiB for the %s: %s", (double)bytes / MIB, what,
+             cudaGetErrorString(rc));
+    (void)cudaGetLastError();
+    return -1;
+}
+
+static int l2_bytes(char *err, int *sms)
+{
+    int dev = 0, l2 = 0;
+    cudaError_t rc = cudaGetDevice(&dev);
+    if (rc == cudaSuccess)
+        rc = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
+    if (rc == cudaSuccess)
+        rc = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev);
+    if (rc != cudaSuccess)
+        return fail(err, "device attributes", rc);
+    return l2 > 0 ? l2 : 8 << 20;
+}
+
+static uint64_t cuda_overhead(void)
+{
+    char err[CL_ERR_LEN];
+    int sms = 0, l2 = l2_bytes(err, &sms);
+    return 2ull * (uint64_t)(l2 > 0 ? l2 : 64 << 20) + CUB_TEMP_ALLOWANCE;
+}
+
+typedef struct run_state {
+    uint8_t *in;
+    unsigned *hist;
+    void *flush, *temp;
+    size_t flush_bytes, temp_bytes;
+    cudaEvent_t e0, e1;
+} run_state;
+
+static void run_free(run_state *st)
+{
+    cudaFree(st->in);
+    cudaFree(st->hist);
+    cudaFree(st->flush);
+    cudaFree(st->temp);
+    if (st->e0)
+        cudaEventDestroy(st->e0);
+    if (st->e1)
+        cudaEventDestroy(st->e1);
+}
+
+/* The input on the device: generated, or the text copied (timed into *h2d_ms). */
+static int make_input(const cl_histo_args *a, run_state *st, double *h2d_ms, char *err)
+{
+    cudaError_t rc;
+    if (!a->text) {
+        if ((rc = histo_generate((uint32_t *)st->in, (a->n + 3) / 4, a->seed, a->dist, 0)) != cudaSuccess)
+            return fail(err, "input generator", rc);
+        return 0;
+    }
+    float ms = 0;
+    if ((rc = cudaEventRecord(st->e0, 0)) != cudaSuccess ||
+        (rc = cudaMemcpyAsync(st->in, a->text, a->n, cudaMemcpyHostToDevice, 0)) != cudaSuccess ||
+        (rc = cudaEventRecord(st->e1, 0)) != cudaSuccess ||
+        (rc = cudaEventSynchronize(st->e1)) != cudaSuccess ||
+        (rc = cudaEventElapsedTime(&ms, st->e0, st->e1)) != cudaSuccess)
+        return fail(err, "copying the text to the device", rc);
+    *h2d_ms = ms;
+    return 0;
+}
+
+static cudaError_t work(const cl_histo_args *a, const histo_plan *p, run_state *st)
+{
+    if (a->variant == CL_HISTO_V_cub)
+        return histo_cub(st->temp, &st->temp_bytes, st->in, a->n, a->mode, a->width, st->hist, 0);
+    cudaError_t rc = cudaMemsetAsync(st->hist, 0, (size_t)p->nbins * sizeof(unsigned), 0);
+    return rc != cudaSuccess ? rc : histo_launch(p, st->in, a->n, st->hist, 0);
+}
+
+/* Flush, then one histogram; timed between the events when ms is not NULL. */
+static int one_rep(const cl_histo_args *a, const histo_plan *p, run_state *st, int r, float *ms,
+                   char *err)
+{
+    cudaError_t rc = cudaMemsetAsync(st->flush, r & 0xff, st->flush_bytes, 0);
+    if (rc != cudaSuccess)
+        return fail(err, "L2 flush", rc);
+    if (ms && (rc = cudaEventRecord(st->e0, 0)) != cudaSuccess)
+        return fail(err, "cudaEventRecord", rc);
+    if ((rc = work(a, p, st)) != cudaSuccess)
+        return fail(err, a->variant == CL_HISTO_V_cub ? "cub::DeviceHistogram" : "kernel launch", rc);
+    if (!ms)
+        return 0;
+    if ((rc = cudaEventRecord(st->e1, 0)) != cudaSuccess)
+        return fail(err, "cudaEventRecord", rc);
+    if ((rc = cudaEventSynchronize(st->e1)) != cudaSuccess)
+        return fail(err, "histogram kernel", rc);
+    if ((rc = cudaEventElapsedTime(ms, st->e0, st->e1)) != cudaSuccess)
+        return fail(err, "cudaEventElapsedTime", rc);
+    return 0;
+}
+
+static void describe(const cl_histo_args *a, const histo_plan *p, cl_histo_result *r)
+{
+    cl_launch *l = &r->launch;
+    memset(l, 0, sizeof *l);
+    if (a->variant == CL_HISTO_V_cub) {
+        char ver[32];
+        histo_cub_version(ver, sizeof ver);
+        snprintf(r->impl, sizeof r->impl, "CUDA: cub::DeviceHistogram::HistogramEven (%s, "
+                 "launch chosen by cub)%s", ver,
+                 a->mode == CL_HISTO_LETTERS ? " over a byte-to-letter-bin transform iterator" : "");
+        l->kernels = 2;
+        return;
+    }
+    l->grid[0] = (int)p->grid, l->grid[1] = l->grid[2] = 1;
+    l->block[0] = (int)p->block, l->block[1] = l->block[2] = 1;
+    l->smem_bytes = p->smem_dynamic + p->smem_static;
+    l->regs_per_thread = p->regs;
+    l->kernels = 1;
+    snprintf(r->impl, sizeof r->impl, "CUDA: %s (%u x %u), after zeroing the output", p->kernel,
+             p->grid, p->block);
+}
+
+static int check_args(const cl_histo_args *a, char *err)
+{
+    if (a->variant == CL_HISTO_V_cpu || a->variant < 0 || a->variant >= CL_HISTO_NVARIANTS) {
+        snprintf(err, CL_ERR_LEN, "variant %d does not run on the GPU (cpu runs on the host)",
+                 a->variant);
+        return -1;
+    }
+    if (a->n < 1 || a->n > CL_HISTO_MAX_SIZE || a->reps < 1 || a->reps > CL_MAX_REPS ||
+        a->warmup < 0 || a->block < 32 || a->block % 32 || a->grid < 0) {
+        snprintf(err, CL_ERR_LEN, "bad run: %llu bytes, block %d, grid %d, %d reps, %d warm-up",
+                 (unsigned long long)a->n, a->block, a->grid, a->reps, a->warmup);
+        return -1;
+    }
+    if (a->mode == CL_HISTO_LETTERS && (a->width < 1 || a->width > 26)) {
+        snprintf(err, CL_ERR_LEN, "bin width %d: letter bins are 1 to 26 letters wide", a->width);
+        return -1;
+    }
+    return 0;
+}
+
+static int buffers(const cl_histo_args *a, const histo_plan *p, int l2, run_state *st, char *err)
+{
+    cudaError_t rc;
+    st->flush_bytes = 2 * (size_t)l2;
+    size_t padded = (a->n + 15) / 16 * 16;       /* whole 16-byte chunks and words */
+    if (alloc((void **)&st->in, padded, "input", err) ||
+        alloc((void **)&st->hist, CL_HISTO_MAX_BINS * sizeof(unsigned), "histogram", err) ||
+        alloc(&st->flush, st->flush_bytes, "L2 flush buffer", err))
+        return -1;
+    if ((rc = cudaEventCreate(&st->e0)) != cudaSuccess || (rc = cudaEventCreate(&st->e1)) != cudaSuccess)
+        return fail(err, "cudaEventCreate", rc);
+    if (a->variant != CL_HISTO_V_cub)
+        return 0;
+    if ((rc = histo_cub(NULL, &st->temp_bytes, st->in, a->n, a->mode, a->width, st->hist, 0)) != cudaSuccess)
+        return fail(err, "cub::DeviceHistogram temp storage size", rc);
+    return alloc(&st->temp, st->temp_bytes, "cub temp storage", err);
+}
+
+static int cuda_histo_run(const cl_histo_args *a, cl_histo_result *r, char *err)
+{
+    memset(r, 0, sizeof *r);
+    if (check_args(a, err))
+        return -1;
+    int sms = 0, l2 = l2_bytes(err, &sms);
+    if (l2 < 0)
+        return -1;
+    histo_plan p;
+    memset(&p, 0, sizeof p);
+    p.nbins = cl_histo_nbins(a->mode, a->width);
+    if (a->variant != CL_HISTO_V_cub && histo_plan_make(a, sms, &p, err))
+        return -1;
+
+    run_state st;
+    memset(&st, 0, sizeof st);
+    int rc = -1;
+    unsigned counts[CL_HISTO_MAX_BINS];
+    cudaError_t crc;
+    if (buffers(a, &p, l2, &st, err) || make_input(a, &st, &r->times.h2d_ms, err))
+        goto done;
+    for (int i = 0; i < a->warmup; i++)
+        if (one_rep(a, &p, &st, i, NULL, err))
+            goto done;
+    for (int i = 0; i < a->reps; i++)
+        if (one_rep(a, &p, &st, a->warmup + i, &r->times.ms[i], err))
+            goto done;
+    r->times.reps = a->reps;
+    if ((crc = cudaMemcpy(counts, st.hist, (size_t)p.nbins * sizeof(unsigned),
+                          cudaMemcpyDeviceToHost)) != cudaSuccess) {
+        fail(err, "copying the histogram back", crc);
+        goto done;
+    }
+    r->nbins = p.nbins;
+    for (int b = 0; b < p.nbins; b++)
+        r->counts[b] = counts[b];
+    describe(a, &p, r);
+    rc = 0;
+done:
+    run_free(&st);
+    return rc;
+}
+
+extern "C" {
+extern const cl_histo_ops cl_cuda_histo_ops;
+const cl_histo_ops cl_cuda_histo_ops = {
+    cuda_variants,
+    cuda_histo_run,
+    cuda_overhead,
+};
+}

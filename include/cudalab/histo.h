@@ -1,0 +1,192 @@
+/* histo.h — the histogram family (%histo): its variants, its input generator
+ * and bin mapping (shared by host and device), and the ops table that each
+ * backend implements (cl_cuda_histo_ops in cuda/histo.cu, cl_cpu_histo_ops in
+ * cpu/histo.c).
+ *
+ * The input is n bytes: either generated from (seed, dist) by the counter-based
+ * hash of measure.h, on the device, or a text the user gave (copied host to
+ * device, its H2D time reported apart). Every variant counts the same bins and
+ * is checked exactly against cl_histo_reference().
+ *
+ * Adding a variant = one row in CL_HISTO_VARIANT_LIST below + one function per
+ * backend named after its id (launch_<id> in cuda/, analogue_<id> in cpu/).
+ */
+#ifndef CUDALAB_HISTO_H
+#define CUDALAB_HISTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cudalab/backend.h"
+#include "cudalab/measure.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* X(id, name, gpu launch, cpu analogue, what it teaches) — in teaching order. */
+#define CL_HISTO_VARIANT_LIST(X)                                                                \
+    X(cpu, "cpu", "1 host thread",                                                              \
+      "1 host thread (the same loop)",                                                          \
+      "the sequential loop as taught: one pass, hist[bin(data[i])]++ on the host")              \
+    X(sectioned, "sectioned", "grid x block threads, global atomics",                           \
+      "host threads run the blocks; global atomics",                                            \
+      "each thread counts a contiguous section of the input: neighbouring threads read "       \
+      "addresses a whole section apart, so no load is coalesced")                               \
+    X(interleaved, "interleaved", "grid x block threads, global atomics",                       \
+      "host threads run the blocks; global atomics",                                            \
+      "thread i reads i, i+stride, ... (grid-stride): a warp reads 32 neighbouring bytes, "     \
+      "coalesced, but every byte is still an atomic on the one global histogram")               \
+    X(privatized, "privatized", "grid x block threads, 1 shared histogram per block",           \
+      "host threads run the blocks; one private histogram per block",                           \
+      "each block counts into its own histogram in shared memory and merges it into the "       \
+      "global one with one atomic per bin at the end")                                          \
+    X(warp, "warp", "16-byte loads, 1 shared histogram per warp, run aggregation",              \
+      "host threads run the blocks; one histogram per warp; runs aggregated",                   \
+      "per-warp sub-histograms in shared memory, 16-byte vector loads, and runs of equal "      \
+      "bytes within a thread counted with one atomic (aggregation): helps skewed input")        \
+    X(fast, "fast", "16-byte loads, 32 lane copies per block (conflict-free atomics)",          \
+      "host threads run the blocks; 32 lane copies per block",                                  \
+      "every lane of a warp owns a copy of the block's histogram laid out so that lane l "      \
+      "always hits bank l: no bank conflicts and no same-address collisions in a warp, for "    \
+      "any data; 16-byte vector loads, two in flight per thread")                               \
+    X(cub, "cub", "cub::DeviceHistogram::HistogramEven",                                        \
+      "the CPU reference (no cub on the CPU)",                                                  \
+      "the library reference: cub::DeviceHistogram::HistogramEven, temp storage allocated "     \
+      "outside the timed region")
+
+#define CL_HISTO_ID(id, name, gpu, cpu, desc) CL_HISTO_V_##id,
+enum cl_histo_variant_id { CL_HISTO_VARIANT_LIST(CL_HISTO_ID) CL_HISTO_NVARIANTS };
+#undef CL_HISTO_ID
+
+enum cl_histo_dist { CL_HISTO_UNIFORM, CL_HISTO_TEXT, CL_HISTO_SKEWED };
+enum cl_histo_mode { CL_HISTO_BYTES, CL_HISTO_LETTERS };
+
+#define CL_HISTO_MAX_BINS 256
+/* Counters are 32-bit and cub takes an int sample count. */
+#define CL_HISTO_MAX_SIZE 2147483647ull
+/* The byte that skewed input is mostly made of ('e', so letter bins skew too). */
+#define CL_HISTO_SKEW_BYTE 0x65u
+
+/* ---- input generator: 4 bytes per hash, 16 random bits per byte ---- */
+
+/* One byte of dist from 16 random bits. text: spaces (18%) and lowercase
+ * letters with English frequencies; skewed: 90% one byte, the rest uniform. */
+CL_HD uint8_t cl_histo_symbol(int dist, uint32_t r)
+{
+    if (dist == CL_HISTO_UNIFORM)
+        return (uint8_t)(r & 0xFFu);
+    if (dist == CL_HISTO_SKEWED)
+        return r < 58982u ? (uint8_t)CL_HISTO_SKEW_BYTE : (uint8_t)(r & 0xFFu);
+    /* cumulative thresholds out of 65536, most frequent first */
+    if (r < 11796u) return ' ';
+    if (r < 18622u) return 'e';
+    if (r < 23489u) return 't';
+    if (r < 27878u) return 'a';
+    if (r < 31912u) return 'o';
+    if (r < 35656u) return 'i';
+    if (r < 39283u) return 'n';
+    if (r < 42683u) return 's';
+    if (r < 45958u) return 'h';
+    if (r < 49175u) return 'r';
+    if (r < 51461u) return 'd';
+    if (r < 53624u) return 'l';
+    if (r < 55119u) return 'c';
+    if (r < 56601u) return 'u';
+    if (r < 57894u) return 'm';
+    if (r < 59162u) return 'w';
+    if (r < 60360u) return 'f';
+    if (r < 61443u) return 'g';
+    if (r < 62503u) return 'y';
+    if (r < 63540u) return 'p';
+    if (r < 64342u) return 'b';
+    if (r < 64867u) return 'v';
+    if (r < 65282u) return 'k';
+    if (r < 65365u) return 'j';
+    if (r < 65445u) return 'x';
+    if (r < 65496u) return 'q';
+    return 'z';
+}
+
+/* Bytes 4w..4w+3 of the input, little-endian in one word. */
+CL_HD uint32_t cl_histo_word(uint64_t seed, int dist, uint64_t w)
+{
+    uint64_t h = cl_hash(seed, w);
+    uint32_t out = 0;
+    for (int j = 0; j < 4; j++)
+        out |= (uint32_t)cl_histo_symbol(dist, (uint32_t)(h >> (16 * j)) & 0xFFFFu) << (8 * j);
+    return out;
+}
+
+CL_HD uint8_t cl_histo_byte(uint64_t seed, int dist, uint64_t i)
+{
+    return (uint8_t)(cl_histo_word(seed, dist, i >> 2) >> (8 * (i & 3)));
+}
+
+/* ---- bins ---- */
+
+/* letters: a-z (either case) in bins of width letters; everything else: -1. */
+CL_HD int cl_histo_bin(uint8_t c, int mode, int width)
+{
+    if (mode == CL_HISTO_BYTES)
+        return c;
+    unsigned k = (unsigned)(c | 0x20u) - 'a';
+    return k < 26u ? (int)(k / (unsigned)width) : -1;
+}
+
+CL_HD int cl_histo_nbins(int mode, int width)
+{
+    return mode == CL_HISTO_BYTES ? 256 : (26 + width - 1) / width;
+}
+
+/* ---- the ops table ---- */
+
+typedef struct cl_histo_variant {
+    const char *name;
+    const char *launch;         /* how this backend runs it */
+    const char *description;
+} cl_histo_variant;
+
+typedef struct cl_histo_args {
+    int variant;                /* enum cl_histo_variant_id */
+    uint64_t n;                 /* input bytes, 1..CL_HISTO_MAX_SIZE */
+    uint64_t seed;
+    int dist;                   /* enum cl_histo_dist; ignored when text is set */
+    const uint8_t *text;        /* host bytes to count instead of generated input, or NULL */
+    int mode;                   /* enum cl_histo_mode */
+    int width;                  /* letters per bin (letters mode) */
+    int block;                  /* threads per block, a multiple of 32 */
+    int grid;                   /* blocks; 0 = SMs x resident blocks */
+    int warmup, reps;           /* reps in 1..CL_MAX_REPS */
+} cl_histo_args;
+
+typedef struct cl_histo_result {
+    uint64_t counts[CL_HISTO_MAX_BINS]; /* the last timed run's histogram */
+    int nbins;
+    cl_times times;             /* h2d_ms: the text's copy, when text was given */
+    cl_launch launch;
+    char impl[160];             /* what actually ran, e.g. "CPU analogue: 2 host threads ..." */
+} cl_histo_result;
+
+typedef struct cl_histo_ops {
+    const cl_histo_variant *variants;   /* CL_HISTO_NVARIANTS rows, in enum order */
+    /* Runs one variant: builds the input, warm-up, timed reps, the histogram.
+     * 0, or -1 with err set (CUDA errors carry cudaGetErrorString). */
+    int (*run)(const cl_histo_args *a, cl_histo_result *r, char *err);
+    /* Bytes of device memory a run needs beyond the input itself (flush
+     * buffer, histogram, library temp storage). */
+    uint64_t (*overhead)(void);
+} cl_histo_ops;
+
+/* The exact CPU histogram of the input a describes (generated from seed and
+ * dist, or a->text), in host threads (cpu/histo_ref.c). counts gets nbins
+ * entries; the rest are zeroed. 0, or -1 with err set. */
+int cl_histo_reference(const cl_histo_args *a, uint64_t counts[CL_HISTO_MAX_BINS], char *err);
+
+/* Fills buf[0..n) with the generated input, in host threads (cpu/histo_ref.c). */
+void cl_histo_fill(uint8_t *buf, uint64_t n, uint64_t seed, int dist);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

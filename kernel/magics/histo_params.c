@@ -1,0 +1,201 @@
+/* histo_params.c — %histo's params before anything runs: what depends on the
+ * input (text or random: size, dist, bins), --variant all, the sweep order,
+ * and the refusals that need the backend (sizes against device or host
+ * memory and the int range, blocks that are not whole warps).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudalab/histo.h"
+#include "magics/histo_internal.h"
+
+#define DEFAULT_SIZE (1ull << 24)
+
+static const char *get_str(const json_t *params, const char *key)
+{
+    return json_string_value(json_object_get(params, key));
+}
+
+/* ---- refusals ---- */
+
+/* "2^24" for powers of two, the number otherwise. */
+static void size_text(uint64_t n, char *buf, size_t len)
+{
+    if (n && (n & (n - 1)) == 0)
+        snprintf(buf, len, "2^%d", __builtin_ctzll(n));
+    else
+        snprintf(buf, len, "%" PRIu64, n);
+}
+
+static void bytes_text(uint64_t b, char *buf, size_t len)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    double v = (double)b;
+    int u = 0;
+    while (v >= 1024 && u < 5) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+}
+
+static int check_size(magic_ctx *ctx, const cl_histo_ops *ops, uint64_t n, uint64_t free_mem)
+{
+    char sz[32], need[32], have[32];
+    size_text(n, sz, sizeof sz);
+    bool gpu = strcmp(ctx->backend->name, "cpu") != 0;
+    uint64_t extra = ops->overhead ? ops->overhead() : 0;
+    if (free_mem && (n > free_mem || n + extra > free_mem)) {
+        bytes_text(n + extra, need, sizeof need);
+        bytes_text(free_mem, have, sizeof have);
+        int fit = 0;
+        while (fit < 62 && (2ull << fit) + extra <= free_mem)
+            fit++;
+        return magic_error(ctx, "MemoryError",
+                           "--size %s needs %s of %s memory (the input plus buffers); %s has %s "
+                           "free (the largest power of two that fits: --size 2^%d)",
+                           sz, need, gpu ? "device" : "host", gpu ? "this device" : "this host",
+                           have, fit);
+    }
+    if (n > CL_HISTO_MAX_SIZE)
+        return magic_error(ctx, "ValueError",
+                           "--size %s is beyond the int range: bins count in 32-bit integers and "
+                           "cub takes an int sample count, so at most 2^31-1 = %llu bytes",
+                           sz, (unsigned long long)CL_HISTO_MAX_SIZE);
+    return 0;
+}
+
+static int check_block(magic_ctx *ctx, int64_t block)
+{
+    if (block % 32 == 0)
+        return 0;
+    int64_t lo = block / 32 * 32;
+    return magic_error(ctx, "UsageError",
+                       "--block %lld: threads per block must be a multiple of the warp size 32 "
+                       "(e.g. %lld or %lld)", (long long)block, (long long)(lo ? lo : 32),
+                       (long long)(lo + 32));
+}
+
+/* Applies check to every item of a scalar-or-list flag. */
+static int each_item(magic_ctx *ctx, const json_t *v, const cl_histo_ops *ops, uint64_t free_mem,
+                     int (*check)(magic_ctx *, const cl_histo_ops *, uint64_t, uint64_t))
+{
+    if (!json_is_array(v))
+        return check(ctx, ops, (uint64_t)json_integer_value(v), free_mem);
+    size_t i;
+    json_t *x;
+    json_array_foreach(v, i, x)
+        if (check(ctx, ops, (uint64_t)json_integer_value(x), free_mem) != 0)
+            return -1;
+    return 0;
+}
+
+static int block_item(magic_ctx *ctx, const cl_histo_ops *ops, uint64_t block, uint64_t unused)
+{
+    return check_block(ctx, (int64_t)block);
+}
+
+/* ---- the input: random or text, and the resolved params ---- */
+
+/* Fills in what depends on the input (size, dist, bins), refuses flags that
+ * do not apply, expands --variant all. p is a copy the caller owns. */
+static int resolve(magic_ctx *ctx, json_t *p, const char *body)
+{
+    const char *text = get_str(p, "text");
+    if (body && text)
+        return magic_error(ctx, "UsageError", "%%%%histo counts its cell body: give the text "
+                           "there or with --text, not both");
+    if (body)
+        text = body;
+    if (text) {
+        if (!*text)
+            return magic_error(ctx, "UsageError", body ? "the cell body is empty: write the text "
+                               "to count below %%%%histo" : "--text is empty: nothing to count");
+        if (!json_is_null(json_object_get(p, "size")))
+            return magic_error(ctx, "UsageError", "--size sets the length of random input; "
+                               "with a text the input is the text itself (%zu bytes)", strlen(text));
+        if (!json_is_null(json_object_get(p, "dist")))
+            return magic_error(ctx, "UsageError", "--dist chooses random input; with a text "
+                               "the input is the text itself");
+        json_object_set_new(p, "size", json_integer((json_int_t)strlen(text)));
+        /* (without a body, text is p's own string: keep it alive) */
+        if (body && json_object_set_new(p, "text", json_string(body)) != 0)
+            return magic_error(ctx, "UsageError", "the cell body is not valid UTF-8");
+        json_object_set_new(p, "dist", json_null());
+    } else {
+        if (json_is_null(json_object_get(p, "size")))
+            json_object_set_new(p, "size", json_integer((json_int_t)DEFAULT_SIZE));
+        if (json_is_null(json_object_get(p, "dist")))
+            json_object_set_new(p, "dist", json_string("uniform"));
+    }
+    if (json_is_null(json_object_get(p, "bins")))
+        json_object_set_new(p, "bins", json_string(text ? "letters" : "bytes"));
+    if (strcmp(get_str(p, "bins"), "bytes") == 0)
+        json_object_set_new(p, "bin_width", json_null());
+
+    json_t *v = json_object_get(p, "variant");
+    bool all = json_is_string(v) ? strcmp(json_string_value(v), "all") == 0 : false;
+    size_t i;
+    json_t *x;
+    json_array_foreach(v, i, x)
+        all = all || strcmp(json_string_value(x), "all") == 0;
+    if (all) {
+        json_t *list = json_array();
+#define CL_HISTO_NAME(id, name, gpu, cpu, desc) json_array_append_new(list, json_string(name));
+        CL_HISTO_VARIANT_LIST(CL_HISTO_NAME)
+#undef CL_HISTO_NAME
+        json_object_set_new(p, "variant", list);
+    }
+    return 0;
+}
+
+/* The params with keys in flag order, which is the sweep's order whatever
+ * order the user typed the flags in. New reference. */
+static json_t *in_flag_order(const json_t *p, const flag_spec *flags)
+{
+    json_t *q = json_object();
+    for (const flag_spec *f = flags; f->name; f++) {
+        char key[32];
+        snprintf(key, sizeof key, "%s", f->name);
+        for (char *c = key; *c; c++)
+            *c = *c == '-' ? '_' : *c;
+        json_t *v = json_object_get(p, key);
+        if (v)
+            json_object_set(q, key, v);
+    }
+    json_object_update_missing(q, (json_t *)p);
+    return q;
+}
+
+json_t *histo_params(magic_ctx *ctx, const json_t *params, const char *body, const flag_spec *flags)
+{
+    json_t *copy = json_deep_copy(params);
+    if (!copy) {
+        magic_error(ctx, "MemoryError", "out of memory");
+        return NULL;
+    }
+    if (resolve(ctx, copy, body) != 0) {
+        json_decref(copy);
+        return NULL;
+    }
+    json_t *p = in_flag_order(copy, flags);
+    json_decref(copy);
+    const cl_histo_ops *ops = ctx->backend->histo;
+    cl_device_props props;
+    char err[CL_ERR_LEN] = "";
+    memset(&props, 0, sizeof props);
+    int rc = 0;
+    if (ctx->backend->device_props(0, &props, err) != 0)
+        rc = magic_error(ctx, "CudaError", "device 0: %s", err);
+    if (rc == 0)
+        rc = each_item(ctx, json_object_get(p, "size"), ops, props.free_mem, check_size);
+    if (rc == 0)
+        rc = each_item(ctx, json_object_get(p, "block"), ops, 0, block_item);
+    if (rc != 0) {
+        json_decref(p);
+        return NULL;
+    }
+    return p;
+}
