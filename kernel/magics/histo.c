@@ -293,7 +293,7 @@ static int histo_run(magic_ctx *ctx, const json_t *params, const char *body)
                            ctx->backend->name, strcmp(ctx->backend->name, "cpu")
                            ? "libcudalab_cuda.so was built without cuda/histo.cu"
                            : "cudalab was built without cpu/histo.c");
-    json_t *p = histo_params(ctx, params, body, histo_flags);
+    json_t *p = histo_params(ctx, params, body);
     if (!p)
         return -1;
     histo_run_ctx *hc = calloc(1, sizeof *hc);

@@ -20,7 +20,7 @@
  * order whatever order the flags were typed in). NULL with the error in ctx
  * when a flag does not apply or a size or block cannot run on ctx->backend.
  * New reference. */
-json_t *histo_params(magic_ctx *ctx, const json_t *params, const char *body, const flag_spec *flags);
+json_t *histo_params(magic_ctx *ctx, const json_t *params, const char *body);
 
 /* ---- histo_view.c ---- */
 

@@ -151,25 +151,7 @@ static int resolve(magic_ctx *ctx, json_t *p, const char *body)
     return 0;
 }
 
-/* The params with keys in flag order, which is the sweep's order whatever
- * order the user typed the flags in. New reference. */
-static json_t *in_flag_order(const json_t *p, const flag_spec *flags)
-{
-    json_t *q = json_object();
-    for (const flag_spec *f = flags; f->name; f++) {
-        char key[32];
-        snprintf(key, sizeof key, "%s", f->name);
-        for (char *c = key; *c; c++)
-            *c = *c == '-' ? '_' : *c;
-        json_t *v = json_object_get(p, key);
-        if (v)
-            json_object_set(q, key, v);
-    }
-    json_object_update_missing(q, (json_t *)p);
-    return q;
-}
-
-json_t *histo_params(magic_ctx *ctx, const json_t *params, const char *body, const flag_spec *flags)
+json_t *histo_params(magic_ctx *ctx, const json_t *params, const char *body)
 {
     json_t *copy = json_deep_copy(params);
     if (!copy) {
@@ -180,8 +162,7 @@ json_t *histo_params(magic_ctx *ctx, const json_t *params, const char *body, con
         json_decref(copy);
         return NULL;
     }
-    json_t *p = in_flag_order(copy, flags);
-    json_decref(copy);
+    json_t *p = copy;
     const cl_histo_ops *ops = ctx->backend->histo;
     cl_device_props props;
     char err[CL_ERR_LEN] = "";

@@ -253,6 +253,18 @@ static int finish(args *a)
         flag_key(f, key, sizeof key);
         json_object_set_new(a->params, key, v);
     }
+    /* the spec's flag order, whatever order they were typed in: sweeps loop in
+     * that order and every document reads the same */
+    json_t *ordered = json_object();
+    if (!ordered)
+        return usage_error(a, SIZE_MAX, "out of memory");
+    for (size_t i = 0; i < flag_count(m); i++) {
+        char key[96];
+        flag_key(&m->flags[i], key, sizeof key);
+        json_object_set(ordered, key, json_object_get(a->params, key));
+    }
+    json_decref(a->params);
+    a->params = ordered;
     if (!m->positional)
         return 0;
     char key[96];

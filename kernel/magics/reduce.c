@@ -237,14 +237,7 @@ static int reduce_run(magic_ctx *ctx, const json_t *params, const char *body)
     if (!ctx->backend->reduce)
         return magic_error(ctx, "RuntimeError", "the %s backend was built without %%reduce "
                            "(rebuild libcudalab_cuda.so with cuda/reduce*.cu)", ctx->backend->name);
-    /* params come in the order the user wrote the flags; the sweep's order
-     * (variant fastest) and the document's follow the flag table instead */
-    json_t *p = json_object();
-    for (const flag_spec *f = reduce_flags; f->name; f++) {
-        json_t *v = json_object_get(params, f->name);
-        if (v)
-            json_object_set_new(p, f->name, json_deep_copy(v));
-    }
+    json_t *p = json_deep_copy(params);     /* env_init resolves "all" in place */
     rd_env env;
     int rc = env_init(ctx, p, &env);
     if (rc == 0)
