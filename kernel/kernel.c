@@ -52,8 +52,14 @@ static int open_socket(kernel *k, const conn_info *c, enum conn_port p)
     zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
     if (conn_is_ipv6(c))
         zmq_setsockopt(s, ZMQ_IPV6, &one, sizeof one);
-    if (p == PORT_IOPUB) /* pass every subscription up, so each client gets its welcome */
+    if (p == PORT_IOPUB) {
+        /* pass every subscription up, so each client gets its welcome */
         zmq_setsockopt(s, ZMQ_XPUB_VERBOSE, &one, sizeof one);
+        /* a slow client must not lose a cell's last outputs or its idle status:
+         * queue deeply (streams are coalesced, so a cell sends few messages) */
+        int hwm = 100000;
+        zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    }
     if (p == PORT_SHELL || p == PORT_CONTROL || p == PORT_STDIN) {
         zmq_setsockopt(s, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
         /* a peer sending a larger frame is disconnected by ZeroMQ before we allocate it */
@@ -214,22 +220,54 @@ static int kernel_recv(kernel *k, enum conn_port channel, wire_msg *req)
     return 1;
 }
 
-void cell_abort_queue(kernel *k)
+#define ABORT_GAP_MS 3      /* a "Run all" batch arrives back to back */
+#define ABORT_MAX_MS 20
+#define ABORT_MAX_MSGS 1024
+
+struct drained {
+    wire_msg *msgs;
+    size_t n;
+};
+
+struct drained *kernel_drain_shell(kernel *k)
 {
-    wire_msg req;
-    while (kernel_recv(k, PORT_SHELL, &req)) {
-        if (strcmp(req.msg_type, "execute_request") == 0) {
-            kernel_status(k, &req, "busy");
-            kernel_reply(k, k->sock[PORT_SHELL], &req, "execute_reply",
-                         json_pack("{s:s, s:i}", "status", "aborted", "execution_count", k->exec_count));
-            kernel_status(k, &req, "idle");
-        } else {
-            dispatch(k, PORT_SHELL, &req);
-        }
-        wire_msg_free(&req);
-        if (k->cell || k->quit)
-            break;
+    struct drained *d = calloc(1, sizeof *d);
+    if (!d || !(d->msgs = calloc(ABORT_MAX_MSGS, sizeof *d->msgs))) {
+        free(d);
+        return NULL;
     }
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (d->n < ABORT_MAX_MSGS) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        long spent = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+        zmq_pollitem_t it = { k->sock[PORT_SHELL], 0, ZMQ_POLLIN, 0 };
+        if (spent >= ABORT_MAX_MS || zmq_poll(&it, 1, ABORT_GAP_MS) <= 0)
+            break;
+        if (kernel_recv(k, PORT_SHELL, &d->msgs[d->n]))
+            d->n++;
+    }
+    return d;
+}
+
+void kernel_answer_drained(kernel *k, struct drained *d)
+{
+    for (size_t i = 0; d && i < d->n; i++) {
+        wire_msg *req = &d->msgs[i];
+        if (k->quit)
+            ;                       /* a drained shutdown_request ended the session */
+        else if (strcmp(req->msg_type, "execute_request") == 0) {
+            kernel_status(k, req, "busy");
+            execute_abort(k, k->sock[PORT_SHELL], req);
+            kernel_status(k, req, "idle");
+        } else {
+            dispatch(k, PORT_SHELL, req);
+        }
+        wire_msg_free(req);
+    }
+    if (d)
+        free(d->msgs);
+    free(d);
 }
 
 static void on_request(kernel *k, enum conn_port channel)
@@ -241,16 +279,16 @@ static void on_request(kernel *k, enum conn_port channel)
     wire_msg_free(&req);
 }
 
+/* REP echo: a request is read whole (every part) before it is sent back whole. */
 static void on_heartbeat(kernel *k)
 {
-    zmq_msg_t m;
-    zmq_msg_init(&m);
-    while (zmq_msg_recv(&m, k->sock[PORT_HB], ZMQ_DONTWAIT) >= 0) {
-        int more = zmq_msg_more(&m);
-        zmq_msg_send(&m, k->sock[PORT_HB], more ? ZMQ_SNDMORE : 0);
-        zmq_msg_init(&m);
+    blob *parts;
+    int n;
+    while ((n = wire_recv(k->sock[PORT_HB], &parts)) > 0) {
+        for (int i = 0; i < n; i++)
+            zmq_send(k->sock[PORT_HB], parts[i].data, parts[i].len, i < n - 1 ? ZMQ_SNDMORE : 0);
+        blobs_free(parts, (size_t)n);
     }
-    zmq_msg_close(&m);
 }
 
 /* XPUB hands us subscriptions: answer each new one with iopub_welcome (JEP 65),

@@ -32,6 +32,8 @@ typedef struct kernel {
     int sigpipe[2];
     bool quit;
     unsigned long dropped;          /* messages refused by wire_decode */
+    double abort_before;            /* after a stop_on_error failure: execute requests dated
+                                       before this (epoch seconds) are aborted; 0 = none */
     double grace_ms;                /* how long a stopped command may take to stop (CUDALAB_INTERRUPT_GRACE_MS) */
     double cell_timeout_ms;         /* per-cell limit, 0 = none (--cell-timeout, CUDALAB_CELL_TIMEOUT) */
     size_t max_output;              /* stream bytes per cell (CUDALAB_MAX_OUTPUT) */
@@ -42,6 +44,16 @@ int kernel_open(kernel *k, const conn_info *c);
 /* Runs until shutdown. Returns the process exit code. */
 int kernel_loop(kernel *k);
 void kernel_close(kernel *k);
+
+/* After a failed cell with stop_on_error, before its reply: takes the requests
+ * queued on shell (and those arriving within a few ms: a "Run all" batch)...
+ * NULL when there were none or memory ran out. */
+struct drained *kernel_drain_shell(kernel *k);
+/* ...and, after the reply, answers them in order: execute requests as aborted,
+ * the others as usual. Frees d. */
+void kernel_answer_drained(kernel *k, struct drained *d);
+/* Replies an execute_request as aborted (busy/idle are the caller's). */
+void execute_abort(kernel *k, void *sock, const wire_msg *req);
 
 /* Replies on sock to req (content stolen). */
 void kernel_reply(kernel *k, void *sock, const wire_msg *req, const char *msg_type, json_t *content);
@@ -68,8 +80,7 @@ void cell_stop(kernel *k, const char *ename, const char *why);
 double cell_deadline_ms(const kernel *k);
 /* Acts on expired deadlines: the per-cell limit, and the grace of a stop. */
 void cell_tick(kernel *k);
-/* After an error with stop_on_error: answer queued execute requests as aborted. */
-void cell_abort_queue(kernel *k);
+
 
 /* history.c */
 struct history *history_new(void);

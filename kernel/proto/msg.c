@@ -3,6 +3,8 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -44,4 +46,36 @@ json_t *msg_header(const char *msg_type, const char *session)
     return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "msg_id", id, "session", session,
                      "username", "cudalab", "date", date, "msg_type", msg_type, "version",
                      PROTOCOL_VERSION);
+}
+
+double msg_now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+double msg_date_seconds(const char *date)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    const char *p = date ? strptime(date, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+    if (!p)
+        return -1;
+    double frac = 0;
+    if (*p == '.') {
+        char *end;
+        frac = strtod(p, &end);         /* ".123456" */
+        p = end;
+    }
+    double offset = 0;
+    if (*p == '+' || *p == '-') {
+        int h = 0, m = 0;
+        if (sscanf(p + 1, "%2d:%2d", &h, &m) < 1)
+            return -1;
+        offset = (*p == '-' ? -1 : 1) * (h * 3600.0 + m * 60.0);
+    } else if (*p != 'Z' && *p != '\0') {
+        return -1;
+    }
+    return (double)timegm(&tm) + frac - offset;
 }

@@ -66,7 +66,7 @@ static json_t *load_object(const blob *f)
     if (f->len > WIRE_MAX_JSON)
         return NULL;
     json_error_t e;
-    json_t *v = json_loadb(f->data, f->len, JSON_REJECT_DUPLICATES, &e);
+    json_t *v = json_loadb(f->data, f->len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &e);
     if (v && !json_is_object(v)) {
         json_decref(v);
         return NULL;
@@ -74,10 +74,13 @@ static json_t *load_object(const blob *f)
     return v;
 }
 
+/* A non-empty string without NUL characters (frames are parsed with NULs
+ * allowed, so that a cell holding one gets an answer rather than silence). */
 static bool string_field(const json_t *obj, const char *key)
 {
     const json_t *v = json_object_get(obj, key);
-    return json_is_string(v) && json_string_length(v) > 0;
+    return json_is_string(v) && json_string_length(v) > 0 &&
+           strlen(json_string_value(v)) == json_string_length(v);
 }
 
 static int check_header(const json_t *h, char *why, size_t whylen)
@@ -85,7 +88,8 @@ static int check_header(const json_t *h, char *why, size_t whylen)
     if (!string_field(h, "msg_type") || !string_field(h, "msg_id"))
         return why_fail(why, whylen, "header lacks msg_type or msg_id strings");
     const json_t *session = json_object_get(h, "session");
-    if (session && !json_is_string(session))
+    if (session && (!json_is_string(session) ||
+                    strlen(json_string_value(session)) != json_string_length(session)))
         return why_fail(why, whylen, "header session is not a string");
     const json_t *version = json_object_get(h, "version");
     if (version && (!json_is_string(version) || strncmp(json_string_value(version), "5.", 2) != 0))

@@ -89,7 +89,7 @@ handler_fn shell_handler(const char *msg_type, enum conn_port channel)
 static bool has_type(const json_t *v, enum ftype t)
 {
     switch (t) {
-    case F_STR:  return json_is_string(v);
+    case F_STR:  return json_is_string(v) && strlen(json_string_value(v)) == json_string_length(v);
     case F_BOOL: return json_is_boolean(v);
     case F_INT:  return json_is_integer(v);
     case F_OBJ:  return json_is_object(v);
@@ -99,7 +99,8 @@ static bool has_type(const json_t *v, enum ftype t)
 
 static const char *type_name(enum ftype t)
 {
-    static const char *const names[] = { "a string", "a boolean", "an integer", "an object" };
+    static const char *const names[] = { "a string (without NUL characters)", "a boolean",
+                                         "an integer", "an object" };
     return names[t];
 }
 

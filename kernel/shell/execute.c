@@ -4,7 +4,13 @@
  * the last line costs nothing. Local magics run at once; worker magics are
  * sent to the device worker and the cell waits (the loop keeps serving
  * control and heartbeat) until the worker says "done". The first error ends
- * the cell; with stop_on_error, queued execute requests are then aborted.
+ * the cell; with stop_on_error, execute requests sent before the error are
+ * then aborted (by their header date, so a request still in flight when the
+ * cell failed is aborted too, and one sent after the reply is not).
+ *
+ * Stream text is coalesced: it is sent when other output follows, when the
+ * command ends, past 64 KiB, or 50 ms after it started to pile up, so a cell
+ * printing thousands of lines sends a handful of messages.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -15,6 +21,7 @@
 #include "cudalab/render.h"
 #include "kernel.h"
 #include "log.h"
+#include "proto/msg.h"
 
 struct cell {
     wire_msg req;               /* the execute_request, owned */
@@ -31,7 +38,14 @@ struct cell {
     double kill_at_ms;          /* when a stopping worker is killed */
     size_t stream_bytes;        /* output so far, against k->max_output */
     bool stream_capped;
+    char *pend;                 /* stream text not yet sent, of stream pend_name */
+    size_t pend_len, pend_cap;
+    char pend_name[8];
+    double flush_at_ms;         /* when pending text must go out, 0 = none pending */
 };
+
+#define STREAM_FLUSH_BYTES (64u << 10)
+#define STREAM_FLUSH_MS 50
 
 static double now_ms(void)
 {
@@ -44,30 +58,72 @@ enum handled handle_execute(kernel *k, void *sock, wire_msg *req);
 
 /* ---- output of running commands ---- */
 
+/* Sends the pending stream text, if any. */
+static void stream_flush(kernel *k)
+{
+    struct cell *c = k->cell;
+    if (!c || c->pend_len == 0)
+        return;
+    json_t *text = json_stringn(c->pend, c->pend_len);
+    if (!text)      /* a command split a UTF-8 sequence across writes: keep what is valid */
+        text = json_stringn_nocheck("", 0);
+    kernel_publish(k, &c->req, "stream", json_pack("{s:s, s:o}", "name", c->pend_name, "text", text));
+    c->pend_len = 0;
+    c->flush_at_ms = 0;
+}
+
+static void stream_append(kernel *k, const char *name, const char *text, size_t len)
+{
+    struct cell *c = k->cell;
+    if (c->pend_len && strcmp(c->pend_name, name) != 0)
+        stream_flush(k);                    /* keep stdout and stderr in order */
+    if (c->pend_len + len > c->pend_cap) {
+        size_t cap = c->pend_cap ? c->pend_cap : 4096;
+        while (cap < c->pend_len + len)
+            cap *= 2;
+        char *nb = realloc(c->pend, cap);
+        if (!nb)
+            return;
+        c->pend = nb;
+        c->pend_cap = cap;
+    }
+    memcpy(c->pend + c->pend_len, text, len);
+    c->pend_len += len;
+    snprintf(c->pend_name, sizeof c->pend_name, "%s", name);
+    if (c->flush_at_ms == 0)
+        c->flush_at_ms = now_ms() + STREAM_FLUSH_MS;
+    if (c->pend_len >= STREAM_FLUSH_BYTES)
+        stream_flush(k);
+}
+
 static void kernel_stream(void *impl, const char *name, const char *text)
 {
     kernel *k = impl;
     struct cell *c = k->cell;
-    if (!c || c->silent || !text || !*text || c->stream_capped)
+    if (!c || c->silent || !text || !*text || c->stream_capped || !name)
         return;
+    if (strcmp(name, "stdout") != 0 && strcmp(name, "stderr") != 0)
+        name = "stdout";
     size_t len = strlen(text);
     if (c->stream_bytes + len > k->max_output) {
         /* a runaway command must not flood iopub: say so once and drop the rest */
         char note[160];
         snprintf(note, sizeof note, "\n[cudalab: output truncated after %zu bytes "
                  "(CUDALAB_MAX_OUTPUT); the rest of this cell's output is not shown]\n", c->stream_bytes);
-        kernel_publish(k, &c->req, "stream", json_pack("{s:s, s:s}", "name", "stdout", "text", note));
+        stream_append(k, "stdout", note, strlen(note));
+        stream_flush(k);
         c->stream_capped = true;
         return;
     }
     c->stream_bytes += len;
-    kernel_publish(k, &c->req, "stream", json_pack("{s:s, s:s}", "name", name, "text", text));
+    stream_append(k, name, text, len);
 }
 
 static void kernel_result(void *impl, json_t *doc, json_t *view, const char *display_id, enum result_mode mode)
 {
     kernel *k = impl;
     struct cell *c = k->cell;
+    stream_flush(k);
     json_t *data = c && !c->silent ? render_bundle(doc, view) : NULL;
     if (data) {
         json_t *transient = display_id ? json_pack("{s:s}", "display_id", display_id) : json_object();
@@ -97,6 +153,7 @@ static const magic_out kernel_out = { kernel_stream, kernel_result };
 static void cell_free(struct cell *c)
 {
     wire_msg_free(&c->req);
+    free(c->pend);
     commands_free(c->cmds, c->ncmds);
     json_decref(c->error);
     free(c);
@@ -113,6 +170,7 @@ static void cell_fail(kernel *k, const char *ename, const char *evalue, const js
     json_array_foreach(extra, i, line)
         if (json_is_string(line))
             json_array_append(tb, line);
+    stream_flush(k);
     json_decref(c->error);
     c->error = json_pack("{s:s, s:s, s:o}", "ename", ename, "evalue", evalue, "traceback", tb);
     kernel_publish(k, &c->req, "error", json_deep_copy(c->error));
@@ -122,6 +180,7 @@ static void cell_finish(kernel *k)
 {
     struct cell *c = k->cell;
     json_t *reply;
+    stream_flush(k);
     if (c->error) {
         reply = json_deep_copy(c->error);
         json_object_set_new(reply, "status", json_string("error"));
@@ -129,13 +188,20 @@ static void cell_finish(kernel *k)
         reply = json_pack("{s:s, s:{}, s:[]}", "status", "ok", "user_expressions", "payload");
     }
     json_object_set_new(reply, "execution_count", json_integer(c->count));
+    /* Before the reply goes out: whatever a client sends after seeing it is
+     * newer, and whatever it queued before ("Run all") is aborted: requests
+     * already here or arriving within moments are drained now, later stragglers
+     * by their date. */
+    struct drained *queued = NULL;
+    if (c->error && c->stop_on_error) {
+        k->abort_before = msg_now_seconds();
+        queued = kernel_drain_shell(k);
+    }
     kernel_reply(k, k->sock[PORT_SHELL], &c->req, "execute_reply", reply);
     kernel_status(k, &c->req, "idle");
-    bool abort = c->error && c->stop_on_error;
     k->cell = NULL;
     cell_free(c);
-    if (abort)
-        cell_abort_queue(k);
+    kernel_answer_drained(k, queued);
 }
 
 static void fail_command(kernel *k, const command *cmd, const char *ename, const char *evalue,
@@ -284,22 +350,32 @@ void cell_interrupt(kernel *k, const char *why)
     cell_stop(k, "KeyboardInterrupt", why);
 }
 
+static double earliest(double a, double b)
+{
+    return a == 0 ? b : b == 0 ? a : a < b ? a : b;
+}
+
 double cell_deadline_ms(const kernel *k)
 {
     const struct cell *c = k->cell;
-    if (!c || !c->waiting)
+    if (!c)
         return 0;
-    if (c->stop_ename[0])
-        return c->kill_at_ms;
-    return c->timeout_at_ms;
+    double d = c->flush_at_ms;
+    if (c->waiting)
+        d = earliest(d, c->stop_ename[0] ? c->kill_at_ms : c->timeout_at_ms);
+    return d;
 }
 
 void cell_tick(kernel *k)
 {
     struct cell *c = k->cell;
-    if (!c || !c->waiting)
+    if (!c)
         return;
     double now = now_ms();
+    if (c->flush_at_ms > 0 && now >= c->flush_at_ms)
+        stream_flush(k);
+    if (!c->waiting)
+        return;
     if (c->stop_ename[0] && now >= c->kill_at_ms) {
         char how[160], text[256];
         worker_kill(&k->worker, NULL);
@@ -319,6 +395,12 @@ void cell_tick(kernel *k)
 
 /* ---- the request ---- */
 
+void execute_abort(kernel *k, void *sock, const wire_msg *req)
+{
+    kernel_reply(k, sock, req, "execute_reply",
+                 json_pack("{s:s, s:i}", "status", "aborted", "execution_count", k->exec_count));
+}
+
 static bool flag(const json_t *content, const char *key, bool def)
 {
     const json_t *v = json_object_get(content, key);
@@ -327,6 +409,14 @@ static bool flag(const json_t *content, const char *key, bool def)
 
 enum handled handle_execute(kernel *k, void *sock, wire_msg *req)
 {
+    if (k->abort_before > 0) {
+        double sent = msg_date_seconds(json_string_value(json_object_get(req->header, "date")));
+        if (sent >= 0 && sent < k->abort_before) {
+            /* sent before an earlier cell failed: the user's queue stops there */
+            execute_abort(k, sock, req);
+            return HANDLED_DONE;
+        }
+    }
     struct cell *c = calloc(1, sizeof *c);
     if (!c) {
         klog("out of memory for a cell");

@@ -1,0 +1,628 @@
+"""conftest.py — shared fixtures and helpers for the Python tests of the cudalab kernel.
+
+What lives here:
+  * a session-wide temporary JUPYTER_PATH holding kernels/cudalab/kernel.json, written from
+    share/jupyter/kernelspecs/cudalab/kernel.json with argv[0] = the binary under test
+    ($CUDALAB_BIN, e.g. build-asan/bin/cudalab, else build/bin/cudalab); every test is
+    skipped with a clear message when that binary does not exist;
+  * `kernel`: a kernel started by jupyter_client's KernelManager, its stderr captured to a file
+    (`kernel.log`), yielded as the pair (km, kc); `start_kernel` makes more (other key, env);
+  * `spawn_kernel`: a kernel started by hand with subprocess from a connection file we write
+    (ipc transport, tcp on 0.0.0.0, an empty key);
+  * `execute(kc, code, **kw) -> (reply, iopub_msgs)`: one execute_request and every iopub
+    message whose parent is that request, up to and including its idle status;
+  * `Raw` (fixture `raw`): hand-built wire messages over pyzmq + hmac, so tests can send what
+    jupyter_client never would: bad or replayed signatures, garbage frames, wrong versions.
+
+Test modules import the plain helpers with `from conftest import ...` (pytest puts tests/ on
+sys.path because this file has no package around it).
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from queue import Empty
+from typing import Any, Callable, Iterable
+
+import psutil
+import pytest
+import zmq
+from jupyter_client import BlockingKernelClient, KernelManager
+
+REPO = Path(__file__).resolve().parents[1]
+KERNELSPEC_TEMPLATE = REPO / "share" / "jupyter" / "kernelspecs" / "cudalab" / "kernel.json"
+DELIM = b"<IDS|MSG>"
+TIMEOUT = 10.0            # seconds to wait for any one expected message
+SILENCE = 0.3             # seconds of quiet that count as "no reply"
+TEST_TIMEOUT = 60         # pytest-timeout per test, unless a test sets its own
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
+                     "WARNING: ThreadSanitizer")
+
+
+def kernel_binary() -> Path:
+    """The kernel under test: $CUDALAB_BIN (relative to the repo root if not absolute) or build/bin/cudalab."""
+    env = os.environ.get("CUDALAB_BIN")
+    path = Path(env) if env else Path("build/bin/cudalab")
+    return path if path.is_absolute() else REPO / path
+
+
+# ---------------------------------------------------------------- pytest configuration
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A hang must fail, not block: every test gets a timeout unless it names its own."""
+    for item in items:
+        if item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(TEST_TIMEOUT))
+
+
+# ---------------------------------------------------------------- environment
+
+@pytest.fixture(scope="session", autouse=True)
+def jupyter_env(tmp_path_factory: pytest.TempPathFactory):
+    """A private Jupyter data path with the cudalab kernelspec, set before any lookup."""
+    binary = kernel_binary()
+    if not (binary.is_file() and os.access(binary, os.X_OK)):
+        pytest.skip(f"cudalab kernel binary not found at {binary}: run `make` first "
+                    f"(or set CUDALAB_BIN to the binary to test)")
+    root = tmp_path_factory.mktemp("jupyter")
+    data = root / "share" / "jupyter"
+    spec_dir = data / "kernels" / "cudalab"
+    spec_dir.mkdir(parents=True)
+    spec = json.loads(KERNELSPEC_TEMPLATE.read_text())
+    spec["argv"] = [str(binary)] + list(spec["argv"][1:])
+    (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1))
+    (root / "runtime").mkdir()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("JUPYTER_PATH", str(data))
+        mp.setenv("JUPYTER_RUNTIME_DIR", str(root / "runtime"))
+        mp.setenv("JUPYTER_CONFIG_DIR", str(root / "config"))   # no user config in the way
+        mp.setenv("JUPYTER_PLATFORM_DIRS", "1")                  # silences a jupyter_core warning
+        mp.delenv("CUDALAB_DEBUG", raising=False)                # tests count log lines
+        yield {"root": root, "data": data, "spec_dir": spec_dir, "binary": binary}
+
+
+# ---------------------------------------------------------------- the kernel's stderr
+
+class KernelLog:
+    """The kernel's stderr (and its worker's, which shares it), captured to a file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def text(self) -> str:
+        return self.path.read_text(errors="replace") if self.path.exists() else ""
+
+    def lines(self, needle: str | None = None) -> list[str]:
+        return [l for l in self.text().splitlines() if needle is None or needle in l]
+
+    def wait_for(self, needle: str, count: int = 1, timeout: float = 5.0) -> list[str]:
+        """Waits until at least `count` lines contain needle; returns the matching lines."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = self.lines(needle)
+            if len(found) >= count or time.monotonic() > deadline:
+                return found
+            time.sleep(0.02)
+
+    def sanitizer_reports(self) -> list[str]:
+        return [l for l in self.lines() if any(m in l for m in SANITIZER_MARKERS)]
+
+
+class KernelPair(tuple):
+    """(km, kc) that also carries .log (KernelLog) and .pid, so `km, kc = kernel` works."""
+
+    def __new__(cls, km: KernelManager, kc: BlockingKernelClient, log: KernelLog):
+        self = super().__new__(cls, (km, kc))
+        self.log = log
+        return self
+
+    @property
+    def km(self) -> KernelManager:
+        return self[0]
+
+    @property
+    def kc(self) -> BlockingKernelClient:
+        return self[1]
+
+    @property
+    def pid(self) -> int:
+        return self[0].provisioner.process.pid
+
+
+def _check_sanitizers(log: KernelLog) -> None:
+    reports = log.sanitizer_reports()
+    if reports:
+        pytest.fail("sanitizer reports in the kernel's stderr:\n" + "\n".join(reports[:20]) +
+                    f"\n(full log: {log.path})")
+
+
+def wait_ready(kc: BlockingKernelClient, log: KernelLog) -> None:
+    """Ready = iopub subscribed (its iopub_welcome arrived) and a kernel_info answered, with that
+    request's busy/idle drained, so iopub holds nothing when the test starts.
+
+    Quicker than jupyter_client's wait_for_ready, which sleeps 0.2 s flushing iopub; when no
+    welcome comes (the welcome tests say why) it falls back to wait_for_ready."""
+    try:
+        welcome = kc.get_iopub_msg(timeout=TIMEOUT)
+    except Empty:
+        welcome = None
+    if welcome is None or welcome["msg_type"] != "iopub_welcome":
+        try:
+            kc.wait_for_ready(timeout=TIMEOUT)
+        except RuntimeError as e:
+            pytest.fail(f"the kernel did not become ready: {e}\nits stderr:\n{log.text()}")
+        return
+    msg_id = kc.kernel_info()
+    try:
+        get_reply(kc, msg_id)
+        collect_iopub(kc, msg_id)
+    except AssertionError as e:
+        pytest.fail(f"the kernel did not become ready: {e}\nits stderr:\n{log.text()}")
+
+
+@pytest.fixture
+def start_kernel(tmp_path: Path) -> Iterable[Callable[..., KernelPair]]:
+    """Factory: start_kernel(key=None, env=None) -> KernelPair(km, kc) with .log.
+
+    key=b"" starts an unsigned kernel (empty key in the connection file). Every kernel is
+    shut down at the end of the test and its stderr checked for sanitizer reports."""
+    started: list[tuple[KernelPair, Any]] = []
+
+    def start(key: bytes | None = None, env: dict[str, str] | None = None) -> KernelPair:
+        n = len(started)
+        log = KernelLog(tmp_path / f"kernel{n}.stderr")
+        km = KernelManager(kernel_name="cudalab")
+        km.shutdown_wait_time = 3.0
+        if key is not None:
+            km.session.key = key
+        fh = open(log.path, "wb")
+        kw: dict[str, Any] = {"stderr": fh}
+        if env is not None:
+            kw["env"] = {**os.environ, **env}
+        km.start_kernel(**kw)
+        kc = km.client()
+        kc.start_channels()
+        pair = KernelPair(km, kc, log)
+        started.append((pair, fh))
+        wait_ready(kc, log)
+        return pair
+
+    yield start
+    problems = []
+    for pair, fh in reversed(started):
+        km, kc = pair
+        try:
+            problems += _stop(km, kc, pair.log)
+        finally:
+            fh.close()
+    for pair, _ in started:
+        _check_sanitizers(pair.log)
+    if problems:
+        pytest.fail("\n".join(problems))
+
+
+def _stop(km: KernelManager, kc: BlockingKernelClient, log: KernelLog) -> list[str]:
+    """Shuts a kernel down the way a frontend does; a kernel still running must then exit 0.
+
+    Quicker than km.shutdown_kernel(), which polls every 0.1 s; that is the fallback."""
+    problems = []
+    proc = km.provisioner.process if km.provisioner else None
+    try:
+        if proc is not None and proc.poll() is None:
+            kc.control_channel.send(kc.session.msg("shutdown_request", {"restart": False}))
+            try:
+                rc = proc.wait(5)
+                if rc != 0:
+                    problems.append(f"kernel pid {proc.pid} exited {rc} after shutdown_request; "
+                                    f"its stderr:\n{log.text()}")
+            except subprocess.TimeoutExpired:
+                problems.append(f"kernel pid {proc.pid} still running 5 s after shutdown_request")
+                km.shutdown_kernel(now=True)
+    finally:
+        kc.stop_channels()
+        km.cleanup_resources()
+    return problems
+
+
+@pytest.fixture
+def kernel(start_kernel) -> KernelPair:
+    """One fresh kernel for this test: unpack as `km, kc = kernel`; kernel.log is its stderr."""
+    return start_kernel()
+
+
+# ---------------------------------------------------------------- kernels started by hand
+
+def free_tcp_ports(n: int) -> list[int]:
+    socks, ports = [], []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(s.getsockname()[1])
+    for s in socks:
+        s.close()
+    return ports
+
+
+class SpawnedKernel:
+    """A kernel started with subprocess from a connection file we wrote."""
+
+    def __init__(self, proc: subprocess.Popen, conn: dict, conn_file: Path, log: KernelLog):
+        self.proc, self.conn, self.conn_file, self.log = proc, conn, conn_file, log
+        self.kc: BlockingKernelClient | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def client(self, connect_ip: str | None = None) -> BlockingKernelClient:
+        """A started, ready client. connect_ip overrides the ip to connect to (for 0.0.0.0)."""
+        info = dict(self.conn)
+        if connect_ip:
+            info["ip"] = connect_ip
+        kc = BlockingKernelClient()
+        kc.load_connection_info(info)
+        kc.start_channels()
+        self.kc = kc
+        wait_ready(kc, self.log)
+        return kc
+
+
+@pytest.fixture
+def spawn_kernel(tmp_path: Path) -> Iterable[Callable[..., SpawnedKernel]]:
+    """Factory: spawn_kernel(transport="tcp", ip="127.0.0.1", key=None, env=None) -> SpawnedKernel.
+
+    Writes the connection file itself (tcp: free ports; ipc: ip is a path prefix under tmp_path)
+    and starts `cudalab -f FILE`. key=None makes a random key; b"" means unsigned."""
+    spawned: list[tuple[SpawnedKernel, Any]] = []
+
+    def spawn(transport: str = "tcp", ip: str = "127.0.0.1", key: bytes | None = None,
+              env: dict[str, str] | None = None) -> SpawnedKernel:
+        n = len(spawned)
+        if key is None:
+            key = uuid.uuid4().hex.encode()
+        if transport == "ipc":
+            ip = str(tmp_path / f"k{n}")
+            ports = [1, 2, 3, 4, 5]
+        else:
+            ports = free_tcp_ports(5)
+        conn = {"shell_port": ports[0], "iopub_port": ports[1], "stdin_port": ports[2],
+                "control_port": ports[3], "hb_port": ports[4], "ip": ip, "transport": transport,
+                "key": key.decode(), "signature_scheme": "hmac-sha256", "kernel_name": "cudalab"}
+        conn_file = tmp_path / f"kernel-spawn{n}.json"
+        conn_file.write_text(json.dumps(conn))
+        log = KernelLog(tmp_path / f"kernel-spawn{n}.stderr")
+        fh = open(log.path, "wb")
+        proc = subprocess.Popen([str(kernel_binary()), "-f", str(conn_file)], stdin=subprocess.DEVNULL,
+                                stdout=fh, stderr=fh, env={**os.environ, **(env or {})},
+                                start_new_session=True)
+        sk = SpawnedKernel(proc, conn, conn_file, log)
+        spawned.append((sk, fh))
+        return sk
+
+    yield spawn
+    for sk, fh in reversed(spawned):
+        if sk.kc is not None:
+            sk.kc.stop_channels()
+        if sk.proc.poll() is None:
+            sk.proc.send_signal(signal.SIGTERM)
+            try:
+                sk.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                sk.proc.kill()
+                sk.proc.wait(5)
+        fh.close()
+    for sk, _ in spawned:
+        _check_sanitizers(sk.log)
+
+
+# ---------------------------------------------------------------- message helpers (jupyter_client)
+
+def get_reply(kc: BlockingKernelClient, msg_id: str, timeout: float = TIMEOUT,
+              channel: str = "shell") -> dict:
+    """The reply to msg_id on shell or control; replies to other requests are skipped."""
+    get = kc.get_shell_msg if channel == "shell" else kc.get_control_msg
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"no {channel} reply to {msg_id} within {timeout} s")
+        try:
+            msg = get(timeout=left)
+        except Empty:
+            continue
+        if msg["parent_header"].get("msg_id") == msg_id:
+            return msg
+
+
+def collect_iopub(kc: BlockingKernelClient, msg_id: str, timeout: float = TIMEOUT) -> list[dict]:
+    """Every iopub message whose parent is msg_id, in order, up to and including status idle."""
+    msgs: list[dict] = []
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"no idle status for {msg_id} within {timeout} s; got "
+                                 f"{len(msgs)} messages: {summary(msgs)}")
+        try:
+            msg = kc.get_iopub_msg(timeout=left)
+        except Empty:
+            continue
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        msgs.append(msg)
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            return msgs
+
+
+def summary(msgs: list[dict], limit: int = 8) -> str:
+    """A short account of messages for assertion texts: types and clipped contents."""
+    parts = [f"{m['msg_type']} {json.dumps(m['content'])[:120]}" for m in msgs[:limit]]
+    if len(msgs) > limit:
+        parts.append(f"… and {len(msgs) - limit} more")
+    return "; ".join(parts)
+
+
+def execute(kc: BlockingKernelClient, code: str, timeout: float = TIMEOUT, **kw: Any) -> tuple[dict, list[dict]]:
+    """Runs one execute_request (kw: silent, store_history, user_expressions, stop_on_error, …).
+
+    Returns (execute_reply, iopub messages of that request in order: busy, execute_input,
+    outputs…, idle)."""
+    msg_id = kc.execute(code, **kw)
+    msgs = collect_iopub(kc, msg_id, timeout)
+    reply = get_reply(kc, msg_id, timeout)
+    return reply, msgs
+
+
+def request(kc: BlockingKernelClient, msg_type: str, content: dict | None = None,
+            channel: str = "shell", timeout: float = TIMEOUT) -> tuple[dict, list[dict]]:
+    """Sends any request through kc's session; returns (reply, iopub messages up to idle)."""
+    msg = kc.session.msg(msg_type, content or {})
+    getattr(kc, f"{channel}_channel").send(msg)
+    msg_id = msg["header"]["msg_id"]
+    msgs = collect_iopub(kc, msg_id, timeout)
+    reply = get_reply(kc, msg_id, timeout, channel)
+    return reply, msgs
+
+
+def outputs(msgs: list[dict]) -> list[dict]:
+    """The output messages among iopub messages: neither status nor execute_input."""
+    return [m for m in msgs if m["msg_type"] not in ("status", "execute_input")]
+
+
+def streams(msgs: list[dict], name: str | None = None) -> list[str]:
+    return [m["content"]["text"] for m in msgs
+            if m["msg_type"] == "stream" and (name is None or m["content"]["name"] == name)]
+
+
+def statuses(msgs: list[dict]) -> list[str]:
+    return [m["content"]["execution_state"] for m in msgs if m["msg_type"] == "status"]
+
+
+def assert_busy_idle(msgs: list[dict], msg_id: str) -> None:
+    """busy first, idle last, exactly one of each, all with the request as parent."""
+    assert msgs, "no iopub messages for the request"
+    assert msgs[0]["msg_type"] == "status" and msgs[0]["content"]["execution_state"] == "busy", \
+        f"first iopub message is not status busy: {msgs[0]['msg_type']} {msgs[0]['content']}"
+    assert msgs[-1]["msg_type"] == "status" and msgs[-1]["content"]["execution_state"] == "idle", \
+        f"last iopub message is not status idle: {msgs[-1]['msg_type']} {msgs[-1]['content']}"
+    assert statuses(msgs) == ["busy", "idle"], f"status sequence {statuses(msgs)}"
+    for m in msgs:
+        assert m["parent_header"]["msg_id"] == msg_id
+
+
+def no_message(get: Callable[..., dict], timeout: float = SILENCE) -> dict | None:
+    """The first message that arrives within timeout, or None."""
+    try:
+        return get(timeout=timeout)
+    except Empty:
+        return None
+
+
+def kernel_children(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def wait_gone(procs: Iterable[psutil.Process], timeout: float = 5.0) -> list[psutil.Process]:
+    """Waits for the processes to end (reaping zombies we own); returns those still alive."""
+    procs = list(procs)
+    _, alive = psutil.wait_procs(procs, timeout=timeout)
+    return [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+# ---------------------------------------------------------------- raw wire messages
+
+def utcnow() -> str:
+    return datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+class Raw:
+    """Hand-built Jupyter wire messages, straight to the kernel's sockets.
+
+    raw.frames(...) builds a message's frames (signed with the key unless told otherwise);
+    raw.send(channel, frames) sends them from this object's DEALER socket for that channel;
+    raw.recv(channel) reads one message and checks the kernel signed it right;
+    raw.request(channel, msg_type, content) does both halves of an ordinary request.
+    """
+
+    def __init__(self, conn: dict):
+        self.conn = conn
+        key = conn.get("key", b"")
+        self.key = key.encode() if isinstance(key, str) else bytes(key)
+        self.session = uuid.uuid4().hex
+        self._ctx: zmq.Context | None = None
+        self.sockets: dict[str, zmq.Socket] = {}
+
+    @property
+    def ctx(self) -> zmq.Context:
+        if self._ctx is None:
+            self._ctx = zmq.Context()
+        return self._ctx
+
+    def url(self, channel: str) -> str:
+        port = self.conn[f"{channel}_port"]
+        if self.conn.get("transport", "tcp") == "ipc":
+            return f"ipc://{self.conn['ip']}-{port}"
+        ip = self.conn["ip"]
+        if ip in ("0.0.0.0", "*"):
+            ip = "127.0.0.1"
+        return f"tcp://{ip}:{port}"
+
+    def socket(self, channel: str, subscribe: bytes = b"") -> zmq.Socket:
+        if channel in self.sockets:
+            return self.sockets[channel]
+        kind = {"shell": zmq.DEALER, "control": zmq.DEALER, "stdin": zmq.DEALER,
+                "hb": zmq.REQ, "iopub": zmq.SUB}[channel]
+        s = self.ctx.socket(kind)
+        s.linger = 0
+        if kind == zmq.DEALER:
+            s.identity = f"raw-{channel}-{self.session[:8]}".encode()
+        if kind == zmq.SUB:
+            s.setsockopt(zmq.SUBSCRIBE, subscribe)
+        s.connect(self.url(channel))
+        self.sockets[channel] = s
+        return s
+
+    # -- building
+
+    def sign(self, parts: list[bytes]) -> bytes:
+        if not self.key:
+            return b""
+        h = hmac.new(self.key, digestmod=hashlib.sha256)
+        for p in parts:
+            h.update(p)
+        return h.hexdigest().encode()
+
+    def header(self, msg_type: str, **overrides: Any) -> dict:
+        h = {"msg_id": uuid.uuid4().hex, "session": self.session, "username": "raw",
+             "date": utcnow(), "msg_type": msg_type, "version": "5.3"}
+        h.update(overrides)
+        return {k: v for k, v in h.items() if v is not None}
+
+    @staticmethod
+    def dumps(obj: Any) -> bytes:
+        return obj if isinstance(obj, bytes) else json.dumps(obj).encode()
+
+    def frames(self, msg_type: str = "kernel_info_request", content: Any = None, *,
+               header: Any = None, parent: Any = None, metadata: Any = None,
+               signature: bytes | None = None, ids: Iterable[bytes] = (),
+               buffers: Iterable[bytes] = ()) -> list[bytes]:
+        """[ids…, <IDS|MSG>, signature, header, parent, metadata, content, buffers…].
+
+        header/parent/metadata/content may be dicts (JSON-encoded) or raw bytes (sent as is);
+        signature=None signs the four JSON frames with the key."""
+        parts = [self.dumps(self.header(msg_type) if header is None else header),
+                 self.dumps({} if parent is None else parent),
+                 self.dumps({} if metadata is None else metadata),
+                 self.dumps({} if content is None else content)]
+        sig = self.sign(parts) if signature is None else signature
+        return [*ids, DELIM, sig, *parts, *buffers]
+
+    @staticmethod
+    def msg_id(frames: list[bytes]) -> str:
+        return json.loads(frames[frames.index(DELIM) + 2])["msg_id"]
+
+    # -- sending and receiving
+
+    def send(self, channel: str, frames: list[bytes]) -> None:
+        self.socket(channel).send_multipart(frames)
+
+    def request(self, channel: str, msg_type: str, content: Any = None, **kw: Any) -> str:
+        frames = self.frames(msg_type, content, **kw)
+        self.send(channel, frames)
+        return self.msg_id(frames)
+
+    def recv_frames(self, channel: str, timeout: float = TIMEOUT) -> list[bytes] | None:
+        s = self.socket(channel)
+        if s.poll(int(timeout * 1000)):
+            return s.recv_multipart()
+        return None
+
+    def parse(self, frames: list[bytes]) -> dict:
+        """Splits a message from the kernel and checks its signature."""
+        d = frames.index(DELIM)
+        sig, parts = frames[d + 1], frames[d + 2:d + 6]
+        assert len(parts) == 4, f"message from the kernel has {len(parts)} JSON frames"
+        assert sig == self.sign(parts), f"kernel's signature {sig!r} does not match its frames"
+        header, parent, metadata, content = (json.loads(p) for p in parts)
+        return {"ids": frames[:d], "signature": sig, "header": header, "parent_header": parent,
+                "metadata": metadata, "content": content, "buffers": frames[d + 6:],
+                "msg_type": header["msg_type"]}
+
+    def recv(self, channel: str, timeout: float = TIMEOUT) -> dict | None:
+        frames = self.recv_frames(channel, timeout)
+        return None if frames is None else self.parse(frames)
+
+    def reply(self, channel: str, msg_id: str, timeout: float = TIMEOUT) -> dict:
+        """The reply to msg_id; fails on a reply to anything else or on silence."""
+        msg = self.recv(channel, timeout)
+        assert msg is not None, f"no reply on {channel} to {msg_id} within {timeout} s"
+        assert msg["parent_header"].get("msg_id") == msg_id, \
+            f"got a reply to {msg['parent_header'].get('msg_id')} ({msg['msg_type']}), wanted {msg_id}"
+        return msg
+
+    def silent(self, channel: str, timeout: float = SILENCE) -> dict | None:
+        """Whatever arrives on channel within timeout (None = nothing did)."""
+        return self.recv(channel, timeout)
+
+    def heartbeat(self, payload: bytes = b"ping", timeout: float = 2.0) -> bytes | None:
+        s = self.socket("hb")
+        s.send(payload)
+        if s.poll(int(timeout * 1000)):
+            return s.recv()
+        # a REQ socket that got no answer is stuck: start a fresh one next time
+        s.close(0)
+        del self.sockets["hb"]
+        return None
+
+    def close(self) -> None:
+        for s in self.sockets.values():
+            s.close(0)
+        self.sockets.clear()
+        if self._ctx is not None:
+            self._ctx.destroy(linger=0)    # also closes sockets made straight from raw.ctx
+            self._ctx = None
+
+
+def raw_for(conn: dict) -> Raw:
+    """A Raw helper for a connection-info dict (km.get_connection_info() or a spawned one)."""
+    return Raw(conn)
+
+
+@pytest.fixture
+def raw(kernel: KernelPair) -> Iterable[Raw]:
+    """Raw wire access to the `kernel` fixture's kernel (same key)."""
+    r = Raw(kernel.km.get_connection_info())
+    yield r
+    r.close()
+
+
+def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    """Runs the binary in command-line mode."""
+    return subprocess.run([str(kernel_binary()), *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def gpu_visible() -> bool:
+    """Whether this machine shows an NVIDIA device node (a hint, not a promise that CUDA works)."""
+    return any(Path("/dev").glob("nvidia[0-9]*"))
+
+
+__all__ = [
+    "DELIM", "REPO", "SILENCE", "TIMEOUT", "KernelLog", "KernelPair", "Raw", "SpawnedKernel",
+    "assert_busy_idle", "cli", "collect_iopub", "execute", "free_tcp_ports", "get_reply",
+    "gpu_visible", "kernel_binary", "kernel_children", "no_message", "outputs", "raw_for",
+    "request", "statuses", "streams", "utcnow", "wait_gone",
+]
