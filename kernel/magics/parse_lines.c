@@ -107,6 +107,9 @@ int fail_at(parse_error *err, const logical *l, size_t at, const char *ename, co
     return -1;
 }
 
+#define LOGICAL_MAX_LINES 1000
+#define LOGICAL_MAX_BYTES (64 << 10)
+
 int reader_next(reader *r, logical *l, parse_error *err)
 {
     memset(l, 0, sizeof *l);
@@ -118,7 +121,13 @@ int reader_next(reader *r, logical *l, parse_error *err)
     if (!*r->p)
         return 0;
     l->line = r->line;
-    for (;;) {
+    for (int segments = 1;; segments++) {
+        /* each continuation re-lexes the joined line: bound it, so a hostile cell
+         * cannot keep the kernel (and its heartbeat) busy for long */
+        if (segments > LOGICAL_MAX_LINES || l->len > LOGICAL_MAX_BYTES)
+            return fail_at(err, l, SIZE_MAX, "SyntaxError", "one command may span at most %d lines "
+                           "and %d KiB; split it into several commands", LOGICAL_MAX_LINES,
+                           LOGICAL_MAX_BYTES >> 10);
         e = r->p + strcspn(r->p, "\n");
         size_t n = (size_t)(e - r->p) - (e > r->p && e[-1] == '\r');
         if (push_seg(l, r->p) != 0 || append(l, r->p, n) != 0)

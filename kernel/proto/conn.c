@@ -91,6 +91,9 @@ int conn_parse(const char *text, size_t len, conn_info *out, char *err, size_t e
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
         snprintf(err, errlen, "connection file: invalid JSON at line %d: %s", jerr.line, jerr.text);
+        for (char *p = err; *p; p++)    /* jansson may quote the input: keep the reason one line */
+            if ((unsigned char)*p < 0x20)
+                *p = ' ';
         return -1;
     }
     int rc = -1;

@@ -77,15 +77,6 @@ static long get_int(const json_t *c, const char *key, long def)
     return json_is_integer(v) ? (long)json_integer_value(v) : def;
 }
 
-/* Did a later entry already take this input? (for unique searches, which keep the newest) */
-static int seen_later(const struct history *h, size_t i, const char *pattern)
-{
-    for (size_t j = i + 1; j < h->n; j++)
-        if (strcmp(h->v[j].input, h->v[i].input) == 0 && fnmatch(pattern, h->v[j].input, 0) == 0)
-            return 1;
-    return 0;
-}
-
 static void select_entries(const struct history *h, const json_t *c, json_t *out, int with_output)
 {
     const char *type = json_string_value(json_object_get(c, "hist_access_type"));
@@ -103,16 +94,24 @@ static void select_entries(const struct history *h, const json_t *c, json_t *out
     }
     if (type && strcmp(type, "search") == 0) {
         const char *pattern = json_string_value(json_object_get(c, "pattern"));
+        n = get_int(c, "n", 0);             /* a search without n returns every match */
         int unique = json_is_true(json_object_get(c, "unique"));
-        json_t *all = json_array();
-        for (size_t i = 0; i < h->n; i++)
-            if (fnmatch(pattern ? pattern : "*", h->v[i].input, 0) == 0 &&
-                !(unique && seen_later(h, i, pattern ? pattern : "*")))
-                json_array_append_new(all, entry_json(&h->v[i], with_output));
-        size_t skip = n > 0 && json_array_size(all) > (size_t)n ? json_array_size(all) - (size_t)n : 0;
-        for (size_t i = skip; i < json_array_size(all); i++)
-            json_array_append(out, json_array_get(all, i));
-        json_decref(all);
+        /* newest first, so that unique keeps each input's latest entry; the
+         * object serves as a set of inputs already taken */
+        json_t *taken = json_object(), *newest = json_array();
+        for (size_t i = h->n; i-- > 0 && (n <= 0 || json_array_size(newest) < (size_t)n);) {
+            if (fnmatch(pattern ? pattern : "*", h->v[i].input, 0) != 0)
+                continue;
+            if (unique && json_object_get(taken, h->v[i].input))
+                continue;
+            if (unique)
+                json_object_set_new(taken, h->v[i].input, json_true());
+            json_array_append_new(newest, entry_json(&h->v[i], with_output));
+        }
+        for (size_t i = json_array_size(newest); i-- > 0;)
+            json_array_append(out, json_array_get(newest, i));
+        json_decref(newest);
+        json_decref(taken);
         return;
     }
     /* tail (and anything else): the last n */

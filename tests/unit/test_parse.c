@@ -65,6 +65,26 @@ static void cell_magic_must_come_first(void **state)
     assert_string_equal(e.source, "%%script");
 }
 
+/* A command continued over thousands of lines is refused, not parsed in
+ * quadratic time while the kernel stops answering. */
+static void long_continuations_are_bounded(void **state)
+{
+    size_t lines = 1001, len = 0;
+    char *cell = malloc(lines * 4 + 16);
+    len += (size_t)sprintf(cell, "%%matmul");
+    for (size_t i = 0; i < lines; i++)
+        len += (size_t)sprintf(cell + len, " \\\n");
+    sprintf(cell + len, "--size 4");
+    parse_error e = bad(cell);
+    assert_string_equal(e.ename, "SyntaxError");
+    assert_contains(e.evalue, "at most 1000 lines");
+    free(cell);
+    int n;
+    command *c = ok("%matmul \\\n \\\n --size 4", &n);
+    assert_int_equal(n, 1);
+    commands_free(c, n);
+}
+
 static void non_magic_lines_are_syntax_errors(void **state)
 {
     parse_error e = bad("%matmul\nprint(1)");
@@ -281,6 +301,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(empty_and_comment_cells),
+        cmocka_unit_test(long_continuations_are_bounded),
         cmocka_unit_test(line_magics_in_order),
         cmocka_unit_test(cell_magic_takes_the_rest),
         cmocka_unit_test(cell_magic_must_come_first),
