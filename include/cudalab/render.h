@@ -1,8 +1,11 @@
 /* render.h — turns a command's result into a Jupyter MIME bundle.
  *
  * A command produces two JSON values: the document (stable names and units,
- * published as application/json, read by notebooks and autograders) and a view
- * (how to show it). The renderer never looks inside the document; it only lays
+ * read by notebooks and autograders) and a view (how to show it). The document
+ * travels as RESULT_MIME, not application/json: JupyterLab ranks its JSON
+ * viewer above HTML, so an application/json entry would replace every table
+ * with a JSON tree; a vendor +json type is still stored as JSON by nbformat
+ * and read back as JSON by nbclient and nbgrader. The renderer never looks inside the document; it only lays
  * out the view, so every magic gets the same tables in text and HTML.
  *
  * View schema:
@@ -35,10 +38,12 @@
 
 #include <jansson.h>
 
-/* {"text/plain": ..., "text/html": ..., "application/json": doc}, or for a view
+#define RESULT_MIME "application/vnd.cudalab.result+json"
+
+/* {"text/plain": ..., "text/html": ..., RESULT_MIME: doc}, or for a view
  * of one chart {"text/plain", "image/svg+xml", "application/vnd.vegalite.v5+json",
- * "application/json"}. New reference; doc and view are borrowed. doc may be
- * NULL (then no application/json). */
+ * RESULT_MIME}. New reference; doc and view are borrowed. doc may be
+ * NULL (then no RESULT_MIME). */
 json_t *render_bundle(const json_t *doc, const json_t *view);
 
 /* Each returns a malloc'd NUL-terminated string; the caller frees it. */

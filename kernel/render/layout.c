@@ -139,7 +139,7 @@ int layout_column_right(const struct table *t, size_t col)
 
 void layout_hidden_message(const struct table *t, char *buf, size_t len)
 {
-    snprintf(buf, len, "... %zu rows not shown (all rows are in application/json) ...",
+    snprintf(buf, len, "... %zu rows not shown (every row is in the result document) ...",
              t->nrows - layout_table_shown(t));
 }
 

@@ -16,7 +16,7 @@
 
 /* A table longer than TRUNC_ABOVE rows shows its first TRUNC_HEAD and last
  * TRUNC_TAIL rows: a long sweep must not flood the notebook, and every row is
- * still in application/json for whoever reads the data. */
+ * still in the result document for whoever reads the data. */
 enum { TRUNC_ABOVE = 200, TRUNC_HEAD = 100, TRUNC_TAIL = 20 };
 
 enum align { ALIGN_COLUMN, ALIGN_LEFT, ALIGN_RIGHT };

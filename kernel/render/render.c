@@ -66,7 +66,7 @@ json_t *render_bundle(const json_t *doc, const json_t *view)
         return NULL;
     const json_t *chart = only_chart(view);
     int failed = (chart ? fill_chart(bundle, view, chart) : fill_page(bundle, view))
-        || (doc && json_object_set_new(bundle, "application/json", json_deep_copy(doc)));
+        || (doc && json_object_set_new(bundle, RESULT_MIME, json_deep_copy(doc)));
     if (failed) {
         json_decref(bundle);
         return NULL;

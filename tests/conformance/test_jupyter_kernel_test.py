@@ -32,15 +32,15 @@ class CudalabKernelTests(jkt.KernelTests):
     code_execute_result = [
         {"code": "%help echo", "mime": "text/plain"},
         {"code": "%help", "mime": "text/html"},
-        {"code": "%echo?", "mime": "application/json"},
-        {"code": "%device", "mime": "application/json"},
+        {"code": "%echo?", "mime": "application/vnd.cudalab.result+json"},
+        {"code": "%device", "mime": "application/vnd.cudalab.result+json"},
     ]
 
     # the first command's result is display_data, the last one's the execute_result
     code_display_data = [
         {"code": "%help echo\n%help help", "mime": "text/plain"},
         {"code": "%help echo\n%help help", "mime": "text/html"},
-        {"code": "%device --brief\n%help", "mime": "application/json"},
+        {"code": "%device --brief\n%help", "mime": "application/vnd.cudalab.result+json"},
     ]
 
     # a glob that matches "%help echo" and no other cell this class runs ("?" is one character,

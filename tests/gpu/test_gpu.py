@@ -78,7 +78,7 @@ def test_device_via_kernel(gpu_doc, kernel):
     results = [m for m in msgs if m["msg_type"] == "execute_result"]
     assert len(results) == 1
     data = results[0]["content"]["data"]
-    doc = data["application/json"]
+    doc = data["application/vnd.cudalab.result+json"]
     check_cuda_doc(doc)
     assert doc["count"] == gpu_doc["count"]
     assert [d["cc"] for d in doc["devices"]] == [d["cc"] for d in gpu_doc["devices"]]
@@ -92,7 +92,7 @@ def test_device_index_and_brief_via_kernel(gpu_doc, kernel):
     assert reply["content"]["status"] == "ok", reply["content"]
     kinds = [m["msg_type"] for m in msgs if m["msg_type"] in ("display_data", "execute_result")]
     assert kinds == ["display_data", "execute_result"]
-    first = [m for m in msgs if m["msg_type"] == "display_data"][0]["content"]["data"]["application/json"]
+    first = [m for m in msgs if m["msg_type"] == "display_data"][0]["content"]["data"]["application/vnd.cudalab.result+json"]
     assert first["backend"] == "cuda" and len(first["devices"]) == 1
 
 

@@ -9,7 +9,7 @@ import pytest
 from conftest import (TIMEOUT, assert_busy_idle, collect_iopub, execute, get_reply, gpu_visible,
                       kernel_children, outputs, streams)
 
-MIME_RESULT = ("text/plain", "text/html", "application/json")
+MIME_RESULT = ("text/plain", "text/html", "application/vnd.cudalab.result+json")
 
 
 def only(msgs, msg_type):
@@ -97,6 +97,8 @@ def test_help_is_an_execute_result_with_three_mimetypes(kernel):
     assert content["execution_count"] == reply["content"]["execution_count"] == 1
     for mime in MIME_RESULT:
         assert mime in content["data"], f"{mime} missing from %help's result"
+    # JupyterLab ranks its JSON viewer above HTML: plain application/json would hide the table
+    assert "application/json" not in content["data"]
     text = content["data"]["text/plain"]
     for name in ("echo", "help", "device"):
         assert name in text, f"%help's list does not mention {name}"
@@ -404,7 +406,7 @@ def test_device_runs_in_worker_child(kernel):
     assert reply["content"]["status"] == "ok", reply["content"]
     results = only(msgs, "execute_result")
     assert len(results) == 1
-    doc = results[0]["content"]["data"]["application/json"]
+    doc = results[0]["content"]["data"]["application/vnd.cudalab.result+json"]
     assert doc["magic"] == "device"
     assert doc["backend"] in ("cpu", "cuda")
     workers = [p for p in kernel_children(kernel.pid) if p.cmdline()[1:] == ["--worker", "3"]]
@@ -416,7 +418,7 @@ def test_device_runs_in_worker_child(kernel):
 def test_device_without_gpu_reports_cpu_backend_and_why(kernel):
     km, kc = kernel
     reply, msgs = execute(kc, "%device", timeout=30)
-    doc = only(msgs, "execute_result")[0]["content"]["data"]["application/json"]
+    doc = only(msgs, "execute_result")[0]["content"]["data"]["application/vnd.cudalab.result+json"]
     assert doc["backend"] == "cpu"
     assert isinstance(doc["backend_note"], str) and doc["backend_note"].strip(), doc
 

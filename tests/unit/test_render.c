@@ -247,7 +247,7 @@ static void test_truncation_text(void **state)
     assert_non_null(strstr(text,
         " 98  r98\n"
         " 99  r99\n"
-        "... 380 rows not shown (all rows are in application/json) ...\n"
+        "... 380 rows not shown (every row is in the result document) ...\n"
         "480  r480\n"
         "481  r481\n"));
     assert_null(strstr(text, "r100\n"));
@@ -268,7 +268,7 @@ static void test_truncation_text(void **state)
     view = long_view(201);
     text = render_text(view);
     assert_int_equal(count(text, "\n"), 2 + 100 + 1 + 20);
-    assert_non_null(strstr(text, "\n... 81 rows not shown (all rows are in application/json) ...\n"));
+    assert_non_null(strstr(text, "\n... 81 rows not shown (every row is in the result document) ...\n"));
     free(text);
     json_decref(view);
 }
@@ -282,7 +282,7 @@ static void test_truncation_html(void **state)
     assert_non_null(strstr(html,
         "<tr><td style=\"text-align:right\">99</td><td style=\"text-align:left\">r99</td></tr>\n"
         "<tr><td colspan=\"2\" style=\"text-align:center;font-style:italic\">"
-        "... 380 rows not shown (all rows are in application/json) ...</td></tr>\n"
+        "... 380 rows not shown (every row is in the result document) ...</td></tr>\n"
         "<tr><td style=\"text-align:right\">480</td><td style=\"text-align:left\">r480</td></tr>\n"));
     assert_null(strstr(html, ">r100<"));
     assert_null(strstr(html, ">r479<"));
@@ -356,7 +356,7 @@ static void test_bundle(void **state)
     char *html = render_html(view);
     assert_string_equal(json_string_value(json_object_get(bundle, "text/html")), html);
     free(html);
-    json_t *copy = json_object_get(bundle, "application/json");
+    json_t *copy = json_object_get(bundle, RESULT_MIME);
     assert_true(json_equal(copy, doc));
     assert_ptr_not_equal(copy, doc);            /* doc is borrowed, not shared */
     json_object_set_new(doc, "magic", json_string("changed"));
@@ -365,14 +365,14 @@ static void test_bundle(void **state)
 
     bundle = render_bundle(NULL, view);
     assert_int_equal(json_object_size(bundle), 2);
-    assert_null(json_object_get(bundle, "application/json"));
+    assert_null(json_object_get(bundle, RESULT_MIME));
     assert_non_null(json_object_get(bundle, "text/plain"));
     assert_non_null(json_object_get(bundle, "text/html"));
     json_decref(bundle);
 
     bundle = render_bundle(doc, NULL);          /* no view: empty text, doc still there */
     assert_string_equal(json_string_value(json_object_get(bundle, "text/plain")), "");
-    assert_true(json_equal(json_object_get(bundle, "application/json"), doc));
+    assert_true(json_equal(json_object_get(bundle, RESULT_MIME), doc));
     json_decref(bundle);
 
     json_decref(view);

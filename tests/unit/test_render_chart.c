@@ -479,7 +479,7 @@ static void test_bundle_chart_only(void **state)
     json_t *doc = parse("{\"magic\": \"matmul\"}");
     bundle = render_bundle(doc, view);
     assert_int_equal(json_object_size(bundle), 4);
-    assert_true(json_equal(json_object_get(bundle, "application/json"), doc));
+    assert_true(json_equal(json_object_get(bundle, RESULT_MIME), doc));
     assert_null(json_object_get(bundle, "text/html"));
     assert_true(strncmp(json_string_value(json_object_get(bundle, "text/plain")),
                         "sweep\n\nGFLOP/s by tile\n", 23) == 0);
