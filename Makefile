@@ -53,8 +53,9 @@ else
 ALL_TARGETS := $(BIN) $(CUDA_LIB)
 endif
 
-.PHONY: all setup test test-unit test-py test-gpu lab install uninstall bench asan valgrind fuzz clean cpu-only-note kernelspec
 all: $(ALL_TARGETS)
+FORCE:
+.PHONY: all setup test test-unit test-gpu lab install bench asan valgrind fuzz clean cpu-only-note kernelspec
 
 cpu-only-note:
 	@echo "cudalab: nvcc not found: built CPU-only (every magic runs its CPU analogue)."
@@ -72,11 +73,22 @@ $(BIN): $(CORE_OBJ) $(MAIN_OBJ)
 	@$(if $(Q),echo "  LINK    $@",true)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(CUDA_LIB): $(CUDA_SRC) $(wildcard include/cudalab/*.h cuda/*.h)
+# One object per .cu (make -j builds them side by side, and an edit rebuilds one
+# file); nvcc --threads compiles the architectures of a file in parallel. The
+# object depends on the arch list, so changing CUDA_ARCHS rebuilds.
+$(BUILD)/obj/cuda/%.o: cuda/%.cu $(wildcard include/cudalab/*.h cuda/*.h) $(BUILD)/cuda-archs
 	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  NVCC    $@ (sm_$(subst $(eval) ,$(comma)sm_,$(CUDA_ARCHS)))",true)
-	$(Q)$(NVCC) -O3 -std=c++17 -shared -Xcompiler -fPIC,-fvisibility=hidden -Iinclude $(GENCODE) \
-	    -cudart static -o $@ $(CUDA_SRC) -lcublas -Xlinker -rpath,$(CUDA_HOME)/lib64
+	@$(if $(Q),echo "  NVCC    $< (sm_$(subst $(eval) ,$(comma)sm_,$(CUDA_ARCHS)))",true)
+	$(Q)$(NVCC) -O3 -std=c++17 --threads 0 -Xcompiler -fPIC,-fvisibility=hidden -Iinclude $(GENCODE) -c $< -o $@
+
+$(BUILD)/cuda-archs: FORCE
+	@mkdir -p $(dir $@)
+	@echo "$(CUDA_ARCHS)" | cmp -s - $@ || echo "$(CUDA_ARCHS)" > $@
+
+$(CUDA_LIB): $(CUDA_SRC:cuda/%.cu=$(BUILD)/obj/cuda/%.o)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK    $@",true)
+	$(Q)$(NVCC) -shared $(GENCODE) -cudart static -o $@ $^ -lcublas -Xlinker -rpath,$(CUDA_HOME)/lib64
 
 # ---- tests ----
 $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ)
@@ -90,17 +102,22 @@ setup:
 test-unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
-test-py: all
-	$(VENV)/bin/python -m pytest -q tests/protocol tests/conformance tests/gpu
-
+# make test: the C unit tests, the fuzz smoke run, valgrind over a scripted
+# session, the protocol suite against the ASan+UBSan kernel, then every Python
+# suite against the release kernel (GPU tests skip, saying why).
+PYTEST := $(VENV)/bin/python -m pytest -q -p no:cacheprovider
 test: setup
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$$(nproc) all
 	@$(MAKE) --no-print-directory test-unit
-	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/protocol tests/conformance tests/gpu
+	@$(MAKE) --no-print-directory fuzz-smoke
+	@$(MAKE) --no-print-directory valgrind
+	@$(MAKE) --no-print-directory asan
+	CUDALAB_BIN=build-asan/bin/cudalab $(PYTEST) tests/protocol
+	$(PYTEST) tests/protocol tests/conformance tests/magics tests/notebooks tests/gpu
 
 test-gpu: setup
-	@$(MAKE) --no-print-directory all
-	CUDALAB_REQUIRE_GPU=1 $(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/gpu
+	@$(MAKE) --no-print-directory -j$$(nproc) all
+	CUDALAB_REQUIRE_GPU=1 $(PYTEST) tests/gpu
 
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 asan:
@@ -181,7 +198,7 @@ fuzz-clean:
 	rm -rf $(FUZZ_BUILD)
 
 valgrind: setup
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$$(nproc) all
 	$(VENV)/bin/python scripts/valgrind-session.py --binary $(BIN)
 
 -include $(FUZZ_OBJ:.o=.d)

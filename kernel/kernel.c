@@ -311,6 +311,21 @@ static void on_subscription(kernel *k)
     zmq_msg_close(&m);
 }
 
+#define RESPAWN_LIMIT 3
+
+void kernel_worker_respawn(kernel *k)
+{
+    if (k->quit || k->worker.pid > 0)
+        return;
+    if (k->respawns >= RESPAWN_LIMIT) {
+        klog("worker: %d fresh workers in a row ended without finishing a command; "
+             "the next command starts one", k->respawns);
+        return;
+    }
+    k->respawns++;
+    worker_start(&k->worker, k->exe);
+}
+
 static void on_worker(kernel *k)
 {
     long n = frame_fill(&k->worker.rd, k->worker.fd);
@@ -331,6 +346,7 @@ static void on_worker(kernel *k)
         worker_reap(&k->worker, how, sizeof how);
         klog("worker %s", how);
         cell_on_worker_exit(k, how);
+        kernel_worker_respawn(k);
     }
 }
 

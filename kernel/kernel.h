@@ -37,6 +37,7 @@ typedef struct kernel {
     double grace_ms;                /* how long a stopped command may take to stop (CUDALAB_INTERRUPT_GRACE_MS) */
     double cell_timeout_ms;         /* per-cell limit, 0 = none (--cell-timeout, CUDALAB_CELL_TIMEOUT) */
     size_t max_output;              /* stream bytes per cell (CUDALAB_MAX_OUTPUT) */
+    int respawns;                   /* workers started in a row without one finishing a command */
 } kernel;
 
 /* Binds every socket of the connection file. Returns 0 or -1 (logged). */
@@ -54,6 +55,11 @@ struct drained *kernel_drain_shell(kernel *k);
 void kernel_answer_drained(kernel *k, struct drained *d);
 /* Replies an execute_request as aborted (busy/idle are the caller's). */
 void execute_abort(kernel *k, void *sock, const wire_msg *req);
+
+/* Starts a fresh worker after one was killed or died, so the next command
+ * does not wait for it (and its CUDA context); gives up after a few in a row
+ * that never finished a command, leaving it to the next command. */
+void kernel_worker_respawn(kernel *k);
 
 /* Replies on sock to req (content stolen). */
 void kernel_reply(kernel *k, void *sock, const wire_msg *req, const char *msg_type, json_t *content);

@@ -279,14 +279,14 @@ class SpawnedKernel:
 
 @pytest.fixture
 def spawn_kernel(tmp_path: Path) -> Iterable[Callable[..., SpawnedKernel]]:
-    """Factory: spawn_kernel(transport="tcp", ip="127.0.0.1", key=None, env=None) -> SpawnedKernel.
+    """Factory: spawn_kernel(transport="tcp", ip="127.0.0.1", key=None, env=None, args=None).
 
     Writes the connection file itself (tcp: free ports; ipc: ip is a path prefix under tmp_path)
     and starts `cudalab -f FILE`. key=None makes a random key; b"" means unsigned."""
     spawned: list[tuple[SpawnedKernel, Any]] = []
 
     def spawn(transport: str = "tcp", ip: str = "127.0.0.1", key: bytes | None = None,
-              env: dict[str, str] | None = None) -> SpawnedKernel:
+              env: dict[str, str] | None = None, args: list[str] | None = None) -> SpawnedKernel:
         n = len(spawned)
         if key is None:
             key = uuid.uuid4().hex.encode()
@@ -302,7 +302,8 @@ def spawn_kernel(tmp_path: Path) -> Iterable[Callable[..., SpawnedKernel]]:
         conn_file.write_text(json.dumps(conn))
         log = KernelLog(tmp_path / f"kernel-spawn{n}.stderr")
         fh = open(log.path, "wb")
-        proc = subprocess.Popen([str(kernel_binary()), "-f", str(conn_file)], stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen([str(kernel_binary()), "-f", str(conn_file), *(args or [])],
+                                stdin=subprocess.DEVNULL,
                                 stdout=fh, stderr=fh, env={**os.environ, **(env or {})},
                                 start_new_session=True)
         sk = SpawnedKernel(proc, conn, conn_file, log)

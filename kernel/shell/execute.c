@@ -280,6 +280,7 @@ void cell_on_worker_frame(kernel *k, json_t *f)
     } else if (strcmp(op, "done") == 0) {
         c->waiting = false;
         k->worker.busy = false;
+        k->respawns = 0;
         json_t *err = c->error;
         c->error = NULL;
         if (c->stop_ename[0]) {
@@ -385,6 +386,7 @@ void cell_tick(kernel *k)
         c->waiting = false;
         fail_stopped(k, text);
         cell_finish(k);
+        kernel_worker_respawn(k);
     } else if (!c->stop_ename[0] && c->timeout_at_ms > 0 && now >= c->timeout_at_ms) {
         char why[160];
         snprintf(why, sizeof why, "the cell ran longer than its limit of %g s (CUDALAB_CELL_TIMEOUT)",

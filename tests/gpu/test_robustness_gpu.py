@@ -1,0 +1,72 @@
+"""On a GPU: an interrupt stops a long GPU kernel, and a faulting launch (a sticky CUDA error)
+costs one worker, not the session. Timings are printed (run with -s) for the closing notes."""
+from __future__ import annotations
+
+import time
+
+import psutil
+import pytest
+
+from conftest import execute, get_reply, collect_iopub, kernel_children
+from test_gpu import gpu_doc  # noqa: F401  (the fixture: skip or fail without a GPU)
+
+TESTING = {"CUDALAB_TESTING": "1"}
+
+
+def workers(km) -> set[int]:
+    return {p.pid for p in kernel_children(km.provisioner.process.pid)}
+
+
+def timed(kc, code: str) -> tuple[dict, list[dict], float]:
+    t0 = time.monotonic()
+    reply, msgs = execute(kc, code, timeout=60)
+    return reply, msgs, time.monotonic() - t0
+
+
+def device_backend(msgs: list[dict]) -> str:
+    for m in msgs:
+        if m["msg_type"] in ("execute_result", "display_data"):
+            return m["content"]["data"]["application/vnd.cudalab.result+json"]["backend"]
+    raise AssertionError("no result document")
+
+
+def test_interrupt_stops_a_long_gpu_kernel(gpu_doc, start_kernel):
+    km, kc = start_kernel(env=TESTING)
+    _, msgs, first = timed(kc, "%device --brief")
+    assert device_backend(msgs) == "cuda"
+    before = workers(km)
+    msg_id = kc.execute("%selftest --spin 20000")
+    time.sleep(1.0)                                     # the kernel is on the GPU now
+    t0 = time.monotonic()
+    km.interrupt_kernel()
+    collect_iopub(kc, msg_id, timeout=10)
+    reply = get_reply(kc, msg_id, timeout=10)
+    stop = time.monotonic() - t0
+    c = reply["content"]
+    assert c["ename"] == "KeyboardInterrupt", c
+    assert stop < 1.0, f"interrupt took {stop:.3f} s"
+    _, msgs, recover = timed(kc, "%device --brief")
+    assert device_backend(msgs) == "cuda"
+    assert workers(km) != before
+    print(f"\n[timing] first %device (worker + CUDA context): {first:.3f} s; "
+          f"interrupt of a 20 s GPU kernel answered in {stop:.3f} s ({c['evalue']}); "
+          f"next %device on a fresh worker: {recover:.3f} s")
+
+
+def test_sticky_cuda_error_restarts_the_worker(gpu_doc, start_kernel):
+    km, kc = start_kernel(env=TESTING)
+    timed(kc, "%device --brief")
+    before = workers(km)
+    reply, msgs, fault = timed(kc, "%selftest --fault")
+    c = reply["content"]
+    assert c["status"] == "error" and c["ename"] == "CudaError", c
+    assert "illegal" in c["evalue"].lower(), c["evalue"]
+    assert any("fresh device worker" in line for line in c["traceback"]), c["traceback"]
+    assert psutil.Process(km.provisioner.process.pid).is_running()
+    reply, msgs, recover = timed(kc, "%reduce --size 2^20 --variant fast,cub --reps 5")
+    assert reply["content"]["status"] == "ok", reply["content"]
+    doc = [m for m in msgs if m["msg_type"] in ("execute_result", "display_data")][0]["content"]["data"]
+    assert doc["application/vnd.cudalab.result+json"]["backend"] == "cuda"
+    assert workers(km) and workers(km) != before, "the poisoned worker should have been replaced"
+    print(f"\n[timing] faulting launch reported in {fault:.3f} s ({c['evalue']}); "
+          f"next %reduce on a fresh worker: {recover:.3f} s")
