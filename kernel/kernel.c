@@ -328,7 +328,8 @@ void kernel_worker_respawn(kernel *k)
 
 static void on_worker(kernel *k)
 {
-    long n = frame_fill(&k->worker.rd, k->worker.fd);
+    int fd = k->worker.fd;
+    long n = frame_fill(&k->worker.rd, fd);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;
     json_t *f;
@@ -336,8 +337,8 @@ static void on_worker(kernel *k)
     while ((r = frame_next(&k->worker.rd, &f)) == 1) {
         cell_on_worker_frame(k, f);
         json_decref(f);
-        if (k->worker.pid == 0)
-            return;                 /* the frame made us stop the worker */
+        if (k->worker.fd != fd)
+            return;                 /* the frame made us stop (and maybe replace) the worker */
     }
     if (n <= 0 || r < 0) {
         char how[160];

@@ -4,7 +4,8 @@
  * Kernel -> worker: {"op":"run", "magic", "params", "body"}.
  * Worker -> kernel: {"op":"hello", "backend", "note"}, {"op":"stream", "name", "text"},
  *   {"op":"result", "doc", "view", "display_id", "mode"}, {"op":"error", "ename",
- *   "evalue", "traceback"}, {"op":"done"}.
+ *   "evalue", "traceback"}, {"op":"done", "leaving"} (leaving: the worker exits now,
+ *   after a sticky CUDA error).
  */
 #ifndef CUDALAB_FRAME_H
 #define CUDALAB_FRAME_H

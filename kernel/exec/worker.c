@@ -186,7 +186,8 @@ static int run_one(int fd, const json_t *req)
         send_error(fd, &ctx);
     }
     json_decref(ctx.traceback);
-    json_t *done = json_pack("{s:s}", "op", "done");
+    /* "leaving" tells the kernel not to send the next command to this worker */
+    json_t *done = json_pack("{s:s, s:b}", "op", "done", "leaving", leave);
     int rc = done ? frame_write(fd, done) : -1;
     json_decref(done);
     return rc || leave ? 1 : 0;

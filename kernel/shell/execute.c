@@ -281,6 +281,12 @@ void cell_on_worker_frame(kernel *k, json_t *f)
         c->waiting = false;
         k->worker.busy = false;
         k->respawns = 0;
+        if (json_is_true(json_object_get(f, "leaving"))) {
+            /* its context is poisoned and it is exiting: replace it before the
+             * next command could be sent to it */
+            worker_kill(&k->worker, NULL);
+            kernel_worker_respawn(k);
+        }
         json_t *err = c->error;
         c->error = NULL;
         if (c->stop_ename[0]) {
