@@ -40,9 +40,11 @@ static void cli_result(void *impl, json_t *doc, json_t *view, const char *displa
             printf("%s\n", s);
         free(s);
     } else {
+        static bool printed;                /* a blank line between results */
         char *s = render_text(view);
         if (s)
-            fputs(s, stdout);
+            printf("%s%s", printed ? "\n" : "", s);
+        printed = printed || s;
         free(s);
     }
     fflush(stdout);

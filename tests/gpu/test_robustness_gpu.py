@@ -23,11 +23,20 @@ def timed(kc, code: str) -> tuple[dict, list[dict], float]:
     return reply, msgs, time.monotonic() - t0
 
 
-def device_backend(msgs: list[dict]) -> str:
-    for m in msgs:
-        if m["msg_type"] in ("execute_result", "display_data"):
-            return m["content"]["data"]["application/vnd.cudalab.result+json"]["backend"]
+RESULT = "application/vnd.cudalab.result+json"
+
+
+def result_doc(msgs: list[dict]) -> dict:
+    """The command's result document (a sweep's is in its final update_display_data)."""
+    for m in reversed(msgs):
+        if m["msg_type"] in ("execute_result", "display_data", "update_display_data") \
+                and RESULT in m["content"]["data"]:
+            return m["content"]["data"][RESULT]
     raise AssertionError("no result document")
+
+
+def device_backend(msgs: list[dict]) -> str:
+    return result_doc(msgs)["backend"]
 
 
 def test_interrupt_stops_a_long_gpu_kernel(gpu_doc, start_kernel):
@@ -65,8 +74,7 @@ def test_sticky_cuda_error_restarts_the_worker(gpu_doc, start_kernel):
     assert psutil.Process(km.provisioner.process.pid).is_running()
     reply, msgs, recover = timed(kc, "%reduce --size 2^20 --variant fast,cub --reps 5")
     assert reply["content"]["status"] == "ok", reply["content"]
-    doc = [m for m in msgs if m["msg_type"] in ("execute_result", "display_data")][0]["content"]["data"]
-    assert doc["application/vnd.cudalab.result+json"]["backend"] == "cuda"
+    assert result_doc(msgs)["backend"] == "cuda"
     assert workers(km) and workers(km) != before, "the poisoned worker should have been replaced"
     print(f"\n[timing] faulting launch reported in {fault:.3f} s ({c['evalue']}); "
           f"next %reduce on a fresh worker: {recover:.3f} s")
