@@ -1,16 +1,24 @@
-/* sign.c — HMAC-SHA256 through OpenSSL's EVP_MAC, and the replay cache. */
+/* sign.c — HMAC-SHA256 (RFC 2104) over OpenSSL's SHA-256, and the replay cache.
+ *
+ * The HMAC construction is composed here from OpenSSL's direct SHA256_* calls
+ * rather than through EVP_MAC: the provider machinery behind EVP_MAC costs the
+ * kernel process about 2 MB of resident memory and a context allocation per
+ * message, for the same digest. The key is absorbed once: each message starts
+ * from copies of the keyed inner and outer states. Checked against the RFC 4231
+ * vectors in tests/unit/test_proto.c.
+ */
+#define OPENSSL_SUPPRESS_DEPRECATED     /* SHA256_Init & co.: deprecated in 3.0, not removed */
 #include "proto/sign.h"
 
-#include <openssl/core_names.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
+#include <openssl/sha.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct signer {
-    EVP_MAC *mac;
-    EVP_MAC_CTX *keyed;   /* initialised with the key; duplicated per message */
+    int enabled;
+    SHA256_CTX inner, outer;    /* states after H(K ^ ipad) and H(K ^ opad) */
 };
 
 signer *signer_new(const char *key, size_t key_len)
@@ -18,14 +26,22 @@ signer *signer_new(const char *key, size_t key_len)
     signer *s = calloc(1, sizeof *s);
     if (!s || key_len == 0)
         return s;
-    char digest[] = "SHA256";
-    OSSL_PARAM params[] = {
-        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
-        OSSL_PARAM_construct_end(),
-    };
-    s->mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
-    s->keyed = s->mac ? EVP_MAC_CTX_new(s->mac) : NULL;
-    if (!s->keyed || !EVP_MAC_init(s->keyed, (const unsigned char *)key, key_len, params)) {
+    unsigned char block[SHA256_CBLOCK] = { 0 };
+    if (key_len > SHA256_CBLOCK)
+        SHA256((const unsigned char *)key, key_len, block);   /* long keys are hashed first */
+    else
+        memcpy(block, key, key_len);
+    unsigned char ipad[SHA256_CBLOCK], opad[SHA256_CBLOCK];
+    for (int i = 0; i < SHA256_CBLOCK; i++) {
+        ipad[i] = block[i] ^ 0x36;
+        opad[i] = block[i] ^ 0x5c;
+    }
+    s->enabled = SHA256_Init(&s->inner) && SHA256_Update(&s->inner, ipad, sizeof ipad) &&
+                 SHA256_Init(&s->outer) && SHA256_Update(&s->outer, opad, sizeof opad);
+    OPENSSL_cleanse(block, sizeof block);
+    OPENSSL_cleanse(ipad, sizeof ipad);
+    OPENSSL_cleanse(opad, sizeof opad);
+    if (!s->enabled) {
         signer_free(s);
         return NULL;
     }
@@ -36,30 +52,29 @@ void signer_free(signer *s)
 {
     if (!s)
         return;
-    EVP_MAC_CTX_free(s->keyed);
-    EVP_MAC_free(s->mac);
+    OPENSSL_cleanse(s, sizeof *s);
     free(s);
 }
 
 bool signer_enabled(const signer *s)
 {
-    return s && s->keyed;
+    return s && s->enabled;
 }
 
 static int mac_parts(const signer *s, const void *const parts[], const size_t lens[], size_t n,
-                     unsigned char out[32])
+                     unsigned char out[SHA256_DIGEST_LENGTH])
 {
     if (!signer_enabled(s))
         return -1;
-    EVP_MAC_CTX *c = EVP_MAC_CTX_dup(s->keyed);
-    if (!c)
-        return -1;
+    SHA256_CTX c = s->inner;
+    unsigned char inner[SHA256_DIGEST_LENGTH];
     int ok = 1;
     for (size_t i = 0; i < n && ok; i++)
-        ok = EVP_MAC_update(c, parts[i], lens[i]);
-    size_t outlen = 0;
-    ok = ok && EVP_MAC_final(c, out, &outlen, 32) && outlen == 32;
-    EVP_MAC_CTX_free(c);
+        ok = SHA256_Update(&c, parts[i], lens[i]);
+    ok = ok && SHA256_Final(inner, &c);
+    c = s->outer;
+    ok = ok && SHA256_Update(&c, inner, sizeof inner) && SHA256_Final(out, &c);
+    OPENSSL_cleanse(&c, sizeof c);
     return ok ? 0 : -1;
 }
 

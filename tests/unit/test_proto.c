@@ -45,6 +45,22 @@ static void test_hmac_rfc4231(void **state)
     hex_of(s, split, 3, hex);    /* frames are signed as one stream */
     assert_string_equal(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
     signer_free(s);
+
+    /* test case 6: a key longer than the block is hashed first */
+    char key6[131];
+    memset(key6, 0xaa, sizeof key6);
+    s = signer_new(key6, sizeof key6);
+    const char *big[] = { "Test Using Larger Than Block-Size Key - Hash Key First" };
+    hex_of(s, big, 1, hex);
+    assert_string_equal(hex, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+    signer_free(s);
+
+    /* a key of exactly one block (64 bytes) is used as it is */
+    s = signer_new("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", 64);
+    const char *msg[] = { "{}" };
+    hex_of(s, msg, 1, hex);
+    assert_string_equal(hex, "414ca0b5952f6fcc95b648a37612e7b69ecf80f1a71204cefe6c953c1d50a0db");
+    signer_free(s);
 }
 
 static void test_unsigned_signer(void **state)
