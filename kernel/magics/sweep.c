@@ -332,11 +332,16 @@ static void emit_chart(magic_ctx *ctx, const sweep_state *st, const json_t *runs
     for (size_t i = 0; i < st->nvarying && !x; i++)
         if (is_number_list(json_object_get(st->params, st->varying[i])))
             x = st->varying[i];
-    char title[160];
-    snprintf(title, sizeof title, "%s by %s", st->spec->metric_label, x ? x : "run");
+    char names[128] = "", title[200];
+    for (size_t i = 0; i < st->nvarying; i++) {         /* what the bars are labelled by */
+        size_t used = strlen(names);
+        snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", st->varying[i]);
+    }
+    const char *x_label = x ? x : names[0] ? names : "run";
+    snprintf(title, sizeof title, "%s by %s", st->spec->metric_label, x_label);
     json_t *view = view_new(NULL);
     int log_x = x && powers_of_two(json_object_get(st->params, x));
-    json_t *chart = view_add_chart(view, x ? "line" : "bar", title, x ? x : "", st->spec->metric_label, log_x);
+    json_t *chart = view_add_chart(view, x ? "line" : "bar", title, x_label, st->spec->metric_label, log_x);
     size_t i;
     json_t *run;
     json_array_foreach(runs, i, run) {
