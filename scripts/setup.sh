@@ -24,11 +24,14 @@ fi
 
 reqs=(requirements-test.txt)
 [ "$mode" = lab ] && reqs+=(requirements-lab.txt)
+# one stamp line per requirements file, so `make test` after `make lab` keeps the lab packages
 stamp="$venv/.cudalab-reqs"
-want=$(cat "${reqs[@]}" | sha256sum | cut -d' ' -f1)
-if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    echo "setup: creating $venv from ${reqs[*]}"
-    python3 -m venv "$venv"
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check $(printf -- '-r %s ' "${reqs[@]}")
-    echo "$want" > "$stamp"
-fi
+[ -x "$venv/bin/python" ] || { echo "setup: creating $venv"; python3 -m venv "$venv"; rm -f "$stamp"; }
+for r in "${reqs[@]}"; do
+    line="$r $(sha256sum "$r" | cut -d' ' -f1)"
+    if ! grep -qxF "$line" "$stamp" 2>/dev/null; then
+        echo "setup: installing $r into $venv"
+        "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$r"
+        { grep -v "^$r " "$stamp" 2>/dev/null || true; echo "$line"; } > "$stamp.new" && mv "$stamp.new" "$stamp"
+    fi
+done
