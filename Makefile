@@ -124,7 +124,7 @@ asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan SAN="$(ASAN_FLAGS)" NVCC= CFLAGS="-O1 -g" build-asan/bin/cudalab
 
 bench: setup all
-	@set -e; for b in bench/*.py; do echo "== $$b"; $(VENV)/bin/python $$b; done
+	@set -e; for b in $(filter-out bench/common.py,$(wildcard bench/*.py)); do echo "== $$b"; $(VENV)/bin/python $$b; done
 
 kernelspec: all
 	@./scripts/install-kernelspec.sh "$(abspath $(BIN))" "$(VENV)/share/jupyter/kernels/cudalab"
@@ -132,7 +132,7 @@ kernelspec: all
 lab:
 	@./scripts/setup.sh lab
 	@$(MAKE) --no-print-directory all kernelspec
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $$([ "$$(id -u)" = 0 ] && echo --allow-root) $(LAB_ARGS)
 
 install: all
 	@./scripts/install.sh "$(PREFIX)" "$(USER_INSTALL)" "$(BIN)" "$(if $(NVCC),$(CUDA_LIB),)"

@@ -118,6 +118,7 @@ int kernel_open(kernel *k, const conn_info *c)
 
 void kernel_close(kernel *k)
 {
+    cell_discard(k);
     if (k->worker.pid)
         worker_kill(&k->worker, NULL);
     for (int p = 0; p < PORT_COUNT; p++)

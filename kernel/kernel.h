@@ -86,6 +86,8 @@ void cell_stop(kernel *k, const char *ename, const char *why);
 double cell_deadline_ms(const kernel *k);
 /* Acts on expired deadlines: the per-cell limit, and the grace of a stop. */
 void cell_tick(kernel *k);
+/* At shutdown: drops the running cell, if any, without a reply. */
+void cell_discard(kernel *k);
 
 
 /* history.c */

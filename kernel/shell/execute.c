@@ -242,6 +242,13 @@ static void cell_advance(kernel *k)
     cell_finish(k);
 }
 
+void cell_discard(kernel *k)
+{
+    if (k->cell)
+        cell_free(k->cell);
+    k->cell = NULL;
+}
+
 /* ---- events from the loop ---- */
 
 /* The error that ends a stopped cell: the stop's reason, and how the worker went. */
