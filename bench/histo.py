@@ -16,42 +16,17 @@ Usage: python3 bench/histo.py [--size 2^28] [--reps N] [--block 256] [--bins byt
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+import common
+from common import check_text, fmt, print_table
 TARGET_PCT = 100.0
 DISTS = ("uniform", "text", "skewed")
 LIBRARY = ("cpu", "cub")
 
 
-def binary() -> Path:
-    p = Path(os.environ.get("CUDALAB_BIN", "build/bin/cudalab"))
-    return p if p.is_absolute() else REPO / p
-
-
 def run_cell(cell: str, timeout: float = 600) -> dict:
-    r = subprocess.run([str(binary()), "--run", cell, "--json"], capture_output=True, text=True,
-                       timeout=timeout)
-    docs = [json.loads(l) for l in r.stdout.splitlines() if l.strip()]
-    doc = next((d for d in docs if d.get("magic") == "histo"), None)
-    if doc is None:
-        sys.exit(f"bench/histo.py: `{cell}` exited {r.returncode}: {r.stderr.strip()}")
-    if r.returncode != 0:
-        print(f"bench/histo.py: `{cell}` exited {r.returncode}: {r.stderr.strip()}", file=sys.stderr)
-    return doc
-
-
-def fmt(v: float | None, nd: int = 1) -> str:
-    return "-" if v is None else f"{v:,.{nd}f}"
-
-
-def check_text(check: dict) -> str:
-    passed = check.get("passed")
-    return "skipped" if passed is None else "ok" if passed else "FAILED"
+    return common.run_cell("histo", cell, timeout, strict=False)
 
 
 def table(title: str, runs: list[dict]) -> float | None:
@@ -67,13 +42,7 @@ def table(title: str, runs: list[dict]) -> float | None:
                      fmt(pct), check_text(r["check"])))
         if r["variant"] not in LIBRARY and pct is not None:
             best = pct if best is None else max(best, pct)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    print(f"\n{title}")
-    for i, row in enumerate(rows):
-        print("  ".join(c.ljust(w) if j in (0, 7) else c.rjust(w)
-                        for j, (c, w) in enumerate(zip(row, widths))))
-        if i == 0:
-            print("  ".join("-" * w for w in widths))
+    print_table(title, rows, left=(0, 7))
     return best
 
 

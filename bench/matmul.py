@@ -16,38 +16,21 @@ Usage: python3 bench/matmul.py [--sizes 1024,2048,4096] [--reps N]
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+import common
+from common import check_text, fmt, print_table
 GPU_VARIANTS = "naive,tiled,fast,fast64,cublas,cublas-tf32"
 TARGET_SIZE = 4096
 TARGET_PCT = 70.0
 
 
-def binary() -> Path:
-    p = Path(os.environ.get("CUDALAB_BIN", "build/bin/cudalab"))
-    return p if p.is_absolute() else REPO / p
-
-
 def run_cell(cell: str, timeout: float = 300) -> dict:
-    r = subprocess.run([str(binary()), "--run", cell, "--json"], capture_output=True, text=True,
-                       timeout=timeout)
-    if r.returncode != 0:
-        sys.exit(f"bench/matmul.py: `{cell}` exited {r.returncode}: {r.stderr.strip()}")
-    docs = [json.loads(l) for l in r.stdout.splitlines() if l.strip()]
-    return next(d for d in docs if d.get("magic") == "matmul")
+    return common.run_cell("matmul", cell, timeout)
 
 
 def label(run: dict) -> str:
     return f"{run['variant']} {run['tile']}" if run.get("tile") else run["variant"]
-
-
-def fmt(v: float | None, nd: int = 1) -> str:
-    return "-" if v is None else f"{v:,.{nd}f}"
 
 
 def table(size: int, runs: list[dict]) -> float | None:
@@ -59,18 +42,12 @@ def table(size: int, runs: list[dict]) -> float | None:
     for r in runs:
         pct = 100.0 * r["gflops"] / ref_gflops if ref_gflops else None
         check = r["check"]
-        ok = "ok" if check.get("passed") else ("skipped" if check.get("passed") is None else "FAILED")
         rows.append((label(r), r["precision"], fmt(r["time_ms"]["median"], 3), fmt(r["gflops"], 0),
-                     fmt(r.get("pct_of_peak")), fmt(pct), f"{ok} ({check['method']})"))
+                     fmt(r.get("pct_of_peak")), fmt(pct), f"{check_text(check)} ({check['method']})"))
         library = r["variant"].startswith("cublas")
         if not library and r["variant"] != "cpu" and pct is not None:
             best = pct if best is None else max(best, pct)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    print(f"\nm = n = k = {size}")
-    for i, row in enumerate(rows):
-        print("  ".join(c.ljust(w) if j in (0, 1, 6) else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths))))
-        if i == 0:
-            print("  ".join("-" * w for w in widths))
+    print_table(f"m = n = k = {size}", rows, left=(0, 1, 6))
     return best
 
 

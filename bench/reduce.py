@@ -15,33 +15,17 @@ Usage: python3 bench/reduce.py [--size 2^26] [--reps N] [--block 256]
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+import common
+from common import check_text, fmt, print_table
+
 TARGET_PCT = 95.0
 TARGET_OPS = ("sum",)           # the target: float sum and int sum
 
 
-def binary() -> Path:
-    p = Path(os.environ.get("CUDALAB_BIN", "build/bin/cudalab"))
-    return p if p.is_absolute() else REPO / p
-
-
 def run_cell(cell: str, timeout: float = 300) -> dict:
-    r = subprocess.run([str(binary()), "--run", cell, "--json"], capture_output=True, text=True,
-                       timeout=timeout)
-    if r.returncode != 0:
-        sys.exit(f"bench/reduce.py: `{cell}` exited {r.returncode}: {r.stderr.strip()}")
-    docs = [json.loads(l) for l in r.stdout.splitlines() if l.strip()]
-    return next(d for d in docs if d.get("magic") == "reduce")
-
-
-def fmt(v: float | None, nd: int = 1) -> str:
-    return "-" if v is None else f"{v:,.{nd}f}"
+    return common.run_cell("reduce", cell, timeout)
 
 
 def table(title: str, runs: list[dict]) -> float | None:
@@ -52,18 +36,11 @@ def table(title: str, runs: list[dict]) -> float | None:
     best = None
     for r in runs:
         pct = 100.0 * r["gbs"] / ref_gbs if ref_gbs else None
-        check = r["check"]
-        ok = "ok" if check.get("passed") else ("skipped" if check.get("passed") is None else "FAILED")
         rows.append((r["variant"], str(r["block"] or "-"), fmt(r["time_ms"]["median"], 4), fmt(r["gbs"], 0),
-                     fmt(r.get("pct_of_bandwidth")), fmt(pct), str(r["value"]), ok))
+                     fmt(r.get("pct_of_bandwidth")), fmt(pct), str(r["value"]), check_text(r["check"])))
         if r["variant"] != "cub" and pct is not None:
             best = pct if best is None else max(best, pct)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    print(f"\n{title}")
-    for i, row in enumerate(rows):
-        print("  ".join(c.ljust(w) if j in (0, 7) else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths))))
-        if i == 0:
-            print("  ".join("-" * w for w in widths))
+    print_table(title, rows, left=(0, 7))
     return best
 
 

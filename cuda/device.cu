@@ -14,18 +14,9 @@
 #include <string.h>
 
 #include "cudalab/backend.h"
+#include "common.h"
 
 #define CL_EXPORT extern "C" __attribute__((visibility("default")))
-
-/* Writes "what: cuda error text" into err and returns -1. */
-static int cuda_fail(char *err, const char *what, cudaError_t rc)
-{
-    if (err)
-        snprintf(err, CL_ERR_LEN, "%s: %s", what, cudaGetErrorString(rc));
-    /* Clear the non-sticky error so the next call starts clean. */
-    (void)cudaGetLastError();
-    return -1;
-}
 
 static int cuda_device_count(int *count, char *err)
 {
@@ -67,7 +58,17 @@ static int cores_per_sm(int major, int minor)
 static int device_attr(int dev, cudaDeviceAttr attr, int *out, char *err, const char *what)
 {
     cudaError_t rc = cudaDeviceGetAttribute(out, attr, dev);
-    return rc == cudaSuccess ? 0 : cuda_fail(err, what, rc);
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, what, rc);
+}
+
+/* Makes dev current and writes the device that was current to *prev. */
+static int switch_device(int dev, int *prev, char *err)
+{
+    cudaError_t rc = cudaGetDevice(prev);
+    if (rc != cudaSuccess)
+        return cl_cuda_fail(err, "cudaGetDevice", rc);
+    rc = cudaSetDevice(dev);
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "cudaSetDevice", rc);
 }
 
 /* Free memory needs a context on dev; the caller's current device is restored
@@ -75,19 +76,15 @@ static int device_attr(int dev, cudaDeviceAttr attr, int *out, char *err, const 
 static int device_free_mem(int dev, uint64_t *free_bytes, char *err)
 {
     int prev = 0;
-    cudaError_t rc = cudaGetDevice(&prev);
-    if (rc != cudaSuccess)
-        return cuda_fail(err, "cudaGetDevice", rc);
-    rc = cudaSetDevice(dev);
-    if (rc != cudaSuccess)
-        return cuda_fail(err, "cudaSetDevice", rc);
+    if (switch_device(dev, &prev, err))
+        return -1;
     size_t free_b = 0, total_b = 0;
-    rc = cudaMemGetInfo(&free_b, &total_b);
+    cudaError_t rc = cudaMemGetInfo(&free_b, &total_b);
     cudaError_t back = cudaSetDevice(prev);
     if (rc != cudaSuccess)
-        return cuda_fail(err, "cudaMemGetInfo", rc);
+        return cl_cuda_fail(err, "cudaMemGetInfo", rc);
     if (back != cudaSuccess)
-        return cuda_fail(err, "cudaSetDevice", back);
+        return cl_cuda_fail(err, "cudaSetDevice", back);
     *free_bytes = free_b;
     return 0;
 }
@@ -127,7 +124,7 @@ static int cuda_device_props(int dev, cl_device_props *out, char *err)
     cudaDeviceProp p;
     cudaError_t rc = cudaGetDeviceProperties(&p, dev);
     if (rc != cudaSuccess)
-        return cuda_fail(err, "cudaGetDeviceProperties", rc);
+        return cl_cuda_fail(err, "cudaGetDeviceProperties", rc);
     copy_props(&p, out);
 
     if (device_attr(dev, cudaDevAttrClockRate, &out->clock_khz, err, "SM clock") ||
@@ -138,7 +135,7 @@ static int cuda_device_props(int dev, cl_device_props *out, char *err)
 
     rc = cudaDeviceGetPCIBusId(out->pci_bus_id, (int)sizeof out->pci_bus_id, dev);
     if (rc != cudaSuccess)
-        return cuda_fail(err, "cudaDeviceGetPCIBusId", rc);
+        return cl_cuda_fail(err, "cudaDeviceGetPCIBusId", rc);
 
     return device_free_mem(dev, &out->free_mem, err);
 }
@@ -178,15 +175,11 @@ static int code_arch(int dev, char *buf, size_t len, char *err)
     int cc = major * 10 + minor;
 
     int prev = 0;
-    cudaError_t rc = cudaGetDevice(&prev);
-    if (rc != cudaSuccess)
-        return cuda_fail(err, "cudaGetDevice", rc);
-    rc = cudaSetDevice(dev);
-    if (rc != cudaSuccess)
-        return cuda_fail(err, "cudaSetDevice", rc);
+    if (switch_device(dev, &prev, err))
+        return -1;
     cudaFuncAttributes a;
     memset(&a, 0, sizeof a);
-    rc = cudaFuncGetAttributes(&a, cl_probe_kernel);
+    cudaError_t rc = cudaFuncGetAttributes(&a, cl_probe_kernel);
     (void)cudaSetDevice(prev);
 
     /* Neither is fatal for %device: the properties are still worth showing,
@@ -202,7 +195,7 @@ static int code_arch(int dev, char *buf, size_t len, char *err)
         return 0;
     }
     if (rc != cudaSuccess)
-        return cuda_fail(err, "cudaFuncGetAttributes", rc);
+        return cl_cuda_fail(err, "cudaFuncGetAttributes", rc);
     describe_arch(cc, &a, buf, len);
     return 0;
 }
@@ -212,10 +205,10 @@ static int cuda_versions(int dev, cl_versions *out, char *err)
     memset(out, 0, sizeof *out);
     cudaError_t rc = cudaDriverGetVersion(&out->driver);
     if (rc != cudaSuccess)
-        return cuda_fail(err, "cudaDriverGetVersion", rc);
+        return cl_cuda_fail(err, "cudaDriverGetVersion", rc);
     rc = cudaRuntimeGetVersion(&out->runtime);
     if (rc != cudaSuccess)
-        return cuda_fail(err, "cudaRuntimeGetVersion", rc);
+        return cl_cuda_fail(err, "cudaRuntimeGetVersion", rc);
     return code_arch(dev, out->arch, sizeof out->arch, err);
 }
 

@@ -19,9 +19,9 @@
 #include <string.h>
 
 #include "cudalab/backend.h"
+#include "common.h"
 #include "histo_internal.h"
 
-#define MIB (1024.0 * 1024.0)
 #define CUB_TEMP_ALLOWANCE (16ull << 20)     /* generous: cub needs kilobytes here */
 
 #define CL_HISTO_ROW(id, name, gpu, cpu, desc) {name, gpu, desc},
@@ -29,25 +29,6 @@ static const cl_histo_variant cuda_variants[CL_HISTO_NVARIANTS] = {
     CL_HISTO_VARIANT_LIST(CL_HISTO_ROW)
 };
 #undef CL_HISTO_ROW
-
-static int fail(char *err, const char *what, cudaError_t rc)
-{
-    snprintf(err, CL_ERR_LEN, "%s: %s", what, cudaGetErrorString(rc));
-    (void)cudaGetLastError();
-    return -1;
-}
-
-static int alloc(void **p, size_t bytes, const char *what, char *err)
-{
-    cudaError_t rc = cudaMalloc(p, bytes ? bytes : 16);
-    if (rc == cudaSuccess)
-        return 0;
-    *p = NULL;
-    snprintf(err, CL_ERR_LEN, "cudaMalloc of %.1f MiB for the %s: %s", (double)bytes / MIB, what,
-             cudaGetErrorString(rc));
-    (void)cudaGetLastError();
-    return -1;
-}
 
 static int l2_bytes(char *err, int *sms)
 {
@@ -58,7 +39,7 @@ static int l2_bytes(char *err, int *sms)
     if (rc == cudaSuccess)
         rc = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev);
     if (rc != cudaSuccess)
-        return fail(err, "device attributes", rc);
+        return cl_cuda_fail(err, "device attributes", rc);
     return l2 > 0 ? l2 : 8 << 20;
 }
 
@@ -72,21 +53,17 @@ static uint64_t cuda_overhead(void)
 typedef struct run_state {
     uint8_t *in;
     unsigned *hist;
-    void *flush, *temp;
-    size_t flush_bytes, temp_bytes;
-    cudaEvent_t e0, e1;
+    void *temp;
+    size_t temp_bytes;
+    cl_cuda_timing t;
 } run_state;
 
 static void run_free(run_state *st)
 {
     cudaFree(st->in);
     cudaFree(st->hist);
-    cudaFree(st->flush);
     cudaFree(st->temp);
-    if (st->e0)
-        cudaEventDestroy(st->e0);
-    if (st->e1)
-        cudaEventDestroy(st->e1);
+    cl_cuda_timing_free(&st->t);
 }
 
 /* The input on the device: generated, or the text copied (timed into *h2d_ms). */
@@ -95,16 +72,16 @@ static int make_input(const cl_histo_args *a, run_state *st, double *h2d_ms, cha
     cudaError_t rc;
     if (!a->text) {
         if ((rc = histo_generate((uint32_t *)st->in, (a->n + 3) / 4, a->seed, a->dist, 0)) != cudaSuccess)
-            return fail(err, "input generator", rc);
+            return cl_cuda_fail(err, "input generator", rc);
         return 0;
     }
     float ms = 0;
-    if ((rc = cudaEventRecord(st->e0, 0)) != cudaSuccess ||
+    if ((rc = cudaEventRecord(st->t.e0, 0)) != cudaSuccess ||
         (rc = cudaMemcpyAsync(st->in, a->text, a->n, cudaMemcpyHostToDevice, 0)) != cudaSuccess ||
-        (rc = cudaEventRecord(st->e1, 0)) != cudaSuccess ||
-        (rc = cudaEventSynchronize(st->e1)) != cudaSuccess ||
-        (rc = cudaEventElapsedTime(&ms, st->e0, st->e1)) != cudaSuccess)
-        return fail(err, "copying the text to the device", rc);
+        (rc = cudaEventRecord(st->t.e1, 0)) != cudaSuccess ||
+        (rc = cudaEventSynchronize(st->t.e1)) != cudaSuccess ||
+        (rc = cudaEventElapsedTime(&ms, st->t.e0, st->t.e1)) != cudaSuccess)
+        return cl_cuda_fail(err, "copying the text to the device", rc);
     *h2d_ms = ms;
     return 0;
 }
@@ -121,22 +98,13 @@ static cudaError_t work(const cl_histo_args *a, const histo_plan *p, run_state *
 static int one_rep(const cl_histo_args *a, const histo_plan *p, run_state *st, int r, float *ms,
                    char *err)
 {
-    cudaError_t rc = cudaMemsetAsync(st->flush, r & 0xff, st->flush_bytes, 0);
-    if (rc != cudaSuccess)
-        return fail(err, "L2 flush", rc);
-    if (ms && (rc = cudaEventRecord(st->e0, 0)) != cudaSuccess)
-        return fail(err, "cudaEventRecord", rc);
+    cudaError_t rc;
+    if (cl_cuda_flush_l2(&st->t, r, "L2 flush", err) || (ms && cl_cuda_time_start(&st->t, err)))
+        return -1;
     if ((rc = work(a, p, st)) != cudaSuccess)
-        return fail(err, a->variant == CL_HISTO_V_cub ? "cub::DeviceHistogram" : "kernel launch", rc);
-    if (!ms)
-        return 0;
-    if ((rc = cudaEventRecord(st->e1, 0)) != cudaSuccess)
-        return fail(err, "cudaEventRecord", rc);
-    if ((rc = cudaEventSynchronize(st->e1)) != cudaSuccess)
-        return fail(err, "histogram kernel", rc);
-    if ((rc = cudaEventElapsedTime(ms, st->e0, st->e1)) != cudaSuccess)
-        return fail(err, "cudaEventElapsedTime", rc);
-    return 0;
+        return cl_cuda_fail(err, a->variant == CL_HISTO_V_cub ? "cub::DeviceHistogram" : "kernel launch",
+                            rc);
+    return ms ? cl_cuda_time_stop(&st->t, ms, "histogram kernel", err) : 0;
 }
 
 static void describe(const cl_histo_args *a, const histo_plan *p, cl_histo_result *r)
@@ -184,19 +152,19 @@ static int check_args(const cl_histo_args *a, char *err)
 static int buffers(const cl_histo_args *a, const histo_plan *p, int l2, run_state *st, char *err)
 {
     cudaError_t rc;
-    st->flush_bytes = 2 * (size_t)l2;
+    st->t.flush_bytes = 2 * (size_t)l2;
     size_t padded = (a->n + 15) / 16 * 16;       /* whole 16-byte chunks and words */
-    if (alloc((void **)&st->in, padded, "input", err) ||
-        alloc((void **)&st->hist, CL_HISTO_MAX_BINS * sizeof(unsigned), "histogram", err) ||
-        alloc(&st->flush, st->flush_bytes, "L2 flush buffer", err))
+    if (cl_cuda_alloc((void **)&st->in, padded, "input", err) ||
+        cl_cuda_alloc((void **)&st->hist, CL_HISTO_MAX_BINS * sizeof(unsigned), "histogram", err) ||
+        cl_cuda_alloc(&st->t.flush, st->t.flush_bytes, "L2 flush buffer", err))
         return -1;
-    if ((rc = cudaEventCreate(&st->e0)) != cudaSuccess || (rc = cudaEventCreate(&st->e1)) != cudaSuccess)
-        return fail(err, "cudaEventCreate", rc);
+    if ((rc = cudaEventCreate(&st->t.e0)) != cudaSuccess || (rc = cudaEventCreate(&st->t.e1)) != cudaSuccess)
+        return cl_cuda_fail(err, "cudaEventCreate", rc);
     if (a->variant != CL_HISTO_V_cub)
         return 0;
     if ((rc = histo_cub(NULL, &st->temp_bytes, st->in, a->n, a->mode, a->width, st->hist, 0)) != cudaSuccess)
-        return fail(err, "cub::DeviceHistogram temp storage size", rc);
-    return alloc(&st->temp, st->temp_bytes, "cub temp storage", err);
+        return cl_cuda_fail(err, "cub::DeviceHistogram temp storage size", rc);
+    return cl_cuda_alloc(&st->temp, st->temp_bytes, "cub temp storage", err);
 }
 
 static int cuda_histo_run(const cl_histo_args *a, cl_histo_result *r, char *err)
@@ -229,7 +197,7 @@ static int cuda_histo_run(const cl_histo_args *a, cl_histo_result *r, char *err)
     r->times.reps = a->reps;
     if ((crc = cudaMemcpy(counts, st.hist, (size_t)p.nbins * sizeof(unsigned),
                           cudaMemcpyDeviceToHost)) != cudaSuccess) {
-        fail(err, "copying the histogram back", crc);
+        cl_cuda_fail(err, "copying the histogram back", crc);
         goto done;
     }
     r->nbins = p.nbins;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common.h"
 #include "histo_internal.h"
 
 #define WARP 32
@@ -256,13 +257,6 @@ static kernel_info kernel_for(int variant, int mode, int nbins, int block)
     }
 }
 
-static int plan_fail(char *err, const char *what, cudaError_t rc)
-{
-    snprintf(err, CL_ERR_LEN, "%s: %s", what, cudaGetErrorString(rc));
-    (void)cudaGetLastError();
-    return -1;
-}
-
 int histo_plan_make(const cl_histo_args *a, int sms, histo_plan *p, char *err)
 {
     memset(p, 0, sizeof *p);
@@ -280,10 +274,10 @@ int histo_plan_make(const cl_histo_args *a, int sms, histo_plan *p, char *err)
     cudaError_t rc = cudaFuncSetAttribute(k.fn, cudaFuncAttributePreferredSharedMemoryCarveout,
                                           (int)cudaSharedmemCarveoutMaxShared);
     if (rc != cudaSuccess)
-        return plan_fail(err, "cudaFuncSetAttribute", rc);
+        return cl_cuda_fail(err, "cudaFuncSetAttribute", rc);
     cudaFuncAttributes fa;
     if ((rc = cudaFuncGetAttributes(&fa, k.fn)) != cudaSuccess)
-        return plan_fail(err, "cudaFuncGetAttributes", rc);
+        return cl_cuda_fail(err, "cudaFuncGetAttributes", rc);
     p->regs = fa.numRegs;
     p->smem_static = fa.sharedSizeBytes;
     if (a->block > fa.maxThreadsPerBlock) {
@@ -299,7 +293,7 @@ int histo_plan_make(const cl_histo_args *a, int sms, histo_plan *p, char *err)
     int resident = 0;
     rc = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, k.fn, a->block, k.smem);
     if (rc != cudaSuccess)
-        return plan_fail(err, "cudaOccupancyMaxActiveBlocksPerMultiprocessor", rc);
+        return cl_cuda_fail(err, "cudaOccupancyMaxActiveBlocksPerMultiprocessor", rc);
     if (resident < 1) {
         snprintf(err, CL_ERR_LEN, "%s cannot run %d threads per block with %zu bytes of shared "
                  "memory on this device", k.name, a->block, k.smem + fa.sharedSizeBytes);

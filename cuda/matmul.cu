@@ -43,17 +43,10 @@ static const cl_matmul_variant cuda_variants[] = {
 
 /* ---- helpers shared with the kernel files ---- */
 
-int mm_cuda_fail(char *err, const char *what, cudaError_t rc)
-{
-    snprintf(err, CL_ERR_LEN, "%s: %s", what, cudaGetErrorString(rc));
-    (void)cudaGetLastError();
-    return -1;
-}
-
 int mm_launched(const char *what, char *err)
 {
     cudaError_t rc = cudaGetLastError();
-    return rc == cudaSuccess ? 0 : mm_cuda_fail(err, what, rc);
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, what, rc);
 }
 
 int mm_describe(const void *func, dim3 grid, dim3 block, cl_launch *l, char *err)
@@ -65,7 +58,7 @@ int mm_describe(const void *func, dim3 grid, dim3 block, cl_launch *l, char *err
     if (rc == cudaSuccess)
         rc = cudaDeviceGetAttribute(&max_y, cudaDevAttrMaxGridDimY, dev);
     if (rc != cudaSuccess)
-        return mm_cuda_fail(err, "grid limits", rc);
+        return cl_cuda_fail(err, "grid limits", rc);
     if (grid.x > (unsigned)max_x || grid.y > (unsigned)max_y) {
         snprintf(err, CL_ERR_LEN, "a grid of %u×%u blocks exceeds this device's %d×%d (columns × rows "
                  "of blocks): lower --m or use larger blocks", grid.x, grid.y, max_x, max_y);
@@ -74,7 +67,7 @@ int mm_describe(const void *func, dim3 grid, dim3 block, cl_launch *l, char *err
     cudaFuncAttributes fa;
     memset(&fa, 0, sizeof fa);
     if ((rc = cudaFuncGetAttributes(&fa, func)) != cudaSuccess)
-        return mm_cuda_fail(err, "cudaFuncGetAttributes", rc);
+        return cl_cuda_fail(err, "cudaFuncGetAttributes", rc);
     l->grid[0] = (int)grid.x, l->grid[1] = (int)grid.y, l->grid[2] = (int)grid.z;
     l->block[0] = (int)block.x, l->block[1] = (int)block.y, l->block[2] = (int)block.z;
     l->smem_bytes = fa.sharedSizeBytes;
@@ -103,9 +96,7 @@ static int fill(float *p, long long count, uint64_t seed, int is_b, char *err)
 
 struct mm_buffers {
     float *a, *b, *c;
-    void *flush;
-    size_t flush_bytes;
-    cudaEvent_t start, stop;
+    cl_cuda_timing t;
 };
 
 static void release(mm_buffers *d)
@@ -114,11 +105,7 @@ static void release(mm_buffers *d)
     cudaFree(d->a);
     cudaFree(d->b);
     cudaFree(d->c);
-    cudaFree(d->flush);
-    if (d->start)
-        cudaEventDestroy(d->start);
-    if (d->stop)
-        cudaEventDestroy(d->stop);
+    cl_cuda_timing_free(&d->t);
     (void)cudaGetLastError();
 }
 
@@ -130,7 +117,7 @@ static int alloc(void **p, size_t bytes, const char *what, char *err)
     *p = NULL;
     char buf[96];
     snprintf(buf, sizeof buf, "cudaMalloc %s (%.1f MiB)", what, (double)bytes / 1048576.0);
-    return mm_cuda_fail(err, buf, rc);
+    return cl_cuda_fail(err, buf, rc);
 }
 
 static int setup(const cl_matmul_args *a, mm_buffers *d, char *err)
@@ -140,20 +127,20 @@ static int setup(const cl_matmul_args *a, mm_buffers *d, char *err)
     if (rc == cudaSuccess)
         rc = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
     if (rc != cudaSuccess)
-        return mm_cuda_fail(err, "L2 size", rc);
-    d->flush_bytes = 2 * (size_t)(l2 > 0 ? l2 : 1 << 20);
+        return cl_cuda_fail(err, "L2 size", rc);
+    d->t.flush_bytes = 2 * (size_t)(l2 > 0 ? l2 : 1 << 20);
     size_t na = (size_t)a->m * a->k, nb = (size_t)a->k * a->n, nc = (size_t)a->m * a->n;
     if (alloc((void **)&d->a, na * sizeof(float), "A", err) ||
         alloc((void **)&d->b, nb * sizeof(float), "B", err) ||
         alloc((void **)&d->c, nc * sizeof(float), "C", err) ||
-        alloc(&d->flush, d->flush_bytes, "L2 flush buffer", err))
+        alloc(&d->t.flush, d->t.flush_bytes, "L2 flush buffer", err))
         return -1;
     if (fill(d->a, (long long)na, a->seed, 0, err) || fill(d->b, (long long)nb, a->seed, 1, err))
         return -1;
     if ((rc = cudaMemset(d->c, 0xFF, nc * sizeof(float))) != cudaSuccess)     /* NaN */
-        return mm_cuda_fail(err, "cudaMemset C", rc);
-    if ((rc = cudaEventCreate(&d->start)) != cudaSuccess || (rc = cudaEventCreate(&d->stop)) != cudaSuccess)
-        return mm_cuda_fail(err, "cudaEventCreate", rc);
+        return cl_cuda_fail(err, "cudaMemset C", rc);
+    if ((rc = cudaEventCreate(&d->t.e0)) != cudaSuccess || (rc = cudaEventCreate(&d->t.e1)) != cudaSuccess)
+        return cl_cuda_fail(err, "cudaEventCreate", rc);
     return 0;
 }
 
@@ -165,20 +152,11 @@ static int timed(const mm_gpu_impl *impl, const mm_problem *p, const cl_matmul_a
         if (impl->launch(p, err))
             return -1;
     if ((rc = cudaDeviceSynchronize()) != cudaSuccess)
-        return mm_cuda_fail(err, "warm-up runs", rc);
+        return cl_cuda_fail(err, "warm-up runs", rc);
     for (int r = 0; r < a->reps; r++) {
-        if ((rc = cudaMemsetAsync(d->flush, r & 0xFF, d->flush_bytes)) != cudaSuccess)
-            return mm_cuda_fail(err, "flushing L2", rc);
-        if ((rc = cudaEventRecord(d->start)) != cudaSuccess)
-            return mm_cuda_fail(err, "cudaEventRecord", rc);
-        if (impl->launch(p, err))
+        if (cl_cuda_flush_l2(&d->t, r, "flushing L2", err) || cl_cuda_time_start(&d->t, err) ||
+            impl->launch(p, err) || cl_cuda_time_stop(&d->t, &out->times.ms[r], "timed run", err))
             return -1;
-        if ((rc = cudaEventRecord(d->stop)) != cudaSuccess)
-            return mm_cuda_fail(err, "cudaEventRecord", rc);
-        if ((rc = cudaEventSynchronize(d->stop)) != cudaSuccess)
-            return mm_cuda_fail(err, "timed run", rc);
-        if ((rc = cudaEventElapsedTime(&out->times.ms[r], d->start, d->stop)) != cudaSuccess)
-            return mm_cuda_fail(err, "cudaEventElapsedTime", rc);
     }
     out->times.reps = a->reps;
     return 0;
@@ -212,7 +190,7 @@ static int cuda_matmul_run(const char *name, const cl_matmul_args *a, cl_matmul_
     cudaError_t e;
     if (rc == 0 && a->c &&
         (e = cudaMemcpy(a->c, d.c, (size_t)a->m * a->n * sizeof(float), cudaMemcpyDeviceToHost)) != cudaSuccess)
-        rc = mm_cuda_fail(err, "copying C to the host", e);
+        rc = cl_cuda_fail(err, "copying C to the host", e);
     release(&d);
     return rc;
 }

@@ -11,6 +11,7 @@
 
 #include "cudalab/backend.h"
 #include "cudalab/matmul.h"
+#include "common.h"
 
 struct mm_problem {
     int m, n, k, tile;
@@ -24,8 +25,6 @@ struct mm_gpu_impl {
     int (*launch)(const mm_problem *p, char *err);
 };
 
-/* "what: cudaGetErrorString(rc)" into err; clears the non-sticky error; returns -1. */
-int mm_cuda_fail(char *err, const char *what, cudaError_t rc);
 /* The launch description: grid, block, static shared memory and registers per thread of func. */
 int mm_describe(const void *func, dim3 grid, dim3 block, cl_launch *l, char *err);
 /* The error of the launch just made, if any. */

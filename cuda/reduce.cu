@@ -17,16 +17,8 @@
 #include <string.h>
 
 #include "cudalab/reduce.h"
+#include "common.h"
 #include "reduce_kernels.h"
-
-#define MIB (1024.0 * 1024.0)
-
-static int fail(char *err, const char *what, cudaError_t rc)
-{
-    snprintf(err, CL_ERR_LEN, "%s: %s", what, cudaGetErrorString(rc));
-    (void)cudaGetLastError();
-    return -1;
-}
 
 /* ---- CUB ---- */
 
@@ -68,9 +60,9 @@ static const char *cub_name(cl_reduce_op op)
 /* ---- one run ---- */
 
 typedef struct run_state {
-    void *in, *part, *out, *flush, *temp;
-    size_t flush_bytes, temp_bytes;
-    cudaEvent_t e0, e1;
+    void *in, *part, *out, *temp;
+    size_t temp_bytes;
+    cl_cuda_timing t;
 } run_state;
 
 static void run_free(run_state *st)
@@ -78,24 +70,8 @@ static void run_free(run_state *st)
     cudaFree(st->in);
     cudaFree(st->part);
     cudaFree(st->out);
-    cudaFree(st->flush);
     cudaFree(st->temp);
-    if (st->e0)
-        cudaEventDestroy(st->e0);
-    if (st->e1)
-        cudaEventDestroy(st->e1);
-}
-
-static int alloc(void **p, size_t bytes, const char *what, char *err)
-{
-    cudaError_t rc = cudaMalloc(p, bytes ? bytes : 16);
-    if (rc == cudaSuccess)
-        return 0;
-    *p = NULL;
-    snprintf(err, CL_ERR_LEN, "cudaMalloc of %.1f MiB for the %s: %s", (double)bytes / MIB, what,
-             cudaGetErrorString(rc));
-    (void)cudaGetLastError();
-    return -1;
+    cl_cuda_timing_free(&st->t);
 }
 
 static cudaError_t launch(int v, const reduce_plan *p, const cl_reduce_args *a, run_state *st)
@@ -109,22 +85,12 @@ static cudaError_t launch(int v, const reduce_plan *p, const cl_reduce_args *a, 
 static int one_rep(int v, const reduce_plan *p, const cl_reduce_args *a, run_state *st, int r,
                    float *ms, char *err)
 {
-    cudaError_t rc = cudaMemsetAsync(st->flush, r & 0xff, st->flush_bytes, 0);
-    if (rc != cudaSuccess)
-        return fail(err, "L2 flush", rc);
-    if (ms && (rc = cudaEventRecord(st->e0, 0)) != cudaSuccess)
-        return fail(err, "cudaEventRecord", rc);
+    cudaError_t rc;
+    if (cl_cuda_flush_l2(&st->t, r, "L2 flush", err) || (ms && cl_cuda_time_start(&st->t, err)))
+        return -1;
     if ((rc = launch(v, p, a, st)) != cudaSuccess)
-        return fail(err, v == CL_REDUCE_CUB ? "cub::DeviceReduce" : "kernel launch", rc);
-    if (!ms)
-        return 0;
-    if ((rc = cudaEventRecord(st->e1, 0)) != cudaSuccess)
-        return fail(err, "cudaEventRecord", rc);
-    if ((rc = cudaEventSynchronize(st->e1)) != cudaSuccess)
-        return fail(err, "reduction kernel", rc);
-    if ((rc = cudaEventElapsedTime(ms, st->e0, st->e1)) != cudaSuccess)
-        return fail(err, "cudaEventElapsedTime", rc);
-    return 0;
+        return cl_cuda_fail(err, v == CL_REDUCE_CUB ? "cub::DeviceReduce" : "kernel launch", rc);
+    return ms ? cl_cuda_time_stop(&st->t, ms, "reduction kernel", err) : 0;
 }
 
 static void set_launch(cl_launch *l, unsigned grid, unsigned block, size_t smem, int regs, int kernels)
@@ -165,7 +131,7 @@ static int device_facts(int *sms, int *l2, int *max_grid, char *err)
         rc = cudaDeviceGetAttribute(l2, cudaDevAttrL2CacheSize, dev);
     if (rc == cudaSuccess)
         rc = cudaDeviceGetAttribute(max_grid, cudaDevAttrMaxGridDimX, dev);
-    return rc == cudaSuccess ? 0 : fail(err, "device attributes", rc);
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "device attributes", rc);
 }
 
 static size_t flush_size(int l2)
@@ -191,22 +157,25 @@ static int cuda_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out
     memset(&st, 0, sizeof st);
     int rc = -1;
     size_t acc = reduce_acc_bytes(a->op, a->dtype);
-    st.flush_bytes = flush_size(l2);
+    st.t.flush_bytes = flush_size(l2);
     cudaError_t crc;
-    if (alloc(&st.in, a->n * 4, "input", err) || alloc(&st.part, p.grid * acc, "partials", err) ||
-        alloc(&st.out, 8, "result", err) || alloc(&st.flush, st.flush_bytes, "L2 flush buffer", err))
+    if (cl_cuda_alloc(&st.in, a->n * 4, "input", err) ||
+        cl_cuda_alloc(&st.part, p.grid * acc, "partials", err) ||
+        cl_cuda_alloc(&st.out, 8, "result", err) ||
+        cl_cuda_alloc(&st.t.flush, st.t.flush_bytes, "L2 flush buffer", err))
         goto done;
     if (v == CL_REDUCE_CUB) {
         if ((crc = cub_reduce(a, NULL, &st.temp_bytes, st.in, st.out, 0)) != cudaSuccess) {
-            fail(err, "cub::DeviceReduce (temp storage size)", crc);
+            cl_cuda_fail(err, "cub::DeviceReduce (temp storage size)", crc);
             goto done;
         }
-        if (alloc(&st.temp, st.temp_bytes, "CUB temp storage", err))
+        if (cl_cuda_alloc(&st.temp, st.temp_bytes, "CUB temp storage", err))
             goto done;
     }
     if ((crc = reduce_fill(st.in, a->n, a->dtype, a->seed, 0)) != cudaSuccess ||
-        (crc = cudaEventCreate(&st.e0)) != cudaSuccess || (crc = cudaEventCreate(&st.e1)) != cudaSuccess) {
-        fail(err, "input generation", crc);
+        (crc = cudaEventCreate(&st.t.e0)) != cudaSuccess ||
+        (crc = cudaEventCreate(&st.t.e1)) != cudaSuccess) {
+        cl_cuda_fail(err, "input generation", crc);
         goto done;
     }
     for (int w = 0; w < a->warmup; w++)
@@ -220,7 +189,7 @@ static int cuda_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out
     {
         unsigned char val[8] = {0};
         if ((crc = cudaMemcpy(val, st.out, acc, cudaMemcpyDeviceToHost)) != cudaSuccess) {
-            fail(err, "cudaMemcpy of the result", crc);
+            cl_cuda_fail(err, "cudaMemcpy of the result", crc);
             goto done;
         }
         if (a->dtype == CL_REDUCE_FLOAT) {

@@ -9,6 +9,7 @@
  */
 #include <stdio.h>
 
+#include "common.h"
 #include "reduce_device.h"
 #include "reduce_kernels.h"
 
@@ -78,13 +79,6 @@ struct kernels {
 
 /* ---- plans ---- */
 
-static int plan_fail(char *err, const char *what, cudaError_t rc)
-{
-    snprintf(err, CL_ERR_LEN, "%s: %s", what, cudaGetErrorString(rc));
-    (void)cudaGetLastError();
-    return -1;
-}
-
 template <class Op>
 struct planner {
     static int fn(int v, const cl_reduce_args *a, int sms, int max_grid, reduce_plan *p, char *err)
@@ -104,7 +98,7 @@ struct planner {
             int per_sm = 0;
             cudaError_t rc = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k1, a->block, 0);
             if (rc != cudaSuccess)
-                return plan_fail(err, "cudaOccupancyMaxActiveBlocksPerMultiprocessor", rc);
+                return cl_cuda_fail(err, "cudaOccupancyMaxActiveBlocksPerMultiprocessor", rc);
             uint64_t wave = (uint64_t)(per_sm > 0 ? per_sm : 1) * (uint64_t)sms;
             uint64_t need = (a->n / 4 + b - 1) / b;      /* blocks with one vector per thread */
             grid = need < 1 ? 1 : need < wave ? need : wave;
@@ -125,12 +119,12 @@ struct planner {
         cudaFuncAttributes at;
         cudaError_t rc = cudaFuncGetAttributes(&at, k1);
         if (rc != cudaSuccess)
-            return plan_fail(err, "cudaFuncGetAttributes", rc);
+            return cl_cuda_fail(err, "cudaFuncGetAttributes", rc);
         p->regs = at.numRegs;
         p->smem_static = at.sharedSizeBytes;
         rc = cudaFuncGetAttributes(&at, k2);
         if (rc != cudaSuccess)
-            return plan_fail(err, "cudaFuncGetAttributes", rc);
+            return cl_cuda_fail(err, "cudaFuncGetAttributes", rc);
         p->final_regs = at.numRegs;
         p->final_smem_static = at.sharedSizeBytes;
         return 0;

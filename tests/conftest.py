@@ -616,6 +616,34 @@ def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> s
                           timeout=timeout, env={**os.environ, **(env or {})})
 
 
+def run_cell(cell: str, json_mode: bool = True, timeout: float = 120,
+             env: dict[str, str] | None = None) -> tuple[int, list[dict], str, str]:
+    """(exit code, documents, stdout, stderr) of one cell in command-line mode, on the CPU backend
+    unless env says otherwise; the documents only with json_mode and exit code 0."""
+    args = ["--run", cell] + (["--json"] if json_mode else [])
+    r = cli(*args, env={"CUDALAB_BACKEND": "cpu"} if env is None else env, timeout=timeout)
+    docs = [json.loads(l) for l in r.stdout.splitlines() if l.strip()] if json_mode and r.returncode == 0 else []
+    return r.returncode, docs, r.stdout, r.stderr
+
+
+def magic_doc(magic: str, cell: str, schema: dict) -> dict:
+    """The one document of MAGIC that CELL prints on the CPU backend, valid against schema, with
+    exit code 0 and nothing on stderr."""
+    import jsonschema
+    rc, docs, _, err = run_cell(cell)
+    assert rc == 0, err
+    assert err == "", f"stderr on success: {err!r}"
+    found = [d for d in docs if d and d.get("magic") == magic]
+    assert len(found) == 1, docs
+    jsonschema.validate(found[0], schema)
+    return found[0]
+
+
+def load_schema(name: str) -> dict:
+    """tests/schemas/NAME.schema.json."""
+    return json.loads((Path(__file__).resolve().parent / "schemas" / f"{name}.schema.json").read_text())
+
+
 def gpu_visible() -> bool:
     """Whether this machine shows an NVIDIA device node (a hint, not a promise that CUDA works)."""
     return any(Path("/dev").glob("nvidia[0-9]*"))
@@ -624,6 +652,6 @@ def gpu_visible() -> bool:
 __all__ = [
     "DELIM", "REPO", "SILENCE", "TIMEOUT", "KernelLog", "KernelPair", "Raw", "SpawnedKernel",
     "assert_busy_idle", "cli", "collect_iopub", "execute", "free_tcp_ports", "get_reply",
-    "gpu_visible", "kernel_binary", "kernel_children", "no_message", "outputs", "raw_for",
-    "request", "statuses", "streams", "utcnow", "wait_gone",
+    "gpu_visible", "kernel_binary", "kernel_children", "load_schema", "magic_doc", "no_message",
+    "outputs", "raw_for", "request", "run_cell", "statuses", "streams", "utcnow", "wait_gone",
 ]

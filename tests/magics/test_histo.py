@@ -10,37 +10,21 @@ from __future__ import annotations
 import collections
 import json
 import time
-from pathlib import Path
 
 import jsonschema
 import pytest
 
-from conftest import cli
+from conftest import load_schema, magic_doc, run_cell as run
 
-SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "schemas" / "histo.schema.json").read_text())
+SCHEMA = load_schema("histo")
 VARIANTS = ["cpu", "sectioned", "interleaved", "privatized", "warp", "fast", "cub"]
 QUICK = "--reps 2 --warmup 0"
-CPU = {"CUDALAB_BACKEND": "cpu"}
 LECTURE = "programming massively parallel processors"
 TEXTBOOK = {"a-d": 5, "e-h": 5, "i-l": 6, "m-p": 10, "q-t": 10, "u-x": 1, "y-z": 1}
 
 
-def run(cell: str, json_mode: bool = True, timeout: float = 120):
-    """(exit code, documents, stdout, stderr) of one cell on the CPU backend."""
-    args = ["--run", cell] + (["--json"] if json_mode else [])
-    r = cli(*args, env=CPU, timeout=timeout)
-    docs = [json.loads(l) for l in r.stdout.splitlines() if l.strip()] if json_mode and r.returncode == 0 else []
-    return r.returncode, docs, r.stdout, r.stderr
-
-
 def histo_doc(cell: str) -> dict:
-    rc, docs, _, err = run(cell)
-    assert rc == 0, err
-    assert err == "", f"stderr on success: {err!r}"
-    found = [d for d in docs if d and d.get("magic") == "histo"]
-    assert len(found) == 1, docs
-    jsonschema.validate(found[0], SCHEMA)
-    return found[0]
+    return magic_doc("histo", cell, SCHEMA)
 
 
 def letter_counts(text: str, width: int) -> dict[str, int]:

@@ -8,36 +8,19 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
-import jsonschema
 import pytest
 
-from conftest import cli
+from conftest import load_schema, magic_doc, run_cell as run
 
-SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "schemas" / "matmul.schema.json").read_text())
+SCHEMA = load_schema("matmul")
 VARIANTS = ["cpu", "naive", "tiled", "fast", "fast64", "cublas", "cublas-tf32"]
 TILES = [2, 4, 8, 16, 32]
 QUICK = "--reps 2 --warmup 0"
-CPU = {"CUDALAB_BACKEND": "cpu"}
-
-
-def run(cell: str, json_mode: bool = True, timeout: float = 120):
-    """(exit code, documents, stdout, stderr) of one cell on the CPU backend."""
-    args = ["--run", cell] + (["--json"] if json_mode else [])
-    r = cli(*args, env=CPU, timeout=timeout)
-    docs = [json.loads(l) for l in r.stdout.splitlines() if l.strip()] if json_mode and r.returncode == 0 else []
-    return r.returncode, docs, r.stdout, r.stderr
 
 
 def matmul_doc(cell: str) -> dict:
-    rc, docs, _, err = run(cell)
-    assert rc == 0, err
-    assert err == "", f"stderr on success: {err!r}"
-    found = [d for d in docs if d and d.get("magic") == "matmul"]
-    assert len(found) == 1, docs
-    jsonschema.validate(found[0], SCHEMA)
-    return found[0]
+    return magic_doc("matmul", cell, SCHEMA)
 
 
 def error(cell: str, code: int, ename: str, *fragments: str) -> str:

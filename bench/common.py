@@ -1,0 +1,59 @@
+"""bench/common.py — what the benchmarks share: running one cell through the CLI and printing
+an aligned table. Not a benchmark itself (`make bench` skips it). Standard library only.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def binary() -> Path:
+    """$CUDALAB_BIN (relative to the repository) or build/bin/cudalab."""
+    p = Path(os.environ.get("CUDALAB_BIN", "build/bin/cudalab"))
+    return p if p.is_absolute() else REPO / p
+
+
+def run_cell(magic: str, cell: str, timeout: float = 300, strict: bool = True) -> dict:
+    """Runs `cudalab --run CELL --json` and returns the document of MAGIC. Exits with a message
+    when the CLI fails; with strict=False, a failing CLI that still printed the document only
+    warns on stderr."""
+    r = subprocess.run([str(binary()), "--run", cell, "--json"], capture_output=True, text=True,
+                       timeout=timeout)
+    failed = f"bench/{magic}.py: `{cell}` exited {r.returncode}: {r.stderr.strip()}"
+    if strict and r.returncode != 0:
+        sys.exit(failed)
+    docs = [json.loads(l) for l in r.stdout.splitlines() if l.strip()]
+    if strict:
+        return next(d for d in docs if d.get("magic") == magic)
+    doc = next((d for d in docs if d.get("magic") == magic), None)
+    if doc is None:
+        sys.exit(failed)
+    if r.returncode != 0:
+        print(failed, file=sys.stderr)
+    return doc
+
+
+def fmt(v: float | None, nd: int = 1) -> str:
+    return "-" if v is None else f"{v:,.{nd}f}"
+
+
+def check_text(check: dict) -> str:
+    passed = check.get("passed")
+    return "skipped" if passed is None else "ok" if passed else "FAILED"
+
+
+def print_table(title: str, rows: list[tuple[str, ...]], left: tuple[int, ...]) -> None:
+    """Prints a blank line, the title, then rows (the first is the header, underlined) with the
+    columns in LEFT left-aligned and the others right-aligned."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    print(f"\n{title}")
+    for i, row in enumerate(rows):
+        print("  ".join(c.ljust(w) if j in left else c.rjust(w)
+                        for j, (c, w) in enumerate(zip(row, widths))))
+        if i == 0:
+            print("  ".join("-" * w for w in widths))

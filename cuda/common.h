@@ -1,0 +1,45 @@
+/* common.h — private to cuda/*.cu: the pieces every family's runner shares.
+ *
+ * Errors: cl_cuda_fail writes "what: cudaGetErrorString(rc)" and clears the
+ * non-sticky error. Timing: a cl_cuda_timing holds the L2 flush buffer (a
+ * scratch buffer twice the L2 size, overwritten before a launch so that no
+ * rep starts with its inputs cached) and the two events that bracket the
+ * timed work. A rep is cl_cuda_flush_l2, cl_cuda_time_start, the work, then
+ * cl_cuda_time_stop.
+ */
+#ifndef CUDALAB_CUDA_COMMON_H
+#define CUDALAB_CUDA_COMMON_H
+
+#include <cuda_runtime.h>
+
+#include <stddef.h>
+
+#include "cudalab/backend.h"
+
+/* "what: cudaGetErrorString(rc)" into err (when not NULL); clears the non-sticky error; returns -1. */
+int cl_cuda_fail(char *err, const char *what, cudaError_t rc);
+
+/* cudaMalloc of bytes (16 when 0); on failure *p = NULL and
+ * "cudaMalloc of X MiB for the <what>: …" in err, and -1. */
+int cl_cuda_alloc(void **p, size_t bytes, const char *what, char *err);
+
+typedef struct cl_cuda_timing {
+    void *flush;                    /* L2 flush buffer, flush_bytes long */
+    size_t flush_bytes;
+    cudaEvent_t e0, e1;             /* around the timed work, on stream 0 */
+} cl_cuda_timing;
+
+/* Frees the flush buffer and destroys the events that exist; leaves the errors as they are. */
+void cl_cuda_timing_free(cl_cuda_timing *t);
+
+/* Overwrites the flush buffer with r & 0xff on stream 0; on failure "what: …" in err. */
+int cl_cuda_flush_l2(const cl_cuda_timing *t, int r, const char *what, char *err);
+
+/* Records e0 on stream 0. */
+int cl_cuda_time_start(const cl_cuda_timing *t, char *err);
+
+/* Records e1 on stream 0, waits for it ("what: …" when the work failed) and
+ * writes the milliseconds between e0 and e1 to *ms. */
+int cl_cuda_time_stop(const cl_cuda_timing *t, float *ms, const char *what, char *err);
+
+#endif
