@@ -118,6 +118,8 @@ int kernel_open(kernel *k, const conn_info *c)
 
 void kernel_close(kernel *k)
 {
+    if (k->dropped)
+        klog("%lu malformed, unsigned or replayed messages were dropped this session", k->dropped);
     cell_discard(k);
     if (k->worker.pid)
         worker_kill(&k->worker, NULL);

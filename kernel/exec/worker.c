@@ -50,7 +50,6 @@ int worker_start(worker *w, const char *exe)
     fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK);
     w->pid = pid;
     w->fd = sv[0];
-    w->busy = false;
     frame_reader_reset(&w->rd);
     return 0;
 }
@@ -67,8 +66,6 @@ int worker_run(worker *w, const char *exe, const command *cmd)
     int rc = msg ? frame_write(w->fd, msg) : -1;
     fcntl(w->fd, F_SETFL, fl);
     json_decref(msg);
-    if (rc == 0)
-        w->busy = true;
     return rc;
 }
 

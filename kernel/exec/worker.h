@@ -19,7 +19,6 @@ typedef struct worker {
     pid_t pid;                  /* 0 when not running */
     int fd;                     /* kernel's end of the socketpair, -1 when not running */
     frame_reader rd;
-    bool busy;                  /* a run was sent and its "done" not yet received */
 } worker;
 
 void worker_init(worker *w);

@@ -7,146 +7,19 @@
  * the cell; with stop_on_error, execute requests sent before the error are
  * then aborted (by their header date, so a request still in flight when the
  * cell failed is aborted too, and one sent after the reply is not).
- *
- * Stream text is coalesced: it is sent when other output follows, when the
- * command ends, past 64 KiB, or 50 ms after it started to pile up, so a cell
- * printing thousands of lines sends a handful of messages.
+ * What the cell shows is cell_output.c's.
  */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "cudalab/render.h"
 #include "kernel.h"
 #include "log.h"
 #include "proto/msg.h"
-
-struct cell {
-    wire_msg req;               /* the execute_request, owned */
-    command *cmds;
-    int ncmds, next;
-    bool silent, stop_on_error;
-    int count;                  /* execution_count of this cell */
-    bool waiting;               /* a command is in the worker */
-    json_t *error;              /* {ename, evalue, traceback} of the worker's error, or NULL */
-    double started_ms;          /* when the cell started (monotonic) */
-    double timeout_at_ms;       /* the per-cell limit, 0 = none */
-    char stop_ename[32];        /* set when the cell is being stopped: KeyboardInterrupt, TimeoutError */
-    char stop_why[192];
-    double kill_at_ms;          /* when a stopping worker is killed */
-    size_t stream_bytes;        /* output so far, against k->max_output */
-    bool stream_capped;
-    char *pend;                 /* stream text not yet sent, of stream pend_name */
-    size_t pend_len, pend_cap;
-    char pend_name[8];
-    double flush_at_ms;         /* when pending text must go out, 0 = none pending */
-};
-
-#define STREAM_FLUSH_BYTES (64u << 10)
-#define STREAM_FLUSH_MS 50
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+#include "shell/cell.h"
 
 enum handled handle_execute(kernel *k, void *sock, wire_msg *req);
-
-/* ---- output of running commands ---- */
-
-/* Sends the pending stream text, if any. */
-static void stream_flush(kernel *k)
-{
-    struct cell *c = k->cell;
-    if (!c || c->pend_len == 0)
-        return;
-    json_t *text = json_stringn(c->pend, c->pend_len);
-    if (!text)      /* a command split a UTF-8 sequence across writes: keep what is valid */
-        text = json_stringn_nocheck("", 0);
-    kernel_publish(k, &c->req, "stream", json_pack("{s:s, s:o}", "name", c->pend_name, "text", text));
-    c->pend_len = 0;
-    c->flush_at_ms = 0;
-}
-
-static void stream_append(kernel *k, const char *name, const char *text, size_t len)
-{
-    struct cell *c = k->cell;
-    if (c->pend_len && strcmp(c->pend_name, name) != 0)
-        stream_flush(k);                    /* keep stdout and stderr in order */
-    if (c->pend_len + len > c->pend_cap) {
-        size_t cap = c->pend_cap ? c->pend_cap : 4096;
-        while (cap < c->pend_len + len)
-            cap *= 2;
-        char *nb = realloc(c->pend, cap);
-        if (!nb)
-            return;
-        c->pend = nb;
-        c->pend_cap = cap;
-    }
-    memcpy(c->pend + c->pend_len, text, len);
-    c->pend_len += len;
-    snprintf(c->pend_name, sizeof c->pend_name, "%s", name);
-    if (c->flush_at_ms == 0)
-        c->flush_at_ms = now_ms() + STREAM_FLUSH_MS;
-    if (c->pend_len >= STREAM_FLUSH_BYTES)
-        stream_flush(k);
-}
-
-static void kernel_stream(void *impl, const char *name, const char *text)
-{
-    kernel *k = impl;
-    struct cell *c = k->cell;
-    if (!c || c->silent || !text || !*text || c->stream_capped || !name)
-        return;
-    if (strcmp(name, "stdout") != 0 && strcmp(name, "stderr") != 0)
-        name = "stdout";
-    size_t len = strlen(text);
-    if (c->stream_bytes + len > k->max_output) {
-        /* a runaway command must not flood iopub: say so once and drop the rest */
-        char note[160];
-        snprintf(note, sizeof note, "\n[cudalab: output truncated after %zu bytes "
-                 "(CUDALAB_MAX_OUTPUT); the rest of this cell's output is not shown]\n", c->stream_bytes);
-        stream_append(k, "stdout", note, strlen(note));
-        stream_flush(k);
-        c->stream_capped = true;
-        return;
-    }
-    c->stream_bytes += len;
-    stream_append(k, name, text, len);
-}
-
-static void kernel_result(void *impl, json_t *doc, json_t *view, const char *display_id, enum result_mode mode)
-{
-    kernel *k = impl;
-    struct cell *c = k->cell;
-    stream_flush(k);
-    json_t *data = c && !c->silent ? render_bundle(doc, view) : NULL;
-    if (data) {
-        json_t *transient = display_id ? json_pack("{s:s}", "display_id", display_id) : json_object();
-        if (mode == RESULT_UPDATE || mode == RESULT_FINAL) {
-            kernel_publish(k, &c->req, "update_display_data",
-                           json_pack("{s:o, s:{}, s:o}", "data", data, "metadata", "transient", transient));
-        } else if (mode == RESULT_PLAIN && c->next == c->ncmds - 1) {
-            /* the last command's result is the cell's value: Out[n] */
-            history_set_output(k->history, c->count,
-                               json_string_value(json_object_get(data, "text/plain")));
-            json_decref(transient);
-            kernel_publish(k, &c->req, "execute_result",
-                           json_pack("{s:i, s:o, s:{}}", "execution_count", c->count, "data", data, "metadata"));
-        } else {
-            kernel_publish(k, &c->req, "display_data",
-                           json_pack("{s:o, s:{}, s:o}", "data", data, "metadata", "transient", transient));
-        }
-    }
-    json_decref(doc);
-    json_decref(view);
-}
-
-static const magic_out kernel_out = { kernel_stream, kernel_result };
 
 /* ---- finishing ---- */
 
@@ -231,7 +104,7 @@ static void cell_advance(kernel *k)
             fail_command(k, cmd, "WorkerError", "cannot start the device worker (see the kernel log)", NULL);
             break;
         }
-        magic_ctx ctx = { .out = &kernel_out, .impl = k };
+        magic_ctx ctx = { .out = &cell_out, .impl = k };
         int rc = cmd->magic->run(&ctx, cmd->params, cmd->body);
         if (rc) {
             fail_command(k, cmd, ctx.ename, ctx.evalue, ctx.traceback);
@@ -258,7 +131,7 @@ static void fail_stopped(kernel *k, const char *how)
     const command *cmd = &c->cmds[c->next];
     char evalue[640];
     snprintf(evalue, sizeof evalue, "%s: stopped %%%s after %.1f s%s", c->stop_why, cmd->magic->name,
-             (now_ms() - c->started_ms) / 1e3, how);
+             (cell_now_ms() - c->started_ms) / 1e3, how);
     json_decref(c->error);
     c->error = NULL;
     fail_command(k, cmd, c->stop_ename, evalue, NULL);
@@ -273,20 +146,19 @@ void cell_on_worker_frame(kernel *k, json_t *f)
         return;
     }
     if (strcmp(op, "stream") == 0) {
-        kernel_stream(k, json_string_value(json_object_get(f, "name")),
-                      json_string_value(json_object_get(f, "text")));
+        cell_out.stream(k, json_string_value(json_object_get(f, "name")),
+                        json_string_value(json_object_get(f, "text")));
     } else if (strcmp(op, "result") == 0) {
         json_t *doc = json_object_get(f, "doc"), *view = json_object_get(f, "view");
         const json_t *mode = json_object_get(f, "mode");
-        kernel_result(k, json_is_null(doc) ? NULL : json_incref(doc), json_incref(view),
-                      json_string_value(json_object_get(f, "display_id")),
-                      json_is_integer(mode) ? (enum result_mode)json_integer_value(mode) : RESULT_PLAIN);
+        cell_out.result(k, json_is_null(doc) ? NULL : json_incref(doc), json_incref(view),
+                        json_string_value(json_object_get(f, "display_id")),
+                        json_is_integer(mode) ? (enum result_mode)json_integer_value(mode) : RESULT_PLAIN);
     } else if (strcmp(op, "error") == 0) {
         json_decref(c->error);
         c->error = json_incref(f);
     } else if (strcmp(op, "done") == 0) {
         c->waiting = false;
-        k->worker.busy = false;
         k->respawns = 0;
         if (json_is_true(json_object_get(f, "leaving"))) {
             /* its context is poisoned and it is exiting: replace it before the
@@ -348,13 +220,13 @@ void cell_stop(kernel *k, const char *ename, const char *why)
         return;
     }
     if (c->stop_ename[0]) {
-        c->kill_at_ms = now_ms();
+        c->kill_at_ms = cell_now_ms();
         cell_tick(k);
         return;
     }
     snprintf(c->stop_ename, sizeof c->stop_ename, "%s", ename);
     snprintf(c->stop_why, sizeof c->stop_why, "%s", why);
-    c->kill_at_ms = now_ms() + k->grace_ms;
+    c->kill_at_ms = cell_now_ms() + k->grace_ms;
     if (k->worker.pid > 0)
         kill(k->worker.pid, SIGINT);
 }
@@ -385,7 +257,7 @@ void cell_tick(kernel *k)
     struct cell *c = k->cell;
     if (!c)
         return;
-    double now = now_ms();
+    double now = cell_now_ms();
     if (c->flush_at_ms > 0 && now >= c->flush_at_ms)
         stream_flush(k);
     if (!c->waiting)
@@ -448,7 +320,7 @@ enum handled handle_execute(kernel *k, void *sock, wire_msg *req)
         history_add(k->history, k->exec_count, text);
     }
     c->count = k->exec_count;
-    c->started_ms = now_ms();
+    c->started_ms = cell_now_ms();
     c->timeout_at_ms = k->cell_timeout_ms > 0 ? c->started_ms + k->cell_timeout_ms : 0;
     k->cell = c;
     if (!c->silent)

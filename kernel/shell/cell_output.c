@@ -1,0 +1,110 @@
+/* cell_output.c — what a running cell shows: stream text, coalesced (sent when
+ * other output follows, when the command ends, past 64 KiB, or 50 ms after it
+ * started to pile up, so a cell printing thousands of lines sends a handful of
+ * messages, and capped at CUDALAB_MAX_OUTPUT), and results rendered to bundles:
+ * display_data, update_display_data for progress, and the last command's
+ * result as the cell's execute_result. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cudalab/render.h"
+#include "shell/cell.h"
+
+double cell_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+void stream_flush(kernel *k)
+{
+    struct cell *c = k->cell;
+    if (!c || c->pend_len == 0)
+        return;
+    json_t *text = json_stringn(c->pend, c->pend_len);
+    if (!text)      /* a command split a UTF-8 sequence across writes: keep what is valid */
+        text = json_stringn_nocheck("", 0);
+    kernel_publish(k, &c->req, "stream", json_pack("{s:s, s:o}", "name", c->pend_name, "text", text));
+    c->pend_len = 0;
+    c->flush_at_ms = 0;
+}
+
+static void stream_append(kernel *k, const char *name, const char *text, size_t len)
+{
+    struct cell *c = k->cell;
+    if (c->pend_len && strcmp(c->pend_name, name) != 0)
+        stream_flush(k);                    /* keep stdout and stderr in order */
+    if (c->pend_len + len > c->pend_cap) {
+        size_t cap = c->pend_cap ? c->pend_cap : 4096;
+        while (cap < c->pend_len + len)
+            cap *= 2;
+        char *nb = realloc(c->pend, cap);
+        if (!nb)
+            return;
+        c->pend = nb;
+        c->pend_cap = cap;
+    }
+    memcpy(c->pend + c->pend_len, text, len);
+    c->pend_len += len;
+    snprintf(c->pend_name, sizeof c->pend_name, "%s", name);
+    if (c->flush_at_ms == 0)
+        c->flush_at_ms = cell_now_ms() + STREAM_FLUSH_MS;
+    if (c->pend_len >= STREAM_FLUSH_BYTES)
+        stream_flush(k);
+}
+
+static void kernel_stream(void *impl, const char *name, const char *text)
+{
+    kernel *k = impl;
+    struct cell *c = k->cell;
+    if (!c || c->silent || !text || !*text || c->stream_capped || !name)
+        return;
+    if (strcmp(name, "stdout") != 0 && strcmp(name, "stderr") != 0)
+        name = "stdout";
+    size_t len = strlen(text);
+    if (c->stream_bytes + len > k->max_output) {
+        /* a runaway command must not flood iopub: say so once and drop the rest */
+        char note[160];
+        snprintf(note, sizeof note, "\n[cudalab: output truncated after %zu bytes "
+                 "(CUDALAB_MAX_OUTPUT); the rest of this cell's output is not shown]\n", c->stream_bytes);
+        stream_append(k, "stdout", note, strlen(note));
+        stream_flush(k);
+        c->stream_capped = true;
+        return;
+    }
+    c->stream_bytes += len;
+    stream_append(k, name, text, len);
+}
+
+static void kernel_result(void *impl, json_t *doc, json_t *view, const char *display_id, enum result_mode mode)
+{
+    kernel *k = impl;
+    struct cell *c = k->cell;
+    stream_flush(k);
+    json_t *data = c && !c->silent ? render_bundle(doc, view) : NULL;
+    if (data) {
+        json_t *transient = display_id ? json_pack("{s:s}", "display_id", display_id) : json_object();
+        if (mode == RESULT_UPDATE || mode == RESULT_FINAL) {
+            kernel_publish(k, &c->req, "update_display_data",
+                           json_pack("{s:o, s:{}, s:o}", "data", data, "metadata", "transient", transient));
+        } else if (mode == RESULT_PLAIN && c->next == c->ncmds - 1) {
+            /* the last command's result is the cell's value: Out[n] */
+            history_set_output(k->history, c->count,
+                               json_string_value(json_object_get(data, "text/plain")));
+            json_decref(transient);
+            kernel_publish(k, &c->req, "execute_result",
+                           json_pack("{s:i, s:o, s:{}}", "execution_count", c->count, "data", data, "metadata"));
+        } else {
+            kernel_publish(k, &c->req, "display_data",
+                           json_pack("{s:o, s:{}, s:o}", "data", data, "metadata", "transient", transient));
+        }
+    }
+    json_decref(doc);
+    json_decref(view);
+}
+
+const magic_out cell_out = { kernel_stream, kernel_result };
+
