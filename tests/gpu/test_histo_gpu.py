@@ -9,54 +9,18 @@ with plain python3: `python3 -m pytest --noconftest tests/gpu/test_histo_gpu.py`
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
 VARIANTS = ["cpu", "sectioned", "interleaved", "privatized", "warp", "fast", "cub"]
 GPU_VARIANTS = [v for v in VARIANTS if v != "cpu"]
 TEXTBOOK = {"a-d": 5, "e-h": 5, "i-l": 6, "m-p": 10, "q-t": 10, "u-x": 1, "y-z": 1}
 
-
-def binary() -> Path:
-    p = Path(os.environ.get("CUDALAB_BIN", "build/bin/cudalab"))
-    return p if p.is_absolute() else REPO / p
-
-
-def run(cell: str, env: dict | None = None, timeout: float = 300):
-    r = subprocess.run([str(binary()), "--run", cell, "--json"], capture_output=True, text=True,
-                       timeout=timeout, env={**os.environ, **(env or {})})
-    docs = [json.loads(l) for l in r.stdout.splitlines() if l.strip()] if r.returncode == 0 else []
-    return r.returncode, docs, r.stderr
+from gpu_cli import gpu, magic_doc, run  # noqa: E402,F401  (gpu is the fixture)
 
 
 def histo_doc(cell: str, env: dict | None = None) -> dict:
-    rc, docs, err = run(cell, env)
-    assert rc == 0, err
-    assert err == "", f"stderr on success: {err!r}"
-    return next(d for d in docs if d.get("magic") == "histo")
-
-
-@pytest.fixture(scope="module")
-def gpu() -> dict:
-    reason = ""
-    try:
-        rc, docs, err = run("%device", timeout=120)
-        doc = docs[0] if docs else {}
-        if rc != 0:
-            reason = f"`cudalab --run %device --json` exited {rc}: {err.strip()}"
-        elif doc.get("backend") != "cuda":
-            reason = doc.get("backend_note") or f"backend is {doc.get('backend')!r}"
-    except Exception as e:  # noqa: BLE001 - any failure to run is the reason
-        reason, doc = f"cannot run {binary()}: {e}", {}
-    if reason:
-        if os.environ.get("CUDALAB_REQUIRE_GPU") == "1":
-            pytest.fail(f"make test-gpu needs a GPU: {reason}", pytrace=False)
-        pytest.skip(f"needs a CUDA device: {reason}")
-    return doc
+    return magic_doc("histo", cell, env)
 
 
 def assert_all_passed(doc: dict) -> None:

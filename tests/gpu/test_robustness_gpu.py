@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 import psutil
-import pytest
 
 from conftest import execute, get_reply, collect_iopub, kernel_children
 from test_gpu import gpu_doc  # noqa: F401  (the fixture: skip or fail without a GPU)
