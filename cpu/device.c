@@ -148,6 +148,11 @@ extern const struct cl_matmul_ops cl_cpu_matmul_ops __attribute__((weak));
 extern const struct cl_histo_ops cl_cpu_histo_ops __attribute__((weak));
 int cl_cpu_copy_bandwidth(double *gbs, char *err) __attribute__((weak));
 extern const cl_selftest_ops cl_cpu_selftest_ops __attribute__((weak));
+extern const struct cl_grid_ops cl_cpu_grid_ops __attribute__((weak));
+extern const struct cl_occupancy_ops cl_cpu_occupancy_ops __attribute__((weak));
+extern const struct cl_vecadd_ops cl_cpu_vecadd_ops __attribute__((weak));
+extern const struct cl_coalesce_ops cl_cpu_coalesce_ops __attribute__((weak));
+extern const struct cl_stencil_ops cl_cpu_stencil_ops __attribute__((weak));
 
 static const cl_backend cpu_backend = {
     .name = "cpu",
@@ -160,6 +165,11 @@ static const cl_backend cpu_backend = {
     .matmul = &cl_cpu_matmul_ops,
     .histo = &cl_cpu_histo_ops,
     .selftest = &cl_cpu_selftest_ops,
+    .grid = &cl_cpu_grid_ops,
+    .occupancy = &cl_cpu_occupancy_ops,
+    .vecadd = &cl_cpu_vecadd_ops,
+    .coalesce = &cl_cpu_coalesce_ops,
+    .stencil = &cl_cpu_stencil_ops,
 };
 
 const cl_backend *cl_cpu_backend(void)

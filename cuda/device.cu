@@ -220,6 +220,11 @@ extern const struct cl_matmul_ops cl_cuda_matmul_ops __attribute__((weak));
 extern const struct cl_histo_ops cl_cuda_histo_ops __attribute__((weak));
 int cl_cuda_copy_bandwidth(double *gbs, char *err) __attribute__((weak));
 extern const cl_selftest_ops cl_cuda_selftest_ops __attribute__((weak));
+extern const struct cl_grid_ops cl_cuda_grid_ops __attribute__((weak));
+extern const struct cl_occupancy_ops cl_cuda_occupancy_ops __attribute__((weak));
+extern const struct cl_vecadd_ops cl_cuda_vecadd_ops __attribute__((weak));
+extern const struct cl_coalesce_ops cl_cuda_coalesce_ops __attribute__((weak));
+extern const struct cl_stencil_ops cl_cuda_stencil_ops __attribute__((weak));
 }
 
 /* A sticky error stays in the context: every later call returns it. */
@@ -246,6 +251,11 @@ static const cl_backend cuda_backend = {
     &cl_cuda_histo_ops,
     cuda_healthy,
     &cl_cuda_selftest_ops,
+    &cl_cuda_grid_ops,
+    &cl_cuda_occupancy_ops,
+    &cl_cuda_vecadd_ops,
+    &cl_cuda_coalesce_ops,
+    &cl_cuda_stencil_ops,
 };
 
 CL_EXPORT const cl_backend *cl_cuda_backend(void)

@@ -62,6 +62,11 @@ typedef struct cl_versions {
 struct cl_reduce_ops;
 struct cl_matmul_ops;
 struct cl_histo_ops;
+struct cl_grid_ops;
+struct cl_occupancy_ops;
+struct cl_vecadd_ops;
+struct cl_coalesce_ops;
+struct cl_stencil_ops;
 struct cl_selftest_ops;
 
 typedef struct cl_backend {
@@ -82,6 +87,11 @@ typedef struct cl_backend {
     int (*healthy)(char *err);
     /* Test-only operations (%selftest, reachable only with CUDALAB_TESTING=1). */
     const struct cl_selftest_ops *selftest;
+    const struct cl_grid_ops *grid;
+    const struct cl_occupancy_ops *occupancy;
+    const struct cl_vecadd_ops *vecadd;
+    const struct cl_coalesce_ops *coalesce;
+    const struct cl_stencil_ops *stencil;
 } cl_backend;
 
 /* Test-only: a long kernel to interrupt, and a faulting launch to recover from. */
