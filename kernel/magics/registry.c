@@ -9,20 +9,30 @@
 #include "cudalab/magic.h"
 #include "magics/parse_internal.h"
 
+extern const magic_spec magic_coalesce;
 extern const magic_spec magic_device;
 extern const magic_spec magic_echo;
+extern const magic_spec magic_grid;
 extern const magic_spec magic_help;
 extern const magic_spec magic_histo;
 extern const magic_spec magic_matmul;
+extern const magic_spec magic_occupancy;
 extern const magic_spec magic_reduce;
+extern const magic_spec magic_stencil;
+extern const magic_spec magic_vecadd;
 
 static const magic_spec *const magics[] = {
+    &magic_coalesce,
     &magic_device,
     &magic_echo,
+    &magic_grid,
     &magic_help,
     &magic_histo,
     &magic_matmul,
+    &magic_occupancy,
     &magic_reduce,
+    &magic_stencil,
+    &magic_vecadd,
 };
 
 #define MAGIC_COUNT (sizeof magics / sizeof magics[0])

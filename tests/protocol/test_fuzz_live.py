@@ -396,7 +396,9 @@ def drain(socks: dict[str, list[zmq.Socket]], replies: Counter) -> None:
 
 
 def send(s: zmq.Socket, frames: list[bytes], socks, replies: Counter, deadline: float) -> bool:
-    """Sends without blocking forever: while the socket is full, drains replies and waits."""
+    """Sends without blocking forever: while the socket is full, drains replies and waits.
+    A mutation that removed every frame still sends one (empty) frame: ZeroMQ has no empty message."""
+    frames = frames or [b""]
     while True:
         try:
             s.send_multipart(frames, zmq.NOBLOCK, copy=len(frames) < 64)

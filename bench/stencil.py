@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""bench/stencil.py — %stencil on the GPU: naive against tiled, 1D at 2^26 elements over radii 1..64
+and 2D at 4096x4096 over the lecture's filters.
+
+Runs `cudalab --run '%stencil ...' --json` (argv[0] = $CUDALAB_BIN or build/bin/cudalab) once per
+dimension. Prints one table per size: variant | R or filter | block | median ms | GB/s | % of copy
+BW | reads/output (model) | tiled speedup | check. The reference is the device's measured copy
+bandwidth (a stencil reads and writes each element once at best; there is no library stencil).
+The issue sets no numeric target; the verdict line says whether tiled beats naive where the model
+says it should (R >= 8 in 1D, the 5x5 filter in 2D) and how close the best run gets to the copy.
+
+A benchmark, not a test: exits 0 when it could measure, 1 when the CLI or a check failed, 0 with a
+note without a GPU. Standard library only. About half a minute on an H100.
+Usage: python3 bench/stencil.py [--reps N]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import common
+from common import check_text, fmt, print_table
+
+
+def run_cell(cell: str) -> dict:
+    return common.run_cell("stencil", cell, 600)
+
+
+def table(title: str, runs: list[dict], key: str) -> list[tuple[str, float]]:
+    rows = [("variant", key, "block", "median ms", "GB/s", "% of copy BW", "reads/output", "tiled/naive", "check")]
+    naive = {(r[key], r["block"]): r for r in runs if r["variant"] == "naive"}
+    speedups = []
+    for r in runs:
+        n = naive.get((r[key], r["block"]))
+        sp = r["gbs"] / n["gbs"] if r["variant"] == "tiled" and n and n["gbs"] else None
+        if sp is not None:
+            speedups.append((str(r[key]), sp))
+        rows.append((r["variant"], str(r[key]), str(r["block"]), fmt(r["time_ms"]["median"], 4), fmt(r["gbs"], 0),
+                     fmt(r.get("pct_of_bandwidth")), fmt(r["model"]["global_reads_per_output"], 3),
+                     fmt(sp, 2) if sp else "-", check_text(r["check"])))
+    print_table(title, rows, left=(0, 1, 8))
+    return speedups
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=20)
+    args = ap.parse_args()
+    probe = run_cell("%stencil --size 1024 --reps 1 --warmup 0")
+    if probe["backend"] != "cuda":
+        print(f"bench/stencil.py: no GPU ({probe.get('backend_note')}): skipped")
+        return 0
+    d = probe["device"]
+    print(f"%stencil on {d['name']} ({d.get('arch')}): measured copy bandwidth "
+          f"{fmt(d.get('measured_bandwidth_gbs'), 0)} GB/s (read + write)")
+    one = run_cell(f"%stencil --size 2^26 --radius 1,3,8,16,64 --block 256 --reps {args.reps} --warmup 3")
+    two = run_cell(f"%stencil --dim 2 --size 4096x4096 --filter box,gauss3,gauss5,laplace4,laplace8 "
+                   f"--block 16,32 --reps {args.reps} --warmup 3")
+    failed = any(r["check"].get("passed") is False for r in one["runs"] + two["runs"])
+    s1 = table("1D, N = 2^26 (256 MiB in, 256 MiB out), box weights", one["runs"], "radius")
+    s2 = table("2D, 4096x4096 (64 MiB in, 64 MiB out)", two["runs"], "filter")
+    best = max(r.get("pct_of_bandwidth") or 0 for r in one["runs"] + two["runs"])
+    big1 = [sp for R, sp in s1 if int(R) >= 8]
+    big2 = [sp for f, sp in s2 if f == "gauss5"]
+    met = all(sp > 1 for sp in big1 + big2)
+    print(f"\ntiled/naive at R >= 8 (1D): {', '.join(f'{sp:.2f}x' for sp in big1)}; gauss5 (2D): "
+          f"{', '.join(f'{sp:.2f}x' for sp in big2)} -> tiled faster where the model says: {'YES' if met else 'NO'}")
+    print(f"best run: {best:.1f}% of the measured copy bandwidth")
+    if failed:
+        print("a check FAILED", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+/* coalesce.c — the CPU backend's %coalesce behind cl_cpu_coalesce_ops: the
+ * kernel's access pattern run by host threads, timed with the monotonic clock.
+ *
+ * Host thread k takes a contiguous range of the CUDA thread indices t and
+ * copies element (t % m)*s + t/m for each, so consecutive iterations of one
+ * host thread jump s elements, as neighbouring CUDA threads do. What slows
+ * the strided copy down here is the cache (a 64-byte line used for one
+ * float, hardware prefetchers defeated) and the TLB, not DRAM bursts shared
+ * by a warp; the trend is the same, the mechanism is not. A buffer twice the
+ * last-level cache (16..64 MiB) is written before each rep so that small
+ * sizes are not served from cache.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cudalab/coalesce.h"
+#include "reduce_cpu.h"
+
+#define ROW_(id, name, launch, desc) {name, launch, desc},
+static const cl_coalesce_row cpu_rows[] = {CL_COALESCE_VARIANTS(ROW_)};
+#undef ROW_
+
+extern const cl_coalesce_ops cl_cpu_coalesce_ops;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static size_t flush_bytes(void)
+{
+    long llc = 0;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+#endif
+    size_t lo = (size_t)16 << 20, hi = (size_t)64 << 20, b = llc > 0 ? 2 * (size_t)llc : hi;
+    return b < lo ? lo : b > hi ? hi : b;
+}
+
+typedef struct cjob {
+    const float *in;
+    float *out;
+    uint64_t n, m, s;
+} cjob;
+
+static void copy_range(uint64_t first, uint64_t last, void *ctx)
+{
+    const cjob *j = ctx;
+    /* index (t % m)*s + t/m, walked incrementally: no division per element */
+    uint64_t row = first % j->m, col = first / j->m;
+    for (uint64_t t = first; t < last; t++) {
+        uint64_t i = row * j->s + col;
+        if (i < j->n)
+            j->out[i] = j->in[i];
+        if (++row == j->m)
+            row = 0, col++;
+    }
+}
+
+static void fill_range(uint64_t first, uint64_t last, void *ctx)
+{
+    const cjob *j = ctx;
+    float *x = (float *)j->in;
+    for (uint64_t i = first; i < last; i++)
+        x[i] = cl_uniform(j->s, i);         /* s carries the seed here */
+}
+
+static int cpu_coalesce_run(const cl_coalesce_args *a, cl_coalesce_result *out, char *err)
+{
+    memset(out, 0, sizeof *out);
+    if (a->n < 1 || a->stride < 1) {
+        snprintf(err, CL_ERR_LEN, "bad %%coalesce arguments");
+        return -1;
+    }
+    size_t fb = flush_bytes();
+    float *in = malloc(a->n * sizeof(float)), *o = calloc(a->n, sizeof(float));
+    unsigned char *flush = malloc(fb);
+    int ret = -1;
+    if (!in || !o || !flush) {
+        snprintf(err, CL_ERR_LEN, "out of host memory for %%coalesce (%.1f MiB)", a->n * 8.0 / 1048576.0);
+        goto done;
+    }
+    int threads = cpu_reduce_threads_for(a->n);
+    cjob fill = {in, o, a->n, 0, a->seed};
+    cpu_parallel(a->n, threads, fill_range, &fill);
+    uint64_t m = cl_coalesce_rows(a->n, a->stride);
+    cjob j = {in, o, a->n, m, a->stride};
+    for (int r = -a->warmup; r < a->reps && r < CL_MAX_REPS; r++) {
+        memset(flush, r & 0xff, fb);
+        double t0 = now_ms();
+        cpu_parallel(m * a->stride, threads, copy_range, &j);
+        double t1 = now_ms();
+        if (r >= 0) {
+            out->times.ms[r] = (float)(t1 - t0);
+            out->times.reps = r + 1;
+        }
+    }
+    if (a->check)
+        cl_coalesce_verify(a, o, out);
+    out->launch.grid[0] = threads, out->launch.grid[1] = out->launch.grid[2] = 1;
+    out->launch.block[0] = 1, out->launch.block[1] = out->launch.block[2] = 1;
+    out->launch.kernels = 1;
+    snprintf(out->impl, sizeof out->impl, "CPU analogue: %d host threads walk the thread indices; "
+             "consecutive iterations are %llu elements apart (cache lines, not DRAM bursts)", threads,
+             (unsigned long long)a->stride);
+    ret = 0;
+done:
+    free(in);
+    free(o);
+    free(flush);
+    return ret;
+}
+
+const cl_coalesce_ops cl_cpu_coalesce_ops = {cpu_rows, cpu_coalesce_run};

@@ -1,0 +1,332 @@
+/* stencil.c — the CPU backend's %stencil and the host check both backends use.
+ *
+ * The CPU analogues keep the GPU's partitioning: the output is cut into the
+ * same blocks (B outputs in 1D, T x T tiles in 2D) and host threads take
+ * blocks in turn, as the SMs would. naive reads every term from the input
+ * array; tiled first copies the block's input tile with its halo (zero
+ * padded ghost cells) into a per-thread buffer standing in for shared
+ * memory, then reads the terms from there. Each rep is timed with the
+ * monotonic clock around the compute only. Terms are added with fmaf in the
+ * order stencil.h states, so the results equal the reference bit for bit.
+ *
+ * The check regenerates the input from the seed and compares every element,
+ * or, when that would cost more than CHECK_BUDGET multiply-adds, every
+ * element within 2 halo widths of the array's edges plus every s-th element
+ * (s odd, so the sample walks through every position inside a block).
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cudalab/stencil.h"
+
+#define MAX_THREADS 64
+#define CHECK_BUDGET (1ull << 28)
+
+static int host_threads(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* ---- one output element, straight from the input (naive and reference) ---- */
+
+static float direct1d(const cl_stencil_args *a, const float *in, int64_t i, double *scale)
+{
+    int64_t n = (int64_t)a->nx;
+    float acc = 0.0f;
+    double s = 0;
+    for (int j = -a->radius; j <= a->radius; j++) {
+        int64_t p = i + j;
+        if (p >= 0 && p < n) {
+            acc = fmaf(a->weights[j + a->radius], in[p], acc);
+            s += fabs((double)a->weights[j + a->radius] * in[p]);
+        }
+    }
+    if (scale)
+        *scale = s;
+    return acc;
+}
+
+static float direct2d(const cl_stencil_args *a, const float *in, int64_t x, int64_t y, double *scale)
+{
+    int r = a->radius, k = a->k;
+    int64_t nx = (int64_t)a->nx, ny = (int64_t)a->ny;
+    float acc = 0.0f;
+    double s = 0;
+    for (int dy = -r; dy <= r; dy++) {
+        if (y + dy < 0 || y + dy >= ny)
+            continue;
+        for (int dx = -r; dx <= r; dx++)
+            if (x + dx >= 0 && x + dx < nx) {
+                float w = a->weights[(dy + r) * k + dx + r], v = in[(y + dy) * nx + x + dx];
+                acc = fmaf(w, v, acc);
+                s += fabs((double)w * v);
+            }
+    }
+    if (scale)
+        *scale = s;
+    return acc;
+}
+
+/* ---- the blocks of one launch ---- */
+
+typedef struct job {
+    const cl_stencil_args *a;
+    int v;
+    const float *in;
+    float *out;
+    uint64_t first, step, blocks;   /* this thread's blocks: first, first+step, ... */
+    float *tile;                    /* stands in for shared memory */
+} job;
+
+static void block1d(const job *j, uint64_t b)
+{
+    const cl_stencil_args *a = j->a;
+    int B = a->block, R = a->radius;
+    int64_t n = (int64_t)a->nx, base = (int64_t)(b * (uint64_t)B);
+    if (j->v == CL_STENCIL_NAIVE) {
+        for (int t = 0; t < B && base + t < n; t++)
+            j->out[base + t] = direct1d(a, j->in, base + t, NULL);
+        return;
+    }
+    for (int s = 0; s < B + 2 * R; s++) {
+        int64_t p = base - R + s;
+        j->tile[s] = p >= 0 && p < n ? j->in[p] : 0.0f;
+    }
+    for (int t = 0; t < B && base + t < n; t++) {
+        float acc = 0.0f;
+        for (int d = -R; d <= R; d++)
+            if (base + t + d >= 0 && base + t + d < n)
+                acc = fmaf(a->weights[d + R], j->tile[t + d + R], acc);
+        j->out[base + t] = acc;
+    }
+}
+
+static void block2d(const job *j, uint64_t b)
+{
+    const cl_stencil_args *a = j->a;
+    int T = a->block, r = a->radius, k = a->k, S = T + 2 * r;
+    int64_t nx = (int64_t)a->nx, ny = (int64_t)a->ny, bx = (nx + T - 1) / T;
+    int64_t x0 = (int64_t)(b % (uint64_t)bx) * T, y0 = (int64_t)(b / (uint64_t)bx) * T;
+    if (j->v == CL_STENCIL_TILED)
+        for (int s = 0; s < S * S; s++) {
+            int64_t xx = x0 - r + s % S, yy = y0 - r + s / S;
+            j->tile[s] = xx >= 0 && xx < nx && yy >= 0 && yy < ny ? j->in[yy * nx + xx] : 0.0f;
+        }
+    for (int ty = 0; ty < T && y0 + ty < ny; ty++)
+        for (int tx = 0; tx < T && x0 + tx < nx; tx++) {
+            int64_t x = x0 + tx, y = y0 + ty;
+            if (j->v == CL_STENCIL_NAIVE) {
+                j->out[y * nx + x] = direct2d(a, j->in, x, y, NULL);
+                continue;
+            }
+            float acc = 0.0f;
+            for (int dy = -r; dy <= r; dy++) {
+                if (y + dy < 0 || y + dy >= ny)
+                    continue;
+                const float *row = j->tile + (ty + dy + r) * S + tx + r;
+                for (int dx = -r; dx <= r; dx++)
+                    if (x + dx >= 0 && x + dx < nx)
+                        acc = fmaf(a->weights[(dy + r) * k + dx + r], row[dx], acc);
+            }
+            j->out[y * nx + x] = acc;
+        }
+}
+
+static void *job_main(void *p)
+{
+    const job *j = p;
+    for (uint64_t b = j->first; b < j->blocks; b += j->step)
+        (j->a->dim == 1 ? block1d : block2d)(j, b);
+    return NULL;
+}
+
+static uint64_t block_count(const cl_stencil_args *a)
+{
+    uint64_t B = (uint64_t)a->block;
+    return a->dim == 1 ? (a->nx + B - 1) / B : ((a->nx + B - 1) / B) * ((a->ny + B - 1) / B);
+}
+
+/* One launch: host threads take the blocks round-robin. */
+static int launch(int v, const cl_stencil_args *a, const float *in, float *out, float *tiles, size_t tile_len,
+                  char *err)
+{
+    int nt = host_threads();
+    job jobs[MAX_THREADS];
+    pthread_t tid[MAX_THREADS];
+    int started = 0;
+    for (int k = 0; k < nt; k++) {
+        jobs[k] = (job){a, v, in, out, (uint64_t)k, (uint64_t)nt, block_count(a), tiles + k * tile_len};
+        if (k > 0 && pthread_create(&tid[k], NULL, job_main, &jobs[k]) != 0)
+            break;
+        started = k + 1;
+    }
+    for (int k = started; k < nt; k++)         /* threads that could not start: run here */
+        job_main(&jobs[k]);
+    job_main(&jobs[0]);
+    for (int k = 1; k < started; k++)
+        pthread_join(tid[k], NULL);
+    (void)err;
+    return 0;
+}
+
+static int cpu_stencil_run(int v, const cl_stencil_args *a, float *host_out, cl_stencil_result *res, char *err)
+{
+    memset(res, 0, sizeof *res);
+    if (v < 0 || v >= CL_STENCIL_NVARIANTS) {
+        snprintf(err, CL_ERR_LEN, "unknown stencil variant %d", v);
+        return -1;
+    }
+    uint64_t n = a->nx * a->ny;
+    size_t tile_len = a->dim == 1 ? (size_t)(a->block + 2 * a->radius)
+                                  : (size_t)(a->block + 2 * a->radius) * (size_t)(a->block + 2 * a->radius);
+    int nt = host_threads();
+    float *in = malloc(n * sizeof *in), *own = host_out ? NULL : malloc(n * sizeof *own);
+    float *tiles = malloc((size_t)nt * tile_len * sizeof *tiles);
+    float *out = host_out ? host_out : own;
+    int rc = -1;
+    if (!in || !out || !tiles) {
+        snprintf(err, CL_ERR_LEN, "out of host memory for %.1f MiB of input and output",
+                 (double)n * 8 / (1024.0 * 1024.0));
+        goto done;
+    }
+    for (uint64_t i = 0; i < n; i++)
+        in[i] = cl_uniform(a->seed, i);
+    for (int w = 0; w < a->warmup; w++)
+        launch(v, a, in, out, tiles, tile_len, err);
+    for (int r = 0; r < a->reps && r < CL_MAX_REPS; r++) {
+        double t0 = now_ms();
+        launch(v, a, in, out, tiles, tile_len, err);
+        res->times.ms[r] = (float)(now_ms() - t0);
+        res->times.reps = r + 1;
+    }
+    uint64_t bx = a->dim == 1 ? block_count(a) : (a->nx + a->block - 1) / a->block;
+    res->launch.grid[0] = (int)bx;
+    res->launch.grid[1] = a->dim == 1 ? 1 : (int)((a->ny + a->block - 1) / a->block);
+    res->launch.grid[2] = 1;
+    res->launch.block[0] = a->block;
+    res->launch.block[1] = a->dim == 1 ? 1 : a->block;
+    res->launch.block[2] = 1;
+    res->launch.smem_bytes = v == CL_STENCIL_TILED ? tile_len * sizeof(float) : 0;
+    res->launch.kernels = 1;
+    snprintf(res->impl, sizeof res->impl, "CPU analogue: %d host threads take the %s blocks in turn%s", nt,
+             a->dim == 1 ? "1D" : "2D", v == CL_STENCIL_TILED ? ", tile + halo copied to a local buffer" : "");
+    rc = 0;
+done:
+    free(in);
+    free(own);
+    free(tiles);
+    return rc;
+}
+
+static uint64_t cpu_stencil_overhead(const cl_stencil_args *a)
+{
+    (void)a;
+    return 1u << 20;
+}
+
+/* ---- the check ---- */
+
+typedef struct check_job {
+    const cl_stencil_args *a;
+    const float *in, *out;
+    uint64_t lo, hi, stride, band;
+    cl_stencil_check c;
+} check_job;
+
+static bool in_band(const cl_stencil_args *a, uint64_t i, uint64_t band)
+{
+    uint64_t x = i % a->nx, y = i / a->nx;
+    if (x < band || x + band >= a->nx)
+        return true;
+    return a->dim == 2 && (y < band || y + band >= a->ny);
+}
+
+static void *check_main(void *p)
+{
+    check_job *j = p;
+    const cl_stencil_args *a = j->a;
+    for (uint64_t i = j->lo; i < j->hi; i++) {
+        if (j->stride > 1 && i % j->stride != 0 && !in_band(a, i, j->band))
+            continue;
+        double scale;
+        float ref = a->dim == 1 ? direct1d(a, j->in, (int64_t)i, &scale)
+                                : direct2d(a, j->in, (int64_t)(i % a->nx), (int64_t)(i / a->nx), &scale);
+        float got = j->out[i];
+        double err = fabs((double)got - ref), rel = scale > 0 ? err / scale : err;
+        j->c.checked++;
+        j->c.bit_exact += memcmp(&got, &ref, sizeof got) == 0;
+        if (!(err <= CL_STENCIL_RTOL * scale)) {
+            if (j->c.mismatches++ == 0)
+                j->c.first_bad = i;
+        }
+        if (!(err <= j->c.max_abs_err))
+            j->c.max_abs_err = isfinite(err) ? err : INFINITY;
+        if (!(rel <= j->c.max_rel_err))
+            j->c.max_rel_err = isfinite(rel) ? rel : INFINITY;
+    }
+    return NULL;
+}
+
+int cl_stencil_reference_check(const cl_stencil_args *a, const float *out, cl_stencil_check *c, char *err)
+{
+    memset(c, 0, sizeof *c);
+    c->rtol = CL_STENCIL_RTOL;
+    uint64_t n = a->nx * a->ny, terms = a->dim == 1 ? (uint64_t)a->k : (uint64_t)a->k * a->k;
+    float *in = malloc(n * sizeof *in);
+    if (!in) {
+        snprintf(err, CL_ERR_LEN, "out of host memory for the %.1f MiB reference input", (double)n * 4 / 1048576.0);
+        return -1;
+    }
+    for (uint64_t i = 0; i < n; i++)
+        in[i] = cl_uniform(a->seed, i);
+    uint64_t stride = 1;
+    if (n * terms > CHECK_BUDGET)
+        stride = ((n * terms + CHECK_BUDGET - 1) / CHECK_BUDGET) | 1;
+    int nt = host_threads();
+    check_job jobs[MAX_THREADS];
+    pthread_t tid[MAX_THREADS];
+    bool started[MAX_THREADS] = {false};
+    for (int k = 0; k < nt; k++) {
+        jobs[k] = (check_job){a, in, out, n * k / nt, n * (k + 1) / nt, stride, 2 * (uint64_t)a->radius, {0}};
+        started[k] = k > 0 && pthread_create(&tid[k], NULL, check_main, &jobs[k]) == 0;
+        if (!started[k])
+            check_main(&jobs[k]);
+    }
+    for (int k = 0; k < nt; k++) {
+        if (started[k])
+            pthread_join(tid[k], NULL);
+        const cl_stencil_check *q = &jobs[k].c;
+        if (q->mismatches && !c->mismatches)
+            c->first_bad = q->first_bad;
+        c->checked += q->checked;
+        c->mismatches += q->mismatches;
+        c->bit_exact += q->bit_exact;
+        if (!(q->max_abs_err <= c->max_abs_err))
+            c->max_abs_err = q->max_abs_err;
+        if (!(q->max_rel_err <= c->max_rel_err))
+            c->max_rel_err = q->max_rel_err;
+    }
+    c->sampled = stride > 1;
+    free(in);
+    return 0;
+}
+
+#define CL_STENCIL_ROW_(id, name, launch, desc) {name, launch, desc},
+static const cl_stencil_variant cpu_variants[] = {CL_STENCIL_VARIANTS(CL_STENCIL_ROW_)};
+#undef CL_STENCIL_ROW_
+
+const cl_stencil_ops cl_cpu_stencil_ops = {cpu_variants, cpu_stencil_run, cpu_stencil_overhead};

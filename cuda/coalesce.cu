@@ -1,0 +1,167 @@
+/* coalesce.cu — the CUDA backend's %coalesce behind cl_cuda_coalesce_ops: a
+ * copy kernel whose neighbouring threads are `stride` elements apart.
+ *
+ * The input is generated on the device from the seed; each rep flushes the L2
+ * (outside the events), then times one copy of all N elements. Stride 1 runs
+ * a plain copy (index = t); other strides run the permuted copy of
+ * coalesce.h, with 32-bit index arithmetic when the matrix fits in 2^32
+ * elements so that the division does not cost more than the memory traffic
+ * being demonstrated. The output is copied back once, after the last rep,
+ * and compared on the host with the input regenerated from the seed.
+ */
+#include <cuda_runtime.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudalab/coalesce.h"
+#include "common.h"
+
+__global__ void coalesce_fill(float *x, uint64_t n, uint64_t seed)
+{
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
+        x[i] = cl_uniform(seed, i);
+}
+
+__global__ void coalesce_copy_contiguous(const float *__restrict__ in, float *__restrict__ out, uint64_t n)
+{
+    uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < n)
+        out[t] = in[t];
+}
+
+template <typename I>
+__global__ void coalesce_copy_strided(const float *__restrict__ in, float *__restrict__ out, I n, I m, I s)
+{
+    I t = (I)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= m * s)
+        return;
+    I i = (t % m) * s + t / m;          /* neighbours t, t+1 are s elements apart */
+    if (i < n)
+        out[i] = in[i];
+}
+
+#define ROW_(id, name, launch, desc) {name, launch, desc},
+static const cl_coalesce_row cuda_rows[] = {CL_COALESCE_VARIANTS(ROW_)};
+#undef ROW_
+
+static cudaError_t launch(const cl_coalesce_args *a, const float *in, float *out, unsigned grid)
+{
+    uint64_t m = cl_coalesce_rows(a->n, a->stride), total = m * a->stride;
+    if (a->stride == 1)
+        coalesce_copy_contiguous<<<grid, a->block>>>(in, out, a->n);
+    else if (total <= 0xffffffffull)
+        coalesce_copy_strided<uint32_t><<<grid, a->block>>>(in, out, (uint32_t)a->n, (uint32_t)m,
+                                                            (uint32_t)a->stride);
+    else
+        coalesce_copy_strided<uint64_t><<<grid, a->block>>>(in, out, a->n, m, a->stride);
+    return cudaGetLastError();
+}
+
+static int func_attrs(const cl_coalesce_args *a, cudaFuncAttributes *fa, const char **name)
+{
+    uint64_t total = cl_coalesce_rows(a->n, a->stride) * a->stride;
+    cudaError_t rc;
+    if (a->stride == 1)
+        *name = "coalesce_copy_contiguous", rc = cudaFuncGetAttributes(fa, coalesce_copy_contiguous);
+    else if (total <= 0xffffffffull)
+        *name = "coalesce_copy_strided<u32>", rc = cudaFuncGetAttributes(fa, coalesce_copy_strided<uint32_t>);
+    else
+        *name = "coalesce_copy_strided<u64>", rc = cudaFuncGetAttributes(fa, coalesce_copy_strided<uint64_t>);
+    return rc == cudaSuccess ? 0 : (int)rc;
+}
+
+static int cuda_coalesce_run(const cl_coalesce_args *a, cl_coalesce_result *out, char *err)
+{
+    memset(out, 0, sizeof *out);
+    if (a->n < 1 || a->stride < 1 || a->block < 32 || a->block > 1024) {
+        snprintf(err, CL_ERR_LEN, "bad %%coalesce arguments");
+        return -1;
+    }
+    int dev = 0, l2 = 0;
+    cudaError_t rc = cudaGetDevice(&dev);
+    if (rc == cudaSuccess)
+        rc = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
+    if (rc != cudaSuccess)
+        return cl_cuda_fail(err, "device attributes", rc);
+    uint64_t total = cl_coalesce_rows(a->n, a->stride) * a->stride;
+    uint64_t blocks = (total + (uint64_t)a->block - 1) / (uint64_t)a->block;
+    if (blocks > 2147483647ull) {
+        snprintf(err, CL_ERR_LEN, "%llu blocks exceed the grid limit 2^31-1", (unsigned long long)blocks);
+        return -1;
+    }
+    float *in = NULL, *dout = NULL, *host = NULL;
+    cl_cuda_timing t;
+    memset(&t, 0, sizeof t);
+    t.flush_bytes = 2 * (size_t)(l2 > 0 ? l2 : 8 << 20);
+    int ret = -1;
+    if (cl_cuda_alloc((void **)&in, a->n * 4, "input", err) ||
+        cl_cuda_alloc((void **)&dout, a->n * 4, "output", err) ||
+        cl_cuda_alloc(&t.flush, t.flush_bytes, "L2 flush buffer", err))
+        goto done;
+    coalesce_fill<<<1024, 256>>>(in, a->n, a->seed);
+    if ((rc = cudaGetLastError()) != cudaSuccess || (rc = cudaMemset(dout, 0, a->n * 4)) != cudaSuccess ||
+        (rc = cudaEventCreate(&t.e0)) != cudaSuccess || (rc = cudaEventCreate(&t.e1)) != cudaSuccess) {
+        cl_cuda_fail(err, "input generation", rc);
+        goto done;
+    }
+    for (int w = 0; w < a->warmup; w++) {
+        if (cl_cuda_flush_l2(&t, w, "L2 flush", err))
+            goto done;
+        if ((rc = launch(a, in, dout, (unsigned)blocks)) != cudaSuccess) {
+            cl_cuda_fail(err, "copy kernel launch", rc);
+            goto done;
+        }
+    }
+    for (int r = 0; r < a->reps && r < CL_MAX_REPS; r++) {
+        if (cl_cuda_flush_l2(&t, r, "L2 flush", err) || cl_cuda_time_start(&t, err))
+            goto done;
+        if ((rc = launch(a, in, dout, (unsigned)blocks)) != cudaSuccess) {
+            cl_cuda_fail(err, "copy kernel launch", rc);
+            goto done;
+        }
+        if (cl_cuda_time_stop(&t, &out->times.ms[r], "copy kernel", err))
+            goto done;
+        out->times.reps = r + 1;
+    }
+    if (a->check) {
+        if (!(host = (float *)malloc(a->n * 4))) {
+            snprintf(err, CL_ERR_LEN, "malloc of %.1f MiB for the check failed", a->n * 4 / 1048576.0);
+            goto done;
+        }
+        if ((rc = cudaMemcpy(host, dout, a->n * 4, cudaMemcpyDeviceToHost)) != cudaSuccess) {
+            cl_cuda_fail(err, "cudaMemcpy of the output", rc);
+            goto done;
+        }
+        cl_coalesce_verify(a, host, out);
+    }
+    {
+        cudaFuncAttributes fa;
+        const char *name = "";
+        memset(&fa, 0, sizeof fa);
+        if ((rc = (cudaError_t)func_attrs(a, &fa, &name)) != cudaSuccess) {
+            cl_cuda_fail(err, "cudaFuncGetAttributes", rc);
+            goto done;
+        }
+        out->launch.grid[0] = (int)blocks, out->launch.grid[1] = out->launch.grid[2] = 1;
+        out->launch.block[0] = a->block, out->launch.block[1] = out->launch.block[2] = 1;
+        out->launch.smem_bytes = fa.sharedSizeBytes;
+        out->launch.regs_per_thread = fa.numRegs;
+        out->launch.kernels = 1;
+        snprintf(out->impl, sizeof out->impl, "CUDA: %s (%llu x %d)", name, (unsigned long long)blocks, a->block);
+    }
+    ret = 0;
+done:
+    free(host);
+    cudaFree(in);
+    cudaFree(dout);
+    cl_cuda_timing_free(&t);
+    return ret;
+}
+
+extern "C" {
+extern const cl_coalesce_ops cl_cuda_coalesce_ops;
+const cl_coalesce_ops cl_cuda_coalesce_ops = {cuda_rows, cuda_coalesce_run};
+}

@@ -1,0 +1,152 @@
+/* grid.cu — the CUDA backend's %grid --run: launch the lecture's thread<->data
+ * mapping and count how often each element is visited, behind cl_cuda_grid_ops.
+ *
+ * grid_map_kernel computes col/row/plane from blockIdx, blockDim and
+ * threadIdx, applies the bounds check, and adds one to the element's counter;
+ * idle threads are counted once per warp (ballot + popc). A second kernel
+ * walks the counters and counts elements seen 0, 1 and more than once. Each
+ * rep: counters zeroed and the L2 flushed outside the events, then the
+ * mapping alone is timed. %occupancy reaches the mapping kernel as grid.map
+ * through cl_grid_map_kernel_ptr.
+ */
+#include <cuda_runtime.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common.h"
+#include "cudalab/grid.h"
+
+__global__ void cl_grid_map_kernel(unsigned *count, unsigned long long *idle, long long w, long long h,
+                                   long long d)
+{
+    long long col = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    long long row = (long long)blockIdx.y * blockDim.y + threadIdx.y;
+    long long plane = (long long)blockIdx.z * blockDim.z + threadIdx.z;
+    bool inside = col < w && row < h && plane < d;
+    unsigned active = __activemask();
+    unsigned idle_lanes = __ballot_sync(active, !inside);
+    unsigned lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u;
+    if (lane == (unsigned)(__ffs(active) - 1) && idle_lanes)
+        atomicAdd(idle, (unsigned long long)__popc(idle_lanes));
+    if (inside)
+        atomicAdd(&count[(plane * h + row) * w + col], 1u);
+}
+
+/* out[0] = elements seen once, out[1] = never, out[2] = more than once. */
+__global__ void cl_grid_tally_kernel(const unsigned *count, unsigned long long n, unsigned long long *out)
+{
+    unsigned long long once = 0, never = 0, many = 0;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        unsigned c = count[i];
+        once += c == 1;
+        never += c == 0;
+        many += c > 1;
+    }
+    if (once)
+        atomicAdd(&out[0], once);
+    if (never)
+        atomicAdd(&out[1], never);
+    if (many)
+        atomicAdd(&out[2], many);
+}
+
+extern "C" const void *cl_grid_map_kernel_ptr(void)
+{
+    return (const void *)cl_grid_map_kernel;
+}
+
+typedef struct grid_state {
+    cl_cuda_timing t;
+    unsigned *count;
+    unsigned long long *stats;    /* [0] idle, [1..3] tally */
+} grid_state;
+
+static void grid_state_free(grid_state *st)
+{
+    cudaFree(st->count);
+    cudaFree(st->stats);
+    cl_cuda_timing_free(&st->t);
+}
+
+static int grid_rep(grid_state *st, const cl_grid_args *a, size_t n, int r, float *ms, char *err)
+{
+    cudaError_t rc;
+    if ((rc = cudaMemsetAsync(st->count, 0, n * sizeof(unsigned), 0)) != cudaSuccess ||
+        (rc = cudaMemsetAsync(st->stats, 0, 4 * sizeof(unsigned long long), 0)) != cudaSuccess)
+        return cl_cuda_fail(err, "cudaMemsetAsync of the counters", rc);
+    if (cl_cuda_flush_l2(&st->t, r, "L2 flush", err) || (ms && cl_cuda_time_start(&st->t, err)))
+        return -1;
+    dim3 grid((unsigned)a->grid[0], (unsigned)a->grid[1], (unsigned)a->grid[2]);
+    dim3 block((unsigned)a->block[0], (unsigned)a->block[1], (unsigned)a->block[2]);
+    cl_grid_map_kernel<<<grid, block>>>(st->count, st->stats, a->data[0], a->data[1], a->data[2]);
+    if ((rc = cudaGetLastError()) != cudaSuccess)
+        return cl_cuda_fail(err, "launch of the mapping kernel", rc);
+    if (ms)
+        return cl_cuda_time_stop(&st->t, ms, "the mapping kernel", err);
+    return 0;
+}
+
+static int grid_run_all(grid_state *st, const cl_grid_args *a, cl_grid_result *out, char *err)
+{
+    size_t n = (size_t)(a->data[0] * a->data[1] * a->data[2]);
+    int dev, l2 = 0;
+    cudaError_t rc;
+    if ((rc = cudaGetDevice(&dev)) != cudaSuccess ||
+        (rc = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev)) != cudaSuccess)
+        return cl_cuda_fail(err, "cudaDeviceGetAttribute(L2 size)", rc);
+    st->t.flush_bytes = 2 * (size_t)(l2 > 0 ? l2 : 64 << 20);
+    if ((rc = cudaEventCreate(&st->t.e0)) != cudaSuccess || (rc = cudaEventCreate(&st->t.e1)) != cudaSuccess)
+        return cl_cuda_fail(err, "cudaEventCreate", rc);
+    if (cl_cuda_alloc(&st->t.flush, st->t.flush_bytes, "L2 flush buffer", err) ||
+        cl_cuda_alloc((void **)&st->count, n * sizeof(unsigned), "count array", err) ||
+        cl_cuda_alloc((void **)&st->stats, 4 * sizeof(unsigned long long), "tallies", err))
+        return -1;
+    for (int r = 0; r < a->warmup; r++)
+        if (grid_rep(st, a, n, r, NULL, err))
+            return -1;
+    for (int r = 0; r < a->reps; r++) {
+        if (grid_rep(st, a, n, a->warmup + r, &out->times.ms[r], err))
+            return -1;
+        out->times.reps = r + 1;
+    }
+    cl_grid_tally_kernel<<<1024, 256>>>(st->count, (unsigned long long)n, st->stats + 1);
+    if ((rc = cudaGetLastError()) != cudaSuccess)
+        return cl_cuda_fail(err, "launch of the tally kernel", rc);
+    unsigned long long s[4];
+    if ((rc = cudaMemcpy(s, st->stats, sizeof s, cudaMemcpyDeviceToHost)) != cudaSuccess)
+        return cl_cuda_fail(err, "cudaMemcpy of the tallies", rc);
+    out->idle_threads = s[0];
+    out->visited_once = s[1];
+    out->never = s[2];
+    out->multiple = s[3];
+    cudaFuncAttributes at;
+    if ((rc = cudaFuncGetAttributes(&at, cl_grid_map_kernel)) != cudaSuccess)
+        return cl_cuda_fail(err, "cudaFuncGetAttributes", rc);
+    for (int d = 0; d < 3; d++) {
+        out->launch.grid[d] = (int)a->grid[d];
+        out->launch.block[d] = (int)a->block[d];
+    }
+    out->launch.smem_bytes = at.sharedSizeBytes;
+    out->launch.regs_per_thread = at.numRegs;
+    out->launch.kernels = 1;
+    snprintf(out->impl, sizeof out->impl, "CUDA kernel cl_grid_map_kernel: one thread per grid "
+             "position, bounds check, atomicAdd on the element's counter");
+    return 0;
+}
+
+static int cuda_grid_run(const cl_grid_args *a, cl_grid_result *out, char *err)
+{
+    memset(out, 0, sizeof *out);
+    grid_state st;
+    memset(&st, 0, sizeof st);
+    int rc = grid_run_all(&st, a, out, err);
+    grid_state_free(&st);
+    return rc;
+}
+
+extern "C" {
+extern const cl_grid_ops cl_cuda_grid_ops;
+}
+const cl_grid_ops cl_cuda_grid_ops = {cuda_grid_run};

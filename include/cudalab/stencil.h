@@ -1,0 +1,104 @@
+/* stencil.h — the stencil family (%stencil) on both sides of the backend ABI:
+ * the variant table, the arguments of one run, the ops each backend
+ * implements and the host check shared by both.
+ *
+ * 1D: out[i] = sum_{j=-R..R} w[j+R] * in[i+j].
+ * 2D: out[y][x] = sum_{dy,dx=-r..r} w[(dy+r)*k + dx+r] * in[y+dy][x+dx]
+ *     (correlation order: the filter is not flipped; the lecture's filters
+ *     are symmetric, so it is also their convolution).
+ * Boundary: zero padding. A ghost cell outside the array reads as 0.
+ * Summation order, everywhere (GPU kernels, CPU analogues, reference):
+ * terms in ascending j (2D: row by row, dx fastest), each added with one
+ * fused multiply-add (fmaf) into a float accumulator that starts at 0. So a
+ * correct result equals the reference bit for bit.
+ *
+ * Inputs: in[i] = cl_uniform(seed, i) with i the linear index (2D: y*nx + x).
+ */
+#ifndef CUDALAB_STENCIL_H
+#define CUDALAB_STENCIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cudalab/backend.h"
+#include "cudalab/measure.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CL_STENCIL_MAX_RADIUS 1024     /* 1D; and the halo must fit: R <= block */
+#define CL_STENCIL_MAX_K 15            /* 2D filter side (odd), k*k weights in constant memory */
+#define CL_STENCIL_MAX_WEIGHTS (2 * CL_STENCIL_MAX_RADIUS + 1)
+
+/* X(id, name, launch, description), in the order `--variant all` runs them. */
+#define CL_STENCIL_VARIANTS(X)                                                                 \
+    X(CL_STENCIL_NAIVE, "naive", "1D: ceil(N/B) blocks of B; 2D: ceil(W/T) x ceil(H/T) blocks of T x T", \
+      "one thread per output, every input term read from global memory (2R+1 or k^2 loads)")  \
+    X(CL_STENCIL_TILED, "tiled", "as naive, plus (B+2R) or (T+k-1)^2 floats of shared memory", \
+      "the block loads its input tile with halo into shared memory once, __syncthreads, "     \
+      "then reads the terms from there")
+
+#define CL_STENCIL_ENUM_(id, name, launch, desc) id,
+typedef enum cl_stencil_variant_id {
+    CL_STENCIL_VARIANTS(CL_STENCIL_ENUM_)
+    CL_STENCIL_NVARIANTS
+} cl_stencil_variant_id;
+#undef CL_STENCIL_ENUM_
+
+typedef struct cl_stencil_variant {
+    const char *name;
+    const char *launch;
+    const char *description;
+} cl_stencil_variant;
+
+typedef struct cl_stencil_args {
+    int dim;                      /* 1 or 2 */
+    uint64_t nx, ny;              /* elements per row and rows (ny = 1 in 1D) */
+    int radius;                   /* 1D: R; 2D: (k-1)/2 */
+    int k;                        /* 2*radius + 1: weights per row (1D: all of them) */
+    const float *weights;         /* 1D: k values; 2D: k*k, row-major */
+    int block;                    /* 1D: threads per block B; 2D: tile side T (block T x T) */
+    uint64_t seed;
+    int reps, warmup;
+} cl_stencil_args;
+
+typedef struct cl_stencil_result {
+    cl_launch launch;
+    cl_times times;
+    char impl[160];               /* what ran, in words */
+} cl_stencil_result;
+
+typedef struct cl_stencil_ops {
+    const cl_stencil_variant *variants;   /* CL_STENCIL_NVARIANTS rows */
+    /* Generates the input from a->seed, runs warmup + reps timed launches of
+     * variant v, and copies the output (nx*ny floats) into out when out is
+     * not NULL. 0, or -1 with a reason in err. */
+    int (*run)(int v, const cl_stencil_args *a, float *out, cl_stencil_result *r, char *err);
+    /* Bytes run() allocates beside input and output (cache flush scratch). */
+    uint64_t (*overhead_bytes)(const cl_stencil_args *a);
+} cl_stencil_ops;
+
+/* The outcome of comparing an output with the host reference (cpu/stencil.c). */
+typedef struct cl_stencil_check {
+    uint64_t checked;             /* elements compared (all, or a sample: see sampled) */
+    int sampled;                  /* 1 when only a deterministic sample was compared */
+    uint64_t mismatches;          /* elements outside the tolerance */
+    uint64_t bit_exact;           /* elements equal to the reference bit for bit */
+    uint64_t first_bad;           /* linear index of the first mismatch (when any) */
+    double max_abs_err, max_rel_err;   /* rel: |out - ref| / sum |w * x| */
+    double rtol;
+} cl_stencil_check;
+
+/* Relative tolerance of the check, against sum_j |w_j * x_{i+j}| of each element. */
+#define CL_STENCIL_RTOL 1e-6
+
+/* Regenerates the input of a on the host and compares out with the
+ * reference (host threads). 0, or -1 with a reason in err (out of memory). */
+int cl_stencil_reference_check(const cl_stencil_args *a, const float *out, cl_stencil_check *c,
+                               char *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,309 @@
+/* coalesce.c — the %coalesce magic: a copy kernel whose neighbouring threads
+ * touch addresses --stride elements apart, and the row-wise vs column-wise
+ * traversal of a matrix (--layout), showing what uncoalesced access costs.
+ *
+ * Two experiments share one kernel (cudalab/coalesce.h): --stride s copies N
+ * floats with neighbours s apart; --layout row|col copies an R x C row-major
+ * matrix row-wise (stride 1) or column-wise (stride C). run() picks the
+ * experiment, validates sizes before anything is allocated and hands the
+ * sweep to sweep_run(); point() runs one configuration.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudalab/coalesce.h"
+#include "cudalab/sweep.h"
+
+static const char *const layout_choices[] = {"row", "col", NULL};
+
+/* Flag order is sweep order: stride first, so the chart's x axis is the stride. */
+static const flag_spec coalesce_flags[] = {
+    {.name = "stride", .short_name = 's', .type = FLAG_INT, .def = NULL, .imin = 1, .imax = 1 << 30,
+     .opts = FLAG_LIST, .help = "elements between neighbouring threads' addresses (default 1,2,4,8,16,32)"},
+    {.name = "layout", .type = FLAG_CHOICE, .def = NULL, .choices = layout_choices, .opts = FLAG_LIST,
+     .help = "matrix experiment instead: row (coalesced) and/or col (strided by the row length)"},
+    {.name = "size", .short_name = 'n', .type = FLAG_INT, .def = "2^24", .imin = 1, .imax = INT64_MAX,
+     .opts = FLAG_LIST, .help = "floats to copy in the stride experiment"},
+    {.name = "rows", .type = FLAG_INT, .def = "4096", .imin = 1, .imax = INT32_MAX,
+     .help = "matrix rows R for --layout"},
+    {.name = "cols", .type = FLAG_INT, .def = "4096", .imin = 1, .imax = INT32_MAX,
+     .help = "matrix columns C (the row length) for --layout"},
+    {.name = "block", .type = FLAG_INT, .def = "256", .imin = 32, .imax = 1024, .opts = FLAG_LIST,
+     .help = "threads per block: a multiple of 32 up to 1024"},
+    {.name = "seed", .type = FLAG_INT, .def = "1", .imin = 0, .imax = INT64_MAX,
+     .help = "seed of the input generated on the device"},
+    {.name = "reps", .type = FLAG_INT, .def = "20", .imin = 1, .imax = CL_MAX_REPS,
+     .help = "timed runs per point"},
+    {.name = "warmup", .type = FLAG_INT, .def = "3", .imin = 0, .imax = 100,
+     .help = "untimed runs before them"},
+    {.name = "check", .type = FLAG_BOOL, .def = "true",
+     .help = "compare every copied element with the input, exactly (--no-check skips it)"},
+    {.name = "sort", .type = FLAG_BOOL, .def = "false", .help = "sort the table by GB/s"},
+    {.name = NULL},
+};
+
+static const sweep_column coalesce_columns[] = {
+    {"variant", "traversal"},
+    {"stride", "stride"},
+    {"size", "size"},
+    {"block", "block"},
+    {"time_ms.median", "median ms"},
+    {"gbs", "GB/s"},
+    {"pct_of_bandwidth", "% of copy BW"},
+    {"model.sectors_per_warp", "32B sectors / warp"},
+    {"check.passed", "check"},
+    {NULL, NULL},
+};
+
+typedef struct co_env {
+    const cl_coalesce_ops *ops;
+    uint64_t seed;
+    int reps, warmup, check;
+    double bw_gbs;
+} co_env;
+
+static json_t *as_list(const json_t *v)
+{
+    return json_is_array(v) ? json_incref((json_t *)v) : json_pack("[O]", v);
+}
+
+static bool given(const json_t *params, const char *key)
+{
+    const json_t *v = json_object_get(params, key);
+    return v && !json_is_null(v);
+}
+
+/* ---- validation ---- */
+
+static void fmt_bytes(double b, char *buf, size_t len)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    int u = 0;
+    while (u < 6 && b >= 1024)
+        b /= 1024, u++;
+    snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", b, units[u]);
+}
+
+static int check_fit(magic_ctx *ctx, const char *what, uint64_t n, double per, double fixed, uint64_t avail,
+                     const char *where)
+{
+    if (avail == 0 || (double)n * per + fixed <= (double)avail)
+        return 0;
+    double fit = ((double)avail - fixed) / per;
+    char need[32], have[32];
+    fmt_bytes((double)n * per + fixed, need, sizeof need);
+    fmt_bytes((double)avail, have, sizeof have);
+    return magic_error(ctx, "MemoryError", "%s (%" PRIu64 " floats) needs %s of %s memory; this %s has %s %s "
+                       "(largest size that fits: %" PRIu64 " floats)", what, n, need, where, where, have,
+                       strcmp(where, "device") == 0 ? "free" : "available", fit > 0 ? (uint64_t)fit : 0);
+}
+
+static int check_size(magic_ctx *ctx, const char *what, uint64_t n)
+{
+    char err[CL_ERR_LEN] = "";
+    cl_device_props dev, host;
+    memset(&dev, 0, sizeof dev);
+    memset(&host, 0, sizeof host);
+    if (ctx->backend->device_props(0, &dev, err) != 0)
+        return magic_error(ctx, "CudaError", "device 0: %s", err);
+    if (strcmp(ctx->backend->name, "cpu") == 0)
+        return check_fit(ctx, what, n, 8, 64 << 20, dev.free_mem, "host");
+    if (cl_cpu_backend()->device_props(0, &host, err) != 0)
+        return magic_error(ctx, "RuntimeError", "host: %s", err);
+    return check_fit(ctx, what, n, 8, 2.0 * dev.l2_bytes, dev.free_mem, "device") ||
+           check_fit(ctx, what, n, 4, 0, host.free_mem, "host");
+}
+
+static int check_blocks(magic_ctx *ctx, const json_t *params)
+{
+    json_t *blocks = as_list(json_object_get(params, "block")), *v;
+    size_t i;
+    int rc = 0;
+    json_array_foreach(blocks, i, v)
+        if (json_integer_value(v) % 32 != 0) {
+            rc = magic_error(ctx, "UsageError", "--block %" JSON_INTEGER_FORMAT ": threads per block must be "
+                             "a multiple of the warp size 32, from 32 to 1024", json_integer_value(v));
+            break;
+        }
+    json_decref(blocks);
+    return rc;
+}
+
+/* Chooses the experiment and fills in what it implies; params is a private copy. */
+static int plan(magic_ctx *ctx, json_t *params)
+{
+    if (check_blocks(ctx, params))
+        return -1;
+    if (given(params, "layout")) {
+        if (given(params, "stride"))
+            return magic_error(ctx, "UsageError", "--stride and --layout are two experiments: run "
+                               "--stride S on --size N, or --layout row,col on --rows R --cols C");
+        uint64_t r = (uint64_t)json_integer_value(json_object_get(params, "rows"));
+        uint64_t c = (uint64_t)json_integer_value(json_object_get(params, "cols"));
+        json_object_set_new(params, "stride", json_null());
+        json_object_set_new(params, "size", json_integer((json_int_t)(r * c)));
+        char what[96];
+        snprintf(what, sizeof what, "a %" PRIu64 " x %" PRIu64 " matrix", r, c);
+        return check_size(ctx, what, r * c);
+    }
+    if (!given(params, "stride"))
+        json_object_set_new(params, "stride", json_pack("[i,i,i,i,i,i]", 1, 2, 4, 8, 16, 32));
+    json_object_set_new(params, "layout", json_null());
+    json_object_set_new(params, "rows", json_null());
+    json_object_set_new(params, "cols", json_null());
+    json_t *sizes = as_list(json_object_get(params, "size")), *strides = as_list(json_object_get(params, "stride"));
+    json_t *v;
+    size_t i;
+    uint64_t max_stride = 0;
+    int rc = 0;
+    json_array_foreach(strides, i, v)
+        if ((uint64_t)json_integer_value(v) > max_stride)
+            max_stride = (uint64_t)json_integer_value(v);
+    json_array_foreach(sizes, i, v) {
+        uint64_t n = (uint64_t)json_integer_value(v);
+        if (max_stride > n) {
+            rc = magic_error(ctx, "UsageError", "--stride %" PRIu64 " is larger than --size %" PRIu64
+                             ": neighbouring threads would fall outside the array", max_stride, n);
+            break;
+        }
+        if ((rc = check_size(ctx, "--size", n)))
+            break;
+    }
+    json_decref(sizes);
+    json_decref(strides);
+    return rc;
+}
+
+/* ---- one point ---- */
+
+static int co_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
+{
+    co_env *env = user;
+    const char *layout = json_string_value(json_object_get(pt, "layout"));
+    int v = !layout ? CL_COALESCE_STRIDE : strcmp(layout, "row") == 0 ? CL_COALESCE_ROW : CL_COALESCE_COL;
+    cl_coalesce_args a = {
+        .n = (uint64_t)json_integer_value(json_object_get(pt, "size")),
+        .stride = v == CL_COALESCE_STRIDE ? (uint64_t)json_integer_value(json_object_get(pt, "stride"))
+                : v == CL_COALESCE_ROW ? 1 : (uint64_t)json_integer_value(json_object_get(pt, "cols")),
+        .block = (int)json_integer_value(json_object_get(pt, "block")),
+        .seed = env->seed, .reps = env->reps, .warmup = env->warmup, .check = env->check,
+    };
+    cl_coalesce_result *r = calloc(1, sizeof *r);
+    char err[CL_ERR_LEN] = "";
+    if (!r)
+        return magic_error(ctx, "MemoryError", "out of host memory");
+    const char *name = env->ops->rows[v].name;
+    if (env->ops->run(&a, r, err) != 0) {
+        free(r);
+        return magic_error(ctx, strcmp(ctx->backend->name, "cpu") == 0 ? "RuntimeError" : "CudaError",
+                           "%%coalesce %s (stride %" PRIu64 ", size %" PRIu64 "): %s", name, a.stride, a.n, err);
+    }
+    double med = stats_median(&r->times), gbs = med > 0 ? 8.0 * (double)a.n / (med * 1e6) : 0;
+    /* one warp's 32 loads of 4 bytes: 4 sectors of 32 bytes when contiguous, one each from stride 8 */
+    uint64_t sectors = a.stride >= 8 ? 32 : 4 * a.stride;
+    json_t *run = json_pack("{s:s, s:I, s:I, s:i, s:s, s:s}", "variant", name, "stride", (json_int_t)a.stride,
+                            "size", (json_int_t)a.n, "block", a.block, "backend", ctx->backend->name,
+                            "impl", r->impl);
+    json_object_set_new(run, "layout", layout ? json_string(layout) : json_null());
+    json_object_set_new(run, "rows", layout ? json_deep_copy(json_object_get(pt, "rows")) : json_null());
+    json_object_set_new(run, "cols", layout ? json_deep_copy(json_object_get(pt, "cols")) : json_null());
+    json_object_set_new(run, "time_ms", stats_json(&r->times));
+    json_object_set_new(run, "gbs", json_real(gbs));
+    json_object_set_new(run, "bandwidth_gbs", env->bw_gbs > 0 ? json_real(env->bw_gbs) : json_null());
+    json_object_set_new(run, "pct_of_bandwidth", env->bw_gbs > 0 ? json_real(100.0 * gbs / env->bw_gbs)
+                                                                 : json_null());
+    json_object_set_new(run, "model", json_pack("{s:I, s:I, s:f}", "sectors_per_warp", (json_int_t)sectors,
+                        "useful_bytes", (json_int_t)(8 * a.n), "traffic_per_useful_byte", sectors / 4.0));
+    json_t *launch = launch_json(&r->launch);
+    json_object_set_new(launch, "config", json_string(env->ops->rows[v].launch));
+    json_object_set_new(run, "launch", launch);
+    json_t *check;
+    if (!env->check) {
+        check = json_pack("{s:n, s:s}", "passed", "method", "skipped (--no-check)");
+    } else {
+        check = json_pack("{s:b, s:s, s:I}", "passed", r->mismatches == 0, "method",
+                          "exact: every copied element against the input regenerated from the seed on the host",
+                          "mismatches", (json_int_t)r->mismatches);
+        if (r->mismatches)
+            json_object_set_new(check, "first_bad", json_pack("{s:I, s:f, s:f}", "index",
+                                (json_int_t)r->first_bad, "got", (double)r->got, "want", (double)r->want));
+    }
+    json_object_set_new(run, "check", check);
+    json_array_append_new(runs, run);
+    free(r);
+    return 0;
+}
+
+/* ---- the command ---- */
+
+static const sweep_spec coalesce_sweep = {
+    .magic = "coalesce", .title = "Coalescing: a copy with strided neighbours", .metric = "gbs",
+    .metric_label = "GB/s", .columns = coalesce_columns, .run_point = co_point,
+};
+
+static int coalesce_run(magic_ctx *ctx, const json_t *params, const char *body)
+{
+    (void)body;
+    if (!ctx->backend)
+        return magic_error(ctx, "RuntimeError", "%%coalesce runs in the device worker: no backend here");
+    if (!ctx->backend->coalesce)
+        return magic_error(ctx, "RuntimeError", "the %s backend was built without %%coalesce "
+                           "(rebuild with cuda/coalesce.cu and cpu/coalesce.c)", ctx->backend->name);
+    json_t *p = json_deep_copy(params);
+    co_env env = {
+        .ops = ctx->backend->coalesce,
+        .seed = (uint64_t)json_integer_value(json_object_get(p, "seed")),
+        .reps = (int)json_integer_value(json_object_get(p, "reps")),
+        .warmup = (int)json_integer_value(json_object_get(p, "warmup")),
+        .check = json_is_true(json_object_get(p, "check")),
+    };
+    char err[CL_ERR_LEN];
+    if (!ctx->backend->copy_bandwidth || ctx->backend->copy_bandwidth(&env.bw_gbs, err) != 0)
+        env.bw_gbs = 0;
+    int rc = plan(ctx, p);
+    if (rc == 0)
+        rc = sweep_run(ctx, &coalesce_sweep, p, &env);
+    json_decref(p);
+    return rc;
+}
+
+static const char *const coalesce_examples[] = {
+    "%coalesce",
+    "%coalesce --stride 1,2,4,8,16,32 --size 2^26",
+    "%coalesce --stride 1,2,3,4,5,6,7,8 --size 2^24",
+    "%coalesce --layout row,col --rows 4096 --cols 4096",
+    "%coalesce --layout row,col --rows 8192 --cols 32,1024,8192",
+    NULL,
+};
+
+const magic_spec magic_coalesce = {
+    .name = "coalesce",
+    .summary = "Copy bandwidth as neighbouring threads' addresses spread apart (memory coalescing)",
+    .description =
+        "DRAM delivers data in bursts, and the GPU fetches memory in 32-byte sectors: when the 32 "
+        "threads of a warp load 32 consecutive floats (128 bytes), the hardware combines them into 4 "
+        "sectors, one coalesced access. When neighbouring threads' addresses are s elements apart, the "
+        "same warp touches 4·s sectors (32 from s = 8 on), each carrying 4 useful bytes of 32: the copy "
+        "moves up to 8 times more data than it uses and its useful bandwidth falls accordingly.\n\n"
+        "--stride s (default 1,2,4,8,16,32): a copy of --size N floats where thread t copies element "
+        "(t % m)·s + t/m, m = ceil(N/s): every element is copied exactly once at every stride, so "
+        "the useful bytes (8·N, read + write) and the memory are the same and only the access pattern "
+        "changes. GB/s counts useful bytes; % of copy BW compares with the device's measured copy "
+        "bandwidth; the model column gives the 32-byte sectors one warp touches.\n\n"
+        "--layout row,col with --rows R --cols C: the same copy of an R x C row-major matrix traversed "
+        "row-wise (neighbouring threads walk along a row: coalesced) or column-wise (they walk down a "
+        "column, a whole row of C floats apart: uncoalesced) — the lecture's reason to make threadIdx.x "
+        "index the column.\n\n"
+        "Timing: CUDA events around the kernel only, median of --reps after --warmup, the L2 flushed "
+        "before every launch; the input is generated on the device from --seed. Every run is checked "
+        "unless --no-check: the whole output is copied back and compared with the input, element by "
+        "element, exactly. Without a GPU the CPU backend runs the same access pattern with host "
+        "threads; there the penalty comes from cache lines and prefetchers, not DRAM bursts.",
+    .flags = coalesce_flags,
+    .mode = MAGIC_LINE,
+    .where = MAGIC_WORKER,
+    .run = coalesce_run,
+    .examples = coalesce_examples,
+};

@@ -1,0 +1,326 @@
+/* grid.c — the %grid magic: how a grid of blocks of threads covers a 1D, 2D
+ * or 3D data set (dimGrid, idle threads, warps, the index formulas and the
+ * bounds check), validated against the device's limits; with --run the
+ * mapping is launched and every element is checked to be visited once.
+ *
+ * The arithmetic lives in grid_plan.c and is exact on every backend; only
+ * --run touches the backend (cuda/grid.cu, or cpu/grid.c on the CPU).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudalab/grid.h"
+#include "cudalab/magic.h"
+#include "cudalab/render.h"
+#include "cudalab/sweep.h"
+
+static const flag_spec grid_flags[] = {
+    {.name = "data", .short_name = 'd', .type = FLAG_DIMS, .def = NULL, .imin = 1, .imax = INT32_MAX,
+     .opts = FLAG_REQUIRED, .help = "the data's shape, width first: 1000000, 76x62, 512x512x64"},
+    {.name = "block", .short_name = 'b', .type = FLAG_DIMS, .def = "256", .imin = 1, .imax = INT32_MAX,
+     .help = "threads per block, x first: 256, 16x16, 8x8x8"},
+    {.name = "run", .type = FLAG_BOOL, .def = "false",
+     .help = "launch the mapping and check that every element is visited exactly once"},
+    {.name = "seed", .type = FLAG_INT, .def = "1", .imin = 0, .imax = INT64_MAX,
+     .help = "kept for symmetry with the timed magics (the mapping has no input)"},
+    {.name = "reps", .type = FLAG_INT, .def = "20", .imin = 1, .imax = CL_MAX_REPS,
+     .help = "timed launches with --run"},
+    {.name = "warmup", .type = FLAG_INT, .def = "3", .imin = 0, .imax = 100,
+     .help = "untimed launches before them"},
+    {.name = "check", .type = FLAG_BOOL, .def = "true",
+     .help = "with --run, check the visit counts (--no-check skips it)"},
+    {.name = NULL},
+};
+
+/* ---- limits ---- */
+
+static void limits_of(magic_ctx *ctx, cl_grid_limits *lim, const char **source, uint64_t *free_mem)
+{
+    static const cl_grid_limits defaults = CL_GRID_CUDA_DEFAULTS;
+    cl_device_props p;
+    char err[CL_ERR_LEN];
+    *lim = defaults;
+    *source = "CUDA defaults for every compute capability since 3.0 (the CPU backend has no device "
+              "limits of its own)";
+    *free_mem = 0;
+    memset(&p, 0, sizeof p);
+    if (!ctx->backend || ctx->backend->device_props(0, &p, err) != 0)
+        return;
+    *free_mem = p.free_mem;
+    if (strcmp(ctx->backend->name, "cpu") == 0 || p.max_threads_per_block <= 0 || p.max_block[0] <= 0 ||
+        p.max_grid[0] <= 0)
+        return;
+    lim->max_threads_per_block = p.max_threads_per_block;
+    for (int d = 0; d < 3; d++) {
+        lim->max_block[d] = p.max_block[d];
+        lim->max_grid[d] = p.max_grid[d];
+    }
+    *source = "this device (cudaGetDeviceProperties)";
+}
+
+static int dims_of(const json_t *v, int64_t *out)
+{
+    size_t i;
+    json_t *x;
+    if (json_is_integer(v)) {
+        out[0] = json_integer_value(v);
+        return 1;
+    }
+    json_array_foreach(v, i, x)
+        if (i < 3)
+            out[i] = json_integer_value(x);
+    return (int)json_array_size(v);
+}
+
+/* ---- document and view ---- */
+
+static void index_text(const cl_grid_plan *p, json_t *idx)
+{
+    char b[256];
+    if (p->dims == 1) {
+        json_object_set_new(idx, "i", json_string("i = blockIdx.x * blockDim.x + threadIdx.x"));
+        snprintf(b, sizeof b, "if (i < %" PRId64 ")", p->data[0]);
+    } else {
+        json_object_set_new(idx, "col", json_string("col = blockIdx.x * blockDim.x + threadIdx.x"));
+        json_object_set_new(idx, "row", json_string("row = blockIdx.y * blockDim.y + threadIdx.y"));
+        if (p->dims == 3) {
+            json_object_set_new(idx, "plane", json_string("plane = blockIdx.z * blockDim.z + threadIdx.z"));
+            snprintf(b, sizeof b, "if (plane < %" PRId64 " && row < %" PRId64 " && col < %" PRId64 ")",
+                     p->data[2], p->data[1], p->data[0]);
+        } else {
+            snprintf(b, sizeof b, "if (row < %" PRId64 " && col < %" PRId64 ")", p->data[1], p->data[0]);
+        }
+        json_object_set_new(idx, "element", json_string(
+            p->dims == 3 ? "element = (plane * height + row) * width + col" : "element = row * width + col"));
+    }
+    json_object_set_new(idx, "bounds_check", json_string(b));
+}
+
+static json_t *dims_json(const int64_t *v, int n)
+{
+    json_t *a = json_array();
+    for (int d = 0; d < n; d++)
+        json_array_append_new(a, json_integer(v[d]));
+    return a;
+}
+
+static void dims_str(const int64_t *v, int n, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (int d = 0; d < n; d++) {
+        size_t u = strlen(buf);
+        snprintf(buf + u, len - u, "%s%" PRId64, d ? "x" : "", v[d]);
+    }
+}
+
+static json_t *plan_doc(magic_ctx *ctx, const json_t *params, const cl_grid_plan *p,
+                        const cl_grid_limits *lim, const char *source)
+{
+    json_t *doc = json_pack("{s:s, s:s, s:o, s:O}", "magic", "grid", "backend",
+                            ctx->backend ? ctx->backend->name : "none", "device", sweep_device_json(ctx),
+                            "params", params);
+    json_object_set_new(doc, "backend_note", ctx->backend_note && *ctx->backend_note
+                                                 ? json_string(ctx->backend_note) : json_null());
+    json_object_set_new(doc, "dims", json_integer(p->dims));
+    json_object_set_new(doc, "data", dims_json(p->data, 3));
+    json_object_set_new(doc, "block", dims_json(p->block, 3));
+    json_object_set_new(doc, "grid", dims_json(p->grid, 3));
+    json_t *n = json_pack("{s:I, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+        "blocks", (json_int_t)p->blocks, "threads_per_block", (json_int_t)p->threads_per_block,
+        "threads", (json_int_t)p->threads, "elements", (json_int_t)p->elements,
+        "idle_threads", (json_int_t)p->idle, "idle_pct", p->idle_pct,
+        "warps_per_block", (json_int_t)p->warps_per_block,
+        "threads_in_last_warp", (json_int_t)p->threads_in_last_warp,
+        "partial_warps_per_block", (json_int_t)p->partial_warps_per_block,
+        "warps", (json_int_t)p->warps, "warps_with_idle", (json_int_t)p->warps_with_idle,
+        "warps_all_idle", (json_int_t)p->warps_all_idle, "warps_divergent", (json_int_t)p->warps_divergent);
+    json_object_update(doc, n);
+    json_decref(n);
+    json_t *idx = json_object();
+    index_text(p, idx);
+    json_object_set_new(doc, "index", idx);
+    json_object_set_new(doc, "limits", json_pack("{s:I, s:o, s:o, s:s}", "max_threads_per_block",
+                                                 (json_int_t)lim->max_threads_per_block, "max_block",
+                                                 dims_json(lim->max_block, 3), "max_grid",
+                                                 dims_json(lim->max_grid, 3), "source", source));
+    json_object_set_new(doc, "run", json_null());
+    return doc;
+}
+
+static void row(json_t *t, const char *k, const char *v)
+{
+    view_table_row(t, json_pack("[s,s]", k, v));
+}
+
+static json_t *plan_view(const json_t *doc, const cl_grid_plan *p)
+{
+    char a[128], b[128], c[256];
+    dims_str(p->data, p->dims, a, sizeof a);
+    dims_str(p->block, p->dims, b, sizeof b);
+    snprintf(c, sizeof c, "Grid for %s data in %s blocks", a, b);
+    json_t *view = view_new(c);
+    json_t *t = view_add_table(view, NULL, json_pack("[s,s]", "quantity", "value"));
+    dims_str(p->grid, p->dims, a, sizeof a);
+    snprintf(c, sizeof c, "%s = %" PRId64 " blocks", a, p->blocks);
+    row(t, "dimGrid", c);
+    snprintf(c, sizeof c, "%s = %" PRId64 " threads", b, p->threads_per_block);
+    row(t, "dimBlock", c);
+    snprintf(c, sizeof c, "%" PRId64 " for %" PRId64 " elements", p->threads, p->elements);
+    row(t, "threads", c);
+    snprintf(c, sizeof c, "%" PRId64 " (%.2f%%)", p->idle, p->idle_pct);
+    row(t, "idle threads", c);
+    snprintf(c, sizeof c, "%" PRId64 " (the last holds %" PRId64 " of 32 threads)", p->warps_per_block,
+             p->threads_in_last_warp);
+    row(t, "warps per block", c);
+    snprintf(c, sizeof c, "%" PRId64, p->partial_warps_per_block);
+    row(t, "partially filled warps per block", c);
+    snprintf(c, sizeof c, "%" PRId64 ": %" PRId64 " with idle threads (%" PRId64 " divergent at the "
+             "bounds check, %" PRId64 " entirely idle)", p->warps, p->warps_with_idle, p->warps_divergent,
+             p->warps_all_idle);
+    row(t, "warps in the grid", c);
+    const json_t *idx = json_object_get(doc, "index");
+    char text[600] = "";
+    static const char *const keys[] = {"i", "col", "row", "plane", "element", "bounds_check"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        const char *s = json_string_value(json_object_get(idx, keys[k]));
+        if (s) {
+            size_t u = strlen(text);
+            snprintf(text + u, sizeof text - u, "%s%s", u ? "\n" : "", s);
+        }
+    }
+    view_add_text(view, text);
+    const json_t *lim = json_object_get(doc, "limits");
+    snprintf(c, sizeof c, "validated against %s", json_string_value(json_object_get(lim, "source")));
+    view_add_note(view, c);
+    return view;
+}
+
+/* ---- --run ---- */
+
+static int run_mapping(magic_ctx *ctx, const json_t *params, const cl_grid_plan *p, uint64_t free_mem,
+                       json_t *doc, json_t *view)
+{
+    const cl_grid_ops *ops = ctx->backend->grid;
+    if (!ops)
+        return magic_error(ctx, "RuntimeError", "the %s backend was built without %%grid --run "
+                           "(rebuild libcudalab_cuda.so with cuda/grid.cu)", ctx->backend->name);
+    double need = 4.0 * (double)p->elements;
+    if (p->elements > (INT64_MAX >> 3) || (free_mem > 0 && need > (double)free_mem))
+        return magic_error(ctx, "MemoryError", "--run needs %.1f GiB for the count array (4 bytes per "
+                           "element); this %s has %.1f GiB free (largest element count that fits: %.0f)",
+                           need / 1073741824.0, strcmp(ctx->backend->name, "cpu") ? "device" : "host",
+                           (double)free_mem / 1073741824.0, (double)free_mem / 4.0);
+    cl_grid_args a = {.seed = (uint64_t)json_integer_value(json_object_get(params, "seed")),
+                      .reps = (int)json_integer_value(json_object_get(params, "reps")),
+                      .warmup = (int)json_integer_value(json_object_get(params, "warmup"))};
+    memcpy(a.data, p->data, sizeof a.data);
+    memcpy(a.block, p->block, sizeof a.block);
+    memcpy(a.grid, p->grid, sizeof a.grid);
+    cl_grid_result *r = calloc(1, sizeof *r);
+    char err[CL_ERR_LEN] = "";
+    if (!r)
+        return magic_error(ctx, "MemoryError", "out of host memory");
+    if (ops->run(&a, r, err) != 0) {
+        free(r);
+        return magic_error(ctx, strcmp(ctx->backend->name, "cpu") ? "CudaError" : "RuntimeError",
+                           "%%grid --run: %s", err);
+    }
+    bool check = json_is_true(json_object_get(params, "check"));
+    bool ok = r->visited_once == (uint64_t)p->elements && r->never == 0 && r->multiple == 0 &&
+              r->idle_threads == (uint64_t)p->idle;
+    json_t *run = json_pack("{s:s, s:s, s:o, s:o}", "backend", ctx->backend->name, "impl", r->impl,
+                            "time_ms", stats_json(&r->times), "launch", launch_json(&r->launch));
+    json_object_set_new(run, "check", check
+        ? json_pack("{s:b, s:s, s:I, s:I, s:I, s:I, s:I}", "passed", ok, "method",
+                    "count array: every element visited exactly once, idle threads as predicted",
+                    "visited_once", (json_int_t)r->visited_once, "never", (json_int_t)r->never,
+                    "multiple", (json_int_t)r->multiple, "idle_threads", (json_int_t)r->idle_threads,
+                    "idle_expected", (json_int_t)p->idle)
+        : json_pack("{s:n, s:s}", "passed", "method", "skipped (--no-check)"));
+    json_object_set_new(doc, "run", run);
+    char c[300];
+    snprintf(c, sizeof c, "--run on %s: median %.4f ms over %d reps; %s", ctx->backend->name,
+             stats_median(&r->times), r->times.reps,
+             !check ? "not checked (--no-check)"
+             : ok ? "every element visited exactly once"
+                  : "WRONG: some elements were missed or visited twice");
+    view_add_note(view, c);
+    view_add_note(view, r->impl);
+    free(r);
+    return check && !ok ? 1 : 0;
+}
+
+static int grid_run(magic_ctx *ctx, const json_t *params, const char *body)
+{
+    (void)body;
+    int64_t data[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+    int nd = dims_of(json_object_get(params, "data"), data);
+    int nb = dims_of(json_object_get(params, "block"), block);
+    cl_grid_limits lim;
+    const char *source;
+    uint64_t free_mem;
+    limits_of(ctx, &lim, &source, &free_mem);
+    cl_grid_plan p;
+    char err[512];
+    if (cl_grid_plan_make(data, nd, block, nb, &lim, &p, err, sizeof err) != 0) {
+        char ds[96], bs[96];
+        dims_str(data, nd > 3 ? 3 : nd, ds, sizeof ds);
+        dims_str(block, nb > 3 ? 3 : nb, bs, sizeof bs);
+        return magic_error(ctx, "UsageError", "--data %s --block %s: %s (limits: %s)", ds, bs, err,
+                           source);
+    }
+    json_t *doc = plan_doc(ctx, params, &p, &lim, source);
+    json_t *view = plan_view(doc, &p);
+    int rc = 0;
+    if (json_is_true(json_object_get(params, "run")) && ctx->backend)
+        rc = run_mapping(ctx, params, &p, free_mem, doc, view);
+    if (rc < 0) {
+        json_decref(doc);
+        json_decref(view);
+        return -1;
+    }
+    magic_result(ctx, doc, view);
+    if (rc > 0)
+        return magic_error(ctx, "CheckError", "%%grid --run: some elements were not visited exactly once");
+    return 0;
+}
+
+static const char *const grid_examples[] = {
+    "%grid --data 76x62 --block 16x16",
+    "%grid --data 76x62 --block 16x16 --run",
+    "%grid --data 1000000 --block 256 --run",
+    "%grid --data 512x512x64 --block 8x8x8",
+    "%grid --data 100 --block 100",
+    NULL,
+};
+
+const magic_spec magic_grid = {
+    .name = "grid",
+    .summary = "Map threads to data: dimGrid, idle threads, warps and the index formulas",
+    .description =
+        "Given the data's shape (--data, width first: 1D, 2D or 3D) and the block's shape (--block), "
+        "computes the launch the lecture teaches: dimGrid = ceil(data / block) in each dimension, the "
+        "number of blocks and threads, how many threads are idle (they fail the bounds check) and "
+        "their share, warps per block (threads are numbered x fastest, 32 to a warp) and whether the "
+        "last warp is only partly filled, and how many of the grid's warps hold idle threads (they "
+        "diverge at the bounds check) or are entirely idle. It writes the index formulas "
+        "(col = blockIdx.x * blockDim.x + threadIdx.x, row = ... .y, plane = ... .z) and the bounds "
+        "check with the data's sizes filled in.\n\n"
+        "The configuration is validated against the device's limits (threads per block, block and "
+        "grid dimensions): an invalid one is a UsageError that names the limit. On the CPU backend "
+        "the limits are CUDA's defaults (1024 threads per block, blocks up to 1024x1024x64, grids up "
+        "to 2147483647x65535x65535), and the output says so. The arithmetic is exact on every "
+        "backend.\n\n"
+        "--run launches the mapping (on the CPU backend its analogue: host threads walk the blocks "
+        "with the same index formulas): every thread that passes the bounds check adds one to its "
+        "element's counter, every idle thread is counted, and the check verifies that each element "
+        "was visited exactly once and the idle count is the predicted one. The launch is timed "
+        "(median of --reps after --warmup, counts zeroed and the L2 flushed outside the timing).",
+    .flags = grid_flags,
+    .mode = MAGIC_LINE,
+    .where = MAGIC_WORKER,
+    .run = grid_run,
+    .examples = grid_examples,
+};

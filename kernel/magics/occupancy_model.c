@@ -1,0 +1,133 @@
+/* occupancy_model.c — the arithmetic of occupancy, exact and backend-free:
+ * how many blocks of a kernel one SM holds, which resource stops it, and how
+ * a grid spreads over the SMs. %occupancy shows it for a hypothetical device
+ * (the lecture exercises) and next to the CUDA occupancy API for our kernels.
+ * See cudalab/occupancy.h for what is modelled.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cudalab/occupancy.h"
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+const char *cl_occ_limiter_name(enum cl_occ_limiter l)
+{
+    switch (l) {
+    case CL_OCC_THREADS: return "threads per SM";
+    case CL_OCC_BLOCKS:  return "blocks per SM";
+    case CL_OCC_REGS:    return "registers per SM";
+    case CL_OCC_SMEM:    return "shared memory per SM";
+    }
+    return "?";
+}
+
+void cl_occ_device_default(cl_occ_device *d)
+{
+    memset(d, 0, sizeof *d);
+    d->sms = 132;
+    d->max_threads_sm = 2048;
+    d->max_blocks_sm = 32;
+    d->max_threads_block = 1024;
+    d->regs_sm = 65536;
+    d->regs_block = 65536;
+    d->max_regs_thread = 255;
+    d->smem_sm = 228 * 1024;
+    d->smem_block = 227 * 1024;
+    d->smem_reserved = 1024;
+    d->warp = 32;
+    d->reg_unit = 256;
+    d->reg_partitions = 4;
+    d->smem_unit = 128;
+    d->reg_per_warp = true;
+}
+
+int cl_occ_compute(const cl_occ_device *d, const cl_occ_kernel *k, cl_occ_result *r, char *err,
+                   size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    int64_t w = d->warp > 0 ? d->warp : 32;
+    if (k->threads < 1)
+        return snprintf(err, errlen, "a block needs at least one thread"), -1;
+    if (k->threads > d->max_threads_block)
+        return snprintf(err, errlen, "%lld threads per block exceed the limit of %lld threads per "
+                        "block (--max-threads-block): this block is not allowed",
+                        (long long)k->threads, (long long)d->max_threads_block), -1;
+    if (k->threads > d->max_threads_sm)
+        return snprintf(err, errlen, "%lld threads per block exceed the %lld threads one SM holds "
+                        "(--max-threads-sm)", (long long)k->threads, (long long)d->max_threads_sm), -1;
+    if (d->max_regs_thread > 0 && k->regs > d->max_regs_thread)
+        return snprintf(err, errlen, "%lld registers per thread exceed the limit of %lld per thread",
+                        (long long)k->regs, (long long)d->max_regs_thread), -1;
+    r->warps_per_block = ceil_div(k->threads, w);
+    r->threads_in_last_warp = k->threads - (r->warps_per_block - 1) * w;
+    r->last_warp_idle_pct = 100.0 * (double)(w - r->threads_in_last_warp) / (double)w;
+    int64_t unit = d->reg_unit > 0 ? d->reg_unit : 1;
+    int64_t regs_warp = ceil_div(k->regs * w, unit) * unit;
+    int64_t parts = d->reg_partitions > 0 ? d->reg_partitions : 1;
+    r->regs_per_block = d->reg_per_warp ? regs_warp * r->warps_per_block : k->regs * k->threads;
+    /* the hardware checks a block as if its warps filled every sub-partition evenly */
+    int64_t regs_checked = d->reg_per_warp ? regs_warp * ceil_div(r->warps_per_block, parts) * parts
+                                           : r->regs_per_block;
+    if (regs_checked > d->regs_block || r->regs_per_block > d->regs_sm)
+        return snprintf(err, errlen, "a block needs %lld registers (%lld per thread x %lld threads%s); "
+                        "the limit is %lld per %s (--regs-sm)", (long long)r->regs_per_block,
+                        (long long)k->regs, (long long)k->threads,
+                        d->reg_per_warp ? ", allocated per warp" : "",
+                        (long long)min64(d->regs_block, d->regs_sm),
+                        d->regs_block < d->regs_sm ? "block" : "SM"), -1;
+    int64_t sunit = d->smem_unit > 0 ? d->smem_unit : 1;
+    int64_t smem = ceil_div(k->smem + d->smem_reserved, sunit) * sunit;
+    if (k->smem > d->smem_block || smem > d->smem_sm)
+        return snprintf(err, errlen, "a block needs %lld bytes of shared memory; the limit is %lld "
+                        "bytes per block and %lld per SM (--smem-sm)", (long long)smem,
+                        (long long)d->smem_block, (long long)d->smem_sm), -1;
+    /* threads are resident in whole warps */
+    r->by_threads = (d->max_threads_sm / w) / r->warps_per_block;
+    r->by_blocks = d->max_blocks_sm;
+    r->by_regs = r->regs_per_block <= 0 ? INT64_MAX
+                 : d->reg_per_warp ? parts * ((d->regs_sm / parts) / regs_warp) / r->warps_per_block
+                                   : d->regs_sm / r->regs_per_block;
+    r->by_smem = smem > 0 ? d->smem_sm / smem : INT64_MAX;
+    int64_t lim[4] = {r->by_threads, r->by_blocks, r->by_regs, r->by_smem};
+    r->blocks_sm = lim[0];
+    r->limiter = CL_OCC_THREADS;
+    for (int i = 1; i < 4; i++)
+        if (lim[i] < r->blocks_sm) {
+            r->blocks_sm = lim[i];
+            r->limiter = (enum cl_occ_limiter)i;
+        }
+    r->warps_sm = r->blocks_sm * r->warps_per_block;
+    r->threads_sm = r->blocks_sm * k->threads;
+    r->occupancy_pct = 100.0 * (double)r->warps_sm / (double)(d->max_threads_sm / w);
+    return 0;
+}
+
+void cl_occ_spread_of(const cl_occ_device *d, const cl_occ_result *r, int64_t blocks, cl_occ_spread *s)
+{
+    memset(s, 0, sizeof *s);
+    s->blocks = blocks;
+    int64_t wave = d->sms * r->blocks_sm;
+    if (blocks < 1 || wave < 1)
+        return;
+    s->waves = ceil_div(blocks, wave);
+    s->full_waves = blocks / wave;
+    s->last_wave_blocks = blocks - (s->waves - 1) * wave;
+    s->less = s->last_wave_blocks / d->sms;
+    s->sms_more = s->last_wave_blocks % d->sms;
+    s->more = s->less + (s->sms_more > 0);
+    s->sms_less = d->sms - s->sms_more;
+    if (s->sms_more == 0) {       /* an even spread: every SM runs the same number */
+        s->more = s->less;
+        s->sms_more = d->sms;
+        s->sms_less = 0;
+    }
+}

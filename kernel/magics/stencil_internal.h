@@ -1,0 +1,47 @@
+/* stencil_internal.h — private to kernel/magics/stencil*.c: what %stencil
+ * resolves once per command (backend, weights, bandwidth) and the point
+ * function of its sweep.
+ */
+#ifndef CUDALAB_MAGICS_STENCIL_INTERNAL_H
+#define CUDALAB_MAGICS_STENCIL_INTERNAL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cudalab/magic.h"
+#include "cudalab/stencil.h"
+
+typedef struct st_env {
+    const cl_backend *backend;
+    const cl_stencil_ops *ops;
+    int dim;
+    uint64_t seed;
+    int reps, warmup;
+    bool check;
+    bool custom;                    /* --weights given */
+    bool normalize;
+    float weights[CL_STENCIL_MAX_WEIGHTS];   /* custom weights as used (after --normalize) */
+    int nweights;
+    double bw_gbs;                  /* measured copy bandwidth; 0 = unknown */
+} st_env;
+
+/* A named 2D filter: k x k weights, row-major, already divided by its divisor. */
+typedef struct st_filter {
+    const char *name;
+    int k;
+    double divisor;
+    const int *w;                   /* k*k integers before the division */
+    const char *text;               /* as the lecture writes it */
+} st_filter;
+
+const st_filter *st_filter_find(const char *name);
+int st_variant_index(const char *name);
+
+/* Fills w (k or k*k floats) for one point: the custom weights, the 1D box
+ * 1/(2R+1), or the named 2D filter. Returns the number of weights. */
+int st_point_weights(const st_env *env, int radius, const char *filter, float *w, int *k);
+
+int st_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user);
+
+#endif

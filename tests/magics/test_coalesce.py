@@ -1,0 +1,78 @@
+"""%coalesce through the command line on the CPU backend: the stride experiment (default strides,
+odd sizes, blocks), the matrix experiment (--layout row,col), the sector model, the exact check,
+every error path, and the result document against tests/schemas/coalesce.schema.json.
+tests/gpu/test_coalesce_gpu.py covers the GPU."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import load_schema, magic_doc, run_cell as run
+
+SCHEMA = load_schema("coalesce")
+QUICK = "--reps 2 --warmup 0"
+
+
+def coalesce_doc(cell: str) -> dict:
+    return magic_doc("coalesce", cell, SCHEMA)
+
+
+def test_default_strides():
+    doc = coalesce_doc(f"%coalesce --size 2^18 {QUICK}")
+    runs = doc["runs"]
+    assert [r["stride"] for r in runs] == [1, 2, 4, 8, 16, 32]
+    assert [r["model"]["sectors_per_warp"] for r in runs] == [4, 8, 16, 32, 32, 32]
+    assert [r["model"]["traffic_per_useful_byte"] for r in runs] == [1, 2, 4, 8, 8, 8]
+    for r in runs:
+        assert r["check"]["passed"] is True and r["check"]["mismatches"] == 0
+        assert r["variant"] == "stride" and r["layout"] is None and r["size"] == 2 ** 18
+        assert r["gbs"] == pytest.approx(8 * 2 ** 18 / (r["time_ms"]["median"] * 1e6), rel=1e-9)
+        if r["bandwidth_gbs"]:
+            assert r["pct_of_bandwidth"] == pytest.approx(100 * r["gbs"] / r["bandwidth_gbs"], rel=1e-9)
+        assert "cache lines" in r["impl"]
+    assert doc["params"]["layout"] is None and doc["sweep"]["varying"] == ["stride"]
+
+
+def test_odd_sizes_strides_blocks():
+    doc = coalesce_doc(f"%coalesce --stride 1,3,7,33 --size 33,1000003 --block 32,1024 {QUICK}")
+    assert len(doc["runs"]) == 4 * 2 * 2
+    assert all(r["check"]["passed"] for r in doc["runs"])
+    assert doc["sweep"]["varying"] == ["stride", "size", "block"]
+
+
+def test_layout_row_col():
+    doc = coalesce_doc(f"%coalesce --layout row,col --rows 1000 --cols 777 {QUICK}")
+    row, col = doc["runs"]
+    assert (row["variant"], row["stride"], col["variant"], col["stride"]) == ("row", 1, "col", 777)
+    assert row["size"] == col["size"] == 777000 and row["rows"] == 1000 and col["cols"] == 777
+    assert row["check"]["passed"] and col["check"]["passed"]
+    assert doc["params"]["stride"] is None and doc["params"]["size"] == 777000
+
+
+def test_table_and_chart():
+    rc, _, out, err = run(f"%coalesce --size 2^16 {QUICK}", json_mode=False)
+    assert rc == 0, err
+    assert "GB/s by stride" in out and "% of copy BW" in out and "32B sectors / warp" in out
+
+
+def test_no_check_and_help():
+    doc = coalesce_doc(f"%coalesce --size 1000 --stride 4 --no-check {QUICK}")
+    assert doc["runs"][0]["check"]["passed"] is None
+    rc, _, out, _ = run("%help coalesce", json_mode=False)
+    assert rc == 0 and "--layout" in out and "sectors" in out and "%coalesce --layout row,col" in out
+
+
+@pytest.mark.parametrize("cell, code, needles", [
+    ("%coalesce --block 100", 1, ["UsageError", "multiple of the warp size"]),
+    ("%coalesce --size 16 --stride 32", 1, ["UsageError", "larger than --size 16"]),
+    ("%coalesce --stride 2 --layout col", 1, ["UsageError", "two experiments"]),
+    ("%coalesce --layout diagonal", 2, ["UsageError", "--layout"]),
+    ("%coalesce --stride 0", 2, ["UsageError", "--stride"]),
+    ("%coalesce --size 2^50", 1, ["MemoryError", "needs", "largest size that fits"]),
+    ("%coalesce --layout col --rows 2^30 --cols 2^30", 1, ["MemoryError", "matrix"]),
+    ("%coalesc", 2, ["coalesce"]),
+])
+def test_errors(cell, code, needles):
+    rc, _, _, err = run(cell)
+    assert rc == code, err
+    for n in needles:
+        assert n in err, err

@@ -1,0 +1,199 @@
+/* test_coalesce.c — %coalesce on the CPU backend: the permuted index visits
+ * every element exactly once at every stride (odd sizes included), the ops
+ * table's copies are exact, the check catches a wrong element, and the
+ * magic's paths end to end: both experiments, the model, bad blocks, strides
+ * past the size, mixing --stride with --layout, absurd sizes, a missing backend.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cudalab/coalesce.h"
+#include "cudalab/magic.h"
+
+#define assert_contains(hay, needle) do {                                         \
+        if (!strstr((hay), (needle)))                                             \
+            fail_msg("'%s'\n  does not contain '%s'", (hay), (needle));           \
+    } while (0)
+
+static const uint64_t sizes[] = {1, 2, 3, 31, 32, 33, 1000, 4097, 65537};
+static const uint64_t strides[] = {1, 2, 3, 4, 7, 8, 16, 32, 33};
+
+static void index_is_a_permutation(void **state)
+{
+    (void)state;
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+        for (size_t k = 0; k < sizeof strides / sizeof strides[0]; k++) {
+            uint64_t n = sizes[si], s = strides[k];
+            if (s > n)
+                continue;
+            uint64_t m = cl_coalesce_rows(n, s);
+            unsigned char *seen = calloc(n, 1);
+            assert_non_null(seen);
+            for (uint64_t t = 0; t < m * s; t++) {
+                uint64_t i = cl_coalesce_index(t, m, s);
+                if (i < n)
+                    seen[i]++;
+                if (t + 1 < m * s && (t + 1) % m != 0)       /* neighbours in one column are s apart */
+                    assert_int_equal(cl_coalesce_index(t + 1, m, s) - i, s);
+            }
+            for (uint64_t i = 0; i < n; i++)
+                if (seen[i] != 1)
+                    fail_msg("n=%llu s=%llu: element %llu copied %d times", (unsigned long long)n,
+                             (unsigned long long)s, (unsigned long long)i, seen[i]);
+            free(seen);
+        }
+}
+
+static void ops_copy_exactly(void **state)
+{
+    (void)state;
+    const cl_coalesce_ops *ops = cl_cpu_backend()->coalesce;
+    assert_non_null(ops);
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+        for (size_t k = 0; k < sizeof strides / sizeof strides[0]; k++) {
+            if (strides[k] > sizes[si])
+                continue;
+            cl_coalesce_args a = {.n = sizes[si], .stride = strides[k], .block = 32, .seed = 4, .reps = 2,
+                                  .warmup = 1, .check = 1};
+            cl_coalesce_result r;
+            char err[CL_ERR_LEN] = "";
+            if (ops->run(&a, &r, err))
+                fail_msg("run: %s", err);
+            if (r.mismatches)
+                fail_msg("n=%llu s=%llu: %llu mismatches", (unsigned long long)a.n,
+                         (unsigned long long)a.stride, (unsigned long long)r.mismatches);
+            assert_int_equal(r.times.reps, 2);
+        }
+}
+
+static void verify_catches_one(void **state)
+{
+    (void)state;
+    cl_coalesce_args a = {.n = 100, .seed = 2};
+    float out[100];
+    for (int i = 0; i < 100; i++)
+        out[i] = cl_uniform(2, (uint64_t)i);
+    cl_coalesce_result r = {0};
+    cl_coalesce_verify(&a, out, &r);
+    assert_int_equal(r.mismatches, 0);
+    out[42] = 0;
+    cl_coalesce_verify(&a, out, &r);
+    assert_int_equal(r.mismatches, 1);
+    assert_int_equal(r.first_bad, 42);
+}
+
+/* ---- the magic, end to end ---- */
+
+typedef struct sink {
+    json_t *doc;
+} sink;
+
+static void sink_stream(void *impl, const char *name, const char *text)
+{
+    (void)impl, (void)name, (void)text;
+}
+
+static void sink_result(void *impl, json_t *doc, json_t *view, const char *display_id, enum result_mode mode)
+{
+    (void)display_id, (void)mode;
+    sink *s = impl;
+    if (doc) {
+        json_decref(s->doc);
+        s->doc = doc;
+    }
+    json_decref(view);
+}
+
+static const magic_out sink_out = {sink_stream, sink_result};
+
+static int run_cell(const char *cell, const cl_backend *be, sink *s, magic_ctx *ctx)
+{
+    memset(s, 0, sizeof *s);
+    *ctx = (magic_ctx){.out = &sink_out, .impl = s, .backend = be};
+    command *c;
+    parse_error e;
+    int n = cell_parse(cell, &c, &e);
+    if (n != 1) {
+        snprintf(ctx->ename, sizeof ctx->ename, "%s", e.ename);
+        snprintf(ctx->evalue, sizeof ctx->evalue, "%s", e.evalue);
+        if (n > 0)
+            commands_free(c, n);
+        return 2;
+    }
+    int rc = c[0].magic->run(ctx, c[0].params, c[0].body);
+    commands_free(c, n);
+    return rc;
+}
+
+static void magic_strides(void **state)
+{
+    (void)state;
+    sink s;
+    magic_ctx ctx;
+    if (run_cell("%coalesce --size 100003 --reps 2 --warmup 0", cl_cpu_backend(), &s, &ctx))
+        fail_msg("%s: %s", ctx.ename, ctx.evalue);
+    json_t *runs = json_object_get(s.doc, "runs"), *r;
+    assert_int_equal(json_array_size(runs), 6);
+    static const int sectors[] = {4, 8, 16, 32, 32, 32};
+    size_t i;
+    json_array_foreach(runs, i, r) {
+        assert_int_equal(json_integer_value(json_object_get(r, "stride")), 1 << i);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "model"), "sectors_per_warp")),
+                         sectors[i]);
+        assert_true(json_is_true(json_object_get(json_object_get(r, "check"), "passed")));
+        assert_string_equal(json_string_value(json_object_get(r, "variant")), "stride");
+    }
+    json_decref(s.doc);
+    if (run_cell("%coalesce --layout row,col --rows 300 --cols 77 --reps 1 --warmup 0", cl_cpu_backend(), &s, &ctx))
+        fail_msg("%s: %s", ctx.ename, ctx.evalue);
+    runs = json_object_get(s.doc, "runs");
+    assert_int_equal(json_array_size(runs), 2);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(runs, 0), "stride")), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(runs, 1), "stride")), 77);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(runs, 1), "size")), 300 * 77);
+    json_decref(s.doc);
+}
+
+static void magic_errors(void **state)
+{
+    (void)state;
+    sink s;
+    magic_ctx ctx;
+    assert_int_equal(run_cell("%coalesce --block 100", cl_cpu_backend(), &s, &ctx), -1);
+    assert_contains(ctx.evalue, "multiple of the warp size");
+    json_decref(s.doc);
+    assert_int_equal(run_cell("%coalesce --size 16 --stride 32", cl_cpu_backend(), &s, &ctx), -1);
+    assert_contains(ctx.evalue, "larger than --size 16");
+    json_decref(s.doc);
+    assert_int_equal(run_cell("%coalesce --stride 2 --layout row", cl_cpu_backend(), &s, &ctx), -1);
+    assert_contains(ctx.evalue, "two experiments");
+    json_decref(s.doc);
+    assert_int_equal(run_cell("%coalesce --size 2^50", cl_cpu_backend(), &s, &ctx), -1);
+    assert_string_equal(ctx.ename, "MemoryError");
+    assert_contains(ctx.evalue, "largest size that fits");
+    json_decref(s.doc);
+    assert_int_equal(run_cell("%coalesce --layout diagonal", cl_cpu_backend(), &s, &ctx), 2);
+    json_decref(s.doc);
+    cl_backend none = *cl_cpu_backend();
+    none.coalesce = NULL;
+    assert_int_equal(run_cell("%coalesce", &none, &s, &ctx), -1);
+    assert_contains(ctx.evalue, "built without %coalesce");
+    json_decref(s.doc);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(index_is_a_permutation), cmocka_unit_test(ops_copy_exactly),
+        cmocka_unit_test(verify_catches_one),     cmocka_unit_test(magic_strides),
+        cmocka_unit_test(magic_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,275 @@
+/* test_stencil.c — %stencil on the CPU backend: both variants' CPU analogues
+ * against the host reference in 1D and 2D (odd sizes, every block shape,
+ * radii up to the block), hand-computed boundary values (ghost cells are 0),
+ * the check catching a wrong element, and the magic's error paths end to end.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cudalab/magic.h"
+#include "cudalab/stencil.h"
+#include "magics/stencil_internal.h"
+
+extern const cl_stencil_ops cl_cpu_stencil_ops;
+
+#define assert_contains(hay, needle) do {                                         \
+        if (!strstr((hay), (needle)))                                             \
+            fail_msg("'%s'\n  does not contain '%s'", (hay), (needle));           \
+    } while (0)
+
+/* Runs variant v of a on the CPU and checks every element: bit-exact. */
+static void run_and_check(int v, const cl_stencil_args *a)
+{
+    uint64_t n = a->nx * a->ny;
+    float *out = malloc(n * sizeof *out);
+    cl_stencil_result *r = malloc(sizeof *r);
+    char err[CL_ERR_LEN] = "";
+    assert_non_null(out);
+    assert_non_null(r);
+    if (cl_cpu_stencil_ops.run(v, a, out, r, err) != 0)
+        fail_msg("run: %s", err);
+    assert_int_equal(r->times.reps, a->reps);
+    cl_stencil_check c;
+    assert_int_equal(cl_stencil_reference_check(a, out, &c, err), 0);
+    if (c.mismatches || c.checked != n || c.bit_exact != n)
+        fail_msg("dim %d v %d %llux%llu R %d block %d: %llu mismatches, %llu bit-exact of %llu", a->dim, v,
+                 (unsigned long long)a->nx, (unsigned long long)a->ny, a->radius, a->block,
+                 (unsigned long long)c.mismatches, (unsigned long long)c.bit_exact, (unsigned long long)n);
+    free(out);
+    free(r);
+}
+
+static void every_variant_1d(void **state)
+{
+    static const uint64_t sizes[] = {1, 2, 7, 31, 32, 33, 255, 257, 1000, 4097};
+    static const int blocks[] = {32, 64, 256};
+    static const int radii[] = {1, 3, 16, 32};
+    float w[2 * 32 + 1];
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+        for (size_t b = 0; b < sizeof blocks / sizeof *blocks; b++)
+            for (size_t q = 0; q < sizeof radii / sizeof *radii; q++) {
+                int R = radii[q];
+                for (int j = 0; j < 2 * R + 1; j++)
+                    w[j] = (float)(j % 3 - 1) * 0.25f + 0.1f * (float)j;   /* asymmetric: order shows */
+                cl_stencil_args a = {.dim = 1, .nx = sizes[s], .ny = 1, .radius = R, .k = 2 * R + 1,
+                                     .weights = w, .block = blocks[b], .seed = 7, .reps = 1};
+                for (int v = 0; v < CL_STENCIL_NVARIANTS; v++)
+                    run_and_check(v, &a);
+            }
+}
+
+static void every_variant_2d(void **state)
+{
+    static const uint64_t shapes[][2] = {{1, 1}, {5, 3}, {17, 33}, {64, 64}, {100, 37}};
+    static const int tiles[] = {4, 8, 16, 32};
+    float w[7 * 7];
+    for (int j = 0; j < 49; j++)
+        w[j] = (float)((j * 7) % 11 - 5) / 8.0f;
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (size_t t = 0; t < sizeof tiles / sizeof *tiles; t++)
+            for (int k = 1; k <= 7; k += 2) {
+                if ((k - 1) / 2 > tiles[t])
+                    continue;
+                cl_stencil_args a = {.dim = 2, .nx = shapes[s][0], .ny = shapes[s][1], .radius = (k - 1) / 2,
+                                     .k = k, .weights = w, .block = tiles[t], .seed = 3, .reps = 2, .warmup = 1};
+                for (int v = 0; v < CL_STENCIL_NVARIANTS; v++)
+                    run_and_check(v, &a);
+            }
+}
+
+/* Box R = 1 on 3 elements: the ends see one ghost cell (0). */
+static void boundary_by_hand(void **state)
+{
+    float w[3] = {1.0f / 3, 1.0f / 3, 1.0f / 3}, out[3];
+    cl_stencil_args a = {.dim = 1, .nx = 3, .ny = 1, .radius = 1, .k = 3, .weights = w, .block = 32,
+                         .seed = 11, .reps = 1};
+    cl_stencil_result r;
+    char err[CL_ERR_LEN];
+    float x0 = cl_uniform(11, 0), x1 = cl_uniform(11, 1), x2 = cl_uniform(11, 2);
+    for (int v = 0; v < CL_STENCIL_NVARIANTS; v++) {
+        assert_int_equal(cl_cpu_stencil_ops.run(v, &a, out, &r, err), 0);
+        assert_true(out[0] == fmaf(w[2], x1, fmaf(w[1], x0, 0.0f)));
+        assert_true(out[1] == fmaf(w[2], x2, fmaf(w[1], x1, fmaf(w[0], x0, 0.0f))));
+        assert_true(out[2] == fmaf(w[1], x2, fmaf(w[0], x1, 0.0f)));
+    }
+    /* laplace4 on a 1x1 image: only the centre term exists */
+    float lap[9] = {0, 1, 0, 1, -4, 1, 0, 1, 0}, one;
+    cl_stencil_args b = {.dim = 2, .nx = 1, .ny = 1, .radius = 1, .k = 3, .weights = lap, .block = 4,
+                         .seed = 11, .reps = 1};
+    assert_int_equal(cl_cpu_stencil_ops.run(CL_STENCIL_TILED, &b, &one, &r, err), 0);
+    assert_true(one == -4.0f * x0);
+    assert_int_equal(r.launch.smem_bytes, 6 * 6 * 4);
+}
+
+static void check_catches_wrong_element(void **state)
+{
+    float w[5] = {1, 2, 3, 2, 1}, out[300];
+    cl_stencil_args a = {.dim = 1, .nx = 300, .ny = 1, .radius = 2, .k = 5, .weights = w, .block = 64,
+                         .seed = 5, .reps = 1};
+    cl_stencil_result r;
+    char err[CL_ERR_LEN];
+    assert_int_equal(cl_cpu_stencil_ops.run(CL_STENCIL_TILED, &a, out, &r, err), 0);
+    out[129] = nextafterf(out[129], 10.0f);          /* one ulp: still within the bound */
+    cl_stencil_check c;
+    assert_int_equal(cl_stencil_reference_check(&a, out, &c, err), 0);
+    assert_int_equal(c.mismatches, 0);
+    assert_int_equal(c.bit_exact, 299);
+    out[200] += 0.01f;                                /* a lost term's worth: caught */
+    assert_int_equal(cl_stencil_reference_check(&a, out, &c, err), 0);
+    assert_int_equal(c.mismatches, 1);
+    assert_int_equal(c.first_bad, 200);
+    assert_int_equal(cl_cpu_stencil_ops.run(CL_STENCIL_NVARIANTS, &a, out, &r, err), -1);
+    assert_contains(err, "unknown stencil variant");
+}
+
+/* ---- the magic, end to end ---- */
+
+typedef struct sink {
+    json_t *doc;
+} sink;
+
+static void sink_stream(void *impl, const char *name, const char *text)
+{
+    (void)impl, (void)name, (void)text;
+}
+
+static void sink_result(void *impl, json_t *doc, json_t *view, const char *display_id, enum result_mode mode)
+{
+    sink *s = impl;
+    if (doc) {
+        json_decref(s->doc);
+        s->doc = doc;
+    }
+    json_decref(view);
+}
+
+static const magic_out sink_out = {sink_stream, sink_result};
+
+static int run_cell(const char *cell, const cl_backend *be, sink *s, magic_ctx *ctx)
+{
+    memset(s, 0, sizeof *s);
+    *ctx = (magic_ctx){.out = &sink_out, .impl = s, .backend = be};
+    command *c;
+    parse_error e;
+    int n = cell_parse(cell, &c, &e);
+    if (n != 1) {
+        snprintf(ctx->ename, sizeof ctx->ename, "%s", e.ename);
+        snprintf(ctx->evalue, sizeof ctx->evalue, "%s", e.evalue);
+        if (n > 0)
+            commands_free(c, n);
+        return 2;
+    }
+    int rc = c[0].magic->run(ctx, c[0].params, c[0].body);
+    commands_free(c, n);
+    return rc;
+}
+
+static void magic_sweeps(void **state)
+{
+    sink s;
+    magic_ctx ctx;
+    if (run_cell("%stencil --size 999,1000 --radius 1,5 --reps 1 --warmup 0", cl_cpu_backend(), &s, &ctx))
+        fail_msg("%s: %s", ctx.ename, ctx.evalue);
+    json_t *runs = json_object_get(s.doc, "runs"), *r;
+    assert_int_equal(json_array_size(runs), 2 * 2 * CL_STENCIL_NVARIANTS);
+    size_t i;
+    json_array_foreach(runs, i, r) {
+        assert_true(json_is_true(json_object_get(json_object_get(r, "check"), "passed")));
+        int R = (int)json_integer_value(json_object_get(r, "radius"));
+        double reads = json_number_value(json_object_get(json_object_get(r, "model"), "global_reads_per_output"));
+        bool tiled = strcmp(json_string_value(json_object_get(r, "variant")), "tiled") == 0;
+        assert_true(fabs(reads - (tiled ? (256.0 + 2 * R) / 256.0 : 2 * R + 1)) < 1e-12);
+    }
+    json_decref(s.doc);
+    if (run_cell("%stencil --dim 2 --size 40x30 --filter gauss5 --block 8 --reps 1 --warmup 0",
+                 cl_cpu_backend(), &s, &ctx))
+        fail_msg("%s: %s", ctx.ename, ctx.evalue);
+    json_array_foreach(json_object_get(s.doc, "runs"), i, r) {
+        bool tiled = strcmp(json_string_value(json_object_get(r, "variant")), "tiled") == 0;
+        double reads = json_number_value(json_object_get(json_object_get(r, "model"), "global_reads_per_output"));
+        assert_true(fabs(reads - (tiled ? 144.0 / 64.0 : 25.0)) < 1e-12);
+        assert_string_equal(json_string_value(json_object_get(r, "size")), "40x30");
+    }
+    json_decref(s.doc);
+}
+
+static void magic_errors(void **state)
+{
+    static const struct { const char *cell, *ename, *text; } cases[] = {
+        {"%stencil --radius 64 --block 32", "UsageError", "halo must fit"},
+        {"%stencil --block 48", "UsageError", "multiple of 32"},
+        {"%stencil --dim 2 --block 64", "UsageError", "4..32"},
+        {"%stencil --dim 2 --weights 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,"
+         "1,1,1,1,1,1,1,1,1,1 --block 2", "UsageError", "4..32"},
+        {"%stencil --dim 2 --weights 1,2,3,4", "UsageError", "odd side"},
+        {"%stencil --dim 2 --weights 1,2,x", "UsageError", "not a number"},
+        {"%stencil --weights 1,2", "UsageError", "odd count"},
+        {"%stencil --weights 1,2,1 --radius 3", "UsageError", "radius-1"},
+        {"%stencil --filter box", "UsageError", "--filter is for --dim 2"},
+        {"%stencil --dim 2 --radius 2", "UsageError", "--radius is for --dim 1"},
+        {"%stencil --dim 2 --filter box --weights 1", "UsageError", "not both"},
+        {"%stencil --dim 2 --weights 0,1,0,1,-4,1,0,1,0 --normalize", "UsageError", "sum to 0"},
+        {"%stencil --normalize", "UsageError", "--normalize applies to --weights"},
+        {"%stencil --size 2^50", "MemoryError", "largest size that fits"},
+        {"%stencil --dim 2 --size 1000000x1000000", "MemoryError", "largest square that fits"},
+        {"%stencil --dim 2 --size 4x4x4", "UsageError", "3D"},
+        {"%stencil --size 4x4", "UsageError", "--dim 2"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        sink s;
+        magic_ctx ctx;
+        int rc = run_cell(cases[i].cell, cl_cpu_backend(), &s, &ctx);
+        if (rc == 0)
+            fail_msg("%s: succeeded", cases[i].cell);
+        assert_string_equal(ctx.ename, cases[i].ename);
+        assert_contains(ctx.evalue, cases[i].text);
+        json_decref(s.doc);
+    }
+    /* a backend without the family */
+    cl_backend none = *cl_cpu_backend();
+    none.stencil = NULL;
+    sink s;
+    magic_ctx ctx;
+    assert_int_equal(run_cell("%stencil", &none, &s, &ctx), -1);
+    assert_contains(ctx.evalue, "without %stencil");
+}
+
+static void filters_named(void **state)
+{
+    float w[25];
+    int k;
+    st_env env = {.dim = 2};
+    assert_int_equal(st_point_weights(&env, 0, "gauss5", w, &k), 25);
+    assert_int_equal(k, 5);
+    assert_true(w[12] == 36.0f / 256 && w[0] == 1.0f / 256 && w[1] == 4.0f / 256);
+    assert_int_equal(st_point_weights(&env, 0, "laplace8", w, &k), 9);
+    assert_true(w[4] == -8.0f && w[0] == 1.0f);
+    st_point_weights(&env, 0, "box", w, &k);
+    assert_true(w[3] == 1.0f / 9);
+    env.dim = 1;
+    assert_int_equal(st_point_weights(&env, 4, NULL, w, &k), 9);
+    assert_true(w[8] == 1.0f / 9);
+    assert_null(st_filter_find("sobel"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(every_variant_1d),
+        cmocka_unit_test(every_variant_2d),
+        cmocka_unit_test(boundary_by_hand),
+        cmocka_unit_test(check_catches_wrong_element),
+        cmocka_unit_test(magic_sweeps),
+        cmocka_unit_test(magic_errors),
+        cmocka_unit_test(filters_named),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
