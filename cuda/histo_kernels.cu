@@ -257,6 +257,15 @@ static kernel_info kernel_for(int variant, int mode, int nbins, int block)
     }
 }
 
+/* For %occupancy --kernel: a variant's kernel on byte bins, and its dynamic
+ * shared memory for a block of `block` threads. */
+extern "C" const void *cl_histo_kernel_ptr(int variant, int block, size_t *dyn)
+{
+    kernel_info k = kernel_for(variant, CL_HISTO_BYTES, CL_HISTO_MAX_BINS, block);
+    *dyn = k.smem;
+    return k.fn;
+}
+
 int histo_plan_make(const cl_histo_args *a, int sms, histo_plan *p, char *err)
 {
     memset(p, 0, sizeof *p);

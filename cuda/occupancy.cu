@@ -5,9 +5,8 @@
  * The reduction kernels are templates in reduce_device.h, so this file
  * instantiates the float-sum ones itself (the same source and flags give the
  * same registers as reduce_kernels.cu's). The %grid mapping kernel comes from
- * grid.cu through cl_grid_map_kernel_ptr. The matmul and histogram kernels
- * are file-local templates/statics of their families and are not listed yet:
- * each would need a one-line accessor in its own file.
+ * grid.cu through cl_grid_map_kernel_ptr, the matmul and histogram kernels
+ * through the accessors in matmul_tiled.cu and histo_kernels.cu.
  */
 #include <cuda_runtime.h>
 
@@ -15,10 +14,13 @@
 #include <string.h>
 
 #include "common.h"
+#include "cudalab/histo.h"
 #include "cudalab/occupancy.h"
 #include "reduce_device.h"
 
 extern "C" const void *cl_grid_map_kernel_ptr(void);
+extern "C" const void *cl_mm_kernel_ptr(const char *name);
+extern "C" const void *cl_histo_kernel_ptr(int variant, int block, size_t *dyn);
 
 typedef rop<float, float, CL_REDUCE_SUM> occ_sum;
 
@@ -42,6 +44,18 @@ static const void *kernel_of(int k, int threads, size_t *dyn)
         return (const void *)reduce_final_kernel<occ_sum, FINAL_SHUFFLE>;
     case CL_OCC_GRID_MAP:
         return cl_grid_map_kernel_ptr();
+    case CL_OCC_MATMUL_NAIVE:
+        return cl_mm_kernel_ptr("naive");
+    case CL_OCC_MATMUL_TILED16:
+        return cl_mm_kernel_ptr("tiled16");
+    case CL_OCC_MATMUL_TILED32:
+        return cl_mm_kernel_ptr("tiled32");
+    case CL_OCC_HISTO_PRIVATIZED:
+        return cl_histo_kernel_ptr(CL_HISTO_V_privatized, threads, dyn);
+    case CL_OCC_HISTO_WARP:
+        return cl_histo_kernel_ptr(CL_HISTO_V_warp, threads, dyn);
+    case CL_OCC_HISTO_FAST:
+        return cl_histo_kernel_ptr(CL_HISTO_V_fast, threads, dyn);
     }
     return NULL;
 }

@@ -24,8 +24,8 @@ static const char *const reg_alloc_choices[] = {"warp", "thread", NULL};
 
 static const flag_spec occ_flags[] = {
     {.name = "kernel", .short_name = 'k', .type = FLAG_CHOICE, .choices = kernel_choices, .opts = FLAG_LIST,
-     .help = "one of our kernels (needs the CUDA backend): reduce.divergent, reduce.convergent, "
-             "reduce.multiblock, reduce.fast, reduce.final, grid.map"},
+     .help = "one of our kernels (needs the CUDA backend): reduce.*, matmul.naive, "
+             "matmul.tiled16, matmul.tiled32, histo.privatized, histo.warp, histo.fast, grid.map"},
     {.name = "threads", .short_name = 't', .type = FLAG_INT, .imin = 1, .imax = 1 << 20, .opts = FLAG_LIST,
      .help = "threads per block (default 256); a list sweeps: 32,64,128,256,512,1024"},
     {.name = "block", .short_name = 'b', .type = FLAG_DIMS, .imin = 1, .imax = 1 << 20,

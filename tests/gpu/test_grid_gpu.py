@@ -34,7 +34,9 @@ def test_block_over_device_limit(gpu):
     assert rc == 1 and "1024 threads per block" in err
 
 
-@pytest.mark.parametrize("kernel", ["reduce.divergent", "reduce.convergent", "reduce.multiblock",
+@pytest.mark.parametrize("kernel", ["matmul.naive", "matmul.tiled16", "matmul.tiled32",
+                                    "histo.privatized", "histo.warp", "histo.fast",
+                                    "reduce.divergent", "reduce.convergent", "reduce.multiblock",
                                     "reduce.fast", "reduce.final", "grid.map"])
 def test_occupancy_api_matches_model(gpu, kernel):
     d = magic_doc("occupancy", f"%occupancy --kernel {kernel} --threads 64,128,256,512,1024")
