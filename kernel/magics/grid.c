@@ -156,7 +156,7 @@ static void row(json_t *t, const char *k, const char *v)
 
 static json_t *plan_view(const json_t *doc, const cl_grid_plan *p)
 {
-    char a[128], b[128], c[256];
+    char a[128], b[128], c[300];   /* room for both shapes and the words */
     dims_str(p->data, p->dims, a, sizeof a);
     dims_str(p->block, p->dims, b, sizeof b);
     snprintf(c, sizeof c, "Grid for %s data in %s blocks", a, b);

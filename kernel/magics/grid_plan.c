@@ -3,6 +3,7 @@
  * idle threads, validated against the device's limits. Exact and
  * backend-free; cudalab/grid.h says what the mapping is.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -27,9 +28,13 @@ static void count_warps(const int64_t *block, const int64_t *v, int64_t tpb, int
     }
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, long long a, long long b)
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
-    snprintf(err, errlen, fmt, a, b);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
     return -1;
 }
 
@@ -39,7 +44,7 @@ int cl_grid_plan_make(const int64_t *data, int ndata, const int64_t *block, int 
     memset(p, 0, sizeof *p);
     p->dims = ndata > nblock ? ndata : nblock;
     if (p->dims < 1 || p->dims > 3 || ndata < 1 || nblock < 1)
-        return fail(err, errlen, "--data and --block take 1 to 3 dimensions (got %lld and %lld)",
+        return fail(err, errlen, "--data and --block take 1 to 3 dimensions (got %d and %d)",
                     ndata, nblock);
     p->threads_per_block = 1;
     for (int d = 0; d < 3; d++) {
@@ -75,11 +80,11 @@ int cl_grid_plan_make(const int64_t *data, int ndata, const int64_t *block, int 
         }
         if (__builtin_mul_overflow(p->blocks, p->grid[d], &p->blocks) ||
             __builtin_mul_overflow(p->elements, p->data[d], &p->elements))
-            return fail(err, errlen, "the grid has more than 2^%lld blocks or elements (limit %lld)", 63,
+            return fail(err, errlen, "the grid has more than 2^%d blocks or elements (limit %lld)", 63,
                         (long long)INT64_MAX);
     }
     if (__builtin_mul_overflow(p->blocks, p->threads_per_block, &p->threads))
-        return fail(err, errlen, "the grid has more than 2^%lld threads (limit %lld)", 63,
+        return fail(err, errlen, "the grid has more than 2^%d threads (limit %lld)", 63,
                     (long long)INT64_MAX);
     p->idle = p->threads - p->elements;
     p->idle_pct = 100.0 * (double)p->idle / (double)p->threads;
