@@ -40,6 +40,7 @@ typedef struct sweep_spec {
     const char *metric_label;   /* "GB/s" */
     const sweep_column *columns;/* terminated by {NULL} */
     sweep_point_fn run_point;
+    bool arithmetic;            /* the magic computes, it does not time: no CPU-backend note */
 } sweep_spec;
 
 /* Runs the whole sweep and reports through ctx. Returns 0 or -1 (error set). */

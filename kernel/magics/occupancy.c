@@ -251,6 +251,7 @@ static const sweep_spec occ_sweep = {
     .metric_label = "occupancy %",
     .columns = occ_columns,
     .run_point = occ_point,
+    .arithmetic = true,
 };
 
 static int occ_run(magic_ctx *ctx, const json_t *params, const char *body)

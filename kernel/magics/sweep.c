@@ -229,9 +229,9 @@ static void add_runs_table(json_t *view, const sweep_spec *s, const json_t *runs
     free(order);
 }
 
-static void add_notes(json_t *view, magic_ctx *ctx, const json_t *device)
+static void add_notes(json_t *view, const sweep_spec *spec, magic_ctx *ctx, const json_t *device)
 {
-    if (ctx->backend && strcmp(ctx->backend->name, "cpu") == 0) {
+    if (ctx->backend && strcmp(ctx->backend->name, "cpu") == 0 && !spec->arithmetic) {
         char note[600];
         snprintf(note, sizeof note, "CPU backend: host threads stand in for CUDA threads%s%s",
                  ctx->backend_note && *ctx->backend_note ? " (" : "",
@@ -272,7 +272,7 @@ static json_t *make_view(magic_ctx *ctx, const sweep_state *st, const json_t *ru
     else
         snprintf(title, sizeof title, "%s on %s", st->spec->title, dev ? dev : "?");
     json_t *view = view_new(title);
-    add_notes(view, ctx, device);
+    add_notes(view, st->spec, ctx, device);
     add_runs_table(view, st->spec, runs, json_is_true(json_object_get(st->params, "sort")));
     return view;
 }

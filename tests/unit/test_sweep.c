@@ -65,7 +65,7 @@ static const sweep_column cols[] = {
     { "variant", "variant" }, { "size", "size" }, { "tile", "tile" }, { "gflops", "GFLOP/s" },
     { "check.passed", "check" }, { NULL, NULL },
 };
-static const sweep_spec spec = { "fake", "Fake", "gflops", "GFLOP/s", cols, point };
+static const sweep_spec spec = { "fake", "Fake", "gflops", "GFLOP/s", cols, point, false };
 
 static int run(const char *params_json, sink *s, int *calls, magic_ctx *ctx)
 {
