@@ -57,6 +57,9 @@ char *render_html(const json_t *view);
 char *chart_svg(const json_t *chart);
 json_t *chart_vegalite(const json_t *chart);
 
+/* A byte count in binary units for people: "512 B", "1.5 GiB". Writes into buf. */
+void render_bytes(double bytes, char *buf, size_t len);
+
 /* How a number cell is written, in text and HTML alike. Writes into buf. */
 void render_number(const json_t *cell, char *buf, size_t len);
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cudalab/coalesce.h"
+#include "cudalab/render.h"
 #include "cudalab/sweep.h"
 
 static const char *const layout_choices[] = {"row", "col", NULL};
@@ -64,11 +65,6 @@ typedef struct co_env {
     double bw_gbs;
 } co_env;
 
-static json_t *as_list(const json_t *v)
-{
-    return json_is_array(v) ? json_incref((json_t *)v) : json_pack("[O]", v);
-}
-
 static bool given(const json_t *params, const char *key)
 {
     const json_t *v = json_object_get(params, key);
@@ -77,15 +73,6 @@ static bool given(const json_t *params, const char *key)
 
 /* ---- validation ---- */
 
-static void fmt_bytes(double b, char *buf, size_t len)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    int u = 0;
-    while (u < 6 && b >= 1024)
-        b /= 1024, u++;
-    snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", b, units[u]);
-}
-
 static int check_fit(magic_ctx *ctx, const char *what, uint64_t n, double per, double fixed, uint64_t avail,
                      const char *where)
 {
@@ -93,8 +80,8 @@ static int check_fit(magic_ctx *ctx, const char *what, uint64_t n, double per, d
         return 0;
     double fit = ((double)avail - fixed) / per;
     char need[32], have[32];
-    fmt_bytes((double)n * per + fixed, need, sizeof need);
-    fmt_bytes((double)avail, have, sizeof have);
+    render_bytes((double)n * per + fixed, need, sizeof need);
+    render_bytes((double)avail, have, sizeof have);
     return magic_error(ctx, "MemoryError", "%s (%" PRIu64 " floats) needs %s of %s memory; this %s has %s %s "
                        "(largest size that fits: %" PRIu64 " floats)", what, n, need, where, where, have,
                        strcmp(where, "device") == 0 ? "free" : "available", fit > 0 ? (uint64_t)fit : 0);
@@ -118,7 +105,7 @@ static int check_size(magic_ctx *ctx, const char *what, uint64_t n)
 
 static int check_blocks(magic_ctx *ctx, const json_t *params)
 {
-    json_t *blocks = as_list(json_object_get(params, "block")), *v;
+    json_t *blocks = sweep_as_list(json_object_get(params, "block")), *v;
     size_t i;
     int rc = 0;
     json_array_foreach(blocks, i, v)
@@ -153,7 +140,7 @@ static int plan(magic_ctx *ctx, json_t *params)
     json_object_set_new(params, "layout", json_null());
     json_object_set_new(params, "rows", json_null());
     json_object_set_new(params, "cols", json_null());
-    json_t *sizes = as_list(json_object_get(params, "size")), *strides = as_list(json_object_get(params, "stride"));
+    json_t *sizes = sweep_as_list(json_object_get(params, "size")), *strides = sweep_as_list(json_object_get(params, "stride"));
     json_t *v;
     size_t i;
     uint64_t max_stride = 0;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cudalab/render.h"
 #include "cudalab/sweep.h"
 #include "magics/reduce_internal.h"
 
@@ -61,43 +62,19 @@ static const sweep_column reduce_columns[] = {
 
 /* ---- validation ---- */
 
-/* params' value as an array (a scalar becomes a one-element array); new reference. */
-static json_t *as_list(const json_t *v)
-{
-    return json_is_array(v) ? json_incref((json_t *)v) : json_pack("[O]", v);
-}
-
 /* --variant all -> every variant, in table order; duplicates are dropped. */
 static int expand_variants(magic_ctx *ctx, json_t *params)
 {
-    json_t *given = as_list(json_object_get(params, "variant")), *out = json_array();
-    bool seen[CL_REDUCE_NVARIANTS] = {false};
-    size_t i;
-    json_t *v;
-    json_array_foreach(given, i, v) {
-        const char *name = json_string_value(v);
-        int lo = rd_variant_index(name), hi = lo;
-        if (name && strcmp(name, "all") == 0)
-            lo = 0, hi = CL_REDUCE_NVARIANTS - 1;
-        if (lo < 0) {
-            json_decref(given);
-            json_decref(out);
-            return magic_error(ctx, "UsageError", "unknown --variant '%s'", name ? name : "?");
-        }
-        for (int k = lo; k <= hi; k++)
-            if (!seen[k]) {
-                seen[k] = true;
-                json_array_append_new(out, json_string(variant_choices[k]));
-            }
-    }
-    json_decref(given);
+    json_t *out = sweep_expand_all(ctx, json_object_get(params, "variant"), variant_choices);
+    if (!out)
+        return -1;
     json_object_set_new(params, "variant", out);
     return 0;
 }
 
 static int check_blocks(magic_ctx *ctx, const json_t *params, int *first)
 {
-    json_t *blocks = as_list(json_object_get(params, "block"));
+    json_t *blocks = sweep_as_list(json_object_get(params, "block"));
     size_t i;
     json_t *v;
     int rc = 0;
@@ -123,17 +100,6 @@ static void fmt_count(uint64_t n, char *buf, size_t len)
         snprintf(buf, len, "%" PRIu64, n);
 }
 
-static void fmt_bytes(double b, char *buf, size_t len)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    int u = 0;
-    while (u < 6 && b >= 1024) {
-        b /= 1024;
-        u++;
-    }
-    snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", b, units[u]);
-}
-
 static double need_bytes(const cl_reduce_ops *ops, uint64_t n)
 {
     cl_reduce_args a = {.n = n, .op = CL_REDUCE_SUM, .dtype = CL_REDUCE_INT, .block = 32};
@@ -156,8 +122,8 @@ static int check_memory(magic_ctx *ctx, const cl_reduce_ops *ops, uint64_t n, ui
     }
     char size[32], need[32], have[32], fit[64];
     fmt_count(n, size, sizeof size);
-    fmt_bytes(need_bytes(ops, n), need, sizeof need);
-    fmt_bytes((double)free_b, have, sizeof have);
+    render_bytes(need_bytes(ops, n), need, sizeof need);
+    render_bytes((double)free_b, have, sizeof have);
     if (lo > 0)
         snprintf(fit, sizeof fit, "largest size that fits: %" PRIu64, lo);
     else
@@ -185,7 +151,7 @@ static int check_sizes(magic_ctx *ctx, const json_t *params, rd_env *env)
     }
     if (gpu && want_cpu && cl_cpu_backend()->device_props(0, &hostp, err) != 0)
         return magic_error(ctx, "RuntimeError", "host: %s", err);
-    json_t *sizes = as_list(json_object_get(params, "size"));
+    json_t *sizes = sweep_as_list(json_object_get(params, "size"));
     int rc = 0;
     json_array_foreach(sizes, i, v) {
         uint64_t n = (uint64_t)json_integer_value(v);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cudalab/render.h"
 #include "cudalab/sweep.h"
 #include "magics/stencil_internal.h"
 
@@ -68,11 +69,6 @@ static const sweep_column stencil_columns[] = {
 
 /* ---- helpers ---- */
 
-static json_t *as_list(const json_t *v)
-{
-    return json_is_array(v) ? json_incref((json_t *)v) : json_pack("[O]", v);
-}
-
 /* One value stays a scalar (not a sweep); several become an array. Steals list. */
 static void set_list(json_t *params, const char *key, json_t *list)
 {
@@ -81,17 +77,6 @@ static void set_list(json_t *params, const char *key, json_t *list)
     else
         json_object_set(params, key, list);
     json_decref(list);
-}
-
-static void fmt_bytes(double b, char *buf, size_t len)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    int u = 0;
-    while (u < 6 && b >= 1024) {
-        b /= 1024;
-        u++;
-    }
-    snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", b, units[u]);
 }
 
 /* ---- validation ---- */
@@ -165,7 +150,7 @@ static int resolve_dim(magic_ctx *ctx, json_t *p, st_env *env)
             json_object_set_new(p, "radius", json_integer(env->custom ? (env->nweights - 1) / 2 : 3));
         else if (env->custom) {
             size_t i;
-            json_t *v, *list = as_list(r);
+            json_t *v, *list = sweep_as_list(r);
             json_array_foreach(list, i, v) if (json_integer_value(v) != (env->nweights - 1) / 2) {
                 json_decref(list);
                 return magic_error(ctx, "UsageError", "--weights has %d values: a radius-%d stencil, but "
@@ -188,27 +173,9 @@ static int resolve_dim(magic_ctx *ctx, json_t *p, st_env *env)
 
 static int expand_variants(magic_ctx *ctx, json_t *params)
 {
-    json_t *given = as_list(json_object_get(params, "variant")), *out = json_array();
-    bool seen[CL_STENCIL_NVARIANTS] = {false};
-    size_t i;
-    json_t *v;
-    json_array_foreach(given, i, v) {
-        const char *name = json_string_value(v);
-        int lo = st_variant_index(name), hi = lo;
-        if (name && strcmp(name, "all") == 0)
-            lo = 0, hi = CL_STENCIL_NVARIANTS - 1;
-        if (lo < 0) {
-            json_decref(given);
-            json_decref(out);
-            return magic_error(ctx, "UsageError", "unknown --variant '%s'", name ? name : "?");
-        }
-        for (int k = lo; k <= hi; k++)
-            if (!seen[k]) {
-                seen[k] = true;
-                json_array_append_new(out, json_string(variant_choices[k]));
-            }
-    }
-    json_decref(given);
+    json_t *out = sweep_expand_all(ctx, json_object_get(params, "variant"), variant_choices);
+    if (!out)
+        return -1;
     set_list(params, "variant", out);
     return 0;
 }
@@ -218,7 +185,7 @@ static int max_halo(const st_env *env, const json_t *p)
 {
     if (env->custom)
         return env->dim == 1 ? (env->nweights - 1) / 2 : ((int)lround(sqrt(env->nweights)) - 1) / 2;
-    json_t *list = as_list(json_object_get(p, env->dim == 1 ? "radius" : "filter")), *v;
+    json_t *list = sweep_as_list(json_object_get(p, env->dim == 1 ? "radius" : "filter")), *v;
     size_t i;
     int best = 0;
     json_array_foreach(list, i, v) {
@@ -231,7 +198,7 @@ static int max_halo(const st_env *env, const json_t *p)
 
 static int check_blocks(magic_ctx *ctx, const json_t *p, const st_env *env, int *min_block)
 {
-    json_t *list = as_list(json_object_get(p, "block")), *v;
+    json_t *list = sweep_as_list(json_object_get(p, "block")), *v;
     size_t i;
     int rc = 0, halo = max_halo(env, p);
     *min_block = 1024;
@@ -303,8 +270,8 @@ static int check_sizes(magic_ctx *ctx, json_t *p, const st_env *env, int min_blo
         }
         if (free_b > 0 && need > free_b) {
             char needs[32], have[32];
-            fmt_bytes(need, needs, sizeof needs);
-            fmt_bytes(free_b, have, sizeof have);
+            render_bytes(need, needs, sizeof needs);
+            render_bytes(free_b, have, sizeof have);
             double per = need / n, fit = (free_b - (need - per * n)) / per;
             char fits[64];
             if (env->dim == 1)

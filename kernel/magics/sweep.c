@@ -7,6 +7,7 @@
  * a chart of the metric, and failing the cell when a check failed.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,46 @@ json_t *launch_json(const cl_launch *l)
                      l->grid[2], "block", l->block[0], l->block[1], l->block[2], "smem_per_block",
                      (json_int_t)l->smem_bytes, "regs_per_thread", l->regs_per_thread, "kernels",
                      l->kernels > 0 ? l->kernels : 1);
+}
+
+/* ---- params ---- */
+
+json_t *sweep_as_list(const json_t *v)
+{
+    return json_is_array(v) ? json_incref((json_t *)v) : json_pack("[O]", v);
+}
+
+json_t *sweep_expand_all(magic_ctx *ctx, const json_t *given, const char *const *choices)
+{
+    size_t nvariants = 0;
+    while (choices[nvariants] && strcmp(choices[nvariants], "all") != 0)
+        nvariants++;
+    json_t *list = sweep_as_list(given), *out = json_array();
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v) {
+        const char *name = json_string_value(v);
+        bool all = name && strcmp(name, "all") == 0;
+        bool known = all;
+        for (size_t k = 0; k < nvariants; k++) {
+            if (!all && !(name && strcmp(name, choices[k]) == 0))
+                continue;
+            known = true;
+            bool dup = false;
+            for (size_t j = 0; j < json_array_size(out) && !dup; j++)
+                dup = strcmp(json_string_value(json_array_get(out, j)), choices[k]) == 0;
+            if (!dup)
+                json_array_append_new(out, json_string(choices[k]));
+        }
+        if (!known) {
+            magic_error(ctx, "UsageError", "unknown --variant '%s'", name ? name : "?");
+            json_decref(list);
+            json_decref(out);
+            return NULL;
+        }
+    }
+    json_decref(list);
+    return out;
 }
 
 /* ---- the device a sweep ran on (measured once per process) ---- */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cudalab/render.h"
 #include "cudalab/sweep.h"
 #include "cudalab/vecadd.h"
 
@@ -70,20 +71,6 @@ typedef struct va_env {
 
 /* ---- validation ---- */
 
-static json_t *as_list(const json_t *v)
-{
-    return json_is_array(v) ? json_incref((json_t *)v) : json_pack("[O]", v);
-}
-
-static void fmt_bytes(double b, char *buf, size_t len)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    int u = 0;
-    while (u < 6 && b >= 1024)
-        b /= 1024, u++;
-    snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", b, units[u]);
-}
-
 static void fmt_count(uint64_t n, char *buf, size_t len)
 {
     if (n >= 1024 && (n & (n - 1)) == 0)
@@ -100,8 +87,8 @@ static int check_fit(magic_ctx *ctx, uint64_t n, double per, double fixed, uint6
     double fit = ((double)avail - fixed) / per;
     char size[32], need[32], have[32];
     fmt_count(n, size, sizeof size);
-    fmt_bytes((double)n * per + fixed, need, sizeof need);
-    fmt_bytes((double)avail, have, sizeof have);
+    render_bytes((double)n * per + fixed, need, sizeof need);
+    render_bytes((double)avail, have, sizeof have);
     return magic_error(ctx, "MemoryError", "--size %s needs %s of %s memory; this %s has %s %s "
                        "(largest size that fits: %" PRIu64 ")", size, need, where, where, have,
                        strcmp(where, "device") == 0 ? "free" : "available", fit > 0 ? (uint64_t)fit : 0);
@@ -109,7 +96,7 @@ static int check_fit(magic_ctx *ctx, uint64_t n, double per, double fixed, uint6
 
 static int validate(magic_ctx *ctx, const json_t *params)
 {
-    json_t *blocks = as_list(json_object_get(params, "block"));
+    json_t *blocks = sweep_as_list(json_object_get(params, "block"));
     size_t i;
     json_t *v;
     int rc = 0;
@@ -133,7 +120,7 @@ static int validate(magic_ctx *ctx, const json_t *params)
     bool gpu = strcmp(ctx->backend->name, "cpu") != 0;
     if (gpu && cl_cpu_backend()->device_props(0, &host, err) != 0)
         return magic_error(ctx, "RuntimeError", "host: %s", err);
-    json_t *sizes = as_list(json_object_get(params, "size")), *ops = as_list(json_object_get(params, "op"));
+    json_t *sizes = sweep_as_list(json_object_get(params, "size")), *ops = sweep_as_list(json_object_get(params, "op"));
     double per = 12;                                /* the largest op in the list decides */
     json_array_foreach(ops, i, v)
         if (strcmp(json_string_value(v), "daxpy") == 0)

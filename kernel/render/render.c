@@ -73,3 +73,14 @@ json_t *render_bundle(const json_t *doc, const json_t *view)
     }
     return bundle;
 }
+
+void render_bytes(double b, char *buf, size_t len)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    int u = 0;
+    while (u < 6 && b >= 1024) {
+        b /= 1024;
+        u++;
+    }
+    snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", b, units[u]);
+}
