@@ -105,8 +105,9 @@ int kernel_open(kernel *k, const conn_info *c)
     k->sign = signer_new(c->key, c->key_len);
     k->replay = replay_new(1u << 14);
     k->history = history_new();
+    k->results = results_new();
     k->zctx = zmq_ctx_new();
-    if (!k->sign || !k->replay || !k->history || !k->zctx || install_signals(k)) {
+    if (!k->sign || !k->replay || !k->history || !k->results || !k->zctx || install_signals(k)) {
         klog("cannot initialise the kernel (out of memory or OpenSSL failure)");
         return -1;
     }
@@ -131,6 +132,7 @@ void kernel_close(kernel *k)
     signer_free(k->sign);
     replay_free(k->replay);
     history_free(k->history);
+    results_free(k->results);
     for (int i = 0; i < 2; i++)
         if (k->sigpipe[i] >= 0)
             close(k->sigpipe[i]);

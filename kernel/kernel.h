@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "cudalab/results.h"
 #include "exec/worker.h"
 #include "proto/conn.h"
 #include "proto/sign.h"
@@ -27,6 +28,7 @@ typedef struct kernel {
     char exe[4096];                 /* our own executable, for starting workers */
     int exec_count;
     struct history *history;
+    result_store *results;          /* the session's result documents, for %assert and %score */
     struct cell *cell;              /* the running cell, or NULL */
     worker worker;
     int sigpipe[2];

@@ -67,6 +67,12 @@ typedef struct magic_spec {
     enum magic_where where;
     int (*run)(struct magic_ctx *ctx, const json_t *params, const char *body);
     const char *const *examples;    /* NULL-terminated example lines for %help */
+    /* raw: the rest of the line after the name is the positional text as typed
+     * (no flags, quotes kept: an expression); check, if set, validates it when
+     * the cell is parsed, so that a typo stops the cell before anything runs:
+     * 0, or -1 with a reason in msg and the culprit's byte offset in *at. */
+    bool raw;
+    int (*check)(const char *text, char *msg, size_t len, size_t *at);
 } magic_spec;
 
 /* ---- registry (registry.c) ---- */
@@ -93,6 +99,7 @@ typedef struct magic_ctx {
     void *impl;
     const cl_backend *backend;      /* worker-side: the backend that runs; NULL in the kernel process */
     const char *backend_note;       /* why this backend (e.g. the CUDA error that made us fall back) */
+    const struct result_store *results; /* the session's results (%assert), where there are any */
     /* set by magic_error(); the caller turns it into a Jupyter error */
     char ename[64];
     char evalue[1024];

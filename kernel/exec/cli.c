@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cudalab/render.h"
+#include "cudalab/results.h"
 #include "exec/worker.h"
 
 static void cli_stream(void *impl, const char *name, const char *text)
@@ -24,9 +25,18 @@ static void cli_stream(void *impl, const char *name, const char *text)
     fflush(f);
 }
 
+/* What the commands of a cell share: how to print, and the results so far (%assert). */
+typedef struct cli_session {
+    bool json_mode;
+    result_store *results;
+} cli_session;
+
 static void cli_result(void *impl, json_t *doc, json_t *view, const char *display_id, enum result_mode mode)
 {
-    bool json_mode = *(bool *)impl;
+    cli_session *session = impl;
+    bool json_mode = session->json_mode;
+    if (doc && (mode == RESULT_PLAIN || mode == RESULT_FINAL))
+        results_record(session->results, doc, 0);
     /* progress displays are for notebooks; a terminal shows only final results,
      * and in --json mode only documents (a chart has none) */
     if ((mode != RESULT_PLAIN && mode != RESULT_FINAL) || (json_mode && !doc)) {
@@ -79,8 +89,9 @@ int cli_run_cell(const char *cell, bool json_mode)
         return 2;
     }
     int rc = 0;
+    cli_session session = { .json_mode = json_mode, .results = results_new() };
     for (int i = 0; i < n && rc == 0; i++) {
-        magic_ctx ctx = { .out = &cli_out, .impl = &json_mode };
+        magic_ctx ctx = { .out = &cli_out, .impl = &session, .results = session.results };
         if (worker_exec(cmds[i].magic, cmds[i].params, cmds[i].body, &ctx)) {
             print_error(ctx.ename, ctx.evalue, cmds[i].line, cmds[i].source);
             size_t j;
@@ -92,6 +103,7 @@ int cli_run_cell(const char *cell, bool json_mode)
         }
     }
     commands_free(cmds, n);
+    results_free(session.results);
     return rc;
 }
 

@@ -109,6 +109,26 @@ static json_t *help_params(const logical *l, const magic_registry *reg, const he
     return params;
 }
 
+/* A raw magic's params: {"<positional>": the rest of the line as typed}. */
+static json_t *raw_params(const logical *l, const magic_spec *m, parse_error *err)
+{
+    size_t from = l->lx.tok[0].end;
+    from += strspn(l->text + from, " \t");
+    const char *text = l->text + from;
+    char msg[400];
+    size_t at = 0;
+    if (m->check && m->check(text, msg, sizeof msg, &at) != 0) {
+        fail_at(err, l, at == SIZE_MAX ? SIZE_MAX : from + at, "SyntaxError", "%%%s: %s", m->name, msg);
+        return NULL;
+    }
+    char key[96];
+    positional_key(m, key, sizeof key);
+    json_t *params = json_pack("{s:s%}", key, text, strlen(text));
+    if (!params)
+        fail_at(err, l, from, "UsageError", "the text of %%%s is not valid UTF-8", m->name);
+    return params;
+}
+
 static json_t *magic_params(const logical *l, const magic_registry *reg, const head *h,
                             const magic_spec **m, parse_error *err)
 {
@@ -129,6 +149,8 @@ static json_t *magic_params(const logical *l, const magic_registry *reg, const h
     else if (!h->cell && !((*m)->mode & MAGIC_LINE))
         fail_at(err, l, at0, "UsageError", "%%%.*s is a cell magic: write %%%%%.*s as the cell's first "
                 "line and its input below it", q, name, q, name);
+    else if ((*m)->raw)
+        params = raw_params(l, *m, err);
     else {
         size_t at;
         params = args_parse(*m, &l->lx, 1, err, &at);

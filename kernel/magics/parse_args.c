@@ -232,6 +232,13 @@ static int positional(args *a, int i)
     return 0;
 }
 
+void positional_key(const magic_spec *m, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", m->positional ? m->positional : "text");
+    for (char *p = buf; *p; p++)
+        *p = *p == '-' ? '_' : (char)tolower((unsigned char)*p);
+}
+
 /* Required flags, defaults and the positional text, once all tokens are in. */
 static int finish(args *a)
 {
@@ -268,9 +275,7 @@ static int finish(args *a)
     if (!m->positional)
         return 0;
     char key[96];
-    snprintf(key, sizeof key, "%s", m->positional);
-    for (char *p = key; *p; p++)
-        *p = *p == '-' ? '_' : (char)tolower((unsigned char)*p);
+    positional_key(m, key, sizeof key);
     json_t *v = a->text ? json_string(a->text) : json_null();
     if (!v)
         return usage_error(a, SIZE_MAX, "the text of %%%s is not valid UTF-8", m->name);

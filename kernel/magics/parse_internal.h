@@ -86,6 +86,9 @@ int fail_at(parse_error *err, const logical *l, size_t at, const char *ename, co
 json_t *args_parse(const magic_spec *m, const lexed *lx, int first,
                    parse_error *err, size_t *at);
 
+/* The params key of a magic's positional text: "TEXT" -> "text". */
+void positional_key(const magic_spec *m, char *buf, size_t len);
+
 /* ---- parse_value.c ---- */
 
 /* Parses text as the value of flag f, exactly as if the user wrote

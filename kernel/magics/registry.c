@@ -9,6 +9,7 @@
 #include "cudalab/magic.h"
 #include "magics/parse_internal.h"
 
+extern const magic_spec magic_assert;
 extern const magic_spec magic_coalesce;
 extern const magic_spec magic_device;
 extern const magic_spec magic_echo;
@@ -18,10 +19,12 @@ extern const magic_spec magic_histo;
 extern const magic_spec magic_matmul;
 extern const magic_spec magic_occupancy;
 extern const magic_spec magic_reduce;
+extern const magic_spec magic_score;
 extern const magic_spec magic_stencil;
 extern const magic_spec magic_vecadd;
 
 static const magic_spec *const magics[] = {
+    &magic_assert,
     &magic_coalesce,
     &magic_device,
     &magic_echo,
@@ -31,6 +34,7 @@ static const magic_spec *const magics[] = {
     &magic_matmul,
     &magic_occupancy,
     &magic_reduce,
+    &magic_score,
     &magic_stencil,
     &magic_vecadd,
 };

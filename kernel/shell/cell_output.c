@@ -84,6 +84,8 @@ static void kernel_result(void *impl, json_t *doc, json_t *view, const char *dis
     kernel *k = impl;
     struct cell *c = k->cell;
     stream_flush(k);
+    if (doc && c && (mode == RESULT_PLAIN || mode == RESULT_FINAL))
+        results_record(k->results, doc, c->count);     /* for %assert, silent cells too */
     json_t *data = c && !c->silent ? render_bundle(doc, view) : NULL;
     if (data) {
         json_t *transient = display_id ? json_pack("{s:s}", "display_id", display_id) : json_object();

@@ -104,7 +104,7 @@ static void cell_advance(kernel *k)
             fail_command(k, cmd, "WorkerError", "cannot start the device worker (see the kernel log)", NULL);
             break;
         }
-        magic_ctx ctx = { .out = &cell_out, .impl = k };
+        magic_ctx ctx = { .out = &cell_out, .impl = k, .results = k->results };
         int rc = cmd->magic->run(&ctx, cmd->params, cmd->body);
         if (rc) {
             fail_command(k, cmd, ctx.ename, ctx.evalue, ctx.traceback);
