@@ -24,6 +24,7 @@ max_len() {
     case $1 in
         wire|frame) echo 16384 ;;
         cell) echo 8192 ;;
+        expr) echo 1024 ;;
         *) echo 4096 ;;
     esac
 }

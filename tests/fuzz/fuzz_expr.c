@@ -1,0 +1,113 @@
+/* fuzz_expr.c — libFuzzer target for the %assert/%score language: expr_parse,
+ * then expr_check and expr_number over a fixed set of results (a sweep, an
+ * older run, a histogram with bins, a device list).
+ *
+ * The input is the expression text (cut at its first NUL). Properties checked
+ * (abort() on violation): every allocation is freed; a parse error has a
+ * message and an offset inside the text; an evaluation that fails names the
+ * error and explains it; messages and "where" lines of valid UTF-8 input are
+ * valid UTF-8 (they become a Jupyter error's JSON); the two evaluations agree
+ * (a number for %score is a true or false %assert).
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudalab/results.h"
+#include "magics/expr.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check(bool ok, const char *what)
+{
+    if (!ok) {
+        fprintf(stderr, "fuzz_expr: property violated: %s\n", what);
+        abort();
+    }
+}
+
+static const char *const docs[] = {
+    "{\"magic\":\"matmul\",\"params\":{\"size\":64,\"seed\":1},\"runs\":[{\"variant\":\"naive\",\"tile\":null,"
+    "\"gflops\":4.5,\"check\":{\"passed\":true},\"worst\":[1,2]}]}",
+    "{\"magic\":\"matmul\",\"params\":{\"size\":64},\"sweep\":{\"varying\":[\"variant\",\"tile\"]},\"runs\":["
+    "{\"variant\":\"tiled\",\"tile\":8,\"gflops\":10.0,\"check\":{\"passed\":true}},"
+    "{\"variant\":\"tiled\",\"tile\":16,\"gflops\":-0.0,\"check\":{\"passed\":false}},"
+    "{\"variant\":\"fast\",\"tile\":null,\"gflops\":1e308,\"check\":{\"passed\":true}}]}",
+    "{\"magic\":\"histo\",\"runs\":[{\"variant\":\"cpu\",\"bins\":{\"a-d\":5,\"\\u00e9\":1},\"nbins\":2}]}",
+    "{\"magic\":\"device\",\"count\":1,\"devices\":[{\"name\":\"H\\u00e9\",\"sms\":132}],\"runs\":[]}",
+};
+
+static result_store *rs;
+
+static bool utf8_valid(const char *s)
+{
+    json_t *j = json_string(s);     /* jansson refuses invalid UTF-8, as the kernel's replies would */
+    json_decref(j);
+    return j != NULL;
+}
+
+static bool input_utf8(const char *s, size_t n)
+{
+    json_t *j = json_stringn(s, n);
+    json_decref(j);
+    return j != NULL;
+}
+
+static void check_report(const expr_report *rep, bool utf8)
+{
+    check(rep->ename[0] != '\0', "an error without a name");
+    check(rep->evalue[0] != '\0', "an error without a message");
+    if (!utf8)
+        return;
+    check(utf8_valid(rep->evalue), "an error message that is not UTF-8");
+    size_t i;
+    json_t *l;
+    json_array_foreach(rep->lines, i, l)
+        check(json_is_string(l), "a where line that is not UTF-8");
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (!rs) {
+        rs = results_new();
+        for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+            json_t *d = json_loads(docs[i], 0, NULL);
+            check(d != NULL, "a fixture document does not parse");
+            results_record(rs, d, (int)i + 1);
+            json_decref(d);
+        }
+    }
+    char *text = malloc(size + 1);
+    if (!text)
+        return 0;
+    memcpy(text, data, size);
+    text[size] = '\0';
+    bool utf8 = input_utf8(text, strlen(text));
+    char msg[400];
+    size_t at = 0;
+    expr *e = expr_parse(text, msg, sizeof msg, &at);
+    if (!e) {
+        check(msg[0] != '\0', "a syntax error without a message");
+        check(at == SIZE_MAX || at <= strlen(text), "a syntax error offset past the text");
+        check(!utf8 || utf8_valid(msg), "a syntax error message that is not UTF-8");
+        free(text);
+        return 0;
+    }
+    expr_report rep;
+    int holds = expr_check(e, rs, &rep);
+    if (holds != 1)
+        check_report(&rep, utf8);
+    json_decref(rep.lines);
+    double v;
+    int rc = expr_number(e, rs, &v, &rep);
+    if (rc != 0)
+        check_report(&rep, utf8);
+    else
+        check(holds == (v != 0), "%score and %assert disagree about the same value");
+    json_decref(rep.lines);
+    expr_free(e);
+    free(text);
+    return 0;
+}
