@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cudalab/render.h"
@@ -433,8 +434,14 @@ int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *u
     int rc = count_points(&st, ctx);
     json_t *runs = json_array(), *points = json_array();
     json_t *device = sweep_device_json(ctx);
-    char display_id[64];
-    snprintf(display_id, sizeof display_id, "cudalab-%d-%p", (int)getpid(), (void *)&st);
+    /* unique for the session: a later sweep (in the same long-lived worker, or a
+     * fresh one that got the same pid) must never update an earlier one's output */
+    static unsigned long sweeps;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    char display_id[80];
+    snprintf(display_id, sizeof display_id, "cudalab-%d-%lu-%llx%09ld", (int)getpid(), ++sweeps,
+             (unsigned long long)now.tv_sec, (long)now.tv_nsec);
     for (size_t p = 0; rc == 0 && p < st.points; p++) {
         if (st.points > 1)
             magic_progress(ctx, display_id, NULL, make_view(ctx, &st, runs, device, p),
