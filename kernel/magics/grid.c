@@ -159,13 +159,19 @@ static json_t *plan_view(const json_t *doc, const cl_grid_plan *p)
     char a[128], b[128], c[300];   /* room for both shapes and the words */
     dims_str(p->data, p->dims, a, sizeof a);
     dims_str(p->block, p->dims, b, sizeof b);
-    snprintf(c, sizeof c, "Grid for %s data in %s blocks", a, b);
+    snprintf(c, sizeof c, "Grid for %s elements in blocks of %s threads", a, b);
     json_t *view = view_new(c);
     json_t *t = view_add_table(view, NULL, json_pack("[s,s]", "quantity", "value"));
     dims_str(p->grid, p->dims, a, sizeof a);
-    snprintf(c, sizeof c, "%s = %" PRId64 " blocks", a, p->blocks);
+    if (p->dims > 1)                /* 5x4 = 20 blocks; in 1D the shape is the count */
+        snprintf(c, sizeof c, "%s = %" PRId64 " blocks", a, p->blocks);
+    else
+        snprintf(c, sizeof c, "%" PRId64 " blocks", p->blocks);
     row(t, "dimGrid", c);
-    snprintf(c, sizeof c, "%s = %" PRId64 " threads", b, p->threads_per_block);
+    if (p->dims > 1)
+        snprintf(c, sizeof c, "%s = %" PRId64 " threads", b, p->threads_per_block);
+    else
+        snprintf(c, sizeof c, "%" PRId64 " threads", p->threads_per_block);
     row(t, "dimBlock", c);
     snprintf(c, sizeof c, "%" PRId64 " for %" PRId64 " elements", p->threads, p->elements);
     row(t, "threads", c);
