@@ -219,10 +219,27 @@ static void help_unknown_name(void **state)
     assert_int_equal(s.results, 0);
 }
 
+/* Every example %help shows parses and validates: a student copies them. */
+static void help_examples_parse(void **state)
+{
+    size_t n;
+    const magic_spec *const *all = magic_all(&n);
+    for (size_t i = 0; i < n; i++)
+        for (const char *const *ex = all[i]->examples; ex && *ex; ex++) {
+            command *cmds;
+            parse_error err;
+            int got = cell_parse(*ex, &cmds, &err);
+            if (got < 1)
+                fail_msg("%%%s example '%s': %s: %s", all[i]->name, *ex, err.ename, err.evalue);
+            commands_free(cmds, got);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(registry),
+        cmocka_unit_test(help_examples_parse),
         cmocka_unit_test(usage_lines),
         cmocka_unit_test(help_text_of_echo),
         cmocka_unit_test(list_text),
