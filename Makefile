@@ -4,6 +4,8 @@
 #   make test       set-up, build, every test that needs no GPU
 #   make test-gpu   the GPU tests; fails loudly when no GPU is found
 #   make lab        set-up, build, install the kernelspec into the venv, open JupyterLab on notebooks/
+#   make demo       set-up, build, execute every notebooks/*.ipynb headless (GPU if present, else
+#                   CPU) into $(BUILD)/demo/: the executed notebooks and their HTML export
 #   make install    PREFIX=/usr/local (default), or USER_INSTALL=1 for ~/.local and the user's
 #                   Jupyter dir; installs binary, CUDA backend and kernelspec
 #   make bench      protocol benchmark against ipykernel (and GPU benchmarks when present)
@@ -55,7 +57,7 @@ endif
 
 all: $(ALL_TARGETS)
 FORCE:
-.PHONY: all setup test test-unit test-gpu lab install bench asan valgrind fuzz clean cpu-only-note kernelspec
+.PHONY: all setup test test-unit test-gpu lab demo install bench asan valgrind fuzz clean cpu-only-note kernelspec
 
 cpu-only-note:
 	@echo "cudalab: nvcc not found: built CPU-only (every magic runs its CPU analogue)."
@@ -104,7 +106,9 @@ test-unit: $(UNIT_BIN)
 
 # make test: the C unit tests, the fuzz smoke run, valgrind over a scripted
 # session, the protocol suite against the ASan+UBSan kernel, then every Python
-# suite against the release kernel (GPU tests skip, saying why).
+# suite against the release kernel: the notebooks under nbclient, the sample nbgrader course,
+# JupyterLab in headless Chromium (GPU tests, and the browser test without chromium or
+# chromedriver, skip, saying why).
 PYTEST := $(VENV)/bin/python -m pytest -q -p no:cacheprovider
 test: setup
 	@$(MAKE) --no-print-directory -j$$(nproc) all
@@ -113,7 +117,7 @@ test: setup
 	@$(MAKE) --no-print-directory valgrind
 	@$(MAKE) --no-print-directory asan
 	CUDALAB_BIN=build-asan/bin/cudalab $(PYTEST) tests/protocol
-	$(PYTEST) tests/protocol tests/conformance tests/magics tests/notebooks tests/gpu
+	$(PYTEST) -rs tests/protocol tests/conformance tests/magics tests/notebooks tests/nbgrader tests/gpu tests/browser
 
 test-gpu: setup
 	@$(MAKE) --no-print-directory -j$$(nproc) all
@@ -134,6 +138,12 @@ lab:
 	@$(MAKE) --no-print-directory all kernelspec
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $$([ "$$(id -u)" = 0 ] && echo --allow-root) $(LAB_ARGS)
 
+# every notebook executed headless with nbclient, then exported to HTML (scripts/demo.py)
+demo:
+	@./scripts/setup.sh lab
+	@$(MAKE) --no-print-directory -j$$(nproc) all
+	$(VENV)/bin/python scripts/demo.py --binary $(BIN) --out $(BUILD)/demo
+
 install: all
 	@./scripts/install.sh "$(PREFIX)" "$(USER_INSTALL)" "$(BIN)" "$(if $(NVCC),$(CUDA_LIB),)"
 
@@ -153,7 +163,7 @@ clean:
 #   make valgrind     a scripted Jupyter session, the kernel and its worker under memcheck.
 FUZZ_CC            ?= $(shell command -v clang-14 2>/dev/null || command -v clang 2>/dev/null)
 FUZZ_BUILD         := build-fuzz
-FUZZ_TARGETS       ?= wire conn cell frame
+FUZZ_TARGETS       ?= wire conn cell frame expr
 FUZZ_SECONDS       ?= 600
 FUZZ_SMOKE_RUNS    ?= 200000
 FUZZ_SMOKE_SECONDS ?= 15

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # setup.sh — install what cudalab needs on Debian/Ubuntu, idempotently:
 #   the C build dependencies (apt, as root or through sudo) and a pinned
-#   Python virtualenv in .venv (requirements-test.txt; `lab` adds requirements-lab.txt).
+#   Python virtualenv in .venv (requirements-test.txt and requirements-lab.txt; `test` adds
+#   requirements-grade.txt when it exists, and Debian's chromium and chromium-driver for the
+#   browser test: when they cannot be installed that test skips, and set-up goes on).
 # Usage: scripts/setup.sh test|lab
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,16 +16,32 @@ for p in "${apt_pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo=sudo
+updated=0
 if [ ${#missing[@]} -gt 0 ]; then
-    sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo=sudo
     echo "setup: installing ${missing[*]}"
     $sudo apt-get update -qq
+    updated=1
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-reqs=(requirements-test.txt)
-[ "$mode" = lab ] && reqs+=(requirements-lab.txt)
+# tests/browser drives JupyterLab in headless Chromium: optional, so a failure here only says so
+if [ "$mode" = test ] && ! { command -v chromium >/dev/null && command -v chromedriver >/dev/null; }; then
+    echo "setup: installing chromium chromium-driver (for tests/browser)"
+    log=$(mktemp)
+    if ! { [ $updated = 1 ] || $sudo apt-get update -qq; } >"$log" 2>&1 ||
+       ! timeout 900 $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+             chromium chromium-driver >"$log" 2>&1; then
+        echo "setup: could not install chromium and chromium-driver (tests/browser will skip):"
+        grep -E '^(E|W):|rror' "$log" | tail -n 3 | sed 's/^/setup:   /' || true
+    fi
+    rm -f "$log"
+fi
+
+# JupyterLab and nbconvert are needed by the browser test and `make demo` as well as `make lab`
+reqs=(requirements-test.txt requirements-lab.txt)
+[ "$mode" = test ] && [ -f requirements-grade.txt ] && reqs+=(requirements-grade.txt)
 # one stamp line per requirements file, so `make test` after `make lab` keeps the lab packages
 stamp="$venv/.cudalab-reqs"
 [ -x "$venv/bin/python" ] || { echo "setup: creating $venv"; python3 -m venv "$venv"; rm -f "$stamp"; }
