@@ -166,7 +166,10 @@ def main() -> int:
     warnings: list[str] = []
     failed: set[str] = set()
     with tempfile.TemporaryDirectory(prefix="cudalab-demo-") as tmp:
-        os.environ["JUPYTER_PATH"] = str(kernelspec_path(Path(tmp), binary))
+        # ours first (the kernelspec), then whatever the environment adds (nbconvert's templates
+        # where they are installed outside the usual prefixes)
+        os.environ["JUPYTER_PATH"] = os.pathsep.join(
+            p for p in (str(kernelspec_path(Path(tmp), binary)), os.environ.get("JUPYTER_PATH")) if p)
         os.environ["JUPYTER_RUNTIME_DIR"] = str(Path(tmp) / "runtime")
         os.environ.setdefault("JUPYTER_PLATFORM_DIRS", "1")
         print(f"demo: {len(paths)} notebook(s) on {binary}", flush=True)
