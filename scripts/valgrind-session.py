@@ -189,6 +189,13 @@ def session(kc, km) -> list[str]:
     for code in ("%help", "%help echo", "%echo?", "?device", "%device", "%device --brief",
                  "%device --index 0"):
         execute(kc, code)
+    # %assert/%score run in the kernel process: results kept, expressions parsed, errors explained
+    execute(kc, "%matmul --size 16 --variant naive,tiled --tile 4 --reps 1 --warmup 0\n"
+                "%assert matmul.check.passed and matmul[variant=tiled].tile == 4\n"
+                "%score count(matmul) + min(matmul.m) / 2")
+    for code in ("%assert matmul.m == 17", "%assert matmul[variant=tild].m", "%assert matmul.gflops > 0",
+                 "%assert (1", "%score 'x'", "%assert nosuch.x or 1 / 0"):
+        execute(kc, code, want="error", stop_on_error=False)
     for code in ("%nosuch", "%mtamul --size 1", "echo without percent", '%echo "never closed',
                  "%device --index 99", "%device --bogus", "%device --index=2^70", "%echo first\n%%echo late",
                  "%help nosuch"):
