@@ -105,7 +105,7 @@ test-unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
 # make test: the C unit tests, the fuzz smoke run, valgrind over a scripted
-# session, the protocol suite against the ASan+UBSan kernel, then every Python
+# session, the protocol suite and the %assert/%score tests against the ASan+UBSan kernel, then every Python
 # suite against the release kernel: the notebooks under nbclient, the sample nbgrader course,
 # JupyterLab in headless Chromium (GPU tests, and the browser test without chromium or
 # chromedriver, skip, saying why).
@@ -116,7 +116,7 @@ test: setup
 	@$(MAKE) --no-print-directory fuzz-smoke
 	@$(MAKE) --no-print-directory valgrind
 	@$(MAKE) --no-print-directory asan
-	CUDALAB_BIN=build-asan/bin/cudalab $(PYTEST) tests/protocol
+	CUDALAB_BIN=build-asan/bin/cudalab $(PYTEST) tests/protocol tests/magics/test_assert.py tests/magics/test_sweep_display.py
 	$(PYTEST) -rs tests/protocol tests/conformance tests/magics tests/notebooks tests/nbgrader tests/gpu tests/browser
 
 test-gpu: setup
