@@ -60,7 +60,7 @@ static const void *kernel_of(int k, int threads, size_t *dyn)
     return NULL;
 }
 
-#define OCC_WHAT_(id, name, what) what,
+#define OCC_WHAT_(id, name, threads, what) what,
 static const char *const occ_what[] = {CL_OCC_KERNELS(OCC_WHAT_)};
 #undef OCC_WHAT_
 

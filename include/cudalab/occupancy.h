@@ -96,24 +96,25 @@ typedef struct cl_occupancy_ops {
     int (*query)(int k, int threads, cl_occ_query *out, char *err);
 } cl_occupancy_ops;
 
-/* Our kernels that --kernel can name (X(id, name, what)), listed here so the
+/* Our kernels that --kernel can name (X(id, name, threads, what): threads is
+ * the block size our magics launch it with by default), listed here so the
  * kernel process (which never loads the CUDA library) can validate and
  * complete them. The reduction kernels are the float-sum instances. */
 #define CL_OCC_KERNELS(X)                                                                      \
-    X(CL_OCC_REDUCE_DIVERGENT, "reduce.divergent", "reduce_tree_kernel<sum float, divergent>, B floats of shared memory") \
-    X(CL_OCC_REDUCE_CONVERGENT, "reduce.convergent", "reduce_tree_kernel<sum float, convergent>, B floats of shared memory") \
-    X(CL_OCC_REDUCE_MULTIBLOCK, "reduce.multiblock", "reduce_multiblock_kernel<sum float>, B floats of shared memory") \
-    X(CL_OCC_REDUCE_FAST, "reduce.fast", "reduce_fast_kernel<sum float>, 32 floats of static shared memory") \
-    X(CL_OCC_REDUCE_FINAL, "reduce.final", "reduce_final_kernel<sum float>, the second pass over the partials") \
-    X(CL_OCC_GRID_MAP, "grid.map", "the %grid --run mapping kernel (3D index, bounds check, atomic count)") \
-    X(CL_OCC_MATMUL_NAIVE, "matmul.naive", "mm_naive_kernel: one thread per element of C, no shared memory") \
-    X(CL_OCC_MATMUL_TILED16, "matmul.tiled16", "mm_tiled_kernel<16>: two 16x16 float tiles of static shared memory") \
-    X(CL_OCC_MATMUL_TILED32, "matmul.tiled32", "mm_tiled_kernel<32>: two 32x32 float tiles of static shared memory") \
-    X(CL_OCC_HISTO_PRIVATIZED, "histo.privatized", "histo_privatized: one 256-bin histogram per block in shared memory") \
-    X(CL_OCC_HISTO_WARP, "histo.warp", "histo_warp<bytes>: one 256-bin histogram per warp in shared memory") \
-    X(CL_OCC_HISTO_FAST, "histo.fast", "histo_fast<bytes>: lane-private sub-histograms, 32 x 256 bins of shared memory")
+    X(CL_OCC_REDUCE_DIVERGENT, "reduce.divergent", 256, "reduce_tree_kernel<sum float, divergent>, B floats of shared memory") \
+    X(CL_OCC_REDUCE_CONVERGENT, "reduce.convergent", 256, "reduce_tree_kernel<sum float, convergent>, B floats of shared memory") \
+    X(CL_OCC_REDUCE_MULTIBLOCK, "reduce.multiblock", 256, "reduce_multiblock_kernel<sum float>, B floats of shared memory") \
+    X(CL_OCC_REDUCE_FAST, "reduce.fast", 256, "reduce_fast_kernel<sum float>, 32 floats of static shared memory") \
+    X(CL_OCC_REDUCE_FINAL, "reduce.final", 256, "reduce_final_kernel<sum float>, the second pass over the partials") \
+    X(CL_OCC_GRID_MAP, "grid.map", 256, "the %grid --run mapping kernel (3D index, bounds check, atomic count)") \
+    X(CL_OCC_MATMUL_NAIVE, "matmul.naive", 256, "mm_naive_kernel: one thread per element of C, no shared memory") \
+    X(CL_OCC_MATMUL_TILED16, "matmul.tiled16", 256, "mm_tiled_kernel<16>: two 16x16 float tiles of static shared memory") \
+    X(CL_OCC_MATMUL_TILED32, "matmul.tiled32", 1024, "mm_tiled_kernel<32>: two 32x32 float tiles of static shared memory") \
+    X(CL_OCC_HISTO_PRIVATIZED, "histo.privatized", 256, "histo_privatized: one 256-bin histogram per block in shared memory") \
+    X(CL_OCC_HISTO_WARP, "histo.warp", 256, "histo_warp<bytes>: one 256-bin histogram per warp in shared memory") \
+    X(CL_OCC_HISTO_FAST, "histo.fast", 256, "histo_fast<bytes>: lane-private sub-histograms, 32 x 256 bins of shared memory")
 
-#define CL_OCC_ENUM_(id, name, what) id,
+#define CL_OCC_ENUM_(id, name, threads, what) id,
 enum cl_occ_kernel_id { CL_OCC_KERNELS(CL_OCC_ENUM_) CL_OCC_NKERNELS };
 #undef CL_OCC_ENUM_
 

@@ -41,6 +41,8 @@ typedef struct sweep_spec {
     const sweep_column *columns;/* terminated by {NULL} */
     sweep_point_fn run_point;
     bool arithmetic;            /* the magic computes, it does not time: no CPU-backend note */
+    const char *subject;        /* a path in the first run naming what the results are of (the title
+                                   says "<title> of <it>"), or NULL: "<title> on <device name>" */
 } sweep_spec;
 
 /* Runs the whole sweep and reports through ctx. Returns 0 or -1 (error set). */

@@ -17,9 +17,12 @@
 #include "cudalab/occupancy.h"
 #include "cudalab/sweep.h"
 
-#define OCC_NAME_(id, name, what) name,
+#define OCC_NAME_(id, name, threads, what) name,
 static const char *const kernel_choices[] = {CL_OCC_KERNELS(OCC_NAME_) NULL};
 #undef OCC_NAME_
+#define OCC_THREADS_(id, name, threads, what) threads,
+static const int64_t kernel_threads[] = {CL_OCC_KERNELS(OCC_THREADS_)};
+#undef OCC_THREADS_
 static const char *const reg_alloc_choices[] = {"warp", "thread", NULL};
 
 static const flag_spec occ_flags[] = {
@@ -27,7 +30,7 @@ static const flag_spec occ_flags[] = {
      .help = "one of our kernels (needs the CUDA backend): reduce.*, matmul.naive, "
              "matmul.tiled16, matmul.tiled32, histo.privatized, histo.warp, histo.fast, grid.map"},
     {.name = "threads", .short_name = 't', .type = FLAG_INT, .imin = 1, .imax = 1 << 20, .opts = FLAG_LIST,
-     .help = "threads per block (default 256); a list sweeps: 32,64,128,256,512,1024"},
+     .help = "threads per block (default 256, or with --kernel the block it is launched with: 1024 for matmul.tiled32); a list sweeps: 32,64,128,256,512,1024"},
     {.name = "block", .short_name = 'b', .type = FLAG_DIMS, .imin = 1, .imax = 1 << 20,
      .help = "the block's shape instead of --threads: 16x16"},
     {.name = "regs", .short_name = 'r', .type = FLAG_INT, .imin = 0, .imax = 1024, .opts = FLAG_LIST,
@@ -103,7 +106,7 @@ static void device_of(magic_ctx *ctx, const json_t *params, occ_env *env)
     cl_occ_device *d = &env->dev;
     cl_occ_device_default(d);
     d->smem_reserved = 0;
-    env->dev_source = "an sm_90 (H100) SM, the model's default on the CPU backend";
+    env->dev_source = "an sm_90 (H100) SM, the CPU backend's default model";
     memset(&p, 0, sizeof p);
     if (ctx->backend && strcmp(ctx->backend->name, "cpu") != 0 &&
         ctx->backend->device_props(0, &p, err) == 0 && p.max_threads_per_sm > 0) {
@@ -115,7 +118,7 @@ static void device_of(magic_ctx *ctx, const json_t *params, occ_env *env)
         d->regs_block = p.regs_per_block;
         d->smem_sm = (int64_t)p.smem_per_sm;
         d->smem_block = (int64_t)(p.smem_per_block_optin ? p.smem_per_block_optin : p.smem_per_block);
-        env->dev_source = "this GPU (cudaGetDeviceProperties)";
+        env->dev_source = "an SM of this GPU (cudaGetDeviceProperties)";
     }
     bool given = false;
     static const char *const keys[] = {"sms", "max_threads_sm", "max_blocks_sm", "max_threads_block",
@@ -136,7 +139,7 @@ static void device_of(magic_ctx *ctx, const json_t *params, occ_env *env)
     d->smem_reserved = flag_int(params, "smem_reserved", 0);
     d->reg_per_warp = strcmp(json_string_value(json_object_get(params, "reg_alloc")), "thread") != 0;
     if (given)
-        env->dev_source = "given by flags (the rest from the default device)";
+        env->dev_source = "an SM given by flags (the rest from the default device)";
 }
 
 static json_t *device_json(const cl_occ_device *d, const char *source)
@@ -192,15 +195,16 @@ static int occ_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
 {
     occ_env *env = user;
     cl_occ_device d = env->dev;
-    cl_occ_kernel k = {.threads = flag_int(pt, "threads", 256), .regs = flag_int(pt, "regs", 0),
-                       .smem = flag_int(pt, "smem", 0)};
     const char *kname = json_string_value(json_object_get(pt, "kernel"));
+    int id = 0;
+    while (kname && kernel_choices[id] && strcmp(kernel_choices[id], kname) != 0)
+        id++;
+    /* without --threads, a kernel of ours is asked about the block it is launched with */
+    cl_occ_kernel k = {.threads = flag_int(pt, "threads", kname && kernel_choices[id] ? kernel_threads[id] : 256),
+                       .regs = flag_int(pt, "regs", 0), .smem = flag_int(pt, "smem", 0)};
     cl_occ_query q;
     bool api = kname != NULL;
     if (api) {
-        int id = 0;
-        while (kernel_choices[id] && strcmp(kernel_choices[id], kname) != 0)
-            id++;
         char err[CL_ERR_LEN] = "";
         if (!ctx->backend->occupancy)
             return magic_error(ctx, "RuntimeError", "the %s backend was built without %%occupancy",
@@ -252,6 +256,7 @@ static const sweep_spec occ_sweep = {
     .columns = occ_columns,
     .run_point = occ_point,
     .arithmetic = true,
+    .subject = "device_model.source",
 };
 
 static int occ_run(magic_ctx *ctx, const json_t *params, const char *body)
@@ -280,7 +285,7 @@ static int occ_run(magic_ctx *ctx, const json_t *params, const char *body)
             t = json_integer_value(block);
         env.block = arr ? arr : NULL;
         json_object_set_new(p, "threads", json_integer(t));
-    } else if (json_is_null(json_object_get(params, "threads"))) {
+    } else if (json_is_null(json_object_get(params, "threads")) && json_is_null(json_object_get(params, "kernel"))) {
         json_object_set_new(p, "threads", json_integer(256));
     }
     const json_t *grid = json_object_get(params, "grid");

@@ -311,6 +311,9 @@ static json_t *make_view(magic_ctx *ctx, const sweep_state *st, const json_t *ru
     const char *dev = json_string_value(json_object_get(device, "name"));
     if (done < st->points)
         snprintf(title, sizeof title, "%s — running %zu of %zu", st->spec->title, done + 1, st->points);
+    else if (st->spec->subject && json_is_string(path_get(json_array_get(runs, 0), st->spec->subject)))
+        snprintf(title, sizeof title, "%s of %s", st->spec->title,
+                 json_string_value(path_get(json_array_get(runs, 0), st->spec->subject)));
     else
         snprintf(title, sizeof title, "%s on %s", st->spec->title, dev ? dev : "?");
     json_t *view = view_new(title);

@@ -51,3 +51,12 @@ def test_lecture_model_on_gpu(gpu):
     d = magic_doc("occupancy", "%occupancy --sms 16 --regs-sm 32K --regs 48 --threads 100 --grid 4x5x3")
     r = d["runs"][0]
     assert r["grid"]["spread"] == "12 SMs x 4 + 4 SMs x 3" and r["last_warp_idle_pct"] == 87.5
+
+
+@pytest.mark.parametrize("kernel, threads", [("matmul.tiled32", 1024), ("matmul.tiled16", 256),
+                                             ("reduce.fast", 256)])
+def test_occupancy_kernel_defaults_to_its_launch(gpu, kernel, threads):
+    """Without --threads, a kernel of ours is asked about the block our magics launch it with."""
+    d = magic_doc("occupancy", f"%occupancy --kernel {kernel}")
+    (run,) = d["runs"]
+    assert run["threads"] == threads and run["model_agrees"] is True, run

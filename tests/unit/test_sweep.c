@@ -65,7 +65,8 @@ static const sweep_column cols[] = {
     { "variant", "variant" }, { "size", "size" }, { "tile", "tile" }, { "gflops", "GFLOP/s" },
     { "check.passed", "check" }, { NULL, NULL },
 };
-static const sweep_spec spec = { "fake", "Fake", "gflops", "GFLOP/s", cols, point, false };
+static const sweep_spec spec = { .magic = "fake", .title = "Fake", .metric = "gflops", .metric_label = "GFLOP/s",
+                                 .columns = cols, .run_point = point };
 
 static int run(const char *params_json, sink *s, int *calls, magic_ctx *ctx)
 {
