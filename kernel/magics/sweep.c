@@ -225,11 +225,40 @@ static double metric_of(const sweep_spec *s, const json_t *run)
     return json_is_number(m) ? json_number_value(m) : -INFINITY;
 }
 
-static const sweep_spec *sort_spec;
-static int cmp_runs_desc(const void *a, const void *b)
+/* The order runs are shown in: as run, or (--sort) by the metric, highest first,
+ * ties in run order. Indices into runs, malloc'd; NULL when out of memory. */
+typedef struct ranked { size_t i; double metric; } ranked;
+
+static int cmp_ranked_desc(const void *a, const void *b)
 {
-    double x = metric_of(sort_spec, *(json_t *const *)a), y = metric_of(sort_spec, *(json_t *const *)b);
-    return (x < y) - (x > y);
+    const ranked *x = a, *y = b;
+    if (x->metric != y->metric)
+        return (x->metric < y->metric) - (x->metric > y->metric);
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+static size_t *run_order(const sweep_spec *s, const json_t *runs, int sorted)
+{
+    size_t n = json_array_size(runs);
+    size_t *order = malloc((n ? n : 1) * sizeof *order);
+    ranked *r = sorted ? malloc((n ? n : 1) * sizeof *r) : NULL;
+    if (!order || (sorted && !r)) {
+        free(order);
+        free(r);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        order[i] = i;
+        if (r)
+            r[i] = (ranked){ i, metric_of(s, json_array_get(runs, i)) };
+    }
+    if (r) {
+        qsort(r, n, sizeof *r, cmp_ranked_desc);
+        for (size_t i = 0; i < n; i++)
+            order[i] = r[i].i;
+        free(r);
+    }
+    return order;
 }
 
 static json_t *cell_of(const json_t *run, const char *path)
@@ -252,20 +281,13 @@ static void add_runs_table(json_t *view, const sweep_spec *s, const json_t *runs
     for (const sweep_column *c = s->columns; c->path; c++)
         json_array_append_new(cols, json_string(c->header));
     json_t *table = view_add_table(view, NULL, cols);
-    size_t n = json_array_size(runs);
-    json_t **order = malloc((n ? n : 1) * sizeof *order);
+    size_t n = json_array_size(runs), *order = run_order(s, runs, sorted);
     if (!order)
         return;
-    for (size_t i = 0; i < n; i++)
-        order[i] = json_array_get(runs, i);
-    if (sorted) {
-        sort_spec = s;
-        qsort(order, n, sizeof *order, cmp_runs_desc);
-    }
     for (size_t i = 0; i < n; i++) {
         json_t *row = json_array();
         for (const sweep_column *c = s->columns; c->path; c++)
-            json_array_append_new(row, cell_of(order[i], c->path));
+            json_array_append_new(row, cell_of(json_array_get(runs, order[i]), c->path));
         view_table_row(table, row);
     }
     free(order);
@@ -387,9 +409,11 @@ static void emit_chart(magic_ctx *ctx, const sweep_state *st, const json_t *runs
     json_t *view = view_new(NULL);
     int log_x = x && powers_of_two(json_object_get(st->params, x));
     json_t *chart = view_add_chart(view, x ? "line" : "bar", title, x_label, st->spec->metric_label, log_x);
-    size_t i;
-    json_t *run;
-    json_array_foreach(runs, i, run) {
+    /* bars follow the table's order (--sort ranks them too); lines follow x */
+    size_t *order = run_order(st->spec, runs, !x && json_is_true(json_object_get(st->params, "sort")));
+    for (size_t k = 0; order && k < json_array_size(runs); k++) {
+        size_t i = order[k];
+        const json_t *run = json_array_get(runs, i);
         double y = metric_of(st->spec, run);
         const json_t *point = json_array_get(points, i);
         if (!isfinite(y) || !point)
@@ -408,6 +432,7 @@ static void emit_chart(magic_ctx *ctx, const sweep_state *st, const json_t *runs
         else
             view_chart_point(chart, st->spec->metric_label, json_string(name), y);
     }
+    free(order);
     magic_result(ctx, NULL, view);
 }
 

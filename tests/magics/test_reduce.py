@@ -190,3 +190,17 @@ def test_next_cell_works_after_error():
     assert rc == 1 and "MemoryError" in err
     doc = reduce_doc(f"%reduce --size 10 --variant fast {QUICK}")
     assert doc["runs"][0]["value"] is not None
+
+
+def test_sort_ranks_the_bars_too():
+    """--sort orders the table by GB/s, and the bar chart below it in the same order."""
+    rc, _, text, err = run(f"%reduce --size 2^16 --variant divergent,convergent,fast,cub --sort {QUICK}",
+                           json_mode=False)
+    assert rc == 0, err
+    table, chart = text.split("GB/s by variant")
+    names = {"divergent", "convergent", "fast", "cub"}
+    table_order = [l.split()[0] for l in table.splitlines() if l.split()[:1] and l.split()[0] in names]
+    chart_order = [l.split()[0] for l in chart.splitlines() if l.split()[:1] and l.split()[0] in names]
+    assert table_order == chart_order and sorted(table_order) == sorted(names), text
+    rates = [float(l.split()[1]) for l in chart.splitlines() if l.split()[:1] and l.split()[0] in names]
+    assert rates == sorted(rates, reverse=True)
