@@ -50,4 +50,10 @@ int expr_check(expr *e, const result_store *rs, expr_report *rep);
 /* %score: e as a number (true = 1, false = 0): 0, or -1 with rep filled. */
 int expr_number(expr *e, const result_store *rs, double *out, expr_report *rep);
 
+/* For completion: the names that can follow "src." (the fields of what src is:
+ * for runs, theirs, their document's and its params'), or with src NULL the
+ * names an expression can start with (magics with a result, functions).
+ * A new array of strings, sorted; empty when src does not evaluate. */
+json_t *expr_names(const char *src, const result_store *rs);
+
 #endif

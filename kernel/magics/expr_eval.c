@@ -933,6 +933,65 @@ int expr_check(expr *e, const result_store *rs, expr_report *rep)
     return 0;
 }
 
+static void add_keys(json_t *set, const json_t *obj)
+{
+    const char *key;
+    json_t *ignored;
+    json_object_foreach((json_t *)obj, key, ignored)
+        json_object_set_new(set, key, json_true());
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+json_t *expr_names(const char *src, const result_store *rs)
+{
+    json_t *set = json_object(), *out = json_array();
+    if (!src) {
+        for (size_t i = 0; i < results_count(rs); i++)
+            json_object_set_new(set, json_string_value(json_object_get(results_get(rs, i, NULL), "magic")),
+                                json_true());
+        for (int i = 0; functions[i]; i++)
+            json_object_set_new(set, functions[i], json_true());
+    } else {
+        char msg[200];
+        size_t at;
+        expr *e = expr_parse(src, msg, sizeof msg, &at);
+        expr_report rep;
+        memset(&rep, 0, sizeof rep);
+        ev x;
+        if (e && run(e, rs, &rep, &x) == 0) {
+            const val *v = &e->root->v;
+            for (size_t i = 0; i < count_of(v); i++)
+                if (json_is_object(elem(v, i)))
+                    add_keys(set, elem(v, i));
+            if (v->runs) {
+                add_keys(set, v->doc);
+                add_keys(set, json_object_get(v->doc, "params"));
+            }
+        }
+        json_decref(rep.lines);
+        expr_free(e);
+    }
+    size_t n = json_object_size(set), i = 0;
+    const char **names = malloc((n ? n : 1) * sizeof *names);
+    const char *key;
+    json_t *ignored;
+    json_object_foreach(set, key, ignored)
+        if (names)
+            names[i++] = key;
+    if (names) {
+        qsort(names, n, sizeof *names, cmp_str);
+        for (i = 0; i < n; i++)
+            json_array_append_new(out, json_string(names[i]));
+    }
+    free(names);
+    json_decref(set);
+    return out;
+}
+
 int expr_number(expr *e, const result_store *rs, double *out, expr_report *rep)
 {
     ev x;

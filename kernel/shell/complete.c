@@ -1,7 +1,8 @@
 /* complete.c — complete_request, inspect_request and is_complete_request.
  *
  * All three read the same magic descriptions as the parser: magic names after
- * '%', a magic's flags after '-', a choice flag's values after the flag.
+ * '%', a magic's flags after '-', a choice flag's values after the flag; in
+ * %assert and %score, result names and their fields from the session's results.
  * Cursor positions are in Unicode code points (protocol 5.2+).
  */
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "cudalab/magic.h"
 #include "kernel.h"
+#include "magics/expr.h"
 
 enum handled handle_complete(kernel *k, void *sock, wire_msg *req);
 enum handled handle_inspect(kernel *k, void *sock, wire_msg *req);
@@ -106,8 +108,60 @@ static void complete_choices(json_t *out, const flag_spec *f, const char *prefix
         add_prefixed(out, prefix, *c, typed);
 }
 
+static bool name_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* %assert/%score: the name being typed, from the session's results. After a
+ * '.', the fields of what comes before it (back over names, dots and whole
+ * [...] groups: histo[variant=fast].bins); else the names with a result and
+ * the functions. */
+static void complete_expr(const char *line, size_t cur, const result_store *rs, json_t *out, size_t *from)
+{
+    size_t w = cur;
+    while (w > 0 && name_char(line[w - 1]))
+        w--;
+    *from = w;
+    char *src = NULL;
+    if (w > 0 && line[w - 1] == '.') {
+        size_t p = w - 1;
+        for (;;) {
+            if (p > 0 && (name_char(line[p - 1]) || line[p - 1] == '.')) {
+                p--;
+            } else if (p > 0 && line[p - 1] == ']') {
+                int depth = 0;
+                size_t q = p;
+                while (q > 0) {
+                    char c = line[--q];
+                    depth += c == ']' ? 1 : c == '[' ? -1 : 0;
+                    if (depth == 0)
+                        break;
+                }
+                if (depth != 0)
+                    break;
+                p = q;
+            } else {
+                break;
+            }
+        }
+        src = strndup(line + p, w - 1 - p);
+        if (!src || !*src) {
+            free(src);
+            return;
+        }
+    }
+    json_t *names = expr_names(src, rs);
+    size_t i;
+    json_t *name;
+    json_array_foreach(names, i, name)
+        add_prefixed(out, "", json_string_value(name), line + w);
+    json_decref(names);
+    free(src);
+}
+
 /* Fills matches for the word ending at byte `cur` of line; *from = where it starts. */
-static void complete_line(const char *line, size_t cur, json_t *out, size_t *from)
+static void complete_line(const char *line, size_t cur, const result_store *rs, json_t *out, size_t *from)
 {
     char *head = strndup(line, cur);
     token *t = NULL;
@@ -121,6 +175,8 @@ static void complete_line(const char *line, size_t cur, json_t *out, size_t *fro
     if (n == 0 || (n == 1 && at_end)) {
         if (typed[0] == '%' || typed[0] == '\0')
             complete_magics(out, typed[0] ? typed : "%");
+    } else if (m && m->raw) {
+        complete_expr(head, cur, rs, out, from);
     } else if (typed[0] == '-' && !strchr(typed, '=') && m) {
         complete_flags(out, m, typed);
     } else if (m) {
@@ -153,7 +209,7 @@ enum handled handle_complete(kernel *k, void *sock, wire_msg *req)
     json_t *matches = json_array();
     char *line = strndup(code + ls, le - ls);
     if (line) {
-        complete_line(line, pos - ls, matches, &from);
+        complete_line(line, pos - ls, k->results, matches, &from);
         from += ls;
     }
     free(line);

@@ -85,6 +85,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(text, data, size);
     text[size] = '\0';
     bool utf8 = input_utf8(text, strlen(text));
+    json_t *names = expr_names(text, rs);      /* completion after "text." */
+    check(json_is_array(names), "completion without a list");
+    json_decref(names);
     char msg[400];
     size_t at = 0;
     expr *e = expr_parse(text, msg, sizeof msg, &at);

@@ -122,6 +122,23 @@ def test_help_and_completion(kc):
     assert "%score" in reply["matches"]
 
 
+def test_completion_from_the_sessions_results(kc):
+    ok(kc, f"%matmul --size 32 --variant naive,tiled {QUICK}")
+
+    def complete(code):
+        c = kc.complete(code, len(code), reply=True)["content"]
+        return c["matches"], c["cursor_start"]
+
+    assert complete("%assert mat") == (["matmul"], 8)
+    assert "min" in complete("%assert m")[0] and "matmul" in complete("%assert m")[0]
+    matches, start = complete("%assert matmul.ch")
+    assert matches == ["check"] and start == len("%assert matmul.")
+    assert complete("%assert matmul[variant=tiled].check.pa")[0] == ["passed"]
+    assert "seed" in complete("%score matmul.")[0]            # params are fields too
+    assert "gflops" in complete("%assert count(matmul) > 1 and matmul[variant=naive].")[0]
+    assert complete("%assert nosuch.")[0] == []
+
+
 def test_command_line_mode_keeps_results_within_the_cell():
     rc, docs, out, err = run_cell(f"%histo --text {TEXT} --variant cpu {QUICK}\n"
                                   "%assert histo.bins['y-z'] == 1\n%score histo.nbins")

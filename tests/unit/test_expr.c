@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -223,6 +224,38 @@ static void test_score(void **state)
     results_free(rs);
 }
 
+static void test_names_for_completion(void **state)
+{
+    result_store *rs = store();
+    json_t *n = expr_names(NULL, rs);       /* what an expression can start with */
+    json_t *want = json_pack("[s,s,s,s,s,s,s,s,s,s,s,s,s]", "abs", "all", "any", "count", "device", "histo",
+                             "len", "matmul", "max", "mean", "min", "round", "sum");
+    assert_true(json_equal(n, want));
+    json_decref(n);
+    json_decref(want);
+    n = expr_names("matmul[variant=naive]", rs);   /* the run's, its document's and its params' */
+    want = json_pack("[s,s,s,s,s,s,s,s,s,s]", "check", "device", "gflops", "m", "magic", "params", "runs",
+                     "seed", "size", "tile");
+    for (size_t i = 0; i < json_array_size(want); i++) {
+        bool found = false;
+        for (size_t j = 0; j < json_array_size(n); j++)
+            found = found || json_equal(json_array_get(n, j), json_array_get(want, i));
+        if (!found)
+            fail_msg("missing %s", json_string_value(json_array_get(want, i)));
+    }
+    json_decref(n);
+    json_decref(want);
+    n = expr_names("histo.bins", rs);
+    want = json_pack("[s,s]", "a-d", "e-h");
+    assert_true(json_equal(n, want));
+    json_decref(n);
+    json_decref(want);
+    n = expr_names("nosuch(", rs);
+    assert_int_equal(json_array_size(n), 0);
+    json_decref(n);
+    results_free(rs);
+}
+
 static void test_store_keeps_newest(void **state)
 {
     result_store *rs = results_new();
@@ -252,6 +285,7 @@ int main(void)
         cmocka_unit_test(test_lookup_errors),
         cmocka_unit_test(test_false_explained),
         cmocka_unit_test(test_score),
+        cmocka_unit_test(test_names_for_completion),
         cmocka_unit_test(test_store_keeps_newest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
