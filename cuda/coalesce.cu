@@ -80,37 +80,26 @@ static int cuda_coalesce_run(const cl_coalesce_args *a, cl_coalesce_result *out,
         snprintf(err, CL_ERR_LEN, "bad %%coalesce arguments");
         return -1;
     }
-    int dev = 0, l2 = 0;
-    cudaError_t rc = cudaGetDevice(&dev);
-    if (rc == cudaSuccess)
-        rc = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
-    if (rc != cudaSuccess)
-        return cl_cuda_fail(err, "device attributes", rc);
-    uint64_t total = cl_coalesce_rows(a->n, a->stride) * a->stride;
-    uint64_t blocks = (total + (uint64_t)a->block - 1) / (uint64_t)a->block;
-    if (blocks > 2147483647ull) {
-        snprintf(err, CL_ERR_LEN, "%llu blocks exceed the grid limit 2^31-1", (unsigned long long)blocks);
+    unsigned blocks;
+    if (cl_cuda_blocks(cl_coalesce_rows(a->n, a->stride) * a->stride, a->block, &blocks, err))
         return -1;
-    }
     float *in = NULL, *dout = NULL, *host = NULL;
     cl_cuda_timing t;
     memset(&t, 0, sizeof t);
-    t.flush_bytes = 2 * (size_t)(l2 > 0 ? l2 : 8 << 20);
     int ret = -1;
+    cudaError_t rc;
     if (cl_cuda_alloc((void **)&in, a->n * 4, "input", err) ||
-        cl_cuda_alloc((void **)&dout, a->n * 4, "output", err) ||
-        cl_cuda_alloc(&t.flush, t.flush_bytes, "L2 flush buffer", err))
+        cl_cuda_alloc((void **)&dout, a->n * 4, "output", err) || cl_cuda_timing_init(&t, err))
         goto done;
     coalesce_fill<<<1024, 256>>>(in, a->n, a->seed);
-    if ((rc = cudaGetLastError()) != cudaSuccess || (rc = cudaMemset(dout, 0, a->n * 4)) != cudaSuccess ||
-        (rc = cudaEventCreate(&t.e0)) != cudaSuccess || (rc = cudaEventCreate(&t.e1)) != cudaSuccess) {
+    if ((rc = cudaGetLastError()) != cudaSuccess || (rc = cudaMemset(dout, 0, a->n * 4)) != cudaSuccess) {
         cl_cuda_fail(err, "input generation", rc);
         goto done;
     }
     for (int w = 0; w < a->warmup; w++) {
         if (cl_cuda_flush_l2(&t, w, "L2 flush", err))
             goto done;
-        if ((rc = launch(a, in, dout, (unsigned)blocks)) != cudaSuccess) {
+        if ((rc = launch(a, in, dout, blocks)) != cudaSuccess) {
             cl_cuda_fail(err, "copy kernel launch", rc);
             goto done;
         }
@@ -118,7 +107,7 @@ static int cuda_coalesce_run(const cl_coalesce_args *a, cl_coalesce_result *out,
     for (int r = 0; r < a->reps && r < CL_MAX_REPS; r++) {
         if (cl_cuda_flush_l2(&t, r, "L2 flush", err) || cl_cuda_time_start(&t, err))
             goto done;
-        if ((rc = launch(a, in, dout, (unsigned)blocks)) != cudaSuccess) {
+        if ((rc = launch(a, in, dout, blocks)) != cudaSuccess) {
             cl_cuda_fail(err, "copy kernel launch", rc);
             goto done;
         }

@@ -1,6 +1,7 @@
 /* common.cu — the helpers in common.h: errors, allocation and the timing
  * of one rep (L2 flush, events), shared by the families' runners. */
 #include <stdio.h>
+#include <string.h>
 
 #include "common.h"
 
@@ -23,6 +24,49 @@ int cl_cuda_alloc(void **p, size_t bytes, const char *what, char *err)
              what, cudaGetErrorString(rc));
     (void)cudaGetLastError();
     return -1;
+}
+
+size_t cl_cuda_flush_bytes(char *err)
+{
+    int dev = 0, l2 = 0;
+    cudaError_t rc = cudaGetDevice(&dev);
+    if (rc == cudaSuccess)
+        rc = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
+    if (rc != cudaSuccess) {
+        cl_cuda_fail(err, "device attributes", rc);
+        return 0;
+    }
+    return 2 * (size_t)(l2 > 0 ? l2 : 8 << 20);
+}
+
+size_t cl_cuda_flush_budget(void)
+{
+    char err[CL_ERR_LEN];
+    size_t b = cl_cuda_flush_bytes(err);
+    return b ? b : (size_t)128 << 20;
+}
+
+int cl_cuda_timing_init(cl_cuda_timing *t, char *err)
+{
+    memset(t, 0, sizeof *t);
+    if ((t->flush_bytes = cl_cuda_flush_bytes(err)) == 0 ||
+        cl_cuda_alloc(&t->flush, t->flush_bytes, "L2 flush buffer", err))
+        return -1;
+    cudaError_t rc;
+    if ((rc = cudaEventCreate(&t->e0)) != cudaSuccess || (rc = cudaEventCreate(&t->e1)) != cudaSuccess)
+        return cl_cuda_fail(err, "cudaEventCreate", rc);
+    return 0;
+}
+
+int cl_cuda_blocks(uint64_t n, int block, unsigned *blocks, char *err)
+{
+    uint64_t b = (n + (uint64_t)block - 1) / (uint64_t)block;
+    if (b > 2147483647ull) {
+        snprintf(err, CL_ERR_LEN, "%llu blocks exceed the grid limit 2^31-1", (unsigned long long)b);
+        return -1;
+    }
+    *blocks = (unsigned)b;
+    return 0;
 }
 
 void cl_cuda_timing_free(cl_cuda_timing *t)

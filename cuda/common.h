@@ -4,8 +4,8 @@
  * non-sticky error. Timing: a cl_cuda_timing holds the L2 flush buffer (a
  * scratch buffer twice the L2 size, overwritten before a launch so that no
  * rep starts with its inputs cached) and the two events that bracket the
- * timed work. A rep is cl_cuda_flush_l2, cl_cuda_time_start, the work, then
- * cl_cuda_time_stop.
+ * timed work. cl_cuda_timing_init makes both; a rep is cl_cuda_flush_l2,
+ * cl_cuda_time_start, the work, then cl_cuda_time_stop.
  */
 #ifndef CUDALAB_CUDA_COMMON_H
 #define CUDALAB_CUDA_COMMON_H
@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cudalab/backend.h"
 
@@ -28,6 +29,23 @@ typedef struct cl_cuda_timing {
     size_t flush_bytes;
     cudaEvent_t e0, e1;             /* around the timed work, on stream 0 */
 } cl_cuda_timing;
+
+/* The flush buffer's size: twice the current device's L2 cache (8 MiB when the
+ * device reports none), so a rep's inputs are evicted; for memory budgets too.
+ * 0 with "device attributes: …" in err when the device cannot be asked. */
+size_t cl_cuda_flush_bytes(char *err);
+
+/* The same for a memory budget, before anything runs: 128 MiB when the device
+ * cannot be asked (errors cleared), so a size check errs on the safe side. */
+size_t cl_cuda_flush_budget(void);
+
+/* Makes t ready for reps: the flush buffer (cl_cuda_flush_bytes) and the two
+ * events. 0, or -1 with err set; cl_cuda_timing_free frees what was made. */
+int cl_cuda_timing_init(cl_cuda_timing *t, char *err);
+
+/* ceil(n / block) blocks into *blocks; -1 with err set when that exceeds the
+ * grid's x limit of 2^31 - 1. */
+int cl_cuda_blocks(uint64_t n, int block, unsigned *blocks, char *err);
 
 /* Frees the flush buffer and destroys the events that exist; leaves the errors as they are. */
 void cl_cuda_timing_free(cl_cuda_timing *t);

@@ -91,15 +91,7 @@ static int grid_rep(grid_state *st, const cl_grid_args *a, size_t n, int r, floa
 static int grid_run_all(grid_state *st, const cl_grid_args *a, cl_grid_result *out, char *err)
 {
     size_t n = (size_t)(a->data[0] * a->data[1] * a->data[2]);
-    int dev, l2 = 0;
-    cudaError_t rc;
-    if ((rc = cudaGetDevice(&dev)) != cudaSuccess ||
-        (rc = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev)) != cudaSuccess)
-        return cl_cuda_fail(err, "cudaDeviceGetAttribute(L2 size)", rc);
-    st->t.flush_bytes = 2 * (size_t)(l2 > 0 ? l2 : 64 << 20);
-    if ((rc = cudaEventCreate(&st->t.e0)) != cudaSuccess || (rc = cudaEventCreate(&st->t.e1)) != cudaSuccess)
-        return cl_cuda_fail(err, "cudaEventCreate", rc);
-    if (cl_cuda_alloc(&st->t.flush, st->t.flush_bytes, "L2 flush buffer", err) ||
+    if (cl_cuda_timing_init(&st->t, err) ||
         cl_cuda_alloc((void **)&st->count, n * sizeof(unsigned), "count array", err) ||
         cl_cuda_alloc((void **)&st->stats, 4 * sizeof(unsigned long long), "tallies", err))
         return -1;
@@ -112,6 +104,7 @@ static int grid_run_all(grid_state *st, const cl_grid_args *a, cl_grid_result *o
         out->times.reps = r + 1;
     }
     cl_grid_tally_kernel<<<1024, 256>>>(st->count, (unsigned long long)n, st->stats + 1);
+    cudaError_t rc;
     if ((rc = cudaGetLastError()) != cudaSuccess)
         return cl_cuda_fail(err, "launch of the tally kernel", rc);
     unsigned long long s[4];

@@ -30,24 +30,18 @@ static const cl_histo_variant cuda_variants[CL_HISTO_NVARIANTS] = {
 };
 #undef CL_HISTO_ROW
 
-static int l2_bytes(char *err, int *sms)
+static int sm_count(int *sms, char *err)
 {
-    int dev = 0, l2 = 0;
+    int dev = 0;
     cudaError_t rc = cudaGetDevice(&dev);
     if (rc == cudaSuccess)
-        rc = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
-    if (rc == cudaSuccess)
         rc = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev);
-    if (rc != cudaSuccess)
-        return cl_cuda_fail(err, "device attributes", rc);
-    return l2 > 0 ? l2 : 8 << 20;
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "device attributes", rc);
 }
 
 static uint64_t cuda_overhead(void)
 {
-    char err[CL_ERR_LEN];
-    int sms = 0, l2 = l2_bytes(err, &sms);
-    return 2ull * (uint64_t)(l2 > 0 ? l2 : 64 << 20) + CUB_TEMP_ALLOWANCE;
+    return cl_cuda_flush_budget() + CUB_TEMP_ALLOWANCE;
 }
 
 typedef struct run_state {
@@ -149,17 +143,14 @@ static int check_args(const cl_histo_args *a, char *err)
     return 0;
 }
 
-static int buffers(const cl_histo_args *a, const histo_plan *p, int l2, run_state *st, char *err)
+static int buffers(const cl_histo_args *a, const histo_plan *p, run_state *st, char *err)
 {
     cudaError_t rc;
-    st->t.flush_bytes = 2 * (size_t)l2;
     size_t padded = (a->n + 15) / 16 * 16;       /* whole 16-byte chunks and words */
     if (cl_cuda_alloc((void **)&st->in, padded, "input", err) ||
         cl_cuda_alloc((void **)&st->hist, CL_HISTO_MAX_BINS * sizeof(unsigned), "histogram", err) ||
-        cl_cuda_alloc(&st->t.flush, st->t.flush_bytes, "L2 flush buffer", err))
+        cl_cuda_timing_init(&st->t, err))
         return -1;
-    if ((rc = cudaEventCreate(&st->t.e0)) != cudaSuccess || (rc = cudaEventCreate(&st->t.e1)) != cudaSuccess)
-        return cl_cuda_fail(err, "cudaEventCreate", rc);
     if (a->variant != CL_HISTO_V_cub)
         return 0;
     if ((rc = histo_cub(NULL, &st->temp_bytes, st->in, a->n, a->mode, a->width, st->hist, 0)) != cudaSuccess)
@@ -172,8 +163,8 @@ static int cuda_histo_run(const cl_histo_args *a, cl_histo_result *r, char *err)
     memset(r, 0, sizeof *r);
     if (check_args(a, err))
         return -1;
-    int sms = 0, l2 = l2_bytes(err, &sms);
-    if (l2 < 0)
+    int sms = 0;
+    if (sm_count(&sms, err))
         return -1;
     histo_plan p;
     memset(&p, 0, sizeof p);
@@ -186,7 +177,7 @@ static int cuda_histo_run(const cl_histo_args *a, cl_histo_result *r, char *err)
     int rc = -1;
     unsigned counts[CL_HISTO_MAX_BINS];
     cudaError_t crc;
-    if (buffers(a, &p, l2, &st, err) || make_input(a, &st, &r->times.h2d_ms, err))
+    if (buffers(a, &p, &st, err) || make_input(a, &st, &r->times.h2d_ms, err))
         goto done;
     for (int i = 0; i < a->warmup; i++)
         if (one_rep(a, &p, &st, i, NULL, err))

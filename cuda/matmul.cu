@@ -109,39 +109,17 @@ static void release(mm_buffers *d)
     (void)cudaGetLastError();
 }
 
-static int alloc(void **p, size_t bytes, const char *what, char *err)
-{
-    cudaError_t rc = cudaMalloc(p, bytes);
-    if (rc == cudaSuccess)
-        return 0;
-    *p = NULL;
-    char buf[96];
-    snprintf(buf, sizeof buf, "cudaMalloc %s (%.1f MiB)", what, (double)bytes / 1048576.0);
-    return cl_cuda_fail(err, buf, rc);
-}
-
 static int setup(const cl_matmul_args *a, mm_buffers *d, char *err)
 {
-    int dev = 0, l2 = 0;
-    cudaError_t rc = cudaGetDevice(&dev);
-    if (rc == cudaSuccess)
-        rc = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
-    if (rc != cudaSuccess)
-        return cl_cuda_fail(err, "L2 size", rc);
-    d->t.flush_bytes = 2 * (size_t)(l2 > 0 ? l2 : 1 << 20);
     size_t na = (size_t)a->m * a->k, nb = (size_t)a->k * a->n, nc = (size_t)a->m * a->n;
-    if (alloc((void **)&d->a, na * sizeof(float), "A", err) ||
-        alloc((void **)&d->b, nb * sizeof(float), "B", err) ||
-        alloc((void **)&d->c, nc * sizeof(float), "C", err) ||
-        alloc(&d->t.flush, d->t.flush_bytes, "L2 flush buffer", err))
+    if (cl_cuda_alloc((void **)&d->a, na * sizeof(float), "matrix A", err) ||
+        cl_cuda_alloc((void **)&d->b, nb * sizeof(float), "matrix B", err) ||
+        cl_cuda_alloc((void **)&d->c, nc * sizeof(float), "matrix C", err) || cl_cuda_timing_init(&d->t, err))
         return -1;
     if (fill(d->a, (long long)na, a->seed, 0, err) || fill(d->b, (long long)nb, a->seed, 1, err))
         return -1;
-    if ((rc = cudaMemset(d->c, 0xFF, nc * sizeof(float))) != cudaSuccess)     /* NaN */
-        return cl_cuda_fail(err, "cudaMemset C", rc);
-    if ((rc = cudaEventCreate(&d->t.e0)) != cudaSuccess || (rc = cudaEventCreate(&d->t.e1)) != cudaSuccess)
-        return cl_cuda_fail(err, "cudaEventCreate", rc);
-    return 0;
+    cudaError_t rc = cudaMemset(d->c, 0xFF, nc * sizeof(float));     /* NaN */
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "cudaMemset C", rc);
 }
 
 static int timed(const mm_gpu_impl *impl, const mm_problem *p, const cl_matmul_args *a,

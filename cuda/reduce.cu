@@ -121,22 +121,15 @@ static void describe(int v, const reduce_plan *p, const cl_reduce_args *a, cl_re
     }
 }
 
-static int device_facts(int *sms, int *l2, int *max_grid, char *err)
+static int device_facts(int *sms, int *max_grid, char *err)
 {
     int dev = 0;
     cudaError_t rc = cudaGetDevice(&dev);
     if (rc == cudaSuccess)
         rc = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev);
     if (rc == cudaSuccess)
-        rc = cudaDeviceGetAttribute(l2, cudaDevAttrL2CacheSize, dev);
-    if (rc == cudaSuccess)
         rc = cudaDeviceGetAttribute(max_grid, cudaDevAttrMaxGridDimX, dev);
     return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "device attributes", rc);
-}
-
-static size_t flush_size(int l2)
-{
-    return 2 * (size_t)(l2 > 0 ? l2 : 8 << 20);
 }
 
 static int cuda_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out, char *err)
@@ -146,8 +139,8 @@ static int cuda_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out
         snprintf(err, CL_ERR_LEN, "variant %d does not run on the GPU (cpu runs on the host)", v);
         return -1;
     }
-    int sms = 0, l2 = 0, max_grid = 0;
-    if (device_facts(&sms, &l2, &max_grid, err))
+    int sms = 0, max_grid = 0;
+    if (device_facts(&sms, &max_grid, err))
         return -1;
     reduce_plan p = reduce_plan();
     if (v != CL_REDUCE_CUB && reduce_plan_make(v, a, sms, max_grid, &p, err))
@@ -157,12 +150,10 @@ static int cuda_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out
     memset(&st, 0, sizeof st);
     int rc = -1;
     size_t acc = reduce_acc_bytes(a->op, a->dtype);
-    st.t.flush_bytes = flush_size(l2);
     cudaError_t crc;
     if (cl_cuda_alloc(&st.in, a->n * 4, "input", err) ||
         cl_cuda_alloc(&st.part, p.grid * acc, "partials", err) ||
-        cl_cuda_alloc(&st.out, 8, "result", err) ||
-        cl_cuda_alloc(&st.t.flush, st.t.flush_bytes, "L2 flush buffer", err))
+        cl_cuda_alloc(&st.out, 8, "result", err) || cl_cuda_timing_init(&st.t, err))
         goto done;
     if (v == CL_REDUCE_CUB) {
         if ((crc = cub_reduce(a, NULL, &st.temp_bytes, st.in, st.out, 0)) != cudaSuccess) {
@@ -172,9 +163,7 @@ static int cuda_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out
         if (cl_cuda_alloc(&st.temp, st.temp_bytes, "CUB temp storage", err))
             goto done;
     }
-    if ((crc = reduce_fill(st.in, a->n, a->dtype, a->seed, 0)) != cudaSuccess ||
-        (crc = cudaEventCreate(&st.t.e0)) != cudaSuccess ||
-        (crc = cudaEventCreate(&st.t.e1)) != cudaSuccess) {
+    if ((crc = reduce_fill(st.in, a->n, a->dtype, a->seed, 0)) != cudaSuccess) {
         cl_cuda_fail(err, "input generation", crc);
         goto done;
     }
@@ -217,12 +206,8 @@ done:
  * buffer and CUB's temp storage (a few MiB at most). */
 static uint64_t cuda_reduce_overhead(const cl_reduce_args *a)
 {
-    int sms = 0, l2 = 0, max_grid = 0;
-    char err[CL_ERR_LEN];
-    if (device_facts(&sms, &l2, &max_grid, err))
-        l2 = 64 << 20;
     uint64_t partials = (a->n + 63) / 64 * reduce_acc_bytes(a->op, a->dtype);
-    return partials + flush_size(l2) + (16u << 20);
+    return partials + cl_cuda_flush_budget() + (16u << 20);
 }
 
 #define CL_REDUCE_ROW_(id, name, launch, desc) {name, launch, desc},

@@ -162,16 +162,6 @@ static cudaError_t launch(int v, const cl_stencil_args *a, const plan *p, const 
     return cudaGetLastError();
 }
 
-static int l2_bytes(void)
-{
-    int dev = 0, l2 = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev) != cudaSuccess) {
-        (void)cudaGetLastError();
-        l2 = 64 << 20;
-    }
-    return l2 > 0 ? l2 : 8 << 20;
-}
-
 static int one_rep(int v, const cl_stencil_args *a, const plan *p, cl_cuda_timing *t, const float *in,
                    float *out, int r, float *ms, char *err)
 {
@@ -203,21 +193,19 @@ static int cuda_stencil_run(int v, const cl_stencil_args *a, float *host_out, cl
     float *in = NULL, *out = NULL;
     cl_cuda_timing t;
     memset(&t, 0, sizeof t);
-    t.flush_bytes = 2 * (size_t)l2_bytes();
     int rc = -1;
     cudaError_t crc;
     cudaFuncAttributes fa;
     memset(&fa, 0, sizeof fa);
     if (cl_cuda_alloc((void **)&in, n * 4, "input", err) || cl_cuda_alloc((void **)&out, n * 4, "output", err) ||
-        cl_cuda_alloc(&t.flush, t.flush_bytes, "L2 flush buffer", err))
+        cl_cuda_timing_init(&t, err))
         goto done;
     if ((crc = cudaMemcpyToSymbol(c_weights, a->weights, nw * sizeof(float))) != cudaSuccess) {
         cl_cuda_fail(err, "cudaMemcpyToSymbol of the weights", crc);
         goto done;
     }
     stencil_fill<<<1024, 256>>>(in, n, a->seed);
-    if ((crc = cudaGetLastError()) != cudaSuccess || (crc = cudaEventCreate(&t.e0)) != cudaSuccess ||
-        (crc = cudaEventCreate(&t.e1)) != cudaSuccess) {
+    if ((crc = cudaGetLastError()) != cudaSuccess) {
         cl_cuda_fail(err, "input generation", crc);
         goto done;
     }
@@ -255,7 +243,7 @@ done:
 static uint64_t cuda_stencil_overhead(const cl_stencil_args *a)
 {
     (void)a;
-    return 2 * (uint64_t)l2_bytes() + (16u << 20);
+    return cl_cuda_flush_budget() + (16u << 20);
 }
 
 #define CL_STENCIL_ROW_(id, name, launch, desc) {name, launch, desc},

@@ -144,44 +144,31 @@ static int cuda_vecadd_run(const cl_vecadd_args *a, cl_vecadd_result *out, char 
         snprintf(err, CL_ERR_LEN, "bad %%vecadd arguments");
         return -1;
     }
-    int dev = 0, l2 = 0;
-    cudaError_t rc = cudaGetDevice(&dev);
-    if (rc == cudaSuccess)
-        rc = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
-    if (rc != cudaSuccess)
-        return cl_cuda_fail(err, "device attributes", rc);
-    uint64_t blocks = (a->n + (uint64_t)a->block - 1) / (uint64_t)a->block;
-    if (blocks > 2147483647ull) {
-        snprintf(err, CL_ERR_LEN, "%llu blocks exceed the grid limit 2^31-1", (unsigned long long)blocks);
+    unsigned blocks;
+    if (cl_cuda_blocks(a->n, a->block, &blocks, err))
         return -1;
-    }
+    cudaError_t rc;
     vstate s;
     memset(&s, 0, sizeof s);
     s.pinned = a->pinned;
-    s.t.flush_bytes = 2 * (size_t)(l2 > 0 ? l2 : 8 << 20);
     size_t in = (size_t)(cl_vecadd_in_bytes(a->op) / 2 * a->n), res = (size_t)(cl_vecadd_out_bytes(a->op) * a->n);
     int ret = -1;
     if (host_alloc(&s.hx, in, a->pinned, "host x", err) || host_alloc(&s.hy, in, a->pinned, "host y", err) ||
         host_alloc(&s.hout, res, a->pinned, "host result", err) ||
         cl_cuda_alloc(&s.dx, in, "device x", err) || cl_cuda_alloc(&s.dy, in, "device y", err) ||
-        (a->op == CL_VECADD_ADD && cl_cuda_alloc(&s.dz, res, "device z", err)) ||
-        cl_cuda_alloc(&s.t.flush, s.t.flush_bytes, "L2 flush buffer", err))
+        (a->op == CL_VECADD_ADD && cl_cuda_alloc(&s.dz, res, "device z", err)) || cl_cuda_timing_init(&s.t, err))
         goto done;
     for (int i = 0; i < 4; i++)
         if ((rc = cudaEventCreate(&s.ev[i])) != cudaSuccess) {
             cl_cuda_fail(err, "cudaEventCreate", rc);
             goto done;
         }
-    if ((rc = cudaEventCreate(&s.t.e0)) != cudaSuccess || (rc = cudaEventCreate(&s.t.e1)) != cudaSuccess) {
-        cl_cuda_fail(err, "cudaEventCreate", rc);
-        goto done;
-    }
     cl_vecadd_fill(a->op, a->n, a->seed, s.hx, s.hy);
     for (int w = 0; w < a->warmup; w++)
-        if (one_rep(a, &s, (unsigned)blocks, w, NULL, err))
+        if (one_rep(a, &s, blocks, w, NULL, err))
             goto done;
     for (int r = 0; r < a->reps && r < CL_MAX_REPS; r++)
-        if (one_rep(a, &s, (unsigned)blocks, r, out, err))
+        if (one_rep(a, &s, blocks, r, out, err))
             goto done;
     if (a->check)
         cl_vecadd_verify(a, s.hout, out);
