@@ -33,6 +33,16 @@ struct sweep_spec;
  * runs. Returns 0, or -1 with magic_error() set (the sweep stops). */
 typedef int (*sweep_point_fn)(magic_ctx *ctx, const json_t *params, json_t *runs, void *user);
 
+/* The flags every timed magic shares, with one default and range for all of
+ * them (each magic says in its help what a run is): in a flag_spec table,
+ *   SWEEP_SEED_FLAG("seed of the generated input"),
+ *   SWEEP_TIMING_FLAGS("timed runs per point", "untimed runs before them"), */
+#define SWEEP_SEED_FLAG(help_) \
+    {.name = "seed", .type = FLAG_INT, .def = "1", .imin = 0, .imax = INT64_MAX, .help = (help_)}
+#define SWEEP_TIMING_FLAGS(reps_help, warmup_help) \
+    {.name = "reps", .type = FLAG_INT, .def = "20", .imin = 1, .imax = CL_MAX_REPS, .help = (reps_help)}, \
+    {.name = "warmup", .type = FLAG_INT, .def = "3", .imin = 0, .imax = 100, .help = (warmup_help)}
+
 typedef struct sweep_spec {
     const char *magic;          /* "reduce" */
     const char *title;          /* "Reduction" */
