@@ -16,6 +16,7 @@
 
 #include "cudalab/coalesce.h"
 #include "cudalab/magic.h"
+#include "magic_sink.h"
 
 #define assert_contains(hay, needle) do {                                         \
         if (!strstr((hay), (needle)))                                             \
@@ -91,47 +92,6 @@ static void verify_catches_one(void **state)
 
 /* ---- the magic, end to end ---- */
 
-typedef struct sink {
-    json_t *doc;
-} sink;
-
-static void sink_stream(void *impl, const char *name, const char *text)
-{
-    (void)impl, (void)name, (void)text;
-}
-
-static void sink_result(void *impl, json_t *doc, json_t *view, const char *display_id, enum result_mode mode)
-{
-    (void)display_id, (void)mode;
-    sink *s = impl;
-    if (doc) {
-        json_decref(s->doc);
-        s->doc = doc;
-    }
-    json_decref(view);
-}
-
-static const magic_out sink_out = {sink_stream, sink_result};
-
-static int run_cell(const char *cell, const cl_backend *be, sink *s, magic_ctx *ctx)
-{
-    memset(s, 0, sizeof *s);
-    *ctx = (magic_ctx){.out = &sink_out, .impl = s, .backend = be};
-    command *c;
-    parse_error e;
-    int n = cell_parse(cell, &c, &e);
-    if (n != 1) {
-        snprintf(ctx->ename, sizeof ctx->ename, "%s", e.ename);
-        snprintf(ctx->evalue, sizeof ctx->evalue, "%s", e.evalue);
-        if (n > 0)
-            commands_free(c, n);
-        return 2;
-    }
-    int rc = c[0].magic->run(ctx, c[0].params, c[0].body);
-    commands_free(c, n);
-    return rc;
-}
-
 static void magic_strides(void **state)
 {
     (void)state;
@@ -150,7 +110,7 @@ static void magic_strides(void **state)
         assert_true(json_is_true(json_object_get(json_object_get(r, "check"), "passed")));
         assert_string_equal(json_string_value(json_object_get(r, "variant")), "stride");
     }
-    json_decref(s.doc);
+    sink_free(&s);
     if (run_cell("%coalesce --layout row,col --rows 300 --cols 77 --reps 1 --warmup 0", cl_cpu_backend(), &s, &ctx))
         fail_msg("%s: %s", ctx.ename, ctx.evalue);
     runs = json_object_get(s.doc, "runs");
@@ -158,7 +118,7 @@ static void magic_strides(void **state)
     assert_int_equal(json_integer_value(json_object_get(json_array_get(runs, 0), "stride")), 1);
     assert_int_equal(json_integer_value(json_object_get(json_array_get(runs, 1), "stride")), 77);
     assert_int_equal(json_integer_value(json_object_get(json_array_get(runs, 1), "size")), 300 * 77);
-    json_decref(s.doc);
+    sink_free(&s);
 }
 
 static void magic_errors(void **state)
@@ -168,24 +128,24 @@ static void magic_errors(void **state)
     magic_ctx ctx;
     assert_int_equal(run_cell("%coalesce --block 100", cl_cpu_backend(), &s, &ctx), -1);
     assert_contains(ctx.evalue, "multiple of the warp size");
-    json_decref(s.doc);
+    sink_free(&s);
     assert_int_equal(run_cell("%coalesce --size 16 --stride 32", cl_cpu_backend(), &s, &ctx), -1);
     assert_contains(ctx.evalue, "larger than --size 16");
-    json_decref(s.doc);
+    sink_free(&s);
     assert_int_equal(run_cell("%coalesce --stride 2 --layout row", cl_cpu_backend(), &s, &ctx), -1);
     assert_contains(ctx.evalue, "two experiments");
-    json_decref(s.doc);
+    sink_free(&s);
     assert_int_equal(run_cell("%coalesce --size 2^50", cl_cpu_backend(), &s, &ctx), -1);
     assert_string_equal(ctx.ename, "MemoryError");
     assert_contains(ctx.evalue, "largest size that fits");
-    json_decref(s.doc);
+    sink_free(&s);
     assert_int_equal(run_cell("%coalesce --layout diagonal", cl_cpu_backend(), &s, &ctx), 2);
-    json_decref(s.doc);
+    sink_free(&s);
     cl_backend none = *cl_cpu_backend();
     none.coalesce = NULL;
     assert_int_equal(run_cell("%coalesce", &none, &s, &ctx), -1);
     assert_contains(ctx.evalue, "built without %coalesce");
-    json_decref(s.doc);
+    sink_free(&s);
 }
 
 int main(void)

@@ -17,6 +17,7 @@
 #include "cudalab/magic.h"
 #include "cudalab/stencil.h"
 #include "magics/stencil_internal.h"
+#include "magic_sink.h"
 
 extern const cl_stencil_ops cl_cpu_stencil_ops;
 
@@ -132,46 +133,6 @@ static void check_catches_wrong_element(void **state)
 
 /* ---- the magic, end to end ---- */
 
-typedef struct sink {
-    json_t *doc;
-} sink;
-
-static void sink_stream(void *impl, const char *name, const char *text)
-{
-    (void)impl, (void)name, (void)text;
-}
-
-static void sink_result(void *impl, json_t *doc, json_t *view, const char *display_id, enum result_mode mode)
-{
-    sink *s = impl;
-    if (doc) {
-        json_decref(s->doc);
-        s->doc = doc;
-    }
-    json_decref(view);
-}
-
-static const magic_out sink_out = {sink_stream, sink_result};
-
-static int run_cell(const char *cell, const cl_backend *be, sink *s, magic_ctx *ctx)
-{
-    memset(s, 0, sizeof *s);
-    *ctx = (magic_ctx){.out = &sink_out, .impl = s, .backend = be};
-    command *c;
-    parse_error e;
-    int n = cell_parse(cell, &c, &e);
-    if (n != 1) {
-        snprintf(ctx->ename, sizeof ctx->ename, "%s", e.ename);
-        snprintf(ctx->evalue, sizeof ctx->evalue, "%s", e.evalue);
-        if (n > 0)
-            commands_free(c, n);
-        return 2;
-    }
-    int rc = c[0].magic->run(ctx, c[0].params, c[0].body);
-    commands_free(c, n);
-    return rc;
-}
-
 static void magic_sweeps(void **state)
 {
     sink s;
@@ -188,7 +149,7 @@ static void magic_sweeps(void **state)
         bool tiled = strcmp(json_string_value(json_object_get(r, "variant")), "tiled") == 0;
         assert_true(fabs(reads - (tiled ? (256.0 + 2 * R) / 256.0 : 2 * R + 1)) < 1e-12);
     }
-    json_decref(s.doc);
+    sink_free(&s);
     if (run_cell("%stencil --dim 2 --size 40x30 --filter gauss5 --block 8 --reps 1 --warmup 0",
                  cl_cpu_backend(), &s, &ctx))
         fail_msg("%s: %s", ctx.ename, ctx.evalue);
@@ -198,7 +159,7 @@ static void magic_sweeps(void **state)
         assert_true(fabs(reads - (tiled ? 144.0 / 64.0 : 25.0)) < 1e-12);
         assert_string_equal(json_string_value(json_object_get(r, "size")), "40x30");
     }
-    json_decref(s.doc);
+    sink_free(&s);
 }
 
 static void magic_errors(void **state)
@@ -231,7 +192,7 @@ static void magic_errors(void **state)
             fail_msg("%s: succeeded", cases[i].cell);
         assert_string_equal(ctx.ename, cases[i].ename);
         assert_contains(ctx.evalue, cases[i].text);
-        json_decref(s.doc);
+        sink_free(&s);
     }
     /* a backend without the family */
     cl_backend none = *cl_cpu_backend();

@@ -17,6 +17,7 @@
 
 #include "cudalab/magic.h"
 #include "cudalab/vecadd.h"
+#include "magic_sink.h"
 
 #define assert_contains(hay, needle) do {                                         \
         if (!strstr((hay), (needle)))                                             \
@@ -75,57 +76,6 @@ static void verify_catches_one_ulp(void **state)
 }
 
 /* ---- the magic, end to end ---- */
-
-typedef struct sink {
-    json_t *doc;
-    json_t *view;                   /* the last view that had a document */
-} sink;
-
-static void sink_stream(void *impl, const char *name, const char *text)
-{
-    (void)impl, (void)name, (void)text;
-}
-
-static void sink_result(void *impl, json_t *doc, json_t *view, const char *display_id, enum result_mode mode)
-{
-    (void)display_id, (void)mode;
-    sink *s = impl;
-    if (doc) {
-        json_decref(s->doc);
-        json_decref(s->view);
-        s->doc = doc;
-        s->view = view;
-    } else {
-        json_decref(view);
-    }
-}
-
-static const magic_out sink_out = {sink_stream, sink_result};
-
-static int run_cell(const char *cell, const cl_backend *be, sink *s, magic_ctx *ctx)
-{
-    memset(s, 0, sizeof *s);
-    *ctx = (magic_ctx){.out = &sink_out, .impl = s, .backend = be};
-    command *c;
-    parse_error e;
-    int n = cell_parse(cell, &c, &e);
-    if (n != 1) {
-        snprintf(ctx->ename, sizeof ctx->ename, "%s", e.ename);
-        snprintf(ctx->evalue, sizeof ctx->evalue, "%s", e.evalue);
-        if (n > 0)
-            commands_free(c, n);
-        return 2;
-    }
-    int rc = c[0].magic->run(ctx, c[0].params, c[0].body);
-    commands_free(c, n);
-    return rc;
-}
-
-static void sink_free(sink *s)
-{
-    json_decref(s->doc);
-    json_decref(s->view);
-}
 
 static void magic_runs(void **state)
 {
