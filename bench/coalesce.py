@@ -30,11 +30,9 @@ def table(title: str, runs: list[dict]) -> None:
 
 
 def main() -> int:
-    probe = common.run_cell("coalesce", "%coalesce --size 1024 --stride 1 --reps 1 --warmup 0")
-    if probe["backend"] != "cuda":
-        print(f"bench/coalesce.py: no GPU ({probe.get('backend_note')}): skipped")
+    d = common.gpu_device("coalesce", "%coalesce --size 1024 --stride 1 --reps 1 --warmup 0")
+    if d is None:
         return 0
-    d = probe["device"]
     print(f"%coalesce on {d['name']} ({d.get('arch')}): measured copy bandwidth "
           f"{fmt(d.get('measured_bandwidth_gbs'), 0)} GB/s (read + write)")
     s = common.run_cell("coalesce", "%coalesce --size 2^26 --stride 1,2,4,8,16,32 --reps 20 --warmup 3", strict=False)

@@ -38,6 +38,16 @@ def run_cell(magic: str, cell: str, timeout: float = 300, strict: bool = True) -
     return doc
 
 
+def gpu_device(magic: str, cell: str) -> dict | None:
+    """The device of a quick CELL of MAGIC when it ran on the GPU; otherwise None, after printing
+    why the benchmark is skipped (a benchmark without a GPU succeeds, saying so)."""
+    probe = run_cell(magic, cell)
+    if probe["backend"] != "cuda":
+        print(f"bench/{magic}.py: no GPU ({probe.get('backend_note')}): skipped")
+        return None
+    return probe["device"]
+
+
 def fmt(v: float | None, nd: int = 1) -> str:
     return "-" if v is None else f"{v:,.{nd}f}"
 

@@ -54,11 +54,9 @@ def main() -> int:
     ap.add_argument("--bins", default="bytes", choices=("bytes", "letters"))
     args = ap.parse_args()
 
-    probe = run_cell("%histo --size 4096 --variant fast --reps 1 --warmup 0")
-    if probe["backend"] != "cuda":
-        print(f"bench/histo.py: no GPU ({probe.get('backend_note')}): skipped")
+    d = common.gpu_device("histo", "%histo --size 4096 --variant fast --reps 1 --warmup 0")
+    if d is None:
         return 0
-    d = probe["device"]
     print(f"%histo on {d['name']} ({d.get('arch')}): measured copy bandwidth "
           f"{fmt(d.get('measured_bandwidth_gbs'), 0)} GB/s (read + write), "
           f"peak {fmt(d.get('peak_bandwidth_gbs'), 0)} GB/s")

@@ -57,11 +57,9 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=20)
     args = ap.parse_args()
 
-    dev = run_cell("%matmul --size 64 --variant naive --reps 1 --warmup 0")
-    if dev["backend"] != "cuda":
-        print(f"bench/matmul.py: no GPU ({dev.get('backend_note')}): skipped")
+    d = common.gpu_device("matmul", "%matmul --size 64 --variant naive --reps 1 --warmup 0")
+    if d is None:
         return 0
-    d = dev["device"]
     print(f"%matmul on {d['name']} ({d.get('arch')}), FP32 peak {fmt(d.get('peak_fp32_gflops'), 0)} GFLOP/s")
 
     failed = False

@@ -51,11 +51,9 @@ def main() -> int:
     ap.add_argument("--block", default="256")
     args = ap.parse_args()
 
-    probe = run_cell("%reduce --size 1024 --variant fast --reps 1 --warmup 0")
-    if probe["backend"] != "cuda":
-        print(f"bench/reduce.py: no GPU ({probe.get('backend_note')}): skipped")
+    d = common.gpu_device("reduce", "%reduce --size 1024 --variant fast --reps 1 --warmup 0")
+    if d is None:
         return 0
-    d = probe["device"]
     print(f"%reduce on {d['name']} ({d.get('arch')}): measured copy bandwidth "
           f"{fmt(d.get('measured_bandwidth_gbs'), 0)} GB/s (read + write), "
           f"peak {fmt(d.get('peak_bandwidth_gbs'), 0)} GB/s")

@@ -46,11 +46,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=20)
     args = ap.parse_args()
-    probe = run_cell("%stencil --size 1024 --reps 1 --warmup 0")
-    if probe["backend"] != "cuda":
-        print(f"bench/stencil.py: no GPU ({probe.get('backend_note')}): skipped")
+    d = common.gpu_device("stencil", "%stencil --size 1024 --reps 1 --warmup 0")
+    if d is None:
         return 0
-    d = probe["device"]
     print(f"%stencil on {d['name']} ({d.get('arch')}): measured copy bandwidth "
           f"{fmt(d.get('measured_bandwidth_gbs'), 0)} GB/s (read + write)")
     one = run_cell(f"%stencil --size 2^26 --radius 1,3,8,16,64 --block 256 --reps {args.reps} --warmup 3")

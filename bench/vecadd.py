@@ -21,11 +21,9 @@ TARGET_PCT = 90.0
 
 
 def main() -> int:
-    probe = common.run_cell("vecadd", "%vecadd --size 1024 --reps 1 --warmup 0")
-    if probe["backend"] != "cuda":
-        print(f"bench/vecadd.py: no GPU ({probe.get('backend_note')}): skipped")
+    d = common.gpu_device("vecadd", "%vecadd --size 1024 --reps 1 --warmup 0")
+    if d is None:
         return 0
-    d = probe["device"]
     bw = d.get("measured_bandwidth_gbs")
     print(f"%vecadd on {d['name']} ({d.get('arch')}): measured device copy bandwidth {fmt(bw, 0)} GB/s")
     failed, verdicts = False, []
