@@ -655,3 +655,62 @@ __all__ = [
     "gpu_visible", "kernel_binary", "kernel_children", "load_schema", "magic_doc", "no_message",
     "outputs", "raw_for", "request", "run_cell", "statuses", "streams", "utcnow", "wait_gone",
 ]
+
+
+# ---------------------------------------------------------------- heartbeat monitor
+
+class HeartbeatMonitor:
+    """Pings a kernel's heartbeat every `period` seconds from a thread of its own and records the
+    longest wait for an echo (a ping still unanswered counts for as long as it has waited).
+
+    The README promises heartbeat "at all times": the hostile-input tests run one throughout and
+    assert the worst stall against a generous bound (CI has 2 cores and ASan); bench/stall.py
+    reports the real figure. Use as a context manager: `with HeartbeatMonitor(conn) as hb:`."""
+
+    def __init__(self, conn: dict, period: float = 0.05):
+        import threading
+        self.url = f"{conn['transport']}://{conn['ip']}:{conn['hb_port']}" \
+            if conn["transport"] == "tcp" else f"ipc://{conn['ip']}-{conn['hb_port']}"
+        self.period = period
+        self.worst = 0.0
+        self.pings = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        ctx = zmq.Context.instance()
+        sock = ctx.socket(zmq.REQ)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.connect(self.url)
+        try:
+            while not self._stop.is_set():
+                t0 = time.monotonic()
+                sock.send(b"ping")
+                while not sock.poll(10):
+                    self.worst = max(self.worst, time.monotonic() - t0)
+                    if self._stop.is_set():
+                        return
+                sock.recv()
+                self.pings += 1
+                self.worst = max(self.worst, time.monotonic() - t0)
+                self._stop.wait(max(0.0, self.period - (time.monotonic() - t0)))
+        finally:
+            sock.close()
+
+    def __enter__(self) -> "HeartbeatMonitor":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def check(self, bound: float = 0.5) -> None:
+        """Fails the test when a ping waited longer than bound seconds (or none was answered)."""
+        assert self.pings > 0, f"no heartbeat answered at all ({self.url})"
+        assert self.worst <= bound, f"heartbeat stalled for {self.worst * 1e3:.0f} ms (bound {bound * 1e3:.0f} ms)"
+
+
+def kernel_conn(pair: KernelPair) -> dict:
+    """The connection info of a kernel started by start_kernel, for a HeartbeatMonitor or Raw."""
+    return pair.km.get_connection_info(session=False)
