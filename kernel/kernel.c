@@ -11,8 +11,17 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "heartbeat.h"
 #include "log.h"
 #include "proto/msg.h"
+
+/* One iopub subscription message (jupyter's is 1 byte). ZeroMQ keeps every
+ * distinct topic of a connected peer, about 40 bytes per byte of topic, until
+ * it disconnects: short topics keep that small. */
+#define SUBSCRIPTION_MAX_BYTES 256
+#define SUBSCRIPTIONS_PER_TURN 64     /* read per turn of the loop: a flood cannot hold it */
+#define WELCOMES_PER_SECOND 20        /* iopub_welcome rate (and burst) */
+#define REQUEST_QUEUE_PER_PEER 16     /* requests ZeroMQ reads ahead from one peer */
 
 static int sig_write_fd = -1;
 
@@ -42,6 +51,37 @@ static int install_signals(kernel *k)
 
 static const int socket_types[PORT_COUNT] = { ZMQ_ROUTER, ZMQ_XPUB, ZMQ_ROUTER, ZMQ_ROUTER, ZMQ_REP };
 
+/* What a peer can make the kernel hold is capped per socket, before anything
+ * is allocated: ZeroMQ drops a peer whose frame is larger than ZMQ_MAXMSGSIZE
+ * (silently, so the requests' own cap, k->max_message, sits below it: between
+ * the two a request gets an error reply that names the limit), and queues few
+ * messages per peer (the rest wait in the peer's own queue, so "Run all" still
+ * works). Heartbeat frames and iopub subscriptions are tiny. */
+static void limit_socket(kernel *k, void *s, enum conn_port p)
+{
+    int one = 1;
+    if (p == PORT_HB) {
+        heartbeat_configure(s);
+    } else if (p == PORT_IOPUB) {
+        int64_t max = SUBSCRIPTION_MAX_BYTES;
+        zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max, sizeof max);
+        /* subscriptions are passed up, not kept by ZeroMQ: on_subscription
+         * subscribes each peer to everything (a SUB filters on its side too),
+         * so a peer sending many long topics grows nothing */
+        zmq_setsockopt(s, ZMQ_XPUB_MANUAL, &one, sizeof one);
+        /* a slow client must not lose a cell's last outputs or its idle status:
+         * queue deeply (streams are coalesced, so a cell sends few messages) */
+        int hwm = 100000;
+        zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    } else {
+        zmq_setsockopt(s, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
+        int64_t max = (int64_t)k->max_message * 2;
+        int hwm = REQUEST_QUEUE_PER_PEER;
+        zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max, sizeof max);
+        zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    }
+}
+
 static int open_socket(kernel *k, const conn_info *c, enum conn_port p)
 {
     void *s = zmq_socket(k->zctx, socket_types[p]);
@@ -52,20 +92,7 @@ static int open_socket(kernel *k, const conn_info *c, enum conn_port p)
     zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
     if (conn_is_ipv6(c))
         zmq_setsockopt(s, ZMQ_IPV6, &one, sizeof one);
-    if (p == PORT_IOPUB) {
-        /* pass every subscription up, so each client gets its welcome */
-        zmq_setsockopt(s, ZMQ_XPUB_VERBOSE, &one, sizeof one);
-        /* a slow client must not lose a cell's last outputs or its idle status:
-         * queue deeply (streams are coalesced, so a cell sends few messages) */
-        int hwm = 100000;
-        zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
-    }
-    if (p == PORT_SHELL || p == PORT_CONTROL || p == PORT_STDIN) {
-        zmq_setsockopt(s, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
-        /* a peer sending a larger frame is disconnected by ZeroMQ before we allocate it */
-        int64_t max = WIRE_MAX_JSON * 2;
-        zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max, sizeof max);
-    }
+    limit_socket(k, s, p);
     char ep[512];
     conn_endpoint(c, p, ep, sizeof ep);
     if (zmq_bind(s, ep) < 0) {
@@ -97,7 +124,13 @@ int kernel_open(kernel *k, const conn_info *c)
     k->grace_ms = env_number("CUDALAB_INTERRUPT_GRACE_MS", 500);
     k->cell_timeout_ms = env_number("CUDALAB_CELL_TIMEOUT", 0) * 1e3;
     k->max_output = (size_t)env_number("CUDALAB_MAX_OUTPUT", 1 << 20);
+    k->max_message = (size_t)env_number("CUDALAB_MAX_MESSAGE", 64 << 20);
+    if (k->max_message < 4096 || k->max_message > WIRE_MAX_JSON) {
+        klog("ignored CUDALAB_MAX_MESSAGE=%zu: not between 4096 and %u", k->max_message, WIRE_MAX_JSON);
+        k->max_message = WIRE_MAX_JSON;
+    }
     k->sigpipe[0] = k->sigpipe[1] = -1;
+    k->welcome_tokens = WELCOMES_PER_SECOND;
     worker_init(&k->worker);
     msg_uuid(k->session);
     ssize_t n = readlink("/proc/self/exe", k->exe, sizeof k->exe - 1);
@@ -114,6 +147,9 @@ int kernel_open(kernel *k, const conn_info *c)
     for (int p = 0; p < PORT_COUNT; p++)
         if (open_socket(k, c, (enum conn_port)p))
             return -1;
+    if (!(k->hb = heartbeat_start(k->zctx, k->sock[PORT_HB])))
+        return -1;
+    k->sock[PORT_HB] = NULL;            /* the heartbeat thread's now */
     return 0;
 }
 
@@ -121,9 +157,13 @@ void kernel_close(kernel *k)
 {
     if (k->dropped)
         klog("%lu malformed, unsigned or replayed messages were dropped this session", k->dropped);
+    if (k->welcomes_refused)
+        klog("%lu iopub subscriptions beyond %d a second were not welcomed", k->welcomes_refused,
+             WELCOMES_PER_SECOND);
     cell_discard(k);
     if (k->worker.pid)
         worker_kill(&k->worker, NULL);
+    heartbeat_stop(k->hb);
     for (int p = 0; p < PORT_COUNT; p++)
         if (k->sock[p])
             zmq_close(k->sock[p]);
@@ -171,6 +211,25 @@ void kernel_status(kernel *k, const wire_msg *parent, const char *state)
 
 /* ---- receiving ---- */
 
+/* Answers a request that will not be handled with an error reply (and, for a
+ * cell, the error on iopub, which is what a notebook shows under it). */
+static void refuse(kernel *k, enum conn_port channel, const wire_msg *req, const char *ename, const char *why)
+{
+    klog("refused %s: %s", req->msg_type, why);
+    json_t *err = json_pack("{s:s, s:s, s:[s+]}", "ename", ename, "evalue", why, "traceback", ename, ": ", why);
+    kernel_status(k, req, "busy");
+    if (strcmp(req->msg_type, "execute_request") == 0) {
+        kernel_publish(k, req, "error", json_deep_copy(err));
+        json_object_set_new(err, "execution_count", json_integer(k->exec_count));
+    }
+    json_object_set_new(err, "status", json_string("error"));
+    char reply_type[80];
+    snprintf(reply_type, sizeof reply_type, "%.*s_reply",
+             (int)(strlen(req->msg_type) - strlen("_request")), req->msg_type);
+    kernel_reply(k, k->sock[channel], req, reply_type, err);
+    kernel_status(k, req, "idle");
+}
+
 static void dispatch(kernel *k, enum conn_port channel, wire_msg *req)
 {
     handler_fn fn = shell_handler(req->msg_type, channel);
@@ -186,20 +245,36 @@ static void dispatch(kernel *k, enum conn_port channel, wire_msg *req)
         klog("dropped %s message: %s", conn_port_name(channel), why);
         return;
     }
-    kernel_status(k, req, "busy");
     if (bad) {
-        klog("refused %s", why);
-        char reply_type[80];
-        snprintf(reply_type, sizeof reply_type, "%.*s_reply",
-                 (int)(strlen(req->msg_type) - strlen("_request")), req->msg_type);
-        kernel_reply(k, k->sock[channel], req, reply_type,
-                     json_pack("{s:s, s:s, s:s, s:[s+]}", "status", "error", "ename", "ProtocolError",
-                               "evalue", why, "traceback", "ProtocolError: ", why));
-        kernel_status(k, req, "idle");
+        refuse(k, channel, req, "ProtocolError", why);
         return;
     }
+    kernel_status(k, req, "busy");
     if (fn(k, k->sock[channel], req) == HANDLED_DONE)
         kernel_status(k, req, "idle");
+}
+
+static void format_mib(char *buf, size_t len, size_t bytes)
+{
+    snprintf(buf, len, "%.1f MiB", bytes / 1048576.0);
+}
+
+/* A request larger than CUDALAB_MAX_MESSAGE (but under ZeroMQ's cap, twice
+ * that) is answered with an error that says so, instead of being run. */
+static bool refused_as_too_large(kernel *k, enum conn_port channel, const wire_msg *req, size_t bytes)
+{
+    if (bytes <= k->max_message)
+        return false;
+    char why[256], got[32], max[32];
+    format_mib(got, sizeof got, bytes);
+    format_mib(max, sizeof max, k->max_message);
+    snprintf(why, sizeof why, "the %s is %s; the kernel takes requests of up to %s (CUDALAB_MAX_MESSAGE)",
+             req->msg_type, got, max);
+    if (strstr(req->msg_type, "_request"))
+        refuse(k, channel, req, "RequestTooLarge", why);
+    else
+        klog("dropped %s message: %s", conn_port_name(channel), why);
+    return true;
 }
 
 /* Reads one message from a ROUTER socket. Returns 1 and fills req, 0 when
@@ -214,10 +289,17 @@ static int kernel_recv(kernel *k, enum conn_port channel, wire_msg *req)
     int rc = n < 0 ? -1 : wire_decode(frames, (size_t)n, k->sign, k->replay, req, why, sizeof why);
     if (n < 0)
         snprintf(why, sizeof why, "unreadable multipart message");
+    size_t bytes = 0;
+    for (int i = 0; i < n; i++)
+        bytes += frames[i].len;
     blobs_free(frames, n > 0 ? (size_t)n : 0);
     if (rc) {
         k->dropped++;
         klog("dropped %s message: %s", conn_port_name(channel), why);
+        return 0;
+    }
+    if (refused_as_too_large(k, channel, req, bytes)) {
+        wire_msg_free(req);
         return 0;
     }
     if (klog_verbose)
@@ -284,36 +366,52 @@ static void on_request(kernel *k, enum conn_port channel)
     wire_msg_free(&req);
 }
 
-/* REP echo: a request is read whole (every part) before it is sent back whole. */
-static void on_heartbeat(kernel *k)
+/* May another iopub_welcome go out? A client subscribes once per connection;
+ * a peer subscribing thousands of times a second must not make the kernel
+ * queue thousands of welcomes for every client (a token bucket). */
+static bool welcome_allowed(kernel *k)
 {
-    blob *parts;
-    int n;
-    while ((n = wire_recv(k->sock[PORT_HB], &parts)) > 0) {
-        for (int i = 0; i < n; i++)
-            zmq_send(k->sock[PORT_HB], parts[i].data, parts[i].len, i < n - 1 ? ZMQ_SNDMORE : 0);
-        blobs_free(parts, (size_t)n);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double now = ts.tv_sec + ts.tv_nsec / 1e9;
+    k->welcome_tokens += (now - k->welcome_at) * WELCOMES_PER_SECOND;
+    if (k->welcome_tokens > WELCOMES_PER_SECOND)
+        k->welcome_tokens = WELCOMES_PER_SECOND;
+    k->welcome_at = now;
+    if (k->welcome_tokens < 1) {
+        k->welcomes_refused++;
+        return false;
     }
+    k->welcome_tokens -= 1;
+    return true;
 }
 
-/* XPUB hands us subscriptions: answer each new one with iopub_welcome (JEP 65),
- * so a client knows it will not miss the messages that follow. */
+/* XPUB hands us subscriptions (ZMQ_XPUB_MANUAL): subscribe the peer to
+ * everything, and answer with iopub_welcome (JEP 65) so a client knows it will
+ * not miss the messages that follow. A flood of subscriptions is answered a
+ * batch per turn of the loop, and welcomes only for topics of a sane length,
+ * at a bounded rate. */
 static void on_subscription(kernel *k)
 {
+    void *s = k->sock[PORT_IOPUB];
     zmq_msg_t m;
-    zmq_msg_init(&m);
-    while (zmq_msg_recv(&m, k->sock[PORT_IOPUB], ZMQ_DONTWAIT) >= 0) {
+    for (int i = 0; i < SUBSCRIPTIONS_PER_TURN; i++) {
+        zmq_msg_init(&m);
+        if (zmq_msg_recv(&m, s, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&m);
+            return;
+        }
         const char *d = zmq_msg_data(&m);
         size_t len = zmq_msg_size(&m);
         if (len >= 1 && d[0] == 1) {
-            json_t *topic = json_stringn(d + 1, len - 1);   /* NULL unless valid UTF-8 */
-            if (topic)
+            zmq_setsockopt(s, ZMQ_SUBSCRIBE, "", 0);
+            json_t *topic = welcome_allowed(k)
+                            ? json_stringn(d + 1, len - 1) : NULL;
+            if (topic)                          /* NULL unless valid UTF-8 */
                 kernel_publish(k, NULL, "iopub_welcome", json_pack("{s:o}", "subscription", topic));
         }
         zmq_msg_close(&m);
-        zmq_msg_init(&m);
     }
-    zmq_msg_close(&m);
 }
 
 #define RESPAWN_LIMIT 3
@@ -374,17 +472,17 @@ int kernel_loop(kernel *k)
     if (worker_start(&k->worker, k->exe))
         klog("worker did not start; the first command will try again");
     while (!k->quit) {
-        zmq_pollitem_t it[7];
+        zmq_pollitem_t it[6];
         int n = 0;
         it[n++] = (zmq_pollitem_t){ k->sock[PORT_CONTROL], 0, ZMQ_POLLIN, 0 };
-        it[n++] = (zmq_pollitem_t){ k->sock[PORT_HB], 0, ZMQ_POLLIN, 0 };
         it[n++] = (zmq_pollitem_t){ k->sock[PORT_IOPUB], 0, ZMQ_POLLIN, 0 };
         it[n++] = (zmq_pollitem_t){ NULL, k->sigpipe[0], ZMQ_POLLIN, 0 };
         it[n++] = (zmq_pollitem_t){ k->sock[PORT_STDIN], 0, ZMQ_POLLIN, 0 };
         int wi = -1, si = -1;
         if (k->worker.fd >= 0) {
             wi = n;
-            it[n++] = (zmq_pollitem_t){ NULL, k->worker.fd, ZMQ_POLLIN, 0 };
+            short ev = ZMQ_POLLIN | (worker_writing(&k->worker) ? ZMQ_POLLOUT : 0);
+            it[n++] = (zmq_pollitem_t){ NULL, k->worker.fd, ev, 0 };
         }
         if (!k->cell) {
             si = n;
@@ -406,20 +504,20 @@ int kernel_loop(kernel *k)
             klog("poll failed: %s", zmq_strerror(zmq_errno()));
             return 1;
         }
-        if (it[1].revents)
-            on_heartbeat(k);
-        if (it[3].revents)
+        if (it[2].revents)
             on_signal_pipe(k);
         if (it[0].revents)
             on_request(k, PORT_CONTROL);
-        if (it[2].revents)
+        if (it[1].revents)
             on_subscription(k);
-        if (it[4].revents) {        /* no input_request is pending: drain and ignore */
+        if (it[3].revents) {        /* no input_request is pending: drain and ignore */
             wire_msg m;
             if (kernel_recv(k, PORT_STDIN, &m))
                 wire_msg_free(&m);
         }
-        if (wi >= 0 && it[wi].revents && !k->quit && k->worker.fd >= 0)
+        if (wi >= 0 && (it[wi].revents & ZMQ_POLLOUT) && !k->quit && k->worker.fd >= 0)
+            worker_flush(&k->worker);   /* a failure shows as the pipe's end, read below */
+        if (wi >= 0 && (it[wi].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) && !k->quit && k->worker.fd >= 0)
             on_worker(k);
         if (si >= 0 && it[si].revents && !k->quit)
             on_request(k, PORT_SHELL);

@@ -1,8 +1,10 @@
 /* kernel.h — the kernel process: sockets, session state and the event loop.
  *
- * One event loop polls control, shell (only while no cell runs), heartbeat,
- * the iopub XPUB (for subscriptions), the worker's pipe and a self-pipe that
- * turns signals into events. No handler blocks: long work is the worker's.
+ * One event loop polls control, shell (only while no cell runs), the iopub
+ * XPUB (for subscriptions), the worker's pipe and a self-pipe that turns
+ * signals into events. No handler blocks: long work is the worker's, and
+ * writes to it are buffered. Heartbeat is echoed by a thread of its own
+ * (heartbeat.h), so nothing the loop does can stall it.
  */
 #ifndef CUDALAB_KERNEL_H
 #define CUDALAB_KERNEL_H
@@ -18,10 +20,12 @@
 
 struct cell;
 struct history;
+struct heartbeat;
 
 typedef struct kernel {
     void *zctx;
-    void *sock[PORT_COUNT];         /* indexed by enum conn_port */
+    void *sock[PORT_COUNT];         /* indexed by enum conn_port; PORT_HB is the heartbeat thread's */
+    struct heartbeat *hb;
     signer *sign;
     replay_cache *replay;
     char session[37];
@@ -34,11 +38,12 @@ typedef struct kernel {
     int sigpipe[2];
     bool quit;
     unsigned long dropped;          /* messages refused by wire_decode */
-    double abort_before;            /* after a stop_on_error failure: execute requests dated
-                                       before this (epoch seconds) are aborted; 0 = none */
+    double welcome_tokens, welcome_at;  /* iopub_welcome's rate limit (kernel.c) */
+    unsigned long welcomes_refused;
     double grace_ms;                /* how long a stopped command may take to stop (CUDALAB_INTERRUPT_GRACE_MS) */
     double cell_timeout_ms;         /* per-cell limit, 0 = none (--cell-timeout, CUDALAB_CELL_TIMEOUT) */
     size_t max_output;              /* stream bytes per cell (CUDALAB_MAX_OUTPUT) */
+    size_t max_message;             /* bytes of one request (CUDALAB_MAX_MESSAGE) */
     int respawns;                   /* workers started in a row without one finishing a command */
 } kernel;
 

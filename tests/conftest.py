@@ -714,3 +714,46 @@ class HeartbeatMonitor:
 def kernel_conn(pair: KernelPair) -> dict:
     """The connection info of a kernel started by start_kernel, for a HeartbeatMonitor or Raw."""
     return pair.km.get_connection_info(session=False)
+
+
+class ZmtpPeer:
+    """A ZeroMQ peer spoken by hand over TCP (ZMTP 3.0, NULL mechanism): it sends frames of any
+    size to a kernel's socket without keeping anything itself. A pyzmq SUB keeps its own
+    subscriptions in a trie one level per byte, which a many-megabyte topic overflows (the
+    client crashes, not the kernel); this peer lets a test send such a subscription."""
+
+    def __init__(self, ip: str, port: int, socket_type: str):
+        self.sock = socket.create_connection((ip, port), timeout=5)
+        greeting = b"\xff" + b"\x00" * 8 + b"\x7f" + b"\x03\x00" + b"NULL".ljust(20, b"\x00") + b"\x00" * 32
+        self.sock.sendall(greeting)
+        self._recv_exact(64)
+        prop = b"\x0bSocket-Type" + len(socket_type).to_bytes(4, "big") + socket_type.encode()
+        self._frame(b"\x05READY" + prop, command=True)
+
+    def _recv_exact(self, n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = self.sock.recv(n - len(data))
+            if not chunk:
+                break
+            data += chunk
+        return data
+
+    def _frame(self, body: bytes, command: bool = False, more: bool = False) -> None:
+        flags = (0x04 if command else 0) | (0x01 if more else 0)
+        if len(body) > 255:
+            head = bytes([flags | 0x02]) + len(body).to_bytes(8, "big")
+        else:
+            head = bytes([flags, len(body)])
+        self.sock.sendall(head + body)
+
+    def send(self, *parts: bytes) -> None:
+        """Sends one message of these frames (the peer may drop the connection: no error)."""
+        try:
+            for i, p in enumerate(parts):
+                self._frame(p, more=i < len(parts) - 1)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        self.sock.close()

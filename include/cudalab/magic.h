@@ -107,6 +107,9 @@ typedef struct magic_ctx {
 } magic_ctx;
 
 void magic_stream(magic_ctx *ctx, const char *name, const char *text);
+#define RESULT_ECHO_MAX 1024     /* bytes of a long string parameter that a result repeats */
+/* Reports the command's result (doc and view stolen; a long input in
+ * doc.params is cut to RESULT_ECHO_MAX bytes, its length and digest). */
 void magic_result(magic_ctx *ctx, json_t *doc, json_t *view);
 void magic_progress(magic_ctx *ctx, const char *display_id, json_t *doc, json_t *view, enum result_mode mode);
 /* Cancellation: the worker's SIGINT handler (and the CLI's) sets the flag; long

@@ -1,8 +1,12 @@
 /* results.h — the results a session has seen, for %assert and %score.
  *
  * Every final result document of the session (a command's plain result, or the
- * final result of a sweep) is kept, newest first, up to RESULTS_KEEP of them,
- * with the execution count of the cell that made it. The kernel process records
+ * final result of a sweep) is kept, newest first, with the execution count of
+ * the cell that made it: a grade must not fail because an earlier answer was
+ * forgotten. Memory is still bounded (a session of thousands of cells, or a
+ * hostile one): past RESULTS_KEEP documents or RESULTS_MAX_BYTES of them the
+ * oldest go, and results_evicted says so, for the error that needs it.
+ * Documents are small: a result echoes at most a bounded part of its input. The kernel process records
  * what comes back from its worker; command-line mode records what it prints.
  * Nothing here touches CUDA: %assert reads documents, never devices.
  */
@@ -12,7 +16,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#define RESULTS_KEEP 64
+#define RESULTS_KEEP 20000
+#define RESULTS_MAX_BYTES (64u << 20)      /* of the documents, as compact JSON */
 
 typedef struct result_store result_store;
 
@@ -25,5 +30,8 @@ void results_record(result_store *rs, const json_t *doc, int cell);
 size_t results_count(const result_store *rs);
 /* The i-th newest document (0 = the newest), borrowed; *cell its cell. NULL past the end. */
 const json_t *results_get(const result_store *rs, size_t i, int *cell);
+/* How many documents were dropped to keep the bounds (0 = none), and the cell
+ * of the newest of them. */
+size_t results_evicted(const result_store *rs, int *last_cell);
 
 #endif

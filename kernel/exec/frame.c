@@ -42,19 +42,31 @@ static uint32_t get_be32(const unsigned char *b)
     return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
 }
 
+char *frame_encode(const json_t *msg, size_t *len)
+{
+    /* the 4 bytes of the length go in front of the text, in one buffer */
+    size_t n = json_dumpb(msg, NULL, 0, JSON_COMPACT);
+    if (n == 0 || n > FRAME_MAX)
+        return NULL;
+    char *buf = malloc(4 + n);
+    if (!buf || json_dumpb(msg, buf + 4, n, JSON_COMPACT) != n) {
+        free(buf);
+        return NULL;
+    }
+    buf[0] = (char)(n >> 24);
+    buf[1] = (char)(n >> 16);
+    buf[2] = (char)(n >> 8);
+    buf[3] = (char)n;
+    *len = 4 + n;
+    return buf;
+}
+
 int frame_write(int fd, const json_t *msg)
 {
-    char *text = json_dumps(msg, JSON_COMPACT);
-    if (!text)
-        return -1;
-    size_t n = strlen(text);
-    int rc = -1;
-    if (n <= FRAME_MAX) {
-        unsigned char hdr[4] = { (unsigned char)(n >> 24), (unsigned char)(n >> 16),
-                                 (unsigned char)(n >> 8), (unsigned char)n };
-        rc = write_all(fd, hdr, 4) || write_all(fd, text, n) ? -1 : 0;
-    }
-    free(text);
+    size_t n;
+    char *buf = frame_encode(msg, &n);
+    int rc = buf ? write_all(fd, buf, n) : -1;
+    free(buf);
     return rc;
 }
 
@@ -78,6 +90,11 @@ json_t *frame_read(int fd)
 
 long frame_fill(frame_reader *r, int fd)
 {
+    if (r->off > 0) {               /* drop the frames already taken, once per read */
+        memmove(r->buf, r->buf + r->off, r->len - r->off);
+        r->len -= r->off;
+        r->off = 0;
+    }
     if (r->cap - r->len < 65536) {
         size_t cap = r->cap ? r->cap * 2 : 65536;
         char *nb = realloc(r->buf, cap);
@@ -98,16 +115,17 @@ long frame_fill(frame_reader *r, int fd)
 int frame_next(frame_reader *r, json_t **out)
 {
     *out = NULL;
-    if (r->len < 4)
+    size_t have = r->len - r->off;
+    if (have < 4)
         return 0;
-    uint32_t n = get_be32((const unsigned char *)r->buf);
+    const char *p = r->buf + r->off;
+    uint32_t n = get_be32((const unsigned char *)p);
     if (n > FRAME_MAX)
         return -1;
-    if (r->len - 4 < n)
+    if (have - 4 < n)
         return 0;
-    *out = json_loadb(r->buf + 4, n, 0, NULL);
-    memmove(r->buf, r->buf + 4 + n, r->len - 4 - n);
-    r->len -= 4 + (size_t)n;
+    *out = json_loadb(p + 4, n, 0, NULL);
+    r->off += 4 + (size_t)n;
     return *out ? 1 : -1;
 }
 

@@ -15,7 +15,11 @@
 
 #define FRAME_MAX (256u << 20)
 
-/* Writes one frame, retrying on EINTR and short writes. Returns 0 or -1. */
+/* One frame as bytes (length and JSON), for a caller that writes it in pieces
+ * without blocking. Returns a malloc'd buffer of *len bytes, or NULL. */
+char *frame_encode(const json_t *msg, size_t *len);
+
+/* Writes one frame, blocking, retrying on EINTR and short writes. Returns 0 or -1. */
 int frame_write(int fd, const json_t *msg);
 
 /* Reads exactly one frame, blocking. Returns a new reference, or NULL on EOF/error. */
@@ -25,6 +29,7 @@ json_t *frame_read(int fd);
 typedef struct frame_reader {
     char *buf;
     size_t len, cap;
+    size_t off;                 /* frames before this have been taken */
 } frame_reader;
 
 /* Reads what the fd has now. Returns bytes read (> 0), 0 on EOF, -1 on error. */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -28,6 +29,7 @@ int worker_start(worker *w, const char *exe)
         klog("worker: socketpair: %s", strerror(errno));
         return -1;
     }
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         klog("worker: fork: %s", strerror(errno));
@@ -40,6 +42,11 @@ int worker_start(worker *w, const char *exe)
          * prints can corrupt anything; new process group so a terminal's ^C
          * reaches the kernel only, which decides what to stop */
         setpgid(0, 0);
+        /* the worker dies with its kernel, even in the middle of a long command
+         * (it notices a closed pipe only between commands); the signal survives
+         * exec, and a kernel that died before prctl is caught by getppid */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+            _exit(127);
         if (dup2(sv[1], 3) < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
             _exit(127);
         char *argv[] = { (char *)"cudalab", (char *)"--worker", (char *)"3", NULL };
@@ -58,15 +65,45 @@ int worker_run(worker *w, const char *exe, const command *cmd)
 {
     if (w->pid == 0 && worker_start(w, exe))
         return -1;
+    if (w->out_len > w->out_off) {
+        klog("worker: a command was sent while the previous one was still being written");
+        return -1;
+    }
     json_t *msg = json_pack("{s:s, s:s, s:O, s:s?}", "op", "run", "magic", cmd->magic->name,
                             "params", cmd->params, "body", cmd->body);
-    /* the pipe is non-blocking on our side; a run message is small, but wait for room */
-    int fl = fcntl(w->fd, F_GETFL);
-    fcntl(w->fd, F_SETFL, fl & ~O_NONBLOCK);
-    int rc = msg ? frame_write(w->fd, msg) : -1;
-    fcntl(w->fd, F_SETFL, fl);
+    size_t n = 0;
+    char *buf = msg ? frame_encode(msg, &n) : NULL;
     json_decref(msg);
-    return rc;
+    if (!buf)
+        return -1;
+    free(w->out);
+    w->out = buf;
+    w->out_len = n;
+    w->out_off = 0;
+    return worker_flush(w) < 0 ? -1 : 0;
+}
+
+int worker_flush(worker *w)
+{
+    while (w->out_off < w->out_len) {
+        ssize_t n = write(w->fd, w->out + w->out_off, w->out_len - w->out_off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 1;               /* the pipe is full: the loop waits until it is writable */
+        if (n <= 0)
+            return -1;              /* the worker is gone: its end of the pipe says so too */
+        w->out_off += (size_t)n;
+    }
+    free(w->out);
+    w->out = NULL;
+    w->out_len = w->out_off = 0;
+    return 0;
+}
+
+bool worker_writing(const worker *w)
+{
+    return w->out_off < w->out_len;
 }
 
 static void close_worker(worker *w)
@@ -74,6 +111,7 @@ static void close_worker(worker *w)
     if (w->fd >= 0)
         close(w->fd);
     frame_reader_reset(&w->rd);
+    free(w->out);
     worker_init(w);
 }
 

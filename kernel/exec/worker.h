@@ -19,13 +19,23 @@ typedef struct worker {
     pid_t pid;                  /* 0 when not running */
     int fd;                     /* kernel's end of the socketpair, -1 when not running */
     frame_reader rd;
+    char *out;                  /* the command being written to it, never blocking */
+    size_t out_len, out_off;
 } worker;
 
 void worker_init(worker *w);
 /* Starts the worker from the executable at exe. Returns 0 or -1 (logged). */
 int worker_start(worker *w, const char *exe);
-/* Sends one command. Starts the worker first if needed. Returns 0 or -1. */
+/* Sends one command, starting the worker first if needed. The kernel never
+ * blocks on the worker (a stopped worker and a large cell must not wedge it):
+ * what the pipe does not take now is written by worker_flush when the loop
+ * finds it writable. Returns 0 or -1. */
 int worker_run(worker *w, const char *exe, const command *cmd);
+/* Writes more of the pending command. Returns 0 when all is written, 1 when
+ * the pipe is full again, -1 when the worker is gone. */
+int worker_flush(worker *w);
+/* Is part of a command still waiting to be written? */
+bool worker_writing(const worker *w);
 /* Kills the worker (SIGKILL) and reaps it. *status gets the wait status when non-NULL. */
 void worker_kill(worker *w, int *status);
 /* Reaps a worker whose end of the pipe closed; describes how it ended into buf. */

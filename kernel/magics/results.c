@@ -2,11 +2,20 @@
 #include "cudalab/results.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+struct kept {
+    json_t *doc;
+    int cell;
+    size_t bytes;
+};
 
 struct result_store {
-    json_t *doc[RESULTS_KEEP];      /* a ring: head is the newest */
-    int cell[RESULTS_KEEP];
-    size_t head, n;
+    struct kept *v;             /* oldest first: appending is the common case */
+    size_t n, cap;
+    size_t bytes;
+    size_t evicted;
+    int evicted_cell;
 };
 
 result_store *results_new(void)
@@ -19,21 +28,44 @@ void results_free(result_store *rs)
     if (!rs)
         return;
     for (size_t i = 0; i < rs->n; i++)
-        json_decref(rs->doc[(rs->head + i) % RESULTS_KEEP]);
+        json_decref(rs->v[i].doc);
+    free(rs->v);
     free(rs);
+}
+
+/* Drops the oldest documents until one of `more` bytes fits the bounds. */
+static void make_room(result_store *rs, size_t more)
+{
+    size_t drop = 0;
+    while (drop < rs->n && (rs->n - drop >= RESULTS_KEEP || rs->bytes + more > RESULTS_MAX_BYTES)) {
+        rs->bytes -= rs->v[drop].bytes;
+        rs->evicted_cell = rs->v[drop].cell;
+        json_decref(rs->v[drop].doc);
+        drop++;
+    }
+    if (drop) {
+        memmove(rs->v, rs->v + drop, (rs->n - drop) * sizeof *rs->v);
+        rs->n -= drop;
+        rs->evicted += drop;
+    }
 }
 
 void results_record(result_store *rs, const json_t *doc, int cell)
 {
     if (!rs || !json_is_string(json_object_get(doc, "magic")))
         return;
-    rs->head = (rs->head + RESULTS_KEEP - 1) % RESULTS_KEEP;
-    if (rs->n == RESULTS_KEEP)
-        json_decref(rs->doc[rs->head]);     /* the oldest goes */
-    else
-        rs->n++;
-    rs->doc[rs->head] = json_incref((json_t *)doc);
-    rs->cell[rs->head] = cell;
+    size_t bytes = json_dumpb(doc, NULL, 0, JSON_COMPACT);
+    make_room(rs, bytes);
+    if (rs->n == rs->cap) {
+        size_t cap = rs->cap ? 2 * rs->cap : 64;
+        struct kept *nv = realloc(rs->v, cap * sizeof *nv);
+        if (!nv)
+            return;
+        rs->v = nv;
+        rs->cap = cap;
+    }
+    rs->v[rs->n++] = (struct kept){ json_incref((json_t *)doc), cell, bytes };
+    rs->bytes += bytes;
 }
 
 size_t results_count(const result_store *rs)
@@ -45,8 +77,15 @@ const json_t *results_get(const result_store *rs, size_t i, int *cell)
 {
     if (!rs || i >= rs->n)
         return NULL;
-    size_t at = (rs->head + i) % RESULTS_KEEP;
+    const struct kept *k = &rs->v[rs->n - 1 - i];
     if (cell)
-        *cell = rs->cell[at];
-    return rs->doc[at];
+        *cell = k->cell;
+    return k->doc;
+}
+
+size_t results_evicted(const result_store *rs, int *last_cell)
+{
+    if (last_cell)
+        *last_cell = rs ? rs->evicted_cell : 0;
+    return rs ? rs->evicted : 0;
 }

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "cudalab/render.h"
+#include "magics/parse_internal.h"
 #include "shell/cell.h"
 
 double cell_now_ms(void)
@@ -66,7 +67,11 @@ static void kernel_stream(void *impl, const char *name, const char *text)
         name = "stdout";
     size_t len = strlen(text);
     if (c->stream_bytes + len > k->max_output) {
-        /* a runaway command must not flood iopub: say so once and drop the rest */
+        /* a runaway command must not flood iopub: show what fits, at a
+         * character's boundary, say so once and drop the rest */
+        size_t fits = (size_t)utf8_clip(text, k->max_output - c->stream_bytes);
+        stream_append(k, name, text, fits);
+        c->stream_bytes += fits;
         char note[160];
         snprintf(note, sizeof note, "\n[cudalab: output truncated after %zu bytes "
                  "(CUDALAB_MAX_OUTPUT); the rest of this cell's output is not shown]\n", c->stream_bytes);

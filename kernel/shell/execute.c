@@ -4,9 +4,10 @@
  * the last line costs nothing. Local magics run at once; worker magics are
  * sent to the device worker and the cell waits (the loop keeps serving
  * control and heartbeat) until the worker says "done". The first error ends
- * the cell; with stop_on_error, execute requests sent before the error are
- * then aborted (by their header date, so a request still in flight when the
- * cell failed is aborted too, and one sent after the reply is not).
+ * the cell; with stop_on_error, the execute requests that arrived before its
+ * reply went out are then aborted. Arrival order on the kernel's side decides,
+ * as in ipykernel: a header's date is the client's clock, which may be minutes
+ * off ours, and must not decide which cells run.
  * What the cell shows is cell_output.c's.
  */
 #include <signal.h>
@@ -16,10 +17,13 @@
 
 #include "kernel.h"
 #include "log.h"
-#include "proto/msg.h"
+#include "magics/parse_internal.h"
 #include "shell/cell.h"
 
 enum handled handle_execute(kernel *k, void *sock, wire_msg *req);
+
+#define CELL_ECHO_MAX (64u << 10)       /* bytes of a cell that execute_input repeats */
+#define TRACEBACK_SOURCE_MAX 400        /* bytes of a command's line that an error quotes */
 
 /* ---- finishing ---- */
 
@@ -62,14 +66,11 @@ static void cell_finish(kernel *k)
     }
     json_object_set_new(reply, "execution_count", json_integer(c->count));
     /* Before the reply goes out: whatever a client sends after seeing it is
-     * newer, and whatever it queued before ("Run all") is aborted: requests
-     * already here or arriving within moments are drained now, later stragglers
-     * by their date. */
+     * newer, and whatever it queued before ("Run all") is aborted: the
+     * requests already here or arriving within moments are drained now. */
     struct drained *queued = NULL;
-    if (c->error && c->stop_on_error) {
-        k->abort_before = msg_now_seconds();
+    if (c->error && c->stop_on_error)
         queued = kernel_drain_shell(k);
-    }
     kernel_reply(k, k->sock[PORT_SHELL], &c->req, "execute_reply", reply);
     kernel_status(k, &c->req, "idle");
     k->cell = NULL;
@@ -77,11 +78,19 @@ static void cell_finish(kernel *k)
     kernel_answer_drained(k, queued);
 }
 
+/* The command's line as a traceback quotes it: a line of a 50 MB cell is cut. */
+static json_t *where_line(const command *cmd)
+{
+    int n = utf8_clip(cmd->source, TRACEBACK_SOURCE_MAX);
+    return json_sprintf("  in cell line %d: %.*s%s", cmd->line, n, cmd->source,
+                        cmd->source[n] ? " [...]" : "");
+}
+
 static void fail_command(kernel *k, const command *cmd, const char *ename, const char *evalue,
                          const json_t *extra)
 {
     json_t *tb = json_array();
-    json_array_append_new(tb, json_sprintf("  in cell line %d: %s", cmd->line, cmd->source));
+    json_array_append_new(tb, where_line(cmd));
     size_t i;
     json_t *line;
     json_array_foreach(extra, i, line)
@@ -288,6 +297,18 @@ void execute_abort(kernel *k, void *sock, const wire_msg *req)
                  json_pack("{s:s, s:i}", "status", "aborted", "execution_count", k->exec_count));
 }
 
+/* execute_input repeats the cell to every client; a huge one is repeated in
+ * part, saying so (the client that sent it has it whole). */
+static json_t *echoed_code(const char *text)
+{
+    size_t len = strlen(text);
+    if (len <= CELL_ECHO_MAX)
+        return json_string(text);
+    int n = utf8_clip(text, CELL_ECHO_MAX);
+    return json_sprintf("%.*s\n# [cudalab: the other %zu bytes of this %zu-byte cell are not repeated here]",
+                        n, text, len - (size_t)n, len);
+}
+
 static bool flag(const json_t *content, const char *key, bool def)
 {
     const json_t *v = json_object_get(content, key);
@@ -296,14 +317,6 @@ static bool flag(const json_t *content, const char *key, bool def)
 
 enum handled handle_execute(kernel *k, void *sock, wire_msg *req)
 {
-    if (k->abort_before > 0) {
-        double sent = msg_date_seconds(json_string_value(json_object_get(req->header, "date")));
-        if (sent >= 0 && sent < k->abort_before) {
-            /* sent before an earlier cell failed: the user's queue stops there */
-            execute_abort(k, sock, req);
-            return HANDLED_DONE;
-        }
-    }
     struct cell *c = calloc(1, sizeof *c);
     if (!c) {
         klog("out of memory for a cell");
@@ -325,7 +338,7 @@ enum handled handle_execute(kernel *k, void *sock, wire_msg *req)
     k->cell = c;
     if (!c->silent)
         kernel_publish(k, &c->req, "execute_input",
-                       json_pack("{s:s, s:i}", "code", text, "execution_count", c->count));
+                       json_pack("{s:o, s:i}", "code", echoed_code(text), "execution_count", c->count));
     parse_error perr;
     c->ncmds = cell_parse(text, &c->cmds, &perr);
     if (c->ncmds < 0) {

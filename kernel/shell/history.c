@@ -1,11 +1,23 @@
-/* history.c — the cells of this session, for history_request (tail, range, search). */
+/* history.c — the cells of this session, for history_request (tail, range, search).
+ *
+ * Bounded, so that a long session or a hostile client cannot grow the kernel
+ * for good: the newest HISTORY_KEEP cells within HISTORY_MAX_BYTES are kept,
+ * and a cell (or its output) longer than HISTORY_ENTRY_MAX is kept as a line
+ * giving its length and SHA-256 digest, which is all a history search or a
+ * frontend's up-arrow could use of a 50 MB paste.
+ */
 #include <fnmatch.h>
+#include <openssl/sha.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernel.h"
 
 #define HISTORY_SESSION 1   /* one kernel process = one session; history is not persisted */
+#define HISTORY_KEEP 10000
+#define HISTORY_MAX_BYTES (8u << 20)
+#define HISTORY_ENTRY_MAX (64u << 10)
 
 struct hentry {
     int line;
@@ -16,6 +28,7 @@ struct hentry {
 struct history {
     struct hentry *v;
     size_t n, cap;
+    size_t bytes;           /* of every input and output kept */
 };
 
 enum handled handle_history(kernel *k, void *sock, wire_msg *req);
@@ -37,28 +50,77 @@ void history_free(struct history *h)
     free(h);
 }
 
+/* A copy of text, or for a long one the line that stands for it. */
+static char *kept_text(const char *text, const char *what)
+{
+    size_t len = strlen(text);
+    if (len <= HISTORY_ENTRY_MAX)
+        return strdup(text);
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    SHA256((const unsigned char *)text, len, md);
+    char hex[2 * SHA256_DIGEST_LENGTH + 1];
+    for (size_t i = 0; i < sizeof md; i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    char *line = malloc(256);
+    if (line)
+        snprintf(line, 256, "# [cudalab: a %zu-byte %s (sha256 %s) is longer than history keeps (%u bytes)]",
+                 len, what, hex, HISTORY_ENTRY_MAX);
+    return line;
+}
+
+static size_t entry_bytes(const struct hentry *e)
+{
+    return strlen(e->input) + (e->output ? strlen(e->output) : 0);
+}
+
+/* Drops the oldest entries until the bounds hold with room for `more` bytes. */
+static void make_room(struct history *h, size_t more)
+{
+    size_t drop = 0;
+    while (drop < h->n && (h->n - drop >= HISTORY_KEEP || h->bytes + more > HISTORY_MAX_BYTES)) {
+        h->bytes -= entry_bytes(&h->v[drop]);
+        free(h->v[drop].input);
+        free(h->v[drop].output);
+        drop++;
+    }
+    if (drop) {
+        memmove(h->v, h->v + drop, (h->n - drop) * sizeof *h->v);
+        h->n -= drop;
+    }
+}
+
 void history_add(struct history *h, int line, const char *input)
 {
+    char *copy = kept_text(input, "cell");
+    if (!copy)
+        return;
+    make_room(h, strlen(copy));
     if (h->n == h->cap) {
         size_t cap = h->cap ? 2 * h->cap : 64;
         struct hentry *nv = realloc(h->v, cap * sizeof *nv);
-        if (!nv)
+        if (!nv) {
+            free(copy);
             return;
+        }
         h->v = nv;
         h->cap = cap;
     }
-    char *copy = strdup(input);
-    if (!copy)
-        return;
     h->v[h->n++] = (struct hentry){ line, copy, NULL };
+    h->bytes += strlen(copy);
 }
 
 void history_set_output(struct history *h, int line, const char *output)
 {
     if (h->n == 0 || h->v[h->n - 1].line != line)
         return;
-    free(h->v[h->n - 1].output);
-    h->v[h->n - 1].output = output ? strdup(output) : NULL;
+    struct hentry *e = &h->v[h->n - 1];
+    if (e->output) {
+        h->bytes -= strlen(e->output);
+        free(e->output);
+    }
+    e->output = output ? kept_text(output, "output") : NULL;
+    if (e->output)
+        h->bytes += strlen(e->output);
 }
 
 static json_t *entry_json(const struct hentry *e, int with_output)
