@@ -65,10 +65,10 @@ static void limit_socket(kernel *k, void *s, enum conn_port p)
     } else if (p == PORT_IOPUB) {
         int64_t max = SUBSCRIPTION_MAX_BYTES;
         zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max, sizeof max);
-        /* subscriptions are passed up, not kept by ZeroMQ: on_subscription
-         * subscribes each peer to everything (a SUB filters on its side too),
-         * so a peer sending many long topics grows nothing */
-        zmq_setsockopt(s, ZMQ_XPUB_MANUAL, &one, sizeof one);
+        /* pass every subscription up, so each client gets its welcome (not
+         * ZMQ_XPUB_MANUAL: in libzmq 4.3 its pending-pipe queue goes out of
+         * step when peers send other frames or leave, a hostile peer's game) */
+        zmq_setsockopt(s, ZMQ_XPUB_VERBOSE, &one, sizeof one);
         /* a slow client must not lose a cell's last outputs or its idle status:
          * queue deeply (streams are coalesced, so a cell sends few messages) */
         int hwm = 100000;
@@ -386,9 +386,8 @@ static bool welcome_allowed(kernel *k)
     return true;
 }
 
-/* XPUB hands us subscriptions (ZMQ_XPUB_MANUAL): subscribe the peer to
- * everything, and answer with iopub_welcome (JEP 65) so a client knows it will
- * not miss the messages that follow. A flood of subscriptions is answered a
+/* XPUB hands us subscriptions: answer each with iopub_welcome (JEP 65), so a
+ * client knows it will not miss the messages that follow. A flood of subscriptions is answered a
  * batch per turn of the loop, and welcomes only for topics of a sane length,
  * at a bounded rate. */
 static void on_subscription(kernel *k)
@@ -404,7 +403,6 @@ static void on_subscription(kernel *k)
         const char *d = zmq_msg_data(&m);
         size_t len = zmq_msg_size(&m);
         if (len >= 1 && d[0] == 1) {
-            zmq_setsockopt(s, ZMQ_SUBSCRIBE, "", 0);
             json_t *topic = welcome_allowed(k)
                             ? json_stringn(d + 1, len - 1) : NULL;
             if (topic)                          /* NULL unless valid UTF-8 */

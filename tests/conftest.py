@@ -757,3 +757,9 @@ class ZmtpPeer:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def sanitized_kernel() -> bool:
+    """Is the kernel under test built with AddressSanitizer? Its quarantine holds freed memory,
+    so resident-memory bounds are checked only against a release build."""
+    return b"__asan_init" in kernel_binary().read_bytes()
