@@ -12,19 +12,12 @@
 #include "log.h"
 
 struct heartbeat {
+    void *zctx;                 /* its own context: its own I/O thread */
     void *sock;                 /* REP, owned by the thread once started */
     void *stop_rx, *stop_tx;    /* inproc PAIR: the main thread asks the echo to end */
     pthread_t thread;
+    char endpoint[512];
 };
-
-void heartbeat_configure(void *sock)
-{
-    int64_t max = HEARTBEAT_MAX_BYTES;
-    int hwm = 64;
-    zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &max, sizeof max);
-    zmq_setsockopt(sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
-    zmq_setsockopt(sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
-}
 
 /* Echoes one request: every part is moved back out as it arrives (REP adds
  * the envelope). A request of too many parts is read to its end and not answered. */
@@ -74,30 +67,58 @@ static void *echo_loop(void *arg)
     }
 }
 
-heartbeat *heartbeat_start(void *zctx, void *sock)
+static void close_all(heartbeat *hb)
+{
+    int zero = 0;
+    void *socks[] = { hb->sock, hb->stop_rx, hb->stop_tx };
+    for (size_t i = 0; i < sizeof socks / sizeof *socks; i++)
+        if (socks[i]) {
+            zmq_setsockopt(socks[i], ZMQ_LINGER, &zero, sizeof zero);
+            zmq_close(socks[i]);
+        }
+    if (hb->zctx)
+        zmq_ctx_term(hb->zctx);
+    free(hb);
+}
+
+heartbeat *heartbeat_start(const char *endpoint, bool ipv6)
 {
     heartbeat *hb = calloc(1, sizeof *hb);
     if (!hb)
         return NULL;
-    char ep[64];
-    snprintf(ep, sizeof ep, "inproc://cudalab-heartbeat-%p", (void *)hb);
-    hb->sock = sock;
-    hb->stop_rx = zmq_socket(zctx, ZMQ_PAIR);
-    hb->stop_tx = zmq_socket(zctx, ZMQ_PAIR);
-    int zero = 0;
-    if (hb->stop_rx && hb->stop_tx && zmq_bind(hb->stop_rx, ep) == 0 && zmq_connect(hb->stop_tx, ep) == 0) {
-        zmq_setsockopt(hb->stop_tx, ZMQ_LINGER, &zero, sizeof zero);
-        zmq_setsockopt(hb->stop_rx, ZMQ_LINGER, &zero, sizeof zero);
-        if (pthread_create(&hb->thread, NULL, echo_loop, hb) == 0)
-            return hb;
+    int64_t max = HEARTBEAT_MAX_BYTES;
+    int hwm = 64, one = 1;
+    size_t len = sizeof hb->endpoint;
+    const char *stop_ep = "inproc://cudalab-heartbeat-stop";
+    if (!(hb->zctx = zmq_ctx_new()) || !(hb->sock = zmq_socket(hb->zctx, ZMQ_REP)) ||
+        !(hb->stop_rx = zmq_socket(hb->zctx, ZMQ_PAIR)) || !(hb->stop_tx = zmq_socket(hb->zctx, ZMQ_PAIR))) {
+        klog("heartbeat: cannot create its sockets: %s", zmq_strerror(zmq_errno()));
+        close_all(hb);
+        return NULL;
     }
-    klog("heartbeat: cannot start its thread: %s", zmq_strerror(zmq_errno()));
-    if (hb->stop_rx)
-        zmq_close(hb->stop_rx);
-    if (hb->stop_tx)
-        zmq_close(hb->stop_tx);
-    free(hb);
-    return NULL;
+    zmq_setsockopt(hb->sock, ZMQ_MAXMSGSIZE, &max, sizeof max);
+    zmq_setsockopt(hb->sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(hb->sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    if (ipv6)
+        zmq_setsockopt(hb->sock, ZMQ_IPV6, &one, sizeof one);
+    if (zmq_bind(hb->sock, endpoint) < 0 ||
+        zmq_getsockopt(hb->sock, ZMQ_LAST_ENDPOINT, hb->endpoint, &len) < 0) {
+        klog("cannot bind heartbeat socket to %s: %s", endpoint, zmq_strerror(zmq_errno()));
+        close_all(hb);
+        return NULL;
+    }
+    if (zmq_bind(hb->stop_rx, stop_ep) < 0 || zmq_connect(hb->stop_tx, stop_ep) < 0 ||
+        pthread_create(&hb->thread, NULL, echo_loop, hb) != 0) {
+        klog("heartbeat: cannot start its thread");
+        close_all(hb);
+        return NULL;
+    }
+    return hb;
+}
+
+const char *heartbeat_endpoint(const heartbeat *hb)
+{
+    return hb->endpoint;
 }
 
 void heartbeat_stop(heartbeat *hb)
@@ -106,10 +127,5 @@ void heartbeat_stop(heartbeat *hb)
         return;
     zmq_send(hb->stop_tx, "", 0, 0);
     pthread_join(hb->thread, NULL);
-    int zero = 0;
-    zmq_setsockopt(hb->sock, ZMQ_LINGER, &zero, sizeof zero);
-    zmq_close(hb->sock);
-    zmq_close(hb->stop_rx);
-    zmq_close(hb->stop_tx);
-    free(hb);
+    close_all(hb);
 }

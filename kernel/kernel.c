@@ -49,7 +49,8 @@ static int install_signals(kernel *k)
     return 0;
 }
 
-static const int socket_types[PORT_COUNT] = { ZMQ_ROUTER, ZMQ_XPUB, ZMQ_ROUTER, ZMQ_ROUTER, ZMQ_REP };
+/* PORT_HB is the heartbeat thread's (heartbeat.h) */
+static const int socket_types[PORT_COUNT] = { ZMQ_ROUTER, ZMQ_XPUB, ZMQ_ROUTER, ZMQ_ROUTER, 0 };
 
 /* What a peer can make the kernel hold is capped per socket, before anything
  * is allocated: ZeroMQ drops a peer whose frame is larger than ZMQ_MAXMSGSIZE
@@ -60,9 +61,7 @@ static const int socket_types[PORT_COUNT] = { ZMQ_ROUTER, ZMQ_XPUB, ZMQ_ROUTER, 
 static void limit_socket(kernel *k, void *s, enum conn_port p)
 {
     int one = 1;
-    if (p == PORT_HB) {
-        heartbeat_configure(s);
-    } else if (p == PORT_IOPUB) {
+    if (p == PORT_IOPUB) {
         int64_t max = SUBSCRIPTION_MAX_BYTES;
         zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max, sizeof max);
         /* pass every subscription up, so each client gets its welcome (not
@@ -145,12 +144,11 @@ int kernel_open(kernel *k, const conn_info *c)
         return -1;
     }
     for (int p = 0; p < PORT_COUNT; p++)
-        if (open_socket(k, c, (enum conn_port)p))
+        if (p != PORT_HB && open_socket(k, c, (enum conn_port)p))
             return -1;
-    if (!(k->hb = heartbeat_start(k->zctx, k->sock[PORT_HB])))
-        return -1;
-    k->sock[PORT_HB] = NULL;            /* the heartbeat thread's now */
-    return 0;
+    char ep[512];
+    conn_endpoint(c, PORT_HB, ep, sizeof ep);
+    return (k->hb = heartbeat_start(ep, conn_is_ipv6(c))) ? 0 : -1;
 }
 
 void kernel_close(kernel *k)

@@ -24,7 +24,7 @@ struct heartbeat;
 
 typedef struct kernel {
     void *zctx;
-    void *sock[PORT_COUNT];         /* indexed by enum conn_port; PORT_HB is the heartbeat thread's */
+    void *sock[PORT_COUNT];         /* indexed by enum conn_port; NULL for PORT_HB, the heartbeat thread's */
     struct heartbeat *hb;
     signer *sign;
     replay_cache *replay;

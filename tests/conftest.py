@@ -678,7 +678,8 @@ class HeartbeatMonitor:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        ctx = zmq.Context.instance()
+        # a context of its own: its I/O thread must not queue behind a test's 50 MB sends
+        ctx = zmq.Context()
         sock = ctx.socket(zmq.REQ)
         sock.setsockopt(zmq.LINGER, 0)
         sock.connect(self.url)
@@ -696,6 +697,7 @@ class HeartbeatMonitor:
                 self._stop.wait(max(0.0, self.period - (time.monotonic() - t0)))
         finally:
             sock.close()
+            ctx.term()
 
     def __enter__(self) -> "HeartbeatMonitor":
         self._thread.start()
