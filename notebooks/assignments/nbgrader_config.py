@@ -1,5 +1,8 @@
 # nbgrader configuration of the sample cudalab course (run every nbgrader command from this folder).
 # README.md beside this file explains each setting.
+from nbgrader.preprocessors import (CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteCells,
+                                    OverwriteKernelspec)
+
 c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
 
 c.CourseDirectory.course_id = "cudalab-sample"
@@ -30,3 +33,30 @@ c.Execute.kernel_name = "cudalab"
 c.Execute.timeout = 120
 # Kernel start-up: the cudalab kernel is up in well under a second.
 c.Execute.startup_timeout = 60
+
+# What a submission cannot change. Before running a submission, autograde writes every locked cell
+# (the questions and the test cells) over with the source version, its points and its checksum, and
+# clears every output: an edited, unlocked, re-typed or re-scored test cell and forged outputs count
+# for nothing. Two gaps remain in nbgrader's defaults, closed here:
+# - a deleted test cell (or one whose nbgrader metadata was removed) would get no score and wait for
+#   manual grading: put it back after the cell before it, and grade it as any other.
+c.OverwriteCells.add_missing_cells = True
+
+
+class DropDuplicateIds(DeduplicateIds):
+    """A copied test cell (JupyterLab copies a cell's metadata) makes two cells with one grade_id.
+    nbgrader keeps the last as the test cell and leaves "nbgrader": {} on the other, which
+    CheckCellMetadata then reads as metadata of an old version: autograde stops there for every
+    student after this one (jupyter/nbgrader#1083). Removing the empty metadata makes the copy an
+    ordinary cell; the test cell kept is written over with the source version as usual."""
+
+    def preprocess_cell(self, cell, resources, index):
+        cell, resources = super().preprocess_cell(cell, resources, index)
+        if cell.metadata.get("nbgrader") == {}:
+            del cell.metadata["nbgrader"]
+        return cell, resources
+
+
+# - the copy: nbgrader's own list of sanitizing steps, with the deduplication above.
+c.Autograde.sanitize_preprocessors = [ClearOutput, DropDuplicateIds, OverwriteKernelspec, OverwriteCells,
+                                      CheckCellMetadata]
