@@ -134,8 +134,8 @@ int kernel_open(kernel *k, const conn_info *c)
     msg_uuid(k->session);
     ssize_t n = readlink("/proc/self/exe", k->exe, sizeof k->exe - 1);
     k->exe[n > 0 ? n : 0] = '\0';
-    k->sign = signer_new(c->key, c->key_len);
-    k->replay = replay_new(1u << 14);
+    k->sign = signer_new(c->scheme, c->key, c->key_len);
+    k->replay = replay_new(NULL);
     k->history = history_new();
     k->results = results_new();
     k->zctx = zmq_ctx_new();

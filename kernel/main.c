@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zmq.h>
 
 #include "cudalab/version.h"
 #include "exec/cli.h"
@@ -24,6 +25,29 @@ static void usage(FILE *f)
           f);
 }
 
+/* After binding ports of 0: reads the ports chosen back from the sockets and
+ * writes them to the connection file, where clients look for them. */
+static int save_chosen_ports(const kernel *k, conn_info *c, const char *path)
+{
+    char err[512];
+    for (int p = 0; p < PORT_COUNT; p++) {
+        if (c->ports[p] != 0)
+            continue;
+        char ep[512];
+        size_t len = sizeof ep;
+        if (zmq_getsockopt(k->sock[p], ZMQ_LAST_ENDPOINT, ep, &len) != 0 ||
+            (c->ports[p] = conn_endpoint_port(ep)) < 0) {
+            klog("cannot tell which port the %s socket was given", conn_port_name((enum conn_port)p));
+            return -1;
+        }
+    }
+    if (conn_save_ports(path, c, err, sizeof err)) {
+        klog("%s", err);
+        return -1;
+    }
+    return 0;
+}
+
 static int run_kernel(const char *path)
 {
     conn_info c;
@@ -32,8 +56,15 @@ static int run_kernel(const char *path)
         klog("%s", err);
         return 2;
     }
+    if (conn_resolve(&c, err, sizeof err)) {
+        klog("%s", err);
+        conn_free(&c);
+        return 2;
+    }
+    bool save_ports = conn_has_unset_port(&c);
+    conn_choose_ipc_ports(&c);
     kernel k;
-    int rc = kernel_open(&k, &c) ? 1 : kernel_loop(&k);
+    int rc = kernel_open(&k, &c) || (save_ports && save_chosen_ports(&k, &c, path)) ? 1 : kernel_loop(&k);
     kernel_close(&k);
     conn_free(&c);
     return rc;

@@ -1,11 +1,18 @@
-/* conn.c — parse and validate a Jupyter connection file (see conn.h). */
+/* conn.c — parse and validate a Jupyter connection file, resolve its address
+ * and write back the ports chosen at bind (see conn.h). */
 #include "proto/conn.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
+#include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char *const port_keys[PORT_COUNT] = {
     "shell_port", "iopub_port", "stdin_port", "control_port", "hb_port",
@@ -68,13 +75,15 @@ static int parse_key(json_t *root, conn_info *c, char *err, size_t errlen)
         return fail(err, errlen, "connection file: \"%s\" must be a string", "key");
     const char *k = key ? json_string_value(key) : "";
     size_t klen = key ? json_string_length(key) : 0;
-    if (klen > 0) {
-        const char *s = json_is_string(scheme) ? json_string_value(scheme) : "hmac-sha256";
-        if (scheme && !json_is_string(scheme))
+    c->scheme = SIGN_SCHEME_DEFAULT;
+    if (klen > 0 && scheme) {
+        if (!json_is_string(scheme))
             return fail(err, errlen, "connection file: \"%s\" must be a string", "signature_scheme");
-        if (strcmp(s, "hmac-sha256") != 0)
-            return fail(err, errlen, "connection file: signature_scheme \"%s\" is not supported "
-                        "(only hmac-sha256)", s);
+        int found = sign_scheme_parse(json_string_value(scheme));
+        if (found < 0)
+            return fail(err, errlen, "connection file: signature_scheme \"%.64s\" is not supported "
+                        "(supported: %s)", json_string_value(scheme), sign_scheme_names());
+        c->scheme = (enum sign_scheme)found;
     }
     c->key = malloc(klen + 1);
     if (!c->key)
@@ -161,4 +170,121 @@ void conn_endpoint(const conn_info *c, enum conn_port p, char *buf, size_t len)
         snprintf(buf, len, conn_is_ipv6(c) ? "tcp://[%s]:*" : "tcp://%s:*", c->ip);
     else
         snprintf(buf, len, conn_is_ipv6(c) ? "tcp://[%s]:%d" : "tcp://%s:%d", c->ip, port);
+}
+
+/* ---- what binding needs: addresses and ports ---- */
+
+int conn_resolve(conn_info *c, char *err, size_t errlen)
+{
+    struct in_addr v4;
+    /* "*", dotted quads and IPv6 literals (with a zone too) go to ZeroMQ as they are */
+    if (strcmp(c->transport, "tcp") != 0 || strcmp(c->ip, "*") == 0 || strchr(c->ip, ':') ||
+        inet_pton(AF_INET, c->ip, &v4) == 1)
+        return 0;
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res;
+    int rc = getaddrinfo(c->ip, NULL, &hints, &res);
+    if (rc != 0)
+        return fail(err, errlen, "connection file: ip \"%s\" does not resolve to an address: %s",
+                    c->ip, rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+    const struct addrinfo *pick = res;
+    for (const struct addrinfo *a = res; a; a = a->ai_next)
+        if (a->ai_family == AF_INET) {
+            pick = a;
+            break;
+        }
+    const void *addr = pick->ai_family == AF_INET
+                           ? (const void *)&((const struct sockaddr_in *)pick->ai_addr)->sin_addr
+                           : (const void *)&((const struct sockaddr_in6 *)pick->ai_addr)->sin6_addr;
+    char text[INET6_ADDRSTRLEN];
+    bool ok = inet_ntop(pick->ai_family, addr, text, sizeof text) != NULL;
+    freeaddrinfo(res);
+    if (!ok)
+        return fail(err, errlen, "connection file: ip \"%s\" resolves to no usable address", c->ip);
+    snprintf(c->ip, sizeof c->ip, "%s", text);
+    return 0;
+}
+
+bool conn_has_unset_port(const conn_info *c)
+{
+    for (int p = 0; p < PORT_COUNT; p++)
+        if (c->ports[p] == 0)
+            return true;
+    return false;
+}
+
+static bool ipc_suffix_taken(const conn_info *c, int n)
+{
+    for (int p = 0; p < PORT_COUNT; p++)
+        if (c->ports[p] == n)
+            return true;
+    char path[sizeof c->ip + 16];
+    snprintf(path, sizeof path, "%s-%d", c->ip, n);
+    return access(path, F_OK) == 0;
+}
+
+void conn_choose_ipc_ports(conn_info *c)
+{
+    if (strcmp(c->transport, "ipc") != 0)
+        return;
+    int n = 1;
+    for (int p = 0; p < PORT_COUNT; p++) {
+        if (c->ports[p] != 0)
+            continue;
+        while (ipc_suffix_taken(c, n))
+            n++;
+        c->ports[p] = n;
+    }
+}
+
+int conn_endpoint_port(const char *endpoint)
+{
+    const char *colon = strrchr(endpoint, ':');
+    char *end;
+    long port = colon ? strtol(colon + 1, &end, 10) : -1;
+    return colon && end != colon + 1 && *end == '\0' && port > 0 && port <= 65535 ? (int)port : -1;
+}
+
+/* Writes text to a new file beside path, of path's mode, and renames it over path. */
+static int replace_file(const char *path, const char *text, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return fail(err, errlen, "cannot stat connection file %s: %s", path, strerror(errno));
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);   /* it holds the key */
+    if (fd < 0)
+        return fail(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
+    size_t len = strlen(text);
+    errno = 0;
+    int e = write(fd, text, len) == (ssize_t)len && fchmod(fd, st.st_mode & 07777) == 0 ? 0
+            : errno ? errno : EIO;  /* a short write leaves errno alone */
+    if (close(fd) != 0 && !e)
+        e = errno;
+    if (!e && rename(tmp, path) != 0)
+        e = errno;
+    if (!e)
+        return 0;
+    unlink(tmp);
+    return fail(err, errlen, "cannot rewrite connection file %s: %s", path, strerror(e));
+}
+
+int conn_save_ports(const char *path, const conn_info *c, char *err, size_t errlen)
+{
+    json_error_t jerr;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return fail(err, errlen, "connection file %s changed under us: %s", path, jerr.text);
+    }
+    int rc = 0;
+    for (int p = 0; p < PORT_COUNT && rc == 0; p++)
+        rc = json_object_set_new(root, port_keys[p], json_integer(c->ports[p]));
+    char *text = rc == 0 ? json_dumps(root, JSON_INDENT(2)) : NULL;
+    json_decref(root);
+    if (!text)
+        return fail(err, errlen, "connection file: %s", "out of memory");
+    rc = replace_file(path, text, err, errlen);
+    free(text);
+    return rc;
 }

@@ -2,6 +2,7 @@
 #include "proto/wire.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <zmq.h>
 
 #include "log.h"
+#include "proto/msg.h"
 
 void blobs_free(blob *b, size_t n)
 {
@@ -97,6 +99,16 @@ static int check_header(const json_t *h, char *why, size_t whylen)
     return 0;
 }
 
+/* Asks the replay cache about a message whose signature checked out. */
+static int check_replay(replay_cache *replay, const json_t *h, const blob *sig, char *why, size_t whylen)
+{
+    const json_t *session = json_object_get(h, "session");
+    const char *date = json_string_value(json_object_get(h, "date"));
+    enum replay_verdict v = replay_admit(replay, json_string_value(session), json_string_length(session),
+                                         date ? msg_date_seconds(date) : NAN, sig->data, sig->len);
+    return v == REPLAY_FRESH ? 0 : why_fail(why, whylen, replay_reason(replay, v));
+}
+
 static size_t find_delim(const blob *frames, size_t n)
 {
     size_t dl = strlen(WIRE_DELIM);
@@ -123,10 +135,8 @@ int wire_decode(const blob *frames, size_t n, const signer *s, replay_cache *rep
         if (sig->len == 0)
             return why_fail(why, whylen, "missing signature");
         if (!wire_verify(s, sig->data, sig->len, parts, lens, 4))
-            return why_fail(why, whylen, sig->len != SIG_HEX_LEN ? "signature of wrong length"
-                                                                 : "wrong signature");
-        if (replay && replay_seen(replay, sig->data))
-            return why_fail(why, whylen, "duplicate signature (replayed message)");
+            return why_fail(why, whylen, sig->len != signer_hex_len(s) ? "signature of wrong length"
+                                                                       : "wrong signature");
     }
     out->header = load_object(&json[0]);
     out->parent = load_object(&json[1]);
@@ -136,7 +146,8 @@ int wire_decode(const blob *frames, size_t n, const signer *s, replay_cache *rep
         wire_msg_free(out);
         return why_fail(why, whylen, "a JSON frame is not a valid UTF-8 JSON object");
     }
-    if (check_header(out->header, why, whylen)) {
+    if (check_header(out->header, why, whylen) ||
+        (signer_enabled(s) && replay && check_replay(replay, out->header, sig, why, whylen))) {
         wire_msg_free(out);
         return -1;
     }
@@ -217,7 +228,7 @@ int wire_send(void *sock, const signer *s, const blob *ids, size_t nids, const j
         wire_dumps(header, &lens[0]), wire_dumps(parent, &lens[1]),
         wire_dumps(metadata, &lens[2]), wire_dumps(content, &lens[3]),
     };
-    char sig[SIG_HEX_LEN + 1] = "";
+    char sig[SIG_HEX_MAX + 1] = "";
     int rc = -1;
     if (!parts[0] || !parts[1] || !parts[2] || !parts[3])
         goto done;

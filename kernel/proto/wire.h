@@ -35,7 +35,8 @@ typedef struct wire_msg {
 } wire_msg;
 
 /* Decodes frames (borrowed). Returns 0 and fills out, or -1 with why filled
- * (a short reason for the log). The replay cache may be NULL. */
+ * (a short reason for the log). With signing on, a message is then judged by
+ * the replay cache (see replay.h), which may be NULL (no replay check). */
 int wire_decode(const blob *frames, size_t n, const signer *s, replay_cache *replay, wire_msg *out,
                 char *why, size_t whylen);
 void wire_msg_free(wire_msg *m);
