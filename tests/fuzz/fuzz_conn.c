@@ -2,9 +2,10 @@
  *
  * The input is the file's text as is. On success the parsed fields must be
  * what the rest of the kernel assumes: a NUL-terminated transport of "tcp" or
- * "ipc", a non-empty ip, ports in 0..65535, a key of key_len bytes; every
- * endpoint string must fit its buffer. On failure there must be a reason and
- * nothing may be left allocated (with -DFUZZ_CONN_ONE_LINE: a reason of one line).
+ * "ipc", a non-empty ip, ports in 0..65535, a key of key_len bytes, a
+ * supported signature scheme; every endpoint string must fit its buffer. On
+ * failure there must be a reason and nothing may be left allocated (with
+ * -DFUZZ_CONN_ONE_LINE: a reason of one line).
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -57,6 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     (void)conn_is_ipv6(&c);
     check(c.key != NULL && strlen(c.key) == c.key_len, "key of key_len bytes");
+    check((unsigned)c.scheme < SIGN_SCHEME_COUNT, "a supported signature scheme");
     conn_free(&c);
     check(c.key == NULL, "conn_free clears the key");
     return 0;

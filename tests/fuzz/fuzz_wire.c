@@ -12,15 +12,16 @@
  *   0x04  decode the same frames a second time with the same replay cache: a
  *         signed message accepted once must now be refused as a replay
  *   0x08  instead of a message, drive the replay cache with the input as a
- *         stream of operations and compare it with a simple model
- *   0x70  (with 0x08) replay cache capacity - 1
- *   0x80  (without 0x08) a replay cache of capacity 2 instead of 1024
+ *         stream of operations (see fuzz_replay) and check its promise
+ *   0x70  (with 0x08) replay cache digest capacity - 1
+ *   0x80  (without 0x08) a replay cache of 2 digests instead of the default
  *
  * Properties checked (abort() on violation, so libFuzzer reports a crash):
  * success fills msg_type/msg_id as non-empty strings and four JSON objects;
  * failure leaves a reason and an empty message; a keyed decode succeeds only
- * with a correct signature; the replay cache answers exactly like a FIFO of
- * the last `capacity` signatures.
+ * with a correct signature; the replay cache never accepts a signature twice,
+ * however small it is and whatever the dates and the time between.
+ * The replay cache's clock is the fuzzer's, so a run depends only on its input.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -28,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/replay.h"
 #include "proto/sign.h"
 #include "proto/wire.h"
 
@@ -38,6 +40,19 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static signer *keyed, *unsigned_signer;
+static double fuzz_now = 1e6;   /* the replay cache's clock */
+
+static double fuzz_clock(void)
+{
+    return fuzz_now;
+}
+
+static replay_cache *new_cache(size_t max_digests, size_t max_sessions)
+{
+    replay_limits lim = { REPLAY_WINDOW_S, max_digests, max_sessions, fuzz_clock };
+    fuzz_now = 1e6;
+    return replay_new(&lim);
+}
 
 static void check(bool ok, const char *what)
 {
@@ -51,8 +66,8 @@ static void setup(void)
 {
     if (keyed)
         return;
-    keyed = signer_new(FUZZ_KEY, strlen(FUZZ_KEY));
-    unsigned_signer = signer_new("", 0);
+    keyed = signer_new(SIGN_SHA256, FUZZ_KEY, strlen(FUZZ_KEY));
+    unsigned_signer = signer_new(SIGN_SHA256, "", 0);
     check(keyed && unsigned_signer && signer_enabled(keyed) && !signer_enabled(unsigned_signer),
           "signers");
 }
@@ -80,7 +95,7 @@ static size_t delim_index(const blob *f, size_t n)
 }
 
 /* Correct signature of frames d+2..d+5, or false when there are too few frames. */
-static bool sign_frames(const blob *f, size_t n, size_t d, char hex[SIG_HEX_LEN + 1])
+static bool sign_frames(const blob *f, size_t n, size_t d, char hex[SIG_HEX_MAX + 1])
 {
     if (d >= n || n - d < 6)
         return false;
@@ -115,8 +130,8 @@ static int decode_checked(const blob *f, size_t n, const signer *s, replay_cache
               json_is_object(m.content), "four JSON objects");
         check(m.msg_type && m.msg_type[0] && m.msg_id && m.msg_id[0], "msg_type and msg_id");
         if (signer_enabled(s))
-            check(right_sig && f[d + 1].len == SIG_HEX_LEN &&
-                  memcmp(f[d + 1].data, right_sig, SIG_HEX_LEN) == 0, "accepted only when signed right");
+            check(right_sig && f[d + 1].len == strlen(right_sig) &&
+                  memcmp(f[d + 1].data, right_sig, f[d + 1].len) == 0, "accepted only when signed right");
         for (size_t i = 0; i < m.nids; i++)
             check(m.ids[i].len == f[i].len && memcmp(m.ids[i].data, f[i].data, f[i].len) == 0,
                   "ids copied");
@@ -142,13 +157,13 @@ static void fuzz_message(uint8_t mode, const uint8_t *p, size_t n)
     size_t nf = split_frames(p, n, frames);
     size_t d = delim_index(frames, nf);
     const signer *s = mode & 0x01 ? keyed : unsigned_signer;
-    char right[SIG_HEX_LEN + 1];
+    char right[SIG_HEX_MAX + 1];
     bool signable = sign_frames(frames, nf, d, right);
     if ((mode & 0x02) && signable) {
         frames[d + 1].data = right;
-        frames[d + 1].len = SIG_HEX_LEN;
+        frames[d + 1].len = strlen(right);
     }
-    replay_cache *r = replay_new(mode & 0x80 ? 2 : 1024);
+    replay_cache *r = mode & 0x80 ? new_cache(2, 2) : new_cache(REPLAY_MAX_DIGESTS, REPLAY_MAX_SESSIONS);
     check(r != NULL, "replay_new");
     int rc = decode_checked(frames, nf, s, r, signable ? right : NULL);
     if (mode & 0x04) {
@@ -163,38 +178,46 @@ static void fuzz_message(uint8_t mode, const uint8_t *p, size_t n)
     replay_free(r);
 }
 
-/* ---- the replay cache against a model ---- */
+/* ---- the replay cache's promise ---- */
 
-static void op_sig(uint8_t b, char sig[SIG_HEX_LEN])
+#define REPLAY_SESSIONS 4       /* as many as the cache keeps: none is forgotten */
+
+/* Message id's signature: 4 distinct values in the bits the index hashes (lots
+ * of probe collisions), the id in the rest. */
+static void op_sig(uint8_t id, char sig[64])
 {
-    /* 16 distinct hashed prefixes, 16 distinct tails: lots of probe collisions */
     static const char hex[] = "0123456789abcdef";
-    for (int i = 0; i < SIG_HEX_LEN; i++)
-        sig[i] = i < 16 ? hex[(b & 15) ^ (i & 1)] : hex[(b >> 4) ^ (i & 3)];
+    for (int i = 0; i < 64; i++)
+        sig[i] = i < 16 ? hex[(id & 3) ^ (i & 1)] : hex[(id >> (4 * (i & 1))) & 15];
 }
 
+/* Each byte is an operation: 0xf0..0xff advances the clock by (b & 15) * 40 s;
+ * any other byte sends message b, of session b % REPLAY_SESSIONS, dated when it
+ * is first sent at the session's clock minus up to 11 minutes (so some are
+ * stale, some fall before a floor). A signature accepted twice is a violation. */
 static void fuzz_replay(uint8_t mode, const uint8_t *p, size_t n)
 {
-    size_t cap = 1 + ((mode >> 4) & 7);
-    replay_cache *r = replay_new(cap);
+    replay_cache *r = new_cache(1 + ((mode >> 4) & 7), REPLAY_SESSIONS);
     check(r != NULL, "replay_new");
-    char model[8][SIG_HEX_LEN];
-    size_t count = 0, oldest = 0;
+    double date[256];
+    bool made[256] = { false }, accepted[256] = { false };
     for (size_t i = 0; i < n; i++) {
-        char sig[SIG_HEX_LEN];
-        op_sig(p[i], sig);
-        bool want = false;
-        for (size_t j = 0; j < count; j++)
-            want |= memcmp(model[(oldest + j) % cap], sig, SIG_HEX_LEN) == 0;
-        bool got = replay_seen(r, sig);
-        check(got == want, "replay cache agrees with a FIFO of the last capacity signatures");
-        if (!want) {
-            if (count == cap) {
-                oldest = (oldest + 1) % cap;
-                count--;
-            }
-            memcpy(model[(oldest + count) % cap], sig, SIG_HEX_LEN);
-            count++;
+        uint8_t b = p[i];
+        if (b >= 0xf0) {
+            fuzz_now += (b & 15) * 40.0;
+            continue;
+        }
+        if (!made[b]) {
+            date[b] = 1.7e9 + (fuzz_now - 1e6) - (b % 12) * 60.0;
+            made[b] = true;
+        }
+        char sig[64], session[2] = { (char)('a' + b % REPLAY_SESSIONS), 0 };
+        op_sig(b, sig);
+        enum replay_verdict v = replay_admit(r, session, 1, date[b], sig, sizeof sig);
+        check(v == REPLAY_FRESH || replay_reason(r, v) != NULL, "a refusal has a reason");
+        if (v == REPLAY_FRESH) {
+            check(!accepted[b], "a signature is never accepted twice");
+            accepted[b] = true;
         }
     }
     replay_free(r);

@@ -123,10 +123,13 @@ def wire_seeds() -> None:
     write("wire", "four-json-frames", four[:four.rfind(SEP)])
     write("wire", "only-delimiter", bytes([SIGNED]) + DELIM)
     write("wire", "two-delimiters", message(SIGNED, header("kernel_info_request", 65), ids=(DELIM,)))
-    # the replay cache against its model: mode 0x08 | (capacity - 1) << 4, then one op per byte
+    # the replay cache's promise: mode 0x08 | (digests - 1) << 4, then one op per byte (a message
+    # id below 0xf0, or a clock step)
     write("wire", "replay-model-cap1", bytes([0x08]) + bytes([1, 1, 2, 1, 17, 17, 33]))
     write("wire", "replay-model-cap4", bytes([0x08 | 3 << 4]) + bytes(range(0, 64, 3)) + bytes([0, 3, 6, 9]))
     write("wire", "replay-model-cap8", bytes([0x08 | 7 << 4]) + bytes([i * 16 + 1 for i in range(16)] * 2))
+    write("wire", "replay-model-clock", bytes([0x08 | 1 << 4]) + bytes([0, 1, 2, 3, 4, 5, 0, 1, 0xf5, 0, 6, 7,
+                                                                    11, 0xff, 0xff, 1, 9, 23, 0xf1, 23]))
     write("wire", "small-cache", message(0x87, header("execute_request", 66), {"code": "%echo"}))
 
 
@@ -154,6 +157,8 @@ def conn_seeds() -> None:
     conn("no-scheme", drop=("signature_scheme",))
     conn("scheme-sha512", signature_scheme="hmac-sha512")
     conn("scheme-number", signature_scheme=256)
+    conn("scheme-md5", signature_scheme="hmac-md5")
+    conn("ip-localhost", ip="localhost")
     conn("key-number", key=12345)
     conn("port-string", shell_port="53794")
     conn("port-float", shell_port=53794.0)
