@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #define KEY_LEN 16              /* bytes of a signature or session id kept: 128 bits */
@@ -40,6 +41,7 @@ struct replay_cache {
     size_t next, count;         /* ring position of the next digest, digests held */
     uint32_t *slots;            /* index: 0 = empty, else ring position + 1 */
     size_t nslots;              /* power of two, >= 2 * max_digests */
+    uint64_t seed;              /* of the index's hash */
     char why[128];
 };
 
@@ -64,6 +66,8 @@ replay_cache *replay_new(const replay_limits *limits)
         r->lim.max_digests = 1;
     if (!r->lim.max_sessions)
         r->lim.max_sessions = 1;
+    if (getrandom(&r->seed, sizeof r->seed, 0) != (ssize_t)sizeof r->seed)
+        r->seed = (uint64_t)(uintptr_t)r;   /* without entropy: the address is still unknown outside */
     r->nslots = 1;
     while (r->nslots < 2 * r->lim.max_digests)
         r->nslots <<= 1;
@@ -142,11 +146,16 @@ static void key_of(const char *sig, size_t len, unsigned char mac[KEY_LEN])
     }
 }
 
+/* HMAC output is uniform, but a holder of the key could grind for signatures
+ * that share index bits: all 128 bits are mixed with a seed of this process. */
 static size_t slot_of(const replay_cache *r, const unsigned char mac[KEY_LEN])
 {
-    uint64_t h;
-    memcpy(&h, mac, sizeof h);  /* HMAC output: its bits are already uniform */
-    return (size_t)h & (r->nslots - 1);
+    uint64_t lo, hi;
+    memcpy(&lo, mac, sizeof lo);
+    memcpy(&hi, mac + sizeof lo, sizeof hi);
+    uint64_t h = (lo ^ r->seed) * 0x9e3779b97f4a7c15ull;
+    h = (h ^ hi ^ (h >> 32)) * 0xbf58476d1ce4e5b9ull;
+    return (size_t)(h ^ (h >> 29)) & (r->nslots - 1);
 }
 
 /* Finds mac's slot, or the empty slot where it would go. */
