@@ -776,3 +776,45 @@ def sanitized_kernel() -> bool:
     """Is the kernel under test built with AddressSanitizer? Its quarantine holds freed memory,
     so resident-memory bounds are checked only against a release build."""
     return b"__asan_init" in kernel_binary().read_bytes()
+
+
+# ---------------------------------------------------------------- kernels from a connection file as given
+
+@pytest.fixture
+def spawn_conn(tmp_path: Path) -> Iterable[Callable[..., SpawnedKernel]]:
+    """Factory: spawn_conn(conn, env=None) -> SpawnedKernel started from exactly this connection
+    info (ports of 0, a host name for ip, any signature_scheme), written to kernel-conn{n}.json.
+
+    Unlike spawn_kernel it fills in nothing, and the kernel may refuse the file: sk.proc tells.
+    At the end every kernel still running gets SIGTERM, and every stderr is checked for sanitizer
+    reports."""
+    spawned: list[tuple[SpawnedKernel, Any]] = []
+
+    def spawn(conn: dict, env: dict[str, str] | None = None) -> SpawnedKernel:
+        n = len(spawned)
+        conn_file = tmp_path / f"kernel-conn{n}.json"
+        conn_file.write_text(json.dumps(conn))
+        conn_file.chmod(0o600)
+        log = KernelLog(tmp_path / f"kernel-conn{n}.stderr")
+        fh = open(log.path, "wb")
+        proc = subprocess.Popen([str(kernel_binary()), "-f", str(conn_file)], stdin=subprocess.DEVNULL,
+                                stdout=fh, stderr=fh, env={**os.environ, **(env or {})},
+                                start_new_session=True)
+        sk = SpawnedKernel(proc, dict(conn), conn_file, log)
+        spawned.append((sk, fh))
+        return sk
+
+    yield spawn
+    for sk, fh in reversed(spawned):
+        if sk.kc is not None:
+            sk.kc.stop_channels()
+        if sk.proc.poll() is None:
+            sk.proc.send_signal(signal.SIGTERM)
+            try:
+                sk.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                sk.proc.kill()
+                sk.proc.wait(5)
+        fh.close()
+    for sk, _ in spawned:
+        _check_sanitizers(sk.log)
