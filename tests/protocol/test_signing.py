@@ -1,12 +1,21 @@
-"""HMAC-SHA256 signatures: good ones answered, bad or replayed ones dropped with one log line."""
+"""HMAC-SHA256 signatures: good ones answered, bad or replayed ones dropped with one log line.
+
+Replays are refused whatever came in between (kernel/proto/replay.h): by signature while it is
+remembered, then by date, on the clock each client session started with."""
 from __future__ import annotations
 
 import hashlib
 import hmac
+import time
+from datetime import datetime, timedelta, timezone
 
+import jupyter_client.session
 import pytest
+import zmq
+from jupyter_client import BlockingKernelClient
 
-from conftest import TIMEOUT, Raw, execute, raw_for, streams
+from conftest import (TIMEOUT, HeartbeatMonitor, Raw, execute, kernel_conn, raw_for, streams,
+                      wait_ready)
 
 CHANNELS = ["shell", "control"]
 
@@ -169,3 +178,122 @@ def test_unsigned_kernel_from_hand_written_connection_file(spawn_kernel):
     kc = sk.client()
     reply, msgs = execute(kc, "%echo hi")
     assert reply["content"]["status"] == "ok" and streams(msgs) == ["hi\n"]
+
+
+# ---- replays after many messages, dates and client clocks (issue 11, item 6) ----
+
+EXECUTE = {"silent": False, "store_history": True, "user_expressions": {}, "allow_stdin": False,
+           "stop_on_error": True}
+FLOOD = 17000                   # more signatures than the kernel keeps (16,384)
+
+
+def heard(hb: HeartbeatMonitor, pings: int = 3) -> None:
+    """Waits until the monitor has had a few echoes (a quick test may end before its first)."""
+    deadline = time.monotonic() + TIMEOUT
+    while hb.pings < pings and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def pipe(raw: Raw) -> zmq.Socket:
+    """A shell DEALER of raw's session that queues without limit both ways, for pipelined sends."""
+    s = raw.ctx.socket(zmq.DEALER)
+    s.linger = 0
+    s.sndhwm = s.rcvhwm = 0
+    s.connect(raw.url("shell"))
+    return s
+
+
+def replies_until(raw: Raw, s: zmq.Socket, msg_id: str) -> list[dict]:
+    """Every reply on s up to and including the one to msg_id."""
+    got = []
+    while True:
+        assert s.poll(int(TIMEOUT * 1000)), f"no reply to {msg_id}; {len(got)} replies before"
+        got.append(raw.parse(s.recv_multipart()))
+        if got[-1]["parent_header"].get("msg_id") == msg_id:
+            return got
+
+
+def log_reasons(kernel) -> list[str]:
+    return [l.split("] ", 1)[1] for l in kernel.log.lines("dropped")]
+
+
+@pytest.mark.timeout(300)
+def test_old_execute_replayed_after_17000_messages_is_dropped(kernel, raw):
+    s = pipe(raw)
+    with HeartbeatMonitor(kernel_conn(kernel)) as hb:
+        old = raw.frames("execute_request", {"code": "%echo once", **EXECUTE})
+        s.send_multipart(old)
+        first = replies_until(raw, s, raw.msg_id(old))[-1]
+        assert first["content"]["execution_count"] == 1
+        for _ in range(FLOOD):
+            s.send_multipart(raw.frames("kernel_info_request"))
+        mark = raw.frames("kernel_info_request")
+        s.send_multipart(mark)
+        replies = replies_until(raw, s, raw.msg_id(mark))
+        assert len(replies) == FLOOD + 1 and {r["msg_type"] for r in replies} == {"kernel_info_reply"}
+
+        s.send_multipart(old)                           # byte for byte
+        fresh = raw.frames("execute_request", {"code": "%echo fresh", **EXECUTE})
+        s.send_multipart(fresh)
+        after = replies_until(raw, s, raw.msg_id(fresh))
+        heard(hb)
+    hb.check(0.5)
+    assert len(after) == 1, "the replayed execute_request was answered"
+    assert after[0]["content"]["status"] == "ok" and after[0]["content"]["execution_count"] == 2
+    assert log_reasons(kernel) == ["dropped shell message: dated no later than a forgotten message of "
+                                   "its session (over 16384 signatures in the replay window; replayed "
+                                   "message)"]
+
+
+def test_message_dated_far_in_the_past_is_dropped(kernel, raw):
+    with HeartbeatMonitor(kernel_conn(kernel)) as hb:
+        first = raw.request("shell", "kernel_info_request")          # the session starts, sane date
+        raw.reply("shell", first)
+        day_old = (datetime.now(timezone.utc) - timedelta(days=1)).isoformat().replace("+00:00", "Z")
+        raw.request("shell", "execute_request", {"code": "%echo old", **EXECUTE},
+                    header=raw.header("execute_request", date=day_old))
+        raw.request("control", "kernel_info_request",
+                    header=raw.header("kernel_info_request", date=day_old))
+        assert raw.silent("shell") is None and raw.silent("control") is None
+        fresh = raw.request("shell", "execute_request", {"code": "%echo now", **EXECUTE})
+        reply = raw.reply("shell", fresh)
+        heard(hb)
+    hb.check(0.5)
+    assert reply["content"]["execution_count"] == 1, "the day-old execute_request ran"
+    window = "older than the 600 s replay window on its session's clock (replayed, or the client's " \
+             "clock was set back)"
+    assert log_reasons(kernel) == [f"dropped shell message: {window}", f"dropped control message: {window}"]
+
+
+def test_signed_message_without_a_date_is_dropped(kernel, raw):
+    with HeartbeatMonitor(kernel_conn(kernel)) as hb:
+        for date in (None, "", "yesterday", 1700000000):
+            raw.request("shell", "kernel_info_request", header=raw.header("kernel_info_request", date=date))
+        good = raw.request("shell", "kernel_info_request")
+        raw.reply("shell", good)                     # the first reply is the dated one's
+        assert raw.silent("shell") is None
+        heard(hb)
+    hb.check(0.5)
+    assert log_reasons(kernel) == ["dropped shell message: signed message without a parsable header "
+                                   "date (needed to refuse replays)"] * 4
+
+
+def test_client_two_hours_behind_works(kernel, monkeypatch):
+    """The client's clock is learned from its session's first message, not trusted as absolute."""
+    km, _ = kernel
+    real = jupyter_client.session.utcnow
+    monkeypatch.setattr(jupyter_client.session, "utcnow", lambda: real() - timedelta(hours=2))
+    kc = BlockingKernelClient()
+    kc.load_connection_info(km.get_connection_info())     # a session of its own
+    kc.start_channels()
+    try:
+        with HeartbeatMonitor(kernel_conn(kernel)) as hb:
+            wait_ready(kc, kernel.log)
+            for i in range(3):
+                reply, msgs = execute(kc, f"%echo slow {i}")
+                assert reply["content"]["status"] == "ok" and streams(msgs) == [f"slow {i}\n"]
+            heard(hb)
+        hb.check(0.5)
+    finally:
+        kc.stop_channels()
+    assert kernel.log.lines("dropped") == []
