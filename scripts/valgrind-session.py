@@ -131,7 +131,9 @@ class RawSocket:
         return h.hexdigest().encode()
 
     def parts(self, msg_type: str, content) -> list[bytes]:
-        header = {"msg_id": uuid.uuid4().hex, "session": "valgrind", "username": "vg", "date": "",
+        # dated: the kernel drops signed messages without a date before their handlers see them
+        date = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        header = {"msg_id": uuid.uuid4().hex, "session": "valgrind", "username": "vg", "date": date,
                   "msg_type": msg_type, "version": "5.3"}
         return [json.dumps(header).encode(), b"{}", b"{}",
                 content if isinstance(content, bytes) else json.dumps(content).encode()]
