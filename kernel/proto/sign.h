@@ -11,8 +11,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "proto/replay.h"   /* the replay cache that goes with signatures (kernel.h uses both) */
-
 /* The schemes jupyter_client can name that we support: every SHA-2 hash. */
 enum sign_scheme { SIGN_SHA224, SIGN_SHA256, SIGN_SHA384, SIGN_SHA512, SIGN_SCHEME_COUNT };
 

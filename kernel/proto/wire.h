@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "proto/replay.h"
 #include "proto/sign.h"
 
 #define WIRE_DELIM "<IDS|MSG>"
