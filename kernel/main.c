@@ -8,6 +8,7 @@
 #include "cudalab/version.h"
 #include "exec/cli.h"
 #include "exec/worker.h"
+#include "heartbeat.h"
 #include "kernel.h"
 #include "log.h"
 
@@ -25,18 +26,23 @@ static void usage(FILE *f)
           f);
 }
 
+/* The port a socket was given when bound to port 0, or -1. */
+static int bound_port(const kernel *k, enum conn_port p)
+{
+    if (p == PORT_HB)
+        return conn_endpoint_port(heartbeat_endpoint(k->hb));
+    char ep[512];
+    size_t len = sizeof ep;
+    return zmq_getsockopt(k->sock[p], ZMQ_LAST_ENDPOINT, ep, &len) == 0 ? conn_endpoint_port(ep) : -1;
+}
+
 /* After binding ports of 0: reads the ports chosen back from the sockets and
  * writes them to the connection file, where clients look for them. */
 static int save_chosen_ports(const kernel *k, conn_info *c, const char *path)
 {
     char err[512];
     for (int p = 0; p < PORT_COUNT; p++) {
-        if (c->ports[p] != 0)
-            continue;
-        char ep[512];
-        size_t len = sizeof ep;
-        if (zmq_getsockopt(k->sock[p], ZMQ_LAST_ENDPOINT, ep, &len) != 0 ||
-            (c->ports[p] = conn_endpoint_port(ep)) < 0) {
+        if (c->ports[p] == 0 && (c->ports[p] = bound_port(k, (enum conn_port)p)) < 0) {
             klog("cannot tell which port the %s socket was given", conn_port_name((enum conn_port)p));
             return -1;
         }
