@@ -40,7 +40,7 @@
 #include <stddef.h>
 
 #define REPLAY_WINDOW_S 600.0           /* 10 minutes of the kernel's clock */
-#define REPLAY_MAX_DIGESTS 16384        /* 0.5 MiB: 32 bytes each */
+#define REPLAY_MAX_DIGESTS 16384        /* 640 KiB: 32 bytes each, 8 in the index */
 #define REPLAY_MAX_SESSIONS 1024        /* 48 KiB: 48 bytes each */
 
 typedef struct replay_limits {
