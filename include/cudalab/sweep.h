@@ -46,8 +46,9 @@ typedef struct sweep_column {
  * reference of the check and inputs generated on the host. One estimate serves
  * every family: the family's hook gives one point's work in its own unit
  * (multiply-adds, bytes, elements) with the rate this host's CPU backend does
- * it at (measured, so an estimate); the framework multiplies the runs by
- * --warmup + --reps, adds the once-per-point work, sums the points of a sweep,
+ * it at (measured, so an estimate; parts that run on every core scale with
+ * host_work_cores()); the framework multiplies the runs by --warmup + --reps,
+ * adds the point's inputs and its check (once per reference), sums the points,
  * and refuses a command whose estimate is over CUDALAB_HOST_WORK_LIMIT seconds
  * (HOST_WORK_DEFAULT_LIMIT_S by default), per point and in all, unless it is
  * given --force (SWEEP_FORCE_FLAG); the error names the estimate and the limit. */
@@ -56,11 +57,13 @@ typedef struct sweep_column {
 
 typedef struct host_work {
     double run;             /* one warm-up or timed run on the host (0 where it runs on a GPU) */
-    double run_rate;        /* units of run per second on the CPU backend (measured) */
-    double once;            /* once per point: the check's CPU reference, inputs made on the host */
-    double once_rate;       /* units of once per second */
-    unsigned long long once_key;  /* nonzero: a point with the previous point's key reuses its
-                                     reference (the family caches it), so its `once` costs nothing */
+    double run_rate;        /* units of run per second on this host (measured) */
+    double setup;           /* once per point: inputs made on the host for the runs */
+    double setup_rate;
+    double check;           /* the check: its CPU reference (regenerating the input) and the comparison */
+    double check_rate;
+    unsigned long long check_key;  /* nonzero: a point with the previous point's key reuses its
+                                      reference (the family caches it), so its check costs nothing */
     bool optional;          /* over the limit on its own, the point is left out, not refused
                                (matmul's host loop brought in by --variant all) */
 } host_work;
@@ -119,6 +122,9 @@ int host_work_check(magic_ctx *ctx, const sweep_spec *s, const json_t *params, v
 /* The limit in seconds: CUDALAB_HOST_WORK_LIMIT when it is a positive number, else
  * HOST_WORK_DEFAULT_LIMIT_S. */
 double host_work_limit_s(void);
+/* The cores the CPU backend's parallel parts run on (online CPUs, at most 64, as
+ * its thread pools): a family multiplies a per-core rate by it. */
+double host_work_cores(void);
 
 /* A param's value as a list: an array as it is, a scalar as a one-element array. New reference. */
 json_t *sweep_as_list(const json_t *v);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cudalab/sweep.h"
 #include "magics/sweep_internal.h"
@@ -32,24 +33,40 @@ static double runs_of(const json_t *point)
            (double)(json_is_integer(warmup) ? json_integer_value(warmup) : 0);
 }
 
+double host_work_cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 64 ? 64 : (double)n;
+}
+
 /* Seconds of one point, split the way a refusal explains them. */
 typedef struct estimate {
     double runs_s;          /* warm-up and timed runs on the host */
-    double once_s;          /* the check's reference and inputs made on the host */
+    double setup_s;         /* inputs made on the host */
+    double check_s;         /* the check's reference and comparison */
 } estimate;
 
 static double total_of(const estimate *e)
 {
-    return e->runs_s + e->once_s;
+    return e->runs_s + e->setup_s + e->check_s;
 }
 
-static estimate seconds_of(const host_work *w, const json_t *point, bool once_shared)
+static void add_to(estimate *sum, const estimate *e)
 {
-    estimate e = {0, 0};
-    if (w->run > 0 && w->run_rate > 0)
-        e.runs_s = runs_of(point) * w->run / w->run_rate;
-    if (!once_shared && w->once > 0 && w->once_rate > 0)
-        e.once_s = w->once / w->once_rate;
+    sum->runs_s += e->runs_s;
+    sum->setup_s += e->setup_s;
+    sum->check_s += e->check_s;
+}
+
+static double part(double units, double rate)
+{
+    return units > 0 && rate > 0 ? units / rate : 0;
+}
+
+static estimate seconds_of(const host_work *w, const json_t *point, bool check_shared)
+{
+    estimate e = {runs_of(point) * part(w->run, w->run_rate), part(w->setup, w->setup_rate),
+                  check_shared ? 0 : part(w->check, w->check_rate)};
     return e;
 }
 
@@ -72,7 +89,9 @@ bool host_work_skips(magic_ctx *ctx, const sweep_spec *s, const json_t *point, v
 /* "42 s", "3 min", "2.5 h": a duration for people. */
 static void fmt_seconds(double s, char *buf, size_t len)
 {
-    if (s < 10)
+    if (s < 1)
+        snprintf(buf, len, "%.2g s", s);
+    else if (s < 10)
         snprintf(buf, len, "%.1f s", s);
     else if (s < 120)
         snprintf(buf, len, "%.0f s", s);
@@ -84,12 +103,12 @@ static void fmt_seconds(double s, char *buf, size_t len)
         snprintf(buf, len, "%.3g days", s / 86400);
 }
 
-/* A param's value as typed: 2^30, 4096, 76x62, cpu. */
+/* A param's value as typed: 2^30 (large powers of two), 4096, 76x62, cpu. */
 static void fmt_value(const json_t *v, char *buf, size_t len)
 {
     if (json_is_integer(v)) {
         long long n = json_integer_value(v);
-        if (n >= 1024 && (n & (n - 1)) == 0)
+        if (n >= 65536 && (n & (n - 1)) == 0)
             snprintf(buf, len, "2^%d", __builtin_ctzll((unsigned long long)n));
         else
             snprintf(buf, len, "%lld", n);
@@ -131,20 +150,26 @@ static void describe_point(const sweep_spec *s, const sweep_points *pts, const j
             append_flag(buf, len, pts->varying[i], json_object_get(point, pts->varying[i]));
 }
 
-/* "4 runs (--warmup + --reps) 2.3 min, the check's CPU reference and inputs 8.0 s" */
+/* "4 runs (--warmup + --reps) 2.3 min, inputs and set-up 3.0 s, the check's CPU reference 8.0 s" */
 static void describe_parts(const estimate *e, const json_t *point, char *buf, size_t len)
 {
-    char runs[96] = "", once[32];
+    char t[32];
     double n = runs_of(point);
+    buf[0] = '\0';
     if (e->runs_s > 0) {
-        fmt_seconds(e->runs_s, once, sizeof once);
-        snprintf(runs, sizeof runs, "%.0f run%s (--warmup + --reps) %s", n, n == 1 ? "" : "s", once);
+        fmt_seconds(e->runs_s, t, sizeof t);
+        snprintf(buf, len, "%.0f run%s (--warmup + --reps) %s", n, n == 1 ? "" : "s", t);
     }
-    fmt_seconds(e->once_s, once, sizeof once);
-    if (e->once_s > 0)
-        snprintf(buf, len, "%s%sthe check's CPU reference and inputs %s", runs, runs[0] ? ", " : "", once);
-    else
-        snprintf(buf, len, "%s", runs);
+    if (e->setup_s > 0) {
+        fmt_seconds(e->setup_s, t, sizeof t);
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, "%sinputs and set-up %s", used ? ", " : "", t);
+    }
+    if (e->check_s > 0) {
+        fmt_seconds(e->check_s, t, sizeof t);
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, "%sthe check's CPU reference %s", used ? ", " : "", t);
+    }
 }
 
 static int refuse(magic_ctx *ctx, const sweep_spec *s, const sweep_points *pts, const json_t *worst_pt,
@@ -161,7 +186,7 @@ static int refuse(magic_ctx *ctx, const sweep_spec *s, const sweep_points *pts, 
     snprintf(advice, sizeof advice, "use %sa smaller --%s%s%s, or --force",
              counted > 1 ? "fewer points, " : "", s->size_flag ? s->size_flag : "size",
              worst->runs_s > 0 && json_object_get(worst_pt, "reps") ? ", fewer --reps" : "",
-             worst->once_s > worst->runs_s && json_object_get(worst_pt, "check") ? ", --no-check" : "");
+             worst->check_s > worst->runs_s && json_object_get(worst_pt, "check") ? ", --no-check" : "");
     for (char *c = advice; *c; c++)
         if (*c == '_')
             *c = '-';
@@ -177,22 +202,21 @@ int host_work_check(magic_ctx *ctx, const sweep_spec *s, const json_t *params, v
     sweep_points pts;
     int rc = sweep_points_init(&pts, ctx, params);
     double limit = host_work_limit_s();
-    estimate total = {0, 0}, worst = {0, 0};
+    estimate total = {0, 0, 0}, worst = {0, 0, 0};
     json_t *worst_pt = NULL;
     size_t counted = 0;
     unsigned long long last_key = 0;
     for (size_t p = 0; rc == 0 && p < pts.count; p++, sweep_points_next(&pts)) {
         json_t *pt = sweep_points_current(&pts);
         host_work w = s->host_work(ctx, pt, user);
-        estimate e = seconds_of(&w, pt, w.once_key && w.once_key == last_key);
+        estimate e = seconds_of(&w, pt, w.check_key && w.check_key == last_key);
         estimate alone = seconds_of(&w, pt, false);
         if (w.optional && total_of(&alone) > limit) {
             json_decref(pt);            /* left out when it runs: costs nothing */
             continue;
         }
-        last_key = w.once_key;
-        total.runs_s += e.runs_s;
-        total.once_s += e.once_s;
+        last_key = w.check_key;
+        add_to(&total, &e);
         counted++;
         if (!worst_pt || total_of(&e) > total_of(&worst)) {
             json_decref(worst_pt);

@@ -312,15 +312,18 @@ static void test_too_many_points(void **state)
 }
 
 /* ---- host work: a family whose run costs `size` units at 1000 units/s, its
- * check `size` units once per size (shared by the points of one size), and whose
- * variant "opt" costs ten times more and is optional ---- */
+ * check `size` units once per size (shared by the points of one size), its
+ * inputs 10 * `tile` units per point, and whose variant "opt" costs ten times more
+ * and is optional ---- */
 
 static host_work fake_work(magic_ctx *ctx, const json_t *p, void *user)
 {
     double size = (double)json_integer_value(json_object_get(p, "size"));
     bool opt = strcmp(json_string_value(json_object_get(p, "variant")), "opt") == 0;
-    return (host_work){ .run = opt ? 10 * size : size, .run_rate = 1000, .once = size, .once_rate = 1000,
-                        .once_key = (unsigned long long)size, .optional = opt };
+    double tile = (double)json_integer_value(json_object_get(p, "tile"));
+    return (host_work){ .run = opt ? 10 * size : size, .run_rate = 1000, .setup = 10 * tile, .setup_rate = 1000,
+                        .check = size, .check_rate = 1000, .check_key = (unsigned long long)size,
+                        .optional = opt };
 }
 
 static const sweep_spec work_spec = { .magic = "fake", .title = "Fake", .metric = "gflops",
@@ -342,25 +345,25 @@ static void test_host_work_limit(void **state)
     sink s;
     int calls;
     magic_ctx ctx;
-    /* 0.4 s of runs and 0.4 s of check: under the limit of 1 s */
+    /* 0.4 s of runs, 0.01 s of inputs and 0.4 s of check: under the limit of 1 s */
     assert_int_equal(run_work("{\"variant\":\"a\",\"size\":400,\"tile\":1,\"reps\":1,\"warmup\":0}",
                               &s, &calls, &ctx), 0);
     assert_int_equal(calls, 1);
-    /* 0.6 + 0.6 s: refused before anything runs, with the estimate, the limit and the ways out */
+    /* 0.6 + 0.01 + 0.6 s: refused before anything runs, with the estimate, the limit and the ways out */
     assert_int_equal(run_work("{\"variant\":\"a\",\"size\":600,\"tile\":1,\"reps\":1,\"warmup\":0}",
                               &s, &calls, &ctx), -1);
     assert_int_equal(calls, 0);
     assert_string_equal(ctx.ename, "UsageError");
     assert_non_null(strstr(ctx.evalue, "%fake --size 600: about 1.2 s of host work, estimated from this host's CPU "
-                                       "backend: 1 run (--warmup + --reps) 0.6 s, the check's CPU reference and "
-                                       "inputs 0.6 s; "));
+                                       "backend: 1 run (--warmup + --reps) 0.6 s, inputs and set-up 0.01 s, the check's CPU "
+                                       "reference 0.6 s; "));
     assert_non_null(strstr(ctx.evalue, "the limit is 1.0 s (CUDALAB_HOST_WORK_LIMIT) — use a smaller --size, "
                                        "fewer --reps, or --force"));
     /* --force runs it */
     assert_int_equal(run_work("{\"variant\":\"a\",\"size\":600,\"tile\":1,\"reps\":1,\"warmup\":0,"
                               "\"force\":true}", &s, &calls, &ctx), 0);
     assert_int_equal(calls, 1);
-    /* the runs count --warmup + --reps times: 4 × 0.25 + 0.25 s */
+    /* the runs count --warmup + --reps times: 4 × 0.25 + 0.01 + 0.25 s */
     assert_int_equal(run_work("{\"variant\":\"a\",\"size\":250,\"tile\":1,\"reps\":3,\"warmup\":1}",
                               &s, &calls, &ctx), -1);
     assert_non_null(strstr(ctx.evalue, "4 runs (--warmup + --reps) 1.0 s"));
@@ -371,7 +374,7 @@ static void test_host_work_sums_a_sweep(void **state)
     sink s;
     int calls;
     magic_ctx ctx;
-    /* two points of one size share the check: 0.3 + 0.3 + 0.3 s */
+    /* two points of one size share the check: 0.3 + 0.01 + 0.3, then 0.3 + 0.02 s */
     assert_int_equal(run_work("{\"variant\":\"a\",\"size\":300,\"tile\":[1,2],\"reps\":1,\"warmup\":0}",
                               &s, &calls, &ctx), 0);
     assert_int_equal(calls, 2);
@@ -379,7 +382,7 @@ static void test_host_work_sums_a_sweep(void **state)
     assert_int_equal(run_work("{\"variant\":\"a\",\"size\":[300,301],\"tile\":1,\"reps\":1,\"warmup\":0}",
                               &s, &calls, &ctx), -1);
     assert_int_equal(calls, 0);
-    assert_non_null(strstr(ctx.evalue, "%fake --size 301: about 0.6 s of host work"));
+    assert_non_null(strstr(ctx.evalue, "%fake --size 301: about 0.61 s of host work"));
     assert_non_null(strstr(ctx.evalue, "the sweep's 2 points: about 1.2 s in all; the limit is 1.0 s"));
     assert_non_null(strstr(ctx.evalue, "use fewer points, a smaller --size"));
 }
@@ -389,7 +392,7 @@ static void test_host_work_optional_points(void **state)
     sink s;
     int calls;
     magic_ctx ctx;
-    /* size 80: "a" costs 0.08 + 0.08 s, "opt" 0.8 s more (the check is shared): both run */
+    /* size 80: "a" costs 0.08 + 0.01 + 0.08 s, "opt" 0.81 s more (the check is shared): both run */
     assert_int_equal(run_work("{\"variant\":[\"a\",\"opt\"],\"size\":80,\"tile\":1,\"reps\":1,\"warmup\":0}",
                               &s, &calls, &ctx), 0);
     assert_int_equal(calls, 2);
