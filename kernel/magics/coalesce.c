@@ -9,6 +9,7 @@
  * sweep to sweep_run(); point() runs one configuration.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,16 +232,28 @@ static int co_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
 }
 
 /* ---- host work (the framework's limit, sweep.h) ----
- * Elements copied per CPU-second on the CPU backend by stride (the rate of the
- * largest stride listed that is not above the point's), measured on a 2-core
- * AMD EPYC host (differences of CPU time between runs of 1 and 4 reps of 2^25
- * floats; estimates); copies and the input's generation run on every core, the
- * check on one thread. */
-static const struct { uint64_t stride; double per_core; } co_rates[] = {
-    {1, 5e8}, {2, 3e8}, {8, 1e8}, {32, 5e7}, {1024, 3e7},
+ * Elements copied per CPU-second on the CPU backend by stride, measured on a
+ * 2-core AMD EPYC host (differences of CPU time between runs of 1 and 4 reps
+ * of 2^25 floats, out of cache; estimates), interpolated between the strides
+ * measured on a log scale; copies and the input's generation run on every
+ * core, the check on one thread. */
+static const struct { double stride, per_core; } co_rates[] = {
+    {1, 6.7e8}, {2, 6.7e8}, {8, 4.7e8}, {32, 6.6e7}, {1024, 2.6e7},
 };
+#define CO_NRATES (sizeof co_rates / sizeof co_rates[0])
 #define CO_RATE_INPUT 2e8           /* floats generated, per core */
-#define CO_RATE_CHECK 1e8           /* floats regenerated and compared, one thread */
+#define CO_RATE_CHECK 6e8           /* floats regenerated and compared, one thread */
+
+static double copy_rate(double stride)
+{
+    if (stride >= co_rates[CO_NRATES - 1].stride)
+        return co_rates[CO_NRATES - 1].per_core;
+    size_t i = 0;
+    while (stride > co_rates[i + 1].stride)
+        i++;
+    double t = log(stride / co_rates[i].stride) / log(co_rates[i + 1].stride / co_rates[i].stride);
+    return co_rates[i].per_core * pow(co_rates[i + 1].per_core / co_rates[i].per_core, t);
+}
 
 static host_work co_host_work(magic_ctx *ctx, const json_t *pt, void *user)
 {
@@ -248,9 +261,7 @@ static host_work co_host_work(magic_ctx *ctx, const json_t *pt, void *user)
     host_work w = {0};
     cl_coalesce_args a;
     point_args(env, pt, &a);
-    double cores = host_work_cores(), rate = co_rates[0].per_core;
-    for (size_t i = 0; i < sizeof co_rates / sizeof co_rates[0] && co_rates[i].stride <= a.stride; i++)
-        rate = co_rates[i].per_core;
+    double cores = host_work_cores(), rate = copy_rate((double)a.stride);
     if (strcmp(ctx->backend->name, "cpu") == 0) {
         w.run = (double)a.n;
         w.run_rate = rate * cores;

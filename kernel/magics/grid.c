@@ -205,12 +205,13 @@ static json_t *plan_view(const json_t *doc, const cl_grid_plan *p)
 
 /* Host work of --run on the CPU backend (the framework's limit, sweep.h), per
  * CPU-second, measured on a 2-core AMD EPYC host (differences of CPU time
- * between runs of 1 and 4 reps; estimates): the threads walk the blocks on
- * every core; before each rep the counters are zeroed, after the last they are
- * tallied, on one thread. On a GPU all of it stays on the device. */
-#define GRID_RATE_THREADS 3e8       /* logical threads (idle ones too), per core */
+ * between runs of 1 and 4 reps of 2^25 threads in blocks of 1x1 to 32x32;
+ * estimates): the threads walk the blocks on every core; before each rep the
+ * counters are zeroed, after the last they are tallied, on one thread. On a
+ * GPU all of it stays on the device. */
+#define GRID_RATE_THREADS 2e8       /* logical threads (idle ones too), per core */
 #define GRID_RATE_ZERO 5e9          /* bytes of counters zeroed, one thread */
-#define GRID_RATE_TALLY 5e8         /* counters tallied, one thread */
+#define GRID_RATE_TALLY 2.2e8       /* counters allocated and tallied, one thread */
 
 static host_work grid_host_work(magic_ctx *ctx, const json_t *point, void *user)
 {

@@ -33,10 +33,12 @@ static double runs_of(const json_t *point)
            (double)(json_is_integer(warmup) ? json_integer_value(warmup) : 0);
 }
 
+#define HOST_WORK_MAX_CORES 64     /* the CPU backend's thread pools take at most this many */
+
 double host_work_cores(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 64 ? 64 : (double)n;
+    return n < 1 ? 1 : n > HOST_WORK_MAX_CORES ? HOST_WORK_MAX_CORES : (double)n;
 }
 
 /* Seconds of one point, split the way a refusal explains them. */

@@ -193,7 +193,7 @@ static const char *point_args(const st_env *env, const json_t *pt, cl_stencil_ar
  * run on every core; the input is generated on one thread, for the runs and
  * again for the check. */
 #define ST_RATE_RUN 2.9e8           /* multiply-adds of a rep, per core */
-#define ST_RATE_INPUT 1e8           /* elements generated, one thread */
+#define ST_RATE_INPUT 2e8           /* elements generated, one thread */
 #define ST_RATE_CHECK 3e8           /* multiply-adds of the reference, per core */
 
 host_work st_host_work(magic_ctx *ctx, const json_t *pt, void *user)

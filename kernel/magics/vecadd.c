@@ -223,10 +223,10 @@ static int va_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
  * result on one thread whatever the backend; on the CPU backend a rep is two
  * memcpys standing in for the copies and the kernel on every core, counted
  * here as one thread (the copies dominate). */
-#define VA_RATE_ADD 1e8             /* a rep of add (12 bytes an element) */
-#define VA_RATE_DAXPY 6e7           /* a rep of daxpy (24 bytes an element) */
-#define VA_RATE_INPUT 1e8           /* x and y generated */
-#define VA_RATE_CHECK 1e8           /* inputs regenerated and every element compared */
+#define VA_RATE_ADD 4.4e8           /* a rep of add (12 bytes an element) */
+#define VA_RATE_DAXPY 1.7e8         /* a rep of daxpy (24 bytes an element) */
+#define VA_RATE_INPUT 7e7           /* x and y generated */
+#define VA_RATE_CHECK 1.7e8         /* inputs regenerated and every element compared */
 
 static host_work va_host_work(magic_ctx *ctx, const json_t *pt, void *user)
 {
