@@ -10,7 +10,7 @@
  * order stencil.h states, so the results equal the reference bit for bit.
  *
  * The check regenerates the input from the seed and compares every element,
- * or, when that would cost more than CHECK_BUDGET multiply-adds, every
+ * or, when that would cost more than CL_STENCIL_CHECK_BUDGET multiply-adds, every
  * element within 2 halo widths of the array's edges plus every s-th element
  * (s odd, so the sample walks through every position inside a block).
  */
@@ -26,7 +26,6 @@
 #include "cudalab/stencil.h"
 
 #define MAX_THREADS 64
-#define CHECK_BUDGET (1ull << 28)
 
 static int host_threads(void)
 {
@@ -294,8 +293,8 @@ int cl_stencil_reference_check(const cl_stencil_args *a, const float *out, cl_st
     for (uint64_t i = 0; i < n; i++)
         in[i] = cl_uniform(a->seed, i);
     uint64_t stride = 1;
-    if (n * terms > CHECK_BUDGET)
-        stride = ((n * terms + CHECK_BUDGET - 1) / CHECK_BUDGET) | 1;
+    if (n * terms > CL_STENCIL_CHECK_BUDGET)
+        stride = ((n * terms + CL_STENCIL_CHECK_BUDGET - 1) / CL_STENCIL_CHECK_BUDGET) | 1;
     int nt = host_threads();
     check_job jobs[MAX_THREADS];
     pthread_t tid[MAX_THREADS];

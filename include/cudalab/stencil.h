@@ -92,6 +92,8 @@ typedef struct cl_stencil_check {
 
 /* Relative tolerance of the check, against sum_j |w_j * x_{i+j}| of each element. */
 #define CL_STENCIL_RTOL 1e-6
+/* Multiply-adds the check spends at most: beyond it, a deterministic sample. */
+#define CL_STENCIL_CHECK_BUDGET (1ull << 28)
 
 /* Regenerates the input of a on the host and compares out with the
  * reference (host threads). 0, or -1 with a reason in err (out of memory). */

@@ -9,6 +9,7 @@
  * sweep to sweep_run(); point() runs one configuration.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,7 @@ static const flag_spec coalesce_flags[] = {
     {.name = "check", .type = FLAG_BOOL, .def = "true",
      .help = "compare every copied element with the input, exactly (--no-check skips it)"},
     {.name = "sort", .type = FLAG_BOOL, .def = "false", .help = "sort the table by GB/s"},
+    SWEEP_FORCE_FLAG,
     {.name = NULL},
 };
 
@@ -162,18 +164,27 @@ static int plan(magic_ctx *ctx, json_t *params)
 
 /* ---- one point ---- */
 
-static int co_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
+/* The experiment of a point (CL_COALESCE_*) and its launch arguments. */
+static int point_args(const co_env *env, const json_t *pt, cl_coalesce_args *a)
 {
-    co_env *env = user;
     const char *layout = json_string_value(json_object_get(pt, "layout"));
     int v = !layout ? CL_COALESCE_STRIDE : strcmp(layout, "row") == 0 ? CL_COALESCE_ROW : CL_COALESCE_COL;
-    cl_coalesce_args a = {
+    *a = (cl_coalesce_args){
         .n = (uint64_t)json_integer_value(json_object_get(pt, "size")),
         .stride = v == CL_COALESCE_STRIDE ? (uint64_t)json_integer_value(json_object_get(pt, "stride"))
                 : v == CL_COALESCE_ROW ? 1 : (uint64_t)json_integer_value(json_object_get(pt, "cols")),
         .block = (int)json_integer_value(json_object_get(pt, "block")),
         .seed = env->seed, .reps = env->reps, .warmup = env->warmup, .check = env->check,
     };
+    return v;
+}
+
+static int co_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
+{
+    co_env *env = user;
+    const char *layout = json_string_value(json_object_get(pt, "layout"));
+    cl_coalesce_args a;
+    int v = point_args(env, pt, &a);
     cl_coalesce_result *r = calloc(1, sizeof *r);
     char err[CL_ERR_LEN] = "";
     if (!r)
@@ -220,11 +231,56 @@ static int co_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     return 0;
 }
 
+/* ---- host work (the framework's limit, sweep.h) ----
+ * Elements copied per CPU-second on the CPU backend by stride, measured on a
+ * 2-core AMD EPYC host (differences of CPU time between runs of 1 and 4 reps
+ * of 2^25 floats, out of cache; estimates), interpolated between the strides
+ * measured on a log scale; copies and the input's generation run on every
+ * core, the check on one thread. */
+static const struct { double stride, per_core; } co_rates[] = {
+    {1, 6.7e8}, {2, 6.7e8}, {8, 4.7e8}, {32, 6.6e7}, {1024, 2.6e7},
+};
+#define CO_NRATES (sizeof co_rates / sizeof co_rates[0])
+#define CO_RATE_INPUT 2e8           /* floats generated, per core */
+#define CO_RATE_CHECK 6e8           /* floats regenerated and compared, one thread */
+
+static double copy_rate(double stride)
+{
+    if (stride >= co_rates[CO_NRATES - 1].stride)
+        return co_rates[CO_NRATES - 1].per_core;
+    size_t i = 0;
+    while (stride > co_rates[i + 1].stride)
+        i++;
+    double t = log(stride / co_rates[i].stride) / log(co_rates[i + 1].stride / co_rates[i].stride);
+    return co_rates[i].per_core * pow(co_rates[i + 1].per_core / co_rates[i].per_core, t);
+}
+
+static host_work co_host_work(magic_ctx *ctx, const json_t *pt, void *user)
+{
+    const co_env *env = user;
+    host_work w = {0};
+    cl_coalesce_args a;
+    point_args(env, pt, &a);
+    double cores = host_work_cores(), rate = copy_rate((double)a.stride);
+    if (strcmp(ctx->backend->name, "cpu") == 0) {
+        w.run = (double)a.n;
+        w.run_rate = rate * cores;
+        w.setup = (double)a.n;
+        w.setup_rate = CO_RATE_INPUT * cores;
+    }
+    if (env->check) {
+        w.check = (double)a.n;
+        w.check_rate = CO_RATE_CHECK;
+    }
+    return w;
+}
+
 /* ---- the command ---- */
 
 static const sweep_spec coalesce_sweep = {
     .magic = "coalesce", .title = "Coalescing: a copy with strided neighbours", .metric = "gbs",
     .metric_label = "GB/s", .columns = coalesce_columns, .run_point = co_point,
+    .host_work = co_host_work, .size_flag = "size",
 };
 
 static int coalesce_run(magic_ctx *ctx, const json_t *params, const char *body)

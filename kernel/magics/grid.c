@@ -28,6 +28,7 @@ static const flag_spec grid_flags[] = {
                        "untimed launches before them"),
     {.name = "check", .type = FLAG_BOOL, .def = "true",
      .help = "with --run, check the visit counts (--no-check skips it)"},
+    SWEEP_FORCE_FLAG,
     {.name = NULL},
 };
 
@@ -202,6 +203,44 @@ static json_t *plan_view(const json_t *doc, const cl_grid_plan *p)
 
 /* ---- --run ---- */
 
+/* Host work of --run on the CPU backend (the framework's limit, sweep.h), per
+ * CPU-second, measured on a 2-core AMD EPYC host (differences of CPU time
+ * between runs of 1 and 4 reps of 2^25 threads in blocks of 1x1 to 32x32;
+ * estimates): the threads walk the blocks on every core; before each rep the
+ * counters are zeroed, after the last they are tallied, on one thread. On a
+ * GPU all of it stays on the device. */
+#define GRID_RATE_THREADS 2e8       /* logical threads (idle ones too), per core */
+#define GRID_RATE_ZERO 5e9          /* bytes of counters zeroed, one thread */
+#define GRID_RATE_TALLY 2.2e8       /* counters allocated and tallied, one thread */
+
+static host_work grid_host_work(magic_ctx *ctx, const json_t *point, void *user)
+{
+    const cl_grid_plan *p = user;
+    host_work w = {0};
+    if (strcmp(ctx->backend->name, "cpu") != 0)
+        return w;
+    double cores = host_work_cores(), counters = (double)p->elements;
+    w.run = (double)p->threads + 4 * counters * GRID_RATE_THREADS * cores / GRID_RATE_ZERO;  /* in threads */
+    w.run_rate = GRID_RATE_THREADS * cores;
+    w.setup = counters;
+    w.setup_rate = GRID_RATE_TALLY;
+    return w;
+}
+
+/* --run, held to the host-work limit: one point, the data's shape as typed. */
+static int check_host_work(magic_ctx *ctx, const json_t *params, const cl_grid_plan *p)
+{
+    static const sweep_spec grid_work = {.magic = "grid", .host_work = grid_host_work, .size_flag = "data"};
+    char shape[128];
+    dims_str(p->data, p->dims, shape, sizeof shape);
+    json_t *point = json_pack("{s:s, s:O, s:O, s:O}", "data", shape, "reps", json_object_get(params, "reps"),
+                              "warmup", json_object_get(params, "warmup"), "force", json_object_get(params, "force"));
+    int rc = point ? host_work_check(ctx, &grid_work, point, (void *)p)
+                   : magic_error(ctx, "MemoryError", "out of memory");
+    json_decref(point);
+    return rc;
+}
+
 static int run_mapping(magic_ctx *ctx, const json_t *params, const cl_grid_plan *p, uint64_t free_mem,
                        json_t *doc, json_t *view)
 {
@@ -215,6 +254,8 @@ static int run_mapping(magic_ctx *ctx, const json_t *params, const cl_grid_plan 
                            "element); this %s has %.1f GiB free (largest element count that fits: %.0f)",
                            need / 1073741824.0, strcmp(ctx->backend->name, "cpu") ? "device" : "host",
                            (double)free_mem / 1073741824.0, (double)free_mem / 4.0);
+    if (check_host_work(ctx, params, p) != 0)
+        return -1;
     cl_grid_args a = {.seed = (uint64_t)json_integer_value(json_object_get(params, "seed")),
                       .reps = (int)json_integer_value(json_object_get(params, "reps")),
                       .warmup = (int)json_integer_value(json_object_get(params, "warmup"))};

@@ -56,6 +56,7 @@ static const flag_spec histo_flags[] = {
     {.name = "check", .type = FLAG_BOOL, .def = "true",
      .help = "compare every bin with the CPU histogram (--no-check to skip)"},
     {.name = "sort", .type = FLAG_BOOL, .help = "sort the runs table by GB/s"},
+    SWEEP_FORCE_FLAG,
     {.name = NULL},
 };
 
@@ -264,6 +265,54 @@ static int histo_point(magic_ctx *ctx, const json_t *params, json_t *runs, void 
     return 0;
 }
 
+/* ---- host work (the framework's limit, sweep.h) ----
+ * Bytes per CPU-second of each variant's CPU analogue, measured on a 2-core AMD
+ * EPYC host (differences of CPU time between runs of 1 and 3 reps of 2^27
+ * bytes, out of cache; estimates): on uniform input, and on skewed input (90%
+ * in one bin: atomics on one counter). cpu and cub run on one thread, the
+ * others on every core, as do the input's generation and the reference. */
+static const struct { double uniform, skewed; } histo_rates[CL_HISTO_NVARIANTS] = {
+    [CL_HISTO_V_cpu] = {2.0e9, 6.9e8},        [CL_HISTO_V_sectioned] = {3.8e8, 5.0e8},
+    [CL_HISTO_V_interleaved] = {5.9e7, 5.3e7}, [CL_HISTO_V_privatized] = {1.5e8, 8.7e7},
+    [CL_HISTO_V_warp] = {8.9e8, 5.4e8},       [CL_HISTO_V_fast] = {2.9e8, 3.1e8},
+    [CL_HISTO_V_cub] = {2.4e9, 5.0e8},
+};
+#define HISTO_RATE_INPUT 2.8e8      /* random bytes generated, per core */
+#define HISTO_RATE_REFERENCE 3e8    /* bytes of the CPU histogram (input regenerated), per core */
+#define HISTO_RATE_FLUSH 5e9        /* the cache flush before each rep: a memset on one thread */
+
+static host_work histo_host_work(magic_ctx *ctx, const json_t *params, void *user)
+{
+    const histo_run_ctx *hc = user;
+    host_work w = {0};
+    cl_histo_args a;
+    args_from(params, hc, &a);
+    if (a.variant < 0 || a.variant >= CL_HISTO_NVARIANTS ||
+        ((a.variant == CL_HISTO_V_cpu || a.variant == CL_HISTO_V_cub) &&
+         (a.block != hc->first_block || a.grid != hc->first_grid)))
+        return w;                   /* the point runs nothing (histo_point says why) */
+    const cl_backend *be = backend_for(ctx, a.variant);
+    double cores = host_work_cores();
+    if (strcmp(be->name, "cpu") == 0 && be->histo) {
+        bool skewed = !a.text && a.dist == CL_HISTO_SKEWED;
+        bool one_thread = a.variant == CL_HISTO_V_cpu || a.variant == CL_HISTO_V_cub;
+        double rate = skewed ? histo_rates[a.variant].skewed : histo_rates[a.variant].uniform;
+        double flush = be->histo->overhead ? (double)be->histo->overhead() : 0;
+        w.run = (double)a.n + flush * rate / HISTO_RATE_FLUSH;  /* the flush, in the variant's bytes */
+        w.run_rate = rate * (one_thread ? 1 : cores);
+        w.setup = a.text ? 0 : (double)a.n;
+        w.setup_rate = HISTO_RATE_INPUT * cores;
+    }
+    if (hc->check) {
+        w.check = (double)a.n;
+        w.check_rate = HISTO_RATE_REFERENCE * cores;
+        /* the references of generated inputs are cached (reference()): one per input */
+        w.check_key = a.text ? 0 : cl_hash(a.seed ^ ((uint64_t)a.dist << 56) ^ ((uint64_t)a.mode << 48) ^
+                                           ((uint64_t)a.width << 40), a.n) | 1;
+    }
+    return w;
+}
+
 /* ---- run ---- */
 
 static int64_t first_int(const json_t *v)
@@ -278,6 +327,8 @@ static const sweep_spec histo_sweep = {
     .metric_label = "GB/s",
     .columns = histo_columns,
     .run_point = histo_point,
+    .host_work = histo_host_work,
+    .size_flag = "size",
 };
 
 static int histo_run(magic_ctx *ctx, const json_t *params, const char *body)

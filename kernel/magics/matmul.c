@@ -3,8 +3,9 @@
  * register blocking and cuBLAS, each run timed, modelled and checked.
  *
  * run() validates everything a sweep will need before any point runs (variant
- * names, TILE_WIDTHs, sizes against device memory, host memory, int range and
- * the host's work limit), then hands the sweep to sweep_run(); matmul_point()
+ * names, TILE_WIDTHs, sizes against device memory, host memory and int range),
+ * then hands the sweep to sweep_run() (which holds it to the host-work limit,
+ * mm_host_work() saying what a point costs); matmul_point()
  * runs one (variant, m, n, k, tile) and appends its run object. The checks
  * themselves live in cpu/matmul_check.c; the limits in matmul_env.c.
  */
@@ -42,6 +43,7 @@ static const flag_spec matmul_flags[] = {
      .help = "check C against a double-precision product (--no-check skips it)"},
     {.name = "sort", .type = FLAG_BOOL, .def = "false",
      .help = "sort the table by GFLOP/s"},
+    SWEEP_FORCE_FLAG,
     {.name = NULL},
 };
 
@@ -131,8 +133,6 @@ static int matmul_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *us
     if (!(t.variant->flags & CL_MATMUL_USES_TILE) && tile != env->first_tile)
         return 0;
     mm_dims d = mm_point_dims(pt);
-    if (t.optional && mm_host_work(env, &d) > MM_HOST_WORK_LIMIT)
-        return 0;                   /* `all` leaves the host loop out where it would take minutes */
 
     cl_matmul_args a = { .m = (int)d.m, .n = (int)d.n, .k = (int)d.k, .tile = tile, .seed = env->seed,
                          .reps = env->reps, .warmup = env->warmup };
@@ -177,6 +177,8 @@ static const sweep_spec matmul_sweep = {
     .metric_label = "GFLOP/s",
     .columns = matmul_columns,
     .run_point = matmul_point,
+    .host_work = mm_host_work,
+    .size_flag = "size",
 };
 
 static int matmul_run(magic_ctx *ctx, const json_t *params, const char *body)
@@ -224,8 +226,8 @@ const magic_spec magic_matmul = {
         "too small to fill every SM with 128×128 tiles.\n\n"
         "cublas: cublasSgemm in plain FP32 (CUBLAS_DEFAULT_MATH), the reference. cublas-tf32: the "
         "same on TF32 tensor cores (10-bit mantissa): faster than the FP32 peak, less exact, so "
-        "its check tolerance is looser. all: every variant (the host loop only where it takes "
-        "seconds, not minutes).\n\n"
+        "its check tolerance is looser. all: every variant (the host loop only where it is "
+        "within the host-work limit).\n\n"
         "Each run reports GFLOP/s = 2·m·n·k / median time, the percentage of the FP32 peak "
         "(2 × SMs × cores per SM × clock), the launch (grid, block, shared memory, registers per "
         "thread) and the traffic model: global loads and CGMA = flops per global load.\n\n"

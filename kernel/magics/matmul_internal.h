@@ -11,10 +11,7 @@
 
 #include "cudalab/magic.h"
 #include "cudalab/matmul.h"
-
-/* Host work per run (warm-up and timed runs together, in multiply-adds) above
- * which a variant that runs on the host is refused: minutes, not seconds. */
-#define MM_HOST_WORK_LIMIT 34359738368.0     /* 2^35 */
+#include "cudalab/sweep.h"
 
 typedef struct mm_env {
     const cl_backend *backend;
@@ -25,7 +22,7 @@ typedef struct mm_env {
     int reps, warmup;
     bool check;
     int first_tile;                 /* variants without a tile run at this one only */
-    bool cpu_optional;              /* `all` brought in the host loop: skipped over the limit */
+    bool cpu_optional;              /* `all` brought in the host loop: left out over the host-work limit */
 } mm_env;
 
 /* Where one variant runs. */
@@ -34,7 +31,7 @@ typedef struct mm_target {
     const cl_matmul_variant *variant;
     const char *backend_name;       /* "cuda" or "cpu" */
     bool is_host;                   /* runs on the host CPU (peak and limits of the host) */
-    bool optional;                  /* from `all`; skipped where over the host limit */
+    bool optional;                  /* from `all`; left out where over the host-work limit */
 } mm_target;
 
 typedef struct mm_dims {
@@ -48,7 +45,7 @@ int mm_env_init(magic_ctx *ctx, json_t *params, mm_env *env);
 int mm_target_of(const mm_env *env, const char *variant, mm_target *out);
 /* m, n, k of a sweep point: --m/--n/--k where given, else --size. */
 mm_dims mm_point_dims(const json_t *point);
-/* Multiply-adds of one point's warm-up and timed runs. */
-double mm_host_work(const mm_env *env, const mm_dims *d);
+/* What one point makes the host do (the sweep's host_work hook; user is the mm_env). */
+host_work mm_host_work(magic_ctx *ctx, const json_t *point, void *user);
 
 #endif

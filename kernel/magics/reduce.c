@@ -40,6 +40,7 @@ static const flag_spec reduce_flags[] = {
     {.name = "check", .type = FLAG_BOOL, .def = "true",
      .help = "check each result against a double-precision host reduction (--no-check skips it)"},
     {.name = "sort", .type = FLAG_BOOL, .def = "false", .help = "sort the table by GB/s"},
+    SWEEP_FORCE_FLAG,
     {.name = NULL},
 };
 
@@ -191,6 +192,8 @@ static const sweep_spec reduce_sweep = {
     .metric_label = "GB/s",
     .columns = reduce_columns,
     .run_point = rd_point,
+    .host_work = rd_host_work,
+    .size_flag = "size",
 };
 
 static int reduce_run(magic_ctx *ctx, const json_t *params, const char *body)

@@ -11,6 +11,7 @@
 
 #include "cudalab/magic.h"
 #include "cudalab/reduce.h"
+#include "cudalab/sweep.h"
 
 typedef struct rd_env {
     const cl_backend *backend;
@@ -34,6 +35,9 @@ int rd_variant_index(const char *name);
 
 /* The sweep's point function: runs one (size, dtype, op, block, variant). */
 int rd_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user);
+
+/* What one point makes the host do (the sweep's host_work hook; user is the rd_env). */
+host_work rd_host_work(magic_ctx *ctx, const json_t *pt, void *user);
 
 /* The check object of one result (cpu/reduce_ref.c's reference, cached in env).
  * NULL with the error set when the reference could not be computed. */

@@ -104,6 +104,45 @@ json_t *rd_check(magic_ctx *ctx, rd_env *env, const cl_reduce_args *a, const cl_
     return c;
 }
 
+/* ---- host work (the framework's limit, sweep.h) ----
+ * Elements per CPU-second of each variant on the CPU backend, measured on a
+ * 2-core AMD EPYC host (differences of CPU time between runs of 1 and 4 reps
+ * of 2^26 elements, out of cache; estimates), float and int. cpu runs on one
+ * thread; the analogues, cub's stand-in, the input and the reference on every
+ * core. */
+static const struct { double f, i; } rd_rates[CL_REDUCE_NVARIANTS] = {
+    [CL_REDUCE_CPU] = {1.3e9, 1.9e9},        [CL_REDUCE_DIVERGENT] = {1.2e8, 1.1e8},
+    [CL_REDUCE_CONVERGENT] = {4.3e8, 4.6e8}, [CL_REDUCE_MULTIBLOCK] = {5.5e8, 3.4e8},
+    [CL_REDUCE_FAST] = {1.0e9, 1.6e9},       [CL_REDUCE_CUB] = {1.3e9, 1.4e9},
+};
+#define RD_RATE_INPUT 2.7e8         /* elements generated, per core */
+#define RD_RATE_REFERENCE 6.2e8     /* elements of the double/int64 reference (regenerated), per core */
+
+host_work rd_host_work(magic_ctx *ctx, const json_t *pt, void *user)
+{
+    const rd_env *env = user;
+    host_work w = {0};
+    int v = rd_variant_index(json_string_value(json_object_get(pt, "variant")));
+    int block = (int)json_integer_value(json_object_get(pt, "block"));
+    if (v < 0 || (!uses_block(v) && block != env->first_block))
+        return w;                   /* the point runs nothing (rd_point says why) */
+    double n = (double)json_integer_value(json_object_get(pt, "size"));
+    bool is_int = strcmp(json_string_value(json_object_get(pt, "dtype")), "int") == 0;
+    double cores = host_work_cores();
+    if (v == CL_REDUCE_CPU || env->ops == env->host_ops) {
+        w.run = n;
+        w.run_rate = (is_int ? rd_rates[v].i : rd_rates[v].f) * (v == CL_REDUCE_CPU ? 1 : cores);
+        w.setup = n;                /* the CPU backend makes the input for every point */
+        w.setup_rate = RD_RATE_INPUT * cores;
+    }
+    if (env->check) {
+        w.check = n;
+        w.check_rate = RD_RATE_REFERENCE * cores;
+        w.check_key = (unsigned long long)n * 2 + is_int + 1;   /* one reference per size and dtype */
+    }
+    return w;
+}
+
 /* ---- the run object ---- */
 
 static double host_bandwidth(rd_env *env)

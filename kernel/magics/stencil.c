@@ -49,6 +49,7 @@ static const flag_spec stencil_flags[] = {
     {.name = "check", .type = FLAG_BOOL, .def = "true",
      .help = "compare every output with the host reference (--no-check skips it)"},
     {.name = "sort", .type = FLAG_BOOL, .def = "false", .help = "sort the table by GB/s"},
+    SWEEP_FORCE_FLAG,
     {.name = NULL},
 };
 
@@ -335,6 +336,8 @@ static const sweep_spec stencil_sweep = {
     .metric_label = "GB/s",
     .columns = stencil_columns,
     .run_point = st_point,
+    .host_work = st_host_work,
+    .size_flag = "size",
 };
 
 static int stencil_run(magic_ctx *ctx, const json_t *params, const char *body)

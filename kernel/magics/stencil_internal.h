@@ -11,6 +11,7 @@
 
 #include "cudalab/magic.h"
 #include "cudalab/stencil.h"
+#include "cudalab/sweep.h"
 
 typedef struct st_env {
     const cl_backend *backend;
@@ -43,5 +44,7 @@ int st_variant_index(const char *name);
 int st_point_weights(const st_env *env, int radius, const char *filter, float *w, int *k);
 
 int st_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user);
+/* What one point makes the host do (the sweep's host_work hook; user is the st_env). */
+host_work st_host_work(magic_ctx *ctx, const json_t *pt, void *user);
 
 #endif

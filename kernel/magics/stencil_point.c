@@ -163,6 +163,64 @@ static json_t *run_json(const st_env *env, int v, const cl_stencil_args *a, cons
     return run;
 }
 
+/* The launch arguments of a point (weights into w); returns the filter's name for the run object. */
+static const char *point_args(const st_env *env, const json_t *pt, cl_stencil_args *a, float *w)
+{
+    const json_t *size = json_object_get(pt, "size");
+    const char *filter = json_string_value(json_object_get(pt, "filter"));
+    int radius = (int)json_integer_value(json_object_get(pt, "radius"));
+    *a = (cl_stencil_args){.dim = env->dim, .ny = 1, .weights = w, .seed = env->seed, .reps = env->reps,
+                           .warmup = env->warmup,
+                           .block = (int)json_integer_value(json_object_get(pt, "block"))};
+    st_point_weights(env, radius, filter, w, &a->k);
+    a->radius = (a->k - 1) / 2;
+    if (env->dim == 1) {
+        a->nx = (uint64_t)json_integer_value(size);
+        return env->custom ? "custom" : "box";
+    }
+    unsigned long long nx = 0, ny = 0;
+    sscanf(json_string_value(size), "%llux%llu", &nx, &ny);
+    a->nx = nx, a->ny = ny;
+    return env->custom ? "custom" : filter;
+}
+
+/* ---- host work (the framework's limit, sweep.h) ----
+ * Multiply-adds per CPU-second on the CPU backend, measured on a 2-core AMD
+ * EPYC host (differences of CPU time between runs of 1 and 3 reps of 2^25
+ * elements with R = 1, 8, 64, and of 4096x4096 with 3x3 and 5x5 filters, naive
+ * and tiled alike; estimates): a rep costs about terms + 2 multiply-adds an
+ * output, the 2 for its loads and store. The runs and the check's comparison
+ * run on every core; the input is generated on one thread, for the runs and
+ * again for the check. */
+#define ST_RATE_RUN 2.9e8           /* multiply-adds of a rep, per core */
+#define ST_RATE_INPUT 2e8           /* elements generated, one thread */
+#define ST_RATE_CHECK 3e8           /* multiply-adds of the reference, per core */
+
+host_work st_host_work(magic_ctx *ctx, const json_t *pt, void *user)
+{
+    const st_env *env = user;
+    host_work w = {0};
+    if (st_variant_index(json_string_value(json_object_get(pt, "variant"))) < 0)
+        return w;
+    float weights[CL_STENCIL_MAX_WEIGHTS];
+    cl_stencil_args a;
+    point_args(env, pt, &a, weights);
+    double n = (double)a.nx * (double)a.ny, terms = env->dim == 1 ? a.k : (double)a.k * a.k;
+    double cores = host_work_cores();
+    if (strcmp(env->backend->name, "cpu") == 0) {
+        w.run = n * (terms + 2);
+        w.run_rate = ST_RATE_RUN * cores;
+        w.setup = n;
+        w.setup_rate = ST_RATE_INPUT;
+    }
+    if (env->check) {
+        double compared = fmin(n * terms, (double)CL_STENCIL_CHECK_BUDGET);
+        w.check = compared + n * ST_RATE_CHECK * cores / ST_RATE_INPUT;  /* the input, in the check's unit */
+        w.check_rate = ST_RATE_CHECK * cores;
+    }
+    return w;
+}
+
 int st_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
 {
     st_env *env = user;
@@ -170,25 +228,9 @@ int st_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     int v = st_variant_index(name);
     if (v < 0)
         return magic_error(ctx, "RuntimeError", "unknown %%stencil variant '%s'", name ? name : "?");
-    const json_t *size = json_object_get(pt, "size");
-    const char *filter = json_string_value(json_object_get(pt, "filter"));
-    int radius = (int)json_integer_value(json_object_get(pt, "radius"));
     float w[CL_STENCIL_MAX_WEIGHTS];
-    cl_stencil_args a = {.dim = env->dim, .ny = 1, .weights = w, .seed = env->seed, .reps = env->reps,
-                         .warmup = env->warmup,
-                         .block = (int)json_integer_value(json_object_get(pt, "block"))};
-    st_point_weights(env, radius, filter, w, &a.k);
-    a.radius = (a.k - 1) / 2;
-    if (env->dim == 1) {
-        a.nx = (uint64_t)json_integer_value(size);
-        filter = env->custom ? "custom" : "box";
-    } else {
-        unsigned long long nx = 0, ny = 0;
-        sscanf(json_string_value(size), "%llux%llu", &nx, &ny);
-        a.nx = nx, a.ny = ny;
-        if (env->custom)
-            filter = "custom";
-    }
+    cl_stencil_args a;
+    const char *filter = point_args(env, pt, &a, w);
     uint64_t n = a.nx * a.ny;
     float *out = env->check ? malloc(n * sizeof *out) : NULL;
     cl_stencil_result *r = malloc(sizeof *r);

@@ -2,9 +2,15 @@
  *
  * The magic supplies one function that runs a single point; this file owns
  * everything around it, so %matmul, %histo, %reduce and the rest look and
- * behave alike: the cartesian product in flag order, progress while points
- * run, the result document, the runs table (optionally sorted by the metric),
- * a chart of the metric, and failing the cell when a check failed.
+ * behave alike: the cartesian product in flag order (and its limit), progress
+ * while points run, the result document, the runs table (optionally sorted by
+ * the metric), a chart of the metric, and failing the cell when a check failed.
+ *
+ * Progress costs the same at the 10,000th point as at the first: it is
+ * throttled in time (SWEEP_PROGRESS_MS) and shows a progress line and the last
+ * few runs, never the whole table; points share the params' lists instead of
+ * copying them. So a sweep of cheap points runs as fast in a notebook as on
+ * the command line, and iopub carries a handful of small updates.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -16,8 +22,7 @@
 
 #include "cudalab/render.h"
 #include "cudalab/sweep.h"
-
-#define SWEEP_MAX_POINTS 10000
+#include "magics/sweep_internal.h"
 
 /* ---- statistics ---- */
 
@@ -152,52 +157,92 @@ json_t *sweep_device_json(magic_ctx *ctx)
 
 typedef struct sweep_state {
     const sweep_spec *spec;
-    const json_t *params;
-    const char **varying;       /* names of list-valued params, in flag order */
-    size_t nvarying;
-    size_t *index;              /* odometer, one digit per varying param */
-    size_t points;
+    sweep_points pts;
 } sweep_state;
 
-static int count_points(sweep_state *st, magic_ctx *ctx)
+
+/* "100 × 100 × 100 (--threads, --regs, --smem)": the factors of a count, for its refusal. */
+static void describe_product(const json_t *params, char *buf, size_t len)
 {
+    char sizes[160] = "", names[200] = "";
     const char *key;
     json_t *v;
-    st->points = 1;
-    st->varying = calloc(json_object_size(st->params) + 1, sizeof *st->varying);
-    st->index = calloc(json_object_size(st->params) + 1, sizeof *st->index);
-    if (!st->varying || !st->index)
-        return magic_error(ctx, "MemoryError", "out of memory planning the sweep");
-    json_object_foreach((json_t *)st->params, key, v) {
+    json_object_foreach((json_t *)params, key, v) {
         if (!json_is_array(v) || json_array_size(v) == 0)
             continue;
-        st->varying[st->nvarying++] = key;
-        st->points *= json_array_size(v);
-        if (st->points > SWEEP_MAX_POINTS)
-            return magic_error(ctx, "UsageError", "this sweep has more than %d combinations; "
-                               "shorten the comma lists", SWEEP_MAX_POINTS);
+        size_t a = strlen(sizes), b = strlen(names);
+        snprintf(sizes + a, sizeof sizes - a, "%s%zu", a ? " × " : "", json_array_size(v));
+        snprintf(names + b, sizeof names - b, "%s--%s", b ? ", " : "", key);
     }
+    for (char *c = names; *c; c++)      /* params say bin_width, users type --bin-width */
+        if (*c == '_')
+            *c = '-';
+    snprintf(buf, len, "%s: %s", sizes, names);
+}
+
+int sweep_points_init(sweep_points *pts, magic_ctx *ctx, const json_t *params)
+{
+    memset(pts, 0, sizeof *pts);
+    pts->params = params;
+    pts->count = 1;
+    pts->varying = calloc(json_object_size(params) + 1, sizeof *pts->varying);
+    pts->index = calloc(json_object_size(params) + 1, sizeof *pts->index);
+    if (!pts->varying || !pts->index)
+        return magic_error(ctx, "MemoryError", "out of memory planning the sweep");
+    double product = 1;                 /* a double: 10^6 × 10^6 must not wrap */
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)params, key, v) {
+        if (!json_is_array(v) || json_array_size(v) == 0)
+            continue;
+        pts->varying[pts->nvarying++] = key;
+        product *= (double)json_array_size(v);
+    }
+    if (product > SWEEP_MAX_POINTS) {
+        char factors[400];
+        describe_product(params, factors, sizeof factors);
+        return magic_error(ctx, "UsageError", product < 1e15 ? "this sweep has %.0f points (%s); the limit "
+                           "is %d: shorten the comma lists" : "this sweep has %.3g points (%s); the limit is "
+                           "%d: shorten the comma lists", product, factors, SWEEP_MAX_POINTS);
+    }
+    pts->count = (size_t)product;
     return 0;
 }
 
-static json_t *point_params(const sweep_state *st)
+json_t *sweep_points_current(const sweep_points *pts)
 {
-    json_t *p = json_deep_copy(st->params);
-    for (size_t i = 0; i < st->nvarying; i++)
-        json_object_set(p, st->varying[i],
-                        json_array_get(json_object_get(st->params, st->varying[i]), st->index[i]));
+    json_t *p = json_copy((json_t *)pts->params);
+    for (size_t i = 0; p && i < pts->nvarying; i++)
+        json_object_set(p, pts->varying[i],
+                        json_array_get(json_object_get(pts->params, pts->varying[i]), pts->index[i]));
     return p;
 }
 
-/* Advances the odometer; the last varying flag changes fastest. */
-static void next_point(sweep_state *st)
+void sweep_points_next(sweep_points *pts)
 {
-    for (size_t i = st->nvarying; i-- > 0;) {
-        size_t n = json_array_size(json_object_get(st->params, st->varying[i]));
-        if (++st->index[i] < n)
+    for (size_t i = pts->nvarying; i-- > 0;) {
+        size_t n = json_array_size(json_object_get(pts->params, pts->varying[i]));
+        if (++pts->index[i] < n)
             return;
-        st->index[i] = 0;
+        pts->index[i] = 0;
     }
+}
+
+void sweep_points_free(sweep_points *pts)
+{
+    free(pts->varying);
+    free(pts->index);
+    pts->varying = NULL;
+    pts->index = NULL;
+}
+
+int sweep_count(magic_ctx *ctx, const json_t *params, size_t *points)
+{
+    sweep_points pts;
+    int rc = sweep_points_init(&pts, ctx, params);
+    *points = pts.count;
+    sweep_points_free(&pts);
+    return rc;
 }
 
 /* ---- document and view ---- */
@@ -275,16 +320,18 @@ static json_t *cell_of(const json_t *run, const char *path)
     return v ? json_deep_copy(v) : json_null();
 }
 
-static void add_runs_table(json_t *view, const sweep_spec *s, const json_t *runs, int sorted)
+/* The runs table: every run from `from` on, as run or (sorted) by the metric. */
+static void add_runs_table(json_t *view, const sweep_spec *s, const json_t *runs, int sorted, size_t from,
+                           const char *caption)
 {
     json_t *cols = json_array();
     for (const sweep_column *c = s->columns; c->path; c++)
         json_array_append_new(cols, json_string(c->header));
-    json_t *table = view_add_table(view, NULL, cols);
+    json_t *table = view_add_table(view, caption, cols);
     size_t n = json_array_size(runs), *order = run_order(s, runs, sorted);
     if (!order)
         return;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = from; i < n; i++) {
         json_t *row = json_array();
         for (const sweep_column *c = s->columns; c->path; c++)
             json_array_append_new(row, cell_of(json_array_get(runs, order[i]), c->path));
@@ -315,33 +362,103 @@ static void add_notes(json_t *view, const sweep_spec *spec, magic_ctx *ctx, cons
 static json_t *make_doc(magic_ctx *ctx, const sweep_state *st, json_t *runs, json_t *device)
 {
     json_t *varying = json_array();
-    for (size_t i = 0; i < st->nvarying; i++)
-        json_array_append_new(varying, json_string(st->varying[i]));
+    for (size_t i = 0; i < st->pts.nvarying; i++)
+        json_array_append_new(varying, json_string(st->pts.varying[i]));
     json_t *doc = json_pack("{s:s, s:s, s:O, s:O, s:O, s:{s:o, s:I}}", "magic", st->spec->magic,
                             "backend", ctx->backend ? ctx->backend->name : "none", "device", device,
-                            "params", st->params, "runs", runs, "sweep", "varying", varying, "points",
-                            (json_int_t)st->points);
+                            "params", st->pts.params, "runs", runs, "sweep", "varying", varying, "points",
+                            (json_int_t)st->pts.count);
     json_object_set_new(doc, "backend_note", ctx->backend_note && *ctx->backend_note
                                                  ? json_string(ctx->backend_note) : json_null());
     return doc;
 }
 
-static json_t *make_view(magic_ctx *ctx, const sweep_state *st, const json_t *runs,
-                         const json_t *device, size_t done)
+static json_t *make_view(magic_ctx *ctx, const sweep_state *st, const json_t *runs, const json_t *device)
 {
     char title[160];
     const char *dev = json_string_value(json_object_get(device, "name"));
-    if (done < st->points)
-        snprintf(title, sizeof title, "%s — running %zu of %zu", st->spec->title, done + 1, st->points);
-    else if (st->spec->subject && json_is_string(path_get(json_array_get(runs, 0), st->spec->subject)))
+    if (st->spec->subject && json_is_string(path_get(json_array_get(runs, 0), st->spec->subject)))
         snprintf(title, sizeof title, "%s of %s", st->spec->title,
                  json_string_value(path_get(json_array_get(runs, 0), st->spec->subject)));
     else
         snprintf(title, sizeof title, "%s on %s", st->spec->title, dev ? dev : "?");
     json_t *view = view_new(title);
     add_notes(view, st->spec, ctx, device);
-    add_runs_table(view, st->spec, runs, json_is_true(json_object_get(st->params, "sort")));
+    add_runs_table(view, st->spec, runs, json_is_true(json_object_get(st->pts.params, "sort")), 0, NULL);
     return view;
+}
+
+/* ---- progress ---- */
+
+#define PROGRESS_BAR 24             /* characters of the bar */
+
+static double monotonic_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+double (*sweep_clock_ms)(void) = monotonic_ms;
+
+typedef struct progress {
+    char display_id[80];
+    double started_ms, shown_ms;
+    bool shown;
+} progress;
+
+/* What an update shows: where the sweep is and its last few runs. Its size does
+ * not grow with the sweep, so the 10,000th update costs what the first did. */
+static json_t *progress_view(magic_ctx *ctx, const sweep_state *st, const json_t *runs,
+                             const json_t *device, size_t done, double elapsed_ms)
+{
+    char title[200], line[PROGRESS_BAR * 3 + 160], caption[96];
+    snprintf(title, sizeof title, "%s — running %zu of %zu", st->spec->title, done + 1, st->pts.count);
+    json_t *view = view_new(title);
+    add_notes(view, st->spec, ctx, device);
+    size_t filled = done * PROGRESS_BAR / st->pts.count, used = 0;
+    for (size_t i = 0; i < PROGRESS_BAR; i++)
+        used += (size_t)snprintf(line + used, sizeof line - used, "%s", i < filled ? "█" : "░");
+    snprintf(line + used, sizeof line - used, " %3.0f%%  %zu of %zu points done in %.1f s",
+             100.0 * (double)done / (double)st->pts.count, done, st->pts.count, elapsed_ms / 1e3);
+    view_add_text(view, line);
+    size_t n = json_array_size(runs);
+    if (n == 0)
+        return view;
+    size_t from = n > SWEEP_PROGRESS_ROWS ? n - SWEEP_PROGRESS_ROWS : 0;
+    snprintf(caption, sizeof caption, from ? "the last %zu of %zu runs (the whole table comes at the end)"
+                                           : "the runs so far", n - from, n);
+    add_runs_table(view, st->spec, runs, 0, from, caption);
+    return view;
+}
+
+/* Before point `done`: the first display at once, then at most one update per
+ * SWEEP_PROGRESS_MS, however cheap the points are. */
+static void progress_before(magic_ctx *ctx, const sweep_state *st, progress *pr, const json_t *runs,
+                            const json_t *device, size_t done)
+{
+    if (st->pts.count < 2)
+        return;
+    double now = sweep_clock_ms();
+    if (pr->shown && now - pr->shown_ms < SWEEP_PROGRESS_MS)
+        return;
+    magic_progress(ctx, pr->display_id, NULL, progress_view(ctx, st, runs, device, done, now - pr->started_ms),
+                   pr->shown ? RESULT_UPDATE : RESULT_SHOW);
+    pr->shown = true;
+    pr->shown_ms = now;
+}
+
+static void progress_init(progress *pr)
+{
+    /* unique for the session: a later sweep (in the same long-lived worker, or a
+     * fresh one that got the same pid) must never update an earlier one's output */
+    static unsigned long sweeps;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    memset(pr, 0, sizeof *pr);
+    snprintf(pr->display_id, sizeof pr->display_id, "cudalab-%d-%lu-%llx%09ld", (int)getpid(), ++sweeps,
+             (unsigned long long)now.tv_sec, (long)now.tv_nsec);
+    pr->started_ms = sweep_clock_ms();
 }
 
 /* ---- chart ---- */
@@ -375,10 +492,10 @@ static int powers_of_two(const json_t *a)
 static void series_name(const sweep_state *st, const json_t *point, const char *skip, char *buf, size_t len)
 {
     buf[0] = '\0';
-    for (size_t i = 0; i < st->nvarying; i++) {
-        if (skip && strcmp(st->varying[i], skip) == 0)
+    for (size_t i = 0; i < st->pts.nvarying; i++) {
+        if (skip && strcmp(st->pts.varying[i], skip) == 0)
             continue;
-        const json_t *v = json_object_get(point, st->varying[i]);
+        const json_t *v = json_object_get(point, st->pts.varying[i]);
         char val[64];
         if (json_is_string(v))
             snprintf(val, sizeof val, "%s", json_string_value(v));
@@ -396,21 +513,21 @@ static void series_name(const sweep_state *st, const json_t *point, const char *
 static void emit_chart(magic_ctx *ctx, const sweep_state *st, const json_t *runs, const json_t *points)
 {
     const char *x = NULL;
-    for (size_t i = 0; i < st->nvarying && !x; i++)
-        if (is_number_list(json_object_get(st->params, st->varying[i])))
-            x = st->varying[i];
+    for (size_t i = 0; i < st->pts.nvarying && !x; i++)
+        if (is_number_list(json_object_get(st->pts.params, st->pts.varying[i])))
+            x = st->pts.varying[i];
     char names[128] = "", title[200];
-    for (size_t i = 0; i < st->nvarying; i++) {         /* what the bars are labelled by */
+    for (size_t i = 0; i < st->pts.nvarying; i++) {         /* what the bars are labelled by */
         size_t used = strlen(names);
-        snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", st->varying[i]);
+        snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", st->pts.varying[i]);
     }
     const char *x_label = x ? x : names[0] ? names : "run";
     snprintf(title, sizeof title, "%s by %s", st->spec->metric_label, x_label);
     json_t *view = view_new(NULL);
-    int log_x = x && powers_of_two(json_object_get(st->params, x));
+    int log_x = x && powers_of_two(json_object_get(st->pts.params, x));
     json_t *chart = view_add_chart(view, x ? "line" : "bar", title, x_label, st->spec->metric_label, log_x);
     /* bars follow the table's order (--sort ranks them too); lines follow x */
-    size_t *order = run_order(st->spec, runs, !x && json_is_true(json_object_get(st->params, "sort")));
+    size_t *order = run_order(st->spec, runs, !x && json_is_true(json_object_get(st->pts.params, "sort")));
     for (size_t k = 0; order && k < json_array_size(runs); k++) {
         size_t i = order[k];
         const json_t *run = json_array_get(runs, i);
@@ -458,34 +575,38 @@ static int report_failed_checks(magic_ctx *ctx, const sweep_spec *s, const json_
 
 int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *user)
 {
-    sweep_state st = { .spec = s, .params = params };
-    int rc = count_points(&st, ctx);
+    sweep_state st = { .spec = s };
+    int rc = sweep_points_init(&st.pts, ctx, params);
+    if (rc == 0)
+        rc = host_work_check(ctx, s, params, user);
+    if (rc != 0) {
+        sweep_points_free(&st.pts);
+        return rc;
+    }
     json_t *runs = json_array(), *points = json_array();
     json_t *device = sweep_device_json(ctx);
-    /* unique for the session: a later sweep (in the same long-lived worker, or a
-     * fresh one that got the same pid) must never update an earlier one's output */
-    static unsigned long sweeps;
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    char display_id[80];
-    snprintf(display_id, sizeof display_id, "cudalab-%d-%lu-%llx%09ld", (int)getpid(), ++sweeps,
-             (unsigned long long)now.tv_sec, (long)now.tv_nsec);
-    for (size_t p = 0; rc == 0 && p < st.points; p++) {
-        if (st.points > 1)
-            magic_progress(ctx, display_id, NULL, make_view(ctx, &st, runs, device, p),
-                           p == 0 ? RESULT_SHOW : RESULT_UPDATE);
-        json_t *pp = point_params(&st);
-        rc = s->run_point(ctx, pp, runs, user);
+    progress pr;
+    progress_init(&pr);
+    for (size_t p = 0; rc == 0 && p < st.pts.count; p++) {
+        if (magic_cancelled()) {
+            rc = magic_error(ctx, "KeyboardInterrupt", "%%%s interrupted after %zu of %zu points", s->magic,
+                             p, st.pts.count);
+            break;
+        }
+        progress_before(ctx, &st, &pr, runs, device, p);
+        json_t *pp = sweep_points_current(&st.pts);
+        if (!s->host_work || !host_work_skips(ctx, s, pp, user))
+            rc = s->run_point(ctx, pp, runs, user);
         while (json_array_size(points) < json_array_size(runs))
             json_array_append(points, pp);
         json_decref(pp);
-        next_point(&st);
+        sweep_points_next(&st.pts);
     }
     if (rc == 0) {
-        json_t *view = make_view(ctx, &st, runs, device, st.points);
+        json_t *view = make_view(ctx, &st, runs, device);
         json_t *doc = make_doc(ctx, &st, runs, device);
-        if (st.points > 1) {
-            magic_progress(ctx, display_id, doc, view, RESULT_FINAL);
+        if (st.pts.count > 1) {
+            magic_progress(ctx, pr.display_id, doc, view, RESULT_FINAL);
             emit_chart(ctx, &st, runs, points);
         } else {
             magic_result(ctx, doc, view);
@@ -495,7 +616,6 @@ int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *u
     json_decref(runs);
     json_decref(points);
     json_decref(device);
-    free(st.varying);
-    free(st.index);
+    sweep_points_free(&st.pts);
     return rc;
 }

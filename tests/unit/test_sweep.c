@@ -1,15 +1,18 @@
-/* test_sweep.c — the sweep machinery: cartesian order, progress modes, the
- * document, sorting, statistics and failed checks. */
+/* test_sweep.c — the sweep machinery: cartesian order, progress (its modes,
+ * its throttle in time and its size), the document, sorting, statistics,
+ * failed checks, the limit on points and the host-work limit. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "cudalab/render.h"
 #include "cudalab/sweep.h"
+#include "magics/sweep_internal.h"
 
 /* ---- a sink that records what the sweep shows ---- */
 
@@ -19,7 +22,19 @@ typedef struct sink {
     json_t *final_doc;
     json_t *final_view;
     int charts;
+    size_t progress_rows;       /* the most runs any progress update showed */
+    size_t progress_bytes;      /* the largest progress view, as compact JSON */
 } sink;
+
+/* The rows of a view's last table. */
+static size_t table_rows(const json_t *view)
+{
+    const json_t *blocks = json_object_get(view, "blocks"), *rows = NULL;
+    for (size_t i = 0; i < json_array_size(blocks); i++)
+        if (json_object_get(json_array_get(blocks, i), "rows"))
+            rows = json_object_get(json_array_get(blocks, i), "rows");
+    return json_array_size(rows);
+}
 
 static void sink_stream(void *impl, const char *name, const char *text) {}
 
@@ -39,10 +54,26 @@ static void sink_result(void *impl, json_t *doc, json_t *view, const char *displ
     }
     if (mode == RESULT_PLAIN)
         s->charts++;
+    if (mode == RESULT_SHOW || mode == RESULT_UPDATE) {
+        char *text = json_dumps(view, JSON_COMPACT);
+        size_t rows = table_rows(view), bytes = text ? strlen(text) : 0;
+        s->progress_rows = rows > s->progress_rows ? rows : s->progress_rows;
+        s->progress_bytes = bytes > s->progress_bytes ? bytes : s->progress_bytes;
+        free(text);
+    }
     json_decref(view);
 }
 
 static const magic_out sink_out = { sink_stream, sink_result };
+
+/* ---- a clock the points move: each point takes point_ms ---- */
+
+static double fake_now_ms, point_ms;
+
+static double fake_clock(void)
+{
+    return fake_now_ms;
+}
 
 /* ---- a fake family: metric = size * tile, check fails when size == 13 ---- */
 
@@ -58,6 +89,7 @@ static int point(magic_ctx *ctx, const json_t *p, json_t *runs, void *user)
                                           "size", size, "tile", tile, "gflops", (double)(size * tile),
                                           "time_ms", stats_json(&t), "check", "passed", size != 13));
     (*(int *)user)++;
+    fake_now_ms += point_ms;
     return 0;
 }
 
@@ -68,16 +100,37 @@ static const sweep_column cols[] = {
 static const sweep_spec spec = { .magic = "fake", .title = "Fake", .metric = "gflops", .metric_label = "GFLOP/s",
                                  .columns = cols, .run_point = point };
 
-static int run(const char *params_json, sink *s, int *calls, magic_ctx *ctx)
+/* Runs a sweep of the given spec; each point takes ms_per_point on the fake clock. */
+static int run_timed(const sweep_spec *sp, const char *params_json, double ms_per_point, sink *s, int *calls,
+                     magic_ctx *ctx)
 {
     json_t *params = json_loads(params_json, 0, NULL);
     assert_non_null(params);
     memset(s, 0, sizeof *s);
     *ctx = (magic_ctx){ .out = &sink_out, .impl = s, .backend = cl_cpu_backend(), .backend_note = "test" };
     *calls = 0;
-    int rc = sweep_run(ctx, &spec, params, calls);
+    sweep_clock_ms = fake_clock;
+    fake_now_ms = 0;
+    point_ms = ms_per_point;
+    int rc = sweep_run(ctx, sp, params, calls);
     json_decref(params);
     return rc;
+}
+
+static int run(const char *params_json, sink *s, int *calls, magic_ctx *ctx)
+{
+    return run_timed(&spec, params_json, 0, s, calls, ctx);
+}
+
+/* "[1,2,...,n]" */
+static char *int_list(int n)
+{
+    char *buf = malloc((size_t)n * 8 + 4);
+    size_t used = (size_t)sprintf(buf, "[");
+    for (int i = 1; i <= n; i++)
+        used += (size_t)sprintf(buf + used, "%s%d", i > 1 ? "," : "", i);
+    sprintf(buf + used, "]");
+    return buf;
 }
 
 static void free_sink(sink *s)
@@ -118,12 +171,10 @@ static void test_cartesian_and_progress(void **state)
     assert_int_equal(run("{\"variant\":[\"a\",\"b\"],\"size\":[4,8,16],\"tile\":2,\"sort\":false}",
                          &s, &calls, &ctx), 0);
     assert_int_equal(calls, 6);
-    /* SHOW, 5 UPDATEs, FINAL, then the chart */
-    assert_int_equal(s.nresults, 8);
+    /* instant points: SHOW at once, no update within SWEEP_PROGRESS_MS, FINAL, then the chart */
+    assert_int_equal(s.nresults, 3);
     assert_int_equal(s.modes[0], RESULT_SHOW);
-    for (int i = 1; i < 6; i++)
-        assert_int_equal(s.modes[i], RESULT_UPDATE);
-    assert_int_equal(s.modes[6], RESULT_FINAL);
+    assert_int_equal(s.modes[1], RESULT_FINAL);
     assert_int_equal(s.charts, 1);
     const json_t *runs = json_object_get(s.final_doc, "runs");
     /* the last flag changes fastest */
@@ -136,6 +187,44 @@ static void test_cartesian_and_progress(void **state)
     const json_t *varying = json_object_get(json_object_get(s.final_doc, "sweep"), "varying");
     assert_string_equal(json_string_value(json_array_get(varying, 0)), "variant");
     assert_string_equal(json_string_value(json_array_get(varying, 1)), "size");
+    free_sink(&s);
+}
+
+static void test_progress_throttled_in_time(void **state)
+{
+    sink s;
+    int calls;
+    magic_ctx ctx;
+    /* 10 points of 100 ms: shown before the first, then before points 3, 6 and 9 */
+    assert_int_equal(run_timed(&spec, "{\"variant\":\"a\",\"size\":[1,2,3,4,5,6,7,8,9,10],\"tile\":2,"
+                               "\"sort\":false}", 100, &s, &calls, &ctx), 0);
+    assert_int_equal(calls, 10);
+    assert_int_equal(s.nresults, 6);
+    assert_int_equal(s.modes[0], RESULT_SHOW);
+    for (int i = 1; i < 4; i++)
+        assert_int_equal(s.modes[i], RESULT_UPDATE);
+    assert_int_equal(s.modes[4], RESULT_FINAL);
+    assert_int_equal(s.charts, 1);
+    free_sink(&s);
+}
+
+static void test_progress_stays_small(void **state)
+{
+    sink s;
+    int calls;
+    magic_ctx ctx;
+    char *sizes = int_list(1000), params[9000];
+    snprintf(params, sizeof params, "{\"variant\":\"a\",\"size\":2,\"tile\":%s,\"sort\":false}", sizes);
+    free(sizes);
+    /* every point slower than the throttle: an update before each, each with the last few runs only */
+    assert_int_equal(run_timed(&spec, params, SWEEP_PROGRESS_MS, &s, &calls, &ctx), 0);
+    assert_int_equal(calls, 1000);
+    assert_int_equal(s.nresults, 1000 + 2);
+    assert_int_equal(s.progress_rows, SWEEP_PROGRESS_ROWS);
+    assert_true(s.progress_bytes < 2000);
+    /* the final result has every run, in the document and in its table */
+    assert_int_equal(json_array_size(json_object_get(s.final_doc, "runs")), 1000);
+    assert_int_equal(table_rows(s.final_view), 1000);
     free_sink(&s);
 }
 
@@ -200,9 +289,135 @@ static void test_too_many_points(void **state)
     magic_ctx ctx = { .out = &sink_out, .impl = &s, .backend = cl_cpu_backend() };
     assert_int_equal(sweep_run(&ctx, &spec, params, &calls), -1);
     assert_string_equal(ctx.ename, "UsageError");
+    assert_non_null(strstr(ctx.evalue, "this sweep has 40000 points (200 × 200: --size, --tile)"));
+    assert_non_null(strstr(ctx.evalue, "the limit is 10000"));
     assert_int_equal(calls, 0);
+    size_t points = 0;
+    assert_int_equal(sweep_count(&ctx, params, &points), -1);
+    /* a cross product far beyond a size_t is counted, not wrapped */
+    json_t *huge = json_object();
+    for (int k = 0; k < 8; k++) {
+        char key[8];
+        snprintf(key, sizeof key, "f%d", k);
+        json_object_set_new(huge, key, json_array());
+        for (int i = 0; i < 1000; i++)
+            json_array_append_new(json_object_get(huge, key), json_integer(i));
+    }
+    assert_int_equal(sweep_run(&ctx, &spec, huge, &calls), -1);
+    assert_non_null(strstr(ctx.evalue, "this sweep has 1e+24 points"));
+    assert_int_equal(calls, 0);
+    json_decref(huge);
     json_decref(params);
     free_sink(&s);
+}
+
+/* ---- host work: a family whose run costs `size` units at 1000 units/s, its
+ * check `size` units once per size (shared by the points of one size), its
+ * inputs 10 * `tile` units per point, and whose variant "opt" costs ten times more
+ * and is optional ---- */
+
+static host_work fake_work(magic_ctx *ctx, const json_t *p, void *user)
+{
+    double size = (double)json_integer_value(json_object_get(p, "size"));
+    bool opt = strcmp(json_string_value(json_object_get(p, "variant")), "opt") == 0;
+    double tile = (double)json_integer_value(json_object_get(p, "tile"));
+    return (host_work){ .run = opt ? 10 * size : size, .run_rate = 1000, .setup = 10 * tile, .setup_rate = 1000,
+                        .check = size, .check_rate = 1000, .check_key = (unsigned long long)size,
+                        .optional = opt };
+}
+
+static const sweep_spec work_spec = { .magic = "fake", .title = "Fake", .metric = "gflops",
+                                      .metric_label = "GFLOP/s", .columns = cols, .run_point = point,
+                                      .host_work = fake_work, .size_flag = "size" };
+
+static int run_work(const char *params_json, sink *s, int *calls, magic_ctx *ctx)
+{
+    setenv(HOST_WORK_LIMIT_ENV, "1", 1);
+    int rc = run_timed(&work_spec, params_json, 0, s, calls, ctx);
+    unsetenv(HOST_WORK_LIMIT_ENV);
+
+    free_sink(s);
+    return rc;
+}
+
+static void test_host_work_limit(void **state)
+{
+    sink s;
+    int calls;
+    magic_ctx ctx;
+    /* 0.4 s of runs, 0.01 s of inputs and 0.4 s of check: under the limit of 1 s */
+    assert_int_equal(run_work("{\"variant\":\"a\",\"size\":400,\"tile\":1,\"reps\":1,\"warmup\":0}",
+                              &s, &calls, &ctx), 0);
+    assert_int_equal(calls, 1);
+    /* 0.6 + 0.01 + 0.6 s: refused before anything runs, with the estimate, the limit and the ways out */
+    assert_int_equal(run_work("{\"variant\":\"a\",\"size\":600,\"tile\":1,\"reps\":1,\"warmup\":0}",
+                              &s, &calls, &ctx), -1);
+    assert_int_equal(calls, 0);
+    assert_string_equal(ctx.ename, "UsageError");
+    assert_non_null(strstr(ctx.evalue, "%fake --size 600: about 1.2 s of host work, estimated from this host's CPU "
+                                       "backend: 1 run (--warmup + --reps) 0.6 s, inputs and set-up 0.01 s, the check's CPU "
+                                       "reference 0.6 s; "));
+    assert_non_null(strstr(ctx.evalue, "the limit is 1.0 s (CUDALAB_HOST_WORK_LIMIT) — use a smaller --size, "
+                                       "fewer --reps, or --force"));
+    /* --force runs it */
+    assert_int_equal(run_work("{\"variant\":\"a\",\"size\":600,\"tile\":1,\"reps\":1,\"warmup\":0,"
+                              "\"force\":true}", &s, &calls, &ctx), 0);
+    assert_int_equal(calls, 1);
+    /* the runs count --warmup + --reps times: 4 × 0.25 + 0.01 + 0.25 s */
+    assert_int_equal(run_work("{\"variant\":\"a\",\"size\":250,\"tile\":1,\"reps\":3,\"warmup\":1}",
+                              &s, &calls, &ctx), -1);
+    assert_non_null(strstr(ctx.evalue, "4 runs (--warmup + --reps) 1.0 s"));
+}
+
+static void test_host_work_sums_a_sweep(void **state)
+{
+    sink s;
+    int calls;
+    magic_ctx ctx;
+    /* two points of one size share the check: 0.3 + 0.01 + 0.3, then 0.3 + 0.02 s */
+    assert_int_equal(run_work("{\"variant\":\"a\",\"size\":300,\"tile\":[1,2],\"reps\":1,\"warmup\":0}",
+                              &s, &calls, &ctx), 0);
+    assert_int_equal(calls, 2);
+    /* two sizes: each under the limit, the sum over it */
+    assert_int_equal(run_work("{\"variant\":\"a\",\"size\":[300,301],\"tile\":1,\"reps\":1,\"warmup\":0}",
+                              &s, &calls, &ctx), -1);
+    assert_int_equal(calls, 0);
+    assert_non_null(strstr(ctx.evalue, "%fake --size 301: about 0.61 s of host work"));
+    assert_non_null(strstr(ctx.evalue, "the sweep's 2 points: about 1.2 s in all; the limit is 1.0 s"));
+    assert_non_null(strstr(ctx.evalue, "use fewer points, a smaller --size"));
+}
+
+static void test_host_work_optional_points(void **state)
+{
+    sink s;
+    int calls;
+    magic_ctx ctx;
+    /* size 80: "a" costs 0.08 + 0.01 + 0.08 s, "opt" 0.81 s more (the check is shared): both run */
+    assert_int_equal(run_work("{\"variant\":[\"a\",\"opt\"],\"size\":80,\"tile\":1,\"reps\":1,\"warmup\":0}",
+                              &s, &calls, &ctx), 0);
+    assert_int_equal(calls, 2);
+    /* size 200: "opt" alone is over the limit: left out, not refused */
+    assert_int_equal(run_work("{\"variant\":[\"a\",\"opt\"],\"size\":200,\"tile\":1,\"reps\":1,\"warmup\":0}",
+                              &s, &calls, &ctx), 0);
+    assert_int_equal(calls, 1);
+    /* unless forced */
+    assert_int_equal(run_work("{\"variant\":[\"a\",\"opt\"],\"size\":200,\"tile\":1,\"reps\":1,\"warmup\":0,"
+                              "\"force\":true}", &s, &calls, &ctx), 0);
+    assert_int_equal(calls, 2);
+}
+
+static void test_host_work_limit_from_env(void **state)
+{
+    unsetenv(HOST_WORK_LIMIT_ENV);
+    assert_true(host_work_limit_s() == HOST_WORK_DEFAULT_LIMIT_S);
+    static const char *const bad[] = { "", "abc", "-1", "0", "1e999", "5s" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv(HOST_WORK_LIMIT_ENV, bad[i], 1);
+        assert_true(host_work_limit_s() == HOST_WORK_DEFAULT_LIMIT_S);
+    }
+    setenv(HOST_WORK_LIMIT_ENV, "2.5", 1);
+    assert_true(host_work_limit_s() == 2.5);
+    unsetenv(HOST_WORK_LIMIT_ENV);
 }
 
 static void test_launch_json(void **state)
@@ -223,10 +438,16 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_single_point),
         cmocka_unit_test(test_cartesian_and_progress),
+        cmocka_unit_test(test_progress_throttled_in_time),
+        cmocka_unit_test(test_progress_stays_small),
         cmocka_unit_test(test_sorted_table),
         cmocka_unit_test(test_failed_check_is_an_error),
         cmocka_unit_test(test_point_error_stops),
         cmocka_unit_test(test_too_many_points),
+        cmocka_unit_test(test_host_work_limit),
+        cmocka_unit_test(test_host_work_sums_a_sweep),
+        cmocka_unit_test(test_host_work_optional_points),
+        cmocka_unit_test(test_host_work_limit_from_env),
         cmocka_unit_test(test_launch_json),
     };
     return cmocka_run_group_tests_name("sweep", tests, NULL, NULL);
