@@ -63,7 +63,17 @@ int escape_decode(const char *s, size_t n, char out[4], size_t *outn, char *why,
 
 /* Tokenizes s. Returns 0, or -1 when out of memory (lx is then empty). */
 int lex_line(const char *s, lexed *lx);
+/* How a raw magic's line s ends when its text starts at byte from: the text
+ * is an expression, whose quotes take backslash escapes in both kinds and
+ * whose '#' outside quotes starts a comment. LEX_BACKSLASH (with *at) when a
+ * backslash ends the line outside quotes and comment, else LEX_DONE: an open
+ * quote is the expression's own error to report. */
+enum lex_end lex_raw_end(const char *s, size_t from, size_t *at);
 void lexed_free(lexed *lx);
+
+/* (parse.c) Whether the line lx starts with a raw line magic of find's
+ * registry (%assert, %score): the rest of its line is that magic's text. */
+bool lexed_is_raw(const lexed *lx, const magic_spec *(*find)(const char *));
 
 /* ---- parse_lines.c ---- */
 
@@ -72,6 +82,7 @@ void lexed_free(lexed *lx);
 typedef struct reader {
     const char *p;                  /* start of the next physical line */
     int line;                       /* its 1-based number */
+    const magic_spec *(*find)(const char *name);   /* to tell raw magics' lines; may be NULL */
 } reader;
 
 typedef struct logical {

@@ -13,7 +13,9 @@
  *
  * The lexer also says how the line ends: whole, inside an open quote, with a
  * continuation backslash, or at a bad escape. parse.c uses that to join
- * physical lines, and cell_completeness to answer "incomplete".
+ * physical lines, and cell_completeness to answer "incomplete". The text of a
+ * raw magic (%assert, %score) is an expression, whose own quotes decide
+ * instead (lex_raw_end): 'it\'s' is one string there.
  *
  * Cost is linear in the line: each token is measured, then decoded into an
  * allocation of its own size; past LEX_MAX_WORDS tokens the rest of the line
@@ -259,6 +261,30 @@ int lex_line(const char *s, lexed *lx)
 oom:
     lexed_free(lx);
     return -1;
+}
+
+enum lex_end lex_raw_end(const char *s, size_t from, size_t *at)
+{
+    char q = 0;
+    size_t last = SIZE_MAX;                     /* the last character outside quotes and comment */
+    for (size_t i = from; s[i]; i++) {
+        if (q) {
+            if (s[i] == '\\' && s[i + 1])
+                i++;
+            else if (s[i] == q)
+                q = 0;
+        } else if (s[i] == '\'' || s[i] == '"') {
+            q = s[i];
+        } else if (s[i] == '#') {
+            return LEX_DONE;
+        } else if (!is_space(s[i])) {
+            last = i;
+        }
+    }
+    if (q || last == SIZE_MAX || s[last] != '\\' || s[last + 1])
+        return LEX_DONE;
+    *at = last;
+    return LEX_BACKSLASH;
 }
 
 void lexed_free(lexed *lx)

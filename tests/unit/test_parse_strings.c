@@ -1,7 +1,8 @@
 /* test_parse_strings.c — quoted text in the cell language: the escapes that
  * double quotes share with %assert/%score strings, the errors for the ones
- * that cannot be (NUL, malformed, not a character), and very long lines: the
- * word cap of ordinary magics, and raw magics that read their text instead.
+ * that cannot be (NUL, malformed, not a character), very long lines (the word
+ * cap of ordinary magics; raw magics read their text instead), and the quotes
+ * of raw magics, which belong to their expression.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -122,12 +123,31 @@ static void long_lines(void **state)
     free(big);
 }
 
+/* %assert and %score read the rest of their line as an expression, whose
+ * quotes take escapes in both kinds: the cell's quoting rules do not apply. */
+static void raw_magics_own_their_quotes(void **state)
+{
+    command *c = NULL;
+    parse_error e;
+    assert_int_equal(cell_parse("%assert 'it\\'s' == \"it's\"\n%score 1 + \\\n  1 # it's", &c, &e), 2);
+    assert_string_equal(json_string_value(json_object_get(c[0].params, "expr")), "'it\\'s' == \"it's\"");
+    assert_string_equal(json_string_value(json_object_get(c[1].params, "expr")), "1 +    1 # it's");
+    commands_free(c, 2);
+    e = refused("%assert 'abc", "SyntaxError", "%assert: this ' quote is never closed");
+    assert_int_equal(e.column, 9);
+    refused("%score len(\"a\\x00\")", "SyntaxError", "the escape \\x00 means NUL");
+    assert_string_equal(cell_completeness("%assert 'abc"), "invalid");
+    assert_string_equal(cell_completeness("%echo 'abc"), "incomplete");
+    assert_string_equal(cell_completeness("%score 1 + \\"), "incomplete");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(escapes_in_double_quotes),
         cmocka_unit_test(bad_escapes_are_errors),
         cmocka_unit_test(long_lines),
+        cmocka_unit_test(raw_magics_own_their_quotes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
