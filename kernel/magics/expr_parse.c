@@ -190,6 +190,8 @@ static void next(parser *p)
     if (isdigit((unsigned char)c) || (c == '.' && isdigit((unsigned char)d))) {
         e = number_end(s, i, p->len);
         char *text = strndup(s + i, e - i);
+        if (!text)
+            fail(p, i, "out of memory");
         p->value = text ? number_value(p, text, i) : NULL;
         free(text);
         if (!p->value)
