@@ -15,14 +15,16 @@
  *   mode 1     PREFIX + N units picked from the table by the bytes of UNIT
  *              in turn (or the whole table in turn) + SUFFIX   a mix
  *   mode 2     PREFIX + OPEN * N + UNIT + CLOSE * N + SUFFIX   nesting grown
+ * The repetitions stop at TEXT_MAX bytes.
  *
  * The text is then, on a thread with a 1 MiB stack, so that any recursion
  * per term overflows it: parsed, checked (%assert), scored (%score) and
  * completed (expr_names) over fuzz_results.h, and parsed as the cells
- * "%score TEXT" (whose completeness is asked too) and "%echo TEXT". Properties (abort() on violation): no crash, leak or undefined
- * behaviour; an expression longer than EXPR_MAX_BYTES is refused as too
- * long; every error has a name and a message; a one-line text that
- * expr_parse refuses is refused by the cell parser as well.
+ * "%score TEXT" (whose completeness is asked too) and "%echo TEXT".
+ * Properties (abort() on violation): no crash, leak or undefined behaviour;
+ * an expression longer than EXPR_MAX_BYTES is refused as too long; every
+ * error has a name and a message; a one-line text that expr_parse refuses is
+ * refused by the cell parser as well.
  */
 #include <pthread.h>
 #include <stdbool.h>
@@ -38,6 +40,9 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define STACK (1 << 20)
+/* The grown text stops growing here: four times EXPR_MAX_BYTES, past the
+ * word cap too, and still quick under ASan (a megabyte took seconds). */
+#define TEXT_MAX (4 * EXPR_MAX_BYTES)
 
 static void check(bool ok, const char *what)
 {
@@ -86,7 +91,7 @@ static void put(buf *b, const char *s, size_t n)
 
 static void puts_n(buf *b, const char *s, size_t times)
 {
-    for (size_t i = 0; i < times; i++)
+    for (size_t i = 0; i < times && b->len < TEXT_MAX; i++)
         put(b, s, strlen(s));
 }
 
@@ -113,7 +118,7 @@ static char *grow(const uint8_t *data, size_t size)
     put(&b, "", 0);
     put(&b, parts[0], lens[0]);
     if (mode == 0 && lens[1]) {
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n && b.len < TEXT_MAX; i++)
             put(&b, parts[1], lens[1]);
     } else if (mode == 0) {
         puts_n(&b, table_unit, n);
@@ -122,6 +127,7 @@ static char *grow(const uint8_t *data, size_t size)
             puts_n(&b, units[(lens[1] ? (uint8_t)parts[1][i % lens[1]] : i) % UNITS], 1);
     } else {
         size_t k = data[3] % NESTS;
+        n = n < TEXT_MAX / 2 / strlen(nests[k].open) ? n : TEXT_MAX / 2 / strlen(nests[k].open);
         puts_n(&b, nests[k].open, n);
         put(&b, lens[1] ? parts[1] : "1", lens[1] ? lens[1] : 1);
         puts_n(&b, nests[k].close, n);
