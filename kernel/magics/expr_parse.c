@@ -663,23 +663,11 @@ static node *parse_or(parser *p)
     return chain(p, N_OR, parse_and, or_op);
 }
 
-/* Where the expression ends: at a '#' outside quotes. */
+/* Where the expression ends: before its comment and trailing blanks. */
 static size_t expression_length(const char *s)
 {
-    char q = 0;
-    size_t i = 0;
-    for (; s[i]; i++) {
-        if (q) {
-            if (s[i] == '\\' && s[i + 1])
-                i++;
-            else if (s[i] == q)
-                q = 0;
-        } else if (s[i] == '\'' || s[i] == '"') {
-            q = s[i];
-        } else if (s[i] == '#') {
-            break;
-        }
-    }
+    bool open;
+    size_t i = expr_text_end(s, &open);
     while (i > 0 && isspace((unsigned char)s[i - 1]))
         i--;
     return i;

@@ -63,11 +63,14 @@ int escape_decode(const char *s, size_t n, char out[4], size_t *outn, char *why,
 
 /* Tokenizes s. Returns 0, or -1 when out of memory (lx is then empty). */
 int lex_line(const char *s, lexed *lx);
-/* How a raw magic's line s ends when its text starts at byte from: the text
- * is an expression, whose quotes take backslash escapes in both kinds and
- * whose '#' outside quotes starts a comment. LEX_BACKSLASH (with *at) when a
- * backslash ends the line outside quotes and comment, else LEX_DONE: an open
- * quote is the expression's own error to report. */
+/* Where the expression text s ends: at a '#' outside quotes (in which a
+ * backslash escapes the next character, in both kinds), or at its NUL;
+ * *open says a quote is still open there. */
+size_t expr_text_end(const char *s, bool *open);
+/* How a raw magic's line s ends when its text (an expression) starts at byte
+ * from: LEX_BACKSLASH (with *at) when a backslash is its last character but
+ * blanks, outside quotes and comment; else LEX_DONE, an open quote being the
+ * expression's own error to report. */
 enum lex_end lex_raw_end(const char *s, size_t from, size_t *at);
 void lexed_free(lexed *lx);
 

@@ -263,11 +263,11 @@ oom:
     return -1;
 }
 
-enum lex_end lex_raw_end(const char *s, size_t from, size_t *at)
+size_t expr_text_end(const char *s, bool *open)
 {
     char q = 0;
-    size_t last = SIZE_MAX;                     /* the last character outside quotes and comment */
-    for (size_t i = from; s[i]; i++) {
+    size_t i = 0;
+    for (; s[i]; i++) {
         if (q) {
             if (s[i] == '\\' && s[i + 1])
                 i++;
@@ -276,14 +276,22 @@ enum lex_end lex_raw_end(const char *s, size_t from, size_t *at)
         } else if (s[i] == '\'' || s[i] == '"') {
             q = s[i];
         } else if (s[i] == '#') {
-            return LEX_DONE;
-        } else if (!is_space(s[i])) {
-            last = i;
+            break;
         }
     }
-    if (q || last == SIZE_MAX || s[last] != '\\' || s[last + 1])
+    *open = q != 0;
+    return i;
+}
+
+enum lex_end lex_raw_end(const char *s, size_t from, size_t *at)
+{
+    bool open;
+    size_t end = from + expr_text_end(s + from, &open), last = end;
+    while (last > from && is_space(s[last - 1]))
+        last--;
+    if (open || s[end] || last == from || s[last - 1] != '\\')
         return LEX_DONE;
-    *at = last;
+    *at = last - 1;
     return LEX_BACKSLASH;
 }
 

@@ -139,6 +139,9 @@ static void raw_magics_own_their_quotes(void **state)
     assert_string_equal(cell_completeness("%assert 'abc"), "invalid");
     assert_string_equal(cell_completeness("%echo 'abc"), "incomplete");
     assert_string_equal(cell_completeness("%score 1 + \\"), "incomplete");
+    assert_string_equal(cell_completeness("%score 1 + \\  "), "incomplete");
+    assert_string_equal(cell_completeness("%score 1 # \\"), "complete");
+    assert_string_equal(cell_completeness("%score '1 \\"), "invalid");
 }
 
 int main(void)
