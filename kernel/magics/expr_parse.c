@@ -83,7 +83,7 @@ static json_t *number_value(parser *p, const char *text, size_t at)
     if (st == NUM_OK)
         return json_integer(i);
     if (st == NUM_OVERFLOW && !strpbrk(text, ".eE")) {
-        bool digits = strspn(text, "0123456789_") == strlen(text);
+        bool digits = !*more && strspn(text, "0123456789_") == strlen(text);   /* suggest N.0 */
         fail(p, at, "the integer %.*s%s is beyond the 64-bit range (%lld to %lld)%s%.*s%s%s", q, text, more,
              (long long)INT64_MIN, (long long)INT64_MAX, digits ? "; for a float write " : "",
              digits ? q : 0, text, digits ? more : "", digits ? ".0" : "");
