@@ -16,6 +16,7 @@
 #include "cudalab/magic.h"
 #include "cudalab/render.h"
 #include "magics/expr.h"
+#include "magics/parse_internal.h"
 
 static int check_expr(const char *text, char *msg, size_t len, size_t *at)
 {
@@ -83,7 +84,13 @@ static int score_run(magic_ctx *ctx, const json_t *params, const char *body)
     "per run, to be reduced with min max sum mean all any, or counted with count.\n" \
     "Operators: == != < <= > >= + - * / % and or not, parentheses; literals:\n" \
     "numbers (2^20 and 64K too), 'text', true, false, null; also abs, len, round.\n" \
+    "Text takes the escapes " ESCAPES_TEXT ". Whole numbers are\n" \
+    "exact (64-bit); a result past the largest double is an OverflowError. One\n" \
+    "expression holds at most " STR(EXPR_MAX_TERMS) " terms and " STR(EXPR_MAX_DEPTH) " levels of nesting.\n" \
     "Results are kept for the kernel's life (the newest 64); a restart forgets them."
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 static const flag_spec no_flags[] = { {.name = NULL} };
 

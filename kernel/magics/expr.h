@@ -16,7 +16,12 @@
  * (also || && !), == != < <= > >=, + - * / %, unary -, parentheses; literals:
  * numbers (2^20, 64K as in flags), 'strings' or "strings", true false null.
  * Functions: abs, min, max, sum, mean, all, any, count, len, round. '#' ends
- * the expression (a comment).
+ * the expression (a comment). Strings know the escapes of the cell language's
+ * double quotes (ESCAPES_TEXT in parse_internal.h); any other is an error.
+ *
+ * Arithmetic on integers is exact in 64 bits (a result beyond them becomes a
+ * float); a result beyond the largest double is an OverflowError, never an
+ * infinity or a NaN, and a literal beyond its type's range is a SyntaxError.
  */
 #ifndef CUDALAB_EXPR_H
 #define CUDALAB_EXPR_H
@@ -28,6 +33,14 @@
 #include "cudalab/results.h"
 
 typedef struct expr expr;
+
+/* Limits, checked by expr_parse, so that no expression can exhaust the stack
+ * or the kernel's memory: chains of one precedence (a + b - c, a and b and c)
+ * are one node with many operands, so every walk of the tree recurses only
+ * through nesting. All three are far beyond what a person writes. */
+#define EXPR_MAX_BYTES (64 << 10)   /* of source, comment excluded */
+#define EXPR_MAX_TERMS 4096         /* values, names, calls, operations, selector keys */
+#define EXPR_MAX_DEPTH 64           /* levels of (), calls, [index], .field, unary -, not */
 
 /* What went wrong, or why an assertion is false: a Jupyter error's ename and
  * evalue, and extra traceback lines ("where ..." with the values that were

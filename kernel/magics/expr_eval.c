@@ -45,16 +45,22 @@ static int fail(ev *x, const char *ename, const char *fmt, ...)
 
 /* ---- text for messages ---- */
 
+/* The source text from start to end, clipped. */
+static const char *src_span(const ev *x, size_t start, size_t end, char *buf, size_t len)
+{
+    size_t l = end > start ? end - start : 0;
+    size_t max = len > 4 ? len - 4 : 0;
+    if (l > max)
+        snprintf(buf, len, "%.*s...", utf8_clip(x->e->src + start, max), x->e->src + start);
+    else
+        snprintf(buf, len, "%.*s", (int)l, x->e->src + start);
+    return buf;
+}
+
 /* The node's source text, clipped. */
 static const char *src_of(const ev *x, const node *n, char *buf, size_t len)
 {
-    size_t l = n->end > n->start ? n->end - n->start : 0;
-    size_t max = len > 4 ? len - 4 : 0;
-    if (l > max)
-        snprintf(buf, len, "%.*s...", utf8_clip(x->e->src + n->start, max), x->e->src + n->start);
-    else
-        snprintf(buf, len, "%.*s", (int)l, x->e->src + n->start);
-    return buf;
+    return src_span(x, n->start, n->end, buf, len);
 }
 
 static void fmt_json(const json_t *j, int prec, char *buf, size_t len)
@@ -169,10 +175,33 @@ static double num(const json_t *j)
     return json_is_boolean(j) ? (json_is_true(j) ? 1 : 0) : json_number_value(j);
 }
 
+/* An integer or a boolean as an exact integer. */
+static bool int_of(const json_t *j, long long *out)
+{
+    if (json_is_integer(j))
+        *out = json_integer_value(j);
+    else if (json_is_boolean(j))
+        *out = json_is_true(j);
+    else
+        return false;
+    return true;
+}
+
+/* a <=> b for numbers (true and false count 1 and 0): exact between
+ * integers, which doubles are not beyond 2^53; as doubles otherwise. */
+static int num_cmp(const json_t *a, const json_t *b)
+{
+    long long p, q;
+    if (int_of(a, &p) && int_of(b, &q))
+        return (p > q) - (p < q);
+    double x = num(a), y = num(b);
+    return (x > y) - (x < y);
+}
+
 static bool same(const json_t *a, const json_t *b)
 {
     if (json_is_number(a) && json_is_number(b))
-        return num(a) == num(b);
+        return num_cmp(a, b) == 0;
     return json_equal((json_t *)a, (json_t *)b);
 }
 
@@ -211,6 +240,7 @@ static json_t *run_label(const json_t *doc, const json_t *run, size_t index, siz
         snprintf(buf, sizeof buf, "variant=%s", json_string_value(json_object_get(run, "variant")));
     if (!buf[0])
         snprintf(buf, sizeof buf, count > 1 ? "run %zu" : "the only run", index);
+    utf8_trim(buf);                 /* a value cut mid-character would make the label vanish */
     return json_string(buf);
 }
 
@@ -545,8 +575,8 @@ static const char *const functions[] = {"abs", "all", "any", "count", "len", "ma
                                         "round", "sum", NULL};
 
 /* The numbers a reducing function works on: its one argument's elements (one
- * per run, or a list's items), or its several arguments. */
-static int numbers_of(ev *x, const node *n, double **out, size_t *count)
+ * per run, or a list's items), or its several arguments (borrowed). */
+static int numbers_of(ev *x, const node *n, const json_t ***out, size_t *count)
 {
     size_t cap = 0;
     *count = 0;
@@ -566,14 +596,14 @@ static int numbers_of(ev *x, const node *n, double **out, size_t *count)
             }
             if (*count == cap) {
                 cap = cap ? cap * 2 : 16;
-                double *g = realloc(*out, cap * sizeof *g);
+                const json_t **g = realloc(*out, cap * sizeof *g);
                 if (!g) {
                     free(*out);
                     return fail(x, "MemoryError", "out of memory");
                 }
                 *out = g;
             }
-            (*out)[(*count)++] = num(j);
+            (*out)[(*count)++] = j;
         }
     }
     return 0;
@@ -584,6 +614,134 @@ static json_t *number_json(double d)
     if (d == floor(d) && fabs(d) < 9007199254740992.0)
         return json_integer((json_int_t)d);
     return json_real(d);
+}
+
+/* A number of the arguments as a result: integers stay exact. */
+static json_t *number_copy(const json_t *j)
+{
+    long long i;
+    if (int_of(j, &i))
+        return json_integer(i);
+    return number_json(json_real_value(j));
+}
+
+/* Past the largest double: an error naming the expression, never inf or NaN
+ * (which a score cannot be, and which no JSON document can hold). */
+static int overflow(ev *x, const char *what, const char *how)
+{
+    return fail(x, "OverflowError", "%s overflows: %s is beyond the largest double (about 1.8e308)", what, how);
+}
+
+static int call_sum(ev *x, node *n, const json_t **xs, size_t m)
+{
+    long long total = 0, i;
+    size_t k = 0;
+    for (; k < m && int_of(xs[k], &i) && !__builtin_add_overflow(total, i, &total); k++)
+        ;
+    if (k == m) {                   /* exact */
+        n->v.one = json_integer(total);
+        return 0;
+    }
+    double sum = 0;
+    for (k = 0; k < m; k++)
+        sum += num(xs[k]);
+    if (!isfinite(sum)) {
+        char s[120];
+        return overflow(x, src_of(x, n, s, sizeof s), "the sum of its values");
+    }
+    n->v.one = number_json(sum);
+    return 0;
+}
+
+static void call_mean(node *n, const json_t **xs, size_t m)
+{
+    double sum = 0;
+    for (size_t k = 0; k < m; k++)
+        sum += num(xs[k]);
+    if (!isfinite(sum)) {           /* the sum overflows, the mean does not: sum the shares */
+        sum = 0;
+        for (size_t k = 0; k < m; k++)
+            sum += num(xs[k]) / (double)m;
+        n->v.one = json_real(sum);
+        return;
+    }
+    n->v.one = json_real(sum / (double)m);
+}
+
+static int call_abs(node *n, const json_t *a)
+{
+    long long i;
+    if (!int_of(a, &i))
+        n->v.one = json_real(fabs(json_real_value(a)));
+    else if (i == INT64_MIN)        /* 2^63 is no int64 */
+        n->v.one = json_real(9223372036854775808.0);
+    else
+        n->v.one = json_integer(i < 0 ? -i : i);
+    return 0;
+}
+
+/* round(d) and round(d, digits), digits a whole number of either sign. */
+static int call_round(ev *x, node *n)
+{
+    const json_t *a = n->args[0]->v.one, *b = n->nargs == 2 ? n->args[1]->v.one : NULL;
+    long long digits = 0, i;
+    if (b && !int_of(b, &digits)) {
+        char s[120];
+        return fail(x, "TypeError", "round()'s count of digits must be a whole number; %s is %s",
+                    src_of(x, n->args[1], s, sizeof s), type_name(b));
+    }
+    if (int_of(a, &i) && digits >= 0) {     /* already whole: exact */
+        n->v.one = json_integer(i);
+        return 0;
+    }
+    double d = num(a), r;
+    if (digits > 0) {               /* finer than a double holds: d itself */
+        double p = pow(10, (double)(digits < 400 ? digits : 400)), scaled = d * p;
+        r = isfinite(scaled) ? round(scaled) / p : d;
+    } else if (digits < 0) {
+        double p = pow(10, (double)(-digits < 400 ? -digits : 400));
+        r = isfinite(p) ? round(d / p) * p : 0 * d;
+    } else {
+        r = round(d);
+    }
+    if (!isfinite(r)) {
+        char s[120];
+        return overflow(x, src_of(x, n, s, sizeof s), "the rounded value");
+    }
+    n->v.one = number_json(r);
+    return 0;
+}
+
+/* count() and len(): runs, values per run, or a list's, object's or text's length. */
+static int call_count(ev *x, node *n, const char *f)
+{
+    const val *a = &n->args[0]->v;
+    size_t c;
+    if (a->runs || a->many) {
+        c = count_of(a);
+    } else if (json_is_array(a->one) || json_is_object(a->one) || json_is_string(a->one)) {
+        c = json_is_array(a->one) ? json_array_size(a->one) : json_is_object(a->one)
+          ? json_object_size(a->one) : json_string_length(a->one);
+    } else {
+        char s[120];
+        return fail(x, "TypeError", "%s() needs runs, a list, an object or text; %s is %s", f,
+                    src_of(x, n->args[0], s, sizeof s), type_name(a->one));
+    }
+    n->v.one = json_integer((json_int_t)c);
+    return 0;
+}
+
+static void call_all_any(node *n, const char *f)
+{
+    const val *a = &n->args[0]->v;
+    bool any = f[1] == 'n', r = !any;
+    const json_t *list = a->one && json_is_array(a->one) ? a->one : NULL;
+    size_t m = list ? json_array_size(list) : count_of(a);
+    for (size_t i = 0; i < m; i++) {
+        bool t = truthy_json(list ? json_array_get(list, i) : elem(a, i));
+        r = any ? r || t : r && t;
+    }
+    n->v.one = json_boolean(r);
 }
 
 static int eval_call(ev *x, node *n)
@@ -605,35 +763,12 @@ static int eval_call(ev *x, node *n)
     if (n->nargs == 0 || (one_arg && n->nargs != 1) || (strcmp(f, "round") == 0 && n->nargs > 2))
         return fail(x, "TypeError", "%s() takes %s", f, one_arg ? "one argument"
                     : strcmp(f, "round") == 0 ? "a number and optionally a count of digits" : "at least one argument");
-    const val *a = &n->args[0]->v;
-    if (strcmp(f, "count") == 0 || strcmp(f, "len") == 0) {
-        size_t c;
-        if (a->runs || a->many) {
-            c = count_of(a);        /* runs, or one value per run */
-        } else if (json_is_array(a->one) || json_is_object(a->one) || json_is_string(a->one)) {
-            c = json_is_array(a->one) ? json_array_size(a->one) : json_is_object(a->one)
-              ? json_object_size(a->one) : json_string_length(a->one);
-        } else {
-            char s[120];
-            return fail(x, "TypeError", "%s() needs runs, a list, an object or text; %s is %s", f,
-                        src_of(x, n->args[0], s, sizeof s), type_name(a->one));
-        }
-        n->v.one = json_integer((json_int_t)c);
-        return 0;
-    }
+    if (strcmp(f, "count") == 0 || strcmp(f, "len") == 0)
+        return call_count(x, n, f);
     if (strcmp(f, "all") == 0 || strcmp(f, "any") == 0) {
-        bool any = f[1] == 'n', r = !any;
-        const json_t *list = a->one && json_is_array(a->one) ? a->one : NULL;
-        size_t m = list ? json_array_size(list) : count_of(a);
-        for (size_t i = 0; i < m; i++) {
-            bool t = truthy_json(list ? json_array_get(list, i) : elem(a, i));
-            r = any ? r || t : r && t;
-        }
-        n->v.one = json_boolean(r);
+        call_all_any(n, f);
         return 0;
     }
-    double *xs;
-    size_t m;
     if (strcmp(f, "abs") == 0 || strcmp(f, "round") == 0) {
         for (int i = 0; i < n->nargs; i++) {
             const val *v = &n->args[i]->v;
@@ -645,65 +780,133 @@ static int eval_call(ev *x, node *n)
                             src_of(x, n->args[i], s, sizeof s), type_name(v->one));
             }
         }
-        double d = num(a->one);
-        if (f[0] == 'a') {
-            n->v.one = json_is_integer(a->one) ? json_integer(llabs((long long)json_integer_value(a->one)))
-                                               : json_real(fabs(d));
-        } else {
-            double digits = n->nargs == 2 ? num(n->args[1]->v.one) : 0, p = pow(10, digits);
-            n->v.one = number_json(round(d * p) / p);
-        }
-        return 0;
+        return f[0] == 'a' ? call_abs(n, n->args[0]->v.one) : call_round(x, n);
     }
+    const json_t **xs;
+    size_t m;
     if (numbers_of(x, n, &xs, &m))
         return -1;
     if (m == 0) {
         free(xs);
         return fail(x, "ValueError", "%s() of nothing: its argument has no values", f);
     }
-    double r = xs[0], total = 0;
-    for (size_t i = 0; i < m; i++) {
-        total += xs[i];
-        r = f[1] == 'i' ? fmin(r, xs[i]) : fmax(r, xs[i]);
+    int rc = 0;
+    if (strcmp(f, "sum") == 0) {
+        rc = call_sum(x, n, xs, m);
+    } else if (strcmp(f, "mean") == 0) {
+        call_mean(n, xs, m);
+    } else {
+        const json_t *best = xs[0];
+        for (size_t i = 1; i < m; i++)
+            if (num_cmp(xs[i], best) == (f[1] == 'i' ? -1 : 1))
+                best = xs[i];
+        n->v.one = number_copy(best);
     }
     free(xs);
-    n->v.one = strcmp(f, "sum") == 0 ? number_json(total) : strcmp(f, "mean") == 0 ? json_real(total / (double)m)
-             : number_json(r);
-    return 0;
+    return rc;
 }
 
 /* ---- operators ---- */
 
+static int eval(ev *x, node *n);
+
 static const char *const cmp_text[] = {"==", "!=", "<", "<=", ">", ">="};
 
+/* The number operand i of chain n (for i = 0, the first operand of the first operator). */
+static int arith_operand(ev *x, const node *n, int i)
+{
+    const node *o = n->args[i];
+    char what[32];
+    snprintf(what, sizeof what, "'%c'", n->ops[i > 0 ? i : 1]);
+    if (need_one(x, o, &o->v, what))
+        return -1;
+    if (!is_num(o->v.one)) {
+        char s[120], t[120];
+        fmt_json(o->v.one, 6, t, sizeof t);
+        return fail(x, "TypeError", "%s needs numbers; %s is %s (%s)", what, src_of(x, o, s, sizeof s),
+                    type_name(o->v.one), t);
+    }
+    return 0;
+}
+
+/* acc ops[i] args[i] into *out: exact when both are whole and the result fits
+ * in 64 bits, else a double, which must be finite. */
+static int arith_step(ev *x, const node *n, int i, const json_t *acc, json_t **out)
+{
+    const json_t *b = n->args[i]->v.one;
+    char op = n->ops[i];
+    long long p = 0, q = 0, r = 0;
+    bool ints = int_of(acc, &p) && int_of(b, &q) && op != '/';
+    if ((op == '/' || op == '%') && num(b) == 0) {
+        char s[120];
+        return fail(x, "ZeroDivisionError", "division by zero: %s is 0", src_of(x, n->args[i], s, sizeof s));
+    }
+    bool over = ints && (op == '+' ? __builtin_add_overflow(p, q, &r) : op == '-' ? __builtin_sub_overflow(p, q, &r)
+                         : op == '*' ? __builtin_mul_overflow(p, q, &r) : false);
+    if (ints && op == '%') {
+        r = q == -1 ? 0 : p % q;    /* INT64_MIN % -1 traps in C */
+        r = r != 0 && (r < 0) != (q < 0) ? r + q : r;
+    }
+    if (ints && !over) {
+        *out = json_integer(r);
+        return 0;
+    }
+    double a = num(acc), c = num(b), d;
+    switch (op) {
+    case '+': d = a + c; break;
+    case '-': d = a - c; break;
+    case '*': d = a * c; break;
+    case '/': d = a / c; break;
+    default: d = fmod(a, c); d = d != 0 && (d < 0) != (c < 0) ? d + c : d; break;
+    }
+    if (!isfinite(d)) {
+        char s[160], fa[40], fb[40], how[100];
+        fmt_json(acc, 6, fa, sizeof fa);
+        fmt_json(b, 6, fb, sizeof fb);
+        snprintf(how, sizeof how, "%s %c %s", fa, op, fb);
+        return overflow(x, src_span(x, n->start, n->args[i]->end, s, sizeof s), how);
+    }
+    *out = json_real(d);
+    return 0;
+}
+
+/* A chain of + - or * / %, left to right: each operand is evaluated, then
+ * joined to what came before it. */
 static int eval_arith(ev *x, node *n)
 {
-    const val *a = &n->a->v, *b = &n->b->v;
-    char what[32];
-    snprintf(what, sizeof what, "'%c'", n->op);
-    if (need_one(x, n->a, a, what) || need_one(x, n->b, b, what))
+    json_t *acc = NULL;
+    for (int i = 0; i < n->nargs; i++) {
+        json_t *next = NULL;
+        if (eval(x, n->args[i]) || arith_operand(x, n, i)
+            || (i > 0 && arith_step(x, n, i, acc, &next))) {
+            json_decref(acc);
+            return -1;
+        }
+        if (i == 0)
+            next = json_incref(n->args[0]->v.one);
+        json_decref(acc);
+        if (!(acc = next))
+            return fail(x, "MemoryError", "out of memory");
+    }
+    n->v.one = acc;
+    return 0;
+}
+
+static int eval_neg(ev *x, node *n)
+{
+    const val *a = &n->a->v;
+    if (need_one(x, n->a, a, "'-'"))
         return -1;
-    if (!is_num(a->one) || !is_num(b->one)) {
-        char s[120], t[120];
-        const node *bad = !is_num(a->one) ? n->a : n->b;
-        fmt_json(bad->v.one, 6, t, sizeof t);
-        return fail(x, "TypeError", "'%c' needs numbers; %s is %s (%s)", n->op, src_of(x, bad, s, sizeof s),
-                    type_name(bad->v.one), t);
-    }
-    double p = num(a->one), q = num(b->one), r;
-    bool ints = !json_is_real(a->one) && !json_is_real(b->one);
-    if ((n->op == '/' || n->op == '%') && q == 0) {
+    if (!is_num(a->one)) {
         char s[120];
-        return fail(x, "ZeroDivisionError", "division by zero: %s is 0", src_of(x, n->b, s, sizeof s));
+        return fail(x, "TypeError", "'-' needs a number; %s is %s", src_of(x, n->a, s, sizeof s),
+                    type_name(a->one));
     }
-    switch (n->op) {
-    case '+': r = p + q; break;
-    case '-': r = p - q; break;
-    case '*': r = p * q; break;
-    case '/': r = p / q; ints = false; break;
-    default: r = fmod(p, q); r = r != 0 && (r < 0) != (q < 0) ? r + q : r; break;
-    }
-    n->v.one = ints ? number_json(r) : json_real(r);
+    long long i;
+    if (int_of(a->one, &i))
+        n->v.one = i == INT64_MIN ? json_real(9223372036854775808.0) : json_integer(-i);
+    else
+        n->v.one = json_real(-json_real_value(a->one));
     return 0;
 }
 
@@ -720,12 +923,7 @@ static int eval_cmp(ev *x, node *n)
     } else {
         int c;
         if (is_num(a->one) && is_num(b->one)) {
-            double p = num(a->one), q = num(b->one);
-            c = p < q ? -1 : p > q ? 1 : 0;
-            if (isnan(p) || isnan(q)) {
-                n->v.one = json_false();
-                return 0;
-            }
+            c = num_cmp(a->one, b->one);
         } else if (json_is_string(a->one) && json_is_string(b->one)) {
             c = strcmp(json_string_value(a->one), json_string_value(b->one));
         } else {
@@ -736,6 +934,19 @@ static int eval_cmp(ev *x, node *n)
         r = n->op == OP_LT ? c < 0 : n->op == OP_LE ? c <= 0 : n->op == OP_GT ? c > 0 : c >= 0;
     }
     n->v.one = json_boolean(r);
+    return 0;
+}
+
+/* and / or over a chain: operands left to right until one decides. */
+static int eval_logic(ev *x, node *n)
+{
+    bool and = n->kind == N_AND, t = and;
+    for (int i = 0; i < n->nargs && t == and; i++) {
+        if (eval(x, n->args[i]))
+            return -1;
+        t = truthy(&n->args[i]->v);
+    }
+    n->v.one = json_boolean(t);
     return 0;
 }
 
@@ -751,6 +962,8 @@ static void reset(node *n)
         reset(n->args[i]);
 }
 
+/* Recurses through n's operands: only as deep as the tree, which expr_parse
+ * bounds (EXPR_MAX_DEPTH); chains are walked in loops. */
 static int eval(ev *x, node *n)
 {
     int rc = 0;
@@ -773,33 +986,20 @@ static int eval(ev *x, node *n)
         rc = rc ? rc : eval_call(x, n);
         break;
     case N_NEG:
-        if ((rc = eval(x, n->a)) == 0 && (rc = need_one(x, n->a, &n->a->v, "'-'")) == 0) {
-            if (!is_num(n->a->v.one)) {
-                char s[120];
-                return fail(x, "TypeError", "'-' needs a number; %s is %s", src_of(x, n->a, s, sizeof s),
-                            type_name(n->a->v.one));
-            }
-            n->v.one = json_is_integer(n->a->v.one) ? json_integer(-json_integer_value(n->a->v.one))
-                                                    : json_real(-num(n->a->v.one));
-        }
+        rc = eval(x, n->a) ? -1 : eval_neg(x, n);
         break;
     case N_NOT:
         if ((rc = eval(x, n->a)) == 0)
             n->v.one = json_boolean(!truthy(&n->a->v));
         break;
     case N_ARITH:
-        rc = eval(x, n->a) || eval(x, n->b) ? -1 : eval_arith(x, n);
+        rc = eval_arith(x, n);
         break;
     case N_CMP:
         rc = eval(x, n->a) || eval(x, n->b) ? -1 : eval_cmp(x, n);
         break;
     case N_AND: case N_OR:
-        if ((rc = eval(x, n->a)) == 0) {
-            bool t = truthy(&n->a->v);
-            if (t == (n->kind == N_AND) && (rc = eval(x, n->b)) == 0)
-                t = truthy(&n->b->v);
-            n->v.one = json_boolean(t);
-        }
+        rc = eval_logic(x, n);
         break;
     }
     n->evaluated = rc == 0;
@@ -815,30 +1015,45 @@ typedef struct why {
     json_t *lines;
 } why;
 
+/* Adds "  where SRC = VALUE, from %magic in cell N" for n; false when that
+ * line is there already. */
+static bool where_line(why *w, const node *n)
+{
+    char s[160], v[400], from[96] = "", line[700];
+    src_of(w->x, n, s, sizeof s);
+    fmt_val(&n->v, 6, v, sizeof v);
+    if (n->v.magic && n->kind != N_ARITH && n->kind != N_NEG && n->kind != N_CALL) {
+        if (n->v.cell > 0)
+            snprintf(from, sizeof from, ", from %%%s in cell %d", n->v.magic, n->v.cell);
+        else
+            snprintf(from, sizeof from, ", from %%%s", n->v.magic);
+    }
+    snprintf(line, sizeof line, "  where %s = %s%s", s, v, from);
+    utf8_trim(line);
+    size_t i;
+    json_t *l;
+    json_array_foreach(w->lines, i, l)
+        if (strcmp(json_string_value(l), line) == 0)
+            return false;
+    json_array_append_new(w->lines, json_string(line));
+    return true;
+}
+
+static bool where_full(const why *w)
+{
+    return json_array_size(w->lines) >= WHERE_MAX;
+}
+
+/* The values that n is made of, as "where" lines, up to WHERE_MAX. */
 static void where(why *w, const node *n)
 {
-    if (!n || !n->evaluated || n->kind == N_LIT || json_array_size(w->lines) >= WHERE_MAX)
+    if (!n || !n->evaluated || n->kind == N_LIT || where_full(w))
         return;
     bool reference = n->kind == N_NAME || n->kind == N_SELECT || n->kind == N_FIELD
                   || n->kind == N_INDEX || n->kind == N_CALL || n->kind == N_ARITH || n->kind == N_NEG;
     if (reference) {
-        char s[160], v[400], from[96] = "", line[700];
-        src_of(w->x, n, s, sizeof s);
-        fmt_val(&n->v, 6, v, sizeof v);
-        if (n->v.magic && n->kind != N_ARITH && n->kind != N_NEG && n->kind != N_CALL) {
-            if (n->v.cell > 0)
-                snprintf(from, sizeof from, ", from %%%s in cell %d", n->v.magic, n->v.cell);
-            else
-                snprintf(from, sizeof from, ", from %%%s", n->v.magic);
-        }
-        snprintf(line, sizeof line, "  where %s = %s%s", s, v, from);
-        utf8_trim(line);
-        size_t i;
-        json_t *l;
-        json_array_foreach(w->lines, i, l)
-            if (strcmp(json_string_value(l), line) == 0)
-                return;
-        json_array_append_new(w->lines, json_string(line));
+        if (!where_line(w, n))
+            return;
         if (n->kind == N_NAME || n->kind == N_SELECT || n->kind == N_FIELD)
             return;                 /* the chain is one reference */
     }
@@ -848,58 +1063,73 @@ static void where(why *w, const node *n)
     }
     where(w, n->a);
     where(w, n->b);
-    for (int i = 0; i < n->nargs; i++)
+    for (int i = 0; i < n->nargs && !where_full(w); i++)
         where(w, n->args[i]);
 }
 
-/* One clause: why node n (false) is false. */
-static void explain(why *w, const node *n, char *buf, size_t len)
+static void explain_cmp(const node *n, char *buf, size_t len)
 {
-    char s[160], a[400], b[400];
-    switch (n->kind) {
-    case N_CMP: {
-        fmt_val(&n->a->v, 6, a, sizeof a);
-        fmt_val(&n->b->v, 6, b, sizeof b);
-        if (strcmp(a, b) == 0) {    /* 1.0000001 against 1: show every digit */
-            fmt_val(&n->a->v, 17, a, sizeof a);
-            fmt_val(&n->b->v, 17, b, sizeof b);
-        }
-        snprintf(buf, len, "%s %s %s is false", a, cmp_text[n->op], b);
-        break;
+    char a[400], b[400];
+    fmt_val(&n->a->v, 6, a, sizeof a);
+    fmt_val(&n->b->v, 6, b, sizeof b);
+    if (strcmp(a, b) == 0) {        /* 1.0000001 against 1: show every digit */
+        fmt_val(&n->a->v, 17, a, sizeof a);
+        fmt_val(&n->b->v, 17, b, sizeof b);
     }
-    case N_AND:
-        explain(w, truthy(&n->a->v) ? n->b : n->a, buf, len);
-        return;
-    case N_OR: {
-        char l[500], r[500];
-        explain(w, n->a, l, sizeof l);
-        explain(w, n->b, r, sizeof r);
-        if (snprintf(buf, len, "%s, and %s", l, r) >= (int)len)
-            utf8_trim(buf);
-        break;
-    }
-    case N_NOT:
+    snprintf(buf, len, "%s %s %s is false", a, cmp_text[n->op], b);
+}
+
+static void explain_value(why *w, const node *n, char *buf, size_t len)
+{
+    char s[160], a[400];
+    if (n->kind == N_NOT) {
         fmt_val(&n->a->v, 6, a, sizeof a);
         snprintf(buf, len, "not %s is false: %s is %s", src_of(w->x, n->a, s, sizeof s), s, a);
-        break;
-    default:
-        src_of(w->x, n, s, sizeof s);
-        if (n->v.many) {
-            size_t at = 0, bad = 0, i;
-            json_t *j;
-            a[0] = '\0';
-            json_array_foreach(n->v.many, i, j)
-                if (!truthy_json(j)) {
-                    bad++;
-                    if (at + 4 < sizeof a)
-                        at += (size_t)snprintf(a + at, sizeof a - at, "%s%s", at ? "; " : "", label_at(&n->v, i));
-                }
-            utf8_trim(a);
-            snprintf(buf, len, "%s is not true for %zu of %zu runs: %s", s, bad, json_array_size(n->v.many), a);
-        } else {
-            fmt_val(&n->v, 6, a, sizeof a);
-            snprintf(buf, len, "%s is %s", s, a);
+        return;
+    }
+    src_of(w->x, n, s, sizeof s);
+    if (!n->v.many) {
+        fmt_val(&n->v, 6, a, sizeof a);
+        snprintf(buf, len, "%s is %s", s, a);
+        return;
+    }
+    size_t at = 0, bad = 0, i;
+    json_t *j;
+    a[0] = '\0';
+    json_array_foreach(n->v.many, i, j)
+        if (!truthy_json(j)) {
+            bad++;
+            if (at + 4 < sizeof a)
+                at += (size_t)snprintf(a + at, sizeof a - at, "%s%s", at ? "; " : "", label_at(&n->v, i));
         }
+    utf8_trim(a);
+    snprintf(buf, len, "%s is not true for %zu of %zu runs: %s", s, bad, json_array_size(n->v.many), a);
+}
+
+/* One clause: why node n (false) is false. Recurses only through and/or
+ * nested in parentheses: as deep as the nesting. */
+static void explain(why *w, const node *n, char *buf, size_t len)
+{
+    if (n->kind == N_AND) {         /* the operand that stopped it: the last evaluated */
+        int i = n->nargs - 1;
+        while (i > 0 && !n->args[i]->evaluated)
+            i--;
+        explain(w, n->args[i], buf, len);
+        return;
+    }
+    if (n->kind == N_OR) {          /* every operand, each false */
+        size_t at = 0;
+        buf[0] = '\0';
+        for (int i = 0; i < n->nargs && at + 8 < len; i++) {
+            char part[500];
+            explain(w, n->args[i], part, sizeof part);
+            int wrote = snprintf(buf + at, len - at, "%s%s", i ? ", and " : "", part);
+            at = wrote < 0 ? len : at + (size_t)wrote;
+        }
+    } else if (n->kind == N_CMP) {
+        explain_cmp(n, buf, len);
+    } else {
+        explain_value(w, n, buf, len);
     }
     utf8_trim(buf);
 }

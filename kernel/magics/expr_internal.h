@@ -13,10 +13,10 @@ enum node_kind {
     N_CALL,         /* name(args) */
     N_NEG,          /* -a */
     N_NOT,          /* not a */
-    N_ARITH,        /* a op b, op one of + - * / % */
+    N_ARITH,        /* args[0] ops[1] args[1] ops[2] ...: a chain of + - or of * / % */
     N_CMP,          /* a op b, op one of == != < <= > >= */
-    N_AND,
-    N_OR,
+    N_AND,          /* args[0] and args[1] and ... */
+    N_OR,           /* args[0] or args[1] or ... */
 };
 
 enum cmp_op { OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE };
@@ -37,12 +37,13 @@ typedef struct val {
 typedef struct node node;
 struct node {
     enum node_kind kind;
-    int op;                     /* N_ARITH: the character; N_CMP: enum cmp_op */
+    int op;                     /* N_CMP: enum cmp_op */
     size_t start, end;          /* the node's source text */
     json_t *lit;                /* N_LIT */
     char *name;                 /* N_NAME, N_SELECT, N_FIELD, N_CALL */
-    node *a, *b;                /* operands; N_FIELD/N_INDEX: a is the base */
-    node **args;                /* N_CALL */
+    node *a, *b;                /* N_CMP, N_INDEX (a is the base): both; N_FIELD, N_NEG, N_NOT: a */
+    node **args;                /* N_CALL: its arguments; N_ARITH, N_AND, N_OR: the operands */
+    char *ops;                  /* N_ARITH: ops[i] joins args[i] to what comes before it */
     int nargs;
     char **keys;                /* N_SELECT */
     json_t **vals;

@@ -55,6 +55,20 @@ static bool parse_head(const lexed *lx, head *h)
     return true;
 }
 
+bool lexed_is_raw(const lexed *lx, const magic_spec *(*find)(const char *))
+{
+    head h;
+    if (!find || lx->n == 0 || !parse_head(lx, &h) || h.help || h.cell)
+        return false;
+    char name[64];
+    if (h.len >= sizeof name)
+        return false;
+    memcpy(name, h.name, h.len);
+    name[h.len] = '\0';
+    const magic_spec *m = find(name);
+    return m && m->raw && (m->mode & MAGIC_LINE);
+}
+
 static int not_magic(const logical *l, const magic_registry *reg, parse_error *err)
 {
     const char *word = l->lx.tok[0].text;
@@ -198,7 +212,7 @@ static int cell_parse_in(const char *cell, const magic_registry *reg, command **
 {
     memset(err, 0, sizeof *err);
     *out = NULL;
-    reader r = { .p = cell ? cell : "", .line = 1 };
+    reader r = { .p = cell ? cell : "", .line = 1, .find = reg->find };
     command *cmds = NULL;
     int n = 0, rc;
     logical l;
@@ -260,7 +274,7 @@ static bool blank(const char *s)
  * valid cell magic's first line. Otherwise whatever a real parse says. */
 const char *cell_completeness(const char *cell)
 {
-    reader r = { .p = cell ? cell : "", .line = 1 };
+    reader r = { .p = cell ? cell : "", .line = 1, .find = magic_find };
     parse_error err;
     logical l;
     int rc;

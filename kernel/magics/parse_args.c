@@ -29,6 +29,7 @@ typedef struct args {
     json_t *params;
     bool *seen;                     /* per flag of m */
     char *text;                     /* positional words joined by spaces, or NULL */
+    size_t text_len, text_cap;      /* grown by doubling: a line of many words stays linear */
 } args;
 
 __attribute__((format(printf, 3, 4)))
@@ -221,14 +222,19 @@ static int positional(args *a, int i)
         return usage_error(a, t->start, "unexpected argument '%.*s' for %%%s; usage: %s",
                            q, t->text, a->m->name, usage);
     }
-    size_t old = a->text ? strlen(a->text) : 0, add = strlen(t->text);
-    char *grown = realloc(a->text, old + add + 2);
-    if (!grown)
-        return usage_error(a, t->start, "out of memory");
-    if (old)
-        grown[old++] = ' ';
-    memcpy(grown + old, t->text, add + 1);
-    a->text = grown;
+    size_t add = strlen(t->text), need = a->text_len + add + 2;
+    if (need > a->text_cap) {
+        size_t cap = need > 2 * a->text_cap ? need : 2 * a->text_cap;
+        char *grown = realloc(a->text, cap);
+        if (!grown)
+            return usage_error(a, t->start, "out of memory");
+        a->text = grown;
+        a->text_cap = cap;
+    }
+    if (a->text_len)
+        a->text[a->text_len++] = ' ';
+    memcpy(a->text + a->text_len, t->text, add + 1);
+    a->text_len += add;
     return 0;
 }
 
@@ -290,6 +296,10 @@ json_t *args_parse(const magic_spec *m, const lexed *lx, int first, parse_error 
     a.params = json_object();
     a.seen = calloc(flag_count(m) + 1, sizeof *a.seen);
     int rc = a.params && a.seen ? 0 : usage_error(&a, SIZE_MAX, "out of memory");
+    if (rc == 0 && lx->clipped)
+        rc = usage_error(&a, SIZE_MAX, "%%%s takes at most %d words (flags, values and text); put long "
+                         "text in one quoted argument%s", m->name, LEX_MAX_WORDS,
+                         m->mode & MAGIC_CELL ? " or in the cell's body" : "");
     bool ended = false;
     for (int i = first; rc == 0 && i < lx->n; i++) {
         const char *s = lx->tok[i].text;

@@ -31,19 +31,52 @@ enum lex_end {
     LEX_DONE,       /* the line is whole */
     LEX_QUOTE,      /* a quote is still open at the end */
     LEX_BACKSLASH,  /* the line ends with a continuation backslash */
+    LEX_ESCAPE,     /* a bad escape in double quotes: why says which */
 };
+
+/* Tokens kept per line: past them the line is only scanned for its quotes, and
+ * args_parse refuses the command (a raw magic reads its text, not its tokens). */
+#define LEX_MAX_WORDS 65536
 
 typedef struct lexed {
     token *tok;             /* n tokens, then one with text == NULL; owned */
     bool *lead_quoted;      /* per token: it starts with a quote (so it is never a flag); owned */
     int n;
+    bool clipped;           /* the line has more than LEX_MAX_WORDS tokens */
     enum lex_end end;
-    size_t at;              /* LEX_QUOTE: the opening quote; LEX_BACKSLASH: the backslash */
+    size_t at;              /* LEX_QUOTE: the opening quote; LEX_BACKSLASH: the backslash;
+                               LEX_ESCAPE: the escape's backslash */
+    char why[160];          /* LEX_ESCAPE: what is wrong with it */
 } lexed;
+
+/* The escapes of quoted text, in the cell language's double quotes and in
+ * %assert/%score strings: the same list, the same code points. */
+#define ESCAPES_TEXT "\\\\ \\' \\\" \\n \\t \\r \\xHH \\uHHHH \\UHHHHHHHH"
+
+/* Decodes the escape at s[0] == '\\' (n bytes available): \\ \' \" \n \t \r,
+ * \xHH \uHHHH \UHHHHHHHH as the UTF-8 of that code point, and a backslash
+ * before a newline as nothing (a line continued inside quotes). Returns the
+ * bytes it takes from s, with *outn bytes in out; 0 when s[1] starts no escape
+ * (the caller decides: kept as typed, or an error); -1 with why set when it is
+ * malformed, NUL, a surrogate or past U+10FFFF. */
+int escape_decode(const char *s, size_t n, char out[4], size_t *outn, char *why, size_t whylen);
 
 /* Tokenizes s. Returns 0, or -1 when out of memory (lx is then empty). */
 int lex_line(const char *s, lexed *lx);
+/* Where the expression text s ends: at a '#' outside quotes (in which a
+ * backslash escapes the next character, in both kinds), or at its NUL;
+ * *open says a quote is still open there. */
+size_t expr_text_end(const char *s, bool *open);
+/* How a raw magic's line s ends when its text (an expression) starts at byte
+ * from: LEX_BACKSLASH (with *at) when a backslash is its last character but
+ * blanks, outside quotes and comment; else LEX_DONE, an open quote being the
+ * expression's own error to report. */
+enum lex_end lex_raw_end(const char *s, size_t from, size_t *at);
 void lexed_free(lexed *lx);
+
+/* (parse.c) Whether the line lx starts with a raw line magic of find's
+ * registry (%assert, %score): the rest of its line is that magic's text. */
+bool lexed_is_raw(const lexed *lx, const magic_spec *(*find)(const char *));
 
 /* ---- parse_lines.c ---- */
 
@@ -52,6 +85,7 @@ void lexed_free(lexed *lx);
 typedef struct reader {
     const char *p;                  /* start of the next physical line */
     int line;                       /* its 1-based number */
+    const magic_spec *(*find)(const char *name);   /* to tell raw magics' lines; may be NULL */
 } reader;
 
 typedef struct logical {

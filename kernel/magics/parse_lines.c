@@ -137,6 +137,10 @@ int reader_next(reader *r, logical *l, parse_error *err)
         lexed_free(&l->lx);
         if (lex_line(l->text, &l->lx) != 0)
             return fail_at(err, l, SIZE_MAX, "MemoryError", "out of memory");
+        if (lexed_is_raw(&l->lx, r->find))     /* its quotes are the expression's */
+            l->lx.end = lex_raw_end(l->text, l->lx.tok[0].end, &l->lx.at);
+        if (l->lx.end == LEX_ESCAPE)
+            return fail_at(err, l, l->lx.at, "SyntaxError", "%s", l->lx.why);
         if (l->lx.end == LEX_DONE)
             break;
         if (!*r->p) {

@@ -65,7 +65,8 @@ typedef struct decimal {
     bool big;                       /* d did not fit */
 } decimal;
 
-/* Feeds one digit of the mantissa; frac says it is after the point. */
+/* Feeds one digit of the mantissa; frac says it is after the point. Once big,
+ * d is left as it was: it must never wrap (2^64 would wrap to exactly 0). */
 static void decimal_digit(decimal *m, long *pending, char c, bool frac)
 {
     if (frac)
@@ -74,12 +75,12 @@ static void decimal_digit(decimal *m, long *pending, char c, bool frac)
         *pending += c == '0';
         return;
     }
-    for (long k = 0; k <= *pending; k++)
-        if (!mul_u64(&m->d, 10))
-            m->big = true;
-    if (m->d > UINT64_MAX - (uint64_t)(c - '0'))
-        m->big = true;
-    m->d += (uint64_t)(c - '0');
+    uint64_t d = m->d, dig = (uint64_t)(c - '0');
+    for (long k = 0; k <= *pending && !m->big; k++)
+        m->big = !mul_u64(&d, 10);
+    m->big = m->big || d > UINT64_MAX - dig;
+    if (!m->big)
+        m->d = d + dig;
     *pending = 0;
 }
 
@@ -111,12 +112,12 @@ static size_t read_decimal(const char *s, decimal *m)
 static enum num_status decimal_value(const decimal *m, int k, uint64_t *out)
 {
     uint64_t v = m->d;
+    if (m->big)
+        return NUM_OVERFLOW;
     if (v == 0) {
         *out = 0;
         return NUM_OK;
     }
-    if (m->big)
-        return NUM_OVERFLOW;
     if (m->x >= 0) {
         for (long i = 0; i < m->x; i++)
             if (!mul_u64(&v, 10))

@@ -1,6 +1,6 @@
 /* fuzz_expr.c — libFuzzer target for the %assert/%score language: expr_parse,
- * then expr_check and expr_number over a fixed set of results (a sweep, an
- * older run, a histogram with bins, a device list).
+ * then expr_check and expr_number over a fixed set of results (fuzz_results.h:
+ * a sweep, an older run, a histogram with bins, a device list).
  *
  * The input is the expression text (cut at its first NUL). Properties checked
  * (abort() on violation): every allocation is freed; a parse error has a
@@ -17,6 +17,7 @@
 
 #include "cudalab/results.h"
 #include "magics/expr.h"
+#include "fuzz_results.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -27,19 +28,6 @@ static void check(bool ok, const char *what)
         abort();
     }
 }
-
-static const char *const docs[] = {
-    "{\"magic\":\"matmul\",\"params\":{\"size\":64,\"seed\":1},\"runs\":[{\"variant\":\"naive\",\"tile\":null,"
-    "\"gflops\":4.5,\"check\":{\"passed\":true},\"worst\":[1,2]}]}",
-    "{\"magic\":\"matmul\",\"params\":{\"size\":64},\"sweep\":{\"varying\":[\"variant\",\"tile\"]},\"runs\":["
-    "{\"variant\":\"tiled\",\"tile\":8,\"gflops\":10.0,\"check\":{\"passed\":true}},"
-    "{\"variant\":\"tiled\",\"tile\":16,\"gflops\":-0.0,\"check\":{\"passed\":false}},"
-    "{\"variant\":\"fast\",\"tile\":null,\"gflops\":1e308,\"check\":{\"passed\":true}}]}",
-    "{\"magic\":\"histo\",\"runs\":[{\"variant\":\"cpu\",\"bins\":{\"a-d\":5,\"\\u00e9\":1},\"nbins\":2}]}",
-    "{\"magic\":\"device\",\"count\":1,\"devices\":[{\"name\":\"H\\u00e9\",\"sms\":132}],\"runs\":[]}",
-};
-
-static result_store *rs;
 
 static bool utf8_valid(const char *s)
 {
@@ -70,15 +58,7 @@ static void check_report(const expr_report *rep, bool utf8)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (!rs) {
-        rs = results_new();
-        for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
-            json_t *d = json_loads(docs[i], 0, NULL);
-            check(d != NULL, "a fixture document does not parse");
-            results_record(rs, d, (int)i + 1);
-            json_decref(d);
-        }
-    }
+    const result_store *rs = fuzz_results();
     char *text = malloc(size + 1);
     if (!text)
         return 0;

@@ -261,11 +261,38 @@ def frame_seeds() -> None:
         write("frame", name, data)
 
 
+# ---------------------------------------------------------------- fuzz_chain
+
+def chain_seeds() -> None:
+    """The header of fuzz_chain.c: mode (bit 7: N up to 65535), N little endian, a unit or nesting
+    pair by index (modulo the target's table, so the seeds need not know its size), then
+    PREFIX NUL UNIT NUL SUFFIX."""
+    def seed(mode: int, n: int, index: int, prefix: bytes = b"", unit: bytes = b"", suffix: bytes = b"") -> bytes:
+        return bytes([mode, n & 0xFF, n >> 8, index]) + prefix + b"\0" + unit + b"\0" + suffix
+    for i in range(96):                                  # every unit, past the term limit
+        write("chain", f"unit-{i:02d}", seed(0x80, 5000, i))
+    for i in range(16):                                  # every nesting, at and far past the limit
+        write("chain", f"nest-{i:02d}-64", seed(2, 64, i))
+        write("chain", f"nest-{i:02d}-20000", seed(0x82, 20000, i))
+    write("chain", "mix-all", seed(0x81, 65535, 0))
+    write("chain", "mix-picked", seed(1, 8191, 0, unit=bytes(range(0, 96, 7))))
+    write("chain", "sum-1000", seed(0, 999, 0, prefix=b"1"))
+    write("chain", "sum-limit", seed(0, 4095, 0, prefix=b"1"))
+    write("chain", "fields", seed(0, 30000, 0, prefix=b"matmul", unit=b".x"))
+    write("chain", "indexes", seed(0x80, 30000, 0, prefix=b"histo.big", unit=b"[0]"))
+    write("chain", "selector", seed(0, 5000, 0, prefix=b"count(matmul[tile=8", unit=b",tile=8", suffix=b"])"))
+    write("chain", "arguments", seed(0, 5000, 0, prefix=b"min(1", unit=b",1", suffix=b")"))
+    write("chain", "comparisons", seed(0, 5000, 0, prefix=b"1", unit=b" < 2"))
+    write("chain", "overflow", seed(0, 40, 0, prefix=b"1e300", unit=b"*1e300"))
+    write("chain", "megabyte", seed(0x80, 65535, 0, prefix=b"1", unit=b"+1" * 8))
+
+
 if __name__ == "__main__":
     wire_seeds()
     conn_seeds()
     cell_seeds()
     frame_seeds()
-    for t in ("wire", "conn", "cell", "frame"):
+    chain_seeds()
+    for t in ("wire", "conn", "cell", "frame", "chain"):
         n = len(list((HERE / "corpus" / t).glob("seed-*")))
         print(f"tests/fuzz/corpus/{t}: {n} seeds")

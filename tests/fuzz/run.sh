@@ -25,6 +25,7 @@ max_len() {
         wire|frame) echo 16384 ;;
         cell) echo 8192 ;;
         expr) echo 1024 ;;
+        chain) echo 4096 ;;             # a header and three texts: the chain grows inside
         *) echo 4096 ;;
     esac
 }

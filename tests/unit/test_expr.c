@@ -1,5 +1,8 @@
 /* test_expr.c — the %assert/%score language: parsing, lookups over stored
- * results, reductions, and the messages of false or failing checks. */
+ * results, reductions, and the messages of false or failing checks; the
+ * limits on length and nesting (every chain and nesting kind, evaluated on a
+ * small stack), exact and overflowing numbers, and string escapes. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cudalab/results.h"
@@ -21,7 +25,9 @@ static const char *const docs[] = {
     "\"runs\":[{\"variant\":\"tiled\",\"tile\":8,\"m\":64,\"gflops\":10.0,\"check\":{\"passed\":true}},"
     "{\"variant\":\"tiled\",\"tile\":16,\"m\":64,\"gflops\":12.5,\"check\":{\"passed\":false}}]}",
     "{\"magic\":\"histo\",\"params\":{},\"runs\":[{\"variant\":\"cpu\",\"bins\":{\"a-d\":5,\"e-h\":5},"
-    "\"list\":[1,2,3]},{\"variant\":\"fast\",\"bins\":{\"a-d\":5,\"e-h\":5},\"list\":[1,2,3]}]}",
+    "\"list\":[1,2,3],\"big\":[1e308,1e308,-1],\"ints\":[9007199254740993,9007199254740992]},"
+    "{\"variant\":\"fast\",\"bins\":{\"a-d\":5,\"e-h\":5},\"list\":[1,2,3],\"big\":[1e308,1e308,-1],"
+    "\"ints\":[9007199254740993,9007199254740992]}]}",
     "{\"magic\":\"device\",\"count\":1,\"devices\":[{\"name\":\"H200\",\"sms\":132}]}",
 };
 static const int cells[] = {3, 5, 6, 7};
@@ -276,6 +282,254 @@ static void test_store_keeps_newest(void **state)
     results_free(rs);
 }
 
+
+/* ---- limits: no expression can exhaust the stack or the memory ---- */
+
+/* text = head + unit * n + tail, malloc'd */
+static char *repeat(const char *head, const char *unit, size_t n, const char *tail)
+{
+    size_t h = strlen(head), u = strlen(unit), t = strlen(tail);
+    char *s = malloc(h + u * n + t + 1);
+    assert_non_null(s);
+    memcpy(s, head, h);
+    for (size_t i = 0; i < n; i++)
+        memcpy(s + h + u * i, unit, u);
+    memcpy(s + h + u * n, tail, t + 1);
+    return s;
+}
+
+/* One expression parsed, checked, scored and completed on a thread with a
+ * small stack: a walk of the tree that recursed per term would overflow it. */
+#define SMALL_STACK (256 << 10)
+
+typedef struct job {
+    const char *src;
+    const result_store *rs;
+    bool parsed;
+    char msg[400];
+    int check_rc, number_rc;
+    double number;
+    char ename[32], evalue[1024];
+    size_t lines;
+} job;
+
+static void *job_run(void *arg)
+{
+    job *j = arg;
+    size_t at;
+    expr *e = expr_parse(j->src, j->msg, sizeof j->msg, &at);
+    json_decref(expr_names(j->src, j->rs));
+    j->parsed = e != NULL;
+    if (!e)
+        return NULL;
+    expr_report rep;
+    j->check_rc = expr_check(e, j->rs, &rep);
+    snprintf(j->ename, sizeof j->ename, "%s", rep.ename);
+    snprintf(j->evalue, sizeof j->evalue, "%s", rep.evalue);
+    j->lines = json_array_size(rep.lines);
+    json_decref(rep.lines);
+    j->number_rc = expr_number(e, j->rs, &j->number, &rep);
+    json_decref(rep.lines);
+    expr_free(e);
+    return NULL;
+}
+
+static job on_small_stack(const char *src)
+{
+    job j = { .src = src, .rs = store() };
+    pthread_attr_t attr;
+    pthread_t t;
+    assert_int_equal(pthread_attr_init(&attr), 0);
+    assert_int_equal(pthread_attr_setstacksize(&attr, SMALL_STACK), 0);
+    assert_int_equal(pthread_create(&t, &attr, job_run, &j), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    pthread_attr_destroy(&attr);
+    results_free((result_store *)j.rs);
+    return j;
+}
+
+/* A chain: head, then unit repeated (each unit adds terms terms), then tail. */
+static const struct chain_kind { const char *name, *head, *unit, *tail; int terms; } chains[] = {
+    {"+", "1", "+1", "", 1}, {"-", "1", "-1", "", 1}, {"*", "1", "*1", "", 1}, {"/", "1", "/1", "", 1},
+    {"%", "7", "%5", "", 1}, {"and", "1", " and 1", "", 1}, {"or", "0", " or 0", "", 1},
+    {"&&", "1", "&&1", "", 1}, {"||", "0", "||0", "", 1}, {"args", "min(1", ",1", ")", 1},
+    {"keys", "count(matmul[m=64", ",m=64", "])", 1}, {"strings", "len('a'", "+'a'", ")", 1},
+    {"mixed", "1", "+2*3-4/5%6", "", 7}, {"mixed logic", "1", " and 2 or 0 && 1 || 1", "", 6},
+};
+
+/* Nesting: open repeated, then the core, then close repeated; each open adds levels. */
+static const struct nest_kind { const char *name, *open, *core, *close; int levels; } nests[] = {
+    {"()", "(", "1", ")", 1}, {"-", "-", "1", "", 1}, {"+", "+", "1", "", 1}, {"not", "not ", "1", "", 1},
+    {"!", "!", "1", "", 1}, {"calls", "abs(", "1", ")", 1}, {"(1+", "(1+", "1", ")", 1},
+    {"fields", "", "device", ".devices", 1}, {"indexes", "", "histo", "[0]", 1},
+    {"index exprs", "histo[", "0", "]", 1}, {"not (", "not (", "1", ")", 2},
+    {"- abs(", "- abs(", "1", ")", 2},
+};
+
+static void test_chains_within_the_limit(void **state)
+{
+    char *sum = repeat("1", "+1", 999, "");            /* 1000 terms */
+    job j = on_small_stack(sum);
+    assert_true(j.parsed);
+    assert_int_equal(j.number_rc, 0);
+    assert_true(j.number == 1000);
+    free(sum);
+    /* the longest chain of each kind that the limit allows, on a small stack */
+    for (size_t k = 0; k < sizeof chains / sizeof chains[0]; k++) {
+        const struct chain_kind *c = &chains[k];
+        size_t n = (EXPR_MAX_TERMS - 8) / (size_t)c->terms;
+        char *src = repeat(c->head, c->unit, n, c->tail);
+        j = on_small_stack(src);
+        if (!j.parsed)
+            fail_msg("a chain of %zu '%s' is within the limit, yet: %s", n, c->name, j.msg);
+        free(src);
+    }
+    char *ors = repeat("1 > 2", " or 1 > 2", 1300, "");   /* a false assertion explained */
+    j = on_small_stack(ors);
+    assert_true(j.parsed);
+    assert_int_equal(j.check_rc, 0);
+    assert_string_equal(j.ename, "AssertionError");
+    assert_true(strlen(j.evalue) < sizeof j.evalue - 1 || strstr(j.evalue, "1 > 2 is false"));
+    free(ors);
+}
+
+static void test_chains_past_the_limit(void **state)
+{
+    for (size_t k = 0; k < sizeof chains / sizeof chains[0]; k++) {
+        const struct chain_kind *c = &chains[k];
+        size_t n = EXPR_MAX_TERMS / (size_t)c->terms + 1;
+        char *src = repeat(c->head, c->unit, n, c->tail);
+        job j = on_small_stack(src);
+        if (j.parsed || !strstr(j.msg, "too long: more than 4096 terms"))
+            fail_msg("a chain of %zu '%s': %s", n, c->name, j.parsed ? "(parsed)" : j.msg);
+        free(src);
+    }
+    char *huge = repeat("1", " ", EXPR_MAX_BYTES, "+1");
+    char msg[400];
+    size_t at;
+    assert_null(expr_parse(huge, msg, sizeof msg, &at));
+    assert_non_null(strstr(msg, "too long: 65539 bytes (the limit is 65536)"));
+    free(huge);
+}
+
+static void test_nesting_within_and_past_the_limit(void **state)
+{
+    for (size_t k = 0; k < sizeof nests / sizeof nests[0]; k++) {
+        const struct nest_kind *n = &nests[k];
+        for (int depth = EXPR_MAX_DEPTH; depth <= EXPR_MAX_DEPTH + n->levels; depth += n->levels) {
+            size_t units = (size_t)(depth / n->levels);
+            char *open = repeat("", n->open, units, ""), *close = repeat("", n->close, units, "");
+            size_t len = strlen(open) + strlen(n->core) + strlen(close) + 1;
+            char *src = malloc(len);
+            assert_non_null(src);
+            snprintf(src, len, "%s%s%s", open, n->core, close);
+            job j = on_small_stack(src);
+            if (depth == EXPR_MAX_DEPTH && !j.parsed)
+                fail_msg("%d levels of %s are within the limit, yet: %s", depth, n->name, j.msg);
+            if (depth > EXPR_MAX_DEPTH && (j.parsed || !strstr(j.msg, "nested too deeply: more than 64 levels")))
+                fail_msg("%d levels of %s: %s", depth, n->name, j.parsed ? "(parsed)" : j.msg);
+            free(open);
+            free(close);
+            free(src);
+        }
+    }
+    job j = on_small_stack("--------------------------------------------------------------1");
+    assert_int_equal(j.number_rc, 0);
+    assert_true(j.number == 1);
+}
+
+/* ---- numbers: exact integers, no inf or NaN, literals in range ---- */
+
+static void score_is(const char *src, double want)
+{
+    char msg[400];
+    size_t at;
+    expr *e = expr_parse(src, msg, sizeof msg, &at);
+    if (!e)
+        fail_msg("%s: %s", src, msg);
+    result_store *rs = store();
+    expr_report rep;
+    double v = -12345;
+    int rc = expr_number(e, rs, &v, &rep);
+    if (rc != 0 || v != want)
+        fail_msg("%s = %.17g (rc %d: %s: %s), want %.17g", src, v, rc, rep.ename, rep.evalue, want);
+    json_decref(rep.lines);
+    results_free(rs);
+    expr_free(e);
+}
+
+static void test_integers_are_exact(void **state)
+{
+    holds("9007199254740993 - 9007199254740992 == 1");
+    holds("9007199254740993 != 9007199254740992 and 9007199254740993 > 9007199254740992");
+    holds("9223372036854775807 - 1 == 9223372036854775806");
+    holds("-9223372036854775807 - 1 < 0 and (-9223372036854775807 - 1) % -1 == 0");
+    holds("max(histo.ints) == 9007199254740993 and min(histo.ints) == 9007199254740992");
+    holds("sum(histo.ints) == 18014398509481985");
+    holds("round(9007199254740993) == 9007199254740993 and round(1234, -1) == 1230");
+    holds("abs(-9223372036854775807 - 1) == 9223372036854775808.0");
+    holds("-(-9223372036854775807 - 1) == 9223372036854775808.0");
+    holds("9223372036854775807 + 1 == 9223372036854775808.0");     /* beyond int64: a float */
+    holds("3037000500 * 3037000500 > 9223372036854775807");
+    score_is("round(1.5, 400)", 1.5);
+    score_is("round(1e308, -400)", 0);
+    score_is("round(2.567, 2)", 2.57);
+    holds("mean(histo.big) > 6.66e307 and mean(histo.big) < 6.67e307");   /* its sum overflows */
+}
+
+static void test_no_infinity_or_nan(void **state)
+{
+    static const char *const overflowing[] = {
+        "1e308 * 10", "1e308 + 1e308", "-1e308 - 1e308", "1e308 / 1e-308", "2 * 1e308 * 0",
+        "sum(histo.big)", "round(1.7e308, -308)", "1 + 1e308 * 10 > 0", "-(1e308 * 10)",
+    };
+    for (size_t i = 0; i < sizeof overflowing / sizeof overflowing[0]; i++)
+        fails(overflowing[i], -1, "OverflowError", "beyond the largest double (about 1.8e308)");
+    fails("1e308 * 10", -1, "OverflowError", "1e308 * 10 overflows: 1e+308 * 10");
+    fails("1 + 1e308 * 10 > 0", -1, "OverflowError", "1e308 * 10 overflows");
+    fails("sum(histo.big)", -1, "OverflowError", "sum(histo.big) overflows");
+    fails("round(1.5, 0.5)", -1, "TypeError", "count of digits must be a whole number");
+    fails("1 % 0", -1, "ZeroDivisionError", "division by zero");
+}
+
+static void test_literals_in_range(void **state)
+{
+    syntax("18446744073709551616", "the integer 18446744073709551616 is beyond the 64-bit range "
+           "(-9223372036854775808 to 9223372036854775807); for a float write 18446744073709551616.0", 0);
+    syntax("1 + 18446744073709551616000", "beyond the 64-bit range", 4);
+    syntax("2^64", "the integer 2^64 is beyond the 64-bit range", 0);
+    syntax("2^63", "beyond the 64-bit range", 0);
+    syntax("16777216T", "beyond the 64-bit range", 0);
+    syntax("9223372036854775808", "beyond the 64-bit range", 0);
+    syntax("1e400", "the number 1e400 is beyond the range of a double", 0);
+    syntax("matmul[seed=18446744073709551616]", "beyond the 64-bit range", 12);
+    char long_number[200];
+    memset(long_number, '9', 150);
+    long_number[150] = '\0';
+    syntax(long_number, "beyond the 64-bit range", 0);
+    holds("1.8446744073709551616e19 == 18446744073709551616.0 and 1e19 > 9223372036854775807");
+    holds("2^62 == 4611686018427387904 and 8191P == 9222246136947933184 and 1e18 == 10^18");
+    holds("1e-400 == 0");
+}
+
+/* ---- strings: the escapes of the cell language, nothing dropped ---- */
+
+static void test_string_escapes(void **state)
+{
+    holds("'a\\x41b' == 'aAb' and \"\\u00e9\" == '\xc3\xa9' and '\\U0001F600' == '\xf0\x9f\x98\x80'");
+    holds("'\\\\' != '\\'' and len('\\\\') == 1 and len('\\'\\\"') == 2 and '\\n\\t\\r' != 'ntr'");
+    holds("'it\\'s' == \"it's\" and len('a\\\nb') == 2");
+    syntax("'a\\x00b'", "the escape \\x00 means NUL", 2);
+    syntax("'a\\u0000b'", "the escape \\u0000 means NUL", 2);
+    syntax("'\\qb'", "unknown escape \\q in a string; the escapes are \\\\ \\' \\\" \\n \\t \\r \\xHH", 1);
+    syntax("'\\x4'", "the escape \\x needs 2 hex digits", 1);
+    syntax("'\\u12g4'", "the escape \\u needs 4 hex digits", 1);
+    syntax("'\\ud800'", "is not a Unicode character", 1);
+    syntax("'\\U00110000'", "is not a Unicode character", 1);
+    syntax("'\\\xc3\xa9'", "unknown escape \\\xc3\xa9 in a string", 1);
+    syntax("matmul[variant='a\\x00']", "means NUL", 17);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -287,6 +541,13 @@ int main(void)
         cmocka_unit_test(test_score),
         cmocka_unit_test(test_names_for_completion),
         cmocka_unit_test(test_store_keeps_newest),
+        cmocka_unit_test(test_chains_within_the_limit),
+        cmocka_unit_test(test_chains_past_the_limit),
+        cmocka_unit_test(test_nesting_within_and_past_the_limit),
+        cmocka_unit_test(test_integers_are_exact),
+        cmocka_unit_test(test_no_infinity_or_nan),
+        cmocka_unit_test(test_literals_in_range),
+        cmocka_unit_test(test_string_escapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

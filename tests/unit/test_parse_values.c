@@ -141,6 +141,128 @@ static void integer_messages(void **state)
     refused(&size_flag, "", "--size expects an integer such as 1024, 2^20, 64K or 1e6 (got '')");
 }
 
+/* Every form of one value v (|v| up to 2^70) against exact 128-bit
+ * arithmetic: in int64 it reads back exactly, beyond it is NUM_OVERFLOW,
+ * never wrapped (2^64 used to read as 0, 2^64 * 1000 and 1.8446744073709551616e19 too). */
+typedef unsigned __int128 u128;
+
+static void u128_text(u128 v, char *buf)
+{
+    char tmp[48];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + (int)(v % 10));
+        v /= 10;
+    } while (v);
+    for (int i = 0; i < n; i++)
+        buf[i] = tmp[n - 1 - i];
+    buf[n] = '\0';
+}
+
+static void form_reads(const char *text, bool neg, u128 mag)
+{
+    u128 limit = neg ? (u128)INT64_MAX + 1 : (u128)INT64_MAX;
+    long long v = 42;
+    enum num_status st = number_int(text, &v);
+    if (mag > limit) {
+        if (st != NUM_OVERFLOW || v != 42)
+            fail_msg("number_int(%s) = status %d, %lld; want overflow", text, st, v);
+        return;
+    }
+    long long want = neg ? (mag == limit ? INT64_MIN : -(long long)mag) : (long long)mag;
+    if (st != NUM_OK || v != want)
+        fail_msg("number_int(%s) = status %d, %lld; want %lld", text, st, v, want);
+}
+
+static void every_form(u128 mag)
+{
+    char d[48], text[160];
+    u128_text(mag, d);
+    size_t len = strlen(d);
+    for (int neg = 0; neg <= 1; neg++) {
+        const char *sign = neg ? "-" : "";
+        snprintf(text, sizeof text, "%s%s", sign, d);
+        form_reads(text, neg, mag);
+        snprintf(text, sizeof text, "%s000%s", sign, d);                  /* leading zeros */
+        form_reads(text, neg, mag);
+        snprintf(text, sizeof text, "%s%s000e-3", sign, d);               /* trailing zeros, exponent */
+        form_reads(text, neg, mag);
+        snprintf(text, sizeof text, "%s%s000000", sign, d);               /* times a million ... */
+        form_reads(text, neg, mag * 1000000);
+        snprintf(text, sizeof text, "%s%s.000e6", sign, d);               /* ... written as a decimal */
+        form_reads(text, neg, mag * 1000000);
+        if (len > 1) {                                                   /* scientific */
+            snprintf(text, sizeof text, "%s%c.%se%zu", sign, d[0], d + 1, len - 1);
+            form_reads(text, neg, mag);
+        }
+        char sep[64];                                                    /* 1_000_000 */
+        size_t k = 0;
+        for (size_t i = 0; i < len; i++) {
+            if (i && (len - i) % 3 == 0)
+                sep[k++] = '_';
+            sep[k++] = d[i];
+        }
+        sep[k] = '\0';
+        snprintf(text, sizeof text, "%s%s", sign, sep);
+        form_reads(text, neg, mag);
+        for (int shift = 10; shift <= 50; shift += 10) {                  /* 64K, 16M, ... */
+            u128 unit = (u128)1 << shift;
+            if (mag % unit)
+                continue;
+            char q[48];
+            u128_text(mag / unit, q);
+            snprintf(text, sizeof text, "%s%s%c", sign, q, "KMGTP"[shift / 10 - 1]);
+            form_reads(text, neg, mag);
+        }
+        for (int k2 = 0; k2 < 127; k2++)                                 /* 2^N */
+            if (mag == (u128)1 << k2) {
+                snprintf(text, sizeof text, "%s2^%d", sign, k2);
+                form_reads(text, neg, mag);
+            }
+    }
+}
+
+static void integer_overflow_class(void **state)
+{
+    static const u128 edges[] = {
+        (u128)1 << 53, (u128)1 << 62, (u128)INT64_MAX - 1, (u128)INT64_MAX, (u128)INT64_MAX + 1,
+        (u128)INT64_MAX + 2, (u128)UINT64_MAX - 1, (u128)UINT64_MAX, (u128)UINT64_MAX + 1,
+        (u128)UINT64_MAX + 2, (u128)UINT64_MAX + 6, (u128)1 << 65, (u128)1 << 70,
+        (u128)10000000000000000000ULL, (u128)10000000000000000000ULL * 10, (u128)1844674407370955161ULL * 10,
+        (u128)1844674407370955161ULL * 10 + 7, (u128)18446744073709551ULL * 1000,
+    };
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++) {
+        every_form(edges[i]);
+        every_form(edges[i] * 1024);
+    }
+    for (u128 v = 1; v && v < (u128)1 << 70; v = v * 3 + 1)   /* and a spread of values between */
+        every_form(v);
+}
+
+static void integer_overflow_messages(void **state)
+{
+    static const char *const forms[] = {
+        "18446744073709551616", "18446744073709551616000", "1.8446744073709551616e19", "2^64",
+        "16777216T", "17179869184G", "1e20", "18_446_744_073_709_551_616", "-18446744073709551616",
+    };
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        char want[300];
+        snprintf(want, sizeof want, "--seed: '%s' is beyond the 64-bit integer range; --seed must be "
+                 "between -9223372036854775808 and 9223372036854775807", forms[i]);
+        refused(&seed_flag, forms[i], want);
+        snprintf(want, sizeof want, "--size: '%s' is beyond the 64-bit integer range; --size must be "
+                 "between 1 and 1073741824", forms[i]);
+        refused(&size_flag, forms[i], want);
+        snprintf(want, sizeof want, "--block: '%s' is beyond the 64-bit integer range; --block sizes "
+                 "must be between 1 and 1024", forms[i]);
+        char dims_text[64];
+        snprintf(dims_text, sizeof dims_text, "16x%s", forms[i]);
+        refused(&block_flag, dims_text, want);
+    }
+    refused(&tile_flag, "8,18446744073709551616", "--tile: '18446744073709551616' is beyond the 64-bit "
+            "integer range; --tile must be between 1 and 64");
+}
+
 /* ---- floats, bools, strings ---- */
 
 static void floats(void **state)
@@ -298,6 +420,8 @@ int main(void)
         cmocka_unit_test(integer_forms),
         cmocka_unit_test(integer_refusals),
         cmocka_unit_test(integer_messages),
+        cmocka_unit_test(integer_overflow_class),
+        cmocka_unit_test(integer_overflow_messages),
         cmocka_unit_test(floats),
         cmocka_unit_test(bools_and_strings),
         cmocka_unit_test(choices),
