@@ -299,11 +299,28 @@ static const json_t *newest(const ev *x, const char *magic, size_t from, size_t 
     return NULL;
 }
 
+/* A lookup that missed, in a session that dropped old results to stay within
+ * its bounds (results.h): say so, since the one wanted may be among them. */
+static int lookup_missed(ev *x)
+{
+    int cell;
+    size_t dropped = results_evicted(x->rs, &cell);
+    size_t at = strlen(x->rep->evalue);
+    if (dropped && at < sizeof x->rep->evalue)
+        snprintf(x->rep->evalue + at, sizeof x->rep->evalue - at,
+                 " (note: the %zu oldest results of this session, up to cell %d, were dropped to keep it "
+                 "within %d results and %u MiB)", dropped, cell, RESULTS_KEEP, RESULTS_MAX_BYTES >> 20);
+    utf8_trim(x->rep->evalue);
+    return -1;
+}
+
 static int unknown_name(ev *x, const char *name)
 {
-    if (magic_find(name))
-        return fail(x, "LookupError", "no %%%s result in this session yet: run %%%s before this check "
-                    "(results live as long as the kernel; a restart forgets them)", name, name);
+    if (magic_find(name)) {
+        fail(x, "LookupError", "no %%%s result in this session yet: run %%%s before this check "
+             "(results live as long as the kernel; a restart forgets them)", name, name);
+        return lookup_missed(x);
+    }
     char have[400] = "";
     size_t at = 0;
     suggest s;
@@ -428,8 +445,9 @@ static int no_match(ev *x, const node *n, const json_t *doc, int cell)
     char from[32] = "";
     if (cell > 0)
         snprintf(from, sizeof from, " (cell %d)", cell);
-    return fail(x, "LookupError", "no %%%s run in this session has %s%s; the newest %%%s result%s has: %s",
-                n->name, want, near, n->name, from, have);
+    fail(x, "LookupError", "no %%%s run in this session has %s%s; the newest %%%s result%s has: %s",
+         n->name, want, near, n->name, from, have);
+    return lookup_missed(x);
 }
 
 static int eval_name(ev *x, node *n)

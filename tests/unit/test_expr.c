@@ -279,6 +279,19 @@ static void test_store_keeps_newest(void **state)
     assert_int_equal(cell, RESULTS_KEEP + 9);
     assert_int_equal(json_integer_value(json_object_get(results_get(rs, RESULTS_KEEP - 1, NULL), "i")), 10);
     assert_null(results_get(rs, RESULTS_KEEP, NULL));
+    assert_int_equal(results_evicted(rs, &cell), 10);
+    assert_int_equal(cell, 9);
+    /* a lookup that misses in such a session says that results were dropped */
+    char msg[400];
+    size_t at;
+    expr *e = expr_parse("matmul[variant=tiled].gflops > 1", msg, sizeof msg, &at);
+    assert_non_null(e);
+    expr_report rep;
+    assert_int_equal(expr_check(e, rs, &rep), -1);
+    assert_string_equal(rep.ename, "LookupError");
+    assert_non_null(strstr(rep.evalue, "the 10 oldest results of this session, up to cell 9, were dropped"));
+    json_decref(rep.lines);
+    expr_free(e);
     results_free(rs);
 }
 
