@@ -103,15 +103,17 @@ static int open_socket(kernel *k, const conn_info *c, enum conn_port p)
     return 0;
 }
 
-/* A positive number from the environment, or def. */
+#define ENV_NUMBER_MAX 1e12     /* seconds, milliseconds or bytes: past any sane setting, and exact in size_t */
+
+/* A non-negative number from the environment, or def (logged when ignored). */
 static double env_number(const char *name, double def)
 {
     const char *v = getenv(name);
     char *end;
     double x = v ? strtod(v, &end) : 0;
-    if (!v || end == v || *end || !(x >= 0)) {
+    if (!v || end == v || *end || !(x >= 0) || x > ENV_NUMBER_MAX) {
         if (v)
-            klog("ignored %s=%s: not a non-negative number", name, v);
+            klog("ignored %s=%.64s: not a number from 0 to %g", name, v, ENV_NUMBER_MAX);
         return def;
     }
     return x;
@@ -124,7 +126,7 @@ int kernel_open(kernel *k, const conn_info *c)
     k->cell_timeout_ms = env_number("CUDALAB_CELL_TIMEOUT", 0) * 1e3;
     k->max_output = (size_t)env_number("CUDALAB_MAX_OUTPUT", 1 << 20);
     k->max_message = (size_t)env_number("CUDALAB_MAX_MESSAGE", 64 << 20);
-    if (k->max_message < 4096 || k->max_message > WIRE_MAX_JSON) {
+    if (k->max_message < 4096 || k->max_message > WIRE_MAX_JSON) {     /* ZeroMQ's cap is twice it */
         klog("ignored CUDALAB_MAX_MESSAGE=%zu: not between 4096 and %u", k->max_message, WIRE_MAX_JSON);
         k->max_message = WIRE_MAX_JSON;
     }

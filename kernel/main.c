@@ -22,7 +22,8 @@ static void usage(FILE *f)
           "Environment: CUDALAB_BACKEND=cpu forces the CPU backend; CUDALAB_DEBUG=1 logs every message;\n"
           "  CUDALAB_CELL_TIMEOUT=S limits every cell; CUDALAB_INTERRUPT_GRACE_MS (500) is how long an\n"
           "  interrupted command may take to stop before its worker is killed; CUDALAB_MAX_OUTPUT\n"
-          "  (1048576) caps the stream bytes of one cell.\n",
+          "  (1048576) caps the stream bytes of one cell; CUDALAB_MAX_MESSAGE (67108864) the bytes of\n"
+          "  one request.\n",
           f);
 }
 
