@@ -52,8 +52,11 @@ typedef struct sweep_column {
  * and refuses a command whose estimate is over CUDALAB_HOST_WORK_LIMIT seconds
  * (HOST_WORK_DEFAULT_LIMIT_S by default), per point and in all, unless it is
  * given --force (SWEEP_FORCE_FLAG); the error names the estimate and the limit. */
-#define HOST_WORK_DEFAULT_LIMIT_S 30.0
+#define HOST_WORK_DEFAULT_LIMIT 30  /* seconds */
+#define HOST_WORK_DEFAULT_LIMIT_S ((double)HOST_WORK_DEFAULT_LIMIT)
 #define HOST_WORK_LIMIT_ENV "CUDALAB_HOST_WORK_LIMIT"
+#define HOST_WORK_TEXT_(x) #x
+#define HOST_WORK_TEXT(x) HOST_WORK_TEXT_(x)
 
 typedef struct host_work {
     double run;             /* one warm-up or timed run on the host (0 where it runs on a GPU) */
@@ -75,7 +78,7 @@ typedef host_work (*host_work_fn)(magic_ctx *ctx, const json_t *point, void *use
 #define SWEEP_FORCE_FLAG \
     {.name = "force", .type = FLAG_BOOL, .def = "false", \
      .help = "run even where the estimated host work is over the limit (" HOST_WORK_LIMIT_ENV \
-             ", 30 s by default)"}
+             ", " HOST_WORK_TEXT(HOST_WORK_DEFAULT_LIMIT) " s by default)"}
 
 struct sweep_spec;
 /* Runs one point: params has scalars only. Appends one or more run objects to
