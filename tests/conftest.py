@@ -277,17 +277,57 @@ class SpawnedKernel:
         return kc
 
 
+class Spawned:
+    """The kernels one test started by hand: each from a connection dict written to
+    kernel-NAME{n}.json (mode 600), its stderr to kernel-NAME{n}.stderr; close() stops every one
+    still running (SIGTERM, then SIGKILL) and checks each stderr for sanitizer reports."""
+
+    def __init__(self, tmp_path: Path, name: str):
+        self.tmp_path, self.name = tmp_path, name
+        self.kernels: list[tuple[SpawnedKernel, Any]] = []
+
+    def launch(self, conn: dict, args: list[str] | None = None,
+               env: dict[str, str] | None = None) -> SpawnedKernel:
+        n = len(self.kernels)
+        conn_file = self.tmp_path / f"kernel-{self.name}{n}.json"
+        conn_file.write_text(json.dumps(conn))
+        conn_file.chmod(0o600)
+        log = KernelLog(self.tmp_path / f"kernel-{self.name}{n}.stderr")
+        fh = open(log.path, "wb")
+        proc = subprocess.Popen([str(kernel_binary()), "-f", str(conn_file), *(args or [])],
+                                stdin=subprocess.DEVNULL, stdout=fh, stderr=fh,
+                                env={**os.environ, **(env or {})}, start_new_session=True)
+        sk = SpawnedKernel(proc, conn, conn_file, log)
+        self.kernels.append((sk, fh))
+        return sk
+
+    def close(self) -> None:
+        for sk, fh in reversed(self.kernels):
+            if sk.kc is not None:
+                sk.kc.stop_channels()
+            if sk.proc.poll() is None:
+                sk.proc.send_signal(signal.SIGTERM)
+                try:
+                    sk.proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    sk.proc.kill()
+                    sk.proc.wait(5)
+            fh.close()
+        for sk, _ in self.kernels:
+            _check_sanitizers(sk.log)
+
+
 @pytest.fixture
 def spawn_kernel(tmp_path: Path) -> Iterable[Callable[..., SpawnedKernel]]:
     """Factory: spawn_kernel(transport="tcp", ip="127.0.0.1", key=None, env=None, args=None).
 
     Writes the connection file itself (tcp: free ports; ipc: ip is a path prefix under tmp_path)
     and starts `cudalab -f FILE`. key=None makes a random key; b"" means unsigned."""
-    spawned: list[tuple[SpawnedKernel, Any]] = []
+    spawned = Spawned(tmp_path, "spawn")
 
     def spawn(transport: str = "tcp", ip: str = "127.0.0.1", key: bytes | None = None,
               env: dict[str, str] | None = None, args: list[str] | None = None) -> SpawnedKernel:
-        n = len(spawned)
+        n = len(spawned.kernels)
         if key is None:
             key = uuid.uuid4().hex.encode()
         if transport == "ipc":
@@ -298,32 +338,10 @@ def spawn_kernel(tmp_path: Path) -> Iterable[Callable[..., SpawnedKernel]]:
         conn = {"shell_port": ports[0], "iopub_port": ports[1], "stdin_port": ports[2],
                 "control_port": ports[3], "hb_port": ports[4], "ip": ip, "transport": transport,
                 "key": key.decode(), "signature_scheme": "hmac-sha256", "kernel_name": "cudalab"}
-        conn_file = tmp_path / f"kernel-spawn{n}.json"
-        conn_file.write_text(json.dumps(conn))
-        log = KernelLog(tmp_path / f"kernel-spawn{n}.stderr")
-        fh = open(log.path, "wb")
-        proc = subprocess.Popen([str(kernel_binary()), "-f", str(conn_file), *(args or [])],
-                                stdin=subprocess.DEVNULL,
-                                stdout=fh, stderr=fh, env={**os.environ, **(env or {})},
-                                start_new_session=True)
-        sk = SpawnedKernel(proc, conn, conn_file, log)
-        spawned.append((sk, fh))
-        return sk
+        return spawned.launch(conn, args, env)
 
     yield spawn
-    for sk, fh in reversed(spawned):
-        if sk.kc is not None:
-            sk.kc.stop_channels()
-        if sk.proc.poll() is None:
-            sk.proc.send_signal(signal.SIGTERM)
-            try:
-                sk.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                sk.proc.kill()
-                sk.proc.wait(5)
-        fh.close()
-    for sk, _ in spawned:
-        _check_sanitizers(sk.log)
+    spawned.close()
 
 
 # ---------------------------------------------------------------- message helpers (jupyter_client)
@@ -788,33 +806,10 @@ def spawn_conn(tmp_path: Path) -> Iterable[Callable[..., SpawnedKernel]]:
     Unlike spawn_kernel it fills in nothing, and the kernel may refuse the file: sk.proc tells.
     At the end every kernel still running gets SIGTERM, and every stderr is checked for sanitizer
     reports."""
-    spawned: list[tuple[SpawnedKernel, Any]] = []
+    spawned = Spawned(tmp_path, "conn")
 
     def spawn(conn: dict, env: dict[str, str] | None = None) -> SpawnedKernel:
-        n = len(spawned)
-        conn_file = tmp_path / f"kernel-conn{n}.json"
-        conn_file.write_text(json.dumps(conn))
-        conn_file.chmod(0o600)
-        log = KernelLog(tmp_path / f"kernel-conn{n}.stderr")
-        fh = open(log.path, "wb")
-        proc = subprocess.Popen([str(kernel_binary()), "-f", str(conn_file)], stdin=subprocess.DEVNULL,
-                                stdout=fh, stderr=fh, env={**os.environ, **(env or {})},
-                                start_new_session=True)
-        sk = SpawnedKernel(proc, dict(conn), conn_file, log)
-        spawned.append((sk, fh))
-        return sk
+        return spawned.launch(dict(conn), env=env)
 
     yield spawn
-    for sk, fh in reversed(spawned):
-        if sk.kc is not None:
-            sk.kc.stop_channels()
-        if sk.proc.poll() is None:
-            sk.proc.send_signal(signal.SIGTERM)
-            try:
-                sk.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                sk.proc.kill()
-                sk.proc.wait(5)
-        fh.close()
-    for sk, _ in spawned:
-        _check_sanitizers(sk.log)
+    spawned.close()
