@@ -48,13 +48,6 @@ json_t *msg_header(const char *msg_type, const char *session)
                      PROTOCOL_VERSION);
 }
 
-double msg_now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 double msg_date_seconds(const char *date)
 {
     struct tm tm;

@@ -15,7 +15,5 @@ json_t *msg_header(const char *msg_type, const char *session);
 /* Seconds since the epoch of a header date (ISO 8601; UTC unless it carries an
  * offset), or -1 when it is not one. */
 double msg_date_seconds(const char *date);
-/* Now, in the same scale. */
-double msg_now_seconds(void);
 
 #endif
