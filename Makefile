@@ -8,7 +8,8 @@
 #                   CPU) into $(BUILD)/demo/: the executed notebooks and their HTML export
 #   make install    PREFIX=/usr/local (default), or USER_INSTALL=1 for ~/.local and the user's
 #                   Jupyter dir; installs binary, CUDA backend and kernelspec
-#   make bench      protocol benchmark against ipykernel (and GPU benchmarks when present)
+#   make bench      protocol benchmark against ipykernel, heartbeat stalls and memory under hostile
+#                   input (bench/stall.py), and GPU benchmarks when present
 #   make asan       the kernel built with ASan+UBSan (build-asan/)
 #   make valgrind   a scripted session under valgrind memcheck
 #
