@@ -69,8 +69,10 @@ static void limit_socket(kernel *k, void *s, enum conn_port p)
          * step when peers send other frames or leave, a hostile peer's game) */
         zmq_setsockopt(s, ZMQ_XPUB_VERBOSE, &one, sizeof one);
         /* a slow client must not lose a cell's last outputs or its idle status:
-         * queue deeply (streams are coalesced, so a cell sends few messages) */
-        int hwm = 100000;
+         * queue deeply (streams are coalesced and progress throttled, so a cell
+         * sends few messages), but not without bound: a subscriber that never
+         * reads keeps up to this many messages alive (ipykernel's is 1000) */
+        int hwm = 10000;
         zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
     } else {
         zmq_setsockopt(s, ZMQ_ROUTER_HANDOVER, &one, sizeof one);

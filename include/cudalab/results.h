@@ -17,7 +17,7 @@
 #include <stddef.h>
 
 #define RESULTS_KEEP 20000
-#define RESULTS_MAX_BYTES (64u << 20)      /* of the documents, as compact JSON */
+#define RESULTS_MAX_BYTES (16u << 20)      /* of the documents as compact JSON; in memory about 4x */
 
 typedef struct result_store result_store;
 

@@ -186,6 +186,31 @@ def test_iopub_subscriptions_are_capped(kernel):
     assert len(welcome) < 200, f"{len(welcome)} welcomes for one flood: no rate limit"
 
 
+def test_a_subscriber_that_never_reads_holds_a_bounded_queue(kernel):
+    """ZeroMQ queues what iopub publishes for each subscriber, up to SNDHWM messages: one that
+    subscribes and never reads must not make the kernel keep a session's output alive."""
+    if sanitized_kernel():
+        pytest.skip("resident memory is meaningless under ASan's quarantine")
+    conn = kernel_conn(kernel)
+    stalled = ZmtpPeer(conn["ip"], conn["iopub_port"], "SUB")
+    stalled.send(b"\x01")
+    time.sleep(0.2)
+    text = "y" * 200
+
+    def cells(n: int) -> None:
+        for i in range(n):      # 4 messages a cell on iopub: busy, execute_input, stream, idle
+            reply = kernel.kc.execute(f"%echo {i} {text}", reply=True, timeout=10)
+            assert reply["content"]["status"] == "ok"
+        _drain_iopub(kernel.kc)
+
+    cells(4500)                 # 18,000 messages: the stalled peer's queue (10,000) is full
+    full = rss(kernel)
+    cells(3000)                 # another 12,000: nothing more is kept for it (history grows a little)
+    assert_grew_less(kernel, full, 3 * MB)
+    stalled.close()
+    assert_next_cell_works(kernel.kc)
+
+
 def _drain_iopub(kc) -> list[dict]:
     got = []
     while True:
