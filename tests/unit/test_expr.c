@@ -45,14 +45,21 @@ static result_store *store(void)
     return rs;
 }
 
-/* Runs %assert's check; returns its outcome, with the report in *rep. */
-static int check(const char *src, expr_report *rep)
+/* src parsed; a syntax error fails the test. */
+static expr *parsed(const char *src)
 {
     char msg[400];
     size_t at;
     expr *e = expr_parse(src, msg, sizeof msg, &at);
     if (!e)
         fail_msg("%s: %s", src, msg);
+    return e;
+}
+
+/* Runs %assert's check; returns its outcome, with the report in *rep. */
+static int check(const char *src, expr_report *rep)
+{
+    expr *e = parsed(src);
     result_store *rs = store();
     int rc = expr_check(e, rs, rep);
     results_free(rs);
@@ -455,11 +462,7 @@ static void test_nesting_within_and_past_the_limit(void **state)
 
 static void score_is(const char *src, double want)
 {
-    char msg[400];
-    size_t at;
-    expr *e = expr_parse(src, msg, sizeof msg, &at);
-    if (!e)
-        fail_msg("%s: %s", src, msg);
+    expr *e = parsed(src);
     result_store *rs = store();
     expr_report rep;
     double v = -12345;
