@@ -82,24 +82,30 @@ def start_kernel(root: Path) -> tuple[KernelManager, object]:
     return km, kc
 
 
-KERNEL: psutil.Process | None = None
+class Target:
+    """The kernel under test: its client, connection info and process."""
 
+    def __init__(self, kc, conn: dict, proc: psutil.Process):
+        self.kc, self.conn, self.proc = kc, conn, proc
 
-def run_cell(kc, code: str, timeout: float = 300) -> str:
-    """Executes code; returns 'ok', the error's ename, or 'no reply' (at once if the kernel died)."""
-    msg_id = kc.execute(code)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if KERNEL is not None and (not KERNEL.is_running() or KERNEL.status() == psutil.STATUS_ZOMBIE):
-            return "no reply (kernel died)"
-        try:
-            m = kc.get_shell_msg(timeout=1)
-        except Empty:
-            continue
-        if m["parent_header"].get("msg_id") == msg_id:
-            c = m["content"]
-            return "ok" if c["status"] == "ok" else c.get("ename", c["status"])
-    return "no reply"
+    def alive(self) -> bool:
+        return self.proc.is_running() and self.proc.status() != psutil.STATUS_ZOMBIE
+
+    def cell(self, code: str, timeout: float = 300) -> str:
+        """Executes code; returns 'ok', the error's ename, or 'no reply' (at once if the kernel died)."""
+        msg_id = self.kc.execute(code)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.alive():
+                return "no reply (kernel died)"
+            try:
+                m = self.kc.get_shell_msg(timeout=1)
+            except Empty:
+                continue
+            if m["parent_header"].get("msg_id") == msg_id:
+                c = m["content"]
+                return "ok" if c["status"] == "ok" else c.get("ename", c["status"])
+        return "no reply"
 
 
 def raw_socket(conn: dict, port: str, kind: int) -> zmq.Socket:
@@ -109,41 +115,39 @@ def raw_socket(conn: dict, port: str, kind: int) -> zmq.Socket:
     return s
 
 
-def still_answers(kc) -> str:
-    return "ok" if run_cell(kc, "%echo still here", timeout=30) == "ok" else "NO ANSWER"
 
 
 def scenarios(scale: int) -> list[tuple[str, callable]]:
     big = 50 * MB // scale
 
-    def cell_histo(conn, kc):
-        return run_cell(kc, "%%histo --variant privatized\n" + "abcdefgh " * (big // 9))
+    def cell_histo(t):
+        return t.cell("%%histo --variant privatized\n" + "abcdefgh " * (big // 9))
 
-    def cell_echo(conn, kc):
-        return run_cell(kc, "%echo " + "x" * big)
+    def cell_echo(t):
+        return t.cell("%echo " + "x" * big)
 
-    def cell_score(conn, kc):
-        return run_cell(kc, "%score " + "+".join(["1"] * 8000))
+    def cell_score(t):
+        return t.cell("%score " + "+".join(["1"] * 8000))
 
-    def hb_frame(conn, kc):
-        s = raw_socket(conn, "hb_port", zmq.REQ)
+    def hb_frame(t):
+        s = raw_socket(t.conn, "hb_port", zmq.REQ)
         s.send(b"x" * (1024 * MB // scale))
         got = s.poll(3000)
         s.close()
         return "echoed" if got else "peer dropped"
 
-    def hb_parts(conn, kc):
-        s = raw_socket(conn, "hb_port", zmq.REQ)
+    def hb_parts(t):
+        s = raw_socket(t.conn, "hb_port", zmq.REQ)
         part = b"y" * (100 * MB // scale)
         s.send_multipart([part] * 20)
         got = s.poll(3000)
         s.close()
         return "echoed" if got else "peer dropped"
 
-    def sub_topics(conn, kc):
+    def sub_topics(t):
         subs = []
         for i in range(5):     # by hand: a pyzmq SUB would keep the topic in its own trie
-            s = ZmtpPeer(conn["ip"], conn["iopub_port"], "SUB")
+            s = ZmtpPeer(t.conn["ip"], t.conn["iopub_port"], "SUB")
             s.send(b"\x01" + bytes([65 + i]) * big)
             subs.append(s)
         time.sleep(1.0)
@@ -151,17 +155,17 @@ def scenarios(scale: int) -> list[tuple[str, callable]]:
             s.close()
         return "sent"
 
-    def shell_frames(conn, kc):
-        s = raw_socket(conn, "shell_port", zmq.DEALER)
+    def shell_frames(t):
+        s = raw_socket(t.conn, "shell_port", zmq.DEALER)
         for _ in range(10):
             s.send_multipart([b"<IDS|MSG>", b"", b"{}", b"{}", b"{}", b"z" * (100 * MB // scale)])
         time.sleep(1.0)
         s.close()
         return "sent"
 
-    def small_cells(conn, kc):
+    def small_cells(t):
         for i in range(5000 // scale):
-            run_cell(kc, f"%echo cell {i}")
+            t.cell(f"%echo cell {i}")
         return "ok"
 
     return [("%%histo, 50 MB body", cell_histo), ("%echo, 50 MB line", cell_echo),
@@ -180,8 +184,7 @@ def main() -> None:
         conn = km.get_connection_info(session=False)
         pid = km.provisioner.process.pid
         proc = psutil.Process(pid)
-        global KERNEL
-        KERNEL = proc
+        target = Target(kc, conn, proc)
         with HeartbeatMonitor(conn) as hb, RssSampler(pid) as rs:
             time.sleep(2)
         idle_hb, idle_rss = hb.worst, proc.memory_info().rss
@@ -192,14 +195,15 @@ def main() -> None:
             with HeartbeatMonitor(conn) as hb, RssSampler(pid) as rs:
                 t0 = time.monotonic()
                 try:
-                    answer = fn(conn, kc)
+                    answer = fn(target)
                 except Exception as e:  # a benchmark reports, it does not stop
                     answer = f"{type(e).__name__}"
                 took = time.monotonic() - t0
             time.sleep(2)
-            alive = proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+            alive = target.alive()
             after = proc.memory_info().rss if alive else 0
-            answer += "; next cell " + (still_answers(kc) if alive else "KERNEL DEAD")
+            answer += "; next cell " + (("ok" if target.cell("%echo still here", timeout=30) == "ok" else "NO ANSWER")
+                                      if alive else "KERNEL DEAD")
             rows.append((name, f"{hb.worst * 1e3:.1f}", f"{rs.peak / MB:.1f}",
                          f"{before / MB:.1f} -> {after / MB:.1f}", f"{took:.1f}", answer))
             if not alive:

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "cudalab/render.h"
 #include "heartbeat.h"
 #include "log.h"
 #include "proto/msg.h"
@@ -22,6 +24,7 @@
 #define SUBSCRIPTIONS_PER_TURN 64     /* read per turn of the loop: a flood cannot hold it */
 #define WELCOMES_PER_SECOND 20        /* iopub_welcome rate (and burst) */
 #define REQUEST_QUEUE_PER_PEER 16     /* requests ZeroMQ reads ahead from one peer */
+#define LARGE_ALLOCATION (256 << 10)  /* bytes from which malloc maps memory of its own */
 
 static int sig_write_fd = -1;
 
@@ -124,6 +127,10 @@ static double env_number(const char *name, double def)
 int kernel_open(kernel *k, const conn_info *c)
 {
     memset(k, 0, sizeof *k);
+    /* A large request's buffers are mapped and unmapped whole: glibc would
+     * otherwise raise its threshold after the first one and keep the next ones'
+     * memory in its heap, held by the kernel for good. */
+    mallopt(M_MMAP_THRESHOLD, LARGE_ALLOCATION);
     k->grace_ms = env_number("CUDALAB_INTERRUPT_GRACE_MS", 500);
     k->cell_timeout_ms = env_number("CUDALAB_CELL_TIMEOUT", 0) * 1e3;
     k->max_output = (size_t)env_number("CUDALAB_MAX_OUTPUT", 1 << 20);
@@ -256,11 +263,6 @@ static void dispatch(kernel *k, enum conn_port channel, wire_msg *req)
         kernel_status(k, req, "idle");
 }
 
-static void format_mib(char *buf, size_t len, size_t bytes)
-{
-    snprintf(buf, len, "%.1f MiB", bytes / 1048576.0);
-}
-
 /* A request larger than CUDALAB_MAX_MESSAGE (but under ZeroMQ's cap, twice
  * that) is answered with an error that says so, instead of being run. */
 static bool refused_as_too_large(kernel *k, enum conn_port channel, const wire_msg *req, size_t bytes)
@@ -268,8 +270,8 @@ static bool refused_as_too_large(kernel *k, enum conn_port channel, const wire_m
     if (bytes <= k->max_message)
         return false;
     char why[256], got[32], max[32];
-    format_mib(got, sizeof got, bytes);
-    format_mib(max, sizeof max, k->max_message);
+    render_bytes((double)bytes, got, sizeof got);
+    render_bytes((double)k->max_message, max, sizeof max);
     snprintf(why, sizeof why, "the %s is %s; the kernel takes requests of up to %s (CUDALAB_MAX_MESSAGE)",
              req->msg_type, got, max);
     if (strstr(req->msg_type, "_request"))
@@ -389,9 +391,9 @@ static bool welcome_allowed(kernel *k)
 }
 
 /* XPUB hands us subscriptions: answer each with iopub_welcome (JEP 65), so a
- * client knows it will not miss the messages that follow. A flood of subscriptions is answered a
- * batch per turn of the loop, and welcomes only for topics of a sane length,
- * at a bounded rate. */
+ * client knows it will not miss the messages that follow. A flood of them is
+ * read a batch per turn of the loop and welcomed at a bounded rate (their size
+ * is capped by ZeroMQ, SUBSCRIPTION_MAX_BYTES). */
 static void on_subscription(kernel *k)
 {
     void *s = k->sock[PORT_IOPUB];

@@ -19,6 +19,7 @@ sys.path because this file has no package around it).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -790,9 +791,10 @@ class ZmtpPeer:
         self.sock.close()
 
 
+@functools.lru_cache(maxsize=None)
 def sanitized_kernel() -> bool:
     """Is the kernel under test built with AddressSanitizer? Its quarantine holds freed memory,
-    so resident-memory bounds are checked only against a release build."""
+    so resident-memory bounds are checked only against a release build. (Read once a run.)"""
     return b"__asan_init" in kernel_binary().read_bytes()
 
 

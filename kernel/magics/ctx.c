@@ -1,6 +1,5 @@
 /* ctx.c — how a running magic reports: thin wrappers over the ctx's sink, so
  * a magic never knows whether it runs in the kernel, the worker or the CLI. */
-#include <openssl/sha.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,6 +7,7 @@
 
 #include "cudalab/magic.h"
 #include "magics/parse_internal.h"
+#include "proto/sign.h"
 
 void magic_stream(magic_ctx *ctx, const char *name, const char *text)
 {
@@ -27,11 +27,8 @@ static void bound_echo(json_t *doc)
         if (!json_is_string(v) || len <= RESULT_ECHO_MAX)
             continue;
         const char *text = json_string_value(v);
-        unsigned char md[SHA256_DIGEST_LENGTH];
-        SHA256((const unsigned char *)text, len, md);
-        char hex[2 * SHA256_DIGEST_LENGTH + 1];
-        for (size_t i = 0; i < sizeof md; i++)
-            snprintf(hex + 2 * i, 3, "%02x", md[i]);
+        char hex[SHA256_HEX_LEN + 1];
+        sha256_hex(text, len, hex);
         int head = utf8_clip(text, RESULT_ECHO_MAX);
         json_object_set_new(params, key, json_sprintf("%.*s[... %zu bytes in all, sha256 %s]",
                                                       head, text, len, hex));

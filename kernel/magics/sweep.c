@@ -595,7 +595,7 @@ int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *u
         }
         progress_before(ctx, &st, &pr, runs, device, p);
         json_t *pp = sweep_points_current(&st.pts);
-        if (!s->host_work || !host_work_skips(ctx, s, pp, user))
+        if (!host_work_skips(ctx, s, pp, user))
             rc = s->run_point(ctx, pp, runs, user);
         while (json_array_size(points) < json_array_size(runs))
             json_array_append(points, pp);

@@ -4,11 +4,9 @@
  * index; sessions in a small table searched linearly (a kernel has a handful).
  * Both are allocated once, at their caps, and touched only as they fill.
  */
-#define OPENSSL_SUPPRESS_DEPRECATED     /* SHA256_Init: the one-shot SHA256() loads providers */
 #include "proto/replay.h"
 
 #include <math.h>
-#include <openssl/sha.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +14,8 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+
+#include "proto/sign.h"
 
 #define KEY_LEN 16              /* bytes of a signature or session id kept: 128 bits */
 
@@ -95,11 +95,8 @@ void replay_free(replay_cache *r)
 
 static void session_id(const char *name, size_t len, unsigned char id[KEY_LEN])
 {
-    unsigned char md[SHA256_DIGEST_LENGTH];
-    SHA256_CTX c;
-    SHA256_Init(&c);
-    SHA256_Update(&c, name ? name : "", name ? len : 0);
-    SHA256_Final(md, &c);
+    unsigned char md[32];
+    sha256_digest(name ? name : "", name ? len : 0, md);
     memcpy(id, md, KEY_LEN);
 }
 

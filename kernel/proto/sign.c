@@ -155,18 +155,24 @@ static int mac_parts(const signer *s, const void *const parts[], const size_t le
     return ok ? 0 : -1;
 }
 
+/* n bytes as 2n lowercase hex digits and a NUL. */
+static void to_hex(const unsigned char *bytes, size_t n, char *hex)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        hex[2 * i] = digits[bytes[i] >> 4];
+        hex[2 * i + 1] = digits[bytes[i] & 15];
+    }
+    hex[2 * n] = '\0';
+}
+
 int wire_sign(const signer *s, const void *const parts[], const size_t lens[], size_t nparts,
               char hex[SIG_HEX_MAX + 1])
 {
-    static const char digits[] = "0123456789abcdef";
     unsigned char mac[MAX_DIGEST];
     if (!signer_enabled(s) || mac_parts(s, parts, lens, nparts, mac))
         return -1;
-    for (size_t i = 0; i < s->hash->digest; i++) {
-        hex[2 * i] = digits[mac[i] >> 4];
-        hex[2 * i + 1] = digits[mac[i] & 15];
-    }
-    hex[2 * s->hash->digest] = '\0';
+    to_hex(mac, s->hash->digest, hex);
     return 0;
 }
 
@@ -177,4 +183,19 @@ bool wire_verify(const signer *s, const void *sig, size_t sig_len, const void *c
     if (sig_len == 0 || sig_len != signer_hex_len(s) || wire_sign(s, parts, lens, nparts, expect))
         return false;
     return CRYPTO_memcmp(expect, sig, sig_len) == 0;
+}
+
+void sha256_digest(const void *data, size_t len, unsigned char md[SHA256_DIGEST_LENGTH])
+{
+    SHA256_CTX c;
+    SHA256_Init(&c);
+    SHA256_Update(&c, data, len);
+    SHA256_Final(md, &c);
+}
+
+void sha256_hex(const void *data, size_t len, char hex[SHA256_HEX_LEN + 1])
+{
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    sha256_digest(data, len, md);
+    to_hex(md, sizeof md, hex);
 }

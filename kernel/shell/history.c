@@ -7,12 +7,12 @@
  * frontend's up-arrow could use of a 50 MB paste.
  */
 #include <fnmatch.h>
-#include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernel.h"
+#include "proto/sign.h"
 
 #define HISTORY_SESSION 1   /* one kernel process = one session; history is not persisted */
 #define HISTORY_KEEP 10000
@@ -56,11 +56,8 @@ static char *kept_text(const char *text, const char *what)
     size_t len = strlen(text);
     if (len <= HISTORY_ENTRY_MAX)
         return strdup(text);
-    unsigned char md[SHA256_DIGEST_LENGTH];
-    SHA256((const unsigned char *)text, len, md);
-    char hex[2 * SHA256_DIGEST_LENGTH + 1];
-    for (size_t i = 0; i < sizeof md; i++)
-        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    char hex[SHA256_HEX_LEN + 1];
+    sha256_hex(text, len, hex);
     char *line = malloc(256);
     if (line)
         snprintf(line, 256, "# [cudalab: a %zu-byte %s (sha256 %s) is longer than history keeps (%u bytes)]",

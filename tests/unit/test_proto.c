@@ -79,6 +79,20 @@ static const rfc4231_case RFC4231[] = {
         "134676fb6de0446065c97440fa8c6a58" } },
 };
 
+/* ---- SHA-256: FIPS 180-2 vectors, for the digests that stand in for long inputs ---- */
+
+static void test_sha256_vectors(void **state)
+{
+    char hex[SHA256_HEX_LEN + 1];
+    sha256_hex("", 0, hex);
+    assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    sha256_hex("abc", 3, hex);
+    assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    sha256_hex(two, strlen(two), hex);
+    assert_string_equal(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
 static void test_hmac_rfc4231(void **state)
 {
     for (size_t i = 0; i < sizeof RFC4231 / sizeof *RFC4231; i++) {
@@ -608,6 +622,7 @@ static void test_frames(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sha256_vectors),
         cmocka_unit_test(test_hmac_rfc4231),
         cmocka_unit_test(test_schemes),
         cmocka_unit_test(test_unsigned_signer),
