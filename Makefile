@@ -37,7 +37,7 @@ override CFLAGS += -std=c11 -D_GNU_SOURCE -fno-strict-aliasing $(WARN) -Iinclude
 override LDFLAGS += $(SAN)
 LDLIBS  := -lzmq -ljansson -lcrypto -ldl -lm -lpthread
 
-CORE_SRC   := $(sort $(filter-out kernel/main.c,$(wildcard kernel/*.c kernel/*/*.c cpu/*.c)))
+CORE_SRC   := $(sort $(filter-out kernel/main.c,$(wildcard kernel/*.c kernel/*/*.c cpu/*.c cpu/*/*.c)))
 MAIN_SRC   := kernel/main.c
 CORE_OBJ   := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
 MAIN_OBJ   := $(MAIN_SRC:%.c=$(BUILD)/obj/%.o)

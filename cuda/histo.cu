@@ -20,7 +20,7 @@
 
 #include "cudalab/backend.h"
 #include "common.h"
-#include "histo_internal.h"
+#include "histo_cuda.h"
 
 #define CUB_TEMP_ALLOWANCE (16ull << 20)     /* generous: cub needs kilobytes here */
 

@@ -11,7 +11,7 @@
 
 #include <stdio.h>
 
-#include "histo_internal.h"
+#include "histo_cuda.h"
 
 namespace {
 

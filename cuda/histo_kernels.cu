@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "common.h"
-#include "histo_internal.h"
+#include "histo_cuda.h"
 
 #define WARP 32
 

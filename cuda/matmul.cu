@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "matmul_internal.h"
+#include "matmul_cuda.h"
 
 /* ---- the variant table: one row per variant ---- */
 

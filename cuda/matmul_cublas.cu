@@ -12,7 +12,7 @@
 #include <cublas_v2.h>
 #include <stdio.h>
 
-#include "matmul_internal.h"
+#include "matmul_cuda.h"
 
 static cublasHandle_t mm_handle;
 

@@ -27,7 +27,7 @@
  */
 #include <stdio.h>
 
-#include "matmul_internal.h"
+#include "matmul_cuda.h"
 
 template <int BM, int BN, int BK>
 struct mm_fast_shape {

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "matmul_internal.h"
+#include "matmul_cuda.h"
 
 #define NAIVE_BLOCK 16
 

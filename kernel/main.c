@@ -8,9 +8,9 @@
 #include "cudalab/version.h"
 #include "exec/cli.h"
 #include "exec/worker.h"
-#include "heartbeat.h"
-#include "kernel.h"
-#include "log.h"
+#include "server/heartbeat.h"
+#include "server/kernel.h"
+#include "base/log.h"
 
 static void usage(FILE *f)
 {

@@ -7,6 +7,7 @@
  * Commands run in this process (worker magics choose their backend here), so
  * it needs no Python, no ZeroMQ peer and no kernel: the quickest GPU check.
  */
+#include "lang/lang.h"
 #include "exec/cli.h"
 
 #include <signal.h>
@@ -14,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudalab/render.h"
-#include "cudalab/results.h"
+#include "render/render.h"
+#include "grade/results.h"
 #include "exec/worker.h"
 
 static void cli_stream(void *impl, const char *name, const char *text)

@@ -13,8 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "exec/backend.h"
-#include "log.h"
+#include "exec/backend_load.h"
+#include "base/log.h"
 
 void worker_init(worker *w)
 {

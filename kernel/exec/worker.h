@@ -12,7 +12,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "cudalab/magic.h"
+#include "lang/lang.h"
+#include "magic/magic.h"
 #include "exec/frame.h"
 
 typedef struct worker {

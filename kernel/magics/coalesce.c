@@ -14,9 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/text.h"
 #include "cudalab/coalesce.h"
-#include "cudalab/render.h"
-#include "cudalab/sweep.h"
+#include "render/render.h"
+#include "magic/sweep.h"
 
 static const char *const layout_choices[] = {"row", "col", NULL};
 
@@ -79,8 +80,8 @@ static int check_fit(magic_ctx *ctx, const char *what, uint64_t n, double per, d
         return 0;
     double fit = ((double)avail - fixed) / per;
     char need[32], have[32];
-    render_bytes((double)n * per + fixed, need, sizeof need);
-    render_bytes((double)avail, have, sizeof have);
+    format_bytes((double)n * per + fixed, need, sizeof need);
+    format_bytes((double)avail, have, sizeof have);
     return magic_error(ctx, "MemoryError", "%s (%" PRIu64 " floats) needs %s of %s memory; this %s has %s %s "
                        "(largest size that fits: %" PRIu64 " floats)", what, n, need, where, where, have,
                        strcmp(where, "device") == 0 ? "free" : "available", fit > 0 ? (uint64_t)fit : 0);

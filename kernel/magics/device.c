@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cudalab/magic.h"
-#include "cudalab/render.h"
+#include "magic/magic.h"
+#include "render/render.h"
 
 #define MAX_DEVICES 64
 

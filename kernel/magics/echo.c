@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudalab/magic.h"
+#include "magic/magic.h"
 
 /* Sends text and a newline as one stream message. */
 static int emit_line(magic_ctx *ctx, const char *stream, const char *text)

@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "cudalab/grid.h"
-#include "cudalab/magic.h"
-#include "cudalab/render.h"
-#include "cudalab/sweep.h"
+#include "magic/magic.h"
+#include "render/render.h"
+#include "magic/sweep.h"
 
 static const flag_spec grid_flags[] = {
     {.name = "data", .short_name = 'd', .type = FLAG_DIMS, .def = NULL, .imin = 1, .imax = INT32_MAX,

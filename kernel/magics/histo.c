@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "cudalab/histo.h"
-#include "cudalab/magic.h"
-#include "cudalab/sweep.h"
+#include "magic/magic.h"
+#include "magic/sweep.h"
 #include "magics/histo_internal.h"
 
 #define MAX_SIZE_FLAG (1ll << 50)

@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cudalab/magic.h"
-#include "cudalab/sweep.h"
+#include "magic/magic.h"
+#include "magic/sweep.h"
 
 /* ---- histo_params.c ---- */
 

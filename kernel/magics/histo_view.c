@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "cudalab/histo.h"
-#include "cudalab/render.h"
+#include "render/render.h"
 #include "magics/histo_internal.h"
 
 #define BAR_WIDTH 30

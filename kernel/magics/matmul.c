@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "cudalab/matmul.h"
-#include "cudalab/sweep.h"
+#include "magic/sweep.h"
 #include "magics/matmul_internal.h"
 
 static const char *const variant_choices[] = {

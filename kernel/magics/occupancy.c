@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "cudalab/occupancy.h"
-#include "cudalab/sweep.h"
+#include "magic/sweep.h"
 
 #define OCC_NAME_(id, name, threads, what) name,
 static const char *const kernel_choices[] = {CL_OCC_KERNELS(OCC_NAME_) NULL};

@@ -12,8 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudalab/render.h"
-#include "cudalab/sweep.h"
+#include "base/text.h"
+#include "render/render.h"
+#include "magic/sweep.h"
 #include "magics/reduce_internal.h"
 
 #define RD_CHOICE_(id, name, launch, desc) name,
@@ -120,8 +121,8 @@ static int check_memory(magic_ctx *ctx, const cl_reduce_ops *ops, uint64_t n, ui
     }
     char size[32], need[32], have[32], fit[64];
     fmt_count(n, size, sizeof size);
-    render_bytes(need_bytes(ops, n), need, sizeof need);
-    render_bytes((double)free_b, have, sizeof have);
+    format_bytes(need_bytes(ops, n), need, sizeof need);
+    format_bytes((double)free_b, have, sizeof have);
     if (lo > 0)
         snprintf(fit, sizeof fit, "largest size that fits: %" PRIu64, lo);
     else

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudalab/sweep.h"
+#include "magic/sweep.h"
 #include "magics/reduce_internal.h"
 
 int rd_variant_index(const char *name)

@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cudalab/magic.h"
-#include "cudalab/render.h"
+#include "magic/magic.h"
+#include "render/render.h"
 
 static const flag_spec selftest_flags[] = {
     {.name = "spin", .type = FLAG_INT, .imin = 0, .imax = 600000,

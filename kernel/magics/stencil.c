@@ -14,8 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudalab/render.h"
-#include "cudalab/sweep.h"
+#include "base/text.h"
+#include "render/render.h"
+#include "magic/sweep.h"
 #include "magics/stencil_internal.h"
 
 #define ST_CHOICE_(id, name, launch, desc) name,
@@ -271,8 +272,8 @@ static int check_sizes(magic_ctx *ctx, json_t *p, const st_env *env, int min_blo
         }
         if (free_b > 0 && need > free_b) {
             char needs[32], have[32];
-            render_bytes(need, needs, sizeof needs);
-            render_bytes(free_b, have, sizeof have);
+            format_bytes(need, needs, sizeof needs);
+            format_bytes(free_b, have, sizeof have);
             double per = need / n, fit = (free_b - (need - per * n)) / per;
             char fits[64];
             if (env->dim == 1)

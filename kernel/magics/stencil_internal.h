@@ -9,9 +9,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cudalab/magic.h"
+#include "magic/magic.h"
 #include "cudalab/stencil.h"
-#include "cudalab/sweep.h"
+#include "magic/sweep.h"
 
 typedef struct st_env {
     const cl_backend *backend;

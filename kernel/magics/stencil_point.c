@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudalab/sweep.h"
+#include "magic/sweep.h"
 #include "magics/stencil_internal.h"
 
 static const int box3[] = {1, 1, 1, 1, 1, 1, 1, 1, 1};

@@ -12,8 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudalab/render.h"
-#include "cudalab/sweep.h"
+#include "base/text.h"
+#include "render/render.h"
+#include "magic/sweep.h"
 #include "cudalab/vecadd.h"
 
 #define OP_CHOICE_(id, name, launch, desc) name,
@@ -85,8 +86,8 @@ static int check_fit(magic_ctx *ctx, uint64_t n, double per, double fixed, uint6
     double fit = ((double)avail - fixed) / per;
     char size[32], need[32], have[32];
     fmt_count(n, size, sizeof size);
-    render_bytes((double)n * per + fixed, need, sizeof need);
-    render_bytes((double)avail, have, sizeof have);
+    format_bytes((double)n * per + fixed, need, sizeof need);
+    format_bytes((double)avail, have, sizeof have);
     return magic_error(ctx, "MemoryError", "--size %s needs %s of %s memory; this %s has %s %s "
                        "(largest size that fits: %" PRIu64 ")", size, need, where, where, have,
                        strcmp(where, "device") == 0 ? "free" : "available", fit > 0 ? (uint64_t)fit : 0);

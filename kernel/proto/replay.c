@@ -4,6 +4,7 @@
  * index; sessions in a small table searched linearly (a kernel has a handful).
  * Both are allocated once, at their caps, and touched only as they fill.
  */
+#include "base/digest.h"
 #include "proto/replay.h"
 
 #include <math.h>

@@ -184,18 +184,3 @@ bool wire_verify(const signer *s, const void *sig, size_t sig_len, const void *c
         return false;
     return CRYPTO_memcmp(expect, sig, sig_len) == 0;
 }
-
-void sha256_digest(const void *data, size_t len, unsigned char md[SHA256_DIGEST_LENGTH])
-{
-    SHA256_CTX c;
-    SHA256_Init(&c);
-    SHA256_Update(&c, data, len);
-    SHA256_Final(md, &c);
-}
-
-void sha256_hex(const void *data, size_t len, char hex[SHA256_HEX_LEN + 1])
-{
-    unsigned char md[SHA256_DIGEST_LENGTH];
-    sha256_digest(data, len, md);
-    to_hex(md, sizeof md, hex);
-}

@@ -41,12 +41,4 @@ int wire_sign(const signer *s, const void *const parts[], const size_t lens[], s
 bool wire_verify(const signer *s, const void *sig, size_t sig_len, const void *const parts[],
                  const size_t lens[], size_t nparts);
 
-/* SHA-256 of data, and as 64 lowercase hex digits: for digests that stand in
- * for long inputs (history, result documents) and keys (the replay guard).
- * Through the low-level calls, as HMAC is: the one-shot SHA256() would load
- * OpenSSL's providers into the kernel process. */
-#define SHA256_HEX_LEN 64
-void sha256_digest(const void *data, size_t len, unsigned char md[32]);
-void sha256_hex(const void *data, size_t len, char hex[SHA256_HEX_LEN + 1]);
-
 #endif

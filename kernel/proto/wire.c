@@ -9,7 +9,7 @@
 #include <string.h>
 #include <zmq.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "proto/msg.h"
 
 void blobs_free(blob *b, size_t n)

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudalab/render.h"
+#include "render/render.h"
 #include "render/chart.h"
 
 /* Okabe & Ito (2008), ordered for a white background: yellow, the faintest, last. */

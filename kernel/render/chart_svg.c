@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudalab/render.h"
+#include "render/render.h"
 #include "render/chart.h"
 #include "render/layout.h"
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudalab/render.h"
+#include "render/render.h"
 
 /* ---- numbers ---- */
 

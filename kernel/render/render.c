@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cudalab/render.h"
+#include "render/render.h"
 #include "render/chart.h"
 #include "render/layout.h"
 
@@ -72,15 +72,4 @@ json_t *render_bundle(const json_t *doc, const json_t *view)
         return NULL;
     }
     return bundle;
-}
-
-void render_bytes(double b, char *buf, size_t len)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    int u = 0;
-    while (u < 6 && b >= 1024) {
-        b /= 1024;
-        u++;
-    }
-    snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", b, units[u]);
 }

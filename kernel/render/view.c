@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudalab/render.h"
+#include "render/render.h"
 
 /* JSON strings must be UTF-8 and jansson refuses anything else. A name that is
  * not (a Latin-1 file name, a garbled device string) is shown with '?' for each

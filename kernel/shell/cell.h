@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "kernel.h"
+#include "server/kernel.h"
 
 struct cell {
     wire_msg req;               /* the execute_request, owned */

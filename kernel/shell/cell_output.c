@@ -9,8 +9,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "cudalab/render.h"
-#include "magics/parse_internal.h"
+#include "base/text.h"
+#include "render/render.h"
+#include "lang/parse_internal.h"
 #include "shell/cell.h"
 
 double cell_now_ms(void)

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudalab/magic.h"
-#include "kernel.h"
-#include "magics/expr.h"
+#include "magic/magic.h"
+#include "server/kernel.h"
+#include "grade/expr.h"
 
 enum handled handle_complete(kernel *k, void *sock, wire_msg *req);
 enum handled handle_inspect(kernel *k, void *sock, wire_msg *req);

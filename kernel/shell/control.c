@@ -1,8 +1,8 @@
 /* control.c — shutdown and interrupt requests. */
 #include <stdbool.h>
 
-#include "kernel.h"
-#include "log.h"
+#include "server/kernel.h"
+#include "base/log.h"
 
 enum handled handle_shutdown(kernel *k, void *sock, wire_msg *req);
 enum handled handle_interrupt(kernel *k, void *sock, wire_msg *req);

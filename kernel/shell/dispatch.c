@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kernel.h"
+#include "server/kernel.h"
 
 enum handled handle_kernel_info(kernel *k, void *sock, wire_msg *req);
 enum handled handle_execute(kernel *k, void *sock, wire_msg *req);

@@ -15,9 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernel.h"
-#include "log.h"
-#include "magics/parse_internal.h"
+#include "base/text.h"
+#include "server/kernel.h"
+#include "base/log.h"
+#include "lang/parse_internal.h"
 #include "shell/cell.h"
 
 enum handled handle_execute(kernel *k, void *sock, wire_msg *req);

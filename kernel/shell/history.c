@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernel.h"
+#include "base/digest.h"
+#include "server/kernel.h"
 #include "proto/sign.h"
 
 #define HISTORY_SESSION 1   /* one kernel process = one session; history is not persisted */

@@ -1,7 +1,7 @@
 /* info.c — kernel_info, comm_info and the comm messages we tolerate. */
 #include "cudalab/version.h"
-#include "kernel.h"
-#include "log.h"
+#include "server/kernel.h"
+#include "base/log.h"
 #include "proto/msg.h"
 
 enum handled handle_kernel_info(kernel *k, void *sock, wire_msg *req);

@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudalab/magic.h"
-#include "magics/parse_internal.h"
+#include "magic/magic.h"
+#include "lang/parse_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -33,8 +33,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudalab/magic.h"
-#include "magics/expr.h"
+#include "lang/lang.h"
+#include "magic/magic.h"
+#include "grade/expr.h"
 #include "fuzz_results.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudalab/results.h"
-#include "magics/expr.h"
+#include "grade/results.h"
+#include "grade/expr.h"
 #include "fuzz_results.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cudalab/results.h"
+#include "grade/results.h"
 
 static const result_store *fuzz_results(void)
 {

@@ -24,7 +24,7 @@ CPU = {"CUDALAB_BACKEND": "cpu"}
 QUICK = "--reps 1 --warmup 0"
 SLOW = 120                  # seconds for one cell: a megabyte through ASan on 2 shared cores
 SIZES = {"16KB": 16 << 10, "1MB": 1 << 20}
-LIMIT = 4096                # EXPR_MAX_TERMS in kernel/magics/expr.h
+LIMIT = 4096                # EXPR_MAX_TERMS in kernel/grade/expr.h
 DEPTH = 64                  # EXPR_MAX_DEPTH
 
 # name: (head, unit, tail): head + unit * n + tail, where the tail may close n openings. At 16 KB

@@ -7,7 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cudalab/magic.h"
+#include "lang/lang.h"
+#include "magic/magic.h"
 
 typedef struct sink {
     json_t *doc;                    /* the last result document */

@@ -15,8 +15,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "cudalab/magic.h"
-#include "cudalab/results.h"
+#include "magic/magic.h"
+#include "grade/results.h"
 #include "exec/frame.h"
 #include "exec/worker.h"
 

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "cudalab/coalesce.h"
-#include "cudalab/magic.h"
+#include "magic/magic.h"
 #include "magic_sink.h"
 
 #define assert_contains(hay, needle) do {                                         \

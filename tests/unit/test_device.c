@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
-#include "cudalab/magic.h"
-#include "exec/backend.h"
+#include "magic/magic.h"
+#include "exec/backend_load.h"
 
 extern const magic_spec magic_device;
 

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudalab/magic.h"
-#include "magics/parse_internal.h"
+#include "magic/magic.h"
+#include "lang/parse_internal.h"
 
 extern const magic_spec magic_echo;
 extern const magic_spec magic_help;

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudalab/results.h"
-#include "magics/expr.h"
+#include "grade/results.h"
+#include "grade/expr.h"
 
 /* Two %matmul results (cell 3: naive; cell 5: a tiled sweep), a %histo and a %device. */
 static const char *const docs[] = {

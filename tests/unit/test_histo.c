@@ -15,7 +15,8 @@
 #include <cmocka.h>
 
 #include "cudalab/histo.h"
-#include "cudalab/magic.h"
+#include "lang/lang.h"
+#include "magic/magic.h"
 #include "magics/histo_internal.h"
 
 extern const cl_histo_ops cl_cpu_histo_ops;

@@ -15,7 +15,8 @@
 
 #include <cmocka.h>
 
-#include "cudalab/magic.h"
+#include "lang/lang.h"
+#include "magic/magic.h"
 #include "cudalab/matmul.h"
 
 /* ---- helpers ---- */

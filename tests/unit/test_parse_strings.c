@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudalab/magic.h"
-#include "magics/parse_internal.h"
+#include "magic/magic.h"
+#include "lang/parse_internal.h"
 
 #define assert_contains(hay, needle) do {                                         \
         if (!strstr((hay), (needle)))                                             \

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/digest.h"
 #include "exec/frame.h"
 #include "proto/conn.h"
 #include "proto/msg.h"

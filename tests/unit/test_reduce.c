@@ -15,7 +15,8 @@
 #include <cmocka.h>
 
 #include "../cpu/reduce_cpu.h"
-#include "cudalab/magic.h"
+#include "lang/lang.h"
+#include "magic/magic.h"
 #include "cudalab/reduce.h"
 #include "magics/reduce_internal.h"
 

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "cudalab/magic.h"
+#include "magic/magic.h"
 #include "cudalab/stencil.h"
 #include "magics/stencil_internal.h"
 #include "magic_sink.h"

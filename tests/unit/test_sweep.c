@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudalab/render.h"
-#include "cudalab/sweep.h"
-#include "magics/sweep_internal.h"
+#include "render/render.h"
+#include "magic/sweep.h"
+#include "magic/sweep_internal.h"
 
 /* ---- a sink that records what the sweep shows ---- */
 

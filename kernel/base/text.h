@@ -1,0 +1,30 @@
+/* text.h — text utilities below every layer: suggestions, UTF-8 clipping,
+ * byte counts for people. No dependency on anything else in the kernel. */
+#ifndef CUDALAB_BASE_TEXT_H
+#define CUDALAB_BASE_TEXT_H
+
+#include <stddef.h>
+
+/* Levenshtein distance over bytes; SIZE_MAX if out of memory. */
+size_t edit_distance(const char *a, const char *b);
+
+/* The nearest of several candidates to a word, within a third of its length
+ * (at least 2 edits): init, add each candidate, read best (NULL if none). */
+typedef struct suggest {
+    const char *word;
+    const char *best;       /* borrowed from the candidates */
+    size_t dist;
+} suggest;
+void suggest_init(suggest *s, const char *word);
+void suggest_add(suggest *s, const char *candidate);
+
+/* The longest prefix of s of at most max bytes that ends on a UTF-8 boundary. */
+int utf8_clip(const char *s, size_t max);
+/* Drops an incomplete UTF-8 sequence at the end of buf (after snprintf cut it). */
+void utf8_trim(char *buf);
+
+/* A byte count in binary units for people: "512 B", "1.5 GiB"; past EiB in
+ * bytes with an exponent. Writes into buf. */
+void format_bytes(double bytes, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,731 @@
+/* expr_parse.c — %assert/%score expressions into a syntax tree (expr.h).
+ *
+ *   or      := and (('or' | '||') and)*
+ *   and     := not (('and' | '&&') not)*
+ *   not     := ('not' | '!') not | cmp
+ *   cmp     := sum (('==' | '!=' | '<' | '<=' | '>' | '>=') sum)?
+ *   sum     := term (('+' | '-') term)*
+ *   term    := unary (('*' | '/' | '%') unary)*
+ *   unary   := '-' unary | postfix
+ *   postfix := primary ('.' NAME | '[' or ']')*
+ *   primary := NUMBER | STRING | true | false | null | '(' or ')'
+ *            | NAME '(' [or (',' or)*] ')'             a function
+ *            | NAME ['[' KEY '=' VALUE (',' KEY '=' VALUE)* ']']   a result, a selector
+ *
+ * A selector's VALUE is a number, a quoted string, true/false/null, or a bare
+ * word such as tiled, cublas-tf32 or 2^20 (read like a flag's value).
+ *
+ * The (...)* repetitions of or, and, sum and term build one node with a list
+ * of operands, not a left-deep tree, so that evaluating, explaining and
+ * freeing recurse only as deep as the nesting. Nesting is bounded by
+ * EXPR_MAX_DEPTH, the tree's size by EXPR_MAX_TERMS and the source by
+ * EXPR_MAX_BYTES, each refused here, before anything runs.
+ */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/text.h"
+#include "grade/expr_internal.h"
+#include "lang/parse_internal.h"
+
+enum tk {
+    T_END, T_NUM, T_STR, T_NAME, T_LP, T_RP, T_LB, T_RB, T_COMMA, T_DOT, T_ASSIGN,
+    T_EQ, T_NE, T_LT, T_LE, T_GT, T_GE, T_PLUS, T_MINUS, T_STAR, T_SLASH, T_PCT,
+    T_AND, T_OR, T_NOT, T_TRUE, T_FALSE, T_NULL,
+};
+
+typedef struct parser {
+    const char *s;
+    size_t len;                 /* the expression ends here (a '#' comment is cut off) */
+    size_t pos;                 /* after the current token */
+    enum tk t;                  /* the current token */
+    size_t ts, te;              /* its text */
+    json_t *value;              /* T_NUM, T_STR: its value (owned) */
+    int depth;                  /* levels of nesting around the current token */
+    int terms;                  /* nodes and selector keys so far */
+    char *msg;
+    size_t msglen;
+    size_t at;
+    bool failed;
+} parser;
+
+static void fail(parser *p, size_t at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void fail(parser *p, size_t at, const char *fmt, ...)
+{
+    if (p->failed)
+        return;
+    p->failed = true;
+    p->at = at;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->msg, p->msglen, fmt, ap);
+    va_end(ap);
+}
+
+static bool name_char(char c, bool first)
+{
+    return isalpha((unsigned char)c) || c == '_' || (!first && isdigit((unsigned char)c));
+}
+
+/* A number as flags write it: 1024, 2.5, 1e-3, 2^20, 64K, 1_000. An integer
+ * form (no '.', no exponent) must fit in 64 bits, any form in a double. NULL
+ * when text is no number; NULL with p failed when it is one out of range. */
+static json_t *number_value(parser *p, const char *text, size_t at)
+{
+    long long i;
+    double d;
+    int q = utf8_clip(text, 40);
+    const char *more = strlen(text) > (size_t)q ? "..." : "";
+    enum num_status st = number_int(text, &i);
+    if (st == NUM_OK)
+        return json_integer(i);
+    if (st == NUM_OVERFLOW && !strpbrk(text, ".eE")) {
+        bool digits = !*more && strspn(text, "0123456789_") == strlen(text);   /* suggest N.0 */
+        fail(p, at, "the integer %.*s%s is beyond the 64-bit range (%lld to %lld)%s%.*s%s%s", q, text, more,
+             (long long)INT64_MIN, (long long)INT64_MAX, digits ? "; for a float write " : "",
+             digits ? q : 0, text, digits ? more : "", digits ? ".0" : "");
+        return NULL;
+    }
+    st = number_float(text, &d);
+    if (st == NUM_OK)
+        return json_real(d);
+    if (st == NUM_OVERFLOW || st == NUM_NONFINITE)
+        fail(p, at, "the number %.*s%s is beyond the range of a double (about 1.8e308)", q, text, more);
+    return NULL;
+}
+
+static size_t number_end(const char *s, size_t i, size_t len)
+{
+    while (i < len && (isalnum((unsigned char)s[i]) || s[i] == '.' || s[i] == '_' || s[i] == '^'
+                       || ((s[i] == '+' || s[i] == '-') && (s[i - 1] == 'e' || s[i - 1] == 'E'))))
+        i++;
+    return i;
+}
+
+static int char_bytes(unsigned char c)
+{
+    return c < 0xC0 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+}
+
+/* Decodes the string body s[i..j) into buf; fails at a bad or unknown escape. */
+static size_t string_body(parser *p, size_t i, size_t j, char *buf)
+{
+    size_t n = 0;
+    while (i < j && !p->failed) {
+        if (p->s[i] != '\\') {
+            buf[n++] = p->s[i++];
+            continue;
+        }
+        char why[160];
+        size_t outn = 0;
+        int used = escape_decode(p->s + i, j - i, buf + n, &outn, why, sizeof why);
+        if (used < 0) {
+            fail(p, i, "%s", why);
+        } else if (used == 0) {
+            int c = char_bytes((unsigned char)p->s[i + 1]);
+            c = utf8_clip(p->s + i + 1, (size_t)c < j - i - 1 ? (size_t)c : j - i - 1);
+            fail(p, i, "unknown escape \\%.*s in a string; the escapes are %s (write \\\\ for a "
+                 "backslash)", c, p->s + i + 1, ESCAPES_TEXT);
+        } else {
+            n += outn;
+            i += (size_t)used;
+        }
+    }
+    return n;
+}
+
+/* A quoted string starting at s[i]; sets p->value. Returns the end or fails. */
+static size_t string_token(parser *p, size_t i)
+{
+    char q = p->s[i];
+    size_t j = i + 1;
+    while (j < p->len && p->s[j] != q)
+        j += p->s[j] == '\\' && j + 1 < p->len ? 2 : 1;
+    if (j >= p->len) {
+        fail(p, i, "this %c quote is never closed", q);
+        return p->len;
+    }
+    char *buf = malloc(j - i);          /* decoding never lengthens */
+    if (!buf) {
+        fail(p, i, "out of memory");
+        return p->len;
+    }
+    size_t n = string_body(p, i + 1, j, buf);
+    if (!p->failed) {
+        p->value = json_stringn(buf, n);
+        if (!p->value)
+            fail(p, i, "the string is not valid UTF-8");
+    }
+    free(buf);
+    return j + 1;
+}
+
+static const struct { const char *text; enum tk t; } words[] = {
+    {"and", T_AND}, {"or", T_OR}, {"not", T_NOT}, {"true", T_TRUE}, {"false", T_FALSE},
+    {"null", T_NULL}, {"True", T_TRUE}, {"False", T_FALSE}, {"None", T_NULL},
+};
+
+static void next(parser *p)
+{
+    json_decref(p->value);
+    p->value = NULL;
+    const char *s = p->s;
+    size_t i = p->pos;
+    while (i < p->len && isspace((unsigned char)s[i]))
+        i++;
+    p->ts = i;
+    if (i >= p->len) {
+        p->t = T_END;
+        p->te = p->pos = i;
+        return;
+    }
+    char c = s[i], d = i + 1 < p->len ? s[i + 1] : '\0';
+    size_t e = i + 1;
+    static const char single[] = "()[],.+-*/%<>=!";
+    static const enum tk single_t[] = {T_LP, T_RP, T_LB, T_RB, T_COMMA, T_DOT, T_PLUS, T_MINUS,
+                                       T_STAR, T_SLASH, T_PCT, T_LT, T_GT, T_ASSIGN, T_NOT};
+    if (isdigit((unsigned char)c) || (c == '.' && isdigit((unsigned char)d))) {
+        e = number_end(s, i, p->len);
+        char *text = strndup(s + i, e - i);
+        if (!text)
+            fail(p, i, "out of memory");
+        p->value = text ? number_value(p, text, i) : NULL;
+        free(text);
+        if (!p->value)
+            fail(p, i, "'%.*s' is not a number", utf8_clip(s + i, e - i < 40 ? e - i : 40), s + i);
+        p->t = T_NUM;
+    } else if (c == '\'' || c == '"') {
+        e = string_token(p, i);
+        p->t = T_STR;
+    } else if (name_char(c, true)) {
+        while (e < p->len && name_char(s[e], false))
+            e++;
+        p->t = T_NAME;
+        for (size_t k = 0; k < sizeof words / sizeof words[0]; k++)
+            if (strlen(words[k].text) == e - i && memcmp(words[k].text, s + i, e - i) == 0)
+                p->t = words[k].t;
+    } else if ((c == '=' || c == '!' || c == '<' || c == '>') && d == '=') {
+        e = i + 2;
+        p->t = c == '=' ? T_EQ : c == '!' ? T_NE : c == '<' ? T_LE : T_GE;
+    } else if ((c == '&' && d == '&') || (c == '|' && d == '|')) {
+        e = i + 2;
+        p->t = c == '&' ? T_AND : T_OR;
+    } else if (strchr(single, c)) {
+        p->t = single_t[strchr(single, c) - single];
+    } else {
+        fail(p, i, "unexpected character '%.*s'", utf8_clip(s + i, 4), s + i);
+        p->t = T_END;
+    }
+    p->te = p->pos = e;
+}
+
+/* One more term; fails past EXPR_MAX_TERMS. */
+static bool count_term(parser *p, size_t at)
+{
+    if (++p->terms <= EXPR_MAX_TERMS)
+        return true;
+    fail(p, at, "the expression is too long: more than %d terms (values, names, calls, operations and "
+         "selector keys; the limit is %d): split the check into several", EXPR_MAX_TERMS, EXPR_MAX_TERMS);
+    return false;
+}
+
+/* One more level of nesting; fails past EXPR_MAX_DEPTH. leave() undoes it. */
+static bool enter(parser *p)
+{
+    if (p->depth < EXPR_MAX_DEPTH) {
+        p->depth++;
+        return true;
+    }
+    fail(p, p->ts, "the expression is nested too deeply: more than %d levels (each parenthesis, call, "
+         "[index], .field, unary '-' and 'not' is one; the limit is %d)", EXPR_MAX_DEPTH, EXPR_MAX_DEPTH);
+    return false;
+}
+
+static void leave(parser *p)
+{
+    p->depth--;
+}
+
+static node *node_new(parser *p, enum node_kind kind, size_t start)
+{
+    if (p->failed || !count_term(p, start))
+        return NULL;
+    node *n = calloc(1, sizeof *n);
+    if (!n)
+        fail(p, start, "out of memory");
+    else {
+        n->kind = kind;
+        n->start = start;
+        n->end = p->te;
+    }
+    return n;
+}
+
+/* Room for item count of an array grown by doubling: its capacity is the
+ * next power of two, so it grows when count is 0 or a power of two. */
+static bool room(void **items, int count, size_t size)
+{
+    if (count & (count - 1))
+        return true;
+    void *grown = realloc(*items, (count ? 2 * (size_t)count : 1) * size);
+    if (grown)
+        *items = grown;
+    return grown != NULL;
+}
+
+static void node_free(node *n)
+{
+    if (!n)
+        return;
+    node_free(n->a);
+    node_free(n->b);
+    for (int i = 0; i < n->nargs; i++)
+        node_free(n->args[i]);
+    free(n->args);
+    free(n->ops);
+    for (int i = 0; i < n->nsel; i++) {
+        free(n->keys[i]);
+        json_decref(n->vals[i]);
+    }
+    free(n->keys);
+    free(n->vals);
+    json_decref(n->lit);
+    free(n->name);
+    val_clear(&n->v);
+    free(n);
+}
+
+static const char *token_text(const parser *p, char *buf, size_t len)
+{
+    if (p->t == T_END)
+        return "the end of the expression";
+    snprintf(buf, len, "'%.*s'", utf8_clip(p->s + p->ts, p->te - p->ts < 40 ? p->te - p->ts : 40),
+             p->s + p->ts);
+    return buf;
+}
+
+static bool expect(parser *p, enum tk t, const char *what)
+{
+    if (p->t == t) {
+        next(p);
+        return true;
+    }
+    char buf[64];
+    fail(p, p->ts, "expected %s, found %s", what, token_text(p, buf, sizeof buf));
+    return false;
+}
+
+static node *parse_or(parser *p);
+
+/* The value of a selector's key, at p->s[i]: quoted, or a bare word read by
+ * hand, so that words like cublas-tf32 need no quotes. Sets *end. */
+static json_t *selector_value(parser *p, size_t i, size_t *end, const char *key)
+{
+    if (i < p->len && (p->s[i] == '\'' || p->s[i] == '"')) {
+        *end = string_token(p, i);
+        json_t *v = p->value;
+        p->value = NULL;
+        return v;
+    }
+    size_t e = i;
+    while (e < p->len && !isspace((unsigned char)p->s[e]) && p->s[e] != ',' && p->s[e] != ']')
+        e++;
+    *end = e;
+    if (e == i) {
+        fail(p, i, "expected a value after '%s='", key);
+        return NULL;
+    }
+    char *text = strndup(p->s + i, e - i);
+    json_t *v = NULL;
+    if (!text)
+        fail(p, i, "out of memory");
+    else if (strcmp(text, "true") == 0 || strcmp(text, "false") == 0)
+        v = json_boolean(text[0] == 't');
+    else if (strcmp(text, "null") == 0)
+        v = json_null();
+    else if (!(v = number_value(p, text, i)) && !p->failed)
+        v = json_stringn(p->s + i, e - i);
+    free(text);
+    if (!v && !p->failed)
+        fail(p, i, "the value of '%s' is not valid UTF-8", key);
+    return v;
+}
+
+/* key=value pairs of a selector; the '[' is current. */
+static node *parse_selector(parser *p, node *n)
+{
+    n->kind = N_SELECT;
+    do {
+        next(p);                    /* past '[' or ',' */
+        if (p->t != T_NAME) {
+            char buf[64];
+            fail(p, p->ts, "expected a field name in the selector, found %s", token_text(p, buf, sizeof buf));
+            return n;
+        }
+        if (!count_term(p, p->ts))
+            return n;
+        char *key = strndup(p->s + p->ts, p->te - p->ts);
+        next(p);
+        if (p->t != T_ASSIGN && p->t != T_EQ) {
+            free(key);
+            char buf[64];
+            fail(p, p->ts, "expected '=' after the selector's field, found %s", token_text(p, buf, sizeof buf));
+            return n;
+        }
+        size_t i = p->pos, e = i;
+        while (i < p->len && isspace((unsigned char)p->s[i]))
+            i++;
+        json_t *v = key ? selector_value(p, i, &e, key) : NULL;
+        bool fits = room((void **)&n->keys, n->nsel, sizeof *n->keys)
+                 && room((void **)&n->vals, n->nsel, sizeof *n->vals);
+        if (!key || !v || !fits) {
+            free(key);
+            json_decref(v);
+            fail(p, i, "out of memory");
+            return n;
+        }
+        n->keys[n->nsel] = key;
+        n->vals[n->nsel++] = v;
+        p->pos = e;
+        next(p);
+    } while (!p->failed && p->t == T_COMMA);
+    n->end = p->te;
+    expect(p, T_RB, "',' or ']' to end the selector");
+    return n;
+}
+
+/* '[' is current: a selector when a name and a single '=' follow. */
+static bool selector_follows(const parser *p)
+{
+    size_t i = p->te;
+    while (i < p->len && isspace((unsigned char)p->s[i]))
+        i++;
+    if (i >= p->len || !name_char(p->s[i], true))
+        return false;
+    while (i < p->len && name_char(p->s[i], false))
+        i++;
+    while (i < p->len && isspace((unsigned char)p->s[i]))
+        i++;
+    return i < p->len && p->s[i] == '=' && (i + 1 >= p->len || p->s[i + 1] != '=');
+}
+
+/* Appends an operand (and for N_ARITH its operator) to n's list; frees it
+ * when there is no room. */
+static void add_operand(parser *p, node *n, node *operand, char op)
+{
+    if (!operand)
+        return;
+    if (!room((void **)&n->args, n->nargs, sizeof *n->args)
+        || (n->kind == N_ARITH && !room((void **)&n->ops, n->nargs, sizeof *n->ops))) {
+        fail(p, operand->start, "out of memory");
+        node_free(operand);
+        return;
+    }
+    if (n->kind == N_ARITH)
+        n->ops[n->nargs] = op;
+    n->args[n->nargs++] = operand;
+    n->end = operand->end;
+}
+
+static node *parse_call(parser *p, node *n)
+{
+    n->kind = N_CALL;
+    if (!enter(p))
+        return n;
+    next(p);                        /* past '(' */
+    while (!p->failed && p->t != T_RP) {
+        add_operand(p, n, parse_or(p), 0);
+        if (p->t != T_COMMA)
+            break;
+        next(p);
+    }
+    n->end = p->te;
+    expect(p, T_RP, "',' or ')' after the function's arguments");
+    leave(p);
+    return n;
+}
+
+static node *parse_primary(parser *p)
+{
+    size_t start = p->ts;
+    char buf[64];
+    node *n;
+    switch (p->t) {
+    case T_NUM: case T_STR: case T_TRUE: case T_FALSE: case T_NULL:
+        n = node_new(p, N_LIT, start);
+        if (n)
+            n->lit = p->t == T_TRUE ? json_true() : p->t == T_FALSE ? json_false()
+                   : p->t == T_NULL ? json_null() : json_incref(p->value);
+        next(p);
+        return n;
+    case T_LP:
+        if (!enter(p))
+            return NULL;
+        next(p);
+        n = parse_or(p);
+        expect(p, T_RP, "')'");
+        leave(p);
+        return n;
+    case T_NAME:
+        n = node_new(p, N_NAME, start);
+        if (!n)
+            return NULL;
+        n->name = strndup(p->s + p->ts, p->te - p->ts);
+        next(p);
+        if (p->t == T_LP)
+            return parse_call(p, n);
+        if (p->t == T_LB && selector_follows(p))
+            return parse_selector(p, n);
+        return n;
+    default:
+        fail(p, p->ts, "expected a value, a result name or '(', found %s", token_text(p, buf, sizeof buf));
+        return NULL;
+    }
+}
+
+/* A node over a (and b): N_CMP, N_INDEX, N_FIELD, N_NEG, N_NOT. */
+static node *binary(parser *p, enum node_kind kind, int op, size_t start, node *a, node *b)
+{
+    node *n = node_new(p, kind, start);
+    if (!n) {
+        node_free(a);
+        node_free(b);
+        return NULL;
+    }
+    n->op = op;
+    n->a = a;
+    n->b = b;
+    n->end = b ? b->end : a ? a->end : n->end;
+    return n;
+}
+
+/* Each '.field' and '[index]' of a chain is one more level of nesting: the
+ * tree grows one deeper per step. */
+static node *parse_postfix(parser *p)
+{
+    node *n = parse_primary(p);
+    int steps = 0;
+    while (!p->failed && (p->t == T_DOT || p->t == T_LB) && enter(p)) {
+        steps++;
+        size_t start = n ? n->start : p->ts;
+        if (p->t == T_DOT) {
+            next(p);
+            if (p->t != T_NAME) {
+                char buf[64];
+                fail(p, p->ts, "expected a field name after '.', found %s", token_text(p, buf, sizeof buf));
+                break;
+            }
+            node *f = binary(p, N_FIELD, 0, start, n, NULL);
+            n = f;
+            if (!f)
+                break;
+            f->name = strndup(p->s + p->ts, p->te - p->ts);
+            f->end = p->te;
+            next(p);
+        } else {
+            next(p);
+            node *idx = parse_or(p);
+            n = binary(p, N_INDEX, 0, start, n, idx);
+            if (n)
+                n->end = p->te;
+            expect(p, T_RB, "']'");
+        }
+    }
+    p->depth -= steps;
+    return n;
+}
+
+static node *parse_unary(parser *p)
+{
+    if (p->t != T_MINUS && p->t != T_PLUS)
+        return parse_postfix(p);
+    if (!enter(p))
+        return NULL;
+    size_t start = p->ts;
+    bool neg = p->t == T_MINUS;
+    next(p);
+    node *a = parse_unary(p);
+    node *n = neg && a ? binary(p, N_NEG, 0, start, a, NULL) : a;
+    leave(p);
+    return n;
+}
+
+/* operand (op operand)* as one node of kind with every operand, or the first
+ * operand alone when no op follows. is_op says whether a token is an op and
+ * which character it stands for. */
+static node *chain(parser *p, enum node_kind kind, node *(*operand)(parser *), bool (*is_op)(enum tk, char *))
+{
+    node *first = operand(p);
+    char op;
+    if (p->failed || !is_op(p->t, &op))
+        return first;
+    node *n = node_new(p, kind, first ? first->start : p->ts);
+    if (!n) {
+        node_free(first);
+        return NULL;
+    }
+    add_operand(p, n, first, 0);
+    while (!p->failed && is_op(p->t, &op)) {
+        next(p);
+        add_operand(p, n, operand(p), op);
+    }
+    return n;
+}
+
+static bool term_op(enum tk t, char *op)
+{
+    *op = t == T_STAR ? '*' : t == T_SLASH ? '/' : '%';
+    return t == T_STAR || t == T_SLASH || t == T_PCT;
+}
+
+static bool sum_op(enum tk t, char *op)
+{
+    *op = t == T_PLUS ? '+' : '-';
+    return t == T_PLUS || t == T_MINUS;
+}
+
+static bool and_op(enum tk t, char *op)
+{
+    *op = 0;
+    return t == T_AND;
+}
+
+static bool or_op(enum tk t, char *op)
+{
+    *op = 0;
+    return t == T_OR;
+}
+
+static node *parse_term(parser *p)
+{
+    return chain(p, N_ARITH, parse_unary, term_op);
+}
+
+static node *parse_sum(parser *p)
+{
+    return chain(p, N_ARITH, parse_term, sum_op);
+}
+
+static bool cmp_token(enum tk t, int *op)
+{
+    switch (t) {
+    case T_EQ: *op = OP_EQ; return true;
+    case T_NE: *op = OP_NE; return true;
+    case T_LT: *op = OP_LT; return true;
+    case T_LE: *op = OP_LE; return true;
+    case T_GT: *op = OP_GT; return true;
+    case T_GE: *op = OP_GE; return true;
+    default: return false;
+    }
+}
+
+static node *parse_cmp(parser *p)
+{
+    node *n = parse_sum(p);
+    int op;
+    if (p->t == T_ASSIGN)
+        fail(p, p->ts, "'=' is not a comparison: write '==' (a single '=' belongs in a selector "
+             "such as matmul[variant=tiled])");
+    if (p->failed || !cmp_token(p->t, &op))
+        return n;
+    next(p);
+    n = binary(p, N_CMP, op, n ? n->start : p->ts, n, parse_sum(p));
+    int again;
+    if (!p->failed && cmp_token(p->t, &again))
+        fail(p, p->ts, "comparisons do not chain: join them with 'and', as in a < b and b < c");
+    return n;
+}
+
+static node *parse_not(parser *p)
+{
+    if (p->t != T_NOT)
+        return parse_cmp(p);
+    if (!enter(p))
+        return NULL;
+    size_t start = p->ts;
+    next(p);
+    node *a = parse_not(p);
+    node *n = a ? binary(p, N_NOT, 0, start, a, NULL) : NULL;
+    leave(p);
+    return n;
+}
+
+static node *parse_and(parser *p)
+{
+    return chain(p, N_AND, parse_not, and_op);
+}
+
+static node *parse_or(parser *p)
+{
+    return chain(p, N_OR, parse_and, or_op);
+}
+
+/* Where the expression ends: before its comment and trailing blanks. */
+static size_t expression_length(const char *s)
+{
+    bool open;
+    size_t i = expr_text_end(s, &open);
+    while (i > 0 && isspace((unsigned char)s[i - 1]))
+        i--;
+    return i;
+}
+
+expr *expr_parse(const char *src, char *msg, size_t len, size_t *at)
+{
+    src = src ? src : "";
+    size_t lead = strspn(src, " \t\r\n\v\f");
+    parser p = { .s = src, .len = expression_length(src), .pos = lead, .msg = msg, .msglen = len };
+    *at = SIZE_MAX;
+    if (p.len <= lead) {
+        snprintf(msg, len, "an expression is missing, as in matmul.check.passed");
+        *at = lead;
+        return NULL;
+    }
+    if (p.len - lead > EXPR_MAX_BYTES) {
+        snprintf(msg, len, "the expression is too long: %zu bytes (the limit is %d): split the check "
+                 "into several", p.len - lead, EXPR_MAX_BYTES);
+        return NULL;
+    }
+    next(&p);
+    node *root = parse_or(&p);
+    if (!p.failed && p.t != T_END) {
+        char buf[64];
+        fail(&p, p.ts, "unexpected %s after a complete expression", token_text(&p, buf, sizeof buf));
+    }
+    json_decref(p.value);
+    expr *e = p.failed ? NULL : calloc(1, sizeof *e);
+    if (e && root) {
+        e->src = strndup(src, p.len);
+        e->lead = lead;
+        e->root = root;
+    }
+    if (!e || !e->src || !root) {
+        if (!p.failed)
+            fail(&p, lead, "out of memory");
+        node_free(root);
+        if (e)
+            free(e->src);
+        free(e);
+        *at = p.at;
+        return NULL;
+    }
+    return e;
+}
+
+void expr_free(expr *e)
+{
+    if (!e)
+        return;
+    node_free(e->root);
+    free(e->src);
+    free(e);
+}
+
+const char *expr_source(const expr *e)
+{
+    return e->src + e->lead;
+}

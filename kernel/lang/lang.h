@@ -1,0 +1,59 @@
+/* lang.h — the cell language, as the rest of the kernel uses it: a cell
+ * parsed and validated into commands against the magics' specs, tokens for
+ * completion and inspection, completeness for is_complete_request, "did you
+ * mean" for magic names, and the help text derived from the specs.
+ * The parser's own pieces are in parse_internal.h.
+ */
+#ifndef CUDALAB_LANG_H
+#define CUDALAB_LANG_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "magic/magic.h"
+
+/* ---- parsing (parse.c) ---- */
+
+/* One command of a cell, validated. */
+typedef struct command {
+    const magic_spec *magic;
+    json_t *params;                 /* owned */
+    char *body;                     /* cell magic body, or NULL; owned */
+    int line;                       /* 1-based line of the cell where it starts */
+    char *source;                   /* the command's own line, for error messages; owned */
+} command;
+
+typedef struct parse_error {
+    char ename[32];                 /* "UsageError" or "SyntaxError" */
+    char evalue[512];
+    int line;                       /* 1-based line, 0 if none */
+    int column;                     /* 1-based, 0 if none */
+    char source[512];               /* the offending line */
+} parse_error;
+
+/* Parses and validates a whole cell. Returns the number of commands (>= 0) and
+ * sets *out to a malloc'd array, or -1 with *err filled. Free with commands_free. */
+int cell_parse(const char *cell, command **out, parse_error *err);
+void commands_free(command *cmds, int n);
+
+/* Tokens of one line as the parser sees them (for completion and inspection). */
+typedef struct token {
+    char *text;                     /* unquoted text; owned */
+    size_t start, end;              /* byte offsets in the line, end exclusive */
+} token;
+/* Splits a line into tokens; returns the count or -1 when a quote is unterminated
+ * (tokens up to that point are still returned). Free with tokens_free. */
+int line_tokens(const char *line, token **out);
+void tokens_free(token *t, int n);
+
+/* "complete" | "incomplete" | "invalid", for is_complete_request. */
+const char *cell_completeness(const char *cell);
+
+/* Help text (plain) for one magic, and the list of all magics. Caller frees. */
+char *magic_help_text(const magic_spec *m);
+char *magic_list_text(void);
+
+/* Nearest known magic name by edit distance, or NULL when nothing is close. */
+const char *magic_nearest(const char *name);
+
+#endif

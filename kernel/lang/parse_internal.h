@@ -1,0 +1,170 @@
+/* parse_internal.h — the pieces of the magic parser, shared between its files
+ * and with the unit tests. Nothing outside kernel/lang/ and tests/ includes it.
+ *
+ *   parse.c         a cell -> commands (cell_parse, cell_completeness)
+ *   parse_lines.c   a cell's physical lines -> logical lines, error positions
+ *   parse_lex.c     one line -> tokens (quotes, escapes, comments, continuation)
+ *   parse_args.c    tokens after the magic name -> the params object
+ *   parse_value.c   one flag's text -> a typed JSON value (lists, choices, dims)
+ *   parse_number.c  the integer and float grammars
+ *   suggest.c       "did you mean" for magic names (base/text.c has the distance)
+ *   helptext.c      usage lines and help text, also used by %help's view
+ */
+#ifndef CUDALAB_PARSE_INTERNAL_H
+#define CUDALAB_PARSE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/text.h"
+#include "lang/lang.h"
+#include "magic/magic.h"
+
+/* ---- parse.c ---- */
+
+/* cell_parse with another registry lookup (the tests inject fake magics).
+ * Unknown magics get no "did you mean" here: only cell_parse knows the list. */
+int cell_parse_with(const char *cell, const magic_spec *(*find)(const char *),
+                    command **out, parse_error *err);
+
+/* ---- parse_lex.c ---- */
+
+enum lex_end {
+    LEX_DONE,       /* the line is whole */
+    LEX_QUOTE,      /* a quote is still open at the end */
+    LEX_BACKSLASH,  /* the line ends with a continuation backslash */
+    LEX_ESCAPE,     /* a bad escape in double quotes: why says which */
+};
+
+/* Tokens kept per line: past them the line is only scanned for its quotes, and
+ * args_parse refuses the command (a raw magic reads its text, not its tokens). */
+#define LEX_MAX_WORDS 65536
+
+typedef struct lexed {
+    token *tok;             /* n tokens, then one with text == NULL; owned */
+    bool *lead_quoted;      /* per token: it starts with a quote (so it is never a flag); owned */
+    int n;
+    bool clipped;           /* the line has more than LEX_MAX_WORDS tokens */
+    enum lex_end end;
+    size_t at;              /* LEX_QUOTE: the opening quote; LEX_BACKSLASH: the backslash;
+                               LEX_ESCAPE: the escape's backslash */
+    char why[160];          /* LEX_ESCAPE: what is wrong with it */
+} lexed;
+
+/* The escapes of quoted text, in the cell language's double quotes and in
+ * %assert/%score strings: the same list, the same code points. */
+#define ESCAPES_TEXT "\\\\ \\' \\\" \\n \\t \\r \\xHH \\uHHHH \\UHHHHHHHH"
+
+/* Decodes the escape at s[0] == '\\' (n bytes available): \\ \' \" \n \t \r,
+ * \xHH \uHHHH \UHHHHHHHH as the UTF-8 of that code point, and a backslash
+ * before a newline as nothing (a line continued inside quotes). Returns the
+ * bytes it takes from s, with *outn bytes in out; 0 when s[1] starts no escape
+ * (the caller decides: kept as typed, or an error); -1 with why set when it is
+ * malformed, NUL, a surrogate or past U+10FFFF. */
+int escape_decode(const char *s, size_t n, char out[4], size_t *outn, char *why, size_t whylen);
+
+/* Tokenizes s. Returns 0, or -1 when out of memory (lx is then empty). */
+int lex_line(const char *s, lexed *lx);
+/* Where the expression text s ends: at a '#' outside quotes (in which a
+ * backslash escapes the next character, in both kinds), or at its NUL;
+ * *open says a quote is still open there. */
+size_t expr_text_end(const char *s, bool *open);
+/* How a raw magic's line s ends when its text (an expression) starts at byte
+ * from: LEX_BACKSLASH (with *at) when a backslash is its last character but
+ * blanks, outside quotes and comment; else LEX_DONE, an open quote being the
+ * expression's own error to report. */
+enum lex_end lex_raw_end(const char *s, size_t from, size_t *at);
+void lexed_free(lexed *lx);
+
+/* (parse.c) Whether the line lx starts with a raw line magic of find's
+ * registry (%assert, %score): the rest of its line is that magic's text. */
+bool lexed_is_raw(const lexed *lx, const magic_spec *(*find)(const char *));
+
+/* ---- parse_lines.c ---- */
+
+#define READ_INCOMPLETE (-2)        /* the cell stops inside an unfinished line */
+
+typedef struct reader {
+    const char *p;                  /* start of the next physical line */
+    int line;                       /* its 1-based number */
+    const magic_spec *(*find)(const char *name);   /* to tell raw magics' lines; may be NULL */
+} reader;
+
+typedef struct logical {
+    char *text;                     /* the joined physical lines; owned */
+    size_t len, cap;
+    int line;                       /* number of the first physical line */
+    size_t *seg;                    /* where each physical line starts in text; owned */
+    const char **phys;              /* and where it starts in the cell; owned array */
+    int nseg;
+    lexed lx;                       /* text's tokens (lx.n may be 0: a lone comment) */
+    const char *after;              /* the rest of the cell after this logical line */
+} logical;
+
+/* The next logical line into l (free with logical_free whatever it returns):
+ * 1, 0 at the end of the cell, -1 when out of memory, READ_INCOMPLETE when the
+ * cell ends inside a quote or continuation (err says where). */
+int reader_next(reader *r, logical *l, parse_error *err);
+void logical_free(logical *l);
+/* Fills err's line, column (in characters) and source for byte offset at of
+ * l->text: the physical line as typed. With at == SIZE_MAX: the first line's
+ * number, no column, and the whole (joined) logical line as source. */
+void locate(const logical *l, size_t at, parse_error *err);
+/* Sets ename and evalue, locates, returns -1. */
+int fail_at(parse_error *err, const logical *l, size_t at, const char *ename, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* ---- parse_args.c ---- */
+
+/* Validates the arguments of one command (tokens first..lx->n-1) against m.
+ * Returns the params object (new reference), or NULL with err->ename/evalue
+ * set and *at the byte offset of the culprit in the line (SIZE_MAX if none). */
+json_t *args_parse(const magic_spec *m, const lexed *lx, int first,
+                   parse_error *err, size_t *at);
+
+/* The params key of a magic's positional text: "TEXT" -> "text". */
+void positional_key(const magic_spec *m, char *buf, size_t len);
+
+/* ---- parse_value.c ---- */
+
+/* Parses text as the value of flag f, exactly as if the user wrote
+ * --name text: comma lists, ranges and all. Returns a new reference, or NULL
+ * with a one-line reason in msg. */
+json_t *flag_value_parse(const flag_spec *f, const char *text, char *msg, size_t len);
+
+/* The value a flag has when the user does not give it: the parsed default,
+ * false for a switch, null otherwise. NULL (msg set) when the spec's default
+ * does not parse, which is a bug in that magic's table. */
+json_t *flag_default_value(const flag_spec *f, char *msg, size_t len);
+
+/* The params key of a flag: '-' -> '_'. */
+void flag_key(const flag_spec *f, char *buf, size_t len);
+
+/* ---- parse_number.c ---- */
+
+enum num_status { NUM_OK, NUM_SYNTAX, NUM_FRACTION, NUM_OVERFLOW, NUM_NONFINITE };
+
+/* 1024, -5, +7, 1_000_000, 2^20, 64K, 1.5Mi, 1e6, 2.5e3. Exact: a value
+ * outside int64 is NUM_OVERFLOW, never wrapped or rounded; 2.5 is NUM_FRACTION.
+ * (Only a mantissa with more than 19 significant digits is refused as
+ * overflow even where a negative exponent would bring it back in range.) */
+enum num_status number_int(const char *s, long long *out);
+/* strtod over the whole string, with 1_000.5 separators; no hex. nan and
+ * inf are NUM_NONFINITE, 1e999 NUM_OVERFLOW (tiny values round to 0). */
+enum num_status number_float(const char *s, double *out);
+
+/* ---- helptext.c ---- */
+
+/* "%echo [--stderr] TEXT" (or "%%name ..." for a cell-only magic) into buf. */
+void magic_usage(const magic_spec *m, char *buf, size_t len);
+/* Cells of a flag's row in help tables. */
+void flag_label(const flag_spec *f, char *buf, size_t len);     /* "-n, --size" */
+const char *flag_type_name(const flag_spec *f);                  /* "int", "choice", ... */
+void flag_default_text(const flag_spec *f, char *buf, size_t len);
+void flag_allowed_text(const flag_spec *f, char *buf, size_t len);
+/* Usage, summary, description and positional argument; then the examples.
+ * The caller frees. (magic_help_text = head + flags table + examples.) */
+char *magic_help_head(const magic_spec *m);
+char *magic_help_examples(const magic_spec *m);
+
+#endif

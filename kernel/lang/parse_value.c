@@ -1,0 +1,247 @@
+/* parse_value.c — turns the text of one flag value into a typed JSON value,
+ * checked against the flag's spec: type, range, choices, list or not.
+ *
+ * Every refusal is one line that names the flag, says what is allowed and
+ * quotes what the user wrote (clipped, UTF-8 safe), because the student reads
+ * it in a notebook with no other context. Defaults go through the same code,
+ * so a default is exactly what the user would get by typing it.
+ */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "lang/parse_internal.h"
+
+#define QUOTE_MAX 60                /* bytes of user text quoted in a message */
+
+__attribute__((format(printf, 3, 4)))
+static json_t *fail(char *msg, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, len, fmt, ap);
+    va_end(ap);
+    utf8_trim(msg);
+    return NULL;
+}
+
+void flag_key(const flag_spec *f, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", f->name);
+    for (char *p = buf; *p; p++)
+        if (*p == '-')
+            *p = '_';
+}
+
+/* [imin, imax], where 0..0 means "not set": any int64 (DIMS: any positive). */
+static void int_range(const flag_spec *f, long long *lo, long long *hi)
+{
+    bool unset = f->imin == 0 && f->imax == 0;
+    *lo = unset ? INT64_MIN : f->imin;
+    *hi = unset ? INT64_MAX : f->imax;
+    if (f->type == FLAG_DIMS && *lo < 1)
+        *lo = 1;
+}
+
+/* "0", or "64K = 65536" when the user wrote it another way. */
+static void got_int(const char *text, long long v, char *buf, size_t len)
+{
+    char num[32];
+    snprintf(num, sizeof num, "%lld", v);
+    if (strcmp(num, text) == 0)
+        snprintf(buf, len, "%s", num);
+    else
+        snprintf(buf, len, "%.*s = %s", utf8_clip(text, QUOTE_MAX), text, num);
+}
+
+static json_t *dims_shape_error(const flag_spec *f, const char *whole, char *msg, size_t len)
+{
+    return fail(msg, len, "--%s expects 1 to 3 sizes joined by x, such as 256, 16x16 or 8x8x4 "
+                "(got '%.*s')", f->name, utf8_clip(whole, QUOTE_MAX), whole);
+}
+
+/* One integer of an INT flag, or one size of a DIMS flag (whole = all of it). */
+static json_t *int_item(const flag_spec *f, const char *text, const char *whole, char *msg, size_t len)
+{
+    long long v, lo, hi;
+    int_range(f, &lo, &hi);
+    const char *what = whole ? " sizes" : "";
+    int q = utf8_clip(text, QUOTE_MAX);
+    switch (number_int(text, &v)) {
+    case NUM_OK:
+        break;
+    case NUM_OVERFLOW:
+        return fail(msg, len, "--%s: '%.*s' is beyond the 64-bit integer range; --%s%s must be "
+                    "between %lld and %lld", f->name, q, text, f->name, what, lo, hi);
+    case NUM_FRACTION:
+        return fail(msg, len, "--%s%s must be whole numbers (got '%.*s')", f->name, what, q, text);
+    default:
+        if (whole)
+            return dims_shape_error(f, whole, msg, len);
+        return fail(msg, len, "--%s expects an integer such as 1024, 2^20, 64K or 1e6 (got '%.*s')",
+                    f->name, q, text);
+    }
+    if (v < lo || v > hi) {
+        char got[128];
+        got_int(text, v, got, sizeof got);
+        return fail(msg, len, "--%s%s must be between %lld and %lld (got %s)", f->name, what, lo, hi, got);
+    }
+    return json_integer(v);
+}
+
+/* 76x62 or 16x16x4: 1 to 3 positive integers. */
+static json_t *dims_value(const flag_spec *f, const char *text, char *msg, size_t len)
+{
+    char *copy = strdup(text);
+    json_t *dims = json_array();
+    if (!copy || !dims) {
+        free(copy);
+        json_decref(dims);
+        return fail(msg, len, "out of memory");
+    }
+    char *p = copy;
+    for (;;) {
+        char *x = strpbrk(p, "xX");
+        if (x)
+            *x = '\0';
+        json_t *v = *p && json_array_size(dims) < 3 ? int_item(f, p, text, msg, len)
+                                                     : dims_shape_error(f, text, msg, len);
+        if (!v || json_array_append_new(dims, v) != 0) {
+            json_decref(dims);
+            dims = NULL;
+            break;
+        }
+        if (!x)
+            break;
+        p = x + 1;
+    }
+    free(copy);
+    return dims;
+}
+
+static json_t *float_value(const flag_spec *f, const char *text, char *msg, size_t len)
+{
+    double v;
+    int q = utf8_clip(text, QUOTE_MAX);
+    switch (number_float(text, &v)) {
+    case NUM_OK:
+        break;
+    case NUM_NONFINITE:
+        return fail(msg, len, "--%s must be a finite number (got '%.*s')", f->name, q, text);
+    case NUM_OVERFLOW:
+        return fail(msg, len, "--%s: '%.*s' is too large for a double", f->name, q, text);
+    default:
+        return fail(msg, len, "--%s expects a number such as 0.5, 2 or 1e-3 (got '%.*s')", f->name, q, text);
+    }
+    bool bounded = !(f->fmin == 0 && f->fmax == 0);
+    if (bounded && (v < f->fmin || v > f->fmax))
+        return fail(msg, len, "--%s must be between %g and %g (got %.*s)", f->name, f->fmin, f->fmax, q, text);
+    return json_real(v);
+}
+
+static json_t *bool_value(const flag_spec *f, const char *text, char *msg, size_t len)
+{
+    static const char *const yes[] = { "true", "yes", "on", "1", NULL };
+    static const char *const no[] = { "false", "no", "off", "0", NULL };
+    for (int i = 0; yes[i]; i++) {
+        if (strcasecmp(text, yes[i]) == 0)
+            return json_true();
+        if (strcasecmp(text, no[i]) == 0)
+            return json_false();
+    }
+    return fail(msg, len, "--%s expects true or false (or yes/no, on/off, 1/0; got '%.*s')",
+                f->name, utf8_clip(text, QUOTE_MAX), text);
+}
+
+static json_t *choice_value(const flag_spec *f, const char *text, char *msg, size_t len)
+{
+    if (!f->choices)
+        return fail(msg, len, "--%s has no choices in its spec", f->name);
+    suggest s;
+    suggest_init(&s, text);
+    char allowed[320] = "";
+    size_t used = 0;
+    for (int i = 0; f->choices[i]; i++) {
+        if (strcmp(text, f->choices[i]) == 0)
+            return json_string(f->choices[i]);
+        suggest_add(&s, f->choices[i]);
+        int n = snprintf(allowed + used, sizeof allowed - used, "%s%s", i ? ", " : "", f->choices[i]);
+        if (n > 0 && (size_t)n < sizeof allowed - used)
+            used += (size_t)n;
+    }
+    int q = utf8_clip(text, QUOTE_MAX);
+    if (s.best)
+        return fail(msg, len, "unknown value '%.*s' for --%s; did you mean '%s'? allowed: %s",
+                    q, text, f->name, s.best, allowed);
+    return fail(msg, len, "unknown value '%.*s' for --%s; allowed: %s", q, text, f->name, allowed);
+}
+
+static json_t *one_value(const flag_spec *f, const char *text, char *msg, size_t len)
+{
+    switch (f->type) {
+    case FLAG_BOOL:   return bool_value(f, text, msg, len);
+    case FLAG_INT:    return int_item(f, text, NULL, msg, len);
+    case FLAG_FLOAT:  return float_value(f, text, msg, len);
+    case FLAG_CHOICE: return choice_value(f, text, msg, len);
+    case FLAG_DIMS:   return dims_value(f, text, msg, len);
+    case FLAG_STRING: break;
+    }
+    json_t *v = json_string(text);
+    return v ? v : fail(msg, len, "--%s: the text is not valid UTF-8", f->name);
+}
+
+/* A comma list: every item parsed alone; an empty item is a typo. */
+static json_t *list_value(const flag_spec *f, const char *text, char *msg, size_t len)
+{
+    char *copy = strdup(text);
+    json_t *list = json_array();
+    if (!copy || !list) {
+        free(copy);
+        json_decref(list);
+        return fail(msg, len, "out of memory");
+    }
+    char *item = copy;
+    for (;;) {
+        char *comma = strchr(item, ',');
+        if (comma)
+            *comma = '\0';
+        json_t *v = *item ? one_value(f, item, msg, len)
+                          : fail(msg, len, "--%s: empty item in the list '%.*s'", f->name,
+                                 utf8_clip(text, QUOTE_MAX), text);
+        if (!v || json_array_append_new(list, v) != 0) {
+            json_decref(list);
+            list = NULL;
+            break;
+        }
+        if (!comma)
+            break;
+        item = comma + 1;
+    }
+    free(copy);
+    return list;
+}
+
+json_t *flag_value_parse(const flag_spec *f, const char *text, char *msg, size_t len)
+{
+    bool comma = strchr(text, ',') != NULL;
+    if (f->opts & FLAG_LIST)
+        return comma ? list_value(f, text, msg, len) : one_value(f, text, msg, len);
+    if (comma && f->type != FLAG_STRING)
+        return fail(msg, len, "--%s takes one value, not a list (got '%.*s')", f->name,
+                    utf8_clip(text, QUOTE_MAX), text);
+    return one_value(f, text, msg, len);
+}
+
+json_t *flag_default_value(const flag_spec *f, char *msg, size_t len)
+{
+    if (!f->def)
+        return f->type == FLAG_BOOL ? json_false() : json_null();
+    char why[400];
+    json_t *v = flag_value_parse(f, f->def, why, sizeof why);
+    if (!v)
+        fail(msg, len, "the default of --%s does not parse: %s", f->name, why);
+    return v;
+}

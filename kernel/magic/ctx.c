@@ -1,0 +1,75 @@
+/* ctx.c — how a running magic reports: thin wrappers over the ctx's sink, so
+ * a magic never knows whether it runs in the kernel, the worker or the CLI. */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/text.h"
+#include "base/digest.h"
+#include "magic/magic.h"
+
+void magic_stream(magic_ctx *ctx, const char *name, const char *text)
+{
+    ctx->out->stream(ctx->impl, name, text);
+}
+
+/* A result repeats its parameters, and a parameter can be a whole input (the
+ * body of a %%histo cell): a long one is repeated in part, with its length
+ * and digest, so that a 10 MB input does not make a 10 MB result (nor fill
+ * the session's results, which %assert reads). */
+static void bound_echo(json_t *doc)
+{
+    json_t *params = json_object_get(doc, "params"), *v;
+    const char *key;
+    json_object_foreach(params, key, v) {
+        size_t len = json_string_length(v);
+        if (!json_is_string(v) || len <= RESULT_ECHO_MAX)
+            continue;
+        const char *text = json_string_value(v);
+        char hex[SHA256_HEX_LEN + 1];
+        sha256_hex(text, len, hex);
+        int head = utf8_clip(text, RESULT_ECHO_MAX);
+        json_object_set_new(params, key, json_sprintf("%.*s[... %zu bytes in all, sha256 %s]",
+                                                      head, text, len, hex));
+    }
+}
+
+void magic_result(magic_ctx *ctx, json_t *doc, json_t *view)
+{
+    bound_echo(doc);
+    ctx->out->result(ctx->impl, doc, view, NULL, RESULT_PLAIN);
+}
+
+void magic_progress(magic_ctx *ctx, const char *display_id, json_t *doc, json_t *view, enum result_mode mode)
+{
+    bound_echo(doc);
+    ctx->out->result(ctx->impl, doc, view, display_id, mode);
+}
+
+int magic_error(magic_ctx *ctx, const char *ename, const char *fmt, ...)
+{
+    snprintf(ctx->ename, sizeof ctx->ename, "%s", ename);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->evalue, sizeof ctx->evalue, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static volatile sig_atomic_t cancel_flag;
+
+bool magic_cancelled(void)
+{
+    return cancel_flag != 0;
+}
+
+void magic_cancel(void)
+{
+    cancel_flag = 1;
+}
+
+void magic_cancel_reset(void)
+{
+    cancel_flag = 0;
+}

@@ -1,0 +1,126 @@
+/* magic.h — how a magic command is described, parsed and run.
+ *
+ * Each magic is described exactly once by a magic_spec: its name, summary,
+ * flags with their types, defaults, ranges and help. That one description feeds
+ * the parser and validator (parse.c), %help, complete_request and
+ * inspect_request. Adding a magic = one file here + one line in registry.c.
+ *
+ * A magic's run() receives validated parameters as a JSON object (every flag
+ * present, defaults filled in, keys with '-' turned into '_', comma lists as
+ * arrays) and reports through a magic_ctx: streams, result documents, errors.
+ * The same run() works in the kernel process (MAGIC_LOCAL), in the device
+ * worker (MAGIC_WORKER) and in command-line mode: only the ctx differs.
+ */
+#ifndef CUDALAB_MAGIC_H
+#define CUDALAB_MAGIC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cudalab/backend.h"
+
+enum flag_type {
+    FLAG_BOOL,    /* --x, --no-x, --x=true|false|1|0|yes|no */
+    FLAG_INT,     /* 64-bit; 1024, 2^20, 64K, 16M, 1G (binary), 1e6; checked against [imin, imax] */
+    FLAG_FLOAT,   /* double; checked against [fmin, fmax] */
+    FLAG_STRING,  /* any text (quoted if it has spaces) */
+    FLAG_CHOICE,  /* one of choices[] */
+    FLAG_DIMS,    /* 1 to 3 positive ints: 76x62, 16x16x4 -> JSON array; each in [imin, imax] */
+};
+
+/* flag_spec.opts */
+#define FLAG_LIST     0x1u  /* a comma list is allowed (turned into a sweep by the magic) */
+#define FLAG_REQUIRED 0x2u  /* no default: the user must give it */
+
+typedef struct flag_spec {
+    const char *name;               /* long name without dashes, e.g. "bin-width"; NULL ends the table */
+    char short_name;                /* 'n' for -n, or 0 */
+    enum flag_type type;
+    const char *def;                /* default, written as a user would write it; NULL = no value */
+    long long imin, imax;           /* FLAG_INT, FLAG_DIMS */
+    double fmin, fmax;              /* FLAG_FLOAT */
+    const char *const *choices;     /* FLAG_CHOICE: NULL-terminated */
+    unsigned opts;
+    const char *help;
+} flag_spec;
+
+/* magic_spec.mode */
+#define MAGIC_LINE 0x1u             /* %name args */
+#define MAGIC_CELL 0x2u             /* %%name args + body */
+
+enum magic_where {
+    MAGIC_LOCAL,                    /* runs in the kernel process: must be instant and never touch CUDA */
+    MAGIC_WORKER,                   /* runs in the device worker */
+};
+
+struct magic_ctx;
+
+typedef struct magic_spec {
+    const char *name;
+    const char *summary;            /* one line, shown in %help's list */
+    const char *description;        /* paragraphs shown by %help NAME */
+    const flag_spec *flags;         /* terminated by {NULL} */
+    const char *positional;         /* name of free arguments (e.g. "TEXT"), NULL if none */
+    const char *positional_help;
+    unsigned mode;
+    enum magic_where where;
+    int (*run)(struct magic_ctx *ctx, const json_t *params, const char *body);
+    const char *const *examples;    /* NULL-terminated example lines for %help */
+    /* raw: the rest of the line after the name is the positional text as typed
+     * (no flags, quotes kept: an expression); check, if set, validates it when
+     * the cell is parsed, so that a typo stops the cell before anything runs:
+     * 0, or -1 with a reason in msg and the culprit's byte offset in *at. */
+    bool raw;
+    int (*check)(const char *text, char *msg, size_t len, size_t *at);
+} magic_spec;
+
+/* ---- registry (registry.c) ---- */
+const magic_spec *const *magic_all(size_t *count);
+const magic_spec *magic_find(const char *name);
+
+/* ---- running context: implemented by the kernel, the worker and the CLI ---- */
+/* How a result is shown. A plain result is a new output. Progress is a display
+ * that later results replace: SHOW creates it, UPDATE replaces it, FINAL
+ * replaces it with the command's final result (what a terminal prints). */
+enum result_mode { RESULT_PLAIN, RESULT_SHOW, RESULT_UPDATE, RESULT_FINAL };
+
+typedef struct magic_out {
+    void (*stream)(void *impl, const char *name /* "stdout"|"stderr" */, const char *text);
+    /* doc and view are stolen; doc may be NULL (a chart has no document of its own).
+     * display_id is NULL for RESULT_PLAIN. */
+    void (*result)(void *impl, json_t *doc, json_t *view, const char *display_id, enum result_mode mode);
+} magic_out;
+
+typedef struct magic_ctx {
+    const magic_out *out;
+    void *impl;
+    const cl_backend *backend;      /* worker-side: the backend that runs; NULL in the kernel process */
+    const char *backend_note;       /* why this backend (e.g. the CUDA error that made us fall back) */
+    const struct result_store *results; /* the session's results (%assert), where there are any */
+    /* set by magic_error(); the caller turns it into a Jupyter error */
+    char ename[64];
+    char evalue[1024];
+    json_t *traceback;              /* extra plain lines, or NULL */
+} magic_ctx;
+
+void magic_stream(magic_ctx *ctx, const char *name, const char *text);
+#define RESULT_ECHO_MAX 1024     /* bytes of a long string parameter that a result repeats */
+/* Reports the command's result (doc and view stolen; a long input in
+ * doc.params is cut to RESULT_ECHO_MAX bytes, its length and digest). */
+void magic_result(magic_ctx *ctx, json_t *doc, json_t *view);
+void magic_progress(magic_ctx *ctx, const char *display_id, json_t *doc, json_t *view, enum result_mode mode);
+/* Cancellation: the worker's SIGINT handler (and the CLI's) sets the flag; long
+ * loops (sweep points, repetitions, CPU analogues) poll it and stop with
+ * magic_error(ctx, "KeyboardInterrupt", ...). A command that ignores it is
+ * killed by the kernel after a short grace period, so polling is a courtesy that
+ * keeps the worker (and its CUDA context) alive, not a requirement. */
+bool magic_cancelled(void);
+void magic_cancel(void);          /* async-signal-safe */
+void magic_cancel_reset(void);
+
+/* Records an error and returns -1, so run() can `return magic_error(...)`. */
+int magic_error(magic_ctx *ctx, const char *ename, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

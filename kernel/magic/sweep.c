@@ -1,0 +1,621 @@
+/* sweep.c — running a timed magic over every combination of its list flags.
+ *
+ * The magic supplies one function that runs a single point; this file owns
+ * everything around it, so %matmul, %histo, %reduce and the rest look and
+ * behave alike: the cartesian product in flag order (and its limit), progress
+ * while points run, the result document, the runs table (optionally sorted by
+ * the metric), a chart of the metric, and failing the cell when a check failed.
+ *
+ * Progress costs the same at the 10,000th point as at the first: it is
+ * throttled in time (SWEEP_PROGRESS_MS) and shows a progress line and the last
+ * few runs, never the whole table; points share the params' lists instead of
+ * copying them. So a sweep of cheap points runs as fast in a notebook as on
+ * the command line, and iopub carries a handful of small updates.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "render/render.h"
+#include "magic/sweep.h"
+#include "magic/sweep_internal.h"
+
+/* ---- statistics ---- */
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+static int sorted_times(const cl_times *t, float *out)
+{
+    int n = t->reps < 0 ? 0 : t->reps > CL_MAX_REPS ? CL_MAX_REPS : t->reps;
+    memcpy(out, t->ms, (size_t)n * sizeof *out);
+    qsort(out, (size_t)n, sizeof *out, cmp_float);
+    return n;
+}
+
+double stats_median(const cl_times *t)
+{
+    float s[CL_MAX_REPS];
+    int n = sorted_times(t, s);
+    if (n == 0)
+        return 0;
+    return n % 2 ? s[n / 2] : 0.5 * ((double)s[n / 2 - 1] + s[n / 2]);
+}
+
+json_t *stats_json(const cl_times *t)
+{
+    float s[CL_MAX_REPS];
+    int n = sorted_times(t, s);
+    double sum = 0, sq = 0;
+    for (int i = 0; i < n; i++)
+        sum += s[i];
+    double mean = n ? sum / n : 0;
+    for (int i = 0; i < n; i++)
+        sq += (s[i] - mean) * (s[i] - mean);
+    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:i}", "median", stats_median(t), "min",
+                     n ? (double)s[0] : 0.0, "max", n ? (double)s[n - 1] : 0.0, "mean", mean,
+                     "stdev", n > 1 ? sqrt(sq / (n - 1)) : 0.0, "reps", n);
+}
+
+json_t *launch_json(const cl_launch *l)
+{
+    return json_pack("{s:[i,i,i], s:[i,i,i], s:I, s:i, s:i}", "grid", l->grid[0], l->grid[1],
+                     l->grid[2], "block", l->block[0], l->block[1], l->block[2], "smem_per_block",
+                     (json_int_t)l->smem_bytes, "regs_per_thread", l->regs_per_thread, "kernels",
+                     l->kernels > 0 ? l->kernels : 1);
+}
+
+/* ---- params ---- */
+
+json_t *sweep_as_list(const json_t *v)
+{
+    return json_is_array(v) ? json_incref((json_t *)v) : json_pack("[O]", v);
+}
+
+json_t *sweep_expand_all(magic_ctx *ctx, const json_t *given, const char *const *choices)
+{
+    size_t nvariants = 0;
+    while (choices[nvariants] && strcmp(choices[nvariants], "all") != 0)
+        nvariants++;
+    json_t *list = sweep_as_list(given), *out = json_array();
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v) {
+        const char *name = json_string_value(v);
+        bool all = name && strcmp(name, "all") == 0;
+        bool known = all;
+        for (size_t k = 0; k < nvariants; k++) {
+            if (!all && !(name && strcmp(name, choices[k]) == 0))
+                continue;
+            known = true;
+            bool dup = false;
+            for (size_t j = 0; j < json_array_size(out) && !dup; j++)
+                dup = strcmp(json_string_value(json_array_get(out, j)), choices[k]) == 0;
+            if (!dup)
+                json_array_append_new(out, json_string(choices[k]));
+        }
+        if (!known) {
+            magic_error(ctx, "UsageError", "unknown --variant '%s'", name ? name : "?");
+            json_decref(list);
+            json_decref(out);
+            return NULL;
+        }
+    }
+    json_decref(list);
+    return out;
+}
+
+/* ---- the device a sweep ran on (measured once per process) ---- */
+
+static json_t *device_summary(const cl_backend *b)
+{
+    cl_device_props p;
+    cl_versions v;
+    char err[CL_ERR_LEN];
+    memset(&p, 0, sizeof p);
+    memset(&v, 0, sizeof v);
+    if (b->device_props(0, &p, err))
+        return json_pack("{s:s, s:s}", "backend", b->name, "error", err);
+    if (b->versions(0, &v, err))
+        snprintf(v.arch, sizeof v.arch, "unknown");
+    double bw = 0;
+    if (b->copy_bandwidth && b->copy_bandwidth(&bw, err))
+        bw = 0;
+    double peak_flops = 2.0 * p.sm_count * p.cores_per_sm * p.clock_khz / 1e6;
+    double peak_bw = 2.0 * p.mem_clock_khz * 1e3 * (p.mem_bus_width_bits / 8.0) / 1e9;
+    json_t *d = json_pack("{s:s, s:s, s:s, s:i, s:b}", "backend", b->name, "name", p.name, "arch",
+                          v.arch, "sms", p.sm_count, "ptx_jit", strstr(v.arch, "PTX") != NULL);
+    json_object_set_new(d, "cc", p.cc_major ? json_sprintf("%d.%d", p.cc_major, p.cc_minor) : json_null());
+    json_object_set_new(d, "peak_fp32_gflops", peak_flops > 0 ? json_real(peak_flops) : json_null());
+    json_object_set_new(d, "peak_bandwidth_gbs", peak_bw > 0 ? json_real(peak_bw) : json_null());
+    json_object_set_new(d, "measured_bandwidth_gbs", bw > 0 ? json_real(bw) : json_null());
+    return d;
+}
+
+json_t *sweep_device_json(magic_ctx *ctx)
+{
+    static json_t *cached;
+    static const cl_backend *cached_for;
+    if (!ctx->backend)
+        return json_null();
+    if (!cached || cached_for != ctx->backend) {
+        json_decref(cached);
+        cached = device_summary(ctx->backend);
+        cached_for = ctx->backend;
+    }
+    return json_deep_copy(cached);
+}
+
+/* ---- points ---- */
+
+typedef struct sweep_state {
+    const sweep_spec *spec;
+    sweep_points pts;
+} sweep_state;
+
+
+/* "100 × 100 × 100 (--threads, --regs, --smem)": the factors of a count, for its refusal. */
+static void describe_product(const json_t *params, char *buf, size_t len)
+{
+    char sizes[160] = "", names[200] = "";
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)params, key, v) {
+        if (!json_is_array(v) || json_array_size(v) == 0)
+            continue;
+        size_t a = strlen(sizes), b = strlen(names);
+        snprintf(sizes + a, sizeof sizes - a, "%s%zu", a ? " × " : "", json_array_size(v));
+        snprintf(names + b, sizeof names - b, "%s--%s", b ? ", " : "", key);
+    }
+    for (char *c = names; *c; c++)      /* params say bin_width, users type --bin-width */
+        if (*c == '_')
+            *c = '-';
+    snprintf(buf, len, "%s: %s", sizes, names);
+}
+
+int sweep_points_init(sweep_points *pts, magic_ctx *ctx, const json_t *params)
+{
+    memset(pts, 0, sizeof *pts);
+    pts->params = params;
+    pts->count = 1;
+    pts->varying = calloc(json_object_size(params) + 1, sizeof *pts->varying);
+    pts->index = calloc(json_object_size(params) + 1, sizeof *pts->index);
+    if (!pts->varying || !pts->index)
+        return magic_error(ctx, "MemoryError", "out of memory planning the sweep");
+    double product = 1;                 /* a double: 10^6 × 10^6 must not wrap */
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)params, key, v) {
+        if (!json_is_array(v) || json_array_size(v) == 0)
+            continue;
+        pts->varying[pts->nvarying++] = key;
+        product *= (double)json_array_size(v);
+    }
+    if (product > SWEEP_MAX_POINTS) {
+        char factors[400];
+        describe_product(params, factors, sizeof factors);
+        return magic_error(ctx, "UsageError", product < 1e15 ? "this sweep has %.0f points (%s); the limit "
+                           "is %d: shorten the comma lists" : "this sweep has %.3g points (%s); the limit is "
+                           "%d: shorten the comma lists", product, factors, SWEEP_MAX_POINTS);
+    }
+    pts->count = (size_t)product;
+    return 0;
+}
+
+json_t *sweep_points_current(const sweep_points *pts)
+{
+    json_t *p = json_copy((json_t *)pts->params);
+    for (size_t i = 0; p && i < pts->nvarying; i++)
+        json_object_set(p, pts->varying[i],
+                        json_array_get(json_object_get(pts->params, pts->varying[i]), pts->index[i]));
+    return p;
+}
+
+void sweep_points_next(sweep_points *pts)
+{
+    for (size_t i = pts->nvarying; i-- > 0;) {
+        size_t n = json_array_size(json_object_get(pts->params, pts->varying[i]));
+        if (++pts->index[i] < n)
+            return;
+        pts->index[i] = 0;
+    }
+}
+
+void sweep_points_free(sweep_points *pts)
+{
+    free(pts->varying);
+    free(pts->index);
+    pts->varying = NULL;
+    pts->index = NULL;
+}
+
+int sweep_count(magic_ctx *ctx, const json_t *params, size_t *points)
+{
+    sweep_points pts;
+    int rc = sweep_points_init(&pts, ctx, params);
+    *points = pts.count;
+    sweep_points_free(&pts);
+    return rc;
+}
+
+/* ---- document and view ---- */
+
+/* The value at a dotted path ("time_ms.median") inside a run. */
+static const json_t *path_get(const json_t *run, const char *path)
+{
+    char key[64];
+    const json_t *v = run;
+    while (v && *path) {
+        size_t n = strcspn(path, ".");
+        if (n >= sizeof key)
+            return NULL;
+        memcpy(key, path, n);
+        key[n] = '\0';
+        v = json_object_get(v, key);
+        path += n + (path[n] == '.');
+    }
+    return v;
+}
+
+static double metric_of(const sweep_spec *s, const json_t *run)
+{
+    const json_t *m = path_get(run, s->metric);
+    return json_is_number(m) ? json_number_value(m) : -INFINITY;
+}
+
+/* The order runs are shown in: as run, or (--sort) by the metric, highest first,
+ * ties in run order. Indices into runs, malloc'd; NULL when out of memory. */
+typedef struct ranked { size_t i; double metric; } ranked;
+
+static int cmp_ranked_desc(const void *a, const void *b)
+{
+    const ranked *x = a, *y = b;
+    if (x->metric != y->metric)
+        return (x->metric < y->metric) - (x->metric > y->metric);
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+static size_t *run_order(const sweep_spec *s, const json_t *runs, int sorted)
+{
+    size_t n = json_array_size(runs);
+    size_t *order = malloc((n ? n : 1) * sizeof *order);
+    ranked *r = sorted ? malloc((n ? n : 1) * sizeof *r) : NULL;
+    if (!order || (sorted && !r)) {
+        free(order);
+        free(r);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        order[i] = i;
+        if (r)
+            r[i] = (ranked){ i, metric_of(s, json_array_get(runs, i)) };
+    }
+    if (r) {
+        qsort(r, n, sizeof *r, cmp_ranked_desc);
+        for (size_t i = 0; i < n; i++)
+            order[i] = r[i].i;
+        free(r);
+    }
+    return order;
+}
+
+static json_t *cell_of(const json_t *run, const char *path)
+{
+    const json_t *v = path_get(run, path);
+    if (json_is_boolean(v) && strstr(path, "passed"))
+        return json_string(json_is_true(v) ? "ok" : "FAILED");
+    if (json_is_array(v) || json_is_object(v)) {
+        char *s = json_dumps(v, JSON_COMPACT);
+        json_t *r = json_string(s ? s : "");
+        free(s);
+        return r;
+    }
+    return v ? json_deep_copy(v) : json_null();
+}
+
+/* The runs table: every run from `from` on, as run or (sorted) by the metric. */
+static void add_runs_table(json_t *view, const sweep_spec *s, const json_t *runs, int sorted, size_t from,
+                           const char *caption)
+{
+    json_t *cols = json_array();
+    for (const sweep_column *c = s->columns; c->path; c++)
+        json_array_append_new(cols, json_string(c->header));
+    json_t *table = view_add_table(view, caption, cols);
+    size_t n = json_array_size(runs), *order = run_order(s, runs, sorted);
+    if (!order)
+        return;
+    for (size_t i = from; i < n; i++) {
+        json_t *row = json_array();
+        for (const sweep_column *c = s->columns; c->path; c++)
+            json_array_append_new(row, cell_of(json_array_get(runs, order[i]), c->path));
+        view_table_row(table, row);
+    }
+    free(order);
+}
+
+static void add_notes(json_t *view, const sweep_spec *spec, magic_ctx *ctx, const json_t *device)
+{
+    if (ctx->backend && strcmp(ctx->backend->name, "cpu") == 0 && !spec->arithmetic) {
+        char note[600];
+        snprintf(note, sizeof note, "CPU backend: host threads stand in for CUDA threads%s%s",
+                 ctx->backend_note && *ctx->backend_note ? " (" : "",
+                 ctx->backend_note && *ctx->backend_note ? ctx->backend_note : "");
+        if (ctx->backend_note && *ctx->backend_note)
+            strcat(note, ")");
+        view_add_note(view, note);
+    }
+    if (json_is_true(json_object_get(device, "ptx_jit"))) {
+        char note[200];
+        snprintf(note, sizeof note, "running %s: no SASS was built for this GPU, so the first "
+                 "launches include JIT compilation", json_string_value(json_object_get(device, "arch")));
+        view_add_note(view, note);
+    }
+}
+
+static json_t *make_doc(magic_ctx *ctx, const sweep_state *st, json_t *runs, json_t *device)
+{
+    json_t *varying = json_array();
+    for (size_t i = 0; i < st->pts.nvarying; i++)
+        json_array_append_new(varying, json_string(st->pts.varying[i]));
+    json_t *doc = json_pack("{s:s, s:s, s:O, s:O, s:O, s:{s:o, s:I}}", "magic", st->spec->magic,
+                            "backend", ctx->backend ? ctx->backend->name : "none", "device", device,
+                            "params", st->pts.params, "runs", runs, "sweep", "varying", varying, "points",
+                            (json_int_t)st->pts.count);
+    json_object_set_new(doc, "backend_note", ctx->backend_note && *ctx->backend_note
+                                                 ? json_string(ctx->backend_note) : json_null());
+    return doc;
+}
+
+static json_t *make_view(magic_ctx *ctx, const sweep_state *st, const json_t *runs, const json_t *device)
+{
+    char title[160];
+    const char *dev = json_string_value(json_object_get(device, "name"));
+    if (st->spec->subject && json_is_string(path_get(json_array_get(runs, 0), st->spec->subject)))
+        snprintf(title, sizeof title, "%s of %s", st->spec->title,
+                 json_string_value(path_get(json_array_get(runs, 0), st->spec->subject)));
+    else
+        snprintf(title, sizeof title, "%s on %s", st->spec->title, dev ? dev : "?");
+    json_t *view = view_new(title);
+    add_notes(view, st->spec, ctx, device);
+    add_runs_table(view, st->spec, runs, json_is_true(json_object_get(st->pts.params, "sort")), 0, NULL);
+    return view;
+}
+
+/* ---- progress ---- */
+
+#define PROGRESS_BAR 24             /* characters of the bar */
+
+static double monotonic_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+double (*sweep_clock_ms)(void) = monotonic_ms;
+
+typedef struct progress {
+    char display_id[80];
+    double started_ms, shown_ms;
+    bool shown;
+} progress;
+
+/* What an update shows: where the sweep is and its last few runs. Its size does
+ * not grow with the sweep, so the 10,000th update costs what the first did. */
+static json_t *progress_view(magic_ctx *ctx, const sweep_state *st, const json_t *runs,
+                             const json_t *device, size_t done, double elapsed_ms)
+{
+    char title[200], line[PROGRESS_BAR * 3 + 160], caption[96];
+    snprintf(title, sizeof title, "%s — running %zu of %zu", st->spec->title, done + 1, st->pts.count);
+    json_t *view = view_new(title);
+    add_notes(view, st->spec, ctx, device);
+    size_t filled = done * PROGRESS_BAR / st->pts.count, used = 0;
+    for (size_t i = 0; i < PROGRESS_BAR; i++)
+        used += (size_t)snprintf(line + used, sizeof line - used, "%s", i < filled ? "█" : "░");
+    snprintf(line + used, sizeof line - used, " %3.0f%%  %zu of %zu points done in %.1f s",
+             100.0 * (double)done / (double)st->pts.count, done, st->pts.count, elapsed_ms / 1e3);
+    view_add_text(view, line);
+    size_t n = json_array_size(runs);
+    if (n == 0)
+        return view;
+    size_t from = n > SWEEP_PROGRESS_ROWS ? n - SWEEP_PROGRESS_ROWS : 0;
+    snprintf(caption, sizeof caption, from ? "the last %zu of %zu runs (the whole table comes at the end)"
+                                           : "the runs so far", n - from, n);
+    add_runs_table(view, st->spec, runs, 0, from, caption);
+    return view;
+}
+
+/* Before point `done`: the first display at once, then at most one update per
+ * SWEEP_PROGRESS_MS, however cheap the points are. */
+static void progress_before(magic_ctx *ctx, const sweep_state *st, progress *pr, const json_t *runs,
+                            const json_t *device, size_t done)
+{
+    if (st->pts.count < 2)
+        return;
+    double now = sweep_clock_ms();
+    if (pr->shown && now - pr->shown_ms < SWEEP_PROGRESS_MS)
+        return;
+    magic_progress(ctx, pr->display_id, NULL, progress_view(ctx, st, runs, device, done, now - pr->started_ms),
+                   pr->shown ? RESULT_UPDATE : RESULT_SHOW);
+    pr->shown = true;
+    pr->shown_ms = now;
+}
+
+static void progress_init(progress *pr)
+{
+    /* unique for the session: a later sweep (in the same long-lived worker, or a
+     * fresh one that got the same pid) must never update an earlier one's output */
+    static unsigned long sweeps;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    memset(pr, 0, sizeof *pr);
+    snprintf(pr->display_id, sizeof pr->display_id, "cudalab-%d-%lu-%llx%09ld", (int)getpid(), ++sweeps,
+             (unsigned long long)now.tv_sec, (long)now.tv_nsec);
+    pr->started_ms = sweep_clock_ms();
+}
+
+/* ---- chart ---- */
+
+static int is_number_list(const json_t *a)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v)
+        if (!json_is_number(v))
+            return 0;
+    return json_array_size(a) > 1;
+}
+
+static int powers_of_two(const json_t *a)
+{
+    size_t i;
+    json_t *v;
+    double lo = INFINITY, hi = 0;
+    json_array_foreach(a, i, v) {
+        double x = json_number_value(v);
+        if (x <= 0 || x != ldexp(1.0, (int)lround(log2(x))))
+            return 0;
+        lo = fmin(lo, x);
+        hi = fmax(hi, x);
+    }
+    return hi / lo >= 4;
+}
+
+/* "tiled, 16": the values of the varying flags at a point, other than skip. */
+static void series_name(const sweep_state *st, const json_t *point, const char *skip, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (size_t i = 0; i < st->pts.nvarying; i++) {
+        if (skip && strcmp(st->pts.varying[i], skip) == 0)
+            continue;
+        const json_t *v = json_object_get(point, st->pts.varying[i]);
+        char val[64];
+        if (json_is_string(v))
+            snprintf(val, sizeof val, "%s", json_string_value(v));
+        else
+            render_number(v, val, sizeof val);
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, "%s%s", used ? ", " : "", val);
+    }
+    if (!buf[0])
+        snprintf(buf, len, "%s", st->spec->magic);
+}
+
+/* A line chart over the first numeric varying flag, one series per combination
+ * of the others; bars when only names vary. points[i] holds the sweep point of runs[i]. */
+static void emit_chart(magic_ctx *ctx, const sweep_state *st, const json_t *runs, const json_t *points)
+{
+    const char *x = NULL;
+    for (size_t i = 0; i < st->pts.nvarying && !x; i++)
+        if (is_number_list(json_object_get(st->pts.params, st->pts.varying[i])))
+            x = st->pts.varying[i];
+    char names[128] = "", title[200];
+    for (size_t i = 0; i < st->pts.nvarying; i++) {         /* what the bars are labelled by */
+        size_t used = strlen(names);
+        snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", st->pts.varying[i]);
+    }
+    const char *x_label = x ? x : names[0] ? names : "run";
+    snprintf(title, sizeof title, "%s by %s", st->spec->metric_label, x_label);
+    json_t *view = view_new(NULL);
+    int log_x = x && powers_of_two(json_object_get(st->pts.params, x));
+    json_t *chart = view_add_chart(view, x ? "line" : "bar", title, x_label, st->spec->metric_label, log_x);
+    /* bars follow the table's order (--sort ranks them too); lines follow x */
+    size_t *order = run_order(st->spec, runs, !x && json_is_true(json_object_get(st->pts.params, "sort")));
+    for (size_t k = 0; order && k < json_array_size(runs); k++) {
+        size_t i = order[k];
+        const json_t *run = json_array_get(runs, i);
+        double y = metric_of(st->spec, run);
+        const json_t *point = json_array_get(points, i);
+        if (!isfinite(y) || !point)
+            continue;
+        char name[256];
+        series_name(st, point, x, name, sizeof name);
+        /* a run that does not use the x flag (a library variant in a tile sweep)
+         * says so with null or by leaving it out: it is not plotted at a made-up x */
+        const json_t *xv = x ? json_object_get(run, x) : NULL;
+        if (x && !xv)
+            xv = json_object_get(point, x);
+        if (x && !json_is_number(xv))
+            continue;
+        if (x)
+            view_chart_point(chart, name, json_deep_copy(xv), y);
+        else
+            view_chart_point(chart, st->spec->metric_label, json_string(name), y);
+    }
+    free(order);
+    magic_result(ctx, NULL, view);
+}
+
+/* ---- the sweep ---- */
+
+static int report_failed_checks(magic_ctx *ctx, const sweep_spec *s, const json_t *runs)
+{
+    size_t i, failed = 0, first = 0;
+    json_t *run;
+    json_array_foreach(runs, i, run)
+        if (json_is_false(path_get(run, "check.passed")) && failed++ == 0)
+            first = i;
+    if (!failed)
+        return 0;
+    run = json_array_get(runs, first);
+    const char *variant = json_string_value(json_object_get(run, "variant"));
+    char *check = json_dumps(json_object_get(run, "check"), JSON_COMPACT | JSON_REAL_PRECISION(6));
+    magic_error(ctx, "CheckError", "%zu of %zu runs gave a wrong result; first: variant %s: %s",
+                failed, json_array_size(runs), variant ? variant : "?", check ? check : "");
+    free(check);
+    return -1;
+}
+
+int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *user)
+{
+    sweep_state st = { .spec = s };
+    int rc = sweep_points_init(&st.pts, ctx, params);
+    if (rc == 0)
+        rc = host_work_check(ctx, s, params, user);
+    if (rc != 0) {
+        sweep_points_free(&st.pts);
+        return rc;
+    }
+    json_t *runs = json_array(), *points = json_array();
+    json_t *device = sweep_device_json(ctx);
+    progress pr;
+    progress_init(&pr);
+    for (size_t p = 0; rc == 0 && p < st.pts.count; p++) {
+        if (magic_cancelled()) {
+            rc = magic_error(ctx, "KeyboardInterrupt", "%%%s interrupted after %zu of %zu points", s->magic,
+                             p, st.pts.count);
+            break;
+        }
+        progress_before(ctx, &st, &pr, runs, device, p);
+        json_t *pp = sweep_points_current(&st.pts);
+        if (!host_work_skips(ctx, s, pp, user))
+            rc = s->run_point(ctx, pp, runs, user);
+        while (json_array_size(points) < json_array_size(runs))
+            json_array_append(points, pp);
+        json_decref(pp);
+        sweep_points_next(&st.pts);
+    }
+    if (rc == 0) {
+        json_t *view = make_view(ctx, &st, runs, device);
+        json_t *doc = make_doc(ctx, &st, runs, device);
+        if (st.pts.count > 1) {
+            magic_progress(ctx, pr.display_id, doc, view, RESULT_FINAL);
+            emit_chart(ctx, &st, runs, points);
+        } else {
+            magic_result(ctx, doc, view);
+        }
+        rc = report_failed_checks(ctx, s, runs);
+    }
+    json_decref(runs);
+    json_decref(points);
+    json_decref(device);
+    sweep_points_free(&st.pts);
+    return rc;
+}

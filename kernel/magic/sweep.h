@@ -1,0 +1,151 @@
+/* sweep.h — the machinery every timed magic shares: sweeps over comma lists,
+ * statistics, progress, the result document, table and chart.
+ *
+ * A magic describes its table once (sweep_spec) and supplies one function that
+ * runs a single point (every flag a scalar) and appends run objects. The sweep
+ * expands every list-valued flag into the cartesian product (in the order of the
+ * params object: a magic that wants its table's order puts params in that order;
+ * at most SWEEP_MAX_POINTS points), refuses what would take the host too long
+ * (host work, below), shows progress while points run (update_display_data: the
+ * first at once, then at most one every SWEEP_PROGRESS_MS, each a progress line
+ * and the last SWEEP_PROGRESS_ROWS runs, so that a sweep of 10,000 cheap points
+ * sends a handful of small messages), and emits one final result, with every
+ * run, that replaces the progress display:
+ *   doc  = {"magic", "backend", "backend_note", "device": {...}, "params": {...},
+ *           "runs": [ {...}, ... ], "sweep": {"varying": [flag, ...], "points": N}}
+ *   view = title, notes (backend, PTX warning), a table of the runs (sortable by
+ *          the metric with --sort), and a chart of the metric when a numeric
+ *          flag varies (Vega-Lite + SVG fallback in the bundle).
+ * A run whose "check" object has "passed": false makes the cell fail after the
+ * table is shown (ename "CheckError").
+ */
+#ifndef CUDALAB_SWEEP_H
+#define CUDALAB_SWEEP_H
+
+#include <jansson.h>
+
+#include "magic/magic.h"
+#include "cudalab/measure.h"
+
+/* The most points a sweep may have: a larger cross product is refused, naming its
+ * size, before anything runs. */
+#define SWEEP_MAX_POINTS 10000
+/* Progress while a sweep runs: at most one update per this many milliseconds... */
+#define SWEEP_PROGRESS_MS 250
+/* ...each showing only the last few runs (the final result has them all). */
+#define SWEEP_PROGRESS_ROWS 5
+
+typedef struct sweep_column {
+    const char *path;           /* dotted path into a run: "variant", "time_ms.median", "check.passed" */
+    const char *header;         /* "median ms" */
+} sweep_column;
+
+/* ---- host work ----
+ * What a command makes the host compute: on the CPU backend every warm-up and
+ * timed run, on a GPU the host loops (a `cpu` variant), and everywhere the CPU
+ * reference of the check and inputs generated on the host. One estimate serves
+ * every family: the family's hook gives one point's work in its own unit
+ * (multiply-adds, bytes, elements) with the rate this host's CPU backend does
+ * it at (measured, so an estimate; parts that run on every core scale with
+ * host_work_cores()); the framework multiplies the runs by --warmup + --reps,
+ * adds the point's inputs and its check (once per reference), sums the points,
+ * and refuses a command whose estimate is over CUDALAB_HOST_WORK_LIMIT seconds
+ * (HOST_WORK_DEFAULT_LIMIT_S by default), per point and in all, unless it is
+ * given --force (SWEEP_FORCE_FLAG); the error names the estimate and the limit. */
+#define HOST_WORK_DEFAULT_LIMIT 30  /* seconds */
+#define HOST_WORK_DEFAULT_LIMIT_S ((double)HOST_WORK_DEFAULT_LIMIT)
+#define HOST_WORK_LIMIT_ENV "CUDALAB_HOST_WORK_LIMIT"
+#define HOST_WORK_TEXT_(x) #x
+#define HOST_WORK_TEXT(x) HOST_WORK_TEXT_(x)
+
+typedef struct host_work {
+    double run;             /* one warm-up or timed run on the host (0 where it runs on a GPU) */
+    double run_rate;        /* units of run per second on this host (measured) */
+    double setup;           /* once per point: inputs made on the host for the runs */
+    double setup_rate;
+    double check;           /* the check: its CPU reference (regenerating the input) and the comparison */
+    double check_rate;
+    unsigned long long check_key;  /* nonzero: a point with the previous point's key reuses its
+                                      reference (the family caches it), so its check costs nothing */
+    bool optional;          /* over the limit on its own, the point is left out, not refused
+                               (matmul's host loop brought in by --variant all) */
+} host_work;
+
+/* One point's host work: point has scalars only; user is the sweep's. */
+typedef host_work (*host_work_fn)(magic_ctx *ctx, const json_t *point, void *user);
+
+/* The flag that runs a command over the host-work limit, for a flag_spec table. */
+#define SWEEP_FORCE_FLAG \
+    {.name = "force", .type = FLAG_BOOL, .def = "false", \
+     .help = "run even where the estimated host work is over the limit (" HOST_WORK_LIMIT_ENV \
+             ", " HOST_WORK_TEXT(HOST_WORK_DEFAULT_LIMIT) " s by default)"}
+
+struct sweep_spec;
+/* Runs one point: params has scalars only. Appends one or more run objects to
+ * runs. Returns 0, or -1 with magic_error() set (the sweep stops). */
+typedef int (*sweep_point_fn)(magic_ctx *ctx, const json_t *params, json_t *runs, void *user);
+
+/* The flags every timed magic shares, with one default and range for all of
+ * them (each magic says in its help what a run is): in a flag_spec table,
+ *   SWEEP_SEED_FLAG("seed of the generated input"),
+ *   SWEEP_TIMING_FLAGS("timed runs per point", "untimed runs before them"), */
+#define SWEEP_SEED_FLAG(help_) \
+    {.name = "seed", .type = FLAG_INT, .def = "1", .imin = 0, .imax = INT64_MAX, .help = (help_)}
+#define SWEEP_TIMING_FLAGS(reps_help, warmup_help) \
+    {.name = "reps", .type = FLAG_INT, .def = "20", .imin = 1, .imax = CL_MAX_REPS, .help = (reps_help)}, \
+    {.name = "warmup", .type = FLAG_INT, .def = "3", .imin = 0, .imax = 100, .help = (warmup_help)}
+
+typedef struct sweep_spec {
+    const char *magic;          /* "reduce" */
+    const char *title;          /* "Reduction" */
+    const char *metric;         /* headline metric path in a run: "gbs", "gflops" */
+    const char *metric_label;   /* "GB/s" */
+    const sweep_column *columns;/* terminated by {NULL} */
+    sweep_point_fn run_point;
+    bool arithmetic;            /* the magic computes, it does not time: no CPU-backend note */
+    const char *subject;        /* a path in the first run naming what the results are of (the title
+                                   says "<title> of <it>"), or NULL: "<title> on <device name>" */
+    host_work_fn host_work;     /* NULL: the points cost the host nothing worth counting */
+    const char *size_flag;      /* the param that sets the work ("size"): named in a refusal */
+} sweep_spec;
+
+/* Runs the whole sweep and reports through ctx. Returns 0 or -1 (error set). */
+int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *user);
+
+/* The number of points of params' sweep, in *points: 0, or -1 with a UsageError
+ * naming the count and SWEEP_MAX_POINTS. For a magic whose own checks walk the
+ * cross product before sweep_run does. */
+int sweep_count(magic_ctx *ctx, const json_t *params, size_t *points);
+
+/* The host-work limit: every point of params' sweep estimated with s->host_work,
+ * against the limit per point and in all. 0, or -1 with the UsageError set.
+ * sweep_run calls it; a magic that runs one point without sweep_run (%grid)
+ * calls it itself. */
+int host_work_check(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *user);
+/* The limit in seconds: CUDALAB_HOST_WORK_LIMIT when it is a positive number, else
+ * HOST_WORK_DEFAULT_LIMIT_S. */
+double host_work_limit_s(void);
+/* The cores the CPU backend's parallel parts run on (online CPUs, at most 64, as
+ * its thread pools): a family multiplies a per-core rate by it. */
+double host_work_cores(void);
+
+/* A param's value as a list: an array as it is, a scalar as a one-element array. New reference. */
+json_t *sweep_as_list(const json_t *v);
+
+/* --variant all -> every variant: `choices` lists the variants in table order
+ * and ends with "all" and NULL. Returns the given names with "all" expanded and
+ * duplicates dropped (new reference), or NULL with a UsageError in ctx. */
+json_t *sweep_expand_all(magic_ctx *ctx, const json_t *given, const char *const *choices);
+
+/* {"median", "min", "max", "mean", "stdev", "reps"} of t->ms (ms). */
+json_t *stats_json(const cl_times *t);
+double stats_median(const cl_times *t);
+
+/* {"grid": [x,y,z], "block": [x,y,z], "smem_per_block": B, "regs_per_thread": R, "kernels": K} */
+json_t *launch_json(const cl_launch *l);
+
+/* The "device" object of a result document for the backend in ctx (name, cc, arch,
+ * sms, peak_fp32_gflops, peak_bandwidth_gbs, measured_bandwidth_gbs, ptx_jit). */
+json_t *sweep_device_json(magic_ctx *ctx);
+
+#endif

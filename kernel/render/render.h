@@ -1,0 +1,80 @@
+/* render.h — turns a command's result into a Jupyter MIME bundle.
+ *
+ * A command produces two JSON values: the document (stable names and units,
+ * read by notebooks and autograders) and a view (how to show it). The document
+ * travels as RESULT_MIME, not application/json: JupyterLab ranks its JSON
+ * viewer above HTML, so an application/json entry would replace every table
+ * with a JSON tree; a vendor +json type is still stored as JSON by nbformat
+ * and read back as JSON by nbclient and nbgrader. The renderer never looks inside the document; it only lays
+ * out the view, so every magic gets the same tables in text and HTML.
+ *
+ * View schema:
+ *   {"title": "text",                                   optional
+ *    "blocks": [                                        shown in order
+ *      {"type": "note",  "text": "line"},               a remark or warning
+ *      {"type": "text",  "text": "preformatted lines"},
+ *      {"type": "table", "title": "optional caption",
+ *       "columns": ["name", ...],                       omitted = no header row
+ *       "rows": [[cell, ...], ...]}                     cell: string, integer, real, bool or null
+ *      {"type": "chart", "kind": "line" | "bar",
+ *       "title": "GFLOP/s by tile", "x_label": "tile", "y_label": "GFLOP/s",   each optional
+ *       "log_x": false,                                 line: x on a log2 axis
+ *       "series": [{"name": "tiled", "points": [[x, y], ...]}, ...]}
+ *    ]}                                                 line: x a number; bar: x a category
+ *                                                       (a string), several series = grouped bars
+ * Numbers are right-aligned, text left-aligned. text/plain is deterministic:
+ * the same view always gives the same bytes.
+ *
+ * A chart is shown in text/plain as its title and a table of series (when
+ * there are several), x and y, and in text/html as an inline SVG. A view of one
+ * chart block and nothing else is published as a picture instead: text/plain,
+ * image/svg+xml and application/vnd.vegalite.v5+json, and no text/html, so that
+ * JupyterLab shows the interactive chart and nbconvert the SVG. Points that are
+ * not [x, y] of the right types are skipped (so is x <= 0 on a log2 axis), series
+ * of the same name are one; a chart block without a known kind is left out.
+ */
+#ifndef CUDALAB_RENDER_H
+#define CUDALAB_RENDER_H
+
+#include <jansson.h>
+
+#define RESULT_MIME "application/vnd.cudalab.result+json"
+
+/* {"text/plain": ..., "text/html": ..., RESULT_MIME: doc}, or for a view
+ * of one chart {"text/plain", "image/svg+xml", "application/vnd.vegalite.v5+json",
+ * RESULT_MIME}. New reference; doc and view are borrowed. doc may be
+ * NULL (then no RESULT_MIME). */
+json_t *render_bundle(const json_t *doc, const json_t *view);
+
+/* Each returns a malloc'd NUL-terminated string; the caller frees it. */
+char *render_text(const json_t *view);
+char *render_html(const json_t *view);
+
+/* A chart block (borrowed) as a self-contained, deterministic 640x360 SVG
+ * (malloc'd; the caller frees it; a "no data" picture when the chart has no
+ * point or is no chart), and as a Vega-Lite v5 spec with its data inline (new
+ * reference; NULL only when memory runs out). */
+char *chart_svg(const json_t *chart);
+json_t *chart_vegalite(const json_t *chart);
+
+/* How a number cell is written, in text and HTML alike. Writes into buf. */
+void render_number(const json_t *cell, char *buf, size_t len);
+
+/* Small builders for magics, so views are written the same way everywhere.
+ * view_new returns a new reference (title may be NULL); view_add_table returns
+ * the table inside the view (borrowed), to be filled with view_table_row. */
+json_t *view_new(const char *title);
+json_t *view_add_table(json_t *view, const char *title, json_t *columns /* stolen, may be NULL */);
+void view_table_row(json_t *table, json_t *row /* stolen */);
+void view_add_note(json_t *view, const char *text);
+void view_add_text(json_t *view, const char *text);
+
+/* A chart block of kind "line" or "bar" (else NULL and nothing added), to be
+ * filled with view_chart_point; returned borrowed from the view. Titles and
+ * labels may be NULL. view_chart_point appends [x, y] to the series called
+ * series, created at the end when new; x is stolen, a non-finite y is dropped. */
+json_t *view_add_chart(json_t *view, const char *kind, const char *title, const char *x_label,
+                       const char *y_label, int log_x);
+void view_chart_point(json_t *chart, const char *series, json_t *x /* stolen */, double y);
+
+#endif
