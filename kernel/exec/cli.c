@@ -86,7 +86,7 @@ int cli_run_cell(const char *cell, bool json_mode)
     parse_error perr;
     int n = cell_parse(cell, &cmds, &perr);
     if (n < 0) {
-        print_error(perr.ename, perr.evalue, perr.line, perr.source);
+        print_error(perr.error.ename, perr.error.evalue, perr.line, perr.source);
         return 2;
     }
     int rc = 0;
@@ -94,7 +94,7 @@ int cli_run_cell(const char *cell, bool json_mode)
     for (int i = 0; i < n && rc == 0; i++) {
         magic_ctx ctx = { .out = &cli_out, .impl = &session, .results = session.results };
         if (worker_exec(cmds[i].magic, cmds[i].params, cmds[i].body, &ctx)) {
-            print_error(ctx.ename, ctx.evalue, cmds[i].line, cmds[i].source);
+            print_error(ctx.error.ename, ctx.error.evalue, cmds[i].line, cmds[i].source);
             size_t j;
             json_t *l;
             json_array_foreach(ctx.traceback, j, l)

@@ -180,8 +180,8 @@ int worker_exec(const magic_spec *m, const json_t *params, const char *body, mag
 
 static void send_error(int fd, const magic_ctx *ctx)
 {
-    json_t *m = json_pack("{s:s, s:s, s:s, s:O?}", "op", "error", "ename", ctx->ename, "evalue",
-                          ctx->evalue, "traceback", ctx->traceback);
+    json_t *m = json_pack("{s:s, s:s, s:s, s:O?}", "op", "error", "ename", ctx->error.ename, "evalue",
+                          ctx->error.evalue, "traceback", ctx->traceback);
     if (m)
         frame_write(fd, m);
     json_decref(m);
@@ -215,8 +215,8 @@ static int run_one(int fd, const json_t *req)
         magic_error(&ctx, "InternalError", "the worker does not know %%%s", name ? name : "?");
     else if (worker_exec(m, json_object_get(req, "params"),
                          json_string_value(json_object_get(req, "body")), &ctx) == 0)
-        ctx.ename[0] = '\0';
-    if (ctx.ename[0]) {
+        ctx.error.ename[0] = '\0';
+    if (ctx.error.ename[0]) {
         leave = poisoned(&ctx);
         send_error(fd, &ctx);
     }

@@ -38,7 +38,7 @@ static expr *parsed(magic_ctx *ctx, const json_t *params)
 
 static int report(magic_ctx *ctx, expr_report *rep)
 {
-    magic_error(ctx, rep->ename, "%s", rep->evalue);
+    magic_error(ctx, rep->error.ename, "%s", rep->error.evalue);
     ctx->traceback = rep->lines;
     return -1;
 }

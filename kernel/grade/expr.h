@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/error.h"
 #include "grade/results.h"
 
 typedef struct expr expr;
@@ -46,8 +47,7 @@ typedef struct expr expr;
  * evalue, and extra traceback lines ("where ..." with the values that were
  * compared). lines is a new reference or NULL; the caller frees it. */
 typedef struct expr_report {
-    char ename[32];
-    char evalue[1024];
+    error_info error;
     json_t *lines;
 } expr_report;
 

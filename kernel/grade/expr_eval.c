@@ -35,12 +35,10 @@ static int fail(ev *x, const char *ename, const char *fmt, ...) __attribute__((f
 
 static int fail(ev *x, const char *ename, const char *fmt, ...)
 {
-    snprintf(x->rep->ename, sizeof x->rep->ename, "%s", ename);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(x->rep->evalue, sizeof x->rep->evalue, fmt, ap);
+    error_setv(&x->rep->error, ename, fmt, ap);
     va_end(ap);
-    utf8_trim(x->rep->evalue);
     return -1;
 }
 
@@ -306,12 +304,12 @@ static int lookup_missed(ev *x)
 {
     int cell;
     size_t dropped = results_evicted(x->rs, &cell);
-    size_t at = strlen(x->rep->evalue);
-    if (dropped && at < sizeof x->rep->evalue)
-        snprintf(x->rep->evalue + at, sizeof x->rep->evalue - at,
+    size_t at = strlen(x->rep->error.evalue);
+    if (dropped && at < sizeof x->rep->error.evalue)
+        snprintf(x->rep->error.evalue + at, sizeof x->rep->error.evalue - at,
                  " (note: the %zu oldest results of this session, up to cell %d, were dropped to keep it "
                  "within %d results and %u MiB)", dropped, cell, RESULTS_KEEP, RESULTS_MAX_BYTES >> 20);
-    utf8_trim(x->rep->evalue);
+    utf8_trim(x->rep->error.evalue);
     return -1;
 }
 
@@ -1174,10 +1172,10 @@ int expr_check(expr *e, const result_store *rs, expr_report *rep)
     char because[900];
     explain(&w, e->root, because, sizeof because);
     where(&w, e->root);
-    snprintf(rep->ename, sizeof rep->ename, "AssertionError");
-    snprintf(rep->evalue, sizeof rep->evalue, "%.*s%s: %s", utf8_clip(expr_source(e), 200), expr_source(e),
+    snprintf(rep->error.ename, sizeof rep->error.ename, "AssertionError");
+    snprintf(rep->error.evalue, sizeof rep->error.evalue, "%.*s%s: %s", utf8_clip(expr_source(e), 200), expr_source(e),
              strlen(expr_source(e)) > 200 ? "..." : "", because);
-    utf8_trim(rep->evalue);
+    utf8_trim(rep->error.evalue);
     rep->lines = w.lines;
     return 0;
 }

@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "base/error.h"
 #include "magic/magic.h"
 
 /* ---- parsing (parse.c) ---- */
@@ -24,8 +25,7 @@ typedef struct command {
 } command;
 
 typedef struct parse_error {
-    char ename[32];                 /* "UsageError" or "SyntaxError" */
-    char evalue[512];
+    error_info error;               /* "UsageError" or "SyntaxError", and what is wrong */
     int line;                       /* 1-based line, 0 if none */
     int column;                     /* 1-based, 0 if none */
     char source[512];               /* the offending line */

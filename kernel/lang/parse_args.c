@@ -35,12 +35,10 @@ typedef struct args {
 __attribute__((format(printf, 3, 4)))
 static int usage_error(args *a, size_t at, const char *fmt, ...)
 {
-    snprintf(a->err->ename, sizeof a->err->ename, "UsageError");
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(a->err->evalue, sizeof a->err->evalue, fmt, ap);
+    error_setv(&a->err->error, "UsageError", fmt, ap);
     va_end(ap);
-    utf8_trim(a->err->evalue);
     *a->at = at;
     return -1;
 }

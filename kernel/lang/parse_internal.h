@@ -117,7 +117,7 @@ int fail_at(parse_error *err, const logical *l, size_t at, const char *ename, co
 /* ---- parse_args.c ---- */
 
 /* Validates the arguments of one command (tokens first..lx->n-1) against m.
- * Returns the params object (new reference), or NULL with err->ename/evalue
+ * Returns the params object (new reference), or NULL with err->error.ename/evalue
  * set and *at the byte offset of the culprit in the line (SIZE_MAX if none). */
 json_t *args_parse(const magic_spec *m, const lexed *lx, int first,
                    parse_error *err, size_t *at);

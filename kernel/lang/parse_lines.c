@@ -97,12 +97,10 @@ void locate(const logical *l, size_t at, parse_error *err)
 
 int fail_at(parse_error *err, const logical *l, size_t at, const char *ename, const char *fmt, ...)
 {
-    snprintf(err->ename, sizeof err->ename, "%s", ename);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->evalue, sizeof err->evalue, fmt, ap);
+    error_setv(&err->error, ename, fmt, ap);
     va_end(ap);
-    utf8_trim(err->evalue);
     locate(l, at, err);
     return -1;
 }

@@ -49,10 +49,9 @@ void magic_progress(magic_ctx *ctx, const char *display_id, json_t *doc, json_t 
 
 int magic_error(magic_ctx *ctx, const char *ename, const char *fmt, ...)
 {
-    snprintf(ctx->ename, sizeof ctx->ename, "%s", ename);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(ctx->evalue, sizeof ctx->evalue, fmt, ap);
+    error_setv(&ctx->error, ename, fmt, ap);
     va_end(ap);
     return -1;
 }

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/error.h"
 #include "cudalab/backend.h"
 
 enum flag_type {
@@ -99,8 +100,7 @@ typedef struct magic_ctx {
     const char *backend_note;       /* why this backend (e.g. the CUDA error that made us fall back) */
     const struct result_store *results; /* the session's results (%assert), where there are any */
     /* set by magic_error(); the caller turns it into a Jupyter error */
-    char ename[64];
-    char evalue[1024];
+    error_info error;
     json_t *traceback;              /* extra plain lines, or NULL */
 } magic_ctx;
 

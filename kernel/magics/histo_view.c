@@ -196,8 +196,8 @@ int histo_sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, v
     inner.out = &histo_out_table;
     inner.impl = &h;
     int rc = sweep_run(&inner, s, params, user);
-    memcpy(ctx->ename, inner.ename, sizeof ctx->ename);
-    memcpy(ctx->evalue, inner.evalue, sizeof ctx->evalue);
+    memcpy(ctx->error.ename, inner.error.ename, sizeof ctx->error.ename);
+    memcpy(ctx->error.evalue, inner.error.evalue, sizeof ctx->error.evalue);
     ctx->traceback = inner.traceback;
     return rc;
 }

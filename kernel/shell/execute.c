@@ -117,7 +117,7 @@ static void cell_advance(kernel *k)
         magic_ctx ctx = { .out = &cell_out, .impl = k, .results = k->results };
         int rc = cmd->magic->run(&ctx, cmd->params, cmd->body);
         if (rc) {
-            fail_command(k, cmd, ctx.ename, ctx.evalue, ctx.traceback);
+            fail_command(k, cmd, ctx.error.ename, ctx.error.evalue, ctx.traceback);
             json_decref(ctx.traceback);
             break;
         }
@@ -347,7 +347,7 @@ enum handled handle_execute(kernel *k, void *sock, wire_msg *req)
         json_t *tb = json_array();
         if (perr.line > 0)
             json_array_append_new(tb, json_sprintf("  in cell line %d: %s", perr.line, perr.source));
-        cell_fail(k, perr.ename, perr.evalue, tb);
+        cell_fail(k, perr.error.ename, perr.error.evalue, tb);
         json_decref(tb);
         cell_finish(k);
     } else {

@@ -129,12 +129,12 @@ static int parse_checked(const char *cell, bool fake, bool valid_utf8)
     int n = fake ? cell_parse_with(cell, fake_find, &cmds, &err) : cell_parse(cell, &cmds, &err);
     if (n < 0) {
         check(n == -1 && cmds == NULL, "a failed parse returns -1 and no commands");
-        check(in_array(err.ename, sizeof err.ename) && in_array(err.evalue, sizeof err.evalue) &&
+        check(in_array(err.error.ename, sizeof err.error.ename) && in_array(err.error.evalue, sizeof err.error.evalue) &&
               in_array(err.source, sizeof err.source), "error strings terminated");
-        check(err.ename[0] && err.evalue[0], "an error has a name and a message");
+        check(err.error.ename[0] && err.error.evalue[0], "an error has a name and a message");
         check(err.line >= 0 && err.column >= 0, "error position");
         if (valid_utf8)
-            check(str_utf8(err.evalue) && str_utf8(err.source) && str_utf8(err.ename),
+            check(str_utf8(err.error.evalue) && str_utf8(err.source) && str_utf8(err.error.ename),
                   "error text of UTF-8 input is UTF-8");
         return n;
     }

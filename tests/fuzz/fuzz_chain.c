@@ -147,7 +147,7 @@ static void check_cell(const char *magic, const char *text, bool expr_refused)
     parse_error err;
     int n = cell_parse(cell, &cmds, &err);
     if (n < 0) {
-        check(err.ename[0] && err.evalue[0], "a cell error without a name or a message");
+        check(err.error.ename[0] && err.error.evalue[0], "a cell error without a name or a message");
     } else {
         check(!expr_refused || strchr(text, '\n') || strcmp(magic, "%echo") == 0,
               "a cell accepts an expression that expr_parse refuses");
@@ -163,8 +163,8 @@ static void check_cell(const char *magic, const char *text, bool expr_refused)
 
 static void check_report(const expr_report *rep)
 {
-    check(rep->ename[0] != '\0', "an error without a name");
-    check(rep->evalue[0] != '\0', "an error without a message");
+    check(rep->error.ename[0] != '\0', "an error without a name");
+    check(rep->error.evalue[0] != '\0', "an error without a message");
 }
 
 /* Length of the expression as expr_parse sees it, when plain: no quote, no comment. */

@@ -45,11 +45,11 @@ static bool input_utf8(const char *s, size_t n)
 
 static void check_report(const expr_report *rep, bool utf8)
 {
-    check(rep->ename[0] != '\0', "an error without a name");
-    check(rep->evalue[0] != '\0', "an error without a message");
+    check(rep->error.ename[0] != '\0', "an error without a name");
+    check(rep->error.evalue[0] != '\0', "an error without a message");
     if (!utf8)
         return;
-    check(utf8_valid(rep->evalue), "an error message that is not UTF-8");
+    check(utf8_valid(rep->error.evalue), "an error message that is not UTF-8");
     size_t i;
     json_t *l;
     json_array_foreach(rep->lines, i, l)

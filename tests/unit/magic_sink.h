@@ -46,8 +46,8 @@ static int run_cell(const char *cell, const cl_backend *be, sink *s, magic_ctx *
     parse_error e;
     int n = cell_parse(cell, &c, &e);
     if (n != 1) {
-        snprintf(ctx->ename, sizeof ctx->ename, "%s", e.ename);
-        snprintf(ctx->evalue, sizeof ctx->evalue, "%s", e.evalue);
+        snprintf(ctx->error.ename, sizeof ctx->error.ename, "%s", e.error.ename);
+        snprintf(ctx->error.evalue, sizeof ctx->error.evalue, "%s", e.error.evalue);
         if (n > 0)
             commands_free(c, n);
         return 2;

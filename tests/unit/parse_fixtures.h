@@ -70,7 +70,7 @@ static inline command *ok(const char *cell, int *n)
     parse_error e;
     *n = cell_parse_with(cell, fake_find, &c, &e);
     if (*n < 0)
-        fail_msg("cell %s\n  failed: %s: %s", cell, e.ename, e.evalue);
+        fail_msg("cell %s\n  failed: %s: %s", cell, e.error.ename, e.error.evalue);
     return c;
 }
 

@@ -98,7 +98,7 @@ static void magic_strides(void **state)
     sink s;
     magic_ctx ctx;
     if (run_cell("%coalesce --size 100003 --reps 2 --warmup 0", cl_cpu_backend(), &s, &ctx))
-        fail_msg("%s: %s", ctx.ename, ctx.evalue);
+        fail_msg("%s: %s", ctx.error.ename, ctx.error.evalue);
     json_t *runs = json_object_get(s.doc, "runs"), *r;
     assert_int_equal(json_array_size(runs), 6);
     static const int sectors[] = {4, 8, 16, 32, 32, 32};
@@ -112,7 +112,7 @@ static void magic_strides(void **state)
     }
     sink_free(&s);
     if (run_cell("%coalesce --layout row,col --rows 300 --cols 77 --reps 1 --warmup 0", cl_cpu_backend(), &s, &ctx))
-        fail_msg("%s: %s", ctx.ename, ctx.evalue);
+        fail_msg("%s: %s", ctx.error.ename, ctx.error.evalue);
     runs = json_object_get(s.doc, "runs");
     assert_int_equal(json_array_size(runs), 2);
     assert_int_equal(json_integer_value(json_object_get(json_array_get(runs, 0), "stride")), 1);
@@ -127,24 +127,24 @@ static void magic_errors(void **state)
     sink s;
     magic_ctx ctx;
     assert_int_equal(run_cell("%coalesce --block 100", cl_cpu_backend(), &s, &ctx), -1);
-    assert_contains(ctx.evalue, "multiple of the warp size");
+    assert_contains(ctx.error.evalue, "multiple of the warp size");
     sink_free(&s);
     assert_int_equal(run_cell("%coalesce --size 16 --stride 32", cl_cpu_backend(), &s, &ctx), -1);
-    assert_contains(ctx.evalue, "larger than --size 16");
+    assert_contains(ctx.error.evalue, "larger than --size 16");
     sink_free(&s);
     assert_int_equal(run_cell("%coalesce --stride 2 --layout row", cl_cpu_backend(), &s, &ctx), -1);
-    assert_contains(ctx.evalue, "two experiments");
+    assert_contains(ctx.error.evalue, "two experiments");
     sink_free(&s);
     assert_int_equal(run_cell("%coalesce --size 2^50", cl_cpu_backend(), &s, &ctx), -1);
-    assert_string_equal(ctx.ename, "MemoryError");
-    assert_contains(ctx.evalue, "largest size that fits");
+    assert_string_equal(ctx.error.ename, "MemoryError");
+    assert_contains(ctx.error.evalue, "largest size that fits");
     sink_free(&s);
     assert_int_equal(run_cell("%coalesce --layout diagonal", cl_cpu_backend(), &s, &ctx), 2);
     sink_free(&s);
     cl_backend none = *cl_cpu_backend();
     none.coalesce = NULL;
     assert_int_equal(run_cell("%coalesce", &none, &s, &ctx), -1);
-    assert_contains(ctx.evalue, "built without %coalesce");
+    assert_contains(ctx.error.evalue, "built without %coalesce");
     sink_free(&s);
 }
 

@@ -386,8 +386,8 @@ static void test_index_beyond_count(void **state)
     magic_ctx ctx;
     assert_int_equal(run_device(&fake_backend, NULL, "{\"index\": 3, \"brief\": false}", &c, &ctx), -1);
     assert_int_equal(c.results, 0);
-    assert_string_equal(ctx.ename, "UsageError");
-    assert_string_equal(ctx.evalue, "--index 3: only 2 devices (0..1)");
+    assert_string_equal(ctx.error.ename, "UsageError");
+    assert_string_equal(ctx.error.evalue, "--index 3: only 2 devices (0..1)");
     capture_free(&c, &ctx);
 }
 
@@ -400,8 +400,8 @@ static void test_props_failure(void **state)
     fake_fail_dev = -1;
     assert_int_equal(rc, -1);
     assert_int_equal(c.results, 0);
-    assert_string_equal(ctx.ename, "CudaError");
-    assert_non_null(strstr(ctx.evalue, "an illegal memory access was encountered"));
+    assert_string_equal(ctx.error.ename, "CudaError");
+    assert_non_null(strstr(ctx.error.evalue, "an illegal memory access was encountered"));
     capture_free(&c, &ctx);
 }
 
@@ -410,7 +410,7 @@ static void test_no_backend(void **state)
     capture c;
     magic_ctx ctx;
     assert_int_equal(run_device(NULL, NULL, "{\"index\": null, \"brief\": false}", &c, &ctx), -1);
-    assert_string_equal(ctx.ename, "RuntimeError");
+    assert_string_equal(ctx.error.ename, "RuntimeError");
     capture_free(&c, &ctx);
 }
 
@@ -462,8 +462,8 @@ static void test_cpu_index_error(void **state)
     capture c;
     magic_ctx ctx;
     assert_int_equal(run_device(cl_cpu_backend(), NULL, "{\"index\": 1, \"brief\": false}", &c, &ctx), -1);
-    assert_string_equal(ctx.ename, "UsageError");
-    assert_string_equal(ctx.evalue, "--index 1: only 1 device (0..0)");
+    assert_string_equal(ctx.error.ename, "UsageError");
+    assert_string_equal(ctx.error.evalue, "--index 1: only 1 device (0..0)");
     capture_free(&c, &ctx);
 }
 

@@ -57,7 +57,7 @@ static int run_cell(const char *cell, sink *s, magic_ctx *ctx)
     *ctx = (magic_ctx){ .out = &sink_out, .impl = s };
     int n = cell_parse(cell, &c, &e);
     if (n != 1)
-        fail_msg("%s: parsed into %d commands (%s)", cell, n, e.evalue);
+        fail_msg("%s: parsed into %d commands (%s)", cell, n, e.error.evalue);
     int rc = c[0].magic->run(ctx, c[0].params, c[0].body);
     commands_free(c, n);
     return rc;
@@ -212,10 +212,10 @@ static void help_unknown_name(void **state)
     sink s;
     magic_ctx ctx;
     assert_int_equal(run_cell("%help ecoh", &s, &ctx), -1);
-    assert_string_equal(ctx.ename, "UsageError");
-    assert_string_equal(ctx.evalue, "unknown magic %ecoh; did you mean %echo?");
+    assert_string_equal(ctx.error.ename, "UsageError");
+    assert_string_equal(ctx.error.evalue, "unknown magic %ecoh; did you mean %echo?");
     assert_int_equal(run_cell("%qqqqqqqq?", &s, &ctx), -1);
-    assert_string_equal(ctx.evalue, "unknown magic %qqqqqqqq; %help lists them all");
+    assert_string_equal(ctx.error.evalue, "unknown magic %qqqqqqqq; %help lists them all");
     assert_int_equal(s.results, 0);
 }
 
@@ -230,7 +230,7 @@ static void help_examples_parse(void **state)
             parse_error err;
             int got = cell_parse(*ex, &cmds, &err);
             if (got < 1)
-                fail_msg("%%%s example '%s': %s: %s", all[i]->name, *ex, err.ename, err.evalue);
+                fail_msg("%%%s example '%s': %s: %s", all[i]->name, *ex, err.error.ename, err.error.evalue);
             commands_free(cmds, got);
         }
 }

@@ -72,7 +72,7 @@ static void holds(const char *src)
     expr_report rep;
     int rc = check(src, &rep);
     if (rc != 1)
-        fail_msg("expected true: %s; got %d: %s: %s", src, rc, rep.ename, rep.evalue);
+        fail_msg("expected true: %s; got %d: %s: %s", src, rc, rep.error.ename, rep.error.evalue);
     json_decref(rep.lines);
 }
 
@@ -81,8 +81,8 @@ static void fails(const char *src, int want_rc, const char *ename, const char *w
 {
     expr_report rep;
     int rc = check(src, &rep);
-    if (rc != want_rc || strcmp(rep.ename, ename) != 0 || !strstr(rep.evalue, what))
-        fail_msg("%s: got %d %s: %s", src, rc, rep.ename, rep.evalue);
+    if (rc != want_rc || strcmp(rep.error.ename, ename) != 0 || !strstr(rep.error.evalue, what))
+        fail_msg("%s: got %d %s: %s", src, rc, rep.error.ename, rep.error.evalue);
     json_decref(rep.lines);
 }
 
@@ -191,8 +191,8 @@ static void test_false_explained(void **state)
 {
     expr_report rep;
     assert_int_equal(check("matmul[tile=16].gflops > 3 * matmul[variant=naive].gflops", &rep), 0);
-    assert_string_equal(rep.ename, "AssertionError");
-    assert_non_null(strstr(rep.evalue, "12.5 > 13.5 is false"));
+    assert_string_equal(rep.error.ename, "AssertionError");
+    assert_non_null(strstr(rep.error.evalue, "12.5 > 13.5 is false"));
     const char *want[] = {
         "  where matmul[tile=16].gflops = 12.5, from %matmul in cell 5",
         "  where 3 * matmul[variant=naive].gflops = 13.5",
@@ -229,7 +229,7 @@ static void test_score(void **state)
             assert_true(v == want[i]);
         } else {
             assert_int_equal(rc, -1);
-            assert_string_equal(rep.ename, i == 3 ? "TypeError" : "ValueError");
+            assert_string_equal(rep.error.ename, i == 3 ? "TypeError" : "ValueError");
         }
         json_decref(rep.lines);
         expr_free(e);
@@ -295,8 +295,8 @@ static void test_store_keeps_newest(void **state)
     assert_non_null(e);
     expr_report rep;
     assert_int_equal(expr_check(e, rs, &rep), -1);
-    assert_string_equal(rep.ename, "LookupError");
-    assert_non_null(strstr(rep.evalue, "the 10 oldest results of this session, up to cell 9, were dropped"));
+    assert_string_equal(rep.error.ename, "LookupError");
+    assert_non_null(strstr(rep.error.evalue, "the 10 oldest results of this session, up to cell 9, were dropped"));
     json_decref(rep.lines);
     expr_free(e);
     results_free(rs);
@@ -344,8 +344,8 @@ static void *job_run(void *arg)
         return NULL;
     expr_report rep;
     j->check_rc = expr_check(e, j->rs, &rep);
-    snprintf(j->ename, sizeof j->ename, "%s", rep.ename);
-    snprintf(j->evalue, sizeof j->evalue, "%s", rep.evalue);
+    snprintf(j->ename, sizeof j->ename, "%s", rep.error.ename);
+    snprintf(j->evalue, sizeof j->evalue, "%s", rep.error.evalue);
     j->lines = json_array_size(rep.lines);
     json_decref(rep.lines);
     j->number_rc = expr_number(e, j->rs, &j->number, &rep);
@@ -468,7 +468,7 @@ static void score_is(const char *src, double want)
     double v = -12345;
     int rc = expr_number(e, rs, &v, &rep);
     if (rc != 0 || v != want)
-        fail_msg("%s = %.17g (rc %d: %s: %s), want %.17g", src, v, rc, rep.ename, rep.evalue, want);
+        fail_msg("%s = %.17g (rc %d: %s: %s), want %.17g", src, v, rc, rep.error.ename, rep.error.evalue, want);
     json_decref(rep.lines);
     results_free(rs);
     expr_free(e);

@@ -270,7 +270,7 @@ static int run_cell(const char *cell, const cl_backend *be, capture *c, magic_ct
     parse_error perr;
     int n = cell_parse(cell, &cmds, &perr);
     if (n != 1)
-        fail_msg("%s does not parse: %s", cell, perr.evalue);
+        fail_msg("%s does not parse: %s", cell, perr.error.evalue);
     int rc = cmds[0].magic->run(ctx, cmds[0].params, cmds[0].body);
     commands_free(cmds, n);
     assert_int_equal(c->stderr_writes, 0);
@@ -326,8 +326,8 @@ static void expect_error(const char *cell, const cl_backend *be, const char *ena
     magic_ctx ctx;
     if (run_cell(cell, be, &c, &ctx) == 0)
         fail_msg("%s should fail", cell);
-    if (strcmp(ctx.ename, ename) != 0 || !strstr(ctx.evalue, needle))
-        fail_msg("%s: got %s: %s; want %s with '%s'", cell, ctx.ename, ctx.evalue, ename, needle);
+    if (strcmp(ctx.error.ename, ename) != 0 || !strstr(ctx.error.evalue, needle))
+        fail_msg("%s: got %s: %s; want %s with '%s'", cell, ctx.error.ename, ctx.error.evalue, ename, needle);
     assert_null(c.doc);
     capture_free(&c, &ctx);
 }
@@ -483,8 +483,8 @@ static void magic_parse_errors(void **state)
         parse_error perr;
         if (cell_parse(cells[i][0], &cmds, &perr) != -1)
             fail_msg("%s should not parse", cells[i][0]);
-        if (!strstr(perr.evalue, cells[i][1]))
-            fail_msg("%s: '%s' lacks '%s'", cells[i][0], perr.evalue, cells[i][1]);
+        if (!strstr(perr.error.evalue, cells[i][1]))
+            fail_msg("%s: '%s' lacks '%s'", cells[i][0], perr.error.evalue, cells[i][1]);
     }
 }
 
@@ -561,7 +561,7 @@ static void magic_missing_family(void **state)
     memset(&ctx, 0, sizeof ctx);
     extern const magic_spec magic_histo;
     assert_int_equal(magic_histo.run(&ctx, NULL, NULL), -1);
-    assert_non_null(strstr(ctx.evalue, "device worker"));
+    assert_non_null(strstr(ctx.error.evalue, "device worker"));
 }
 
 static void magic_failed_check(void **state)
@@ -570,7 +570,7 @@ static void magic_failed_check(void **state)
     capture c;
     magic_ctx ctx;
     assert_int_equal(run_cell("%histo --variant fast,cub --size 5000 --reps 1", &b, &c, &ctx), -1);
-    assert_string_equal(ctx.ename, "CheckError");
+    assert_string_equal(ctx.error.ename, "CheckError");
     assert_non_null(c.doc);                 /* the table is still shown */
     const json_t *check = json_object_get(run_at(&c, 0), "check");
     assert_true(json_is_false(json_object_get(check, "passed")));

@@ -276,7 +276,7 @@ static int run_cell(const char *cell, const cl_backend *be, sink *s, magic_ctx *
     parse_error e;
     int n = cell_parse(cell, &c, &e);
     if (n != 1)
-        fail_msg("%s: %s", cell, e.evalue);
+        fail_msg("%s: %s", cell, e.error.evalue);
     int rc = c[0].magic->run(ctx, c[0].params, c[0].body);
     commands_free(c, n);
     assert_int_equal(s->stderr_writes, 0);
@@ -345,9 +345,9 @@ static void magic_refusals(void **state)
         sink s;
         magic_ctx ctx;
         assert_int_equal(run_cell(cases[i].cell, cl_cpu_backend(), &s, &ctx), -1);
-        assert_string_equal(ctx.ename, cases[i].ename);
-        if (cases[i].text && !strstr(ctx.evalue, cases[i].text))
-            fail_msg("%s: %s", cases[i].cell, ctx.evalue);
+        assert_string_equal(ctx.error.ename, cases[i].ename);
+        if (cases[i].text && !strstr(ctx.error.evalue, cases[i].text))
+            fail_msg("%s: %s", cases[i].cell, ctx.error.evalue);
         assert_int_equal(s.results, 0);         /* refused before any point ran */
         done(&s, &ctx);
     }
@@ -446,33 +446,33 @@ static void magic_fake_gpu(void **state)
     done(&s, &ctx);
 
     assert_int_equal(run_cell("%matmul --size 10000 --variant fast", &fake_backend, &s, &ctx), -1);
-    assert_string_equal(ctx.ename, "UsageError");
-    assert_non_null(strstr(ctx.evalue, "device memory"));
+    assert_string_equal(ctx.error.ename, "UsageError");
+    assert_non_null(strstr(ctx.error.evalue, "device memory"));
     done(&s, &ctx);
 
     assert_int_equal(run_cell("%matmul --size 8 --variant naive", &fake_backend, &s, &ctx), -1);
-    assert_string_equal(ctx.ename, "UsageError");
-    assert_non_null(strstr(ctx.evalue, "not available on the cuda backend"));
+    assert_string_equal(ctx.error.ename, "UsageError");
+    assert_non_null(strstr(ctx.error.evalue, "not available on the cuda backend"));
     done(&s, &ctx);
 
     fake_mode = 1;
     assert_int_equal(run_cell("%matmul --size 8 --variant fast", &fake_backend, &s, &ctx), -1);
-    assert_string_equal(ctx.ename, "CudaError");
-    assert_non_null(strstr(ctx.evalue, "illegal memory access"));
+    assert_string_equal(ctx.error.ename, "CudaError");
+    assert_non_null(strstr(ctx.error.evalue, "illegal memory access"));
     done(&s, &ctx);
 
     fake_mode = 2;
     assert_int_equal(run_cell("%matmul --size 8 --variant fast --reps 1", &fake_backend, &s, &ctx), -1);
-    assert_string_equal(ctx.ename, "CheckError");
+    assert_string_equal(ctx.error.ename, "CheckError");
     assert_int_equal(s.results, 1);             /* the table is shown, then the cell fails */
     done(&s, &ctx);
 
     assert_int_equal(run_cell("%matmul --size 8", &fake_without_matmul, &s, &ctx), -1);
-    assert_string_equal(ctx.ename, "RuntimeError");
+    assert_string_equal(ctx.error.ename, "RuntimeError");
     done(&s, &ctx);
 
     assert_int_equal(run_cell("%matmul --size 8", NULL, &s, &ctx), -1);
-    assert_string_equal(ctx.ename, "RuntimeError");
+    assert_string_equal(ctx.error.ename, "RuntimeError");
     done(&s, &ctx);
     fake_mode = 0;
 }

@@ -58,9 +58,9 @@ static void cell_magic_takes_the_rest(void **state)
 static void cell_magic_must_come_first(void **state)
 {
     parse_error e = bad("%matmul\n\n%%script\nbody");
-    assert_string_equal(e.ename, "SyntaxError");
-    assert_contains(e.evalue, "cell magics must come first");
-    assert_contains(e.evalue, "%%script");
+    assert_string_equal(e.error.ename, "SyntaxError");
+    assert_contains(e.error.evalue, "cell magics must come first");
+    assert_contains(e.error.evalue, "%%script");
     assert_int_equal(e.line, 3);
     assert_string_equal(e.source, "%%script");
 }
@@ -76,8 +76,8 @@ static void long_continuations_are_bounded(void **state)
         len += (size_t)sprintf(cell + len, " \\\n");
     sprintf(cell + len, "--size 4");
     parse_error e = bad(cell);
-    assert_string_equal(e.ename, "SyntaxError");
-    assert_contains(e.evalue, "at most 1000 lines");
+    assert_string_equal(e.error.ename, "SyntaxError");
+    assert_contains(e.error.evalue, "at most 1000 lines");
     free(cell);
     int n;
     command *c = ok("%matmul \\\n \\\n --size 4", &n);
@@ -88,22 +88,22 @@ static void long_continuations_are_bounded(void **state)
 static void non_magic_lines_are_syntax_errors(void **state)
 {
     parse_error e = bad("%matmul\nprint(1)");
-    assert_string_equal(e.ename, "SyntaxError");
-    assert_string_equal(e.evalue, "cudalab cells hold magic commands: 'print(1)' is not one; "
+    assert_string_equal(e.error.ename, "SyntaxError");
+    assert_string_equal(e.error.evalue, "cudalab cells hold magic commands: 'print(1)' is not one; "
                                   "start the line with %; try %help");
     assert_int_equal(e.line, 2);
     assert_int_equal(e.column, 1);
     assert_string_equal(e.source, "print(1)");
     e = bad("  matmul --size 4");
-    assert_string_equal(e.evalue, "cudalab cells hold magic commands: start the line with %, "
+    assert_string_equal(e.error.evalue, "cudalab cells hold magic commands: start the line with %, "
                                   "as in %matmul; try %help");
     assert_int_equal(e.column, 3);
     e = bad("\"%matmul\"");
-    assert_string_equal(e.ename, "SyntaxError");
+    assert_string_equal(e.error.ename, "SyntaxError");
     e = bad("%");
-    assert_string_equal(e.evalue, "% must be followed by a magic name, as in %help");
+    assert_string_equal(e.error.evalue, "% must be followed by a magic name, as in %help");
     e = bad("%% --x");
-    assert_string_equal(e.evalue, "%% must be followed by a magic name, as in %help");
+    assert_string_equal(e.error.evalue, "%% must be followed by a magic name, as in %help");
 }
 
 static void continuation_joins_lines(void **state)
@@ -137,11 +137,11 @@ static void continuation_joins_lines(void **state)
     assert_int_equal(e.line, 3);
     assert_int_equal(e.column, 2);
     assert_string_equal(e.source, " --loud");
-    assert_string_equal(e.evalue, "--loud is given twice");
+    assert_string_equal(e.error.evalue, "--loud is given twice");
 
     e = bad("%matmul --size 64 \\");
-    assert_string_equal(e.ename, "SyntaxError");
-    assert_contains(e.evalue, "ends with \\");
+    assert_string_equal(e.error.ename, "SyntaxError");
+    assert_contains(e.error.evalue, "ends with \\");
     assert_int_equal(e.column, 19);
 }
 
@@ -166,8 +166,8 @@ static void quoting_and_escapes(void **state)
     commands_free(c, n);
 
     parse_error e = bad("%note ok\n%note 'never closed\n\n");
-    assert_string_equal(e.ename, "SyntaxError");
-    assert_string_equal(e.evalue, "this ' quote is never closed");
+    assert_string_equal(e.error.ename, "SyntaxError");
+    assert_string_equal(e.error.evalue, "this ' quote is never closed");
     assert_int_equal(e.line, 2);
     assert_int_equal(e.column, 7);
 }
@@ -208,7 +208,7 @@ static void help_forms(void **state)
         commands_free(c, n);
     }
     parse_error e = bad("%matmul? --size 4");
-    assert_string_equal(e.evalue, "%matmul? asks for help and takes no arguments");
+    assert_string_equal(e.error.evalue, "%matmul? asks for help and takes no arguments");
 }
 
 static void unknown_magics(void **state)
@@ -217,15 +217,15 @@ static void unknown_magics(void **state)
     parse_error e;
     assert_int_equal(cell_parse("%ecoh hi", &c, &e), -1);
     assert_null(c);
-    assert_string_equal(e.ename, "UsageError");
-    assert_string_equal(e.evalue, "unknown magic %ecoh; did you mean %echo?");
+    assert_string_equal(e.error.ename, "UsageError");
+    assert_string_equal(e.error.evalue, "unknown magic %ecoh; did you mean %echo?");
     assert_int_equal(e.line, 1);
     assert_int_equal(cell_parse("%%ecoh\nbody", &c, &e), -1);
-    assert_string_equal(e.evalue, "unknown magic %%ecoh; did you mean %%echo?");
+    assert_string_equal(e.error.evalue, "unknown magic %%ecoh; did you mean %%echo?");
     assert_int_equal(cell_parse("%qqqqqqqq", &c, &e), -1);
-    assert_string_equal(e.evalue, "unknown magic %qqqqqqqq; %help lists them all");
+    assert_string_equal(e.error.evalue, "unknown magic %qqqqqqqq; %help lists them all");
     e = bad("%matmull");
-    assert_string_equal(e.evalue, "unknown magic %matmull; %help lists them all");
+    assert_string_equal(e.error.evalue, "unknown magic %matmull; %help lists them all");
 }
 
 /* ---- completeness and tokens ---- */
@@ -294,7 +294,7 @@ static void utf8_positions(void **state)
     assert_int_equal(e.line, 2);
     assert_int_equal(e.column, 9);
     assert_string_equal(e.source, "%matmul --títle x");
-    assert_contains(e.evalue, "unknown flag --títle for %matmul; did you mean --title?");
+    assert_contains(e.error.evalue, "unknown flag --títle for %matmul; did you mean --title?");
 }
 
 int main(void)

@@ -24,8 +24,8 @@ static void flag_spellings(void **state)
 {
     int n;
     parse_error e = bad("%matmul --size=2K -n 4 --tile 8");
-    assert_string_equal(e.ename, "UsageError");
-    assert_string_equal(e.evalue, "--size is given twice");
+    assert_string_equal(e.error.ename, "UsageError");
+    assert_string_equal(e.error.evalue, "--size is given twice");
 
     command *c = ok("%matmul -n 4 --bin-width=8 --block 4x2 --title hello", &n);
     assert_json(json_object_get(c[0].params, "size"), "4");
@@ -53,33 +53,33 @@ static void switches(void **state)
         commands_free(c, n);
     }
     parse_error e = bad("%matmul --check=maybe");
-    assert_string_equal(e.evalue, "--check expects true or false (or yes/no, on/off, 1/0; got 'maybe')");
+    assert_string_equal(e.error.evalue, "--check expects true or false (or yes/no, on/off, 1/0; got 'maybe')");
     e = bad("%matmul --no-check=1");
-    assert_contains(e.evalue, "--no-check takes no value");
+    assert_contains(e.error.evalue, "--no-check takes no value");
     e = bad("%matmul --no-size");
-    assert_string_equal(e.evalue, "--size is not an on/off flag, so --no-size means nothing");
+    assert_string_equal(e.error.evalue, "--size is not an on/off flag, so --no-size means nothing");
     e = bad("%matmul --check false");
-    assert_contains(e.evalue, "unexpected argument 'false' for %matmul: on/off flags take --flag=false");
+    assert_contains(e.error.evalue, "unexpected argument 'false' for %matmul: on/off flags take --flag=false");
     e = bad("%matmul --no-check --check");
-    assert_string_equal(e.evalue, "--check is given twice");
+    assert_string_equal(e.error.evalue, "--check is given twice");
 }
 
 static void duplicates_and_missing_values(void **state)
 {
     parse_error e = bad("%matmul -n 8 --size 16");
-    assert_string_equal(e.evalue, "--size is given twice");
+    assert_string_equal(e.error.evalue, "--size is given twice");
     assert_int_equal(e.column, 14);
     e = bad("%matmul --tile 8 --tile 16");
-    assert_string_equal(e.evalue, "--tile is given twice; for several values give one comma list (a,b,c)");
+    assert_string_equal(e.error.evalue, "--tile is given twice; for several values give one comma list (a,b,c)");
     e = bad("%matmul --size");
-    assert_string_equal(e.evalue, "--size needs a value, e.g. --size 1024");
+    assert_string_equal(e.error.evalue, "--size needs a value, e.g. --size 1024");
     e = bad("%matmul --title --size 4");
-    assert_string_equal(e.evalue, "--title needs a value");
+    assert_string_equal(e.error.evalue, "--title needs a value");
     e = bad("%matmul --size=");
-    assert_string_equal(e.evalue, "--size needs a value after '='");
+    assert_string_equal(e.error.evalue, "--size needs a value after '='");
     int n;
     e = bad("%matmul --title= --size -5K");   /* a negative number is a value, not a flag */
-    assert_string_equal(e.evalue, "--size must be between 1 and 1073741824 (got -5K = -5120)");
+    assert_string_equal(e.error.evalue, "--size must be between 1 and 1073741824 (got -5K = -5120)");
     command *c = ok("%matmul --title=", &n);
     assert_json(json_object_get(c[0].params, "title"), "\"\"");
     commands_free(c, n);
@@ -91,25 +91,25 @@ static void duplicates_and_missing_values(void **state)
 static void unknown_flags_suggest(void **state)
 {
     parse_error e = bad("%matmul --tiel 8");
-    assert_string_equal(e.ename, "UsageError");
-    assert_string_equal(e.evalue, "unknown flag --tiel for %matmul; did you mean --tile?");
+    assert_string_equal(e.error.ename, "UsageError");
+    assert_string_equal(e.error.evalue, "unknown flag --tiel for %matmul; did you mean --tile?");
     assert_int_equal(e.line, 1);
     assert_int_equal(e.column, 9);
     e = bad("%matmul --varient=naive");
-    assert_string_equal(e.evalue, "unknown flag --varient for %matmul; did you mean --variant?");
+    assert_string_equal(e.error.evalue, "unknown flag --varient for %matmul; did you mean --variant?");
     e = bad("%matmul --no-chek");
-    assert_string_equal(e.evalue, "unknown flag --no-chek for %matmul; did you mean --no-check?");
+    assert_string_equal(e.error.evalue, "unknown flag --no-chek for %matmul; did you mean --no-check?");
     e = bad("%matmul --zzzzzzzz 1");
-    assert_string_equal(e.evalue, "unknown flag --zzzzzzzz for %matmul; its flags are --size, --tile, "
+    assert_string_equal(e.error.evalue, "unknown flag --zzzzzzzz for %matmul; its flags are --size, --tile, "
                                   "--variant, --check, --verbose, --tol, --block, --title, --bin-width");
     e = bad("%matmul -q");
-    assert_contains(e.evalue, "unknown flag -q for %matmul; its flags are --size");
+    assert_contains(e.error.evalue, "unknown flag -q for %matmul; its flags are --size");
     e = bad("%matmul -size 4");
-    assert_string_equal(e.evalue, "write --size with two dashes (got -size)");
+    assert_string_equal(e.error.evalue, "write --size with two dashes (got -size)");
     e = bad("%matmul -n1024");
-    assert_string_equal(e.evalue, "write -n VALUE with a space (got -n1024)");
+    assert_string_equal(e.error.evalue, "write -n VALUE with a space (got -n1024)");
     e = bad("%%script --x\nbody");
-    assert_string_equal(e.evalue, "%script takes no flags (got --x)");
+    assert_string_equal(e.error.evalue, "%script takes no flags (got --x)");
 }
 
 static void positional_text(void **state)
@@ -123,8 +123,8 @@ static void positional_text(void **state)
     commands_free(c, n);
 
     parse_error e = bad("%matmul --size 4 extra");
-    assert_string_equal(e.ename, "UsageError");
-    assert_string_equal(e.evalue, "unexpected argument 'extra' for %matmul; usage: %matmul [--size N] "
+    assert_string_equal(e.error.ename, "UsageError");
+    assert_string_equal(e.error.evalue, "unexpected argument 'extra' for %matmul; usage: %matmul [--size N] "
                                   "[--tile N,...] [--variant NAME,...] [--no-check] [--verbose] [--tol X] "
                                   "[--block AxB] [--title TEXT] [--bin-width N]");
     assert_int_equal(e.column, 18);
@@ -133,7 +133,7 @@ static void positional_text(void **state)
 static void required_flags(void **state)
 {
     parse_error e = bad("%need");
-    assert_string_equal(e.evalue, "missing required flag --m for %need; usage: %need --m N");
+    assert_string_equal(e.error.evalue, "missing required flag --m for %need; usage: %need --m N");
     assert_int_equal(e.line, 1);
     assert_int_equal(e.column, 0);
     assert_string_equal(e.source, "%need");
@@ -146,9 +146,9 @@ static void required_flags(void **state)
 static void line_and_cell_modes(void **state)
 {
     parse_error e = bad("%%matmul\nbody");
-    assert_string_equal(e.evalue, "%%matmul is not a cell magic; write %matmul as a line of its own");
+    assert_string_equal(e.error.evalue, "%%matmul is not a cell magic; write %matmul as a line of its own");
     e = bad("%script");
-    assert_string_equal(e.evalue, "%script is a cell magic: write %%script as the cell's first line "
+    assert_string_equal(e.error.evalue, "%script is a cell magic: write %%script as the cell's first line "
                                   "and its input below it");
 }
 
@@ -156,7 +156,7 @@ static void first_error_stops(void **state)
 {
     parse_error e = bad("%matmul\n%matmul --size 0\n%matmul --tiel 3");
     assert_int_equal(e.line, 2);
-    assert_string_equal(e.evalue, "--size must be between 1 and 1073741824 (got 0)");
+    assert_string_equal(e.error.evalue, "--size must be between 1 and 1073741824 (got 0)");
     assert_int_equal(e.column, 16);
     assert_string_equal(e.source, "%matmul --size 0");
 }

@@ -44,8 +44,8 @@ static parse_error refused(const char *cell, const char *ename, const char *what
         commands_free(c, n);
         fail_msg("accepted: %.80s", cell);
     }
-    assert_string_equal(e.ename, ename);
-    assert_contains(e.evalue, what);
+    assert_string_equal(e.error.ename, ename);
+    assert_contains(e.error.evalue, what);
     return e;
 }
 

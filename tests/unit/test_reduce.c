@@ -235,7 +235,7 @@ static void sink_result(void *impl, json_t *doc, json_t *view, const char *displ
 static const magic_out sink_out = {sink_stream, sink_result};
 
 /* Parses one %reduce command and runs it on backend be. Returns run()'s rc;
- * a parse failure returns 2 with ctx->ename/evalue set from the parser. */
+ * a parse failure returns 2 with ctx->error.ename/evalue set from the parser. */
 static int run_cell(const char *cell, const cl_backend *be, sink *s, magic_ctx *ctx)
 {
     memset(s, 0, sizeof *s);
@@ -244,8 +244,8 @@ static int run_cell(const char *cell, const cl_backend *be, sink *s, magic_ctx *
     parse_error e;
     int n = cell_parse(cell, &c, &e);
     if (n != 1) {
-        snprintf(ctx->ename, sizeof ctx->ename, "%s", e.ename);
-        snprintf(ctx->evalue, sizeof ctx->evalue, "%s", e.evalue);
+        snprintf(ctx->error.ename, sizeof ctx->error.ename, "%s", e.error.ename);
+        snprintf(ctx->error.evalue, sizeof ctx->error.evalue, "%s", e.error.evalue);
         if (n > 0)
             commands_free(c, n);
         return 2;
@@ -267,7 +267,7 @@ static void magic_every_variant(void **state)
     int rc = run_cell("%reduce --size 1001 --reps 2 --warmup 0 --dtype float,int --op sum,max",
                       cl_cpu_backend(), &s, &ctx);
     if (rc)
-        fail_msg("%s: %s", ctx.ename, ctx.evalue);
+        fail_msg("%s: %s", ctx.error.ename, ctx.error.evalue);
     json_t *runs = runs_of(&s);
     assert_int_equal(json_array_size(runs), 2 * 2 * CL_REDUCE_NVARIANTS);
     size_t i;
@@ -292,7 +292,7 @@ static void magic_block_sweep(void **state)
     int rc = run_cell("%reduce -n 5000 --reps 1 --warmup 0 -v cpu,convergent,cub --block 32,64",
                       cl_cpu_backend(), &s, &ctx);
     if (rc)
-        fail_msg("%s: %s", ctx.ename, ctx.evalue);
+        fail_msg("%s: %s", ctx.error.ename, ctx.error.evalue);
     json_t *runs = runs_of(&s);
     assert_int_equal(json_array_size(runs), 4);     /* cpu and cub once, convergent twice */
     int convergent = 0;
@@ -325,18 +325,18 @@ static void magic_usage_errors(void **state)
     sink s;
     magic_ctx ctx;
     assert_int_equal(run_cell("%reduce --size 100 --block 48", cl_cpu_backend(), &s, &ctx), -1);
-    assert_string_equal(ctx.ename, "UsageError");
-    assert_contains(ctx.evalue, "--block 48");
-    assert_contains(ctx.evalue, "power of two");
+    assert_string_equal(ctx.error.ename, "UsageError");
+    assert_contains(ctx.error.evalue, "--block 48");
+    assert_contains(ctx.error.evalue, "power of two");
     assert_int_equal(run_cell("%reduce --size 100 --block 64,96", cl_cpu_backend(), &s, &ctx), -1);
-    assert_contains(ctx.evalue, "--block 96");
+    assert_contains(ctx.error.evalue, "--block 96");
     assert_int_equal(run_cell("%reduce --size 100 --block 2048", cl_cpu_backend(), &s, &ctx), 2);
-    assert_contains(ctx.evalue, "block");
+    assert_contains(ctx.error.evalue, "block");
     assert_int_equal(run_cell("%reduce --size 0", cl_cpu_backend(), &s, &ctx), 2);
     assert_int_equal(run_cell("%reduce --variant convergnt", cl_cpu_backend(), &s, &ctx), 2);
-    assert_contains(ctx.evalue, "convergent");
+    assert_contains(ctx.error.evalue, "convergent");
     assert_int_equal(run_cell("%reduce --op prod", cl_cpu_backend(), &s, &ctx), 2);
-    assert_contains(ctx.evalue, "sum");
+    assert_contains(ctx.error.evalue, "sum");
     assert_int_equal(run_cell("%reduce --dtype double", cl_cpu_backend(), &s, &ctx), 2);
     assert_null(s.doc);
 }
@@ -346,9 +346,9 @@ static void magic_absurd_size(void **state)
     sink s;
     magic_ctx ctx;
     assert_int_equal(run_cell("%reduce --size 2^50", cl_cpu_backend(), &s, &ctx), -1);
-    assert_string_equal(ctx.ename, "MemoryError");
-    assert_contains(ctx.evalue, "--size 2^50 needs 4.1 PiB of host memory");
-    assert_contains(ctx.evalue, "largest size that fits");
+    assert_string_equal(ctx.error.ename, "MemoryError");
+    assert_contains(ctx.error.evalue, "--size 2^50 needs 4.1 PiB of host memory");
+    assert_contains(ctx.error.evalue, "largest size that fits");
     assert_null(s.doc);
 }
 
@@ -426,7 +426,7 @@ static void magic_fake_gpu(void **state)
     fake_mode = 0;
     int rc = run_cell("%reduce --size 2^20 --reps 2 --warmup 0 -v fast,cpu --dtype int", &fake_gpu, &s, &ctx);
     if (rc)
-        fail_msg("%s: %s", ctx.ename, ctx.evalue);
+        fail_msg("%s: %s", ctx.error.ename, ctx.error.evalue);
     json_t *fast = json_array_get(runs_of(&s), 0);      /* a list keeps the order it was given in */
     assert_string_equal(json_string_value(json_object_get(fast, "variant")), "fast");
     assert_string_equal(json_string_value(json_object_get(fast, "backend")), "cuda");
@@ -439,21 +439,21 @@ static void magic_fake_gpu(void **state)
 
     fake_mode = 1;
     assert_int_equal(run_cell("%reduce --size 1000 --reps 1 -v fast --dtype float,int", &fake_gpu, &s, &ctx), -1);
-    assert_string_equal(ctx.ename, "CheckError");
-    assert_contains(ctx.evalue, "2 of 2 runs");
+    assert_string_equal(ctx.error.ename, "CheckError");
+    assert_contains(ctx.error.evalue, "2 of 2 runs");
     assert_non_null(s.doc);                         /* the table is still shown */
     json_decref(s.doc);
 
     fake_mode = 2;
     assert_int_equal(run_cell("%reduce --size 1000 --reps 1 -v fast", &fake_gpu, &s, &ctx), -1);
-    assert_string_equal(ctx.ename, "CudaError");
-    assert_contains(ctx.evalue, "cudaMalloc: out of memory");
+    assert_string_equal(ctx.error.ename, "CudaError");
+    assert_contains(ctx.error.evalue, "cudaMalloc: out of memory");
     json_decref(s.doc);
 
     assert_int_equal(run_cell("%reduce --size 2^30 -v fast", &fake_gpu, &s, &ctx), -1);
-    assert_string_equal(ctx.ename, "MemoryError");
-    assert_contains(ctx.evalue, "of device memory; this device has 1.0 GiB free");
-    assert_contains(ctx.evalue, "largest size that fits: 251658240");
+    assert_string_equal(ctx.error.ename, "MemoryError");
+    assert_contains(ctx.error.evalue, "of device memory; this device has 1.0 GiB free");
+    assert_contains(ctx.error.evalue, "largest size that fits: 251658240");
     fake_mode = 0;
 }
 
@@ -462,10 +462,10 @@ static void magic_missing_backend(void **state)
     sink s;
     magic_ctx ctx;
     assert_int_equal(run_cell("%reduce --size 10", &fake_bare, &s, &ctx), -1);
-    assert_string_equal(ctx.ename, "RuntimeError");
-    assert_contains(ctx.evalue, "without %reduce");
+    assert_string_equal(ctx.error.ename, "RuntimeError");
+    assert_contains(ctx.error.evalue, "without %reduce");
     assert_int_equal(run_cell("%reduce --size 10", NULL, &s, &ctx), -1);
-    assert_contains(ctx.evalue, "device worker");
+    assert_contains(ctx.error.evalue, "device worker");
 }
 
 static void help_text(void **state)

@@ -138,7 +138,7 @@ static void magic_sweeps(void **state)
     sink s;
     magic_ctx ctx;
     if (run_cell("%stencil --size 999,1000 --radius 1,5 --reps 1 --warmup 0", cl_cpu_backend(), &s, &ctx))
-        fail_msg("%s: %s", ctx.ename, ctx.evalue);
+        fail_msg("%s: %s", ctx.error.ename, ctx.error.evalue);
     json_t *runs = json_object_get(s.doc, "runs"), *r;
     assert_int_equal(json_array_size(runs), 2 * 2 * CL_STENCIL_NVARIANTS);
     size_t i;
@@ -152,7 +152,7 @@ static void magic_sweeps(void **state)
     sink_free(&s);
     if (run_cell("%stencil --dim 2 --size 40x30 --filter gauss5 --block 8 --reps 1 --warmup 0",
                  cl_cpu_backend(), &s, &ctx))
-        fail_msg("%s: %s", ctx.ename, ctx.evalue);
+        fail_msg("%s: %s", ctx.error.ename, ctx.error.evalue);
     json_array_foreach(json_object_get(s.doc, "runs"), i, r) {
         bool tiled = strcmp(json_string_value(json_object_get(r, "variant")), "tiled") == 0;
         double reads = json_number_value(json_object_get(json_object_get(r, "model"), "global_reads_per_output"));
@@ -190,8 +190,8 @@ static void magic_errors(void **state)
         int rc = run_cell(cases[i].cell, cl_cpu_backend(), &s, &ctx);
         if (rc == 0)
             fail_msg("%s: succeeded", cases[i].cell);
-        assert_string_equal(ctx.ename, cases[i].ename);
-        assert_contains(ctx.evalue, cases[i].text);
+        assert_string_equal(ctx.error.ename, cases[i].ename);
+        assert_contains(ctx.error.evalue, cases[i].text);
         sink_free(&s);
     }
     /* a backend without the family */
@@ -200,7 +200,7 @@ static void magic_errors(void **state)
     sink s;
     magic_ctx ctx;
     assert_int_equal(run_cell("%stencil", &none, &s, &ctx), -1);
-    assert_contains(ctx.evalue, "without %stencil");
+    assert_contains(ctx.error.evalue, "without %stencil");
 }
 
 static void filters_named(void **state)

@@ -256,8 +256,8 @@ static void test_failed_check_is_an_error(void **state)
     int calls;
     magic_ctx ctx;
     assert_int_equal(run("{\"variant\":\"a\",\"size\":[4,13],\"tile\":1,\"sort\":false}", &s, &calls, &ctx), -1);
-    assert_string_equal(ctx.ename, "CheckError");
-    assert_non_null(strstr(ctx.evalue, "1 of 2 runs"));
+    assert_string_equal(ctx.error.ename, "CheckError");
+    assert_non_null(strstr(ctx.error.evalue, "1 of 2 runs"));
     assert_non_null(s.final_doc);               /* the table is still shown */
     char *text = render_text(s.final_view);
     assert_non_null(strstr(text, "FAILED"));
@@ -271,7 +271,7 @@ static void test_point_error_stops(void **state)
     int calls;
     magic_ctx ctx;
     assert_int_equal(run("{\"variant\":\"a\",\"size\":[4,-1,8],\"tile\":1,\"sort\":false}", &s, &calls, &ctx), -1);
-    assert_string_equal(ctx.ename, "UsageError");
+    assert_string_equal(ctx.error.ename, "UsageError");
     assert_int_equal(calls, 1);
     free_sink(&s);
 }
@@ -288,9 +288,9 @@ static void test_too_many_points(void **state)
     int calls = 0;
     magic_ctx ctx = { .out = &sink_out, .impl = &s, .backend = cl_cpu_backend() };
     assert_int_equal(sweep_run(&ctx, &spec, params, &calls), -1);
-    assert_string_equal(ctx.ename, "UsageError");
-    assert_non_null(strstr(ctx.evalue, "this sweep has 40000 points (200 × 200: --size, --tile)"));
-    assert_non_null(strstr(ctx.evalue, "the limit is 10000"));
+    assert_string_equal(ctx.error.ename, "UsageError");
+    assert_non_null(strstr(ctx.error.evalue, "this sweep has 40000 points (200 × 200: --size, --tile)"));
+    assert_non_null(strstr(ctx.error.evalue, "the limit is 10000"));
     assert_int_equal(calls, 0);
     size_t points = 0;
     assert_int_equal(sweep_count(&ctx, params, &points), -1);
@@ -304,7 +304,7 @@ static void test_too_many_points(void **state)
             json_array_append_new(json_object_get(huge, key), json_integer(i));
     }
     assert_int_equal(sweep_run(&ctx, &spec, huge, &calls), -1);
-    assert_non_null(strstr(ctx.evalue, "this sweep has 1e+24 points"));
+    assert_non_null(strstr(ctx.error.evalue, "this sweep has 1e+24 points"));
     assert_int_equal(calls, 0);
     json_decref(huge);
     json_decref(params);
@@ -353,11 +353,11 @@ static void test_host_work_limit(void **state)
     assert_int_equal(run_work("{\"variant\":\"a\",\"size\":600,\"tile\":1,\"reps\":1,\"warmup\":0}",
                               &s, &calls, &ctx), -1);
     assert_int_equal(calls, 0);
-    assert_string_equal(ctx.ename, "UsageError");
-    assert_non_null(strstr(ctx.evalue, "%fake --size 600: about 1.2 s of host work, estimated from this host's CPU "
+    assert_string_equal(ctx.error.ename, "UsageError");
+    assert_non_null(strstr(ctx.error.evalue, "%fake --size 600: about 1.2 s of host work, estimated from this host's CPU "
                                        "backend: 1 run (--warmup + --reps) 0.6 s, inputs and set-up 0.01 s, the check's CPU "
                                        "reference 0.6 s; "));
-    assert_non_null(strstr(ctx.evalue, "the limit is 1.0 s (CUDALAB_HOST_WORK_LIMIT) — use a smaller --size, "
+    assert_non_null(strstr(ctx.error.evalue, "the limit is 1.0 s (CUDALAB_HOST_WORK_LIMIT) — use a smaller --size, "
                                        "fewer --reps, or --force"));
     /* --force runs it */
     assert_int_equal(run_work("{\"variant\":\"a\",\"size\":600,\"tile\":1,\"reps\":1,\"warmup\":0,"
@@ -366,7 +366,7 @@ static void test_host_work_limit(void **state)
     /* the runs count --warmup + --reps times: 4 × 0.25 + 0.01 + 0.25 s */
     assert_int_equal(run_work("{\"variant\":\"a\",\"size\":250,\"tile\":1,\"reps\":3,\"warmup\":1}",
                               &s, &calls, &ctx), -1);
-    assert_non_null(strstr(ctx.evalue, "4 runs (--warmup + --reps) 1.0 s"));
+    assert_non_null(strstr(ctx.error.evalue, "4 runs (--warmup + --reps) 1.0 s"));
 }
 
 static void test_host_work_sums_a_sweep(void **state)
@@ -382,9 +382,9 @@ static void test_host_work_sums_a_sweep(void **state)
     assert_int_equal(run_work("{\"variant\":\"a\",\"size\":[300,301],\"tile\":1,\"reps\":1,\"warmup\":0}",
                               &s, &calls, &ctx), -1);
     assert_int_equal(calls, 0);
-    assert_non_null(strstr(ctx.evalue, "%fake --size 301: about 0.61 s of host work"));
-    assert_non_null(strstr(ctx.evalue, "the sweep's 2 points: about 1.2 s in all; the limit is 1.0 s"));
-    assert_non_null(strstr(ctx.evalue, "use fewer points, a smaller --size"));
+    assert_non_null(strstr(ctx.error.evalue, "%fake --size 301: about 0.61 s of host work"));
+    assert_non_null(strstr(ctx.error.evalue, "the sweep's 2 points: about 1.2 s in all; the limit is 1.0 s"));
+    assert_non_null(strstr(ctx.error.evalue, "use fewer points, a smaller --size"));
 }
 
 static void test_host_work_optional_points(void **state)

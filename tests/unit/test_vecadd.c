@@ -86,7 +86,7 @@ static void magic_runs(void **state)
     int rc = run_cell("%vecadd --size 1001,4096 --op add,daxpy --memory pageable,pinned --block 32,96 "
                       "--reps 2 --warmup 0", cl_cpu_backend(), &s, &ctx);
     if (rc)
-        fail_msg("%s: %s", ctx.ename, ctx.evalue);
+        fail_msg("%s: %s", ctx.error.ename, ctx.error.evalue);
     json_t *runs = json_object_get(s.doc, "runs"), *r;
     assert_int_equal(json_array_size(runs), 2 * 2 * 2 * 2);
     size_t i;
@@ -107,16 +107,16 @@ static void magic_errors(void **state)
     sink s;
     magic_ctx ctx;
     assert_int_equal(run_cell("%vecadd --size 100 --block 48", cl_cpu_backend(), &s, &ctx), -1);
-    assert_string_equal(ctx.ename, "UsageError");
-    assert_contains(ctx.evalue, "multiple of the warp size 32");
+    assert_string_equal(ctx.error.ename, "UsageError");
+    assert_contains(ctx.error.evalue, "multiple of the warp size 32");
     sink_free(&s);
     assert_int_equal(run_cell("%vecadd --size 100 --op sub", cl_cpu_backend(), &s, &ctx), 2);
-    assert_contains(ctx.evalue, "--op");
+    assert_contains(ctx.error.evalue, "--op");
     sink_free(&s);
     assert_int_equal(run_cell("%vecadd --size 2^50", cl_cpu_backend(), &s, &ctx), -1);
-    assert_string_equal(ctx.ename, "MemoryError");
-    assert_contains(ctx.evalue, "--size 2^50 needs");
-    assert_contains(ctx.evalue, "largest size that fits");
+    assert_string_equal(ctx.error.ename, "MemoryError");
+    assert_contains(ctx.error.evalue, "--size 2^50 needs");
+    assert_contains(ctx.error.evalue, "largest size that fits");
     sink_free(&s);
 }
 
@@ -138,11 +138,11 @@ static void magic_fake_device_and_missing(void **state)
     sink s;
     magic_ctx ctx;
     assert_int_equal(run_cell("%vecadd --size 2^27 --op daxpy", &fake, &s, &ctx), -1);
-    assert_contains(ctx.evalue, "of device memory; this device has 1.0 GiB free");
+    assert_contains(ctx.error.evalue, "of device memory; this device has 1.0 GiB free");
     sink_free(&s);
     fake.vecadd = NULL;
     assert_int_equal(run_cell("%vecadd --size 10", &fake, &s, &ctx), -1);
-    assert_contains(ctx.evalue, "built without %vecadd");
+    assert_contains(ctx.error.evalue, "built without %vecadd");
     sink_free(&s);
 }
 
@@ -165,7 +165,7 @@ static void magic_failed_check(void **state)
     sink s;
     magic_ctx ctx;
     assert_int_equal(run_cell("%vecadd --size 10 --reps 1 --warmup 0", &fake, &s, &ctx), -1);
-    assert_string_equal(ctx.ename, "CheckError");
+    assert_string_equal(ctx.error.ename, "CheckError");
     sink_free(&s);
     assert_int_equal(run_cell("%vecadd --size 10 --reps 1 --warmup 0 --no-check", &fake, &s, &ctx), 0);
     sink_free(&s);
