@@ -1,9 +1,11 @@
-/* matmul.c — the CPU backend's %matmul: its variant table, the host thread
- * pool every analogue uses, and the run function that generates the inputs,
- * times each variant with the host clock and hands C back.
+/* matmul_cpu.c — the CPU backend's %matmul: what runs each variant of the
+ * contract (matmul.h), the host thread pool every analogue uses, and the run
+ * function that generates the inputs, times a variant with the host clock and
+ * hands C back.
  *
- * `cpu` (the lecture's MatrixMulOnHost) is in this table only: the magic runs
- * it here whichever backend is selected, since it is host code by definition.
+ * `cpu` (the lecture's MatrixMulOnHost, CL_V_HOST) is implemented here only:
+ * the magic runs it here whichever backend is selected, since it is host code
+ * by definition.
  */
 #include <errno.h>
 #include <math.h>
@@ -61,32 +63,33 @@ int cl_matmul_parallel(long long count, int threads, void (*fn)(long long i, voi
     return threads;
 }
 
-/* ---- the variant table ---- */
+/* ---- what runs each variant of the contract (matmul.h), by id ---- */
 
-static const cl_matmul_variant cpu_variants[] = {
-    {"cpu", "one host thread, triple loop",
-     "the lecture's MatrixMulOnHost: a row of A times a column of B for each element, "
-     "accumulated in double", CL_MATMUL_HOST | CL_MATMUL_FP64, &cpu_mm_host},
-    {"naive", "16×16 blocks of C dealt to host threads, one dot product per element",
-     "one thread per element of C, each reading a row of A and a column of B from memory",
-     0, &cpu_mm_naive},
-    {"tiled", "TILE×TILE blocks dealt to host threads; tiles of A and B copied to local arrays",
-     "the shared-memory tiling of the lecture: each tile of A and B is read once per block "
-     "and reused TILE times", CL_MATMUL_USES_TILE, &cpu_mm_tiled},
-    {"fast", "128×128 blocks dealt to host threads, k in slices of 8, a local accumulator array",
-     "register blocking: large block tiles and many outputs per thread cut memory traffic "
-     "far below the tiled kernel's", 0, &cpu_mm_fast},
-    {"fast64", "64×64 blocks dealt to host threads, k in slices of 8, a local accumulator array",
-     "the fast kernel with smaller block tiles, for more blocks on small matrices",
-     0, &cpu_mm_fast64},
-    {"cublas", "CPU reference product (double accumulation) standing in for cuBLAS",
-     "the library reference; on the CPU backend the reference product stands in",
-     CL_MATMUL_LIBRARY | CL_MATMUL_FP64, &cpu_mm_reference},
-    {"cublas-tf32", "CPU reference product (double accumulation) standing in for cuBLAS TF32",
-     "the library with TF32 tensor cores; on the CPU backend the reference product stands in",
-     CL_MATMUL_LIBRARY | CL_MATMUL_FP64, &cpu_mm_reference},
-    {NULL, NULL, NULL, 0, NULL},
+/* How the CPU backend runs a variant: its analogue, and that analogue in words
+ * (the contract's launch is the GPU's). */
+static const struct cpu_mm_row {
+    const char *config;
+    const cpu_mm_impl *impl;
+} cpu_rows[CL_MATMUL_NVARIANTS] = {
+    [CL_MATMUL_V_CPU] = {"one host thread, triple loop", &cpu_mm_host},
+    [CL_MATMUL_V_NAIVE] = {"16×16 blocks of C dealt to host threads, one dot product per element",
+                           &cpu_mm_naive},
+    [CL_MATMUL_V_TILED] = {"TILE×TILE blocks dealt to host threads; tiles of A and B copied to local "
+                           "arrays", &cpu_mm_tiled},
+    [CL_MATMUL_V_FAST] = {"128×128 blocks dealt to host threads, k in slices of 8, a local accumulator "
+                          "array", &cpu_mm_fast},
+    [CL_MATMUL_V_FAST64] = {"64×64 blocks dealt to host threads, k in slices of 8, a local accumulator "
+                            "array", &cpu_mm_fast64},
+    [CL_MATMUL_V_CUBLAS] = {"CPU reference product (double accumulation) standing in for cuBLAS",
+                            &cpu_mm_reference},
+    [CL_MATMUL_V_CUBLAS_TF32] = {"CPU reference product (double accumulation) standing in for cuBLAS "
+                                 "TF32", &cpu_mm_reference},
 };
+
+static bool cpu_matmul_has(int v)
+{
+    return v >= 0 && v < CL_MATMUL_NVARIANTS && cpu_rows[v].impl;
+}
 
 /* ---- run ---- */
 
@@ -97,16 +100,16 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static int cpu_matmul_run(const char *name, const cl_matmul_args *a, cl_matmul_result *out, char *err)
+static int cpu_matmul_run(int id, const cl_matmul_args *a, cl_matmul_result *out, char *err)
 {
     memset(out, 0, sizeof *out);
-    const cl_matmul_variant *v = cl_matmul_find(cpu_variants, name);
-    if (!v) {
-        snprintf(err, CL_ERR_LEN, "the CPU backend has no matmul variant '%s'", name);
+    if (!cpu_matmul_has(id)) {
+        snprintf(err, CL_ERR_LEN, "the CPU backend has no matmul variant %d", id);
         return -1;
     }
+    const cl_variant *v = &cl_matmul_variants[id];
     if (a->m < 1 || a->n < 1 || a->k < 1 || a->reps < 1 || a->reps > CL_MAX_REPS || a->warmup < 0 ||
-        ((v->flags & CL_MATMUL_USES_TILE) && (a->tile < 1 || a->tile > 32))) {
+        ((v->flags & CL_V_TILE) && (a->tile < 1 || a->tile > 32))) {
         snprintf(err, CL_ERR_LEN, "invalid matmul arguments (m=%d n=%d k=%d tile=%d reps=%d)",
                  a->m, a->n, a->k, a->tile, a->reps);
         return -1;
@@ -123,9 +126,13 @@ static int cpu_matmul_run(const char *name, const cl_matmul_args *a, cl_matmul_r
     for (size_t i = 0; i < nc; i++)
         c[i] = NAN;                 /* an element no run writes fails the check */
 
-    const cpu_mm_impl *impl = v->impl;
+    const cpu_mm_impl *impl = cpu_rows[id].impl;
+    snprintf(out->config, sizeof out->config, "%s", cpu_rows[id].config);
+    /* the host loop and the reference that stands in for cuBLAS accumulate in double */
+    snprintf(out->precision, sizeof out->precision, "%s",
+             v->flags & (CL_V_HOST | CL_V_LIBRARY) ? "fp64" : "fp32");
     cpu_mm_problem p = { buf, buf + na, c, a->m, a->n, a->k, a->tile,
-                         (v->flags & CL_MATMUL_HOST) ? 1 : cpu_mm_threads() };
+                         (v->flags & CL_V_HOST) ? 1 : cpu_mm_threads() };
     impl->configure(&p, out);
     for (int w = 0; w < a->warmup; w++)
         impl->run(&p);
@@ -140,6 +147,6 @@ static int cpu_matmul_run(const char *name, const cl_matmul_args *a, cl_matmul_r
 }
 
 const cl_matmul_ops cl_cpu_matmul_ops = {
-    .variants = cpu_variants,
+    .has = cpu_matmul_has,
     .run = cpu_matmul_run,
 };

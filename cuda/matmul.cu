@@ -1,7 +1,8 @@
 /* matmul.cu — the CUDA backend's %matmul: the variant table and the runner
  * that every variant shares.
  *
- * The runner describes the launch first (so a grid too large for the device
+ * The variants are the contract's rows (matmul.h); cuda_impl says what runs
+ * each. The runner describes the launch first (so a grid too large for the device
  * is refused before any allocation), allocates A, B, C and an L2-flush
  * buffer, generates A and B on the device from the seed, fills C with NaN so
  * that an element no thread writes fails the check, runs the warm-up
@@ -15,31 +16,26 @@
 
 #include "matmul_cuda.h"
 
-/* ---- the variant table: one row per variant ---- */
+/* ---- what runs each variant of the contract (matmul.h), by id ---- */
 
-static const cl_matmul_variant cuda_variants[] = {
-    {"naive", "16×16 threads per block, one thread per element of C; grid ⌈n/16⌉×⌈m/16⌉",
-     "each thread reads a row of A and a column of B from global memory: 2 loads per 2 flops",
-     0, &mm_gpu_naive},
-    {"tiled", "TILE×TILE threads per block, one per element of C; TILE×TILE tiles of A and B "
-     "in shared memory; grid ⌈n/TILE⌉×⌈m/TILE⌉",
-     "shared-memory tiling with two __syncthreads per phase: global traffic divided by TILE",
-     CL_MATMUL_USES_TILE, &mm_gpu_tiled},
-    {"fast", "256 threads per block, a 128×128 tile of C per block, 8×8 per thread; "
-     "grid ⌈n/128⌉×⌈m/128⌉",
-     "register blocking, float4 loads and double-buffered shared memory: CGMA 128",
-     0, &mm_gpu_fast},
-    {"fast64", "64 threads per block, a 64×64 tile of C per block, 8×8 per thread; "
-     "grid ⌈n/64⌉×⌈m/64⌉",
-     "the fast kernel with 64×64 block tiles: 4× more blocks to fill the SMs on small matrices",
-     0, &mm_gpu_fast64},
-    {"cublas", "chosen by cuBLAS", "cublasSgemm in FP32 (CUBLAS_DEFAULT_MATH): the reference",
-     CL_MATMUL_LIBRARY, &mm_gpu_cublas},
-    {"cublas-tf32", "chosen by cuBLAS",
-     "cublasSgemm on TF32 tensor cores (10-bit mantissa): faster, less exact",
-     CL_MATMUL_LIBRARY | CL_MATMUL_TF32, &mm_gpu_cublas_tf32},
-    {NULL, NULL, NULL, 0, NULL},
-};
+/* (a switch: C++ has no designated array initializers) */
+static const mm_gpu_impl *cuda_impl(int v)
+{
+    switch (v) {
+    case CL_MATMUL_V_NAIVE: return &mm_gpu_naive;
+    case CL_MATMUL_V_TILED: return &mm_gpu_tiled;
+    case CL_MATMUL_V_FAST: return &mm_gpu_fast;
+    case CL_MATMUL_V_FAST64: return &mm_gpu_fast64;
+    case CL_MATMUL_V_CUBLAS: return &mm_gpu_cublas;
+    case CL_MATMUL_V_CUBLAS_TF32: return &mm_gpu_cublas_tf32;
+    default: return NULL;           /* the host loop (CL_V_HOST) runs on the CPU backend */
+    }
+}
+
+static bool cuda_matmul_has(int v)
+{
+    return cuda_impl(v) != NULL;
+}
 
 /* ---- helpers shared with the kernel files ---- */
 
@@ -140,12 +136,11 @@ static int timed(const mm_gpu_impl *impl, const mm_problem *p, const cl_matmul_a
     return 0;
 }
 
-static int cuda_matmul_run(const char *name, const cl_matmul_args *a, cl_matmul_result *out, char *err)
+static int cuda_matmul_run(int v, const cl_matmul_args *a, cl_matmul_result *out, char *err)
 {
     memset(out, 0, sizeof *out);
-    const cl_matmul_variant *v = cl_matmul_find(cuda_variants, name);
-    if (!v) {
-        snprintf(err, CL_ERR_LEN, "the CUDA backend has no matmul variant '%s'", name);
+    if (!cuda_matmul_has(v)) {
+        snprintf(err, CL_ERR_LEN, "the CUDA backend has no matmul variant %d", v);
         return -1;
     }
     if (a->m < 1 || a->n < 1 || a->k < 1 || a->reps < 1 || a->reps > CL_MAX_REPS || a->warmup < 0) {
@@ -153,7 +148,10 @@ static int cuda_matmul_run(const char *name, const cl_matmul_args *a, cl_matmul_
                  a->k, a->reps);
         return -1;
     }
-    const mm_gpu_impl *impl = (const mm_gpu_impl *)v->impl;
+    const mm_gpu_impl *impl = cuda_impl(v);
+    snprintf(out->config, sizeof out->config, "%s", cl_matmul_variants[v].launch);
+    snprintf(out->precision, sizeof out->precision, "%s",
+             cl_matmul_variants[v].flags & CL_MATMUL_TF32 ? "tf32" : "fp32");
     mm_problem p = { a->m, a->n, a->k, a->tile, NULL, NULL, NULL };
     if (impl->prepare(&p, out, err))
         return -1;
@@ -175,5 +173,5 @@ static int cuda_matmul_run(const char *name, const cl_matmul_args *a, cl_matmul_
 
 extern "C" {
 extern const cl_matmul_ops cl_cuda_matmul_ops;
-const cl_matmul_ops cl_cuda_matmul_ops = { cuda_variants, cuda_matmul_run };
+const cl_matmul_ops cl_cuda_matmul_ops = { cuda_matmul_has, cuda_matmul_run };
 }

@@ -92,23 +92,22 @@ const mm_gpu_impl mm_gpu_naive = { naive_prepare, naive_launch };
 
 /* ---- tiled ---- */
 
+/* One instance per TILE_WIDTH of the contract's list (matmul.h). */
 static mm_kernel_fn tiled_kernel(int tile)
 {
+#define TILE_CASE_(t) case t: return mm_tiled_kernel<t>;
     switch (tile) {
-    case 2:  return mm_tiled_kernel<2>;
-    case 4:  return mm_tiled_kernel<4>;
-    case 8:  return mm_tiled_kernel<8>;
-    case 16: return mm_tiled_kernel<16>;
-    case 32: return mm_tiled_kernel<32>;
+    CL_MATMUL_TILE_LIST(TILE_CASE_)
     default: return NULL;
     }
+#undef TILE_CASE_
 }
 
 static int tiled_prepare(const mm_problem *p, cl_matmul_result *out, char *err)
 {
     mm_kernel_fn f = tiled_kernel(p->tile);
     if (!f) {
-        snprintf(err, CL_ERR_LEN, "no tiled kernel for TILE_WIDTH %d (built: 2, 4, 8, 16, 32)", p->tile);
+        snprintf(err, CL_ERR_LEN, "no tiled kernel for TILE_WIDTH %d", p->tile);
         return -1;
     }
     out->global_loads = cl_matmul_loads_blocked(p->m, p->n, p->k, p->tile, p->tile);

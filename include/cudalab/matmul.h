@@ -1,10 +1,10 @@
 /* matmul.h — the %matmul family on both sides of the backend ABI.
  *
- * C = A·B in float32, A m×k, B k×n, C m×n, all row-major. Each backend
- * (cuda/matmul*.cu, cpu/matmul*.c) defines `cl_<backend>_matmul_ops`: a table of
- * variants (one row each: name, launch configuration in words, what it teaches,
- * and a backend-private pointer to the code that runs it) and one run function
- * that generates the inputs from the seed, times the variant and copies C back.
+ * C = A·B in float32, A m×k, B k×n, C m×n, all row-major. The variants are
+ * the rows of CL_MATMUL_VARIANTS (the family contract, family.h). Each backend
+ * (cuda/matmul*.cu, cpu/matmul*.c) defines `cl_<backend>_matmul_ops`: which
+ * variants it implements and one run function that generates the inputs from
+ * the seed, times a variant (by id) and copies C back.
  *
  * The host-side check (cpu/matmul_check.c) regenerates A and B from the same
  * seed with the generators below and compares C against a double-precision
@@ -16,8 +16,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
+#include "cudalab/family.h"
 #include "cudalab/measure.h"
 
 #ifdef __cplusplus
@@ -38,23 +38,43 @@ CL_HD float cl_matmul_b(uint64_t seed, uint64_t i)
     return cl_uniform(seed, CL_MATMUL_B_STREAM + i);
 }
 
-/* cl_matmul_variant.flags */
-#define CL_MATMUL_USES_TILE 0x1u    /* honours --tile (TILE_WIDTH) */
-#define CL_MATMUL_LIBRARY   0x2u    /* a library call (cuBLAS), or the CPU reference standing in for it */
-#define CL_MATMUL_TF32      0x4u    /* multiplies in TF32 (10-bit mantissa): checked with a looser tolerance */
-#define CL_MATMUL_HOST      0x8u    /* the lecture's host loop (MatrixMulOnHost) */
-#define CL_MATMUL_FP64      0x10u   /* accumulates in double (the host loop, the CPU reference) */
+/* X(id, name, launch on a GPU, what it teaches, flags): one row per variant, in
+ * the order `--variant all` runs them (family.h says what is derived from it). */
+#define CL_MATMUL_VARIANTS(X)                                                                       \
+    X(CL_MATMUL_V_CPU, "cpu", "one host thread, triple loop",                                      \
+      "the lecture's MatrixMulOnHost: a row of A times a column of B for each element, "           \
+      "accumulated in double", CL_V_HOST)                                         \
+    X(CL_MATMUL_V_NAIVE, "naive", "16×16 threads per block, one thread per element of C; "         \
+      "grid ⌈n/16⌉×⌈m/16⌉",                                                                        \
+      "each thread reads a row of A and a column of B from global memory: 2 loads per 2 flops", 0) \
+    X(CL_MATMUL_V_TILED, "tiled", "TILE×TILE threads per block, one per element of C; TILE×TILE "  \
+      "tiles of A and B in shared memory; grid ⌈n/TILE⌉×⌈m/TILE⌉",                                 \
+      "shared-memory tiling with two __syncthreads per phase: global traffic divided by TILE",     \
+      CL_V_TILE)                                                                                    \
+    X(CL_MATMUL_V_FAST, "fast", "256 threads per block, a 128×128 tile of C per block, 8×8 per "   \
+      "thread; grid ⌈n/128⌉×⌈m/128⌉",                                                              \
+      "register blocking, float4 loads and double-buffered shared memory: CGMA 128", 0)            \
+    X(CL_MATMUL_V_FAST64, "fast64", "64 threads per block, a 64×64 tile of C per block, 8×8 per "  \
+      "thread; grid ⌈n/64⌉×⌈m/64⌉",                                                                \
+      "the fast kernel with 64×64 block tiles: 4× more blocks to fill the SMs on small matrices", 0) \
+    X(CL_MATMUL_V_CUBLAS, "cublas", "chosen by cuBLAS",                                            \
+      "cublasSgemm in FP32 (CUBLAS_DEFAULT_MATH): the reference", CL_V_LIBRARY)                    \
+    X(CL_MATMUL_V_CUBLAS_TF32, "cublas-tf32", "chosen by cuBLAS",                                  \
+      "cublasSgemm on TF32 tensor cores (10-bit mantissa): faster, less exact",                    \
+      CL_V_LIBRARY | CL_MATMUL_TF32)
 
-/* The TILE_WIDTHs the tiled variant is built for, 0-terminated. */
-#define CL_MATMUL_TILES {2, 4, 8, 16, 32, 0}
+/* The family's own variant flag: multiplies in TF32 (10-bit mantissa) on a GPU. */
+#define CL_MATMUL_TF32 CL_V_FAMILY
 
-typedef struct cl_matmul_variant {
-    const char *name;               /* "naive", "tiled", "fast", "cublas", ...; NULL ends a table */
-    const char *launch;             /* the launch configuration in words */
-    const char *description;        /* what the variant shows, one sentence */
-    unsigned flags;                 /* CL_MATMUL_* */
-    const void *impl;               /* backend-private: how to run it */
-} cl_matmul_variant;
+enum cl_matmul_variant_id { CL_MATMUL_VARIANTS(CL_VARIANT_ID) CL_MATMUL_NVARIANTS };
+
+/* The contract's table, in enum order (each file that reads it has its copy). */
+static const cl_variant cl_matmul_variants[CL_MATMUL_NVARIANTS] = {CL_MATMUL_VARIANTS(CL_VARIANT_ROW)};
+
+/* The TILE_WIDTHs the tiled variant is built for (one template instance each). */
+#define CL_MATMUL_TILE_LIST(X) X(2) X(4) X(8) X(16) X(32)
+#define CL_MATMUL_TILE_ITEM_(t) t,
+#define CL_MATMUL_TILES {CL_MATMUL_TILE_LIST(CL_MATMUL_TILE_ITEM_) 0}
 
 typedef struct cl_matmul_args {
     int m, n, k;                    /* >= 1; each of m·k, k·n, m·n < 2^31 (the kernels index with int) */
@@ -71,24 +91,19 @@ typedef struct cl_matmul_result {
     double global_loads;            /* floats read from global memory by one product in the
                                      * lecture's traffic model; 0 when unknown (libraries) */
     char impl[128];                 /* what ran, in words ("cublasSgemm, CUBLAS_DEFAULT_MATH") */
+    char config[160];               /* the launch in words: the row's on a GPU, the analogue's on the CPU */
+    char precision[8];              /* what the run computed in: "fp32", "tf32" (checked with the looser
+                                     * tolerance), "fp64" (the host loop, the CPU's stand-in for cuBLAS) */
 } cl_matmul_result;
 
 typedef struct cl_matmul_ops {
-    const cl_matmul_variant *variants;  /* terminated by a row with name NULL */
-    /* Generates A and B from a->seed, runs the variant a->warmup times untimed
+    /* Whether this backend implements variant v (enum cl_matmul_variant_id). */
+    bool (*has)(int v);
+    /* Generates A and B from a->seed, runs variant v a->warmup times untimed
      * and a->reps times timed, then copies C into a->c (not timed). Returns 0,
      * or -1 with a one-line reason in err (CL_ERR_LEN bytes). */
-    int (*run)(const char *variant, const cl_matmul_args *a, cl_matmul_result *out, char *err);
+    int (*run)(int v, const cl_matmul_args *a, cl_matmul_result *out, char *err);
 } cl_matmul_ops;
-
-/* Looks a variant up in a table; NULL when absent. */
-static inline const cl_matmul_variant *cl_matmul_find(const cl_matmul_variant *table, const char *name)
-{
-    for (const cl_matmul_variant *v = table; v && v->name; v++)
-        if (strcmp(v->name, name) == 0)
-            return v;
-    return NULL;
-}
 
 /* The lecture's traffic model: floats read from global memory by one product.
  * One thread per element reads a row of A and a column of B: 2·m·n·k. With

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "magic/family.h"
 #include "magic/magic.h"
 #include "render/render.h"
 #include "lang/parse_internal.h"
@@ -35,10 +36,11 @@ static json_t *flag_doc(const flag_spec *f)
     char msg[256], shortname[2] = { f->short_name, '\0' };
     json_t *def = f->opts & FLAG_REQUIRED ? json_null() : flag_default_value(f, msg, sizeof msg);
     json_t *choices = json_null();
-    if (f->type == FLAG_CHOICE && f->choices) {
+    const char *c;
+    if (f->type == FLAG_CHOICE) {
         choices = json_array();
-        for (int i = 0; f->choices[i]; i++)
-            json_array_append_new(choices, json_string(f->choices[i]));
+        for (size_t i = 0; (c = flag_choice(f, i)); i++)
+            json_array_append_new(choices, json_string(c));
     }
     return json_pack("{s:s, s:o, s:s, s:o, s:b, s:o, s:o, s:o, s:b, s:o}",
                      "name", f->name, "short", f->short_name ? json_string(shortname) : json_null(),
@@ -103,11 +105,21 @@ static json_t *one_doc(const magic_spec *m)
     json_t *pos = m->positional ? json_pack("{s:s, s:o}", "name", m->positional, "help",
                                             text_or_null(m->positional_help))
                                 : json_null();
-    return json_pack("{s:s, s:s, s:s, s:o, s:o, s:b, s:b, s:o, s:o, s:o}",
+    json_t *variants = json_null();
+    const family_spec *fam = magic_family(m);
+    const cl_variant *v;
+    if (fam) {
+        variants = json_array();
+        for (size_t i = 0; (v = family_variant(fam, i)); i++)
+            json_array_append_new(variants, json_pack("{s:s, s:s, s:s, s:b}", "name", v->name, "launch",
+                                                      v->launch, "teaches", v->teaches, "yours",
+                                                      (v->flags & CL_V_RUNTIME) != 0));
+    }
+    return json_pack("{s:s, s:s, s:s, s:o, s:o, s:b, s:b, s:o, s:o, s:o, s:o}",
                      "magic", "help", "topic", m->name, "usage", usage,
                      "summary", text_or_null(m->summary), "description", text_or_null(m->description),
                      "line", (m->mode & MAGIC_LINE) != 0, "cell", (m->mode & MAGIC_CELL) != 0,
-                     "positional", pos, "flags", flags, "examples", examples);
+                     "positional", pos, "flags", flags, "variants", variants, "examples", examples);
 }
 
 static int help_one(magic_ctx *ctx, const magic_spec *m)

@@ -129,9 +129,33 @@ void flag_allowed_text(const flag_spec *f, char *buf, size_t len)
         snprintf(buf, len, "1-3 sizes, each %lld..%lld", f->imin < 1 ? 1 : f->imin, f->imax);
     else if (f->type == FLAG_DIMS)
         snprintf(buf, len, "1-3 positive sizes");
-    else if (f->type == FLAG_CHOICE)
-        for (int i = 0; f->choices && f->choices[i]; i++)
-            add(buf, len, "%s%s", i ? "|" : "", f->choices[i]);
+    else if (f->type == FLAG_CHOICE) {
+        const char *c;
+        for (size_t i = 0; (c = flag_choice(f, i)); i++)
+            add(buf, len, "%s%s", i ? "|" : "", c);
+    }
+}
+
+const family_spec *magic_family(const magic_spec *m)
+{
+    for (const flag_spec *f = m->flags; f && f->name; f++)
+        if (f->family)
+            return f->family;
+    return NULL;
+}
+
+/* The family's variants, from its contract: name, what it teaches, its launch. */
+static void variants_text(FILE *out, const family_spec *fam)
+{
+    size_t w = 0;
+    const cl_variant *v;
+    for (size_t i = 0; (v = family_variant(fam, i)); i++)
+        if (width(v->name) > w)
+            w = width(v->name);
+    fprintf(out, "\nVariants (--variant; all runs every one):\n");
+    for (size_t i = 0; (v = family_variant(fam, i)); i++)
+        fprintf(out, "  %s%*s  %s%s (launch: %s)\n", v->name, (int)(w - width(v->name)), "", v->teaches,
+                v->flags & CL_V_RUNTIME ? " [yours]" : "", v->launch);
 }
 
 char *magic_help_head(const magic_spec *m)
@@ -152,6 +176,8 @@ char *magic_help_head(const magic_spec *m)
     fprintf(out, "\n%s\n", m->summary ? m->summary : "");
     if (m->description && m->description[0])
         fprintf(out, "\n%s\n", m->description);
+    if (magic_family(m))
+        variants_text(out, magic_family(m));
     if (m->positional)
         fprintf(out, "\nArguments:\n  %s  %s\n", m->positional, m->positional_help ? m->positional_help : "");
     fclose(out);

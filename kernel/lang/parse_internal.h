@@ -18,6 +18,7 @@
 
 #include "base/text.h"
 #include "lang/lang.h"
+#include "magic/family.h"
 #include "magic/magic.h"
 
 /* ---- parse.c ---- */
@@ -165,6 +166,8 @@ void flag_allowed_text(const flag_spec *f, char *buf, size_t len);
 /* Usage, summary, description and positional argument; then the examples.
  * The caller frees. (magic_help_text = head + flags table + examples.) */
 char *magic_help_head(const magic_spec *m);
+/* The family whose variants m's --variant chooses from, or NULL. */
+const family_spec *magic_family(const magic_spec *m);
 char *magic_help_examples(const magic_spec *m);
 
 #endif

@@ -158,17 +158,18 @@ static json_t *bool_value(const flag_spec *f, const char *text, char *msg, size_
 
 static json_t *choice_value(const flag_spec *f, const char *text, char *msg, size_t len)
 {
-    if (!f->choices)
+    if (!flag_choice(f, 0))
         return fail(msg, len, "--%s has no choices in its spec", f->name);
     suggest s;
     suggest_init(&s, text);
     char allowed[320] = "";
     size_t used = 0;
-    for (int i = 0; f->choices[i]; i++) {
-        if (strcmp(text, f->choices[i]) == 0)
-            return json_string(f->choices[i]);
-        suggest_add(&s, f->choices[i]);
-        int n = snprintf(allowed + used, sizeof allowed - used, "%s%s", i ? ", " : "", f->choices[i]);
+    const char *c;
+    for (size_t i = 0; (c = flag_choice(f, i)); i++) {
+        if (strcmp(text, c) == 0)
+            return json_string(c);
+        suggest_add(&s, c);
+        int n = snprintf(allowed + used, sizeof allowed - used, "%s%s", i ? ", " : "", c);
         if (n > 0 && (size_t)n < sizeof allowed - used)
             used += (size_t)n;
     }

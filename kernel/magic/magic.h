@@ -41,7 +41,8 @@ typedef struct flag_spec {
     const char *def;                /* default, written as a user would write it; NULL = no value */
     long long imin, imax;           /* FLAG_INT, FLAG_DIMS */
     double fmin, fmax;              /* FLAG_FLOAT */
-    const char *const *choices;     /* FLAG_CHOICE: NULL-terminated */
+    const char *const *choices;     /* FLAG_CHOICE: NULL-terminated; or */
+    const struct family_spec *family; /* FLAG_CHOICE: the family's variants and "all" (family.h) */
     unsigned opts;
     const char *help;
 } flag_spec;

@@ -18,9 +18,13 @@
 #include "magic/sweep.h"
 #include "magics/matmul_internal.h"
 
-static const char *const variant_choices[] = {
-    "cpu", "naive", "tiled", "fast", "fast64", "cublas", "cublas-tf32", "all", NULL,
+const family_spec matmul_family = {
+    .magic = "matmul",
+    .variants = cl_matmul_variants,
+    .nvariants = CL_MATMUL_NVARIANTS,
 };
+
+#define TILE_TEXT_(t) " " #t
 
 static const flag_spec matmul_flags[] = {
     {.name = "size", .type = FLAG_INT, .def = "1024", .imin = 1, .imax = INT64_MAX, .opts = FLAG_LIST,
@@ -32,10 +36,9 @@ static const flag_spec matmul_flags[] = {
     {.name = "k", .type = FLAG_INT, .imin = 1, .imax = INT64_MAX, .opts = FLAG_LIST,
      .help = "columns of A, rows of B (overrides --size)"},
     {.name = "variant", .short_name = 'v', .type = FLAG_CHOICE, .def = "tiled",
-     .choices = variant_choices, .opts = FLAG_LIST,
-     .help = "cpu, naive, tiled, fast, fast64, cublas, cublas-tf32, or all"},
+     .family = &matmul_family, .opts = FLAG_LIST, .help = "the variants to run (listed above), or all"},
     {.name = "tile", .type = FLAG_INT, .def = "16", .imin = 2, .imax = 32, .opts = FLAG_LIST,
-     .help = "TILE_WIDTH of the tiled variant: 2, 4, 8, 16 or 32"},
+     .help = "TILE_WIDTH of the variants that honour it, one of" CL_MATMUL_TILE_LIST(TILE_TEXT_)},
     SWEEP_SEED_FLAG("seed of the generated inputs A and B"),
     SWEEP_TIMING_FLAGS("timed runs per point",
                        "untimed runs before them"),
@@ -90,28 +93,18 @@ static json_t *check_json(const cl_matmul_check *c)
     return j;
 }
 
-static const char *precision_of(const cl_matmul_variant *v)
-{
-    if (v->flags & CL_MATMUL_TF32)
-        return "tf32";
-    /* the host loop and the CPU reference that stands in for cuBLAS accumulate in double */
-    if (v->flags & CL_MATMUL_FP64)
-        return "fp64";
-    return "fp32";
-}
-
-static json_t *run_json(const mm_env *env, const mm_target *t, const cl_matmul_variant *v,
+static json_t *run_json(const mm_env *env, const mm_target *t, const cl_variant *v,
                         const cl_matmul_args *a, const cl_matmul_result *r)
 {
     double median = stats_median(&r->times);
     double gflops = median > 0 ? 2.0 * a->m * a->n * a->k / (median * 1e6) : 0;
     double peak = t->is_host ? env->host_peak_gflops : env->peak_gflops;
     json_t *launch = launch_json(&r->launch);
-    json_object_set_new(launch, "config", json_string(v->launch));
+    json_object_set_new(launch, "config", json_string(r->config));
     json_t *run = json_pack("{s:s, s:i, s:i, s:i, s:o, s:s, s:s, s:s}", "variant", v->name, "m", a->m,
                             "n", a->n, "k", a->k, "tile",
-                            (v->flags & CL_MATMUL_USES_TILE) ? json_integer(a->tile) : json_null(),
-                            "backend", t->backend_name, "precision", precision_of(v), "impl", r->impl);
+                            (v->flags & CL_V_TILE) ? json_integer(a->tile) : json_null(),
+                            "backend", t->backend_name, "precision", r->precision, "impl", r->impl);
     json_object_set_new(run, "time_ms", stats_json(&r->times));
     json_object_set_new(run, "gflops", json_real(gflops));
     json_object_set_new(run, "pct_of_peak", peak > 0 ? json_real(100.0 * gflops / peak) : json_null());
@@ -130,7 +123,7 @@ static int matmul_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *us
                            env->backend->name);
     int tile = (int)json_integer_value(json_object_get(pt, "tile"));
     /* a variant without a tile runs once per size, not once per TILE_WIDTH */
-    if (!(t.variant->flags & CL_MATMUL_USES_TILE) && tile != env->first_tile)
+    if (!(t.variant->flags & CL_V_TILE) && tile != env->first_tile)
         return 0;
     mm_dims d = mm_point_dims(pt);
 
@@ -141,7 +134,7 @@ static int matmul_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *us
                            (double)a.m * a.n * 4.0 / 1048576.0);
     cl_matmul_result *r = malloc(sizeof *r);
     char err[CL_ERR_LEN] = "";
-    if (!r || t.ops->run(name, &a, r, err) != 0) {
+    if (!r || t.ops->run(t.id, &a, r, err) != 0) {
         free(a.c);
         free(r);
         if (!r)
@@ -151,10 +144,11 @@ static int matmul_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *us
                            "%%matmul --variant %s (m=%d, n=%d, k=%d): %s", name, a.m, a.n, a.k, err);
     }
     json_t *run = run_json(env, &t, t.variant, &a, r);
+    bool tf32 = strcmp(r->precision, "tf32") == 0;
     free(r);
     if (env->check) {
         cl_matmul_check c;
-        int rc = cl_matmul_verify(a.m, a.n, a.k, a.seed, a.c, t.variant->flags & CL_MATMUL_TF32, &c, err);
+        int rc = cl_matmul_verify(a.m, a.n, a.k, a.seed, a.c, tf32, &c, err);
         free(a.c);
         if (rc != 0) {
             json_decref(run);
@@ -213,21 +207,13 @@ const magic_spec magic_matmul = {
         "Multiplies A (m×k) by B (k×n), row-major float32, generated on the device from --seed, "
         "and times each variant with CUDA events (median of --reps after --warmup). Sizes need "
         "not be multiples of any tile: every kernel checks its bounds.\n\n"
-        "cpu: the lecture's MatrixMulOnHost, one host thread, double accumulation: the baseline. "
-        "naive: one thread per element of C in 16×16 blocks; each thread reads a row of A and a "
-        "column of B from global memory, 2 loads per 2 flops (CGMA 1.0): bound by memory.\n\n"
-        "tiled: TILE×TILE blocks load a tile of A and of B into shared memory per phase, with two "
-        "__syncthreads (tiles loaded; tiles used), so each element is read from global memory once "
-        "per block and reused TILE times: CGMA = TILE. Sweep --tile 2,4,8,16,32 to watch the "
-        "traffic fall and occupancy change.\n\n"
-        "fast: register blocking: a 128×128 tile of C per block, 8×8 outputs per thread, float4 "
-        "loads and double-buffered shared memory (CGMA 128); about 80% of cuBLAS FP32 at 4096 on "
-        "an H200. fast64: the same with 64×64 block tiles: more blocks, better on matrices "
-        "too small to fill every SM with 128×128 tiles.\n\n"
-        "cublas: cublasSgemm in plain FP32 (CUBLAS_DEFAULT_MATH), the reference. cublas-tf32: the "
-        "same on TF32 tensor cores (10-bit mantissa): faster than the FP32 peak, less exact, so "
-        "its check tolerance is looser. all: every variant (the host loop only where it is "
-        "within the host-work limit).\n\n"
+        "The variants form a ladder (table below): the host loop as the baseline, one thread "
+        "per element (CGMA 1.0: bound by memory), shared-memory tiling (each element read once "
+        "per block and reused TILE times: CGMA = TILE; sweep --tile to watch the traffic fall "
+        "and occupancy change), register blocking, and cuBLAS as the reference, in FP32 and on "
+        "TF32 tensor cores (faster than the FP32 peak, less exact, so checked with a looser "
+        "tolerance). --variant all runs every one (the host loop only where it is within the "
+        "host-work limit).\n\n"
         "Each run reports GFLOP/s = 2·m·n·k / median time, the percentage of the FP32 peak "
         "(2 × SMs × cores per SM × clock), the launch (grid, block, shared memory, registers per "
         "thread) and the traffic model: global loads and CGMA = flops per global load.\n\n"

@@ -33,21 +33,6 @@ static const json_t *list_at(const json_t *v, size_t i)
     return json_is_array(v) ? json_array_get(v, i) : v;
 }
 
-/* "79.1 GiB"; absurd sizes in bytes with an exponent. */
-static void fmt_bytes(double b, char *buf, size_t len)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    int u = 0;
-    while (u < 6 && b >= 1024.0) {
-        b /= 1024.0;
-        u++;
-    }
-    if (b >= 1024.0)
-        snprintf(buf, len, "%.3g bytes", b * pow(1024.0, 6));
-    else
-        snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", b, units[u]);
-}
-
 /* The largest N with A, B and C of N×N floats in `bytes`, and within 32-bit indexing. */
 static long long largest_square(double bytes)
 {
@@ -60,10 +45,13 @@ static long long largest_square(double bytes)
 int mm_target_of(const mm_env *env, const char *name, mm_target *out)
 {
     memset(out, 0, sizeof *out);
-    bool host = strcmp(name, "cpu") == 0;
+    out->id = family_index(&matmul_family, name);
+    if (out->id < 0 || out->id >= CL_MATMUL_NVARIANTS)
+        return -1;
+    out->variant = &cl_matmul_variants[out->id];
+    bool host = (out->variant->flags & CL_V_HOST) != 0;
     out->ops = host ? env->host_ops : env->backend->matmul;
-    out->variant = out->ops ? cl_matmul_find(out->ops->variants, name) : NULL;
-    if (!out->variant)
+    if (!out->ops || !out->ops->has(out->id))
         return -1;
     out->backend_name = host ? "cpu" : env->backend->name;
     out->is_host = host || strcmp(env->backend->name, "cpu") == 0;
@@ -71,50 +59,32 @@ int mm_target_of(const mm_env *env, const char *name, mm_target *out)
     return 0;
 }
 
-static bool list_has(const json_t *list, const char *name)
+static bool runs_here(const cl_variant *v, size_t index, void *user)
 {
-    size_t i;
-    json_t *v;
-    json_array_foreach(list, i, v)
-        if (strcmp(json_string_value(v), name) == 0)
-            return true;
-    return false;
+    mm_target t;
+    return mm_target_of(user, v->name, &t) == 0;
 }
 
-/* --variant as an array without duplicates; `all` becomes the host loop plus
- * every variant of the backend's table, in table order, where it stands. */
+/* --variant as an array without duplicates (family_select); `all` brings in
+ * the host loop too, but as optional (left out over the host-work limit)
+ * unless the host loop was also named. */
 static int expand_variants(magic_ctx *ctx, json_t *params, mm_env *env)
 {
     const json_t *given = json_object_get(params, "variant");
-    json_t *list = json_array();
-    bool cpu_named = false;
-    for (size_t i = 0; i < list_len(given); i++)
-        cpu_named |= strcmp(json_string_value(list_at(given, i)), "cpu") == 0;
-    for (size_t i = 0; i < list_len(given); i++) {
-        const char *name = json_string_value(list_at(given, i));
-        if (strcmp(name, "all") != 0) {
-            if (!list_has(list, name))
-                json_array_append_new(list, json_string(name));
-            continue;
-        }
-        env->cpu_optional = !cpu_named;
-        if (!list_has(list, "cpu"))
-            json_array_append_new(list, json_string("cpu"));
-        for (const cl_matmul_variant *v = env->backend->matmul->variants; v->name; v++)
-            if (!list_has(list, v->name))
-                json_array_append_new(list, json_string(v->name));
-    }
+    json_t *names = sweep_as_list(given);
+    bool all = false, host_named = false;
     size_t i;
     json_t *v;
-    json_array_foreach(list, i, v) {
-        mm_target t;
-        if (mm_target_of(env, json_string_value(v), &t) != 0) {
-            magic_error(ctx, "UsageError", "--variant %s is not available on the %s backend",
-                        json_string_value(v), env->backend->name);
-            json_decref(list);
-            return -1;
-        }
+    json_array_foreach(names, i, v) {
+        int id = family_index(&matmul_family, json_string_value(v));
+        all |= strcmp(json_string_value(v), "all") == 0;
+        host_named |= id >= 0 && (family_variant(&matmul_family, (size_t)id)->flags & CL_V_HOST);
     }
+    json_decref(names);
+    env->cpu_optional = all && !host_named;
+    json_t *list = family_select(ctx, &matmul_family, given, runs_here, env, env->backend->name);
+    if (!list)
+        return -1;
     if (json_array_size(list) == 1 && !json_is_array(given)) {
         json_decref(list);          /* a single variant stays a scalar: nothing varies */
         return 0;
@@ -132,9 +102,14 @@ static int check_tiles(magic_ctx *ctx, const json_t *params, mm_env *env)
         bool ok = false;
         for (int j = 0; built_tiles[j]; j++)
             ok |= built_tiles[j] == t;
-        if (!ok)
+        if (!ok) {
+            char built[64] = "";
+            for (int j = 0, used = 0; built_tiles[j] && used < (int)sizeof built; j++)
+                used += snprintf(built + used, sizeof built - (size_t)used, "%s%d",
+                                 j == 0 ? "" : built_tiles[j + 1] ? ", " : " and ", built_tiles[j]);
             return magic_error(ctx, "UsageError", "--tile %lld: the tiled kernel is built for "
-                               "TILE_WIDTH 2, 4, 8, 16 and 32 (one template instance each)", t);
+                               "TILE_WIDTH %s (one template instance each)", t, built);
+        }
     }
     return 0;
 }
@@ -160,26 +135,27 @@ mm_dims mm_point_dims(const json_t *pt)
 #define MM_RATE_FULL_CHECK 8.6e8    /* the whole product in double, per core */
 #define MM_RATE_ELEMENTS 2e7        /* per core: making A and B, Freivalds' passes over A, B and C */
 
-static const struct { const char *variant; double per_core; } mm_rates[] = {
-    {"naive", 9e8}, {"fast", 1.9e9}, {"fast64", 2.4e9}, {"cublas", 2.8e9}, {"cublas-tf32", 2.8e9},
+static const double mm_rates[CL_MATMUL_NVARIANTS] = {
+    [CL_MATMUL_V_NAIVE] = 9e8, [CL_MATMUL_V_FAST] = 1.9e9, [CL_MATMUL_V_FAST64] = 2.4e9,
+    [CL_MATMUL_V_CUBLAS] = 2.8e9, [CL_MATMUL_V_CUBLAS_TF32] = 2.8e9,
 };
+/* CL_V_TILE variants: by TILE_WIDTH */
 static const struct { int tile; double per_core; } mm_tiled_rates[] = {
     {2, 4.7e8}, {4, 7e8}, {8, 1.2e9}, {16, 1.5e9}, {32, 1.2e9},
 };
 
-/* Multiply-adds per CPU-second of a variant's CPU analogue, per core. */
-static double analogue_rate(const char *variant, int tile)
+/* Multiply-adds per CPU-second of a variant's CPU analogue, per core; a
+ * variant registered at run time is taken to go as the naive one. */
+static double analogue_rate(const mm_target *t, int tile)
 {
-    if (strcmp(variant, "tiled") == 0) {
+    if (t->variant->flags & CL_V_TILE) {
         for (size_t i = 0; i < sizeof mm_tiled_rates / sizeof mm_tiled_rates[0]; i++)
             if (mm_tiled_rates[i].tile == tile)
                 return mm_tiled_rates[i].per_core;
         return mm_tiled_rates[0].per_core;
     }
-    for (size_t i = 0; i < sizeof mm_rates / sizeof mm_rates[0]; i++)
-        if (strcmp(mm_rates[i].variant, variant) == 0)
-            return mm_rates[i].per_core;
-    return mm_rates[0].per_core;
+    return t->id < CL_MATMUL_NVARIANTS && mm_rates[t->id] > 0 ? mm_rates[t->id]
+                                                                : mm_rates[CL_MATMUL_V_NAIVE];
 }
 
 host_work mm_host_work(magic_ctx *ctx, const json_t *pt, void *user)
@@ -190,16 +166,16 @@ host_work mm_host_work(magic_ctx *ctx, const json_t *pt, void *user)
     const char *name = json_string_value(json_object_get(pt, "variant"));
     int tile = (int)json_integer_value(json_object_get(pt, "tile"));
     if (!name || mm_target_of(env, name, &t) != 0 ||
-        (!(t.variant->flags & CL_MATMUL_USES_TILE) && tile != env->first_tile))
+        (!(t.variant->flags & CL_V_TILE) && tile != env->first_tile))
         return w;                   /* the point runs nothing (matmul_point says why) */
     mm_dims d = mm_point_dims(pt);
     double madds = (double)d.m * d.n * d.k, inputs = (double)d.m * d.k + (double)d.k * d.n;
     double cores = host_work_cores();
     w.optional = t.optional;
     if (t.is_host) {
-        bool loop = (t.variant->flags & CL_MATMUL_HOST) != 0;
+        bool loop = (t.variant->flags & CL_V_HOST) != 0;
         w.run = madds;
-        w.run_rate = loop ? MM_RATE_HOST_LOOP : analogue_rate(name, tile) * cores;
+        w.run_rate = loop ? MM_RATE_HOST_LOOP : analogue_rate(&t, tile) * cores;
         w.setup = inputs;           /* the CPU backend makes A and B for every point */
         w.setup_rate = MM_RATE_ELEMENTS * cores;
     }
@@ -233,26 +209,24 @@ typedef struct mm_limits {
 static int check_point(magic_ctx *ctx, const mm_env *env, const mm_limits *lim, const json_t *pt)
 {
     mm_dims d = mm_point_dims(pt);
-    char what[128], need_s[48], free_s[48];
+    char what[128], fit[64];
     describe(pt, &d, what, sizeof what);
-    double elems = (double)d.m * d.k + (double)d.k * d.n + (double)d.m * d.n;
-    double bytes = 4.0 * elems;
-
-    if (lim->device && bytes + lim->device_reserve > lim->device_free) {
-        fmt_bytes(bytes, need_s, sizeof need_s);
-        fmt_bytes(lim->device_free, free_s, sizeof free_s);
-        long long fit = largest_square(lim->device_free - lim->device_reserve);
-        return magic_error(ctx, "UsageError", "%s: A, B and C need %s of device memory (plus twice "
-                           "the L2 to flush it between runs); this device has %s free (largest "
-                           "square size that fits: %lld)", what, need_s, free_s, fit);
+    double bytes = 4.0 * ((double)d.m * d.k + (double)d.k * d.n + (double)d.m * d.n);
+    if (lim->device) {
+        snprintf(fit, sizeof fit, "largest square size that fits: %lld",
+                 largest_square(lim->device_free - lim->device_reserve));
+        mem_need need = {what, "A, B and C, plus twice the L2 to flush it between runs", "device",
+                         bytes + lim->device_reserve, lim->device_free, fit};
+        if (magic_memory_fit(ctx, &need) != 0)
+            return -1;
     }
-    if ((lim->host_run || env->check) && lim->host_free > 0 && bytes > lim->host_free) {
-        fmt_bytes(bytes, need_s, sizeof need_s);
-        fmt_bytes(lim->host_free, free_s, sizeof free_s);
-        return magic_error(ctx, "UsageError", "%s: A, B and C need %s of host memory (%s); this "
-                           "host has %s available (largest square size that fits: %lld)", what,
-                           need_s, lim->host_run ? "to run on the host" : "for the check; --no-check "
-                           "skips it", free_s, largest_square(lim->host_free));
+    if (lim->host_run || env->check) {
+        snprintf(fit, sizeof fit, "largest square size that fits: %lld", largest_square(lim->host_free));
+        mem_need need = {what, lim->host_run ? "A, B and C, to run on the host"
+                                             : "A, B and C, for the check; --no-check skips it",
+                         "host", bytes, lim->host_free, fit};
+        if (magic_memory_fit(ctx, &need) != 0)
+            return -1;
     }
     const char *big = (double)d.m * d.k > INDEX_LIMIT ? "m·k (A)"
                     : (double)d.k * d.n > INDEX_LIMIT ? "k·n (B)"

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "magic/family.h"
 #include "magic/magic.h"
 #include "cudalab/matmul.h"
 #include "magic/sweep.h"
@@ -28,11 +29,14 @@ typedef struct mm_env {
 /* Where one variant runs. */
 typedef struct mm_target {
     const cl_matmul_ops *ops;
-    const cl_matmul_variant *variant;
+    int id;                         /* enum cl_matmul_variant_id */
+    const cl_variant *variant;      /* the contract's row */
     const char *backend_name;       /* "cuda" or "cpu" */
     bool is_host;                   /* runs on the host CPU (peak and limits of the host) */
     bool optional;                  /* from `all`; left out where over the host-work limit */
 } mm_target;
+
+extern const family_spec matmul_family;
 
 typedef struct mm_dims {
     long long m, n, k;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "magic/family.h"
 #include "magic/magic.h"
 #include "server/kernel.h"
 #include "grade/expr.h"
@@ -104,8 +105,9 @@ static const flag_spec *find_flag(const magic_spec *m, const char *arg)
 
 static void complete_choices(json_t *out, const flag_spec *f, const char *prefix, const char *typed)
 {
-    for (const char *const *c = f->choices; c && *c; c++)
-        add_prefixed(out, prefix, *c, typed);
+    const char *c;
+    for (size_t i = 0; (c = flag_choice(f, i)); i++)
+        add_prefixed(out, prefix, c, typed);
 }
 
 static bool name_char(char c)

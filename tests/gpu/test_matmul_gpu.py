@@ -110,7 +110,7 @@ def test_results_deterministic_given_seed() -> None:
 def test_absurd_size_refused_before_allocation() -> None:
     r = cli("%matmul --size 2^40 --variant fast")
     assert r.returncode == 1
-    assert "UsageError" in r.stderr and "device memory" in r.stderr and "largest square size" in r.stderr
+    assert "MemoryError" in r.stderr and "device memory" in r.stderr and "largest square size" in r.stderr
 
 
 def test_grid_too_tall_is_a_clear_error() -> None:

@@ -183,9 +183,9 @@ def test_bad_sizes():
 
 
 def test_absurd_sizes_refused_before_allocation():
-    err = error("%matmul --size 2^40", 1, "UsageError", "--size 1099511627776", "host memory",
+    err = error("%matmul --size 2^40", 1, "MemoryError", "--size 1099511627776", "host memory",
                 "largest square size that fits")
-    err = error("%matmul --size 2^20 --variant naive --no-check", 1, "UsageError", "memory")
+    err = error("%matmul --size 2^20 --variant naive --no-check", 1, "MemoryError", "memory")
     # int range: fits in memory, but C would have 2^31 elements or more
     rc, _, _, err = run("%matmul --m 46341 --n 46341 --k 1 --variant naive --no-check")
     assert rc == 1 and ("32-bit" in err or "memory" in err), err

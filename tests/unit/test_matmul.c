@@ -43,6 +43,15 @@ static float *product_of(int m, int n, int k, uint64_t seed)
     return c;
 }
 
+/* The contract's id of a variant name (-1 for none). */
+static int id_of(const char *name)
+{
+    for (int v = 0; v < CL_MATMUL_NVARIANTS; v++)
+        if (strcmp(cl_matmul_variants[v].name, name) == 0)
+            return v;
+    return -1;
+}
+
 /* Runs one CPU-backend variant and returns C (caller frees). */
 static float *run_cpu(const char *variant, int m, int n, int k, int tile, cl_matmul_result *r)
 {
@@ -52,7 +61,7 @@ static float *run_cpu(const char *variant, int m, int n, int k, int tile, cl_mat
     a.c = malloc((size_t)m * n * sizeof *a.c);
     assert_non_null(a.c);
     char err[CL_ERR_LEN] = "";
-    if (ops->run(variant, &a, r, err) != 0)
+    if (ops->run(id_of(variant), &a, r, err) != 0)
         fail_msg("%s %dx%dx%d tile %d: %s", variant, m, n, k, tile, err);
     return a.c;
 }
@@ -68,10 +77,11 @@ static void every_variant_matches_the_product(void **state)
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         int m = sizes[s][0], n = sizes[s][1], k = sizes[s][2];
         float *want = product_of(m, n, k, 5);
-        for (const cl_matmul_variant *v = cl_cpu_backend()->matmul->variants; v->name; v++) {
+        for (const cl_variant *v = cl_matmul_variants; v < cl_matmul_variants + CL_MATMUL_NVARIANTS; v++) {
             static const int tiles[] = CL_MATMUL_TILES;
+            assert_true(cl_cpu_backend()->matmul->has((int)(v - cl_matmul_variants)));
             for (int t = 0; tiles[t]; t++) {
-                if (t > 0 && !(v->flags & CL_MATMUL_USES_TILE))
+                if (t > 0 && !(v->flags & CL_V_TILE))
                     break;
                 cl_matmul_result r;
                 float *c = run_cpu(v->name, m, n, k, tiles[t], &r);
@@ -128,18 +138,20 @@ static void run_errors(void **state)
     cl_matmul_result r;
     char err[CL_ERR_LEN] = "";
     cl_matmul_args a = { .m = 4, .n = 4, .k = 4, .tile = 16, .seed = 1, .reps = 1 };
-    assert_int_equal(ops->run("warp-specialized", &a, &r, err), -1);
-    assert_non_null(strstr(err, "no matmul variant 'warp-specialized'"));
+    assert_int_equal(ops->run(id_of("warp-specialized"), &a, &r, err), -1);
+    assert_non_null(strstr(err, "no matmul variant -1"));
     a.m = 0;
-    assert_int_equal(ops->run("naive", &a, &r, err), -1);
+    assert_int_equal(ops->run(id_of("naive"), &a, &r, err), -1);
     assert_non_null(strstr(err, "invalid"));
     a.m = 4, a.reps = 0;
-    assert_int_equal(ops->run("naive", &a, &r, err), -1);
+    assert_int_equal(ops->run(id_of("naive"), &a, &r, err), -1);
     a.reps = 1, a.tile = 0;
-    assert_int_equal(ops->run("tiled", &a, &r, err), -1);
-    assert_int_equal(ops->run("naive", &a, &r, err), 0);      /* naive ignores the tile */
-    assert_null(cl_matmul_find(ops->variants, "nope"));
-    assert_string_equal(cl_matmul_find(ops->variants, "cpu")->name, "cpu");
+    assert_int_equal(ops->run(id_of("tiled"), &a, &r, err), -1);
+    assert_int_equal(ops->run(id_of("naive"), &a, &r, err), 0);      /* naive ignores the tile */
+    assert_int_equal(ops->run(-1, &a, &r, err), -1);
+    assert_int_equal(ops->run(CL_MATMUL_NVARIANTS, &a, &r, err), -1);
+    assert_false(ops->has(-1));
+    assert_true(ops->has(id_of("cpu")));
 }
 
 /* ---- the check ---- */
@@ -336,7 +348,7 @@ static void magic_refusals(void **state)
     (void)state;
     static const struct { const char *cell, *ename, *text; } cases[] = {
         {"%matmul --tile 12 --size 8", "UsageError", "TILE_WIDTH 2, 4, 8, 16 and 32"},
-        {"%matmul --size 2^40", "UsageError", "largest square size that fits"},
+        {"%matmul --size 2^40", "MemoryError", "largest square size that fits"},
         {"%matmul --m 46341 --n 46341 --k 1 --variant naive --no-check", "UsageError", NULL},
         {"%matmul --size 2048 --variant cpu", "UsageError", "of host work"},
         {"%matmul --size 8,2048 --variant naive", "UsageError", "--size 2048"},
@@ -381,9 +393,8 @@ static int fake_versions(int dev, cl_versions *v, char *err)
     return 0;
 }
 
-static int fake_run(const char *variant, const cl_matmul_args *a, cl_matmul_result *out, char *err)
+static int fake_run(int variant, const cl_matmul_args *a, cl_matmul_result *out, char *err)
 {
-    (void)variant;
     if (!a->c) {                        /* --no-check: pretend, at any size */
         memset(out, 0, sizeof *out);
         out->times.reps = a->reps;
@@ -395,18 +406,19 @@ static int fake_run(const char *variant, const cl_matmul_args *a, cl_matmul_resu
         snprintf(err, CL_ERR_LEN, "mm_fast_kernel: an illegal memory access was encountered");
         return -1;
     }
-    int rc = cl_cpu_backend()->matmul->run("cublas", a, out, err);
+    int rc = cl_cpu_backend()->matmul->run(id_of("cublas"), a, out, err);
+    snprintf(out->precision, sizeof out->precision, "%s", variant == CL_MATMUL_V_CUBLAS_TF32 ? "tf32" : "fp32");
     if (rc == 0 && fake_mode == 2 && a->c)
         a->c[0] += 1.0f;
     return rc;
 }
 
-static const cl_matmul_variant fake_variants[] = {
-    {"fast", "256 threads", "fake", 0, NULL},
-    {"cublas-tf32", "cuBLAS", "fake", CL_MATMUL_LIBRARY | CL_MATMUL_TF32, NULL},
-    {NULL, NULL, NULL, 0, NULL},
-};
-static const cl_matmul_ops fake_ops = { fake_variants, fake_run };
+/* A GPU backend with two of the contract's variants. */
+static bool fake_has(int v)
+{
+    return v == CL_MATMUL_V_FAST || v == CL_MATMUL_V_CUBLAS_TF32;
+}
+static const cl_matmul_ops fake_ops = { fake_has, fake_run };
 
 static const cl_backend fake_backend = {
     .name = "cuda", .abi = CL_BACKEND_ABI, .device_count = fake_count, .device_props = fake_props,
@@ -446,7 +458,7 @@ static void magic_fake_gpu(void **state)
     done(&s, &ctx);
 
     assert_int_equal(run_cell("%matmul --size 10000 --variant fast", &fake_backend, &s, &ctx), -1);
-    assert_string_equal(ctx.error.ename, "UsageError");
+    assert_string_equal(ctx.error.ename, "MemoryError");
     assert_non_null(strstr(ctx.error.evalue, "device memory"));
     done(&s, &ctx);
 

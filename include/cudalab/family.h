@@ -1,0 +1,52 @@
+/* family.h — the contract every timed family declares once, on both sides of
+ * the backend ABI: its variants.
+ *
+ * A family's header (matmul.h, reduce.h, histo.h, stencil.h, coalesce.h) has
+ * one X-macro, CL_<FAMILY>_VARIANTS(X), with one row per variant:
+ *
+ *     X(id, "name", "launch shape in words", "what it teaches", flags)
+ *
+ * and everything else is derived from it: the enum of ids (CL_VARIANT_ID), the
+ * table both backends and the front-end read (CL_VARIANT_ROW), the --variant
+ * choices, %help's variant table, completion, and the list of variants in an
+ * error. A backend implements a variant by id (an array of implementations
+ * indexed by the enum); it never repeats a name. Adding a variant = one kernel
+ * function per backend + one row.
+ *
+ * Flags say which flags a variant honours, where it runs and what it is, so
+ * that the framework (kernel/magic/family.c) can select and describe variants
+ * without knowing the family. Bits from CL_V_FAMILY up are the family's own.
+ */
+#ifndef CUDALAB_FAMILY_H
+#define CUDALAB_FAMILY_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* cl_variant.flags */
+#define CL_V_TILE    0x1u   /* honours --tile: TILE_WIDTH is a compile-time parameter, swept */
+#define CL_V_BLOCK   0x2u   /* honours --block: threads per block */
+#define CL_V_HOST    0x4u   /* the lecture's host loop: the CPU backend runs it whatever the
+                               backend (it is the baseline, not an analogue) */
+#define CL_V_LIBRARY 0x8u   /* a library call (cuBLAS, CUB); the CPU backend stands in with its reference */
+#define CL_V_RUNTIME 0x10u  /* its code arrives at run time (a student's %%kernel): not in a backend's
+                               table, registered with the framework (family_register) */
+#define CL_V_FAMILY  0x100u /* first bit a family may use for its own facts */
+
+typedef struct cl_variant {
+    const char *name;       /* what --variant says; NULL nowhere: tables have a known length */
+    const char *launch;     /* the launch shape on a GPU, in words */
+    const char *teaches;    /* what the variant shows, one sentence */
+    unsigned flags;         /* CL_V_* */
+} cl_variant;
+
+/* Expanders for a family's X-macro. */
+#define CL_VARIANT_ID(id, name, launch, teaches, flags) id,
+#define CL_VARIANT_ROW(id, name, launch, teaches, flags) {name, launch, teaches, flags},
+#define CL_VARIANT_NAME(id, name, launch, teaches, flags) name,
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,190 @@
+/* family.c — variants of a family as the framework serves them (family.h):
+ * the contract's table plus the variants registered at run time, --variant's
+ * choices, selection with `all`, and the one memory-fit refusal.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/text.h"
+#include "magic/family.h"
+#include "magic/sweep.h"
+
+/* ---- variants registered at run time ---- */
+
+typedef struct runtime_variant {
+    const family_spec *family;
+    cl_variant v;                   /* strings owned */
+} runtime_variant;
+
+static runtime_variant runtime[FAMILY_MAX_RUNTIME];
+static size_t nruntime;
+
+size_t family_count(const family_spec *f)
+{
+    size_t n = f->nvariants;
+    for (size_t i = 0; i < nruntime; i++)
+        n += runtime[i].family == f;
+    return n;
+}
+
+const cl_variant *family_variant(const family_spec *f, size_t i)
+{
+    if (i < f->nvariants)
+        return &f->variants[i];
+    i -= f->nvariants;
+    for (size_t k = 0; k < nruntime; k++)
+        if (runtime[k].family == f && i-- == 0)
+            return &runtime[k].v;
+    return NULL;
+}
+
+int family_index(const family_spec *f, const char *name)
+{
+    const cl_variant *v;
+    for (size_t i = 0; name && (v = family_variant(f, i)); i++)
+        if (strcmp(v->name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+static void runtime_free(runtime_variant *r)
+{
+    free((char *)r->v.name);
+    free((char *)r->v.launch);
+    free((char *)r->v.teaches);
+}
+
+int family_register(magic_ctx *ctx, const family_spec *f, const cl_variant *v)
+{
+    int at = family_index(f, v->name);
+    if (strcmp(v->name, "all") == 0 || (at >= 0 && (size_t)at < f->nvariants))
+        return magic_error(ctx, "UsageError", "--name %s: %%%s already has a variant of that name "
+                           "(choose another)", v->name, f->magic);
+    runtime_variant *slot = NULL;
+    for (size_t k = 0; k < nruntime && !slot; k++)
+        if (runtime[k].family == f && strcmp(runtime[k].v.name, v->name) == 0)
+            slot = &runtime[k];
+    if (slot)
+        runtime_free(slot);
+    else if (nruntime == FAMILY_MAX_RUNTIME)
+        return magic_error(ctx, "UsageError", "this session already has %d kernels of its own; "
+                           "restart the kernel to start over", FAMILY_MAX_RUNTIME);
+    else
+        slot = &runtime[nruntime++];
+    slot->family = f;
+    slot->v = (cl_variant){strdup(v->name), strdup(v->launch ? v->launch : ""),
+                           strdup(v->teaches ? v->teaches : ""), v->flags | CL_V_RUNTIME};
+    if (!slot->v.name || !slot->v.launch || !slot->v.teaches) {
+        runtime_free(slot);
+        *slot = runtime[--nruntime];
+        return magic_error(ctx, "MemoryError", "out of memory");
+    }
+    return 0;
+}
+
+void family_forget_runtime(void)
+{
+    for (size_t k = 0; k < nruntime; k++)
+        runtime_free(&runtime[k]);
+    nruntime = 0;
+}
+
+const char *flag_choice(const flag_spec *fl, size_t i)
+{
+    if (!fl->family) {
+        for (size_t k = 0; fl->choices && fl->choices[k]; k++)
+            if (k == i)
+                return fl->choices[k];
+        return NULL;
+    }
+    size_t n = family_count(fl->family);
+    return i < n ? family_variant(fl->family, i)->name : i == n ? "all" : NULL;
+}
+
+/* ---- --variant ---- */
+
+static bool has_name(const json_t *list, const char *name)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v)
+        if (strcmp(json_string_value(v), name) == 0)
+            return true;
+    return false;
+}
+
+/* "naive, tiled, fast": what the backend has, for an error. */
+static void available_text(const family_spec *f, variant_available_fn available, void *user, char *buf,
+                           size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    const cl_variant *v;
+    for (size_t i = 0; (v = family_variant(f, i)) && used < len; i++)
+        if (available(v, i, user))
+            used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "", v->name);
+    utf8_trim(buf);
+}
+
+json_t *family_select(magic_ctx *ctx, const family_spec *f, const json_t *given,
+                      variant_available_fn available, void *user, const char *backend)
+{
+    json_t *list = sweep_as_list(given), *out = json_array();
+    size_t i;
+    json_t *g;
+    json_array_foreach(list, i, g) {
+        const char *name = json_string_value(g);
+        const cl_variant *v;
+        if (name && strcmp(name, "all") == 0) {
+            for (size_t k = 0; (v = family_variant(f, k)); k++)
+                if (available(v, k, user) && !has_name(out, v->name))
+                    json_array_append_new(out, json_string(v->name));
+            continue;
+        }
+        int at = family_index(f, name);
+        if (at < 0 || !available(family_variant(f, (size_t)at), (size_t)at, user)) {
+            char have[512];
+            available_text(f, available, user, have, sizeof have);
+            magic_error(ctx, "UsageError", at < 0 ? "unknown --variant '%s' (%s has: %s)"
+                        : "--variant %s is not available on the %s backend (it has: %s)",
+                        name ? name : "?", at < 0 ? f->magic : backend, have);
+            json_decref(list);
+            json_decref(out);
+            return NULL;
+        }
+        if (!has_name(out, name))
+            json_array_append_new(out, json_string(name));
+    }
+    json_decref(list);
+    return out;
+}
+
+/* ---- memory ---- */
+
+int magic_memory_fit(magic_ctx *ctx, const mem_need *n)
+{
+    if (n->free <= 0 || n->bytes <= n->free)
+        return 0;
+    char need[48], have[48];
+    format_bytes(n->bytes, need, sizeof need);
+    format_bytes(n->free, have, sizeof have);
+    return magic_error(ctx, "MemoryError", "%s needs %s of %s memory%s%s%s; this %s has %s free%s%s%s",
+                       n->what, need, n->where, n->holds ? " (" : "", n->holds ? n->holds : "",
+                       n->holds ? ")" : "", n->where, have, n->largest ? " (" : "",
+                       n->largest ? n->largest : "", n->largest ? ")" : "");
+}
+
+uint64_t fit_largest(double (*bytes)(uint64_t n, const void *arg), const void *arg, double room,
+                     uint64_t hi)
+{
+    uint64_t lo = 0;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo + 1) / 2;
+        if (bytes(mid, arg) <= room)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}

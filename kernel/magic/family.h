@@ -1,0 +1,84 @@
+/* family.h — the kernel's side of a family's contract (include/cudalab/family.h):
+ * the family as the framework sees it, and what the framework does with it so
+ * that front-ends stay thin.
+ *
+ *   - variants: the contract's table, plus variants registered at run time
+ *     (a student's %%kernel becomes one more variant of its family);
+ *   - --variant: a FLAG_CHOICE whose spec points at the family takes its
+ *     choices from here (parsing, completion, %help and errors all call
+ *     flag_choice), and family_select() expands `all`, drops duplicates and
+ *     refuses a variant the backend cannot run;
+ *   - memory: magic_memory_fit() is the one refusal of a point that does not
+ *     fit in device or host memory (MemoryError, one message shape).
+ */
+#ifndef CUDALAB_MAGIC_FAMILY_H
+#define CUDALAB_MAGIC_FAMILY_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cudalab/family.h"
+#include "magic/magic.h"
+
+typedef struct family_spec {
+    const char *magic;              /* "matmul": the magic that runs the family */
+    const cl_variant *variants;     /* the contract's table: cl_<family>_variants */
+    size_t nvariants;
+} family_spec;
+
+/* Variants registered at run time, across all families. */
+#define FAMILY_MAX_RUNTIME 64
+
+/* Every variant of f: the contract's rows (indexes < f->nvariants, equal to the
+ * family's enum ids), then those registered at run time. */
+size_t family_count(const family_spec *f);
+const cl_variant *family_variant(const family_spec *f, size_t i);
+/* The index of a variant by name, or -1. */
+int family_index(const family_spec *f, const char *name);
+/* Adds a variant whose code arrives at run time (CL_V_RUNTIME is set on the
+ * copy kept); name and texts are copied. Replaces a runtime variant of the
+ * same name. 0, or -1 with a UsageError when the name is a built-in variant's
+ * or "all", or the registry is full. */
+int family_register(magic_ctx *ctx, const family_spec *f, const cl_variant *v);
+/* Forgets every runtime variant (tests; a session restart). */
+void family_forget_runtime(void);
+
+/* The i-th allowed value of a FLAG_CHOICE flag: its choices[], or for a flag
+ * whose spec names a family, the family's variants and then "all". NULL past
+ * the end. */
+const char *flag_choice(const flag_spec *fl, size_t i);
+
+/* Whether a variant runs on this command's backend: the front-end's answer. */
+typedef bool (*variant_available_fn)(const cl_variant *v, size_t index, void *user);
+
+/* --variant as given (a name or a list) -> an array of distinct variant names
+ * in the order given, `all` standing for every variant that `available` accepts
+ * in table order. A named variant that is not available is a UsageError naming
+ * the backend and what it has. New reference, or NULL with the error set. */
+json_t *family_select(magic_ctx *ctx, const family_spec *f, const json_t *given,
+                      variant_available_fn available, void *user, const char *backend);
+
+/* ---- memory a point needs ---- */
+
+/* One point against one memory. The refusal reads:
+ *   "<what> needs <bytes> of <where> memory (<holds>); this <where> has <free> free (<largest>)" */
+typedef struct mem_need {
+    const char *what;               /* the point as the user writes it: "--size 2^40" */
+    const char *holds;              /* what the bytes are for ("A, B and C"), or NULL */
+    const char *where;              /* "device" or "host" */
+    double bytes;                   /* what the point needs there */
+    double free;                    /* what there is; <= 0 when unknown: never refused */
+    const char *largest;            /* the family's largest point that fits, in its terms
+                                       ("largest size that fits: 251658240"), or NULL */
+} mem_need;
+
+/* 0 when the point fits, else -1 with a MemoryError in ctx. */
+int magic_memory_fit(magic_ctx *ctx, const mem_need *n);
+
+/* The largest n in [0, hi] with bytes(n, arg) <= room, bytes non-decreasing in n. */
+uint64_t fit_largest(double (*bytes)(uint64_t n, const void *arg), const void *arg, double room,
+                     uint64_t hi);
+
+#endif
