@@ -1,7 +1,7 @@
-/* grid.h — the thread<->data mapping family (%grid) on both sides of the
- * backend ABI: the pure arithmetic of a launch configuration (kernel/magics/
- * grid.c, exact on every backend) and the one operation a backend runs for
- * `--run`: launch the mapping and count how often each element is visited.
+/* grid.h — the thread<->data mapping family (%grid) across the backend ABI:
+ * the one operation a backend runs for `--run`: launch the mapping and count
+ * how often each element is visited. (The pure arithmetic of a launch
+ * configuration, exact on every backend, is the kernel's: kernel/magics/grid_plan.h.)
  *
  * The mapping is the lecture's: x is the fastest dimension,
  *   col = blockIdx.x*blockDim.x + threadIdx.x   (and row, plane for y, z),
@@ -21,40 +21,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define CL_WARP 32
-
-/* The limits a configuration is validated against. */
-typedef struct cl_grid_limits {
-    int64_t max_threads_per_block;
-    int64_t max_block[3];
-    int64_t max_grid[3];
-} cl_grid_limits;
-
-/* CUDA's limits for every compute capability since 3.0: the CPU backend has
- * no device limits of its own, so %grid validates against these there. */
-#define CL_GRID_CUDA_DEFAULTS {1024, {1024, 1024, 64}, {2147483647, 65535, 65535}}
-
-/* Everything %grid shows for (data, block). */
-typedef struct cl_grid_plan {
-    int dims;                     /* 1, 2 or 3: how many dimensions the data has */
-    int64_t data[3], block[3], grid[3];     /* unused dimensions are 1 */
-    int64_t blocks, threads_per_block, threads, elements, idle;
-    double idle_pct;
-    int64_t warps_per_block;
-    int64_t threads_in_last_warp; /* of each block: 32 unless the block is not a multiple of 32 */
-    int64_t partial_warps_per_block;        /* 0 or 1: a block's last warp holds fewer than 32 threads */
-    int64_t warps;                /* in the whole grid */
-    int64_t warps_with_idle;      /* warps holding at least one idle thread (bounds check false) */
-    int64_t warps_all_idle;       /* warps whose every thread is idle */
-    int64_t warps_divergent;      /* warps with both idle and working threads */
-} cl_grid_plan;
-
-/* Fills p, or writes why the configuration is invalid into err (naming the
- * limit: "--block 32x32x2 has 2048 threads; the limit is 1024 threads per
- * block") and returns -1. Pure arithmetic, no allocation. */
-int cl_grid_plan_make(const int64_t *data, int ndata, const int64_t *block, int nblock,
-                      const cl_grid_limits *lim, cl_grid_plan *p, char *err, size_t errlen);
 
 /* What one --run launch covers. */
 typedef struct cl_grid_args {

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cudalab/grid.h"
+#include "magics/grid_plan.h"
 #include "magic/magic.h"
 #include "render/render.h"
 #include "magic/sweep.h"

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cudalab/grid.h"
+#include "magics/grid_plan.h"
 
 static const char axis[3] = {'x', 'y', 'z'};
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cudalab/occupancy.h"
+#include "magics/occupancy_model.h"
 
 static int64_t ceil_div(int64_t a, int64_t b)
 {

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "cudalab/grid.h"
+#include "magics/grid_plan.h"
 
 extern const cl_grid_ops cl_cpu_grid_ops;
 

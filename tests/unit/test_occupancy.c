@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "cudalab/occupancy.h"
+#include "magics/occupancy_model.h"
 
 extern const cl_occupancy_ops cl_cpu_occupancy_ops;
 
