@@ -1,41 +1,23 @@
 /* registry.c — the list of magics. Adding a magic = its file in kernel/magics/
- * plus one extern line and one array entry here, kept in alphabetical order so
- * that %help lists them sorted without sorting at run time.
+ * plus one entry in MAGICS below, kept in alphabetical order so that %help
+ * lists them sorted without sorting at run time.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "magic/magic.h"
 
-extern const magic_spec magic_assert;
-extern const magic_spec magic_coalesce;
-extern const magic_spec magic_device;
-extern const magic_spec magic_echo;
-extern const magic_spec magic_grid;
-extern const magic_spec magic_help;
-extern const magic_spec magic_histo;
-extern const magic_spec magic_matmul;
-extern const magic_spec magic_occupancy;
-extern const magic_spec magic_reduce;
-extern const magic_spec magic_score;
-extern const magic_spec magic_stencil;
-extern const magic_spec magic_vecadd;
+#define MAGICS(X)                                                                         \
+    X(assert) X(coalesce) X(device) X(echo) X(grid) X(help) X(histo) X(matmul) X(occupancy)  \
+    X(reduce) X(score) X(stencil) X(vecadd)
 
-static const magic_spec *const magics[] = {
-    &magic_assert,
-    &magic_coalesce,
-    &magic_device,
-    &magic_echo,
-    &magic_grid,
-    &magic_help,
-    &magic_histo,
-    &magic_matmul,
-    &magic_occupancy,
-    &magic_reduce,
-    &magic_score,
-    &magic_stencil,
-    &magic_vecadd,
-};
+#define DECLARE_(name) extern const magic_spec magic_##name;
+MAGICS(DECLARE_)
+#undef DECLARE_
+
+#define ENTRY_(name) &magic_##name,
+static const magic_spec *const magics[] = {MAGICS(ENTRY_)};
+#undef ENTRY_
 
 #define MAGIC_COUNT (sizeof magics / sizeof magics[0])
 
