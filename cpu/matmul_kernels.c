@@ -16,20 +16,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "common/cpu_common.h"
 #include "matmul_cpu.h"
 
 #define NAIVE_BLOCK 16
 #define MAX_TILE 32
 #define FAST_BK 8
 #define FAST_MAX 128
-
-int cpu_mm_threads(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
-}
 
 static int cdiv(int a, int b)
 {
@@ -107,7 +101,7 @@ static void naive_configure(const cpu_mm_problem *p, cl_matmul_result *out)
 static void naive_run(const cpu_mm_problem *p)
 {
     long long blocks = (long long)cdiv(p->n, NAIVE_BLOCK) * cdiv(p->m, NAIVE_BLOCK);
-    cl_matmul_parallel(blocks, p->threads, naive_block, (void *)p);
+    cl_parallel_for(blocks, p->threads, naive_block, (void *)p);
 }
 
 const cpu_mm_impl cpu_mm_naive = { naive_configure, naive_run };
@@ -155,7 +149,7 @@ static void tiled_configure(const cpu_mm_problem *p, cl_matmul_result *out)
 static void tiled_run(const cpu_mm_problem *p)
 {
     long long blocks = (long long)cdiv(p->n, p->tile) * cdiv(p->m, p->tile);
-    cl_matmul_parallel(blocks, p->threads, tiled_block, (void *)p);
+    cl_parallel_for(blocks, p->threads, tiled_block, (void *)p);
 }
 
 const cpu_mm_impl cpu_mm_tiled = { tiled_configure, tiled_run };
@@ -213,7 +207,7 @@ static void fast_run_bm(const cpu_mm_problem *p, int bm)
 {
     fast_job f = { p, bm, bm };
     long long blocks = (long long)cdiv(p->n, bm) * cdiv(p->m, bm);
-    cl_matmul_parallel(blocks, p->threads, fast_block, &f);
+    cl_parallel_for(blocks, p->threads, fast_block, &f);
 }
 
 static void fast_configure(const cpu_mm_problem *p, cl_matmul_result *out)
@@ -275,7 +269,7 @@ static void reference_configure(const cpu_mm_problem *p, cl_matmul_result *out)
 
 static void reference_run(const cpu_mm_problem *p)
 {
-    cl_matmul_parallel(p->m, p->threads, reference_row, (void *)p);
+    cl_parallel_for(p->m, p->threads, reference_row, (void *)p);
 }
 
 const cpu_mm_impl cpu_mm_reference = { reference_configure, reference_run };

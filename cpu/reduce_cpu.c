@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "reduce_cpu.h"
@@ -43,13 +42,6 @@ static unsigned char *flush_buffer(void)
     if (!buf)
         buf = malloc(flush_bytes());
     return buf;
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 /* The lecture's host loop: one thread walks the array once. */
@@ -134,7 +126,7 @@ static int cpu_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out,
         snprintf(err, CL_ERR_LEN, "unknown reduce variant %d", v);
         return -1;
     }
-    cpu_run r = {v, a, {1, (unsigned)a->block, cpu_reduce_threads_for(a->n)}, NULL, NULL};
+    cpu_run r = {v, a, {1, (unsigned)a->block, cl_cpu_threads_for(a->n)}, NULL, NULL};
     if (v != CL_REDUCE_CPU && v != CL_REDUCE_CUB)
         r.cfg = cpu_reduce_config(v, a);
     size_t fb = flush_bytes();
@@ -148,16 +140,16 @@ static int cpu_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out,
                  (unsigned long long)a->n, (double)a->n * 4 / MIB);
         goto done;
     }
-    cpu_reduce_fill(r.in, a->n, a->dtype, a->seed, cpu_reduce_threads_for(a->n));
+    cpu_reduce_fill(r.in, a->n, a->dtype, a->seed, cl_cpu_threads_for(a->n));
     for (int w = 0; w < a->warmup && ok; w++) {
         memset(flush, w & 0xff, fb);
         value = run_once(&r, &ok);
     }
     for (int k = 0; k < a->reps && k < CL_MAX_REPS && ok; k++) {
         memset(flush, k & 0xff, fb);
-        double t0 = now_ms();
+        double t0 = cl_now_ms();
         value = run_once(&r, &ok);
-        out->times.ms[k] = (float)(now_ms() - t0);
+        out->times.ms[k] = (float)(cl_now_ms() - t0);
         out->times.reps = k + 1;
     }
     if (!ok) {

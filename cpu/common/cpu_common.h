@@ -1,0 +1,62 @@
+/* cpu_common.h — what every file of the CPU backend shares: the host clock,
+ * the host thread pool (a parallel-for), and the cancellation flag that long
+ * CPU loops poll. One of each, so that every analogue times, splits work and
+ * stops the same way.
+ *
+ * Included as "common/cpu_common.h" from cpu/, and as
+ * "../cpu/common/cpu_common.h" (through -Iinclude) from the kernel and tests.
+ */
+#ifndef CUDALAB_CPU_COMMON_H
+#define CUDALAB_CPU_COMMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* ---- the clock (cpu/common/cpu_clock.c) ---- */
+
+/* Milliseconds on the monotonic clock, from an arbitrary origin: only
+ * differences mean anything. */
+double cl_now_ms(void);
+
+/* ---- host threads (cpu/common/cpu_pool.c) ---- */
+
+/* The most host threads one parallel-for starts. */
+#define CL_CPU_MAX_THREADS 64
+
+/* Host threads a launch uses: online CPUs, 1 to CL_CPU_MAX_THREADS. */
+int cl_cpu_threads(void);
+
+/* Threads worth starting for `elements` of streaming work: starting a thread
+ * costs about as much as streaming 2^16 elements, so fewer for small inputs. */
+int cl_cpu_threads_for(uint64_t elements);
+
+/* Runs fn(i, arg) for i in [0, count) on up to `threads` host threads (0 =
+ * cl_cpu_threads(); at most CL_CPU_MAX_THREADS, never more than count), with
+ * indices dealt round-robin (thread t runs t, t+T, t+2T, ...) as a GPU deals
+ * blocks to SMs. The calling thread is thread 0; the share of a thread that
+ * fails to start runs in the caller (slower, never wrong), so which thread
+ * runs an index may vary but the set of indices never does. Returns the
+ * number of threads the work was dealt to.
+ *
+ * Per-thread state (scratch buffers, partial results merged in a fixed
+ * order): call it with count == threads and let index t walk its own share. */
+int cl_parallel_for(long long count, int threads, void (*fn)(long long i, void *arg), void *arg);
+
+/* Runs fn(first, last, ctx) over [0, count) cut into contiguous ranges, one
+ * per thread (`threads` as for cl_parallel_for): range t is
+ * [count·t/T, count·(t+1)/T), a fixed partition for a given T, so results
+ * combined in range order do not depend on timing. Does nothing when count
+ * is 0. Returns the number of ranges (at least 1). */
+typedef void (*cl_range_fn)(uint64_t first, uint64_t last, void *ctx);
+int cl_parallel_ranges(uint64_t count, int threads, cl_range_fn fn, void *ctx);
+
+/* ---- cancellation (cpu/common/cpu_cancel.c) ---- */
+
+/* One process-wide flag: the worker's SIGINT handler (through magic_cancel)
+ * sets it, a long loop polls it and stops early, the worker clears it before
+ * each command. Polling is safe from any host thread. */
+bool cl_cancel_requested(void);
+void cl_cancel_request(void);       /* async-signal-safe */
+void cl_cancel_reset(void);
+
+#endif
