@@ -94,9 +94,7 @@ static int cpu_coalesce_run(const cl_coalesce_args *a, cl_coalesce_result *out, 
     }
     if (a->check)
         cl_coalesce_verify(a, o, out);
-    out->launch.grid[0] = threads, out->launch.grid[1] = out->launch.grid[2] = 1;
-    out->launch.block[0] = 1, out->launch.block[1] = out->launch.block[2] = 1;
-    out->launch.kernels = 1;
+    out->launch = cl_launch_2d((uint64_t)threads, 1, 1, 1, 0, 1);
     snprintf(out->impl, sizeof out->impl, "CPU analogue: %d host threads walk the thread indices; "
              "consecutive iterations are %llu elements apart (cache lines, not DRAM bursts)", threads,
              (unsigned long long)a->stride);

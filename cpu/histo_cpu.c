@@ -98,12 +98,7 @@ static void describe(const cl_histo_args *a, const cpu_histo *h, int nthreads, c
     else
         snprintf(r->impl, sizeof r->impl, "CPU analogue: %d host thread%s run %d logical blocks "
                  "of %d threads", nthreads, nthreads == 1 ? "" : "s", h->grid, h->block);
-    memset(&r->launch, 0, sizeof r->launch);
-    r->launch.grid[0] = h->grid;
-    r->launch.block[0] = h->block;
-    r->launch.grid[1] = r->launch.grid[2] = r->launch.block[1] = r->launch.block[2] = 1;
-    r->launch.smem_bytes = analogue_private_bytes(a->variant, h);
-    r->launch.kernels = 1;
+    r->launch = cl_launch_2d((uint64_t)h->grid, 1, h->block, 1, analogue_private_bytes(a->variant, h), 1);
 }
 
 static int cpu_histo_run(const cl_histo_args *a, cl_histo_result *r, char *err)

@@ -183,14 +183,9 @@ static int cpu_stencil_run(int v, const cl_stencil_args *a, float *host_out, cl_
         res->times.reps = r + 1;
     }
     uint64_t bx = a->dim == 1 ? block_count(a) : (a->nx + a->block - 1) / a->block;
-    res->launch.grid[0] = (int)bx;
-    res->launch.grid[1] = a->dim == 1 ? 1 : (int)((a->ny + a->block - 1) / a->block);
-    res->launch.grid[2] = 1;
-    res->launch.block[0] = a->block;
-    res->launch.block[1] = a->dim == 1 ? 1 : a->block;
-    res->launch.block[2] = 1;
-    res->launch.smem_bytes = v == CL_STENCIL_TILED ? tile_len * sizeof(float) : 0;
-    res->launch.kernels = 1;
+    uint64_t by = a->dim == 1 ? 1 : (a->ny + a->block - 1) / a->block;
+    res->launch = cl_launch_2d(bx, by, a->block, a->dim == 1 ? 1 : a->block,
+                               v == CL_STENCIL_TILED ? tile_len * sizeof(float) : 0, 1);
     snprintf(res->impl, sizeof res->impl, "CPU analogue: %d host threads take the %s blocks in turn%s", nt,
              a->dim == 1 ? "1D" : "2D", v == CL_STENCIL_TILED ? ", tile + halo copied to a local buffer" : "");
     rc = 0;

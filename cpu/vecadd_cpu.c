@@ -82,9 +82,7 @@ static int cpu_vecadd_run(const cl_vecadd_args *a, cl_vecadd_result *out, char *
     }
     if (a->check)
         cl_vecadd_verify(a, hout, out);
-    out->launch.grid[0] = threads, out->launch.grid[1] = out->launch.grid[2] = 1;
-    out->launch.block[0] = 1, out->launch.block[1] = out->launch.block[2] = 1;
-    out->launch.kernels = 1;
+    out->launch = cl_launch_2d((uint64_t)threads, 1, 1, 1, 0, 1);
     snprintf(out->impl, sizeof out->impl, "CPU analogue: memcpy stands in for the host<->device copies "
              "(%s is only a label here), %d host threads for the kernel", a->pinned ? "pinned" : "pageable",
              threads);

@@ -1,6 +1,6 @@
 /* cpu_common.h — what every file of the CPU backend shares: the host clock,
- * the host thread pool (a parallel-for), and the cancellation flag that long
- * CPU loops poll. One of each, so that every analogue times, splits work and
+ * the host thread pool (a parallel-for), the launch an analogue reports, and
+ * the cancellation flag that long CPU loops poll. One of each, so that every analogue times, splits work and
  * stops the same way.
  *
  * Included as "common/cpu_common.h" from cpu/, and as
@@ -11,6 +11,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "cudalab/measure.h"
 
 /* ---- the clock (cpu/common/cpu_clock.c) ---- */
 
@@ -49,6 +51,21 @@ int cl_parallel_for(long long count, int threads, void (*fn)(long long i, void *
  * is 0. Returns the number of ranges (at least 1). */
 typedef void (*cl_range_fn)(uint64_t first, uint64_t last, void *ctx);
 int cl_parallel_ranges(uint64_t count, int threads, cl_range_fn fn, void *ctx);
+
+/* ---- the launch a CPU analogue reports ---- */
+
+/* A gx × gy grid of bx × by blocks (z = 1), each side of the grid clamped to
+ * INT32_MAX (an analogue may emulate more blocks than cl_launch's int holds). */
+static inline cl_launch cl_launch_2d(uint64_t gx, uint64_t gy, int bx, int by, size_t smem, int kernels)
+{
+    cl_launch l = {
+        .grid = { gx > INT32_MAX ? INT32_MAX : (int)gx, gy > INT32_MAX ? INT32_MAX : (int)gy, 1 },
+        .block = { bx, by, 1 },
+        .smem_bytes = smem,
+        .kernels = kernels,
+    };
+    return l;
+}
 
 /* ---- cancellation (cpu/common/cpu_cancel.c) ---- */
 
