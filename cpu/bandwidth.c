@@ -9,10 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/cpu_common.h"
 #include "cudalab/backend.h"
-#include "reduce_cpu.h"
 
 #define COPY_BYTES ((size_t)256 << 20)
 #define COPY_REPS 3
@@ -32,13 +31,6 @@ static void copy_range(uint64_t first, uint64_t last, void *ctx)
     memcpy(j->dst + first * 4096, j->src + first * 4096, (size_t)(last - first) * 4096);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 int cl_cpu_copy_bandwidth(double *gbs, char *err)
 {
     static double cached;
@@ -56,12 +48,12 @@ int cl_cpu_copy_bandwidth(double *gbs, char *err)
     }
     memset(src, 1, COPY_BYTES);
     copy_job j = {dst, src};
-    int threads = cpu_reduce_threads();
+    int threads = cl_cpu_threads();
     double best = 0;
     for (int r = 0; r < COPY_REPS + 1; r++) {
-        double t0 = now_s();
-        cpu_parallel(COPY_BYTES / 4096, threads, copy_range, &j);
-        double t = now_s() - t0;
+        double t0 = cl_now_ms();
+        cl_parallel_ranges(COPY_BYTES / 4096, threads, copy_range, &j);
+        double t = (cl_now_ms() - t0) / 1e3;
         if (r > 0 && t > 0 && (best == 0 || t < best))
             best = t;
     }

@@ -13,24 +13,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "common/cpu_common.h"
 #include "cudalab/coalesce.h"
-#include "reduce_cpu.h"
 
 #define ROW_(id, name, launch, desc) {name, launch, desc},
 static const cl_coalesce_row cpu_rows[] = {CL_COALESCE_VARIANTS(ROW_)};
 #undef ROW_
 
 extern const cl_coalesce_ops cl_cpu_coalesce_ops;
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static size_t flush_bytes(void)
 {
@@ -85,16 +77,16 @@ static int cpu_coalesce_run(const cl_coalesce_args *a, cl_coalesce_result *out, 
         snprintf(err, CL_ERR_LEN, "out of host memory for %%coalesce (%.1f MiB)", a->n * 8.0 / 1048576.0);
         goto done;
     }
-    int threads = cpu_reduce_threads_for(a->n);
+    int threads = cl_cpu_threads_for(a->n);
     cjob fill = {in, o, a->n, 0, a->seed};
-    cpu_parallel(a->n, threads, fill_range, &fill);
+    cl_parallel_ranges(a->n, threads, fill_range, &fill);
     uint64_t m = cl_coalesce_rows(a->n, a->stride);
     cjob j = {in, o, a->n, m, a->stride};
     for (int r = -a->warmup; r < a->reps && r < CL_MAX_REPS; r++) {
         memset(flush, r & 0xff, fb);
-        double t0 = now_ms();
-        cpu_parallel(m * a->stride, threads, copy_range, &j);
-        double t1 = now_ms();
+        double t0 = cl_now_ms();
+        cl_parallel_ranges(m * a->stride, threads, copy_range, &j);
+        double t1 = cl_now_ms();
         if (r >= 0) {
             out->times.ms[r] = (float)(t1 - t0);
             out->times.reps = r + 1;
@@ -102,9 +94,7 @@ static int cpu_coalesce_run(const cl_coalesce_args *a, cl_coalesce_result *out, 
     }
     if (a->check)
         cl_coalesce_verify(a, o, out);
-    out->launch.grid[0] = threads, out->launch.grid[1] = out->launch.grid[2] = 1;
-    out->launch.block[0] = 1, out->launch.block[1] = out->launch.block[2] = 1;
-    out->launch.kernels = 1;
+    out->launch = cl_launch_2d((uint64_t)threads, 1, 1, 1, 0, 1);
     snprintf(out->impl, sizeof out->impl, "CPU analogue: %d host threads walk the thread indices; "
              "consecutive iterations are %llu elements apart (cache lines, not DRAM bursts)", threads,
              (unsigned long long)a->stride);

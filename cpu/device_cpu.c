@@ -12,10 +12,8 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "common/cpu_common.h"
 #include "cudalab/backend.h"
-
-/* The most host threads a CPU analogue uses for one launch. */
-#define CPU_THREAD_CAP 64
 
 static int cpu_device_count(int *count, char *err)
 {
@@ -106,13 +104,20 @@ static uint64_t mem_total(void)
     return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
 }
 
+/* The host is device 0, the only one. */
+static bool bad_ordinal(int dev, char *err)
+{
+    if (dev == 0)
+        return false;
+    if (err)
+        snprintf(err, CL_ERR_LEN, "invalid device ordinal %d: the CPU backend has device 0 only", dev);
+    return true;
+}
+
 static int cpu_device_props(int dev, cl_device_props *out, char *err)
 {
-    if (dev != 0) {
-        if (err)
-            snprintf(err, CL_ERR_LEN, "invalid device ordinal %d: the CPU backend has device 0 only", dev);
+    if (bad_ordinal(dev, err))
         return -1;
-    }
     memset(out, 0, sizeof *out);
     cpu_model(out->name, sizeof out->name);
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -122,18 +127,15 @@ static int cpu_device_props(int dev, cl_device_props *out, char *err)
     out->total_mem = mem_total();
     out->free_mem = mem_available();
     out->warp_size = 1;
-    out->max_threads_per_block = CPU_THREAD_CAP;
+    out->max_threads_per_block = CL_CPU_MAX_THREADS;   /* the most host threads one launch uses */
     out->integrated = 1;
     return 0;
 }
 
 static int cpu_versions(int dev, cl_versions *out, char *err)
 {
-    if (dev != 0) {
-        if (err)
-            snprintf(err, CL_ERR_LEN, "invalid device ordinal %d: the CPU backend has device 0 only", dev);
+    if (bad_ordinal(dev, err))
         return -1;
-    }
     memset(out, 0, sizeof *out);
     char mach[48];
     machine_name(mach, sizeof mach);

@@ -5,76 +5,50 @@
  * kernel in cuda/grid.cu, adding one to each visited element's counter.
  * Each rep is timed with the monotonic clock around the mapping only.
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
+#include "common/cpu_common.h"
 #include "cudalab/grid.h"
 
 #define GRID_CPU_MAX_THREADS 16
 
-typedef struct grid_worker {
+typedef struct grid_launch {
     const cl_grid_args *a;
     uint32_t *count;
-    int64_t first, step;          /* blocks first, first + step, ... */
-    uint64_t idle;
-    pthread_t tid;
-} grid_worker;
+    uint64_t idle;                /* threads that fell outside the data, summed atomically */
+} grid_launch;
 
-static void *grid_worker_main(void *arg)
+/* Logical block b: its threads in CUDA's order, x fastest. */
+static void grid_block(long long b, void *arg)
 {
-    grid_worker *w = arg;
-    const cl_grid_args *a = w->a;
-    int64_t nblocks = a->grid[0] * a->grid[1] * a->grid[2];
+    grid_launch *l = arg;
+    const cl_grid_args *a = l->a;
+    int64_t bx = b % a->grid[0], by = (b / a->grid[0]) % a->grid[1], bz = b / (a->grid[0] * a->grid[1]);
     uint64_t idle = 0;
-    for (int64_t b = w->first; b < nblocks; b += w->step) {
-        int64_t bx = b % a->grid[0], by = (b / a->grid[0]) % a->grid[1], bz = b / (a->grid[0] * a->grid[1]);
-        for (int64_t tz = 0; tz < a->block[2]; tz++)
-            for (int64_t ty = 0; ty < a->block[1]; ty++)
-                for (int64_t tx = 0; tx < a->block[0]; tx++) {
-                    int64_t col = bx * a->block[0] + tx;
-                    int64_t row = by * a->block[1] + ty;
-                    int64_t plane = bz * a->block[2] + tz;
-                    if (col < a->data[0] && row < a->data[1] && plane < a->data[2])
-                        __atomic_fetch_add(&w->count[(plane * a->data[1] + row) * a->data[0] + col], 1u,
-                                           __ATOMIC_RELAXED);
-                    else
-                        idle++;
-                }
-    }
-    w->idle = idle;
-    return NULL;
+    for (int64_t tz = 0; tz < a->block[2]; tz++)
+        for (int64_t ty = 0; ty < a->block[1]; ty++)
+            for (int64_t tx = 0; tx < a->block[0]; tx++) {
+                int64_t col = bx * a->block[0] + tx;
+                int64_t row = by * a->block[1] + ty;
+                int64_t plane = bz * a->block[2] + tz;
+                if (col < a->data[0] && row < a->data[1] && plane < a->data[2])
+                    __atomic_fetch_add(&l->count[(plane * a->data[1] + row) * a->data[0] + col], 1u,
+                                       __ATOMIC_RELAXED);
+                else
+                    idle++;
+            }
+    if (idle)
+        __atomic_fetch_add(&l->idle, idle, __ATOMIC_RELAXED);
 }
 
-static double now_ms(void)
+/* One launch's analogue on zeroed counts; returns the idle threads. */
+static uint64_t map_once(const cl_grid_args *a, uint32_t *count, int nthreads)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-/* One launch's analogue on zeroed counts; returns the idle threads, or -1 with err. */
-static int64_t map_once(const cl_grid_args *a, uint32_t *count, int nthreads, char *err)
-{
-    grid_worker w[GRID_CPU_MAX_THREADS];
-    int started = 0;
-    for (int i = 0; i < nthreads; i++) {
-        w[i] = (grid_worker){.a = a, .count = count, .first = i, .step = nthreads};
-        if (pthread_create(&w[i].tid, NULL, grid_worker_main, &w[i]) != 0) {
-            snprintf(err, CL_ERR_LEN, "pthread_create failed");
-            break;
-        }
-        started++;
-    }
-    int64_t idle = 0;
-    for (int i = 0; i < started; i++) {
-        pthread_join(w[i].tid, NULL);
-        idle += (int64_t)w[i].idle;
-    }
-    return started == nthreads ? idle : -1;
+    grid_launch l = {a, count, 0};
+    cl_parallel_for(a->grid[0] * a->grid[1] * a->grid[2], nthreads, grid_block, &l);
+    return l.idle;
 }
 
 static int cpu_grid_run(const cl_grid_args *a, cl_grid_result *out, char *err)
@@ -87,21 +61,18 @@ static int cpu_grid_run(const cl_grid_args *a, cl_grid_result *out, char *err)
         snprintf(err, CL_ERR_LEN, "out of host memory for %llu counters", (unsigned long long)n);
         return -1;
     }
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int nthreads = cores < 1 ? 1 : cores > GRID_CPU_MAX_THREADS ? GRID_CPU_MAX_THREADS : (int)cores;
+    int nthreads = cl_cpu_threads();
+    if (nthreads > GRID_CPU_MAX_THREADS)
+        nthreads = GRID_CPU_MAX_THREADS;
     if (nthreads > nblocks)
         nthreads = (int)nblocks;
-    int64_t idle = 0;
+    uint64_t idle = 0;
     int total = a->warmup + a->reps;
     for (int r = 0; r < total; r++) {
         memset(count, 0, n * sizeof *count);
-        double t0 = now_ms();
-        idle = map_once(a, count, nthreads, err);
-        double t1 = now_ms();
-        if (idle < 0) {
-            free(count);
-            return -1;
-        }
+        double t0 = cl_now_ms();
+        idle = map_once(a, count, nthreads);
+        double t1 = cl_now_ms();
         if (r >= a->warmup)
             out->times.ms[out->times.reps++] = (float)(t1 - t0);
     }
@@ -110,7 +81,7 @@ static int cpu_grid_run(const cl_grid_args *a, cl_grid_result *out, char *err)
         out->never += count[i] == 0;
         out->multiple += count[i] > 1;
     }
-    out->idle_threads = (uint64_t)idle;
+    out->idle_threads = idle;
     free(count);
     for (int d = 0; d < 3; d++) {
         out->launch.grid[d] = (int)a->grid[d];

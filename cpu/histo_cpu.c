@@ -7,17 +7,15 @@
  * the last-level cache) and counts zeroing the output histogram as part of
  * the work, so the two backends' numbers mean the same thing.
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "common/cpu_common.h"
 #include "cudalab/backend.h"
 #include "histo_cpu.h"
 
-#define HOST_THREAD_CAP 64
 #define MAX_LOGICAL_THREADS (1ull << 26)
 #define FLUSH_DEFAULT (32u << 20)
 #define FLUSH_MAX (64u << 20)     /* enough to push a lecture-sized input out */
@@ -57,59 +55,31 @@ static uint64_t cpu_overhead(void)
     return flush_bytes();
 }
 
-static int host_cpus(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > HOST_THREAD_CAP ? HOST_THREAD_CAP : (int)n;
-}
-
 /* Logical blocks when --grid 0: a few per host CPU, as the GPU keeps several
  * blocks resident per SM. */
 static int auto_grid(void)
 {
-    return 4 * host_cpus();
+    return 4 * cl_cpu_threads();
 }
 
-typedef struct host_thread {
+typedef struct histo_launch {
     const cpu_histo *h;
     cpu_block_fn fn;
-    int first, step;
-} host_thread;
+} histo_launch;
 
-static void *host_main(void *arg)
+static void launch_block(long long blk, void *arg)
 {
-    host_thread *t = arg;
-    for (int b = t->first; b < t->h->grid; b += t->step)
-        t->fn(t->h, b);
-    return NULL;
+    const histo_launch *l = arg;
+    l->fn(l->h, (int)blk);
 }
 
-/* One timed launch: zero the histogram, run every block. */
+/* One timed launch: zero the histogram, deal the blocks to the host threads. */
 static void launch(const cpu_histo *h, cpu_block_fn fn, int nthreads)
 {
-    pthread_t tid[HOST_THREAD_CAP];
-    host_thread ht[HOST_THREAD_CAP];
-    int started[HOST_THREAD_CAP] = {0};
     for (int b = 0; b < h->nbins; b++)
         atomic_store_explicit(&h->global[b], 0, memory_order_relaxed);
-    for (int t = 0; t < nthreads; t++)
-        ht[t] = (host_thread){h, fn, t, nthreads};
-    for (int t = 1; t < nthreads; t++)
-        started[t] = pthread_create(&tid[t], NULL, host_main, &ht[t]) == 0;
-    host_main(&ht[0]);
-    for (int t = 1; t < nthreads; t++) {
-        if (started[t])
-            pthread_join(tid[t], NULL);
-        else
-            host_main(&ht[t]);
-    }
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+    histo_launch l = {h, fn};
+    cl_parallel_for(h->grid, nthreads, launch_block, &l);
 }
 
 static int no_memory(char *err, const char *what, uint64_t bytes)
@@ -128,12 +98,7 @@ static void describe(const cl_histo_args *a, const cpu_histo *h, int nthreads, c
     else
         snprintf(r->impl, sizeof r->impl, "CPU analogue: %d host thread%s run %d logical blocks "
                  "of %d threads", nthreads, nthreads == 1 ? "" : "s", h->grid, h->block);
-    memset(&r->launch, 0, sizeof r->launch);
-    r->launch.grid[0] = h->grid;
-    r->launch.block[0] = h->block;
-    r->launch.grid[1] = r->launch.grid[2] = r->launch.block[1] = r->launch.block[2] = 1;
-    r->launch.smem_bytes = analogue_private_bytes(a->variant, h);
-    r->launch.kernels = 1;
+    r->launch = cl_launch_2d((uint64_t)h->grid, 1, h->block, 1, analogue_private_bytes(a->variant, h), 1);
 }
 
 static int cpu_histo_run(const cl_histo_args *a, cl_histo_result *r, char *err)
@@ -156,7 +121,7 @@ static int cpu_histo_run(const cl_histo_args *a, cl_histo_result *r, char *err)
     int seq = a->variant == CL_HISTO_V_cpu || a->variant == CL_HISTO_V_cub;
     h.grid = seq ? 1 : a->grid > 0 ? a->grid : auto_grid();
     h.block = seq ? 1 : a->block;
-    int nthreads = h.grid < host_cpus() ? h.grid : host_cpus();
+    int nthreads = h.grid < cl_cpu_threads() ? h.grid : cl_cpu_threads();
     if ((uint64_t)h.grid * (uint64_t)h.block > MAX_LOGICAL_THREADS) {
         snprintf(err, CL_ERR_LEN, "--grid %d x --block %d is %llu threads; the CPU analogue runs "
                  "every logical thread in turn, so it takes at most 2^26 (use a smaller --grid, "
@@ -184,9 +149,9 @@ static int cpu_histo_run(const cl_histo_args *a, cl_histo_result *r, char *err)
 
     for (int rep = 0; rep < a->warmup + a->reps; rep++) {
         memset(flush, rep & 0xFF, fb);
-        double t0 = now_ms();
+        double t0 = cl_now_ms();
         launch(&h, analogues[a->variant], nthreads);
-        double t1 = now_ms();
+        double t1 = cl_now_ms();
         if (rep >= a->warmup)
             r->times.ms[rep - a->warmup] = (float)(t1 - t0);
     }

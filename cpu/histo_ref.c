@@ -9,12 +9,11 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "common/cpu_common.h"
 #include "cudalab/backend.h"
 #include "cudalab/histo.h"
 
-#define REF_MAX_THREADS 64
 #define REF_MIN_CHUNK (1u << 20)    /* bytes below which another thread is not worth it */
 
 typedef struct ref_job {
@@ -25,7 +24,7 @@ typedef struct ref_job {
 } ref_job;
 
 /* 64 jobs of 2 KiB counts each: too much for a stack, so one set, locked. */
-static ref_job jobs[REF_MAX_THREADS];
+static ref_job jobs[CL_CPU_MAX_THREADS];
 static pthread_mutex_t jobs_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void count_byte(ref_job *j, uint8_t c)
@@ -35,15 +34,16 @@ static void count_byte(ref_job *j, uint8_t c)
         j->counts[b]++;
 }
 
-static void *ref_worker(void *arg)
+/* Job t of the array at arg: one per host thread, so each counts alone. */
+static void ref_worker(long long t, void *arg)
 {
-    ref_job *j = arg;
+    ref_job *j = (ref_job *)arg + t;
     const cl_histo_args *a = j->a;
     uint64_t i = j->begin;
     if (a->text) {
         for (; i < j->end; i++)
             count_byte(j, a->text[i]);
-        return NULL;
+        return;
     }
     /* ranges start on a word boundary; only the last may end inside a word */
     for (; i < j->end; i += 4) {
@@ -57,37 +57,14 @@ static void *ref_worker(void *arg)
                 count_byte(j, c);
         }
     }
-    return NULL;
 }
 
 static int ref_threads(uint64_t n)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    uint64_t t = n / REF_MIN_CHUNK;
-    if (cpus < 1)
-        cpus = 1;
-    if (t > (uint64_t)cpus)
-        t = (uint64_t)cpus;
-    if (t > REF_MAX_THREADS)
-        t = REF_MAX_THREADS;
+    uint64_t t = n / REF_MIN_CHUNK, cpus = (uint64_t)cl_cpu_threads();
+    if (t > cpus)
+        t = cpus;
     return t < 1 ? 1 : (int)t;
-}
-
-/* Runs the jobs in threads (the first in the caller); a failed pthread_create
- * just runs that job in the caller too. */
-static void run_jobs(ref_job *js, int nt)
-{
-    pthread_t tid[REF_MAX_THREADS];
-    int started[REF_MAX_THREADS] = {0};
-    for (int t = 1; t < nt; t++)
-        started[t] = pthread_create(&tid[t], NULL, ref_worker, &js[t]) == 0;
-    ref_worker(&js[0]);
-    for (int t = 1; t < nt; t++) {
-        if (started[t])
-            pthread_join(tid[t], NULL);
-        else
-            ref_worker(&js[t]);
-    }
 }
 
 static void split(ref_job *js, int nt, const cl_histo_args *a, uint8_t *fill, uint64_t n)
@@ -113,7 +90,7 @@ int cl_histo_reference(const cl_histo_args *a, uint64_t counts[CL_HISTO_MAX_BINS
     int nt = ref_threads(a->n);
     pthread_mutex_lock(&jobs_lock);
     split(jobs, nt, a, NULL, a->n);
-    run_jobs(jobs, nt);
+    cl_parallel_for(nt, nt, ref_worker, jobs);
     for (int t = 0; t < nt; t++)
         for (int b = 0; b < CL_HISTO_MAX_BINS; b++)
             counts[b] += jobs[t].counts[b];
@@ -131,6 +108,6 @@ void cl_histo_fill(uint8_t *buf, uint64_t n, uint64_t seed, int dist)
     int nt = ref_threads(n);
     pthread_mutex_lock(&jobs_lock);
     split(jobs, nt, &a, buf, n);
-    run_jobs(jobs, nt);
+    cl_parallel_for(nt, nt, ref_worker, jobs);
     pthread_mutex_unlock(&jobs_lock);
 }

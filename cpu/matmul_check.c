@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cpu_common.h"
 #include "cudalab/backend.h"
 #include "cudalab/matmul.h"
 
@@ -44,7 +45,7 @@ static void fill_row(long long i, void *arg)
 void cl_matmul_fill(float *a, float *b, int m, int n, int k, uint64_t seed)
 {
     fill_job f = { a, b, m, n, k, seed };
-    cl_matmul_parallel(m > k ? m : k, 0, fill_row, &f);
+    cl_parallel_for(m > k ? m : k, 0, fill_row, &f);
 }
 
 /* ---- comparing ---- */
@@ -191,8 +192,8 @@ static int freivalds(verify_job *v, uint64_t seed, char *err)
     for (int t = 0; t < FREIVALDS_VECTORS; t++) {
         for (long long j = 0; j < v->n; j++)
             vec[j] = cl_uniform(seed, FREIVALDS_STREAM + (uint64_t)t * (uint64_t)v->n + (uint64_t)j);
-        cl_matmul_parallel(v->k, 0, freivalds_br, v);
-        cl_matmul_parallel(v->m, 0, freivalds_row, v);
+        cl_parallel_for(v->k, 0, freivalds_br, v);
+        cl_parallel_for(v->m, 0, freivalds_row, v);
     }
     free(vec);
     return 0;
@@ -220,7 +221,7 @@ int cl_matmul_verify(int m, int n, int k, uint64_t seed, const float *c, bool tf
                      .row_rel = rows, .row_abs = rows + m, .row_col = cols };
     int rc = 0;
     if (full)
-        cl_matmul_parallel(m, 0, full_row, &v);
+        cl_parallel_for(m, 0, full_row, &v);
     else
         rc = freivalds(&v, seed, err);
     if (rc == 0) {

@@ -1,67 +1,19 @@
 /* matmul_cpu.c — the CPU backend's %matmul: what runs each variant of the
- * contract (matmul.h), the host thread pool every analogue uses, and the run
- * function that generates the inputs, times a variant with the host clock and
- * hands C back.
+ * contract (matmul.h), and the run function that generates the inputs, times
+ * a variant with the host clock (cpu/common) and hands C back.
  *
  * `cpu` (the lecture's MatrixMulOnHost, CL_V_HOST) is implemented here only:
  * the magic runs it here whichever backend is selected, since it is host code
  * by definition.
  */
-#include <errno.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/cpu_common.h"
 #include "matmul_cpu.h"
 #include "cudalab/backend.h"
-
-#define MAX_THREADS 64
-
-/* ---- host threads ---- */
-
-typedef struct par_slot {
-    long long count;
-    int stride, first;
-    void (*fn)(long long i, void *arg);
-    void *arg;
-} par_slot;
-
-static void *par_main(void *arg)
-{
-    const par_slot *s = arg;
-    for (long long i = s->first; i < s->count; i += s->stride)
-        s->fn(i, s->arg);
-    return NULL;
-}
-
-int cl_matmul_parallel(long long count, int threads, void (*fn)(long long i, void *arg), void *arg)
-{
-    if (threads <= 0)
-        threads = cpu_mm_threads();
-    if (threads > MAX_THREADS)
-        threads = MAX_THREADS;
-    if (count < threads)
-        threads = count < 1 ? 1 : (int)count;
-    pthread_t tid[MAX_THREADS];
-    par_slot slot[MAX_THREADS];
-    bool started[MAX_THREADS];
-    for (int t = 0; t < threads; t++) {
-        slot[t] = (par_slot){ count, threads, t, fn, arg };
-        started[t] = t > 0 && pthread_create(&tid[t], NULL, par_main, &slot[t]) == 0;
-    }
-    par_main(&slot[0]);
-    /* a thread that could not start has its share run here: slower, never wrong */
-    for (int t = 1; t < threads; t++) {
-        if (started[t])
-            pthread_join(tid[t], NULL);
-        else
-            par_main(&slot[t]);
-    }
-    return threads;
-}
 
 /* ---- what runs each variant of the contract (matmul.h), by id ---- */
 
@@ -92,13 +44,6 @@ static bool cpu_matmul_has(int v)
 }
 
 /* ---- run ---- */
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static int cpu_matmul_run(int id, const cl_matmul_args *a, cl_matmul_result *out, char *err)
 {
@@ -132,14 +77,14 @@ static int cpu_matmul_run(int id, const cl_matmul_args *a, cl_matmul_result *out
     snprintf(out->precision, sizeof out->precision, "%s",
              v->flags & (CL_V_HOST | CL_V_LIBRARY) ? "fp64" : "fp32");
     cpu_mm_problem p = { buf, buf + na, c, a->m, a->n, a->k, a->tile,
-                         (v->flags & CL_V_HOST) ? 1 : cpu_mm_threads() };
+                         (v->flags & CL_V_HOST) ? 1 : cl_cpu_threads() };
     impl->configure(&p, out);
     for (int w = 0; w < a->warmup; w++)
         impl->run(&p);
     for (int r = 0; r < a->reps; r++) {
-        double t0 = now_ms();
+        double t0 = cl_now_ms();
         impl->run(&p);
-        out->times.ms[r] = (float)(now_ms() - t0);
+        out->times.ms[r] = (float)(cl_now_ms() - t0);
     }
     out->times.reps = a->reps;
     free(buf);

@@ -24,7 +24,4 @@ typedef struct cpu_mm_impl {
 extern const cpu_mm_impl cpu_mm_host, cpu_mm_naive, cpu_mm_tiled, cpu_mm_fast, cpu_mm_fast64,
     cpu_mm_reference;
 
-/* Logical CPUs, capped at the 64 host threads a CPU analogue may use. */
-int cpu_mm_threads(void);
-
 #endif

@@ -16,8 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "common/cpu_common.h"
 #include "matmul_cpu.h"
 
 #define NAIVE_BLOCK 16
@@ -25,24 +25,9 @@
 #define FAST_BK 8
 #define FAST_MAX 128
 
-int cpu_mm_threads(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
-}
-
 static int cdiv(int a, int b)
 {
     return (a + b - 1) / b;
-}
-
-static void set_launch(cl_launch *l, int gx, int gy, int bx, int by, size_t smem)
-{
-    memset(l, 0, sizeof *l);
-    l->grid[0] = gx, l->grid[1] = gy, l->grid[2] = 1;
-    l->block[0] = bx, l->block[1] = by, l->block[2] = 1;
-    l->smem_bytes = smem;
-    l->kernels = 1;
 }
 
 /* How many host threads a launch of `blocks` blocks gets. */
@@ -55,7 +40,7 @@ static int threads_for(const cpu_mm_problem *p, long long blocks)
 
 static void host_configure(const cpu_mm_problem *p, cl_matmul_result *out)
 {
-    set_launch(&out->launch, 1, 1, 1, 1, 0);
+    out->launch = cl_launch_2d(1, 1, 1, 1, 0, 1);
     out->global_loads = cl_matmul_loads_naive(p->m, p->n, p->k);
     snprintf(out->impl, sizeof out->impl, "host triple loop, 1 thread, double accumulation");
 }
@@ -98,7 +83,7 @@ static void naive_block(long long blk, void *arg)
 static void naive_configure(const cpu_mm_problem *p, cl_matmul_result *out)
 {
     int gx = cdiv(p->n, NAIVE_BLOCK), gy = cdiv(p->m, NAIVE_BLOCK);
-    set_launch(&out->launch, gx, gy, NAIVE_BLOCK, NAIVE_BLOCK, 0);
+    out->launch = cl_launch_2d(gx, gy, NAIVE_BLOCK, NAIVE_BLOCK, 0, 1);
     out->global_loads = cl_matmul_loads_naive(p->m, p->n, p->k);
     snprintf(out->impl, sizeof out->impl, "host: %d threads over %lld blocks of 16×16",
              threads_for(p, (long long)gx * gy), (long long)gx * gy);
@@ -107,7 +92,7 @@ static void naive_configure(const cpu_mm_problem *p, cl_matmul_result *out)
 static void naive_run(const cpu_mm_problem *p)
 {
     long long blocks = (long long)cdiv(p->n, NAIVE_BLOCK) * cdiv(p->m, NAIVE_BLOCK);
-    cl_matmul_parallel(blocks, p->threads, naive_block, (void *)p);
+    cl_parallel_for(blocks, p->threads, naive_block, (void *)p);
 }
 
 const cpu_mm_impl cpu_mm_naive = { naive_configure, naive_run };
@@ -146,7 +131,7 @@ static void tiled_block(long long blk, void *arg)
 static void tiled_configure(const cpu_mm_problem *p, cl_matmul_result *out)
 {
     int t = p->tile, gx = cdiv(p->n, t), gy = cdiv(p->m, t);
-    set_launch(&out->launch, gx, gy, t, t, 2 * (size_t)t * t * sizeof(float));
+    out->launch = cl_launch_2d(gx, gy, t, t, 2 * (size_t)t * t * sizeof(float), 1);
     out->global_loads = cl_matmul_loads_blocked(p->m, p->n, p->k, t, t);
     snprintf(out->impl, sizeof out->impl, "host: %d threads over %lld blocks of %d×%d",
              threads_for(p, (long long)gx * gy), (long long)gx * gy, t, t);
@@ -155,7 +140,7 @@ static void tiled_configure(const cpu_mm_problem *p, cl_matmul_result *out)
 static void tiled_run(const cpu_mm_problem *p)
 {
     long long blocks = (long long)cdiv(p->n, p->tile) * cdiv(p->m, p->tile);
-    cl_matmul_parallel(blocks, p->threads, tiled_block, (void *)p);
+    cl_parallel_for(blocks, p->threads, tiled_block, (void *)p);
 }
 
 const cpu_mm_impl cpu_mm_tiled = { tiled_configure, tiled_run };
@@ -203,7 +188,7 @@ static void fast_configure_bm(const cpu_mm_problem *p, cl_matmul_result *out, in
 {
     int gx = cdiv(p->n, bm), gy = cdiv(p->m, bm);
     /* (bm/8)² GPU threads of 8×8 micro-tiles; the local slices play shared memory */
-    set_launch(&out->launch, gx, gy, (bm / 8) * (bm / 8), 1, 2 * (size_t)FAST_BK * bm * sizeof(float));
+    out->launch = cl_launch_2d(gx, gy, (bm / 8) * (bm / 8), 1, 2 * (size_t)FAST_BK * bm * sizeof(float), 1);
     out->global_loads = cl_matmul_loads_blocked(p->m, p->n, p->k, bm, bm);
     snprintf(out->impl, sizeof out->impl, "host: %d threads over %lld blocks of %d×%d, k slices of %d",
              threads_for(p, (long long)gx * gy), (long long)gx * gy, bm, bm, FAST_BK);
@@ -213,7 +198,7 @@ static void fast_run_bm(const cpu_mm_problem *p, int bm)
 {
     fast_job f = { p, bm, bm };
     long long blocks = (long long)cdiv(p->n, bm) * cdiv(p->m, bm);
-    cl_matmul_parallel(blocks, p->threads, fast_block, &f);
+    cl_parallel_for(blocks, p->threads, fast_block, &f);
 }
 
 static void fast_configure(const cpu_mm_problem *p, cl_matmul_result *out)
@@ -266,7 +251,7 @@ static void reference_row(long long i, void *arg)
 
 static void reference_configure(const cpu_mm_problem *p, cl_matmul_result *out)
 {
-    set_launch(&out->launch, 1, p->m, 1, 1, 0);
+    out->launch = cl_launch_2d(1, p->m, 1, 1, 0, 1);
     out->global_loads = 0;
     snprintf(out->impl, sizeof out->impl,
              "CPU reference standing in for cuBLAS: %d threads, double accumulation",
@@ -275,7 +260,7 @@ static void reference_configure(const cpu_mm_problem *p, cl_matmul_result *out)
 
 static void reference_run(const cpu_mm_problem *p)
 {
-    cl_matmul_parallel(p->m, p->threads, reference_row, (void *)p);
+    cl_parallel_for(p->m, p->threads, reference_row, (void *)p);
 }
 
 const cpu_mm_impl cpu_mm_reference = { reference_configure, reference_run };

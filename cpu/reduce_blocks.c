@@ -8,76 +8,14 @@
  * GPU, in miniature. Host threads take contiguous ranges of blocks; a block's
  * "shared memory" is an array on the host thread's stack.
  */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "reduce_cpu.h"
 
 /* Blocks of the fast variant's grid on the CPU: fixed, so that float results
  * do not depend on the host's core count. */
 #define CPU_FAST_GRID 128
-
-/* ---- host threads as a grid ---- */
-
-int cpu_reduce_threads(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > CPU_REDUCE_MAX_THREADS ? CPU_REDUCE_MAX_THREADS : (int)n;
-}
-
-int cpu_reduce_threads_for(uint64_t elements)
-{
-    uint64_t worth = (elements >> 16) + 1;
-    int all = cpu_reduce_threads();
-    return worth < (uint64_t)all ? (int)worth : all;
-}
-
-typedef struct range_job {
-    cpu_range_fn fn;
-    void *ctx;
-    uint64_t first, last;
-} range_job;
-
-static void *range_main(void *arg)
-{
-    range_job *j = arg;
-    j->fn(j->first, j->last, j->ctx);
-    return NULL;
-}
-
-int cpu_parallel(uint64_t count, int threads, cpu_range_fn fn, void *ctx)
-{
-    if (count == 0)
-        return 1;
-    if (threads < 1)
-        threads = 1;
-    if ((uint64_t)threads > count)
-        threads = (int)count;
-    range_job jobs[CPU_REDUCE_MAX_THREADS];
-    pthread_t tid[CPU_REDUCE_MAX_THREADS];
-    int started = 0;
-    if (threads > CPU_REDUCE_MAX_THREADS)
-        threads = CPU_REDUCE_MAX_THREADS;
-    for (int k = 0; k < threads; k++) {
-        jobs[k] = (range_job){fn, ctx, count * (uint64_t)k / (uint64_t)threads,
-                              count * (uint64_t)(k + 1) / (uint64_t)threads};
-    }
-    /* the calling thread takes the first range itself */
-    for (int k = 1; k < threads; k++) {
-        if (pthread_create(&tid[k], NULL, range_main, &jobs[k]) != 0)
-            break;
-        started = k;
-    }
-    /* ranges whose thread did not start run here: slower, never wrong */
-    for (int k = started + 1; k < threads; k++)
-        range_main(&jobs[k]);
-    range_main(&jobs[0]);
-    for (int k = 1; k <= started; k++)
-        pthread_join(tid[k], NULL);
-    return started + 1;
-}
 
 /* ---- one block ---- */
 
@@ -206,7 +144,7 @@ static double final_block(const block_job *j)
 
 cpu_launch_cfg cpu_reduce_config(int v, const cl_reduce_args *a)
 {
-    cpu_launch_cfg c = {0, (unsigned)a->block, cpu_reduce_threads_for(a->n)};
+    cpu_launch_cfg c = {0, (unsigned)a->block, cl_cpu_threads_for(a->n)};
     uint64_t b = (uint64_t)a->block;
     if (v == CL_REDUCE_FAST) {
         uint64_t need = (a->n / 4 + b - 1) / b;
@@ -222,6 +160,6 @@ double cpu_reduce_variant(int v, const cl_reduce_args *a, const cpu_launch_cfg *
                           double *partials, int *ok)
 {
     block_job j = {v, a, in, cfg->grid, partials};
-    *ok = cpu_parallel(cfg->grid, cfg->threads, blocks_range, &j) > 0;
+    *ok = cl_parallel_ranges(cfg->grid, cfg->threads, blocks_range, &j) > 0;
     return cfg->grid > 1 ? final_block(&j) : partials[0];
 }

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "reduce_cpu.h"
@@ -43,13 +42,6 @@ static unsigned char *flush_buffer(void)
     if (!buf)
         buf = malloc(flush_bytes());
     return buf;
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 /* The lecture's host loop: one thread walks the array once. */
@@ -91,36 +83,29 @@ static double run_once(const cpu_run *r, int *ok)
     return cpu_reduce_variant(r->v, r->a, &r->cfg, r->in, r->partials, ok);
 }
 
-static void set_launch(cl_launch *l, uint64_t grid, unsigned block, size_t smem, int kernels)
-{
-    l->grid[0] = grid > INT32_MAX ? INT32_MAX : (int)grid, l->grid[1] = l->grid[2] = 1;
-    l->block[0] = (int)block, l->block[1] = l->block[2] = 1;
-    l->smem_bytes = smem;
-    l->kernels = kernels;
-}
-
 static void describe(const cpu_run *r, cl_reduce_result *out)
 {
     const cpu_launch_cfg *c = &r->cfg;
     int threads = (uint64_t)c->threads < c->grid ? c->threads : (int)c->grid;
     if (r->v == CL_REDUCE_CPU) {
-        set_launch(&out->launch, 1, 1, 0, 1);
+        out->launch = cl_launch_2d(1, 1, 1, 1, 0, 1);
         snprintf(out->impl, sizeof out->impl, "CPU: host loop, 1 thread, %s accumulator",
                  r->a->dtype == CL_REDUCE_FLOAT ? "double" : "int64");
         return;
     }
     if (r->v == CL_REDUCE_CUB) {
-        set_launch(&out->launch, (uint64_t)c->threads, 1, 0, 1);
+        out->launch = cl_launch_2d((uint64_t)c->threads, 1, 1, 1, 0, 1);
         snprintf(out->impl, sizeof out->impl,
                  "CPU reference (no CUB without a GPU): %d host threads, double/int64 accumulators",
                  c->threads);
         return;
     }
-    size_t smem = r->v == CL_REDUCE_FAST ? 32 * sizeof(double) : c->block * sizeof(double);
-    set_launch(&out->launch, c->grid, c->block, smem, c->grid > 1 ? 2 : 1);
+    int fast = r->v == CL_REDUCE_FAST;
+    size_t smem = fast ? 32 * sizeof(double) : c->block * sizeof(double);
+    size_t final_smem = fast ? 32 * sizeof(double) : CL_REDUCE_FINAL_BLOCK * sizeof(double);
+    out->launch = cl_launch_2d(c->grid, 1, (int)c->block, 1, smem, c->grid > 1 ? 2 : 1);
     if (c->grid > 1)
-        set_launch(&out->final, 1, CL_REDUCE_FINAL_BLOCK,
-                   r->v == CL_REDUCE_FAST ? 32 * sizeof(double) : CL_REDUCE_FINAL_BLOCK * sizeof(double), 1);
+        out->final = cl_launch_2d(1, 1, CL_REDUCE_FINAL_BLOCK, 1, final_smem, 1);
     snprintf(out->impl, sizeof out->impl,
              "CPU analogue: %d host thread%s run %llu block%s of %u emulated threads%s", threads,
              threads == 1 ? "" : "s", (unsigned long long)c->grid, c->grid == 1 ? "" : "s", c->block,
@@ -134,7 +119,7 @@ static int cpu_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out,
         snprintf(err, CL_ERR_LEN, "unknown reduce variant %d", v);
         return -1;
     }
-    cpu_run r = {v, a, {1, (unsigned)a->block, cpu_reduce_threads_for(a->n)}, NULL, NULL};
+    cpu_run r = {v, a, {1, (unsigned)a->block, cl_cpu_threads_for(a->n)}, NULL, NULL};
     if (v != CL_REDUCE_CPU && v != CL_REDUCE_CUB)
         r.cfg = cpu_reduce_config(v, a);
     size_t fb = flush_bytes();
@@ -148,16 +133,16 @@ static int cpu_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out,
                  (unsigned long long)a->n, (double)a->n * 4 / MIB);
         goto done;
     }
-    cpu_reduce_fill(r.in, a->n, a->dtype, a->seed, cpu_reduce_threads_for(a->n));
+    cpu_reduce_fill(r.in, a->n, a->dtype, a->seed, cl_cpu_threads_for(a->n));
     for (int w = 0; w < a->warmup && ok; w++) {
         memset(flush, w & 0xff, fb);
         value = run_once(&r, &ok);
     }
     for (int k = 0; k < a->reps && k < CL_MAX_REPS && ok; k++) {
         memset(flush, k & 0xff, fb);
-        double t0 = now_ms();
+        double t0 = cl_now_ms();
         value = run_once(&r, &ok);
-        out->times.ms[k] = (float)(now_ms() - t0);
+        out->times.ms[k] = (float)(cl_now_ms() - t0);
         out->times.reps = k + 1;
     }
     if (!ok) {

@@ -1,5 +1,6 @@
-/* reduce_cpu.h — what the CPU backend's %reduce files share: host threads as
- * a CUDA grid, and the arithmetic every CPU analogue uses.
+/* reduce_cpu.h — what the CPU backend's %reduce files share: the arithmetic
+ * every CPU analogue uses, and the emulated launch (host threads from
+ * cpu/common as a CUDA grid).
  *
  * Values travel as double. That loses nothing: an int sum of N elements in
  * [-1000, 1000] stays below 2^53 for every N that fits in memory, so it is
@@ -14,21 +15,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "common/cpu_common.h"
 #include "cudalab/reduce.h"
-
-/* Host threads a launch uses: online CPUs, at most 64. */
-#define CPU_REDUCE_MAX_THREADS 64
-int cpu_reduce_threads(void);
-/* Threads worth starting for `elements` of work: starting a thread costs
- * about as much as streaming 2^16 elements, so fewer for small inputs. */
-int cpu_reduce_threads_for(uint64_t elements);
-
-/* Runs fn(first, last, ctx) over [0, count) split into contiguous ranges, one
- * per host thread (at most `threads`, at least one item each); the calling
- * thread takes a range too, and runs those of threads that fail to start.
- * Returns the number of threads that ran ranges. */
-typedef void (*cpu_range_fn)(uint64_t first, uint64_t last, void *ctx);
-int cpu_parallel(uint64_t count, int threads, cpu_range_fn fn, void *ctx);
 
 static inline double acc_identity(cl_reduce_op op)
 {

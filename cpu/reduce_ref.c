@@ -37,7 +37,7 @@ static void fill_range(uint64_t first, uint64_t last, void *ctx)
 int cpu_reduce_fill(void *in, uint64_t n, cl_reduce_dtype dt, uint64_t seed, int threads)
 {
     fill_job j = {in, dt, seed};
-    return cpu_parallel(n, threads, fill_range, &j) > 0 ? 0 : -1;
+    return cl_parallel_ranges(n, threads, fill_range, &j) > 0 ? 0 : -1;
 }
 
 /* ---- one reduction of a buffer, in chunks ---- */
@@ -69,7 +69,7 @@ double cpu_reduce_chunked(const cl_reduce_args *a, const void *in, int threads, 
     if (!part)
         return NAN;
     chunk_job j = {a, in, part};
-    cpu_parallel(chunks, threads, chunk_range, &j);
+    cl_parallel_ranges(chunks, threads, chunk_range, &j);
     double acc = acc_identity(a->op);
     for (uint64_t c = 0; c < chunks; c++)
         acc = acc_apply(a->op, CL_REDUCE_INT, acc, part[c]);
@@ -122,7 +122,7 @@ int cl_reduce_reference(uint64_t n, cl_reduce_dtype dtype, uint64_t seed, cl_red
         return -1;
     }
     ref_job j = {n, seed, dtype, part};
-    cpu_parallel(chunks, cpu_reduce_threads(), ref_range, &j);
+    cl_parallel_ranges(chunks, cl_cpu_threads(), ref_range, &j);
     cl_reduce_ref r = {0, -INFINITY, INFINITY, 0, INT64_MIN, INT64_MAX, 0};
     for (uint64_t c = 0; c < chunks; c++) {
         r.sum += part[c].sum;

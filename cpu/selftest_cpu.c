@@ -5,22 +5,15 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "common/cpu_common.h"
 #include "cudalab/backend.h"
-#include "magic/magic.h"
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static int cpu_spin(double ms, char *err)
 {
-    double end = now_ms() + ms;
-    while (now_ms() < end) {
+    double end = cl_now_ms() + ms;
+    while (cl_now_ms() < end) {
         nanosleep(&(struct timespec){ 0, 1000000 }, NULL);     /* 1 ms steps, polling */
-        if (magic_cancelled()) {
+        if (cl_cancel_requested()) {
             snprintf(err, CL_ERR_LEN, "cancelled");
             return -1;
         }

@@ -16,29 +16,12 @@
  */
 #include <math.h>
 #include <stdbool.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
+#include "common/cpu_common.h"
 #include "cudalab/stencil.h"
-
-#define MAX_THREADS 64
-
-static int host_threads(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 /* ---- one output element, straight from the input (naive and reference) ---- */
 
@@ -145,12 +128,12 @@ static void block2d(const job *j, uint64_t b)
         }
 }
 
-static void *job_main(void *p)
+/* Job t of the array at arg: one per host thread, with its own tile buffer. */
+static void job_main(long long t, void *arg)
 {
-    const job *j = p;
+    const job *j = (const job *)arg + t;
     for (uint64_t b = j->first; b < j->blocks; b += j->step)
         (j->a->dim == 1 ? block1d : block2d)(j, b);
-    return NULL;
 }
 
 static uint64_t block_count(const cl_stencil_args *a)
@@ -160,26 +143,13 @@ static uint64_t block_count(const cl_stencil_args *a)
 }
 
 /* One launch: host threads take the blocks round-robin. */
-static int launch(int v, const cl_stencil_args *a, const float *in, float *out, float *tiles, size_t tile_len,
-                  char *err)
+static void launch(int v, const cl_stencil_args *a, const float *in, float *out, float *tiles, size_t tile_len)
 {
-    int nt = host_threads();
-    job jobs[MAX_THREADS];
-    pthread_t tid[MAX_THREADS];
-    int started = 0;
-    for (int k = 0; k < nt; k++) {
+    int nt = cl_cpu_threads();
+    job jobs[CL_CPU_MAX_THREADS];
+    for (int k = 0; k < nt; k++)
         jobs[k] = (job){a, v, in, out, (uint64_t)k, (uint64_t)nt, block_count(a), tiles + k * tile_len};
-        if (k > 0 && pthread_create(&tid[k], NULL, job_main, &jobs[k]) != 0)
-            break;
-        started = k + 1;
-    }
-    for (int k = started; k < nt; k++)         /* threads that could not start: run here */
-        job_main(&jobs[k]);
-    job_main(&jobs[0]);
-    for (int k = 1; k < started; k++)
-        pthread_join(tid[k], NULL);
-    (void)err;
-    return 0;
+    cl_parallel_for(nt, nt, job_main, jobs);
 }
 
 static int cpu_stencil_run(int v, const cl_stencil_args *a, float *host_out, cl_stencil_result *res, char *err)
@@ -192,7 +162,7 @@ static int cpu_stencil_run(int v, const cl_stencil_args *a, float *host_out, cl_
     uint64_t n = a->nx * a->ny;
     size_t tile_len = a->dim == 1 ? (size_t)(a->block + 2 * a->radius)
                                   : (size_t)(a->block + 2 * a->radius) * (size_t)(a->block + 2 * a->radius);
-    int nt = host_threads();
+    int nt = cl_cpu_threads();
     float *in = malloc(n * sizeof *in), *own = host_out ? NULL : malloc(n * sizeof *own);
     float *tiles = malloc((size_t)nt * tile_len * sizeof *tiles);
     float *out = host_out ? host_out : own;
@@ -205,22 +175,17 @@ static int cpu_stencil_run(int v, const cl_stencil_args *a, float *host_out, cl_
     for (uint64_t i = 0; i < n; i++)
         in[i] = cl_uniform(a->seed, i);
     for (int w = 0; w < a->warmup; w++)
-        launch(v, a, in, out, tiles, tile_len, err);
+        launch(v, a, in, out, tiles, tile_len);
     for (int r = 0; r < a->reps && r < CL_MAX_REPS; r++) {
-        double t0 = now_ms();
-        launch(v, a, in, out, tiles, tile_len, err);
-        res->times.ms[r] = (float)(now_ms() - t0);
+        double t0 = cl_now_ms();
+        launch(v, a, in, out, tiles, tile_len);
+        res->times.ms[r] = (float)(cl_now_ms() - t0);
         res->times.reps = r + 1;
     }
     uint64_t bx = a->dim == 1 ? block_count(a) : (a->nx + a->block - 1) / a->block;
-    res->launch.grid[0] = (int)bx;
-    res->launch.grid[1] = a->dim == 1 ? 1 : (int)((a->ny + a->block - 1) / a->block);
-    res->launch.grid[2] = 1;
-    res->launch.block[0] = a->block;
-    res->launch.block[1] = a->dim == 1 ? 1 : a->block;
-    res->launch.block[2] = 1;
-    res->launch.smem_bytes = v == CL_STENCIL_TILED ? tile_len * sizeof(float) : 0;
-    res->launch.kernels = 1;
+    uint64_t by = a->dim == 1 ? 1 : (a->ny + a->block - 1) / a->block;
+    res->launch = cl_launch_2d(bx, by, a->block, a->dim == 1 ? 1 : a->block,
+                               v == CL_STENCIL_TILED ? tile_len * sizeof(float) : 0, 1);
     snprintf(res->impl, sizeof res->impl, "CPU analogue: %d host threads take the %s blocks in turn%s", nt,
              a->dim == 1 ? "1D" : "2D", v == CL_STENCIL_TILED ? ", tile + halo copied to a local buffer" : "");
     rc = 0;
@@ -254,9 +219,10 @@ static bool in_band(const cl_stencil_args *a, uint64_t i, uint64_t band)
     return a->dim == 2 && (y < band || y + band >= a->ny);
 }
 
-static void *check_main(void *p)
+/* Job t of the array at arg: one per host thread, merged in order afterwards. */
+static void check_main(long long t, void *arg)
 {
-    check_job *j = p;
+    check_job *j = (check_job *)arg + t;
     const cl_stencil_args *a = j->a;
     for (uint64_t i = j->lo; i < j->hi; i++) {
         if (j->stride > 1 && i % j->stride != 0 && !in_band(a, i, j->band))
@@ -277,7 +243,6 @@ static void *check_main(void *p)
         if (!(rel <= j->c.max_rel_err))
             j->c.max_rel_err = isfinite(rel) ? rel : INFINITY;
     }
-    return NULL;
 }
 
 int cl_stencil_reference_check(const cl_stencil_args *a, const float *out, cl_stencil_check *c, char *err)
@@ -295,19 +260,12 @@ int cl_stencil_reference_check(const cl_stencil_args *a, const float *out, cl_st
     uint64_t stride = 1;
     if (n * terms > CL_STENCIL_CHECK_BUDGET)
         stride = ((n * terms + CL_STENCIL_CHECK_BUDGET - 1) / CL_STENCIL_CHECK_BUDGET) | 1;
-    int nt = host_threads();
-    check_job jobs[MAX_THREADS];
-    pthread_t tid[MAX_THREADS];
-    bool started[MAX_THREADS] = {false};
-    for (int k = 0; k < nt; k++) {
+    int nt = cl_cpu_threads();
+    check_job jobs[CL_CPU_MAX_THREADS];
+    for (int k = 0; k < nt; k++)
         jobs[k] = (check_job){a, in, out, n * k / nt, n * (k + 1) / nt, stride, 2 * (uint64_t)a->radius, {0}};
-        started[k] = k > 0 && pthread_create(&tid[k], NULL, check_main, &jobs[k]) == 0;
-        if (!started[k])
-            check_main(&jobs[k]);
-    }
+    cl_parallel_for(nt, nt, check_main, jobs);
     for (int k = 0; k < nt; k++) {
-        if (started[k])
-            pthread_join(tid[k], NULL);
         const cl_stencil_check *q = &jobs[k].c;
         if (q->mismatches && !c->mismatches)
             c->first_bad = q->first_bad;

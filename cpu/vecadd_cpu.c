@@ -11,10 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/cpu_common.h"
 #include "cudalab/vecadd.h"
-#include "reduce_cpu.h"
 
 #define ROW_(id, name, launch, desc) {name, launch, desc},
 static const cl_vecadd_row cpu_rows[] = {CL_VECADD_OPS(ROW_)};
@@ -22,13 +21,6 @@ static const cl_vecadd_row cpu_rows[] = {CL_VECADD_OPS(ROW_)};
 
 /* Defined here, referenced weakly by cpu/device.c. */
 extern const cl_vecadd_ops cl_cpu_vecadd_ops;
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 typedef struct kjob {
     const cl_vecadd_args *a;
@@ -69,18 +61,18 @@ static int cpu_vecadd_run(const cl_vecadd_args *a, cl_vecadd_result *out, char *
         goto done;
     }
     cl_vecadd_fill(a->op, a->n, a->seed, hx, hy);
-    int threads = cpu_reduce_threads_for(a->n);
+    int threads = cl_cpu_threads_for(a->n);
     kjob j = {a, dx, dy, dz};
     void *dres = a->op == CL_VECADD_DAXPY ? dy : dz;
     for (int r = -a->warmup; r < a->reps && r < CL_MAX_REPS; r++) {
-        double t0 = now_ms();
+        double t0 = cl_now_ms();
         memcpy(dx, hx, in);
         memcpy(dy, hy, in);
-        double t1 = now_ms();
-        cpu_parallel(a->n, threads, kernel_range, &j);
-        double t2 = now_ms();
+        double t1 = cl_now_ms();
+        cl_parallel_ranges(a->n, threads, kernel_range, &j);
+        double t2 = cl_now_ms();
         memcpy(hout, dres, res);
-        double t3 = now_ms();
+        double t3 = cl_now_ms();
         if (r < 0)
             continue;
         out->h2d.ms[r] = (float)(t1 - t0);
@@ -90,9 +82,7 @@ static int cpu_vecadd_run(const cl_vecadd_args *a, cl_vecadd_result *out, char *
     }
     if (a->check)
         cl_vecadd_verify(a, hout, out);
-    out->launch.grid[0] = threads, out->launch.grid[1] = out->launch.grid[2] = 1;
-    out->launch.block[0] = 1, out->launch.block[1] = out->launch.block[2] = 1;
-    out->launch.kernels = 1;
+    out->launch = cl_launch_2d((uint64_t)threads, 1, 1, 1, 0, 1);
     snprintf(out->impl, sizeof out->impl, "CPU analogue: memcpy stands in for the host<->device copies "
              "(%s is only a label here), %d host threads for the kernel", a->pinned ? "pinned" : "pageable",
              threads);

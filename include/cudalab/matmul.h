@@ -148,11 +148,6 @@ void cl_matmul_fill(float *a, float *b, int m, int n, int k, uint64_t seed);
 int cl_matmul_verify(int m, int n, int k, uint64_t seed, const float *c, bool tf32,
                      cl_matmul_check *out, char *err);
 
-/* Runs fn(i, arg) for i in [0, count) on up to `threads` host threads (0 = one
- * per logical CPU, capped at 64), blocks dealt round-robin as a GPU scheduler
- * deals blocks to SMs. Returns the number of threads used. */
-int cl_matmul_parallel(long long count, int threads, void (*fn)(long long i, void *arg), void *arg);
-
 #ifdef __cplusplus
 }
 #endif

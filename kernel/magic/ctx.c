@@ -1,6 +1,5 @@
 /* ctx.c — how a running magic reports: thin wrappers over the ctx's sink, so
  * a magic never knows whether it runs in the kernel, the worker or the CLI. */
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,6 +7,7 @@
 #include "base/text.h"
 #include "base/digest.h"
 #include "magic/magic.h"
+#include "cudalab/host.h"
 
 void magic_stream(magic_ctx *ctx, const char *name, const char *text)
 {
@@ -56,19 +56,18 @@ int magic_error(magic_ctx *ctx, const char *ename, const char *fmt, ...)
     return -1;
 }
 
-static volatile sig_atomic_t cancel_flag;
-
+/* The flag lives with the CPU backend, whose long loops poll it too. */
 bool magic_cancelled(void)
 {
-    return cancel_flag != 0;
+    return cl_cancel_requested();
 }
 
 void magic_cancel(void)
 {
-    cancel_flag = 1;
+    cl_cancel_request();
 }
 
 void magic_cancel_reset(void)
 {
-    cancel_flag = 0;
+    cl_cancel_reset();
 }

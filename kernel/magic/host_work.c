@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "cudalab/host.h"
 #include "magic/sweep.h"
 #include "magic/sweep_internal.h"
 
@@ -33,12 +33,9 @@ static double runs_of(const json_t *point)
            (double)(json_is_integer(warmup) ? json_integer_value(warmup) : 0);
 }
 
-#define HOST_WORK_MAX_CORES 64     /* the CPU backend's thread pools take at most this many */
-
 double host_work_cores(void)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > HOST_WORK_MAX_CORES ? HOST_WORK_MAX_CORES : (double)n;
+    return cl_cpu_threads();        /* what the CPU backend's pool runs on */
 }
 
 /* Seconds of one point, split the way a refusal explains them. */

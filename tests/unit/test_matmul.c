@@ -1,8 +1,8 @@
 /* test_matmul.c — %matmul without a GPU: every CPU-backend variant against an
  * independent double product at odd sizes, the check (full and Freivalds)
- * catching wrong, missing and non-finite elements, the generator and the
- * thread pool, and the magic end to end: documents, `all`, tiles, refusals
- * before allocation, and a fake CUDA backend whose runs fail or lie.
+ * catching wrong, missing and non-finite elements, the generator, and the
+ * magic end to end: documents, `all`, tiles, refusals before allocation, and
+ * a fake CUDA backend whose runs fail or lie.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -226,23 +226,6 @@ static void generator_and_threads(void **state)
         assert_true(b[i] == cl_matmul_b(3, (uint64_t)i));
     assert_true(cl_matmul_a(3, 0) != cl_matmul_b(3, 0));
     assert_true(cl_matmul_a(3, 0) != cl_matmul_a(4, 0));
-}
-
-static void count_index(long long i, void *arg)
-{
-    __atomic_fetch_add(&((int *)arg)[i], 1, __ATOMIC_RELAXED);
-}
-
-static void parallel_covers_each_index_once(void **state)
-{
-    (void)state;
-    int hits[1000] = {0};
-    assert_int_equal(cl_matmul_parallel(1000, 7, count_index, hits), 7);
-    for (int i = 0; i < 1000; i++)
-        assert_int_equal(hits[i], 1);
-    int one[3] = {0};
-    assert_int_equal(cl_matmul_parallel(3, 100, count_index, one), 3);   /* never more threads than work */
-    assert_int_equal(one[0] + one[1] + one[2], 3);
 }
 
 /* ---- the magic ---- */
@@ -498,7 +481,6 @@ int main(void)
         cmocka_unit_test(check_catches_wrong_elements),
         cmocka_unit_test(freivalds_beyond_512_cubed),
         cmocka_unit_test(generator_and_threads),
-        cmocka_unit_test(parallel_covers_each_index_once),
         cmocka_unit_test(magic_all_variants_cpu),
         cmocka_unit_test(magic_refusals),
         cmocka_unit_test(magic_fake_gpu),
