@@ -1,5 +1,5 @@
-/* kernel.c — sockets and the event loop of the kernel process (see kernel.h). */
-#include "base/text.h"
+/* kernel.c — the server of the kernel process: sockets, signing, the loop's
+ * sources, and the shell_host through which the shell acts (see kernel.h). */
 #include "server/kernel.h"
 
 #include <errno.h>
@@ -9,14 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <zmq.h>
 
-#include "render/render.h"
-#include "server/heartbeat.h"
 #include "base/log.h"
+#include "base/text.h"
 #include "proto/msg.h"
+#include "server/heartbeat.h"
+#include "server/loop.h"
 
 /* One iopub subscription message (jupyter's is 1 byte). ZeroMQ keeps every
  * distinct topic of a connected peer, about 40 bytes per byte of topic, until
@@ -125,6 +125,9 @@ static double env_number(const char *name, double def)
     return x;
 }
 
+static void set_host(kernel *k);
+static int register_sources(kernel *k);
+
 int kernel_open(kernel *k, const conn_info *c)
 {
     memset(k, 0, sizeof *k);
@@ -132,9 +135,11 @@ int kernel_open(kernel *k, const conn_info *c)
      * otherwise raise its threshold after the first one and keep the next ones'
      * memory in its heap, held by the kernel for good. */
     mallopt(M_MMAP_THRESHOLD, LARGE_ALLOCATION);
-    k->grace_ms = env_number("CUDALAB_INTERRUPT_GRACE_MS", 500);
-    k->cell_timeout_ms = env_number("CUDALAB_CELL_TIMEOUT", 0) * 1e3;
-    k->max_output = (size_t)env_number("CUDALAB_MAX_OUTPUT", 1 << 20);
+    shell_limits lim = {
+        .grace_ms = env_number("CUDALAB_INTERRUPT_GRACE_MS", 500),
+        .cell_timeout_ms = env_number("CUDALAB_CELL_TIMEOUT", 0) * 1e3,
+        .max_output = (size_t)env_number("CUDALAB_MAX_OUTPUT", 1 << 20),
+    };
     k->max_message = (size_t)env_number("CUDALAB_MAX_MESSAGE", 64 << 20);
     if (k->max_message < 4096 || k->max_message > WIRE_MAX_JSON) {     /* ZeroMQ's cap is twice it */
         klog("ignored CUDALAB_MAX_MESSAGE=%zu: not between 4096 and %u", k->max_message, WIRE_MAX_JSON);
@@ -148,10 +153,11 @@ int kernel_open(kernel *k, const conn_info *c)
     k->exe[n > 0 ? n : 0] = '\0';
     k->sign = signer_new(c->scheme, c->key, c->key_len);
     k->replay = replay_new(NULL);
-    k->history = history_new();
-    k->results = results_new();
+    set_host(k);
+    k->shell = shell_session_new(&k->host, &lim);
+    k->loop = loop_new();
     k->zctx = zmq_ctx_new();
-    if (!k->sign || !k->replay || !k->history || !k->results || !k->zctx || install_signals(k)) {
+    if (!k->sign || !k->replay || !k->shell || !k->loop || !k->zctx || install_signals(k)) {
         klog("cannot initialise the kernel (out of memory or OpenSSL failure)");
         return -1;
     }
@@ -160,6 +166,10 @@ int kernel_open(kernel *k, const conn_info *c)
             return -1;
     char ep[512];
     conn_endpoint(c, PORT_HB, ep, sizeof ep);
+    if (register_sources(k)) {
+        klog("cannot initialise the kernel (out of memory)");
+        return -1;
+    }
     return (k->hb = heartbeat_start(ep, conn_is_ipv6(c))) ? 0 : -1;
 }
 
@@ -170,7 +180,8 @@ void kernel_close(kernel *k)
     if (k->welcomes_refused)
         klog("%lu iopub subscriptions beyond %d a second were not welcomed", k->welcomes_refused,
              WELCOMES_PER_SECOND);
-    cell_discard(k);
+    shell_session_free(k->shell);
+    k->shell = NULL;
     if (k->worker.pid)
         worker_kill(&k->worker, NULL);
     heartbeat_stop(k->hb);
@@ -181,8 +192,7 @@ void kernel_close(kernel *k)
         zmq_ctx_term(k->zctx);
     signer_free(k->sign);
     replay_free(k->replay);
-    history_free(k->history);
-    results_free(k->results);
+    loop_free(k->loop);
     for (int i = 0; i < 2; i++)
         if (k->sigpipe[i] >= 0)
             close(k->sigpipe[i]);
@@ -191,7 +201,7 @@ void kernel_close(kernel *k)
 
 /* ---- sending ---- */
 
-void kernel_reply(kernel *k, void *sock, const wire_msg *req, const char *msg_type, json_t *content)
+static void kernel_reply(kernel *k, void *sock, const wire_msg *req, const char *msg_type, json_t *content)
 {
     char type[64];
     snprintf(type, sizeof type, "%s", msg_type);
@@ -201,7 +211,7 @@ void kernel_reply(kernel *k, void *sock, const wire_msg *req, const char *msg_ty
     json_decref(content);
 }
 
-void kernel_publish(kernel *k, const wire_msg *parent, const char *msg_type, json_t *content)
+static void kernel_publish(kernel *k, const wire_msg *parent, const char *msg_type, json_t *content)
 {
     char topic[128];
     snprintf(topic, sizeof topic, "kernel.%s.%s", k->session, msg_type);
@@ -214,59 +224,11 @@ void kernel_publish(kernel *k, const wire_msg *parent, const char *msg_type, jso
     json_decref(content);
 }
 
-void kernel_status(kernel *k, const wire_msg *parent, const char *state)
-{
-    kernel_publish(k, parent, "status", json_pack("{s:s}", "execution_state", state));
-}
-
 /* ---- receiving ---- */
-
-/* Answers a request that will not be handled with an error reply (and, for a
- * cell, the error on iopub, which is what a notebook shows under it). */
-static void refuse(kernel *k, enum conn_port channel, const wire_msg *req, const char *ename, const char *why)
-{
-    klog("refused %s: %s", req->msg_type, why);
-    json_t *err = json_pack("{s:s, s:s, s:[s+]}", "ename", ename, "evalue", why, "traceback", ename, ": ", why);
-    kernel_status(k, req, "busy");
-    if (strcmp(req->msg_type, "execute_request") == 0) {
-        kernel_publish(k, req, "error", json_deep_copy(err));
-        json_object_set_new(err, "execution_count", json_integer(k->exec_count));
-    }
-    json_object_set_new(err, "status", json_string("error"));
-    char reply_type[80];
-    snprintf(reply_type, sizeof reply_type, "%.*s_reply",
-             (int)(strlen(req->msg_type) - strlen("_request")), req->msg_type);
-    kernel_reply(k, k->sock[channel], req, reply_type, err);
-    kernel_status(k, req, "idle");
-}
-
-static void dispatch(kernel *k, enum conn_port channel, wire_msg *req)
-{
-    handler_fn fn = shell_handler(req->msg_type, channel);
-    if (!fn) {
-        klog("ignored unknown %s message type '%.64s'", conn_port_name(channel), req->msg_type);
-        return;
-    }
-    char why[160];
-    bool bad = shell_check_content(req->msg_type, channel, req->content, why, sizeof why) != 0;
-    bool is_request = strstr(req->msg_type, "_request") != NULL;
-    if (bad && !is_request) {               /* comm messages have no reply to carry an error */
-        k->dropped++;
-        klog("dropped %s message: %s", conn_port_name(channel), why);
-        return;
-    }
-    if (bad) {
-        refuse(k, channel, req, "ProtocolError", why);
-        return;
-    }
-    kernel_status(k, req, "busy");
-    if (fn(k, k->sock[channel], req) == HANDLED_DONE)
-        kernel_status(k, req, "idle");
-}
 
 /* A request larger than CUDALAB_MAX_MESSAGE (but under ZeroMQ's cap, twice
  * that) is answered with an error that says so, instead of being run. */
-static bool refused_as_too_large(kernel *k, enum conn_port channel, const wire_msg *req, size_t bytes)
+static bool refused_as_too_large(kernel *k, const shell_request *req, size_t bytes)
 {
     if (bytes <= k->max_message)
         return false;
@@ -274,24 +236,25 @@ static bool refused_as_too_large(kernel *k, enum conn_port channel, const wire_m
     format_bytes((double)bytes, got, sizeof got);
     format_bytes((double)k->max_message, max, sizeof max);
     snprintf(why, sizeof why, "the %s is %s; the kernel takes requests of up to %s (CUDALAB_MAX_MESSAGE)",
-             req->msg_type, got, max);
-    if (strstr(req->msg_type, "_request"))
-        refuse(k, channel, req, "RequestTooLarge", why);
+             req->msg.msg_type, got, max);
+    if (strstr(req->msg.msg_type, "_request"))
+        shell_refuse(k->shell, req, "RequestTooLarge", why);
     else
-        klog("dropped %s message: %s", conn_port_name(channel), why);
+        klog("dropped %s message: %s", conn_port_name(req->channel), why);
     return true;
 }
 
 /* Reads one message from a ROUTER socket. Returns 1 and fills req, 0 when
  * nothing was ready or the message was dropped (logged). */
-static int kernel_recv(kernel *k, enum conn_port channel, wire_msg *req)
+static int kernel_recv(kernel *k, enum conn_port channel, shell_request *req)
 {
+    req->channel = channel;
     blob *frames;
     int n = wire_recv(k->sock[channel], &frames);
     if (n == 0)
         return 0;
     char why[128];
-    int rc = n < 0 ? -1 : wire_decode(frames, (size_t)n, k->sign, k->replay, req, why, sizeof why);
+    int rc = n < 0 ? -1 : wire_decode(frames, (size_t)n, k->sign, k->replay, &req->msg, why, sizeof why);
     if (n < 0)
         snprintf(why, sizeof why, "unreadable multipart message");
     size_t bytes = 0;
@@ -303,12 +266,12 @@ static int kernel_recv(kernel *k, enum conn_port channel, wire_msg *req)
         klog("dropped %s message: %s", conn_port_name(channel), why);
         return 0;
     }
-    if (refused_as_too_large(k, channel, req, bytes)) {
-        wire_msg_free(req);
+    if (refused_as_too_large(k, req, bytes)) {
+        wire_msg_free(&req->msg);
         return 0;
     }
     if (klog_verbose)
-        klog("%s: %s", conn_port_name(channel), req->msg_type);
+        klog("%s: %s", conn_port_name(channel), req->msg.msg_type);
     return 1;
 }
 
@@ -316,59 +279,34 @@ static int kernel_recv(kernel *k, enum conn_port channel, wire_msg *req)
 #define ABORT_MAX_MS 20
 #define ABORT_MAX_MSGS 1024
 
-struct drained {
-    wire_msg *msgs;
-    size_t n;
-};
-
-struct drained *kernel_drain_shell(kernel *k)
+/* shell_host.take_queued: after a failed cell with stop_on_error, the
+ * requests queued on shell, read here so that the shell can abort them. */
+static size_t take_queued(void *server, shell_request **reqs)
 {
-    struct drained *d = calloc(1, sizeof *d);
-    if (!d || !(d->msgs = calloc(ABORT_MAX_MSGS, sizeof *d->msgs))) {
-        free(d);
-        return NULL;
+    kernel *k = server;
+    shell_request *q = calloc(ABORT_MAX_MSGS, sizeof *q);
+    size_t n = 0;
+    if (!q) {
+        *reqs = NULL;
+        return 0;
     }
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (d->n < ABORT_MAX_MSGS) {
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        long spent = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+    double t0 = loop_now_ms();
+    while (n < ABORT_MAX_MSGS) {
         zmq_pollitem_t it = { k->sock[PORT_SHELL], 0, ZMQ_POLLIN, 0 };
-        if (spent >= ABORT_MAX_MS || zmq_poll(&it, 1, ABORT_GAP_MS) <= 0)
+        if (loop_now_ms() - t0 >= ABORT_MAX_MS || zmq_poll(&it, 1, ABORT_GAP_MS) <= 0)
             break;
-        if (kernel_recv(k, PORT_SHELL, &d->msgs[d->n]))
-            d->n++;
+        if (kernel_recv(k, PORT_SHELL, &q[n]))
+            n++;
     }
-    return d;
-}
-
-void kernel_answer_drained(kernel *k, struct drained *d)
-{
-    for (size_t i = 0; d && i < d->n; i++) {
-        wire_msg *req = &d->msgs[i];
-        if (k->quit)
-            ;                       /* a drained shutdown_request ended the session */
-        else if (strcmp(req->msg_type, "execute_request") == 0) {
-            kernel_status(k, req, "busy");
-            execute_abort(k, k->sock[PORT_SHELL], req);
-            kernel_status(k, req, "idle");
-        } else {
-            dispatch(k, PORT_SHELL, req);
-        }
-        wire_msg_free(req);
-    }
-    if (d)
-        free(d->msgs);
-    free(d);
+    *reqs = q;
+    return n;
 }
 
 static void on_request(kernel *k, enum conn_port channel)
 {
-    wire_msg req;
-    if (!kernel_recv(k, channel, &req))
-        return;
-    dispatch(k, channel, &req);
-    wire_msg_free(&req);
+    shell_request req;
+    if (kernel_recv(k, channel, &req) && shell_dispatch(k->shell, &req) != 0)
+        k->dropped++;
 }
 
 /* May another iopub_welcome go out? A client subscribes once per connection;
@@ -376,9 +314,7 @@ static void on_request(kernel *k, enum conn_port channel)
  * queue thousands of welcomes for every client (a token bucket). */
 static bool welcome_allowed(kernel *k)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    double now = ts.tv_sec + ts.tv_nsec / 1e9;
+    double now = loop_now_ms() / 1e3;
     k->welcome_tokens += (now - k->welcome_at) * WELCOMES_PER_SECOND;
     if (k->welcome_tokens > WELCOMES_PER_SECOND)
         k->welcome_tokens = WELCOMES_PER_SECOND;
@@ -419,8 +355,11 @@ static void on_subscription(kernel *k)
 
 #define RESPAWN_LIMIT 3
 
-void kernel_worker_respawn(kernel *k)
+/* shell_host.worker_start; also after a worker died between commands, so
+ * the next command does not wait for a fresh one (and its CUDA context). */
+static void worker_respawn(void *server)
 {
+    kernel *k = server;
     if (k->quit || k->worker.pid > 0)
         return;
     if (k->respawns >= RESPAWN_LIMIT) {
@@ -432,7 +371,74 @@ void kernel_worker_respawn(kernel *k)
     worker_start(&k->worker, k->exe);
 }
 
-static void on_worker(kernel *k)
+static int host_worker_run(void *server, const command *cmd)
+{
+    kernel *k = server;
+    return worker_run(&k->worker, k->exe, cmd);
+}
+
+static void host_worker_interrupt(void *server)
+{
+    kernel *k = server;
+    if (k->worker.pid > 0)
+        kill(k->worker.pid, SIGINT);
+}
+
+static void host_worker_kill(void *server)
+{
+    kernel *k = server;
+    if (k->worker.pid)
+        worker_kill(&k->worker, NULL);
+}
+
+static void host_reply(void *server, const shell_request *req, const char *msg_type, json_t *content)
+{
+    kernel *k = server;
+    kernel_reply(k, k->sock[req->channel], &req->msg, msg_type, content);
+}
+
+static void host_publish(void *server, const wire_msg *parent, const char *msg_type, json_t *content)
+{
+    kernel_publish(server, parent, msg_type, content);
+}
+
+static double host_now_ms(void *server)
+{
+    return loop_now_ms();
+}
+
+static void host_quit(void *server)
+{
+    kernel *k = server;
+    k->quit = true;
+    loop_stop(k->loop);
+}
+
+static void set_host(kernel *k)
+{
+    k->host = (shell_host){
+        .server = k,
+        .reply = host_reply,
+        .publish = host_publish,
+        .worker_run = host_worker_run,
+        .worker_interrupt = host_worker_interrupt,
+        .worker_kill = host_worker_kill,
+        .worker_start = worker_respawn,
+        .take_queued = take_queued,
+        .now_ms = host_now_ms,
+        .quit = host_quit,
+    };
+}
+
+/* Did the worker finish a command? Then the workers started so far were not
+ * all dying at birth. */
+static bool is_done_frame(const json_t *f)
+{
+    const char *op = json_string_value(json_object_get(f, "op"));
+    return op && strcmp(op, "done") == 0;
+}
+
+static void on_worker_output(kernel *k)
 {
     int fd = k->worker.fd;
     long n = frame_fill(&k->worker.rd, fd);
@@ -441,7 +447,9 @@ static void on_worker(kernel *k)
     json_t *f;
     int r;
     while ((r = frame_next(&k->worker.rd, &f)) == 1) {
-        cell_on_worker_frame(k, f);
+        if (is_done_frame(f))
+            k->respawns = 0;
+        shell_on_worker_frame(k->shell, f);
         json_decref(f);
         if (k->worker.fd != fd)
             return;                 /* the frame made us stop (and maybe replace) the worker */
@@ -452,78 +460,98 @@ static void on_worker(kernel *k)
             klog("worker sent a corrupt frame; stopping it");
         worker_reap(&k->worker, how, sizeof how);
         klog("worker %s", how);
-        cell_on_worker_exit(k, how);
-        kernel_worker_respawn(k);
+        shell_on_worker_exit(k->shell, how);
+        worker_respawn(k);
     }
 }
 
-static void on_signal_pipe(kernel *k)
+/* ---- the loop's sources ---- */
+
+static void on_signal_pipe(loop *l, int revents, void *data)
 {
+    kernel *k = data;
     unsigned char sigs[64];
     ssize_t n = read(k->sigpipe[0], sigs, sizeof sigs);
     for (ssize_t i = 0; i < n; i++) {
-        if (sigs[i] == SIGINT)
-            cell_interrupt(k, "interrupted by SIGINT");
-        else if (sigs[i] == SIGTERM)
+        if (sigs[i] == SIGINT) {
+            shell_interrupt(k->shell, "interrupted by SIGINT");
+        } else if (sigs[i] == SIGTERM) {
             k->quit = true;
+            loop_stop(l);
+        }
     }
+}
+
+static void on_control(loop *l, int revents, void *data)
+{
+    on_request(data, PORT_CONTROL);
+}
+
+static void on_shell(loop *l, int revents, void *data)
+{
+    on_request(data, PORT_SHELL);
+}
+
+static void on_iopub(loop *l, int revents, void *data)
+{
+    on_subscription(data);
+}
+
+/* No input_request is ever pending: read and drop. */
+static void on_stdin(loop *l, int revents, void *data)
+{
+    kernel *k = data;
+    shell_request m;
+    if (kernel_recv(k, PORT_STDIN, &m))
+        wire_msg_free(&m.msg);
+}
+
+static void on_worker(loop *l, int revents, void *data)
+{
+    kernel *k = data;
+    if ((revents & LOOP_WRITABLE) && k->worker.fd >= 0)
+        worker_flush(&k->worker);   /* a failure shows as the pipe's end, read below */
+    if ((revents & (LOOP_READABLE | LOOP_ERROR)) && k->worker.fd >= 0)
+        on_worker_output(k);
+}
+
+static void on_shell_deadline(loop *l, void *data)
+{
+    kernel *k = data;
+    shell_tick(k->shell);
+}
+
+/* Before each poll: shell requests wait while a cell runs, the worker's pipe
+ * is the current worker's (written to while a command is pending), and the
+ * shell's next deadline is armed. */
+static void before_poll(loop *l, void *data)
+{
+    kernel *k = data;
+    loop_source_events(l, k->shell_source, shell_cell_running(k->shell) ? 0 : LOOP_READABLE);
+    loop_source_set(l, k->worker_source, k->worker.fd,
+                    LOOP_READABLE | (worker_writing(&k->worker) ? LOOP_WRITABLE : 0));
+    loop_timer_arm(l, k->shell_timer, shell_deadline_ms(k->shell));
+}
+
+/* In the order their events are served within a turn. */
+static int register_sources(kernel *k)
+{
+    loop *l = k->loop;
+    k->shell_timer = loop_timer_add(l, on_shell_deadline, k);
+    loop_before_poll(l, before_poll, k);
+    return k->shell_timer < 0 || loop_source_add(l, NULL, k->sigpipe[0], LOOP_READABLE, on_signal_pipe, k) < 0
+           || loop_source_add(l, k->sock[PORT_CONTROL], -1, LOOP_READABLE, on_control, k) < 0
+           || loop_source_add(l, k->sock[PORT_IOPUB], -1, LOOP_READABLE, on_iopub, k) < 0
+           || loop_source_add(l, k->sock[PORT_STDIN], -1, LOOP_READABLE, on_stdin, k) < 0
+           || (k->worker_source = loop_source_add(l, NULL, -1, 0, on_worker, k)) < 0
+           || (k->shell_source = loop_source_add(l, k->sock[PORT_SHELL], -1, LOOP_READABLE, on_shell, k)) < 0
+           ? -1 : 0;
 }
 
 int kernel_loop(kernel *k)
 {
-    kernel_status(k, NULL, "starting");
+    kernel_publish(k, NULL, "status", json_pack("{s:s}", "execution_state", "starting"));
     if (worker_start(&k->worker, k->exe))
         klog("worker did not start; the first command will try again");
-    while (!k->quit) {
-        zmq_pollitem_t it[6];
-        int n = 0;
-        it[n++] = (zmq_pollitem_t){ k->sock[PORT_CONTROL], 0, ZMQ_POLLIN, 0 };
-        it[n++] = (zmq_pollitem_t){ k->sock[PORT_IOPUB], 0, ZMQ_POLLIN, 0 };
-        it[n++] = (zmq_pollitem_t){ NULL, k->sigpipe[0], ZMQ_POLLIN, 0 };
-        it[n++] = (zmq_pollitem_t){ k->sock[PORT_STDIN], 0, ZMQ_POLLIN, 0 };
-        int wi = -1, si = -1;
-        if (k->worker.fd >= 0) {
-            wi = n;
-            short ev = ZMQ_POLLIN | (worker_writing(&k->worker) ? ZMQ_POLLOUT : 0);
-            it[n++] = (zmq_pollitem_t){ NULL, k->worker.fd, ev, 0 };
-        }
-        if (!k->cell) {
-            si = n;
-            it[n++] = (zmq_pollitem_t){ k->sock[PORT_SHELL], 0, ZMQ_POLLIN, 0 };
-        }
-        long timeout = -1;
-        double deadline = cell_deadline_ms(k);
-        if (deadline > 0) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            double left = deadline - (ts.tv_sec * 1e3 + ts.tv_nsec / 1e6);
-            timeout = left > 0 ? (long)left + 1 : 0;
-        }
-        int rc = zmq_poll(it, n, timeout);
-        cell_tick(k);
-        if (rc < 0) {
-            if (zmq_errno() == EINTR)
-                continue;
-            klog("poll failed: %s", zmq_strerror(zmq_errno()));
-            return 1;
-        }
-        if (it[2].revents)
-            on_signal_pipe(k);
-        if (it[0].revents)
-            on_request(k, PORT_CONTROL);
-        if (it[1].revents)
-            on_subscription(k);
-        if (it[3].revents) {        /* no input_request is pending: drain and ignore */
-            wire_msg m;
-            if (kernel_recv(k, PORT_STDIN, &m))
-                wire_msg_free(&m);
-        }
-        if (wi >= 0 && (it[wi].revents & ZMQ_POLLOUT) && !k->quit && k->worker.fd >= 0)
-            worker_flush(&k->worker);   /* a failure shows as the pipe's end, read below */
-        if (wi >= 0 && (it[wi].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) && !k->quit && k->worker.fd >= 0)
-            on_worker(k);
-        if (si >= 0 && it[si].revents && !k->quit)
-            on_request(k, PORT_SHELL);
-    }
-    return 0;
+    return loop_run(k->loop) ? 1 : 0;
 }

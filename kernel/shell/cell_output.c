@@ -7,38 +7,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/text.h"
 #include "render/render.h"
 #include "lang/parse_internal.h"
-#include "shell/cell.h"
+#include "shell/session.h"
 
-double cell_now_ms(void)
+void stream_flush(shell_session *s)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-void stream_flush(kernel *k)
-{
-    struct cell *c = k->cell;
+    struct cell *c = s->cell;
     if (!c || c->pend_len == 0)
         return;
     json_t *text = json_stringn(c->pend, c->pend_len);
     if (!text)      /* a command split a UTF-8 sequence across writes: keep what is valid */
         text = json_stringn_nocheck("", 0);
-    kernel_publish(k, &c->req, "stream", json_pack("{s:s, s:o}", "name", c->pend_name, "text", text));
+    session_publish(s, &c->req.msg, "stream", json_pack("{s:s, s:o}", "name", c->pend_name, "text", text));
     c->pend_len = 0;
     c->flush_at_ms = 0;
 }
 
-static void stream_append(kernel *k, const char *name, const char *text, size_t len)
+static void stream_append(shell_session *s, const char *name, const char *text, size_t len)
 {
-    struct cell *c = k->cell;
+    struct cell *c = s->cell;
     if (c->pend_len && strcmp(c->pend_name, name) != 0)
-        stream_flush(k);                    /* keep stdout and stderr in order */
+        stream_flush(s);                    /* keep stdout and stderr in order */
     if (c->pend_len + len > c->pend_cap) {
         size_t cap = c->pend_cap ? c->pend_cap : 4096;
         while (cap < c->pend_len + len)
@@ -53,60 +45,60 @@ static void stream_append(kernel *k, const char *name, const char *text, size_t 
     c->pend_len += len;
     snprintf(c->pend_name, sizeof c->pend_name, "%s", name);
     if (c->flush_at_ms == 0)
-        c->flush_at_ms = cell_now_ms() + STREAM_FLUSH_MS;
+        c->flush_at_ms = session_now_ms(s) + STREAM_FLUSH_MS;
     if (c->pend_len >= STREAM_FLUSH_BYTES)
-        stream_flush(k);
+        stream_flush(s);
 }
 
-static void kernel_stream(void *impl, const char *name, const char *text)
+static void cell_stream(void *impl, const char *name, const char *text)
 {
-    kernel *k = impl;
-    struct cell *c = k->cell;
+    shell_session *s = impl;
+    struct cell *c = s->cell;
     if (!c || c->silent || !text || !*text || c->stream_capped || !name)
         return;
     if (strcmp(name, "stdout") != 0 && strcmp(name, "stderr") != 0)
         name = "stdout";
     size_t len = strlen(text);
-    if (c->stream_bytes + len > k->max_output) {
+    if (c->stream_bytes + len > s->lim.max_output) {
         /* a runaway command must not flood iopub: show what fits, at a
          * character's boundary, say so once and drop the rest */
-        size_t fits = (size_t)utf8_clip(text, k->max_output - c->stream_bytes);
-        stream_append(k, name, text, fits);
+        size_t fits = (size_t)utf8_clip(text, s->lim.max_output - c->stream_bytes);
+        stream_append(s, name, text, fits);
         c->stream_bytes += fits;
         char note[160];
         snprintf(note, sizeof note, "\n[cudalab: output truncated after %zu bytes "
                  "(CUDALAB_MAX_OUTPUT); the rest of this cell's output is not shown]\n", c->stream_bytes);
-        stream_append(k, "stdout", note, strlen(note));
-        stream_flush(k);
+        stream_append(s, "stdout", note, strlen(note));
+        stream_flush(s);
         c->stream_capped = true;
         return;
     }
     c->stream_bytes += len;
-    stream_append(k, name, text, len);
+    stream_append(s, name, text, len);
 }
 
-static void kernel_result(void *impl, json_t *doc, json_t *view, const char *display_id, enum result_mode mode)
+static void cell_result(void *impl, json_t *doc, json_t *view, const char *display_id, enum result_mode mode)
 {
-    kernel *k = impl;
-    struct cell *c = k->cell;
-    stream_flush(k);
+    shell_session *s = impl;
+    struct cell *c = s->cell;
+    stream_flush(s);
     if (doc && c && (mode == RESULT_PLAIN || mode == RESULT_FINAL))
-        results_record(k->results, doc, c->count);     /* for %assert, silent cells too */
+        results_record(s->results, doc, c->count);     /* for %assert, silent cells too */
     json_t *data = c && !c->silent ? render_bundle(doc, view) : NULL;
     if (data) {
         json_t *transient = display_id ? json_pack("{s:s}", "display_id", display_id) : json_object();
         if (mode == RESULT_UPDATE || mode == RESULT_FINAL) {
-            kernel_publish(k, &c->req, "update_display_data",
+            session_publish(s, &c->req.msg, "update_display_data",
                            json_pack("{s:o, s:{}, s:o}", "data", data, "metadata", "transient", transient));
         } else if (mode == RESULT_PLAIN && c->next == c->ncmds - 1) {
             /* the last command's result is the cell's value: Out[n] */
-            history_set_output(k->history, c->count,
+            history_set_output(s->history, c->count,
                                json_string_value(json_object_get(data, "text/plain")));
             json_decref(transient);
-            kernel_publish(k, &c->req, "execute_result",
+            session_publish(s, &c->req.msg, "execute_result",
                            json_pack("{s:i, s:o, s:{}}", "execution_count", c->count, "data", data, "metadata"));
         } else {
-            kernel_publish(k, &c->req, "display_data",
+            session_publish(s, &c->req.msg, "display_data",
                            json_pack("{s:o, s:{}, s:o}", "data", data, "metadata", "transient", transient));
         }
     }
@@ -114,5 +106,5 @@ static void kernel_result(void *impl, json_t *doc, json_t *view, const char *dis
     json_decref(view);
 }
 
-const magic_out cell_out = { kernel_stream, kernel_result };
+const magic_out cell_out = { cell_stream, cell_result };
 

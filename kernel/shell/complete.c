@@ -8,14 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grade/expr.h"
 #include "magic/family.h"
 #include "magic/magic.h"
-#include "server/kernel.h"
-#include "grade/expr.h"
-
-enum handled handle_complete(kernel *k, void *sock, wire_msg *req);
-enum handled handle_inspect(kernel *k, void *sock, wire_msg *req);
-enum handled handle_is_complete(kernel *k, void *sock, wire_msg *req);
+#include "shell/session.h"
 
 /* Byte offset of code point cp in s (clamped to the end). */
 static size_t cp_to_byte(const char *s, long cp)
@@ -199,10 +195,10 @@ static void complete_line(const char *line, size_t cur, const result_store *rs, 
     free(head);
 }
 
-enum handled handle_complete(kernel *k, void *sock, wire_msg *req)
+enum handled handle_complete(shell_session *s, shell_request *req)
 {
-    const char *code = json_string_value(json_object_get(req->content, "code"));
-    const json_t *cp = json_object_get(req->content, "cursor_pos");
+    const char *code = json_string_value(json_object_get(req->msg.content, "code"));
+    const json_t *cp = json_object_get(req->msg.content, "cursor_pos");
     if (!code)
         code = "";
     size_t pos = json_is_integer(cp) ? cp_to_byte(code, (long)json_integer_value(cp)) : strlen(code);
@@ -211,21 +207,21 @@ enum handled handle_complete(kernel *k, void *sock, wire_msg *req)
     json_t *matches = json_array();
     char *line = strndup(code + ls, le - ls);
     if (line) {
-        complete_line(line, pos - ls, k->results, matches, &from);
+        complete_line(line, pos - ls, s->results, matches, &from);
         from += ls;
     }
     free(line);
-    kernel_reply(k, sock, req, "complete_reply",
+    session_reply(s, req, "complete_reply",
                  json_pack("{s:s, s:o, s:I, s:I, s:{}}", "status", "ok", "matches", matches,
                            "cursor_start", (json_int_t)byte_to_cp(code, from), "cursor_end",
                            (json_int_t)byte_to_cp(code, pos), "metadata"));
     return HANDLED_DONE;
 }
 
-enum handled handle_inspect(kernel *k, void *sock, wire_msg *req)
+enum handled handle_inspect(shell_session *s, shell_request *req)
 {
-    const char *code = json_string_value(json_object_get(req->content, "code"));
-    const json_t *cp = json_object_get(req->content, "cursor_pos");
+    const char *code = json_string_value(json_object_get(req->msg.content, "code"));
+    const json_t *cp = json_object_get(req->msg.content, "cursor_pos");
     if (!code)
         code = "";
     size_t pos = json_is_integer(cp) ? cp_to_byte(code, (long)json_integer_value(cp)) : 0;
@@ -243,19 +239,19 @@ enum handled handle_inspect(kernel *k, void *sock, wire_msg *req)
         json_object_set_new(data, "text/plain", json_string(help ? help : m->summary));
         free(help);
     }
-    kernel_reply(k, sock, req, "inspect_reply",
+    session_reply(s, req, "inspect_reply",
                  json_pack("{s:s, s:b, s:o, s:{}}", "status", "ok", "found", m != NULL, "data", data,
                            "metadata"));
     return HANDLED_DONE;
 }
 
-enum handled handle_is_complete(kernel *k, void *sock, wire_msg *req)
+enum handled handle_is_complete(shell_session *s, shell_request *req)
 {
-    const char *code = json_string_value(json_object_get(req->content, "code"));
+    const char *code = json_string_value(json_object_get(req->msg.content, "code"));
     const char *status = code ? cell_completeness(code) : "invalid";
     json_t *content = json_pack("{s:s}", "status", status);
     if (strcmp(status, "incomplete") == 0)
         json_object_set_new(content, "indent", json_string(""));
-    kernel_reply(k, sock, req, "is_complete_reply", content);
+    session_reply(s, req, "is_complete_reply", content);
     return HANDLED_DONE;
 }

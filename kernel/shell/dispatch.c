@@ -1,22 +1,16 @@
-/* dispatch.c — which handler answers which message type on which channel.
+/* dispatch.c — which handler answers which message type on which channel,
+ * and what every request gets around its handler: the check of its content's
+ * types, status busy before and idle after, an error reply when refused.
  * Adding a request type = one handler in kernel/shell/ + one line here. */
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "server/kernel.h"
+#include "base/log.h"
+#include "shell/session.h"
 
-enum handled handle_kernel_info(kernel *k, void *sock, wire_msg *req);
-enum handled handle_execute(kernel *k, void *sock, wire_msg *req);
-enum handled handle_complete(kernel *k, void *sock, wire_msg *req);
-enum handled handle_inspect(kernel *k, void *sock, wire_msg *req);
-enum handled handle_is_complete(kernel *k, void *sock, wire_msg *req);
-enum handled handle_history(kernel *k, void *sock, wire_msg *req);
-enum handled handle_comm_info(kernel *k, void *sock, wire_msg *req);
-enum handled handle_comm_open(kernel *k, void *sock, wire_msg *req);
-enum handled handle_comm_ignore(kernel *k, void *sock, wire_msg *req);
-enum handled handle_shutdown(kernel *k, void *sock, wire_msg *req);
-enum handled handle_interrupt(kernel *k, void *sock, wire_msg *req);
+typedef enum handled (*handler_fn)(shell_session *s, shell_request *req);
 
 #define SHELL   (1u << PORT_SHELL)
 #define CONTROL (1u << PORT_CONTROL)
@@ -80,12 +74,6 @@ static int find(const char *msg_type, enum conn_port channel)
     return -1;
 }
 
-handler_fn shell_handler(const char *msg_type, enum conn_port channel)
-{
-    int i = find(msg_type, channel);
-    return i < 0 ? NULL : handlers[i].fn;
-}
-
 static bool has_type(const json_t *v, enum ftype t)
 {
     switch (t) {
@@ -104,11 +92,10 @@ static const char *type_name(enum ftype t)
     return names[t];
 }
 
-int shell_check_content(const char *msg_type, enum conn_port channel, const json_t *content,
-                        char *why, size_t len)
+/* Checks the types of a request's content fields. Returns 0, or -1 with why. */
+static int check_content(int i, const char *msg_type, const json_t *content, char *why, size_t len)
 {
-    int i = find(msg_type, channel);
-    for (const field *f = i < 0 ? NULL : handlers[i].fields; f && f->name; f++) {
+    for (const field *f = handlers[i].fields; f && f->name; f++) {
         const json_t *v = json_object_get(content, f->name);
         if (!v && !f->required)
             continue;
@@ -118,4 +105,52 @@ int shell_check_content(const char *msg_type, enum conn_port channel, const json
         }
     }
     return 0;
+}
+
+void shell_refuse(shell_session *s, const shell_request *req, const char *ename, const char *why)
+{
+    const char *type = req->msg.msg_type;
+    klog("refused %s: %s", type, why);
+    json_t *err = json_pack("{s:s, s:s, s:[s+]}", "ename", ename, "evalue", why, "traceback", ename, ": ", why);
+    session_status(s, &req->msg, "busy");
+    if (strcmp(type, "execute_request") == 0) {
+        session_publish(s, &req->msg, "error", json_deep_copy(err));
+        json_object_set_new(err, "execution_count", json_integer(s->exec_count));
+    }
+    json_object_set_new(err, "status", json_string("error"));
+    char reply_type[80];
+    snprintf(reply_type, sizeof reply_type, "%.*s_reply", (int)(strlen(type) - strlen("_request")), type);
+    session_reply(s, req, reply_type, err);
+    session_status(s, &req->msg, "idle");
+}
+
+/* Runs the handler of a request whose content was checked. */
+static int handle(shell_session *s, int i, shell_request *req)
+{
+    char why[160];
+    const char *type = req->msg.msg_type;
+    if (check_content(i, type, req->msg.content, why, sizeof why) != 0) {
+        if (!strstr(type, "_request")) {        /* comm messages have no reply to carry an error */
+            klog("dropped %s message: %s", conn_port_name(req->channel), why);
+            return -1;
+        }
+        shell_refuse(s, req, "ProtocolError", why);
+        return 0;
+    }
+    session_status(s, &req->msg, "busy");
+    if (handlers[i].fn(s, req) == HANDLED_DONE)
+        session_status(s, &req->msg, "idle");
+    return 0;
+}
+
+int shell_dispatch(shell_session *s, shell_request *req)
+{
+    int i = find(req->msg.msg_type, req->channel);
+    int rc = 0;
+    if (i < 0)
+        klog("ignored unknown %s message type '%.64s'", conn_port_name(req->channel), req->msg.msg_type);
+    else
+        rc = handle(s, i, req);
+    wire_msg_free(&req->msg);       /* what a handler did not take */
+    return rc;
 }

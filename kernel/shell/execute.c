@@ -10,18 +10,14 @@
  * off ours, and must not decide which cells run.
  * What the cell shows is cell_output.c's.
  */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/text.h"
-#include "server/kernel.h"
 #include "base/log.h"
+#include "base/text.h"
 #include "lang/parse_internal.h"
-#include "shell/cell.h"
-
-enum handled handle_execute(kernel *k, void *sock, wire_msg *req);
+#include "shell/session.h"
 
 #define CELL_ECHO_MAX (64u << 10)       /* bytes of a cell that execute_input repeats */
 #define TRACEBACK_SOURCE_MAX 400        /* bytes of a command's line that an error quotes */
@@ -30,7 +26,7 @@ enum handled handle_execute(kernel *k, void *sock, wire_msg *req);
 
 static void cell_free(struct cell *c)
 {
-    wire_msg_free(&c->req);
+    wire_msg_free(&c->req.msg);
     free(c->pend);
     commands_free(c->cmds, c->ncmds);
     json_decref(c->error);
@@ -38,9 +34,9 @@ static void cell_free(struct cell *c)
 }
 
 /* Records the cell's error: published on iopub now, repeated in the reply. */
-static void cell_fail(kernel *k, const char *ename, const char *evalue, const json_t *extra)
+static void cell_fail(shell_session *s, const char *ename, const char *evalue, const json_t *extra)
 {
-    struct cell *c = k->cell;
+    struct cell *c = s->cell;
     json_t *tb = json_array();
     json_array_append_new(tb, json_sprintf("%s: %s", ename, evalue));
     size_t i;
@@ -48,17 +44,36 @@ static void cell_fail(kernel *k, const char *ename, const char *evalue, const js
     json_array_foreach(extra, i, line)
         if (json_is_string(line))
             json_array_append(tb, line);
-    stream_flush(k);
+    stream_flush(s);
     json_decref(c->error);
     c->error = json_pack("{s:s, s:s, s:o}", "ename", ename, "evalue", evalue, "traceback", tb);
-    kernel_publish(k, &c->req, "error", json_deep_copy(c->error));
+    session_publish(s, &c->req.msg, "error", json_deep_copy(c->error));
 }
 
-static void cell_finish(kernel *k)
+/* After a failed cell's reply, the requests queued behind it, in order:
+ * execute requests as aborted, the others as usual. Frees q. */
+static void answer_queued(shell_session *s, shell_request *q, size_t n)
 {
-    struct cell *c = k->cell;
+    for (size_t i = 0; i < n; i++) {
+        if (s->quitting) {
+            ;                       /* a queued shutdown_request ended the session */
+        } else if (strcmp(q[i].msg.msg_type, "execute_request") == 0) {
+            session_status(s, &q[i].msg, "busy");
+            execute_abort(s, &q[i]);
+            session_status(s, &q[i].msg, "idle");
+        } else {
+            shell_dispatch(s, &q[i]);
+        }
+        wire_msg_free(&q[i].msg);
+    }
+    free(q);
+}
+
+static void cell_finish(shell_session *s)
+{
+    struct cell *c = s->cell;
     json_t *reply;
-    stream_flush(k);
+    stream_flush(s);
     if (c->error) {
         reply = json_deep_copy(c->error);
         json_object_set_new(reply, "status", json_string("error"));
@@ -69,14 +84,15 @@ static void cell_finish(kernel *k)
     /* Before the reply goes out: whatever a client sends after seeing it is
      * newer, and whatever it queued before ("Run all") is aborted: the
      * requests already here or arriving within moments are drained now. */
-    struct drained *queued = NULL;
+    shell_request *queued = NULL;
+    size_t nqueued = 0;
     if (c->error && c->stop_on_error)
-        queued = kernel_drain_shell(k);
-    kernel_reply(k, k->sock[PORT_SHELL], &c->req, "execute_reply", reply);
-    kernel_status(k, &c->req, "idle");
-    k->cell = NULL;
+        nqueued = s->host->take_queued(s->host->server, &queued);
+    session_reply(s, &c->req, "execute_reply", reply);
+    session_status(s, &c->req.msg, "idle");
+    s->cell = NULL;
     cell_free(c);
-    kernel_answer_drained(k, queued);
+    answer_queued(s, queued, nqueued);
 }
 
 /* The command's line as a traceback quotes it: a line of a 50 MB cell is cut. */
@@ -87,7 +103,7 @@ static json_t *where_line(const command *cmd)
                         cmd->source[n] ? " [...]" : "");
 }
 
-static void fail_command(kernel *k, const command *cmd, const char *ename, const char *evalue,
+static void fail_command(shell_session *s, const command *cmd, const char *ename, const char *evalue,
                          const json_t *extra)
 {
     json_t *tb = json_array();
@@ -96,72 +112,72 @@ static void fail_command(kernel *k, const command *cmd, const char *ename, const
     json_t *line;
     json_array_foreach(extra, i, line)
         json_array_append(tb, line);
-    cell_fail(k, ename, evalue, tb);
+    cell_fail(s, ename, evalue, tb);
     json_decref(tb);
 }
 
 /* Runs commands until one goes to the worker (returns) or the cell ends. */
-static void cell_advance(kernel *k)
+static void cell_advance(shell_session *s)
 {
-    struct cell *c = k->cell;
+    struct cell *c = s->cell;
     for (; c->next < c->ncmds; c->next++) {
         const command *cmd = &c->cmds[c->next];
         if (cmd->magic->where == MAGIC_WORKER) {
-            if (worker_run(&k->worker, k->exe, cmd) == 0) {
+            if (s->host->worker_run(s->host->server, cmd) == 0) {
                 c->waiting = true;
                 return;
             }
-            fail_command(k, cmd, "WorkerError", "cannot start the device worker (see the kernel log)", NULL);
+            fail_command(s, cmd, "WorkerError", "cannot start the device worker (see the kernel log)", NULL);
             break;
         }
-        magic_ctx ctx = { .out = &cell_out, .impl = k, .results = k->results };
+        magic_ctx ctx = { .out = &cell_out, .impl = s, .results = s->results };
         int rc = cmd->magic->run(&ctx, cmd->params, cmd->body);
         if (rc) {
-            fail_command(k, cmd, ctx.error.ename, ctx.error.evalue, ctx.traceback);
+            fail_command(s, cmd, ctx.error.ename, ctx.error.evalue, ctx.traceback);
             json_decref(ctx.traceback);
             break;
         }
     }
-    cell_finish(k);
+    cell_finish(s);
 }
 
-void cell_discard(kernel *k)
+void cell_discard(shell_session *s)
 {
-    if (k->cell)
-        cell_free(k->cell);
-    k->cell = NULL;
+    if (s->cell)
+        cell_free(s->cell);
+    s->cell = NULL;
 }
 
 /* ---- events from the loop ---- */
 
 /* The error that ends a stopped cell: the stop's reason, and how the worker went. */
-static void fail_stopped(kernel *k, const char *how)
+static void fail_stopped(shell_session *s, const char *how)
 {
-    struct cell *c = k->cell;
+    struct cell *c = s->cell;
     const command *cmd = &c->cmds[c->next];
     char evalue[640];
     snprintf(evalue, sizeof evalue, "%s: stopped %%%s after %.1f s%s", c->stop_why, cmd->magic->name,
-             (cell_now_ms() - c->started_ms) / 1e3, how);
+             (session_now_ms(s) - c->started_ms) / 1e3, how);
     json_decref(c->error);
     c->error = NULL;
-    fail_command(k, cmd, c->stop_ename, evalue, NULL);
+    fail_command(s, cmd, c->stop_ename, evalue, NULL);
 }
 
-void cell_on_worker_frame(kernel *k, json_t *f)
+void shell_on_worker_frame(shell_session *s, json_t *f)
 {
-    struct cell *c = k->cell;
+    struct cell *c = s->cell;
     const char *op = json_string_value(json_object_get(f, "op"));
     if (!c || !c->waiting || !op) {
         klog("worker frame with no command waiting: ignored");
         return;
     }
     if (strcmp(op, "stream") == 0) {
-        cell_out.stream(k, json_string_value(json_object_get(f, "name")),
+        cell_out.stream(s, json_string_value(json_object_get(f, "name")),
                         json_string_value(json_object_get(f, "text")));
     } else if (strcmp(op, "result") == 0) {
         json_t *doc = json_object_get(f, "doc"), *view = json_object_get(f, "view");
         const json_t *mode = json_object_get(f, "mode");
-        cell_out.result(k, json_is_null(doc) ? NULL : json_incref(doc), json_incref(view),
+        cell_out.result(s, json_is_null(doc) ? NULL : json_incref(doc), json_incref(view),
                         json_string_value(json_object_get(f, "display_id")),
                         json_is_integer(mode) ? (enum result_mode)json_integer_value(mode) : RESULT_PLAIN);
     } else if (strcmp(op, "error") == 0) {
@@ -169,43 +185,42 @@ void cell_on_worker_frame(kernel *k, json_t *f)
         c->error = json_incref(f);
     } else if (strcmp(op, "done") == 0) {
         c->waiting = false;
-        k->respawns = 0;
         if (json_is_true(json_object_get(f, "leaving"))) {
             /* its context is poisoned and it is exiting: replace it before the
              * next command could be sent to it */
-            worker_kill(&k->worker, NULL);
-            kernel_worker_respawn(k);
+            s->host->worker_kill(s->host->server);
+            s->host->worker_start(s->host->server);
         }
         json_t *err = c->error;
         c->error = NULL;
         if (c->stop_ename[0]) {
-            fail_stopped(k, " (the command stopped when asked)");
+            fail_stopped(s, " (the command stopped when asked)");
         } else if (err) {
             const char *ename = json_string_value(json_object_get(err, "ename"));
             const char *evalue = json_string_value(json_object_get(err, "evalue"));
-            fail_command(k, &c->cmds[c->next], ename ? ename : "Error", evalue ? evalue : "",
+            fail_command(s, &c->cmds[c->next], ename ? ename : "Error", evalue ? evalue : "",
                          json_object_get(err, "traceback"));
         }
         json_decref(err);
         if (c->error) {
-            cell_finish(k);
+            cell_finish(s);
             return;
         }
         c->next++;
-        cell_advance(k);
+        cell_advance(s);
     }
 }
 
-void cell_on_worker_exit(kernel *k, const char *how)
+void shell_on_worker_exit(shell_session *s, const char *how)
 {
-    struct cell *c = k->cell;
+    struct cell *c = s->cell;
     if (!c || !c->waiting)
         return;
     c->waiting = false;
     char text[256];
     if (c->stop_ename[0]) {
         snprintf(text, sizeof text, " (its worker %s; a fresh one starts for the next command)", how);
-        fail_stopped(k, text);
+        fail_stopped(s, text);
     } else {
         const command *cmd = &c->cmds[c->next];
         char evalue[512];
@@ -214,36 +229,35 @@ void cell_on_worker_exit(kernel *k, const char *how)
                  cmd->magic->name, how);
         json_decref(c->error);
         c->error = NULL;
-        fail_command(k, cmd, "WorkerDied", evalue, NULL);
+        fail_command(s, cmd, "WorkerDied", evalue, NULL);
     }
-    cell_finish(k);
+    cell_finish(s);
 }
 
 /* Asks the worker to stop (SIGINT: the command polls magic_cancelled()) and
- * gives it a grace period; cell_tick() kills it when the grace runs out. A
+ * gives it a grace period; shell_tick() kills it when the grace runs out. A
  * second stop while one is pending kills at once. */
-void cell_stop(kernel *k, const char *ename, const char *why)
+static void cell_stop(shell_session *s, const char *ename, const char *why)
 {
-    struct cell *c = k->cell;
+    struct cell *c = s->cell;
     if (!c || !c->waiting) {
         klog("%s while idle: nothing to stop", why);
         return;
     }
     if (c->stop_ename[0]) {
-        c->kill_at_ms = cell_now_ms();
-        cell_tick(k);
+        c->kill_at_ms = session_now_ms(s);
+        shell_tick(s);
         return;
     }
     snprintf(c->stop_ename, sizeof c->stop_ename, "%s", ename);
     snprintf(c->stop_why, sizeof c->stop_why, "%s", why);
-    c->kill_at_ms = cell_now_ms() + k->grace_ms;
-    if (k->worker.pid > 0)
-        kill(k->worker.pid, SIGINT);
+    c->kill_at_ms = session_now_ms(s) + s->lim.grace_ms;
+    s->host->worker_interrupt(s->host->server);
 }
 
-void cell_interrupt(kernel *k, const char *why)
+void shell_interrupt(shell_session *s, const char *why)
 {
-    cell_stop(k, "KeyboardInterrupt", why);
+    cell_stop(s, "KeyboardInterrupt", why);
 }
 
 static double earliest(double a, double b)
@@ -251,9 +265,9 @@ static double earliest(double a, double b)
     return a == 0 ? b : b == 0 ? a : a < b ? a : b;
 }
 
-double cell_deadline_ms(const kernel *k)
+double shell_deadline_ms(const shell_session *s)
 {
-    const struct cell *c = k->cell;
+    const struct cell *c = s->cell;
     if (!c)
         return 0;
     double d = c->flush_at_ms;
@@ -262,40 +276,40 @@ double cell_deadline_ms(const kernel *k)
     return d;
 }
 
-void cell_tick(kernel *k)
+void shell_tick(shell_session *s)
 {
-    struct cell *c = k->cell;
+    struct cell *c = s->cell;
     if (!c)
         return;
-    double now = cell_now_ms();
+    double now = session_now_ms(s);
     if (c->flush_at_ms > 0 && now >= c->flush_at_ms)
-        stream_flush(k);
+        stream_flush(s);
     if (!c->waiting)
         return;
     if (c->stop_ename[0] && now >= c->kill_at_ms) {
         char how[160], text[256];
-        worker_kill(&k->worker, NULL);
-        snprintf(how, sizeof how, "did not stop within %.1f s and was killed", k->grace_ms / 1e3);
+        s->host->worker_kill(s->host->server);
+        snprintf(how, sizeof how, "did not stop within %.1f s and was killed", s->lim.grace_ms / 1e3);
         snprintf(text, sizeof text, " (its worker %s; a fresh one starts for the next command)", how);
         klog("worker %s", how);
         c->waiting = false;
-        fail_stopped(k, text);
-        cell_finish(k);
-        kernel_worker_respawn(k);
+        fail_stopped(s, text);
+        cell_finish(s);
+        s->host->worker_start(s->host->server);
     } else if (!c->stop_ename[0] && c->timeout_at_ms > 0 && now >= c->timeout_at_ms) {
         char why[160];
         snprintf(why, sizeof why, "the cell ran longer than its limit of %g s (CUDALAB_CELL_TIMEOUT)",
-                 k->cell_timeout_ms / 1e3);
-        cell_stop(k, "TimeoutError", why);
+                 s->lim.cell_timeout_ms / 1e3);
+        cell_stop(s, "TimeoutError", why);
     }
 }
 
 /* ---- the request ---- */
 
-void execute_abort(kernel *k, void *sock, const wire_msg *req)
+void execute_abort(shell_session *s, const shell_request *req)
 {
-    kernel_reply(k, sock, req, "execute_reply",
-                 json_pack("{s:s, s:i}", "status", "aborted", "execution_count", k->exec_count));
+    session_reply(s, req, "execute_reply",
+                  json_pack("{s:s, s:i}", "status", "aborted", "execution_count", s->exec_count));
 }
 
 /* execute_input repeats the cell to every client; a huge one is repeated in
@@ -316,7 +330,7 @@ static bool flag(const json_t *content, const char *key, bool def)
     return json_is_boolean(v) ? json_is_true(v) : def;
 }
 
-enum handled handle_execute(kernel *k, void *sock, wire_msg *req)
+enum handled handle_execute(shell_session *s, shell_request *req)
 {
     struct cell *c = calloc(1, sizeof *c);
     if (!c) {
@@ -324,21 +338,21 @@ enum handled handle_execute(kernel *k, void *sock, wire_msg *req)
         return HANDLED_DONE;
     }
     c->req = *req;                          /* take ownership */
-    memset(req, 0, sizeof *req);
-    c->silent = flag(c->req.content, "silent", false);
-    c->stop_on_error = flag(c->req.content, "stop_on_error", true);
-    bool store = !c->silent && flag(c->req.content, "store_history", true);
-    const char *text = json_string_value(json_object_get(c->req.content, "code"));
+    memset(&req->msg, 0, sizeof req->msg);
+    c->silent = flag(c->req.msg.content, "silent", false);
+    c->stop_on_error = flag(c->req.msg.content, "stop_on_error", true);
+    bool store = !c->silent && flag(c->req.msg.content, "store_history", true);
+    const char *text = json_string_value(json_object_get(c->req.msg.content, "code"));
     if (store) {
-        k->exec_count++;
-        history_add(k->history, k->exec_count, text);
+        s->exec_count++;
+        history_add(s->history, s->exec_count, text);
     }
-    c->count = k->exec_count;
-    c->started_ms = cell_now_ms();
-    c->timeout_at_ms = k->cell_timeout_ms > 0 ? c->started_ms + k->cell_timeout_ms : 0;
-    k->cell = c;
+    c->count = s->exec_count;
+    c->started_ms = session_now_ms(s);
+    c->timeout_at_ms = s->lim.cell_timeout_ms > 0 ? c->started_ms + s->lim.cell_timeout_ms : 0;
+    s->cell = c;
     if (!c->silent)
-        kernel_publish(k, &c->req, "execute_input",
+        session_publish(s, &c->req.msg, "execute_input",
                        json_pack("{s:o, s:i}", "code", echoed_code(text), "execution_count", c->count));
     parse_error perr;
     c->ncmds = cell_parse(text, &c->cmds, &perr);
@@ -347,11 +361,11 @@ enum handled handle_execute(kernel *k, void *sock, wire_msg *req)
         json_t *tb = json_array();
         if (perr.line > 0)
             json_array_append_new(tb, json_sprintf("  in cell line %d: %s", perr.line, perr.source));
-        cell_fail(k, perr.error.ename, perr.error.evalue, tb);
+        cell_fail(s, perr.error.ename, perr.error.evalue, tb);
         json_decref(tb);
-        cell_finish(k);
+        cell_finish(s);
     } else {
-        cell_advance(k);
+        cell_advance(s);
     }
     return HANDLED_PENDING;
 }

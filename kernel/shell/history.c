@@ -12,8 +12,7 @@
 #include <string.h>
 
 #include "base/digest.h"
-#include "server/kernel.h"
-#include "proto/sign.h"
+#include "shell/session.h"
 
 #define HISTORY_SESSION 1   /* one kernel process = one session; history is not persisted */
 #define HISTORY_KEEP 10000
@@ -31,8 +30,6 @@ struct history {
     size_t n, cap;
     size_t bytes;           /* of every input and output kept */
 };
-
-enum handled handle_history(kernel *k, void *sock, wire_msg *req);
 
 struct history *history_new(void)
 {
@@ -181,10 +178,10 @@ static void select_entries(const struct history *h, const json_t *c, json_t *out
         json_array_append_new(out, entry_json(&h->v[i], with_output));
 }
 
-enum handled handle_history(kernel *k, void *sock, wire_msg *req)
+enum handled handle_history(shell_session *s, shell_request *req)
 {
     json_t *list = json_array();
-    select_entries(k->history, req->content, list, json_is_true(json_object_get(req->content, "output")));
-    kernel_reply(k, sock, req, "history_reply", json_pack("{s:s, s:o}", "status", "ok", "history", list));
+    select_entries(s->history, req->msg.content, list, json_is_true(json_object_get(req->msg.content, "output")));
+    session_reply(s, req, "history_reply", json_pack("{s:s, s:o}", "status", "ok", "history", list));
     return HANDLED_DONE;
 }

@@ -1,0 +1,107 @@
+/* session.h — inside the shell: a session's state, the running cell, and the
+ * handlers dispatch.c's table names. Only kernel/shell/ includes it; the
+ * server sees shell.h. */
+#ifndef CUDALAB_SESSION_H
+#define CUDALAB_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "grade/results.h"
+#include "magic/magic.h"
+#include "shell/shell.h"
+
+struct history;
+
+struct shell_session {
+    const shell_host *host;
+    shell_limits lim;
+    int exec_count;
+    struct history *history;
+    result_store *results;          /* the session's result documents, for %assert and %score */
+    struct cell *cell;              /* the running cell, or NULL */
+    bool quitting;                  /* a shutdown_request was answered */
+};
+
+/* The running cell: execute.c (its life: commands, stops, the reply) and
+ * cell_output.c (what it shows: coalesced streams, results). */
+struct cell {
+    shell_request req;          /* the execute_request, owned */
+    command *cmds;
+    int ncmds, next;
+    bool silent, stop_on_error;
+    int count;                  /* execution_count of this cell */
+    bool waiting;               /* a command is in the worker */
+    json_t *error;              /* {ename, evalue, traceback} of the worker's error, or NULL */
+    double started_ms;          /* when the cell started (now_ms) */
+    double timeout_at_ms;       /* the per-cell limit, 0 = none */
+    char stop_ename[32];        /* set when the cell is being stopped: KeyboardInterrupt, TimeoutError */
+    char stop_why[192];
+    double kill_at_ms;          /* when a stopping worker is killed */
+    size_t stream_bytes;        /* output so far, against lim.max_output */
+    bool stream_capped;
+    char *pend;                 /* stream text not yet sent, of stream pend_name */
+    size_t pend_len, pend_cap;
+    char pend_name[8];
+    double flush_at_ms;         /* when pending text must go out, 0 = none pending */
+};
+
+#define STREAM_FLUSH_BYTES (64u << 10)
+#define STREAM_FLUSH_MS 50
+
+/* ---- the host, called through the session ---- */
+static inline void session_reply(shell_session *s, const shell_request *req, const char *msg_type,
+                                 json_t *content)
+{
+    s->host->reply(s->host->server, req, msg_type, content);
+}
+
+static inline void session_publish(shell_session *s, const wire_msg *parent, const char *msg_type,
+                                   json_t *content)
+{
+    s->host->publish(s->host->server, parent, msg_type, content);
+}
+
+static inline void session_status(shell_session *s, const wire_msg *parent, const char *state)
+{
+    session_publish(s, parent, "status", json_pack("{s:s}", "execution_state", state));
+}
+
+static inline double session_now_ms(const shell_session *s)
+{
+    return s->host->now_ms(s->host->server);
+}
+
+/* ---- handlers (dispatch.c's table) ---- */
+enum handled { HANDLED_DONE, HANDLED_PENDING };     /* PENDING: the handler sends idle itself */
+enum handled handle_kernel_info(shell_session *s, shell_request *req);
+enum handled handle_execute(shell_session *s, shell_request *req);
+enum handled handle_complete(shell_session *s, shell_request *req);
+enum handled handle_inspect(shell_session *s, shell_request *req);
+enum handled handle_is_complete(shell_session *s, shell_request *req);
+enum handled handle_history(shell_session *s, shell_request *req);
+enum handled handle_comm_info(shell_session *s, shell_request *req);
+enum handled handle_comm_open(shell_session *s, shell_request *req);
+enum handled handle_comm_ignore(shell_session *s, shell_request *req);
+enum handled handle_shutdown(shell_session *s, shell_request *req);
+enum handled handle_interrupt(shell_session *s, shell_request *req);
+
+/* execute.c */
+/* Replies an execute_request as aborted (busy/idle are the caller's). */
+void execute_abort(shell_session *s, const shell_request *req);
+/* Drops the running cell, if any, without a reply. */
+void cell_discard(shell_session *s);
+
+/* cell_output.c */
+/* Sends the cell's pending stream text, if any. */
+void stream_flush(shell_session *s);
+/* The sink through which the cell's local commands report; its impl is the session. */
+extern const magic_out cell_out;
+
+/* history.c */
+struct history *history_new(void);
+void history_free(struct history *h);
+void history_add(struct history *h, int line, const char *input);
+void history_set_output(struct history *h, int line, const char *output);
+
+#endif
