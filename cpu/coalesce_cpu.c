@@ -19,10 +19,6 @@
 #include "cudalab/coalesce.h"
 #include "reduce_cpu.h"
 
-#define ROW_(id, name, launch, desc) {name, launch, desc},
-static const cl_coalesce_row cpu_rows[] = {CL_COALESCE_VARIANTS(ROW_)};
-#undef ROW_
-
 extern const cl_coalesce_ops cl_cpu_coalesce_ops;
 
 static double now_ms(void)
@@ -116,4 +112,4 @@ done:
     return ret;
 }
 
-const cl_coalesce_ops cl_cpu_coalesce_ops = {cpu_rows, cpu_coalesce_run};
+const cl_coalesce_ops cl_cpu_coalesce_ops = {cpu_coalesce_run};
