@@ -16,10 +16,6 @@
 #include "cudalab/vecadd.h"
 #include "reduce_cpu.h"
 
-#define ROW_(id, name, launch, desc) {name, launch, desc},
-static const cl_vecadd_row cpu_rows[] = {CL_VECADD_OPS(ROW_)};
-#undef ROW_
-
 /* Defined here, referenced weakly by cpu/device.c. */
 extern const cl_vecadd_ops cl_cpu_vecadd_ops;
 
@@ -107,4 +103,4 @@ done:
     return ret;
 }
 
-const cl_vecadd_ops cl_cpu_vecadd_ops = {cpu_rows, cpu_vecadd_run};
+const cl_vecadd_ops cl_cpu_vecadd_ops = {cpu_vecadd_run};
