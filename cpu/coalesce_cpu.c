@@ -18,10 +18,6 @@
 #include "common/cpu_common.h"
 #include "cudalab/coalesce.h"
 
-#define ROW_(id, name, launch, desc) {name, launch, desc},
-static const cl_coalesce_row cpu_rows[] = {CL_COALESCE_VARIANTS(ROW_)};
-#undef ROW_
-
 extern const cl_coalesce_ops cl_cpu_coalesce_ops;
 
 static size_t flush_bytes(void)
@@ -106,4 +102,4 @@ done:
     return ret;
 }
 
-const cl_coalesce_ops cl_cpu_coalesce_ops = {cpu_rows, cpu_coalesce_run};
+const cl_coalesce_ops cl_cpu_coalesce_ops = {cpu_coalesce_run};

@@ -27,9 +27,14 @@ typedef struct cpu_histo {
 /* Runs logical block blk of a launch. */
 typedef void (*cpu_block_fn)(const cpu_histo *h, int blk);
 
-#define CL_HISTO_ANALOGUE(id, name, gpu, cpu, desc) void analogue_##id(const cpu_histo *h, int blk);
-CL_HISTO_VARIANT_LIST(CL_HISTO_ANALOGUE)
-#undef CL_HISTO_ANALOGUE
+/* One analogue per variant of the contract (histo.h); histo_cpu.c maps ids to them. */
+void analogue_cpu(const cpu_histo *h, int blk);
+void analogue_sectioned(const cpu_histo *h, int blk);
+void analogue_interleaved(const cpu_histo *h, int blk);
+void analogue_privatized(const cpu_histo *h, int blk);
+void analogue_warp(const cpu_histo *h, int blk);
+void analogue_fast(const cpu_histo *h, int blk);
+void analogue_cub(const cpu_histo *h, int blk);
 
 /* Bytes of block-private memory each analogue uses (the GPU's shared memory). */
 size_t analogue_private_bytes(int variant, const cpu_histo *h);

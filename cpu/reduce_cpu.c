@@ -167,8 +167,4 @@ static uint64_t cpu_reduce_overhead(const cl_reduce_args *a)
     return (a->n + 63) / 64 * sizeof(double) + flush_bytes();
 }
 
-#define CL_REDUCE_ROW_(id, name, launch, desc) {name, launch, desc},
-static const cl_reduce_variant cpu_variants[] = {CL_REDUCE_VARIANTS(CL_REDUCE_ROW_)};
-#undef CL_REDUCE_ROW_
-
-const cl_reduce_ops cl_cpu_reduce_ops = {cpu_variants, cpu_reduce_run, cpu_reduce_overhead};
+const cl_reduce_ops cl_cpu_reduce_ops = {cpu_reduce_run, cpu_reduce_overhead};

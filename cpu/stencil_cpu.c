@@ -282,8 +282,4 @@ int cl_stencil_reference_check(const cl_stencil_args *a, const float *out, cl_st
     return 0;
 }
 
-#define CL_STENCIL_ROW_(id, name, launch, desc) {name, launch, desc},
-static const cl_stencil_variant cpu_variants[] = {CL_STENCIL_VARIANTS(CL_STENCIL_ROW_)};
-#undef CL_STENCIL_ROW_
-
-const cl_stencil_ops cl_cpu_stencil_ops = {cpu_variants, cpu_stencil_run, cpu_stencil_overhead};
+const cl_stencil_ops cl_cpu_stencil_ops = {cpu_stencil_run, cpu_stencil_overhead};

@@ -15,10 +15,6 @@
 #include "common/cpu_common.h"
 #include "cudalab/vecadd.h"
 
-#define ROW_(id, name, launch, desc) {name, launch, desc},
-static const cl_vecadd_row cpu_rows[] = {CL_VECADD_OPS(ROW_)};
-#undef ROW_
-
 /* Defined here, referenced weakly by cpu/device.c. */
 extern const cl_vecadd_ops cl_cpu_vecadd_ops;
 
@@ -97,4 +93,4 @@ done:
     return ret;
 }
 
-const cl_vecadd_ops cl_cpu_vecadd_ops = {cpu_rows, cpu_vecadd_run};
+const cl_vecadd_ops cl_cpu_vecadd_ops = {cpu_vecadd_run};

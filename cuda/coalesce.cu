@@ -43,10 +43,6 @@ __global__ void coalesce_copy_strided(const float *__restrict__ in, float *__res
         out[i] = in[i];
 }
 
-#define ROW_(id, name, launch, desc) {name, launch, desc},
-static const cl_coalesce_row cuda_rows[] = {CL_COALESCE_VARIANTS(ROW_)};
-#undef ROW_
-
 static cudaError_t launch(const cl_coalesce_args *a, const float *in, float *out, unsigned grid)
 {
     uint64_t m = cl_coalesce_rows(a->n, a->stride), total = m * a->stride;
@@ -152,5 +148,5 @@ done:
 
 extern "C" {
 extern const cl_coalesce_ops cl_cuda_coalesce_ops;
-const cl_coalesce_ops cl_cuda_coalesce_ops = {cuda_rows, cuda_coalesce_run};
+const cl_coalesce_ops cl_cuda_coalesce_ops = {cuda_coalesce_run};
 }

@@ -24,12 +24,6 @@
 
 #define CUB_TEMP_ALLOWANCE (16ull << 20)     /* generous: cub needs kilobytes here */
 
-#define CL_HISTO_ROW(id, name, gpu, cpu, desc) {name, gpu, desc},
-static const cl_histo_variant cuda_variants[CL_HISTO_NVARIANTS] = {
-    CL_HISTO_VARIANT_LIST(CL_HISTO_ROW)
-};
-#undef CL_HISTO_ROW
-
 static int sm_count(int *sms, char *err)
 {
     int dev = 0;
@@ -105,6 +99,7 @@ static void describe(const cl_histo_args *a, const histo_plan *p, cl_histo_resul
 {
     cl_launch *l = &r->launch;
     memset(l, 0, sizeof *l);
+    snprintf(r->config, sizeof r->config, "%s", cl_histo_variants[a->variant].launch);
     if (a->variant == CL_HISTO_V_cub) {
         char ver[32];
         histo_cub_version(ver, sizeof ver);
@@ -204,7 +199,6 @@ done:
 extern "C" {
 extern const cl_histo_ops cl_cuda_histo_ops;
 const cl_histo_ops cl_cuda_histo_ops = {
-    cuda_variants,
     cuda_histo_run,
     cuda_overhead,
 };

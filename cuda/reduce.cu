@@ -210,11 +210,7 @@ static uint64_t cuda_reduce_overhead(const cl_reduce_args *a)
     return partials + cl_cuda_flush_budget() + (16u << 20);
 }
 
-#define CL_REDUCE_ROW_(id, name, launch, desc) {name, launch, desc},
-static const cl_reduce_variant cuda_variants[] = {CL_REDUCE_VARIANTS(CL_REDUCE_ROW_)};
-#undef CL_REDUCE_ROW_
-
 extern "C" {
 extern const cl_reduce_ops cl_cuda_reduce_ops;
 }
-const cl_reduce_ops cl_cuda_reduce_ops = {cuda_variants, cuda_reduce_run, cuda_reduce_overhead};
+const cl_reduce_ops cl_cuda_reduce_ops = {cuda_reduce_run, cuda_reduce_overhead};

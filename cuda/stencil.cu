@@ -246,11 +246,7 @@ static uint64_t cuda_stencil_overhead(const cl_stencil_args *a)
     return cl_cuda_flush_budget() + (16u << 20);
 }
 
-#define CL_STENCIL_ROW_(id, name, launch, desc) {name, launch, desc},
-static const cl_stencil_variant cuda_variants[] = {CL_STENCIL_VARIANTS(CL_STENCIL_ROW_)};
-#undef CL_STENCIL_ROW_
-
 extern "C" {
 extern const cl_stencil_ops cl_cuda_stencil_ops;
 }
-const cl_stencil_ops cl_cuda_stencil_ops = {cuda_variants, cuda_stencil_run, cuda_stencil_overhead};
+const cl_stencil_ops cl_cuda_stencil_ops = {cuda_stencil_run, cuda_stencil_overhead};

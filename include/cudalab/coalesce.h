@@ -1,6 +1,7 @@
 /* coalesce.h — the memory-coalescing family (%coalesce) on both sides of the
  * backend ABI: one copy kernel whose neighbouring threads touch addresses
- * `stride` elements apart, the variant table and the run function.
+ * `stride` elements apart, its variants (the family contract, family.h) and
+ * the run function.
  *
  * The access pattern: N floats are viewed as a matrix of m = ceil(N/s) rows
  * and s columns (row-major, the last row possibly short), and thread t copies
@@ -21,32 +22,30 @@
 #include <stdint.h>
 
 #include "cudalab/backend.h"
+#include "cudalab/family.h"
 #include "cudalab/measure.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* X(id, name, launch, description) */
+/* X(id, name, launch, what it teaches, flags): one row per traversal (family.h).
+ * There is no --variant: --stride runs `stride`, --layout row|col the others. */
 #define CL_COALESCE_VARIANTS(X)                                                            \
     X(CL_COALESCE_STRIDE, "stride", "ceil(N/B) blocks of B, one element per thread",       \
-      "thread t copies element (t % m)*s + t/m: neighbours s elements apart")              \
+      "thread t copies element (t % m)*s + t/m: neighbours s elements apart", CL_V_BLOCK)  \
     X(CL_COALESCE_ROW, "row", "ceil(R*C/B) blocks of B, one element per thread",           \
-      "row-wise traversal of an R x C row-major matrix: neighbours 1 element apart")       \
+      "row-wise traversal of an R x C row-major matrix: neighbours 1 element apart",       \
+      CL_V_BLOCK)                                                                          \
     X(CL_COALESCE_COL, "col", "ceil(R*C/B) blocks of B, one element per thread",           \
-      "column-wise traversal: neighbours C elements (one row) apart")
+      "column-wise traversal: neighbours C elements (one row) apart", CL_V_BLOCK)
 
-#define CL_COALESCE_ENUM_(id, name, launch, desc) id,
 typedef enum cl_coalesce_variant_id {
-    CL_COALESCE_VARIANTS(CL_COALESCE_ENUM_) CL_COALESCE_NVARIANTS
+    CL_COALESCE_VARIANTS(CL_VARIANT_ID) CL_COALESCE_NVARIANTS
 } cl_coalesce_variant_id;
-#undef CL_COALESCE_ENUM_
 
-typedef struct cl_coalesce_row {
-    const char *name;
-    const char *launch;
-    const char *description;
-} cl_coalesce_row;
+/* The contract's table, in enum order (each file that reads it has its copy). */
+static const cl_variant cl_coalesce_variants[CL_COALESCE_NVARIANTS] = {CL_COALESCE_VARIANTS(CL_VARIANT_ROW)};
 
 typedef struct cl_coalesce_args {
     uint64_t n;                 /* elements (floats), >= 1 */
@@ -66,7 +65,6 @@ typedef struct cl_coalesce_result {
 } cl_coalesce_result;
 
 typedef struct cl_coalesce_ops {
-    const cl_coalesce_row *rows;
     int (*run)(const cl_coalesce_args *a, cl_coalesce_result *out, char *err);
 } cl_coalesce_ops;
 

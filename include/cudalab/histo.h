@@ -8,8 +8,9 @@
  * device, its H2D time reported apart). Every variant counts the same bins and
  * is checked exactly against cl_histo_reference().
  *
- * Adding a variant = one row in CL_HISTO_VARIANT_LIST below + one function per
- * backend named after its id (launch_<id> in cuda/, analogue_<id> in cpu/).
+ * The variants are the rows of CL_HISTO_VARIANTS (the family contract,
+ * family.h). Adding a variant = one row below + what runs it in each backend,
+ * by id (its kernel in cuda/, its analogue in cpu/).
  */
 #ifndef CUDALAB_HISTO_H
 #define CUDALAB_HISTO_H
@@ -18,46 +19,44 @@
 #include <stdint.h>
 
 #include "cudalab/backend.h"
+#include "cudalab/family.h"
 #include "cudalab/measure.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* X(id, name, gpu launch, cpu analogue, what it teaches) — in teaching order. */
-#define CL_HISTO_VARIANT_LIST(X)                                                                \
-    X(cpu, "cpu", "1 host thread",                                                              \
-      "1 host thread (the same loop)",                                                          \
-      "the sequential loop as taught: one pass, hist[bin(data[i])]++ on the host")              \
-    X(sectioned, "sectioned", "grid x block threads, global atomics",                           \
-      "host threads run the blocks; global atomics",                                            \
+/* X(id, name, launch on a GPU, what it teaches, flags): one row per variant, in
+ * teaching order, the order `--variant all` runs them (family.h says what is
+ * derived from it). The CPU backend says in its result how its analogue runs. */
+#define CL_HISTO_VARIANTS(X)                                                                    \
+    X(CL_HISTO_V_cpu, "cpu", "1 host thread",                                                   \
+      "the sequential loop as taught: one pass, hist[bin(data[i])]++ on the host", CL_V_HOST)  \
+    X(CL_HISTO_V_sectioned, "sectioned", "grid x block threads, global atomics",                \
       "each thread counts a contiguous section of the input: neighbouring threads read "       \
-      "addresses a whole section apart, so no load is coalesced")                               \
-    X(interleaved, "interleaved", "grid x block threads, global atomics",                       \
-      "host threads run the blocks; global atomics",                                            \
+      "addresses a whole section apart, so no load is coalesced", CL_V_BLOCK)                   \
+    X(CL_HISTO_V_interleaved, "interleaved", "grid x block threads, global atomics",            \
       "thread i reads i, i+stride, ... (grid-stride): a warp reads 32 neighbouring bytes, "     \
-      "coalesced, but every byte is still an atomic on the one global histogram")               \
-    X(privatized, "privatized", "grid x block threads, 1 shared histogram per block",           \
-      "host threads run the blocks; one private histogram per block",                           \
+      "coalesced, but every byte is still an atomic on the one global histogram", CL_V_BLOCK)   \
+    X(CL_HISTO_V_privatized, "privatized", "grid x block threads, 1 shared histogram per block", \
       "each block counts into its own histogram in shared memory and merges it into the "       \
-      "global one with one atomic per bin at the end")                                          \
-    X(warp, "warp", "16-byte loads, 1 shared histogram per warp, run aggregation",              \
-      "host threads run the blocks; one histogram per warp; runs aggregated",                   \
+      "global one with one atomic per bin at the end", CL_V_BLOCK)                              \
+    X(CL_HISTO_V_warp, "warp", "16-byte loads, 1 shared histogram per warp, run aggregation",   \
       "per-warp sub-histograms in shared memory, 16-byte vector loads, and runs of equal "      \
-      "bytes within a thread counted with one atomic (aggregation): helps skewed input")        \
-    X(fast, "fast", "16-byte loads, 32 lane copies per block (conflict-free atomics)",          \
-      "host threads run the blocks; 32 lane copies per block",                                  \
+      "bytes within a thread counted with one atomic (aggregation): helps skewed input",        \
+      CL_V_BLOCK)                                                                               \
+    X(CL_HISTO_V_fast, "fast", "16-byte loads, 32 lane copies per block (conflict-free atomics)", \
       "every lane of a warp owns a copy of the block's histogram laid out so that lane l "      \
       "always hits bank l: no bank conflicts and no same-address collisions in a warp, for "    \
-      "any data; 16-byte vector loads, two in flight per thread")                               \
-    X(cub, "cub", "cub::DeviceHistogram::HistogramEven",                                        \
-      "the CPU reference (no cub on the CPU)",                                                  \
+      "any data; 16-byte vector loads, two in flight per thread", CL_V_BLOCK)                   \
+    X(CL_HISTO_V_cub, "cub", "cub::DeviceHistogram::HistogramEven",                             \
       "the library reference: cub::DeviceHistogram::HistogramEven, temp storage allocated "     \
-      "outside the timed region")
+      "outside the timed region", CL_V_LIBRARY)
 
-#define CL_HISTO_ID(id, name, gpu, cpu, desc) CL_HISTO_V_##id,
-enum cl_histo_variant_id { CL_HISTO_VARIANT_LIST(CL_HISTO_ID) CL_HISTO_NVARIANTS };
-#undef CL_HISTO_ID
+enum cl_histo_variant_id { CL_HISTO_VARIANTS(CL_VARIANT_ID) CL_HISTO_NVARIANTS };
+
+/* The contract's table, in enum order (each file that reads it has its copy). */
+static const cl_variant cl_histo_variants[CL_HISTO_NVARIANTS] = {CL_HISTO_VARIANTS(CL_VARIANT_ROW)};
 
 enum cl_histo_dist { CL_HISTO_UNIFORM, CL_HISTO_TEXT, CL_HISTO_SKEWED };
 enum cl_histo_mode { CL_HISTO_BYTES, CL_HISTO_LETTERS };
@@ -141,12 +140,6 @@ CL_HD int cl_histo_nbins(int mode, int width)
 
 /* ---- the ops table ---- */
 
-typedef struct cl_histo_variant {
-    const char *name;
-    const char *launch;         /* how this backend runs it */
-    const char *description;
-} cl_histo_variant;
-
 typedef struct cl_histo_args {
     int variant;                /* enum cl_histo_variant_id */
     uint64_t n;                 /* input bytes, 1..CL_HISTO_MAX_SIZE */
@@ -166,10 +159,10 @@ typedef struct cl_histo_result {
     cl_times times;             /* h2d_ms: the text's copy, when text was given */
     cl_launch launch;
     char impl[160];             /* what actually ran, e.g. "CPU analogue: 2 host threads ..." */
+    char config[160];           /* the launch in words: the row's on a GPU, the analogue's on the CPU */
 } cl_histo_result;
 
 typedef struct cl_histo_ops {
-    const cl_histo_variant *variants;   /* CL_HISTO_NVARIANTS rows, in enum order */
     /* Runs one variant: builds the input, warm-up, timed reps, the histogram.
      * 0, or -1 with err set (CUDA errors carry cudaGetErrorString). */
     int (*run)(const cl_histo_args *a, cl_histo_result *r, char *err);

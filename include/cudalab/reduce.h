@@ -1,12 +1,10 @@
 /* reduce.h — the reduction family (%reduce) on both sides of the backend ABI:
- * the variant table, the operations and element types, and the one run
- * function each backend implements.
+ * the variants (the family contract, family.h), the operations and element
+ * types, and the one run function each backend implements.
  *
- * The variant table is an X-macro so that the magic (which must know the
- * names at parse time, in the kernel process, with no backend loaded) and
- * both backends list exactly the same variants in the same order. Adding a
- * variant = one kernel function in cuda/, its CPU analogue in cpu/, and one
- * row here.
+ * The variants are the rows of CL_REDUCE_VARIANTS; both backends implement
+ * them by id. Adding a variant = one kernel function in cuda/, its CPU
+ * analogue in cpu/, and one row here.
  *
  * Inputs: float from cl_uniform (in [-1, 1)), int from cl_uniform_int in
  * [CL_REDUCE_INT_LO, CL_REDUCE_INT_HI]. Integer sums accumulate in int64 on
@@ -20,6 +18,7 @@
 #include <stdint.h>
 
 #include "cudalab/backend.h"
+#include "cudalab/family.h"
 #include "cudalab/measure.h"
 
 #ifdef __cplusplus
@@ -35,38 +34,37 @@ extern "C" {
 /* Threads of the single block that reduces the partials (second pass). */
 #define CL_REDUCE_FINAL_BLOCK 1024
 
-/* X(id, name, launch, description): one row per variant, in the order that
- * `--variant all` runs them. */
+/* X(id, name, launch on a GPU, what it teaches, flags): one row per variant, in
+ * the order `--variant all` runs them (family.h says what is derived from it).
+ * The launch is the same on the CPU backend, whose analogues keep the grid. */
 #define CL_REDUCE_VARIANTS(X)                                                              \
     X(CL_REDUCE_CPU, "cpu", "1 host thread",                                               \
-      "host loop as taught: one thread, one accumulator (double for float)")               \
+      "host loop as taught: one thread, one accumulator (double for float)", CL_V_HOST)    \
     X(CL_REDUCE_DIVERGENT, "divergent", "ceil(N/2B) blocks of B + 1 block of 1024",        \
-      "in-block tree, stride doubling, if (t % (2*stride) == 0): warps diverge")           \
+      "in-block tree, stride doubling, if (t % (2*stride) == 0): warps diverge", CL_V_BLOCK) \
     X(CL_REDUCE_CONVERGENT, "convergent", "ceil(N/2B) blocks of B + 1 block of 1024",      \
-      "in-block tree, stride halving from B/2, if (t < stride): active threads packed")    \
+      "in-block tree, stride halving from B/2, if (t < stride): active threads packed",    \
+      CL_V_BLOCK)                                                                          \
     X(CL_REDUCE_MULTIBLOCK, "multiblock", "ceil(N/16B) blocks of B + 1 block of 1024",     \
-      "convergent tree after each thread adds 16 elements; a 2nd kernel adds partials")    \
+      "convergent tree after each thread adds 16 elements; a 2nd kernel adds partials",    \
+      CL_V_BLOCK)                                                                          \
     X(CL_REDUCE_FAST, "fast", "1 wave of B-thread blocks + 1 block of 1024",               \
-      "16-byte grid-stride loads, 4 in flight, warp shuffles, one partial per block")      \
+      "16-byte grid-stride loads, 4 in flight, warp shuffles (__shfl_down_sync), one "     \
+      "partial per block", CL_V_BLOCK)                                                     \
     X(CL_REDUCE_CUB, "cub", "chosen by CUB",                                               \
-      "cub::DeviceReduce::Sum/Max/Min, the library reference")
+      "cub::DeviceReduce::Sum/Max/Min, the library reference (temp storage allocated "   \
+      "outside the timing)", CL_V_LIBRARY)
 
-#define CL_REDUCE_ENUM_(id, name, launch, desc) id,
 typedef enum cl_reduce_variant_id {
-    CL_REDUCE_VARIANTS(CL_REDUCE_ENUM_)
+    CL_REDUCE_VARIANTS(CL_VARIANT_ID)
     CL_REDUCE_NVARIANTS
 } cl_reduce_variant_id;
-#undef CL_REDUCE_ENUM_
+
+/* The contract's table, in enum order (each file that reads it has its copy). */
+static const cl_variant cl_reduce_variants[CL_REDUCE_NVARIANTS] = {CL_REDUCE_VARIANTS(CL_VARIANT_ROW)};
 
 typedef enum cl_reduce_op { CL_REDUCE_SUM, CL_REDUCE_MAX, CL_REDUCE_MIN } cl_reduce_op;
 typedef enum cl_reduce_dtype { CL_REDUCE_FLOAT, CL_REDUCE_INT } cl_reduce_dtype;
-
-/* One row of the table, as the backends and the help text see it. */
-typedef struct cl_reduce_variant {
-    const char *name;
-    const char *launch;           /* the launch configuration, in words */
-    const char *description;
-} cl_reduce_variant;
 
 /* What one timed run reduces and how. Every element is 4 bytes (float or int32). */
 typedef struct cl_reduce_args {
@@ -89,9 +87,8 @@ typedef struct cl_reduce_result {
 } cl_reduce_result;
 
 typedef struct cl_reduce_ops {
-    const cl_reduce_variant *variants;  /* CL_REDUCE_NVARIANTS rows, in enum order */
     /* Generates the input from a->seed, runs a->warmup untimed and a->reps timed
-     * reductions with variant v, and fills out. 0, or -1 with a reason in err. */
+     * reductions with variant v (enum cl_reduce_variant_id), and fills out. 0, or -1 with a reason in err. */
     int (*run)(int v, const cl_reduce_args *a, cl_reduce_result *out, char *err);
     /* Bytes run() allocates for args a beside the input itself (partials,
      * cache-flush scratch, library temp storage): for the size check. */

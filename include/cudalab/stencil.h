@@ -1,5 +1,5 @@
 /* stencil.h — the stencil family (%stencil) on both sides of the backend ABI:
- * the variant table, the arguments of one run, the ops each backend
+ * the variants (the family contract, family.h), the arguments of one run, the ops each backend
  * implements and the host check shared by both.
  *
  * 1D: out[i] = sum_{j=-R..R} w[j+R] * in[i+j].
@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "cudalab/backend.h"
+#include "cudalab/family.h"
 #include "cudalab/measure.h"
 
 #ifdef __cplusplus
@@ -31,26 +32,25 @@ extern "C" {
 #define CL_STENCIL_MAX_K 15            /* 2D filter side (odd), k*k weights in constant memory */
 #define CL_STENCIL_MAX_WEIGHTS (2 * CL_STENCIL_MAX_RADIUS + 1)
 
-/* X(id, name, launch, description), in the order `--variant all` runs them. */
+/* X(id, name, launch, what it teaches, flags): one row per variant, in the
+ * order `--variant all` runs them (family.h says what is derived from it). */
 #define CL_STENCIL_VARIANTS(X)                                                                 \
     X(CL_STENCIL_NAIVE, "naive", "1D: ceil(N/B) blocks of B; 2D: ceil(W/T) x ceil(H/T) blocks of T x T", \
-      "one thread per output, every input term read from global memory (2R+1 or k^2 loads)")  \
+      "one thread per output reads its 2R+1 (2D: k²) input terms straight from global memory, so " \
+      "every input is loaded 2R+1 (k²) times; the caches absorb part of it, the load "        \
+      "instructions remain", CL_V_BLOCK)                                                       \
     X(CL_STENCIL_TILED, "tiled", "as naive, plus (B+2R) or (T+k-1)^2 floats of shared memory", \
-      "the block loads its input tile with halo into shared memory once, __syncthreads, "     \
-      "then reads the terms from there")
+      "the block first copies the inputs its outputs need into shared memory once (1D: "     \
+      "blockDim + 2R floats, its elements plus a halo of R on each side; 2D: a (T+k-1)² tile " \
+      "for a T x T output tile), __syncthreads, then reads every term from there", CL_V_BLOCK)
 
-#define CL_STENCIL_ENUM_(id, name, launch, desc) id,
 typedef enum cl_stencil_variant_id {
-    CL_STENCIL_VARIANTS(CL_STENCIL_ENUM_)
+    CL_STENCIL_VARIANTS(CL_VARIANT_ID)
     CL_STENCIL_NVARIANTS
 } cl_stencil_variant_id;
-#undef CL_STENCIL_ENUM_
 
-typedef struct cl_stencil_variant {
-    const char *name;
-    const char *launch;
-    const char *description;
-} cl_stencil_variant;
+/* The contract's table, in enum order (each file that reads it has its copy). */
+static const cl_variant cl_stencil_variants[CL_STENCIL_NVARIANTS] = {CL_STENCIL_VARIANTS(CL_VARIANT_ROW)};
 
 typedef struct cl_stencil_args {
     int dim;                      /* 1 or 2 */
@@ -70,9 +70,8 @@ typedef struct cl_stencil_result {
 } cl_stencil_result;
 
 typedef struct cl_stencil_ops {
-    const cl_stencil_variant *variants;   /* CL_STENCIL_NVARIANTS rows */
     /* Generates the input from a->seed, runs warmup + reps timed launches of
-     * variant v, and copies the output (nx*ny floats) into out when out is
+     * variant v (enum cl_stencil_variant_id), and copies the output (nx*ny floats) into out when out is
      * not NULL. 0, or -1 with a reason in err. */
     int (*run)(int v, const cl_stencil_args *a, float *out, cl_stencil_result *r, char *err);
     /* Bytes run() allocates beside input and output (cache flush scratch). */

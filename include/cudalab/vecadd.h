@@ -22,28 +22,26 @@
 #include <stdint.h>
 
 #include "cudalab/backend.h"
+#include "cudalab/family.h"
 #include "cudalab/measure.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* X(id, name, launch, description): one row per operation. */
+/* X(id, name, launch, what it teaches, flags): one row per operation, the
+ * family contract's shape (family.h); --op chooses among them. */
 #define CL_VECADD_OPS(X)                                                                  \
     X(CL_VECADD_ADD, "add", "ceil(N/B) blocks of B, one element per thread",             \
-      "z[i] = x[i] + y[i] in float: 8 bytes in, 4 bytes out per element")                 \
+      "z[i] = x[i] + y[i] in float: 8 bytes in, 4 bytes out per element", CL_V_BLOCK)     \
     X(CL_VECADD_DAXPY, "daxpy", "ceil(N/B) blocks of B, one element per thread",         \
-      "y[i] = a*x[i] + y[i] in double (one fma): 16 bytes in, 8 bytes out per element")
+      "y[i] = a*x[i] + y[i] in double (one fma): 16 bytes in, 8 bytes out per element",   \
+      CL_V_BLOCK)
 
-#define CL_VECADD_ENUM_(id, name, launch, desc) id,
-typedef enum cl_vecadd_op { CL_VECADD_OPS(CL_VECADD_ENUM_) CL_VECADD_NOPS } cl_vecadd_op;
-#undef CL_VECADD_ENUM_
+typedef enum cl_vecadd_op { CL_VECADD_OPS(CL_VARIANT_ID) CL_VECADD_NOPS } cl_vecadd_op;
 
-typedef struct cl_vecadd_row {
-    const char *name;
-    const char *launch;
-    const char *description;
-} cl_vecadd_row;
+/* The contract's table, in enum order (each file that reads it has its copy). */
+static const cl_variant cl_vecadd_variants[CL_VECADD_NOPS] = {CL_VECADD_OPS(CL_VARIANT_ROW)};
 
 typedef struct cl_vecadd_args {
     uint64_t n;                 /* elements, >= 1 */
@@ -66,7 +64,6 @@ typedef struct cl_vecadd_result {
 } cl_vecadd_result;
 
 typedef struct cl_vecadd_ops {
-    const cl_vecadd_row *rows;  /* CL_VECADD_NOPS rows, in enum order */
     int (*run)(const cl_vecadd_args *a, cl_vecadd_result *out, char *err);
 } cl_vecadd_ops;
 

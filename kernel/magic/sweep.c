@@ -79,39 +79,6 @@ json_t *sweep_as_list(const json_t *v)
     return json_is_array(v) ? json_incref((json_t *)v) : json_pack("[O]", v);
 }
 
-json_t *sweep_expand_all(magic_ctx *ctx, const json_t *given, const char *const *choices)
-{
-    size_t nvariants = 0;
-    while (choices[nvariants] && strcmp(choices[nvariants], "all") != 0)
-        nvariants++;
-    json_t *list = sweep_as_list(given), *out = json_array();
-    size_t i;
-    json_t *v;
-    json_array_foreach(list, i, v) {
-        const char *name = json_string_value(v);
-        bool all = name && strcmp(name, "all") == 0;
-        bool known = all;
-        for (size_t k = 0; k < nvariants; k++) {
-            if (!all && !(name && strcmp(name, choices[k]) == 0))
-                continue;
-            known = true;
-            bool dup = false;
-            for (size_t j = 0; j < json_array_size(out) && !dup; j++)
-                dup = strcmp(json_string_value(json_array_get(out, j)), choices[k]) == 0;
-            if (!dup)
-                json_array_append_new(out, json_string(choices[k]));
-        }
-        if (!known) {
-            magic_error(ctx, "UsageError", "unknown --variant '%s'", name ? name : "?");
-            json_decref(list);
-            json_decref(out);
-            return NULL;
-        }
-    }
-    json_decref(list);
-    return out;
-}
-
 /* ---- the device a sweep ran on (measured once per process) ---- */
 
 static json_t *device_summary(const cl_backend *b)

@@ -132,11 +132,6 @@ double host_work_cores(void);
 /* A param's value as a list: an array as it is, a scalar as a one-element array. New reference. */
 json_t *sweep_as_list(const json_t *v);
 
-/* --variant all -> every variant: `choices` lists the variants in table order
- * and ends with "all" and NULL. Returns the given names with "all" expanded and
- * duplicates dropped (new reference), or NULL with a UsageError in ctx. */
-json_t *sweep_expand_all(magic_ctx *ctx, const json_t *given, const char *const *choices);
-
 /* {"median", "min", "max", "mean", "stdev", "reps"} of t->ms (ms). */
 json_t *stats_json(const cl_times *t);
 double stats_median(const cl_times *t);

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/text.h"
+#include "magic/family.h"
 #include "cudalab/coalesce.h"
 #include "render/render.h"
 #include "magic/sweep.h"
@@ -76,15 +76,12 @@ static bool given(const json_t *params, const char *key)
 static int check_fit(magic_ctx *ctx, const char *what, uint64_t n, double per, double fixed, uint64_t avail,
                      const char *where)
 {
-    if (avail == 0 || (double)n * per + fixed <= (double)avail)
-        return 0;
     double fit = ((double)avail - fixed) / per;
-    char need[32], have[32];
-    format_bytes((double)n * per + fixed, need, sizeof need);
-    format_bytes((double)avail, have, sizeof have);
-    return magic_error(ctx, "MemoryError", "%s (%" PRIu64 " floats) needs %s of %s memory; this %s has %s %s "
-                       "(largest size that fits: %" PRIu64 " floats)", what, n, need, where, where, have,
-                       strcmp(where, "device") == 0 ? "free" : "available", fit > 0 ? (uint64_t)fit : 0);
+    char point[96], largest[64];
+    snprintf(point, sizeof point, "%s (%" PRIu64 " floats)", what, n);
+    snprintf(largest, sizeof largest, "largest size that fits: %" PRIu64 " floats", fit > 0 ? (uint64_t)fit : 0);
+    mem_need need = {point, NULL, where, (double)n * per + fixed, (double)avail, largest};
+    return magic_memory_fit(ctx, &need);
 }
 
 static int check_size(magic_ctx *ctx, const char *what, uint64_t n)
@@ -190,7 +187,7 @@ static int co_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     char err[CL_ERR_LEN] = "";
     if (!r)
         return magic_error(ctx, "MemoryError", "out of host memory");
-    const char *name = env->ops->rows[v].name;
+    const char *name = cl_coalesce_variants[v].name;
     if (env->ops->run(&a, r, err) != 0) {
         free(r);
         return magic_error(ctx, strcmp(ctx->backend->name, "cpu") == 0 ? "RuntimeError" : "CudaError",
@@ -213,7 +210,7 @@ static int co_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     json_object_set_new(run, "model", json_pack("{s:I, s:I, s:f}", "sectors_per_warp", (json_int_t)sectors,
                         "useful_bytes", (json_int_t)(8 * a.n), "traffic_per_useful_byte", sectors / 4.0));
     json_t *launch = launch_json(&r->launch);
-    json_object_set_new(launch, "config", json_string(env->ops->rows[v].launch));
+    json_object_set_new(launch, "config", json_string(cl_coalesce_variants[v].launch));
     json_object_set_new(run, "launch", launch);
     json_t *check;
     if (!env->check) {

@@ -13,6 +13,7 @@
 
 #include "cudalab/grid.h"
 #include "magics/grid_plan.h"
+#include "magic/family.h"
 #include "magic/magic.h"
 #include "render/render.h"
 #include "magic/sweep.h"
@@ -249,12 +250,16 @@ static int run_mapping(magic_ctx *ctx, const json_t *params, const cl_grid_plan 
     if (!ops)
         return magic_error(ctx, "RuntimeError", "the %s backend was built without %%grid --run "
                            "(rebuild libcudalab_cuda.so with cuda/grid.cu)", ctx->backend->name);
-    double need = 4.0 * (double)p->elements;
-    if (p->elements > (INT64_MAX >> 3) || (free_mem > 0 && need > (double)free_mem))
-        return magic_error(ctx, "MemoryError", "--run needs %.1f GiB for the count array (4 bytes per "
-                           "element); this %s has %.1f GiB free (largest element count that fits: %.0f)",
-                           need / 1073741824.0, strcmp(ctx->backend->name, "cpu") ? "device" : "host",
-                           (double)free_mem / 1073741824.0, (double)free_mem / 4.0);
+    char fit[64];
+    snprintf(fit, sizeof fit, "largest element count that fits: %.0f", (double)free_mem / 4.0);
+    mem_need need = {"--run", "the count array, 4 bytes per element",
+                     strcmp(ctx->backend->name, "cpu") ? "device" : "host", 4.0 * (double)p->elements,
+                     (double)free_mem, fit};
+    if (magic_memory_fit(ctx, &need) != 0)
+        return -1;
+    if (p->elements > (INT64_MAX >> 3))     /* free memory unknown, and no memory holds that */
+        return magic_error(ctx, "MemoryError", "--run: a count array of %lld elements (4 bytes each) "
+                           "fits in no memory", (long long)p->elements);
     if (check_host_work(ctx, params, p) != 0)
         return -1;
     cl_grid_args a = {.seed = (uint64_t)json_integer_value(json_object_get(params, "seed")),

@@ -20,9 +20,12 @@
 #define MAX_SIZE_FLAG (1ll << 50)
 #define REF_CACHE 8
 
-#define CL_HISTO_NAME(id, name, gpu, cpu, desc) name,
-static const char *const variant_choices[] = {CL_HISTO_VARIANT_LIST(CL_HISTO_NAME) "all", NULL};
-#undef CL_HISTO_NAME
+const family_spec histo_family = {
+    .magic = "histo",
+    .variants = cl_histo_variants,
+    .nvariants = CL_HISTO_NVARIANTS,
+};
+
 static const char *const dist_choices[] = {"uniform", "text", "skewed", NULL};
 static const char *const bins_choices[] = {"bytes", "letters", NULL};
 
@@ -44,8 +47,7 @@ static const flag_spec histo_flags[] = {
     {.name = "bin-width", .type = FLAG_INT, .def = "4", .imin = 1, .imax = 26,
      .help = "letters per bin with --bins letters (4: a-d, e-h, ..., y-z)"},
     {.name = "variant", .short_name = 'v', .type = FLAG_CHOICE, .def = "all",
-     .choices = variant_choices, .opts = FLAG_LIST,
-     .help = "cpu, sectioned, interleaved, privatized, warp, fast, cub, or all"},
+     .family = &histo_family, .opts = FLAG_LIST, .help = "the variants to run (listed above), or all"},
     {.name = "block", .type = FLAG_INT, .def = "256", .imin = 32, .imax = 1024, .opts = FLAG_LIST,
      .help = "threads per block, a multiple of 32"},
     {.name = "grid", .type = FLAG_INT, .def = "0", .imin = 0, .imax = 2147483647, .opts = FLAG_LIST,
@@ -165,7 +167,7 @@ static json_t *check_json(const histo_run_ctx *hc, const cl_histo_result *r, con
 static void args_from(const json_t *params, const histo_run_ctx *hc, cl_histo_args *a)
 {
     memset(a, 0, sizeof *a);
-    a->variant = choice_index(variant_choices, get_str(params, "variant"));
+    a->variant = family_index(&histo_family, get_str(params, "variant"));
     a->n = (uint64_t)get_int(params, "size");
     a->seed = (uint64_t)get_int(params, "seed");
     a->text = (const uint8_t *)hc->text;
@@ -188,10 +190,18 @@ static double copy_gbs(const cl_backend *be)
     return copy;
 }
 
-/* The cpu variant is the host loop whatever the backend: the CPU backend runs it. */
+/* The host loop (CL_V_HOST) whatever the backend: the CPU backend runs it. */
 static const cl_backend *backend_for(magic_ctx *ctx, int variant)
 {
-    return variant == CL_HISTO_V_cpu ? cl_cpu_backend() : ctx->backend;
+    return cl_histo_variants[variant].flags & CL_V_HOST ? cl_cpu_backend() : ctx->backend;
+}
+
+/* Variants that do not honour --block and --grid run at the first of each only:
+ * the others would change nothing. */
+static bool runs_once(const histo_run_ctx *hc, const cl_histo_args *a)
+{
+    return !(cl_histo_variants[a->variant].flags & CL_V_BLOCK) &&
+           (a->block != hc->first_block || a->grid != hc->first_grid);
 }
 
 static json_t *run_object(const cl_backend *be, const json_t *params, const cl_histo_args *a,
@@ -236,8 +246,7 @@ static int histo_point(magic_ctx *ctx, const json_t *params, json_t *runs, void 
     args_from(params, hc, &a);
     if (a.variant < 0 || a.variant >= CL_HISTO_NVARIANTS)
         return magic_error(ctx, "UsageError", "unknown variant '%s'", get_str(params, "variant"));
-    if ((a.variant == CL_HISTO_V_cpu || a.variant == CL_HISTO_V_cub) &&
-        (a.block != hc->first_block || a.grid != hc->first_grid))
+    if (runs_once(hc, &a))
         return 0;
     const cl_backend *be = backend_for(ctx, a.variant);
     if (!be->histo)
@@ -249,7 +258,7 @@ static int histo_point(magic_ctx *ctx, const json_t *params, json_t *runs, void 
     if (be->histo->run(&a, r, err) != 0) {
         free(r);
         return magic_error(ctx, strcmp(be->name, "cpu") ? "CudaError" : "RuntimeError",
-                           "%%histo --variant %s: %s", variant_choices[a.variant], err);
+                           "%%histo --variant %s: %s", cl_histo_variants[a.variant].name, err);
     }
     json_t *run = run_object(be, params, &a, r);
     if (hc->check && reference(hc, &a, ctx) != 0) {
@@ -287,15 +296,13 @@ static host_work histo_host_work(magic_ctx *ctx, const json_t *params, void *use
     host_work w = {0};
     cl_histo_args a;
     args_from(params, hc, &a);
-    if (a.variant < 0 || a.variant >= CL_HISTO_NVARIANTS ||
-        ((a.variant == CL_HISTO_V_cpu || a.variant == CL_HISTO_V_cub) &&
-         (a.block != hc->first_block || a.grid != hc->first_grid)))
+    if (a.variant < 0 || a.variant >= CL_HISTO_NVARIANTS || runs_once(hc, &a))
         return w;                   /* the point runs nothing (histo_point says why) */
     const cl_backend *be = backend_for(ctx, a.variant);
     double cores = host_work_cores();
     if (strcmp(be->name, "cpu") == 0 && be->histo) {
         bool skewed = !a.text && a.dist == CL_HISTO_SKEWED;
-        bool one_thread = a.variant == CL_HISTO_V_cpu || a.variant == CL_HISTO_V_cub;
+        bool one_thread = !(cl_histo_variants[a.variant].flags & CL_V_BLOCK);   /* cpu, cub */
         double rate = skewed ? histo_rates[a.variant].skewed : histo_rates[a.variant].uniform;
         double flush = be->histo->overhead ? (double)be->histo->overhead() : 0;
         w.run = (double)a.n + flush * rate / HISTO_RATE_FLUSH;  /* the flush, in the variant's bytes */
@@ -359,8 +366,6 @@ static int histo_run(magic_ctx *ctx, const json_t *params, const char *body)
     return rc;
 }
 
-#define CL_HISTO_HELP(id, name, gpu, cpu, desc) "  " name ": " desc ".\n"
-
 static const char *const histo_examples[] = {
     "%histo",
     "%histo --variant fast,cub --size 2^28",
@@ -384,9 +389,8 @@ const magic_spec magic_histo = {
         "device; that copy is timed apart).\n\n"
         "The variants follow the lecture. Every byte is one increment, and increments to the "
         "same bin from different threads race, so the GPU versions use atomics; what changes "
-        "is where the atomics land and how the input is read:\n"
-        CL_HISTO_VARIANT_LIST(CL_HISTO_HELP)
-        "\nOn a GPU the first two are limited by the atomics on one global histogram of a few "
+        "is where the atomics land and how the input is read (the table below).\n\n"
+        "On a GPU the first two are limited by the atomics on one global histogram of a few "
         "hundred counters, whichever way they read: every increment of the whole device queues "
         "there. Privatizing moves that traffic into each SM's shared memory; fast then removes "
         "the bank conflicts that remain. Try --dist skewed: when most bytes fall in one bin, "

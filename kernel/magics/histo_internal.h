@@ -10,8 +10,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "magic/family.h"
 #include "magic/magic.h"
 #include "magic/sweep.h"
+
+/* ---- histo.c ---- */
+
+/* The family as the framework serves it (its --variant flag's choices). */
+extern const family_spec histo_family;
 
 /* ---- histo_params.c ---- */
 

@@ -12,14 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/text.h"
 #include "render/render.h"
 #include "magic/sweep.h"
 #include "magics/reduce_internal.h"
 
-#define RD_CHOICE_(id, name, launch, desc) name,
-static const char *const variant_choices[] = {CL_REDUCE_VARIANTS(RD_CHOICE_) "all", NULL};
-#undef RD_CHOICE_
+const family_spec reduce_family = {
+    .magic = "reduce",
+    .variants = cl_reduce_variants,
+    .nvariants = CL_REDUCE_NVARIANTS,
+};
+
 static const char *const op_choices[] = {"sum", "max", "min", NULL};
 static const char *const dtype_choices[] = {"float", "int", NULL};
 
@@ -33,8 +35,8 @@ static const flag_spec reduce_flags[] = {
      .help = "sum, max or min"},
     {.name = "block", .type = FLAG_INT, .def = "256", .imin = 32, .imax = 1024, .opts = FLAG_LIST,
      .help = "threads per block of the first pass: a power of two, 32..1024"},
-    {.name = "variant", .short_name = 'v', .type = FLAG_CHOICE, .def = "all", .choices = variant_choices,
-     .opts = FLAG_LIST, .help = "cpu, divergent, convergent, multiblock, fast, cub, or all"},
+    {.name = "variant", .short_name = 'v', .type = FLAG_CHOICE, .def = "all", .family = &reduce_family,
+     .opts = FLAG_LIST, .help = "the variants to run (listed above), or all"},
     SWEEP_SEED_FLAG("seed of the generated input"),
     SWEEP_TIMING_FLAGS("timed runs per point",
                        "untimed runs before them"),
@@ -61,10 +63,19 @@ static const sweep_column reduce_columns[] = {
 
 /* ---- validation ---- */
 
-/* --variant all -> every variant, in table order; duplicates are dropped. */
-static int expand_variants(magic_ctx *ctx, json_t *params)
+/* Every row of the contract runs on every backend (the host loop on the CPU
+ * backend); a variant registered at run time has no code in this family yet. */
+static bool runs_here(const cl_variant *v, size_t index, void *user)
 {
-    json_t *out = sweep_expand_all(ctx, json_object_get(params, "variant"), variant_choices);
+    (void)v, (void)user;
+    return index < CL_REDUCE_NVARIANTS;
+}
+
+/* --variant all -> every variant, in table order; duplicates are dropped. */
+static int expand_variants(magic_ctx *ctx, json_t *params, const rd_env *env)
+{
+    json_t *out = family_select(ctx, &reduce_family, json_object_get(params, "variant"), runs_here, NULL,
+                                env->backend->name);
     if (!out)
         return -1;
     json_object_set_new(params, "variant", out);
@@ -99,8 +110,10 @@ static void fmt_count(uint64_t n, char *buf, size_t len)
         snprintf(buf, len, "%" PRIu64, n);
 }
 
-static double need_bytes(const cl_reduce_ops *ops, uint64_t n)
+/* Bytes a run of n elements needs on the backend of `ops` (fit_largest's form). */
+static double need_bytes(uint64_t n, const void *ops_)
 {
+    const cl_reduce_ops *ops = ops_;
     cl_reduce_args a = {.n = n, .op = CL_REDUCE_SUM, .dtype = CL_REDUCE_INT, .block = 32};
     return (double)n * 4.0 + (double)ops->overhead_bytes(&a);
 }
@@ -109,27 +122,18 @@ static double need_bytes(const cl_reduce_ops *ops, uint64_t n)
  * allocated, naming the largest size that fits. */
 static int check_memory(magic_ctx *ctx, const cl_reduce_ops *ops, uint64_t n, uint64_t free_b, bool host)
 {
-    if (free_b == 0 || need_bytes(ops, n) <= (double)free_b)
+    if (free_b == 0 || need_bytes(n, ops) <= (double)free_b)
         return 0;
-    uint64_t lo = 0, hi = n;             /* largest size that fits, by bisection */
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo + 1) / 2;
-        if (need_bytes(ops, mid) <= (double)free_b)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    char size[32], need[32], have[32], fit[64];
+    uint64_t lo = fit_largest(need_bytes, ops, (double)free_b, n);
+    char what[48], size[32], fit[64];
     fmt_count(n, size, sizeof size);
-    format_bytes(need_bytes(ops, n), need, sizeof need);
-    format_bytes((double)free_b, have, sizeof have);
+    snprintf(what, sizeof what, "--size %s", size);
     if (lo > 0)
         snprintf(fit, sizeof fit, "largest size that fits: %" PRIu64, lo);
     else
         snprintf(fit, sizeof fit, "not even one element fits");
-    return magic_error(ctx, "MemoryError", "--size %s needs %s of %s memory; this %s has %s %s (%s)",
-                       size, need, host ? "host" : "device", host ? "host" : "device", have,
-                       host ? "available" : "free", fit);
+    mem_need need = {what, NULL, host ? "host" : "device", need_bytes(n, ops), (double)free_b, fit};
+    return magic_memory_fit(ctx, &need);
 }
 
 static int check_sizes(magic_ctx *ctx, const json_t *params, rd_env *env)
@@ -144,7 +148,8 @@ static int check_sizes(magic_ctx *ctx, const json_t *params, rd_env *env)
     size_t i;
     json_t *v;
     json_array_foreach(json_object_get(params, "variant"), i, v) {
-        bool is_cpu = strcmp(json_string_value(v), "cpu") == 0;
+        int id = rd_variant_index(json_string_value(v));
+        bool is_cpu = id >= 0 && (cl_reduce_variants[id].flags & CL_V_HOST);
         want_cpu |= is_cpu;
         want_dev |= !is_cpu;
     }
@@ -175,7 +180,7 @@ static int env_init(magic_ctx *ctx, json_t *params, rd_env *env)
     env->reps = (int)json_integer_value(json_object_get(params, "reps"));
     env->warmup = (int)json_integer_value(json_object_get(params, "warmup"));
     env->check = json_is_true(json_object_get(params, "check"));
-    if (expand_variants(ctx, params) || check_blocks(ctx, params, &env->first_block) ||
+    if (expand_variants(ctx, params, env) || check_blocks(ctx, params, &env->first_block) ||
         check_sizes(ctx, params, env))
         return -1;
     char err[CL_ERR_LEN];
@@ -232,23 +237,11 @@ const magic_spec magic_reduce = {
         "reads every element once and does almost no arithmetic, so it is bound by memory: the "
         "measure is GB/s = 4·N bytes / median time, and its percentage of the measured "
         "device-to-device copy bandwidth.\n\n"
-        "cpu: the host loop as taught, one thread (double accumulator for float, int64 for int). "
-        "divergent: the lecture's first kernel: each block loads 2·B elements (adding pairs on the "
-        "way in), then a tree with stride doubling where thread t works if t % (2·stride) == 0: the "
-        "active threads spread out, so every warp stays divergent down the tree. "
-        "convergent: the same tree with stride halving from B/2 and if (t < stride): the active "
-        "threads stay packed at the front, so whole warps retire. As taught, these two reduce one "
-        "block's segment of 2·B elements; for a larger N they run the multi-block structure: one "
-        "partial per block, then a second kernel (one block of 1024 threads, the same tree) "
-        "reduces the partials on the device. "
-        "multiblock: that structure with thread coarsening: each thread first adds 16 elements "
-        "(coalesced), so there are 8 times fewer blocks and partials. "
-        "fast: one wave of resident blocks walks the input with a grid stride in 16-byte "
-        "vectors, four loads in flight per thread; warps combine with __shfl_down_sync, one partial "
-        "per block, and a tiny second kernel adds them. cub: cub::DeviceReduce::Sum/Max/Min, the "
-        "library reference (temp storage allocated outside the timing). all: every variant. "
-        "--block applies to the first pass of divergent, convergent, multiblock and fast; cpu and "
-        "cub run once per size.\n\n"
+        "The variants (table below) climb from the host loop as taught to the library. The "
+        "lecture's trees reduce one block's segment each; for a larger N they run the multi-block "
+        "structure: one partial per block, then a second kernel (one block of 1024 threads, the "
+        "same tree) reduces the partials on the device. --block applies to the first pass of the "
+        "variants that honour it; the others run once per size.\n\n"
         "Integer sums accumulate in int64 on the device (no N that fits in memory can overflow). "
         "Every run is checked unless --no-check, against a double-precision host reduction of the "
         "same seeded input: exactly for int and for float max/min; float sums within "

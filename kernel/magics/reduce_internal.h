@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "magic/family.h"
 #include "magic/magic.h"
 #include "cudalab/reduce.h"
 #include "magic/sweep.h"
@@ -30,7 +31,10 @@ typedef struct rd_env {
     cl_reduce_ref ref;
 } rd_env;
 
-/* Index of a variant name in CL_REDUCE_VARIANTS, or -1. */
+/* The family as the framework serves it (reduce.c). */
+extern const family_spec reduce_family;
+
+/* The id of a variant name in CL_REDUCE_VARIANTS, or -1. */
 int rd_variant_index(const char *name);
 
 /* The sweep's point function: runs one (size, dtype, op, block, variant). */

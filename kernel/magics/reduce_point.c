@@ -27,18 +27,13 @@
 
 int rd_variant_index(const char *name)
 {
-#define RD_NAME_(id, vname, launch, desc) vname,
-    static const char *const names[] = {CL_REDUCE_VARIANTS(RD_NAME_)};
-#undef RD_NAME_
-    for (int i = 0; name && i < CL_REDUCE_NVARIANTS; i++)
-        if (strcmp(names[i], name) == 0)
-            return i;
-    return -1;
+    int i = family_index(&reduce_family, name);
+    return i < CL_REDUCE_NVARIANTS ? i : -1;
 }
 
 static bool uses_block(int v)
 {
-    return v != CL_REDUCE_CPU && v != CL_REDUCE_CUB;
+    return (cl_reduce_variants[v].flags & CL_V_BLOCK) != 0;
 }
 
 static cl_reduce_op op_of(const char *s)
@@ -129,9 +124,10 @@ host_work rd_host_work(magic_ctx *ctx, const json_t *pt, void *user)
     double n = (double)json_integer_value(json_object_get(pt, "size"));
     bool is_int = strcmp(json_string_value(json_object_get(pt, "dtype")), "int") == 0;
     double cores = host_work_cores();
-    if (v == CL_REDUCE_CPU || env->ops == env->host_ops) {
+    bool loop = (cl_reduce_variants[v].flags & CL_V_HOST) != 0;    /* one host thread */
+    if (loop || env->ops == env->host_ops) {
         w.run = n;
-        w.run_rate = (is_int ? rd_rates[v].i : rd_rates[v].f) * (v == CL_REDUCE_CPU ? 1 : cores);
+        w.run_rate = (is_int ? rd_rates[v].i : rd_rates[v].f) * (loop ? 1 : cores);
         w.setup = n;                /* the CPU backend makes the input for every point */
         w.setup_rate = RD_RATE_INPUT * cores;
     }
@@ -158,7 +154,7 @@ static double host_bandwidth(rd_env *env)
 }
 
 static json_t *run_json(rd_env *env, int v, const char *backend_name, const cl_reduce_args *a,
-                        const cl_reduce_result *r, const cl_reduce_variant *row)
+                        const cl_reduce_result *r, const cl_variant *row)
 {
     double median = stats_median(&r->times);
     double gbs = median > 0 ? (double)a->n * 4.0 / (median * 1e6) : 0;
@@ -199,7 +195,7 @@ int rd_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
                                                                                    : CL_REDUCE_FLOAT,
         .block = block, .seed = env->seed, .reps = env->reps, .warmup = env->warmup,
     };
-    bool host = v == CL_REDUCE_CPU;
+    bool host = (cl_reduce_variants[v].flags & CL_V_HOST) != 0;
     const cl_reduce_ops *ops = host ? env->host_ops : env->ops;
     const char *backend_name = host ? "cpu" : env->backend->name;
     cl_reduce_result *r = malloc(sizeof *r);
@@ -211,7 +207,7 @@ int rd_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
         return magic_error(ctx, strcmp(backend_name, "cpu") == 0 ? "RuntimeError" : "CudaError",
                            "%%reduce --variant %s (size %llu): %s", name, (unsigned long long)a.n, err);
     }
-    json_t *run = run_json(env, v, backend_name, &a, r, &ops->variants[v]);
+    json_t *run = run_json(env, v, backend_name, &a, r, &cl_reduce_variants[v]);
     json_t *check = env->check ? rd_check(ctx, env, &a, r)
                                : json_pack("{s:n, s:s}", "passed", "method", "skipped (--no-check)");
     free(r);

@@ -14,14 +14,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/text.h"
 #include "render/render.h"
 #include "magic/sweep.h"
 #include "magics/stencil_internal.h"
 
-#define ST_CHOICE_(id, name, launch, desc) name,
-static const char *const variant_choices[] = {CL_STENCIL_VARIANTS(ST_CHOICE_) "all", NULL};
-#undef ST_CHOICE_
+const family_spec stencil_family = {
+    .magic = "stencil",
+    .variants = cl_stencil_variants,
+    .nvariants = CL_STENCIL_NVARIANTS,
+};
+
 static const char *const filter_choices[] = {"box", "gauss3", "gauss5", "laplace4", "laplace8", NULL};
 
 /* Flag order is sweep order: the last list flag (variant) changes fastest. */
@@ -42,8 +44,8 @@ static const flag_spec stencil_flags[] = {
     {.name = "block", .short_name = 'b', .type = FLAG_INT, .def = NULL, .imin = 1, .imax = 1024,
      .opts = FLAG_LIST, .help = "1D: threads per block, a multiple of 32 (default 256); 2D: tile side T, "
                                 "blocks of T x T, 4..32 (default 16)"},
-    {.name = "variant", .short_name = 'v', .type = FLAG_CHOICE, .def = "all", .choices = variant_choices,
-     .opts = FLAG_LIST, .help = "naive, tiled, or all"},
+    {.name = "variant", .short_name = 'v', .type = FLAG_CHOICE, .def = "all", .family = &stencil_family,
+     .opts = FLAG_LIST, .help = "the variants to run (listed above), or all"},
     SWEEP_SEED_FLAG("seed of the generated input"),
     SWEEP_TIMING_FLAGS("timed runs per point",
                        "untimed runs before them"),
@@ -173,9 +175,19 @@ static int resolve_dim(magic_ctx *ctx, json_t *p, st_env *env)
     return 0;
 }
 
-static int expand_variants(magic_ctx *ctx, json_t *params)
+/* Every row of the contract runs on every backend; a variant registered at run
+ * time has no code in this family yet. */
+static bool runs_here(const cl_variant *v, size_t index, void *user)
 {
-    json_t *out = sweep_expand_all(ctx, json_object_get(params, "variant"), variant_choices);
+    (void)v, (void)user;
+    return index < CL_STENCIL_NVARIANTS;
+}
+
+/* --variant all -> every variant, in table order; duplicates are dropped. */
+static int expand_variants(magic_ctx *ctx, json_t *params, const st_env *env)
+{
+    json_t *out = family_select(ctx, &stencil_family, json_object_get(params, "variant"), runs_here, NULL,
+                                env->backend->name);
     if (!out)
         return -1;
     set_list(params, "variant", out);
@@ -271,20 +283,17 @@ static int check_sizes(magic_ctx *ctx, json_t *p, const st_env *env, int min_blo
             need = host_need, free_b = (double)host.free_mem, where = "host";
         }
         if (free_b > 0 && need > free_b) {
-            char needs[32], have[32];
-            format_bytes(need, needs, sizeof needs);
-            format_bytes(free_b, have, sizeof have);
             double per = need / n, fit = (free_b - (need - per * n)) / per;
-            char fits[64];
+            char what[80], fits[64];
+            snprintf(what, sizeof what, "--size %s", text);
             if (env->dim == 1)
                 snprintf(fits, sizeof fits, "largest size that fits: %.0f", floor(fit > 0 ? fit : 0));
             else
                 snprintf(fits, sizeof fits, "largest square that fits: %.0fx%.0f", floor(sqrt(fit > 0 ? fit : 0)),
                          floor(sqrt(fit > 0 ? fit : 0)));
-            rc = magic_error(ctx, "MemoryError", "--size %s needs %s of %s memory%s; this %s has %s free (%s)",
-                             text, needs, where,
-                             gpu && strcmp(where, "host") == 0 ? " (input and output, for the check)" : "",
-                             where, have, fits);
+            mem_need mn = {what, gpu && strcmp(where, "host") == 0 ? "input and output, for the check" : NULL,
+                           where, need, free_b, fits};
+            rc = magic_memory_fit(ctx, &mn);
             break;
         }
         if (env->dim == 2 && (nx > INT32_MAX || ny > INT32_MAX || (ny + min_block - 1) / min_block > 65535)) {
@@ -319,7 +328,7 @@ static int env_init(magic_ctx *ctx, json_t *p, st_env *env)
     env->check = json_is_true(json_object_get(p, "check"));
     env->normalize = json_is_true(json_object_get(p, "normalize"));
     int min_block = 0;
-    if (resolve_dim(ctx, p, env) || expand_variants(ctx, p) || check_blocks(ctx, p, env, &min_block) ||
+    if (resolve_dim(ctx, p, env) || expand_variants(ctx, p, env) || check_blocks(ctx, p, env, &min_block) ||
         check_sizes(ctx, p, env, min_block))
         return -1;
     char err[CL_ERR_LEN];
@@ -378,12 +387,8 @@ const magic_spec magic_stencil = {
         "row, used exactly as given (not normalised) unless --normalize divides them by their sum. "
         "Boundary: zero padding, ghost cells are 0 (an output near the edge adds only the terms inside "
         "the array). The input is float, uniform in [-1, 1), generated on the device from --seed.\n\n"
-        "naive: one thread per output reads its 2R+1 (2D: k²) input terms straight from global memory, "
-        "so every input is loaded 2R+1 (k²) times; the caches absorb part of it, the load instructions "
-        "remain. tiled: a block first copies the inputs its outputs need into shared memory once: in "
-        "1D blockDim + 2R floats (the block's elements plus a halo of R on each side), in 2D a "
-        "(T+k-1)² tile for a T x T output tile; __syncthreads; then every term comes from shared "
-        "memory. The model reports global reads per output: 2R+1 against (blockDim+2R)/blockDim in "
+        "The variants (table below) differ in where the input terms come from. The model reports "
+        "global reads per output: 2R+1 against (blockDim+2R)/blockDim in "
         "1D, k² against (T+k-1)²/T² in 2D; the halo must fit (R <= blockDim; r <= T). The weights "
         "live in __constant__ memory, broadcast to the warp.\n\n"
         "Each point is timed with CUDA events (median of --reps after --warmup, L2 flushed before "

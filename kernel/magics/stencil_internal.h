@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "magic/family.h"
 #include "magic/magic.h"
 #include "cudalab/stencil.h"
 #include "magic/sweep.h"
@@ -38,6 +39,9 @@ typedef struct st_filter {
 
 const st_filter *st_filter_find(const char *name);
 int st_variant_index(const char *name);
+
+/* The family as the framework serves it (stencil.c). */
+extern const family_spec stencil_family;
 
 /* Fills w (k or k*k floats) for one point: the custom weights, the 1D box
  * 1/(2R+1), or the named 2D filter. Returns the number of weights. */

@@ -42,13 +42,8 @@ const st_filter *st_filter_find(const char *name)
 
 int st_variant_index(const char *name)
 {
-#define ST_NAME_(id, vname, launch, desc) vname,
-    static const char *const names[] = {CL_STENCIL_VARIANTS(ST_NAME_)};
-#undef ST_NAME_
-    for (int i = 0; name && i < CL_STENCIL_NVARIANTS; i++)
-        if (strcmp(names[i], name) == 0)
-            return i;
-    return -1;
+    int i = family_index(&stencil_family, name);
+    return i < CL_STENCIL_NVARIANTS ? i : -1;
 }
 
 int st_point_weights(const st_env *env, int radius, const char *filter, float *w, int *k)
@@ -131,7 +126,7 @@ static json_t *check_json(const cl_stencil_args *a, const cl_stencil_check *c)
 static json_t *run_json(const st_env *env, int v, const cl_stencil_args *a, const char *filter,
                         const cl_stencil_result *r)
 {
-    const cl_stencil_variant *row = &env->ops->variants[v];
+    const cl_variant *row = &cl_stencil_variants[v];
     double median = stats_median(&r->times);
     double bytes = (double)a->nx * a->ny * 8.0;
     double gbs = median > 0 ? bytes / (median * 1e6) : 0;

@@ -12,14 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/text.h"
+#include "magic/family.h"
 #include "render/render.h"
 #include "magic/sweep.h"
 #include "cudalab/vecadd.h"
 
-#define OP_CHOICE_(id, name, launch, desc) name,
-static const char *const op_choices[] = {CL_VECADD_OPS(OP_CHOICE_) NULL};
-#undef OP_CHOICE_
+static const char *const op_choices[] = {CL_VECADD_OPS(CL_VARIANT_NAME) NULL};
 static const char *const memory_choices[] = {"pageable", "pinned", NULL};
 
 static const flag_spec vecadd_flags[] = {
@@ -81,16 +79,13 @@ static void fmt_count(uint64_t n, char *buf, size_t len)
 /* Refuses n when per-element bytes plus fixed bytes exceed avail. */
 static int check_fit(magic_ctx *ctx, uint64_t n, double per, double fixed, uint64_t avail, const char *where)
 {
-    if (avail == 0 || (double)n * per + fixed <= (double)avail)
-        return 0;
     double fit = ((double)avail - fixed) / per;
-    char size[32], need[32], have[32];
+    char size[32], what[48], largest[64];
     fmt_count(n, size, sizeof size);
-    format_bytes((double)n * per + fixed, need, sizeof need);
-    format_bytes((double)avail, have, sizeof have);
-    return magic_error(ctx, "MemoryError", "--size %s needs %s of %s memory; this %s has %s %s "
-                       "(largest size that fits: %" PRIu64 ")", size, need, where, where, have,
-                       strcmp(where, "device") == 0 ? "free" : "available", fit > 0 ? (uint64_t)fit : 0);
+    snprintf(what, sizeof what, "--size %s", size);
+    snprintf(largest, sizeof largest, "largest size that fits: %" PRIu64, fit > 0 ? (uint64_t)fit : 0);
+    mem_need need = {what, NULL, where, (double)n * per + fixed, (double)avail, largest};
+    return magic_memory_fit(ctx, &need);
 }
 
 static int validate(magic_ctx *ctx, const json_t *params)
@@ -188,7 +183,7 @@ static int va_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     json_object_set_new(run, "d2h_gbs", gbs(out, d));
     json_object_set_new(run, "transfer_pct", all > 0 ? json_real(100.0 * moving / all) : json_null());
     json_t *launch = launch_json(&r->launch);
-    json_object_set_new(launch, "config", json_string(env->ops->rows[a.op].launch));
+    json_object_set_new(launch, "config", json_string(cl_vecadd_variants[a.op].launch));
     json_object_set_new(run, "launch", launch);
     json_t *check;
     if (!env->check) {
