@@ -245,7 +245,7 @@ static void check_main(long long t, void *arg)
     }
 }
 
-int cl_stencil_reference_check(const cl_stencil_args *a, const float *out, cl_stencil_check *c, char *err)
+int cl_stencil_verify(const cl_stencil_args *a, const float *out, cl_stencil_check *c, char *err)
 {
     memset(c, 0, sizeof *c);
     c->rtol = CL_STENCIL_RTOL;

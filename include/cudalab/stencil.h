@@ -96,7 +96,7 @@ typedef struct cl_stencil_check {
 
 /* Regenerates the input of a on the host and compares out with the
  * reference (host threads). 0, or -1 with a reason in err (out of memory). */
-int cl_stencil_reference_check(const cl_stencil_args *a, const float *out, cl_stencil_check *c,
+int cl_stencil_verify(const cl_stencil_args *a, const float *out, cl_stencil_check *c,
                                char *err);
 
 #ifdef __cplusplus

@@ -74,6 +74,11 @@ json_t *launch_json(const cl_launch *l)
 
 /* ---- params ---- */
 
+json_t *check_skipped_json(void)
+{
+    return json_pack("{s:n, s:s}", "passed", "method", "skipped (--no-check)");
+}
+
 json_t *sweep_as_list(const json_t *v)
 {
     return json_is_array(v) ? json_incref((json_t *)v) : json_pack("[O]", v);

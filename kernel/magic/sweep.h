@@ -95,6 +95,14 @@ typedef int (*sweep_point_fn)(magic_ctx *ctx, const json_t *params, json_t *runs
     {.name = "reps", .type = FLAG_INT, .def = "20", .imin = 1, .imax = CL_MAX_REPS, .help = (reps_help)}, \
     {.name = "warmup", .type = FLAG_INT, .def = "3", .imin = 0, .imax = 100, .help = (warmup_help)}
 
+/* The check every timed family runs on each result unless --no-check: in a
+ * flag_spec table, SWEEP_CHECK_FLAG("compare every bin with the CPU histogram"). */
+#define SWEEP_CHECK_FLAG(what) \
+    {.name = "check", .type = FLAG_BOOL, .def = "true", .help = what " (--no-check skips it)"}
+
+/* The "check" object of a run under --no-check: {"passed": null, "method": "skipped (--no-check)"}. */
+json_t *check_skipped_json(void);
+
 typedef struct sweep_spec {
     const char *magic;          /* "reduce" */
     const char *title;          /* "Reduction" */

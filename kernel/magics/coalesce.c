@@ -38,8 +38,7 @@ static const flag_spec coalesce_flags[] = {
     SWEEP_SEED_FLAG("seed of the input generated on the device"),
     SWEEP_TIMING_FLAGS("timed runs per point",
                        "untimed runs before them"),
-    {.name = "check", .type = FLAG_BOOL, .def = "true",
-     .help = "compare every copied element with the input, exactly (--no-check skips it)"},
+    SWEEP_CHECK_FLAG("compare every copied element with the input, exactly"),
     {.name = "sort", .type = FLAG_BOOL, .def = "false", .help = "sort the table by GB/s"},
     SWEEP_FORCE_FLAG,
     {.name = NULL},
@@ -214,7 +213,7 @@ static int co_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     json_object_set_new(run, "launch", launch);
     json_t *check;
     if (!env->check) {
-        check = json_pack("{s:n, s:s}", "passed", "method", "skipped (--no-check)");
+        check = check_skipped_json();
     } else {
         check = json_pack("{s:b, s:s, s:I}", "passed", r->mismatches == 0, "method",
                           "exact: every copied element against the input regenerated from the seed on the host",

@@ -28,8 +28,7 @@ static const flag_spec grid_flags[] = {
     SWEEP_SEED_FLAG("kept for symmetry with the timed magics (the mapping has no input)"),
     SWEEP_TIMING_FLAGS("timed launches with --run",
                        "untimed launches before them"),
-    {.name = "check", .type = FLAG_BOOL, .def = "true",
-     .help = "with --run, check the visit counts (--no-check skips it)"},
+    SWEEP_CHECK_FLAG("with --run, check the visit counts"),
     SWEEP_FORCE_FLAG,
     {.name = NULL},
 };
@@ -288,7 +287,7 @@ static int run_mapping(magic_ctx *ctx, const json_t *params, const cl_grid_plan 
                     "visited_once", (json_int_t)r->visited_once, "never", (json_int_t)r->never,
                     "multiple", (json_int_t)r->multiple, "idle_threads", (json_int_t)r->idle_threads,
                     "idle_expected", (json_int_t)p->idle)
-        : json_pack("{s:n, s:s}", "passed", "method", "skipped (--no-check)"));
+        : check_skipped_json());
     json_object_set_new(doc, "run", run);
     char c[300];
     snprintf(c, sizeof c, "--run on %s: median %.4f ms over %d reps; %s", ctx->backend->name,

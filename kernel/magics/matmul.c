@@ -42,8 +42,7 @@ static const flag_spec matmul_flags[] = {
     SWEEP_SEED_FLAG("seed of the generated inputs A and B"),
     SWEEP_TIMING_FLAGS("timed runs per point",
                        "untimed runs before them"),
-    {.name = "check", .type = FLAG_BOOL, .def = "true",
-     .help = "check C against a double-precision product (--no-check skips it)"},
+    SWEEP_CHECK_FLAG("check C against a double-precision product"),
     {.name = "sort", .type = FLAG_BOOL, .def = "false",
      .help = "sort the table by GFLOP/s"},
     SWEEP_FORCE_FLAG,
@@ -156,7 +155,7 @@ static int matmul_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *us
         }
         json_object_set_new(run, "check", check_json(&c));
     } else {
-        json_object_set_new(run, "check", json_pack("{s:n, s:s}", "passed", "method", "skipped (--no-check)"));
+        json_object_set_new(run, "check", check_skipped_json());
     }
     json_array_append_new(runs, run);
     return 0;

@@ -209,7 +209,7 @@ int rd_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     }
     json_t *run = run_json(env, v, backend_name, &a, r, &cl_reduce_variants[v]);
     json_t *check = env->check ? rd_check(ctx, env, &a, r)
-                               : json_pack("{s:n, s:s}", "passed", "method", "skipped (--no-check)");
+                               : check_skipped_json();
     free(r);
     if (!check) {
         json_decref(run);

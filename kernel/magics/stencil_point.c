@@ -246,10 +246,10 @@ int st_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     free(r);
     json_t *check;
     if (!env->check) {
-        check = json_pack("{s:n, s:s}", "passed", "method", "skipped (--no-check)");
+        check = check_skipped_json();
     } else {
         cl_stencil_check c;
-        if (cl_stencil_reference_check(&a, out, &c, err) != 0) {
+        if (cl_stencil_verify(&a, out, &c, err) != 0) {
             free(out);
             json_decref(run);
             return magic_error(ctx, "MemoryError", "%%stencil check: %s", err);

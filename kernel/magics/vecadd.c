@@ -34,8 +34,7 @@ static const flag_spec vecadd_flags[] = {
     SWEEP_SEED_FLAG("seed of the inputs generated on the host"),
     SWEEP_TIMING_FLAGS("timed runs per point (each copies in, computes, copies back)",
                        "untimed runs before them"),
-    {.name = "check", .type = FLAG_BOOL, .def = "true",
-     .help = "compare every element with the host's value, exactly (--no-check skips it)"},
+    SWEEP_CHECK_FLAG("compare every element with the host's value, exactly"),
     {.name = "sort", .type = FLAG_BOOL, .def = "false", .help = "sort the table by the share of time moving data"},
     SWEEP_FORCE_FLAG,
     {.name = NULL},
@@ -187,7 +186,7 @@ static int va_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     json_object_set_new(run, "launch", launch);
     json_t *check;
     if (!env->check) {
-        check = json_pack("{s:n, s:s}", "passed", "method", "skipped (--no-check)");
+        check = check_skipped_json();
     } else {
         check = json_pack("{s:b, s:s, s:f, s:I}", "passed", r->mismatches == 0, "method",
                           a.op == CL_VECADD_DAXPY
