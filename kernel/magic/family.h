@@ -28,6 +28,12 @@ typedef struct family_spec {
     size_t nvariants;
 } family_spec;
 
+/* The --variant flag of a family's magic, for its flag_spec table: a list of
+ * the family's variants (or all), default def. */
+#define FAMILY_VARIANT_FLAG(family_, def_)                                                     \
+    {.name = "variant", .short_name = 'v', .type = FLAG_CHOICE, .def = (def_), .family = (family_), \
+     .opts = FLAG_LIST, .help = "the variants to run (listed above), or all"}
+
 /* Variants registered at run time, across all families. */
 #define FAMILY_MAX_RUNTIME 64
 

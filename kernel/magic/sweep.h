@@ -100,6 +100,16 @@ typedef int (*sweep_point_fn)(magic_ctx *ctx, const json_t *params, json_t *runs
 #define SWEEP_CHECK_FLAG(what) \
     {.name = "check", .type = FLAG_BOOL, .def = "true", .help = what " (--no-check skips it)"}
 
+/* The flags every timed family ends its table with: --seed, --reps, --warmup,
+ * --check, --sort (the table by its metric) and --force, each family saying in
+ * its own words what a seed, a run, the check and the sort are. */
+#define SWEEP_MEASURE_FLAGS(seed_help, reps_help, check_help, sort_help) \
+    SWEEP_SEED_FLAG(seed_help), \
+    SWEEP_TIMING_FLAGS(reps_help, "untimed runs before them"), \
+    SWEEP_CHECK_FLAG(check_help), \
+    {.name = "sort", .type = FLAG_BOOL, .def = "false", .help = (sort_help)}, \
+    SWEEP_FORCE_FLAG
+
 /* The "check" object of a run under --no-check: {"passed": null, "method": "skipped (--no-check)"}. */
 json_t *check_skipped_json(void);
 

@@ -35,12 +35,10 @@ static const flag_spec coalesce_flags[] = {
      .help = "matrix columns C (the row length) for --layout"},
     {.name = "block", .type = FLAG_INT, .def = "256", .imin = 32, .imax = 1024, .opts = FLAG_LIST,
      .help = "threads per block: a multiple of 32 up to 1024"},
-    SWEEP_SEED_FLAG("seed of the input generated on the device"),
-    SWEEP_TIMING_FLAGS("timed runs per point",
-                       "untimed runs before them"),
-    SWEEP_CHECK_FLAG("compare every copied element with the input, exactly"),
-    {.name = "sort", .type = FLAG_BOOL, .def = "false", .help = "sort the table by GB/s"},
-    SWEEP_FORCE_FLAG,
+    SWEEP_MEASURE_FLAGS("seed of the input generated on the device",
+                        "timed runs per point",
+                        "compare every copied element with the input, exactly",
+                        "sort the table by GB/s"),
     {.name = NULL},
 };
 

@@ -44,14 +44,11 @@ static const flag_spec stencil_flags[] = {
     {.name = "block", .short_name = 'b', .type = FLAG_INT, .def = NULL, .imin = 1, .imax = 1024,
      .opts = FLAG_LIST, .help = "1D: threads per block, a multiple of 32 (default 256); 2D: tile side T, "
                                 "blocks of T x T, 4..32 (default 16)"},
-    {.name = "variant", .short_name = 'v', .type = FLAG_CHOICE, .def = "all", .family = &stencil_family,
-     .opts = FLAG_LIST, .help = "the variants to run (listed above), or all"},
-    SWEEP_SEED_FLAG("seed of the generated input"),
-    SWEEP_TIMING_FLAGS("timed runs per point",
-                       "untimed runs before them"),
-    SWEEP_CHECK_FLAG("compare every output with the host reference"),
-    {.name = "sort", .type = FLAG_BOOL, .def = "false", .help = "sort the table by GB/s"},
-    SWEEP_FORCE_FLAG,
+    FAMILY_VARIANT_FLAG(&stencil_family, "all"),
+    SWEEP_MEASURE_FLAGS("seed of the generated input",
+                        "timed runs per point",
+                        "compare every output with the host reference",
+                        "sort the table by GB/s"),
     {.name = NULL},
 };
 

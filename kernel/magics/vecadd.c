@@ -31,12 +31,10 @@ static const flag_spec vecadd_flags[] = {
      .help = "threads per block: a multiple of 32 up to 1024"},
     {.name = "alpha", .type = FLAG_FLOAT, .def = "2.5", .fmin = -1e300, .fmax = 1e300,
      .help = "daxpy's scalar a"},
-    SWEEP_SEED_FLAG("seed of the inputs generated on the host"),
-    SWEEP_TIMING_FLAGS("timed runs per point (each copies in, computes, copies back)",
-                       "untimed runs before them"),
-    SWEEP_CHECK_FLAG("compare every element with the host's value, exactly"),
-    {.name = "sort", .type = FLAG_BOOL, .def = "false", .help = "sort the table by the share of time moving data"},
-    SWEEP_FORCE_FLAG,
+    SWEEP_MEASURE_FLAGS("seed of the inputs generated on the host",
+                        "timed runs per point (each copies in, computes, copies back)",
+                        "compare every element with the host's value, exactly",
+                        "sort the table by the share of time moving data"),
     {.name = NULL},
 };
 
