@@ -48,6 +48,21 @@ int family_index(const family_spec *f, const char *name)
     return -1;
 }
 
+int family_builtin(const family_spec *f, const char *name)
+{
+    int i = family_index(f, name);
+    return i >= 0 && (size_t)i < f->nvariants ? i : -1;
+}
+
+int family_point_variant(magic_ctx *ctx, const family_spec *f, const json_t *point)
+{
+    const char *name = json_string_value(json_object_get(point, "variant"));
+    int v = family_builtin(f, name);
+    if (v < 0)
+        magic_error(ctx, "RuntimeError", "%%%s has no built-in variant '%s'", f->magic, name ? name : "?");
+    return v;
+}
+
 static void runtime_free(runtime_variant *r)
 {
     free((char *)r->v.name);

@@ -43,6 +43,12 @@ size_t family_count(const family_spec *f);
 const cl_variant *family_variant(const family_spec *f, size_t i);
 /* The index of a variant by name, or -1. */
 int family_index(const family_spec *f, const char *name);
+/* The id of one of the contract's own rows (what the backends implement, by
+ * id) by name; -1 for a run-time variant or none. */
+int family_builtin(const family_spec *f, const char *name);
+/* The same for a sweep point's "variant", or -1 with an error in ctx (a point
+ * names a variant family_select let through: only a bug gets here). */
+int family_point_variant(magic_ctx *ctx, const family_spec *f, const json_t *point);
 /* Adds a variant whose code arrives at run time (CL_V_RUNTIME is set on the
  * copy kept); name and texts are copied. Replaces a runtime variant of the
  * same name. 0, or -1 with a UsageError when the name is a built-in variant's

@@ -163,7 +163,7 @@ static json_t *check_json(const histo_run_ctx *hc, const cl_histo_result *r, con
 static void args_from(const json_t *params, const histo_run_ctx *hc, cl_histo_args *a)
 {
     memset(a, 0, sizeof *a);
-    a->variant = family_index(&histo_family, get_str(params, "variant"));
+    a->variant = family_builtin(&histo_family, get_str(params, "variant"));
     a->n = (uint64_t)get_int(params, "size");
     a->seed = (uint64_t)get_int(params, "seed");
     a->text = (const uint8_t *)hc->text;
@@ -240,8 +240,8 @@ static int histo_point(magic_ctx *ctx, const json_t *params, json_t *runs, void 
         return magic_error(ctx, "KeyboardInterrupt", "%%histo interrupted");
     cl_histo_args a;
     args_from(params, hc, &a);
-    if (a.variant < 0 || a.variant >= CL_HISTO_NVARIANTS)
-        return magic_error(ctx, "UsageError", "unknown variant '%s'", get_str(params, "variant"));
+    if (a.variant < 0)
+        return family_point_variant(ctx, &histo_family, params);
     if (runs_once(hc, &a))
         return 0;
     const cl_backend *be = backend_for(ctx, a.variant);
@@ -290,7 +290,7 @@ static host_work histo_host_work(magic_ctx *ctx, const json_t *params, void *use
     host_work w = {0};
     cl_histo_args a;
     args_from(params, hc, &a);
-    if (a.variant < 0 || a.variant >= CL_HISTO_NVARIANTS || runs_once(hc, &a))
+    if (a.variant < 0 || runs_once(hc, &a))
         return w;                   /* the point runs nothing (histo_point says why) */
     const cl_backend *be = backend_for(ctx, a.variant);
     double cores = host_work_cores();

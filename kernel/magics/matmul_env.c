@@ -45,8 +45,8 @@ static long long largest_square(double bytes)
 int mm_target_of(const mm_env *env, const char *name, mm_target *out)
 {
     memset(out, 0, sizeof *out);
-    out->id = family_index(&matmul_family, name);
-    if (out->id < 0 || out->id >= CL_MATMUL_NVARIANTS)
+    out->id = family_builtin(&matmul_family, name);
+    if (out->id < 0)
         return -1;
     out->variant = &cl_matmul_variants[out->id];
     bool host = (out->variant->flags & CL_V_HOST) != 0;

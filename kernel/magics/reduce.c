@@ -144,7 +144,7 @@ static int check_sizes(magic_ctx *ctx, const json_t *params, rd_env *env)
     size_t i;
     json_t *v;
     json_array_foreach(json_object_get(params, "variant"), i, v) {
-        int id = rd_variant_index(json_string_value(v));
+        int id = family_builtin(&reduce_family, json_string_value(v));
         bool is_cpu = id >= 0 && (cl_reduce_variants[id].flags & CL_V_HOST);
         want_cpu |= is_cpu;
         want_dev |= !is_cpu;

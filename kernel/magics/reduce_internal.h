@@ -34,9 +34,6 @@ typedef struct rd_env {
 /* The family as the framework serves it (reduce.c). */
 extern const family_spec reduce_family;
 
-/* The id of a variant name in CL_REDUCE_VARIANTS, or -1. */
-int rd_variant_index(const char *name);
-
 /* The sweep's point function: runs one (size, dtype, op, block, variant). */
 int rd_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user);
 

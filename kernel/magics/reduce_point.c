@@ -25,12 +25,6 @@
 #include "magic/sweep.h"
 #include "magics/reduce_internal.h"
 
-int rd_variant_index(const char *name)
-{
-    int i = family_index(&reduce_family, name);
-    return i < CL_REDUCE_NVARIANTS ? i : -1;
-}
-
 static bool uses_block(int v)
 {
     return (cl_reduce_variants[v].flags & CL_V_BLOCK) != 0;
@@ -117,7 +111,7 @@ host_work rd_host_work(magic_ctx *ctx, const json_t *pt, void *user)
 {
     const rd_env *env = user;
     host_work w = {0};
-    int v = rd_variant_index(json_string_value(json_object_get(pt, "variant")));
+    int v = family_builtin(&reduce_family, json_string_value(json_object_get(pt, "variant")));
     int block = (int)json_integer_value(json_object_get(pt, "block"));
     if (v < 0 || (!uses_block(v) && block != env->first_block))
         return w;                   /* the point runs nothing (rd_point says why) */
@@ -181,10 +175,9 @@ static json_t *run_json(rd_env *env, int v, const char *backend_name, const cl_r
 int rd_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
 {
     rd_env *env = user;
-    const char *name = json_string_value(json_object_get(pt, "variant"));
-    int v = rd_variant_index(name);
+    int v = family_point_variant(ctx, &reduce_family, pt);
     if (v < 0)
-        return magic_error(ctx, "RuntimeError", "unknown %%reduce variant '%s'", name ? name : "?");
+        return -1;
     int block = (int)json_integer_value(json_object_get(pt, "block"));
     if (!uses_block(v) && block != env->first_block)
         return 0;                   /* cpu and cub run once per size, not once per --block */
@@ -205,7 +198,8 @@ int rd_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     if (ops->run(v, &a, r, err) != 0) {
         free(r);
         return magic_error(ctx, strcmp(backend_name, "cpu") == 0 ? "RuntimeError" : "CudaError",
-                           "%%reduce --variant %s (size %llu): %s", name, (unsigned long long)a.n, err);
+                           "%%reduce --variant %s (size %llu): %s", cl_reduce_variants[v].name,
+                           (unsigned long long)a.n, err);
     }
     json_t *run = run_json(env, v, backend_name, &a, r, &cl_reduce_variants[v]);
     json_t *check = env->check ? rd_check(ctx, env, &a, r)

@@ -38,7 +38,6 @@ typedef struct st_filter {
 } st_filter;
 
 const st_filter *st_filter_find(const char *name);
-int st_variant_index(const char *name);
 
 /* The family as the framework serves it (stencil.c). */
 extern const family_spec stencil_family;

@@ -40,12 +40,6 @@ const st_filter *st_filter_find(const char *name)
     return NULL;
 }
 
-int st_variant_index(const char *name)
-{
-    int i = family_index(&stencil_family, name);
-    return i < CL_STENCIL_NVARIANTS ? i : -1;
-}
-
 int st_point_weights(const st_env *env, int radius, const char *filter, float *w, int *k)
 {
     if (env->custom) {
@@ -195,7 +189,7 @@ host_work st_host_work(magic_ctx *ctx, const json_t *pt, void *user)
 {
     const st_env *env = user;
     host_work w = {0};
-    if (st_variant_index(json_string_value(json_object_get(pt, "variant"))) < 0)
+    if (family_builtin(&stencil_family, json_string_value(json_object_get(pt, "variant"))) < 0)
         return w;
     float weights[CL_STENCIL_MAX_WEIGHTS];
     cl_stencil_args a;
@@ -219,10 +213,9 @@ host_work st_host_work(magic_ctx *ctx, const json_t *pt, void *user)
 int st_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
 {
     st_env *env = user;
-    const char *name = json_string_value(json_object_get(pt, "variant"));
-    int v = st_variant_index(name);
+    int v = family_point_variant(ctx, &stencil_family, pt);
     if (v < 0)
-        return magic_error(ctx, "RuntimeError", "unknown %%stencil variant '%s'", name ? name : "?");
+        return -1;
     float w[CL_STENCIL_MAX_WEIGHTS];
     cl_stencil_args a;
     const char *filter = point_args(env, pt, &a, w);
@@ -240,7 +233,8 @@ int st_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     if (env->ops->run(v, &a, out, r, err) != 0) {
         free(out);
         free(r);
-        return magic_error(ctx, gpu ? "CudaError" : "RuntimeError", "%%stencil --variant %s: %s", name, err);
+        return magic_error(ctx, gpu ? "CudaError" : "RuntimeError", "%%stencil --variant %s: %s",
+                           cl_stencil_variants[v].name, err);
     }
     json_t *run = run_json(env, v, &a, filter, r);
     free(r);
