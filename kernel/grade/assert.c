@@ -16,6 +16,7 @@
 #include "magic/magic.h"
 #include "render/render.h"
 #include "grade/expr.h"
+#include "grade/expr_funcs.h"
 #include "lang/parse_internal.h"
 
 static int check_expr(const char *text, char *msg, size_t len, size_t *at)
@@ -81,9 +82,10 @@ static int score_run(magic_ctx *ctx, const json_t *params, const char *body)
     "matmul[variant=tiled,tile=16].gflops, device.devices[0].sms. A field is\n" \
     "looked up in the run, then in its result, then in the result's params; one\n" \
     "with the same value in every run is that value, otherwise it has one value\n" \
-    "per run, to be reduced with min max sum mean all any, or counted with count.\n" \
+    "per run, which functions reduce to one (count counts them). Functions:\n" \
+    EXPR_FUNCTIONS_HELP \
     "Operators: == != < <= > >= + - * / % and or not, parentheses; literals:\n" \
-    "numbers (2^20 and 64K too), 'text', true, false, null; also abs, len, round.\n" \
+    "numbers (2^20 and 64K too), 'text', true, false, null.\n" \
     "Text takes the escapes " ESCAPES_TEXT ". Whole numbers are\n" \
     "exact (64-bit); a result past the largest double is an OverflowError. One\n" \
     "expression holds at most " STR(EXPR_MAX_TERMS) " terms and " STR(EXPR_MAX_DEPTH) " levels of nesting.\n" \
