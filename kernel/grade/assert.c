@@ -96,6 +96,12 @@ static int score_run(magic_ctx *ctx, const json_t *params, const char *body)
 
 static const flag_spec no_flags[] = { {.name = NULL} };
 
+/* What %assert and %score share: a line magic of the kernel itself, without
+ * flags, whose whole line (raw) is EXPR, checked by parsing it. */
+#define EXPR_MAGIC \
+    .flags = no_flags, .positional = "EXPR", .mode = MAGIC_LINE, .where = MAGIC_LOCAL, .raw = true, \
+    .check = check_expr
+
 static const char *const assert_examples[] = {
     "%assert matmul.check.passed",
     "%assert matmul[variant=tiled,tile=16].gflops > 2 * matmul[variant=naive].gflops",
@@ -114,15 +120,10 @@ const magic_spec magic_assert = {
                    "per run must hold for every run. Checks written this way give the same\n"
                    "answer on every run of a notebook: results are seeded, only timings vary.\n\n"
                    EXPR_HELP,
-    .flags = no_flags,
-    .positional = "EXPR",
+    EXPR_MAGIC,
     .positional_help = "the expression to check (the rest of the line)",
-    .mode = MAGIC_LINE,
-    .where = MAGIC_LOCAL,
     .run = assert_run,
     .examples = assert_examples,
-    .raw = true,
-    .check = check_expr,
 };
 
 static const char *const score_examples[] = {
@@ -141,13 +142,8 @@ const magic_spec magic_score = {
                    "a test cell gives partial credit; clamp it with min() and max() to the\n"
                    "cell's points.\n\n"
                    EXPR_HELP,
-    .flags = no_flags,
-    .positional = "EXPR",
+    EXPR_MAGIC,
     .positional_help = "the expression to score (the rest of the line)",
-    .mode = MAGIC_LINE,
-    .where = MAGIC_LOCAL,
     .run = score_run,
     .examples = score_examples,
-    .raw = true,
-    .check = check_expr,
 };
