@@ -11,6 +11,7 @@
 #include "grade/expr_internal.h"
 #include "lang/parse_internal.h"
 
+/* ---- runs ---- */
 
 /* A field of a run: the run's own, else its document's, else a parameter. */
 static const json_t *run_field(const json_t *doc, const json_t *run, const char *key)
