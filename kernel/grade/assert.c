@@ -16,6 +16,7 @@
 #include "magic/magic.h"
 #include "render/render.h"
 #include "grade/expr.h"
+#include "grade/expr_funcs.h"
 #include "lang/parse_internal.h"
 
 static int check_expr(const char *text, char *msg, size_t len, size_t *at)
@@ -81,9 +82,10 @@ static int score_run(magic_ctx *ctx, const json_t *params, const char *body)
     "matmul[variant=tiled,tile=16].gflops, device.devices[0].sms. A field is\n" \
     "looked up in the run, then in its result, then in the result's params; one\n" \
     "with the same value in every run is that value, otherwise it has one value\n" \
-    "per run, to be reduced with min max sum mean all any, or counted with count.\n" \
+    "per run, which functions reduce to one (count counts them). Functions:\n" \
+    EXPR_FUNCTIONS_HELP \
     "Operators: == != < <= > >= + - * / % and or not, parentheses; literals:\n" \
-    "numbers (2^20 and 64K too), 'text', true, false, null; also abs, len, round.\n" \
+    "numbers (2^20 and 64K too), 'text', true, false, null.\n" \
     "Text takes the escapes " ESCAPES_TEXT ". Whole numbers are\n" \
     "exact (64-bit); a result past the largest double is an OverflowError. One\n" \
     "expression holds at most " STR(EXPR_MAX_TERMS) " terms and " STR(EXPR_MAX_DEPTH) " levels of nesting.\n" \
@@ -93,6 +95,12 @@ static int score_run(magic_ctx *ctx, const json_t *params, const char *body)
 #define STR(x) STR_(x)
 
 static const flag_spec no_flags[] = { {.name = NULL} };
+
+/* What %assert and %score share: a line magic of the kernel itself, without
+ * flags, whose whole line (raw) is EXPR, checked by parsing it. */
+#define EXPR_MAGIC \
+    .flags = no_flags, .positional = "EXPR", .mode = MAGIC_LINE, .where = MAGIC_LOCAL, .raw = true, \
+    .check = check_expr
 
 static const char *const assert_examples[] = {
     "%assert matmul.check.passed",
@@ -112,15 +120,10 @@ const magic_spec magic_assert = {
                    "per run must hold for every run. Checks written this way give the same\n"
                    "answer on every run of a notebook: results are seeded, only timings vary.\n\n"
                    EXPR_HELP,
-    .flags = no_flags,
-    .positional = "EXPR",
+    EXPR_MAGIC,
     .positional_help = "the expression to check (the rest of the line)",
-    .mode = MAGIC_LINE,
-    .where = MAGIC_LOCAL,
     .run = assert_run,
     .examples = assert_examples,
-    .raw = true,
-    .check = check_expr,
 };
 
 static const char *const score_examples[] = {
@@ -139,13 +142,8 @@ const magic_spec magic_score = {
                    "a test cell gives partial credit; clamp it with min() and max() to the\n"
                    "cell's points.\n\n"
                    EXPR_HELP,
-    .flags = no_flags,
-    .positional = "EXPR",
+    EXPR_MAGIC,
     .positional_help = "the expression to score (the rest of the line)",
-    .mode = MAGIC_LINE,
-    .where = MAGIC_LOCAL,
     .run = score_run,
     .examples = score_examples,
-    .raw = true,
-    .check = check_expr,
 };

@@ -15,7 +15,7 @@
  * count reduce them; comparing them needs a selector). Operators: or and not
  * (also || && !), == != < <= > >=, + - * / %, unary -, parentheses; literals:
  * numbers (2^20, 64K as in flags), 'strings' or "strings", true false null.
- * Functions: abs, min, max, sum, mean, all, any, count, len, round. '#' ends
+ * Functions: the rows of expr_funcs.h (abs, min, count...). '#' ends
  * the expression (a comment). Strings know the escapes of the cell language's
  * double quotes (ESCAPES_TEXT in parse_internal.h); any other is an error.
  *

@@ -92,34 +92,51 @@ static json_t *int_item(const flag_spec *f, const char *text, const char *whole,
     return json_integer(v);
 }
 
+/* The pieces of text between the separators seps, each parsed by item (which
+ * gets the piece, the whole text and how many came before it) into an array;
+ * NULL once one fails (msg says why). */
+typedef json_t *piece_parser(const flag_spec *f, const char *piece, const char *whole, size_t index,
+                             char *msg, size_t len);
+
+static json_t *split_value(const flag_spec *f, const char *text, const char *seps, piece_parser *item,
+                           char *msg, size_t len)
+{
+    char *copy = strdup(text);
+    json_t *array = json_array();
+    if (!copy || !array) {
+        free(copy);
+        json_decref(array);
+        return fail(msg, len, "out of memory");
+    }
+    char *piece = copy;
+    for (;;) {
+        char *sep = strpbrk(piece, seps);
+        if (sep)
+            *sep = '\0';
+        json_t *v = item(f, piece, text, json_array_size(array), msg, len);
+        if (!v || json_array_append_new(array, v) != 0) {
+            json_decref(array);
+            array = NULL;
+            break;
+        }
+        if (!sep)
+            break;
+        piece = sep + 1;
+    }
+    free(copy);
+    return array;
+}
+
+static json_t *dims_item(const flag_spec *f, const char *piece, const char *whole, size_t index,
+                         char *msg, size_t len)
+{
+    return *piece && index < 3 ? int_item(f, piece, whole, msg, len) : dims_shape_error(f, whole, msg, len);
+}
+
 /* 76x62 or 16x16x4: 1 to 3 positive integers. */
 static json_t *dims_value(const flag_spec *f, const char *text, char *msg, size_t len)
 {
-    char *copy = strdup(text);
-    json_t *dims = json_array();
-    if (!copy || !dims) {
-        free(copy);
-        json_decref(dims);
-        return fail(msg, len, "out of memory");
-    }
-    char *p = copy;
-    for (;;) {
-        char *x = strpbrk(p, "xX");
-        if (x)
-            *x = '\0';
-        json_t *v = *p && json_array_size(dims) < 3 ? int_item(f, p, text, msg, len)
-                                                     : dims_shape_error(f, text, msg, len);
-        if (!v || json_array_append_new(dims, v) != 0) {
-            json_decref(dims);
-            dims = NULL;
-            break;
-        }
-        if (!x)
-            break;
-        p = x + 1;
-    }
-    free(copy);
-    return dims;
+    return split_value(f, text, "xX", dims_item, msg, len);
 }
 
 static json_t *float_value(const flag_spec *f, const char *text, char *msg, size_t len)
@@ -194,35 +211,17 @@ static json_t *one_value(const flag_spec *f, const char *text, char *msg, size_t
     return v ? v : fail(msg, len, "--%s: the text is not valid UTF-8", f->name);
 }
 
+static json_t *list_item(const flag_spec *f, const char *piece, const char *whole, size_t index,
+                         char *msg, size_t len)
+{
+    return *piece ? one_value(f, piece, msg, len)
+                  : fail(msg, len, "--%s: empty item in the list '%.*s'", f->name, utf8_clip(whole, QUOTE_MAX), whole);
+}
+
 /* A comma list: every item parsed alone; an empty item is a typo. */
 static json_t *list_value(const flag_spec *f, const char *text, char *msg, size_t len)
 {
-    char *copy = strdup(text);
-    json_t *list = json_array();
-    if (!copy || !list) {
-        free(copy);
-        json_decref(list);
-        return fail(msg, len, "out of memory");
-    }
-    char *item = copy;
-    for (;;) {
-        char *comma = strchr(item, ',');
-        if (comma)
-            *comma = '\0';
-        json_t *v = *item ? one_value(f, item, msg, len)
-                          : fail(msg, len, "--%s: empty item in the list '%.*s'", f->name,
-                                 utf8_clip(text, QUOTE_MAX), text);
-        if (!v || json_array_append_new(list, v) != 0) {
-            json_decref(list);
-            list = NULL;
-            break;
-        }
-        if (!comma)
-            break;
-        item = comma + 1;
-    }
-    free(copy);
-    return list;
+    return split_value(f, text, ",", list_item, msg, len);
 }
 
 json_t *flag_value_parse(const flag_spec *f, const char *text, char *msg, size_t len)

@@ -87,6 +87,23 @@ static inline parse_error bad(const char *cell)
     return e;
 }
 
+/* Parses cell with the fakes, insists on failure with exactly the message
+ * want, and returns the error for more checks. */
+static inline parse_error refused_as(const char *cell, const char *want)
+{
+    parse_error e = bad(cell);
+    assert_string_equal(e.error.evalue, want);
+    return e;
+}
+
+/* The same, for a message that holds part. */
+static inline parse_error refused_with(const char *cell, const char *part)
+{
+    parse_error e = bad(cell);
+    assert_contains(e.error.evalue, part);
+    return e;
+}
+
 static inline void assert_json(const json_t *v, const char *want)
 {
     char *got = json_dumps(v, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY);

@@ -546,6 +546,23 @@ static void test_string_escapes(void **state)
     syntax("matmul[variant='a\\x00']", "means NUL", 17);
 }
 
+/* ---- functions: their table (expr_funcs.h) checks calls before they run ---- */
+
+static void test_function_calls_checked(void **state)
+{
+    fails("nosuch(1)", -1, "LookupError", "; functions: abs, all, any, count, len, max, mean, min, round, sum");
+    fails("abs(1, 2)", -1, "TypeError", "abs() takes one argument");
+    fails("max()", -1, "TypeError", "max() takes at least one argument");
+    fails("round(1, 2, 3)", -1, "TypeError", "round() takes a number and optionally a count of digits");
+    fails("abs('a')", -1, "TypeError", "abs() needs a number; 'a' is text");
+    fails("round(1, 'a')", -1, "TypeError", "round() needs a number; 'a' is text");
+    fails("abs(matmul.gflops)", -1, "ValueError",
+          "abs() needs one: pick a run with a selector, as in matmul[tile=8], "
+          "or reduce them with all(), any(), max(), mean() or min()");
+    fails("sum(matmul.variant)", -1, "TypeError", "sum() needs numbers: matmul.variant holds text");
+    holds("max(1, 5, 2) == 5 and min(3, -1) == -1 and len('abc') == 3 and any(matmul.check.passed)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -564,6 +581,7 @@ int main(void)
         cmocka_unit_test(test_no_infinity_or_nan),
         cmocka_unit_test(test_literals_in_range),
         cmocka_unit_test(test_string_escapes),
+        cmocka_unit_test(test_function_calls_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -94,16 +94,13 @@ static void non_magic_lines_are_syntax_errors(void **state)
     assert_int_equal(e.line, 2);
     assert_int_equal(e.column, 1);
     assert_string_equal(e.source, "print(1)");
-    e = bad("  matmul --size 4");
-    assert_string_equal(e.error.evalue, "cudalab cells hold magic commands: start the line with %, "
-                                  "as in %matmul; try %help");
+    e = refused_as("  matmul --size 4", "cudalab cells hold magic commands: start the line with %, "
+                                        "as in %matmul; try %help");
     assert_int_equal(e.column, 3);
     e = bad("\"%matmul\"");
     assert_string_equal(e.error.ename, "SyntaxError");
-    e = bad("%");
-    assert_string_equal(e.error.evalue, "% must be followed by a magic name, as in %help");
-    e = bad("%% --x");
-    assert_string_equal(e.error.evalue, "%% must be followed by a magic name, as in %help");
+    refused_as("%", "% must be followed by a magic name, as in %help");
+    refused_as("%% --x", "%% must be followed by a magic name, as in %help");
 }
 
 static void continuation_joins_lines(void **state)
@@ -207,8 +204,7 @@ static void help_forms(void **state)
         assert_json(c[0].params, cases[i].params);
         commands_free(c, n);
     }
-    parse_error e = bad("%matmul? --size 4");
-    assert_string_equal(e.error.evalue, "%matmul? asks for help and takes no arguments");
+    refused_as("%matmul? --size 4", "%matmul? asks for help and takes no arguments");
 }
 
 static void unknown_magics(void **state)
@@ -224,8 +220,7 @@ static void unknown_magics(void **state)
     assert_string_equal(e.error.evalue, "unknown magic %%ecoh; did you mean %%echo?");
     assert_int_equal(cell_parse("%qqqqqqqq", &c, &e), -1);
     assert_string_equal(e.error.evalue, "unknown magic %qqqqqqqq; %help lists them all");
-    e = bad("%matmull");
-    assert_string_equal(e.error.evalue, "unknown magic %matmull; %help lists them all");
+    refused_as("%matmull", "unknown magic %matmull; %help lists them all");
 }
 
 /* ---- completeness and tokens ---- */

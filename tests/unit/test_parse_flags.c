@@ -52,34 +52,27 @@ static void switches(void **state)
         assert_json(json_object_get(c[0].params, "verbose"), cases[i].verbose);
         commands_free(c, n);
     }
-    parse_error e = bad("%matmul --check=maybe");
-    assert_string_equal(e.error.evalue, "--check expects true or false (or yes/no, on/off, 1/0; got 'maybe')");
-    e = bad("%matmul --no-check=1");
-    assert_contains(e.error.evalue, "--no-check takes no value");
-    e = bad("%matmul --no-size");
-    assert_string_equal(e.error.evalue, "--size is not an on/off flag, so --no-size means nothing");
-    e = bad("%matmul --check false");
-    assert_contains(e.error.evalue, "unexpected argument 'false' for %matmul: on/off flags take --flag=false");
-    e = bad("%matmul --no-check --check");
-    assert_string_equal(e.error.evalue, "--check is given twice");
+    refused_as("%matmul --check=maybe",
+               "--check expects true or false (or yes/no, on/off, 1/0; got 'maybe')");
+    refused_with("%matmul --no-check=1", "--no-check takes no value");
+    refused_as("%matmul --no-size", "--size is not an on/off flag, so --no-size means nothing");
+    refused_with("%matmul --check false",
+                 "unexpected argument 'false' for %matmul: on/off flags take --flag=false");
+    refused_as("%matmul --no-check --check", "--check is given twice");
 }
 
 static void duplicates_and_missing_values(void **state)
 {
-    parse_error e = bad("%matmul -n 8 --size 16");
-    assert_string_equal(e.error.evalue, "--size is given twice");
+    parse_error e = refused_as("%matmul -n 8 --size 16", "--size is given twice");
     assert_int_equal(e.column, 14);
-    e = bad("%matmul --tile 8 --tile 16");
-    assert_string_equal(e.error.evalue, "--tile is given twice; for several values give one comma list (a,b,c)");
-    e = bad("%matmul --size");
-    assert_string_equal(e.error.evalue, "--size needs a value, e.g. --size 1024");
-    e = bad("%matmul --title --size 4");
-    assert_string_equal(e.error.evalue, "--title needs a value");
-    e = bad("%matmul --size=");
-    assert_string_equal(e.error.evalue, "--size needs a value after '='");
+    refused_as("%matmul --tile 8 --tile 16",
+               "--tile is given twice; for several values give one comma list (a,b,c)");
+    refused_as("%matmul --size", "--size needs a value, e.g. --size 1024");
+    refused_as("%matmul --title --size 4", "--title needs a value");
+    refused_as("%matmul --size=", "--size needs a value after '='");
     int n;
-    e = bad("%matmul --title= --size -5K");   /* a negative number is a value, not a flag */
-    assert_string_equal(e.error.evalue, "--size must be between 1 and 1073741824 (got -5K = -5120)");
+    /* a negative number is a value, not a flag */
+    refused_as("%matmul --title= --size -5K", "--size must be between 1 and 1073741824 (got -5K = -5120)");
     command *c = ok("%matmul --title=", &n);
     assert_json(json_object_get(c[0].params, "title"), "\"\"");
     commands_free(c, n);
@@ -95,21 +88,14 @@ static void unknown_flags_suggest(void **state)
     assert_string_equal(e.error.evalue, "unknown flag --tiel for %matmul; did you mean --tile?");
     assert_int_equal(e.line, 1);
     assert_int_equal(e.column, 9);
-    e = bad("%matmul --varient=naive");
-    assert_string_equal(e.error.evalue, "unknown flag --varient for %matmul; did you mean --variant?");
-    e = bad("%matmul --no-chek");
-    assert_string_equal(e.error.evalue, "unknown flag --no-chek for %matmul; did you mean --no-check?");
-    e = bad("%matmul --zzzzzzzz 1");
-    assert_string_equal(e.error.evalue, "unknown flag --zzzzzzzz for %matmul; its flags are --size, --tile, "
-                                  "--variant, --check, --verbose, --tol, --block, --title, --bin-width");
-    e = bad("%matmul -q");
-    assert_contains(e.error.evalue, "unknown flag -q for %matmul; its flags are --size");
-    e = bad("%matmul -size 4");
-    assert_string_equal(e.error.evalue, "write --size with two dashes (got -size)");
-    e = bad("%matmul -n1024");
-    assert_string_equal(e.error.evalue, "write -n VALUE with a space (got -n1024)");
-    e = bad("%%script --x\nbody");
-    assert_string_equal(e.error.evalue, "%script takes no flags (got --x)");
+    refused_as("%matmul --varient=naive", "unknown flag --varient for %matmul; did you mean --variant?");
+    refused_as("%matmul --no-chek", "unknown flag --no-chek for %matmul; did you mean --no-check?");
+    refused_as("%matmul --zzzzzzzz 1", "unknown flag --zzzzzzzz for %matmul; its flags are --size, --tile, "
+                                       "--variant, --check, --verbose, --tol, --block, --title, --bin-width");
+    refused_with("%matmul -q", "unknown flag -q for %matmul; its flags are --size");
+    refused_as("%matmul -size 4", "write --size with two dashes (got -size)");
+    refused_as("%matmul -n1024", "write -n VALUE with a space (got -n1024)");
+    refused_as("%%script --x\nbody", "%script takes no flags (got --x)");
 }
 
 static void positional_text(void **state)
@@ -132,8 +118,7 @@ static void positional_text(void **state)
 
 static void required_flags(void **state)
 {
-    parse_error e = bad("%need");
-    assert_string_equal(e.error.evalue, "missing required flag --m for %need; usage: %need --m N");
+    parse_error e = refused_as("%need", "missing required flag --m for %need; usage: %need --m N");
     assert_int_equal(e.line, 1);
     assert_int_equal(e.column, 0);
     assert_string_equal(e.source, "%need");
@@ -145,11 +130,9 @@ static void required_flags(void **state)
 
 static void line_and_cell_modes(void **state)
 {
-    parse_error e = bad("%%matmul\nbody");
-    assert_string_equal(e.error.evalue, "%%matmul is not a cell magic; write %matmul as a line of its own");
-    e = bad("%script");
-    assert_string_equal(e.error.evalue, "%script is a cell magic: write %%script as the cell's first line "
-                                  "and its input below it");
+    refused_as("%%matmul\nbody", "%%matmul is not a cell magic; write %matmul as a line of its own");
+    refused_as("%script", "%script is a cell magic: write %%script as the cell's first line "
+                          "and its input below it");
 }
 
 static void first_error_stops(void **state)
