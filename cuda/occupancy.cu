@@ -15,11 +15,12 @@
 
 #include "common.h"
 #include "cudalab/histo.h"
+#include "cudalab/matmul.h"
 #include "cudalab/occupancy.h"
 #include "reduce_device.h"
 
 extern "C" const void *cl_grid_map_kernel_ptr(void);
-extern "C" const void *cl_mm_kernel_ptr(const char *name);
+extern "C" const void *cl_mm_kernel_ptr(int variant, int tile);
 extern "C" const void *cl_histo_kernel_ptr(int variant, int block, size_t *dyn);
 
 typedef rop<float, float, CL_REDUCE_SUM> occ_sum;
@@ -45,11 +46,11 @@ static const void *kernel_of(int k, int threads, size_t *dyn)
     case CL_OCC_GRID_MAP:
         return cl_grid_map_kernel_ptr();
     case CL_OCC_MATMUL_NAIVE:
-        return cl_mm_kernel_ptr("naive");
+        return cl_mm_kernel_ptr(CL_MATMUL_V_NAIVE, 0);
     case CL_OCC_MATMUL_TILED16:
-        return cl_mm_kernel_ptr("tiled16");
+        return cl_mm_kernel_ptr(CL_MATMUL_V_TILED, 16);
     case CL_OCC_MATMUL_TILED32:
-        return cl_mm_kernel_ptr("tiled32");
+        return cl_mm_kernel_ptr(CL_MATMUL_V_TILED, 32);
     case CL_OCC_HISTO_PRIVATIZED:
         return cl_histo_kernel_ptr(CL_HISTO_V_privatized, threads, dyn);
     case CL_OCC_HISTO_WARP:
