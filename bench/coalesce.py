@@ -33,15 +33,14 @@ def main() -> int:
     d = common.gpu_device("coalesce", "%coalesce --size 1024 --stride 1 --reps 1 --warmup 0")
     if d is None:
         return 0
-    print(f"%coalesce on {d['name']} ({d.get('arch')}): measured copy bandwidth "
-          f"{fmt(d.get('measured_bandwidth_gbs'), 0)} GB/s (read + write)")
+    common.print_bandwidth("coalesce", d)
     s = common.run_cell("coalesce", "%coalesce --size 2^26 --stride 1,2,4,8,16,32 --reps 20 --warmup 3", strict=False)
     table("stride sweep, N = 2^26 floats (256 MiB each way)", s["runs"])
     m = common.run_cell("coalesce", "%coalesce --layout row,col --rows 8192 --cols 8192 --reps 20 --warmup 3",
                         strict=False)
     table("8192 x 8192 matrix: row-wise vs column-wise", m["runs"])
     runs = s["runs"]
-    failed = any(r["check"].get("passed") is False for r in runs + m["runs"])
+    failed = common.any_check_failed(runs + m["runs"])
     pct1 = runs[0].get("pct_of_bandwidth") or 0
     worst_ratio = max(r["gbs"] / runs[0]["gbs"] for r in runs if r["stride"] >= 8)
     met = worst_ratio <= 0.25

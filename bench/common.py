@@ -67,3 +67,23 @@ def print_table(title: str, rows: list[tuple[str, ...]], left: tuple[int, ...]) 
                         for j, (c, w) in enumerate(zip(row, widths))))
         if i == 0:
             print("  ".join("-" * w for w in widths))
+
+
+def print_bandwidth(magic: str, device: dict, peak: bool = False) -> None:
+    """The benchmark's first line: the GPU and its measured copy bandwidth (and its peak)."""
+    line = (f"%{magic} on {device['name']} ({device.get('arch')}): measured copy bandwidth "
+            f"{fmt(device.get('measured_bandwidth_gbs'), 0)} GB/s (read + write)")
+    if peak:
+        line += f", peak {fmt(device.get('peak_bandwidth_gbs'), 0)} GB/s"
+    print(line)
+
+
+def any_check_failed(runs: list[dict]) -> bool:
+    """Whether a run's check failed (a skipped check is not a failure)."""
+    return any(r["check"].get("passed") is False for r in runs)
+
+
+def target_verdict(best: float, goal_pct: float, of: str) -> str:
+    """'reaches B% of OF (goal >= G%): MET' (or NOT MET), the end of a target line."""
+    met = "MET" if best >= goal_pct else "NOT MET"
+    return f"reaches {best:.1f}% of {of} (goal >= {goal_pct:.0f}%): {met}"

@@ -57,14 +57,12 @@ def main() -> int:
     d = common.gpu_device("histo", "%histo --size 4096 --variant fast --reps 1 --warmup 0")
     if d is None:
         return 0
-    print(f"%histo on {d['name']} ({d.get('arch')}): measured copy bandwidth "
-          f"{fmt(d.get('measured_bandwidth_gbs'), 0)} GB/s (read + write), "
-          f"peak {fmt(d.get('peak_bandwidth_gbs'), 0)} GB/s")
+    common.print_bandwidth("histo", d, peak=True)
 
     doc = run_cell(f"%histo --size {args.size} --variant all --dist {','.join(DISTS)} "
                    f"--bins {args.bins} --block {args.block} --reps {args.reps} --warmup 3")
     size = doc["runs"][0]["size"]
-    failed = any(r["check"].get("passed") is False for r in doc["runs"])
+    failed = common.any_check_failed(doc["runs"])
     verdict = None
     for dist in DISTS:
         runs = [r for r in doc["runs"] if r["dist"] == dist]
@@ -75,9 +73,8 @@ def main() -> int:
     if verdict is None:
         print("target (uniform bytes): not measured")
     else:
-        met = "MET" if verdict >= TARGET_PCT else "NOT MET"
-        print(f"target (uniform {args.bins}): fastest non-library variant at N = {size:,} reaches "
-              f"{verdict:.1f}% of CUB's GB/s (goal >= {TARGET_PCT:.0f}%): {met}")
+        print(f"target (uniform {args.bins}): fastest non-library variant at N = {size:,} "
+              + common.target_verdict(verdict, TARGET_PCT, "CUB's GB/s"))
     return 1 if failed else 0
 
 

@@ -69,7 +69,7 @@ def main() -> int:
         runs = doc["runs"]
         if size == 1024:
             runs = run_cell("%matmul --size 1024 --variant cpu --reps 2 --warmup 0")["runs"] + runs
-        failed |= any(r["check"].get("passed") is False for r in runs)
+        failed |= common.any_check_failed(runs)
         best = table(size, runs)
         if size == TARGET_SIZE:
             target = best
@@ -77,9 +77,8 @@ def main() -> int:
     if target is None:
         print(f"target: not measured (needs size {TARGET_SIZE})")
     else:
-        met = "MET" if target >= TARGET_PCT else "NOT MET"
-        print(f"target: fastest non-library variant at {TARGET_SIZE} reaches {target:.1f}% of cuBLAS FP32 "
-              f"(goal >= {TARGET_PCT:.0f}%): {met}")
+        print(f"target: fastest non-library variant at {TARGET_SIZE} "
+              + common.target_verdict(target, TARGET_PCT, "cuBLAS FP32"))
     return 1 if failed else 0
 
 

@@ -54,14 +54,12 @@ def main() -> int:
     d = common.gpu_device("reduce", "%reduce --size 1024 --variant fast --reps 1 --warmup 0")
     if d is None:
         return 0
-    print(f"%reduce on {d['name']} ({d.get('arch')}): measured copy bandwidth "
-          f"{fmt(d.get('measured_bandwidth_gbs'), 0)} GB/s (read + write), "
-          f"peak {fmt(d.get('peak_bandwidth_gbs'), 0)} GB/s")
+    common.print_bandwidth("reduce", d, peak=True)
 
     doc = run_cell(f"%reduce --size {args.size} --variant all --dtype float,int --op sum,max "
                    f"--block {args.block} --reps {args.reps} --warmup 3")
     size = doc["runs"][0]["size"]
-    failed = any(r["check"].get("passed") is False for r in doc["runs"])
+    failed = common.any_check_failed(doc["runs"])
     verdicts = []
     for dtype in ("float", "int"):
         for op in ("sum", "max"):
@@ -74,9 +72,8 @@ def main() -> int:
         if best is None:
             print(f"target ({name}): not measured")
             continue
-        met = "MET" if best >= TARGET_PCT else "NOT MET"
-        print(f"target ({name}): fastest non-library variant at N = {size} reaches {best:.1f}% of CUB's GB/s "
-              f"(goal >= {TARGET_PCT:.0f}%): {met}")
+        print(f"target ({name}): fastest non-library variant at N = {size} "
+              + common.target_verdict(best, TARGET_PCT, "CUB's GB/s"))
     return 1 if failed else 0
 
 

@@ -49,12 +49,11 @@ def main() -> int:
     d = common.gpu_device("stencil", "%stencil --size 1024 --reps 1 --warmup 0")
     if d is None:
         return 0
-    print(f"%stencil on {d['name']} ({d.get('arch')}): measured copy bandwidth "
-          f"{fmt(d.get('measured_bandwidth_gbs'), 0)} GB/s (read + write)")
+    common.print_bandwidth("stencil", d)
     one = run_cell(f"%stencil --size 2^26 --radius 1,3,8,16,64 --block 256 --reps {args.reps} --warmup 3")
     two = run_cell(f"%stencil --dim 2 --size 4096x4096 --filter box,gauss3,gauss5,laplace4,laplace8 "
                    f"--block 16,32 --reps {args.reps} --warmup 3")
-    failed = any(r["check"].get("passed") is False for r in one["runs"] + two["runs"])
+    failed = common.any_check_failed(one["runs"] + two["runs"])
     s1 = table("1D, N = 2^26 (256 MiB in, 256 MiB out), box weights", one["runs"], "radius")
     s2 = table("2D, 4096x4096 (64 MiB in, 64 MiB out)", two["runs"], "filter")
     best = max(r.get("pct_of_bandwidth") or 0 for r in one["runs"] + two["runs"])

@@ -110,7 +110,7 @@ static void magic_strides(void **state)
         assert_true(json_is_true(json_object_get(json_object_get(r, "check"), "passed")));
         assert_string_equal(json_string_value(json_object_get(r, "variant")), "stride");
     }
-    sink_free(&s);
+    sink_free(&s, &ctx);
     if (run_cell("%coalesce --layout row,col --rows 300 --cols 77 --reps 1 --warmup 0", cl_cpu_backend(), &s, &ctx))
         fail_msg("%s: %s", ctx.error.ename, ctx.error.evalue);
     runs = json_object_get(s.doc, "runs");
@@ -118,7 +118,7 @@ static void magic_strides(void **state)
     assert_int_equal(json_integer_value(json_object_get(json_array_get(runs, 0), "stride")), 1);
     assert_int_equal(json_integer_value(json_object_get(json_array_get(runs, 1), "stride")), 77);
     assert_int_equal(json_integer_value(json_object_get(json_array_get(runs, 1), "size")), 300 * 77);
-    sink_free(&s);
+    sink_free(&s, &ctx);
 }
 
 static void magic_errors(void **state)
@@ -128,24 +128,24 @@ static void magic_errors(void **state)
     magic_ctx ctx;
     assert_int_equal(run_cell("%coalesce --block 100", cl_cpu_backend(), &s, &ctx), -1);
     assert_contains(ctx.error.evalue, "multiple of the warp size");
-    sink_free(&s);
+    sink_free(&s, &ctx);
     assert_int_equal(run_cell("%coalesce --size 16 --stride 32", cl_cpu_backend(), &s, &ctx), -1);
     assert_contains(ctx.error.evalue, "larger than --size 16");
-    sink_free(&s);
+    sink_free(&s, &ctx);
     assert_int_equal(run_cell("%coalesce --stride 2 --layout row", cl_cpu_backend(), &s, &ctx), -1);
     assert_contains(ctx.error.evalue, "two experiments");
-    sink_free(&s);
+    sink_free(&s, &ctx);
     assert_int_equal(run_cell("%coalesce --size 2^50", cl_cpu_backend(), &s, &ctx), -1);
     assert_string_equal(ctx.error.ename, "MemoryError");
     assert_contains(ctx.error.evalue, "largest size that fits");
-    sink_free(&s);
+    sink_free(&s, &ctx);
     assert_int_equal(run_cell("%coalesce --layout diagonal", cl_cpu_backend(), &s, &ctx), 2);
-    sink_free(&s);
+    sink_free(&s, &ctx);
     cl_backend none = *cl_cpu_backend();
     none.coalesce = NULL;
     assert_int_equal(run_cell("%coalesce", &none, &s, &ctx), -1);
     assert_contains(ctx.error.evalue, "built without %coalesce");
-    sink_free(&s);
+    sink_free(&s, &ctx);
 }
 
 int main(void)

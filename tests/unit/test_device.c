@@ -18,6 +18,8 @@
 #include "magic/magic.h"
 #include "exec/backend_load.h"
 
+#include "magic_sink.h"
+
 extern const magic_spec magic_device;
 
 /* ---- a fake backend: device 0 is an H100 SXM, device 1 knows little ---- */
@@ -102,41 +104,11 @@ static const cl_backend fake_backend = {
     .device_count = fake_count, .device_props = fake_props, .versions = fake_versions,
 };
 
-/* ---- a magic_out that keeps what run() produced ---- */
-
-typedef struct capture {
-    json_t *doc, *view;
-    int results;
-    int stderr_writes;
-} capture;
-
-static void cap_stream(void *impl, const char *name, const char *text)
-{
-    if (strcmp(name, "stderr") == 0)
-        ((capture *)impl)->stderr_writes++;
-}
-
-static void cap_result(void *impl, json_t *doc, json_t *view, const char *display_id, enum result_mode mode)
-{
-    capture *c = impl;
-    json_decref(c->doc);
-    json_decref(c->view);
-    c->doc = doc;
-    c->view = view;
-    c->results++;
-}
-
-static const magic_out cap_out = {cap_stream, cap_result};
-
 /* Runs %device with the given params (a JSON text) and returns run()'s status. */
 static int run_device(const cl_backend *be, const char *note, const char *params_json,
-                      capture *c, magic_ctx *ctx)
+                      sink *c, magic_ctx *ctx)
 {
-    memset(c, 0, sizeof *c);
-    memset(ctx, 0, sizeof *ctx);
-    ctx->out = &cap_out;
-    ctx->impl = c;
-    ctx->backend = be;
+    sink_start(c, ctx, be);
     ctx->backend_note = note;
     json_t *params = json_loads(params_json, 0, NULL);
     assert_non_null(params);
@@ -144,13 +116,6 @@ static int run_device(const cl_backend *be, const char *note, const char *params
     json_decref(params);
     assert_int_equal(c->stderr_writes, 0);
     return rc;
-}
-
-static void capture_free(capture *c, magic_ctx *ctx)
-{
-    json_decref(c->doc);
-    json_decref(c->view);
-    json_decref(ctx->traceback);
 }
 
 static long long int_field(const json_t *o, const char *key)
@@ -255,7 +220,7 @@ static void test_spec(void **state)
 
 static void test_h100_document(void **state)
 {
-    capture c;
+    sink c;
     magic_ctx ctx;
     assert_int_equal(run_device(&fake_backend, "CUDA device 0: NVIDIA H100 80GB HBM3",
                                 "{\"index\": null, \"brief\": false}", &c, &ctx), 0);
@@ -303,12 +268,12 @@ static void test_h100_document(void **state)
     assert_true(json_is_real(json_object_get(d, "peak_fp32_gflops")));
     assert_near(json_real_value(json_object_get(d, "peak_fp32_gflops")), 66908.16);
     assert_near(json_real_value(json_object_get(d, "peak_bandwidth_gbs")), 3352.32);
-    capture_free(&c, &ctx);
+    sink_free(&c, &ctx);
 }
 
 static void test_unknowns_are_null(void **state)
 {
-    capture c;
+    sink c;
     magic_ctx ctx;
     assert_int_equal(run_device(&fake_backend, NULL, "{\"index\": 1, \"brief\": false}", &c, &ctx), 0);
     assert_null_field(c.doc, "backend_note");
@@ -330,12 +295,12 @@ static void test_unknowns_are_null(void **state)
     /* On a GPU, zero copy engines and ECC off are facts, not unknowns. */
     assert_int_equal(int_field(d, "async_engines"), 0);
     assert_true(json_is_false(json_object_get(d, "ecc")));
-    capture_free(&c, &ctx);
+    sink_free(&c, &ctx);
 }
 
 static void test_h100_view(void **state)
 {
-    capture c;
+    sink c;
     magic_ctx ctx;
     assert_int_equal(run_device(&fake_backend, "CUDA device 0: NVIDIA H100 80GB HBM3",
                                 "{\"index\": null, \"brief\": false}", &c, &ctx), 0);
@@ -358,12 +323,12 @@ static void test_h100_view(void **state)
     assert_null(table_value(t1, "peak FP32"));
     assert_null(table_value(t1, "memory clock"));
     assert_string_equal(table_value(t1, "global memory"), "1 GiB");
-    capture_free(&c, &ctx);
+    sink_free(&c, &ctx);
 }
 
 static void test_brief_view(void **state)
 {
-    capture c;
+    sink c;
     magic_ctx ctx;
     assert_int_equal(run_device(&fake_backend, NULL, "{\"index\": null, \"brief\": true}", &c, &ctx), 0);
     assert_int_equal(view_count(c.view, "table"), 1);
@@ -377,23 +342,23 @@ static void test_brief_view(void **state)
     /* The document does not depend on how it is shown. */
     assert_int_equal(json_array_size(json_object_get(c.doc, "devices")), 2);
     assert_non_null(json_object_get(json_array_get(json_object_get(c.doc, "devices"), 0), "l2_bytes"));
-    capture_free(&c, &ctx);
+    sink_free(&c, &ctx);
 }
 
 static void test_index_beyond_count(void **state)
 {
-    capture c;
+    sink c;
     magic_ctx ctx;
     assert_int_equal(run_device(&fake_backend, NULL, "{\"index\": 3, \"brief\": false}", &c, &ctx), -1);
     assert_int_equal(c.results, 0);
     assert_string_equal(ctx.error.ename, "UsageError");
     assert_string_equal(ctx.error.evalue, "--index 3: only 2 devices (0..1)");
-    capture_free(&c, &ctx);
+    sink_free(&c, &ctx);
 }
 
 static void test_props_failure(void **state)
 {
-    capture c;
+    sink c;
     magic_ctx ctx;
     fake_fail_dev = 1;
     int rc = run_device(&fake_backend, NULL, "{\"index\": null, \"brief\": false}", &c, &ctx);
@@ -402,16 +367,16 @@ static void test_props_failure(void **state)
     assert_int_equal(c.results, 0);
     assert_string_equal(ctx.error.ename, "CudaError");
     assert_non_null(strstr(ctx.error.evalue, "an illegal memory access was encountered"));
-    capture_free(&c, &ctx);
+    sink_free(&c, &ctx);
 }
 
 static void test_no_backend(void **state)
 {
-    capture c;
+    sink c;
     magic_ctx ctx;
     assert_int_equal(run_device(NULL, NULL, "{\"index\": null, \"brief\": false}", &c, &ctx), -1);
     assert_string_equal(ctx.error.ename, "RuntimeError");
-    capture_free(&c, &ctx);
+    sink_free(&c, &ctx);
 }
 
 /* ---- the real CPU backend ---- */
@@ -420,7 +385,7 @@ static void test_no_backend(void **state)
 
 static void test_cpu_backend(void **state)
 {
-    capture c;
+    sink c;
     magic_ctx ctx;
     assert_int_equal(run_device(cl_cpu_backend(), DRIVER_NOTE, "{\"index\": null, \"brief\": false}",
                                 &c, &ctx), 0);
@@ -454,17 +419,17 @@ static void test_cpu_backend(void **state)
     const json_t *t = view_block(c.view, "table", 0);
     assert_non_null(table_value(t, "logical CPUs"));
     assert_null(table_value(t, "SMs"));
-    capture_free(&c, &ctx);
+    sink_free(&c, &ctx);
 }
 
 static void test_cpu_index_error(void **state)
 {
-    capture c;
+    sink c;
     magic_ctx ctx;
     assert_int_equal(run_device(cl_cpu_backend(), NULL, "{\"index\": 1, \"brief\": false}", &c, &ctx), -1);
     assert_string_equal(ctx.error.ename, "UsageError");
     assert_string_equal(ctx.error.evalue, "--index 1: only 1 device (0..0)");
-    capture_free(&c, &ctx);
+    sink_free(&c, &ctx);
 }
 
 static void test_cpu_props_bad_index(void **state)

@@ -14,6 +14,8 @@
 #include "magic/magic.h"
 #include "lang/parse_internal.h"
 
+#include "magic_sink.h"
+
 extern const magic_spec magic_echo;
 extern const magic_spec magic_help;
 
@@ -21,53 +23,6 @@ extern const magic_spec magic_help;
         if (!strstr((hay), (needle)))                                             \
             fail_msg("'%s'\n  does not contain '%s'", (hay), (needle));           \
     } while (0)
-
-/* What a run sent to its sink. */
-typedef struct sink {
-    char out[1024], err[1024];
-    json_t *doc, *view;
-    int results;
-} sink;
-
-static void sink_stream(void *impl, const char *name, const char *text)
-{
-    sink *s = impl;
-    char *to = strcmp(name, "stdout") == 0 ? s->out : s->err;
-    strncat(to, text, sizeof s->out - strlen(to) - 1);
-}
-
-static void sink_result(void *impl, json_t *doc, json_t *view, const char *display_id, enum result_mode mode)
-{
-    sink *s = impl;
-    json_decref(s->doc);
-    json_decref(s->view);
-    s->doc = doc;
-    s->view = view;
-    s->results++;
-}
-
-static const magic_out sink_out = { sink_stream, sink_result };
-
-/* Parses cell (one command) with the real registry and runs it locally. */
-static int run_cell(const char *cell, sink *s, magic_ctx *ctx)
-{
-    command *c;
-    parse_error e;
-    memset(s, 0, sizeof *s);
-    *ctx = (magic_ctx){ .out = &sink_out, .impl = s };
-    int n = cell_parse(cell, &c, &e);
-    if (n != 1)
-        fail_msg("%s: parsed into %d commands (%s)", cell, n, e.error.evalue);
-    int rc = c[0].magic->run(ctx, c[0].params, c[0].body);
-    commands_free(c, n);
-    return rc;
-}
-
-static void sink_free(sink *s)
-{
-    json_decref(s->doc);
-    json_decref(s->view);
-}
 
 /* ---- registry ---- */
 
@@ -143,19 +98,19 @@ static void echo_line_and_cell(void **state)
 {
     sink s;
     magic_ctx ctx;
-    assert_int_equal(run_cell("%echo hello   world", &s, &ctx), 0);
+    assert_int_equal(run_one("%echo hello   world", NULL, &s, &ctx), 0);
     assert_string_equal(s.out, "hello world\n");
     assert_string_equal(s.err, "");
-    assert_int_equal(run_cell("%echo --stderr 'oops  !'", &s, &ctx), 0);
+    assert_int_equal(run_one("%echo --stderr 'oops  !'", NULL, &s, &ctx), 0);
     assert_string_equal(s.out, "");
     assert_string_equal(s.err, "oops  !\n");
-    assert_int_equal(run_cell("%echo", &s, &ctx), 0);
+    assert_int_equal(run_one("%echo", NULL, &s, &ctx), 0);
     assert_string_equal(s.out, "\n");
-    assert_int_equal(run_cell("%%echo\nline one\n  line two", &s, &ctx), 0);
+    assert_int_equal(run_one("%%echo\nline one\n  line two", NULL, &s, &ctx), 0);
     assert_string_equal(s.out, "line one\n  line two\n");
-    assert_int_equal(run_cell("%%echo title\nbody\n", &s, &ctx), 0);
+    assert_int_equal(run_one("%%echo title\nbody\n", NULL, &s, &ctx), 0);
     assert_string_equal(s.out, "title\nbody\n");
-    assert_int_equal(run_cell("%%echo", &s, &ctx), 0);
+    assert_int_equal(run_one("%%echo", NULL, &s, &ctx), 0);
     assert_string_equal(s.out, "");
     assert_int_equal(s.results, 0);
 }
@@ -166,7 +121,7 @@ static void help_list(void **state)
 {
     sink s;
     magic_ctx ctx;
-    assert_int_equal(run_cell("%help", &s, &ctx), 0);
+    assert_int_equal(run_one("%help", NULL, &s, &ctx), 0);
     assert_int_equal(s.results, 1);
     assert_string_equal(json_string_value(json_object_get(s.doc, "magic")), "help");
     assert_true(json_is_null(json_object_get(s.doc, "topic")));
@@ -181,7 +136,7 @@ static void help_list(void **state)
     json_t *block = json_array_get(json_object_get(s.view, "blocks"), 0);
     assert_string_equal(json_string_value(json_object_get(block, "type")), "text");
     assert_contains(json_string_value(json_object_get(block, "text")), "%echo");
-    sink_free(&s);
+    sink_free(&s, &ctx);
 }
 
 static void help_one_magic(void **state)
@@ -190,7 +145,7 @@ static void help_one_magic(void **state)
     for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++) {
         sink s;
         magic_ctx ctx;
-        assert_int_equal(run_cell(cells[i], &s, &ctx), 0);
+        assert_int_equal(run_one(cells[i], NULL, &s, &ctx), 0);
         assert_string_equal(json_string_value(json_object_get(s.doc, "topic")), "echo");
         assert_string_equal(json_string_value(json_object_get(s.doc, "usage")), "%echo [--stderr] TEXT");
         json_t *flag = json_array_get(json_object_get(s.doc, "flags"), 0);
@@ -203,7 +158,7 @@ static void help_one_magic(void **state)
         assert_string_equal(json_string_value(json_object_get(s.view, "title")), "%echo");
         json_t *blocks = json_object_get(s.view, "blocks");
         assert_string_equal(json_string_value(json_object_get(json_array_get(blocks, 1), "type")), "table");
-        sink_free(&s);
+        sink_free(&s, &ctx);
     }
 }
 
@@ -211,10 +166,10 @@ static void help_unknown_name(void **state)
 {
     sink s;
     magic_ctx ctx;
-    assert_int_equal(run_cell("%help ecoh", &s, &ctx), -1);
+    assert_int_equal(run_one("%help ecoh", NULL, &s, &ctx), -1);
     assert_string_equal(ctx.error.ename, "UsageError");
     assert_string_equal(ctx.error.evalue, "unknown magic %ecoh; did you mean %echo?");
-    assert_int_equal(run_cell("%qqqqqqqq?", &s, &ctx), -1);
+    assert_int_equal(run_one("%qqqqqqqq?", NULL, &s, &ctx), -1);
     assert_string_equal(ctx.error.evalue, "unknown magic %qqqqqqqq; %help lists them all");
     assert_int_equal(s.results, 0);
 }

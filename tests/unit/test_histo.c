@@ -19,6 +19,8 @@
 #include "magic/magic.h"
 #include "magics/histo_internal.h"
 
+#include "magic_sink.h"
+
 extern const cl_histo_ops cl_cpu_histo_ops;
 
 /* ---- generator and bins ---- */
@@ -232,70 +234,6 @@ static void analogue_launch_and_reps(void **state)
 
 /* ---- %histo itself ---- */
 
-typedef struct capture {
-    json_t *doc, *view;
-    int results, stderr_writes;
-} capture;
-
-static void cap_stream(void *impl, const char *name, const char *text)
-{
-    if (strcmp(name, "stderr") == 0)
-        ((capture *)impl)->stderr_writes++;
-}
-
-static void cap_result(void *impl, json_t *doc, json_t *view, const char *display_id,
-                       enum result_mode mode)
-{
-    capture *c = impl;
-    c->results++;
-    if (!doc) {                     /* progress and charts */
-        json_decref(view);
-        return;
-    }
-    json_decref(c->doc);
-    json_decref(c->view);
-    c->doc = doc;
-    c->view = view;
-}
-
-static const magic_out cap_out = {cap_stream, cap_result};
-
-/* Parses cell as a user would type it and runs its one command on be. */
-static int run_cell(const char *cell, const cl_backend *be, capture *c, magic_ctx *ctx)
-{
-    memset(c, 0, sizeof *c);
-    memset(ctx, 0, sizeof *ctx);
-    ctx->out = &cap_out;
-    ctx->impl = c;
-    ctx->backend = be;
-    command *cmds = NULL;
-    parse_error perr;
-    int n = cell_parse(cell, &cmds, &perr);
-    if (n != 1)
-        fail_msg("%s does not parse: %s", cell, perr.error.evalue);
-    int rc = cmds[0].magic->run(ctx, cmds[0].params, cmds[0].body);
-    commands_free(cmds, n);
-    assert_int_equal(c->stderr_writes, 0);
-    return rc;
-}
-
-static void capture_free(capture *c, magic_ctx *ctx)
-{
-    json_decref(c->doc);
-    json_decref(c->view);
-    json_decref(ctx->traceback);
-    c->doc = c->view = NULL;
-    ctx->traceback = NULL;
-}
-
-static const json_t *run_at(const capture *c, size_t i)
-{
-    const json_t *r = json_array_get(json_object_get(c->doc, "runs"), i);
-    if (!r)
-        fail_msg("no run %zu", i);
-    return r;
-}
-
 static const char *run_str(const json_t *run, const char *key)
 {
     const char *s = json_string_value(json_object_get(run, key));
@@ -324,21 +262,21 @@ static const json_t *view_table(const json_t *view, size_t nth)
 
 static void expect_error(const char *cell, const cl_backend *be, const char *ename, const char *needle)
 {
-    capture c;
+    sink c;
     magic_ctx ctx;
-    if (run_cell(cell, be, &c, &ctx) == 0)
+    if (run_quiet(cell, be, &c, &ctx) == 0)
         fail_msg("%s should fail", cell);
     if (strcmp(ctx.error.ename, ename) != 0 || !strstr(ctx.error.evalue, needle))
         fail_msg("%s: got %s: %s; want %s with '%s'", cell, ctx.error.ename, ctx.error.evalue, ename, needle);
     assert_null(c.doc);
-    capture_free(&c, &ctx);
+    sink_free(&c, &ctx);
 }
 
 static void magic_textbook(void **state)
 {
-    capture c;
+    sink c;
     magic_ctx ctx;
-    assert_int_equal(run_cell("%histo --text \"programming massively parallel processors\" "
+    assert_int_equal(run_quiet("%histo --text \"programming massively parallel processors\" "
                               "--bin-width 4 --variant cpu,fast --reps 2 --warmup 0",
                               cl_cpu_backend(), &c, &ctx), 0);
     static const char *const labels[] = {"a-d", "e-h", "i-l", "m-p", "q-t", "u-x", "y-z"};
@@ -367,14 +305,14 @@ static void magic_textbook(void **state)
     assert_int_equal(json_integer_value(json_array_get(json_array_get(rows, 3), 1)), 10);
     assert_non_null(strstr(json_string_value(json_array_get(json_array_get(rows, 3), 3)), "█"));
     assert_non_null(view_table(c.view, 1));
-    capture_free(&c, &ctx);
+    sink_free(&c, &ctx);
 }
 
 static void magic_every_variant_sweep(void **state)
 {
-    capture c;
+    sink c;
     magic_ctx ctx;
-    assert_int_equal(run_cell("%histo --variant all --size 1000,4097 --dist uniform,text,skewed "
+    assert_int_equal(run_quiet("%histo --variant all --size 1000,4097 --dist uniform,text,skewed "
                               "--reps 1 --warmup 0", cl_cpu_backend(), &c, &ctx), 0);
     size_t n = json_array_size(json_object_get(c.doc, "runs"));
     assert_int_equal(n, 2 * 3 * CL_HISTO_NVARIANTS);
@@ -395,15 +333,15 @@ static void magic_every_variant_sweep(void **state)
     }
     assert_string_equal(run_str(run_at(&c, 0), "variant"), "cpu");
     assert_string_equal(run_str(run_at(&c, CL_HISTO_NVARIANTS - 1), "variant"), "cub");
-    capture_free(&c, &ctx);
+    sink_free(&c, &ctx);
 }
 
 /* Sizes and inputs vary slowest whatever order the flags are typed in. */
 static void magic_sweep_order(void **state)
 {
-    capture c;
+    sink c;
     magic_ctx ctx;
-    assert_int_equal(run_cell("%histo --variant fast,cpu --size 100,200 --reps 1 --warmup 0",
+    assert_int_equal(run_quiet("%histo --variant fast,cpu --size 100,200 --reps 1 --warmup 0",
                               cl_cpu_backend(), &c, &ctx), 0);
     static const char *const want_v[] = {"fast", "cpu", "fast", "cpu"};
     static const long long want_n[] = {100, 100, 200, 200};
@@ -411,33 +349,33 @@ static void magic_sweep_order(void **state)
         assert_string_equal(run_str(run_at(&c, i), "variant"), want_v[i]);
         assert_int_equal(run_int(run_at(&c, i), "size"), want_n[i]);
     }
-    capture_free(&c, &ctx);
+    sink_free(&c, &ctx);
 }
 
 static void magic_byte_bins_view(void **state)
 {
-    capture c;
+    sink c;
     magic_ctx ctx;
-    assert_int_equal(run_cell("%histo --variant privatized --size 100000 --reps 1", cl_cpu_backend(),
+    assert_int_equal(run_quiet("%histo --variant privatized --size 100000 --reps 1", cl_cpu_backend(),
                               &c, &ctx), 0);
     const json_t *t = view_table(c.view, 0);
     assert_non_null(strstr(json_string_value(json_object_get(t, "title")), "the 16 largest of 256"));
     assert_int_equal(json_array_size(json_object_get(t, "rows")), 16);
-    capture_free(&c, &ctx);
+    sink_free(&c, &ctx);
     /* text bytes: 27 values, all shown, space among them */
-    assert_int_equal(run_cell("%histo --variant warp --size 100000 --dist text --reps 1",
+    assert_int_equal(run_quiet("%histo --variant warp --size 100000 --dist text --reps 1",
                               cl_cpu_backend(), &c, &ctx), 0);
     t = view_table(c.view, 0);
     assert_int_equal(json_array_size(json_object_get(t, "rows")), 27);
     assert_int_equal(json_integer_value(json_array_get(json_object_get(run_at(&c, 0), "bins"), 'A')), 0);
-    capture_free(&c, &ctx);
+    sink_free(&c, &ctx);
 }
 
 static void magic_cell_body_and_no_check(void **state)
 {
-    capture c;
+    sink c;
     magic_ctx ctx;
-    assert_int_equal(run_cell("%%histo --bin-width 1 --variant interleaved --no-check --reps 1\n"
+    assert_int_equal(run_quiet("%%histo --bin-width 1 --variant interleaved --no-check --reps 1\n"
                               "Hello, World", cl_cpu_backend(), &c, &ctx), 0);
     const json_t *run = run_at(&c, 0), *bins = json_object_get(run, "bins");
     assert_int_equal(json_object_size(bins), 26);
@@ -446,14 +384,14 @@ static void magic_cell_body_and_no_check(void **state)
     assert_int_equal(json_integer_value(json_object_get(bins, "h")), 1);
     assert_int_equal(json_integer_value(json_object_get(bins, "z")), 0);
     assert_true(json_is_null(json_object_get(json_object_get(run, "check"), "passed")));
-    capture_free(&c, &ctx);
+    sink_free(&c, &ctx);
     /* the body's bytes as bins: 12 bytes, ',' and ' ' among them */
-    assert_int_equal(run_cell("%%histo --bins bytes --variant fast --reps 1\nHello, World",
+    assert_int_equal(run_quiet("%%histo --bins bytes --variant fast --reps 1\nHello, World",
                               cl_cpu_backend(), &c, &ctx), 0);
     bins = json_object_get(run_at(&c, 0), "bins");
     assert_int_equal(json_integer_value(json_array_get(bins, ',')), 1);
     assert_int_equal(json_integer_value(json_array_get(bins, 'l')), 3);
-    capture_free(&c, &ctx);
+    sink_free(&c, &ctx);
 }
 
 static void magic_usage_errors(void **state)
@@ -569,9 +507,9 @@ static void magic_missing_family(void **state)
 static void magic_failed_check(void **state)
 {
     cl_backend b = fake_backend(&broken_ops);
-    capture c;
+    sink c;
     magic_ctx ctx;
-    assert_int_equal(run_cell("%histo --variant fast,cub --size 5000 --reps 1", &b, &c, &ctx), -1);
+    assert_int_equal(run_quiet("%histo --variant fast,cub --size 5000 --reps 1", &b, &c, &ctx), -1);
     assert_string_equal(ctx.error.ename, "CheckError");
     assert_non_null(c.doc);                 /* the table is still shown */
     const json_t *check = json_object_get(run_at(&c, 0), "check");
@@ -582,11 +520,11 @@ static void magic_failed_check(void **state)
     assert_int_equal(json_integer_value(json_object_get(first, "got")),
                      json_integer_value(json_object_get(first, "expected")) + 1);
     assert_true(json_is_null(json_object_get(run_at(&c, 0), "pct_of_bandwidth")));
-    capture_free(&c, &ctx);
+    sink_free(&c, &ctx);
     /* the cpu variant runs on the CPU backend whatever the backend: it passes */
-    assert_int_equal(run_cell("%histo --variant cpu --size 5000 --reps 1", &b, &c, &ctx), 0);
+    assert_int_equal(run_quiet("%histo --variant cpu --size 5000 --reps 1", &b, &c, &ctx), 0);
     assert_string_equal(run_str(run_at(&c, 0), "backend"), "cpu");
-    capture_free(&c, &ctx);
+    sink_free(&c, &ctx);
 }
 
 static void magic_backend_error(void **state)

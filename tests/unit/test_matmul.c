@@ -19,6 +19,8 @@
 #include "magic/magic.h"
 #include "cudalab/matmul.h"
 
+#include "magic_sink.h"
+
 /* ---- helpers ---- */
 
 static float *product_of(int m, int n, int k, uint64_t seed)
@@ -232,69 +234,12 @@ static void generator_and_threads(void **state)
 
 extern const magic_spec magic_matmul;
 
-typedef struct sink {
-    json_t *doc;
-    int results, stderr_writes;
-} sink;
-
-static void sink_stream(void *impl, const char *name, const char *text)
-{
-    (void)text;
-    if (strcmp(name, "stderr") == 0)
-        ((sink *)impl)->stderr_writes++;
-}
-
-static void sink_result(void *impl, json_t *doc, json_t *view, const char *id, enum result_mode mode)
-{
-    sink *s = impl;
-    (void)id;
-    if (doc && (mode == RESULT_PLAIN || mode == RESULT_FINAL)) {
-        json_decref(s->doc);
-        s->doc = json_incref(doc);
-        s->results++;
-    }
-    json_decref(doc);
-    json_decref(view);
-}
-
-static const magic_out sink_out = { sink_stream, sink_result };
-
-/* Parses and runs one %matmul cell against a backend; returns run()'s status. */
-static int run_cell(const char *cell, const cl_backend *be, sink *s, magic_ctx *ctx)
-{
-    memset(s, 0, sizeof *s);
-    memset(ctx, 0, sizeof *ctx);
-    ctx->out = &sink_out;
-    ctx->impl = s;
-    ctx->backend = be;
-    command *c = NULL;
-    parse_error e;
-    int n = cell_parse(cell, &c, &e);
-    if (n != 1)
-        fail_msg("%s: %s", cell, e.error.evalue);
-    int rc = c[0].magic->run(ctx, c[0].params, c[0].body);
-    commands_free(c, n);
-    assert_int_equal(s->stderr_writes, 0);
-    return rc;
-}
-
-static void done(sink *s, magic_ctx *ctx)
-{
-    json_decref(s->doc);
-    json_decref(ctx->traceback);
-}
-
-static const json_t *run_at(const sink *s, size_t i)
-{
-    return json_array_get(json_object_get(s->doc, "runs"), i);
-}
-
 static void magic_all_variants_cpu(void **state)
 {
     (void)state;
     sink s;
     magic_ctx ctx;
-    assert_int_equal(run_cell("%matmul --m 33 --n 17 --k 9 --variant all --tile 4,8 --reps 2 --warmup 0",
+    assert_int_equal(run_quiet("%matmul --m 33 --n 17 --k 9 --variant all --tile 4,8 --reps 2 --warmup 0",
                               cl_cpu_backend(), &s, &ctx), 0);
     const json_t *runs = json_object_get(s.doc, "runs");
     /* cpu, naive, tiled×2, fast, fast64, cublas, cublas-tf32: untiled variants once */
@@ -317,13 +262,13 @@ static void magic_all_variants_cpu(void **state)
     assert_string_equal(json_string_value(json_object_get(run_at(&s, 1), "precision")), "fp32");
     double cgma = json_real_value(json_object_get(json_object_get(run_at(&s, 1), "model"), "cgma"));
     assert_true(fabs(cgma - 1.0) < 1e-12);
-    done(&s, &ctx);
+    sink_free(&s, &ctx);
 
-    assert_int_equal(run_cell("%matmul --size 20 --variant naive --no-check --reps 1",
+    assert_int_equal(run_quiet("%matmul --size 20 --variant naive --no-check --reps 1",
                               cl_cpu_backend(), &s, &ctx), 0);
     const json_t *chk = json_object_get(run_at(&s, 0), "check");
     assert_true(json_is_null(json_object_get(chk, "passed")));
-    done(&s, &ctx);
+    sink_free(&s, &ctx);
 }
 
 static void magic_refusals(void **state)
@@ -339,12 +284,12 @@ static void magic_refusals(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         sink s;
         magic_ctx ctx;
-        assert_int_equal(run_cell(cases[i].cell, cl_cpu_backend(), &s, &ctx), -1);
+        assert_int_equal(run_quiet(cases[i].cell, cl_cpu_backend(), &s, &ctx), -1);
         assert_string_equal(ctx.error.ename, cases[i].ename);
         if (cases[i].text && !strstr(ctx.error.evalue, cases[i].text))
             fail_msg("%s: %s", cases[i].cell, ctx.error.evalue);
-        assert_int_equal(s.results, 0);         /* refused before any point ran */
-        done(&s, &ctx);
+        assert_int_equal(s.docs, 0);            /* refused before any point ran */
+        sink_free(&s, &ctx);
     }
 }
 
@@ -419,7 +364,7 @@ static void magic_fake_gpu(void **state)
     sink s;
     magic_ctx ctx;
     fake_mode = 0;
-    assert_int_equal(run_cell("%matmul --size 16 --variant all --reps 1 --warmup 0", &fake_backend, &s, &ctx), 0);
+    assert_int_equal(run_quiet("%matmul --size 16 --variant all --reps 1 --warmup 0", &fake_backend, &s, &ctx), 0);
     /* all = the host loop + the backend's table */
     assert_int_equal(json_array_size(json_object_get(s.doc, "runs")), 3);
     assert_string_equal(json_string_value(json_object_get(run_at(&s, 0), "backend")), "cpu");
@@ -431,44 +376,44 @@ static void magic_fake_gpu(void **state)
     double g = json_number_value(json_object_get(run_at(&s, 1), "gflops"));
     double pct = json_number_value(json_object_get(run_at(&s, 1), "pct_of_peak"));
     assert_true(fabs(pct - 100.0 * g / 512.0) < 1e-6 * (pct + 1));
-    done(&s, &ctx);
+    sink_free(&s, &ctx);
 
     /* the host loop is left out of `all` where it would exceed the host limit */
-    assert_int_equal(run_cell("%matmul --size 3300 --variant all --reps 1 --warmup 0 --no-check",
+    assert_int_equal(run_quiet("%matmul --size 3300 --variant all --reps 1 --warmup 0 --no-check",
                               &fake_backend, &s, &ctx), 0);
     assert_int_equal(json_array_size(json_object_get(s.doc, "runs")), 2);
     assert_string_equal(json_string_value(json_object_get(run_at(&s, 0), "variant")), "fast");
-    done(&s, &ctx);
+    sink_free(&s, &ctx);
 
-    assert_int_equal(run_cell("%matmul --size 10000 --variant fast", &fake_backend, &s, &ctx), -1);
+    assert_int_equal(run_quiet("%matmul --size 10000 --variant fast", &fake_backend, &s, &ctx), -1);
     assert_string_equal(ctx.error.ename, "MemoryError");
     assert_non_null(strstr(ctx.error.evalue, "device memory"));
-    done(&s, &ctx);
+    sink_free(&s, &ctx);
 
-    assert_int_equal(run_cell("%matmul --size 8 --variant naive", &fake_backend, &s, &ctx), -1);
+    assert_int_equal(run_quiet("%matmul --size 8 --variant naive", &fake_backend, &s, &ctx), -1);
     assert_string_equal(ctx.error.ename, "UsageError");
     assert_non_null(strstr(ctx.error.evalue, "not available on the cuda backend"));
-    done(&s, &ctx);
+    sink_free(&s, &ctx);
 
     fake_mode = 1;
-    assert_int_equal(run_cell("%matmul --size 8 --variant fast", &fake_backend, &s, &ctx), -1);
+    assert_int_equal(run_quiet("%matmul --size 8 --variant fast", &fake_backend, &s, &ctx), -1);
     assert_string_equal(ctx.error.ename, "CudaError");
     assert_non_null(strstr(ctx.error.evalue, "illegal memory access"));
-    done(&s, &ctx);
+    sink_free(&s, &ctx);
 
     fake_mode = 2;
-    assert_int_equal(run_cell("%matmul --size 8 --variant fast --reps 1", &fake_backend, &s, &ctx), -1);
+    assert_int_equal(run_quiet("%matmul --size 8 --variant fast --reps 1", &fake_backend, &s, &ctx), -1);
     assert_string_equal(ctx.error.ename, "CheckError");
-    assert_int_equal(s.results, 1);             /* the table is shown, then the cell fails */
-    done(&s, &ctx);
+    assert_int_equal(s.docs, 1);                /* the table is shown, then the cell fails */
+    sink_free(&s, &ctx);
 
-    assert_int_equal(run_cell("%matmul --size 8", &fake_without_matmul, &s, &ctx), -1);
+    assert_int_equal(run_quiet("%matmul --size 8", &fake_without_matmul, &s, &ctx), -1);
     assert_string_equal(ctx.error.ename, "RuntimeError");
-    done(&s, &ctx);
+    sink_free(&s, &ctx);
 
-    assert_int_equal(run_cell("%matmul --size 8", NULL, &s, &ctx), -1);
+    assert_int_equal(run_quiet("%matmul --size 8", NULL, &s, &ctx), -1);
     assert_string_equal(ctx.error.ename, "RuntimeError");
-    done(&s, &ctx);
+    sink_free(&s, &ctx);
     fake_mode = 0;
 }
 

@@ -20,6 +20,8 @@
 #include "cudalab/reduce.h"
 #include "magics/reduce_internal.h"
 
+#include "magic_sink.h"
+
 extern const magic_spec magic_reduce;
 
 #define assert_contains(hay, needle) do {                                         \
@@ -210,51 +212,6 @@ static void check_tolerance(void **state)
 
 /* ---- the magic, end to end ---- */
 
-typedef struct sink {
-    json_t *doc;                    /* the last result that had a document */
-    int results;
-} sink;
-
-static void sink_stream(void *impl, const char *name, const char *text)
-{
-    (void)impl, (void)name, (void)text;
-}
-
-static void sink_result(void *impl, json_t *doc, json_t *view, const char *display_id,
-                        enum result_mode mode)
-{
-    sink *s = impl;
-    if (doc) {
-        json_decref(s->doc);
-        s->doc = doc;
-    }
-    json_decref(view);
-    s->results++;
-}
-
-static const magic_out sink_out = {sink_stream, sink_result};
-
-/* Parses one %reduce command and runs it on backend be. Returns run()'s rc;
- * a parse failure returns 2 with ctx->error.ename/evalue set from the parser. */
-static int run_cell(const char *cell, const cl_backend *be, sink *s, magic_ctx *ctx)
-{
-    memset(s, 0, sizeof *s);
-    *ctx = (magic_ctx){.out = &sink_out, .impl = s, .backend = be};
-    command *c;
-    parse_error e;
-    int n = cell_parse(cell, &c, &e);
-    if (n != 1) {
-        snprintf(ctx->error.ename, sizeof ctx->error.ename, "%s", e.error.ename);
-        snprintf(ctx->error.evalue, sizeof ctx->error.evalue, "%s", e.error.evalue);
-        if (n > 0)
-            commands_free(c, n);
-        return 2;
-    }
-    int rc = c[0].magic->run(ctx, c[0].params, c[0].body);
-    commands_free(c, n);
-    return rc;
-}
-
 static json_t *runs_of(const sink *s)
 {
     return json_object_get(s->doc, "runs");
@@ -282,7 +239,7 @@ static void magic_every_variant(void **state)
         assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "time_ms"), "reps")), 2);
     }
     assert_string_equal(json_string_value(json_object_get(s.doc, "magic")), "reduce");
-    json_decref(s.doc);
+    sink_free(&s, &ctx);
 }
 
 static void magic_block_sweep(void **state)
@@ -306,7 +263,7 @@ static void magic_block_sweep(void **state)
             assert_true(json_is_null(json_object_get(r, "block")));
     }
     assert_int_equal(convergent, 2);
-    json_decref(s.doc);
+    sink_free(&s, &ctx);
 }
 
 static void magic_no_check(void **state)
@@ -317,7 +274,7 @@ static void magic_no_check(void **state)
     json_t *c = json_object_get(json_array_get(runs_of(&s), 0), "check");
     assert_true(json_is_null(json_object_get(c, "passed")));
     assert_contains(json_string_value(json_object_get(c, "method")), "skipped");
-    json_decref(s.doc);
+    sink_free(&s, &ctx);
 }
 
 static void magic_usage_errors(void **state)
@@ -434,20 +391,20 @@ static void magic_fake_gpu(void **state)
     assert_true(fabs(json_number_value(json_object_get(fast, "pct_of_bandwidth")) - 0.2796202667) < 1e-6);
     json_t *cpu = json_array_get(runs_of(&s), 1);
     assert_string_equal(json_string_value(json_object_get(cpu, "backend")), "cpu");
-    json_decref(s.doc);
+    sink_free(&s, &ctx);
 
     fake_mode = 1;
     assert_int_equal(run_cell("%reduce --size 1000 --reps 1 -v fast --dtype float,int", &fake_gpu, &s, &ctx), -1);
     assert_string_equal(ctx.error.ename, "CheckError");
     assert_contains(ctx.error.evalue, "2 of 2 runs");
     assert_non_null(s.doc);                         /* the table is still shown */
-    json_decref(s.doc);
+    sink_free(&s, &ctx);
 
     fake_mode = 2;
     assert_int_equal(run_cell("%reduce --size 1000 --reps 1 -v fast", &fake_gpu, &s, &ctx), -1);
     assert_string_equal(ctx.error.ename, "CudaError");
     assert_contains(ctx.error.evalue, "cudaMalloc: out of memory");
-    json_decref(s.doc);
+    sink_free(&s, &ctx);
 
     assert_int_equal(run_cell("%reduce --size 2^30 -v fast", &fake_gpu, &s, &ctx), -1);
     assert_string_equal(ctx.error.ename, "MemoryError");

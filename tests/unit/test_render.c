@@ -17,16 +17,9 @@
 
 #include "render/render.h"
 
-/* ---- helpers ---- */
+#include "render_helpers.h"
 
-static json_t *parse(const char *s)
-{
-    json_error_t err;
-    json_t *v = json_loads(s, JSON_DECODE_ANY, &err);
-    if (!v)
-        fail_msg("bad JSON in test: %s (line %d)", err.text, err.line);
-    return v;
-}
+/* ---- helpers ---- */
 
 static void expect_text(const json_t *view, const char *want)
 {
@@ -34,14 +27,6 @@ static void expect_text(const json_t *view, const char *want)
     assert_non_null(got);
     assert_string_equal(got, want);
     free(got);
-}
-
-static size_t count(const char *hay, const char *needle)
-{
-    size_t n = 0;
-    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
-        n++;
-    return n;
 }
 
 /* A table of n rows [i, "r<i>"] under columns ["i", "name"]. */

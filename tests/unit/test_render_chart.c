@@ -17,26 +17,11 @@
 
 #include "render/render.h"
 
+#include "render_helpers.h"
+
 #define VEGALITE "application/vnd.vegalite.v5+json"
 
 /* ---- helpers ---- */
-
-static json_t *parse(const char *s)
-{
-    json_error_t err;
-    json_t *v = json_loads(s, JSON_DECODE_ANY, &err);
-    if (!v)
-        fail_msg("bad JSON in test: %s (line %d)", err.text, err.line);
-    return v;
-}
-
-static size_t count(const char *hay, const char *needle)
-{
-    size_t n = 0;
-    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
-        n++;
-    return n;
-}
 
 static void expect_dump(const json_t *v, const char *want)
 {

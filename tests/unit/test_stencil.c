@@ -149,7 +149,7 @@ static void magic_sweeps(void **state)
         bool tiled = strcmp(json_string_value(json_object_get(r, "variant")), "tiled") == 0;
         assert_true(fabs(reads - (tiled ? (256.0 + 2 * R) / 256.0 : 2 * R + 1)) < 1e-12);
     }
-    sink_free(&s);
+    sink_free(&s, &ctx);
     if (run_cell("%stencil --dim 2 --size 40x30 --filter gauss5 --block 8 --reps 1 --warmup 0",
                  cl_cpu_backend(), &s, &ctx))
         fail_msg("%s: %s", ctx.error.ename, ctx.error.evalue);
@@ -159,7 +159,7 @@ static void magic_sweeps(void **state)
         assert_true(fabs(reads - (tiled ? 144.0 / 64.0 : 25.0)) < 1e-12);
         assert_string_equal(json_string_value(json_object_get(r, "size")), "40x30");
     }
-    sink_free(&s);
+    sink_free(&s, &ctx);
 }
 
 static void magic_errors(void **state)
@@ -192,7 +192,7 @@ static void magic_errors(void **state)
             fail_msg("%s: succeeded", cases[i].cell);
         assert_string_equal(ctx.error.ename, cases[i].ename);
         assert_contains(ctx.error.evalue, cases[i].text);
-        sink_free(&s);
+        sink_free(&s, &ctx);
     }
     /* a backend without the family */
     cl_backend none = *cl_cpu_backend();

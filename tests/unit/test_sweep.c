@@ -14,17 +14,17 @@
 #include "magic/sweep.h"
 #include "magic/sweep_internal.h"
 
-/* ---- a sink that records what the sweep shows ---- */
+#include "magic_sink.h"
 
-typedef struct sink {
-    int modes[64];
-    int nresults;
-    json_t *final_doc;
-    json_t *final_view;
-    int charts;
+/* ---- a sink that also records how large the sweep's progress grew ---- */
+
+/* The shared sink (modes, charts, the final document), and the largest
+ * progress update it was shown. */
+typedef struct sweep_sink {
+    sink base;                  /* first: the shared callbacks see a sink */
     size_t progress_rows;       /* the most runs any progress update showed */
     size_t progress_bytes;      /* the largest progress view, as compact JSON */
-} sink;
+} sweep_sink;
 
 /* The rows of a view's last table. */
 static size_t table_rows(const json_t *view)
@@ -36,35 +36,20 @@ static size_t table_rows(const json_t *view)
     return json_array_size(rows);
 }
 
-static void sink_stream(void *impl, const char *name, const char *text) {}
-
-static void sink_result(void *impl, json_t *doc, json_t *view, const char *display_id,
-                        enum result_mode mode)
+static void sweep_sink_result(void *impl, json_t *doc, json_t *view, const char *display_id,
+                              enum result_mode mode)
 {
-    sink *s = impl;
-    if (s->nresults < 64)
-        s->modes[s->nresults] = mode;
-    s->nresults++;
-    if (doc) {
-        json_decref(s->final_doc);
-        json_decref(s->final_view);
-        s->final_doc = doc;
-        s->final_view = view;
-        return;
-    }
-    if (mode == RESULT_PLAIN)
-        s->charts++;
-    if (mode == RESULT_SHOW || mode == RESULT_UPDATE) {
+    sweep_sink *s = impl;
+    if (!doc && (mode == RESULT_SHOW || mode == RESULT_UPDATE)) {
         char *text = json_dumps(view, JSON_COMPACT);
         size_t rows = table_rows(view), bytes = text ? strlen(text) : 0;
         s->progress_rows = rows > s->progress_rows ? rows : s->progress_rows;
         s->progress_bytes = bytes > s->progress_bytes ? bytes : s->progress_bytes;
         free(text);
     }
-    json_decref(view);
+    sink_result(&s->base, doc, view, display_id, mode);
 }
-
-static const magic_out sink_out = { sink_stream, sink_result };
+static const magic_out sweep_out = { sink_stream, sweep_sink_result };
 
 /* ---- a clock the points move: each point takes point_ms ---- */
 
@@ -101,13 +86,13 @@ static const sweep_spec spec = { .magic = "fake", .title = "Fake", .metric = "gf
                                  .columns = cols, .run_point = point };
 
 /* Runs a sweep of the given spec; each point takes ms_per_point on the fake clock. */
-static int run_timed(const sweep_spec *sp, const char *params_json, double ms_per_point, sink *s, int *calls,
+static int run_timed(const sweep_spec *sp, const char *params_json, double ms_per_point, sweep_sink *s, int *calls,
                      magic_ctx *ctx)
 {
     json_t *params = json_loads(params_json, 0, NULL);
     assert_non_null(params);
     memset(s, 0, sizeof *s);
-    *ctx = (magic_ctx){ .out = &sink_out, .impl = s, .backend = cl_cpu_backend(), .backend_note = "test" };
+    *ctx = (magic_ctx){ .out = &sweep_out, .impl = s, .backend = cl_cpu_backend(), .backend_note = "test" };
     *calls = 0;
     sweep_clock_ms = fake_clock;
     fake_now_ms = 0;
@@ -117,7 +102,7 @@ static int run_timed(const sweep_spec *sp, const char *params_json, double ms_pe
     return rc;
 }
 
-static int run(const char *params_json, sink *s, int *calls, magic_ctx *ctx)
+static int run(const char *params_json, sweep_sink *s, int *calls, magic_ctx *ctx)
 {
     return run_timed(&spec, params_json, 0, s, calls, ctx);
 }
@@ -133,22 +118,16 @@ static char *int_list(int n)
     return buf;
 }
 
-static void free_sink(sink *s)
-{
-    json_decref(s->final_doc);
-    json_decref(s->final_view);
-}
-
 static void test_single_point(void **state)
 {
-    sink s;
+    sweep_sink s;
     int calls;
     magic_ctx ctx;
     assert_int_equal(run("{\"variant\":\"a\",\"size\":4,\"tile\":2,\"sort\":false}", &s, &calls, &ctx), 0);
     assert_int_equal(calls, 1);
-    assert_int_equal(s.nresults, 1);              /* no progress, no chart */
-    assert_int_equal(s.modes[0], RESULT_PLAIN);
-    const json_t *d = s.final_doc;
+    assert_int_equal(s.base.results, 1);              /* no progress, no chart */
+    assert_int_equal(s.base.modes[0], RESULT_PLAIN);
+    const json_t *d = s.base.doc;
     assert_string_equal(json_string_value(json_object_get(d, "magic")), "fake");
     assert_string_equal(json_string_value(json_object_get(d, "backend")), "cpu");
     assert_int_equal(json_array_size(json_object_get(d, "runs")), 1);
@@ -160,23 +139,23 @@ static void test_single_point(void **state)
     assert_true(json_real_value(json_object_get(tm, "stdev")) == 1.0);
     assert_int_equal(json_integer_value(json_object_get(tm, "reps")), 3);
     assert_string_equal(json_string_value(json_object_get(json_object_get(d, "device"), "backend")), "cpu");
-    free_sink(&s);
+    sink_free(&s.base, &ctx);
 }
 
 static void test_cartesian_and_progress(void **state)
 {
-    sink s;
+    sweep_sink s;
     int calls;
     magic_ctx ctx;
     assert_int_equal(run("{\"variant\":[\"a\",\"b\"],\"size\":[4,8,16],\"tile\":2,\"sort\":false}",
                          &s, &calls, &ctx), 0);
     assert_int_equal(calls, 6);
     /* instant points: SHOW at once, no update within SWEEP_PROGRESS_MS, FINAL, then the chart */
-    assert_int_equal(s.nresults, 3);
-    assert_int_equal(s.modes[0], RESULT_SHOW);
-    assert_int_equal(s.modes[1], RESULT_FINAL);
-    assert_int_equal(s.charts, 1);
-    const json_t *runs = json_object_get(s.final_doc, "runs");
+    assert_int_equal(s.base.results, 3);
+    assert_int_equal(s.base.modes[0], RESULT_SHOW);
+    assert_int_equal(s.base.modes[1], RESULT_FINAL);
+    assert_int_equal(s.base.charts, 1);
+    const json_t *runs = json_object_get(s.base.doc, "runs");
     /* the last flag changes fastest */
     const char *expect_v[] = { "a", "a", "a", "b", "b", "b" };
     const int expect_n[] = { 4, 8, 16, 4, 8, 16 };
@@ -184,33 +163,33 @@ static void test_cartesian_and_progress(void **state)
         assert_string_equal(json_string_value(json_object_get(json_array_get(runs, i), "variant")), expect_v[i]);
         assert_int_equal(json_integer_value(json_object_get(json_array_get(runs, i), "size")), expect_n[i]);
     }
-    const json_t *varying = json_object_get(json_object_get(s.final_doc, "sweep"), "varying");
+    const json_t *varying = json_object_get(json_object_get(s.base.doc, "sweep"), "varying");
     assert_string_equal(json_string_value(json_array_get(varying, 0)), "variant");
     assert_string_equal(json_string_value(json_array_get(varying, 1)), "size");
-    free_sink(&s);
+    sink_free(&s.base, &ctx);
 }
 
 static void test_progress_throttled_in_time(void **state)
 {
-    sink s;
+    sweep_sink s;
     int calls;
     magic_ctx ctx;
     /* 10 points of 100 ms: shown before the first, then before points 3, 6 and 9 */
     assert_int_equal(run_timed(&spec, "{\"variant\":\"a\",\"size\":[1,2,3,4,5,6,7,8,9,10],\"tile\":2,"
                                "\"sort\":false}", 100, &s, &calls, &ctx), 0);
     assert_int_equal(calls, 10);
-    assert_int_equal(s.nresults, 6);
-    assert_int_equal(s.modes[0], RESULT_SHOW);
+    assert_int_equal(s.base.results, 6);
+    assert_int_equal(s.base.modes[0], RESULT_SHOW);
     for (int i = 1; i < 4; i++)
-        assert_int_equal(s.modes[i], RESULT_UPDATE);
-    assert_int_equal(s.modes[4], RESULT_FINAL);
-    assert_int_equal(s.charts, 1);
-    free_sink(&s);
+        assert_int_equal(s.base.modes[i], RESULT_UPDATE);
+    assert_int_equal(s.base.modes[4], RESULT_FINAL);
+    assert_int_equal(s.base.charts, 1);
+    sink_free(&s.base, &ctx);
 }
 
 static void test_progress_stays_small(void **state)
 {
-    sink s;
+    sweep_sink s;
     int calls;
     magic_ctx ctx;
     char *sizes = int_list(1000), params[9000];
@@ -219,23 +198,23 @@ static void test_progress_stays_small(void **state)
     /* every point slower than the throttle: an update before each, each with the last few runs only */
     assert_int_equal(run_timed(&spec, params, SWEEP_PROGRESS_MS, &s, &calls, &ctx), 0);
     assert_int_equal(calls, 1000);
-    assert_int_equal(s.nresults, 1000 + 2);
+    assert_int_equal(s.base.results, 1000 + 2);
     assert_int_equal(s.progress_rows, SWEEP_PROGRESS_ROWS);
     assert_true(s.progress_bytes < 2000);
     /* the final result has every run, in the document and in its table */
-    assert_int_equal(json_array_size(json_object_get(s.final_doc, "runs")), 1000);
-    assert_int_equal(table_rows(s.final_view), 1000);
-    free_sink(&s);
+    assert_int_equal(json_array_size(json_object_get(s.base.doc, "runs")), 1000);
+    assert_int_equal(table_rows(s.base.view), 1000);
+    sink_free(&s.base, &ctx);
 }
 
 static void test_sorted_table(void **state)
 {
-    sink s;
+    sweep_sink s;
     int calls;
     magic_ctx ctx;
     assert_int_equal(run("{\"variant\":\"a\",\"size\":[4,16,8],\"tile\":2,\"sort\":true}", &s, &calls, &ctx), 0);
     /* rows by GFLOP/s descending: 32, 16, 8 (column 3 of the runs table) */
-    const json_t *blocks = json_object_get(s.final_view, "blocks");
+    const json_t *blocks = json_object_get(s.base.view, "blocks");
     const json_t *rows = NULL;
     for (size_t i = 0; i < json_array_size(blocks); i++)
         if (json_object_get(json_array_get(blocks, i), "rows"))
@@ -245,35 +224,35 @@ static void test_sorted_table(void **state)
     for (int i = 0; i < 3; i++)
         assert_true(json_number_value(json_array_get(json_array_get(rows, (size_t)i), 3)) == expect[i]);
     /* the document keeps run order */
-    const json_t *runs = json_object_get(s.final_doc, "runs");
+    const json_t *runs = json_object_get(s.base.doc, "runs");
     assert_int_equal(json_integer_value(json_object_get(json_array_get(runs, 0), "size")), 4);
-    free_sink(&s);
+    sink_free(&s.base, &ctx);
 }
 
 static void test_failed_check_is_an_error(void **state)
 {
-    sink s;
+    sweep_sink s;
     int calls;
     magic_ctx ctx;
     assert_int_equal(run("{\"variant\":\"a\",\"size\":[4,13],\"tile\":1,\"sort\":false}", &s, &calls, &ctx), -1);
     assert_string_equal(ctx.error.ename, "CheckError");
     assert_non_null(strstr(ctx.error.evalue, "1 of 2 runs"));
-    assert_non_null(s.final_doc);               /* the table is still shown */
-    char *text = render_text(s.final_view);
+    assert_non_null(s.base.doc);               /* the table is still shown */
+    char *text = render_text(s.base.view);
     assert_non_null(strstr(text, "FAILED"));
     free(text);
-    free_sink(&s);
+    sink_free(&s.base, &ctx);
 }
 
 static void test_point_error_stops(void **state)
 {
-    sink s;
+    sweep_sink s;
     int calls;
     magic_ctx ctx;
     assert_int_equal(run("{\"variant\":\"a\",\"size\":[4,-1,8],\"tile\":1,\"sort\":false}", &s, &calls, &ctx), -1);
     assert_string_equal(ctx.error.ename, "UsageError");
     assert_int_equal(calls, 1);
-    free_sink(&s);
+    sink_free(&s.base, &ctx);
 }
 
 static void test_too_many_points(void **state)
@@ -283,10 +262,10 @@ static void test_too_many_points(void **state)
         json_array_append_new(json_object_get(params, "size"), json_integer(i));
         json_array_append_new(json_object_get(params, "tile"), json_integer(i));
     }
-    sink s;
+    sweep_sink s;
     memset(&s, 0, sizeof s);
     int calls = 0;
-    magic_ctx ctx = { .out = &sink_out, .impl = &s, .backend = cl_cpu_backend() };
+    magic_ctx ctx = { .out = &sweep_out, .impl = &s, .backend = cl_cpu_backend() };
     assert_int_equal(sweep_run(&ctx, &spec, params, &calls), -1);
     assert_string_equal(ctx.error.ename, "UsageError");
     assert_non_null(strstr(ctx.error.evalue, "this sweep has 40000 points (200 × 200: --size, --tile)"));
@@ -308,7 +287,7 @@ static void test_too_many_points(void **state)
     assert_int_equal(calls, 0);
     json_decref(huge);
     json_decref(params);
-    free_sink(&s);
+    sink_free(&s.base, &ctx);
 }
 
 /* ---- host work: a family whose run costs `size` units at 1000 units/s, its
@@ -330,19 +309,19 @@ static const sweep_spec work_spec = { .magic = "fake", .title = "Fake", .metric 
                                       .metric_label = "GFLOP/s", .columns = cols, .run_point = point,
                                       .host_work = fake_work, .size_flag = "size" };
 
-static int run_work(const char *params_json, sink *s, int *calls, magic_ctx *ctx)
+static int run_work(const char *params_json, sweep_sink *s, int *calls, magic_ctx *ctx)
 {
     setenv(HOST_WORK_LIMIT_ENV, "1", 1);
     int rc = run_timed(&work_spec, params_json, 0, s, calls, ctx);
     unsetenv(HOST_WORK_LIMIT_ENV);
 
-    free_sink(s);
+    sink_free(&s->base, ctx);
     return rc;
 }
 
 static void test_host_work_limit(void **state)
 {
-    sink s;
+    sweep_sink s;
     int calls;
     magic_ctx ctx;
     /* 0.4 s of runs, 0.01 s of inputs and 0.4 s of check: under the limit of 1 s */
@@ -371,7 +350,7 @@ static void test_host_work_limit(void **state)
 
 static void test_host_work_sums_a_sweep(void **state)
 {
-    sink s;
+    sweep_sink s;
     int calls;
     magic_ctx ctx;
     /* two points of one size share the check: 0.3 + 0.01 + 0.3, then 0.3 + 0.02 s */
@@ -389,7 +368,7 @@ static void test_host_work_sums_a_sweep(void **state)
 
 static void test_host_work_optional_points(void **state)
 {
-    sink s;
+    sweep_sink s;
     int calls;
     magic_ctx ctx;
     /* size 80: "a" costs 0.08 + 0.01 + 0.08 s, "opt" 0.81 s more (the check is shared): both run */

@@ -98,7 +98,7 @@ static void magic_runs(void **state)
         assert_non_null(json_object_get(json_object_get(r, "h2d_ms"), "median"));
     }
     assert_contains(json_string_value(json_object_get(s.view, "title")), "moving data took");
-    sink_free(&s);
+    sink_free(&s, &ctx);
 }
 
 static void magic_errors(void **state)
@@ -109,15 +109,15 @@ static void magic_errors(void **state)
     assert_int_equal(run_cell("%vecadd --size 100 --block 48", cl_cpu_backend(), &s, &ctx), -1);
     assert_string_equal(ctx.error.ename, "UsageError");
     assert_contains(ctx.error.evalue, "multiple of the warp size 32");
-    sink_free(&s);
+    sink_free(&s, &ctx);
     assert_int_equal(run_cell("%vecadd --size 100 --op sub", cl_cpu_backend(), &s, &ctx), 2);
     assert_contains(ctx.error.evalue, "--op");
-    sink_free(&s);
+    sink_free(&s, &ctx);
     assert_int_equal(run_cell("%vecadd --size 2^50", cl_cpu_backend(), &s, &ctx), -1);
     assert_string_equal(ctx.error.ename, "MemoryError");
     assert_contains(ctx.error.evalue, "--size 2^50 needs");
     assert_contains(ctx.error.evalue, "largest size that fits");
-    sink_free(&s);
+    sink_free(&s, &ctx);
 }
 
 /* A "GPU" with 1 GiB free, running the CPU ops: the device limit applies. */
@@ -139,11 +139,11 @@ static void magic_fake_device_and_missing(void **state)
     magic_ctx ctx;
     assert_int_equal(run_cell("%vecadd --size 2^27 --op daxpy", &fake, &s, &ctx), -1);
     assert_contains(ctx.error.evalue, "of device memory; this device has 1.0 GiB free");
-    sink_free(&s);
+    sink_free(&s, &ctx);
     fake.vecadd = NULL;
     assert_int_equal(run_cell("%vecadd --size 10", &fake, &s, &ctx), -1);
     assert_contains(ctx.error.evalue, "built without %vecadd");
-    sink_free(&s);
+    sink_free(&s, &ctx);
 }
 
 /* Ops that return a wrong element: the cell fails with CheckError. */
@@ -166,9 +166,9 @@ static void magic_failed_check(void **state)
     magic_ctx ctx;
     assert_int_equal(run_cell("%vecadd --size 10 --reps 1 --warmup 0", &fake, &s, &ctx), -1);
     assert_string_equal(ctx.error.ename, "CheckError");
-    sink_free(&s);
+    sink_free(&s, &ctx);
     assert_int_equal(run_cell("%vecadd --size 10 --reps 1 --warmup 0 --no-check", &fake, &s, &ctx), 0);
-    sink_free(&s);
+    sink_free(&s, &ctx);
 }
 
 static void help_text(void **state)
