@@ -81,7 +81,7 @@ static void runtime_variant_reaches_parser_and_help(void **state)
     assert_int_equal(run_cell("%matmul --size 8 --variant mytiled", cl_cpu_backend(), &out, &run), -1);
     assert_string_equal(run.error.ename, "UsageError");
     assert_non_null(strstr(run.error.evalue, "--variant mytiled is not available on the cpu backend"));
-    sink_free(&out);
+    sink_free(&out, &run);
     char *help = magic_help_text(magic_find("matmul"));
     assert_non_null(strstr(help, "mytiled"));
     assert_non_null(strstr(help, "a student's tiled kernel [yours]"));
