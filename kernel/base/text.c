@@ -4,6 +4,7 @@
  * byte-count formatter of the kernel's messages.
  */
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,4 +99,14 @@ void format_bytes(double b, char *buf, size_t len)
         snprintf(buf, len, "%.3g bytes", b * pow(1024.0, 6));
     else
         snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", b, units[u]);
+}
+
+int fail_into(char *buf, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+    utf8_trim(buf);
+    return -1;
 }

@@ -23,6 +23,11 @@ int utf8_clip(const char *s, size_t max);
 /* Drops an incomplete UTF-8 sequence at the end of buf (after snprintf cut it). */
 void utf8_trim(char *buf);
 
+/* Writes the formatted message into buf (len bytes, cut at a UTF-8
+ * boundary) and returns -1, so that a function reporting into a caller's
+ * buffer can `return fail_into(err, len, ...)`. */
+int fail_into(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* A byte count in binary units for people: "512 B", "1.5 GiB"; past EiB in
  * bytes with an exponent. Writes into buf. */
 void format_bytes(double bytes, char *buf, size_t len);

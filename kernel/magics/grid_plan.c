@@ -3,10 +3,10 @@
  * idle threads, validated against the device's limits. Exact and
  * backend-free; cudalab/grid.h says what the mapping is.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "base/text.h"
 #include "cudalab/grid.h"
 #include "magics/grid_plan.h"
 
@@ -29,30 +29,20 @@ static void count_warps(const int64_t *block, const int64_t *v, int64_t tpb, int
     }
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 int cl_grid_plan_make(const int64_t *data, int ndata, const int64_t *block, int nblock,
                       const cl_grid_limits *lim, cl_grid_plan *p, char *err, size_t errlen)
 {
     memset(p, 0, sizeof *p);
     p->dims = ndata > nblock ? ndata : nblock;
     if (p->dims < 1 || p->dims > 3 || ndata < 1 || nblock < 1)
-        return fail(err, errlen, "--data and --block take 1 to 3 dimensions (got %d and %d)",
+        return fail_into(err, errlen, "--data and --block take 1 to 3 dimensions (got %d and %d)",
                     ndata, nblock);
     p->threads_per_block = 1;
     for (int d = 0; d < 3; d++) {
         p->data[d] = d < ndata ? data[d] : 1;
         p->block[d] = d < nblock ? block[d] : 1;
         if (p->data[d] < 1 || p->block[d] < 1)
-            return fail(err, errlen, "every dimension must be positive (got %lld and %lld)",
+            return fail_into(err, errlen, "every dimension must be positive (got %lld and %lld)",
                         (long long)p->data[d], (long long)p->block[d]);
         p->threads_per_block *= p->block[d];
     }
@@ -65,7 +55,7 @@ int cl_grid_plan_make(const int64_t *data, int ndata, const int64_t *block, int 
             return -1;
         }
     if (p->threads_per_block > lim->max_threads_per_block)
-        return fail(err, errlen, "the block has %lld threads; the limit is %lld threads per block",
+        return fail_into(err, errlen, "the block has %lld threads; the limit is %lld threads per block",
                     (long long)p->threads_per_block, (long long)lim->max_threads_per_block);
     p->blocks = 1;
     p->elements = 1;
@@ -81,11 +71,11 @@ int cl_grid_plan_make(const int64_t *data, int ndata, const int64_t *block, int 
         }
         if (__builtin_mul_overflow(p->blocks, p->grid[d], &p->blocks) ||
             __builtin_mul_overflow(p->elements, p->data[d], &p->elements))
-            return fail(err, errlen, "the grid has more than 2^%d blocks or elements (limit %lld)", 63,
+            return fail_into(err, errlen, "the grid has more than 2^%d blocks or elements (limit %lld)", 63,
                         (long long)INT64_MAX);
     }
     if (__builtin_mul_overflow(p->blocks, p->threads_per_block, &p->threads))
-        return fail(err, errlen, "the grid has more than 2^%d threads (limit %lld)", 63,
+        return fail_into(err, errlen, "the grid has more than 2^%d threads (limit %lld)", 63,
                     (long long)INT64_MAX);
     p->idle = p->threads - p->elements;
     p->idle_pct = 100.0 * (double)p->idle / (double)p->threads;

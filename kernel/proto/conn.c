@@ -2,12 +2,13 @@
  * and write back the ports chosen at bind (see conn.h). */
 #include "proto/conn.h"
 
+#include "base/text.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <netdb.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,30 +25,20 @@ const char *conn_port_name(enum conn_port p)
     return (unsigned)p < PORT_COUNT ? names[p] : "?";
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 static int copy_string(json_t *root, const char *name, const char *def, char *dst, size_t cap,
                        char *err, size_t errlen)
 {
     json_t *v = json_object_get(root, name);
     if (!v) {
         if (!def)
-            return fail(err, errlen, "connection file: missing \"%s\"", name);
+            return fail_into(err, errlen, "connection file: missing \"%s\"", name);
         snprintf(dst, cap, "%s", def);
         return 0;
     }
     if (!json_is_string(v))
-        return fail(err, errlen, "connection file: \"%s\" must be a string", name);
+        return fail_into(err, errlen, "connection file: \"%s\" must be a string", name);
     if (json_string_length(v) >= cap || strlen(json_string_value(v)) != json_string_length(v))
-        return fail(err, errlen, "connection file: \"%s\" is too long or holds a NUL", name);
+        return fail_into(err, errlen, "connection file: \"%s\" is too long or holds a NUL", name);
     memcpy(dst, json_string_value(v), json_string_length(v) + 1);
     return 0;
 }
@@ -57,11 +48,11 @@ static int parse_ports(json_t *root, conn_info *c, char *err, size_t errlen)
     for (int p = 0; p < PORT_COUNT; p++) {
         json_t *v = json_object_get(root, port_keys[p]);
         if (!json_is_integer(v))
-            return fail(err, errlen, "connection file: \"%s\" must be an integer", port_keys[p]);
+            return fail_into(err, errlen, "connection file: \"%s\" must be an integer", port_keys[p]);
         json_int_t port = json_integer_value(v);
         /* 0 asks the OS for a free port (tcp only); ipc uses it as a file suffix. */
         if (port < 0 || port > 65535)
-            return fail(err, errlen, "connection file: \"%s\" must be 0..65535", port_keys[p]);
+            return fail_into(err, errlen, "connection file: \"%s\" must be 0..65535", port_keys[p]);
         c->ports[p] = (int)port;
     }
     return 0;
@@ -72,22 +63,22 @@ static int parse_key(json_t *root, conn_info *c, char *err, size_t errlen)
     json_t *scheme = json_object_get(root, "signature_scheme");
     json_t *key = json_object_get(root, "key");
     if (key && !json_is_string(key))
-        return fail(err, errlen, "connection file: \"%s\" must be a string", "key");
+        return fail_into(err, errlen, "connection file: \"%s\" must be a string", "key");
     const char *k = key ? json_string_value(key) : "";
     size_t klen = key ? json_string_length(key) : 0;
     c->scheme = SIGN_SCHEME_DEFAULT;
     if (klen > 0 && scheme) {
         if (!json_is_string(scheme))
-            return fail(err, errlen, "connection file: \"%s\" must be a string", "signature_scheme");
+            return fail_into(err, errlen, "connection file: \"%s\" must be a string", "signature_scheme");
         int found = sign_scheme_parse(json_string_value(scheme));
         if (found < 0)
-            return fail(err, errlen, "connection file: signature_scheme \"%.64s\" is not supported "
+            return fail_into(err, errlen, "connection file: signature_scheme \"%.64s\" is not supported "
                         "(supported: %s)", json_string_value(scheme), sign_scheme_names());
         c->scheme = (enum sign_scheme)found;
     }
     c->key = malloc(klen + 1);
     if (!c->key)
-        return fail(err, errlen, "connection file: %s", "out of memory");
+        return fail_into(err, errlen, "connection file: %s", "out of memory");
     memcpy(c->key, k, klen + 1);
     c->key_len = klen;
     return 0;
@@ -107,7 +98,7 @@ int conn_parse(const char *text, size_t len, conn_info *out, char *err, size_t e
     }
     int rc = -1;
     if (!json_is_object(root)) {
-        fail(err, errlen, "connection file: %s", "top level must be an object");
+        fail_into(err, errlen, "connection file: %s", "top level must be an object");
         goto done;
     }
     if (copy_string(root, "transport", "tcp", out->transport, sizeof out->transport, err, errlen) ||
@@ -116,11 +107,11 @@ int conn_parse(const char *text, size_t len, conn_info *out, char *err, size_t e
         parse_ports(root, out, err, errlen) || parse_key(root, out, err, errlen))
         goto done;
     if (strcmp(out->transport, "tcp") != 0 && strcmp(out->transport, "ipc") != 0) {
-        fail(err, errlen, "connection file: transport \"%s\" is not tcp or ipc", out->transport);
+        fail_into(err, errlen, "connection file: transport \"%s\" is not tcp or ipc", out->transport);
         goto done;
     }
     if (out->ip[0] == '\0') {
-        fail(err, errlen, "connection file: %s", "\"ip\" is empty");
+        fail_into(err, errlen, "connection file: %s", "\"ip\" is empty");
         goto done;
     }
     rc = 0;
@@ -184,7 +175,7 @@ int conn_resolve(conn_info *c, char *err, size_t errlen)
     struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res;
     int rc = getaddrinfo(c->ip, NULL, &hints, &res);
     if (rc != 0)
-        return fail(err, errlen, "connection file: ip \"%s\" does not resolve to an address: %s",
+        return fail_into(err, errlen, "connection file: ip \"%s\" does not resolve to an address: %s",
                     c->ip, rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
     const struct addrinfo *pick = res;
     for (const struct addrinfo *a = res; a; a = a->ai_next)
@@ -199,7 +190,7 @@ int conn_resolve(conn_info *c, char *err, size_t errlen)
     bool ok = inet_ntop(pick->ai_family, addr, text, sizeof text) != NULL;
     freeaddrinfo(res);
     if (!ok)
-        return fail(err, errlen, "connection file: ip \"%s\" resolves to no usable address", c->ip);
+        return fail_into(err, errlen, "connection file: ip \"%s\" resolves to no usable address", c->ip);
     snprintf(c->ip, sizeof c->ip, "%s", text);
     return 0;
 }
@@ -249,12 +240,12 @@ static int replace_file(const char *path, const char *text, char *err, size_t er
 {
     struct stat st;
     if (stat(path, &st) != 0)
-        return fail(err, errlen, "cannot stat connection file %s: %s", path, strerror(errno));
+        return fail_into(err, errlen, "cannot stat connection file %s: %s", path, strerror(errno));
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);   /* it holds the key */
     if (fd < 0)
-        return fail(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
+        return fail_into(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
     size_t len = strlen(text);
     errno = 0;
     int e = write(fd, text, len) == (ssize_t)len && fchmod(fd, st.st_mode & 07777) == 0 ? 0
@@ -266,7 +257,7 @@ static int replace_file(const char *path, const char *text, char *err, size_t er
     if (!e)
         return 0;
     unlink(tmp);
-    return fail(err, errlen, "cannot rewrite connection file %s: %s", path, strerror(e));
+    return fail_into(err, errlen, "cannot rewrite connection file %s: %s", path, strerror(e));
 }
 
 int conn_save_ports(const char *path, const conn_info *c, char *err, size_t errlen)
@@ -275,7 +266,7 @@ int conn_save_ports(const char *path, const conn_info *c, char *err, size_t errl
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (!json_is_object(root)) {
         json_decref(root);
-        return fail(err, errlen, "connection file %s changed under us: %s", path, jerr.text);
+        return fail_into(err, errlen, "connection file %s changed under us: %s", path, jerr.text);
     }
     int rc = 0;
     for (int p = 0; p < PORT_COUNT && rc == 0; p++)
@@ -283,7 +274,7 @@ int conn_save_ports(const char *path, const conn_info *c, char *err, size_t errl
     char *text = rc == 0 ? json_dumps(root, JSON_INDENT(2)) : NULL;
     json_decref(root);
     if (!text)
-        return fail(err, errlen, "connection file: %s", "out of memory");
+        return fail_into(err, errlen, "connection file: %s", "out of memory");
     rc = replace_file(path, text, err, errlen);
     free(text);
     return rc;
