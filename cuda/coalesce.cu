@@ -56,17 +56,15 @@ static cudaError_t launch(const cl_coalesce_args *a, const float *in, float *out
     return cudaGetLastError();
 }
 
-static int func_attrs(const cl_coalesce_args *a, cudaFuncAttributes *fa, const char **name)
+/* The kernel launch() runs for a, and its name. */
+static const void *copy_kernel(const cl_coalesce_args *a, const char **name)
 {
     uint64_t total = cl_coalesce_rows(a->n, a->stride) * a->stride;
-    cudaError_t rc;
     if (a->stride == 1)
-        *name = "coalesce_copy_contiguous", rc = cudaFuncGetAttributes(fa, coalesce_copy_contiguous);
-    else if (total <= 0xffffffffull)
-        *name = "coalesce_copy_strided<u32>", rc = cudaFuncGetAttributes(fa, coalesce_copy_strided<uint32_t>);
-    else
-        *name = "coalesce_copy_strided<u64>", rc = cudaFuncGetAttributes(fa, coalesce_copy_strided<uint64_t>);
-    return rc == cudaSuccess ? 0 : (int)rc;
+        return *name = "coalesce_copy_contiguous", (const void *)coalesce_copy_contiguous;
+    if (total <= 0xffffffffull)
+        return *name = "coalesce_copy_strided<u32>", (const void *)coalesce_copy_strided<uint32_t>;
+    return *name = "coalesce_copy_strided<u64>", (const void *)coalesce_copy_strided<uint64_t>;
 }
 
 static int cuda_coalesce_run(const cl_coalesce_args *a, cl_coalesce_result *out, char *err)
@@ -123,18 +121,9 @@ static int cuda_coalesce_run(const cl_coalesce_args *a, cl_coalesce_result *out,
         cl_coalesce_verify(a, host, out);
     }
     {
-        cudaFuncAttributes fa;
         const char *name = "";
-        memset(&fa, 0, sizeof fa);
-        if ((rc = (cudaError_t)func_attrs(a, &fa, &name)) != cudaSuccess) {
-            cl_cuda_fail(err, "cudaFuncGetAttributes", rc);
+        if (cl_cuda_describe(copy_kernel(a, &name), dim3(blocks), dim3(a->block), &out->launch, err))
             goto done;
-        }
-        out->launch.grid[0] = (int)blocks, out->launch.grid[1] = out->launch.grid[2] = 1;
-        out->launch.block[0] = a->block, out->launch.block[1] = out->launch.block[2] = 1;
-        out->launch.smem_bytes = fa.sharedSizeBytes;
-        out->launch.regs_per_thread = fa.numRegs;
-        out->launch.kernels = 1;
         snprintf(out->impl, sizeof out->impl, "CUDA: %s (%llu x %d)", name, (unsigned long long)blocks, a->block);
     }
     ret = 0;

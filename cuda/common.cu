@@ -69,6 +69,21 @@ int cl_cuda_blocks(uint64_t n, int block, unsigned *blocks, char *err)
     return 0;
 }
 
+int cl_cuda_describe(const void *func, dim3 grid, dim3 block, cl_launch *l, char *err)
+{
+    cudaFuncAttributes fa;
+    memset(&fa, 0, sizeof fa);
+    cudaError_t rc = cudaFuncGetAttributes(&fa, func);
+    if (rc != cudaSuccess)
+        return cl_cuda_fail(err, "cudaFuncGetAttributes", rc);
+    l->grid[0] = (int)grid.x, l->grid[1] = (int)grid.y, l->grid[2] = (int)grid.z;
+    l->block[0] = (int)block.x, l->block[1] = (int)block.y, l->block[2] = (int)block.z;
+    l->smem_bytes = fa.sharedSizeBytes;
+    l->regs_per_thread = fa.numRegs;
+    l->kernels = 1;
+    return 0;
+}
+
 void cl_cuda_timing_free(cl_cuda_timing *t)
 {
     cudaFree(t->flush);

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "cudalab/backend.h"
+#include "cudalab/measure.h"
 
 /* "what: cudaGetErrorString(rc)" into err (when not NULL); clears the non-sticky error; returns -1. */
 int cl_cuda_fail(char *err, const char *what, cudaError_t rc);
@@ -46,6 +47,11 @@ int cl_cuda_timing_init(cl_cuda_timing *t, char *err);
 /* ceil(n / block) blocks into *blocks; -1 with err set when that exceeds the
  * grid's x limit of 2^31 - 1. */
 int cl_cuda_blocks(uint64_t n, int block, unsigned *blocks, char *err);
+
+/* The launch of func in a grid of blocks as a cl_launch: the shape, and the
+ * static shared memory and registers per thread from cudaFuncGetAttributes
+ * (one kernel per timed run). 0, or -1 with err set. */
+int cl_cuda_describe(const void *func, dim3 grid, dim3 block, cl_launch *l, char *err);
 
 /* Frees the flush buffer and destroys the events that exist; leaves the errors as they are. */
 void cl_cuda_timing_free(cl_cuda_timing *t);

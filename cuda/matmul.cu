@@ -60,16 +60,7 @@ int mm_describe(const void *func, dim3 grid, dim3 block, cl_launch *l, char *err
                  "of blocks): lower --m or use larger blocks", grid.x, grid.y, max_x, max_y);
         return -1;
     }
-    cudaFuncAttributes fa;
-    memset(&fa, 0, sizeof fa);
-    if ((rc = cudaFuncGetAttributes(&fa, func)) != cudaSuccess)
-        return cl_cuda_fail(err, "cudaFuncGetAttributes", rc);
-    l->grid[0] = (int)grid.x, l->grid[1] = (int)grid.y, l->grid[2] = (int)grid.z;
-    l->block[0] = (int)block.x, l->block[1] = (int)block.y, l->block[2] = (int)block.z;
-    l->smem_bytes = fa.sharedSizeBytes;
-    l->regs_per_thread = fa.numRegs;
-    l->kernels = 1;
-    return 0;
+    return cl_cuda_describe(func, grid, block, l, err);
 }
 
 /* ---- inputs ---- */

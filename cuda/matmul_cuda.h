@@ -25,7 +25,7 @@ struct mm_gpu_impl {
     int (*launch)(const mm_problem *p, char *err);
 };
 
-/* The launch description: grid, block, static shared memory and registers per thread of func. */
+/* The launch description (cl_cuda_describe), after checking the grid against the device's limits. */
 int mm_describe(const void *func, dim3 grid, dim3 block, cl_launch *l, char *err);
 /* The error of the launch just made, if any. */
 int mm_launched(const char *what, char *err);

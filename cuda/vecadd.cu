@@ -169,19 +169,9 @@ static int cuda_vecadd_run(const cl_vecadd_args *a, cl_vecadd_result *out, char 
     if (a->check)
         cl_vecadd_verify(a, s.hout, out);
     {
-        cudaFuncAttributes fa;
-        memset(&fa, 0, sizeof fa);
-        rc = a->op == CL_VECADD_DAXPY ? cudaFuncGetAttributes(&fa, vecadd_daxpy)
-                                      : cudaFuncGetAttributes(&fa, vecadd_add);
-        if (rc != cudaSuccess) {
-            cl_cuda_fail(err, "cudaFuncGetAttributes", rc);
+        const void *func = a->op == CL_VECADD_DAXPY ? (const void *)vecadd_daxpy : (const void *)vecadd_add;
+        if (cl_cuda_describe(func, dim3(blocks), dim3(a->block), &out->launch, err))
             goto done;
-        }
-        out->launch.grid[0] = (int)blocks, out->launch.grid[1] = out->launch.grid[2] = 1;
-        out->launch.block[0] = a->block, out->launch.block[1] = out->launch.block[2] = 1;
-        out->launch.smem_bytes = fa.sharedSizeBytes;
-        out->launch.regs_per_thread = fa.numRegs;
-        out->launch.kernels = 1;
     }
     snprintf(out->impl, sizeof out->impl, "CUDA: cudaMemcpyAsync from %s host memory, %s (%llu x %d), "
              "cudaMemcpyAsync back", a->pinned ? "pinned" : "pageable",
