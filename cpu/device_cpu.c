@@ -143,35 +143,19 @@ static int cpu_versions(int dev, cl_versions *out, char *err)
     return 0;
 }
 
-/* Defined by the family files (cpu/reduce.c, matmul.c, histo.c, bandwidth.c);
- * weak, so a family not written yet is NULL rather than a link error. */
-extern const struct cl_reduce_ops cl_cpu_reduce_ops __attribute__((weak));
-extern const struct cl_matmul_ops cl_cpu_matmul_ops __attribute__((weak));
-extern const struct cl_histo_ops cl_cpu_histo_ops __attribute__((weak));
+/* Defined by the family files; weak, so a family not built is NULL rather than a link error. */
+CL_FAMILIES(CL_BACKEND_WEAK_CPU_)
 int cl_cpu_copy_bandwidth(double *gbs, char *err) __attribute__((weak));
-extern const cl_selftest_ops cl_cpu_selftest_ops __attribute__((weak));
-extern const struct cl_grid_ops cl_cpu_grid_ops __attribute__((weak));
-extern const struct cl_occupancy_ops cl_cpu_occupancy_ops __attribute__((weak));
-extern const struct cl_vecadd_ops cl_cpu_vecadd_ops __attribute__((weak));
-extern const struct cl_coalesce_ops cl_cpu_coalesce_ops __attribute__((weak));
-extern const struct cl_stencil_ops cl_cpu_stencil_ops __attribute__((weak));
 
 static const cl_backend cpu_backend = {
-    .name = "cpu",
-    .abi = CL_BACKEND_ABI,
-    .device_count = cpu_device_count,
-    .device_props = cpu_device_props,
-    .versions = cpu_versions,
-    .copy_bandwidth = cl_cpu_copy_bandwidth,
-    .reduce = &cl_cpu_reduce_ops,
-    .matmul = &cl_cpu_matmul_ops,
-    .histo = &cl_cpu_histo_ops,
-    .selftest = &cl_cpu_selftest_ops,
-    .grid = &cl_cpu_grid_ops,
-    .occupancy = &cl_cpu_occupancy_ops,
-    .vecadd = &cl_cpu_vecadd_ops,
-    .coalesce = &cl_cpu_coalesce_ops,
-    .stencil = &cl_cpu_stencil_ops,
+    "cpu",
+    CL_BACKEND_ABI,
+    cpu_device_count,
+    cpu_device_props,
+    cpu_versions,
+    cl_cpu_copy_bandwidth,
+    NULL,                       /* the host is always usable */
+    CL_FAMILIES(CL_BACKEND_OPS_CPU_)
 };
 
 const cl_backend *cl_cpu_backend(void)

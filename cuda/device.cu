@@ -212,19 +212,10 @@ static int cuda_versions(int dev, cl_versions *out, char *err)
     return code_arch(dev, out->arch, sizeof out->arch, err);
 }
 
-/* Defined by the family files (reduce.cu, matmul.cu, histo.cu, bandwidth.cu);
- * weak, so a family not built yet is NULL rather than a link error. */
+/* Defined by the family files; weak, so a family not built is NULL rather than a link error. */
 extern "C" {
-extern const struct cl_reduce_ops cl_cuda_reduce_ops __attribute__((weak));
-extern const struct cl_matmul_ops cl_cuda_matmul_ops __attribute__((weak));
-extern const struct cl_histo_ops cl_cuda_histo_ops __attribute__((weak));
+CL_FAMILIES(CL_BACKEND_WEAK_CUDA_)
 int cl_cuda_copy_bandwidth(double *gbs, char *err) __attribute__((weak));
-extern const cl_selftest_ops cl_cuda_selftest_ops __attribute__((weak));
-extern const struct cl_grid_ops cl_cuda_grid_ops __attribute__((weak));
-extern const struct cl_occupancy_ops cl_cuda_occupancy_ops __attribute__((weak));
-extern const struct cl_vecadd_ops cl_cuda_vecadd_ops __attribute__((weak));
-extern const struct cl_coalesce_ops cl_cuda_coalesce_ops __attribute__((weak));
-extern const struct cl_stencil_ops cl_cuda_stencil_ops __attribute__((weak));
 }
 
 /* A sticky error stays in the context: every later call returns it. */
@@ -246,16 +237,8 @@ static const cl_backend cuda_backend = {
     cuda_device_props,
     cuda_versions,
     cl_cuda_copy_bandwidth,
-    &cl_cuda_reduce_ops,
-    &cl_cuda_matmul_ops,
-    &cl_cuda_histo_ops,
     cuda_healthy,
-    &cl_cuda_selftest_ops,
-    &cl_cuda_grid_ops,
-    &cl_cuda_occupancy_ops,
-    &cl_cuda_vecadd_ops,
-    &cl_cuda_coalesce_ops,
-    &cl_cuda_stencil_ops,
+    CL_FAMILIES(CL_BACKEND_OPS_CUDA_)
 };
 
 CL_EXPORT const cl_backend *cl_cuda_backend(void)

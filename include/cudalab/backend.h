@@ -55,19 +55,18 @@ typedef struct cl_versions {
     char arch[64];                    /* e.g. "sm_90 SASS" or "compute_90 PTX (JIT)" */
 } cl_versions;
 
-/* Each timed family declares its ops table in its own header (cudalab/reduce.h,
- * matmul.h, histo.h). A backend defines `cl_<backend>_<family>_ops`; the
- * backend table refers to them through weak symbols, so a family that a backend
- * lacks is simply NULL there. */
-struct cl_reduce_ops;
-struct cl_matmul_ops;
-struct cl_histo_ops;
-struct cl_grid_ops;
-struct cl_occupancy_ops;
-struct cl_vecadd_ops;
-struct cl_coalesce_ops;
-struct cl_stencil_ops;
-struct cl_selftest_ops;
+/* The families, each with an ops table declared in its own header (cudalab/
+ * reduce.h, matmul.h, ...): one entry here gives every backend a field for it.
+ * A backend defines `cl_<backend>_<family>_ops`; the backend table refers to
+ * them through weak symbols (CL_BACKEND_WEAK_OPS), so a family that a backend
+ * lacks is simply NULL there. selftest: test-only operations (%selftest,
+ * reachable only with CUDALAB_TESTING=1). */
+#define CL_FAMILIES(X) \
+    X(reduce) X(matmul) X(histo) X(selftest) X(grid) X(occupancy) X(vecadd) X(coalesce) X(stencil)
+
+#define CL_FAMILY_FIELD_(f) const struct cl_##f##_ops *f;
+#define CL_FAMILY_FORWARD_(f) struct cl_##f##_ops;
+CL_FAMILIES(CL_FAMILY_FORWARD_)
 
 typedef struct cl_backend {
     const char *name;                 /* "cuda" or "cpu" */
@@ -78,21 +77,20 @@ typedef struct cl_backend {
     /* Measured device-memory bandwidth of a large copy, GB/s counting bytes read
      * and written; measured once per process. NULL when not implemented. */
     int (*copy_bandwidth)(double *gbs, char *err);
-    const struct cl_reduce_ops *reduce;
-    const struct cl_matmul_ops *matmul;
-    const struct cl_histo_ops *histo;
     /* 0 while the device is usable; -1 with the error after a sticky CUDA error
      * (illegal address, launch failure...) that poisons the context, after which
      * the worker exits so the next command gets a fresh one. NULL = always usable. */
     int (*healthy)(char *err);
-    /* Test-only operations (%selftest, reachable only with CUDALAB_TESTING=1). */
-    const struct cl_selftest_ops *selftest;
-    const struct cl_grid_ops *grid;
-    const struct cl_occupancy_ops *occupancy;
-    const struct cl_vecadd_ops *vecadd;
-    const struct cl_coalesce_ops *coalesce;
-    const struct cl_stencil_ops *stencil;
+    CL_FAMILIES(CL_FAMILY_FIELD_)
 } cl_backend;
+
+/* In a backend's device file: the weak declarations of its ops tables, and the
+ * table's family fields, for `backend` = cpu or cuda. */
+#define CL_BACKEND_WEAK_(backend, f) extern const struct cl_##f##_ops cl_##backend##_##f##_ops __attribute__((weak));
+#define CL_BACKEND_WEAK_CPU_(f) CL_BACKEND_WEAK_(cpu, f)
+#define CL_BACKEND_WEAK_CUDA_(f) CL_BACKEND_WEAK_(cuda, f)
+#define CL_BACKEND_OPS_CPU_(f) &cl_cpu_##f##_ops,
+#define CL_BACKEND_OPS_CUDA_(f) &cl_cuda_##f##_ops,
 
 /* Test-only: a long kernel to interrupt, and a faulting launch to recover from. */
 typedef struct cl_selftest_ops {
