@@ -14,7 +14,7 @@
  * function per backend + one row.
  *
  * Flags say which flags a variant honours, where it runs and what it is, so
- * that the framework (kernel/magic/family.c) can select and describe variants
+ * that the framework (kernel/magic/families.c) can select and describe variants
  * without knowing the family. Bits from CL_V_FAMILY up are the family's own.
  */
 #ifndef CUDALAB_FAMILY_H

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "magic/family.h"
+#include "magic/families.h"
 #include "magic/magic.h"
 #include "render/render.h"
 #include "lang/parse_internal.h"

@@ -18,7 +18,7 @@
 
 #include "base/text.h"
 #include "lang/lang.h"
-#include "magic/family.h"
+#include "magic/families.h"
 #include "magic/magic.h"
 
 /* ---- parse.c ---- */

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "magic/family.h"
+#include "magic/families.h"
 #include "cudalab/coalesce.h"
 #include "render/render.h"
 #include "magic/sweep.h"

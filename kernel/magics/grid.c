@@ -13,7 +13,7 @@
 
 #include "cudalab/grid.h"
 #include "magics/grid_plan.h"
-#include "magic/family.h"
+#include "magic/families.h"
 #include "magic/magic.h"
 #include "render/render.h"
 #include "magic/sweep.h"

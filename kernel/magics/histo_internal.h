@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "magic/family.h"
+#include "magic/families.h"
 #include "magic/magic.h"
 #include "magic/sweep.h"
 

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "magic/family.h"
+#include "magic/families.h"
 #include "magic/magic.h"
 #include "cudalab/matmul.h"
 #include "magic/sweep.h"

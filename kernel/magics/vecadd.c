@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "magic/family.h"
+#include "magic/families.h"
 #include "render/render.h"
 #include "magic/sweep.h"
 #include "cudalab/vecadd.h"

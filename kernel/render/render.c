@@ -2,7 +2,7 @@
  * how a number cell is written.
  *
  * The layout itself lives beside this file: layout.c (cells, tables, numbers,
- * escaping, shared by every output), text.c (text/plain), html.c (text/html),
+ * escaping, shared by every output), plain.c (text/plain), html.c (text/html),
  * chart.c and chart_svg.c (chart blocks as a table, Vega-Lite and SVG).
  */
 #include <stdio.h>

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "grade/expr.h"
-#include "magic/family.h"
+#include "magic/families.h"
 #include "magic/magic.h"
 #include "shell/session.h"
 

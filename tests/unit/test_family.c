@@ -1,5 +1,5 @@
 /* test_family.c — the family contract as the framework serves it
- * (kernel/magic/family.c): the contract's rows in enum order, variants added
+ * (kernel/magic/families.c): the contract's rows in enum order, variants added
  * at run time (what a student's %%kernel will be) reaching parsing,
  * completion-facing choices and %help, selection with `all`, and the one
  * memory-fit refusal.
@@ -15,7 +15,7 @@
 
 #include "cudalab/matmul.h"
 #include "lang/lang.h"
-#include "magic/family.h"
+#include "magic/families.h"
 #include "magic_sink.h"
 
 extern const family_spec matmul_family;

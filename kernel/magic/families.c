@@ -1,4 +1,4 @@
-/* family.c — variants of a family as the framework serves them (family.h):
+/* families.c — variants of a family as the framework serves them (families.h):
  * the contract's table plus the variants registered at run time, --variant's
  * choices, selection with `all`, and the one memory-fit refusal.
  */
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "base/text.h"
-#include "magic/family.h"
+#include "magic/families.h"
 #include "magic/sweep.h"
 
 /* ---- variants registered at run time ---- */

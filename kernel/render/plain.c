@@ -1,4 +1,4 @@
-/* text.c — lays out a view (schema in render.h) as text/plain: deterministic,
+/* plain.c — lays out a view (schema in render.h) as text/plain: deterministic,
  * aligned, never a trailing space, the same bytes for the same view. It is
  * what a terminal, an autograder and a notebook's fallback see.
  *

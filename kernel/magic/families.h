@@ -1,4 +1,4 @@
-/* family.h — the kernel's side of a family's contract (include/cudalab/family.h):
+/* families.h — the kernel's side of a family's contract (include/cudalab/family.h):
  * the family as the framework sees it, and what the framework does with it so
  * that front-ends stay thin.
  *
