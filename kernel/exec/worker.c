@@ -215,8 +215,8 @@ static int run_one(int fd, const json_t *req)
         magic_error(&ctx, "InternalError", "the worker does not know %%%s", name ? name : "?");
     else if (worker_exec(m, json_object_get(req, "params"),
                          json_string_value(json_object_get(req, "body")), &ctx) == 0)
-        ctx.error.ename[0] = '\0';
-    if (ctx.error.ename[0]) {
+        error_clear(&ctx.error);
+    if (error_is_set(&ctx.error)) {
         leave = poisoned(&ctx);
         send_error(fd, &ctx);
     }
