@@ -16,7 +16,7 @@
 #define COPY_BYTES ((size_t)256 << 20)
 #define COPY_REPS 3
 
-/* Defined here, called through the backend table (cpu/device.c). */
+/* Defined here, called through the backend table (cpu/device_cpu.c). */
 int cl_cpu_copy_bandwidth(double *gbs, char *err);
 
 typedef struct copy_job {

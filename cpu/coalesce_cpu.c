@@ -1,4 +1,4 @@
-/* coalesce.c — the CPU backend's %coalesce behind cl_cpu_coalesce_ops: the
+/* coalesce_cpu.c — the CPU backend's %coalesce behind cl_cpu_coalesce_ops: the
  * kernel's access pattern run by host threads, timed with the monotonic clock.
  *
  * Host thread k takes a contiguous range of the CUDA thread indices t and

@@ -1,4 +1,4 @@
-/* device.c — the CPU backend's table and its description of the host (%device).
+/* device_cpu.c — the CPU backend's table and its description of the host (%device).
  *
  * When no GPU can be used, the host stands in for device 0: logical CPUs play
  * the SMs, each one "core" wide, and the thread cap of the CPU analogues plays

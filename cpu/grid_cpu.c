@@ -1,4 +1,4 @@
-/* grid.c — the CPU backend's %grid --run: the mapping's CPU analogue behind
+/* grid_cpu.c — the CPU backend's %grid --run: the mapping's CPU analogue behind
  * cl_cpu_grid_ops. Host threads stand in for the GPU's SMs and take blocks
  * round-robin; inside a block a loop walks threadIdx in CUDA's order (x
  * fastest) and applies the same index formulas and bounds check as the

@@ -1,7 +1,7 @@
-/* histo.c — the CPU backend of %histo: builds the input on the host, runs a
+/* histo_cpu.c — the CPU backend of %histo: builds the input on the host, runs a
  * variant's CPU analogue (cpu/histo_analogue.c) as a logical launch over host
  * threads, times each rep with the monotonic clock, and exports
- * cl_cpu_histo_ops for the backend table (cpu/device.c).
+ * cl_cpu_histo_ops for the backend table (cpu/device_cpu.c).
  *
  * Like the GPU runner it flushes the caches between reps (a write over twice
  * the last-level cache) and counts zeroing the output histogram as part of

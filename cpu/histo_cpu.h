@@ -1,4 +1,4 @@
-/* histo_cpu.h — what cpu/histo.c (the runner) and cpu/histo_analogue.c (the
+/* histo_cpu.h — what cpu/histo_cpu.c (the runner) and cpu/histo_analogue.c (the
  * variants) share: one logical launch of a histogram on the host.
  *
  * A CPU analogue keeps its GPU variant's partitioning: the logical grid of

@@ -1,4 +1,4 @@
-/* occupancy.c — the CPU backend's %occupancy --kernel: there is no compiled
+/* occupancy_cpu.c — the CPU backend's %occupancy --kernel: there is no compiled
  * GPU kernel to ask, so the query fails with a clear reason and the magic
  * says what to do instead (the model with --regs/--smem given by hand).
  */

@@ -1,4 +1,4 @@
-/* reduce.c — the CPU backend's %reduce: every variant's CPU analogue behind
+/* reduce_cpu.c — the CPU backend's %reduce: every variant's CPU analogue behind
  * cl_cpu_reduce_ops, timed like the GPU runs.
  *
  * `cpu` is the host loop of the lecture (one thread, one accumulator: double

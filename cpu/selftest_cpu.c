@@ -1,4 +1,4 @@
-/* selftest.c — the CPU side of %selftest (test-only): a loop that stands in
+/* selftest_cpu.c — the CPU side of %selftest (test-only): a loop that stands in
  * for a long kernel and stops when the command is cancelled. It sleeps in
  * small steps rather than burning a core: what matters is that it runs long
  * and stops when asked. There is no device to fault on the CPU. */

@@ -1,4 +1,4 @@
-/* stencil.c — the CPU backend's %stencil and the host check both backends use.
+/* stencil_cpu.c — the CPU backend's %stencil and the host check both backends use.
  *
  * The CPU analogues keep the GPU's partitioning: the output is cut into the
  * same blocks (B outputs in 1D, T x T tiles in 2D) and host threads take

@@ -1,4 +1,4 @@
-/* vecadd.c — the CPU backend's %vecadd behind cl_cpu_vecadd_ops: the GPU
+/* vecadd_cpu.c — the CPU backend's %vecadd behind cl_cpu_vecadd_ops: the GPU
  * run's three phases with host stand-ins, timed with the monotonic clock.
  *
  * There is no separate device memory here, so memcpy into a second set of
@@ -15,7 +15,7 @@
 #include "common/cpu_common.h"
 #include "cudalab/vecadd.h"
 
-/* Defined here, referenced weakly by cpu/device.c. */
+/* Defined here, referenced weakly by cpu/device_cpu.c. */
 extern const cl_vecadd_ops cl_cpu_vecadd_ops;
 
 typedef struct kjob {

@@ -1,4 +1,4 @@
-/* histo_internal.h — what the %histo CUDA runner (histo.cu) needs from the
+/* histo_cuda.h — what the %histo CUDA runner (histo.cu) needs from the
  * kernels (histo_kernels.cu) and the cub reference (histo_cub.cu): a plan per
  * variant (grid, block, shared memory, registers) and one call that enqueues
  * a variant's work on a stream. C++ only, never seen outside cuda/.

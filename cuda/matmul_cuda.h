@@ -1,4 +1,4 @@
-/* matmul_internal.h — private to cuda/matmul*.cu: how the runner in
+/* matmul_cuda.h — private to cuda/matmul*.cu: how the runner in
  * matmul.cu sees one variant. Each kernel file defines one mm_gpu_impl per
  * variant: prepare() describes the launch for a problem (grid, block, shared
  * memory and registers from cudaFuncGetAttributes, the traffic model) without

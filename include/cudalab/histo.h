@@ -1,7 +1,7 @@
 /* histo.h — the histogram family (%histo): its variants, its input generator
  * and bin mapping (shared by host and device), and the ops table that each
  * backend implements (cl_cuda_histo_ops in cuda/histo.cu, cl_cpu_histo_ops in
- * cpu/histo.c).
+ * cpu/histo_cpu.c).
  *
  * The input is n bytes: either generated from (seed, dist) by the counter-based
  * hash of measure.h, on the device, or a text the user gave (copied host to

@@ -78,7 +78,7 @@ typedef struct cl_stencil_ops {
     uint64_t (*overhead_bytes)(const cl_stencil_args *a);
 } cl_stencil_ops;
 
-/* The outcome of comparing an output with the host reference (cpu/stencil.c). */
+/* The outcome of comparing an output with the host reference (cpu/stencil_cpu.c). */
 typedef struct cl_stencil_check {
     uint64_t checked;             /* elements compared (all, or a sample: see sampled) */
     int sampled;                  /* 1 when only a deterministic sample was compared */

@@ -1,4 +1,4 @@
-/* backend.c — chooses CUDA or the CPU for this process, once, and says why.
+/* backend_load.c — chooses CUDA or the CPU for this process, once, and says why.
  *
  * The CUDA backend lives in libcudalab_cuda.so so that a build without nvcc,
  * a machine without a driver and the kernel process itself never map CUDA.

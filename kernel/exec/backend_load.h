@@ -1,4 +1,4 @@
-/* backend.h — picks the compute backend for this process: CUDA when it can
+/* backend_load.h — picks the compute backend for this process: CUDA when it can
  * run, else the CPU, and says why in one user-facing line.
  *
  * Only the device worker and command-line mode call this: loading the CUDA

@@ -1,4 +1,4 @@
-/* sweep_internal.h — private to kernel/magics/sweep.c and host_work.c: the
+/* sweep_internal.h — private to kernel/magic/sweep.c and host_work.c: the
  * points of a sweep (the cartesian product of the list-valued params, walked
  * like an odometer with the last flag fastest), and the clock that progress
  * updates are throttled by.

@@ -285,7 +285,7 @@ static int coalesce_run(magic_ctx *ctx, const json_t *params, const char *body)
         return magic_error(ctx, "RuntimeError", "%%coalesce runs in the device worker: no backend here");
     if (!ctx->backend->coalesce)
         return magic_error(ctx, "RuntimeError", "the %s backend was built without %%coalesce "
-                           "(rebuild with cuda/coalesce.cu and cpu/coalesce.c)", ctx->backend->name);
+                           "(rebuild with cuda/coalesce.cu and cpu/coalesce_cpu.c)", ctx->backend->name);
     json_t *p = json_deep_copy(params);
     co_env env = {
         .ops = ctx->backend->coalesce,

@@ -4,7 +4,7 @@
  * mapping is launched and every element is checked to be visited once.
  *
  * The arithmetic lives in grid_plan.c and is exact on every backend; only
- * --run touches the backend (cuda/grid.cu, or cpu/grid.c on the CPU).
+ * --run touches the backend (cuda/grid.cu, or cpu/grid_cpu.c on the CPU).
  */
 #include <inttypes.h>
 #include <stdio.h>

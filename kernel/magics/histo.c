@@ -341,7 +341,7 @@ static int histo_run(magic_ctx *ctx, const json_t *params, const char *body)
         return magic_error(ctx, "RuntimeError", "the %s backend has no histogram family (%s)",
                            ctx->backend->name, strcmp(ctx->backend->name, "cpu")
                            ? "libcudalab_cuda.so was built without cuda/histo.cu"
-                           : "cudalab was built without cpu/histo.c");
+                           : "cudalab was built without cpu/histo_cpu.c");
     json_t *p = histo_params(ctx, params, body);
     if (!p)
         return -1;

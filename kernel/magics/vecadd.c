@@ -247,7 +247,7 @@ static int vecadd_run(magic_ctx *ctx, const json_t *params, const char *body)
         return magic_error(ctx, "RuntimeError", "%%vecadd runs in the device worker: no backend here");
     if (!ctx->backend->vecadd)
         return magic_error(ctx, "RuntimeError", "the %s backend was built without %%vecadd "
-                           "(rebuild with cuda/vecadd.cu and cpu/vecadd.c)", ctx->backend->name);
+                           "(rebuild with cuda/vecadd.cu and cpu/vecadd_cpu.c)", ctx->backend->name);
     if (validate(ctx, params))
         return -1;
     va_env env = {
