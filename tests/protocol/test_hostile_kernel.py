@@ -206,7 +206,9 @@ def test_a_subscriber_that_never_reads_holds_a_bounded_queue(kernel):
     cells(4500)                 # 18,000 messages: the stalled peer's queue (10,000) is full
     full = rss(kernel)
     cells(3000)                 # another 12,000: nothing more is kept for it (history grows a little)
-    assert_grew_less(kernel, full, 3 * MB)
+    # Queued without a bound, these 12,000 messages grow the kernel by about 14 MB (measured with
+    # SNDHWM raised to 10^6); bounded, by 1 to 3.5 MB of history and allocator noise.
+    assert_grew_less(kernel, full, 7 * MB)
     stalled.close()
     assert_next_cell_works(kernel.kc)
 
