@@ -21,6 +21,19 @@ int cl_cpu_threads_for(uint64_t elements)
     return worth < (uint64_t)all ? (int)worth : all;
 }
 
+/* Threads for count items: as asked (0 = one per CPU), at most
+ * CL_CPU_MAX_THREADS, never more than count, at least one. */
+static int threads_for(int threads, uint64_t count)
+{
+    if (threads <= 0)
+        threads = cl_cpu_threads();
+    if (threads > CL_CPU_MAX_THREADS)
+        threads = CL_CPU_MAX_THREADS;
+    if ((uint64_t)threads > count)
+        threads = count < 1 ? 1 : (int)count;
+    return threads;
+}
+
 /* One thread's share of a parallel-for: indices first, first+stride, ... */
 typedef struct pool_share {
     long long count;
@@ -39,12 +52,7 @@ static void *share_main(void *arg)
 
 int cl_parallel_for(long long count, int threads, void (*fn)(long long i, void *arg), void *arg)
 {
-    if (threads <= 0)
-        threads = cl_cpu_threads();
-    if (threads > CL_CPU_MAX_THREADS)
-        threads = CL_CPU_MAX_THREADS;
-    if (count < threads)
-        threads = count < 1 ? 1 : (int)count;
+    threads = threads_for(threads, count < 0 ? 0 : (uint64_t)count);
     pthread_t tid[CL_CPU_MAX_THREADS];
     pool_share share[CL_CPU_MAX_THREADS];
     bool started[CL_CPU_MAX_THREADS];
@@ -82,12 +90,7 @@ int cl_parallel_ranges(uint64_t count, int threads, cl_range_fn fn, void *ctx)
 {
     if (count == 0)
         return 1;
-    if (threads <= 0)
-        threads = cl_cpu_threads();
-    if (threads > CL_CPU_MAX_THREADS)
-        threads = CL_CPU_MAX_THREADS;
-    if ((uint64_t)threads > count)
-        threads = (int)count;
+    threads = threads_for(threads, count);
     range_split r = { count, threads, fn, ctx };
     return cl_parallel_for(threads, threads, range_part, &r);
 }

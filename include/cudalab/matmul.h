@@ -78,7 +78,7 @@ static const cl_variant cl_matmul_variants[CL_MATMUL_NVARIANTS] = {CL_MATMUL_VAR
 
 typedef struct cl_matmul_args {
     int m, n, k;                    /* >= 1; each of m·k, k·n, m·n < 2^31 (the kernels index with int) */
-    int tile;                       /* TILE_WIDTH for CL_MATMUL_USES_TILE variants */
+    int tile;                       /* TILE_WIDTH for CL_V_TILE variants */
     uint64_t seed;
     int reps;                       /* 1..CL_MAX_REPS timed runs */
     int warmup;                     /* untimed runs before them */

@@ -74,7 +74,7 @@ int family_register(magic_ctx *ctx, const family_spec *f, const cl_variant *v)
 {
     int at = family_index(f, v->name);
     if (strcmp(v->name, "all") == 0 || (at >= 0 && (size_t)at < f->nvariants))
-        return magic_error(ctx, "UsageError", "--name %s: %%%s already has a variant of that name "
+        return magic_error(ctx, "UsageError", "'%s': %%%s already has a variant of that name "
                            "(choose another)", v->name, f->magic);
     runtime_variant *slot = NULL;
     for (size_t k = 0; k < nruntime && !slot; k++)
@@ -142,9 +142,17 @@ static void available_text(const family_spec *f, variant_available_fn available,
     utf8_trim(buf);
 }
 
+static bool builtin(const cl_variant *v, size_t index, void *user)
+{
+    (void)v;
+    return index < ((const family_spec *)user)->nvariants;
+}
+
 json_t *family_select(magic_ctx *ctx, const family_spec *f, const json_t *given,
                       variant_available_fn available, void *user, const char *backend)
 {
+    if (!available)
+        available = builtin, user = (void *)f;
     json_t *list = sweep_as_list(given), *out = json_array();
     size_t i;
     json_t *g;

@@ -67,7 +67,8 @@ typedef bool (*variant_available_fn)(const cl_variant *v, size_t index, void *us
 
 /* --variant as given (a name or a list) -> an array of distinct variant names
  * in the order given, `all` standing for every variant that `available` accepts
- * in table order. A named variant that is not available is a UsageError naming
+ * in table order (available NULL: the contract's own rows, which every backend
+ * of the family implements; a run-time variant is then refused). A named variant that is not available is a UsageError naming
  * the backend and what it has. New reference, or NULL with the error set. */
 json_t *family_select(magic_ctx *ctx, const family_spec *f, const json_t *given,
                       variant_available_fn available, void *user, const char *backend);

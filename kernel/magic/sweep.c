@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "render/render.h"
 #include "magic/sweep.h"
 #include "magic/sweep_internal.h"
@@ -363,13 +364,6 @@ static json_t *make_view(magic_ctx *ctx, const sweep_state *st, const json_t *ru
 /* ---- progress ---- */
 
 #define PROGRESS_BAR 24             /* characters of the bar */
-
-static double monotonic_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
 
 double (*sweep_clock_ms)(void) = monotonic_ms;
 

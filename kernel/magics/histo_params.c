@@ -84,20 +84,13 @@ static int block_item(magic_ctx *ctx, const cl_histo_ops *ops, uint64_t block, u
 
 /* ---- the input: random or text, and the resolved params ---- */
 
-/* Every row of the contract runs on every backend (the host loop on the CPU
- * backend); a variant registered at run time has no code in this family yet. */
-static bool runs_here(const cl_variant *v, size_t index, void *user)
-{
-    (void)v, (void)user;
-    return index < CL_HISTO_NVARIANTS;
-}
 
 /* --variant with `all` expanded and duplicates dropped (family_select); one
  * variant given as a scalar stays a scalar: nothing varies. */
 static int select_variants(magic_ctx *ctx, json_t *p)
 {
     const json_t *given = json_object_get(p, "variant");
-    json_t *list = family_select(ctx, &histo_family, given, runs_here, NULL, ctx->backend->name);
+    json_t *list = family_select(ctx, &histo_family, given, NULL, NULL, ctx->backend->name);
     if (!list)
         return -1;
     if (json_array_size(list) == 1 && !json_is_array(given))

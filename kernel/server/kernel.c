@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/text.h"
 #include "proto/msg.h"
@@ -290,10 +291,10 @@ static size_t take_queued(void *server, shell_request **reqs)
         *reqs = NULL;
         return 0;
     }
-    double t0 = loop_now_ms();
+    double t0 = monotonic_ms();
     while (n < ABORT_MAX_MSGS) {
         zmq_pollitem_t it = { k->sock[PORT_SHELL], 0, ZMQ_POLLIN, 0 };
-        if (loop_now_ms() - t0 >= ABORT_MAX_MS || zmq_poll(&it, 1, ABORT_GAP_MS) <= 0)
+        if (monotonic_ms() - t0 >= ABORT_MAX_MS || zmq_poll(&it, 1, ABORT_GAP_MS) <= 0)
             break;
         if (kernel_recv(k, PORT_SHELL, &q[n]))
             n++;
@@ -314,7 +315,7 @@ static void on_request(kernel *k, enum conn_port channel)
  * queue thousands of welcomes for every client (a token bucket). */
 static bool welcome_allowed(kernel *k)
 {
-    double now = loop_now_ms() / 1e3;
+    double now = monotonic_ms() / 1e3;
     k->welcome_tokens += (now - k->welcome_at) * WELCOMES_PER_SECOND;
     if (k->welcome_tokens > WELCOMES_PER_SECOND)
         k->welcome_tokens = WELCOMES_PER_SECOND;
@@ -404,7 +405,7 @@ static void host_publish(void *server, const wire_msg *parent, const char *msg_t
 
 static double host_now_ms(void *server)
 {
-    return loop_now_ms();
+    return monotonic_ms();
 }
 
 static void host_quit(void *server)

@@ -3,9 +3,9 @@
 
 #include <errno.h>
 #include <stdlib.h>
-#include <time.h>
 #include <zmq.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 
 typedef struct source {
@@ -34,13 +34,6 @@ struct loop {
     void *before_data;
     bool stopped;
 };
-
-double loop_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 loop *loop_new(void)
 {
@@ -144,14 +137,14 @@ static long poll_timeout(const loop *l)
             nearest = l->tim[i].when_ms;
     if (nearest == 0)
         return -1;
-    double left = nearest - loop_now_ms();
+    double left = nearest - monotonic_ms();
     return left > 0 ? (long)left + 1 : 0;
 }
 
 /* Runs the timers whose moment has come; each is disarmed before it runs. */
 static void run_timers(loop *l)
 {
-    double now = loop_now_ms();
+    double now = monotonic_ms();
     for (int i = 0; i < l->ntim && !l->stopped; i++) {
         timer *t = &l->tim[i];
         if (t->when_ms > 0 && now >= t->when_ms) {

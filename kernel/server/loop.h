@@ -40,7 +40,7 @@ void loop_source_events(loop *l, int id, int events);
 
 /* Registers a timer, disarmed. Returns its id, or -1 when memory ran out. */
 int loop_timer_add(loop *l, loop_fn fn, void *data);
-/* Arms the timer to run once at when_ms (loop_now_ms's clock); 0 disarms it. */
+/* Arms the timer to run once at when_ms (base/clock.h's monotonic_ms); 0 disarms it. */
 void loop_timer_arm(loop *l, int id, double when_ms);
 
 /* Runs before every poll, with data. */
@@ -53,8 +53,5 @@ int loop_turn(loop *l);
 /* Ends loop_run after the current callback: no further source of this turn runs. */
 void loop_stop(loop *l);
 bool loop_stopped(const loop *l);
-
-/* Monotonic milliseconds: the clock of timers. */
-double loop_now_ms(void);
 
 #endif

@@ -134,6 +134,19 @@ static void select_expands_all_and_refuses(void **state)
     json_decref(got);
     json_decref(given);
 
+    /* no predicate: the contract's own rows; a run-time variant is refused */
+    cl_variant mine = {"mine", "", "", 0};
+    assert_int_equal(family_register(&ctx, &matmul_family, &mine), 0);
+    given = json_string("all");
+    got = family_select(&ctx, &matmul_family, given, NULL, NULL, "cpu");
+    assert_int_equal(json_array_size(got), CL_MATMUL_NVARIANTS);
+    json_decref(got);
+    json_decref(given);
+    given = json_string("mine");
+    assert_null(family_select(&ctx, &matmul_family, given, NULL, NULL, "cpu"));
+    assert_non_null(strstr(ctx.error.evalue, "--variant mine is not available on the cpu backend"));
+    json_decref(given);
+
     given = json_string("cpu");
     assert_null(family_select(&ctx, &matmul_family, given, all_but_host, NULL, "cuda"));
     assert_string_equal(ctx.error.ename, "UsageError");

@@ -519,13 +519,20 @@ static void interrupt_while_idle(void **state)
     assert_string_equal(pub_types(m, 0), "status:busy status:idle");
 }
 
+/* A fresh session with other limits. */
+static void restart_with(mock *m, shell_limits lim)
+{
+    shell_session_free(m->s);
+    m->s = shell_session_new(&m->host, &lim);
+    assert_non_null(m->s);
+}
+
 static void execute_timeout(void **state)
 {
     mock *m = *state;
-    shell_session_free(m->s);
     shell_limits lim = default_limits;
     lim.cell_timeout_ms = 3000;
-    m->s = shell_session_new(&m->host, &lim);
+    restart_with(m, lim);
     execute(m, "%device");
     assert_true(shell_deadline_ms(m->s) == m->now + 3000);
     m->now += 2999;
@@ -558,10 +565,9 @@ static void stream_flushed_by_tick(void **state)
 static void stream_capped(void **state)
 {
     mock *m = *state;
-    shell_session_free(m->s);
     shell_limits lim = default_limits;
     lim.max_output = 8;
-    m->s = shell_session_new(&m->host, &lim);
+    restart_with(m, lim);
     execute(m, "%echo 0123456789");
     assert_contains(streamed(m, 0), "01234567\n[cudalab: output truncated after 8 bytes");
     assert_string_equal(str(last_reply(m), "status"), "ok");
