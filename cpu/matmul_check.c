@@ -174,6 +174,36 @@ static void reduce_rows(const verify_job *v, cl_matmul_check *out)
         out->max_abs_err = NAN;
 }
 
+/* The first element of C (row-major) outside the tolerance: what a student
+ * reads first ("C[3][64] = 12.0, expected 11.5"). Rows are recomputed one by
+ * one, serially: only after a full check failed, so the product is small. */
+static void first_wrong(const verify_job *v, double tol, cl_matmul_check *out)
+{
+    out->first_row = out->first_col = -1;
+    double *s = malloc(2 * (size_t)v->n * sizeof *s);
+    if (!s)
+        return;
+    double *t = s + v->n;
+    for (long long i = 0; i < v->m && out->first_row < 0; i++) {
+        memset(s, 0, 2 * (size_t)v->n * sizeof *s);
+        for (long long p = 0; p < v->k; p++)
+            for (long long j = 0; j < v->n; j++) {
+                double x = (double)v->a[i * v->k + p] * v->b[p * v->n + j];
+                s[j] += x;
+                t[j] += fabs(x);
+            }
+        for (long long j = 0; j < v->n; j++) {
+            double got = v->c[i * v->n + j];
+            if (!isfinite(got) || !(fabs(got - s[j]) / t[j] <= tol)) {
+                out->first_row = i, out->first_col = j;
+                out->first_value = got, out->first_expected = s[j];
+                break;
+            }
+        }
+    }
+    free(s);
+}
+
 static int freivalds(verify_job *v, uint64_t seed, char *err)
 {
     double *vec = malloc(((size_t)v->n + 2 * (size_t)v->k) * sizeof *vec);
@@ -229,6 +259,9 @@ int cl_matmul_verify(int m, int n, int k, uint64_t seed, const float *c, bool tf
         out->method = full ? "full fp64 product" : "freivalds x3";
         out->tol = tf32 ? CL_MATMUL_TOL_TF32 : full ? CL_MATMUL_TOL_FP32 : CL_MATMUL_TOL_FP32_FREI;
         out->passed = out->max_rel_err <= out->tol;     /* false for NaN */
+        out->first_row = out->first_col = -1;
+        if (full && !out->passed)
+            first_wrong(&v, out->tol, out);
     }
     free(a);
     free(rows);

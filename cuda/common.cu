@@ -1,6 +1,7 @@
 /* common.cu — the helpers in common.h: errors, allocation and the timing
  * of one rep (L2 flush, events), shared by the families' runners. */
 #include <stdio.h>
+#include <time.h>
 #include <string.h>
 
 #include "common.h"
@@ -105,13 +106,78 @@ int cl_cuda_time_start(const cl_cuda_timing *t, char *err)
     return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "cudaEventRecord", rc);
 }
 
+/* ---- the limit ---- */
+
+static double limit_ms;
+static char limit_who[128];
+static bool abandoned;
+
+void cl_cuda_set_limit(double ms, const char *who)
+{
+    limit_ms = ms > 0 ? ms : 0;
+    snprintf(limit_who, sizeof limit_who, "%s", who ? who : "the kernel");
+}
+
+bool cl_cuda_abandoned(void)
+{
+    return abandoned;
+}
+
+/* Polls e until it completes or the limit passes: a short spin first (most
+ * waits are microseconds), then sleeps of 100 µs. */
+static int cl_cuda_wait_event(cudaEvent_t e, const char *what, char *err)
+{
+    cudaError_t rc;
+    if (limit_ms <= 0) {
+        rc = cudaEventSynchronize(e);
+        return rc == cudaSuccess ? 0 : cl_cuda_fail(err, what, rc);
+    }
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int spins = 0;; spins++) {
+        rc = cudaEventQuery(e);
+        if (rc == cudaSuccess)
+            return 0;
+        if (rc != cudaErrorNotReady)
+            return cl_cuda_fail(err, what, rc);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double ms = (now.tv_sec - t0.tv_sec) * 1e3 + (now.tv_nsec - t0.tv_nsec) / 1e6;
+        if (ms > limit_ms) {
+            abandoned = true;
+            snprintf(err, CL_ERR_LEN, "%s ran longer than its launch limit of %g s (CUDALAB_KERNEL_TIMEOUT) "
+                     "and was abandoned: an endless loop, or a __syncthreads() that not every thread of a "
+                     "block reaches?", limit_who, limit_ms / 1e3);
+            return -1;
+        }
+        if (spins > 1000) {
+            struct timespec nap = { 0, 100 * 1000 };
+            nanosleep(&nap, NULL);
+        }
+    }
+}
+
+int cl_cuda_synchronize(const char *what, char *err)
+{
+    cudaEvent_t e;
+    cudaError_t rc = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+    if (rc != cudaSuccess)
+        return cl_cuda_fail(err, what, rc);
+    rc = cudaEventRecord(e, 0);
+    int out = rc == cudaSuccess ? cl_cuda_wait_event(e, what, err) : cl_cuda_fail(err, what, rc);
+    if (!abandoned)
+        cudaEventDestroy(e);
+    if (out == 0 && (rc = cudaGetLastError()) != cudaSuccess)
+        return cl_cuda_fail(err, what, rc);
+    return out;
+}
+
 int cl_cuda_time_stop(const cl_cuda_timing *t, float *ms, const char *what, char *err)
 {
     cudaError_t rc;
     if ((rc = cudaEventRecord(t->e1, 0)) != cudaSuccess)
         return cl_cuda_fail(err, "cudaEventRecord", rc);
-    if ((rc = cudaEventSynchronize(t->e1)) != cudaSuccess)
-        return cl_cuda_fail(err, what, rc);
+    if (cl_cuda_wait_event(t->e1, what, err) != 0)
+        return -1;
     if ((rc = cudaEventElapsedTime(ms, t->e0, t->e1)) != cudaSuccess)
         return cl_cuda_fail(err, "cudaEventElapsedTime", rc);
     return 0;

@@ -66,4 +66,15 @@ int cl_cuda_time_start(const cl_cuda_timing *t, char *err);
  * writes the milliseconds between e0 and e1 to *ms. */
 int cl_cuda_time_stop(const cl_cuda_timing *t, float *ms, const char *what, char *err);
 
+/* ---- a limit on how long the device may take (student kernels) ----
+ * While a limit is set, every wait of the runners (cl_cuda_time_stop,
+ * cl_cuda_synchronize) polls instead of blocking, and gives up past the
+ * limit: the work is abandoned (a kernel cannot be stopped from the host),
+ * cl_cuda_abandoned() says so from then on, and the worker leaves so that its
+ * context, and the kernel in it, end with the process. */
+void cl_cuda_set_limit(double ms, const char *who);    /* 0: none; who names the kernel in the error */
+bool cl_cuda_abandoned(void);
+/* Waits for everything queued on the device, within the limit. */
+int cl_cuda_synchronize(const char *what, char *err);
+
 #endif

@@ -221,6 +221,10 @@ int cl_cuda_copy_bandwidth(double *gbs, char *err) __attribute__((weak));
 /* A sticky error stays in the context: every later call returns it. */
 static int cuda_healthy(char *err)
 {
+    if (cl_cuda_abandoned()) {      /* a kernel still runs: waiting for it would never end */
+        snprintf(err, CL_ERR_LEN, "a kernel past its launch limit is still running");
+        return -1;
+    }
     cudaError_t rc = cudaDeviceSynchronize();
     if (rc == cudaSuccess)
         rc = cudaGetLastError();

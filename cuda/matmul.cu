@@ -22,6 +22,7 @@
 static const mm_gpu_impl *cuda_impl(int v)
 {
     switch (v) {
+    case CL_VARIANT_STUDENT: return &mm_gpu_student;
     case CL_MATMUL_V_NAIVE: return &mm_gpu_naive;
     case CL_MATMUL_V_TILED: return &mm_gpu_tiled;
     case CL_MATMUL_V_FAST: return &mm_gpu_fast;
@@ -62,6 +63,34 @@ int mm_describe(const void *func, dim3 grid, dim3 block, cl_launch *l, char *err
     }
     return cl_cuda_describe(func, grid, block, l, err);
 }
+
+/* ---- a student's kernel: one thread per element of C ---- */
+
+static dim3 student_grid(const mm_problem *p)
+{
+    dim3 block = cl_cuda_student_block(p->student);
+    return cl_cuda_student_grid(p->student, dim3((unsigned)((p->n + block.x - 1) / block.x),
+                                                 (unsigned)((p->m + block.y - 1) / block.y), 1));
+}
+
+static int student_prepare(const mm_problem *p, cl_matmul_result *out, char *err)
+{
+    snprintf(out->impl, sizeof out->impl, "your kernel %s", p->student->name);
+    return cl_cuda_student_describe(p->student, p->student_func, student_grid(p),
+                                    cl_cuda_student_block(p->student), &out->launch, err);
+}
+
+static int student_launch(const mm_problem *p, char *err)
+{
+    const float *a = p->a, *b = p->b;
+    float *c = p->c;
+    int m = p->m, n = p->n, k = p->k;
+    void *args[] = { &a, &b, &c, &m, &n, &k };
+    return cl_cuda_student_launch(p->student, p->student_func, student_grid(p),
+                                  cl_cuda_student_block(p->student), args, err);
+}
+
+const mm_gpu_impl mm_gpu_student = { student_prepare, student_launch };
 
 /* ---- inputs ---- */
 
@@ -112,12 +141,11 @@ static int setup(const cl_matmul_args *a, mm_buffers *d, char *err)
 static int timed(const mm_gpu_impl *impl, const mm_problem *p, const cl_matmul_args *a,
                  mm_buffers *d, cl_matmul_result *out, char *err)
 {
-    cudaError_t rc;
     for (int w = 0; w < a->warmup; w++)
         if (impl->launch(p, err))
             return -1;
-    if ((rc = cudaDeviceSynchronize()) != cudaSuccess)
-        return cl_cuda_fail(err, "warm-up runs", rc);
+    if (cl_cuda_synchronize("warm-up runs", err) != 0)
+        return -1;
     for (int r = 0; r < a->reps; r++) {
         if (cl_cuda_flush_l2(&d->t, r, "flushing L2", err) || cl_cuda_time_start(&d->t, err) ||
             impl->launch(p, err) || cl_cuda_time_stop(&d->t, &out->times.ms[r], "timed run", err))
@@ -140,11 +168,16 @@ static int cuda_matmul_run(int v, const cl_matmul_args *a, cl_matmul_result *out
         return -1;
     }
     const mm_gpu_impl *impl = cuda_impl(v);
-    snprintf(out->config, sizeof out->config, "%s", cl_matmul_variants[v].launch);
+    bool student = v == CL_VARIANT_STUDENT;
+    if (student && !a->student) {
+        snprintf(err, CL_ERR_LEN, "a student variant without its kernel");
+        return -1;
+    }
+    snprintf(out->config, sizeof out->config, "%s", student ? cl_matmul_student.launch : cl_matmul_variants[v].launch);
     snprintf(out->precision, sizeof out->precision, "%s",
-             cl_matmul_variants[v].flags & CL_MATMUL_TF32 ? "tf32" : "fp32");
-    mm_problem p = { a->m, a->n, a->k, a->tile, NULL, NULL, NULL };
-    if (impl->prepare(&p, out, err))
+             !student && cl_matmul_variants[v].flags & CL_MATMUL_TF32 ? "tf32" : "fp32");
+    mm_problem p = { a->m, a->n, a->k, a->tile, NULL, NULL, NULL, a->student, NULL };
+    if ((student && cl_cuda_student_func(a->student, &p.student_func, err)) || impl->prepare(&p, out, err))
         return -1;
 
     mm_buffers d;
@@ -152,8 +185,13 @@ static int cuda_matmul_run(int v, const cl_matmul_args *a, cl_matmul_result *out
     int rc = setup(a, &d, err);
     if (rc == 0) {
         p.a = d.a, p.b = d.b, p.c = d.c;
+        if (student)
+            cl_cuda_set_limit(a->student->limit_ms, a->student->name);
         rc = timed(impl, &p, a, &d, out, err);
+        cl_cuda_set_limit(0, NULL);
     }
+    if (cl_cuda_abandoned())
+        return -1;                  /* the kernel still runs: nothing else may touch the device */
     cudaError_t e;
     if (rc == 0 && a->c &&
         (e = cudaMemcpy(a->c, d.c, (size_t)a->m * a->n * sizeof(float), cudaMemcpyDeviceToHost)) != cudaSuccess)

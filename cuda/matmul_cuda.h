@@ -12,11 +12,14 @@
 #include "cudalab/backend.h"
 #include "cudalab/matmul.h"
 #include "common.h"
+#include "student_cuda.h"
 
 struct mm_problem {
     int m, n, k, tile;
     const float *a, *b;             /* device, row-major */
     float *c;
+    const cl_student_kernel *student;   /* CL_VARIANT_STUDENT: the kernel, and its loaded handle */
+    const void *student_func;
 };
 
 struct mm_gpu_impl {
@@ -30,7 +33,7 @@ int mm_describe(const void *func, dim3 grid, dim3 block, cl_launch *l, char *err
 /* The error of the launch just made, if any. */
 int mm_launched(const char *what, char *err);
 
-extern const mm_gpu_impl mm_gpu_naive, mm_gpu_tiled, mm_gpu_fast, mm_gpu_fast64, mm_gpu_cublas,
+extern const mm_gpu_impl mm_gpu_student, mm_gpu_naive, mm_gpu_tiled, mm_gpu_fast, mm_gpu_fast64, mm_gpu_cublas,
     mm_gpu_cublas_tf32;
 
 #endif

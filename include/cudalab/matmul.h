@@ -19,6 +19,7 @@
 
 #include "cudalab/family.h"
 #include "cudalab/measure.h"
+#include "cudalab/student.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -76,9 +77,21 @@ static const cl_variant cl_matmul_variants[CL_MATMUL_NVARIANTS] = {CL_MATMUL_VAR
 #define CL_MATMUL_TILE_ITEM_(t) t,
 #define CL_MATMUL_TILES {CL_MATMUL_TILE_LIST(CL_MATMUL_TILE_ITEM_) 0}
 
+/* What a student's %%kernel for %matmul implements (student.h). */
+static const cl_student_contract cl_matmul_student = {
+    "const float *A, const float *B, float *C, int M, int N, int K",
+    "float *, float *, float *, int, int, int",
+    "one thread per element of C: row = blockIdx.y·blockDim.y + threadIdx.y, col = blockIdx.x·blockDim.x "
+    "+ threadIdx.x; grid ⌈N/block.x⌉ × ⌈M/block.y⌉ (--grid overrides); --tile T gives a T×T block "
+    "and -D TILE=T",
+    {16, 16, 1},
+    CL_V_TILE,
+};
+
 typedef struct cl_matmul_args {
     int m, n, k;                    /* >= 1; each of m·k, k·n, m·n < 2^31 (the kernels index with int) */
     int tile;                       /* TILE_WIDTH for CL_V_TILE variants */
+    const cl_student_kernel *student; /* the kernel run as CL_VARIANT_STUDENT, else NULL */
     uint64_t seed;
     int reps;                       /* 1..CL_MAX_REPS timed runs */
     int warmup;                     /* untimed runs before them */
@@ -97,7 +110,8 @@ typedef struct cl_matmul_result {
 } cl_matmul_result;
 
 typedef struct cl_matmul_ops {
-    /* Whether this backend implements variant v (enum cl_matmul_variant_id). */
+    /* Whether this backend implements variant v (enum cl_matmul_variant_id), or runs
+     * students' kernels (v = CL_VARIANT_STUDENT, the kernel in args->student). */
     bool (*has)(int v);
     /* Generates A and B from a->seed, runs variant v a->warmup times untimed
      * and a->reps times timed, then copies C into a->c (not timed). Returns 0,
@@ -138,6 +152,9 @@ typedef struct cl_matmul_check {
     double max_abs_err;
     double tol;
     long long worst_row, worst_col; /* where max_rel_err was seen (col -1 for Freivalds) */
+    long long first_row, first_col; /* the first wrong element in row-major order (full check
+                                     * only), -1 when none is known */
+    double first_value, first_expected;
 } cl_matmul_check;
 
 /* Fills a (m×k) and b (k×n) from the seed, with host threads. */

@@ -15,6 +15,7 @@
 
 #include "exec/backend_load.h"
 #include "base/log.h"
+#include "student/store.h"
 
 void worker_init(worker *w)
 {
@@ -61,7 +62,7 @@ int worker_start(worker *w, const char *exe)
     return 0;
 }
 
-int worker_run(worker *w, const char *exe, const command *cmd)
+int worker_run(worker *w, const char *exe, const command *cmd, const json_t *kernels)
 {
     if (w->pid == 0 && worker_start(w, exe))
         return -1;
@@ -69,8 +70,9 @@ int worker_run(worker *w, const char *exe, const command *cmd)
         klog("worker: a command was sent while the previous one was still being written");
         return -1;
     }
-    json_t *msg = json_pack("{s:s, s:s, s:O, s:s?}", "op", "run", "magic", cmd->magic->name,
-                            "params", cmd->params, "body", cmd->body);
+    json_t *msg = json_pack("{s:s, s:s, s:O, s:s?, s:i, s:O?}", "op", "run", "magic", cmd->magic->name,
+                            "params", cmd->params, "body", cmd->body, "body_line", cmd->body_line,
+                            "kernels", kernels);
     size_t n = 0;
     char *buf = msg ? frame_encode(msg, &n) : NULL;
     json_decref(msg);
@@ -208,11 +210,14 @@ static int run_one(int fd, const json_t *req)
 {
     const char *name = json_string_value(json_object_get(req, "magic"));
     const magic_spec *m = name ? magic_find(name) : NULL;
-    magic_ctx ctx = { .out = &pipe_out, .impl = &fd };
+    magic_ctx ctx = { .out = &pipe_out, .impl = &fd,
+                      .body_line = (int)json_integer_value(json_object_get(req, "body_line")) };
     bool leave = false;
     magic_cancel_reset();
     if (!m)
         magic_error(&ctx, "InternalError", "the worker does not know %%%s", name ? name : "?");
+    else if (student_install(&ctx, json_object_get(req, "kernels")) != 0)
+        ;                           /* the error is set */
     else if (worker_exec(m, json_object_get(req, "params"),
                          json_string_value(json_object_get(req, "body")), &ctx) == 0)
         error_clear(&ctx.error);

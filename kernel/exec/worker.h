@@ -31,7 +31,7 @@ int worker_start(worker *w, const char *exe);
  * blocks on the worker (a stopped worker and a large cell must not wedge it):
  * what the pipe does not take now is written by worker_flush when the loop
  * finds it writable. Returns 0 or -1. */
-int worker_run(worker *w, const char *exe, const command *cmd);
+int worker_run(worker *w, const char *exe, const command *cmd, const json_t *kernels);
 /* Writes more of the pending command. Returns 0 when all is written, 1 when
  * the pipe is full again, -1 when the worker is gone. */
 int worker_flush(worker *w);

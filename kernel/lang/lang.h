@@ -21,6 +21,7 @@ typedef struct command {
     json_t *params;                 /* owned */
     char *body;                     /* cell magic body, or NULL; owned */
     int line;                       /* 1-based line of the cell where it starts */
+    int body_line;                  /* the line where the body starts (cell magics) */
     char *source;                   /* the command's own line, for error messages; owned */
 } command;
 

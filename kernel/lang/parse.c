@@ -195,8 +195,10 @@ static int command_from(const logical *l, const magic_registry *reg, bool first,
         return -1;
     *is_cell = h.cell && first;
     *cmd = (command){ .magic = m, .params = params, .line = l->line, .source = strdup(l->text) };
-    if (*is_cell && !h.help)
+    if (*is_cell && !h.help) {
         cmd->body = strdup(l->after);
+        cmd->body_line = l->line + l->nseg;
+    }
     if (!cmd->source || (*is_cell && !h.help && !cmd->body)) {
         json_decref(cmd->params);
         free(cmd->source);

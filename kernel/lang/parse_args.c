@@ -104,7 +104,7 @@ static int unknown_flag(args *a, const token *t, const char *word, const char *s
 static int set_flag(args *a, const flag_spec *f, const char *value, size_t flag_at, size_t value_at)
 {
     size_t i = (size_t)(f - a->m->flags);
-    if (a->seen[i])
+    if (a->seen[i] && !(f->opts & FLAG_REPEAT))
         return usage_error(a, flag_at, "--%s is given twice%s", f->name,
                            f->opts & FLAG_LIST ? "; for several values give one comma list (a,b,c)" : "");
     char msg[400], key[96];
@@ -112,8 +112,17 @@ static int set_flag(args *a, const flag_spec *f, const char *value, size_t flag_
     if (!v)
         return usage_error(a, value_at, "%s", msg);
     flag_key(f, key, sizeof key);
-    if (json_object_set_new(a->params, key, v) != 0)
+    if (f->opts & FLAG_REPEAT) {
+        json_t *all = json_object_get(a->params, key);
+        if (!a->seen[i] || !json_is_array(all))     /* the first replaces the default */
+            json_object_set_new(a->params, key, all = json_array());
+        v = json_array_append_new(all, v) == 0 ? json_incref(all) : NULL;
+        json_decref(v);
+        if (!v)
+            return usage_error(a, flag_at, "out of memory");
+    } else if (json_object_set_new(a->params, key, v) != 0) {
         return usage_error(a, flag_at, "out of memory");
+    }
     a->seen[i] = true;
     return 0;
 }

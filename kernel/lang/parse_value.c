@@ -227,6 +227,12 @@ static json_t *list_value(const flag_spec *f, const char *text, char *msg, size_
 json_t *flag_value_parse(const flag_spec *f, const char *text, char *msg, size_t len)
 {
     bool comma = strchr(text, ',') != NULL;
+    if (f->opts & FLAG_LIST && f->type == FLAG_DIMS && !comma) {
+        /* dimensions are an array already: a list of them is always an array
+         * of arrays, so that one value is one point of a sweep, not several */
+        json_t *one = one_value(f, text, msg, len);
+        return one ? json_pack("[o]", one) : NULL;
+    }
     if (f->opts & FLAG_LIST)
         return comma ? list_value(f, text, msg, len) : one_value(f, text, msg, len);
     if (comma && f->type != FLAG_STRING)

@@ -10,6 +10,15 @@
 #include "magic/families.h"
 #include "magic/sweep.h"
 
+const family_spec *family_find(const char *magic)
+{
+    const magic_spec *m = magic_find(magic);
+    for (const flag_spec *f = m ? m->flags : NULL; f && f->name; f++)
+        if (f->family)
+            return f->family;
+    return NULL;
+}
+
 /* ---- variants registered at run time ---- */
 
 typedef struct runtime_variant {

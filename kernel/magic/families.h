@@ -20,13 +20,21 @@
 #include <stdint.h>
 
 #include "cudalab/family.h"
+#include "cudalab/student.h"
 #include "magic/magic.h"
 
 typedef struct family_spec {
     const char *magic;              /* "matmul": the magic that runs the family */
     const cl_variant *variants;     /* the contract's table: cl_<family>_variants */
     size_t nvariants;
+    const cl_student_contract *student; /* what a student's %%kernel for it implements, or NULL */
+    const char *quick;              /* the flags of %%kernel's quick check at a small awkward
+                                       size ("--m 67 --n 33 --k 129"), with the student's variant */
+    bool (*runs_student)(const cl_backend *b);  /* whether b runs students' kernels of the family */
 } family_spec;
+
+/* The family a magic runs (the one its --variant flag names), or NULL. */
+const family_spec *family_find(const char *magic);
 
 /* The --variant flag of a family's magic, for its flag_spec table: a list of
  * the family's variants (or all), default def. */

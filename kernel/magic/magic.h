@@ -33,6 +33,7 @@ enum flag_type {
 /* flag_spec.opts */
 #define FLAG_LIST     0x1u  /* a comma list is allowed (turned into a sweep by the magic) */
 #define FLAG_REQUIRED 0x2u  /* no default: the user must give it */
+#define FLAG_REPEAT   0x4u  /* may be given several times: the values, in order, as an array */
 
 typedef struct flag_spec {
     const char *name;               /* long name without dashes, e.g. "bin-width"; NULL ends the table */
@@ -57,6 +58,7 @@ enum magic_where {
 };
 
 struct magic_ctx;
+struct command;
 
 typedef struct magic_spec {
     const char *name;
@@ -75,6 +77,14 @@ typedef struct magic_spec {
      * 0, or -1 with a reason in msg and the culprit's byte offset in *at. */
     bool raw;
     int (*check)(const char *text, char *msg, size_t len, size_t *at);
+    /* A worker magic's steps in the kernel process, around the command:
+     * attach, before it is sent, may refuse it (-1 with the error in ctx) and
+     * may give what the worker needs beside its params in *kernels (the
+     * definitions of the student kernels it names: a new reference, or NULL);
+     * settled, once the worker has answered, gets the error's ename, NULL on
+     * success. */
+    int (*attach)(struct magic_ctx *ctx, const struct command *cmd, json_t **kernels);
+    void (*settled)(const struct command *cmd, const char *ename);
 } magic_spec;
 
 /* ---- registry (registry.c) ---- */
@@ -100,6 +110,7 @@ typedef struct magic_ctx {
     const cl_backend *backend;      /* worker-side: the backend that runs; NULL in the kernel process */
     const char *backend_note;       /* why this backend (e.g. the CUDA error that made us fall back) */
     const struct result_store *results; /* the session's results (%assert), where there are any */
+    int body_line;                  /* the cell line where a cell magic's body starts */
     /* set by magic_error(); the caller turns it into a Jupyter error */
     error_info error;
     json_t *traceback;              /* extra plain lines, or NULL */

@@ -8,7 +8,8 @@
 #include "magic/magic.h"
 
 #define MAGICS(X)                                                                         \
-    X(assert) X(coalesce) X(device) X(echo) X(grid) X(help) X(histo) X(matmul) X(occupancy)  \
+    X(assert) X(coalesce) X(device) X(echo) X(grid) X(help) X(histo) X(kernel) X(kernels)        \
+    X(matmul) X(occupancy)                                                                    \
     X(reduce) X(score) X(stencil) X(vecadd)
 
 #define DECLARE_(name) extern const magic_spec magic_##name;

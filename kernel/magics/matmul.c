@@ -17,11 +17,20 @@
 #include "cudalab/matmul.h"
 #include "magic/sweep.h"
 #include "magics/matmul_internal.h"
+#include "student/run.h"
+
+static bool runs_student(const cl_backend *b)
+{
+    return b->matmul && b->matmul->has(CL_VARIANT_STUDENT);
+}
 
 const family_spec matmul_family = {
     .magic = "matmul",
     .variants = cl_matmul_variants,
     .nvariants = CL_MATMUL_NVARIANTS,
+    .student = &cl_matmul_student,
+    .quick = "--m 67 --n 33 --k 129",
+    .runs_student = runs_student,
 };
 
 #define TILE_TEXT_(t) " " #t
@@ -37,7 +46,11 @@ static const flag_spec matmul_flags[] = {
      .help = "columns of A, rows of B (overrides --size)"},
     FAMILY_VARIANT_FLAG(&matmul_family, "tiled"),
     {.name = "tile", .type = FLAG_INT, .def = "16", .imin = 2, .imax = 32, .opts = FLAG_LIST,
-     .help = "TILE_WIDTH of the variants that honour it, one of" CL_MATMUL_TILE_LIST(TILE_TEXT_)},
+     .help = "TILE_WIDTH of the variants that honour it, one of" CL_MATMUL_TILE_LIST(TILE_TEXT_)
+             " (your kernels: any, as -D TILE=T with a T×T block)"},
+    {.name = "block", .type = FLAG_DIMS, .imin = 1, .imax = 1024, .opts = FLAG_LIST,
+     .help = "your kernels only: threads per block (16x16 by default; a list sweeps)"},
+    STUDENT_RUN_FLAGS,
     SWEEP_MEASURE_FLAGS("seed of the generated inputs A and B",
                         "timed runs per point",
                         "check C against a double-precision product",
@@ -82,6 +95,11 @@ static json_t *check_json(const cl_matmul_check *c)
                           "max_rel_err", real_or_null(c->max_rel_err), "max_abs_err",
                           real_or_null(c->max_abs_err), "tol", c->tol);
     json_object_set_new(j, "nonfinite", json_boolean(isnan(c->max_rel_err)));
+    if (c->first_row >= 0)
+        json_object_set_new(j, "first_wrong",
+                            json_sprintf("C[%lld][%lld] = %.9g%s, expected %.9g", c->first_row, c->first_col,
+                                         c->first_value, isnan(c->first_value) ? " (never written?)" : "",
+                                         c->first_expected));
     json_object_set_new(j, "worst", c->worst_col >= 0
                                         ? json_pack("[I,I]", (json_int_t)c->worst_row, (json_int_t)c->worst_col)
                                         : json_pack("[I]", (json_int_t)c->worst_row));
@@ -117,21 +135,32 @@ static int matmul_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *us
         return magic_error(ctx, "RuntimeError", "variant %s is not in the %s backend", name,
                            env->backend->name);
     int tile = (int)json_integer_value(json_object_get(pt, "tile"));
-    /* a variant without a tile runs once per size, not once per TILE_WIDTH */
-    if (!(t.variant->flags & CL_V_TILE) && tile != env->first_tile)
+    /* a variant without a tile runs once per size, not once per TILE_WIDTH;
+     * a built-in one once per value of the flags only student kernels honour */
+    if ((!(t.variant->flags & CL_V_TILE) && tile != env->first_tile) ||
+        (!t.student && !student_at_first(env->student_firsts, pt)))
         return 0;
     mm_dims d = mm_point_dims(pt);
 
     cl_matmul_args a = { .m = (int)d.m, .n = (int)d.n, .k = (int)d.k, .tile = tile, .seed = env->seed,
                          .reps = env->reps, .warmup = env->warmup };
-    if (env->check && !(a.c = malloc((size_t)a.m * a.n * sizeof *a.c)))
+    student_launch sl;
+    if (t.student && student_prepare(ctx, t.student, pt, tile, &sl) != 0)
+        return -1;
+    a.student = t.student ? &sl.kernel : NULL;
+    if (env->check && !(a.c = malloc((size_t)a.m * a.n * sizeof *a.c))) {
+        if (t.student)
+            student_launch_free(&sl);
         return magic_error(ctx, "MemoryError", "out of host memory for C (%.1f MiB)",
                            (double)a.m * a.n * 4.0 / 1048576.0);
+    }
     cl_matmul_result *r = malloc(sizeof *r);
     char err[CL_ERR_LEN] = "";
     if (!r || t.ops->run(t.id, &a, r, err) != 0) {
         free(a.c);
         free(r);
+        if (t.student)
+            student_launch_free(&sl);
         if (!r)
             return magic_error(ctx, "MemoryError", "out of host memory");
         return magic_error(ctx, t.is_host || strcmp(t.backend_name, "cpu") == 0 ? "RuntimeError"
@@ -141,6 +170,10 @@ static int matmul_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *us
     json_t *run = run_json(env, &t, t.variant, &a, r);
     bool tf32 = strcmp(r->precision, "tf32") == 0;
     free(r);
+    if (t.student) {
+        student_run_json(&sl, run);
+        student_launch_free(&sl);
+    }
     if (env->check) {
         cl_matmul_check c;
         int rc = cl_matmul_verify(a.m, a.n, a.k, a.seed, a.c, tf32, &c, err);
@@ -182,6 +215,7 @@ static int matmul_run(magic_ctx *ctx, const json_t *params, const char *body)
     int rc = mm_env_init(ctx, p, &env);
     if (rc == 0)
         rc = sweep_run(ctx, &matmul_sweep, p, &env);
+    mm_env_free(&env);
     json_decref(p);
     return rc;
 }
@@ -222,4 +256,5 @@ const magic_spec magic_matmul = {
     .where = MAGIC_WORKER,
     .run = matmul_run,
     .examples = matmul_examples,
+    .attach = student_attach,
 };

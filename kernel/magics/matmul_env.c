@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "magics/matmul_internal.h"
+#include "student/store.h"
+#include "student/run.h"
 
 #define INDEX_LIMIT 2147483647.0    /* elements of one matrix: the kernels index with int */
 #define INDEX_SQUARE_MAX 46340      /* floor(sqrt(2^31 - 1)) */
@@ -46,6 +48,13 @@ int mm_target_of(const mm_env *env, const char *name, mm_target *out)
 {
     memset(out, 0, sizeof *out);
     out->id = family_builtin(&matmul_family, name);
+    if (out->id < 0 && (out->student = student_find(name))) {
+        out->id = CL_VARIANT_STUDENT;
+        out->variant = family_variant(&matmul_family, (size_t)family_index(&matmul_family, name));
+        out->ops = env->backend->matmul;
+        out->backend_name = env->backend->name;
+        return out->variant && out->ops && out->ops->has(CL_VARIANT_STUDENT) ? 0 : -1;
+    }
     if (out->id < 0)
         return -1;
     out->variant = &cl_matmul_variants[out->id];
@@ -65,6 +74,11 @@ static bool runs_here(const cl_variant *v, size_t index, void *user)
     return mm_target_of(user, v->name, &t) == 0;
 }
 
+static bool runs_student_here(const mm_env *env)
+{
+    return matmul_family.runs_student(env->backend);
+}
+
 /* --variant as an array without duplicates (family_select); `all` brings in
  * the host loop too, but as optional (left out over the host-work limit)
  * unless the host loop was also named. */
@@ -80,11 +94,14 @@ static int expand_variants(magic_ctx *ctx, json_t *params, mm_env *env)
         all |= strcmp(json_string_value(v), "all") == 0;
         host_named |= id >= 0 && (family_variant(&matmul_family, (size_t)id)->flags & CL_V_HOST);
     }
-    json_decref(names);
     env->cpu_optional = all && !host_named;
+    json_array_foreach(names, i, v)
+        if (student_find(json_string_value(v)) && !runs_student_here(env))
+            return student_refuse_backend(ctx, json_string_value(v));
     json_t *list = family_select(ctx, &matmul_family, given, runs_here, env, env->backend->name);
     if (!list)
         return -1;
+    json_decref(names);
     if (json_array_size(list) == 1 && !json_is_array(given)) {
         json_decref(list);          /* a single variant stays a scalar: nothing varies */
         return 0;
@@ -97,6 +114,14 @@ static int check_tiles(magic_ctx *ctx, const json_t *params, mm_env *env)
 {
     const json_t *tiles = json_object_get(params, "tile");
     env->first_tile = (int)json_integer_value(list_at(tiles, 0));
+    const json_t *variants = json_object_get(params, "variant");
+    bool builtin_tiled = false;
+    for (size_t i = 0; i < list_len(variants); i++) {
+        int id = family_builtin(&matmul_family, json_string_value(list_at(variants, i)));
+        builtin_tiled |= id >= 0 && (cl_matmul_variants[id].flags & CL_V_TILE);
+    }
+    if (!builtin_tiled)
+        return 0;                   /* a student's kernel takes any TILE */
     for (size_t i = 0; i < list_len(tiles); i++) {
         long long t = json_integer_value(list_at(tiles, i));
         bool ok = false;
@@ -154,7 +179,7 @@ static double analogue_rate(const mm_target *t, int tile)
                 return mm_tiled_rates[i].per_core;
         return mm_tiled_rates[0].per_core;
     }
-    return t->id < CL_MATMUL_NVARIANTS && mm_rates[t->id] > 0 ? mm_rates[t->id]
+    return t->id >= 0 && t->id < CL_MATMUL_NVARIANTS && mm_rates[t->id] > 0 ? mm_rates[t->id]
                                                                 : mm_rates[CL_MATMUL_V_NAIVE];
 }
 
@@ -258,6 +283,12 @@ static int check_sizes(magic_ctx *ctx, const json_t *params, const mm_env *env, 
     return rc;
 }
 
+void mm_env_free(mm_env *env)
+{
+    json_decref(env->student_firsts);
+    env->student_firsts = NULL;
+}
+
 int mm_env_init(magic_ctx *ctx, json_t *params, mm_env *env)
 {
     memset(env, 0, sizeof *env);
@@ -283,6 +314,8 @@ int mm_env_init(magic_ctx *ctx, json_t *params, mm_env *env)
     env->peak_gflops = peak_of(&dev);
     env->host_peak_gflops = peak_of(&hp);
 
+    static const char *const student_only[] = {"block", "define", NULL};
+    env->student_firsts = student_first_values(params, student_only);
     if (expand_variants(ctx, params, env) != 0 || check_tiles(ctx, params, env) != 0)
         return -1;
 

@@ -24,6 +24,7 @@ typedef struct mm_env {
     bool check;
     int first_tile;                 /* variants without a tile run at this one only */
     bool cpu_optional;              /* `all` brought in the host loop: left out over the host-work limit */
+    json_t *student_firsts;         /* built-in variants run at these values of --block and -D only */
 } mm_env;
 
 /* Where one variant runs. */
@@ -34,6 +35,7 @@ typedef struct mm_target {
     const char *backend_name;       /* "cuda" or "cpu" */
     bool is_host;                   /* runs on the host CPU (peak and limits of the host) */
     bool optional;                  /* from `all`; left out where over the host-work limit */
+    const struct student_def *student;  /* a student's kernel (id CL_VARIANT_STUDENT), or NULL */
 } mm_target;
 
 extern const family_spec matmul_family;
@@ -45,6 +47,7 @@ typedef struct mm_dims {
 /* Resolves the backend, expands --variant all (rewriting params' "variant"),
  * and refuses bad tiles and sizes before anything runs. 0, or -1 with the error set. */
 int mm_env_init(magic_ctx *ctx, json_t *params, mm_env *env);
+void mm_env_free(mm_env *env);
 /* 0, or -1 when the variant is in neither table. */
 int mm_target_of(const mm_env *env, const char *variant, mm_target *out);
 /* m, n, k of a sweep point: --m/--n/--k where given, else --size. */

@@ -102,25 +102,8 @@ static int64_t flag_int(const json_t *params, const char *key, int64_t fallback)
 
 static void device_of(magic_ctx *ctx, const json_t *params, occ_env *env)
 {
-    cl_device_props p;
-    char err[CL_ERR_LEN];
     cl_occ_device *d = &env->dev;
-    cl_occ_device_default(d);
-    d->smem_reserved = 0;
-    env->dev_source = "an sm_90 (H100) SM, the CPU backend's default model";
-    memset(&p, 0, sizeof p);
-    if (ctx->backend && strcmp(ctx->backend->name, "cpu") != 0 &&
-        ctx->backend->device_props(0, &p, err) == 0 && p.max_threads_per_sm > 0) {
-        d->sms = p.sm_count;
-        d->max_threads_sm = p.max_threads_per_sm;
-        d->max_blocks_sm = p.max_blocks_per_sm > 0 ? p.max_blocks_per_sm : d->max_blocks_sm;
-        d->max_threads_block = p.max_threads_per_block;
-        d->regs_sm = p.regs_per_sm;
-        d->regs_block = p.regs_per_block;
-        d->smem_sm = (int64_t)p.smem_per_sm;
-        d->smem_block = (int64_t)(p.smem_per_block_optin ? p.smem_per_block_optin : p.smem_per_block);
-        env->dev_source = "an SM of this GPU (cudaGetDeviceProperties)";
-    }
+    env->dev_source = cl_occ_device_of(ctx->backend, d);
     bool given = false;
     static const char *const keys[] = {"sms", "max_threads_sm", "max_blocks_sm", "max_threads_block",
                                        "regs_sm", "regs_block", "smem_sm", "smem_block"};

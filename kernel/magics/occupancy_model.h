@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cudalab/backend.h"
+
 typedef struct cl_occ_device {
     int64_t sms;
     int64_t max_threads_sm, max_blocks_sm, max_threads_block;
@@ -60,5 +62,8 @@ const char *cl_occ_limiter_name(enum cl_occ_limiter l);
 /* The device the model uses when the backend cannot tell (the CPU backend):
  * an sm_90 (H100) SM. */
 void cl_occ_device_default(cl_occ_device *d);
+/* The model's device for a backend: its device 0 where it is a GPU that
+ * answers, else the default; returns where the numbers come from, in words. */
+const char *cl_occ_device_of(const cl_backend *b, cl_occ_device *d);
 
 #endif

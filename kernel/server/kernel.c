@@ -372,10 +372,10 @@ static void worker_respawn(void *server)
     worker_start(&k->worker, k->exe);
 }
 
-static int host_worker_run(void *server, const command *cmd)
+static int host_worker_run(void *server, const command *cmd, const json_t *kernels)
 {
     kernel *k = server;
-    return worker_run(&k->worker, k->exe, cmd);
+    return worker_run(&k->worker, k->exe, cmd, kernels);
 }
 
 static void host_worker_interrupt(void *server)

@@ -95,6 +95,13 @@ static void cell_finish(shell_session *s)
     answer_queued(s, queued, nqueued);
 }
 
+/* A worker command has its answer: its settled step (magic.h). */
+static void command_settled(const command *cmd, const char *ename)
+{
+    if (cmd->magic->settled)
+        cmd->magic->settled(cmd, ename);
+}
+
 /* The command's line as a traceback quotes it: a line of a 50 MB cell is cut. */
 static json_t *where_line(const command *cmd)
 {
@@ -116,6 +123,26 @@ static void fail_command(shell_session *s, const command *cmd, const char *ename
     json_decref(tb);
 }
 
+/* A worker command: its attach step here (magic.h), then the worker. 0 when
+ * it was sent, -1 when the cell failed. */
+static int send_command(shell_session *s, const command *cmd)
+{
+    json_t *kernels = NULL;
+    magic_ctx ctx = { .out = &cell_out, .impl = s, .results = s->results };
+    if (cmd->magic->attach && cmd->magic->attach(&ctx, cmd, &kernels) != 0) {
+        fail_command(s, cmd, ctx.error.ename, ctx.error.evalue, ctx.traceback);
+        json_decref(ctx.traceback);
+        return -1;
+    }
+    int rc = s->host->worker_run(s->host->server, cmd, kernels);
+    json_decref(kernels);
+    if (rc != 0) {
+        fail_command(s, cmd, "WorkerError", "cannot start the device worker (see the kernel log)", NULL);
+        command_settled(cmd, "WorkerError");
+    }
+    return rc;
+}
+
 /* Runs commands until one goes to the worker (returns) or the cell ends. */
 static void cell_advance(shell_session *s)
 {
@@ -123,14 +150,13 @@ static void cell_advance(shell_session *s)
     for (; c->next < c->ncmds; c->next++) {
         const command *cmd = &c->cmds[c->next];
         if (cmd->magic->where == MAGIC_WORKER) {
-            if (s->host->worker_run(s->host->server, cmd) == 0) {
+            if (send_command(s, cmd) == 0) {
                 c->waiting = true;
                 return;
             }
-            fail_command(s, cmd, "WorkerError", "cannot start the device worker (see the kernel log)", NULL);
             break;
         }
-        magic_ctx ctx = { .out = &cell_out, .impl = s, .results = s->results };
+        magic_ctx ctx = { .out = &cell_out, .impl = s, .results = s->results, .body_line = cmd->body_line };
         int rc = cmd->magic->run(&ctx, cmd->params, cmd->body);
         if (rc) {
             fail_command(s, cmd, ctx.error.ename, ctx.error.evalue, ctx.traceback);
@@ -161,6 +187,7 @@ static void fail_stopped(shell_session *s, const char *how)
     json_decref(c->error);
     c->error = NULL;
     fail_command(s, cmd, c->stop_ename, evalue, NULL);
+    command_settled(cmd, c->stop_ename);
 }
 
 void shell_on_worker_frame(shell_session *s, json_t *f)
@@ -200,6 +227,9 @@ void shell_on_worker_frame(shell_session *s, json_t *f)
             const char *evalue = json_string_value(json_object_get(err, "evalue"));
             fail_command(s, &c->cmds[c->next], ename ? ename : "Error", evalue ? evalue : "",
                          json_object_get(err, "traceback"));
+            command_settled(&c->cmds[c->next], ename ? ename : "Error");
+        } else {
+            command_settled(&c->cmds[c->next], NULL);
         }
         json_decref(err);
         if (c->error) {
@@ -230,6 +260,7 @@ void shell_on_worker_exit(shell_session *s, const char *how)
         json_decref(c->error);
         c->error = NULL;
         fail_command(s, cmd, "WorkerDied", evalue, NULL);
+        command_settled(cmd, "WorkerDied");
     }
     cell_finish(s);
 }

@@ -35,9 +35,10 @@ typedef struct shell_host {
     void (*reply)(void *server, const shell_request *req, const char *msg_type, json_t *content);
     /* Publishes on iopub, parent may be NULL. */
     void (*publish)(void *server, const wire_msg *parent, const char *msg_type, json_t *content);
-    /* Sends one command to the device worker, starting it first if needed;
-     * its frames come back through shell_on_worker_frame. Returns 0 or -1. */
-    int (*worker_run)(void *server, const command *cmd);
+    /* Sends one command to the device worker, starting it first if needed,
+     * with the student kernels it names (borrowed, or NULL); its frames come
+     * back through shell_on_worker_frame. Returns 0 or -1. */
+    int (*worker_run)(void *server, const command *cmd, const json_t *kernels);
     /* Asks the running command to stop (SIGINT to the worker, if any). */
     void (*worker_interrupt)(void *server);
     /* Kills the worker, if any, and reaps it. */

@@ -80,7 +80,7 @@ static void mock_publish(void *server, const wire_msg *parent, const char *msg_t
     record(m->pubs, &m->npubs, parent, msg_type, content, PORT_IOPUB);
 }
 
-static int mock_worker_run(void *server, const command *cmd)
+static int mock_worker_run(void *server, const command *cmd, const json_t *kernels)
 {
     mock *m = server;
     snprintf(m->runs[m->nruns++ % 16], sizeof m->runs[0], "%s", cmd->magic->name);

@@ -1,0 +1,29 @@
+/* student_cuda.h — private to cuda/*.cu: a student's kernel (cudalab/student.h)
+ * as a family runner launches it. The module is loaded from the cubin once per
+ * image hash and kept for the worker's life; the kernel handle stands where a
+ * built-in kernel's symbol would (cudaLaunchKernel, cudaFuncGetAttributes).
+ */
+#ifndef CUDALAB_CUDA_STUDENT_H
+#define CUDALAB_CUDA_STUDENT_H
+
+#include <cuda_runtime.h>
+
+#include "cudalab/backend.h"
+#include "cudalab/measure.h"
+#include "cudalab/student.h"
+
+/* The kernel's handle, loading its image the first time. 0, or -1 with err. */
+int cl_cuda_student_func(const cl_student_kernel *k, const void **func, char *err);
+/* k's grid where it gives one, else the family's. */
+dim3 cl_cuda_student_grid(const cl_student_kernel *k, dim3 family_rule);
+dim3 cl_cuda_student_block(const cl_student_kernel *k);
+/* Checks the launch against what the kernel and the device allow (threads per
+ * block for its registers, shared memory, grid limits), in the student's
+ * terms, and describes it into l. 0, or -1 with err. */
+int cl_cuda_student_describe(const cl_student_kernel *k, const void *func, dim3 grid, dim3 block,
+                             cl_launch *l, char *err);
+/* Launches on stream 0 with the family's argument list. 0, or -1 with err. */
+int cl_cuda_student_launch(const cl_student_kernel *k, const void *func, dim3 grid, dim3 block, void **args,
+                           char *err);
+
+#endif

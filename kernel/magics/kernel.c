@@ -1,0 +1,377 @@
+/* kernel.c — %%kernel, a student's own CUDA kernel, and %kernels, the list of them.
+ *
+ * %%kernel --for FAMILY --name NAME compiles the cell's body (kernel/student/)
+ * in the device worker, reports what a student needs to see (registers,
+ * shared memory, spills, the occupancy that follows for the block, the
+ * compiler's warnings) and runs a quick check through the family's own magic
+ * at a small awkward size, naming the first wrong element when it fails. The
+ * kernel is then one more variant of its family. In the kernel process the
+ * attach step validates the cell and forgets any previous version of the name
+ * (a failed recompile never leaves the old source to run), and the settled
+ * step keeps the definition once the worker compiled it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lang/lang.h"
+#include "magic/families.h"
+#include "magic/magic.h"
+#include "magics/occupancy_model.h"
+#include "student/compile.h"
+#include "student/nvrtc.h"
+#include "student/run.h"
+#include "student/store.h"
+
+static const flag_spec kernel_flags[] = {
+    {.name = "for", .type = FLAG_STRING, .opts = FLAG_REQUIRED,
+     .help = "the family the kernel belongs to: matmul (more in %help kernel)"},
+    {.name = "name", .type = FLAG_STRING,
+     .help = "the __global__ function to run, and the variant's name (default: the first __global__ "
+             "function of the cell)"},
+    {.name = "block", .type = FLAG_DIMS, .imin = 1, .imax = 1024,
+     .help = "threads per block (default: the family's; with --tile on the family magic, TILE×TILE)"},
+    {.name = "grid", .type = FLAG_DIMS, .imin = 1, .imax = 2147483647,
+     .help = "blocks in the grid, instead of the family's launch rule"},
+    {.name = "smem", .type = FLAG_INT, .imin = 0, .imax = 1 << 20, .help = "dynamic shared memory per block, bytes"},
+    STUDENT_COMPILE_FLAGS,
+    {.name = "check", .type = FLAG_BOOL, .def = "true",
+     .help = "run the quick check at a small awkward size (--no-check skips it)"},
+    {.name = NULL},
+};
+
+/* ---- in the kernel process ---- */
+
+static const family_spec *family_of(magic_ctx *ctx, const json_t *params)
+{
+    const char *name = json_string_value(json_object_get(params, "for"));
+    const family_spec *f = name ? family_find(name) : NULL;
+    if (f && f->student)
+        return f;
+    char have[256] = "";
+    size_t count, used = 0;
+    const magic_spec *const *all = magic_all(&count);
+    for (size_t i = 0; i < count; i++) {
+        const family_spec *g = family_find(all[i]->name);
+        if (g && g->student && used < sizeof have)
+            used += (size_t)snprintf(have + used, sizeof have - used, "%s%s", used ? ", " : "", g->magic);
+    }
+    magic_error(ctx, "UsageError", "--for %s: kernels can be written for %s", name ? name : "?", have);
+    return NULL;
+}
+
+/* The kernel's name: --name, or the first __global__ function of the body. */
+static int name_of(magic_ctx *ctx, const json_t *params, const char *body, char *buf, size_t len)
+{
+    const char *given = json_string_value(json_object_get(params, "name"));
+    if (given)
+        snprintf(buf, len, "%s", given);
+    else
+        student_first_kernel(body ? body : "", buf, len);
+    if (!buf[0])
+        return magic_error(ctx, "UsageError", "the cell defines no __global__ function: write the kernel "
+                           "below the %%%%kernel line (%%help kernel shows each family's signature)");
+    return 0;
+}
+
+static json_t *definition(const json_t *params, int body_line)
+{
+    json_t *o = json_deep_copy(params);
+    json_object_set_new(o, "first_line", json_integer(body_line));
+    return o;
+}
+
+static int kernel_attach(magic_ctx *ctx, const command *cmd, json_t **kernels)
+{
+    *kernels = NULL;
+    char name[128];
+    const family_spec *f = family_of(ctx, cmd->params);
+    if (!f || name_of(ctx, cmd->params, cmd->body, name, sizeof name) != 0 ||
+        student_name_ok(ctx, f, name) != 0)
+        return -1;
+    student_drop(name);             /* until this version compiles, the name runs nothing */
+    return 0;
+}
+
+static void kernel_settled(const command *cmd, const char *ename)
+{
+    /* compiled: kept even when its quick check failed or faulted, so that the
+     * student can run and debug it */
+    bool compiled = !ename || strcmp(ename, "CheckError") == 0 || strcmp(ename, "CudaError") == 0 ||
+                    strcmp(ename, "TimeoutError") == 0;
+    magic_ctx quiet = {0};
+    char name[128];
+    const family_spec *f = family_of(&quiet, cmd->params);
+    if (!compiled || !f || name_of(&quiet, cmd->params, cmd->body, name, sizeof name) != 0)
+        return;
+    json_t *def = definition(cmd->params, cmd->body_line);
+    student_define(&quiet, f, name, cmd->body, def);
+    json_decref(def);
+}
+
+/* ---- in the worker ---- */
+
+/* The resource report: the kernel compiled for this device (or sm_90). */
+static json_t *report_rows(const student_build *b, const cl_occ_result *occ, const int block[3], bool modelled)
+{
+    json_t *rows = json_array();
+    json_array_append_new(rows, json_pack("[s, s]", "compiled for", b->arch));
+    json_array_append_new(rows, json_pack("[s, o]", "registers per thread", json_sprintf("%d", b->res.registers)));
+    json_array_append_new(rows, json_pack("[s, o]", "static shared memory",
+                                          json_sprintf("%d bytes per block", b->res.static_smem)));
+    json_array_append_new(rows, json_pack("[s, o]", "spills", json_sprintf("%d bytes stored, %d bytes loaded%s",
+                                                                          b->res.spill_stores, b->res.spill_loads,
+                                                                          b->res.spill_stores || b->res.spill_loads
+                                                                              ? " (registers spilled to local memory)"
+                                                                              : "")));
+    json_array_append_new(rows, json_pack("[s, o]", "stack frame", json_sprintf("%d bytes per thread", b->res.stack)));
+    json_array_append_new(rows, json_pack("[s, o]", "block", json_sprintf("%d×%d×%d", block[0], block[1], block[2])));
+    if (occ)
+        json_array_append_new(rows, json_pack("[s, o]", modelled ? "occupancy (modelled on H100 limits)" : "occupancy",
+                                              json_sprintf("%.0f%% (%lld blocks per SM, limited by %s)",
+                                                           occ->occupancy_pct, (long long)occ->blocks_sm,
+                                                           cl_occ_limiter_name(occ->limiter))));
+    json_array_append_new(rows, json_pack("[s, o]", "compile", json_sprintf("%.1f ms%s", b->ms,
+                                                                           b->cached ? " (cached)" : "")));
+    return rows;
+}
+
+/* head, then each line of lines, one per line, as a JSON string. */
+static json_t *joined(const char *head, const json_t *lines)
+{
+    size_t n = strlen(head) + 1, i;
+    json_t *l;
+    json_array_foreach(lines, i, l)
+        n += strlen(json_string_value(l)) + 1;
+    char *buf = malloc(n), *p = buf;
+    if (!buf)
+        return json_string(head);
+    p += sprintf(p, "%s", head);
+    json_array_foreach(lines, i, l)
+        p += sprintf(p, "\n%s", json_string_value(l));
+    json_t *s = json_string(buf);
+    free(buf);
+    return s;
+}
+
+static json_t *occupancy_json(const cl_occ_result *r, const char *device)
+{
+    return json_pack("{s:f, s:I, s:s, s:I, s:s}", "pct", r->occupancy_pct, "blocks_per_sm", (json_int_t)r->blocks_sm,
+                     "limiter", cl_occ_limiter_name(r->limiter), "warps_per_sm", (json_int_t)r->warps_sm,
+                     "device", device);
+}
+
+/* Captures the family magic's final document, and nothing else, for the quick check. */
+typedef struct capture {
+    magic_ctx *outer;
+    json_t *doc;
+} capture;
+
+static void capture_stream(void *impl, const char *name, const char *text)
+{
+    magic_stream(((capture *)impl)->outer, name, text);     /* device printf output, for one */
+}
+
+static void capture_result(void *impl, json_t *doc, json_t *view, const char *display_id, enum result_mode mode)
+{
+    capture *c = impl;
+    if (doc && (mode == RESULT_PLAIN || mode == RESULT_FINAL)) {
+        json_decref(c->doc);
+        c->doc = json_incref(doc);
+    }
+    json_decref(doc);
+    json_decref(view);
+}
+
+static const magic_out capture_out = { capture_stream, capture_result };
+
+/* Runs the family's magic on the kernel at the family's quick size. *check is
+ * the run's check (new reference) or NULL; 0, or -1 with the error in ctx (a
+ * failed check is not an error here). */
+static int quick_check(magic_ctx *ctx, const family_spec *f, const char *name, json_t **check, char *what,
+                       size_t wlen)
+{
+    *check = NULL;
+    char line[512];
+    snprintf(line, sizeof line, "%%%s %s --variant %s --reps 1 --warmup 0", f->magic, f->quick, name);
+    snprintf(what, wlen, "%s", line);
+    command *cmds = NULL;
+    parse_error perr;
+    int n = cell_parse(line, &cmds, &perr);
+    if (n != 1) {
+        commands_free(cmds, n > 0 ? n : 0);
+        return magic_error(ctx, "InternalError", "the quick check does not parse: %s", perr.error.evalue);
+    }
+    capture cap = { ctx, NULL };
+    magic_ctx inner = { .out = &capture_out, .impl = &cap, .backend = ctx->backend,
+                        .backend_note = ctx->backend_note };
+    int rc = cmds[0].magic->run(&inner, cmds[0].params, NULL);
+    commands_free(cmds, n);
+    json_t *run = json_array_get(json_object_get(cap.doc, "runs"), 0);
+    if (run)
+        *check = json_incref(json_object_get(run, "check"));
+    json_decref(cap.doc);
+    if (rc != 0 && strcmp(inner.error.ename, "CheckError") != 0) {
+        ctx->error = inner.error;
+        ctx->traceback = inner.traceback;
+        return -1;
+    }
+    json_decref(inner.traceback);
+    return 0;
+}
+
+static int kernel_run(magic_ctx *ctx, const json_t *params, const char *body)
+{
+    char name[128];
+    const family_spec *f = family_of(ctx, params);
+    if (!f || name_of(ctx, params, body, name, sizeof name) != 0)
+        return -1;
+    json_t *def_opts = definition(params, ctx->body_line > 0 ? ctx->body_line : 2);
+    int rc = student_define(ctx, f, name, body ? body : "", def_opts);
+    json_decref(def_opts);
+    if (rc != 0)
+        return -1;
+    const student_def *d = student_find(name);
+    bool modelled;
+    student_target_cc(ctx->backend, &modelled);
+    student_launch sl;
+    json_t *no_point = json_object();
+    rc = student_prepare(ctx, d, no_point, 0, &sl);
+    json_decref(no_point);
+    if (rc != 0)
+        return -1;
+    /* occupancy for the block the kernel runs with by default */
+    cl_occ_device dev;
+    const char *dev_source = cl_occ_device_of(ctx->backend, &dev);
+    cl_occ_kernel k = { (int64_t)sl.kernel.block[0] * sl.kernel.block[1] * sl.kernel.block[2], sl.build.res.registers,
+                        (int64_t)sl.build.res.static_smem + (int64_t)sl.kernel.dyn_smem };
+    cl_occ_result occ;
+    char occ_err[256] = "";
+    bool occ_ok = cl_occ_compute(&dev, &k, &occ, occ_err, sizeof occ_err) == 0;
+
+    json_t *check = NULL;
+    char quick[600] = "", skipped[400] = "";
+    if (!json_is_true(json_object_get(params, "check"))) {
+        snprintf(skipped, sizeof skipped, "skipped (--no-check)");
+    } else if (!f->runs_student(ctx->backend)) {
+        snprintf(skipped, sizeof skipped, "not run: your kernels run on a GPU, and this worker runs on the %s "
+                 "backend%s%s", ctx->backend->name, ctx->backend_note && *ctx->backend_note ? ": " : "",
+                 ctx->backend_note ? ctx->backend_note : "");
+    } else if (quick_check(ctx, f, name, &check, quick, sizeof quick) != 0) {
+        student_launch_free(&sl);
+        return -1;
+    }
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:s}", "magic", "kernel", "name", name, "for",
+                            f->magic, "source", "student", "source_hash", d->hash, "arch", sl.build.arch,
+                            "modelled", modelled, "nvrtc", nvrtc_version());
+    json_object_set_new(doc, "compile", json_pack("{s:O, s:f, s:b}", "options", sl.build.options, "ms", sl.build.ms,
+                                                  "cached", sl.build.cached));
+    json_object_set_new(doc, "warnings", json_incref(sl.build.warnings));
+    json_object_set_new(doc, "resources", student_resources_json(&sl.build.res));
+    json_object_set_new(doc, "block", json_pack("[i, i, i]", sl.kernel.block[0], sl.kernel.block[1], sl.kernel.block[2]));
+    json_object_set_new(doc, "occupancy", occ_ok ? occupancy_json(&occ, dev_source) : json_null());
+    json_object_set_new(doc, "check", check ? json_incref(check)
+                                            : json_pack("{s:n, s:s}", "passed", "method", skipped));
+    json_object_set_new(doc, "quick_check", quick[0] ? json_string(quick) : json_null());
+
+    json_t *blocks = json_array();
+    char title[200];
+    snprintf(title, sizeof title, "%s: your kernel for %%%s", name, f->magic);
+    json_array_append_new(blocks, json_pack("{s:s, s:o}", "type", "table", "rows",
+                                            report_rows(&sl.build, occ_ok ? &occ : NULL, sl.kernel.block, modelled)));
+    if (!occ_ok)
+        json_array_append_new(blocks, json_pack("{s:s, s:s}", "type", "note", "text", occ_err));
+    if (json_array_size(sl.build.warnings) > 0)
+        json_array_append_new(blocks, json_pack("{s:s, s:o}", "type", "text", "text",
+                                                joined("compiler warnings:", sl.build.warnings)));
+    bool failed = check && json_is_false(json_object_get(check, "passed"));
+    const char *first = json_string_value(json_object_get(check, "first_wrong"));
+    json_array_append_new(blocks, json_pack("{s:s, s:o}", "type", "note", "text",
+                                            check ? json_sprintf("quick check (%s): %s%s%s", quick,
+                                                                 failed ? "FAILED" : "passed",
+                                                                 first ? ": " : "", first ? first : "")
+                                                  : json_sprintf("quick check %s", skipped)));
+    json_array_append_new(blocks, json_pack("{s:s, s:o}", "type", "note", "text",
+                                            json_sprintf("run it: %%%s --variant %s (%%help kernel: signatures "
+                                                         "and launch rules)", f->magic, name)));
+    json_t *view = json_pack("{s:s, s:o}", "title", title, "blocks", blocks);
+    student_launch_free(&sl);
+    magic_result(ctx, doc, view);
+    if (failed) {
+        rc = magic_error(ctx, "CheckError", "%s computes a wrong result at %s: %s", name, quick,
+                         first ? first : "see the check above");
+    }
+    json_decref(check);
+    return rc;
+}
+
+static const char *const kernel_examples[] = {
+    "%%kernel --for matmul --name mytiled",
+    "%%kernel --for matmul --name mykernel --block 32x8 -D UNROLL=4 --maxrregcount 64",
+    NULL,
+};
+
+const magic_spec magic_kernel = {
+    .name = "kernel",
+    .summary = "Compile your own CUDA kernel; it becomes one more variant of its family",
+    .description =
+        "The cell's body is CUDA C with a __global__ function of the family's signature (below). It is "
+        "compiled with NVRTC to machine code for this GPU (sm_90 where there is none), with -lineinfo; "
+        "compile errors and warnings quote the compiler with the cell's own line numbers. On success the "
+        "cell shows registers per thread, shared memory, spills and the occupancy that follows for the "
+        "block, then runs a quick check at a small awkward size through the family's magic and names the "
+        "first wrong element when the result is wrong.\n\n"
+        "The kernel is then a variant of its family: %matmul --variant naive,tiled,NAME uses the same "
+        "seeded inputs, check, timing and table. Flags on the family's magic override the %%kernel line's "
+        "per run (--block, -D, --maxrregcount, --opt-level, --fast-math, --grid, --smem); a list sweeps. "
+        "A kernel that uses TILE gets -D TILE=T and a T×T block from --tile. A kernel running longer than "
+        "CUDALAB_KERNEL_TIMEOUT seconds (5 by default) is abandoned and the worker restarts. Builds are "
+        "cached (CUDALAB_CACHE_DIR, else ~/.cache/cudalab/kernels): re-running a notebook compiles nothing.\n\n"
+        "matmul: __global__ void NAME(const float *A, const float *B, float *C, int M, int N, int K): "
+        "C = A·B, A M×K, B K×N, C M×N, row-major; one thread per element of C, block 16×16 by default, "
+        "grid ⌈N/block.x⌉ × ⌈M/block.y⌉; quick check at --m 67 --n 33 --k 129.",
+    .flags = kernel_flags,
+    .mode = MAGIC_CELL,
+    .where = MAGIC_WORKER,
+    .run = kernel_run,
+    .examples = kernel_examples,
+    .attach = kernel_attach,
+    .settled = kernel_settled,
+};
+
+/* ---- %kernels ---- */
+
+static int kernels_run(magic_ctx *ctx, const json_t *params, const char *body)
+{
+    json_t *list = json_array(), *rows = json_array();
+    for (size_t i = 0; i < student_count(); i++) {
+        const student_def *d = student_at(i);
+        json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:b}", "name", d->name, "for", d->family->magic,
+                                              "source_hash", d->hash, "tiled", d->tiled));
+        json_array_append_new(rows, json_pack("[s, s, o, s]", d->name, d->family->magic,
+                                              json_sprintf("%.12s", d->hash), d->tiled ? "yes" : "no"));
+    }
+    json_t *doc = json_pack("{s:s, s:o}", "magic", "kernels", "kernels", list);
+    json_t *blocks = json_array();
+    if (json_array_size(rows) > 0)
+        json_array_append_new(blocks, json_pack("{s:s, s:[s, s, s, s], s:o}", "type", "table", "columns", "name",
+                                                "for", "source sha256", "uses TILE", "rows", rows));
+    else
+        json_decref(rows);
+    json_array_append_new(blocks, json_pack("{s:s, s:s}", "type", "note", "text",
+                                            json_array_size(list) ? "each runs as --variant NAME of its family"
+                                                                  : "no kernels yet: write one in a %%kernel cell"));
+    magic_result(ctx, doc, json_pack("{s:s, s:o}", "title", "Your kernels", "blocks", blocks));
+    return 0;
+}
+
+const magic_spec magic_kernels = {
+    .name = "kernels",
+    .summary = "List the kernels this session's %%kernel cells defined",
+    .description = "Each kernel with its family, the hash of its source and whether it uses TILE. They "
+                   "last as long as the session (a restarted worker keeps them).",
+    .flags = (const flag_spec[]){{.name = NULL}},
+    .mode = MAGIC_LINE,
+    .where = MAGIC_LOCAL,
+    .run = kernels_run,
+};

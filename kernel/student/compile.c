@@ -1,0 +1,607 @@
+/* compile.c — a student's kernel to machine code (see compile.h): the
+ * program NVRTC sees, its options, the log translated, the cache. */
+#include "student/compile.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/digest.h"
+#include "base/log.h"
+#include "base/text.h"
+#include "student/nvrtc.h"
+
+#define CELL_FILE "cell"            /* the student's source in diagnostics */
+#define OURS_FILE "cudalab"         /* the lines we add after it */
+#define SIGNATURE_TAG "cudalab-signature"
+#define CACHE_FORMAT "1"            /* bump when what a cache entry holds changes */
+#define MEMORY_CACHE 32
+
+/* ---- the program ---- */
+
+/* The source, then a compile-time check that the kernel's parameter types
+ * are the contract's (const dropped: an input may be written without it). */
+static char *program_text(const student_source *s)
+{
+    static const char trailer[] =
+        "\n#line 1 \"" OURS_FILE "\"\n"
+        "template <class A, class B> struct cudalab_same_ { static const bool value = false; };\n"
+        "template <class A> struct cudalab_same_<A, A> { static const bool value = true; };\n"
+        "template <class T> struct cudalab_in_ { typedef T type; };\n"
+        "template <class T> struct cudalab_in_<const T *> { typedef T *type; };\n"
+        "template <class F> struct cudalab_sig_ { static const bool ok = false; };\n"
+        "template <class... P> struct cudalab_sig_<void(P...)> { static const bool ok =\n"
+        "    cudalab_same_<void(typename cudalab_in_<P>::type...), void(%s)>::value; };\n"
+        "static_assert(cudalab_sig_<decltype(%s)>::ok, \"" SIGNATURE_TAG "\");\n";
+    size_t n = strlen(s->text) + strlen(trailer) + strlen(s->contract->types) + strlen(s->name) + 64;
+    char *p = malloc(n);
+    if (!p)
+        return NULL;
+    int at = snprintf(p, n, "#line %d \"" CELL_FILE "\"\n%s", s->first_line, s->text);
+    snprintf(p + at, n - (size_t)at, trailer, s->contract->types, s->name);
+    return p;
+}
+
+/* NVRTC's options for the student's: -D, --maxrregcount, -Xptxas -O<n>, --use_fast_math. */
+static json_t *option_list(const student_options *o, int cc)
+{
+    json_t *opts = json_pack("[s, s, s, s, s]", "-std=c++17", "-lineinfo", "-Xptxas", "-v", "");
+    json_array_set_new(opts, 4, json_sprintf("-arch=sm_%d", cc));
+    size_t i;
+    json_t *d;
+    json_array_foreach(o->defines, i, d)
+        json_array_append_new(opts, json_sprintf("-D%s", json_string_value(d)));
+    if (o->maxrregcount > 0)
+        json_array_append_new(opts, json_sprintf("-maxrregcount=%d", o->maxrregcount));
+    if (o->opt_level >= 0) {
+        json_array_append_new(opts, json_string("-Xptxas"));
+        json_array_append_new(opts, json_sprintf("-O%d", o->opt_level));
+    }
+    if (o->fast_math)
+        json_array_append_new(opts, json_string("-use_fast_math"));
+    return opts;
+}
+
+/* ---- the log ---- */
+
+/* A name in a ptxas line: the kernel's own by its name, others demangled. */
+static void say_name(const char *mangled, const student_source *src, const char *lowered, char *buf, size_t len)
+{
+    char *d = NULL;
+    if (lowered && strcmp(mangled, lowered) == 0)
+        snprintf(buf, len, "%s", src->name);
+    else if ((d = nvrtc_demangle(mangled)))
+        snprintf(buf, len, "%s", d);
+    else
+        snprintf(buf, len, "%s", mangled);
+    free(d);
+}
+
+/* Every _Z… word of a line demangled. */
+static json_t *demangled_line(const char *line, const student_source *src, const char *lowered)
+{
+    char out[1024];
+    size_t used = 0;
+    const char *p = line;
+    while (*p && used + 1 < sizeof out) {
+        if (p[0] == '_' && p[1] == 'Z' && (p == line || !(isalnum((unsigned char)p[-1]) || p[-1] == '_'))) {
+            const char *e = p;
+            while (isalnum((unsigned char)*e) || *e == '_')
+                e++;
+            char word[256], nice[256];
+            snprintf(word, sizeof word, "%.*s", (int)(e - p), p);
+            say_name(word, src, lowered, nice, sizeof nice);
+            used += (size_t)snprintf(out + used, sizeof out - used, "%s", nice);
+            p = e;
+        } else {
+            out[used++] = *p++;
+        }
+    }
+    out[used < sizeof out ? used : sizeof out - 1] = '\0';
+    utf8_trim(out);
+    return json_string(out);
+}
+
+static int number_after(const char *line, const char *word)
+{
+    const char *at = strstr(line, word);
+    if (!at)
+        return -1;
+    while (at > line && (at[-1] == ' '))
+        at--;
+    while (at > line && isdigit((unsigned char)at[-1]))
+        at--;
+    return isdigit((unsigned char)*at) ? atoi(at) : -1;
+}
+
+/* ptxas -v: "Compiling entry function '_Z…' for 'sm_90'", "Function properties
+ * for _Z…", "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads",
+ * "Used 32 registers, used 1 barriers, 1024 bytes smem, 400 bytes cmem[0]". */
+static void ptxas_line(const char *line, const char *lowered, char *current, size_t len, student_resources *res)
+{
+    const char *q;
+    if ((q = strstr(line, "Compiling entry function '")) || (q = strstr(line, "Function properties for "))) {
+        q = strchr(q, '\'') ? strchr(q, '\'') + 1 : q + strlen("Function properties for ");
+        size_t n = strcspn(q, "' \n");
+        snprintf(current, len, "%.*s", (int)n, q);
+        return;
+    }
+    if (!lowered || strcmp(current, lowered) != 0)
+        return;
+    int v;
+    if ((v = number_after(line, "bytes stack frame")) >= 0)
+        res->stack = v;
+    if ((v = number_after(line, "bytes spill stores")) >= 0)
+        res->spill_stores = v;
+    if ((v = number_after(line, "bytes spill loads")) >= 0)
+        res->spill_loads = v;
+    if ((v = number_after(line, "registers")) >= 0) {
+        res->registers = v;
+        res->known = true;
+    }
+    if ((v = number_after(line, "barriers")) >= 0)
+        res->barriers = v;
+    if ((v = number_after(line, "bytes smem")) >= 0)
+        res->static_smem = v;
+}
+
+/* "cell(12): error #20-D: text" -> line 12, "error", "text"; 0 when it is not a diagnostic of file. */
+static int diagnostic(const char *line, const char *file, int *lineno, char *kind, size_t klen, const char **text)
+{
+    size_t fl = strlen(file);
+    if (strncmp(line, file, fl) != 0 || line[fl] != '(')
+        return 0;
+    char *end;
+    long n = strtol(line + fl + 1, &end, 10);
+    if (end[0] != ')' || end[1] != ':' || end[2] != ' ')
+        return 0;
+    const char *k = end + 3;
+    size_t kl = strcspn(k, " :");
+    snprintf(kind, klen, "%.*s", (int)kl, k);
+    const char *colon = strstr(k, ": ");
+    *text = colon ? colon + 2 : k + kl;
+    *lineno = (int)n;
+    return 1;
+}
+
+/* One diagnostic of our trailer, in the student's terms. */
+static json_t *ours(const char *text, const student_source *src)
+{
+    if (strstr(text, SIGNATURE_TAG))
+        return json_sprintf("error: %%%s runs __global__ void %s(%s); the parameters of %s do not match "
+                            "(%%help kernel shows every family's)", src->magic, src->name,
+                            src->contract->params, src->name);
+    if (strstr(text, "is undefined"))
+        return json_sprintf("error: the cell defines no kernel named %s (--name says which "
+                            "__global__ function to run)", src->name);
+    return NULL;
+}
+
+int student_translate_log(const char *log, const student_source *src, const char *lowered,
+                          json_t *errors, json_t *warnings, student_resources *res)
+{
+    int nerr = 0;
+    json_t *into = NULL;            /* where the echo lines of the last diagnostic go */
+    char current[256] = "";
+    const char *p = log ? log : "";
+    while (*p) {
+        size_t n = strcspn(p, "\n");
+        char line[1024];
+        snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line - 1 ? n : sizeof line - 1), p);
+        p += n + (p[n] == '\n');
+        int lineno;
+        char kind[32];
+        const char *text;
+        if (diagnostic(line, CELL_FILE, &lineno, kind, sizeof kind, &text)) {
+            bool err = strcmp(kind, "error") == 0 || strcmp(kind, "catastrophic") == 0;
+            into = err ? errors : warnings;
+            nerr += err;
+            json_array_append_new(into, json_sprintf("line %d: %s: %s", lineno, err ? "error" : kind, text));
+        } else if (diagnostic(line, OURS_FILE, &lineno, kind, sizeof kind, &text)) {
+            json_t *said = ours(text, src);
+            into = NULL;            /* our own lines are not the student's to read */
+            if (said && strcmp(kind, "error") == 0) {
+                nerr++;
+                json_array_append_new(errors, said);
+            } else {
+                json_decref(said);
+            }
+        } else if (strncmp(line, "__nv_name_map", 13) == 0) {
+            into = NULL;
+            if (strstr(line, "non-__global__")) {
+                nerr++;
+                json_array_append_new(errors, json_sprintf("error: %s is not a __global__ function: a kernel "
+                                                           "is declared __global__ void %s(...)", src->name,
+                                                           src->name));
+            }
+        } else if (strncmp(line, "ptxas", 5) == 0) {
+            into = NULL;
+            const char *what = line + 5 + strspn(line + 5, " ");
+            if (strncmp(what, "warning", 7) == 0 || strncmp(what, "error", 5) == 0 ||
+                strncmp(what, "fatal", 5) == 0) {
+                bool err = what[0] != 'w';
+                nerr += err;
+                json_t *l = demangled_line(line, src, lowered);
+                json_array_append_new(err ? errors : warnings, l);
+            } else {
+                ptxas_line(line, lowered, current, sizeof current, res);
+            }
+        } else if (line[0] == ' ' && into) {
+            json_array_append_new(into, json_sprintf("  %s", line));    /* the source line and its caret */
+        } else if (line[0] == '\0' || strstr(line, "detected in the compilation of") ||
+                   strncmp(line, "Remark: The warnings can be suppressed", 38) == 0) {
+            into = line[0] ? NULL : into;
+        } else {
+            into = NULL;
+            json_array_append_new(warnings, demangled_line(line, src, lowered));
+        }
+    }
+    return nerr;
+}
+
+/* ---- finding things in the source ---- */
+
+/* The source with comments and string literals blanked (same length), so
+ * that a word search sees code only. */
+static char *code_only(const char *text)
+{
+    char *s = strdup(text);
+    for (char *p = s; p && *p; p++) {
+        if (p[0] == '/' && p[1] == '/') {
+            while (*p && *p != '\n')
+                *p++ = ' ';
+            if (!*p)
+                break;
+        } else if (p[0] == '/' && p[1] == '*') {
+            while (*p && !(p[0] == '*' && p[1] == '/'))
+                *p++ = ' ';
+            if (!*p)
+                break;
+            p[0] = p[1] = ' ';
+            p++;
+        } else if (*p == '"') {
+            for (p++; *p && *p != '"' && *p != '\n'; p++) {
+                if (p[0] == '\\' && p[1])
+                    *p++ = ' ';
+                *p = ' ';
+            }
+            if (!*p)
+                break;
+        }
+    }
+    return s;
+}
+
+static bool word_at(const char *s, const char *p, const char *word)
+{
+    size_t n = strlen(word);
+    return strncmp(p, word, n) == 0 && (p == s || !(isalnum((unsigned char)p[-1]) || p[-1] == '_')) &&
+           !(isalnum((unsigned char)p[n]) || p[n] == '_');
+}
+
+void student_first_kernel(const char *text, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    char *s = code_only(text);
+    for (const char *p = s; s && (p = strstr(p, "__global__")); p += 10) {
+        if (!word_at(s, p, "__global__"))
+            continue;
+        const char *open = strchr(p, '(');
+        if (!open)
+            break;
+        const char *e = open;
+        while (e > p && isspace((unsigned char)e[-1]))
+            e--;
+        const char *b = e;
+        while (b > p && (isalnum((unsigned char)b[-1]) || b[-1] == '_'))
+            b--;
+        if (b < e) {
+            snprintf(buf, len, "%.*s", (int)(e - b), b);
+            break;
+        }
+    }
+    free(s);
+}
+
+bool student_uses_tile(const char *text)
+{
+    char *s = code_only(text);
+    bool found = false;
+    for (const char *p = s; s && !found && (p = strstr(p, "TILE")); p += 4)
+        found = word_at(s, p, "TILE");
+    free(s);
+    return found;
+}
+
+/* ---- the cache ---- */
+
+typedef struct cache_entry {
+    char key[65];
+    void *cubin;
+    size_t cubin_bytes;
+    char *lowered;
+    json_t *warnings;
+    student_resources res;
+} cache_entry;
+
+static cache_entry memory[MEMORY_CACHE];
+static size_t memory_next;
+
+static void entry_clear(cache_entry *e)
+{
+    free(e->cubin);
+    free(e->lowered);
+    json_decref(e->warnings);
+    memset(e, 0, sizeof *e);
+}
+
+static int fill_build(student_build *b, const void *cubin, size_t bytes, const char *lowered,
+                      const json_t *warnings, const student_resources *res)
+{
+    b->cubin = malloc(bytes);
+    b->lowered = strdup(lowered);
+    b->warnings = json_deep_copy(warnings);
+    if (!b->cubin || !b->lowered || !b->warnings)
+        return -1;
+    memcpy(b->cubin, cubin, bytes);
+    b->cubin_bytes = bytes;
+    b->res = *res;
+    return 0;
+}
+
+static void memory_put(const student_build *b)
+{
+    cache_entry *e = &memory[memory_next++ % MEMORY_CACHE];
+    entry_clear(e);
+    snprintf(e->key, sizeof e->key, "%s", b->key);
+    e->cubin = malloc(b->cubin_bytes);
+    e->lowered = strdup(b->lowered);
+    e->warnings = json_deep_copy(b->warnings);
+    if (!e->cubin || !e->lowered || !e->warnings) {
+        entry_clear(e);
+        return;
+    }
+    memcpy(e->cubin, b->cubin, b->cubin_bytes);
+    e->cubin_bytes = b->cubin_bytes;
+    e->res = b->res;
+}
+
+static int memory_get(student_build *b)
+{
+    for (size_t i = 0; i < MEMORY_CACHE; i++) {
+        cache_entry *e = &memory[i];
+        if (e->cubin && strcmp(e->key, b->key) == 0)
+            return fill_build(b, e->cubin, e->cubin_bytes, e->lowered, e->warnings, &e->res);
+    }
+    return -1;
+}
+
+static int cache_dir(char *buf, size_t len)
+{
+    const char *env = getenv("CUDALAB_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    int n;
+    if (env && *env)
+        n = snprintf(buf, len, "%s", env);
+    else if (xdg && *xdg)
+        n = snprintf(buf, len, "%s/cudalab/kernels", xdg);
+    else if (home && *home)
+        n = snprintf(buf, len, "%s/.cache/cudalab/kernels", home);
+    else
+        return -1;
+    return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+static int mkdirs(char *path)
+{
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        int rc = mkdir(path, 0700);
+        *p = '/';
+        if (rc != 0 && errno != EEXIST)
+            return -1;
+    }
+    return mkdir(path, 0700) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+static void *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (n > 0 && n < (64L << 20) && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n)) &&
+        fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *len = buf ? (size_t)n : 0;
+    return buf;
+}
+
+/* Writes through a temporary file and a rename: a reader never sees half. */
+static int write_all(const char *path, const void *data, size_t len)
+{
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+        return -1;
+    bool ok = fwrite(data, 1, len, f) == len;
+    ok &= fclose(f) == 0;
+    if (!ok || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+static json_t *resources_json(const student_resources *r)
+{
+    return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:b}", "registers", r->registers, "static_smem",
+                     r->static_smem, "stack", r->stack, "spill_stores", r->spill_stores, "spill_loads",
+                     r->spill_loads, "barriers", r->barriers, "known", r->known);
+}
+
+static int disk_get(student_build *b)
+{
+    char dir[900], path[1000];
+    if (cache_dir(dir, sizeof dir) != 0)
+        return -1;
+    size_t n = 0, mn = 0;
+    snprintf(path, sizeof path, "%s/%s.json", dir, b->key);
+    char *meta_text = read_all(path, &mn);
+    snprintf(path, sizeof path, "%s/%s.cubin", dir, b->key);
+    void *cubin = meta_text ? read_all(path, &n) : NULL;
+    json_t *meta = cubin ? json_loadb(meta_text, mn, 0, NULL) : NULL;
+    free(meta_text);
+    const char *lowered = json_string_value(json_object_get(meta, "lowered"));
+    const json_t *r = json_object_get(meta, "resources"), *w = json_object_get(meta, "warnings");
+    int rc = -1;
+    if (lowered && json_is_object(r) && json_is_array(w)) {
+        student_resources res = {
+            (int)json_integer_value(json_object_get(r, "registers")),
+            (int)json_integer_value(json_object_get(r, "static_smem")),
+            (int)json_integer_value(json_object_get(r, "stack")),
+            (int)json_integer_value(json_object_get(r, "spill_stores")),
+            (int)json_integer_value(json_object_get(r, "spill_loads")),
+            (int)json_integer_value(json_object_get(r, "barriers")),
+            json_is_true(json_object_get(r, "known")),
+        };
+        rc = fill_build(b, cubin, n, lowered, w, &res);
+    }
+    free(cubin);
+    json_decref(meta);
+    return rc;
+}
+
+static void disk_put(const student_build *b)
+{
+    char dir[900], path[1000];
+    if (cache_dir(dir, sizeof dir) != 0 || mkdirs(dir) != 0)
+        return;
+    json_t *meta = json_pack("{s:s, s:o, s:O}", "lowered", b->lowered, "resources", resources_json(&b->res),
+                             "warnings", b->warnings);
+    char *text = meta ? json_dumps(meta, JSON_COMPACT) : NULL;
+    json_decref(meta);
+    snprintf(path, sizeof path, "%s/%s.cubin", dir, b->key);
+    /* the machine code first: an entry counts once its description exists */
+    if (text && write_all(path, b->cubin, b->cubin_bytes) == 0) {
+        snprintf(path, sizeof path, "%s/%s.json", dir, b->key);
+        if (write_all(path, text, strlen(text)) != 0)
+            klog("kernel cache: cannot write %s", path);
+    }
+    free(text);
+}
+
+/* sha256 of everything the machine code depends on. */
+static void build_key(const char *program, const json_t *opts, char key[65])
+{
+    char *o = json_dumps(opts, JSON_COMPACT);
+    size_t n = strlen(program) + (o ? strlen(o) : 0) + 64;
+    char *all = malloc(n);
+    if (all) {
+        int len = snprintf(all, n, "%s\n%s\nnvrtc %s\nformat " CACHE_FORMAT "\n", program, o ? o : "",
+                           nvrtc_version());
+        sha256_hex(all, (size_t)len, key);
+    } else {
+        snprintf(key, 65, "%s", "");
+    }
+    free(all);
+    free(o);
+}
+
+/* ---- compiling ---- */
+
+static int compile_fresh(magic_ctx *ctx, const student_source *src, const char *program, student_build *out)
+{
+    size_t n = json_array_size(out->options);
+    const char **argv = calloc(n + 1, sizeof *argv);
+    char name_expr[160], err[600] = "";
+    snprintf(name_expr, sizeof name_expr, "&%s", src->name);
+    for (size_t i = 0; argv && i < n; i++)
+        argv[i] = json_string_value(json_array_get(out->options, i));
+    nvrtc_job job = { program, CELL_FILE, argv, (int)n, name_expr };
+    nvrtc_output o;
+    int rc = argv ? nvrtc_compile(&job, &o, err, sizeof err) : fail_into(err, sizeof err, "out of memory");
+    free(argv);
+    if (rc != 0)
+        return magic_error(ctx, "RuntimeError", "%s cannot be compiled here: %s", src->name, err);
+    json_t *errors = json_array();
+    student_resources res = {0};
+    int nerr = student_translate_log(o.log, src, o.lowered, errors, out->warnings, &res);
+    if (!o.compiled || nerr > 0) {
+        if (json_array_size(errors) == 0)   /* NVRTC failed without a line we understood: its own words */
+            json_array_append_new(errors, json_string(o.log[0] ? o.log : "the compiler gave no reason"));
+        magic_error(ctx, "CompileError", "%s does not compile (%d error%s, %s)", src->name,
+                    nerr ? nerr : 1, nerr == 1 || nerr == 0 ? "" : "s", out->arch);
+        json_array_extend(errors, out->warnings);
+        ctx->traceback = errors;
+        nvrtc_output_free(&o);
+        return -1;
+    }
+    json_decref(errors);
+    out->cubin = o.cubin;
+    out->cubin_bytes = o.cubin_bytes;
+    out->lowered = o.lowered;
+    out->res = res;
+    o.cubin = NULL;
+    o.lowered = NULL;
+    nvrtc_output_free(&o);
+    return 0;
+}
+
+int student_compile(magic_ctx *ctx, const student_source *src, const student_options *o, int cc,
+                    student_build *out)
+{
+    memset(out, 0, sizeof *out);
+    double t0 = monotonic_ms();
+    char err[600];
+    if (nvrtc_load(err, sizeof err) != 0)
+        return magic_error(ctx, "RuntimeError", "%s cannot be compiled here: %s", src->name, err);
+    snprintf(out->arch, sizeof out->arch, "sm_%d", cc);
+    char *program = program_text(src);
+    out->options = option_list(o, cc);
+    out->warnings = json_array();
+    if (!program || !out->options || !out->warnings) {
+        free(program);
+        student_build_free(out);
+        return magic_error(ctx, "MemoryError", "out of memory compiling %s", src->name);
+    }
+    build_key(program, out->options, out->key);
+    int rc = 0;
+    bool in_memory = memory_get(out) == 0;
+    if (in_memory || disk_get(out) == 0) {
+        out->cached = true;
+    } else {
+        json_decref(out->warnings);
+        out->warnings = json_array();
+        rc = compile_fresh(ctx, src, program, out);
+        if (rc == 0)
+            disk_put(out);
+    }
+    if (rc == 0 && !in_memory)
+        memory_put(out);
+    free(program);
+    out->ms = monotonic_ms() - t0;
+    if (rc != 0)
+        student_build_free(out);
+    return rc;
+}
+
+void student_build_free(student_build *b)
+{
+    free(b->cubin);
+    free(b->lowered);
+    json_decref(b->warnings);
+    json_decref(b->options);
+    memset(b, 0, sizeof *b);
+}

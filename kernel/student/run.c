@@ -1,0 +1,168 @@
+/* run.c — a student's kernel for one point of its family's sweep (see run.h). */
+#include "student/run.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const json_t *given(const json_t *point, const json_t *line, const char *key)
+{
+    const json_t *v = json_object_get(point, key);
+    return v && !json_is_null(v) ? v : json_object_get(line, key);
+}
+
+static int int_or(const json_t *v, int fallback)
+{
+    return json_is_integer(v) ? (int)json_integer_value(v) : fallback;
+}
+
+int student_target_cc(const cl_backend *b, bool *modelled)
+{
+    cl_device_props p;
+    char err[CL_ERR_LEN];
+    memset(&p, 0, sizeof p);
+    *modelled = !b || strcmp(b->name, "cpu") == 0 || b->device_props(0, &p, err) != 0 || p.cc_major <= 0;
+    return *modelled ? 90 : p.cc_major * 10 + p.cc_minor;
+}
+
+/* Adds "NAME=VALUE" to defines, replacing an earlier value of NAME. */
+static void define(json_t *defines, const char *text)
+{
+    size_t n = strcspn(text, "=");
+    size_t i;
+    json_t *d;
+    json_array_foreach(defines, i, d) {
+        const char *s = json_string_value(d);
+        if (strncmp(s, text, n) == 0 && (s[n] == '=' || s[n] == '\0')) {
+            json_array_set_new(defines, i, json_string(text));
+            return;
+        }
+    }
+    json_array_append_new(defines, json_string(text));
+}
+
+student_options student_options_for(const student_def *d, const json_t *point, int tile, json_t **defines)
+{
+    const json_t *line = d->options;
+    *defines = json_array();
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(line, "define"), i, v)
+        define(*defines, json_string_value(v));
+    const char *pd = json_string_value(json_object_get(point, "define"));
+    if (pd)
+        define(*defines, pd);
+    if (tile > 0) {
+        char t[32];
+        snprintf(t, sizeof t, "TILE=%d", tile);
+        define(*defines, t);
+    }
+    student_options o = {
+        *defines,
+        int_or(given(point, line, "maxrregcount"), 0),
+        int_or(given(point, line, "opt_level"), -1),
+        json_is_true(json_object_get(point, "fast_math")) || json_is_true(json_object_get(line, "fast_math")),
+    };
+    return o;
+}
+
+static void dims_into(const json_t *v, int out[3])
+{
+    for (int i = 0; i < 3; i++)
+        out[i] = json_is_array(v) && i < (int)json_array_size(v) ? (int)json_integer_value(json_array_get(v, i)) : 0;
+}
+
+static double limit_ms(void)
+{
+    const char *e = getenv(STUDENT_LIMIT_ENV);
+    double s = e && *e ? strtod(e, NULL) : 0;
+    return (s > 0 ? s : STUDENT_LIMIT_DEFAULT_S) * 1e3;
+}
+
+int student_prepare(magic_ctx *ctx, const student_def *d, const json_t *point, int tile, student_launch *out)
+{
+    memset(out, 0, sizeof *out);
+    out->def = d;
+    json_t *defines;
+    student_options o = student_options_for(d, point, d->tiled ? tile : 0, &defines);
+    bool modelled;
+    int cc = student_target_cc(ctx->backend, &modelled);
+    student_source src = { d->name, d->family->magic, d->family->student, d->source,
+                           int_or(json_object_get(d->options, "first_line"), 2) };
+    int rc = student_compile(ctx, &src, &o, cc, &out->build);
+    json_decref(defines);
+    if (rc != 0)
+        return -1;
+    cl_student_kernel *k = &out->kernel;
+    k->name = d->name;
+    k->hash = out->build.key;
+    k->image = out->build.cubin;
+    k->image_bytes = out->build.cubin_bytes;
+    k->entry = out->build.lowered;
+    const json_t *block = given(point, d->options, "block");
+    if (json_is_array(block))
+        dims_into(block, k->block);
+    else if (d->tiled && tile > 0 && (d->family->student->flags & CL_V_TILE))
+        k->block[0] = k->block[1] = tile, k->block[2] = 1;
+    else
+        memcpy(k->block, d->family->student->block, sizeof k->block);
+    dims_into(given(point, d->options, "grid"), k->grid);
+    k->dyn_smem = (size_t)int_or(given(point, d->options, "smem"), 0);
+    k->limit_ms = limit_ms();
+    return 0;
+}
+
+void student_launch_free(student_launch *l)
+{
+    student_build_free(&l->build);
+    memset(l, 0, sizeof *l);
+}
+
+json_t *student_resources_json(const student_resources *r)
+{
+    if (!r->known)
+        return json_null();
+    return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i}", "registers", r->registers, "static_smem", r->static_smem,
+                     "stack", r->stack, "spill_stores", r->spill_stores, "spill_loads", r->spill_loads,
+                     "barriers", r->barriers);
+}
+
+void student_run_json(const student_launch *l, json_t *run)
+{
+    json_object_set_new(run, "source", json_string("student"));
+    json_object_set_new(run, "source_hash", json_string(l->def->hash));
+    json_object_set_new(run, "compile", json_pack("{s:s, s:O, s:f, s:b}", "arch", l->build.arch, "options",
+                                                  l->build.options, "ms", l->build.ms, "cached", l->build.cached));
+    json_object_set_new(run, "resources", student_resources_json(&l->build.res));
+}
+
+json_t *student_first_values(const json_t *params, const char *const *keys)
+{
+    json_t *out = json_object();
+    for (size_t i = 0; keys[i]; i++) {
+        const json_t *v = json_object_get(params, keys[i]);
+        json_object_set(out, keys[i], json_is_array(v) ? json_array_get(v, 0) : v ? (json_t *)v : json_null());
+    }
+    return out;
+}
+
+bool student_at_first(const json_t *firsts, const json_t *point)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)firsts, key, v) {
+        const json_t *p = json_object_get(point, key);
+        if (p && !json_equal(p, v))
+            return false;
+    }
+    return true;
+}
+
+int student_refuse_backend(magic_ctx *ctx, const char *name)
+{
+    return magic_error(ctx, "UsageError", "%s is your kernel: it runs on a GPU, and this worker runs on the %s "
+                       "backend%s%s (%%%%kernel still compiles it and reports its registers and shared memory)",
+                       name, ctx->backend ? ctx->backend->name : "?",
+                       ctx->backend_note && *ctx->backend_note ? ": " : "",
+                       ctx->backend_note ? ctx->backend_note : "");
+}

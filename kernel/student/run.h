@@ -1,0 +1,85 @@
+/* run.h — a student's kernel as one more variant of its family (worker side).
+ *
+ * A family magic that meets a student variant in a sweep point asks
+ * student_prepare for the kernel to launch: the %%kernel line's options with
+ * the point's own on top (STUDENT_RUN_FLAGS), compiled for this device through
+ * the cache, with its block, grid, shared memory and launch limit. The run's
+ * object then carries student_run_json: "source": "student", the source's
+ * hash, the compile and the resources.
+ */
+#ifndef CUDALAB_STUDENT_RUN_H
+#define CUDALAB_STUDENT_RUN_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "cudalab/student.h"
+#include "magic/magic.h"
+#include "student/compile.h"
+#include "student/store.h"
+
+/* The launch limit of a student kernel: CUDALAB_KERNEL_TIMEOUT seconds. */
+#define STUDENT_LIMIT_ENV "CUDALAB_KERNEL_TIMEOUT"
+#define STUDENT_LIMIT_DEFAULT_S 5.0
+
+/* The flags a family magic adds for student kernels (each a per-run override of
+ * the %%kernel line; built-in variants ignore them and run once). The family
+ * has its own --block (dimensions, a list). */
+#define STUDENT_RUN_FLAGS                                                                          \
+    {.name = "define", .short_name = 'D', .type = FLAG_STRING, .opts = FLAG_LIST,                   \
+     .help = "your kernels only: -D NAME=VALUE for the compiler; a list sweeps the values "         \
+             "(-D UNROLL=1,2,4)"},                                                                  \
+    {.name = "grid", .type = FLAG_DIMS, .imin = 1, .imax = 2147483647,                              \
+     .help = "your kernels only: blocks in the grid, instead of the family's launch rule"},          \
+    {.name = "smem", .type = FLAG_INT, .imin = 0, .imax = 1 << 20,                                  \
+     .help = "your kernels only: dynamic shared memory per block, bytes"},                           \
+    {.name = "maxrregcount", .type = FLAG_INT, .imin = 16, .imax = 255,                             \
+     .help = "your kernels only: at most this many registers per thread"},                          \
+    {.name = "opt-level", .type = FLAG_INT, .imin = 0, .imax = 3,                                   \
+     .help = "your kernels only: ptxas optimisation level (-Xptxas -O<n>)"},                         \
+    {.name = "fast-math", .type = FLAG_BOOL, .def = "false",                                        \
+     .help = "your kernels only: compile with --use_fast_math"}
+
+/* The %%kernel line's compile options (also the defaults of a family run). */
+#define STUDENT_COMPILE_FLAGS                                                                      \
+    {.name = "define", .short_name = 'D', .type = FLAG_STRING, .opts = FLAG_REPEAT,                 \
+     .help = "NAME=VALUE (or NAME) defined for the compiler; give -D as many times as needed"},     \
+    {.name = "maxrregcount", .type = FLAG_INT, .imin = 16, .imax = 255,                             \
+     .help = "at most this many registers per thread"},                                             \
+    {.name = "opt-level", .type = FLAG_INT, .imin = 0, .imax = 3,                                   \
+     .help = "ptxas optimisation level (-Xptxas -O<n>; 3 by default)"},                              \
+    {.name = "fast-math", .type = FLAG_BOOL, .def = "false", .help = "compile with --use_fast_math"}
+
+typedef struct student_launch {
+    const student_def *def;
+    student_build build;
+    cl_student_kernel kernel;       /* points into build and def */
+} student_launch;
+
+/* The compute capability to compile for (90 for sm_90): the backend's device
+ * 0, or 90 where there is no GPU (*modelled set). */
+int student_target_cc(const cl_backend *b, bool *modelled);
+/* The compile options of a kernel for one point: the %%kernel line's, with the
+ * point's (STUDENT_RUN_FLAGS) on top, and -D TILE=tile when tile > 0. defines
+ * is a new array the caller frees. */
+student_options student_options_for(const student_def *d, const json_t *point, int tile, json_t **defines);
+/* Everything a backend needs to launch d for one point (tile > 0: a
+ * tile×tile block and -D TILE). 0, or -1 with the error in ctx. */
+int student_prepare(magic_ctx *ctx, const student_def *d, const json_t *point, int tile, student_launch *out);
+void student_launch_free(student_launch *l);
+/* {"source": "student", "source_hash", "compile": {...}, "resources": {...}} merged into a run object. */
+void student_run_json(const student_launch *l, json_t *run);
+json_t *student_resources_json(const student_resources *r);
+
+/* Flags that only student kernels honour (keys, NULL-terminated: "define", and
+ * "block" where built-in variants have no --block): a built-in variant runs
+ * once, at the first value of each. The first values of params, and whether a
+ * point is at them. */
+json_t *student_first_values(const json_t *params, const char *const *keys);
+bool student_at_first(const json_t *firsts, const json_t *point);
+
+/* A student variant on a backend that cannot run it: the one refusal, naming
+ * the backend and why (no GPU), as a UsageError. */
+int student_refuse_backend(magic_ctx *ctx, const char *name);
+
+#endif

@@ -1,0 +1,52 @@
+/* store.h — the session's student kernels: what each %%kernel cell defined.
+ *
+ * The kernel process keeps the definitions (source and the %%kernel line's
+ * options) for the session's life: they survive a worker that faulted and
+ * restarted. Each is also a variant of its family (family_register), so the
+ * family magic's parser, completion and %help know it at once. A command that
+ * names student kernels carries their definitions to the worker
+ * (student_attach, the magic's attach hook), where student_install makes the
+ * worker's store and registry the same; the worker compiles through its cache.
+ */
+#ifndef CUDALAB_STUDENT_STORE_H
+#define CUDALAB_STUDENT_STORE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "magic/families.h"
+#include "magic/magic.h"
+
+typedef struct student_def {
+    char *name;
+    const family_spec *family;
+    char *source;
+    json_t *options;                /* the %%kernel line's params (for, name, block, define, ...) */
+    char hash[65];                  /* sha256 of the source */
+    bool tiled;                     /* the source uses TILE: --tile sets it */
+} student_def;
+
+/* Defines (or redefines) a kernel and registers its variant. 0, or -1 with
+ * the error in ctx (a built-in's name, `all`, the store full). */
+int student_define(magic_ctx *ctx, const family_spec *f, const char *name, const char *source,
+                   const json_t *options);
+/* Forgets one kernel (its variant too); no-op when unknown. */
+void student_drop(const char *name);
+/* Forgets every kernel. */
+void student_forget_all(void);
+const student_def *student_find(const char *name);
+size_t student_count(void);
+const student_def *student_at(size_t i);
+
+/* The definitions of the student kernels a family command's --variant names,
+ * {"name": {"for", "source", "options"}}, or NULL when it names none. The
+ * attach hook of every family magic (magic.h). */
+int student_attach(magic_ctx *ctx, const struct command *cmd, json_t **kernels);
+/* Worker side: the store becomes exactly `kernels` (NULL: empty). 0, or -1 with the error in ctx. */
+int student_install(magic_ctx *ctx, const json_t *kernels);
+
+/* The name rule: a C identifier of at most 64 bytes that is not a built-in
+ * variant of f nor `all`. 0, or -1 with a UsageError. */
+int student_name_ok(magic_ctx *ctx, const family_spec *f, const char *name);
+
+#endif
