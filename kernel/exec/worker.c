@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include "exec/backend_load.h"
+#include "exec/capture.h"
 #include "base/log.h"
+#include "base/text.h"
 #include "student/store.h"
 
 void worker_init(worker *w)
@@ -205,6 +207,26 @@ static bool poisoned(magic_ctx *ctx)
     return true;
 }
 
+/* What the command printed on stdout: a student's kernel's printf goes to the
+ * cell, anything else (a library's chatter) to the log. */
+static void forward_stdout(int fd, const json_t *req)
+{
+    size_t dropped = 0;
+    char *text = capture_take(&dropped);
+    const char *magic = json_string_value(json_object_get(req, "magic"));
+    bool student = json_object_get(req, "kernels") || (magic && strcmp(magic, "kernel") == 0);
+    if (text && text[0] && student)
+        pipe_stream(&fd, "stdout", text);
+    else if (text && text[0])
+        klog("worker: stdout: %.*s", utf8_clip(text, 2000), text);
+    if (dropped && student) {
+        char note[160];
+        snprintf(note, sizeof note, "\n[cudalab: %zu more bytes of printf output were dropped]\n", dropped);
+        pipe_stream(&fd, "stdout", note);
+    }
+    free(text);
+}
+
 /* Runs one command; returns 0 to go on, 1 when the worker must exit. */
 static int run_one(int fd, const json_t *req)
 {
@@ -221,10 +243,11 @@ static int run_one(int fd, const json_t *req)
     else if (worker_exec(m, json_object_get(req, "params"),
                          json_string_value(json_object_get(req, "body")), &ctx) == 0)
         error_clear(&ctx.error);
-    if (error_is_set(&ctx.error)) {
+    if (error_is_set(&ctx.error))
         leave = poisoned(&ctx);
+    forward_stdout(fd, req);        /* before the error: printf output explains a fault */
+    if (error_is_set(&ctx.error))
         send_error(fd, &ctx);
-    }
     json_decref(ctx.traceback);
     /* "leaving" tells the kernel not to send the next command to this worker */
     json_t *done = json_pack("{s:s, s:b}", "op", "done", "leaving", leave);
@@ -246,6 +269,8 @@ int worker_main(int fd)
     sa.sa_flags = SA_RESTART;
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    if (capture_start() != 0)
+        klog("worker: stdout not captured (device printf goes to the log)");
     /* choose the backend now, while the user is still typing: the first CUDA
      * call creates the context and can take a second */
     char note[512];

@@ -113,7 +113,7 @@ static json_t *one_doc(const magic_spec *m)
                                             text_or_null(m->positional_help))
                                 : json_null();
     json_t *variants = json_null();
-    const family_spec *fam = magic_family(m);
+    const family_spec *fam = family_of_magic(m);
     const cl_variant *v;
     if (fam) {
         variants = json_array();

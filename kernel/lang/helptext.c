@@ -136,13 +136,7 @@ void flag_allowed_text(const flag_spec *f, char *buf, size_t len)
     }
 }
 
-const family_spec *magic_family(const magic_spec *m)
-{
-    for (const flag_spec *f = m->flags; f && f->name; f++)
-        if (f->family)
-            return f->family;
-    return NULL;
-}
+static void student_text(FILE *out, const family_spec *fam);
 
 /* The family's variants, from its contract: name, what it teaches, its launch. */
 static void variants_text(FILE *out, const family_spec *fam)
@@ -156,6 +150,28 @@ static void variants_text(FILE *out, const family_spec *fam)
     for (size_t i = 0; (v = family_variant(fam, i)); i++)
         fprintf(out, "  %s%*s  %s%s (launch: %s)\n", v->name, (int)(w - width(v->name)), "", v->teaches,
                 v->flags & CL_V_RUNTIME ? " [yours]" : "", v->launch);
+    if (fam->student)
+        student_text(out, fam);
+}
+
+/* What a student's kernel for the family implements (%%kernel --for it). */
+static void student_text(FILE *out, const family_spec *fam)
+{
+    fprintf(out, "\nYour own kernels (%%%%kernel --for %s --name NAME) implement:\n"
+            "  __global__ void NAME(%s)\n  launch: %s\n  quick check: %%%s %s\n", fam->magic,
+            fam->student->params, fam->student->launch, fam->magic, fam->quick);
+}
+
+/* %help kernel: every family that takes students' kernels. */
+static void student_families_text(FILE *out)
+{
+    size_t count;
+    const magic_spec *const *all = magic_all(&count);
+    for (size_t i = 0; i < count; i++) {
+        const family_spec *fam = family_of_magic(all[i]);
+        if (fam && fam->student)
+            student_text(out, fam);
+    }
 }
 
 char *magic_help_head(const magic_spec *m)
@@ -176,8 +192,10 @@ char *magic_help_head(const magic_spec *m)
     fprintf(out, "\n%s\n", m->summary ? m->summary : "");
     if (m->description && m->description[0])
         fprintf(out, "\n%s\n", m->description);
-    if (magic_family(m))
-        variants_text(out, magic_family(m));
+    if (family_of_magic(m))
+        variants_text(out, family_of_magic(m));
+    if (strcmp(m->name, "kernel") == 0)
+        student_families_text(out);
     if (m->positional)
         fprintf(out, "\nArguments:\n  %s  %s\n", m->positional, m->positional_help ? m->positional_help : "");
     fclose(out);

@@ -166,8 +166,6 @@ void flag_allowed_text(const flag_spec *f, char *buf, size_t len);
 /* Usage, summary, description and positional argument; then the examples.
  * The caller frees. (magic_help_text = head + flags table + examples.) */
 char *magic_help_head(const magic_spec *m);
-/* The family whose variants m's --variant chooses from, or NULL. */
-const family_spec *magic_family(const magic_spec *m);
 char *magic_help_examples(const magic_spec *m);
 
 #endif

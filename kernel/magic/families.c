@@ -10,13 +10,17 @@
 #include "magic/families.h"
 #include "magic/sweep.h"
 
-const family_spec *family_find(const char *magic)
+const family_spec *family_of_magic(const magic_spec *m)
 {
-    const magic_spec *m = magic_find(magic);
     for (const flag_spec *f = m ? m->flags : NULL; f && f->name; f++)
         if (f->family)
             return f->family;
     return NULL;
+}
+
+const family_spec *family_find(const char *magic)
+{
+    return family_of_magic(magic_find(magic));
 }
 
 /* ---- variants registered at run time ---- */
@@ -169,8 +173,9 @@ json_t *family_select(magic_ctx *ctx, const family_spec *f, const json_t *given,
         const char *name = json_string_value(g);
         const cl_variant *v;
         if (name && strcmp(name, "all") == 0) {
+            /* every built-in variant: a student's kernel runs when named */
             for (size_t k = 0; (v = family_variant(f, k)); k++)
-                if (available(v, k, user) && !has_name(out, v->name))
+                if (!(v->flags & CL_V_RUNTIME) && available(v, k, user) && !has_name(out, v->name))
                     json_array_append_new(out, json_string(v->name));
             continue;
         }

@@ -34,6 +34,7 @@ typedef struct family_spec {
 } family_spec;
 
 /* The family a magic runs (the one its --variant flag names), or NULL. */
+const family_spec *family_of_magic(const magic_spec *m);
 const family_spec *family_find(const char *magic);
 
 /* The --variant flag of a family's magic, for its flag_spec table: a list of
@@ -74,8 +75,8 @@ const char *flag_choice(const flag_spec *fl, size_t i);
 typedef bool (*variant_available_fn)(const cl_variant *v, size_t index, void *user);
 
 /* --variant as given (a name or a list) -> an array of distinct variant names
- * in the order given, `all` standing for every variant that `available` accepts
- * in table order (available NULL: the contract's own rows, which every backend
+ * in the order given, `all` standing for every built-in variant that `available` accepts
+ * in table order (never a run-time one: a student's kernel runs when named) (available NULL: the contract's own rows, which every backend
  * of the family implements; a run-time variant is then refused). A named variant that is not available is a UsageError naming
  * the backend and what it has. New reference, or NULL with the error set. */
 json_t *family_select(magic_ctx *ctx, const family_spec *f, const json_t *given,

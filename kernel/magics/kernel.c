@@ -21,6 +21,7 @@
 #include "student/compile.h"
 #include "student/nvrtc.h"
 #include "student/run.h"
+#include "student/sanitize.h"
 #include "student/store.h"
 
 static const flag_spec kernel_flags[] = {
@@ -261,6 +262,11 @@ static int kernel_run(magic_ctx *ctx, const json_t *params, const char *body)
         student_launch_free(&sl);
         return -1;
     }
+    /* a kernel with __shared__ gets racecheck once per build: a missing
+     * __syncthreads() often passes the check by luck */
+    json_t *race = check && !getenv(SANITIZE_ENV) ? student_racecheck_cached(d, sl.build.key) : NULL;
+    if (race)
+        json_object_set_new(check, "racecheck", race);
     json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:s}", "magic", "kernel", "name", name, "for",
                             f->magic, "source", "student", "source_hash", d->hash, "arch", sl.build.arch,
                             "modelled", modelled, "nvrtc", nvrtc_version());
@@ -286,6 +292,18 @@ static int kernel_run(magic_ctx *ctx, const json_t *params, const char *body)
                                                 joined("compiler warnings:", sl.build.warnings)));
     bool failed = check && json_is_false(json_object_get(check, "passed"));
     const char *first = json_string_value(json_object_get(check, "first_wrong"));
+    const char *race_status = json_string_value(json_object_get(race, "status"));
+    if (race) {
+        bool unavailable = strcmp(race_status, "unavailable") == 0;
+        json_t *lines = unavailable ? json_pack("[O]", json_object_get(race, "reason"))
+                                    : json_incref(json_object_get(race, "findings"));
+        const char *head = unavailable ? "racecheck unavailable:"
+                         : strcmp(race_status, "failed") == 0
+                               ? "racecheck (compute-sanitizer) found a race in shared memory:"
+                               : "racecheck (compute-sanitizer): no race in shared memory";
+        json_array_append_new(blocks, json_pack("{s:s, s:o}", "type", "text", "text", joined(head, lines)));
+        json_decref(lines);
+    }
     json_array_append_new(blocks, json_pack("{s:s, s:o}", "type", "note", "text",
                                             check ? json_sprintf("quick check (%s): %s%s%s", quick,
                                                                  failed ? "FAILED" : "passed",
@@ -297,10 +315,13 @@ static int kernel_run(magic_ctx *ctx, const json_t *params, const char *body)
     json_t *view = json_pack("{s:s, s:o}", "title", title, "blocks", blocks);
     student_launch_free(&sl);
     magic_result(ctx, doc, view);
-    if (failed) {
+    if (failed)
         rc = magic_error(ctx, "CheckError", "%s computes a wrong result at %s: %s", name, quick,
                          first ? first : "see the check above");
-    }
+    else if (race_status && strcmp(race_status, "failed") == 0)
+        rc = magic_error(ctx, "CheckError", "%s passes the check at %s, but racecheck found a race in shared "
+                         "memory (above): a __syncthreads() missing between a write and the reads of other "
+                         "threads?", name, quick);
     json_decref(check);
     return rc;
 }
@@ -326,10 +347,8 @@ const magic_spec magic_kernel = {
         "per run (--block, -D, --maxrregcount, --opt-level, --fast-math, --grid, --smem); a list sweeps. "
         "A kernel that uses TILE gets -D TILE=T and a T×T block from --tile. A kernel running longer than "
         "CUDALAB_KERNEL_TIMEOUT seconds (5 by default) is abandoned and the worker restarts. Builds are "
-        "cached (CUDALAB_CACHE_DIR, else ~/.cache/cudalab/kernels): re-running a notebook compiles nothing.\n\n"
-        "matmul: __global__ void NAME(const float *A, const float *B, float *C, int M, int N, int K): "
-        "C = A·B, A M×K, B K×N, C M×N, row-major; one thread per element of C, block 16×16 by default, "
-        "grid ⌈N/block.x⌉ × ⌈M/block.y⌉; quick check at --m 67 --n 33 --k 129.",
+        "cached (CUDALAB_CACHE_DIR, else ~/.cache/cudalab/kernels): re-running a notebook compiles nothing. "
+        "NVRTC has no host headers: printf, assert and the CUDA math functions need no #include.",
     .flags = kernel_flags,
     .mode = MAGIC_CELL,
     .where = MAGIC_WORKER,

@@ -18,6 +18,7 @@
 #include "magic/sweep.h"
 #include "magics/matmul_internal.h"
 #include "student/run.h"
+#include "student/sanitize.h"
 
 static bool runs_student(const cl_backend *b)
 {
@@ -163,6 +164,11 @@ static int matmul_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *us
             student_launch_free(&sl);
         if (!r)
             return magic_error(ctx, "MemoryError", "out of host memory");
+        if (t.student) {
+            char point[128];
+            snprintf(point, sizeof point, "%%matmul --m %d --n %d --k %d", a.m, a.n, a.k);
+            return student_run_failed(ctx, name, point, err);
+        }
         return magic_error(ctx, t.is_host || strcmp(t.backend_name, "cpu") == 0 ? "RuntimeError"
                                                                                  : "CudaError",
                            "%%matmul --variant %s (m=%d, n=%d, k=%d): %s", name, a.m, a.n, a.k, err);
@@ -210,6 +216,8 @@ static int matmul_run(magic_ctx *ctx, const json_t *params, const char *body)
     if (!ctx->backend->matmul)
         return magic_error(ctx, "RuntimeError", "the %s backend was built without %%matmul "
                            "(rebuild libcudalab_cuda.so with cuda/matmul*.cu)", ctx->backend->name);
+    if (json_is_true(json_object_get(params, "sanitize")))
+        return student_sanitize_command(ctx, &matmul_family, params);
     json_t *p = json_deep_copy(params);
     mm_env env;
     int rc = mm_env_init(ctx, p, &env);

@@ -381,7 +381,7 @@ static int memory_get(student_build *b)
     return -1;
 }
 
-static int cache_dir(char *buf, size_t len)
+int student_cache_dir(char *buf, size_t len)
 {
     const char *env = getenv("CUDALAB_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     int n;
@@ -454,7 +454,7 @@ static json_t *resources_json(const student_resources *r)
 static int disk_get(student_build *b)
 {
     char dir[900], path[1000];
-    if (cache_dir(dir, sizeof dir) != 0)
+    if (student_cache_dir(dir, sizeof dir) != 0)
         return -1;
     size_t n = 0, mn = 0;
     snprintf(path, sizeof path, "%s/%s.json", dir, b->key);
@@ -486,7 +486,7 @@ static int disk_get(student_build *b)
 static void disk_put(const student_build *b)
 {
     char dir[900], path[1000];
-    if (cache_dir(dir, sizeof dir) != 0 || mkdirs(dir) != 0)
+    if (student_cache_dir(dir, sizeof dir) != 0 || mkdirs(dir) != 0)
         return;
     json_t *meta = json_pack("{s:s, s:o, s:O}", "lowered", b->lowered, "resources", resources_json(&b->res),
                              "warnings", b->warnings);

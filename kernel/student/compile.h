@@ -80,6 +80,9 @@ void student_build_free(student_build *b);
 int student_translate_log(const char *log, const student_source *src, const char *lowered,
                           json_t *errors, json_t *warnings, student_resources *res);
 
+/* The cache's directory (see above) into buf: 0, or -1 when there is none. */
+int student_cache_dir(char *buf, size_t len);
+
 /* The name of the first __global__ function in a source, or "" (into buf). */
 void student_first_kernel(const char *text, char *buf, size_t len);
 /* Whether the source uses the identifier TILE (then --tile sets it). */

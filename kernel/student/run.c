@@ -158,6 +158,43 @@ bool student_at_first(const json_t *firsts, const json_t *point)
     return true;
 }
 
+/* What a CUDA error usually means in a student's kernel, by the words of cudaGetErrorString. */
+static const struct {
+    const char *says, *means;
+} fault_hints[] = {
+    {"launch limit", "an endless loop, or a __syncthreads() that not every thread of the block reaches "
+                     "(CUDALAB_KERNEL_TIMEOUT sets the limit)"},
+    {"illegal memory access", "an access outside an array: compare every index with its bound before "
+                              "using it (the last blocks of the grid are only partly inside the matrix)"},
+    {"misaligned address", "a pointer cast to a wider type (float4, double, int2) at an address that is "
+                           "not a multiple of its size"},
+    {"device-side assert", "an assert() in the kernel failed: its message is printed above"},
+    {"illegal instruction", "the kernel stopped itself with __trap(), or ran an invalid instruction"},
+    {"unspecified launch failure", "the kernel stopped (__trap() or an invalid access)"},
+    {"too many resources", "a block needs more registers than an SM holds: a smaller --block, or --maxrregcount"},
+    {"invalid configuration", "the block or grid is outside what the device allows"},
+    {"threads per block", "a smaller --block, or fewer registers per thread (--maxrregcount)"},
+    {"shared memory", "less shared memory per block: smaller tiles or a smaller --smem"},
+};
+
+int student_run_failed(magic_ctx *ctx, const char *name, const char *point, const char *err)
+{
+    bool timeout = strstr(err, "launch limit") != NULL;
+    magic_error(ctx, timeout ? "TimeoutError" : "CudaError", "your kernel %s failed (%s): %s", name, point, err);
+    json_t *tb = json_array();
+    for (size_t i = 0; i < sizeof fault_hints / sizeof fault_hints[0]; i++)
+        if (strstr(err, fault_hints[i].says)) {
+            json_array_append_new(tb, json_sprintf("what it usually means: %s", fault_hints[i].means));
+            break;
+        }
+    if (!timeout)
+        json_array_append_new(tb, json_sprintf("to find the line: add --sanitize to the command (compute-sanitizer "
+                                               "memcheck and racecheck at a small size)"));
+    json_decref(ctx->traceback);
+    ctx->traceback = tb;
+    return -1;
+}
+
 int student_refuse_backend(magic_ctx *ctx, const char *name)
 {
     return magic_error(ctx, "UsageError", "%s is your kernel: it runs on a GPU, and this worker runs on the %s "

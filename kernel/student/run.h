@@ -38,7 +38,10 @@
     {.name = "opt-level", .type = FLAG_INT, .imin = 0, .imax = 3,                                   \
      .help = "your kernels only: ptxas optimisation level (-Xptxas -O<n>)"},                         \
     {.name = "fast-math", .type = FLAG_BOOL, .def = "false",                                        \
-     .help = "your kernels only: compile with --use_fast_math"}
+     .help = "your kernels only: compile with --use_fast_math"},                                     \
+    {.name = "sanitize", .type = FLAG_BOOL, .def = "false",                                         \
+     .help = "instead of timing: run your kernels at the quick-check size under compute-sanitizer "  \
+             "(memcheck, racecheck, synccheck, initcheck) and show what it finds, by line"}
 
 /* The %%kernel line's compile options (also the defaults of a family run). */
 #define STUDENT_COMPILE_FLAGS                                                                      \
@@ -77,6 +80,12 @@ json_t *student_resources_json(const student_resources *r);
  * point is at them. */
 json_t *student_first_values(const json_t *params, const char *const *keys);
 bool student_at_first(const json_t *firsts, const json_t *point);
+
+/* A student kernel's run failed with the backend's err: the cell error, in a
+ * student's terms: TimeoutError past the launch limit, else CudaError, with
+ * what the CUDA error usually means and what to try. point is the run as the
+ * user would write it ("%matmul --m 67 --n 33 --k 129"). Returns -1. */
+int student_run_failed(magic_ctx *ctx, const char *name, const char *point, const char *err);
 
 /* A student variant on a backend that cannot run it: the one refusal, naming
  * the backend and why (no GPU), as a UsageError. */
