@@ -207,6 +207,30 @@ static bool poisoned(magic_ctx *ctx)
     return true;
 }
 
+/* Printf output to the cell, at most PRINTF_LINES lines: a failed assert()
+ * prints one line per thread, thousands for one mistake. */
+#define PRINTF_LINES 200
+
+static void stream_lines(int fd, char *text)
+{
+    size_t lines = 0;
+    char *p = text;
+    for (; *p && lines < PRINTF_LINES; p++)
+        lines += *p == '\n';
+    size_t more = 0;
+    for (char *q = p; *q; q++)
+        more += *q == '\n';
+    char cut = *p;
+    *p = '\0';
+    pipe_stream(&fd, "stdout", text);
+    *p = cut;
+    if (cut) {
+        char note[160];
+        snprintf(note, sizeof note, "[cudalab: %zu more lines of printf output not shown]\n", more + (p[strlen(p) - 1] != '\n'));
+        pipe_stream(&fd, "stdout", note);
+    }
+}
+
 /* What the command printed on stdout: a student's kernel's printf goes to the
  * cell, anything else (a library's chatter) to the log. */
 static void forward_stdout(int fd, const json_t *req)
@@ -216,7 +240,7 @@ static void forward_stdout(int fd, const json_t *req)
     const char *magic = json_string_value(json_object_get(req, "magic"));
     bool student = json_object_get(req, "kernels") || (magic && strcmp(magic, "kernel") == 0);
     if (text && text[0] && student)
-        pipe_stream(&fd, "stdout", text);
+        stream_lines(fd, text);
     else if (text && text[0])
         klog("worker: stdout: %.*s", utf8_clip(text, 2000), text);
     if (dropped && student) {

@@ -454,6 +454,16 @@ static int powers_of_two(const json_t *a)
     return hi / lo >= 4;
 }
 
+/* [16, 8] as "16x8", as the user writes dimensions. */
+static void dims_text(const json_t *v, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < json_array_size(v) && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%lld", i ? "x" : "",
+                                 (long long)json_integer_value(json_array_get(v, i)));
+}
+
 /* "tiled, 16": the values of the varying flags at a point, other than skip. */
 static void series_name(const sweep_state *st, const json_t *point, const char *skip, char *buf, size_t len)
 {
@@ -465,6 +475,8 @@ static void series_name(const sweep_state *st, const json_t *point, const char *
         char val[64];
         if (json_is_string(v))
             snprintf(val, sizeof val, "%s", json_string_value(v));
+        else if (json_is_array(v))
+            dims_text(v, val, sizeof val);
         else
             render_number(v, val, sizeof val);
         size_t used = strlen(buf);

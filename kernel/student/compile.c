@@ -50,8 +50,10 @@ static char *program_text(const student_source *s)
 /* NVRTC's options for the student's: -D, --maxrregcount, -Xptxas -O<n>, --use_fast_math. */
 static json_t *option_list(const student_options *o, int cc)
 {
-    json_t *opts = json_pack("[s, s, s, s, s]", "-std=c++17", "-lineinfo", "-Xptxas", "-v", "");
-    json_array_set_new(opts, 4, json_sprintf("-arch=sm_%d", cc));
+    /* --no-cache: a build NVRTC serves from its own cache skips ptxas, and with
+     * it the -v report of registers and shared memory; ours caches instead */
+    json_t *opts = json_pack("[s, s, s, s, s, s]", "-std=c++17", "-lineinfo", "-Xptxas", "-v", "--no-cache", "");
+    json_array_set_new(opts, 5, json_sprintf("-arch=sm_%d", cc));
     size_t i;
     json_t *d;
     json_array_foreach(o->defines, i, d)
@@ -535,6 +537,8 @@ static int compile_fresh(magic_ctx *ctx, const student_source *src, const char *
     free(argv);
     if (rc != 0)
         return magic_error(ctx, "RuntimeError", "%s cannot be compiled here: %s", src->name, err);
+    if (getenv("CUDALAB_DEBUG"))
+        klog("nvrtc log of %s:\n%s", src->name, o.log);
     json_t *errors = json_array();
     student_resources res = {0};
     int nerr = student_translate_log(o.log, src, o.lowered, errors, out->warnings, &res);
