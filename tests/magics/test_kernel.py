@@ -187,8 +187,6 @@ def test_wrong_signature_names_the_one_matmul_runs(kc):
 
 
 @needs_nvrtc
-@pytest.mark.xfail(strict=True, reason="bug: NVRTC's echo of our signature check (its source line and caret) "
-                                       "reaches the traceback, as if it were the student's code")
 def test_wrong_signature_shows_none_of_our_lines(kc):
     body = "__global__ void twoargs(const float *A, float *C) {\n    C[0] = A[0];\n}\n"
     err = fails(kc, kernel_cell("twoargs", body), "CompileError")
@@ -208,8 +206,6 @@ def test_device_function_is_not_a_kernel(kc):
 
 
 @needs_nvrtc
-@pytest.mark.xfail(strict=True, reason="bug: without --name, student_first_kernel takes __launch_bounds__ "
-                                       "for the kernel's name")
 def test_launch_bounds_kernel_found_without_name(kc):
     body = NAIVE_BODY.format(name="bounded").replace("__global__ void", "__global__ void __launch_bounds__(256)")
     doc, _ = ok(kc, "%%kernel --for matmul\n" + body)
@@ -276,7 +272,6 @@ def test_help_kernel_shows_the_signature(kc):
     assert SIGNATURE in shown_text(msgs)
 
 
-@pytest.mark.xfail(strict=True, reason="lead: %help matmul does not yet show the signature of a student kernel")
 def test_help_matmul_shows_the_signature(kc):
     _, msgs = ok(kc, "%help matmul")
     assert SIGNATURE in shown_text(msgs)
