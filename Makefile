@@ -33,7 +33,7 @@ ifeq ($(WERROR),1)
 WARN    += -Werror
 endif
 CFLAGS  ?= -O2 -g
-override CFLAGS += -std=c11 -D_GNU_SOURCE -fno-strict-aliasing $(WARN) -Iinclude -Ikernel $(SAN)
+override CFLAGS += -std=c11 -D_GNU_SOURCE -fno-strict-aliasing $(WARN) -Iinclude -Ikernel -I$(BUILD)/gen $(SAN)
 override LDFLAGS += $(SAN)
 LDLIBS  := -lzmq -ljansson -lcrypto -ldl -lm -lpthread
 
@@ -92,6 +92,21 @@ $(CUDA_LIB): $(CUDA_SRC:cuda/%.cu=$(BUILD)/obj/cuda/%.o)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LINK    $@",true)
 	$(Q)$(NVCC) -shared $(GENCODE) -cudart static -o $@ $^ -lcublas -Xlinker -rpath,$(CUDA_HOME)/lib64
+
+# The code between show-source markers, as C strings for --show-source
+# (kernel/magic/show_source.c): generated with awk, so the CPU-only build
+# shows the same text that nvcc compiles. Headers first: a variant's helpers
+# come before its kernels.
+SHOW_SOURCE_IN := $(sort $(wildcard include/cudalab/*.h)) $(sort $(wildcard cuda/*.h)) $(CUDA_SRC) \
+                  $(sort $(wildcard cpu/*.c))
+SHOW_SOURCE_GEN := $(BUILD)/gen/show_source_gen.h
+
+$(SHOW_SOURCE_GEN): scripts/show_source.awk $(SHOW_SOURCE_IN)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  GEN     $@",true)
+	$(Q)awk -f scripts/show_source.awk $(SHOW_SOURCE_IN) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/kernel/magic/show_source.o: $(SHOW_SOURCE_GEN)
 
 # ---- tests ----
 $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ)
@@ -185,6 +200,8 @@ $(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZCC  $<",true)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(FUZZ_BUILD)/obj/kernel/magic/show_source.o: $(SHOW_SOURCE_GEN)
 
 $(FUZZ_LIB): $(FUZZ_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^

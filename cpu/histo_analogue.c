@@ -31,6 +31,7 @@ static uint64_t threads_total(const cpu_histo *h)
     return (uint64_t)h->grid * (uint64_t)h->block;
 }
 
+/* show-source: histo cpu */
 /* The whole input in one loop: the taught sequential code. */
 static void count_all(const cpu_histo *h)
 {
@@ -42,6 +43,7 @@ static void count_all(const cpu_histo *h)
     }
     merge(h, hist);
 }
+/* show-source: end */
 
 void analogue_cpu(const cpu_histo *h, int blk)
 {

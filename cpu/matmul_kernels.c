@@ -45,6 +45,7 @@ static void host_configure(const cpu_mm_problem *p, cl_matmul_result *out)
     snprintf(out->impl, sizeof out->impl, "host triple loop, 1 thread, double accumulation");
 }
 
+/* show-source: matmul cpu */
 static void host_run(const cpu_mm_problem *p)
 {
     for (int i = 0; i < p->m; i++)
@@ -58,6 +59,7 @@ static void host_run(const cpu_mm_problem *p)
             p->c[(size_t)i * p->n + j] = (float)sum;
         }
 }
+/* show-source: end */
 
 const cpu_mm_impl cpu_mm_host = { host_configure, host_run };
 

@@ -44,6 +44,7 @@ static unsigned char *flush_buffer(void)
     return buf;
 }
 
+/* show-source: reduce cpu */
 /* The lecture's host loop: one thread walks the array once. */
 static double host_loop(const cl_reduce_args *a, const void *in)
 {
@@ -64,6 +65,7 @@ static double host_loop(const cl_reduce_args *a, const void *in)
                                      : (x[i] < acc ? x[i] : acc);
     return (double)acc;
 }
+/* show-source: end */
 
 typedef struct cpu_run {
     int v;

@@ -25,6 +25,7 @@ __global__ void coalesce_fill(float *x, uint64_t n, uint64_t seed)
         x[i] = cl_uniform(seed, i);
 }
 
+/* show-source: coalesce stride,row,col */
 __global__ void coalesce_copy_contiguous(const float *__restrict__ in, float *__restrict__ out, uint64_t n)
 {
     uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -43,6 +44,7 @@ __global__ void coalesce_copy_strided(const float *__restrict__ in, float *__res
         out[i] = in[i];
 }
 
+/* show-source: end */
 static cudaError_t launch(const cl_coalesce_args *a, const float *in, float *out, unsigned grid)
 {
     uint64_t m = cl_coalesce_rows(a->n, a->stride), total = m * a->stride;

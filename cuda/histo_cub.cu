@@ -26,6 +26,7 @@ struct letter_bin {
 
 }  // namespace
 
+/* show-source: histo cub */
 cudaError_t histo_cub(void *temp, size_t *temp_bytes, const uint8_t *in, uint64_t n, int mode,
                       int width, unsigned *hist, cudaStream_t s)
 {
@@ -39,6 +40,7 @@ cudaError_t histo_cub(void *temp, size_t *temp_bytes, const uint8_t *in, uint64_
     return cub::DeviceHistogram::HistogramEven(temp, *temp_bytes, it, hist, nbins + 1, 0, nbins,
                                                samples, s);
 }
+/* show-source: end */
 
 void histo_cub_version(char *buf, size_t len)
 {

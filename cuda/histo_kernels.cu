@@ -39,6 +39,7 @@ cudaError_t histo_generate(uint32_t *out, uint64_t words, uint64_t seed, int dis
 
 /* ---- the textbook kernels ---- */
 
+/* show-source: histo sectioned */
 __global__ static void histo_sectioned(const uint8_t *in, uint64_t n, unsigned *hist, int mode, int width)
 {
     uint64_t threads = (uint64_t)gridDim.x * blockDim.x;
@@ -51,7 +52,9 @@ __global__ static void histo_sectioned(const uint8_t *in, uint64_t n, unsigned *
             atomicAdd(&hist[b], 1u);
     }
 }
+/* show-source: end */
 
+/* show-source: histo interleaved */
 __global__ static void histo_interleaved(const uint8_t *in, uint64_t n, unsigned *hist, int mode, int width)
 {
     uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
@@ -61,7 +64,9 @@ __global__ static void histo_interleaved(const uint8_t *in, uint64_t n, unsigned
             atomicAdd(&hist[b], 1u);
     }
 }
+/* show-source: end */
 
+/* show-source: histo privatized */
 __global__ static void histo_privatized(const uint8_t *in, uint64_t n, unsigned *hist, int mode,
                                         int width, int nbins)
 {
@@ -80,9 +85,11 @@ __global__ static void histo_privatized(const uint8_t *in, uint64_t n, unsigned 
         if (priv[b])
             atomicAdd(&hist[b], priv[b]);
 }
+/* show-source: end */
 
 /* ---- shared pieces of warp and fast ---- */
 
+/* show-source: histo warp,fast */
 /* byte -> bin (-1: not counted), for letter bins. */
 __device__ static void fill_lut(signed char *lut, int mode, int width)
 {
@@ -96,7 +103,9 @@ __device__ __forceinline__ int bin_at(const signed char *lut, uint32_t w, int k)
     uint32_t c = (w >> (8 * k)) & 0xFFu;
     return BYTES ? (int)c : lut[c];
 }
+/* show-source: end */
 
+/* show-source: histo warp */
 /* ---- warp: per-warp histograms, aggregation of runs ---- */
 
 /* Adds one chunk of 16 bytes, one atomic per run of equal bins. */
@@ -155,7 +164,9 @@ __global__ static void histo_warp(const uint8_t *in, uint64_t n, unsigned *hist,
             atomicAdd(&hist[b], s);
     }
 }
+/* show-source: end */
 
+/* show-source: histo fast */
 /* ---- fast: one histogram copy per lane, bank l for lane l ---- */
 
 /* col = copies + lane: bin b of this lane is col[b * 32], always bank `lane`. */
@@ -226,6 +237,7 @@ __global__ static void __launch_bounds__(1024) histo_fast(const uint8_t *in, uin
             atomicAdd(&hist[b], s);
     }
 }
+/* show-source: end */
 
 /* ---- plans ---- */
 

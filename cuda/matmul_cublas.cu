@@ -42,6 +42,7 @@ static int cublas_prepare(const mm_problem *p, cl_matmul_result *out, char *err,
     return 0;
 }
 
+/* show-source: matmul cublas,cublas-tf32 */
 static int cublas_launch(const mm_problem *p, char *err)
 {
     const float one = 1.0f, zero = 0.0f;
@@ -51,6 +52,7 @@ static int cublas_launch(const mm_problem *p, char *err)
         return cublas_fail(err, "cublasSgemm", st);
     return mm_launched("cublasSgemm", err);
 }
+/* show-source: end */
 
 static int fp32_prepare(const mm_problem *p, cl_matmul_result *out, char *err)
 {

@@ -29,6 +29,7 @@
 
 #include "matmul_cuda.h"
 
+/* show-source: matmul fast,fast64 */
 template <int BM, int BN, int BK>
 struct mm_fast_shape {
     static constexpr int TM = 8, TN = 8;                /* the micro-tile of one thread */
@@ -170,6 +171,7 @@ mm_fast_kernel(const float *__restrict__ A, const float *__restrict__ B, float *
                   make_float4(acc[i][4], acc[i][5], acc[i][6], acc[i][7]), vec_b);
     }
 }
+/* show-source: end */
 
 /* ---- the variants ---- */
 

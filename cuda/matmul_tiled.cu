@@ -10,6 +10,7 @@
 
 #define NAIVE_BLOCK 16
 
+/* show-source: matmul naive */
 /* C[row][col] = sum over i of A[row][i]·B[i][col]: 2 loads per multiply-add. */
 __global__ void mm_naive_kernel(const float *A, const float *B, float *C, int m, int n, int k)
 {
@@ -22,7 +23,9 @@ __global__ void mm_naive_kernel(const float *A, const float *B, float *C, int m,
         C[row * n + col] = pvalue;
     }
 }
+/* show-source: end */
 
+/* show-source: matmul tiled */
 /* Phase ph: the block loads the TILE×TILE tile of A at (row block, ph) and of
  * B at (ph, column block), waits until every element is in, multiplies the
  * tiles out of shared memory, and waits again before the next phase
@@ -50,6 +53,7 @@ __global__ void mm_tiled_kernel(const float *A, const float *B, float *C, int m,
     if (row < m && col < n)
         C[row * n + col] = pvalue;
 }
+/* show-source: end */
 
 typedef void (*mm_kernel_fn)(const float *, const float *, float *, int, int, int);
 

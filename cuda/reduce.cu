@@ -21,6 +21,7 @@
 #include "reduce_kernels.h"
 
 /* ---- CUB ---- */
+/* show-source: reduce cub */
 
 /* DeviceReduce with an int count where it fits (CUB's usual offsets), 64-bit beyond. */
 template <typename N>
@@ -43,6 +44,7 @@ static cudaError_t cub_reduce_n(const cl_reduce_args *a, void *temp, size_t *byt
         return cub::DeviceReduce::Max(temp, *bytes, x, static_cast<int *>(out), n, s);
     return cub::DeviceReduce::Min(temp, *bytes, x, static_cast<int *>(out), n, s);
 }
+/* show-source: end */
 
 static cudaError_t cub_reduce(const cl_reduce_args *a, void *temp, size_t *bytes, const void *in,
                               void *out, cudaStream_t s)

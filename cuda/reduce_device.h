@@ -55,10 +55,13 @@ struct rop {
     }
 };
 
+/* show-source: reduce fast */
 template <typename T> struct vec4;
 template <> struct vec4<float> { typedef float4 type; };
 template <> struct vec4<int> { typedef int4 type; };
+/* show-source: end */
 
+/* show-source: reduce divergent,convergent,multiblock */
 /* Dynamic shared memory as an array of the accumulator type. */
 template <typename A>
 static __device__ __forceinline__ A *shared_acc()
@@ -90,7 +93,9 @@ static __device__ __forceinline__ void block_tree(typename Op::acc_t *s)
         }
     }
 }
+/* show-source: end */
 
+/* show-source: reduce fast */
 /* Warp shuffles, then one value per warp through shared memory, then the
  * first warp again. Returns the block's result in thread 0. */
 template <class Op>
@@ -111,9 +116,11 @@ static __device__ __forceinline__ typename Op::acc_t block_shuffle(typename Op::
     }
     return v;
 }
+/* show-source: end */
 
 /* ---- first passes: one partial per block ---- */
 
+/* show-source: reduce divergent,convergent */
 /* divergent / convergent: a block's segment is 2*blockDim elements; the first
  * addition happens on the load, the rest in the tree. */
 template <class Op, int TREE>
@@ -130,7 +137,9 @@ __global__ void reduce_tree_kernel(const typename Op::in_t *in, uint64_t n, type
     if (t == 0)
         out[blockIdx.x] = s[0];
 }
+/* show-source: end */
 
+/* show-source: reduce multiblock */
 /* multiblock: thread coarsening. Each thread first adds 2*CL_REDUCE_COARSEN
  * elements, blockDim apart (coalesced, independent loads), then the block
  * runs the convergent tree. */
@@ -154,7 +163,9 @@ __global__ void reduce_multiblock_kernel(const typename Op::in_t *in, uint64_t n
     if (t == 0)
         out[blockIdx.x] = s[0];
 }
+/* show-source: end */
 
+/* show-source: reduce fast */
 #define FAST_UNROLL 4
 
 /* fast: a grid of one wave; every thread walks the input in 16-byte vectors
@@ -193,6 +204,7 @@ __global__ void reduce_fast_kernel(const typename Op::in_t *in, uint64_t n, type
     if (threadIdx.x == 0)
         out[blockIdx.x] = acc;
 }
+/* show-source: end */
 
 /* ---- second pass: one block reduces the partials ---- */
 

@@ -18,7 +18,9 @@
 #include "cudalab/stencil.h"
 #include "common.h"
 
+/* show-source: stencil naive,tiled shown */
 __constant__ float c_weights[CL_STENCIL_MAX_WEIGHTS];
+/* show-source: end */
 
 __global__ void stencil_fill(float *in, uint64_t n, uint64_t seed)
 {
@@ -29,6 +31,7 @@ __global__ void stencil_fill(float *in, uint64_t n, uint64_t seed)
 
 /* ---- 1D ---- */
 
+/* show-source: stencil naive */
 /* One thread per output; 2R+1 global loads per output. */
 __global__ void stencil1d_naive(const float *__restrict__ in, float *__restrict__ out, long long n, int R)
 {
@@ -43,7 +46,9 @@ __global__ void stencil1d_naive(const float *__restrict__ in, float *__restrict_
     }
     out[i] = acc;
 }
+/* show-source: end */
 
+/* show-source: stencil tiled */
 /* The block's B outputs need inputs [base-R, base+B+R): B+2R floats, each
  * loaded once (R <= B, so at most three strides of the block). */
 __global__ void stencil1d_tiled(const float *__restrict__ in, float *__restrict__ out, long long n, int R)
@@ -67,9 +72,11 @@ __global__ void stencil1d_tiled(const float *__restrict__ in, float *__restrict_
         acc = fmaf(c_weights[j], win[j], acc);
     out[i] = acc;
 }
+/* show-source: end */
 
 /* ---- 2D ---- */
 
+/* show-source: stencil naive 2D */
 __global__ void stencil2d_naive(const float *__restrict__ in, float *__restrict__ out, int nx, int ny, int r)
 {
     int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
@@ -89,7 +96,9 @@ __global__ void stencil2d_naive(const float *__restrict__ in, float *__restrict_
     }
     out[(size_t)y * nx + x] = acc;
 }
+/* show-source: end */
 
+/* show-source: stencil tiled 2D */
 /* Output tile T x T, input tile (T+2r)^2 with halo, loaded cooperatively by
  * the T*T threads (ghost cells stored as 0), then one __syncthreads. */
 __global__ void stencil2d_tiled(const float *__restrict__ in, float *__restrict__ out, int nx, int ny, int r)
@@ -117,6 +126,7 @@ __global__ void stencil2d_tiled(const float *__restrict__ in, float *__restrict_
     }
     out[(size_t)y * nx + x] = acc;
 }
+/* show-source: end */
 
 /* ---- one run ---- */
 

@@ -19,6 +19,7 @@
 #include "cudalab/vecadd.h"
 #include "common.h"
 
+/* show-source: vecadd add */
 __global__ void vecadd_add(const float *__restrict__ x, const float *__restrict__ y,
                            float *__restrict__ z, uint64_t n)
 {
@@ -26,13 +27,16 @@ __global__ void vecadd_add(const float *__restrict__ x, const float *__restrict_
     if (i < n)
         z[i] = x[i] + y[i];
 }
+/* show-source: end */
 
+/* show-source: vecadd daxpy */
 __global__ void vecadd_daxpy(double a, const double *__restrict__ x, double *__restrict__ y, uint64_t n)
 {
     uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n)
         y[i] = fma(a, x[i], y[i]);     /* explicit: the host reference uses C99 fma() */
 }
+/* show-source: end */
 
 typedef struct vstate {
     void *hx, *hy, *hout;               /* host */

@@ -59,7 +59,9 @@ enum cl_histo_variant_id { CL_HISTO_VARIANTS(CL_VARIANT_ID) CL_HISTO_NVARIANTS }
 static const cl_variant cl_histo_variants[CL_HISTO_NVARIANTS] = {CL_HISTO_VARIANTS(CL_VARIANT_ROW)};
 
 enum cl_histo_dist { CL_HISTO_UNIFORM, CL_HISTO_TEXT, CL_HISTO_SKEWED };
+/* show-source: histo sectioned,interleaved,privatized,warp,fast */
 enum cl_histo_mode { CL_HISTO_BYTES, CL_HISTO_LETTERS };
+/* show-source: end */
 
 #define CL_HISTO_MAX_BINS 256
 /* Counters are 32-bit and cub takes an int sample count. */
@@ -124,6 +126,7 @@ CL_HD uint8_t cl_histo_byte(uint64_t seed, int dist, uint64_t i)
 
 /* ---- bins ---- */
 
+/* show-source: histo sectioned,interleaved,privatized,warp,fast */
 /* letters: a-z (either case) in bins of width letters; everything else: -1. */
 CL_HD int cl_histo_bin(uint8_t c, int mode, int width)
 {
@@ -137,6 +140,7 @@ CL_HD int cl_histo_nbins(int mode, int width)
 {
     return mode == CL_HISTO_BYTES ? 256 : (26 + width - 1) / width;
 }
+/* show-source: end */
 
 /* ---- the ops table ---- */
 

@@ -22,6 +22,7 @@
 
 #include "base/clock.h"
 #include "render/render.h"
+#include "magic/show_source.h"
 #include "magic/sweep.h"
 #include "magic/sweep_internal.h"
 
@@ -337,9 +338,9 @@ static json_t *make_doc(magic_ctx *ctx, const sweep_state *st, json_t *runs, jso
     json_t *varying = json_array();
     for (size_t i = 0; i < st->pts.nvarying; i++)
         json_array_append_new(varying, json_string(st->pts.varying[i]));
-    json_t *doc = json_pack("{s:s, s:s, s:O, s:O, s:O, s:{s:o, s:I}}", "magic", st->spec->magic,
+    json_t *doc = json_pack("{s:s, s:s, s:O, s:o, s:O, s:{s:o, s:I}}", "magic", st->spec->magic,
                             "backend", ctx->backend ? ctx->backend->name : "none", "device", device,
-                            "params", st->pts.params, "runs", runs, "sweep", "varying", varying, "points",
+                            "params", show_source_run_params(st->pts.params), "runs", runs, "sweep", "varying", varying, "points",
                             (json_int_t)st->pts.count);
     json_object_set_new(doc, "backend_note", ctx->backend_note && *ctx->backend_note
                                                  ? json_string(ctx->backend_note) : json_null());

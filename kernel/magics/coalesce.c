@@ -17,11 +17,16 @@
 #include "magic/families.h"
 #include "cudalab/coalesce.h"
 #include "render/render.h"
+#include "magic/show_source.h"
 #include "magic/sweep.h"
 
 static const char *const layout_choices[] = {"row", "col", NULL};
 
 /* Flag order is sweep order: stride first, so the chart's x axis is the stride. */
+/* The variants as the framework sees a family (--show-source). */
+static const family_spec coalesce_family = {.magic = "coalesce", .variants = cl_coalesce_variants,
+                                            .nvariants = CL_COALESCE_NVARIANTS};
+
 static const flag_spec coalesce_flags[] = {
     {.name = "stride", .short_name = 's', .type = FLAG_INT, .def = NULL, .imin = 1, .imax = 1 << 30,
      .opts = FLAG_LIST, .help = "elements between neighbouring threads' addresses (default 1,2,4,8,16,32)"},
@@ -39,6 +44,7 @@ static const flag_spec coalesce_flags[] = {
                         "timed runs per point",
                         "compare every copied element with the input, exactly",
                         "sort the table by GB/s"),
+    SHOW_SOURCE_FLAGS,
     {.name = NULL},
 };
 
@@ -281,6 +287,9 @@ static const sweep_spec coalesce_sweep = {
 static int coalesce_run(magic_ctx *ctx, const json_t *params, const char *body)
 {
     (void)body;
+    int shown = show_source_run(ctx, params, &coalesce_family);
+    if (shown != 1)
+        return shown;
     if (!ctx->backend)
         return magic_error(ctx, "RuntimeError", "%%coalesce runs in the device worker: no backend here");
     if (!ctx->backend->coalesce)

@@ -14,6 +14,7 @@
 
 #include "cudalab/histo.h"
 #include "magic/magic.h"
+#include "magic/show_source.h"
 #include "magic/sweep.h"
 #include "magics/histo_internal.h"
 
@@ -55,6 +56,7 @@ static const flag_spec histo_flags[] = {
                         "timed repetitions",
                         "compare every bin with the CPU histogram",
                         "sort the runs table by GB/s"),
+    SHOW_SOURCE_FLAGS,
     {.name = NULL},
 };
 
@@ -334,6 +336,9 @@ static const sweep_spec histo_sweep = {
 
 static int histo_run(magic_ctx *ctx, const json_t *params, const char *body)
 {
+    int shown = show_source_run(ctx, params, &histo_family);
+    if (shown != 1)
+        return shown;
     if (!ctx->backend)
         return magic_error(ctx, "RuntimeError", "%%histo runs in the device worker: no backend here");
     const cl_histo_ops *ops = ctx->backend->histo;

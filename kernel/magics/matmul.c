@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cudalab/matmul.h"
+#include "magic/show_source.h"
 #include "magic/sweep.h"
 #include "magics/matmul_internal.h"
 #include "student/run.h"
@@ -56,6 +57,7 @@ static const flag_spec matmul_flags[] = {
                         "timed runs per point",
                         "check C against a double-precision product",
                         "sort the table by GFLOP/s"),
+    SHOW_SOURCE_FLAGS,
     {.name = NULL},
 };
 
@@ -211,6 +213,9 @@ static const sweep_spec matmul_sweep = {
 
 static int matmul_run(magic_ctx *ctx, const json_t *params, const char *body)
 {
+    int shown = show_source_run(ctx, params, &matmul_family);
+    if (shown != 1)
+        return shown;
     if (!ctx->backend)
         return magic_error(ctx, "RuntimeError", "%%matmul runs in the device worker: no backend here");
     if (!ctx->backend->matmul)

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "render/render.h"
+#include "magic/show_source.h"
 #include "magic/sweep.h"
 #include "magics/reduce_internal.h"
 
@@ -40,6 +41,7 @@ static const flag_spec reduce_flags[] = {
                         "timed runs per point",
                         "check each result against a double-precision host reduction",
                         "sort the table by GB/s"),
+    SHOW_SOURCE_FLAGS,
     {.name = NULL},
 };
 
@@ -193,6 +195,9 @@ static const sweep_spec reduce_sweep = {
 
 static int reduce_run(magic_ctx *ctx, const json_t *params, const char *body)
 {
+    int shown = show_source_run(ctx, params, &reduce_family);
+    if (shown != 1)
+        return shown;
     if (!ctx->backend)
         return magic_error(ctx, "RuntimeError", "%%reduce runs in the device worker: no backend here");
     if (!ctx->backend->reduce)

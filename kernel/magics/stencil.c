@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "render/render.h"
+#include "magic/show_source.h"
 #include "magic/sweep.h"
 #include "magics/stencil_internal.h"
 
@@ -49,6 +50,7 @@ static const flag_spec stencil_flags[] = {
                         "timed runs per point",
                         "compare every output with the host reference",
                         "sort the table by GB/s"),
+    SHOW_SOURCE_FLAGS,
     {.name = NULL},
 };
 
@@ -341,6 +343,9 @@ static const sweep_spec stencil_sweep = {
 
 static int stencil_run(magic_ctx *ctx, const json_t *params, const char *body)
 {
+    int shown = show_source_run(ctx, params, &stencil_family);
+    if (shown != 1)
+        return shown;
     if (!ctx->backend)
         return magic_error(ctx, "RuntimeError", "%%stencil runs in the device worker: no backend here");
     if (!ctx->backend->stencil)

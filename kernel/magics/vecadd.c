@@ -14,11 +14,16 @@
 
 #include "magic/families.h"
 #include "render/render.h"
+#include "magic/show_source.h"
 #include "magic/sweep.h"
 #include "cudalab/vecadd.h"
 
 static const char *const op_choices[] = {CL_VECADD_OPS(CL_VARIANT_NAME) NULL};
 static const char *const memory_choices[] = {"pageable", "pinned", NULL};
+
+/* The operations as the framework sees a family (--show-source). */
+static const family_spec vecadd_family = {.magic = "vecadd", .variants = cl_vecadd_variants,
+                                          .nvariants = CL_VECADD_NOPS};
 
 static const flag_spec vecadd_flags[] = {
     {.name = "size", .short_name = 'n', .type = FLAG_INT, .def = "2^24", .imin = 1, .imax = INT64_MAX,
@@ -35,6 +40,7 @@ static const flag_spec vecadd_flags[] = {
                         "timed runs per point (each copies in, computes, copies back)",
                         "compare every element with the host's value, exactly",
                         "sort the table by the share of time moving data"),
+    SHOW_SOURCE_FLAGS,
     {.name = NULL},
 };
 
@@ -243,6 +249,9 @@ static host_work va_host_work(magic_ctx *ctx, const json_t *pt, void *user)
 static int vecadd_run(magic_ctx *ctx, const json_t *params, const char *body)
 {
     (void)body;
+    int shown = show_source_run(ctx, params, &vecadd_family);
+    if (shown != 1)
+        return shown;
     if (!ctx->backend)
         return magic_error(ctx, "RuntimeError", "%%vecadd runs in the device worker: no backend here");
     if (!ctx->backend->vecadd)

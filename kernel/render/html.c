@@ -125,6 +125,10 @@ static void html_block(FILE *f, const json_t *block)
         fputs("<pre style=\"margin:0.4em 0\">", f);
         html_put(f, text);
         fputs("</pre>\n", f);
+    } else if (strcmp(type, "code") == 0 && text) {
+        fputs("<pre class=\"cudalab-code\" style=\"margin:0.4em 0;line-height:1.35\"><code>", f);
+        highlight_code(f, text);
+        fputs("</code></pre>\n", f);
     }
 }
 

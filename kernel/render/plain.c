@@ -193,7 +193,7 @@ static void text_block(struct text_out *o, const json_t *block)
     } else if (strcmp(type, "note") == 0 && text) {
         text_group(o, GROUP_LINE);
         text_lines(o, "note: ", "      ", text);
-    } else if (strcmp(type, "text") == 0 && layout_text_shown(text)) {
+    } else if ((strcmp(type, "text") == 0 || strcmp(type, "code") == 0) && layout_text_shown(text)) {
         text_group(o, GROUP_BLOCK);
         text_lines(o, "", "", text);
     }

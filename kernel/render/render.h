@@ -13,6 +13,8 @@
  *    "blocks": [                                        shown in order
  *      {"type": "note",  "text": "line"},               a remark or warning
  *      {"type": "text",  "text": "preformatted lines"},
+ *      {"type": "code",  "text": "source", "language": "cuda" | "c"},   as text, verbatim;
+ *                                                       in HTML syntax-highlighted
  *      {"type": "table", "title": "optional caption",
  *       "columns": ["name", ...],                       omitted = no header row
  *       "rows": [[cell, ...], ...]}                     cell: string, integer, real, bool or null
@@ -24,6 +26,9 @@
  *                                                       (a string), several series = grouped bars
  * Numbers are right-aligned, text left-aligned. text/plain is deterministic:
  * the same view always gives the same bytes.
+ *
+ * A view may carry "next_input": "text": not shown, it is the text a frontend
+ * puts in the next input cell (the shell's set_next_input payload).
  *
  * A chart is shown in text/plain as its title and a table of series (when
  * there are several), x and y, and in text/html as an inline SVG. A view of one
@@ -37,6 +42,7 @@
 #define CUDALAB_RENDER_H
 
 #include <jansson.h>
+#include <stdio.h>
 
 #define RESULT_MIME "application/vnd.cudalab.result+json"
 
@@ -56,6 +62,13 @@ char *render_html(const json_t *view);
  * reference; NULL only when memory runs out). */
 char *chart_svg(const json_t *chart);
 json_t *chart_vegalite(const json_t *chart);
+
+/* C or CUDA C source as HTML (highlight.c): every byte escaped, comments,
+ * strings, numbers, preprocessor lines, keywords, types and CUDA's words in
+ * <span class="cl-..." style="..."> elements. highlight_html returns a
+ * malloc'd string (the caller frees it), NULL when memory runs out. */
+void highlight_code(FILE *f, const char *src);
+char *highlight_html(const char *src);
 
 /* How a number cell is written, in text and HTML alike. Writes into buf. */
 void render_number(const json_t *cell, char *buf, size_t len);

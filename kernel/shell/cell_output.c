@@ -3,7 +3,8 @@
  * started to pile up, so a cell printing thousands of lines sends a handful of
  * messages, and capped at CUDALAB_MAX_OUTPUT), and results rendered to bundles:
  * display_data, update_display_data for progress, and the last command's
- * result as the cell's execute_result. */
+ * result as the cell's execute_result. A view's "next_input" text is kept for
+ * the reply's set_next_input payload (execute.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,11 @@ static void cell_result(void *impl, json_t *doc, json_t *view, const char *displ
     stream_flush(s);
     if (doc && c && (mode == RESULT_PLAIN || mode == RESULT_FINAL))
         results_record(s->results, doc, c->count);     /* for %assert, silent cells too */
+    json_t *next_input = json_object_get(view, "next_input");
+    if (c && json_is_string(next_input)) {
+        json_decref(c->next_input);
+        c->next_input = json_incref(next_input);
+    }
     json_t *data = c && !c->silent ? render_bundle(doc, view) : NULL;
     if (data) {
         json_t *transient = display_id ? json_pack("{s:s}", "display_id", display_id) : json_object();

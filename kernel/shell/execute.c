@@ -30,6 +30,7 @@ static void cell_free(struct cell *c)
     free(c->pend);
     commands_free(c->cmds, c->ncmds);
     json_decref(c->error);
+    json_decref(c->next_input);
     free(c);
 }
 
@@ -79,6 +80,10 @@ static void cell_finish(shell_session *s)
         json_object_set_new(reply, "status", json_string("error"));
     } else {
         reply = json_pack("{s:s, s:{}, s:[]}", "status", "ok", "user_expressions", "payload");
+        if (c->next_input)      /* a command's text for the next cell (--as-kernel) */
+            json_array_append_new(json_object_get(reply, "payload"),
+                                  json_pack("{s:s, s:O, s:b}", "source", "set_next_input", "text",
+                                            c->next_input, "replace", 0));
     }
     json_object_set_new(reply, "execution_count", json_integer(c->count));
     /* Before the reply goes out: whatever a client sends after seeing it is

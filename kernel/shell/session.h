@@ -33,6 +33,7 @@ struct cell {
     int count;                  /* execution_count of this cell */
     bool waiting;               /* a command is in the worker */
     json_t *error;              /* {ename, evalue, traceback} of the worker's error, or NULL */
+    json_t *next_input;         /* a result view's "next_input" text: the reply's set_next_input, or NULL */
     double started_ms;          /* when the cell started (now_ms) */
     double timeout_at_ms;       /* the per-cell limit, 0 = none */
     char stop_ename[32];        /* set when the cell is being stopped: KeyboardInterrupt, TimeoutError */
