@@ -250,7 +250,8 @@ static int kernel_run(magic_ctx *ctx, const json_t *params, const char *body)
     char occ_err[256] = "";
     bool occ_ok = cl_occ_compute(&dev, &k, &occ, occ_err, sizeof occ_err) == 0;
 
-    json_t *check = NULL;
+    json_t *check = NULL, *fault_tb = NULL;
+    error_info fault = {0};
     char quick[600] = "", skipped[400] = "";
     if (!json_is_true(json_object_get(params, "check"))) {
         snprintf(skipped, sizeof skipped, "skipped (--no-check)");
@@ -259,12 +260,18 @@ static int kernel_run(magic_ctx *ctx, const json_t *params, const char *body)
                  "backend%s%s", ctx->backend->name, ctx->backend_note && *ctx->backend_note ? ": " : "",
                  ctx->backend_note ? ctx->backend_note : "");
     } else if (quick_check(ctx, f, name, &check, quick, sizeof quick) != 0) {
-        student_launch_free(&sl);
-        return -1;
+        /* a fault or the launch limit: the compile report still shows, then the error */
+        fault = ctx->error;
+        fault_tb = ctx->traceback;
+        error_clear(&ctx->error);
+        ctx->traceback = NULL;
+        check = json_pack("{s:b, s:s, s:o}", "passed", 0, "method", "quick check",
+                          "error", json_sprintf("%s: %s", fault.ename, fault.evalue));
     }
     /* a kernel with __shared__ gets racecheck once per build: a missing
      * __syncthreads() often passes the check by luck */
-    json_t *race = check && !getenv(SANITIZE_ENV) ? student_racecheck_cached(d, sl.build.key) : NULL;
+    json_t *race = check && !fault.ename[0] && !getenv(SANITIZE_ENV) ? student_racecheck_cached(d, sl.build.key)
+                                                                    : NULL;
     if (race)
         json_object_set_new(check, "racecheck", race);
     json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:s}", "magic", "kernel", "name", name, "for",
@@ -292,6 +299,8 @@ static int kernel_run(magic_ctx *ctx, const json_t *params, const char *body)
                                                 joined("compiler warnings:", sl.build.warnings)));
     bool failed = check && json_is_false(json_object_get(check, "passed"));
     const char *first = json_string_value(json_object_get(check, "first_wrong"));
+    if (fault.ename[0])
+        first = json_string_value(json_object_get(check, "error"));
     const char *race_status = json_string_value(json_object_get(race, "status"));
     if (race) {
         bool unavailable = strcmp(race_status, "unavailable") == 0;
@@ -315,7 +324,11 @@ static int kernel_run(magic_ctx *ctx, const json_t *params, const char *body)
     json_t *view = json_pack("{s:s, s:o}", "title", title, "blocks", blocks);
     student_launch_free(&sl);
     magic_result(ctx, doc, view);
-    if (failed)
+    if (fault.ename[0]) {
+        ctx->error = fault;
+        ctx->traceback = fault_tb;
+        rc = -1;
+    } else if (failed)
         rc = magic_error(ctx, "CheckError", "%s computes a wrong result at %s: %s", name, quick,
                          first ? first : "see the check above");
     else if (race_status && strcmp(race_status, "failed") == 0)

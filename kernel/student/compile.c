@@ -47,6 +47,22 @@ static char *program_text(const student_source *s)
     return p;
 }
 
+/* The CUDA toolkit's include directory: $CUDA_HOME/include or /usr/local/cuda/include. */
+static int toolkit_include(char *buf, size_t len)
+{
+    const char *home = getenv("CUDA_HOME");
+    const char *dirs[] = { home && *home ? home : NULL, "/usr/local/cuda" };
+    for (size_t i = 0; i < 2; i++) {
+        char probe[700];
+        if (!dirs[i])
+            continue;
+        snprintf(probe, sizeof probe, "%s/include/cuda_fp16.h", dirs[i]);
+        if (access(probe, R_OK) == 0)
+            return snprintf(buf, len, "%s/include", dirs[i]) < (int)len ? 0 : -1;
+    }
+    return -1;
+}
+
 /* NVRTC's options for the student's: -D, --maxrregcount, -Xptxas -O<n>, --use_fast_math. */
 static json_t *option_list(const student_options *o, int cc)
 {
@@ -66,6 +82,10 @@ static json_t *option_list(const student_options *o, int cc)
     }
     if (o->fast_math)
         json_array_append_new(opts, json_string("-use_fast_math"));
+    /* the toolkit's device headers (cuda_fp16.h, cooperative_groups.h), where they are */
+    char inc[600];
+    if (toolkit_include(inc, sizeof inc) == 0)
+        json_array_append_new(opts, json_sprintf("-I%s", inc));
     return opts;
 }
 
@@ -188,6 +208,7 @@ int student_translate_log(const char *log, const student_source *src, const char
                           json_t *errors, json_t *warnings, student_resources *res)
 {
     int nerr = 0;
+    bool undefined = false;         /* the kernel does not exist: its signature cannot match either */
     json_t *into = NULL;            /* where the echo lines of the last diagnostic go */
     char current[256] = "";
     const char *p = log ? log : "";
@@ -205,7 +226,8 @@ int student_translate_log(const char *log, const student_source *src, const char
             nerr += err;
             json_array_append_new(into, json_sprintf("line %d: %s: %s", lineno, err ? "error" : kind, text));
         } else if (diagnostic(line, OURS_FILE, &lineno, kind, sizeof kind, &text)) {
-            json_t *said = ours(text, src);
+            json_t *said = undefined && strstr(text, SIGNATURE_TAG) ? NULL : ours(text, src);
+            undefined |= strstr(text, "is undefined") != NULL;
             into = NULL;            /* our own lines are not the student's to read */
             if (said && strcmp(kind, "error") == 0) {
                 nerr++;
@@ -233,9 +255,11 @@ int student_translate_log(const char *log, const student_source *src, const char
             } else {
                 ptxas_line(line, lowered, current, sizeof current, res);
             }
-        } else if (line[0] == ' ' && into) {
-            json_array_append_new(into, json_sprintf("  %s", line));    /* the source line and its caret */
+        } else if (line[0] == ' ') {
+            if (into)               /* the student's source line and its caret; ours are dropped */
+                json_array_append_new(into, json_sprintf("  %s", line));
         } else if (line[0] == '\0' || strstr(line, "detected in the compilation of") ||
+                   strcmp(line, "Compilation terminated.") == 0 ||
                    strncmp(line, "Remark: The warnings can be suppressed", 38) == 0) {
             into = line[0] ? NULL : into;
         } else {
@@ -286,24 +310,37 @@ static bool word_at(const char *s, const char *p, const char *word)
            !(isalnum((unsigned char)p[n]) || p[n] == '_');
 }
 
+/* The identifier right before s[at] (spaces skipped), as [*b, *e). */
+static void word_before(const char *s, const char *at, const char **b, const char **e)
+{
+    *e = at;
+    while (*e > s && isspace((unsigned char)(*e)[-1]))
+        (*e)--;
+    *b = *e;
+    while (*b > s && (isalnum((unsigned char)(*b)[-1]) || (*b)[-1] == '_'))
+        (*b)--;
+}
+
 void student_first_kernel(const char *text, char *buf, size_t len)
 {
     buf[0] = '\0';
     char *s = code_only(text);
-    for (const char *p = s; s && (p = strstr(p, "__global__")); p += 10) {
+    for (const char *p = s; s && !buf[0] && (p = strstr(p, "__global__")); p += 10) {
         if (!word_at(s, p, "__global__"))
             continue;
-        const char *open = strchr(p, '(');
-        if (!open)
-            break;
-        const char *e = open;
-        while (e > p && isspace((unsigned char)e[-1]))
-            e--;
-        const char *b = e;
-        while (b > p && (isalnum((unsigned char)b[-1]) || b[-1] == '_'))
-            b--;
-        if (b < e) {
-            snprintf(buf, len, "%.*s", (int)(e - b), b);
+        /* the name is the word before the parameter list's '(': not an
+         * attribute's, as in __global__ void __launch_bounds__(256) k(...) */
+        for (const char *open = strchr(p, '('); open; open = strchr(open + 1, '(')) {
+            const char *b, *e;
+            word_before(s, open, &b, &e);
+            if (b < e && (size_t)(e - b) == strlen("__launch_bounds__") && strncmp(b, "__launch_bounds__", 17) == 0) {
+                open = strchr(open, ')');       /* its arguments: (256) or (256, 2) */
+                if (!open)
+                    break;
+                continue;
+            }
+            if (b < e)
+                snprintf(buf, len, "%.*s", (int)(e - b), b);
             break;
         }
     }

@@ -179,8 +179,9 @@ static const struct {
 
 int student_run_failed(magic_ctx *ctx, const char *name, const char *point, const char *err)
 {
-    bool timeout = strstr(err, "launch limit") != NULL;
-    magic_error(ctx, timeout ? "TimeoutError" : "CudaError", "your kernel %s failed (%s): %s", name, point, err);
+    bool timeout = strstr(err, "launch limit") != NULL, outside = strstr(err, " wrote outside ") != NULL;
+    magic_error(ctx, timeout ? "TimeoutError" : outside ? "CheckError" : "CudaError", "your kernel %s failed (%s): %s",
+                name, point, err);
     json_t *tb = json_array();
     for (size_t i = 0; i < sizeof fault_hints / sizeof fault_hints[0]; i++)
         if (strstr(err, fault_hints[i].says)) {
