@@ -3,6 +3,9 @@
 #   make            build build/bin/cudalab (+ build/lib/cudalab/libcudalab_cuda.so when nvcc is found)
 #   make test       set-up, build, every test that needs no GPU
 #   make test-gpu   the GPU tests; fails loudly when no GPU is found
+#   make grade      autograde the sample submissions of the nbgrader course (notebooks/assignments) in
+#                   $(BUILD)/grade/ and fail when a score differs from the expected one (the ps2 table
+#                   for the backend %device reports: a GPU, or none)
 #   make lab        set-up, build, install the kernelspec into the venv, open JupyterLab on notebooks/
 #   make demo       set-up, build, execute every notebooks/*.ipynb headless (GPU if present, else
 #                   CPU) into $(BUILD)/demo/: the executed notebooks and their HTML export
@@ -58,7 +61,7 @@ endif
 
 all: $(ALL_TARGETS)
 FORCE:
-.PHONY: all setup test test-unit test-gpu lab demo install bench asan valgrind fuzz clean cpu-only-note kernelspec
+.PHONY: all setup test test-unit test-gpu grade lab demo install bench asan valgrind fuzz clean cpu-only-note kernelspec
 
 cpu-only-note:
 	@echo "cudalab: nvcc not found: built CPU-only (every magic runs its CPU analogue)."
@@ -138,6 +141,15 @@ test: setup
 test-gpu: setup
 	@$(MAKE) --no-print-directory -j$$(nproc) all
 	CUDALAB_REQUIRE_GPU=1 $(PYTEST) tests/gpu
+
+# nbgrader (requirements-grade.txt) on top of the lab's packages; the kernelspec and the kernel's time
+# limits are set by the script (CUDALAB_KERNEL_TIMEOUT=2 ends the sample kernel that never finishes)
+grade:
+	@./scripts/setup.sh lab
+	@$(VENV)/bin/python -c 'import nbgrader' 2>/dev/null || \
+	    $(VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-grade.txt
+	@$(MAKE) --no-print-directory -j$$(nproc) all
+	$(VENV)/bin/python tests/nbgrader/grade_samples.py --binary $(BIN) --out $(BUILD)/grade
 
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 asan:

@@ -1,7 +1,9 @@
 # nbgrader configuration of the sample cudalab course (run every nbgrader command from this folder).
 # README.md beside this file explains each setting.
-from nbgrader.preprocessors import (CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteCells,
-                                    OverwriteKernelspec)
+from nbgrader.preprocessors import (CheckCellMetadata, ClearHiddenTests, ClearMarkScheme, ClearOutput,
+                                    ClearSolutions, ComputeChecksums, DeduplicateIds, IncludeHeaderFooter,
+                                    InstantiateTests, LockCells, OverwriteCells, OverwriteKernelspec,
+                                    SaveCells)
 
 c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
 
@@ -9,20 +11,43 @@ c.CourseDirectory.course_id = "cudalab-sample"
 # The course root is the folder nbgrader runs in: source/, release/, submitted/, autograded/,
 # feedback/ and gradebook.db live there.
 
-# What replaces a solution region (### BEGIN SOLUTION ... ### END SOLUTION) in the student's copy.
-# nbgrader picks the stub by the notebook's metadata.kernelspec.language, which is "cudalab";
-# '#' starts a comment in a cudalab cell, so the stub runs and does nothing: the test cells below
-# it then fail with a LookupError ("no %matmul result") until the student answers.
+# What replaces a solution region (BEGIN SOLUTION ... END SOLUTION) in the student's copy.
+# nbgrader 0.9 matches the markers anywhere in a line, one pair for every language, so each cell
+# writes them as its own comments: "### BEGIN SOLUTION" in a cudalab cell ('#' starts a comment),
+# "// BEGIN SOLUTION" in the C++ body of a %%kernel cell. The stub, though, is one per notebook:
+# nbgrader picks it by metadata.kernelspec.language ("cudalab"), and "# YOUR CODE HERE" in C++ is a
+# preprocessor error ("invalid preprocessing directive"). KernelCellStubs (below) gives the body of
+# a %%kernel cell the "cuda" stub instead, a comment in C++, so the released kernel compiles (and
+# computes nothing: its test cells then fail on the result).
 c.ClearSolutions.code_stub = {
-    "cudalab": "# YOUR CODE HERE",
+    "cudalab": "# YOUR CODE HERE",      # a magic cell: runs and does nothing; its tests fail with LookupError
+    "cuda": "// YOUR CODE HERE",        # inside a %%kernel cell's C++
     "python": "# YOUR CODE HERE\nraise NotImplementedError()",
 }
-# The markers stay the defaults, matched anywhere in a line: write them as cudalab comments,
-# "### BEGIN SOLUTION" / "### END SOLUTION" and "### BEGIN HIDDEN TESTS" / "### END HIDDEN TESTS".
 c.ClearSolutions.begin_solution_delimeter = "BEGIN SOLUTION"
 c.ClearSolutions.end_solution_delimeter = "END SOLUTION"
 c.ClearHiddenTests.begin_test_delimeter = "BEGIN HIDDEN TESTS"
 c.ClearHiddenTests.end_test_delimeter = "END HIDDEN TESTS"
+
+
+class KernelCellStubs(ClearSolutions):
+    """ClearSolutions with the stub chosen per cell: a solution region inside a %%kernel cell is C++
+    and gets code_stub["cuda"]; every other cell gets the notebook language's stub, as before. (A
+    whole solution cell without markers is replaced by the notebook's stub either way.)"""
+
+    def _replace_solution_region(self, cell, language):
+        first = cell.source.lstrip().split("\n", 1)[0]
+        if cell.cell_type == "code" and first.startswith("%%kernel") and "cuda" in self.code_stub:
+            language = "cuda"
+        return super()._replace_solution_region(cell, language)
+
+
+# nbgrader's own list of generate_assignment steps, with KernelCellStubs in place of ClearSolutions
+# (it reads the ClearSolutions settings above: traitlets applies a class's settings to its subclasses).
+c.GenerateAssignment.preprocessors = [
+    IncludeHeaderFooter, InstantiateTests, LockCells, KernelCellStubs, ClearOutput, CheckCellMetadata,
+    ComputeChecksums, SaveCells, ClearHiddenTests, ClearMarkScheme, ComputeChecksums, CheckCellMetadata,
+]
 
 # Autograding runs each notebook in the kernel named by the source notebook's
 # metadata.kernelspec.name ("cudalab"; nbgrader writes it over whatever a submission says).

@@ -1,0 +1,198 @@
+"""grade_samples.py — `make grade`: autograde the sample submissions of the nbgrader course with the
+built kernel and compare every score with the one a teacher expects.
+
+In a fresh copy of notebooks/assignments (build/grade/assignments by default, kept for a look at the
+autograded notebooks and the feedback), with a private Jupyter path whose cudalab kernelspec runs
+BINARY: `nbgrader generate_assignment` and `nbgrader autograde` for ps1 and ps2, `generate_feedback`
+for ps2, then one table per assignment of the score of every student and test cell. The expected
+scores are the tables of test_autograde.py (ps1: the same on every backend) and test_autograde_ps2.py
+(ps2: one table for a GPU, one for no GPU, picked by the backend %device reports). A score that
+differs is marked `!` with the error its test cell showed; the exit status is then 1.
+
+Usage: python tests/nbgrader/grade_samples.py [--binary build/bin/cudalab] [--out build/grade]
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+COURSE = REPO / "notebooks" / "assignments"
+KERNELSPEC_TEMPLATE = REPO / "share" / "jupyter" / "kernelspecs" / "cudalab" / "kernel.json"
+# What nbgrader writes; never copied from the repository's course folder.
+GENERATED = ("release", "autograded", "feedback", "gradebook.db", ".ipynb_checkpoints", "__pycache__")
+# The kernel's launch limit for a student kernel while grading: a hung kernel costs this, per run.
+KERNEL_TIMEOUT_S = "2"
+
+
+def grading_env(binary: Path, root: Path) -> dict[str, str]:
+    """The environment of nbgrader and of the kernels it starts: a private Jupyter path whose cudalab
+    kernelspec runs binary, nbgrader's `alembic` on PATH, the kernel's own time limits."""
+    spec_dir = root / "jupyter" / "share" / "jupyter" / "kernels" / "cudalab"
+    spec_dir.mkdir(parents=True, exist_ok=True)
+    spec = json.loads(KERNELSPEC_TEMPLATE.read_text())
+    spec["argv"] = [str(binary)] + list(spec["argv"][1:])
+    (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1))
+    env = dict(os.environ)
+    env.update(JUPYTER_PATH=str(root / "jupyter" / "share" / "jupyter"),
+               JUPYTER_RUNTIME_DIR=str(root / "jupyter" / "runtime"),
+               JUPYTER_CONFIG_DIR=str(root / "jupyter" / "config"),   # no user config in the way
+               JUPYTER_PLATFORM_DIRS="1",
+               CUDALAB_CELL_TIMEOUT="60",             # below the course's Execute.timeout (120)
+               CUDALAB_KERNEL_TIMEOUT=KERNEL_TIMEOUT_S)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env.pop("CUDALAB_DEBUG", None)
+    return env
+
+
+def copy_course(dest: Path) -> Path:
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(COURSE, dest, ignore=shutil.ignore_patterns(*GENERATED))
+    return dest
+
+
+def nbgrader(args: list[str], cwd: Path, env: dict[str, str], ok: bool = True,
+             timeout: float = 600) -> subprocess.CompletedProcess:
+    r = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env,
+                       capture_output=True, text=True, timeout=timeout)
+    log = r.stdout + r.stderr
+    if ok:
+        assert r.returncode == 0, f"nbgrader {' '.join(args)} exited {r.returncode}:\n{log[-6000:]}"
+        assert not re.search(r"\[\w+App \| ERROR\]", log), log[-6000:]
+    return r
+
+
+def cudalab_cli(binary: Path, cell: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([str(binary), "--run", cell, "--json"], env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def backend_of(binary: Path, env: dict[str, str]) -> str:
+    """The backend the kernel runs on here, as %device reports it: "cuda" or "cpu"."""
+    r = cudalab_cli(binary, "%device", env)
+    assert r.returncode == 0, f"%device failed: {r.stdout}{r.stderr}"
+    return json.loads(r.stdout)["backend"]
+
+
+def student_families(binary: Path, env: dict[str, str]) -> set[str]:
+    """The families a %%kernel cell can be written for in this build (the refusal of an unknown
+    family lists them): ps2 expects no kernel of the others to build."""
+    r = cudalab_cli(binary, "%%kernel --for ?\n__global__ void k() {}", env)
+    m = re.search(r"kernels can be written for ([\w, ]+)", r.stdout + r.stderr)
+    assert m, f"no list of families in: {r.stdout}{r.stderr}"
+    return {f.strip() for f in m.group(1).split(",")}
+
+
+def gradebook_scores(course: Path, assignment: str, notebook: str) -> dict[str, dict[str, float | None]]:
+    from nbgrader.api import Gradebook
+
+    scores = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for sub in gb.assignment_submissions(assignment):
+            nb = gb.find_submission_notebook(notebook, assignment, sub.student.id)
+            scores[sub.student.id] = {g.name: g.auto_score for g in nb.grades}
+    return scores
+
+
+def cell_errors(course: Path, assignment: str, notebook: str, student: str) -> dict[str, str]:
+    """What each cell of an autograded notebook failed with: 'Ename: first line of the message'."""
+    import nbformat
+
+    path = course / "autograded" / student / assignment / f"{notebook}.ipynb"
+    if not path.exists():
+        return {}
+    out = {}
+    for c in nbformat.read(path, as_version=4).cells:
+        gid = c.metadata.get("nbgrader", {}).get("grade_id")
+        for o in c.get("outputs", []):
+            if o.output_type == "error" and gid:
+                out[gid] = f"{o.ename}: {o.evalue.splitlines()[0] if o.evalue else ''}"
+    return out
+
+
+def table(assignment: str, cells: list[str], max_points: dict[str, float], got: dict, want: dict) -> list[str]:
+    """Prints the scores, one row per student; returns the (student, cell) pairs that differ."""
+    wrong = []
+    width = max(len(c) for c in cells + ["total"])
+    students = sorted(set(got) | set(want))
+    head = f"{assignment:<{width}}  " + "  ".join(f"{s:>8}" for s in students)
+    print(head)
+    print("-" * len(head))
+    for c in cells + ["total"]:
+        row = []
+        for s in students:
+            if c == "total":
+                score = sum(v or 0 for v in got.get(s, {}).values())
+                expect = sum(want.get(s, {}).values())
+                mark = " " if score == expect else "!"
+                row.append(f"{score:g}/{sum(max_points.values()):g}{mark}")
+                continue
+            score, expect = got.get(s, {}).get(c), want.get(s, {}).get(c)
+            mark = " " if score == expect else "!"
+            if mark == "!":
+                wrong.append((s, c))
+            row.append(f"{'-' if score is None else f'{score:g}'}/{max_points[c]:g}{mark}")
+        print(f"{c:<{width}}  " + "  ".join(f"{r:>8}" for r in row))
+    return wrong
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--binary", default=str(REPO / "build" / "bin" / "cudalab"))
+    ap.add_argument("--out", default=str(REPO / "build" / "grade"))
+    args = ap.parse_args()
+    binary = Path(args.binary).resolve()
+    if not os.access(binary, os.X_OK):
+        print(f"grade: no kernel at {binary}: run make first", file=sys.stderr)
+        return 2
+    if importlib.util.find_spec("nbgrader") is None:
+        print("grade: nbgrader is not installed: pip install -r requirements-grade.txt", file=sys.stderr)
+        return 2
+    sys.path[:0] = [str(HERE), str(HERE.parent)]
+    import test_autograde as ps1
+    import test_autograde_ps2 as ps2
+
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    env = grading_env(binary, out)
+    course = copy_course(out / "assignments")
+    backend, families = backend_of(binary, env), student_families(binary, env)
+    print(f"grade: kernel {binary}, backend {backend}; student kernels for {', '.join(sorted(families))}; "
+          f"launch limit {KERNEL_TIMEOUT_S} s")
+    t0 = time.monotonic()
+    for a in ("ps1", "ps2"):
+        nbgrader(["generate_assignment", a], course, env)
+        nbgrader(["autograde", a], course, env)
+    nbgrader(["generate_feedback", "ps2"], course, env)
+    print(f"grade: autograded in {time.monotonic() - t0:.0f} s; notebooks and feedback in {course}\n")
+
+    failed = False
+    for name, mod, want in (("ps1", ps1, ps1.EXPECTED),
+                            ("ps2", ps2, ps2.expected_scores(backend, families))):
+        got = gradebook_scores(course, name, mod.NOTEBOOK)
+        want = {s: v for s, v in want.items() if (course / "submitted" / s / name).is_dir()}   # the committed samples
+        cells = list(mod.MAX_POINTS)
+        wrong = table(name, cells, mod.MAX_POINTS, got, want)
+        for student, cell in wrong:
+            error = cell_errors(course, name, mod.NOTEBOOK, student).get(cell, "no error shown")
+            print(f"  ! {student} {cell}: {got.get(student, {}).get(cell)} where {want.get(student, {}).get(cell)} "
+                  f"was expected ({error[:300]})")
+        failed |= bool(wrong) or set(got) != set(want)
+        print()
+    print(f"grade: {'scores differ from the expected ones (!)' if failed else 'every score as expected'} "
+          f"(ps2 table for backend {backend})")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
