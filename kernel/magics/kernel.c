@@ -212,7 +212,11 @@ static int quick_check(magic_ctx *ctx, const family_spec *f, const char *name, j
     if (run)
         *check = json_incref(json_object_get(run, "check"));
     json_decref(cap.doc);
-    if (rc != 0 && strcmp(inner.error.ename, "CheckError") != 0) {
+    /* a failed check is the check's answer; any other error (or a CheckError
+     * with no run to show, such as writes outside C) is the cell's */
+    if (rc != 0 && (!*check || strcmp(inner.error.ename, "CheckError") != 0)) {
+        json_decref(*check);
+        *check = NULL;
         ctx->error = inner.error;
         ctx->traceback = inner.traceback;
         return -1;
