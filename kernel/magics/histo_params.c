@@ -163,8 +163,6 @@ static int check_students(magic_ctx *ctx, const json_t *p)
     json_decref(list);
     if (!d)
         return 0;
-    if (!histo_family.runs_student(ctx->backend))
-        return student_refuse_backend(ctx, d->name);
     if (strcmp(get_str(p, "bins"), "letters") != 0)
         return magic_error(ctx, "UsageError", "%s is your kernel: it counts the lecture's letter bins "
                            "(--bins letters --bin-width %d, %d bins), not --bins bytes: its signature "
@@ -176,6 +174,8 @@ static int check_students(magic_ctx *ctx, const json_t *p)
                            "of %d letters (a-d, e-h, ..., y-z: --bin-width %d), not --bin-width %lld "
                            "(%%help kernel)", d->name, CL_HISTO_STUDENT_WIDTH, CL_HISTO_STUDENT_WIDTH,
                            width);
+    if (!histo_family.runs_student(ctx->backend))
+        return student_refuse_backend(ctx, d->name);
     return 0;
 }
 
@@ -251,9 +251,9 @@ static int resolve(magic_ctx *ctx, json_t *p, const char *body)
     if (strcmp(get_str(p, "bins"), "bytes") == 0)
         json_object_set_new(p, "bin_width", json_null());
 
-    if (select_variants(ctx, p) != 0 || check_students(ctx, p) != 0)
+    if (select_variants(ctx, p) != 0 || resolve_block(ctx, p, builtin) != 0)
         return -1;
-    return resolve_block(ctx, p, builtin);
+    return check_students(ctx, p);
 }
 
 json_t *histo_params(magic_ctx *ctx, const json_t *params, const char *body)
