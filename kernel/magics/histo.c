@@ -221,6 +221,9 @@ static json_t *check_json(const histo_run_ctx *hc, const cl_histo_result *r, con
         json_object_set_new(c, "first_mismatch", json_pack("{s:s,s:I,s:I}", "bin", label,
                             "got", (json_int_t)r->counts[first],
                             "expected", (json_int_t)hc->ref[first]));
+    }
+    /* a write past the bins first: it explains the wrong bins too */
+    if (first >= 0 && first_past < 0) {
         json_object_set_new(c, "first_wrong", json_sprintf("histo[%d] (%s) = %llu, expected %llu", first, label,
                                                            (unsigned long long)r->counts[first],
                                                            (unsigned long long)hc->ref[first]));
