@@ -176,4 +176,5 @@ static int cpu_histo_run(const cl_histo_args *a, cl_histo_result *r, char *err)
 const cl_histo_ops cl_cpu_histo_ops = {
     .run = cpu_histo_run,
     .overhead = cpu_overhead,
+    .runs_student = false,          /* students' kernels need a GPU (the CPU runner is to come) */
 };

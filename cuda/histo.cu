@@ -10,6 +10,11 @@
  * with cub's temp storage allocated beforehand. The histogram is copied back
  * once, after the last rep.
  *
+ * A student's kernel (CL_VARIANT_STUDENT) runs through the same loop: same
+ * input, same flush and events, all CL_HISTO_MAX_BINS counters zeroed before
+ * each launch and all copied back (a count past its bins is a stray write the
+ * check names), under its launch limit (cl_cuda_set_limit).
+ *
  * The cpu variant is not run here: the magic hands it to the CPU backend.
  */
 #include <cuda_runtime.h>
@@ -21,6 +26,7 @@
 #include "cudalab/backend.h"
 #include "common.h"
 #include "histo_cuda.h"
+#include "student_cuda.h"
 
 #define CUB_TEMP_ALLOWANCE (16ull << 20)     /* generous: cub needs kilobytes here */
 
@@ -74,6 +80,52 @@ static int make_input(const cl_histo_args *a, run_state *st, double *h2d_ms, cha
     return 0;
 }
 
+/* ---- a student's kernel: its handle and launch ---- */
+
+typedef struct student_plan {
+    const void *func;
+    dim3 grid, block;
+} student_plan;
+
+/* The kernel's launch: its block; its grid where it gives one, else --grid,
+ * else SMs x blocks resident per SM (the built-ins' rule). Checked against
+ * the device's and the kernel's limits, and described into r->launch. */
+static int student_plan_make(const cl_histo_args *a, int sms, student_plan *sp, cl_histo_result *r, char *err)
+{
+    const cl_student_kernel *k = a->student;
+    if (cl_cuda_student_func(k, &sp->func, err))
+        return -1;
+    sp->block = cl_cuda_student_block(k);
+    int resident = 0;
+    if (a->grid <= 0 && k->grid[0] <= 0 &&
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, sp->func,
+                                                      (int)(sp->block.x * sp->block.y * sp->block.z),
+                                                      k->dyn_smem) != cudaSuccess)
+        resident = 0;
+    (void)cudaGetLastError();           /* a block it cannot run: describe says why, in its terms */
+    unsigned rule = a->grid > 0 ? (unsigned)a->grid : (unsigned)sms * (unsigned)(resident > 0 ? resident : 1);
+    sp->grid = cl_cuda_student_grid(k, dim3(rule, 1, 1));
+    snprintf(r->impl, sizeof r->impl, "your kernel %s (%u x %u), after zeroing the output", k->name,
+             sp->grid.x * sp->grid.y * sp->grid.z, sp->block.x * sp->block.y * sp->block.z);
+    snprintf(r->config, sizeof r->config, "grid-stride over the input, %s",
+             a->grid > 0 || k->grid[0] > 0 ? "the grid given" : "SMs x resident blocks");
+    return cl_cuda_student_describe(k, sp->func, sp->grid, sp->block, &r->launch, err);
+}
+
+static int student_work(const cl_histo_args *a, const student_plan *sp, run_state *st, char *err)
+{
+    cudaError_t rc = cudaMemsetAsync(st->hist, 0, CL_HISTO_MAX_BINS * sizeof(unsigned), 0);
+    if (rc != cudaSuccess)
+        return cl_cuda_fail(err, "zeroing the histogram", rc);
+    const unsigned char *data = st->in;
+    long long n = (long long)a->n;
+    unsigned int *histo = st->hist;
+    void *args[] = { &data, &n, &histo };
+    return cl_cuda_student_launch(a->student, sp->func, sp->grid, sp->block, args, err);
+}
+
+/* ---- one rep ---- */
+
 static cudaError_t work(const cl_histo_args *a, const histo_plan *p, run_state *st)
 {
     if (a->variant == CL_HISTO_V_cub)
@@ -83,16 +135,36 @@ static cudaError_t work(const cl_histo_args *a, const histo_plan *p, run_state *
 }
 
 /* Flush, then one histogram; timed between the events when ms is not NULL. */
-static int one_rep(const cl_histo_args *a, const histo_plan *p, run_state *st, int r, float *ms,
-                   char *err)
+static int one_rep(const cl_histo_args *a, const histo_plan *p, const student_plan *sp, run_state *st, int r,
+                   float *ms, char *err)
 {
     cudaError_t rc;
     if (cl_cuda_flush_l2(&st->t, r, "L2 flush", err) || (ms && cl_cuda_time_start(&st->t, err)))
         return -1;
-    if ((rc = work(a, p, st)) != cudaSuccess)
+    if (a->student) {
+        if (student_work(a, sp, st, err))
+            return -1;
+    } else if ((rc = work(a, p, st)) != cudaSuccess) {
         return cl_cuda_fail(err, a->variant == CL_HISTO_V_cub ? "cub::DeviceHistogram" : "kernel launch",
                             rc);
+    }
     return ms ? cl_cuda_time_stop(&st->t, ms, "histogram kernel", err) : 0;
+}
+
+/* Warm-up, then the timed reps (a student's kernel under its launch limit). */
+static int reps(const cl_histo_args *a, const histo_plan *p, const student_plan *sp, run_state *st,
+                cl_histo_result *r, char *err)
+{
+    for (int i = 0; i < a->warmup; i++)
+        if (one_rep(a, p, sp, st, i, NULL, err))
+            return -1;
+    if (a->warmup > 0 && cl_cuda_synchronize("warm-up runs", err))
+        return -1;
+    for (int i = 0; i < a->reps; i++)
+        if (one_rep(a, p, sp, st, a->warmup + i, &r->times.ms[i], err))
+            return -1;
+    r->times.reps = a->reps;
+    return 0;
 }
 
 static void describe(const cl_histo_args *a, const histo_plan *p, cl_histo_result *r)
@@ -120,13 +192,18 @@ static void describe(const cl_histo_args *a, const histo_plan *p, cl_histo_resul
 
 static int check_args(const cl_histo_args *a, char *err)
 {
-    if (a->variant == CL_HISTO_V_cpu || a->variant < 0 || a->variant >= CL_HISTO_NVARIANTS) {
+    bool student = a->variant == CL_VARIANT_STUDENT;
+    if (student && !a->student) {
+        snprintf(err, CL_ERR_LEN, "a student variant without its kernel");
+        return -1;
+    }
+    if (!student && (a->variant == CL_HISTO_V_cpu || a->variant < 0 || a->variant >= CL_HISTO_NVARIANTS)) {
         snprintf(err, CL_ERR_LEN, "variant %d does not run on the GPU (cpu runs on the host)",
                  a->variant);
         return -1;
     }
     if (a->n < 1 || a->n > CL_HISTO_MAX_SIZE || a->reps < 1 || a->reps > CL_MAX_REPS ||
-        a->warmup < 0 || a->block < 32 || a->block % 32 || a->grid < 0) {
+        a->warmup < 0 || (!student && (a->block < 32 || a->block % 32)) || a->grid < 0) {
         snprintf(err, CL_ERR_LEN, "bad run: %llu bytes, block %d, grid %d, %d reps, %d warm-up",
                  (unsigned long long)a->n, a->block, a->grid, a->reps, a->warmup);
         return -1;
@@ -164,32 +241,40 @@ static int cuda_histo_run(const cl_histo_args *a, cl_histo_result *r, char *err)
     histo_plan p;
     memset(&p, 0, sizeof p);
     p.nbins = cl_histo_nbins(a->mode, a->width);
-    if (a->variant != CL_HISTO_V_cub && histo_plan_make(a, sms, &p, err))
+    student_plan sp;
+    memset(&sp, 0, sizeof sp);
+    if (a->student ? student_plan_make(a, sms, &sp, r, err)
+                   : a->variant != CL_HISTO_V_cub && histo_plan_make(a, sms, &p, err))
         return -1;
 
     run_state st;
     memset(&st, 0, sizeof st);
     int rc = -1;
     unsigned counts[CL_HISTO_MAX_BINS];
+    /* a student's kernel may write past its bins: every counter comes back */
+    int copied = a->student ? CL_HISTO_MAX_BINS : p.nbins;
     cudaError_t crc;
     if (buffers(a, &p, &st, err) || make_input(a, &st, &r->times.h2d_ms, err))
         goto done;
-    for (int i = 0; i < a->warmup; i++)
-        if (one_rep(a, &p, &st, i, NULL, err))
-            goto done;
-    for (int i = 0; i < a->reps; i++)
-        if (one_rep(a, &p, &st, a->warmup + i, &r->times.ms[i], err))
-            goto done;
-    r->times.reps = a->reps;
-    if ((crc = cudaMemcpy(counts, st.hist, (size_t)p.nbins * sizeof(unsigned),
+    if (a->student)
+        cl_cuda_set_limit(a->student->limit_ms, a->student->name);
+    rc = reps(a, &p, &sp, &st, r, err);
+    cl_cuda_set_limit(0, NULL);
+    if (cl_cuda_abandoned())
+        return -1;                  /* the kernel still runs: nothing else may touch the device */
+    if (rc != 0)
+        goto done;
+    rc = -1;
+    if ((crc = cudaMemcpy(counts, st.hist, (size_t)copied * sizeof(unsigned),
                           cudaMemcpyDeviceToHost)) != cudaSuccess) {
         cl_cuda_fail(err, "copying the histogram back", crc);
         goto done;
     }
     r->nbins = p.nbins;
-    for (int b = 0; b < p.nbins; b++)
+    for (int b = 0; b < copied; b++)
         r->counts[b] = counts[b];
-    describe(a, &p, r);
+    if (!a->student)
+        describe(a, &p, r);
     rc = 0;
 done:
     run_free(&st);
@@ -201,5 +286,6 @@ extern const cl_histo_ops cl_cuda_histo_ops;
 const cl_histo_ops cl_cuda_histo_ops = {
     cuda_histo_run,
     cuda_overhead,
+    true,
 };
 }

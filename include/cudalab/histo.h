@@ -15,12 +15,14 @@
 #ifndef CUDALAB_HISTO_H
 #define CUDALAB_HISTO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "cudalab/backend.h"
 #include "cudalab/family.h"
 #include "cudalab/measure.h"
+#include "cudalab/student.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -142,18 +144,38 @@ CL_HD int cl_histo_nbins(int mode, int width)
 }
 /* show-source: end */
 
+/* ---- a student's kernel (a %%kernel cell for %histo, student.h) ----
+ * The signature has no mode: a kernel counts one kind of bins, the lecture's
+ * letters a-d, e-h, ..., y-z (width CL_HISTO_STUDENT_WIDTH, 7 bins), case
+ * folded as cl_histo_bin folds it. Runs with other bins are refused. */
+#define CL_HISTO_STUDENT_WIDTH 4
+#define CL_HISTO_STUDENT_NBINS 7
+
+static const cl_student_contract cl_histo_student = {
+    "const unsigned char *data, long long n, unsigned int *histo",
+    "unsigned char *, long long, unsigned int *",
+    "histo[] gets the lecture's letter bins (--bins letters --bin-width 4): a byte c that is a letter, "
+    "either case, adds 1 to histo[((c | 0x20) - 'a') / 4] (a-d: 0, e-h: 1, ..., y-z: 6); every other "
+    "byte is not counted. The 7 bins are zeroed before every launch. Block 256 threads; grid = SMs × "
+    "blocks resident per SM (--grid overrides), usually fewer threads than bytes: loop with a grid "
+    "stride (i += gridDim.x·blockDim.x) over data[0 .. n)",
+    {256, 1, 1},
+    0,
+};
+
 /* ---- the ops table ---- */
 
 typedef struct cl_histo_args {
-    int variant;                /* enum cl_histo_variant_id */
+    int variant;                /* enum cl_histo_variant_id, or CL_VARIANT_STUDENT */
+    const cl_student_kernel *student; /* the kernel run as CL_VARIANT_STUDENT, else NULL */
     uint64_t n;                 /* input bytes, 1..CL_HISTO_MAX_SIZE */
     uint64_t seed;
     int dist;                   /* enum cl_histo_dist; ignored when text is set */
     const uint8_t *text;        /* host bytes to count instead of generated input, or NULL */
     int mode;                   /* enum cl_histo_mode */
     int width;                  /* letters per bin (letters mode) */
-    int block;                  /* threads per block, a multiple of 32 */
-    int grid;                   /* blocks; 0 = SMs x resident blocks */
+    int block;                  /* threads per block, a multiple of 32 (a student's: student->block) */
+    int grid;                   /* blocks; 0 = SMs x resident blocks (a student's: student->grid first) */
     int warmup, reps;           /* reps in 1..CL_MAX_REPS */
 } cl_histo_args;
 
@@ -173,6 +195,8 @@ typedef struct cl_histo_ops {
     /* Bytes of device memory a run needs beyond the input itself (flush
      * buffer, histogram, library temp storage). */
     uint64_t (*overhead)(void);
+    /* Whether run() takes CL_VARIANT_STUDENT (a student's compiled kernel). */
+    bool runs_student;
 } cl_histo_ops;
 
 /* The exact CPU histogram of the input a describes (generated from seed and

@@ -7,6 +7,10 @@
  * allocated; histo_view.c owns the bins (labels, the "bins" JSON, the bins
  * table in the view). The backends do the work through cl_histo_ops
  * (cudalab/histo.h).
+ *
+ * A student's %%kernel for histo (the contract cl_histo_student) is one more
+ * variant: the same input, the same exact check (naming the first wrong bin,
+ * and any counter written past the bins), under its own compile options.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,15 +21,36 @@
 #include "magic/show_source.h"
 #include "magic/sweep.h"
 #include "magics/histo_internal.h"
+#include "student/run.h"
+#include "student/store.h"
 
 #define MAX_SIZE_FLAG (1ll << 50)
 #define REF_CACHE 8
+
+/* A run whose largest bin holds at least this share of the counts is
+ * contended: racing increments lose updates there, visibly. */
+#define CONTENDED_SHARE 0.10
+
+static bool runs_student(const cl_backend *b)
+{
+    return b->histo && b->histo->runs_student;
+}
 
 const family_spec histo_family = {
     .magic = "histo",
     .variants = cl_histo_variants,
     .nvariants = CL_HISTO_NVARIANTS,
+    .student = &cl_histo_student,
+    /* awkward size, 90% of the bytes in one bin: a lost update cannot hide */
+    .quick = "--size 100003 --dist skewed",
+    .runs_student = runs_student,
 };
+
+const student_def *histo_student(const char *name)
+{
+    const student_def *d = name && family_builtin(&histo_family, name) < 0 ? student_find(name) : NULL;
+    return d && d->family == &histo_family ? d : NULL;
+}
 
 static const char *const dist_choices[] = {"uniform", "text", "skewed", NULL};
 static const char *const bins_choices[] = {"bytes", "letters", NULL};
@@ -44,14 +69,29 @@ static const flag_spec histo_flags[] = {
     {.name = "bins", .type = FLAG_CHOICE, .choices = bins_choices,
      .help = "bytes: 256 bins, one per byte value; letters: a-z, either case, in bins of "
              "--bin-width letters, other characters ignored (default: bytes for random "
-             "input, letters for text)"},
+             "input, letters for text or when --variant names your kernel)"},
     {.name = "bin-width", .type = FLAG_INT, .def = "4", .imin = 1, .imax = 26,
      .help = "letters per bin with --bins letters (4: a-d, e-h, ..., y-z)"},
     FAMILY_VARIANT_FLAG(&histo_family, "all"),
-    {.name = "block", .type = FLAG_INT, .def = "256", .imin = 32, .imax = 1024, .opts = FLAG_LIST,
-     .help = "threads per block, a multiple of 32"},
+    {.name = "block", .type = FLAG_DIMS, .imin = 1, .imax = 1024, .opts = FLAG_LIST,
+     .help = "threads per block (default 256): a multiple of 32 for the built-in variants, which "
+             "are 1D; your kernels take any block, 2D and 3D too (default: the %%kernel line's)"},
     {.name = "grid", .type = FLAG_INT, .def = "0", .imin = 0, .imax = 2147483647, .opts = FLAG_LIST,
-     .help = "blocks; 0 = SMs x blocks resident per SM"},
+     .help = "blocks; 0 = SMs x blocks resident per SM (your kernels: the %%kernel line's --grid, "
+             "else the same rule)"},
+    /* STUDENT_RUN_FLAGS less its --grid: %histo's own --grid above is every
+     * variant's, a list, and 0 for the family's rule */
+    {.name = "define", .short_name = 'D', .type = FLAG_STRING, .opts = FLAG_LIST,
+     .help = "your kernels only: -D NAME=VALUE for the compiler; a list sweeps the values "
+             "(-D UNROLL=1,2,4)"},
+    {.name = "smem", .type = FLAG_INT, .imin = 0, .imax = 1 << 20,
+     .help = "your kernels only: dynamic shared memory per block, bytes"},
+    {.name = "maxrregcount", .type = FLAG_INT, .imin = 16, .imax = 255,
+     .help = "your kernels only: at most this many registers per thread"},
+    {.name = "opt-level", .type = FLAG_INT, .imin = 0, .imax = 3,
+     .help = "your kernels only: ptxas optimisation level (-Xptxas -O<n>)"},
+    {.name = "fast-math", .type = FLAG_BOOL, .def = "false",
+     .help = "your kernels only: compile with --use_fast_math"},
     SWEEP_MEASURE_FLAGS("seed of the generated input",
                         "timed repetitions",
                         "compare every bin with the CPU histogram",
@@ -97,6 +137,8 @@ typedef struct histo_run_ctx {
     const char *text;               /* owned by the resolved params */
     bool check;
     int64_t first_block, first_grid; /* cpu and cub run at these only: the others change nothing */
+    bool block_given;               /* --block was given: it overrides the %%kernel line's */
+    json_t *student_firsts;         /* built-in variants run at these values of -D only */
     /* references of generated inputs already seen: every variant of an input shares one */
     int nref, next_ref;
     cl_histo_args ref_key[REF_CACHE];
@@ -139,27 +181,85 @@ static int reference(histo_run_ctx *hc, const cl_histo_args *a, magic_ctx *ctx)
     return 0;
 }
 
+/* How the check was made; on contended input it says why an exact check
+ * matters: lost updates show only as counts that are a little low. */
+static json_t *method_json(const histo_run_ctx *hc, const cl_histo_args *a, int nbins, uint64_t total)
+{
+    int top = 0;
+    for (int b = 1; b < nbins; b++)
+        if (hc->ref[b] > hc->ref[top])
+            top = b;
+    double share = total ? (double)hc->ref[top] / (double)total : 0;
+    if (share < CONTENDED_SHARE)
+        return json_string("exact: every bin vs the CPU histogram of the same input");
+    char label[16];
+    histo_bin_label(a->mode, a->width, top, label, sizeof label);
+    return json_sprintf("exact: every bin vs the CPU histogram of the same input, a contended one "
+                        "(%.0f%% of the counts in bin %s): increments that race lose updates, which "
+                        "this exact check on contended input catches (racecheck does not see races "
+                        "in global memory)", 100 * share, label);
+}
+
 static json_t *check_json(const histo_run_ctx *hc, const cl_histo_result *r, const cl_histo_args *a)
 {
-    int bad = 0, first = -1;
+    int bad = 0, first = -1, past = 0, first_past = -1;
     uint64_t total = 0;
     for (int b = 0; b < r->nbins; b++) {
         total += hc->ref[b];
         if (r->counts[b] != hc->ref[b] && bad++ == 0)
             first = b;
     }
-    json_t *c = json_pack("{s:b,s:s,s:i,s:i,s:I}", "passed", bad == 0,
-                          "method", "exact: every bin vs the CPU histogram of the same input",
+    /* counters past the bins come back zero unless a student's kernel wrote there */
+    for (int b = r->nbins; b < CL_HISTO_MAX_BINS; b++)
+        if (r->counts[b] != 0 && past++ == 0)
+            first_past = b;
+    json_t *c = json_pack("{s:b,s:o,s:i,s:i,s:I}", "passed", bad == 0 && past == 0,
+                          "method", method_json(hc, a, r->nbins, total),
                           "bins_compared", r->nbins, "mismatched_bins", bad,
                           "expected_total", (json_int_t)total);
+    char label[16];
     if (first >= 0) {
-        char label[16];
         histo_bin_label(a->mode, a->width, first, label, sizeof label);
         json_object_set_new(c, "first_mismatch", json_pack("{s:s,s:I,s:I}", "bin", label,
                             "got", (json_int_t)r->counts[first],
                             "expected", (json_int_t)hc->ref[first]));
     }
+    /* a write past the bins first: it explains the wrong bins too */
+    if (first >= 0 && first_past < 0) {
+        json_object_set_new(c, "first_wrong", json_sprintf("histo[%d] (%s) = %llu, expected %llu", first, label,
+                                                           (unsigned long long)r->counts[first],
+                                                           (unsigned long long)hc->ref[first]));
+    } else if (first_past >= 0) {
+        json_object_set_new(c, "first_wrong", json_sprintf("histo[%d] = %llu, past the %d bins (histo[0..%d]): "
+                                                           "a write outside the histogram", first_past,
+                                                           (unsigned long long)r->counts[first_past],
+                                                           r->nbins, r->nbins - 1));
+    }
+    if (past)
+        json_object_set_new(c, "written_past_bins", json_integer(past));
     return c;
+}
+
+/* --block of a point: x of its dimensions (a student's 2D or 3D block comes
+ * from the point itself, point_for_student). */
+static int block_x(const json_t *v)
+{
+    return (int)json_integer_value(json_is_array(v) ? json_array_get(v, 0) : v);
+}
+
+/* A point's variant: a built-in's id, or CL_VARIANT_STUDENT with *student
+ * set. false when it is neither. */
+static bool variant_of(const json_t *params, cl_histo_args *a, const student_def **student)
+{
+    const char *name = get_str(params, "variant");
+    *student = NULL;
+    a->variant = family_builtin(&histo_family, name);
+    if (a->variant >= 0)
+        return true;
+    if (!(*student = histo_student(name)))
+        return false;
+    a->variant = CL_VARIANT_STUDENT;
+    return true;
 }
 
 static void args_from(const json_t *params, const histo_run_ctx *hc, cl_histo_args *a)
@@ -172,7 +272,7 @@ static void args_from(const json_t *params, const histo_run_ctx *hc, cl_histo_ar
     a->dist = a->text ? 0 : choice_index(dist_choices, get_str(params, "dist"));
     a->mode = strcmp(get_str(params, "bins"), "letters") == 0 ? CL_HISTO_LETTERS : CL_HISTO_BYTES;
     a->width = a->mode == CL_HISTO_LETTERS ? (int)get_int(params, "bin_width") : 1;
-    a->block = (int)get_int(params, "block");
+    a->block = block_x(json_object_get(params, "block"));
     a->grid = (int)get_int(params, "grid");
     a->warmup = (int)get_int(params, "warmup");
     a->reps = (int)get_int(params, "reps");
@@ -188,18 +288,45 @@ static double copy_gbs(const cl_backend *be)
     return copy;
 }
 
-/* The host loop (CL_V_HOST) whatever the backend: the CPU backend runs it. */
-static const cl_backend *backend_for(magic_ctx *ctx, int variant)
+/* A student's kernel honours --block and --grid as CL_V_BLOCK variants do. */
+static unsigned variant_flags(const cl_histo_args *a)
 {
-    return cl_histo_variants[variant].flags & CL_V_HOST ? cl_cpu_backend() : ctx->backend;
+    return a->variant == CL_VARIANT_STUDENT ? CL_V_BLOCK : cl_histo_variants[a->variant].flags;
+}
+
+/* The host loop (CL_V_HOST) whatever the backend: the CPU backend runs it. */
+static const cl_backend *backend_for(magic_ctx *ctx, const cl_histo_args *a)
+{
+    return variant_flags(a) & CL_V_HOST ? cl_cpu_backend() : ctx->backend;
 }
 
 /* Variants that do not honour --block and --grid run at the first of each only:
- * the others would change nothing. */
-static bool runs_once(const histo_run_ctx *hc, const cl_histo_args *a)
+ * the others would change nothing; built-in variants run at the first -D only. */
+static bool runs_once(const histo_run_ctx *hc, const cl_histo_args *a, const json_t *params)
 {
-    return !(cl_histo_variants[a->variant].flags & CL_V_BLOCK) &&
+    if (a->variant != CL_VARIANT_STUDENT && !student_at_first(hc->student_firsts, params))
+        return true;
+    return !(variant_flags(a) & CL_V_BLOCK) &&
            (a->block != hc->first_block || a->grid != hc->first_grid);
+}
+
+/* A student run's point as student_prepare reads it: --block as dimensions,
+ * left out when not given (then the %%kernel line's, else the contract's);
+ * --grid 0 left out (the line's, else the family's rule). New reference. */
+static json_t *point_for_student(const histo_run_ctx *hc, const json_t *params)
+{
+    json_t *pt = json_deep_copy(params);
+    const json_t *block = json_object_get(params, "block");
+    if (!hc->block_given)
+        json_object_del(pt, "block");
+    else if (json_is_integer(block))
+        json_object_set_new(pt, "block", json_pack("[O, i, i]", block, 1, 1));
+    int64_t grid = get_int(params, "grid");
+    if (grid > 0)
+        json_object_set_new(pt, "grid", json_pack("[I, i, i]", (json_int_t)grid, 1, 1));
+    else
+        json_object_del(pt, "grid");
+    return pt;
 }
 
 static json_t *run_object(const cl_backend *be, const json_t *params, const cl_histo_args *a,
@@ -215,9 +342,12 @@ static json_t *run_object(const cl_backend *be, const json_t *params, const cl_h
     json_object_set_new(run, "bin_mode", json_string(get_str(params, "bins")));
     json_object_set_new(run, "bin_width", a->mode == CL_HISTO_LETTERS ? json_integer(a->width)
                                                                         : json_null());
-    /* as launched: --grid 0 resolved; null where a library chose */
-    json_object_set_new(run, "block", r->launch.block[0] > 0 ? json_integer(r->launch.block[0])
-                                                              : json_null());
+    /* as launched: --grid 0 resolved; null where a library chose; a student's
+     * 2D or 3D block as its dimensions */
+    const int *lb = r->launch.block;
+    json_object_set_new(run, "block", lb[1] > 1 || lb[2] > 1 ? json_pack("[i, i, i]", lb[0], lb[1], lb[2])
+                                      : lb[0] > 0            ? json_integer(lb[0])
+                                                             : json_null());
     json_object_set_new(run, "grid", r->launch.grid[0] > 0 ? json_integer(r->launch.grid[0])
                                                             : json_null());
     json_object_set_new(run, "seed", json_integer((json_int_t)a->seed));
@@ -241,24 +371,42 @@ static int histo_point(magic_ctx *ctx, const json_t *params, json_t *runs, void 
     if (magic_cancelled())
         return magic_error(ctx, "KeyboardInterrupt", "%%histo interrupted");
     cl_histo_args a;
+    const student_def *sd;
     args_from(params, hc, &a);
-    if (a.variant < 0)
+    if (!variant_of(params, &a, &sd))
         return family_point_variant(ctx, &histo_family, params);
-    if (runs_once(hc, &a))
+    if (runs_once(hc, &a, params))
         return 0;
-    const cl_backend *be = backend_for(ctx, a.variant);
+    const cl_backend *be = backend_for(ctx, &a);
     if (!be->histo)
         return magic_error(ctx, "RuntimeError", "the %s backend has no histogram family", be->name);
+    if (sd && !be->histo->runs_student)
+        return student_refuse_backend(ctx, sd->name);
+    student_launch sl;
+    if (sd) {
+        json_t *pt = point_for_student(hc, params);
+        int rc = student_prepare(ctx, sd, pt, 0, &sl);
+        json_decref(pt);
+        if (rc != 0)
+            return -1;
+        a.student = &sl.kernel;
+    }
     cl_histo_result *r = calloc(1, sizeof *r);
-    if (!r)
-        return magic_error(ctx, "MemoryError", "out of memory");
     char err[CL_ERR_LEN] = "";
-    if (be->histo->run(&a, r, err) != 0) {
+    if (!r || be->histo->run(&a, r, err) != 0) {
+        if (sd)
+            student_launch_free(&sl);
+        if (!r)
+            return magic_error(ctx, "MemoryError", "out of memory");
         free(r);
         return magic_error(ctx, strcmp(be->name, "cpu") ? "CudaError" : "RuntimeError",
-                           "%%histo --variant %s: %s", cl_histo_variants[a.variant].name, err);
+                           "%%histo --variant %s: %s", get_str(params, "variant"), err);
     }
     json_t *run = run_object(be, params, &a, r);
+    if (sd) {
+        student_run_json(&sl, run);
+        student_launch_free(&sl);
+    }
     if (hc->check && reference(hc, &a, ctx) != 0) {
         json_decref(run);
         free(r);
@@ -291,12 +439,13 @@ static host_work histo_host_work(magic_ctx *ctx, const json_t *params, void *use
     const histo_run_ctx *hc = user;
     host_work w = {0};
     cl_histo_args a;
+    const student_def *sd;
     args_from(params, hc, &a);
-    if (a.variant < 0 || runs_once(hc, &a))
+    if (!variant_of(params, &a, &sd) || runs_once(hc, &a, params))
         return w;                   /* the point runs nothing (histo_point says why) */
-    const cl_backend *be = backend_for(ctx, a.variant);
+    const cl_backend *be = backend_for(ctx, &a);
     double cores = host_work_cores();
-    if (strcmp(be->name, "cpu") == 0 && be->histo) {
+    if (strcmp(be->name, "cpu") == 0 && be->histo && !sd) {
         bool skewed = !a.text && a.dist == CL_HISTO_SKEWED;
         bool one_thread = !(cl_histo_variants[a.variant].flags & CL_V_BLOCK);   /* cpu, cub */
         double rate = skewed ? histo_rates[a.variant].skewed : histo_rates[a.variant].uniform;
@@ -357,9 +506,15 @@ static int histo_run(magic_ctx *ctx, const json_t *params, const char *body)
     }
     hc->text = get_str(p, "text");
     hc->check = json_is_true(json_object_get(p, "check"));
-    hc->first_block = first_int(json_object_get(p, "block"));
+    const json_t *blocks = json_object_get(p, "block");
+    hc->first_block = block_x(json_is_array(blocks) && json_is_array(json_array_get(blocks, 0))
+                                  ? json_array_get(blocks, 0) : blocks);
     hc->first_grid = first_int(json_object_get(p, "grid"));
+    hc->block_given = !json_is_null(json_object_get(params, "block"));
+    static const char *const student_only[] = {"define", NULL};
+    hc->student_firsts = student_first_values(p, student_only);
     int rc = histo_sweep_run(ctx, &histo_sweep, p, hc);
+    json_decref(hc->student_firsts);
     free(hc);
     json_decref(p);
     return rc;
@@ -400,10 +555,19 @@ const magic_spec magic_histo = {
         "pct_of_bandwidth compares it with a measured device copy. Every run's bins are "
         "compared exactly with the CPU histogram of the same input (--no-check skips it); "
         "\"bins\" in the result holds the counts (an array of 256 for bytes, an object keyed "
-        "by label for letters).",
+        "by label for letters).\n\n"
+        "Your own kernel (%%kernel --for histo) runs as one more variant: "
+        "__global__ void NAME(const unsigned char *data, long long n, unsigned int *histo). "
+        "It counts the lecture's letter bins (--bins letters --bin-width 4, the default when "
+        "--variant names it): a letter c, either case, adds 1 to histo[((c | 0x20) - 'a') / 4]; "
+        "other bytes are not counted; the 7 bins are zeroed before every launch. Block 256, grid "
+        "SMs x resident blocks unless --grid: loop over data[0 .. n) with a grid stride. Its counts "
+        "are checked exactly (a count written past the 7 bins is wrong too); quick check at "
+        "--size 100003 --dist skewed.",
     .flags = histo_flags,
     .mode = MAGIC_LINE | MAGIC_CELL,
     .where = MAGIC_WORKER,
     .run = histo_run,
     .examples = histo_examples,
+    .attach = student_attach,
 };

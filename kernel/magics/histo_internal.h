@@ -19,6 +19,11 @@
 /* The family as the framework serves it (its --variant flag's choices). */
 extern const family_spec histo_family;
 
+struct student_def;
+/* The student kernel (%%kernel --for histo) of that name, or NULL: a built-in
+ * variant, another family's kernel or none. */
+const struct student_def *histo_student(const char *name);
+
 /* ---- histo_params.c ---- */
 
 /* The params a sweep runs: a copy of params with the input's size, dist and

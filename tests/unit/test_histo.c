@@ -413,7 +413,7 @@ static void magic_parse_errors(void **state)
         {"%histo --variant privatised", "did you mean 'privatized'"},
         {"%histo --bins words", "allowed: bytes, letters"},
         {"%histo --bin-width 27", "between 1 and 26"},
-        {"%histo --block 2048", "between 32 and 1024"},
+        {"%histo --block 2048", "between 1 and 1024"},
         {"%histo --reps 0", "between 1 and 1000"},
         {"%histo --dist normal", "uniform, text, skewed"},
         {"%histo --size 0", "between 1 and"},
