@@ -296,7 +296,6 @@ static const char *const reduce_examples[] = {
     "%reduce --size 2^26 --variant convergent --block 32,64,128,256,512,1024",
     "%reduce --size 1000,1000000,1000003,2^26 --variant fast,cub",
     "%reduce --size 2^26 --dtype float,int --op sum,max,min --variant fast,cub",
-    "%reduce --size 100003 --variant convergent,mysum --block 128,256",
     NULL,
 };
 

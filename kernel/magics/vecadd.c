@@ -416,7 +416,6 @@ static const char *const vecadd_examples[] = {
     "%vecadd --size 2^16,2^20,2^24,2^26 --memory pinned",
     "%vecadd --size 2^24 --op add,daxpy --memory pinned",
     "%vecadd --size 2^24 --block 32,64,128,256,512,1024 --memory pinned",
-    "%vecadd --size 1000003 --variant builtin,myadd --memory pinned",
     NULL,
 };
 
