@@ -137,3 +137,30 @@ int cl_reduce_reference(uint64_t n, cl_reduce_dtype dtype, uint64_t seed, cl_red
     *out = r;
     return 0;
 }
+
+/* ---- a student kernel's partials ----
+ * Serial, in the order a student reads them: only student runs, whose inputs
+ * fit an int, and the first wrong one ends the walk. */
+void cl_reduce_partials_check(uint64_t n, uint64_t seed, uint64_t section, const float *partials,
+                              uint64_t count, cl_reduce_partial_check *out)
+{
+    out->index = -1;
+    double lg = log2((double)section);
+    double rtol = 1e-5 * (lg > 1 ? lg : 1);
+    for (uint64_t b = 0; b < count && out->index < 0; b++) {
+        uint64_t lo = b * section, hi = lo + section < n ? lo + section : n;
+        double sum = 0, sum_sq = 0;
+        for (uint64_t i = lo; i < hi; i++) {
+            double x = cl_uniform(seed, i);
+            sum += x;
+            sum_sq += x * x;
+        }
+        double scale = fabs(sum) > sqrt(sum_sq) ? fabs(sum) : sqrt(sum_sq);
+        double got = partials[b];
+        if (!isfinite(got) || !(fabs(got - sum) <= rtol * scale)) {
+            out->index = (int64_t)b;
+            out->got = got;
+            out->want = sum;
+        }
+    }
+}

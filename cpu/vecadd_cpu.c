@@ -40,10 +40,17 @@ static void kernel_range(uint64_t first, uint64_t last, void *ctx)
     }
 }
 
+/* Students' kernels need the CPU runner of the CUDA execution model (a later issue). */
+static bool cpu_runs_student(void)
+{
+    return false;
+}
+
 static int cpu_vecadd_run(const cl_vecadd_args *a, cl_vecadd_result *out, char *err)
 {
     memset(out, 0, sizeof *out);
-    if (a->op < 0 || a->op >= CL_VECADD_NOPS || a->n < 1) {
+    out->guard_hit = -1;
+    if (a->op < 0 || a->op >= CL_VECADD_NOPS || a->n < 1 || a->student) {
         snprintf(err, CL_ERR_LEN, "bad %%vecadd arguments");
         return -1;
     }
@@ -93,4 +100,4 @@ done:
     return ret;
 }
 
-const cl_vecadd_ops cl_cpu_vecadd_ops = {cpu_vecadd_run};
+const cl_vecadd_ops cl_cpu_vecadd_ops = {cpu_runs_student, cpu_vecadd_run};

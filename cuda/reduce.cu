@@ -8,6 +8,12 @@
  * variant's kernels only (both passes; for CUB, its DeviceReduce call with
  * temp storage allocated beforehand). The result is copied back once, after
  * the last rep: every rep computes the same value.
+ *
+ * A student's kernel (CL_VARIANT_STUDENT, float sum) runs through the same
+ * reps under its launch limit: one pass of ⌈n/2B⌉ blocks writing one partial
+ * each (the partials filled with a sentinel before every launch, outside the
+ * events, and followed by guard partials); the partials are copied back and
+ * added on the host in double, outside the timing.
  */
 #include <cuda_runtime.h>
 #include <cub/cub.cuh>
@@ -19,6 +25,7 @@
 #include "cudalab/reduce.h"
 #include "common.h"
 #include "reduce_kernels.h"
+#include "student_cuda.h"
 
 /* ---- CUB ---- */
 /* show-source: reduce cub */
@@ -65,6 +72,9 @@ typedef struct run_state {
     void *in, *part, *out, *temp;
     size_t temp_bytes;
     cl_cuda_timing t;
+    const void *student_func;       /* a student's kernel: its handle and launch */
+    dim3 grid, block;
+    size_t npart;                   /* its partials (the grid's blocks) */
 } run_state;
 
 static void run_free(run_state *st)
@@ -76,23 +86,107 @@ static void run_free(run_state *st)
     cl_cuda_timing_free(&st->t);
 }
 
-static cudaError_t launch(int v, const reduce_plan *p, const cl_reduce_args *a, run_state *st)
+static int launch(int v, const reduce_plan *p, const cl_reduce_args *a, run_state *st, char *err)
 {
-    if (v == CL_REDUCE_CUB)
-        return cub_reduce(a, st->temp, &st->temp_bytes, st->in, st->out, 0);
-    return reduce_launch(p, a, st->in, st->part, st->out, 0);
+    if (v == CL_VARIANT_STUDENT) {
+        const float *in = (const float *)st->in;
+        float *part = (float *)st->part;
+        int n = (int)a->n;
+        void *args[] = { &in, &part, &n };
+        return cl_cuda_student_launch(a->student, st->student_func, st->grid, st->block, args, err);
+    }
+    cudaError_t rc = v == CL_REDUCE_CUB ? cub_reduce(a, st->temp, &st->temp_bytes, st->in, st->out, 0)
+                                        : reduce_launch(p, a, st->in, st->part, st->out, 0);
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, v == CL_REDUCE_CUB ? "cub::DeviceReduce" : "kernel launch", rc);
 }
 
-/* Flush, then one launch; timed between the events when ms is not NULL. */
+/* Flush, then one launch; timed between the events when ms is not NULL. A
+ * student's partials and their guards get the sentinel first. */
 static int one_rep(int v, const reduce_plan *p, const cl_reduce_args *a, run_state *st, int r,
                    float *ms, char *err)
 {
     cudaError_t rc;
+    if (v == CL_VARIANT_STUDENT &&
+        (rc = cudaMemsetAsync(st->part, 0xFF, (st->npart + CL_REDUCE_GUARD) * sizeof(float), 0)) != cudaSuccess)
+        return cl_cuda_fail(err, "filling the partials with the sentinel", rc);
     if (cl_cuda_flush_l2(&st->t, r, "L2 flush", err) || (ms && cl_cuda_time_start(&st->t, err)))
         return -1;
-    if ((rc = launch(v, p, a, st)) != cudaSuccess)
-        return cl_cuda_fail(err, v == CL_REDUCE_CUB ? "cub::DeviceReduce" : "kernel launch", rc);
+    if (launch(v, p, a, st, err))
+        return -1;
     return ms ? cl_cuda_time_stop(&st->t, ms, "reduction kernel", err) : 0;
+}
+
+/* Warm-up and timed reps (a student's kernel under its launch limit). */
+static int all_reps(int v, const reduce_plan *p, const cl_reduce_args *a, run_state *st, cl_reduce_result *out,
+                    char *err)
+{
+    if (a->student)
+        cl_cuda_set_limit(a->student->limit_ms, a->student->name);
+    int rc = 0;
+    for (int w = 0; w < a->warmup && rc == 0; w++)
+        rc = one_rep(v, p, a, st, w, NULL, err);
+    for (int r = 0; r < a->reps && r < CL_MAX_REPS && rc == 0; r++) {
+        rc = one_rep(v, p, a, st, r, &out->times.ms[r], err);
+        out->times.reps = rc == 0 ? r + 1 : r;
+    }
+    if (rc == 0 && a->student)
+        rc = cl_cuda_synchronize("your kernel", err);
+    cl_cuda_set_limit(0, NULL);
+    return rc;
+}
+
+/* ---- a student's kernel ---- */
+
+/* Its launch by the family's rule (⌈n/2B⌉ blocks of B threads) unless --grid,
+ * checked against what the kernel and the device allow. */
+static int student_plan(const cl_reduce_args *a, run_state *st, cl_reduce_result *out, char *err)
+{
+    const cl_student_kernel *k = a->student;
+    if (!k || a->op != CL_REDUCE_SUM || a->dtype != CL_REDUCE_FLOAT || a->n > 2147483647u) {
+        snprintf(err, CL_ERR_LEN, "a student's reduction sums floats, n <= 2^31 - 1");
+        return -1;
+    }
+    if (cl_cuda_student_func(k, &st->student_func, err))
+        return -1;
+    st->block = cl_cuda_student_block(k);
+    uint64_t section = cl_reduce_student_section((int)(st->block.x * st->block.y * st->block.z));
+    uint64_t blocks = (a->n + section - 1) / section;
+    st->grid = cl_cuda_student_grid(k, dim3(blocks > 0xffffffffu ? 0xffffffffu : (unsigned)blocks));
+    st->npart = (size_t)st->grid.x * st->grid.y * st->grid.z;
+    if (st->npart > a->npartials || !a->partials) {
+        snprintf(err, CL_ERR_LEN, "room for %llu partials, the grid has %zu blocks",
+                 (unsigned long long)a->npartials, st->npart);
+        return -1;
+    }
+    if (cl_cuda_student_describe(k, st->student_func, st->grid, st->block, &out->launch, err))
+        return -1;
+    snprintf(out->impl, sizeof out->impl, "CUDA: your kernel %s (%zu x %u); the partials added on the host "
+             "in double, outside the timing", k->name, st->npart, st->block.x * st->block.y * st->block.z);
+    return 0;
+}
+
+/* The partials back into a->partials, their guards checked, their sum. */
+static int student_collect(const cl_reduce_args *a, const run_state *st, cl_reduce_result *out, char *err)
+{
+    static float guard[CL_REDUCE_GUARD];
+    cudaError_t rc = cudaMemcpy(a->partials, st->part, st->npart * sizeof(float), cudaMemcpyDeviceToHost);
+    if (rc == cudaSuccess)
+        rc = cudaMemcpy(guard, (const float *)st->part + st->npart, sizeof guard, cudaMemcpyDeviceToHost);
+    if (rc != cudaSuccess)
+        return cl_cuda_fail(err, "cudaMemcpy of the partials", rc);
+    out->guard_hit = -1;
+    for (int k = 0; k < CL_REDUCE_GUARD && out->guard_hit < 0; k++) {
+        uint32_t bits;
+        memcpy(&bits, &guard[k], 4);
+        if (bits != 0xFFFFFFFFu)
+            out->guard_hit = (int64_t)st->npart + k;
+    }
+    double sum = 0;
+    for (size_t b = 0; b < st->npart; b++)
+        sum += a->partials[b];
+    out->fvalue = sum;
+    out->partials = st->npart;
+    return 0;
 }
 
 static void set_launch(cl_launch *l, unsigned grid, unsigned block, size_t smem, int regs, int kernels)
@@ -137,7 +231,9 @@ static int device_facts(int *sms, int *max_grid, char *err)
 static int cuda_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out, char *err)
 {
     memset(out, 0, sizeof *out);
-    if (v == CL_REDUCE_CPU || v < 0 || v >= CL_REDUCE_NVARIANTS) {
+    out->guard_hit = -1;
+    bool student = v == CL_VARIANT_STUDENT;
+    if (!student && (v == CL_REDUCE_CPU || v < 0 || v >= CL_REDUCE_NVARIANTS)) {
         snprintf(err, CL_ERR_LEN, "variant %d does not run on the GPU (cpu runs on the host)", v);
         return -1;
     }
@@ -145,16 +241,17 @@ static int cuda_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out
     if (device_facts(&sms, &max_grid, err))
         return -1;
     reduce_plan p = reduce_plan();
-    if (v != CL_REDUCE_CUB && reduce_plan_make(v, a, sms, max_grid, &p, err))
-        return -1;
-
     run_state st;
     memset(&st, 0, sizeof st);
+    if (student ? student_plan(a, &st, out, err) : v != CL_REDUCE_CUB && reduce_plan_make(v, a, sms, max_grid, &p, err))
+        return -1;
+
     int rc = -1;
     size_t acc = reduce_acc_bytes(a->op, a->dtype);
+    size_t part_bytes = student ? (st.npart + CL_REDUCE_GUARD) * sizeof(float) : p.grid * acc;
     cudaError_t crc;
     if (cl_cuda_alloc(&st.in, a->n * 4, "input", err) ||
-        cl_cuda_alloc(&st.part, p.grid * acc, "partials", err) ||
+        cl_cuda_alloc(&st.part, part_bytes, "partials", err) ||
         cl_cuda_alloc(&st.out, 8, "result", err) || cl_cuda_timing_init(&st.t, err))
         goto done;
     if (v == CL_REDUCE_CUB) {
@@ -169,13 +266,14 @@ static int cuda_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out
         cl_cuda_fail(err, "input generation", crc);
         goto done;
     }
-    for (int w = 0; w < a->warmup; w++)
-        if (one_rep(v, &p, a, &st, w, NULL, err))
-            goto done;
-    for (int r = 0; r < a->reps && r < CL_MAX_REPS; r++) {
-        if (one_rep(v, &p, a, &st, r, &out->times.ms[r], err))
-            goto done;
-        out->times.reps = r + 1;
+    if (all_reps(v, &p, a, &st, out, err)) {
+        if (cl_cuda_abandoned())
+            return -1;              /* the kernel still runs: nothing else may touch the device */
+        goto done;
+    }
+    if (student) {
+        rc = student_collect(a, &st, out, err);
+        goto done;
     }
     {
         unsigned char val[8] = {0};
@@ -212,7 +310,12 @@ static uint64_t cuda_reduce_overhead(const cl_reduce_args *a)
     return partials + cl_cuda_flush_budget() + (16u << 20);
 }
 
+static bool cuda_runs_student(void)
+{
+    return true;
+}
+
 extern "C" {
 extern const cl_reduce_ops cl_cuda_reduce_ops;
 }
-const cl_reduce_ops cl_cuda_reduce_ops = {cuda_reduce_run, cuda_reduce_overhead};
+const cl_reduce_ops cl_cuda_reduce_ops = {cuda_runs_student, cuda_reduce_run, cuda_reduce_overhead};

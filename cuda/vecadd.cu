@@ -8,6 +8,12 @@
  * from the seed once, outside the timing; every rep copies them again. The L2
  * is flushed before each rep's copies and again before its kernel (outside
  * the events), so the kernel cannot read what the copy just left in L2.
+ *
+ * A student's kernel (a->student, --op add only) runs in the same reps in
+ * place of vecadd_add, under its launch limit. For add, C is filled with a
+ * sentinel before every kernel (outside the events) and followed by
+ * CL_VECADD_GUARD guard elements that are checked after the run: an element
+ * never written, or one written past the end of C, fails the check.
  */
 #include <cuda_runtime.h>
 
@@ -18,6 +24,7 @@
 
 #include "cudalab/vecadd.h"
 #include "common.h"
+#include "student_cuda.h"
 
 /* show-source: vecadd add */
 __global__ void vecadd_add(const float *__restrict__ x, const float *__restrict__ y,
@@ -42,6 +49,8 @@ typedef struct vstate {
     void *hx, *hy, *hout;               /* host */
     void *dx, *dy, *dz;                 /* device (dz unused by daxpy) */
     int pinned;
+    dim3 grid, block;                   /* the kernel's launch */
+    const void *student_func;           /* a->student's handle, else NULL */
     cudaEvent_t ev[4];                  /* h2d start / kernel start / kernel end / d2h end */
     cl_cuda_timing t;
 } vstate;
@@ -90,18 +99,46 @@ static void vstate_free(vstate *s)
     cl_cuda_timing_free(&s->t);
 }
 
-static cudaError_t launch(const cl_vecadd_args *a, vstate *s, unsigned grid)
+static int launch(const cl_vecadd_args *a, vstate *s, char *err)
 {
+    if (a->student) {
+        const float *x = (const float *)s->dx, *y = (const float *)s->dy;
+        float *z = (float *)s->dz;
+        int n = (int)a->n;
+        void *args[] = { &x, &y, &z, &n };
+        return cl_cuda_student_launch(a->student, s->student_func, s->grid, s->block, args, err);
+    }
     if (a->op == CL_VECADD_DAXPY)
-        vecadd_daxpy<<<grid, a->block>>>(a->alpha, (const double *)s->dx, (double *)s->dy, a->n);
+        vecadd_daxpy<<<s->grid, s->block>>>(a->alpha, (const double *)s->dx, (double *)s->dy, a->n);
     else
-        vecadd_add<<<grid, a->block>>>((const float *)s->dx, (const float *)s->dy, (float *)s->dz, a->n);
-    return cudaGetLastError();
+        vecadd_add<<<s->grid, s->block>>>((const float *)s->dx, (const float *)s->dy, (float *)s->dz, a->n);
+    cudaError_t rc = cudaGetLastError();
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "vecadd kernel launch", rc);
 }
 
-/* One rep: flush, H2D (x, y), flush, kernel, D2H (the result). With ms, the
- * three phases' times go to out's arrays at index r. */
-static int one_rep(const cl_vecadd_args *a, vstate *s, unsigned grid, int r, cl_vecadd_result *out, char *err)
+/* The elements of dz: C and its guards (add only). */
+static size_t z_elements(const cl_vecadd_args *a)
+{
+    return (size_t)a->n + CL_VECADD_GUARD;
+}
+
+/* The first guard element that is no longer the sentinel: n + k, or -1. */
+static int guard_check(const cl_vecadd_args *a, const vstate *s, int64_t *hit, char *err)
+{
+    static uint32_t guard[CL_VECADD_GUARD];
+    *hit = -1;
+    cudaError_t rc = cudaMemcpy(guard, (const float *)s->dz + a->n, sizeof guard, cudaMemcpyDeviceToHost);
+    if (rc != cudaSuccess)
+        return cl_cuda_fail(err, "copying C's guard elements back", rc);
+    for (int k = 0; k < CL_VECADD_GUARD && *hit < 0; k++)
+        if (guard[k] != CL_VECADD_SENTINEL)
+            *hit = (int64_t)a->n + k;
+    return 0;
+}
+
+/* One rep: flush, H2D (x, y), sentinel in C, flush, kernel, D2H (the
+ * result). With ms, the three phases' times go to out's arrays at index r. */
+static int one_rep(const cl_vecadd_args *a, vstate *s, int r, cl_vecadd_result *out, char *err)
 {
     size_t in = (size_t)(cl_vecadd_in_bytes(a->op) / 2 * a->n), res = (size_t)(cl_vecadd_out_bytes(a->op) * a->n);
     void *dres = a->op == CL_VECADD_DAXPY ? s->dy : s->dz;
@@ -113,20 +150,23 @@ static int one_rep(const cl_vecadd_args *a, vstate *s, unsigned grid, int r, cl_
         return cl_cuda_fail(err, "cudaMemcpy host to device", rc);
     if ((rc = cudaEventRecord(s->ev[0], 0)) != cudaSuccess)
         return cl_cuda_fail(err, "cudaEventRecord", rc);
+    if (a->op == CL_VECADD_ADD &&
+        (rc = cudaMemsetAsync(s->dz, 0xFF, z_elements(a) * sizeof(float), 0)) != cudaSuccess)
+        return cl_cuda_fail(err, "filling C with the sentinel", rc);
     if (cl_cuda_flush_l2(&s->t, r + 1, "L2 flush", err))
         return -1;
     if ((rc = cudaEventRecord(s->ev[1], 0)) != cudaSuccess)
         return cl_cuda_fail(err, "cudaEventRecord", rc);
-    if ((rc = launch(a, s, grid)) != cudaSuccess)
-        return cl_cuda_fail(err, "vecadd kernel launch", rc);
+    if (launch(a, s, err))
+        return -1;
     if ((rc = cudaEventRecord(s->ev[2], 0)) != cudaSuccess)
         return cl_cuda_fail(err, "cudaEventRecord", rc);
     if ((rc = cudaMemcpyAsync(s->hout, dres, res, cudaMemcpyDeviceToHost, 0)) != cudaSuccess)
         return cl_cuda_fail(err, "cudaMemcpy device to host", rc);
     if ((rc = cudaEventRecord(s->ev[3], 0)) != cudaSuccess)
         return cl_cuda_fail(err, "cudaEventRecord", rc);
-    if ((rc = cudaEventSynchronize(s->ev[3])) != cudaSuccess)
-        return cl_cuda_fail(err, "vecadd (copies and kernel)", rc);
+    if (cl_cuda_synchronize("vecadd (copies and kernel)", err))
+        return -1;
     if (!out)
         return 0;
     if ((rc = cudaEventElapsedTime(&out->h2d.ms[r], s->t.e0, s->ev[0])) != cudaSuccess ||
@@ -137,26 +177,67 @@ static int one_rep(const cl_vecadd_args *a, vstate *s, unsigned grid, int r, cl_
     return 0;
 }
 
+/* The launch: the built-in kernel's ⌈n/B⌉ blocks of --block, or a student's
+ * block and grid (⌈n/threads per block⌉ unless --grid), checked against what
+ * the kernel and the device allow before anything runs. */
+static int plan(const cl_vecadd_args *a, vstate *s, cl_vecadd_result *out, char *err)
+{
+    unsigned blocks;
+    if (!a->student) {
+        if (cl_cuda_blocks(a->n, a->block, &blocks, err))
+            return -1;
+        s->grid = dim3(blocks), s->block = dim3((unsigned)a->block);
+        return 0;
+    }
+    if (a->op != CL_VECADD_ADD || a->n > 2147483647u) {
+        snprintf(err, CL_ERR_LEN, "%s implements --op add with int n: n <= 2^31 - 1", a->student->name);
+        return -1;
+    }
+    if (cl_cuda_student_func(a->student, &s->student_func, err))
+        return -1;
+    s->block = cl_cuda_student_block(a->student);
+    if (cl_cuda_blocks(a->n, (int)(s->block.x * s->block.y * s->block.z), &blocks, err))
+        return -1;
+    s->grid = cl_cuda_student_grid(a->student, dim3(blocks));
+    return cl_cuda_student_describe(a->student, s->student_func, s->grid, s->block, &out->launch, err);
+}
+
+/* Warm-up and timed reps, under the student kernel's launch limit. */
+static int reps(const cl_vecadd_args *a, vstate *s, cl_vecadd_result *out, char *err)
+{
+    if (a->student)
+        cl_cuda_set_limit(a->student->limit_ms, a->student->name);
+    int rc = 0;
+    for (int w = 0; w < a->warmup && rc == 0; w++)
+        rc = one_rep(a, s, w, NULL, err);
+    for (int r = 0; r < a->reps && r < CL_MAX_REPS && rc == 0; r++)
+        rc = one_rep(a, s, r, out, err);
+    cl_cuda_set_limit(0, NULL);
+    return rc;
+}
+
 static int cuda_vecadd_run(const cl_vecadd_args *a, cl_vecadd_result *out, char *err)
 {
     memset(out, 0, sizeof *out);
-    if (a->op < 0 || a->op >= CL_VECADD_NOPS || a->n < 1 || a->block < 32 || a->block > 1024) {
+    out->guard_hit = -1;
+    if (a->op < 0 || a->op >= CL_VECADD_NOPS || a->n < 1 ||
+        (!a->student && (a->block < 32 || a->block > 1024))) {
         snprintf(err, CL_ERR_LEN, "bad %%vecadd arguments");
         return -1;
     }
-    unsigned blocks;
-    if (cl_cuda_blocks(a->n, a->block, &blocks, err))
-        return -1;
     cudaError_t rc;
     vstate s;
     memset(&s, 0, sizeof s);
     s.pinned = a->pinned;
     size_t in = (size_t)(cl_vecadd_in_bytes(a->op) / 2 * a->n), res = (size_t)(cl_vecadd_out_bytes(a->op) * a->n);
     int ret = -1;
+    if (plan(a, &s, out, err))
+        return -1;
     if (host_alloc(&s.hx, in, a->pinned, "host x", err) || host_alloc(&s.hy, in, a->pinned, "host y", err) ||
         host_alloc(&s.hout, res, a->pinned, "host result", err) ||
         cl_cuda_alloc(&s.dx, in, "device x", err) || cl_cuda_alloc(&s.dy, in, "device y", err) ||
-        (a->op == CL_VECADD_ADD && cl_cuda_alloc(&s.dz, res, "device z", err)) || cl_cuda_timing_init(&s.t, err))
+        (a->op == CL_VECADD_ADD && cl_cuda_alloc(&s.dz, z_elements(a) * sizeof(float), "device z", err)) ||
+        cl_cuda_timing_init(&s.t, err))
         goto done;
     for (int i = 0; i < 4; i++)
         if ((rc = cudaEventCreate(&s.ev[i])) != cudaSuccess) {
@@ -164,29 +245,39 @@ static int cuda_vecadd_run(const cl_vecadd_args *a, cl_vecadd_result *out, char 
             goto done;
         }
     cl_vecadd_fill(a->op, a->n, a->seed, s.hx, s.hy);
-    for (int w = 0; w < a->warmup; w++)
-        if (one_rep(a, &s, blocks, w, NULL, err))
-            goto done;
-    for (int r = 0; r < a->reps && r < CL_MAX_REPS; r++)
-        if (one_rep(a, &s, blocks, r, out, err))
-            goto done;
+    if (reps(a, &s, out, err)) {
+        if (cl_cuda_abandoned())
+            return -1;              /* the kernel still runs: nothing else may touch the device */
+        goto done;
+    }
+    if (a->op == CL_VECADD_ADD && guard_check(a, &s, &out->guard_hit, err))
+        goto done;
     if (a->check)
         cl_vecadd_verify(a, s.hout, out);
-    {
+    if (a->student) {
+        snprintf(out->impl, sizeof out->impl, "CUDA: cudaMemcpyAsync from %s host memory, your kernel %s "
+                 "(%u x %u), cudaMemcpyAsync back", a->pinned ? "pinned" : "pageable", a->student->name,
+                 s.grid.x * s.grid.y * s.grid.z, s.block.x * s.block.y * s.block.z);
+    } else {
         const void *func = a->op == CL_VECADD_DAXPY ? (const void *)vecadd_daxpy : (const void *)vecadd_add;
-        if (cl_cuda_describe(func, dim3(blocks), dim3(a->block), &out->launch, err))
+        if (cl_cuda_describe(func, s.grid, s.block, &out->launch, err))
             goto done;
+        snprintf(out->impl, sizeof out->impl, "CUDA: cudaMemcpyAsync from %s host memory, %s (%u x %d), "
+                 "cudaMemcpyAsync back", a->pinned ? "pinned" : "pageable",
+                 a->op == CL_VECADD_DAXPY ? "vecadd_daxpy" : "vecadd_add", s.grid.x, a->block);
     }
-    snprintf(out->impl, sizeof out->impl, "CUDA: cudaMemcpyAsync from %s host memory, %s (%llu x %d), "
-             "cudaMemcpyAsync back", a->pinned ? "pinned" : "pageable",
-             a->op == CL_VECADD_DAXPY ? "vecadd_daxpy" : "vecadd_add", (unsigned long long)blocks, a->block);
     ret = 0;
 done:
     vstate_free(&s);
     return ret;
 }
 
+static bool cuda_runs_student(void)
+{
+    return true;
+}
+
 extern "C" {
 extern const cl_vecadd_ops cl_cuda_vecadd_ops;
-const cl_vecadd_ops cl_cuda_vecadd_ops = {cuda_vecadd_run};
+const cl_vecadd_ops cl_cuda_vecadd_ops = {cuda_runs_student, cuda_vecadd_run};
 }

@@ -6,6 +6,11 @@
  * them by id. Adding a variant = one kernel function in cuda/, its CPU
  * analogue in cpu/, and one row here.
  *
+ * A student's %%kernel (student.h) is one more variant, run as
+ * CL_VARIANT_STUDENT under the contract cl_reduce_student: float sum only.
+ * Its partials come back to the host, which adds them in double and checks
+ * each against the expected sum of its block's section (cl_reduce_partials_check).
+ *
  * Inputs: float from cl_uniform (in [-1, 1)), int from cl_uniform_int in
  * [CL_REDUCE_INT_LO, CL_REDUCE_INT_HI]. Integer sums accumulate in int64 on
  * both backends (the device too), so no size that fits in memory can
@@ -14,12 +19,14 @@
 #ifndef CUDALAB_REDUCE_H
 #define CUDALAB_REDUCE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "cudalab/backend.h"
 #include "cudalab/family.h"
 #include "cudalab/measure.h"
+#include "cudalab/student.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -63,6 +70,22 @@ typedef enum cl_reduce_variant_id {
 /* The contract's table, in enum order (each file that reads it has its copy). */
 static const cl_variant cl_reduce_variants[CL_REDUCE_NVARIANTS] = {CL_REDUCE_VARIANTS(CL_VARIANT_ROW)};
 
+/* What a student's %%kernel for %reduce implements (student.h): a float sum. */
+static const cl_student_contract cl_reduce_student = {
+    "const float *input, float *partial, int n",
+    "float *, float *, int",
+    "B threads per block (--block, 256 by default; B = the block's threads), grid ⌈n/(2B)⌉ (--grid "
+    "overrides): block b sums input[2Bb, 2Bb + 2B) ∩ [0, n) and writes partial[b]; the harness adds "
+    "the partials on the host, in double",
+    {256, 1, 1},
+    0,
+};
+
+/* The elements block b of a student's kernel sums, by the launch rule: 2B. */
+static inline uint64_t cl_reduce_student_section(int threads) { return 2 * (uint64_t)threads; }
+/* Partials after a student kernel's on the device, filled with a sentinel and checked after the run. */
+#define CL_REDUCE_GUARD 1024
+
 typedef enum cl_reduce_op { CL_REDUCE_SUM, CL_REDUCE_MAX, CL_REDUCE_MIN } cl_reduce_op;
 typedef enum cl_reduce_dtype { CL_REDUCE_FLOAT, CL_REDUCE_INT } cl_reduce_dtype;
 
@@ -72,6 +95,9 @@ typedef struct cl_reduce_args {
     cl_reduce_op op;
     cl_reduce_dtype dtype;
     int block;                    /* threads per block of the first pass: power of two, 32..1024 */
+    const cl_student_kernel *student; /* CL_VARIANT_STUDENT: the kernel (float sum), else NULL */
+    float *partials;              /* student: host room for the partials, copied back after the run */
+    uint64_t npartials;           /* its length: at least the kernel's grid */
     uint64_t seed;
     int reps;                     /* 1..CL_MAX_REPS */
     int warmup;
@@ -84,9 +110,13 @@ typedef struct cl_reduce_result {
     cl_launch final;              /* the pass that reduces the partials; kernels == 0 when none */
     cl_times times;
     char impl[160];               /* what actually ran, in words ("CUDA kernels ...", "CPU analogue ...") */
+    uint64_t partials;            /* student: partials written to a->partials (the grid) */
+    int64_t guard_hit;            /* student: the first partial past the grid that was written, else -1 */
 } cl_reduce_result;
 
 typedef struct cl_reduce_ops {
+    /* Whether this backend runs students' kernels (v = CL_VARIANT_STUDENT). */
+    bool (*runs_student)(void);
     /* Generates the input from a->seed, runs a->warmup untimed and a->reps timed
      * reductions with variant v (enum cl_reduce_variant_id), and fills out. 0, or -1 with a reason in err. */
     int (*run)(int v, const cl_reduce_args *a, cl_reduce_result *out, char *err);
@@ -107,6 +137,17 @@ typedef struct cl_reduce_ref {
  * threads; deterministic. 0, or -1 with a reason in err (out of memory). */
 int cl_reduce_reference(uint64_t n, cl_reduce_dtype dtype, uint64_t seed, cl_reduce_ref *out,
                         char *err);
+
+/* The first of count partials (block b summed input[section·b, section·b + section) ∩ [0, n)
+ * of the float input of seed) off its expected sum in double by more than
+ * rtol · max(|sum|, sqrt(Σx²)) of its section, rtol = 1e-5 · log2(section);
+ * index -1 when every partial is right. */
+typedef struct cl_reduce_partial_check {
+    int64_t index;
+    double got, want;
+} cl_reduce_partial_check;
+void cl_reduce_partials_check(uint64_t n, uint64_t seed, uint64_t section, const float *partials,
+                              uint64_t count, cl_reduce_partial_check *out);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,13 @@
  * device-to-host copy separately (CUDA events on the GPU; the monotonic clock
  * around memcpy and the host threads on the CPU).
  *
+ * The variants (--variant) are the kernels that compute it: ours, and a
+ * student's %%kernel (student.h), which implements add only, under the
+ * contract cl_vecadd_student. Its output is filled with a sentinel before
+ * every rep and followed on the device by guard elements that are checked
+ * after the run, so an element never written or one written past the end of
+ * C (a missing bounds check) fails the check.
+ *
  * Both sides compute daxpy with an explicit fused multiply-add (fma() on the
  * device and in C99 on the host, both correctly rounded), so every element
  * must match the host's value bit for bit; a float add is one correctly
@@ -18,12 +25,14 @@
 #define CUDALAB_VECADD_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "cudalab/backend.h"
 #include "cudalab/family.h"
 #include "cudalab/measure.h"
+#include "cudalab/student.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -40,14 +49,41 @@ extern "C" {
 
 typedef enum cl_vecadd_op { CL_VECADD_OPS(CL_VARIANT_ID) CL_VECADD_NOPS } cl_vecadd_op;
 
-/* The contract's table, in enum order (each file that reads it has its copy). */
-static const cl_variant cl_vecadd_variants[CL_VECADD_NOPS] = {CL_VECADD_OPS(CL_VARIANT_ROW)};
+/* The operations' table, in enum order (each file that reads it has its copy). */
+static const cl_variant cl_vecadd_op_rows[CL_VECADD_NOPS] = {CL_VECADD_OPS(CL_VARIANT_ROW)};
+
+/* X(id, name, launch, what it teaches, flags): the family contract's variants
+ * (family.h), the kernels --variant chooses; a student's kernel is one more. */
+#define CL_VECADD_VARIANTS(X)                                                             \
+    X(CL_VECADD_V_BUILTIN, "builtin", "ceil(N/B) blocks of B (--block), one element per thread", \
+      "the lecture's vecAddKernel: i = blockIdx.x*blockDim.x + threadIdx.x; if (i < n) ...", \
+      CL_V_BLOCK)
+
+enum cl_vecadd_variant_id { CL_VECADD_VARIANTS(CL_VARIANT_ID) CL_VECADD_NVARIANTS };
+
+static const cl_variant cl_vecadd_variants[CL_VECADD_NVARIANTS] = {CL_VECADD_VARIANTS(CL_VARIANT_ROW)};
+
+/* What a student's %%kernel for %vecadd implements (student.h): --op add only. */
+static const cl_student_contract cl_vecadd_student = {
+    "const float *A, const float *B, float *C, int n",
+    "float *, float *, float *, int",
+    "one thread per element: i = blockIdx.x·blockDim.x + threadIdx.x, C[i] = A[i] + B[i] for i < n; "
+    "block 256 (--block), grid ⌈n/threads per block⌉ (--grid overrides)",
+    {256, 1, 1},
+    0,
+};
+
+/* Guard elements after a student kernel's C on the device, and the bit
+ * pattern they and C hold before each rep (a NaN no addition produces). */
+#define CL_VECADD_GUARD 4096
+#define CL_VECADD_SENTINEL 0xFFFFFFFFu
 
 typedef struct cl_vecadd_args {
     uint64_t n;                 /* elements, >= 1 */
     cl_vecadd_op op;
     int pinned;                 /* host buffers: 1 = page-locked (cudaMallocHost), 0 = malloc */
-    int block;                  /* threads per block: multiple of 32, 32..1024 */
+    int block;                  /* threads per block: multiple of 32, 32..1024 (built-in kernel) */
+    const cl_student_kernel *student; /* --op add with a student's kernel instead, else NULL */
     double alpha;               /* daxpy's a */
     uint64_t seed;
     int reps, warmup;
@@ -60,10 +96,14 @@ typedef struct cl_vecadd_result {
     uint64_t mismatches;        /* elements whose result differs from the host's (check only) */
     uint64_t first_bad;         /* index of the first one */
     double got, want;           /* its value and the expected one */
+    int64_t guard_hit;          /* student kernels: the first element past the end of C that was
+                                 * written (n + k), -1 when the guards are intact */
     char impl[200];             /* what ran, in words */
 } cl_vecadd_result;
 
 typedef struct cl_vecadd_ops {
+    /* Whether this backend runs students' kernels (a->student). */
+    bool (*runs_student)(void);
     int (*run)(const cl_vecadd_args *a, cl_vecadd_result *out, char *err);
 } cl_vecadd_ops;
 

@@ -16,11 +16,21 @@
 #include "magic/show_source.h"
 #include "magic/sweep.h"
 #include "magics/reduce_internal.h"
+#include "student/run.h"
+#include "student/store.h"
+
+static bool runs_student(const cl_backend *b)
+{
+    return b->reduce && b->reduce->runs_student();
+}
 
 const family_spec reduce_family = {
     .magic = "reduce",
     .variants = cl_reduce_variants,
     .nvariants = CL_REDUCE_NVARIANTS,
+    .student = &cl_reduce_student,
+    .quick = "--size 100003",
+    .runs_student = runs_student,
 };
 
 static const char *const op_choices[] = {"sum", "max", "min", NULL};
@@ -34,9 +44,11 @@ static const flag_spec reduce_flags[] = {
      .help = "float (uniform in [-1, 1)) or int (uniform in [-1000, 1000], summed in int64)"},
     {.name = "op", .type = FLAG_CHOICE, .def = "sum", .choices = op_choices, .opts = FLAG_LIST,
      .help = "sum, max or min"},
-    {.name = "block", .type = FLAG_INT, .def = "256", .imin = 32, .imax = 1024, .opts = FLAG_LIST,
-     .help = "threads per block of the first pass: a power of two, 32..1024"},
+    {.name = "block", .type = FLAG_DIMS, .imin = 1, .imax = 1024, .opts = FLAG_LIST,
+     .help = "threads per block of the first pass (256 by default): a power of two, 32..1024; your "
+             "kernels any block (default: the %%kernel line's); a list sweeps"},
     FAMILY_VARIANT_FLAG(&reduce_family, "all"),
+    STUDENT_RUN_FLAGS,
     SWEEP_MEASURE_FLAGS("seed of the generated input",
                         "timed runs per point",
                         "check each result against a double-precision host reduction",
@@ -62,33 +74,101 @@ static const sweep_column reduce_columns[] = {
 /* ---- validation ---- */
 
 
-/* --variant all -> every variant, in table order; duplicates are dropped. */
+/* --variant as an array without duplicates: `all` is every built-in variant
+ * in table order (never a student's kernel, which is named or not run), a
+ * student's kernel only where the backend runs it. */
 static int expand_variants(magic_ctx *ctx, json_t *params, const rd_env *env)
 {
-    json_t *out = family_select(ctx, &reduce_family, json_object_get(params, "variant"), NULL, NULL,
-                                env->backend->name);
-    if (!out)
-        return -1;
-    json_object_set_new(params, "variant", out);
-    return 0;
+    json_t *given = sweep_as_list(json_object_get(params, "variant")), *out = json_array(), *v, *one;
+    size_t i, k;
+    int rc = 0;
+    json_array_foreach(given, i, v) {
+        const char *name = json_string_value(v);
+        if (student_find(name)) {
+            if (!runs_student(env->backend)) {
+                rc = student_refuse_backend(ctx, name);
+                break;
+            }
+            one = json_pack("[s]", name);
+        } else if (!(one = family_select(ctx, &reduce_family, v, NULL, NULL, env->backend->name))) {
+            rc = -1;
+            break;
+        }
+        json_array_foreach(one, k, v) {
+            bool seen = false;
+            for (size_t j = 0; j < json_array_size(out); j++)
+                seen |= json_equal(json_array_get(out, j), v);
+            if (!seen)
+                json_array_append(out, v);
+        }
+        json_decref(one);
+    }
+    json_decref(given);
+    if (rc == 0)
+        json_object_set(params, "variant", out);
+    json_decref(out);
+    return rc;
 }
 
+int rd_block_of(const json_t *point)
+{
+    const json_t *b = json_object_get(point, "block");
+    return json_is_array(b) ? (int)json_integer_value(json_array_get(b, 0)) : RD_BLOCK_DEFAULT;
+}
+
+/* The built-in variants take a 1D block, a power of two from 32 to 1024; a
+ * student's kernel any block, and sums floats with an int n. */
 static int check_blocks(magic_ctx *ctx, const json_t *params, int *first)
 {
-    json_t *blocks = sweep_as_list(json_object_get(params, "block"));
+    const json_t *variants = json_object_get(params, "variant"), *v;
+    const char *student = NULL;
+    bool builtin = false;
     size_t i;
-    json_t *v;
+    json_array_foreach(variants, i, v) {
+        if (family_builtin(&reduce_family, json_string_value(v)) >= 0)
+            builtin = true;
+        else if (!student)
+            student = json_string_value(v);
+    }
+    json_t *blocks = sweep_as_list(json_object_get(params, "block"));
     int rc = 0;
-    *first = (int)json_integer_value(json_array_get(blocks, 0));
-    json_array_foreach(blocks, i, v) {
-        json_int_t b = json_integer_value(v);
-        if (b < 32 || b > 1024 || (b & (b - 1)) != 0) {
+    json_t *b;
+    *first = json_is_array(json_array_get(blocks, 0)) ? (int)json_integer_value(json_array_get(json_array_get(blocks, 0), 0))
+                                                     : RD_BLOCK_DEFAULT;
+    json_array_foreach(blocks, i, b) {
+        if (!builtin || !json_is_array(b))
+            continue;
+        json_int_t x = json_integer_value(json_array_get(b, 0));
+        if (json_integer_value(json_array_get(b, 1)) > 1 || json_integer_value(json_array_get(b, 2)) > 1) {
+            rc = magic_error(ctx, "UsageError", "--block: %%reduce is one-dimensional: the built-in variants "
+                             "take --block B threads (your kernels may take a 2D or 3D block)");
+            break;
+        }
+        if (x < 32 || x > 1024 || (x & (x - 1)) != 0) {
             rc = magic_error(ctx, "UsageError", "--block %" JSON_INTEGER_FORMAT ": threads per block "
-                             "must be a power of two from 32 to 1024 (32, 64, 128, 256, 512, 1024)", b);
+                             "must be a power of two from 32 to 1024 (32, 64, 128, 256, 512, 1024)", x);
             break;
         }
     }
     json_decref(blocks);
+    if (rc || !student)
+        return rc;
+    static const struct { const char *flag, *want; } only[] = {{"op", "sum"}, {"dtype", "float"}};
+    for (size_t f = 0; f < 2 && !rc; f++) {
+        json_t *vals = sweep_as_list(json_object_get(params, only[f].flag));
+        json_array_foreach(vals, i, v)
+            if (strcmp(json_string_value(v), only[f].want) != 0 && !rc)
+                rc = magic_error(ctx, "UsageError", "--%s %s: %s is your kernel, and your kernels compute a "
+                                 "float sum only (--op sum --dtype float); run the built-in variants for the "
+                                 "others", only[f].flag, json_string_value(v), student);
+        json_decref(vals);
+    }
+    json_t *sizes = sweep_as_list(json_object_get(params, "size"));
+    json_array_foreach(sizes, i, v)
+        if (json_integer_value(v) > 2147483647 && !rc)
+            rc = magic_error(ctx, "UsageError", "--size %" JSON_INTEGER_FORMAT ": your kernel %s takes int n, "
+                             "at most 2147483647 elements", json_integer_value(v), student);
+    json_decref(sizes);
     return rc;
 }
 
@@ -171,6 +251,8 @@ static int env_init(magic_ctx *ctx, json_t *params, rd_env *env)
     env->reps = (int)json_integer_value(json_object_get(params, "reps"));
     env->warmup = (int)json_integer_value(json_object_get(params, "warmup"));
     env->check = json_is_true(json_object_get(params, "check"));
+    static const char *const student_only[] = {"define", NULL};
+    env->student_firsts = student_first_values(params, student_only);
     if (expand_variants(ctx, params, env) || check_blocks(ctx, params, &env->first_block) ||
         check_sizes(ctx, params, env))
         return -1;
@@ -208,6 +290,7 @@ static int reduce_run(magic_ctx *ctx, const json_t *params, const char *body)
     int rc = env_init(ctx, p, &env);
     if (rc == 0)
         rc = sweep_run(ctx, &reduce_sweep, p, &env);
+    json_decref(env.student_firsts);
     json_decref(p);
     return rc;
 }
@@ -243,10 +326,17 @@ const magic_spec magic_reduce = {
         "Each run also reports the value, the launch (grid, block, shared memory, registers, "
         "kernels) and, for two-pass variants, the second pass's launch. Without a GPU every "
         "variant runs its CPU analogue (host threads stand in for blocks) and cub runs the CPU "
-        "reference.",
+        "reference.\n\n"
+        "A %%kernel --for reduce cell adds your kernel as one more variant (named in --variant; all "
+        "never includes it): __global__ void NAME(const float *input, float *partial, int n); B threads "
+        "per block (--block, 256 by default), grid ceil(n/(2B)) (--grid overrides): block b sums "
+        "input[2Bb, 2Bb + 2B) that are < n and writes partial[b]. The harness times your kernel alone, "
+        "copies the partials back and adds them on the host in double; the check compares each partial "
+        "with its section's sum (naming the first wrong one) and the total as above. Float sums only.",
     .flags = reduce_flags,
     .mode = MAGIC_LINE,
     .where = MAGIC_WORKER,
     .run = reduce_run,
     .examples = reduce_examples,
+    .attach = student_attach,
 };

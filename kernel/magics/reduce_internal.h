@@ -22,6 +22,7 @@ typedef struct rd_env {
     int reps, warmup;
     bool check;
     int first_block;                /* variants that take no --block run at this one only */
+    json_t *student_firsts;         /* built-in variants run at these values of -D only */
     double bw_gbs, host_bw_gbs;     /* measured copy bandwidth; 0 = not measured (yet) */
     bool host_bw_tried;
     /* the reference of the last (size, dtype): every op and variant of a size shares it */
@@ -33,6 +34,11 @@ typedef struct rd_env {
 
 /* The family as the framework serves it (reduce.c). */
 extern const family_spec reduce_family;
+
+/* The first pass's threads per block when --block is not given. */
+#define RD_BLOCK_DEFAULT 256
+/* A point's threads per block for the built-in variants (its --block's x). */
+int rd_block_of(const json_t *point);
 
 /* The sweep's point function: runs one (size, dtype, op, block, variant). */
 int rd_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user);

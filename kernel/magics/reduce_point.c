@@ -16,6 +16,11 @@
  * of 2B elements moves the sum by about sqrt(2B/3) (13 for B = 256), ten
  * times the bound at N = 2^26; the int runs, which use the same kernels,
  * catch a single lost element exactly.
+ *
+ * A student's kernel (a float sum) writes one partial per block; the host adds
+ * them in double. Its check also compares every partial with the sum of its
+ * block's section under the same bound, so the first wrong block is named,
+ * and the partials' guards (written past the grid) must stay intact.
  */
 #include <math.h>
 #include <stdio.h>
@@ -24,6 +29,7 @@
 
 #include "magic/sweep.h"
 #include "magics/reduce_internal.h"
+#include "student/run.h"
 
 static bool uses_block(int v)
 {
@@ -112,10 +118,17 @@ host_work rd_host_work(magic_ctx *ctx, const json_t *pt, void *user)
     const rd_env *env = user;
     host_work w = {0};
     int v = family_builtin(&reduce_family, json_string_value(json_object_get(pt, "variant")));
-    int block = (int)json_integer_value(json_object_get(pt, "block"));
-    if (v < 0 || (!uses_block(v) && block != env->first_block))
-        return w;                   /* the point runs nothing (rd_point says why) */
+    int block = rd_block_of(pt);
     double n = (double)json_integer_value(json_object_get(pt, "size"));
+    if (v < 0) {                    /* a student's kernel runs on the GPU; the host checks it */
+        if (env->check) {           /* the reference, then every partial's section again, serially */
+            w.check = n;
+            w.check_rate = 1.0 / (1.0 / (RD_RATE_REFERENCE * host_work_cores()) + 1.0 / RD_RATE_INPUT);
+        }
+        return w;
+    }
+    if ((!uses_block(v) && block != env->first_block) || !student_at_first(env->student_firsts, pt))
+        return w;                   /* the point runs nothing (rd_point says why) */
     bool is_int = strcmp(json_string_value(json_object_get(pt, "dtype")), "int") == 0;
     double cores = host_work_cores();
     bool loop = (cl_reduce_variants[v].flags & CL_V_HOST) != 0;    /* one host thread */
@@ -147,8 +160,8 @@ static double host_bandwidth(rd_env *env)
     return env->host_bw_gbs;
 }
 
-static json_t *run_json(rd_env *env, int v, const char *backend_name, const cl_reduce_args *a,
-                        const cl_reduce_result *r, const cl_variant *row)
+static json_t *run_json(rd_env *env, json_t *block, const char *backend_name, const cl_reduce_args *a,
+                        const cl_reduce_result *r, const cl_variant *row, const char *config)
 {
     double median = stats_median(&r->times);
     double gbs = median > 0 ? (double)a->n * 4.0 / (median * 1e6) : 0;
@@ -157,7 +170,7 @@ static json_t *run_json(rd_env *env, int v, const char *backend_name, const cl_r
     json_t *run = json_pack("{s:s, s:I, s:s, s:s, s:o, s:s, s:s}", "variant", row->name, "size",
                             (json_int_t)a->n, "dtype", a->dtype == CL_REDUCE_FLOAT ? "float" : "int",
                             "op", a->op == CL_REDUCE_SUM ? "sum" : a->op == CL_REDUCE_MAX ? "max" : "min",
-                            "block", uses_block(v) ? json_integer(a->block) : json_null(), "backend",
+                            "block", block, "backend",
                             backend_name, "impl", r->impl);
     json_object_set_new(run, "time_ms", stats_json(&r->times));
     json_object_set_new(run, "gbs", json_real(gbs));
@@ -166,21 +179,122 @@ static json_t *run_json(rd_env *env, int v, const char *backend_name, const cl_r
     json_object_set_new(run, "value", a->dtype == CL_REDUCE_FLOAT ? real_or_null(r->fvalue)
                                                                  : json_integer(r->ivalue));
     json_t *launch = r->launch.kernels > 0 ? launch_json(&r->launch) : json_object();
-    json_object_set_new(launch, "config", json_string(row->launch));
+    json_object_set_new(launch, "config", json_string(config));
     json_object_set_new(run, "launch", launch);
     json_object_set_new(run, "launch_final", r->final.kernels > 0 ? launch_json(&r->final) : json_null());
     return run;
 }
 
+/* ---- a student's kernel ---- */
+
+/* Its threads per block, and the run's "block": an integer, or the dimensions
+ * where the block has more than one. */
+static int threads_of(const cl_student_kernel *k)
+{
+    return k->block[0] * (k->block[1] > 0 ? k->block[1] : 1) * (k->block[2] > 0 ? k->block[2] : 1);
+}
+
+static json_t *student_block_json(const cl_student_kernel *k)
+{
+    if (k->block[1] <= 1 && k->block[2] <= 1)
+        return json_integer(k->block[0]);
+    return json_pack("[i, i, i]", k->block[0], k->block[1], k->block[2]);
+}
+
+/* Partials the kernel writes: its --grid's blocks, else ⌈n/2B⌉. */
+static uint64_t student_partials(const cl_student_kernel *k, uint64_t n)
+{
+    if (k->grid[0] > 0)
+        return (uint64_t)k->grid[0] * (k->grid[1] > 0 ? k->grid[1] : 1) * (k->grid[2] > 0 ? k->grid[2] : 1);
+    uint64_t section = cl_reduce_student_section(threads_of(k));
+    return (n + section - 1) / section;
+}
+
+/* The total's check, then the partials': the guards, each partial against its
+ * section (by the launch rule only), naming what a student fixes first. */
+static void student_check(const cl_reduce_args *a, const cl_student_kernel *k, const cl_reduce_result *r,
+                          json_t *check)
+{
+    json_object_set_new(check, "partials", json_integer((json_int_t)r->partials));
+    json_object_set_new(check, "out_of_bounds", r->guard_hit >= 0 ? json_integer(r->guard_hit) : json_null());
+    const char *first = NULL;
+    char buf[256];
+    cl_reduce_partial_check pc = {-1, 0, 0};
+    if (r->guard_hit >= 0) {
+        snprintf(buf, sizeof buf, "partial[%lld] was written, past the grid's %llu blocks", (long long)r->guard_hit,
+                 (unsigned long long)r->partials);
+        first = buf;
+    } else if (k->grid[0] == 0) {
+        cl_reduce_partials_check(a->n, a->seed, cl_reduce_student_section(threads_of(k)), a->partials, r->partials,
+                                 &pc);
+        if (pc.index >= 0) {
+            snprintf(buf, sizeof buf, "partial[%lld] = %.9g%s, expected %.9g", (long long)pc.index, pc.got,
+                     isnan(pc.got) ? " (never written?)" : "", pc.want);
+            first = buf;
+        }
+    }
+    if (!first && json_is_false(json_object_get(check, "passed"))) {
+        snprintf(buf, sizeof buf, "the sum of the partials = %.9g, expected %.9g", r->fvalue,
+                 json_real_value(json_object_get(check, "reference")));
+        first = buf;
+    }
+    if (first) {
+        json_object_set_new(check, "passed", json_false());
+        json_object_set_new(check, "first_wrong", json_string(first));
+    }
+}
+
+static int student_point(magic_ctx *ctx, rd_env *env, const student_def *def, const json_t *pt, cl_reduce_args *a,
+                         json_t *runs)
+{
+    student_launch sl;
+    if (student_prepare(ctx, def, pt, 0, &sl) != 0)
+        return -1;
+    a->student = &sl.kernel;
+    a->npartials = student_partials(&sl.kernel, a->n);
+    cl_reduce_result *r = malloc(sizeof *r);
+    a->partials = malloc((a->npartials ? a->npartials : 1) * sizeof(float));
+    char err[CL_ERR_LEN] = "";
+    int rc = 0;
+    if (!r || !a->partials)
+        rc = magic_error(ctx, "MemoryError", "out of host memory for %llu partials", (unsigned long long)a->npartials);
+    else if (env->ops->run(CL_VARIANT_STUDENT, a, r, err) != 0)
+        rc = magic_error(ctx, "CudaError", "%%reduce --variant %s (size %llu): %s", def->name,
+                         (unsigned long long)a->n, err);
+    if (rc == 0) {
+        const cl_variant *row = family_variant(&reduce_family, (size_t)family_index(&reduce_family, def->name));
+        json_t *run = run_json(env, student_block_json(&sl.kernel), env->backend->name, a, r, row,
+                               cl_reduce_student.launch);
+        student_run_json(&sl, run);
+        json_t *check = env->check ? rd_check(ctx, env, a, r) : check_skipped_json();
+        if (check && env->check)
+            student_check(a, &sl.kernel, r, check);
+        if (check) {
+            json_object_set_new(run, "check", check);
+            json_array_append_new(runs, run);
+        } else {
+            json_decref(run);
+            rc = -1;
+        }
+    }
+    free(r);
+    free(a->partials);
+    a->partials = NULL;
+    student_launch_free(&sl);
+    return rc;
+}
+
 int rd_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
 {
     rd_env *env = user;
-    int v = family_point_variant(ctx, &reduce_family, pt);
-    if (v < 0)
+    const char *name = json_string_value(json_object_get(pt, "variant"));
+    const student_def *def = family_builtin(&reduce_family, name) < 0 ? student_find(name) : NULL;
+    int v = def ? CL_VARIANT_STUDENT : family_point_variant(ctx, &reduce_family, pt);
+    if (v < 0 && !def)
         return -1;
-    int block = (int)json_integer_value(json_object_get(pt, "block"));
-    if (!uses_block(v) && block != env->first_block)
-        return 0;                   /* cpu and cub run once per size, not once per --block */
+    int block = rd_block_of(pt);
+    if (!def && ((!uses_block(v) && block != env->first_block) || !student_at_first(env->student_firsts, pt)))
+        return 0;                   /* cpu and cub run once per size, not once per --block; built-ins once per -D */
     cl_reduce_args a = {
         .n = (uint64_t)json_integer_value(json_object_get(pt, "size")),
         .op = op_of(json_string_value(json_object_get(pt, "op"))),
@@ -188,6 +302,8 @@ int rd_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
                                                                                    : CL_REDUCE_FLOAT,
         .block = block, .seed = env->seed, .reps = env->reps, .warmup = env->warmup,
     };
+    if (def)
+        return student_point(ctx, env, def, pt, &a, runs);
     bool host = (cl_reduce_variants[v].flags & CL_V_HOST) != 0;
     const cl_reduce_ops *ops = host ? env->host_ops : env->ops;
     const char *backend_name = host ? "cpu" : env->backend->name;
@@ -201,7 +317,8 @@ int rd_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
                            "%%reduce --variant %s (size %llu): %s", cl_reduce_variants[v].name,
                            (unsigned long long)a.n, err);
     }
-    json_t *run = run_json(env, v, backend_name, &a, r, &cl_reduce_variants[v]);
+    json_t *run = run_json(env, uses_block(v) ? json_integer(a.block) : json_null(), backend_name, &a, r,
+                           &cl_reduce_variants[v], cl_reduce_variants[v].launch);
     json_t *check = env->check ? rd_check(ctx, env, &a, r)
                                : check_skipped_json();
     free(r);

@@ -6,6 +6,9 @@
  * is allocated, then hands the sweep to sweep_run(); point() runs one
  * configuration and builds its run object. The view's title carries the
  * lesson ("moving data took 97% of the time"), updated after every point.
+ *
+ * --variant picks the kernel: ours (builtin) or a student's %%kernel, which
+ * implements --op add (cl_vecadd_student) and runs in the same three phases.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -17,6 +20,25 @@
 #include "magic/show_source.h"
 #include "magic/sweep.h"
 #include "cudalab/vecadd.h"
+#include "student/run.h"
+#include "student/store.h"
+
+static bool runs_student(const cl_backend *b)
+{
+    return b->vecadd && b->vecadd->runs_student();
+}
+
+static const family_spec vecadd_family = {
+    .magic = "vecadd",
+    .variants = cl_vecadd_variants,
+    .nvariants = CL_VECADD_NVARIANTS,
+    .student = &cl_vecadd_student,
+    .quick = "--size 100003",
+    .runs_student = runs_student,
+};
+
+/* The built-in kernel's threads per block when --block is not given. */
+#define VA_BLOCK_DEFAULT 256
 
 static const char *const op_choices[] = {CL_VECADD_OPS(CL_VARIANT_NAME) NULL};
 static const char *const memory_choices[] = {"pageable", "pinned", NULL};
@@ -32,10 +54,13 @@ static const flag_spec vecadd_flags[] = {
      .help = "add (z = x + y, float) or daxpy (y = a*x + y, double)"},
     {.name = "memory", .type = FLAG_CHOICE, .def = "pageable", .choices = memory_choices, .opts = FLAG_LIST,
      .help = "host buffers: pageable (malloc) or pinned (cudaMallocHost, page-locked)"},
-    {.name = "block", .type = FLAG_INT, .def = "256", .imin = 32, .imax = 1024, .opts = FLAG_LIST,
-     .help = "threads per block: a multiple of 32 up to 1024"},
+    {.name = "block", .type = FLAG_DIMS, .imin = 1, .imax = 1024, .opts = FLAG_LIST,
+     .help = "threads per block (256 by default): builtin takes a multiple of 32 up to 1024; your "
+             "kernels any block (default: the %%kernel line's); a list sweeps"},
     {.name = "alpha", .type = FLAG_FLOAT, .def = "2.5", .fmin = -1e300, .fmax = 1e300,
      .help = "daxpy's scalar a"},
+    FAMILY_VARIANT_FLAG(&vecadd_family, "builtin"),
+    STUDENT_RUN_FLAGS,
     SWEEP_MEASURE_FLAGS("seed of the inputs generated on the host",
                         "timed runs per point (each copies in, computes, copies back)",
                         "compare every element with the host's value, exactly",
@@ -45,6 +70,7 @@ static const flag_spec vecadd_flags[] = {
 };
 
 static const sweep_column vecadd_columns[] = {
+    {"variant", "variant"},
     {"op", "op"},
     {"size", "size"},
     {"memory", "memory"},
@@ -66,6 +92,7 @@ typedef struct va_env {
     int reps, warmup, check;
     double alpha;
     double transfer_ms, total_ms;   /* sums of the medians over the runs so far: the headline */
+    json_t *student_firsts;         /* the built-in kernel runs at these values of -D only */
     char title[160];
 } va_env;
 
@@ -91,22 +118,87 @@ static int check_fit(magic_ctx *ctx, uint64_t n, double per, double fixed, uint6
     return magic_memory_fit(ctx, &need);
 }
 
-static int validate(magic_ctx *ctx, const json_t *params)
+/* --variant as an array of distinct names; a student's kernel only where the
+ * backend runs it. */
+static int expand_variants(magic_ctx *ctx, json_t *params)
 {
-    json_t *blocks = sweep_as_list(json_object_get(params, "block"));
+    const json_t *given = json_object_get(params, "variant");
+    json_t *names = sweep_as_list(given);
     size_t i;
     json_t *v;
+    json_array_foreach(names, i, v)
+        if (student_find(json_string_value(v)) && !runs_student(ctx->backend)) {
+            json_decref(names);
+            return student_refuse_backend(ctx, json_string_value(v));
+        }
+    json_decref(names);
+    json_t *list = family_select(ctx, &vecadd_family, given, NULL, NULL, ctx->backend->name);
+    if (!list)
+        return -1;
+    if (json_array_size(list) == 1 && !json_is_array(given))
+        json_object_set(params, "variant", json_array_get(list, 0));   /* one: nothing varies */
+    else
+        json_object_set(params, "variant", list);
+    json_decref(list);
+    return 0;
+}
+
+/* The built-in kernel takes a 1D block, a multiple of 32; a student's kernel
+ * implements add with an int n. */
+static int check_variants(magic_ctx *ctx, const json_t *params)
+{
+    json_t *variants = sweep_as_list(json_object_get(params, "variant")), *v;
+    bool builtin = false;
+    const char *student = NULL;
+    size_t i;
+    json_array_foreach(variants, i, v) {
+        if (family_builtin(&vecadd_family, json_string_value(v)) >= 0)
+            builtin = true;
+        else if (!student)
+            student = json_string_value(v);
+    }
+    json_decref(variants);          /* the names stay alive in params */
+    json_t *blocks = sweep_as_list(json_object_get(params, "block"));
     int rc = 0;
     json_array_foreach(blocks, i, v) {
-        json_int_t b = json_integer_value(v);
-        if (b % 32 != 0) {
+        if (!json_is_array(v))
+            continue;               /* not given: 256, or the %%kernel line's */
+        json_int_t x = json_integer_value(json_array_get(v, 0));
+        bool flat = json_array_size(v) == 1 || (json_integer_value(json_array_get(v, 1)) == 1 &&
+                                                json_integer_value(json_array_get(v, 2)) <= 1);
+        if (builtin && !flat)
+            rc = magic_error(ctx, "UsageError", "--block: %%vecadd is one-dimensional: the built-in kernel "
+                             "takes --block B threads (your kernels may take a 2D or 3D block)");
+        else if (builtin && x % 32 != 0)
             rc = magic_error(ctx, "UsageError", "--block %" JSON_INTEGER_FORMAT ": threads per block must be "
-                             "a multiple of the warp size 32, from 32 to 1024", b);
+                             "a multiple of the warp size 32, from 32 to 1024", x);
+        if (rc)
             break;
-        }
     }
     json_decref(blocks);
-    if (rc)
+    if (rc || !student)
+        return rc;
+    json_t *ops = sweep_as_list(json_object_get(params, "op")), *sizes = sweep_as_list(json_object_get(params, "size"));
+    json_array_foreach(ops, i, v)
+        if (strcmp(json_string_value(v), "add") != 0 && !rc)
+            rc = magic_error(ctx, "UsageError", "--op %s: %s is your kernel, and your kernels implement --op add "
+                             "only (C = A + B in float); run %s with --variant builtin", json_string_value(v),
+                             student, json_string_value(v));
+    json_array_foreach(sizes, i, v)
+        if (json_integer_value(v) > 2147483647 && !rc)
+            rc = magic_error(ctx, "UsageError", "--size %" JSON_INTEGER_FORMAT ": your kernel %s takes int n, "
+                             "at most 2147483647 elements", json_integer_value(v), student);
+    json_decref(ops);
+    json_decref(sizes);
+    return rc;
+}
+
+static int validate(magic_ctx *ctx, json_t *params)
+{
+    int rc;
+    size_t i;
+    json_t *v;
+    if ((rc = expand_variants(ctx, params)) || (rc = check_variants(ctx, params)))
         return rc;
     char err[CL_ERR_LEN] = "";
     cl_device_props dev, host;
@@ -144,26 +236,78 @@ static json_t *gbs(double bytes, double ms)
     return ms > 0 ? json_real(bytes / (ms * 1e6)) : json_null();
 }
 
+/* The run's "block": threads per block as an integer, dimensions where a
+ * student's block has more than one. */
+static json_t *block_json(const cl_vecadd_args *a)
+{
+    if (!a->student)
+        return json_integer(a->block);
+    const int *b = a->student->block;
+    if (b[1] <= 1 && b[2] <= 1)
+        return json_integer(b[0]);
+    return json_pack("[i, i, i]", b[0], b[1], b[2]);
+}
+
+/* The check object: every element exact, and for add the guards after C intact. */
+static json_t *check_json(const cl_vecadd_args *a, bool student, const cl_vecadd_result *r)
+{
+    json_t *check = json_pack("{s:b, s:s, s:f, s:I}", "passed", r->mismatches == 0 && r->guard_hit < 0, "method",
+                              a->op == CL_VECADD_DAXPY
+                                  ? "exact (tolerance 0): every element against fma(a, x, y) on the host, "
+                                    "inputs regenerated from the seed; both sides use one correctly rounded fma"
+                                  : "exact (tolerance 0): every element against x + y in float on the host, "
+                                    "inputs regenerated from the seed; one correctly rounded add; C filled "
+                                    "with a sentinel before every rep and guarded past its end",
+                              "tolerance", 0.0, "mismatches", (json_int_t)r->mismatches);
+    const char *out = student ? "C" : a->op == CL_VECADD_DAXPY ? "y" : "z";
+    if (r->mismatches) {
+        json_object_set_new(check, "first_bad", json_pack("{s:I, s:f, s:f}", "index", (json_int_t)r->first_bad,
+                                                          "got", r->got, "want", r->want));
+        json_object_set_new(check, "first_wrong",
+                            json_sprintf("%s[%" PRIu64 "] = %.9g%s, expected %.9g", out, r->first_bad, r->got,
+                                         isnan(r->got) ? " (never written?)" : "", r->want));
+    } else if (r->guard_hit >= 0) {
+        json_object_set_new(check, "first_wrong",
+                            json_sprintf("%s[%" PRId64 "] was written, past the end of %s (n = %" PRIu64 "): "
+                                         "a missing bounds check (if (i < n))?", out, r->guard_hit, out, a->n));
+    }
+    if (a->op == CL_VECADD_ADD)
+        json_object_set_new(check, "out_of_bounds", r->guard_hit >= 0 ? json_integer(r->guard_hit) : json_null());
+    return check;
+}
+
 static int va_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
 {
     va_env *env = user;
     const char *opname = json_string_value(json_object_get(pt, "op"));
     const char *memory = json_string_value(json_object_get(pt, "memory"));
+    const char *variant = json_string_value(json_object_get(pt, "variant"));
+    const student_def *def = family_builtin(&vecadd_family, variant) < 0 ? student_find(variant) : NULL;
+    if (!def && !student_at_first(env->student_firsts, pt))
+        return 0;                   /* the built-in kernel runs once per value of -D */
+    const json_t *block = json_object_get(pt, "block");
     cl_vecadd_args a = {
         .n = (uint64_t)json_integer_value(json_object_get(pt, "size")),
         .op = strcmp(opname, "daxpy") == 0 ? CL_VECADD_DAXPY : CL_VECADD_ADD,
         .pinned = strcmp(memory, "pinned") == 0,
-        .block = (int)json_integer_value(json_object_get(pt, "block")),
+        .block = json_is_array(block) ? (int)json_integer_value(json_array_get(block, 0)) : VA_BLOCK_DEFAULT,
         .alpha = env->alpha, .seed = env->seed, .reps = env->reps, .warmup = env->warmup, .check = env->check,
     };
+    student_launch sl;
+    if (def && student_prepare(ctx, def, pt, 0, &sl) != 0)
+        return -1;
+    a.student = def ? &sl.kernel : NULL;
     cl_vecadd_result *r = calloc(1, sizeof *r);
     char err[CL_ERR_LEN] = "";
-    if (!r)
-        return magic_error(ctx, "MemoryError", "out of host memory");
-    if (env->ops->run(&a, r, err) != 0) {
+    if (!r || env->ops->run(&a, r, err) != 0) {
+        if (def)
+            student_launch_free(&sl);
+        if (!r)
+            return magic_error(ctx, "MemoryError", "out of host memory");
         free(r);
         return magic_error(ctx, strcmp(ctx->backend->name, "cpu") == 0 ? "RuntimeError" : "CudaError",
-                           "%%vecadd --op %s --memory %s (size %" PRIu64 "): %s", opname, memory, a.n, err);
+                           "%%vecadd --variant %s --op %s --memory %s (size %" PRIu64 "): %s", variant, opname,
+                           memory, a.n, err);
     }
     cl_times total = {.reps = r->kernel.reps};
     for (int i = 0; i < total.reps; i++)
@@ -171,9 +315,14 @@ static int va_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     double h = stats_median(&r->h2d), k = stats_median(&r->kernel), d = stats_median(&r->d2h);
     double in = (double)cl_vecadd_in_bytes(a.op) * a.n, out = (double)cl_vecadd_out_bytes(a.op) * a.n;
     double moving = h + d, all = h + k + d;
-    json_t *run = json_pack("{s:s, s:s, s:I, s:s, s:i, s:s, s:s}", "variant", opname, "op", opname, "size",
-                            (json_int_t)a.n, "memory", memory, "block", a.block, "backend",
+    json_t *run = json_pack("{s:s, s:s, s:I, s:s, s:o, s:s, s:s}", "variant", variant, "op", opname, "size",
+                            (json_int_t)a.n, "memory", memory, "block", block_json(&a), "backend",
                             ctx->backend->name, "impl", r->impl);
+    if (def) {
+        student_run_json(&sl, run);
+        student_launch_free(&sl);
+        a.student = NULL;
+    }
     if (a.op == CL_VECADD_DAXPY)
         json_object_set_new(run, "alpha", json_real(a.alpha));
     json_object_set_new(run, "time_ms", stats_json(&total));
@@ -186,23 +335,9 @@ static int va_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     json_object_set_new(run, "d2h_gbs", gbs(out, d));
     json_object_set_new(run, "transfer_pct", all > 0 ? json_real(100.0 * moving / all) : json_null());
     json_t *launch = launch_json(&r->launch);
-    json_object_set_new(launch, "config", json_string(cl_vecadd_variants[a.op].launch));
+    json_object_set_new(launch, "config", json_string(def ? cl_vecadd_student.launch : cl_vecadd_op_rows[a.op].launch));
     json_object_set_new(run, "launch", launch);
-    json_t *check;
-    if (!env->check) {
-        check = check_skipped_json();
-    } else {
-        check = json_pack("{s:b, s:s, s:f, s:I}", "passed", r->mismatches == 0, "method",
-                          a.op == CL_VECADD_DAXPY
-                              ? "exact (tolerance 0): every element against fma(a, x, y) on the host, "
-                                "inputs regenerated from the seed; both sides use one correctly rounded fma"
-                              : "exact (tolerance 0): every element against x + y in float on the host, "
-                                "inputs regenerated from the seed; one correctly rounded add",
-                          "tolerance", 0.0, "mismatches", (json_int_t)r->mismatches);
-        if (r->mismatches)
-            json_object_set_new(check, "first_bad", json_pack("{s:I, s:f, s:f}", "index",
-                                (json_int_t)r->first_bad, "got", r->got, "want", r->want));
-    }
+    json_t *check = env->check ? check_json(&a, def != NULL, r) : check_skipped_json();
     json_object_set_new(run, "check", check);
     json_array_append_new(runs, run);
     free(r);
@@ -257,8 +392,12 @@ static int vecadd_run(magic_ctx *ctx, const json_t *params, const char *body)
     if (!ctx->backend->vecadd)
         return magic_error(ctx, "RuntimeError", "the %s backend was built without %%vecadd "
                            "(rebuild with cuda/vecadd.cu and cpu/vecadd_cpu.c)", ctx->backend->name);
-    if (validate(ctx, params))
+    json_t *p = json_deep_copy(params);     /* validate resolves --variant in place */
+    if (validate(ctx, p)) {
+        json_decref(p);
         return -1;
+    }
+    static const char *const student_only[] = {"define", NULL};
     va_env env = {
         .ops = ctx->backend->vecadd,
         .seed = (uint64_t)json_integer_value(json_object_get(params, "seed")),
@@ -266,6 +405,7 @@ static int vecadd_run(magic_ctx *ctx, const json_t *params, const char *body)
         .warmup = (int)json_integer_value(json_object_get(params, "warmup")),
         .check = json_is_true(json_object_get(params, "check")),
         .alpha = json_number_value(json_object_get(params, "alpha")),
+        .student_firsts = student_first_values(params, student_only),
     };
     snprintf(env.title, sizeof env.title, "Vector add");
     sweep_spec spec = {
@@ -273,7 +413,10 @@ static int vecadd_run(magic_ctx *ctx, const json_t *params, const char *body)
         .metric_label = "% of time moving data", .columns = vecadd_columns, .run_point = va_point,
         .host_work = va_host_work, .size_flag = "size",
     };
-    return sweep_run(ctx, &spec, params, &env);
+    int rc = sweep_run(ctx, &spec, p, &env);
+    json_decref(env.student_firsts);
+    json_decref(p);
+    return rc;
 }
 
 static const char *const vecadd_examples[] = {
@@ -309,10 +452,17 @@ const magic_spec magic_vecadd = {
         "the host's own value, exactly (tolerance 0): a float add is one correctly rounded "
         "operation everywhere, and daxpy uses fma() on both sides. Without a GPU the CPU backend "
         "runs the same three phases: memcpy stands in for the copies (pinned is only a label "
-        "there) and host threads for the kernel.",
+        "there) and host threads for the kernel.\n\n"
+        "--variant builtin runs our kernel; a %%kernel --for vecadd cell adds yours: "
+        "__global__ void NAME(const float *A, const float *B, float *C, int n), C[i] = A[i] + B[i], one "
+        "thread per element, block 256 by default (--block), grid ceil(n/threads per block) (--grid "
+        "overrides). It runs --op add only, through the same copies, timing and exact check; C is filled "
+        "with a sentinel before every rep and guarded past its end, so an element never written or one "
+        "written past n fails the check, naming the first.",
     .flags = vecadd_flags,
     .mode = MAGIC_LINE,
     .where = MAGIC_WORKER,
     .run = vecadd_run,
     .examples = vecadd_examples,
+    .attach = student_attach,
 };

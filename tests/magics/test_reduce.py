@@ -101,7 +101,8 @@ def test_block_flag_runs_cpu_and_cub_once():
 def test_defaults():
     doc = reduce_doc("%reduce --variant cpu --reps 1 --warmup 0")
     p = doc["params"]
-    assert p["size"] == 2 ** 24 and p["op"] == "sum" and p["dtype"] == "float" and p["block"] == 256
+    assert p["size"] == 2 ** 24 and p["op"] == "sum" and p["dtype"] == "float" and p["block"] is None
+    assert doc["runs"][0]["block"] is None     # cpu takes no block; the others run 256 when none is given
     assert p["seed"] == 1 and p["check"] is True and p["sort"] is False
     assert doc["runs"][0]["check"]["passed"] is True
     # the variant default is every variant; reps and warmup default to 20 and 3
@@ -150,7 +151,8 @@ def test_help():
     ("%reduce --size 100 --block 48", 1, ["UsageError", "--block 48", "power of two"]),
     ("%reduce --size 100 --block 64,100", 1, ["UsageError", "--block 100"]),
     ("%reduce --size 100 --block 2048", 2, ["UsageError", "--block"]),
-    ("%reduce --size 100 --block 16", 2, ["UsageError", "--block"]),
+    ("%reduce --size 100 --block 16", 1, ["UsageError", "--block 16", "power of two"]),
+    ("%reduce --size 100 --block 16x2", 1, ["UsageError", "one-dimensional"]),
     ("%reduce --size 0", 2, ["UsageError", "--size"]),
     ("%reduce --size -5", 2, ["--size"]),
     ("%reduce --size lots", 2, ["--size"]),

@@ -1,0 +1,80 @@
+"""On a GPU: a student's %vecadd kernel runs through the same copies, timing and exact check as the
+built-in one, and appears in the table with "source": "student"; a kernel without its bounds check,
+at a size that is not a multiple of the block, is rejected (its writes past n hit the guard after C:
+a CheckError naming C[n + k], or a fault, a CudaError) and the next cell works."""
+from __future__ import annotations
+
+import pytest
+
+from student_session import cell, kernel_cell
+from test_gpu import gpu_doc  # noqa: F401  (the fixture: skip or fail without a GPU)
+
+GOOD = """__global__ void myadd(const float *A, const float *B, float *C, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) C[i] = A[i] + B[i];
+}
+"""
+NO_BOUNDS = """__global__ void nobounds(const float *A, const float *B, float *C, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    C[i] = A[i] + B[i];
+}
+"""
+HALF = """__global__ void halfadd(const float *A, const float *B, float *C, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n / 2) C[i] = A[i] + B[i];
+}
+"""
+
+
+@pytest.fixture
+def kc(gpu_doc, start_kernel):
+    return start_kernel()[1]
+
+
+def test_correct_kernel_passes_beside_builtin(kc):
+    c, text, doc = cell(kc, kernel_cell("vecadd", "myadd", GOOD))
+    assert c["status"] == "ok", c
+    assert doc["check"]["passed"] is True and "quick check (%vecadd --size 100003" in text
+    c, _, doc = cell(kc, "%vecadd --size 1000003 --variant builtin,myadd --block 128,256 --reps 3 --warmup 1")
+    assert c["status"] == "ok", c
+    runs = {(r["variant"], r["block"]): r for r in doc["runs"]}
+    assert set(runs) == {("builtin", 128), ("builtin", 256), ("myadd", 128), ("myadd", 256)}
+    for (v, b), r in runs.items():
+        assert r["check"]["passed"] is True and r["check"]["out_of_bounds"] is None
+        assert r["launch"]["block"] == [b, 1, 1] and r["launch"]["grid"][0] == (1000003 + b - 1) // b
+        assert r["kernel_ms"]["median"] > 0 and r["h2d_ms"]["median"] > 0
+        assert ("source" in r) == (v == "myadd")
+    assert runs[("myadd", 256)]["source"] == "student" and len(runs[("myadd", 256)]["source_hash"]) == 64
+    # a 2D block is a student's choice: the run says so with its dimensions
+    # (myadd ignores threadIdx.y: the grid of ⌈n/128⌉ blocks covers a quarter of C, the rest is named)
+    c, _, doc = cell(kc, "%vecadd --size 100003 --variant myadd --block 32x4 --reps 1 --warmup 0")
+    assert c["status"] == "error" and c["ename"] == "CheckError", c
+    assert doc["runs"][0]["block"] == [32, 4, 1] and doc["runs"][0]["check"]["passed"] is False
+
+
+def test_student_kernel_refused_for_daxpy(kc):
+    assert cell(kc, kernel_cell("vecadd", "myadd", GOOD))[0]["status"] == "ok"
+    c, _, _ = cell(kc, "%vecadd --size 1000 --variant builtin,myadd --op add,daxpy")
+    assert c["status"] == "error" and c["ename"] == "UsageError", c
+    assert "--op daxpy" in c["evalue"] and "--op add only" in c["evalue"]
+
+
+def test_missing_bounds_check_is_caught(kc):
+    # 100003 = 390 · 256 + 163: the last block's 93 extra threads write past the end of C
+    c, text, doc = cell(kc, kernel_cell("vecadd", "nobounds", NO_BOUNDS))
+    assert c["status"] == "error" and c["ename"] in ("CheckError", "CudaError"), c
+    if c["ename"] == "CheckError":
+        assert "C[100003] was written, past the end of C" in c["evalue"], c["evalue"]
+        assert doc["check"]["first_wrong"].startswith("C[100003]")
+    c, _, doc = cell(kc, "%vecadd --size 100003 --variant nobounds --reps 1 --warmup 0")
+    assert c["status"] == "error" and c["ename"] in ("CheckError", "CudaError"), c
+    # the next cell works
+    c, _, doc = cell(kc, "%vecadd --size 100003 --reps 1 --warmup 0")
+    assert c["status"] == "ok" and doc["runs"][0]["check"]["passed"] is True, c
+
+
+def test_elements_never_written_are_named(kc):
+    c, _, doc = cell(kc, kernel_cell("vecadd", "halfadd", HALF))
+    assert c["status"] == "error" and c["ename"] == "CheckError", c
+    # C holds the sentinel where the kernel never wrote: the first such element is named
+    assert "C[50001] = nan (never written?)" in c["evalue"], c["evalue"]

@@ -1,0 +1,136 @@
+"""Student kernels for %vecadd and %reduce without a GPU (the CPU backend): %%kernel --for vecadd /
+--for reduce compiles with NVRTC and reports; a wrong signature names the expected one; running the
+kernel on the CPU backend is refused with the one clear message; --block is dimensions in both magics,
+1D for the built-in variants; a student kernel is refused where it cannot run (--op daxpy, --op max,
+--dtype int: tests/gpu, since the CPU backend refuses every student run first). NVRTC is part of the CUDA toolkit: without it the compile tests are skipped, the
+parsing and refusal tests still run. tests/gpu/test_student_{vecadd,reduce}_gpu.py run the kernels."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import execute, load_schema, magic_doc, outputs, run_cell as run
+
+VECADD = """%%kernel --for vecadd --name myadd
+__global__ void myadd(const float *A, const float *B, float *C, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) C[i] = A[i] + B[i];
+}
+"""
+REDUCE = """%%kernel --for reduce --name mysum --block 128
+__global__ void mysum(const float *input, float *partial, int n) {
+    extern __shared__ float s[];
+    __shared__ float sh[1024];
+    unsigned t = threadIdx.x, i = blockIdx.x * 2 * blockDim.x + t;
+    float x = i < n ? input[i] : 0.0f;
+    if (i + blockDim.x < n) x += input[i + blockDim.x];
+    sh[t] = x;
+    for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
+        __syncthreads();
+        if (t < stride) sh[t] += sh[t + stride];
+    }
+    if (t == 0) partial[blockIdx.x] = sh[0];
+}
+"""
+
+
+CPU = {"CUDALAB_BACKEND": "cpu"}
+RESULT = "application/vnd.cudalab.result+json"
+
+
+@pytest.fixture
+def kc(start_kernel):
+    return start_kernel(env=CPU)[1]
+
+
+def cell(kc, code: str) -> tuple[dict, str, dict | None]:
+    """(reply content, the text of the outputs, the result document or None)."""
+    reply, msgs = execute(kc, code, timeout=120)
+    text, doc = [], None
+    for m in outputs(msgs):
+        c = m["content"]
+        text.append(c.get("text", "") or c.get("evalue", "") or c.get("data", {}).get("text/plain", ""))
+        if RESULT in c.get("data", {}):
+            doc = c["data"][RESULT]
+    return reply["content"], "\n".join(text), doc
+
+
+def compiled(kc, code: str) -> tuple[dict, str, dict | None]:
+    c, text, doc = cell(kc, code)
+    if c["status"] == "error" and "NVRTC" in c.get("evalue", "") and "CompileError" not in c["ename"]:
+        pytest.skip("no NVRTC here: " + c["evalue"].splitlines()[0])
+    return c, text, doc
+
+
+@pytest.mark.parametrize("code, family, name, block", [(VECADD, "vecadd", "myadd", [256, 1, 1]),
+                                                      (REDUCE, "reduce", "mysum", [128, 1, 1])])
+def test_compiles_and_reports(kc, code, family, name, block):
+    c, text, doc = compiled(kc, code)
+    assert c["status"] == "ok", c
+    assert doc["for"] == family and doc["name"] == name and doc["block"][0] == block[0]
+    assert doc["source"] == "student" and doc["resources"]["registers"] > 0
+    # no GPU: the quick check says why it did not run, and how to run the kernel
+    assert doc["check"]["passed"] is None and "cpu backend" in doc["check"]["method"]
+    assert f"%{family} --variant {name}" in text
+
+
+@pytest.mark.parametrize("code, expected", [
+    (VECADD.replace("float *C, int n", "float *C, long n"), "const float *A, const float *B, float *C, int n"),
+    (REDUCE.replace("float *partial, int n", "double *partial, int n"), "const float *input, float *partial, int n"),
+])
+def test_signature_mismatch_names_the_expected_one(kc, code, expected):
+    c, _, _ = compiled(kc, code)
+    assert c["status"] == "error" and c["ename"] == "CompileError", c
+    assert expected in c["evalue"] + "\n".join(c["traceback"]), c
+
+
+@pytest.mark.parametrize("code, run_line, name", [
+    (VECADD, "%vecadd --size 1000 --variant builtin,myadd --reps 1 --warmup 0", "myadd"),
+    (REDUCE, "%reduce --size 1000 --variant mysum --reps 1 --warmup 0", "mysum"),
+])
+def test_cpu_backend_refuses_to_run_a_student_kernel(kc, code, run_line, name):
+    assert compiled(kc, code)[0]["status"] == "ok"
+    c, _, _ = cell(kc, run_line)
+    assert c["status"] == "error" and c["ename"] == "UsageError", c
+    assert f"{name} is your kernel: it runs on a GPU" in c["evalue"] and "cpu backend" in c["evalue"], c
+    # `all` never includes a student's kernel, and the built-ins still run
+    c, _, doc = cell(kc, run_line.replace(f"--variant builtin,{name}", "--variant all")
+                              .replace(f"--variant {name}", "--variant all"))
+    assert c["status"] == "ok", c
+    assert name not in {r["variant"] for r in doc["runs"]}
+
+
+@pytest.mark.parametrize("cell, needles", [
+    ("%vecadd --size 1000 --block 16x16", ["UsageError", "one-dimensional"]),
+    ("%vecadd --size 1000 --block 64,48", ["UsageError", "--block 48", "multiple of the warp size"]),
+    ("%reduce --size 1000 --block 32x32", ["UsageError", "one-dimensional"]),
+    ("%reduce --size 1000 --block 128,96", ["UsageError", "--block 96", "power of two"]),
+])
+def test_block_refusals_for_builtins(cell, needles):
+    rc, _, _, err = run(cell)
+    assert rc == 1, err
+    for n in needles:
+        assert n in err, err
+
+
+def test_block_dims_parse_and_the_run_keeps_an_integer():
+    v = magic_doc("vecadd", "%vecadd --size 1000 --block 64,128 --reps 1 --warmup 0", load_schema("vecadd"))
+    assert v["params"]["block"] == [[64], [128]] and [r["block"] for r in v["runs"]] == [64, 128]
+    assert v["sweep"]["varying"] == ["block"]
+    one = magic_doc("vecadd", "%vecadd --size 1000 --block 128 --reps 1 --warmup 0", load_schema("vecadd"))
+    assert one["params"]["block"] == [[128]] and one["runs"][0]["block"] == 128
+    r = magic_doc("reduce", "%reduce --size 1000 --variant convergent,cub --block 64,128 --reps 1 --warmup 0",
+                  load_schema("reduce"))
+    assert r["params"]["block"] == [[64], [128]]
+    assert sorted((x["variant"], x["block"]) for x in r["runs"]) == [("convergent", 64), ("convergent", 128),
+                                                                      ("cub", None)]
+    d = magic_doc("reduce", "%reduce --size 1000 --variant convergent --reps 1 --warmup 0", load_schema("reduce"))
+    assert d["params"]["block"] is None and d["runs"][0]["block"] == 256
+
+
+def test_help_shows_variant_and_student_flags():
+    for magic, needles in (("vecadd", ["builtin", "--variant", "int n", "--op add only"]),
+                           ("reduce", ["float *partial", "ceil(n/(2B))", "--define"])):
+        rc, _, out, err = run(f"%help {magic}", json_mode=False)
+        assert rc == 0, err
+        for n in needles:
+            assert n in out, (magic, n)
