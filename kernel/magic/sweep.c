@@ -430,12 +430,20 @@ static void progress_init(progress *pr)
 
 /* ---- chart ---- */
 
+/* A number, or one-dimensional dimensions ([256] from --block 256) as their number; else NULL. */
+static const json_t *number_of(const json_t *v)
+{
+    if (json_is_array(v) && json_array_size(v) == 1)
+        v = json_array_get(v, 0);
+    return json_is_number(v) ? v : NULL;
+}
+
 static int is_number_list(const json_t *a)
 {
     size_t i;
     json_t *v;
     json_array_foreach(a, i, v)
-        if (!json_is_number(v))
+        if (!number_of(v))
             return 0;
     return json_array_size(a) > 1;
 }
@@ -446,7 +454,7 @@ static int powers_of_two(const json_t *a)
     json_t *v;
     double lo = INFINITY, hi = 0;
     json_array_foreach(a, i, v) {
-        double x = json_number_value(v);
+        double x = json_number_value(number_of(v));
         if (x <= 0 || x != ldexp(1.0, (int)lround(log2(x))))
             return 0;
         lo = fmin(lo, x);
@@ -476,8 +484,10 @@ static void series_name(const sweep_state *st, const json_t *point, const char *
         char val[64];
         if (json_is_string(v))
             snprintf(val, sizeof val, "%s", json_string_value(v));
-        else if (json_is_array(v))
+        else if (json_is_array(v) && !number_of(v))
             dims_text(v, val, sizeof val);
+        else if (json_is_array(v))
+            render_number(number_of(v), val, sizeof val);
         else
             render_number(v, val, sizeof val);
         size_t used = strlen(buf);
@@ -519,9 +529,10 @@ static void emit_chart(magic_ctx *ctx, const sweep_state *st, const json_t *runs
         /* a run that does not use the x flag (a library variant in a tile sweep)
          * says so with null or by leaving it out: it is not plotted at a made-up x */
         const json_t *xv = x ? json_object_get(run, x) : NULL;
-        if (x && !xv)
+        if (x && !number_of(xv))
             xv = json_object_get(point, x);
-        if (x && !json_is_number(xv))
+        xv = number_of(xv);
+        if (x && !xv)
             continue;
         if (x)
             view_chart_point(chart, name, json_deep_copy(xv), y);

@@ -21,6 +21,7 @@
 #include "magic/show_source.h"
 #include "magic/sweep.h"
 #include "magics/histo_internal.h"
+#include "student/sanitize.h"
 #include "student/run.h"
 #include "student/store.h"
 
@@ -79,19 +80,7 @@ static const flag_spec histo_flags[] = {
     {.name = "grid", .type = FLAG_INT, .def = "0", .imin = 0, .imax = 2147483647, .opts = FLAG_LIST,
      .help = "blocks; 0 = SMs x blocks resident per SM (your kernels: the %%kernel line's --grid, "
              "else the same rule)"},
-    /* STUDENT_RUN_FLAGS less its --grid: %histo's own --grid above is every
-     * variant's, a list, and 0 for the family's rule */
-    {.name = "define", .short_name = 'D', .type = FLAG_STRING, .opts = FLAG_LIST,
-     .help = "your kernels only: -D NAME=VALUE for the compiler; a list sweeps the values "
-             "(-D UNROLL=1,2,4)"},
-    {.name = "smem", .type = FLAG_INT, .imin = 0, .imax = 1 << 20,
-     .help = "your kernels only: dynamic shared memory per block, bytes"},
-    {.name = "maxrregcount", .type = FLAG_INT, .imin = 16, .imax = 255,
-     .help = "your kernels only: at most this many registers per thread"},
-    {.name = "opt-level", .type = FLAG_INT, .imin = 0, .imax = 3,
-     .help = "your kernels only: ptxas optimisation level (-Xptxas -O<n>)"},
-    {.name = "fast-math", .type = FLAG_BOOL, .def = "false",
-     .help = "your kernels only: compile with --use_fast_math"},
+    STUDENT_RUN_FLAGS,
     SWEEP_MEASURE_FLAGS("seed of the generated input",
                         "timed repetitions",
                         "compare every bin with the CPU histogram",
@@ -488,6 +477,8 @@ static int histo_run(magic_ctx *ctx, const json_t *params, const char *body)
     int shown = show_source_run(ctx, params, &histo_family);
     if (shown != 1)
         return shown;
+    if (json_is_true(json_object_get(params, "sanitize")))
+        return student_sanitize_command(ctx, &histo_family, params);
     if (!ctx->backend)
         return magic_error(ctx, "RuntimeError", "%%histo runs in the device worker: no backend here");
     const cl_histo_ops *ops = ctx->backend->histo;

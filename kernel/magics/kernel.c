@@ -26,7 +26,7 @@
 
 static const flag_spec kernel_flags[] = {
     {.name = "for", .type = FLAG_STRING, .opts = FLAG_REQUIRED,
-     .help = "the family the kernel belongs to: matmul (more in %help kernel)"},
+     .help = "the family the kernel belongs to (%help kernel lists them with their signatures)"},
     {.name = "name", .type = FLAG_STRING,
      .help = "the __global__ function to run, and the variant's name (default: the first __global__ "
              "function of the cell)"},

@@ -53,6 +53,7 @@ static const flag_spec matmul_flags[] = {
     {.name = "block", .type = FLAG_DIMS, .imin = 1, .imax = 1024, .opts = FLAG_LIST,
      .help = "your kernels only: threads per block (16x16 by default; a list sweeps)"},
     STUDENT_RUN_FLAGS,
+    STUDENT_GRID_FLAG,
     SWEEP_MEASURE_FLAGS("seed of the generated inputs A and B",
                         "timed runs per point",
                         "check C against a double-precision product",

@@ -16,6 +16,7 @@
 #include "magic/show_source.h"
 #include "magic/sweep.h"
 #include "magics/reduce_internal.h"
+#include "student/sanitize.h"
 #include "student/run.h"
 #include "student/store.h"
 
@@ -49,6 +50,7 @@ static const flag_spec reduce_flags[] = {
              "kernels any block (default: the %%kernel line's); a list sweeps"},
     FAMILY_VARIANT_FLAG(&reduce_family, "all"),
     STUDENT_RUN_FLAGS,
+    STUDENT_GRID_FLAG,
     SWEEP_MEASURE_FLAGS("seed of the generated input",
                         "timed runs per point",
                         "check each result against a double-precision host reduction",
@@ -280,6 +282,8 @@ static int reduce_run(magic_ctx *ctx, const json_t *params, const char *body)
     int shown = show_source_run(ctx, params, &reduce_family);
     if (shown != 1)
         return shown;
+    if (json_is_true(json_object_get(params, "sanitize")))
+        return student_sanitize_command(ctx, &reduce_family, params);
     if (!ctx->backend)
         return magic_error(ctx, "RuntimeError", "%%reduce runs in the device worker: no backend here");
     if (!ctx->backend->reduce)

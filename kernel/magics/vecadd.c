@@ -20,6 +20,7 @@
 #include "magic/show_source.h"
 #include "magic/sweep.h"
 #include "cudalab/vecadd.h"
+#include "student/sanitize.h"
 #include "student/run.h"
 #include "student/store.h"
 
@@ -43,9 +44,9 @@ static const family_spec vecadd_family = {
 static const char *const op_choices[] = {CL_VECADD_OPS(CL_VARIANT_NAME) NULL};
 static const char *const memory_choices[] = {"pageable", "pinned", NULL};
 
-/* The operations as the framework sees a family (--show-source). */
-static const family_spec vecadd_family = {.magic = "vecadd", .variants = cl_vecadd_variants,
-                                          .nvariants = CL_VECADD_NOPS};
+/* The operations as the framework sees a family: --show-source shows each one's kernel. */
+static const family_spec vecadd_ops = {.magic = "vecadd", .variants = cl_vecadd_op_rows,
+                                       .nvariants = CL_VECADD_NOPS};
 
 static const flag_spec vecadd_flags[] = {
     {.name = "size", .short_name = 'n', .type = FLAG_INT, .def = "2^24", .imin = 1, .imax = INT64_MAX,
@@ -61,6 +62,7 @@ static const flag_spec vecadd_flags[] = {
      .help = "daxpy's scalar a"},
     FAMILY_VARIANT_FLAG(&vecadd_family, "builtin"),
     STUDENT_RUN_FLAGS,
+    STUDENT_GRID_FLAG,
     SWEEP_MEASURE_FLAGS("seed of the inputs generated on the host",
                         "timed runs per point (each copies in, computes, copies back)",
                         "compare every element with the host's value, exactly",
@@ -384,9 +386,11 @@ static host_work va_host_work(magic_ctx *ctx, const json_t *pt, void *user)
 static int vecadd_run(magic_ctx *ctx, const json_t *params, const char *body)
 {
     (void)body;
-    int shown = show_source_run(ctx, params, &vecadd_family);
+    int shown = show_source_run(ctx, params, &vecadd_ops);
     if (shown != 1)
         return shown;
+    if (json_is_true(json_object_get(params, "sanitize")))
+        return student_sanitize_command(ctx, &vecadd_family, params);
     if (!ctx->backend)
         return magic_error(ctx, "RuntimeError", "%%vecadd runs in the device worker: no backend here");
     if (!ctx->backend->vecadd)

@@ -66,10 +66,11 @@ student_options student_options_for(const student_def *d, const json_t *point, i
     return o;
 }
 
+/* [x] or [x, y] or [x, y, z] into out, missing dimensions 1; all 0 when v is not dimensions. */
 static void dims_into(const json_t *v, int out[3])
 {
     for (int i = 0; i < 3; i++)
-        out[i] = json_is_array(v) && i < (int)json_array_size(v) ? (int)json_integer_value(json_array_get(v, i)) : 0;
+        out[i] = !json_is_array(v) ? 0 : i < (int)json_array_size(v) ? (int)json_integer_value(json_array_get(v, i)) : 1;
 }
 
 static double limit_ms(void)

@@ -24,13 +24,11 @@
 
 /* The flags a family magic adds for student kernels (each a per-run override of
  * the %%kernel line; built-in variants ignore them and run once). The family
- * has its own --block (dimensions, a list). */
+ * has its own --block (dimensions, a list), and --grid: its own, or STUDENT_GRID_FLAG. */
 #define STUDENT_RUN_FLAGS                                                                          \
     {.name = "define", .short_name = 'D', .type = FLAG_STRING, .opts = FLAG_LIST,                   \
      .help = "your kernels only: -D NAME=VALUE for the compiler; a list sweeps the values "         \
              "(-D UNROLL=1,2,4)"},                                                                  \
-    {.name = "grid", .type = FLAG_DIMS, .imin = 1, .imax = 2147483647,                              \
-     .help = "your kernels only: blocks in the grid, instead of the family's launch rule"},          \
     {.name = "smem", .type = FLAG_INT, .imin = 0, .imax = 1 << 20,                                  \
      .help = "your kernels only: dynamic shared memory per block, bytes"},                           \
     {.name = "maxrregcount", .type = FLAG_INT, .imin = 16, .imax = 255,                             \
@@ -42,6 +40,11 @@
     {.name = "sanitize", .type = FLAG_BOOL, .def = "false",                                         \
      .help = "instead of timing: run your kernels at the quick-check size under compute-sanitizer "  \
              "(memcheck, racecheck, synccheck, initcheck) and show what it finds, by line"}
+
+/* --grid for a family whose built-in variants have none. */
+#define STUDENT_GRID_FLAG                                                                          \
+    {.name = "grid", .type = FLAG_DIMS, .imin = 1, .imax = 2147483647,                              \
+     .help = "your kernels only: blocks in the grid, instead of the family's launch rule"}
 
 /* The %%kernel line's compile options (also the defaults of a family run). */
 #define STUDENT_COMPILE_FLAGS                                                                      \
