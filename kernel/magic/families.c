@@ -155,10 +155,12 @@ static void available_text(const family_spec *f, variant_available_fn available,
     utf8_trim(buf);
 }
 
+/* The default: the contract's rows, which every backend of the family
+ * implements, and students' kernels (the caller has refused them already where
+ * the backend cannot run them: student_refuse_backend). */
 static bool builtin(const cl_variant *v, size_t index, void *user)
 {
-    (void)v;
-    return index < ((const family_spec *)user)->nvariants;
+    return index < ((const family_spec *)user)->nvariants || (v->flags & CL_V_RUNTIME);
 }
 
 json_t *family_select(magic_ctx *ctx, const family_spec *f, const json_t *given,

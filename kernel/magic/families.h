@@ -75,10 +75,13 @@ const char *flag_choice(const flag_spec *fl, size_t i);
 typedef bool (*variant_available_fn)(const cl_variant *v, size_t index, void *user);
 
 /* --variant as given (a name or a list) -> an array of distinct variant names
- * in the order given, `all` standing for every built-in variant that `available` accepts
- * in table order (never a run-time one: a student's kernel runs when named) (available NULL: the contract's own rows, which every backend
- * of the family implements; a run-time variant is then refused). A named variant that is not available is a UsageError naming
- * the backend and what it has. New reference, or NULL with the error set. */
+ * in the order given. `all` stands for every built-in variant that `available`
+ * accepts, in table order; never a run-time one: a student's kernel runs when
+ * named. available NULL: the contract's rows, which every backend of the
+ * family implements, and run-time ones, which the caller has refused
+ * beforehand where the backend cannot run them. A named variant that is not
+ * available is a UsageError naming the backend and what it has. New
+ * reference, or NULL with the error set. */
 json_t *family_select(magic_ctx *ctx, const family_spec *f, const json_t *given,
                       variant_available_fn available, void *user, const char *backend);
 

@@ -65,14 +65,6 @@ char *show_source_text(const char *family, const char *variant, const char **fil
     return buf;
 }
 
-json_t *show_source_run_params(const json_t *params)
-{
-    json_t *copy = json_copy((json_t *)params);     /* shallow: the values are shared, not changed */
-    json_object_del(copy, "show_source");
-    json_object_del(copy, "as_kernel");
-    return copy;
-}
-
 /* The names of f's variants, "a, b, c", for an error. */
 static void variant_names(const family_spec *f, char *buf, size_t len)
 {

@@ -29,10 +29,6 @@
  * source was shown (run() returns 0); -1 with a UsageError in ctx. */
 int show_source_run(magic_ctx *ctx, const json_t *params, const family_spec *f);
 
-/* The parameters a run's document repeats: params without --show-source and
- * --as-kernel, which no run uses. New reference. */
-json_t *show_source_run_params(const json_t *params);
-
 /* The code of a built-in variant as shown: the regions of its markers in
  * order, a region from another file headed by a comment naming it. New
  * string (the caller frees it), or NULL when none is recorded. *file (may be

@@ -22,7 +22,6 @@
 
 #include "base/clock.h"
 #include "render/render.h"
-#include "magic/show_source.h"
 #include "magic/sweep.h"
 #include "magic/sweep_internal.h"
 
@@ -333,6 +332,18 @@ static void add_notes(json_t *view, const sweep_spec *spec, magic_ctx *ctx, cons
     }
 }
 
+/* The parameters a run's document repeats: params without the flags that make
+ * a command something other than runs (--show-source, --as-kernel,
+ * --sanitize), which no run uses. New reference. */
+static json_t *doc_params(const json_t *params)
+{
+    json_t *copy = json_copy((json_t *)params);     /* shallow: the values are shared, not changed */
+    json_object_del(copy, "show_source");
+    json_object_del(copy, "as_kernel");
+    json_object_del(copy, "sanitize");
+    return copy;
+}
+
 static json_t *make_doc(magic_ctx *ctx, const sweep_state *st, json_t *runs, json_t *device)
 {
     json_t *varying = json_array();
@@ -340,7 +351,7 @@ static json_t *make_doc(magic_ctx *ctx, const sweep_state *st, json_t *runs, jso
         json_array_append_new(varying, json_string(st->pts.varying[i]));
     json_t *doc = json_pack("{s:s, s:s, s:O, s:o, s:O, s:{s:o, s:I}}", "magic", st->spec->magic,
                             "backend", ctx->backend ? ctx->backend->name : "none", "device", device,
-                            "params", show_source_run_params(st->pts.params), "runs", runs, "sweep", "varying", varying, "points",
+                            "params", doc_params(st->pts.params), "runs", runs, "sweep", "varying", varying, "points",
                             (json_int_t)st->pts.count);
     json_object_set_new(doc, "backend_note", ctx->backend_note && *ctx->backend_note
                                                  ? json_string(ctx->backend_note) : json_null());

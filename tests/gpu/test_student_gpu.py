@@ -145,6 +145,7 @@ def test_a_correct_kernel_checks_times_and_sweeps_beside_the_builtin(session):
 
 def test_wrong_results_are_named(session):
     kc = session
+    ok(kc, TILED)
     for cell, want in ((SKIPS_K, "C[0][0] = "), (FP16, "expected")):
         c = error(kc, cell, ("CheckError",))
         assert want in c["evalue"], c["evalue"]
