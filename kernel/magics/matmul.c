@@ -102,7 +102,7 @@ static json_t *check_json(const cl_matmul_check *c)
     if (c->first_row >= 0)
         json_object_set_new(j, "first_wrong",
                             json_sprintf("C[%lld][%lld] = %.9g%s, expected %.9g", c->first_row, c->first_col,
-                                         c->first_value, isnan(c->first_value) ? " (never written?)" : "",
+                                         isnan(c->first_value) ? fabs(c->first_value) : c->first_value, isnan(c->first_value) ? " (never written?)" : "",
                                          c->first_expected));
     json_object_set_new(j, "worst", c->worst_col >= 0
                                         ? json_pack("[I,I]", (json_int_t)c->worst_row, (json_int_t)c->worst_col)

@@ -228,8 +228,8 @@ static void student_check(const cl_reduce_args *a, const cl_student_kernel *k, c
         cl_reduce_partials_check(a->n, a->seed, cl_reduce_student_section(threads_of(k)), a->partials, r->partials,
                                  &pc);
         if (pc.index >= 0) {
-            snprintf(buf, sizeof buf, "partial[%lld] = %.9g%s, expected %.9g", (long long)pc.index, pc.got,
-                     isnan(pc.got) ? " (never written?)" : "", pc.want);
+            snprintf(buf, sizeof buf, "partial[%lld] = %.9g%s, expected %.9g", (long long)pc.index,
+                     isnan(pc.got) ? fabs(pc.got) : pc.got, isnan(pc.got) ? " (never written?)" : "", pc.want);
             first = buf;
         }
     }

@@ -11,6 +11,7 @@
  * implements --op add (cl_vecadd_student) and runs in the same three phases.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,8 +267,8 @@ static json_t *check_json(const cl_vecadd_args *a, bool student, const cl_vecadd
         json_object_set_new(check, "first_bad", json_pack("{s:I, s:f, s:f}", "index", (json_int_t)r->first_bad,
                                                           "got", r->got, "want", r->want));
         json_object_set_new(check, "first_wrong",
-                            json_sprintf("%s[%" PRIu64 "] = %.9g%s, expected %.9g", out, r->first_bad, r->got,
-                                         isnan(r->got) ? " (never written?)" : "", r->want));
+                            json_sprintf("%s[%" PRIu64 "] = %.9g%s, expected %.9g", out, r->first_bad,
+                                         isnan(r->got) ? fabs(r->got) : r->got, isnan(r->got) ? " (never written?)" : "", r->want));
     } else if (r->guard_hit >= 0) {
         json_object_set_new(check, "first_wrong",
                             json_sprintf("%s[%" PRId64 "] was written, past the end of %s (n = %" PRIu64 "): "
