@@ -385,8 +385,13 @@ static int fill_build(student_build *b, const void *cubin, size_t bytes, const c
     b->cubin = malloc(bytes);
     b->lowered = strdup(lowered);
     b->warnings = json_deep_copy(warnings);
-    if (!b->cubin || !b->lowered || !b->warnings)
+    if (!b->cubin || !b->lowered || !b->warnings) {
+        free(b->cubin);
+        free(b->lowered);
+        json_decref(b->warnings);
+        b->cubin = NULL, b->lowered = NULL, b->warnings = NULL;
         return -1;
+    }
     memcpy(b->cubin, cubin, bytes);
     b->cubin_bytes = bytes;
     b->res = *res;
