@@ -616,8 +616,7 @@ int student_compile(magic_ctx *ctx, const student_source *src, const student_opt
     snprintf(out->arch, sizeof out->arch, "sm_%d", cc);
     char *program = program_text(src);
     out->options = option_list(o, cc);
-    out->warnings = json_array();
-    if (!program || !out->options || !out->warnings) {
+    if (!program || !out->options) {
         free(program);
         student_build_free(out);
         return magic_error(ctx, "MemoryError", "out of memory compiling %s", src->name);
@@ -628,7 +627,6 @@ int student_compile(magic_ctx *ctx, const student_source *src, const student_opt
     if (in_memory || disk_get(out) == 0) {
         out->cached = true;
     } else {
-        json_decref(out->warnings);
         out->warnings = json_array();
         rc = compile_fresh(ctx, src, program, out);
         if (rc == 0)
