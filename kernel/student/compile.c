@@ -614,6 +614,15 @@ int student_compile(magic_ctx *ctx, const student_source *src, const student_opt
     if (nvrtc_load(err, sizeof err) != 0)
         return magic_error(ctx, "RuntimeError", "%s cannot be compiled here: %s", src->name, err);
     snprintf(out->arch, sizeof out->arch, "sm_%d", cc);
+    int archs[64];
+    int n = nvrtc_archs(archs, 64);
+    bool known = n == 0;            /* an NVRTC that cannot say is taken at its word later */
+    for (int i = 0; i < n; i++)
+        known |= archs[i] == cc;
+    if (!known)
+        return magic_error(ctx, "RuntimeError", "%s cannot be compiled for this GPU: NVRTC %s knows sm_%d to "
+                           "sm_%d, not sm_%d (a newer CUDA toolkit has it)", src->name, nvrtc_version(), archs[0],
+                           archs[n - 1], cc);
     char *program = program_text(src);
     out->options = option_list(o, cc);
     if (!program || !out->options) {

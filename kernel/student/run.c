@@ -41,7 +41,10 @@ static void define(json_t *defines, const char *text)
     json_array_append_new(defines, json_string(text));
 }
 
-student_options student_options_for(const student_def *d, const json_t *point, int tile, json_t **defines)
+/* The compile options of a kernel for one point: the %%kernel line's, with the
+ * point's (STUDENT_RUN_FLAGS) on top, and -D TILE=tile when tile > 0. defines
+ * is a new array the caller frees. */
+static student_options student_options_for(const student_def *d, const json_t *point, int tile, json_t **defines)
 {
     const json_t *line = d->options;
     *defines = json_array();

@@ -106,7 +106,8 @@ void student_drop(const char *name)
     reregister(&quiet);
 }
 
-void student_forget_all(void)
+/* Forgets every kernel. */
+static void student_forget_all(void)
 {
     for (size_t i = 0; i < ndefs; i++)
         def_free(&defs[i]);

@@ -32,8 +32,6 @@ int student_define(magic_ctx *ctx, const family_spec *f, const char *name, const
                    const json_t *options);
 /* Forgets one kernel (its variant too); no-op when unknown. */
 void student_drop(const char *name);
-/* Forgets every kernel. */
-void student_forget_all(void);
 const student_def *student_find(const char *name);
 size_t student_count(void);
 const student_def *student_at(size_t i);
