@@ -72,7 +72,8 @@ __global__ void mytiled{tag}(const float *A, const float *B, float *C, int M, in
 
 def docs_of(msgs: list[dict]) -> list[dict]:
     return [m["content"]["data"][RESULT] for m in msgs
-            if m["msg_type"] in ("execute_result", "display_data") and RESULT in m["content"].get("data", {})]
+            if m["msg_type"] in ("execute_result", "display_data", "update_display_data")
+            and RESULT in m["content"].get("data", {})]
 
 
 def execute(kc, code: str) -> tuple[dict, list[dict], float]:

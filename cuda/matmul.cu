@@ -94,6 +94,9 @@ const mm_gpu_impl mm_gpu_student = { student_prepare, student_launch };
 
 /* ---- inputs ---- */
 
+/* The seed of a student's warm-up inputs: seed ^ this. */
+#define STUDENT_WARMUP_SALT 0x5EED5A17ull
+
 __global__ void mm_fill_kernel(float *p, long long count, uint64_t seed, int is_b)
 {
     long long stride = (long long)gridDim.x * blockDim.x;
@@ -112,6 +115,7 @@ static int fill(float *p, long long count, uint64_t seed, int is_b, char *err)
 
 struct mm_buffers {
     float *a, *b, *c;
+    void *c_base;                   /* a student's C: between guard bytes (c points inside) */
     cl_cuda_timing t;
 };
 
@@ -120,9 +124,16 @@ static void release(mm_buffers *d)
     /* after a sticky error these fail too; nothing more can be done here */
     cudaFree(d->a);
     cudaFree(d->b);
-    cudaFree(d->c);
+    cudaFree(d->c_base ? d->c_base : d->c);
     cl_cuda_timing_free(&d->t);
     (void)cudaGetLastError();
+}
+
+/* Every element of C set to NaN: an element no thread writes fails the check. */
+static int sentinel(const cl_matmul_args *a, float *c, char *err)
+{
+    cudaError_t rc = cudaMemset(c, 0xFF, (size_t)a->m * a->n * sizeof(float));
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "cudaMemset C", rc);
 }
 
 static int setup(const cl_matmul_args *a, mm_buffers *d, char *err)
@@ -130,24 +141,37 @@ static int setup(const cl_matmul_args *a, mm_buffers *d, char *err)
     size_t na = (size_t)a->m * a->k, nb = (size_t)a->k * a->n, nc = (size_t)a->m * a->n;
     if (cl_cuda_alloc((void **)&d->a, na * sizeof(float), "matrix A", err) ||
         cl_cuda_alloc((void **)&d->b, nb * sizeof(float), "matrix B", err) ||
-        cl_cuda_alloc((void **)&d->c, nc * sizeof(float), "matrix C", err) || cl_cuda_timing_init(&d->t, err))
+        (a->student ? cl_cuda_guarded_alloc(&d->c_base, (void **)&d->c, nc * sizeof(float), "matrix C", err)
+                    : cl_cuda_alloc((void **)&d->c, nc * sizeof(float), "matrix C", err)) ||
+        cl_cuda_timing_init(&d->t, err))
         return -1;
-    if (fill(d->a, (long long)na, a->seed, 0, err) || fill(d->b, (long long)nb, a->seed, 1, err))
+    /* a student's warm-up runs on other inputs: a kernel that kept its first
+     * result somewhere and copies it afterwards fails the check */
+    uint64_t seed = a->student ? a->seed ^ STUDENT_WARMUP_SALT : a->seed;
+    if (fill(d->a, (long long)na, seed, 0, err) || fill(d->b, (long long)nb, seed, 1, err))
         return -1;
-    cudaError_t rc = cudaMemset(d->c, 0xFF, nc * sizeof(float));     /* NaN */
-    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "cudaMemset C", rc);
+    return sentinel(a, d->c, err);
 }
 
 static int timed(const mm_gpu_impl *impl, const mm_problem *p, const cl_matmul_args *a,
                  mm_buffers *d, cl_matmul_result *out, char *err)
 {
-    for (int w = 0; w < a->warmup; w++)
+    bool student = a->student != NULL;
+    /* a student's kernel always warms up once, on the salted inputs of setup() */
+    for (int w = 0; w < (student && a->warmup < 1 ? 1 : a->warmup); w++)
         if (impl->launch(p, err))
             return -1;
     if (cl_cuda_synchronize("warm-up runs", err) != 0)
         return -1;
+    if (student) {
+        long long na = (long long)a->m * a->k, nb = (long long)a->k * a->n;
+        if (fill(d->a, na, a->seed, 0, err) || fill(d->b, nb, a->seed, 1, err))
+            return -1;
+    }
     for (int r = 0; r < a->reps; r++) {
-        if (cl_cuda_flush_l2(&d->t, r, "flushing L2", err) || cl_cuda_time_start(&d->t, err) ||
+        /* each of a student's reps must write all of C again */
+        if ((student && sentinel(a, d->c, err)) ||
+            cl_cuda_flush_l2(&d->t, r, "flushing L2", err) || cl_cuda_time_start(&d->t, err) ||
             impl->launch(p, err) || cl_cuda_time_stop(&d->t, &out->times.ms[r], "timed run", err))
             return -1;
     }
@@ -192,6 +216,8 @@ static int cuda_matmul_run(int v, const cl_matmul_args *a, cl_matmul_result *out
     }
     if (cl_cuda_abandoned())
         return -1;                  /* the kernel still runs: nothing else may touch the device */
+    if (rc == 0 && student)
+        rc = cl_cuda_guard_check(a->student, d.c_base, (size_t)a->m * a->n * sizeof(float), "C", err);
     cudaError_t e;
     if (rc == 0 && a->c &&
         (e = cudaMemcpy(a->c, d.c, (size_t)a->m * a->n * sizeof(float), cudaMemcpyDeviceToHost)) != cudaSuccess)

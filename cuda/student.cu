@@ -113,6 +113,52 @@ int cl_cuda_student_describe(const cl_student_kernel *k, const void *func, dim3 
     return 0;
 }
 
+int cl_cuda_guarded_alloc(void **base, void **user, size_t bytes, const char *what, char *err)
+{
+    *user = NULL;
+    if (cl_cuda_alloc(base, bytes + 2 * (size_t)CL_GUARD_BYTES, what, err))
+        return -1;
+    *user = (char *)*base + CL_GUARD_BYTES;
+    cudaError_t rc = cudaMemset(*base, CL_GUARD_BYTE, CL_GUARD_BYTES);
+    if (rc == cudaSuccess)
+        rc = cudaMemset((char *)*user + bytes, CL_GUARD_BYTE, CL_GUARD_BYTES);
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "setting guard bytes", rc);
+}
+
+/* How many bytes of a guard differ from the pattern, and the farthest from the buffer. */
+static size_t changed(const unsigned char *g, bool before, size_t *reach)
+{
+    size_t n = 0;
+    *reach = 0;
+    for (size_t i = 0; i < CL_GUARD_BYTES; i++)
+        if (g[i] != CL_GUARD_BYTE) {
+            n++;
+            size_t d = before ? CL_GUARD_BYTES - i : i + 1;
+            if (d > *reach)
+                *reach = d;
+        }
+    return n;
+}
+
+int cl_cuda_guard_check(const cl_student_kernel *k, void *base, size_t bytes, const char *what, char *err)
+{
+    static unsigned char g[2][CL_GUARD_BYTES];
+    cudaError_t rc = cudaMemcpy(g[0], base, CL_GUARD_BYTES, cudaMemcpyDeviceToHost);
+    if (rc == cudaSuccess)
+        rc = cudaMemcpy(g[1], (char *)base + CL_GUARD_BYTES + bytes, CL_GUARD_BYTES, cudaMemcpyDeviceToHost);
+    if (rc != cudaSuccess)
+        return cl_cuda_fail(err, "reading guard bytes", rc);
+    size_t reach_before, reach_after;
+    size_t before = changed(g[0], true, &reach_before), after = changed(g[1], false, &reach_after);
+    if (!before && !after)
+        return 0;
+    snprintf(err, CL_ERR_LEN, "%s wrote outside %s: %zu guard bytes before its start and %zu after its end were "
+             "changed (up to %zu floats away): threads whose index is past the end stored anyway; compare each "
+             "index with its bound before the store", k->name, what, before, after,
+             ((reach_after > reach_before ? reach_after : reach_before) + 3) / 4);
+    return -1;
+}
+
 int cl_cuda_student_launch(const cl_student_kernel *k, const void *func, dim3 grid, dim3 block, void **args,
                            char *err)
 {

@@ -26,4 +26,16 @@ int cl_cuda_student_describe(const cl_student_kernel *k, const void *func, dim3 
 int cl_cuda_student_launch(const cl_student_kernel *k, const void *func, dim3 grid, dim3 block, void **args,
                            char *err);
 
+/* ---- an honest harness ----
+ * A student's output buffer is allocated with guard bytes on both sides, set
+ * to a pattern, and checked after the run: a cheap out-of-bounds detector with
+ * no sanitizer (writes past a matrix land there long before they fault). */
+#define CL_GUARD_BYTES (64u << 10)
+#define CL_GUARD_BYTE 0xA5
+
+/* *user points at `bytes` usable bytes between two guards; *base is what cudaFree takes. */
+int cl_cuda_guarded_alloc(void **base, void **user, size_t bytes, const char *what, char *err);
+/* 0 when both guards are intact, else -1 with "NAME wrote outside WHAT: …" in err. */
+int cl_cuda_guard_check(const cl_student_kernel *k, void *base, size_t bytes, const char *what, char *err);
+
 #endif
