@@ -223,3 +223,17 @@ def test_a_rerun_compiles_nothing(session):
     ok(kc, TILED)
     doc = doc_of(ok(kc, TILED), "kernel")
     assert doc["compile"]["cached"] is True
+
+
+@pytest.mark.parametrize("family,variant", [
+    ("matmul", "naive"), ("matmul", "tiled"), ("vecadd", "add"), ("reduce", "divergent"),
+    ("reduce", "convergent"), ("histo", "sectioned"), ("histo", "interleaved"), ("histo", "privatized"),
+])
+def test_as_kernel_cells_compile_and_pass(session, family, variant):
+    """--as-kernel's cell of a lecture variant, run as it is: it compiles and passes its quick check."""
+    c, msgs = run(session, f"%{family} --show-source {variant} --as-kernel")
+    assert c["status"] == "ok", c
+    payload = [p for p in c.get("payload", []) if p.get("source") == "set_next_input"]
+    assert payload, c
+    doc = doc_of(ok(session, payload[0]["text"]), "kernel")
+    assert doc["check"]["passed"] is True, doc["check"]
