@@ -94,4 +94,5 @@ static int cpu_matmul_run(int id, const cl_matmul_args *a, cl_matmul_result *out
 const cl_matmul_ops cl_cpu_matmul_ops = {
     .has = cpu_matmul_has,
     .run = cpu_matmul_run,
+    .runs_student = false,          /* students' kernels need the CPU runner of the CUDA model (to come) */
 };

@@ -35,7 +35,7 @@ static const mm_gpu_impl *cuda_impl(int v)
 
 static bool cuda_matmul_has(int v)
 {
-    return cuda_impl(v) != NULL;
+    return v >= 0 && cuda_impl(v) != NULL;
 }
 
 /* ---- helpers shared with the kernel files ---- */
@@ -182,7 +182,7 @@ static int timed(const mm_gpu_impl *impl, const mm_problem *p, const cl_matmul_a
 static int cuda_matmul_run(int v, const cl_matmul_args *a, cl_matmul_result *out, char *err)
 {
     memset(out, 0, sizeof *out);
-    if (!cuda_matmul_has(v)) {
+    if (!cuda_impl(v)) {
         snprintf(err, CL_ERR_LEN, "the CUDA backend has no matmul variant %d", v);
         return -1;
     }
@@ -228,5 +228,5 @@ static int cuda_matmul_run(int v, const cl_matmul_args *a, cl_matmul_result *out
 
 extern "C" {
 extern const cl_matmul_ops cl_cuda_matmul_ops;
-const cl_matmul_ops cl_cuda_matmul_ops = { cuda_matmul_has, cuda_matmul_run };
+const cl_matmul_ops cl_cuda_matmul_ops = { cuda_matmul_has, cuda_matmul_run, true };
 }

@@ -419,6 +419,18 @@ def outputs(msgs: list[dict]) -> list[dict]:
     return [m for m in msgs if m["msg_type"] not in ("status", "execute_input")]
 
 
+def cell(kc: BlockingKernelClient, code: str, timeout: float = 120) -> tuple[dict, str, dict | None]:
+    """Runs a cell: (reply content, the text of its outputs, its last result document or None)."""
+    reply, msgs = execute(kc, code, timeout=timeout)
+    text, doc = [], None
+    for m in outputs(msgs):
+        c = m["content"]
+        text.append(c.get("text", "") or c.get("evalue", "") or c.get("data", {}).get("text/plain", ""))
+        if "application/vnd.cudalab.result+json" in c.get("data", {}):
+            doc = c["data"]["application/vnd.cudalab.result+json"]
+    return reply["content"], "\n".join(text), doc
+
+
 def streams(msgs: list[dict], name: str | None = None) -> list[str]:
     return [m["content"]["text"] for m in msgs
             if m["msg_type"] == "stream" and (name is None or m["content"]["name"] == name)]

@@ -110,13 +110,14 @@ typedef struct cl_matmul_result {
 } cl_matmul_result;
 
 typedef struct cl_matmul_ops {
-    /* Whether this backend implements variant v (enum cl_matmul_variant_id), or runs
-     * students' kernels (v = CL_VARIANT_STUDENT, the kernel in args->student). */
+    /* Whether this backend implements variant v (enum cl_matmul_variant_id). */
     bool (*has)(int v);
     /* Generates A and B from a->seed, runs variant v a->warmup times untimed
      * and a->reps times timed, then copies C into a->c (not timed). Returns 0,
      * or -1 with a one-line reason in err (CL_ERR_LEN bytes). */
     int (*run)(int v, const cl_matmul_args *a, cl_matmul_result *out, char *err);
+    /* Whether run() takes students' kernels (CL_VARIANT_STUDENT, the kernel in args->student). */
+    bool runs_student;
 } cl_matmul_ops;
 
 /* The lecture's traffic model: floats read from global memory by one product.

@@ -115,14 +115,14 @@ typedef struct cl_reduce_result {
 } cl_reduce_result;
 
 typedef struct cl_reduce_ops {
-    /* Whether this backend runs students' kernels (v = CL_VARIANT_STUDENT). */
-    bool (*runs_student)(void);
     /* Generates the input from a->seed, runs a->warmup untimed and a->reps timed
      * reductions with variant v (enum cl_reduce_variant_id), and fills out. 0, or -1 with a reason in err. */
     int (*run)(int v, const cl_reduce_args *a, cl_reduce_result *out, char *err);
     /* Bytes run() allocates for args a beside the input itself (partials,
      * cache-flush scratch, library temp storage): for the size check. */
     uint64_t (*overhead_bytes)(const cl_reduce_args *a);
+    /* Whether run() takes students' kernels (CL_VARIANT_STUDENT, the kernel in the args). */
+    bool runs_student;
 } cl_reduce_ops;
 
 /* Exact facts about one seeded input, computed on the host (cpu/reduce_ref.c). */

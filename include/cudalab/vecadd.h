@@ -102,9 +102,9 @@ typedef struct cl_vecadd_result {
 } cl_vecadd_result;
 
 typedef struct cl_vecadd_ops {
-    /* Whether this backend runs students' kernels (a->student). */
-    bool (*runs_student)(void);
     int (*run)(const cl_vecadd_args *a, cl_vecadd_result *out, char *err);
+    /* Whether run() takes students' kernels (a->student). */
+    bool runs_student;
 } cl_vecadd_ops;
 
 /* Bytes per element: host->device, device->host, and kept on the device. */

@@ -165,13 +165,9 @@ static void student_text(FILE *out, const family_spec *fam)
 /* %help kernel: every family that takes students' kernels. */
 static void student_families_text(FILE *out)
 {
-    size_t count;
-    const magic_spec *const *all = magic_all(&count);
-    for (size_t i = 0; i < count; i++) {
-        const family_spec *fam = family_of_magic(all[i]);
-        if (fam && fam->student)
-            student_text(out, fam);
-    }
+    size_t at = 0;
+    for (const family_spec *fam; (fam = family_next_taking_kernels(&at));)
+        student_text(out, fam);
 }
 
 char *magic_help_head(const magic_spec *m)

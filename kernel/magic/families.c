@@ -23,6 +23,18 @@ const family_spec *family_find(const char *magic)
     return family_of_magic(magic_find(magic));
 }
 
+const family_spec *family_next_taking_kernels(size_t *at)
+{
+    size_t count;
+    const magic_spec *const *all = magic_all(&count);
+    while (*at < count) {
+        const family_spec *f = family_of_magic(all[(*at)++]);
+        if (f && f->student)
+            return f;
+    }
+    return NULL;
+}
+
 /* ---- variants registered at run time ---- */
 
 typedef struct runtime_variant {
@@ -158,7 +170,7 @@ static void available_text(const family_spec *f, variant_available_fn available,
 /* The default: the contract's rows, which every backend of the family
  * implements, and students' kernels (the caller has refused them already where
  * the backend cannot run them: student_refuse_backend). */
-static bool builtin(const cl_variant *v, size_t index, void *user)
+static bool contract_or_named(const cl_variant *v, size_t index, void *user)
 {
     return index < ((const family_spec *)user)->nvariants || (v->flags & CL_V_RUNTIME);
 }
@@ -167,7 +179,7 @@ json_t *family_select(magic_ctx *ctx, const family_spec *f, const json_t *given,
                       variant_available_fn available, void *user, const char *backend)
 {
     if (!available)
-        available = builtin, user = (void *)f;
+        available = contract_or_named, user = (void *)f;
     json_t *list = sweep_as_list(given), *out = json_array();
     size_t i;
     json_t *g;

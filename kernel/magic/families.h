@@ -36,6 +36,9 @@ typedef struct family_spec {
 /* The family a magic runs (the one its --variant flag names), or NULL. */
 const family_spec *family_of_magic(const magic_spec *m);
 const family_spec *family_find(const char *magic);
+/* The families that take students' kernels, in the registry's order: start
+ * with *at = 0; NULL after the last. */
+const family_spec *family_next_taking_kernels(size_t *at);
 
 /* The --variant flag of a family's magic, for its flag_spec table: a list of
  * the family's variants (or all), default def. */

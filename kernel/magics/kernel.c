@@ -50,13 +50,9 @@ static const family_spec *family_of(magic_ctx *ctx, const json_t *params)
     if (f && f->student)
         return f;
     char have[256] = "";
-    size_t count, used = 0;
-    const magic_spec *const *all = magic_all(&count);
-    for (size_t i = 0; i < count; i++) {
-        const family_spec *g = family_find(all[i]->name);
-        if (g && g->student && used < sizeof have)
-            used += (size_t)snprintf(have + used, sizeof have - used, "%s%s", used ? ", " : "", g->magic);
-    }
+    size_t at = 0, used = 0;
+    for (const family_spec *g; (g = family_next_taking_kernels(&at)) && used < sizeof have;)
+        used += (size_t)snprintf(have + used, sizeof have - used, "%s%s", used ? ", " : "", g->magic);
     magic_error(ctx, "UsageError", "--for %s: kernels can be written for %s", name ? name : "?", have);
     return NULL;
 }

@@ -23,7 +23,7 @@
 
 static bool runs_student(const cl_backend *b)
 {
-    return b->matmul && b->matmul->has(CL_VARIANT_STUDENT);
+    return b->matmul && b->matmul->runs_student;
 }
 
 const family_spec matmul_family = {

@@ -53,7 +53,7 @@ int mm_target_of(const mm_env *env, const char *name, mm_target *out)
         out->variant = family_variant(&matmul_family, (size_t)family_index(&matmul_family, name));
         out->ops = env->backend->matmul;
         out->backend_name = env->backend->name;
-        return out->variant && out->ops && out->ops->has(CL_VARIANT_STUDENT) ? 0 : -1;
+        return out->variant && out->ops && out->ops->runs_student ? 0 : -1;
     }
     if (out->id < 0)
         return -1;

@@ -22,7 +22,7 @@
 
 static bool runs_student(const cl_backend *b)
 {
-    return b->reduce && b->reduce->runs_student();
+    return b->reduce && b->reduce->runs_student;
 }
 
 const family_spec reduce_family = {

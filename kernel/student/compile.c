@@ -359,26 +359,12 @@ bool student_uses_tile(const char *text)
 
 /* ---- the cache ---- */
 
-typedef struct cache_entry {
-    char key[65];
-    void *cubin;
-    size_t cubin_bytes;
-    char *lowered;
-    json_t *warnings;
-    student_resources res;
-} cache_entry;
-
-static cache_entry memory[MEMORY_CACHE];
+/* The memory cache: copies of the machine code, name, warnings and resources
+ * of recent builds (student_build's other fields stay empty). */
+static student_build memory[MEMORY_CACHE];
 static size_t memory_next;
 
-static void entry_clear(cache_entry *e)
-{
-    free(e->cubin);
-    free(e->lowered);
-    json_decref(e->warnings);
-    memset(e, 0, sizeof *e);
-}
-
+/* Copies what a cache keeps into b; -1 (with nothing left half-made) when memory runs out. */
 static int fill_build(student_build *b, const void *cubin, size_t bytes, const char *lowered,
                       const json_t *warnings, const student_resources *res)
 {
@@ -400,25 +386,16 @@ static int fill_build(student_build *b, const void *cubin, size_t bytes, const c
 
 static void memory_put(const student_build *b)
 {
-    cache_entry *e = &memory[memory_next++ % MEMORY_CACHE];
-    entry_clear(e);
-    snprintf(e->key, sizeof e->key, "%s", b->key);
-    e->cubin = malloc(b->cubin_bytes);
-    e->lowered = strdup(b->lowered);
-    e->warnings = json_deep_copy(b->warnings);
-    if (!e->cubin || !e->lowered || !e->warnings) {
-        entry_clear(e);
-        return;
-    }
-    memcpy(e->cubin, b->cubin, b->cubin_bytes);
-    e->cubin_bytes = b->cubin_bytes;
-    e->res = b->res;
+    student_build *e = &memory[memory_next++ % MEMORY_CACHE];
+    student_build_free(e);
+    if (fill_build(e, b->cubin, b->cubin_bytes, b->lowered, b->warnings, &b->res) == 0)
+        snprintf(e->key, sizeof e->key, "%s", b->key);
 }
 
 static int memory_get(student_build *b)
 {
     for (size_t i = 0; i < MEMORY_CACHE; i++) {
-        cache_entry *e = &memory[i];
+        const student_build *e = &memory[i];
         if (e->cubin && strcmp(e->key, b->key) == 0)
             return fill_build(b, e->cubin, e->cubin_bytes, e->lowered, e->warnings, &e->res);
     }

@@ -15,6 +15,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "magic/sweep.h"
 #include "student/compile.h"
 
 #define FINDINGS_MAX 30
@@ -144,10 +145,12 @@ static json_t *findings_of(const char *path, int *errors, bool *summary)
             continue;
         char *t = line + 10;
         const char *s;
-        if ((s = strstr(t, "ERROR SUMMARY: ")) || (s = strstr(t, "SUMMARY: "))) {
+        /* "ERROR SUMMARY: 2 errors" (memcheck, synccheck, initcheck), or
+         * "RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)": the errors count */
+        if ((s = strstr(t, "SUMMARY: "))) {
             *summary = true;
-            const char *num = strstr(t, "(") && strstr(t, "error") ? strchr(t, '(') + 1 : s + (s[0] == 'E' ? 15 : 9);
-            *errors += atoi(num);
+            const char *paren = strchr(s, '(');
+            *errors += atoi(paren ? paren + 1 : s + strlen("SUMMARY: "));
             json_array_append_new(out, json_string(t));
             continue;
         }
@@ -211,8 +214,7 @@ json_t *student_sanitize(const student_def *d, const char *tool)
 int student_sanitize_command(magic_ctx *ctx, const family_spec *f, const json_t *params)
 {
     static const char *const tools[] = {"memcheck", "racecheck", "synccheck", "initcheck"};
-    const json_t *given = json_object_get(params, "variant");
-    json_t *names = json_is_array(given) ? json_incref((json_t *)given) : json_pack("[O]", given);
+    json_t *names = sweep_as_list(json_object_get(params, "variant"));
     json_t *results = json_object(), *rows = json_array(), *details = json_array();
     int failed = 0;
     size_t i;

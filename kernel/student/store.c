@@ -8,6 +8,7 @@
 
 #include "base/digest.h"
 #include "lang/lang.h"
+#include "magic/sweep.h"
 #include "student/compile.h"
 
 #define NAME_MAX_BYTES 64
@@ -118,8 +119,8 @@ static void student_forget_all(void)
 int student_attach(magic_ctx *ctx, const command *cmd, json_t **kernels)
 {
     *kernels = NULL;
-    json_t *names = json_object_get(cmd->params, "variant");
-    json_t *list = names ? json_is_array(names) ? json_incref(names) : json_pack("[O]", names) : NULL;
+    const json_t *given = json_object_get(cmd->params, "variant");
+    json_t *list = given ? sweep_as_list(given) : NULL;
     size_t i;
     json_t *v;
     json_array_foreach(list, i, v) {

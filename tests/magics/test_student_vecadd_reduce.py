@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import execute, load_schema, magic_doc, outputs, run_cell as run
+from conftest import cell, load_schema, magic_doc, run_cell as run
 
 VECADD = """%%kernel --for vecadd --name myadd
 __global__ void myadd(const float *A, const float *B, float *C, int n) {
@@ -34,24 +34,11 @@ __global__ void mysum(const float *input, float *partial, int n) {
 
 
 CPU = {"CUDALAB_BACKEND": "cpu"}
-RESULT = "application/vnd.cudalab.result+json"
 
 
 @pytest.fixture
 def kc(start_kernel):
     return start_kernel(env=CPU)[1]
-
-
-def cell(kc, code: str) -> tuple[dict, str, dict | None]:
-    """(reply content, the text of the outputs, the result document or None)."""
-    reply, msgs = execute(kc, code, timeout=120)
-    text, doc = [], None
-    for m in outputs(msgs):
-        c = m["content"]
-        text.append(c.get("text", "") or c.get("evalue", "") or c.get("data", {}).get("text/plain", ""))
-        if RESULT in c.get("data", {}):
-            doc = c["data"][RESULT]
-    return reply["content"], "\n".join(text), doc
 
 
 def compiled(kc, code: str) -> tuple[dict, str, dict | None]:

@@ -346,7 +346,7 @@ static bool fake_has(int v)
 {
     return v == CL_MATMUL_V_FAST || v == CL_MATMUL_V_CUBLAS_TF32;
 }
-static const cl_matmul_ops fake_ops = { fake_has, fake_run };
+static const cl_matmul_ops fake_ops = { fake_has, fake_run, false };
 
 static const cl_backend fake_backend = {
     .name = "cuda", .abi = CL_BACKEND_ABI, .device_count = fake_count, .device_props = fake_props,
