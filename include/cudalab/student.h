@@ -42,6 +42,8 @@ typedef struct cl_student_kernel {
     int block[3];           /* threads per block */
     int grid[3];            /* blocks; {0, 0, 0}: the family's launch rule */
     size_t dyn_smem;        /* dynamic shared memory per block, bytes */
+    int dyn_smem_given;     /* --smem was given; else dyn_smem is 0 and the family may size it
+                               (%stencil: the block's tile with its halo) */
     double limit_ms;        /* a launch still running after this long is abandoned: the run
                                fails, the device is marked unusable and the worker leaves */
 } cl_student_kernel;

@@ -154,12 +154,16 @@ static void variants_text(FILE *out, const family_spec *fam)
         student_text(out, fam);
 }
 
-/* What a student's kernel for the family implements (%%kernel --for it). */
+/* What a student's kernel for the family implements (%%kernel --for it), in each shape. */
 static void student_text(FILE *out, const family_spec *fam)
 {
     fprintf(out, "\nYour own kernels (%%%%kernel --for %s --name NAME) implement:\n"
             "  __global__ void NAME(%s)\n  launch: %s\n  quick check: %%%s %s\n", fam->magic,
             fam->student->params, fam->student->launch, fam->magic, fam->quick);
+    if (fam->student_2d)
+        fprintf(out, "In 2D (%%%%kernel --for %s --dim 2 --name NAME):\n"
+                "  __global__ void NAME(%s)\n  launch: %s\n  quick check: %%%s %s\n", fam->magic,
+                fam->student_2d->params, fam->student_2d->launch, fam->magic, fam->quick_2d);
 }
 
 /* %help kernel: every family that takes students' kernels. */

@@ -31,6 +31,11 @@ typedef struct family_spec {
     const char *quick;              /* the flags of %%kernel's quick check at a small awkward
                                        size ("--m 67 --n 33 --k 129"), with the student's variant */
     bool (*runs_student)(const cl_backend *b);  /* whether b runs students' kernels of the family */
+    /* A family whose kernels also come in a second shape (%stencil --dim 2: a
+     * 2D convolution): what a %%kernel --dim 2 cell implements, and its quick
+     * check; NULL for the others. */
+    const cl_student_contract *student_2d;
+    const char *quick_2d;
 } family_spec;
 
 /* The family a magic runs (the one its --variant flag names), or NULL. */

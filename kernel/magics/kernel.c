@@ -30,6 +30,8 @@ static const flag_spec kernel_flags[] = {
     {.name = "name", .type = FLAG_STRING,
      .help = "the __global__ function to run, and the variant's name (default: the first __global__ "
              "function of the cell)"},
+    {.name = "dim", .type = FLAG_INT, .def = "1", .imin = 1, .imax = 2,
+     .help = "the kernel's shape where a family has two: 2 for a %stencil --dim 2 kernel (a 2D convolution)"},
     {.name = "block", .type = FLAG_DIMS, .imin = 1, .imax = 1024,
      .help = "threads per block (default: the family's; with --tile on the family magic, TILE×TILE)"},
     {.name = "grid", .type = FLAG_DIMS, .imin = 1, .imax = 2147483647,
@@ -185,12 +187,11 @@ static const magic_out capture_out = { capture_stream, capture_result };
 /* Runs the family's magic on the kernel at the family's quick size. *check is
  * the run's check (new reference) or NULL; 0, or -1 with the error in ctx (a
  * failed check is not an error here). */
-static int quick_check(magic_ctx *ctx, const family_spec *f, const char *name, json_t **check, char *what,
-                       size_t wlen)
+static int quick_check(magic_ctx *ctx, const student_def *d, json_t **check, char *what, size_t wlen)
 {
     *check = NULL;
     char line[512];
-    snprintf(line, sizeof line, "%%%s %s --variant %s --reps 1 --warmup 0", f->magic, f->quick, name);
+    snprintf(line, sizeof line, "%%%s %s --variant %s --reps 1 --warmup 0", d->family->magic, d->quick, d->name);
     snprintf(what, wlen, "%s", line);
     command *cmds = NULL;
     parse_error perr;
@@ -259,7 +260,7 @@ static int kernel_run(magic_ctx *ctx, const json_t *params, const char *body)
         snprintf(skipped, sizeof skipped, "not run: your kernels run on a GPU, and this worker runs on the %s "
                  "backend%s%s", ctx->backend->name, ctx->backend_note && *ctx->backend_note ? ": " : "",
                  ctx->backend_note ? ctx->backend_note : "");
-    } else if (quick_check(ctx, f, name, &check, quick, sizeof quick) != 0) {
+    } else if (quick_check(ctx, d, &check, quick, sizeof quick) != 0) {
         /* a fault or the launch limit: the compile report still shows, then the error */
         fault = ctx->error;
         fault_tb = ctx->traceback;
@@ -277,6 +278,8 @@ static int kernel_run(magic_ctx *ctx, const json_t *params, const char *body)
     json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:s}", "magic", "kernel", "name", name, "for",
                             f->magic, "source", "student", "source_hash", d->hash, "arch", sl.build.arch,
                             "modelled", modelled, "nvrtc", nvrtc_version());
+    if (f->student_2d)
+        json_object_set_new(doc, "dim", json_integer(d->dim));
     json_object_set_new(doc, "compile", json_pack("{s:O, s:f, s:b}", "options", sl.build.options, "ms", sl.build.ms,
                                                   "cached", sl.build.cached));
     json_object_set_new(doc, "warnings", json_incref(sl.build.warnings));

@@ -91,7 +91,7 @@ int student_prepare(magic_ctx *ctx, const student_def *d, const json_t *point, i
     student_options o = student_options_for(d, point, d->tiled ? tile : 0, &defines);
     bool modelled;
     int cc = student_target_cc(ctx->backend, &modelled);
-    student_source src = { d->name, d->family->magic, d->family->student, d->source,
+    student_source src = { d->name, d->family->magic, d->contract, d->source,
                            int_or(json_object_get(d->options, "first_line"), 2) };
     int rc = student_compile(ctx, &src, &o, cc, &out->build);
     json_decref(defines);
@@ -106,12 +106,14 @@ int student_prepare(magic_ctx *ctx, const student_def *d, const json_t *point, i
     const json_t *block = given(point, d->options, "block");
     if (json_is_array(block))
         dims_into(block, k->block);
-    else if (d->tiled && tile > 0 && (d->family->student->flags & CL_V_TILE))
+    else if (d->tiled && tile > 0 && (d->contract->flags & CL_V_TILE))
         k->block[0] = k->block[1] = tile, k->block[2] = 1;
     else
-        memcpy(k->block, d->family->student->block, sizeof k->block);
+        memcpy(k->block, d->contract->block, sizeof k->block);
     dims_into(given(point, d->options, "grid"), k->grid);
-    k->dyn_smem = (size_t)int_or(given(point, d->options, "smem"), 0);
+    const json_t *smem = given(point, d->options, "smem");
+    k->dyn_smem = (size_t)int_or(smem, 0);
+    k->dyn_smem_given = json_is_integer(smem);
     k->limit_ms = limit_ms();
     return 0;
 }

@@ -54,7 +54,7 @@ static char *cell_text(const student_def *d)
     if (!out)
         return NULL;
     const json_t *o = d->options, *v;
-    fprintf(out, "%%%%kernel --for %s --name %s", d->family->magic, d->name);
+    fprintf(out, "%%%%kernel --for %s --name %s --dim %d", d->family->magic, d->name, d->dim);
     static const char *const dims[] = {"block", "grid"};
     for (int i = 0; i < 2; i++)
         if (json_is_array(v = json_object_get(o, dims[i]))) {
@@ -219,10 +219,12 @@ int student_sanitize_command(magic_ctx *ctx, const family_spec *f, const json_t 
     int failed = 0;
     size_t i;
     json_t *v;
+    const char *at = f->quick;       /* each kernel runs at its own quick check's size */
     json_array_foreach(names, i, v) {
         const student_def *d = student_find(json_string_value(v));
         if (!d)
             continue;
+        at = d->quick;
         json_t *list = json_array();
         for (size_t t = 0; t < sizeof tools / sizeof tools[0]; t++) {
             json_t *r = student_sanitize(d, tools[t]);
@@ -249,7 +251,7 @@ int student_sanitize_command(magic_ctx *ctx, const family_spec *f, const json_t 
                            "(%%kernels lists them)");
     }
     char quick[256];
-    snprintf(quick, sizeof quick, "%%%s %s", f->magic, f->quick);
+    snprintf(quick, sizeof quick, "%%%s %s", f->magic, at);
     json_t *doc = json_pack("{s:s, s:s, s:o}", "magic", f->magic, "sanitize_size", quick, "sanitize", results);
     json_t *blocks = json_pack("[{s:s, s:[s, s, s, s], s:o}]", "type", "table", "columns", "kernel", "tool", "status",
                                "time or reason", "rows", rows);

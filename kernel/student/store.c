@@ -65,7 +65,7 @@ static int reregister(magic_ctx *ctx)
     for (size_t i = 0; i < ndefs; i++) {
         char teaches[160];
         snprintf(teaches, sizeof teaches, "your kernel (%%%%kernel, source sha256 %.12s)", defs[i].hash);
-        cl_variant v = { defs[i].name, defs[i].family->student->launch, teaches,
+        cl_variant v = { defs[i].name, defs[i].contract->launch, teaches,
                          CL_V_BLOCK | (defs[i].tiled ? CL_V_TILE : 0) };
         if (family_register(ctx, defs[i].family, &v) != 0)
             return -1;
@@ -82,7 +82,13 @@ int student_define(magic_ctx *ctx, const family_spec *f, const char *name, const
     if (!d && ndefs == FAMILY_MAX_RUNTIME)
         return magic_error(ctx, "UsageError", "this session has %d kernels of its own already; "
                            "restart the kernel to start over", FAMILY_MAX_RUNTIME);
-    student_def fresh = { strdup(name), f, strdup(source), json_deep_copy(options), "", student_uses_tile(source) };
+    const json_t *dim = json_object_get(options, "dim");
+    int shape = json_is_integer(dim) ? (int)json_integer_value(dim) : 1;
+    if (shape == 2 && !f->student_2d)
+        return magic_error(ctx, "UsageError", "--dim 2: kernels for %%%s are one-dimensional (%%stencil takes "
+                           "2D kernels)", f->magic);
+    student_def fresh = { strdup(name), f, strdup(source), json_deep_copy(options), "", student_uses_tile(source),
+                          shape, shape == 2 ? f->student_2d : f->student, shape == 2 ? f->quick_2d : f->quick };
     if (!fresh.name || !fresh.source || !fresh.options) {
         def_free(&fresh);
         return magic_error(ctx, "MemoryError", "out of memory");

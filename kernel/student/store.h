@@ -24,10 +24,14 @@ typedef struct student_def {
     json_t *options;                /* the %%kernel line's params (for, name, block, define, ...) */
     char hash[65];                  /* sha256 of the source */
     bool tiled;                     /* the source uses TILE: --tile sets it */
+    int dim;                        /* the %%kernel line's --dim: 2 for a family's 2D shape */
+    const cl_student_contract *contract;    /* what it implements: its family's, of its --dim */
+    const char *quick;              /* the family magic's flags of its quick check (family_spec.quick) */
 } student_def;
 
 /* Defines (or redefines) a kernel and registers its variant. 0, or -1 with
- * the error in ctx (a built-in's name, `all`, the store full). */
+ * the error in ctx (a built-in's name, `all`, --dim 2 for a family without a
+ * 2D shape, the store full). */
 int student_define(magic_ctx *ctx, const family_spec *f, const char *name, const char *source,
                    const json_t *options);
 /* Forgets one kernel (its variant too); no-op when unknown. */
