@@ -1,7 +1,7 @@
 /* stencil_cpu.c — the CPU backend's %stencil and the host check both backends use.
  *
  * The CPU analogues keep the GPU's partitioning: the output is cut into the
- * same blocks (B outputs in 1D, T x T tiles in 2D) and host threads take
+ * same blocks (B outputs in 1D, BX x BY tiles in 2D) and host threads take
  * blocks in turn, as the SMs would. naive reads every term from the input
  * array; tiled first copies the block's input tile with its halo (zero
  * padded ghost cells) into a per-thread buffer standing in for shared
@@ -77,7 +77,7 @@ typedef struct job {
 static void block1d(const job *j, uint64_t b)
 {
     const cl_stencil_args *a = j->a;
-    int B = a->block, R = a->radius;
+    int B = a->block[0], R = a->radius;
     int64_t n = (int64_t)a->nx, base = (int64_t)(b * (uint64_t)B);
     if (j->v == CL_STENCIL_NAIVE) {
         for (int t = 0; t < B && base + t < n; t++)
@@ -100,16 +100,16 @@ static void block1d(const job *j, uint64_t b)
 static void block2d(const job *j, uint64_t b)
 {
     const cl_stencil_args *a = j->a;
-    int T = a->block, r = a->radius, k = a->k, S = T + 2 * r;
-    int64_t nx = (int64_t)a->nx, ny = (int64_t)a->ny, bx = (nx + T - 1) / T;
-    int64_t x0 = (int64_t)(b % (uint64_t)bx) * T, y0 = (int64_t)(b / (uint64_t)bx) * T;
+    int TX = a->block[0], TY = a->block[1], r = a->radius, k = a->k, S = TX + 2 * r;
+    int64_t nx = (int64_t)a->nx, ny = (int64_t)a->ny, bx = (nx + TX - 1) / TX;
+    int64_t x0 = (int64_t)(b % (uint64_t)bx) * TX, y0 = (int64_t)(b / (uint64_t)bx) * TY;
     if (j->v == CL_STENCIL_TILED)
-        for (int s = 0; s < S * S; s++) {
+        for (int s = 0; s < S * (TY + 2 * r); s++) {
             int64_t xx = x0 - r + s % S, yy = y0 - r + s / S;
             j->tile[s] = xx >= 0 && xx < nx && yy >= 0 && yy < ny ? j->in[yy * nx + xx] : 0.0f;
         }
-    for (int ty = 0; ty < T && y0 + ty < ny; ty++)
-        for (int tx = 0; tx < T && x0 + tx < nx; tx++) {
+    for (int ty = 0; ty < TY && y0 + ty < ny; ty++)
+        for (int tx = 0; tx < TX && x0 + tx < nx; tx++) {
             int64_t x = x0 + tx, y = y0 + ty;
             if (j->v == CL_STENCIL_NAIVE) {
                 j->out[y * nx + x] = direct2d(a, j->in, x, y, NULL);
@@ -136,10 +136,15 @@ static void job_main(long long t, void *arg)
         (j->a->dim == 1 ? block1d : block2d)(j, b);
 }
 
-static uint64_t block_count(const cl_stencil_args *a)
+/* Blocks across and down (1D: down is 1). */
+static uint64_t blocks_x(const cl_stencil_args *a)
 {
-    uint64_t B = (uint64_t)a->block;
-    return a->dim == 1 ? (a->nx + B - 1) / B : ((a->nx + B - 1) / B) * ((a->ny + B - 1) / B);
+    return (a->nx + (uint64_t)a->block[0] - 1) / (uint64_t)a->block[0];
+}
+
+static uint64_t blocks_y(const cl_stencil_args *a)
+{
+    return a->dim == 1 ? 1 : (a->ny + (uint64_t)a->block[1] - 1) / (uint64_t)a->block[1];
 }
 
 /* One launch: host threads take the blocks round-robin. */
@@ -148,7 +153,8 @@ static void launch(int v, const cl_stencil_args *a, const float *in, float *out,
     int nt = cl_cpu_threads();
     job jobs[CL_CPU_MAX_THREADS];
     for (int k = 0; k < nt; k++)
-        jobs[k] = (job){a, v, in, out, (uint64_t)k, (uint64_t)nt, block_count(a), tiles + k * tile_len};
+        jobs[k] = (job){a, v, in, out, (uint64_t)k, (uint64_t)nt, blocks_x(a) * blocks_y(a),
+                       tiles + k * tile_len};
     cl_parallel_for(nt, nt, job_main, jobs);
 }
 
@@ -156,12 +162,11 @@ static int cpu_stencil_run(int v, const cl_stencil_args *a, float *host_out, cl_
 {
     memset(res, 0, sizeof *res);
     if (v < 0 || v >= CL_STENCIL_NVARIANTS) {
-        snprintf(err, CL_ERR_LEN, "unknown stencil variant %d", v);
+        snprintf(err, CL_ERR_LEN, "the CPU backend has no stencil variant %d (students' kernels need a GPU)", v);
         return -1;
     }
     uint64_t n = a->nx * a->ny;
-    size_t tile_len = a->dim == 1 ? (size_t)(a->block + 2 * a->radius)
-                                  : (size_t)(a->block + 2 * a->radius) * (size_t)(a->block + 2 * a->radius);
+    size_t tile_len = cl_stencil_student_smem(a->dim, a->radius, a->block) / sizeof(float);
     int nt = cl_cpu_threads();
     float *in = malloc(n * sizeof *in), *own = host_out ? NULL : malloc(n * sizeof *own);
     float *tiles = malloc((size_t)nt * tile_len * sizeof *tiles);
@@ -182,9 +187,7 @@ static int cpu_stencil_run(int v, const cl_stencil_args *a, float *host_out, cl_
         res->times.ms[r] = (float)(cl_now_ms() - t0);
         res->times.reps = r + 1;
     }
-    uint64_t bx = a->dim == 1 ? block_count(a) : (a->nx + a->block - 1) / a->block;
-    uint64_t by = a->dim == 1 ? 1 : (a->ny + a->block - 1) / a->block;
-    res->launch = cl_launch_2d(bx, by, a->block, a->dim == 1 ? 1 : a->block,
+    res->launch = cl_launch_2d(blocks_x(a), blocks_y(a), a->block[0], a->dim == 1 ? 1 : a->block[1],
                                v == CL_STENCIL_TILED ? tile_len * sizeof(float) : 0, 1);
     snprintf(res->impl, sizeof res->impl, "CPU analogue: %d host threads take the %s blocks in turn%s", nt,
              a->dim == 1 ? "1D" : "2D", v == CL_STENCIL_TILED ? ", tile + halo copied to a local buffer" : "");
@@ -234,9 +237,10 @@ static void check_main(long long t, void *arg)
         double err = fabs((double)got - ref), rel = scale > 0 ? err / scale : err;
         j->c.checked++;
         j->c.bit_exact += memcmp(&got, &ref, sizeof got) == 0;
-        if (!(err <= CL_STENCIL_RTOL * scale)) {
-            if (j->c.mismatches++ == 0)
-                j->c.first_bad = i;
+        if (!(err <= j->c.rtol * scale) && j->c.mismatches++ == 0) {
+            j->c.first_bad = i;
+            j->c.got = got;
+            j->c.want = ref;
         }
         if (!(err <= j->c.max_abs_err))
             j->c.max_abs_err = isfinite(err) ? err : INFINITY;
@@ -248,7 +252,7 @@ static void check_main(long long t, void *arg)
 int cl_stencil_verify(const cl_stencil_args *a, const float *out, cl_stencil_check *c, char *err)
 {
     memset(c, 0, sizeof *c);
-    c->rtol = CL_STENCIL_RTOL;
+    c->rtol = cl_stencil_rtol(a);
     uint64_t n = a->nx * a->ny, terms = a->dim == 1 ? (uint64_t)a->k : (uint64_t)a->k * a->k;
     float *in = malloc(n * sizeof *in);
     if (!in) {
@@ -263,12 +267,16 @@ int cl_stencil_verify(const cl_stencil_args *a, const float *out, cl_stencil_che
     int nt = cl_cpu_threads();
     check_job jobs[CL_CPU_MAX_THREADS];
     for (int k = 0; k < nt; k++)
-        jobs[k] = (check_job){a, in, out, n * k / nt, n * (k + 1) / nt, stride, 2 * (uint64_t)a->radius, {0}};
+        jobs[k] = (check_job){a, in, out, n * k / nt, n * (k + 1) / nt, stride, 2 * (uint64_t)a->radius,
+                              {.rtol = c->rtol}};
     cl_parallel_for(nt, nt, check_main, jobs);
     for (int k = 0; k < nt; k++) {
         const cl_stencil_check *q = &jobs[k].c;
-        if (q->mismatches && !c->mismatches)
+        if (q->mismatches && !c->mismatches) {
             c->first_bad = q->first_bad;
+            c->got = q->got;
+            c->want = q->want;
+        }
         c->checked += q->checked;
         c->mismatches += q->mismatches;
         c->bit_exact += q->bit_exact;
@@ -282,4 +290,4 @@ int cl_stencil_verify(const cl_stencil_args *a, const float *out, cl_stencil_che
     return 0;
 }
 
-const cl_stencil_ops cl_cpu_stencil_ops = {cpu_stencil_run, cpu_stencil_overhead};
+const cl_stencil_ops cl_cpu_stencil_ops = {cpu_stencil_run, cpu_stencil_overhead, false};

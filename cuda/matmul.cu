@@ -94,9 +94,6 @@ const mm_gpu_impl mm_gpu_student = { student_prepare, student_launch };
 
 /* ---- inputs ---- */
 
-/* The seed of a student's warm-up inputs: seed ^ this. */
-#define STUDENT_WARMUP_SALT 0x5EED5A17ull
-
 __global__ void mm_fill_kernel(float *p, long long count, uint64_t seed, int is_b)
 {
     long long stride = (long long)gridDim.x * blockDim.x;
@@ -147,7 +144,7 @@ static int setup(const cl_matmul_args *a, mm_buffers *d, char *err)
         return -1;
     /* a student's warm-up runs on other inputs: a kernel that kept its first
      * result somewhere and copies it afterwards fails the check */
-    uint64_t seed = a->student ? a->seed ^ STUDENT_WARMUP_SALT : a->seed;
+    uint64_t seed = a->student ? a->seed ^ CL_STUDENT_WARMUP_SALT : a->seed;
     if (fill(d->a, (long long)na, seed, 0, err) || fill(d->b, (long long)nb, seed, 1, err))
         return -1;
     return sentinel(a, d->c, err);

@@ -8,6 +8,11 @@
  * reference bit for bit. One run: input generated on the device from the
  * seed, warm-up launches, then timed ones, each after an L2 flush outside the
  * events; the output is copied back once, after the last rep.
+ *
+ * A student's kernel (CL_VARIANT_STUDENT) runs in the same reps with its
+ * weights in a device buffer passed as a pointer, its output between guard
+ * bytes and filled with a NaN sentinel before every launch, and its warm-up on
+ * salted input, under its launch limit.
  */
 #include <cuda_runtime.h>
 
@@ -17,6 +22,7 @@
 
 #include "cudalab/stencil.h"
 #include "common.h"
+#include "student_cuda.h"
 
 /* show-source: stencil naive,tiled shown */
 __constant__ float c_weights[CL_STENCIL_MAX_WEIGHTS];
@@ -99,28 +105,29 @@ __global__ void stencil2d_naive(const float *__restrict__ in, float *__restrict_
 /* show-source: end */
 
 /* show-source: stencil tiled 2D */
-/* Output tile T x T, input tile (T+2r)^2 with halo, loaded cooperatively by
- * the T*T threads (ghost cells stored as 0), then one __syncthreads. */
+/* Output tile blockDim.x x blockDim.y, input tile with its halo of r on every
+ * side, loaded cooperatively by the block's threads (ghost cells stored as 0),
+ * then one __syncthreads. */
 __global__ void stencil2d_tiled(const float *__restrict__ in, float *__restrict__ out, int nx, int ny, int r)
 {
     extern __shared__ float tile[];
-    int T = blockDim.x, S = T + 2 * r, k = 2 * r + 1;
-    int x0 = blockIdx.x * T - r, y0 = blockIdx.y * T - r;
-    for (int ty = threadIdx.y; ty < S; ty += T) {       /* 2D strides: no division per element */
+    int TX = blockDim.x, TY = blockDim.y, SX = TX + 2 * r, SY = TY + 2 * r, k = 2 * r + 1;
+    int x0 = blockIdx.x * TX - r, y0 = blockIdx.y * TY - r;
+    for (int ty = threadIdx.y; ty < SY; ty += TY) {     /* 2D strides: no division per element */
         int yy = y0 + ty;
-        for (int tx = threadIdx.x; tx < S; tx += T) {
+        for (int tx = threadIdx.x; tx < SX; tx += TX) {
             int xx = x0 + tx;
-            tile[ty * S + tx] = xx >= 0 && xx < nx && yy >= 0 && yy < ny ? in[(size_t)yy * nx + xx] : 0.0f;
+            tile[ty * SX + tx] = xx >= 0 && xx < nx && yy >= 0 && yy < ny ? in[(size_t)yy * nx + xx] : 0.0f;
         }
     }
     __syncthreads();
-    int x = blockIdx.x * T + threadIdx.x, y = blockIdx.y * T + threadIdx.y;
+    int x = blockIdx.x * TX + threadIdx.x, y = blockIdx.y * TY + threadIdx.y;
     if (x >= nx || y >= ny)
         return;
     /* ghost cells are 0 in the tile: every term is taken, none needs a check */
     float acc = 0.0f;
     for (int dy = 0; dy < k; dy++) {
-        const float *row = tile + (threadIdx.y + dy) * S + threadIdx.x;
+        const float *row = tile + (threadIdx.y + dy) * SX + threadIdx.x;
         for (int dx = 0; dx < k; dx++)
             acc = fmaf(c_weights[dy * k + dx], row[dx], acc);
     }
@@ -132,62 +139,127 @@ __global__ void stencil2d_tiled(const float *__restrict__ in, float *__restrict_
 
 typedef struct plan {
     dim3 grid, block;
-    size_t smem;
-    const void *fn;
+    size_t smem;                  /* dynamic shared memory */
+    const void *fn;               /* the kernel: ours, or the student's handle */
     const char *name;
+    const cl_stencil_args *a;
+    const float *in, *w;          /* w: the weights on the device, for a student's kernel */
+    float *out;
 } plan;
 
 static void make_plan(int v, const cl_stencil_args *a, plan *p)
 {
     bool tiled = v == CL_STENCIL_TILED;
+    p->a = a;
+    p->block = dim3((unsigned)a->block[0], a->dim == 1 ? 1u : (unsigned)a->block[1]);
+    p->grid = dim3((unsigned)((a->nx + p->block.x - 1) / p->block.x),
+                   (unsigned)((a->ny + p->block.y - 1) / p->block.y));
+    p->smem = tiled ? cl_stencil_student_smem(a->dim, a->radius, a->block) : 0;
     if (a->dim == 1) {
-        p->block = dim3((unsigned)a->block);
-        p->grid = dim3((unsigned)((a->nx + a->block - 1) / a->block));
-        p->smem = tiled ? (size_t)(a->block + 2 * a->radius) * sizeof(float) : 0;
         p->fn = tiled ? (const void *)stencil1d_tiled : (const void *)stencil1d_naive;
         p->name = tiled ? "stencil1d_tiled" : "stencil1d_naive";
     } else {
-        int T = a->block, S = T + 2 * a->radius;
-        p->block = dim3((unsigned)T, (unsigned)T);
-        p->grid = dim3((unsigned)((a->nx + T - 1) / T), (unsigned)((a->ny + T - 1) / T));
-        p->smem = tiled ? (size_t)S * S * sizeof(float) : 0;
         p->fn = tiled ? (const void *)stencil2d_tiled : (const void *)stencil2d_naive;
         p->name = tiled ? "stencil2d_tiled" : "stencil2d_naive";
     }
 }
 
-static cudaError_t launch(int v, const cl_stencil_args *a, const plan *p, const float *in, float *out)
+/* A student's kernel: its block, the launch rule's grid (1D: one thread per
+ * output whatever the block's shape) unless --grid, its tile unless --smem. */
+static int make_student_plan(const cl_stencil_args *a, plan *p, cl_launch *l, char *err)
 {
+    const cl_student_kernel *k = a->student;
+    p->a = a;
+    p->name = k->name;
+    if (cl_cuda_student_func(k, &p->fn, err))
+        return -1;
+    p->block = cl_cuda_student_block(k);
+    unsigned long long threads = (unsigned long long)p->block.x * p->block.y * p->block.z;
+    dim3 rule = a->dim == 1 ? dim3((unsigned)((a->nx + threads - 1) / threads))
+                            : dim3((unsigned)((a->nx + p->block.x - 1) / p->block.x),
+                                   (unsigned)((a->ny + p->block.y - 1) / p->block.y));
+    p->grid = cl_cuda_student_grid(k, rule);
+    int block[2] = {(int)p->block.x, (int)p->block.y};
+    p->smem = k->dyn_smem_given ? k->dyn_smem : cl_stencil_student_smem(a->dim, a->radius, block);
+    cl_student_kernel sized = *k;
+    sized.dyn_smem = p->smem;
+    return cl_cuda_student_describe(&sized, p->fn, p->grid, p->block, l, err);
+}
+
+static cudaError_t launch(int v, const plan *p)
+{
+    const cl_stencil_args *a = p->a;
     bool tiled = v == CL_STENCIL_TILED;
+    if (v == CL_VARIANT_STUDENT) {
+        int n = (int)a->nx, width = (int)a->nx, height = (int)a->ny, r = a->radius;
+        void *args1[] = {(void *)&p->in, (void *)&p->out, (void *)&p->w, &n, &r};
+        void *args2[] = {(void *)&p->in, (void *)&p->out, (void *)&p->w, &width, &height, &r};
+        return cudaLaunchKernel(p->fn, p->grid, p->block, a->dim == 1 ? args1 : args2, p->smem, 0);
+    }
     if (a->dim == 1) {
         if (tiled)
-            stencil1d_tiled<<<p->grid, p->block, p->smem>>>(in, out, (long long)a->nx, a->radius);
+            stencil1d_tiled<<<p->grid, p->block, p->smem>>>(p->in, p->out, (long long)a->nx, a->radius);
         else
-            stencil1d_naive<<<p->grid, p->block>>>(in, out, (long long)a->nx, a->radius);
+            stencil1d_naive<<<p->grid, p->block>>>(p->in, p->out, (long long)a->nx, a->radius);
     } else if (tiled) {
-        stencil2d_tiled<<<p->grid, p->block, p->smem>>>(in, out, (int)a->nx, (int)a->ny, a->radius);
+        stencil2d_tiled<<<p->grid, p->block, p->smem>>>(p->in, p->out, (int)a->nx, (int)a->ny, a->radius);
     } else {
-        stencil2d_naive<<<p->grid, p->block>>>(in, out, (int)a->nx, (int)a->ny, a->radius);
+        stencil2d_naive<<<p->grid, p->block>>>(p->in, p->out, (int)a->nx, (int)a->ny, a->radius);
     }
     return cudaGetLastError();
 }
 
-static int one_rep(int v, const cl_stencil_args *a, const plan *p, cl_cuda_timing *t, const float *in,
-                   float *out, int r, float *ms, char *err)
+static int fill(float *in, uint64_t n, uint64_t seed, char *err)
+{
+    stencil_fill<<<1024, 256>>>(in, n, seed);
+    cudaError_t crc = cudaGetLastError();
+    return crc == cudaSuccess ? 0 : cl_cuda_fail(err, "input generation", crc);
+}
+
+/* One launch; a student's writes its whole output again (a NaN sentinel first). */
+static int one_rep(int v, const plan *p, cl_cuda_timing *t, int r, float *ms, char *err)
 {
     cudaError_t rc;
+    uint64_t n = p->a->nx * p->a->ny;
+    if (v == CL_VARIANT_STUDENT && (rc = cudaMemsetAsync(p->out, 0xFF, n * sizeof(float), 0)) != cudaSuccess)
+        return cl_cuda_fail(err, "cudaMemsetAsync of the output", rc);
     if (cl_cuda_flush_l2(t, r, "L2 flush", err) || (ms && cl_cuda_time_start(t, err)))
         return -1;
-    if ((rc = launch(v, a, p, in, out)) != cudaSuccess)
-        return cl_cuda_fail(err, "stencil kernel launch", rc);
-    return ms ? cl_cuda_time_stop(t, ms, "stencil kernel", err) : 0;
+    if ((rc = launch(v, p)) != cudaSuccess) {
+        char what[160];
+        snprintf(what, sizeof what, "launching %s", p->name);
+        return cl_cuda_fail(err, what, rc);
+    }
+    return ms ? cl_cuda_time_stop(t, ms, p->name, err) : 0;
+}
+
+/* Warm-up (a student's at least once, on salted input) and the timed reps. */
+static int reps(int v, const cl_stencil_args *a, plan *p, cl_cuda_timing *t, float *in, cl_stencil_result *res,
+                char *err)
+{
+    bool student = v == CL_VARIANT_STUDENT;
+    uint64_t n = a->nx * a->ny;
+    if (fill(in, n, student ? a->seed ^ CL_STUDENT_WARMUP_SALT : a->seed, err))
+        return -1;
+    for (int w = 0; w < (student && a->warmup < 1 ? 1 : a->warmup); w++)
+        if (one_rep(v, p, t, w, NULL, err))
+            return -1;
+    if (student && (cl_cuda_synchronize("warm-up runs", err) || fill(in, n, a->seed, err)))
+        return -1;
+    for (int r = 0; r < a->reps && r < CL_MAX_REPS; r++) {
+        if (one_rep(v, p, t, r, &res->times.ms[r], err))
+            return -1;
+        res->times.reps = r + 1;
+    }
+    return 0;
 }
 
 static int cuda_stencil_run(int v, const cl_stencil_args *a, float *host_out, cl_stencil_result *res,
                             char *err)
 {
     memset(res, 0, sizeof *res);
-    if (v < 0 || v >= CL_STENCIL_NVARIANTS) {
+    bool student = v == CL_VARIANT_STUDENT;
+    if ((v < 0 || v >= CL_STENCIL_NVARIANTS) && !(student && a->student)) {
         snprintf(err, CL_ERR_LEN, "unknown stencil variant %d", v);
         return -1;
     }
@@ -198,54 +270,63 @@ static int cuda_stencil_run(int v, const cl_stencil_args *a, float *host_out, cl
         return -1;
     }
     plan p;
-    make_plan(v, a, &p);
+    memset(&p, 0, sizeof p);
+    if (student) {
+        if (make_student_plan(a, &p, &res->launch, err))
+            return -1;
+    } else {
+        make_plan(v, a, &p);
+    }
     uint64_t n = a->nx * a->ny;
-    float *in = NULL, *out = NULL;
+    float *in = NULL, *out = NULL, *w = NULL;
+    void *out_base = NULL;            /* a student's output: between guard bytes */
     cl_cuda_timing t;
     memset(&t, 0, sizeof t);
     int rc = -1;
     cudaError_t crc;
     cudaFuncAttributes fa;
     memset(&fa, 0, sizeof fa);
-    if (cl_cuda_alloc((void **)&in, n * 4, "input", err) || cl_cuda_alloc((void **)&out, n * 4, "output", err) ||
-        cl_cuda_timing_init(&t, err))
+    if (cl_cuda_alloc((void **)&in, n * 4, "input", err) ||
+        (student ? cl_cuda_guarded_alloc(&out_base, (void **)&out, n * 4, "output", err)
+                 : cl_cuda_alloc((void **)&out, n * 4, "output", err)) ||
+        (student && cl_cuda_alloc((void **)&w, nw * sizeof(float), "weights", err)) || cl_cuda_timing_init(&t, err))
         goto done;
-    if ((crc = cudaMemcpyToSymbol(c_weights, a->weights, nw * sizeof(float))) != cudaSuccess) {
-        cl_cuda_fail(err, "cudaMemcpyToSymbol of the weights", crc);
-        goto done;
-    }
-    stencil_fill<<<1024, 256>>>(in, n, a->seed);
-    if ((crc = cudaGetLastError()) != cudaSuccess) {
-        cl_cuda_fail(err, "input generation", crc);
+    crc = student ? cudaMemcpy(w, a->weights, nw * sizeof(float), cudaMemcpyHostToDevice)
+                  : cudaMemcpyToSymbol(c_weights, a->weights, nw * sizeof(float));
+    if (crc != cudaSuccess) {
+        cl_cuda_fail(err, "copying the weights", crc);
         goto done;
     }
     if ((crc = cudaFuncGetAttributes(&fa, p.fn)) != cudaSuccess) {
         cl_cuda_fail(err, "cudaFuncGetAttributes", crc);
         goto done;
     }
-    for (int w = 0; w < a->warmup; w++)
-        if (one_rep(v, a, &p, &t, in, out, w, NULL, err))
-            goto done;
-    for (int r = 0; r < a->reps && r < CL_MAX_REPS; r++) {
-        if (one_rep(v, a, &p, &t, in, out, r, &res->times.ms[r], err))
-            goto done;
-        res->times.reps = r + 1;
-    }
-    if (host_out && (crc = cudaMemcpy(host_out, out, n * 4, cudaMemcpyDeviceToHost)) != cudaSuccess) {
-        cl_cuda_fail(err, "cudaMemcpy of the output", crc);
+    p.in = in, p.out = out, p.w = w;
+    if (student)
+        cl_cuda_set_limit(a->student->limit_ms, a->student->name);
+    rc = reps(v, a, &p, &t, in, res, err);
+    cl_cuda_set_limit(0, NULL);
+    if (cl_cuda_abandoned())
+        return -1;                    /* the kernel still runs: nothing else may touch the device */
+    if (rc == 0 && student)
+        rc = cl_cuda_guard_check(a->student, out_base, n * 4, "out", err);
+    if (rc == 0 && host_out && (crc = cudaMemcpy(host_out, out, n * 4, cudaMemcpyDeviceToHost)) != cudaSuccess)
+        rc = cl_cuda_fail(err, "cudaMemcpy of the output", crc);
+    if (rc != 0)
         goto done;
+    if (!student) {
+        res->launch.grid[0] = (int)p.grid.x, res->launch.grid[1] = (int)p.grid.y, res->launch.grid[2] = 1;
+        res->launch.block[0] = (int)p.block.x, res->launch.block[1] = (int)p.block.y, res->launch.block[2] = 1;
+        res->launch.smem_bytes = p.smem + fa.sharedSizeBytes;
+        res->launch.regs_per_thread = fa.numRegs;
+        res->launch.kernels = 1;
     }
-    res->launch.grid[0] = (int)p.grid.x, res->launch.grid[1] = (int)p.grid.y, res->launch.grid[2] = 1;
-    res->launch.block[0] = (int)p.block.x, res->launch.block[1] = (int)p.block.y, res->launch.block[2] = 1;
-    res->launch.smem_bytes = p.smem + fa.sharedSizeBytes;
-    res->launch.regs_per_thread = fa.numRegs;
-    res->launch.kernels = 1;
-    snprintf(res->impl, sizeof res->impl, "CUDA: %s (%u x %u blocks of %u x %u), weights in __constant__",
-             p.name, p.grid.x, p.grid.y, p.block.x, p.block.y);
-    rc = 0;
+    snprintf(res->impl, sizeof res->impl, "CUDA: %s (%u x %u blocks of %u x %u), weights %s", p.name, p.grid.x,
+             p.grid.y, p.block.x, p.block.y, student ? "passed as a pointer" : "in __constant__");
 done:
     cudaFree(in);
-    cudaFree(out);
+    cudaFree(out_base ? out_base : out);
+    cudaFree(w);
     cl_cuda_timing_free(&t);
     return rc;
 }
@@ -259,4 +340,4 @@ static uint64_t cuda_stencil_overhead(const cl_stencil_args *a)
 extern "C" {
 extern const cl_stencil_ops cl_cuda_stencil_ops;
 }
-const cl_stencil_ops cl_cuda_stencil_ops = {cuda_stencil_run, cuda_stencil_overhead};
+const cl_stencil_ops cl_cuda_stencil_ops = {cuda_stencil_run, cuda_stencil_overhead, true};

@@ -13,16 +13,25 @@
  * correct result equals the reference bit for bit.
  *
  * Inputs: in[i] = cl_uniform(seed, i) with i the linear index (2D: y*nx + x).
+ *
+ * A student's %%kernel (student.h) is one more variant, run as
+ * CL_VARIANT_STUDENT under cl_stencil_student (1D) or cl_stencil_student_2d
+ * (%%kernel --dim 2). Its weights come as a pointer (its module cannot see our
+ * __constant__ ones), its output is filled with a sentinel before every rep
+ * and guarded on both sides, and it may add its terms in any order: its
+ * check's tolerance is that of any summation order (cl_stencil_rtol).
  */
 #ifndef CUDALAB_STENCIL_H
 #define CUDALAB_STENCIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "cudalab/backend.h"
 #include "cudalab/family.h"
 #include "cudalab/measure.h"
+#include "cudalab/student.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -52,15 +61,41 @@ typedef enum cl_stencil_variant_id {
 /* The contract's table, in enum order (each file that reads it has its copy). */
 static const cl_variant cl_stencil_variants[CL_STENCIL_NVARIANTS] = {CL_STENCIL_VARIANTS(CL_VARIANT_ROW)};
 
+/* What a student's %%kernel for %stencil implements (student.h). */
+static const cl_student_contract cl_stencil_student = {
+    "const float *in, float *out, const float *w, int n, int R",
+    "float *, float *, float *, int, int",
+    "one thread per output, i = blockIdx.x*blockDim.x + threadIdx.x: out[i] = sum over j = -R..R of "
+    "w[j+R]*in[i+j], where in[] outside 0..n-1 reads as 0; block 256, grid ceil(n/256); dynamic shared "
+    "memory for blockDim.x + 2R floats unless --smem",
+    {256, 1, 1}, 0};
+static const cl_student_contract cl_stencil_student_2d = {
+    "const float *in, float *out, const float *w, int width, int height, int r",
+    "float *, float *, float *, int, int, int",
+    "one thread per pixel, col = blockIdx.x*blockDim.x + threadIdx.x, row = blockIdx.y*blockDim.y + "
+    "threadIdx.y: out[row*width + col] = sum over dy, dx = -r..r of w[(dy+r)*(2r+1) + dx+r]*in[(row+dy)*width "
+    "+ col+dx], where pixels outside the image read as 0; block 16x16, grid ceil(width/16) x "
+    "ceil(height/16); dynamic shared memory for (blockDim.x + 2r)*(blockDim.y + 2r) floats unless --smem",
+    {16, 16, 1}, 0};
+
+/* The dynamic shared memory a student's kernel gets unless --smem: its block's tile with the halo. */
+static inline size_t cl_stencil_student_smem(int dim, int radius, const int *block)
+{
+    size_t x = (size_t)block[0] + 2 * (size_t)radius, y = dim == 1 ? 1 : (size_t)block[1] + 2 * (size_t)radius;
+    return x * y * sizeof(float);
+}
+
 typedef struct cl_stencil_args {
     int dim;                      /* 1 or 2 */
     uint64_t nx, ny;              /* elements per row and rows (ny = 1 in 1D) */
     int radius;                   /* 1D: R; 2D: (k-1)/2 */
     int k;                        /* 2*radius + 1: weights per row (1D: all of them) */
     const float *weights;         /* 1D: k values; 2D: k*k, row-major */
-    int block;                    /* 1D: threads per block B; 2D: tile side T (block T x T) */
+    int block[2];                 /* threads per block, x and y (1D: B x 1); a 2D tiled block's input
+                                     tile is (block[0] + 2r) x (block[1] + 2r) */
     uint64_t seed;
     int reps, warmup;
+    const cl_student_kernel *student; /* CL_VARIANT_STUDENT: the kernel (its own block), else NULL */
 } cl_stencil_args;
 
 typedef struct cl_stencil_result {
@@ -71,11 +106,15 @@ typedef struct cl_stencil_result {
 
 typedef struct cl_stencil_ops {
     /* Generates the input from a->seed, runs warmup + reps timed launches of
-     * variant v (enum cl_stencil_variant_id), and copies the output (nx*ny floats) into out when out is
-     * not NULL. 0, or -1 with a reason in err. */
+     * variant v (enum cl_stencil_variant_id, or CL_VARIANT_STUDENT with
+     * a->student), and copies the output (nx*ny floats) into out when out is
+     * not NULL. 0, or -1 with a reason in err (a student kernel's writes outside
+     * out among them). */
     int (*run)(int v, const cl_stencil_args *a, float *out, cl_stencil_result *r, char *err);
     /* Bytes run() allocates beside input and output (cache flush scratch). */
     uint64_t (*overhead_bytes)(const cl_stencil_args *a);
+    /* Whether run() takes students' kernels. */
+    bool runs_student;
 } cl_stencil_ops;
 
 /* The outcome of comparing an output with the host reference (cpu/stencil_cpu.c). */
@@ -85,12 +124,21 @@ typedef struct cl_stencil_check {
     uint64_t mismatches;          /* elements outside the tolerance */
     uint64_t bit_exact;           /* elements equal to the reference bit for bit */
     uint64_t first_bad;           /* linear index of the first mismatch (when any) */
+    float got, want;              /* its value and the reference's */
     double max_abs_err, max_rel_err;   /* rel: |out - ref| / sum |w * x| */
     double rtol;
 } cl_stencil_check;
 
-/* Relative tolerance of the check, against sum_j |w_j * x_{i+j}| of each element. */
+/* Relative tolerance of the check, against sum_j |w_j * x_{i+j}| of each element:
+ * our kernels add in the reference's order. A student's kernel may add its
+ * terms in any order, each rounding at most 2^-24 of the sum of magnitudes:
+ * terms * 2^-24 when that is larger. */
 #define CL_STENCIL_RTOL 1e-6
+static inline double cl_stencil_rtol(const cl_stencil_args *a)
+{
+    double terms = a->dim == 1 ? a->k : (double)a->k * a->k, any_order = terms * 0x1p-24;
+    return a->student && any_order > CL_STENCIL_RTOL ? any_order : CL_STENCIL_RTOL;
+}
 /* Multiply-adds the check spends at most: beyond it, a deterministic sample. */
 #define CL_STENCIL_CHECK_BUDGET (1ull << 28)
 

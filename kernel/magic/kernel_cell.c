@@ -61,7 +61,7 @@ static const kernel_form forms[] = {
     {"histo", "privatized", "histo_privatized", HISTO_PARAMS, HISTO_PRELUDE,
      HISTO_BIND "#define nbins cl_histo_nbins(mode, width)\n", "--smem 1024"},
     {"stencil", "naive", "stencil1d_naive", STENCIL_PARAMS, NULL, NULL, NULL},
-    {"stencil", "tiled", "stencil1d_tiled", STENCIL_PARAMS, NULL, NULL, "--smem 12288"},
+    {"stencil", "tiled", "stencil1d_tiled", STENCIL_PARAMS, NULL, NULL, NULL},
 };
 
 /* What NVRTC does not have and the taught code uses. */

@@ -7,6 +7,10 @@
  * fit; filter against tile; weights; every size against device and host
  * memory and the grid limits), then hands the sweep to sweep_run();
  * stencil_point.c runs each point.
+ *
+ * --variant may name a student's %%kernel (cl_stencil_student, or
+ * cl_stencil_student_2d for a %%kernel --dim 2 cell), run like ours on the
+ * same input and checked against the same reference.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -18,11 +22,24 @@
 #include "magic/show_source.h"
 #include "magic/sweep.h"
 #include "magics/stencil_internal.h"
+#include "student/run.h"
+#include "student/sanitize.h"
+#include "student/store.h"
+
+static bool runs_student(const cl_backend *b)
+{
+    return b->stencil && b->stencil->runs_student;
+}
 
 const family_spec stencil_family = {
     .magic = "stencil",
     .variants = cl_stencil_variants,
     .nvariants = CL_STENCIL_NVARIANTS,
+    .student = &cl_stencil_student,
+    .quick = "--size 100003 --radius 5",
+    .runs_student = runs_student,
+    .student_2d = &cl_stencil_student_2d,
+    .quick_2d = "--dim 2 --size 67x33 --filter gauss5",
 };
 
 static const char *const filter_choices[] = {"box", "gauss3", "gauss5", "laplace4", "laplace8", NULL};
@@ -42,10 +59,13 @@ static const flag_spec stencil_flags[] = {
              "used as given unless --normalize"},
     {.name = "normalize", .type = FLAG_BOOL, .def = "false",
      .help = "divide --weights by their sum (so a smoothing filter keeps the mean)"},
-    {.name = "block", .short_name = 'b', .type = FLAG_INT, .def = NULL, .imin = 1, .imax = 1024,
-     .opts = FLAG_LIST, .help = "1D: threads per block, a multiple of 32 (default 256); 2D: tile side T, "
-                                "blocks of T x T, 4..32 (default 16)"},
+    {.name = "block", .short_name = 'b', .type = FLAG_DIMS, .def = NULL, .imin = 1, .imax = 1024,
+     .opts = FLAG_LIST, .help = "threads per block: 1D B, a multiple of 32 for ours (default 256); 2D "
+                                "BXxBY, each side 4..32 for ours, T meaning TxT (default 16x16); your "
+                                "kernels any block (default: the %%kernel line's)"},
     FAMILY_VARIANT_FLAG(&stencil_family, "all"),
+    STUDENT_RUN_FLAGS,
+    STUDENT_GRID_FLAG,
     SWEEP_MEASURE_FLAGS("seed of the generated input",
                         "timed runs per point",
                         "compare every output with the host reference",
@@ -141,8 +161,6 @@ static int resolve_dim(magic_ctx *ctx, json_t *p, st_env *env)
                            "normalised already (box, gauss3, gauss5) or sum to 0 (laplace4, laplace8)");
     if (env->custom && parse_weights(ctx, weights, env))
         return -1;
-    if (json_is_null(json_object_get(p, "block")))
-        json_object_set_new(p, "block", json_integer(env->dim == 1 ? 256 : 16));
     if (env->dim == 1) {
         if (!json_is_null(json_object_get(p, "filter")))
             return magic_error(ctx, "UsageError", "--filter is for --dim 2; a 1D stencil takes --radius "
@@ -174,13 +192,36 @@ static int resolve_dim(magic_ctx *ctx, json_t *p, st_env *env)
 }
 
 
-/* --variant all -> every variant, in table order; duplicates are dropped. */
-static int expand_variants(magic_ctx *ctx, json_t *params, const st_env *env)
+/* --variant all -> every variant, in table order; duplicates are dropped. A
+ * student's kernel where the backend runs it, in its own --dim. */
+static int expand_variants(magic_ctx *ctx, json_t *params, st_env *env)
 {
     json_t *out = family_select(ctx, &stencil_family, json_object_get(params, "variant"), NULL, NULL,
                                 env->backend->name);
     if (!out)
         return -1;
+    size_t i;
+    json_t *v;
+    int rc = 0;
+    json_array_foreach(out, i, v) {
+        const student_def *d = family_builtin(&stencil_family, json_string_value(v)) < 0
+                                   ? student_find(json_string_value(v)) : NULL;
+        if (!d)
+            env->builtin = true;
+        else if (!env->student)
+            env->student = d->name;
+        else if (!runs_student(env->backend))
+            rc = student_refuse_backend(ctx, d->name);
+        else if (d->dim != env->dim)
+            rc = magic_error(ctx, "UsageError", "%s is a %dD kernel (%%%%kernel --dim %d): run it with --dim %d",
+                             d->name, d->dim, d->dim, d->dim);
+        if (rc)
+            break;
+    }
+    if (rc) {
+        json_decref(out);
+        return rc;
+    }
     set_list(params, "variant", out);
     return 0;
 }
@@ -201,29 +242,50 @@ static int max_halo(const st_env *env, const json_t *p)
     return best;
 }
 
-static int check_blocks(magic_ctx *ctx, const json_t *p, const st_env *env, int *min_block)
+bool st_block_of(const st_env *env, const json_t *given, int *block)
+{
+    int n = json_is_array(given) ? (int)json_array_size(given) : 0;
+    block[0] = n ? (int)json_integer_value(json_array_get(given, 0)) : env->dim == 1 ? 256 : 16;
+    block[1] = n > 1 ? (int)json_integer_value(json_array_get(given, 1)) : env->dim == 1 ? 1 : block[0];
+    int z = n > 2 ? (int)json_integer_value(json_array_get(given, 2)) : 1;
+    return n == 0 || (env->dim == 1 ? block[1] == 1 && z == 1 : z == 1);
+}
+
+/* Our variants' blocks: 1D whole warps, 2D sides of 4..32, and the halo inside
+ * the block (a student's kernel takes any block the device allows). *min_side:
+ * the smallest block length along the grid's limiting dimension (1D x, 2D y). */
+static int check_blocks(magic_ctx *ctx, const json_t *p, const st_env *env, int *min_side)
 {
     json_t *list = sweep_as_list(json_object_get(p, "block")), *v;
     size_t i;
     int rc = 0, halo = max_halo(env, p);
-    *min_block = 1024;
+    *min_side = 1024;
+    if (json_array_size(list) == 0)
+        json_array_append_new(list, json_null());   /* the default */
     json_array_foreach(list, i, v) {
-        json_int_t b = json_integer_value(v);
-        *min_block = b < *min_block ? (int)b : *min_block;
-        if (env->dim == 1 && (b < 32 || b % 32 != 0))
-            rc = magic_error(ctx, "UsageError", "--block %" JSON_INTEGER_FORMAT ": threads per block must be "
-                             "a multiple of 32 (whole warps) from 32 to 1024", b);
-        else if (env->dim == 2 && (b < 4 || b > 32))
-            rc = magic_error(ctx, "UsageError", "--block %" JSON_INTEGER_FORMAT ": in 2D the tile side T must "
-                             "be 4..32 (a block of T x T threads, at most 1024)", b);
-        else if (b < halo)
+        int b[2];
+        bool flat = st_block_of(env, v, b);
+        int side = b[env->dim - 1];
+        *min_side = side < *min_side ? side : *min_side;
+        if (!env->builtin)
+            continue;
+        if (!flat)
+            rc = magic_error(ctx, "UsageError", "--block: our %dD variants take a %s block (your kernels may "
+                             "take any shape)", env->dim, env->dim == 1 ? "1D --block B" : "2D --block BXxBY");
+        else if (env->dim == 1 && (b[0] < 32 || b[0] % 32 != 0))
+            rc = magic_error(ctx, "UsageError", "--block %d: threads per block must be a multiple of 32 (whole "
+                             "warps) from 32 to 1024", b[0]);
+        else if (env->dim == 2 && (b[0] < 4 || b[0] > 32 || b[1] < 4 || b[1] > 32))
+            rc = magic_error(ctx, "UsageError", "--block %dx%d: in 2D each side of the block must be 4..32 (a "
+                             "tile of at most 32 x 32 = 1024 threads)", b[0], b[1]);
+        else if (b[0] < halo || (env->dim == 2 && b[1] < halo))
             rc = env->dim == 1
                      ? magic_error(ctx, "UsageError", "--radius %d needs --block >= %d: the halo must fit "
-                                   "(each side's R cells are loaded by R of the block's %" JSON_INTEGER_FORMAT
-                                   " threads)", halo, halo, b)
-                     : magic_error(ctx, "UsageError", "a %dx%d filter (halo %d) needs a tile of at least %d: "
-                                   "--block %" JSON_INTEGER_FORMAT " is smaller than the halo",
-                                   2 * halo + 1, 2 * halo + 1, halo, halo, b);
+                                   "(each side's R cells are loaded by R of the block's %d threads)", halo, halo,
+                                   b[0])
+                     : magic_error(ctx, "UsageError", "a %dx%d filter (halo %d) needs a tile of at least %d "
+                                   "on each side: --block %dx%d is smaller than the halo", 2 * halo + 1,
+                                   2 * halo + 1, halo, halo, b[0], b[1]);
         if (rc)
             break;
     }
@@ -232,7 +294,7 @@ static int check_blocks(magic_ctx *ctx, const json_t *p, const st_env *env, int 
 }
 
 /* The sizes as the points take them: 1D an int, 2D "WxH"; each against memory and grid limits. */
-static int check_sizes(magic_ctx *ctx, json_t *p, const st_env *env, int min_block)
+static int check_sizes(magic_ctx *ctx, json_t *p, const st_env *env, int min_side)
 {
     json_t *given = json_object_get(p, "size");
     json_t *list = json_is_null(given) ? json_pack("[[I]]", (json_int_t)(env->dim == 1 ? 1 << 24 : 4096))
@@ -287,12 +349,17 @@ static int check_sizes(magic_ctx *ctx, json_t *p, const st_env *env, int min_blo
             rc = magic_memory_fit(ctx, &mn);
             break;
         }
-        if (env->dim == 2 && (nx > INT32_MAX || ny > INT32_MAX || (ny + min_block - 1) / min_block > 65535)) {
-            rc = magic_error(ctx, "UsageError", "--size %s: 2D sizes are limited to %d rows with --block %d "
-                             "(gridDim.y <= 65535) and 2^31-1 columns", text, 65535 * min_block, min_block);
+        if (env->dim == 2 && (nx > INT32_MAX || ny > INT32_MAX || (ny + min_side - 1) / min_side > 65535)) {
+            rc = magic_error(ctx, "UsageError", "--size %s: 2D sizes are limited to %d rows with blocks %d "
+                             "high (gridDim.y <= 65535) and 2^31-1 columns", text, 65535 * min_side, min_side);
             break;
         }
-        if (nx > UINT64_MAX / 8 / ny || (env->dim == 1 && (nx + min_block - 1) / min_block > INT32_MAX)) {
+        if (env->student && nx > INT32_MAX) {
+            rc = magic_error(ctx, "UsageError", "--size %s: your kernel %s takes int n, at most 2147483647 "
+                             "elements", text, env->student);
+            break;
+        }
+        if (nx > UINT64_MAX / 8 / ny || (env->dim == 1 && (nx + min_side - 1) / min_side > INT32_MAX)) {
             rc = magic_error(ctx, "UsageError", "--size %s is beyond the grid limit (2^31-1 blocks)", text);
             break;
         }
@@ -318,9 +385,9 @@ static int env_init(magic_ctx *ctx, json_t *p, st_env *env)
     env->warmup = (int)json_integer_value(json_object_get(p, "warmup"));
     env->check = json_is_true(json_object_get(p, "check"));
     env->normalize = json_is_true(json_object_get(p, "normalize"));
-    int min_block = 0;
-    if (resolve_dim(ctx, p, env) || expand_variants(ctx, p, env) || check_blocks(ctx, p, env, &min_block) ||
-        check_sizes(ctx, p, env, min_block))
+    int min_side = 0;
+    if (resolve_dim(ctx, p, env) || expand_variants(ctx, p, env) || check_blocks(ctx, p, env, &min_side) ||
+        check_sizes(ctx, p, env, min_side))
         return -1;
     char err[CL_ERR_LEN];
     if (!env->backend->copy_bandwidth || env->backend->copy_bandwidth(&env->bw_gbs, err) != 0)
@@ -346,6 +413,8 @@ static int stencil_run(magic_ctx *ctx, const json_t *params, const char *body)
     int shown = show_source_run(ctx, params, &stencil_family);
     if (shown != 1)
         return shown;
+    if (json_is_true(json_object_get(params, "sanitize")))
+        return student_sanitize_command(ctx, &stencil_family, params);
     if (!ctx->backend)
         return magic_error(ctx, "RuntimeError", "%%stencil runs in the device worker: no backend here");
     if (!ctx->backend->stencil)
@@ -354,8 +423,12 @@ static int stencil_run(magic_ctx *ctx, const json_t *params, const char *body)
     json_t *p = json_deep_copy(params);
     st_env env;
     int rc = env_init(ctx, p, &env);
-    if (rc == 0)
+    if (rc == 0) {
+        static const char *const student_only[] = {"define", NULL};
+        env.student_firsts = student_first_values(p, student_only);
         rc = sweep_run(ctx, &stencil_sweep, p, &env);
+        json_decref(env.student_firsts);
+    }
     json_decref(p);
     return rc;
 }
@@ -392,10 +465,23 @@ const magic_spec magic_stencil = {
         "with fmaf: a correct result is bit-exact; the pass bound is |out - ref| <= 1e-6·sum|w·x| per "
         "element (very large runs are checked on the edges plus an odd-strided sample, and say so). "
         "Without a GPU, each variant runs its CPU analogue: host threads take the same blocks, the "
-        "tiled one copying tile + halo into a local buffer first.",
+        "tiled one copying tile + halo into a local buffer first.\n\n"
+        "--block is threads per block: B in 1D, BXxBY in 2D (T alone means TxT); the tiled 2D variant "
+        "loads a (BX+2r) x (BY+2r) input tile.\n\n"
+        "--variant also runs your own kernels (a %%kernel --for stencil cell): __global__ void NAME(const "
+        "float *in, float *out, const float *w, int n, int R) in 1D, one thread per output, block 256, grid "
+        "ceil(n/256); with %%kernel --dim 2, __global__ void NAME(const float *in, float *out, const float "
+        "*w, int width, int height, int r) with k x k weights row by row (k = 2r+1), block 16x16, grid "
+        "ceil(width/16) x ceil(height/16). The weights come as a pointer to device memory, pixels outside "
+        "the input read as 0, and dynamic shared memory is sized for the block's tile with its halo unless "
+        "--smem says otherwise. Your kernel runs on the same input with the same timing; its output is "
+        "filled with NaN before every rep and guarded past both ends, so an output never written or one "
+        "written outside the array is named; it may add its terms in any order, so its check allows "
+        "terms x 2^-24 of sum|w*x| per element where that is more than 1e-6.",
     .flags = stencil_flags,
     .mode = MAGIC_LINE,
     .where = MAGIC_WORKER,
     .run = stencil_run,
     .examples = stencil_examples,
+    .attach = student_attach,
 };

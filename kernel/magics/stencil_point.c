@@ -17,6 +17,7 @@
 
 #include "magic/sweep.h"
 #include "magics/stencil_internal.h"
+#include "student/run.h"
 
 static const int box3[] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
 static const int gauss3[] = {1, 2, 1, 2, 4, 2, 1, 2, 1};
@@ -67,24 +68,30 @@ static json_t *real_or_null(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
-static json_t *model_json(int v, const cl_stencil_args *a, size_t smem)
+/* The reads-per-output model for the run's block; a student's kernel reads
+ * what it reads: the model then shows only ours for comparison. */
+static json_t *model_json(int v, const cl_stencil_args *a, const int *block, size_t smem)
 {
-    double naive, tiled;
+    double naive, tiled, bx = block[0], by = block[1];
     const char *formula;
     if (a->dim == 1) {
         naive = a->k;
-        tiled = (double)(a->block + 2 * a->radius) / a->block;
+        tiled = (bx + 2 * a->radius) / bx;
         formula = v == CL_STENCIL_TILED ? "(blockDim + 2R) / blockDim" : "2R + 1";
     } else {
-        double S = a->block + a->k - 1;
         naive = (double)a->k * a->k;
-        tiled = S * S / ((double)a->block * a->block);
-        formula = v == CL_STENCIL_TILED ? "(T + k - 1)^2 / T^2" : "k^2";
+        tiled = (bx + a->k - 1) * (by + a->k - 1) / (bx * by);
+        formula = v == CL_STENCIL_TILED ? "(BX + k - 1)(BY + k - 1) / (BX BY)" : "k^2";
     }
-    return json_pack("{s:f, s:s, s:f, s:f, s:f, s:I}", "global_reads_per_output",
-                     v == CL_STENCIL_TILED ? tiled : naive, "formula", formula, "naive_reads_per_output", naive,
-                     "tiled_reads_per_output", tiled, "reduction_factor", naive / tiled, "smem_per_block",
-                     (json_int_t)smem);
+    json_t *m = json_pack("{s:f, s:s, s:f, s:f, s:f, s:I}", "global_reads_per_output",
+                          v == CL_STENCIL_TILED ? tiled : naive, "formula", formula, "naive_reads_per_output", naive,
+                          "tiled_reads_per_output", tiled, "reduction_factor", naive / tiled, "smem_per_block",
+                          (json_int_t)smem);
+    if (v == CL_VARIANT_STUDENT) {
+        json_object_set_new(m, "global_reads_per_output", json_null());
+        json_object_set_new(m, "formula", json_string("your kernel: not modelled (naive and tiled beside it)"));
+    }
+    return m;
 }
 
 static json_t *weights_json(const cl_stencil_args *a)
@@ -98,11 +105,28 @@ static json_t *weights_json(const cl_stencil_args *a)
     return arr;
 }
 
+/* "out[i] = X, expected Y" (2D: out[row][col]), or never written (still the NaN sentinel). */
+static json_t *first_wrong(const cl_stencil_args *a, const cl_stencil_check *c)
+{
+    char where[64];
+    uint64_t i = c->first_bad;
+    if (a->dim == 1)
+        snprintf(where, sizeof where, "out[%llu]", (unsigned long long)i);
+    else
+        snprintf(where, sizeof where, "out[%llu][%llu]", (unsigned long long)(i / a->nx),
+                 (unsigned long long)(i % a->nx));
+    if (isnan(c->got))
+        return json_sprintf("%s was never written (expected %.9g)", where, c->want);
+    return json_sprintf("%s = %.9g, expected %.9g", where, c->got, c->want);
+}
+
 static json_t *check_json(const cl_stencil_args *a, const cl_stencil_check *c)
 {
     json_t *o = json_pack("{s:b, s:s, s:f, s:I, s:I, s:b, s:I, s:I}", "passed", c->mismatches == 0, "method",
-                          "host reference, same summation order with fmaf: |out - ref| <= rtol * sum|w*x| "
-                          "per element (a correct result is bit-exact)",
+                          a->student ? "host reference: |out - ref| <= rtol * sum|w*x| per element, rtol "
+                                       "allowing any summation order; out filled with NaN before every rep"
+                                     : "host reference, same summation order with fmaf: |out - ref| <= rtol * "
+                                       "sum|w*x| per element (a correct result is bit-exact)",
                           "rtol", c->rtol, "elements", (json_int_t)(a->nx * a->ny), "checked",
                           (json_int_t)c->checked, "sampled", c->sampled, "mismatches",
                           (json_int_t)c->mismatches, "bit_exact", (json_int_t)c->bit_exact);
@@ -113,14 +137,23 @@ static json_t *check_json(const cl_stencil_args *a, const cl_stencil_check *c)
         json_object_set_new(o, "first_bad", a->dim == 1 ? json_pack("[I]", (json_int_t)i)
                                                         : json_pack("[I,I]", (json_int_t)(i % a->nx),
                                                                     (json_int_t)(i / a->nx)));
+        json_object_set_new(o, "first_wrong", first_wrong(a, c));
     }
     return o;
 }
 
-static json_t *run_json(const st_env *env, int v, const cl_stencil_args *a, const char *filter,
-                        const cl_stencil_result *r)
+/* The block as it ran: threads per block, or its dimensions where it has more than one. */
+static json_t *block_json(const cl_launch *l)
 {
-    const cl_variant *row = &cl_stencil_variants[v];
+    if (l->block[1] <= 1 && l->block[2] <= 1)
+        return json_integer(l->block[0]);
+    return json_pack("[i, i, i]", l->block[0], l->block[1], l->block[2]);
+}
+
+/* v: ours, or CL_VARIANT_STUDENT with the student's name and contract in name, launch_rule. */
+static json_t *run_json(const st_env *env, int v, const char *name, const char *launch_rule,
+                        const cl_stencil_args *a, const char *filter, const cl_stencil_result *r)
+{
     double median = stats_median(&r->times);
     double bytes = (double)a->nx * a->ny * 8.0;
     double gbs = median > 0 ? bytes / (median * 1e6) : 0;
@@ -132,9 +165,9 @@ static json_t *run_json(const st_env *env, int v, const cl_stencil_args *a, cons
         snprintf(size, sizeof size, "%llux%llu", (unsigned long long)a->nx, (unsigned long long)a->ny);
         sz = json_string(size);
     }
-    json_t *run = json_pack("{s:s, s:i, s:o, s:I, s:I, s:i, s:s, s:i, s:i, s:s, s:s, s:s}", "variant", row->name,
+    json_t *run = json_pack("{s:s, s:i, s:o, s:I, s:I, s:i, s:s, s:i, s:o, s:s, s:s, s:s}", "variant", name,
                             "dim", a->dim, "size", sz, "width", (json_int_t)a->nx, "height", (json_int_t)a->ny,
-                            "radius", a->radius, "filter", filter, "k", a->k, "block", a->block, "backend",
+                            "radius", a->radius, "filter", filter, "k", a->k, "block", block_json(&r->launch), "backend",
                             env->backend->name, "impl", r->impl, "boundary",
                             "zero padding: ghost cells are 0");
     json_object_set_new(run, "weights", weights_json(a));
@@ -145,9 +178,9 @@ static json_t *run_json(const st_env *env, int v, const cl_stencil_args *a, cons
     json_object_set_new(run, "bandwidth_gbs", env->bw_gbs > 0 ? json_real(env->bw_gbs) : json_null());
     json_object_set_new(run, "pct_of_bandwidth", env->bw_gbs > 0 ? json_real(100.0 * gbs / env->bw_gbs)
                                                                  : json_null());
-    json_object_set_new(run, "model", model_json(v, a, r->launch.smem_bytes));
+    json_object_set_new(run, "model", model_json(v, a, r->launch.block, r->launch.smem_bytes));
     json_t *launch = launch_json(&r->launch);
-    json_object_set_new(launch, "config", json_string(row->launch));
+    json_object_set_new(launch, "config", json_string(launch_rule));
     json_object_set_new(run, "launch", launch);
     return run;
 }
@@ -159,8 +192,8 @@ static const char *point_args(const st_env *env, const json_t *pt, cl_stencil_ar
     const char *filter = json_string_value(json_object_get(pt, "filter"));
     int radius = (int)json_integer_value(json_object_get(pt, "radius"));
     *a = (cl_stencil_args){.dim = env->dim, .ny = 1, .weights = w, .seed = env->seed, .reps = env->reps,
-                           .warmup = env->warmup,
-                           .block = (int)json_integer_value(json_object_get(pt, "block"))};
+                           .warmup = env->warmup};
+    st_block_of(env, json_object_get(pt, "block"), a->block);
     st_point_weights(env, radius, filter, w, &a->k);
     a->radius = (a->k - 1) / 2;
     if (env->dim == 1) {
@@ -189,8 +222,6 @@ host_work st_host_work(magic_ctx *ctx, const json_t *pt, void *user)
 {
     const st_env *env = user;
     host_work w = {0};
-    if (family_builtin(&stencil_family, json_string_value(json_object_get(pt, "variant"))) < 0)
-        return w;
     float weights[CL_STENCIL_MAX_WEIGHTS];
     cl_stencil_args a;
     point_args(env, pt, &a, weights);
@@ -210,34 +241,59 @@ host_work st_host_work(magic_ctx *ctx, const json_t *pt, void *user)
     return w;
 }
 
+/* The point as a student would type it, for a failed run's message. */
+static void point_line(const cl_stencil_args *a, const char *filter, char *buf, size_t len)
+{
+    if (a->dim == 1)
+        snprintf(buf, len, "%%stencil --size %llu --radius %d", (unsigned long long)a->nx, a->radius);
+    else
+        snprintf(buf, len, "%%stencil --dim 2 --size %llux%llu --filter %s", (unsigned long long)a->nx,
+                 (unsigned long long)a->ny, filter);
+}
+
 int st_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
 {
     st_env *env = user;
-    int v = family_point_variant(ctx, &stencil_family, pt);
-    if (v < 0)
+    const char *name = json_string_value(json_object_get(pt, "variant"));
+    const student_def *def = family_builtin(&stencil_family, name) < 0 ? student_find(name) : NULL;
+    int v = def ? CL_VARIANT_STUDENT : family_point_variant(ctx, &stencil_family, pt);
+    if (!def && v < 0)
         return -1;
+    if (!def && !student_at_first(env->student_firsts, pt))
+        return 0;                   /* ours run once per value of -D */
     float w[CL_STENCIL_MAX_WEIGHTS];
     cl_stencil_args a;
     const char *filter = point_args(env, pt, &a, w);
+    student_launch sl;
+    if (def && student_prepare(ctx, def, pt, 0, &sl) != 0)
+        return -1;
+    a.student = def ? &sl.kernel : NULL;
     uint64_t n = a.nx * a.ny;
     float *out = env->check ? malloc(n * sizeof *out) : NULL;
     cl_stencil_result *r = malloc(sizeof *r);
     char err[CL_ERR_LEN] = "";
+    int rc = 0;
     if (!r || (env->check && !out)) {
+        rc = magic_error(ctx, "MemoryError", "out of host memory for the %.1f MiB output copy",
+                         (double)n * 4 / 1048576.0);
+    } else if (env->ops->run(v, &a, out, r, err) != 0) {
+        char line[160];
+        point_line(&a, filter, line, sizeof line);
+        rc = def ? student_run_failed(ctx, name, line, err)
+                 : magic_error(ctx, strcmp(env->backend->name, "cpu") ? "CudaError" : "RuntimeError",
+                               "%%stencil --variant %s: %s", name, err);
+    }
+    if (rc != 0) {
         free(out);
         free(r);
-        return magic_error(ctx, "MemoryError", "out of host memory for the %.1f MiB output copy",
-                           (double)n * 4 / 1048576.0);
+        if (def)
+            student_launch_free(&sl);
+        return rc;
     }
-    bool gpu = strcmp(env->backend->name, "cpu") != 0;
-    if (env->ops->run(v, &a, out, r, err) != 0) {
-        free(out);
-        free(r);
-        return magic_error(ctx, gpu ? "CudaError" : "RuntimeError", "%%stencil --variant %s: %s",
-                           cl_stencil_variants[v].name, err);
-    }
-    json_t *run = run_json(env, v, &a, filter, r);
+    json_t *run = run_json(env, v, name, def ? def->contract->launch : cl_stencil_variants[v].launch, &a, filter, r);
     free(r);
+    if (def)
+        student_run_json(&sl, run);
     json_t *check;
     if (!env->check) {
         check = check_skipped_json();
@@ -245,12 +301,16 @@ int st_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
         cl_stencil_check c;
         if (cl_stencil_verify(&a, out, &c, err) != 0) {
             free(out);
+            if (def)
+                student_launch_free(&sl);
             json_decref(run);
             return magic_error(ctx, "MemoryError", "%%stencil check: %s", err);
         }
         check = check_json(&a, &c);
     }
     free(out);
+    if (def)
+        student_launch_free(&sl);
     json_object_set_new(run, "check", check);
     json_array_append_new(runs, run);
     return 0;

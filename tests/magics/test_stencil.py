@@ -129,11 +129,27 @@ def test_2d_explicit_weights_and_tiles():
         assert_exact(r)
         assert r["size"] == "50x50" and r["filter"] == "custom" and r["normalized"] is False
         assert r["weights"] == [1, 2, 1, 2, 4, 2, 1, 2, 1]
-        T = r["block"]
+        T = r["block"][0]
+        assert r["block"] == [T, T, 1] == r["launch"]["block"]     # --block T in 2D: a T x T block
         if r["variant"] == "tiled":
             assert r["model"]["global_reads_per_output"] == pytest.approx((T + 2) ** 2 / T ** 2)
     doc = stencil_doc(f"%stencil --dim 2 --size 20x30 --weights '1 2 1 2 4 2 1 2 1' --normalize {QUICK}")
     assert doc["runs"][0]["weights"] == pytest.approx([x / 16 for x in [1, 2, 1, 2, 4, 2, 1, 2, 1]])
+
+
+def test_2d_rectangular_blocks():
+    """--block is dimensions in 2D too: a 32x8 block covers 32 columns and 8 rows, and the tiled
+    variant loads a (32+2r) x (8+2r) tile."""
+    doc = stencil_doc(f"%stencil --dim 2 --size 67x45 --filter gauss5 --block 32x8,8x32 {QUICK}")
+    assert doc["sweep"]["varying"] == ["block", "variant"]
+    for r in doc["runs"]:
+        assert_exact(r)
+        bx, by, _ = r["block"]
+        assert r["launch"]["block"] == [bx, by, 1] and r["launch"]["grid"] == [-(-67 // bx), -(-45 // by), 1]
+        if r["variant"] == "tiled":
+            assert r["model"]["smem_per_block"] == (bx + 4) * (by + 4) * 4
+            assert r["model"]["global_reads_per_output"] == pytest.approx((bx + 4) * (by + 4) / (bx * by))
+    assert {tuple(r["block"]) for r in doc["runs"]} == {(32, 8, 1), (8, 32, 1)}
 
 
 def test_2d_size_list():
@@ -152,6 +168,11 @@ def test_2d_size_list():
     ("%stencil --radius 2000", 2, ["--radius"]),
     ("%stencil --dim 3", 2, ["--dim"]),
     ("%stencil --dim 2 --block 64", 1, ["4..32"]),
+    ("%stencil --dim 2 --block 64x4", 1, ["4..32"]),
+    ("%stencil --dim 2 --filter gauss5 --block 32x1", 1, ["4..32"]),
+    ("%stencil --dim 2 --block 32x4 --weights " + ",".join(["1"] * 121), 1, ["halo 5", "--block 32x4"]),
+    ("%stencil --block 32x2", 1, ["our 1D variants take a 1D --block B"]),
+    ("%stencil --dim 2 --block 8x8x2", 1, ["our 2D variants take a 2D --block BXxBY"]),
     ("%stencil --dim 2 --weights 1,2,3,4", 1, ["odd side"]),
     ("%stencil --dim 2 --weights " + ",".join(["1"] * 289), 1, ["larger than 15x15"]),
     ("%stencil --dim 2 --weights 1,2,oops", 1, ["'oops' is not a number"]),
