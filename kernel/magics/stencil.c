@@ -206,11 +206,13 @@ static int expand_variants(magic_ctx *ctx, json_t *params, st_env *env)
     json_array_foreach(out, i, v) {
         const student_def *d = family_builtin(&stencil_family, json_string_value(v)) < 0
                                    ? student_find(json_string_value(v)) : NULL;
-        if (!d)
+        if (!d) {
             env->builtin = true;
-        else if (!env->student)
+            continue;
+        }
+        if (!env->student)
             env->student = d->name;
-        else if (!runs_student(env->backend))
+        if (!runs_student(env->backend))
             rc = student_refuse_backend(ctx, d->name);
         else if (d->dim != env->dim)
             rc = magic_error(ctx, "UsageError", "%s is a %dD kernel (%%%%kernel --dim %d): run it with --dim %d",

@@ -41,8 +41,8 @@ static void run_and_check(int v, const cl_stencil_args *a)
     cl_stencil_check c;
     assert_int_equal(cl_stencil_verify(a, out, &c, err), 0);
     if (c.mismatches || c.checked != n || c.bit_exact != n)
-        fail_msg("dim %d v %d %llux%llu R %d block %d: %llu mismatches, %llu bit-exact of %llu", a->dim, v,
-                 (unsigned long long)a->nx, (unsigned long long)a->ny, a->radius, a->block,
+        fail_msg("dim %d v %d %llux%llu R %d block %dx%d: %llu mismatches, %llu bit-exact of %llu", a->dim, v,
+                 (unsigned long long)a->nx, (unsigned long long)a->ny, a->radius, a->block[0], a->block[1],
                  (unsigned long long)c.mismatches, (unsigned long long)c.bit_exact, (unsigned long long)n);
     free(out);
     free(r);
@@ -61,7 +61,7 @@ static void every_variant_1d(void **state)
                 for (int j = 0; j < 2 * R + 1; j++)
                     w[j] = (float)(j % 3 - 1) * 0.25f + 0.1f * (float)j;   /* asymmetric: order shows */
                 cl_stencil_args a = {.dim = 1, .nx = sizes[s], .ny = 1, .radius = R, .k = 2 * R + 1,
-                                     .weights = w, .block = blocks[b], .seed = 7, .reps = 1};
+                                     .weights = w, .block = {blocks[b], 1}, .seed = 7, .reps = 1};
                 for (int v = 0; v < CL_STENCIL_NVARIANTS; v++)
                     run_and_check(v, &a);
             }
@@ -70,17 +70,18 @@ static void every_variant_1d(void **state)
 static void every_variant_2d(void **state)
 {
     static const uint64_t shapes[][2] = {{1, 1}, {5, 3}, {17, 33}, {64, 64}, {100, 37}};
-    static const int tiles[] = {4, 8, 16, 32};
+    static const int tiles[][2] = {{4, 4}, {8, 8}, {16, 16}, {32, 32}, {32, 8}, {8, 32}, {4, 16}};
     float w[7 * 7];
     for (int j = 0; j < 49; j++)
         w[j] = (float)((j * 7) % 11 - 5) / 8.0f;
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
         for (size_t t = 0; t < sizeof tiles / sizeof *tiles; t++)
             for (int k = 1; k <= 7; k += 2) {
-                if ((k - 1) / 2 > tiles[t])
+                if ((k - 1) / 2 > tiles[t][0] || (k - 1) / 2 > tiles[t][1])
                     continue;
                 cl_stencil_args a = {.dim = 2, .nx = shapes[s][0], .ny = shapes[s][1], .radius = (k - 1) / 2,
-                                     .k = k, .weights = w, .block = tiles[t], .seed = 3, .reps = 2, .warmup = 1};
+                                     .k = k, .weights = w, .block = {tiles[t][0], tiles[t][1]}, .seed = 3,
+                                     .reps = 2, .warmup = 1};
                 for (int v = 0; v < CL_STENCIL_NVARIANTS; v++)
                     run_and_check(v, &a);
             }
@@ -90,7 +91,7 @@ static void every_variant_2d(void **state)
 static void boundary_by_hand(void **state)
 {
     float w[3] = {1.0f / 3, 1.0f / 3, 1.0f / 3}, out[3];
-    cl_stencil_args a = {.dim = 1, .nx = 3, .ny = 1, .radius = 1, .k = 3, .weights = w, .block = 32,
+    cl_stencil_args a = {.dim = 1, .nx = 3, .ny = 1, .radius = 1, .k = 3, .weights = w, .block = {32, 1},
                          .seed = 11, .reps = 1};
     cl_stencil_result r;
     char err[CL_ERR_LEN];
@@ -103,7 +104,7 @@ static void boundary_by_hand(void **state)
     }
     /* laplace4 on a 1x1 image: only the centre term exists */
     float lap[9] = {0, 1, 0, 1, -4, 1, 0, 1, 0}, one;
-    cl_stencil_args b = {.dim = 2, .nx = 1, .ny = 1, .radius = 1, .k = 3, .weights = lap, .block = 4,
+    cl_stencil_args b = {.dim = 2, .nx = 1, .ny = 1, .radius = 1, .k = 3, .weights = lap, .block = {4, 4},
                          .seed = 11, .reps = 1};
     assert_int_equal(cl_cpu_stencil_ops.run(CL_STENCIL_TILED, &b, &one, &r, err), 0);
     assert_true(one == -4.0f * x0);
@@ -113,7 +114,7 @@ static void boundary_by_hand(void **state)
 static void check_catches_wrong_element(void **state)
 {
     float w[5] = {1, 2, 3, 2, 1}, out[300];
-    cl_stencil_args a = {.dim = 1, .nx = 300, .ny = 1, .radius = 2, .k = 5, .weights = w, .block = 64,
+    cl_stencil_args a = {.dim = 1, .nx = 300, .ny = 1, .radius = 2, .k = 5, .weights = w, .block = {64, 1},
                          .seed = 5, .reps = 1};
     cl_stencil_result r;
     char err[CL_ERR_LEN];
@@ -127,8 +128,53 @@ static void check_catches_wrong_element(void **state)
     assert_int_equal(cl_stencil_verify(&a, out, &c, err), 0);
     assert_int_equal(c.mismatches, 1);
     assert_int_equal(c.first_bad, 200);
+    assert_true(c.got == out[200] && c.want == out[200] - 0.01f);
     assert_int_equal(cl_cpu_stencil_ops.run(CL_STENCIL_NVARIANTS, &a, out, &r, err), -1);
-    assert_contains(err, "unknown stencil variant");
+    assert_contains(err, "no stencil variant");
+    assert_int_equal(cl_cpu_stencil_ops.run(CL_VARIANT_STUDENT, &a, out, &r, err), -1);
+    assert_contains(err, "students' kernels need a GPU");
+    assert_false(cl_cpu_stencil_ops.runs_student);
+}
+
+/* A student's kernel may add its terms in any order: its tolerance is terms x
+ * 2^-24 where that is above ours (1e-6), so a sum in reverse order passes at a
+ * large radius, and one accumulated in FP16 fails. */
+static void student_tolerance_allows_any_order(void **state)
+{
+    enum { R = 200, N = 2000 };
+    static float w[2 * R + 1], out[N];
+    for (int j = 0; j <= 2 * R; j++)
+        w[j] = 1.0f / (2 * R + 1);
+    cl_student_kernel k = {.name = "mine"};
+    cl_stencil_args a = {.dim = 1, .nx = N, .ny = 1, .radius = R, .k = 2 * R + 1, .weights = w, .block = {256, 1},
+                         .seed = 9, .reps = 1};
+    assert_true(cl_stencil_rtol(&a) == CL_STENCIL_RTOL);
+    a.student = &k;
+    assert_true(cl_stencil_rtol(&a) == (2 * R + 1) * 0x1p-24);
+    for (int i = 0; i < N; i++) {            /* reverse order, plain multiply and add */
+        float acc = 0.0f;
+        for (int j = R; j >= -R; j--)
+            if (i + j >= 0 && i + j < N)
+                acc += w[j + R] * cl_uniform(9, (uint64_t)(i + j));
+        out[i] = acc;
+    }
+    cl_stencil_check c;
+    char err[CL_ERR_LEN];
+    assert_int_equal(cl_stencil_verify(&a, out, &c, err), 0);
+    assert_int_equal(c.mismatches, 0);
+    for (int i = 0; i < N; i++) {            /* rounded to half precision's 11 bits after every add */
+        float acc = 0.0f;
+        for (int j = -R; j <= R; j++)
+            if (i + j >= 0 && i + j < N) {
+                acc += w[j + R] * cl_uniform(9, (uint64_t)(i + j));
+                int e;
+                float m = frexpf(acc, &e);
+                acc = ldexpf(roundf(m * 2048.0f) / 2048.0f, e);
+            }
+        out[i] = acc;
+    }
+    assert_int_equal(cl_stencil_verify(&a, out, &c, err), 0);
+    assert_true(c.mismatches > N / 2);
 }
 
 /* ---- the magic, end to end ---- */
@@ -228,6 +274,7 @@ int main(void)
         cmocka_unit_test(every_variant_2d),
         cmocka_unit_test(boundary_by_hand),
         cmocka_unit_test(check_catches_wrong_element),
+        cmocka_unit_test(student_tolerance_allows_any_order),
         cmocka_unit_test(magic_sweeps),
         cmocka_unit_test(magic_errors),
         cmocka_unit_test(filters_named),

@@ -1,0 +1,119 @@
+"""Student kernels for %stencil without a GPU (the CPU backend): %%kernel --for stencil compiles a 1D
+kernel, and %%kernel --for stencil --dim 2 a 2D one, each checked against its own signature; --dim 2
+is refused for a family with no 2D shape; a 2D kernel is refused by a 1D %stencil run and the other
+way round (on a GPU: tests/gpu/test_student_stencil_gpu.py; here every student run is refused first,
+naming the backend); %help shows both signatures. NVRTC is part of the CUDA toolkit: without it the
+compile tests are skipped, the parsing and refusal tests still run."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import cell
+
+STENCIL_1D = """%%kernel --for stencil --name mystencil
+__global__ void mystencil(const float *in, float *out, const float *w, int n, int R) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float acc = 0.0f;
+    for (int j = -R; j <= R; j++)
+        if (i + j >= 0 && i + j < n) acc += w[j + R] * in[i + j];
+    out[i] = acc;
+}
+"""
+CONV_2D = """%%kernel --for stencil --dim 2 --name myconv
+__global__ void myconv(const float *in, float *out, const float *w, int width, int height, int r) {
+    int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row >= height || col >= width) return;
+    float acc = 0.0f;
+    for (int dy = -r; dy <= r; dy++)
+        for (int dx = -r; dx <= r; dx++) {
+            int y = row + dy, x = col + dx;
+            if (y >= 0 && y < height && x >= 0 && x < width)
+                acc += w[(dy + r) * (2 * r + 1) + dx + r] * in[y * width + x];
+        }
+    out[row * width + col] = acc;
+}
+"""
+SIG_1D = "const float *in, float *out, const float *w, int n, int R"
+SIG_2D = "const float *in, float *out, const float *w, int width, int height, int r"
+
+
+@pytest.fixture
+def kc(start_kernel):
+    return start_kernel(env={"CUDALAB_BACKEND": "cpu"})[1]
+
+
+def compiled(kc, code: str) -> tuple[dict, str, dict | None]:
+    c, text, doc = cell(kc, code)
+    if c["status"] == "error" and "NVRTC" in c.get("evalue", "") and "CompileError" not in c["ename"]:
+        pytest.skip("no NVRTC here: " + c["evalue"].splitlines()[0])
+    return c, text, doc
+
+
+def error_text(c: dict) -> str:
+    return c["evalue"] + "\n" + "\n".join(c["traceback"])
+
+
+@pytest.mark.parametrize("code, name, dim, block", [(STENCIL_1D, "mystencil", 1, [256, 1, 1]),
+                                                   (CONV_2D, "myconv", 2, [16, 16, 1])])
+def test_compiles_and_reports(kc, code, name, dim, block):
+    c, text, doc = compiled(kc, code)
+    assert c["status"] == "ok", c
+    assert doc["for"] == "stencil" and doc["name"] == name and doc["dim"] == dim and doc["block"] == block
+    assert doc["resources"]["registers"] > 0 and doc["check"]["passed"] is None
+    assert "cpu backend" in doc["check"]["method"] and f"%stencil --variant {name}" in text
+
+
+@pytest.mark.parametrize("code, expected, unexpected", [
+    (STENCIL_1D.replace("int n, int R", "long n, int R"), SIG_1D, SIG_2D),
+    # a 2D kernel without --dim 2 is checked against the 1D signature, and names it
+    (CONV_2D.replace(" --dim 2", ""), SIG_1D, SIG_2D),
+    # and a 1D kernel with --dim 2 against the 2D one
+    (STENCIL_1D.replace("--for stencil", "--for stencil --dim 2"), SIG_2D, SIG_1D),
+])
+def test_signature_mismatch_names_the_expected_one(kc, code, expected, unexpected):
+    c, _, _ = compiled(kc, code)
+    assert c["status"] == "error" and c["ename"] == "CompileError", c
+    assert expected in error_text(c) and unexpected not in error_text(c), c
+
+
+def test_dim_2_only_where_a_family_has_a_2d_shape(kc):
+    c, _, _ = cell(kc, "%%kernel --for vecadd --dim 2 --name twod\n"
+                       "__global__ void twod(const float *A, const float *B, float *C, int n) {}\n")
+    assert c["status"] == "error" and c["ename"] == "UsageError", c
+    assert "kernels for %vecadd are one-dimensional" in c["evalue"] and "%stencil" in c["evalue"]
+    c, _, _ = cell(kc, "%%kernel --for stencil --dim 3 --name k\n__global__ void k() {}\n")
+    assert c["status"] == "error" and "--dim" in error_text(c), c
+
+
+@pytest.mark.parametrize("line", [
+    "%stencil --size 1000 --variant naive,mystencil --reps 1 --warmup 0",
+    "%stencil --dim 2 --size 50x40 --variant myconv --reps 1 --warmup 0",
+])
+def test_cpu_backend_refuses_to_run_a_student_kernel(kc, line):
+    assert compiled(kc, STENCIL_1D)[0]["status"] == "ok"
+    assert compiled(kc, CONV_2D)[0]["status"] == "ok"
+    c, _, _ = cell(kc, line)
+    assert c["status"] == "error" and c["ename"] == "UsageError", c
+    assert "cpu backend" in c["evalue"].lower() and "GPU" in c["evalue"], c
+    c, _, doc = cell(kc, "%stencil --size 1000 --variant naive --reps 1 --warmup 0")
+    assert c["status"] == "ok" and doc["runs"][0]["check"]["passed"] is True
+
+
+def test_help_shows_both_shapes(kc):
+    c, text, _ = cell(kc, "%help stencil")
+    assert c["status"] == "ok", c
+    assert f"__global__ void NAME({SIG_1D})" in text and f"__global__ void NAME({SIG_2D})" in text
+    assert "%%kernel --for stencil --dim 2" in text and "quick check: %stencil --dim 2 --size 67x33" in text
+    c, text, _ = cell(kc, "%help kernel")
+    assert f"__global__ void NAME({SIG_2D})" in text
+
+
+def test_block_flag_takes_dimensions(kc):
+    """--block is dimensions: a list of them sweeps, 2D T means TxT, and our variants' rules name the shape."""
+    c, _, doc = cell(kc, "%stencil --dim 2 --size 40x30 --block 8,16x4 --variant tiled --reps 1 --warmup 0")
+    assert c["status"] == "ok", c
+    assert [r["block"] for r in doc["runs"]] == [[8, 8, 1], [16, 4, 1]]
+    assert doc["params"]["block"] == [[8], [16, 4]]
+    c, _, _ = cell(kc, "%stencil --size 1000 --block 32x4 --reps 1 --warmup 0")
+    assert c["status"] == "error" and "our 1D variants take a 1D --block B" in c["evalue"], c
