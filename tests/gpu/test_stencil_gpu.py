@@ -47,14 +47,16 @@ def test_1d_large_radius_and_weights(gpu):
 @pytest.mark.parametrize("size", ["1x1", "67x45", "1920x1080", "4096x4096"])
 def test_2d_filters_tiles(gpu, size):
     doc = stencil_doc(f"%stencil --dim 2 --size {size} --filter box,gauss3,gauss5,laplace4,laplace8 "
-                      f"--block 8,16,32 {QUICK}")
+                      f"--block 8,16,32,32x8 {QUICK}")
     assert_exact(doc)
-    assert len(doc["runs"]) == 5 * 3 * 2
+    assert len(doc["runs"]) == 5 * 4 * 2
     for r in doc["runs"]:
+        bx, by, _ = r["block"]
+        assert r["launch"]["block"] == [bx, by, 1] and r["launch"]["grid"][:2] == [-(-r["width"] // bx),
+                                                                                   -(-r["height"] // by)]
         if r["variant"] == "tiled":
-            T, k = r["block"], r["k"]
-            assert r["launch"]["smem_per_block"] == (T + k - 1) ** 2 * 4
-            assert r["launch"]["block"] == [T, T, 1]
+            k = r["k"]
+            assert r["launch"]["smem_per_block"] == (bx + k - 1) * (by + k - 1) * 4
 
 
 def test_2d_custom_15x15(gpu):

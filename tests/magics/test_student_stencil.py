@@ -114,6 +114,6 @@ def test_block_flag_takes_dimensions(kc):
     c, _, doc = cell(kc, "%stencil --dim 2 --size 40x30 --block 8,16x4 --variant tiled --reps 1 --warmup 0")
     assert c["status"] == "ok", c
     assert [r["block"] for r in doc["runs"]] == [[8, 8, 1], [16, 4, 1]]
-    assert doc["params"]["block"] == [[8], [16, 4]]
+    assert doc["params"]["block"] == [[8, 8], [16, 4]]          # T is TxT, for your kernels too
     c, _, _ = cell(kc, "%stencil --size 1000 --block 32x4 --reps 1 --warmup 0")
     assert c["status"] == "error" and "our 1D variants take a 1D --block B" in c["evalue"], c
