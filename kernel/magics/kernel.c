@@ -381,10 +381,11 @@ static int kernels_run(magic_ctx *ctx, const json_t *params, const char *body)
     json_t *list = json_array(), *rows = json_array();
     for (size_t i = 0; i < student_count(); i++) {
         const student_def *d = student_at(i);
-        json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:b}", "name", d->name, "for", d->family->magic,
-                                              "source_hash", d->hash, "tiled", d->tiled));
-        json_array_append_new(rows, json_pack("[s, s, o, s]", d->name, d->family->magic,
-                                              json_sprintf("%.12s", d->hash), d->tiled ? "yes" : "no"));
+        json_array_append_new(list, json_pack("{s:s, s:s, s:i, s:s, s:b}", "name", d->name, "for", d->family->magic,
+                                              "dim", d->dim, "source_hash", d->hash, "tiled", d->tiled));
+        json_t *family = d->dim == 2 ? json_sprintf("%s (2D)", d->family->magic) : json_string(d->family->magic);
+        json_array_append_new(rows, json_pack("[s, o, o, s]", d->name, family, json_sprintf("%.12s", d->hash),
+                                              d->tiled ? "yes" : "no"));
     }
     json_t *doc = json_pack("{s:s, s:o}", "magic", "kernels", "kernels", list);
     json_t *blocks = json_array();

@@ -117,3 +117,13 @@ def test_block_flag_takes_dimensions(kc):
     assert doc["params"]["block"] == [[8, 8], [16, 4]]          # T is TxT, for your kernels too
     c, _, _ = cell(kc, "%stencil --size 1000 --block 32x4 --reps 1 --warmup 0")
     assert c["status"] == "error" and "our 1D variants take a 1D --block B" in c["evalue"], c
+
+
+def test_kernels_lists_the_shape(kc):
+    assert compiled(kc, STENCIL_1D)[0]["status"] == "ok"
+    assert compiled(kc, CONV_2D)[0]["status"] == "ok"
+    c, text, doc = cell(kc, "%kernels")
+    assert c["status"] == "ok", c
+    assert {(k["name"], k["for"], k["dim"]) for k in doc["kernels"]} == {("mystencil", "stencil", 1),
+                                                                         ("myconv", "stencil", 2)}
+    assert "stencil (2D)" in text
