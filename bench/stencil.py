@@ -26,16 +26,21 @@ def run_cell(cell: str) -> dict:
     return common.run_cell("stencil", cell, 600)
 
 
+def block_text(block) -> str:
+    """A run's block: threads per block (1D), or BXxBY."""
+    return "x".join(str(b) for b in block[:2]) if isinstance(block, list) else str(block)
+
+
 def table(title: str, runs: list[dict], key: str) -> list[tuple[str, float]]:
     rows = [("variant", key, "block", "median ms", "GB/s", "% of copy BW", "reads/output", "tiled/naive", "check")]
-    naive = {(r[key], r["block"]): r for r in runs if r["variant"] == "naive"}
+    naive = {(r[key], block_text(r["block"])): r for r in runs if r["variant"] == "naive"}
     speedups = []
     for r in runs:
-        n = naive.get((r[key], r["block"]))
+        n = naive.get((r[key], block_text(r["block"])))
         sp = r["gbs"] / n["gbs"] if r["variant"] == "tiled" and n and n["gbs"] else None
         if sp is not None:
             speedups.append((str(r[key]), sp))
-        rows.append((r["variant"], str(r[key]), str(r["block"]), fmt(r["time_ms"]["median"], 4), fmt(r["gbs"], 0),
+        rows.append((r["variant"], str(r[key]), block_text(r["block"]), fmt(r["time_ms"]["median"], 4), fmt(r["gbs"], 0),
                      fmt(r.get("pct_of_bandwidth")), fmt(r["model"]["global_reads_per_output"], 3),
                      fmt(sp, 2) if sp else "-", check_text(r["check"])))
     print_table(title, rows, left=(0, 1, 8))
@@ -52,7 +57,7 @@ def main() -> int:
     common.print_bandwidth("stencil", d)
     one = run_cell(f"%stencil --size 2^26 --radius 1,3,8,16,64 --block 256 --reps {args.reps} --warmup 3")
     two = run_cell(f"%stencil --dim 2 --size 4096x4096 --filter box,gauss3,gauss5,laplace4,laplace8 "
-                   f"--block 16,32 --reps {args.reps} --warmup 3")
+                   f"--block 16,32,32x8 --reps {args.reps} --warmup 3")
     failed = common.any_check_failed(one["runs"] + two["runs"])
     s1 = table("1D, N = 2^26 (256 MiB in, 256 MiB out), box weights", one["runs"], "radius")
     s2 = table("2D, 4096x4096 (64 MiB in, 64 MiB out)", two["runs"], "filter")
