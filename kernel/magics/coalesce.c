@@ -38,8 +38,8 @@ static const flag_spec coalesce_flags[] = {
      .help = "matrix rows R for --layout"},
     {.name = "cols", .type = FLAG_INT, .def = "4096", .imin = 1, .imax = INT32_MAX,
      .help = "matrix columns C (the row length) for --layout"},
-    {.name = "block", .type = FLAG_INT, .def = "256", .imin = 32, .imax = 1024, .opts = FLAG_LIST,
-     .help = "threads per block: a multiple of 32 up to 1024"},
+    {.name = "block", .type = FLAG_DIMS, .imin = 1, .imax = 1024, .opts = FLAG_LIST,
+     .help = "threads per block (256 by default): one dimension, a multiple of 32 up to 1024 (the copy is 1D)"},
     SWEEP_MEASURE_FLAGS("seed of the input generated on the device",
                         "timed runs per point",
                         "compare every copied element with the input, exactly",
@@ -60,6 +60,9 @@ static const sweep_column coalesce_columns[] = {
     {"check.passed", "check"},
     {NULL, NULL},
 };
+
+/* Threads per block when --block is not given. */
+#define CO_BLOCK_DEFAULT 256
 
 typedef struct co_env {
     const cl_coalesce_ops *ops;
@@ -103,17 +106,26 @@ static int check_size(magic_ctx *ctx, const char *what, uint64_t n)
            check_fit(ctx, what, n, 4, 0, host.free_mem, "host");
 }
 
+/* --block is dimensions, as in every magic; the copy kernels index in x only,
+ * so a block is B x 1 x 1, whole warps. */
 static int check_blocks(magic_ctx *ctx, const json_t *params)
 {
     json_t *blocks = sweep_as_list(json_object_get(params, "block")), *v;
     size_t i;
     int rc = 0;
-    json_array_foreach(blocks, i, v)
-        if (json_integer_value(v) % 32 != 0) {
+    json_array_foreach(blocks, i, v) {
+        if (!json_is_array(v))
+            continue;               /* not given: 256 */
+        json_int_t x = json_integer_value(json_array_get(v, 0));
+        if (json_integer_value(json_array_get(v, 1)) > 1 || json_integer_value(json_array_get(v, 2)) > 1)
+            rc = magic_error(ctx, "UsageError", "--block: %%coalesce's copy is one-dimensional: give --block B "
+                             "threads (threadIdx.x alone numbers the threads)");
+        else if (x < 32 || x % 32 != 0)
             rc = magic_error(ctx, "UsageError", "--block %" JSON_INTEGER_FORMAT ": threads per block must be "
-                             "a multiple of the warp size 32, from 32 to 1024", json_integer_value(v));
+                             "a multiple of the warp size 32, from 32 to 1024", x);
+        if (rc)
             break;
-        }
+    }
     json_decref(blocks);
     return rc;
 }
@@ -174,7 +186,8 @@ static int point_args(const co_env *env, const json_t *pt, cl_coalesce_args *a)
         .n = (uint64_t)json_integer_value(json_object_get(pt, "size")),
         .stride = v == CL_COALESCE_STRIDE ? (uint64_t)json_integer_value(json_object_get(pt, "stride"))
                 : v == CL_COALESCE_ROW ? 1 : (uint64_t)json_integer_value(json_object_get(pt, "cols")),
-        .block = (int)json_integer_value(json_object_get(pt, "block")),
+        .block = json_is_array(json_object_get(pt, "block"))
+                     ? (int)json_integer_value(json_array_get(json_object_get(pt, "block"), 0)) : CO_BLOCK_DEFAULT,
         .seed = env->seed, .reps = env->reps, .warmup = env->warmup, .check = env->check,
     };
     return v;

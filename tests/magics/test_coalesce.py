@@ -63,6 +63,7 @@ def test_no_check_and_help():
 
 @pytest.mark.parametrize("cell, code, needles", [
     ("%coalesce --block 100", 1, ["UsageError", "multiple of the warp size"]),
+    ("%coalesce --block 32x4", 1, ["UsageError", "one-dimensional", "--block B"]),
     ("%coalesce --size 16 --stride 32", 1, ["UsageError", "larger than --size 16"]),
     ("%coalesce --stride 2 --layout col", 1, ["UsageError", "two experiments"]),
     ("%coalesce --layout diagonal", 2, ["UsageError", "--layout"]),
