@@ -54,6 +54,10 @@ static uint64_t map_once(const cl_grid_args *a, uint32_t *count, int nthreads)
 static int cpu_grid_run(const cl_grid_args *a, cl_grid_result *out, char *err)
 {
     memset(out, 0, sizeof *out);
+    if (a->student) {
+        snprintf(err, CL_ERR_LEN, "the CPU backend runs no students' kernels (they need a GPU)");
+        return -1;
+    }
     uint64_t n = (uint64_t)(a->data[0] * a->data[1] * a->data[2]);
     int64_t nblocks = a->grid[0] * a->grid[1] * a->grid[2];
     uint32_t *count = malloc(n * sizeof *count);
@@ -94,4 +98,5 @@ static int cpu_grid_run(const cl_grid_args *a, cl_grid_result *out, char *err)
     return 0;
 }
 
-const cl_grid_ops cl_cpu_grid_ops = {cpu_grid_run};
+/* runs_student false: students' kernels need the CPU runner of the CUDA execution model (to come) */
+const cl_grid_ops cl_cpu_grid_ops = {cpu_grid_run, false};

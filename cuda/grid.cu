@@ -8,6 +8,12 @@
  * rep: counters zeroed and the L2 flushed outside the events, then the
  * mapping alone is timed. %occupancy reaches the mapping kernel as grid.map
  * through cl_grid_map_kernel_ptr.
+ *
+ * A student's picture kernel (a->student) runs on a picture of the data's
+ * shape generated from the seed, on the same grid unless its --grid says
+ * otherwise: Pout between guard bytes, set to NaN before every launch (warm-up
+ * on a salted picture), under the kernel's launch limit; Pout is copied back
+ * for the host's exact check.
  */
 #include <cuda_runtime.h>
 
@@ -16,6 +22,7 @@
 
 #include "common.h"
 #include "cudalab/grid.h"
+#include "student_cuda.h"
 
 __global__ void cl_grid_map_kernel(unsigned *count, unsigned long long *idle, long long w, long long h,
                                    long long d)
@@ -129,9 +136,97 @@ static int grid_run_all(grid_state *st, const cl_grid_args *a, cl_grid_result *o
     return 0;
 }
 
+__global__ void cl_grid_picture_fill(float *p, unsigned long long n, uint64_t seed)
+{
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x)
+        p[i] = cl_uniform(seed, i);
+}
+
+typedef struct picture {
+    const cl_student_kernel *k;
+    const void *func;
+    dim3 grid, block;
+    float *pin, *pout;
+    void *pout_base;
+    size_t n;
+    int width, height;
+    cl_cuda_timing t;
+} picture;
+
+static int picture_fill(const picture *p, uint64_t seed, char *err)
+{
+    cl_grid_picture_fill<<<1024, 256>>>(p->pin, p->n, seed);
+    cudaError_t rc = cudaGetLastError();
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "generating the picture", rc);
+}
+
+static int picture_rep(picture *p, int r, float *ms, char *err)
+{
+    cudaError_t rc = cudaMemsetAsync(p->pout, 0xFF, p->n * sizeof(float), 0);
+    if (rc != cudaSuccess)
+        return cl_cuda_fail(err, "cudaMemsetAsync of Pout", rc);
+    void *args[] = {(void *)&p->pin, (void *)&p->pout, &p->width, &p->height};
+    if (cl_cuda_flush_l2(&p->t, r, "L2 flush", err) || (ms && cl_cuda_time_start(&p->t, err)) ||
+        cl_cuda_student_launch(p->k, p->func, p->grid, p->block, args, err))
+        return -1;
+    return ms ? cl_cuda_time_stop(&p->t, ms, p->k->name, err) : 0;
+}
+
+static int picture_run(picture *p, const cl_grid_args *a, cl_grid_result *out, char *err)
+{
+    if (a->data[2] > 1 || a->data[0] > INT32_MAX || a->data[1] > INT32_MAX) {
+        snprintf(err, CL_ERR_LEN, "%s takes a 2D picture of int width and height", p->k->name);
+        return -1;
+    }
+    p->width = (int)a->data[0], p->height = (int)a->data[1];
+    p->n = (size_t)a->data[0] * (size_t)a->data[1];
+    p->block = cl_cuda_student_block(p->k);
+    dim3 rule((unsigned)((p->width + p->block.x - 1) / p->block.x), (unsigned)((p->height + p->block.y - 1) / p->block.y));
+    p->grid = cl_cuda_student_grid(p->k, rule);
+    if (cl_cuda_student_func(p->k, &p->func, err) ||
+        cl_cuda_student_describe(p->k, p->func, p->grid, p->block, &out->launch, err) ||
+        cl_cuda_timing_init(&p->t, err) || cl_cuda_alloc((void **)&p->pin, p->n * sizeof(float), "Pin", err) ||
+        cl_cuda_guarded_alloc(&p->pout_base, (void **)&p->pout, p->n * sizeof(float), "Pout", err) ||
+        picture_fill(p, a->seed ^ CL_STUDENT_WARMUP_SALT, err))
+        return -1;
+    cl_cuda_set_limit(p->k->limit_ms, p->k->name);
+    int rc = 0;
+    for (int w = 0; w < (a->warmup < 1 ? 1 : a->warmup) && rc == 0; w++)
+        rc = picture_rep(p, w, NULL, err);
+    if (rc == 0)
+        rc = cl_cuda_synchronize("warm-up runs", err) || picture_fill(p, a->seed, err);
+    for (int r = 0; r < a->reps && r < CL_MAX_REPS && rc == 0; r++) {
+        rc = picture_rep(p, r, &out->times.ms[r], err);
+        out->times.reps = rc == 0 ? r + 1 : out->times.reps;
+    }
+    cl_cuda_set_limit(0, NULL);
+    if (rc != 0 || cl_cuda_abandoned() || cl_cuda_guard_check(p->k, p->pout_base, p->n * sizeof(float), "Pout", err))
+        return -1;
+    cudaError_t e = a->pout ? cudaMemcpy(a->pout, p->pout, p->n * sizeof(float), cudaMemcpyDeviceToHost)
+                            : cudaSuccess;
+    if (e != cudaSuccess)
+        return cl_cuda_fail(err, "copying Pout to the host", e);
+    snprintf(out->impl, sizeof out->impl, "CUDA: your picture kernel %s (%u x %u blocks of %u x %u)", p->k->name,
+             p->grid.x, p->grid.y, p->block.x, p->block.y);
+    return 0;
+}
+
 static int cuda_grid_run(const cl_grid_args *a, cl_grid_result *out, char *err)
 {
     memset(out, 0, sizeof *out);
+    if (a->student) {
+        picture p;
+        memset(&p, 0, sizeof p);
+        p.k = a->student;
+        int rc = picture_run(&p, a, out, err);
+        if (cl_cuda_abandoned())
+            return -1;              /* the kernel still runs: nothing else may touch the device */
+        cudaFree(p.pin);
+        cudaFree(p.pout_base);
+        cl_cuda_timing_free(&p.t);
+        return rc;
+    }
     grid_state st;
     memset(&st, 0, sizeof st);
     int rc = grid_run_all(&st, a, out, err);
@@ -142,4 +237,4 @@ static int cuda_grid_run(const cl_grid_args *a, cl_grid_result *out, char *err)
 extern "C" {
 extern const cl_grid_ops cl_cuda_grid_ops;
 }
-const cl_grid_ops cl_cuda_grid_ops = {cuda_grid_run};
+const cl_grid_ops cl_cuda_grid_ops = {cuda_grid_run, true};

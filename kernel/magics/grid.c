@@ -5,6 +5,10 @@
  *
  * The arithmetic lives in grid_plan.c and is exact on every backend; only
  * --run touches the backend (cuda/grid.cu, or cpu/grid_cpu.c on the CPU).
+ *
+ * --variant names what --run launches: map (ours, the visit counter) and/or a
+ * student's picture kernel (%%kernel --for grid, cl_grid_student), which runs
+ * on the same plan and implies --run; doc.runs holds one run per variant.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -17,6 +21,23 @@
 #include "magic/magic.h"
 #include "render/render.h"
 #include "magic/sweep.h"
+#include "student/run.h"
+#include "student/sanitize.h"
+#include "student/store.h"
+
+static bool runs_student(const cl_backend *b)
+{
+    return b->grid && b->grid->runs_student;
+}
+
+static const family_spec grid_family = {
+    .magic = "grid",
+    .variants = cl_grid_variants,
+    .nvariants = CL_GRID_NVARIANTS,
+    .student = &cl_grid_student,
+    .quick = "--data 67x33 --block 16x16",
+    .runs_student = runs_student,
+};
 
 static const flag_spec grid_flags[] = {
     {.name = "data", .short_name = 'd', .type = FLAG_DIMS, .def = NULL, .imin = 1, .imax = INT32_MAX,
@@ -30,6 +51,9 @@ static const flag_spec grid_flags[] = {
                        "untimed launches before them"),
     SWEEP_CHECK_FLAG("with --run, check the visit counts"),
     SWEEP_FORCE_FLAG,
+    FAMILY_VARIANT_FLAG(&grid_family, "map"),
+    STUDENT_RUN_FLAGS,
+    STUDENT_GRID_FLAG,
     {.name = NULL},
 };
 
@@ -144,7 +168,7 @@ static json_t *plan_doc(magic_ctx *ctx, const json_t *params, const cl_grid_plan
                                                  (json_int_t)lim->max_threads_per_block, "max_block",
                                                  dims_json(lim->max_block, 3), "max_grid",
                                                  dims_json(lim->max_grid, 3), "source", source));
-    json_object_set_new(doc, "run", json_null());
+    json_object_set_new(doc, "runs", json_array());
     return doc;
 }
 
@@ -279,8 +303,8 @@ static int run_mapping(magic_ctx *ctx, const json_t *params, const cl_grid_plan 
     bool check = json_is_true(json_object_get(params, "check"));
     bool ok = r->visited_once == (uint64_t)p->elements && r->never == 0 && r->multiple == 0 &&
               r->idle_threads == (uint64_t)p->idle;
-    json_t *run = json_pack("{s:s, s:s, s:o, s:o}", "backend", ctx->backend->name, "impl", r->impl,
-                            "time_ms", stats_json(&r->times), "launch", launch_json(&r->launch));
+    json_t *run = json_pack("{s:s, s:s, s:s, s:o, s:o}", "variant", "map", "backend", ctx->backend->name, "impl",
+                            r->impl, "time_ms", stats_json(&r->times), "launch", launch_json(&r->launch));
     json_object_set_new(run, "check", check
         ? json_pack("{s:b, s:s, s:I, s:I, s:I, s:I, s:I}", "passed", ok, "method",
                     "count array: every element visited exactly once, idle threads as predicted",
@@ -288,7 +312,7 @@ static int run_mapping(magic_ctx *ctx, const json_t *params, const cl_grid_plan 
                     "multiple", (json_int_t)r->multiple, "idle_threads", (json_int_t)r->idle_threads,
                     "idle_expected", (json_int_t)p->idle)
         : check_skipped_json());
-    json_object_set_new(doc, "run", run);
+    json_array_append_new(json_object_get(doc, "runs"), run);
     char c[300];
     snprintf(c, sizeof c, "--run on %s: median %.4f ms over %d reps; %s", ctx->backend->name,
              stats_median(&r->times), r->times.reps,
@@ -301,9 +325,118 @@ static int run_mapping(magic_ctx *ctx, const json_t *params, const cl_grid_plan 
     return check && !ok ? 1 : 0;
 }
 
+/* The check of a student's picture: every pixel exactly 2 * Pin (one correctly rounded product). */
+static json_t *picture_check(const cl_grid_plan *p, uint64_t seed, const float *pout, char *first, size_t len)
+{
+    uint64_t width = (uint64_t)p->data[0], height = (uint64_t)p->data[1], wrong, never;
+    int64_t bad = cl_grid_picture_check(pout, width, height, seed, &wrong, &never);
+    json_t *c = json_pack("{s:b, s:s, s:I, s:I, s:I}", "passed", bad < 0, "method",
+                          "exact: every pixel of Pout against 2 * Pin on the host; Pout filled with NaN before "
+                          "every launch and guarded past both ends", "pixels", (json_int_t)(width * height),
+                          "wrong", (json_int_t)wrong, "never_written", (json_int_t)never);
+    first[0] = '\0';
+    if (bad >= 0) {
+        uint64_t row = (uint64_t)bad / width, col = (uint64_t)bad % width;
+        float want = 2.0f * cl_uniform(seed, (uint64_t)bad), got = pout[bad];
+        if (got != got)
+            snprintf(first, len, "Pout[%" PRIu64 "][%" PRIu64 "] was never written (expected %.9g)", row, col, want);
+        else
+            snprintf(first, len, "Pout[%" PRIu64 "][%" PRIu64 "] = %.9g, expected %.9g", row, col, got, want);
+        json_object_set_new(c, "first_wrong", json_string(first));
+    }
+    return c;
+}
+
+/* A student's picture kernel on the plan (its --block and grid). 0, 1 when its
+ * picture is wrong (first set), or -1 with the error in ctx. */
+static int run_picture(magic_ctx *ctx, const json_t *params, const cl_grid_plan *p, const student_def *d,
+                       uint64_t free_mem, json_t *doc, json_t *view, char *first, size_t len)
+{
+    if (p->dims > 2)
+        return magic_error(ctx, "UsageError", "--data: %s is a picture kernel, and a picture is 2D "
+                           "(WIDTHxHEIGHT; 1D data is one row)", d->name);
+    uint64_t n = (uint64_t)p->elements, seed = (uint64_t)json_integer_value(json_object_get(params, "seed"));
+    char fit[64];
+    snprintf(fit, sizeof fit, "largest picture that fits: %.0f pixels", (double)free_mem / 8.0);
+    mem_need need = {"--data", "Pin and Pout, 4 bytes a pixel each", "device", 8.0 * (double)n, (double)free_mem, fit};
+    if (magic_memory_fit(ctx, &need) != 0)
+        return -1;
+    float *pout = malloc(n * sizeof *pout);
+    cl_grid_result *r = calloc(1, sizeof *r);
+    student_launch sl;
+    if (!pout || !r) {
+        free(pout);
+        free(r);
+        return magic_error(ctx, "MemoryError", "out of host memory for Pout (%.1f MiB)", (double)n * 4 / 1048576.0);
+    }
+    if (student_prepare(ctx, d, params, 0, &sl) != 0) {
+        free(pout);
+        free(r);
+        return -1;
+    }
+    cl_grid_args a = {.seed = seed, .reps = (int)json_integer_value(json_object_get(params, "reps")),
+                      .warmup = (int)json_integer_value(json_object_get(params, "warmup")), .student = &sl.kernel,
+                      .pout = pout};
+    memcpy(a.data, p->data, sizeof a.data);
+    memcpy(a.block, p->block, sizeof a.block);
+    memcpy(a.grid, p->grid, sizeof a.grid);
+    char err[CL_ERR_LEN] = "";
+    int rc = 0;
+    if (ctx->backend->grid->run(&a, r, err) != 0) {
+        char line[128];
+        snprintf(line, sizeof line, "%%grid --data %" PRId64 "x%" PRId64, p->data[0], p->data[1]);
+        rc = student_run_failed(ctx, d->name, line, err);
+    } else {
+        json_t *run = json_pack("{s:s, s:s, s:s, s:o, s:o}", "variant", d->name, "backend", ctx->backend->name,
+                                "impl", r->impl, "time_ms", stats_json(&r->times), "launch", launch_json(&r->launch));
+        student_run_json(&sl, run);
+        json_object_set_new(json_object_get(run, "launch"), "config", json_string(cl_grid_student.launch));
+        bool check = json_is_true(json_object_get(params, "check"));
+        json_t *c = check ? picture_check(p, seed, pout, first, len) : check_skipped_json();
+        rc = check && json_is_false(json_object_get(c, "passed"));
+        json_object_set_new(run, "check", c);
+        json_array_append_new(json_object_get(doc, "runs"), run);
+        char note[400];
+        snprintf(note, sizeof note, "your picture kernel %s: median %.4f ms over %d reps; %s", d->name,
+                 stats_median(&r->times), r->times.reps, !check ? "not checked (--no-check)"
+                 : rc ? first : "every pixel of Pout is 2 * Pin");
+        view_add_note(view, note);
+    }
+    student_launch_free(&sl);
+    free(pout);
+    free(r);
+    return rc;
+}
+
+/* --variant as names (map, your kernels); a student's kernel only where the backend runs it. */
+static json_t *variants_of(magic_ctx *ctx, const json_t *params, bool *students)
+{
+    json_t *names = family_select(ctx, &grid_family, json_object_get(params, "variant"), NULL, NULL,
+                                  ctx->backend ? ctx->backend->name : "none");
+    size_t i;
+    json_t *v;
+    *students = false;
+    json_array_foreach(names, i, v)
+        if (family_builtin(&grid_family, json_string_value(v)) < 0) {
+            *students = true;
+            if (!ctx->backend || !runs_student(ctx->backend)) {
+                student_refuse_backend(ctx, json_string_value(v));
+                json_decref(names);
+                return NULL;
+            }
+        }
+    return names;
+}
+
 static int grid_run(magic_ctx *ctx, const json_t *params, const char *body)
 {
     (void)body;
+    if (json_is_true(json_object_get(params, "sanitize")))
+        return student_sanitize_command(ctx, &grid_family, params);
+    bool students;
+    json_t *names = variants_of(ctx, params, &students);
+    if (!names)
+        return -1;
     int64_t data[3] = {1, 1, 1}, block[3] = {1, 1, 1};
     int nd = dims_of(json_object_get(params, "data"), data);
     int nb = dims_of(json_object_get(params, "block"), block);
@@ -317,22 +450,41 @@ static int grid_run(magic_ctx *ctx, const json_t *params, const char *body)
         char ds[96], bs[96];
         dims_str(data, nd > 3 ? 3 : nd, ds, sizeof ds);
         dims_str(block, nb > 3 ? 3 : nb, bs, sizeof bs);
+        json_decref(names);
         return magic_error(ctx, "UsageError", "--data %s --block %s: %s (limits: %s)", ds, bs, err,
                            source);
     }
     json_t *doc = plan_doc(ctx, params, &p, &lim, source);
     json_t *view = plan_view(doc, &p);
     int rc = 0;
-    if (json_is_true(json_object_get(params, "run")) && ctx->backend)
-        rc = run_mapping(ctx, params, &p, free_mem, doc, view);
+    char first[200] = "", failed[128] = "";
+    size_t i;
+    json_t *v;
+    if ((json_is_true(json_object_get(params, "run")) || students) && ctx->backend)
+        json_array_foreach(names, i, v) {
+            const char *name = json_string_value(v);
+            int one = family_builtin(&grid_family, name) >= 0
+                          ? run_mapping(ctx, params, &p, free_mem, doc, view)
+                          : run_picture(ctx, params, &p, student_find(name), free_mem, doc, view, first, sizeof first);
+            if (one < 0) {
+                rc = -1;
+                break;
+            }
+            if (one > 0 && !failed[0])
+                snprintf(failed, sizeof failed, "%s", name);
+            rc |= one;
+        }
+    json_decref(names);
     if (rc < 0) {
         json_decref(doc);
         json_decref(view);
         return -1;
     }
     magic_result(ctx, doc, view);
-    if (rc > 0)
+    if (rc > 0 && family_builtin(&grid_family, failed) >= 0)
         return magic_error(ctx, "CheckError", "%%grid --run: some elements were not visited exactly once");
+    if (rc > 0)
+        return magic_error(ctx, "CheckError", "your picture kernel %s computes a wrong picture: %s", failed, first);
     return 0;
 }
 
@@ -366,10 +518,18 @@ const magic_spec magic_grid = {
         "with the same index formulas): every thread that passes the bounds check adds one to its "
         "element's counter, every idle thread is counted, and the check verifies that each element "
         "was visited exactly once and the idle count is the predicted one. The launch is timed "
-        "(median of --reps after --warmup, counts zeroed and the L2 flushed outside the timing).",
+        "(median of --reps after --warmup, counts zeroed and the L2 flushed outside the timing).\n\n"
+        "--variant also runs your picture kernel (a %%kernel --for grid cell), the lecture's exercise: "
+        "__global__ void NAME(const float *Pin, float *Pout, int width, int height) with Pout[row*width + "
+        "col] = 2 * Pin[row*width + col] for every pixel inside the picture, one thread per pixel. It runs "
+        "on the plan above (--data WIDTHxHEIGHT, --block, the grid it implies, or --grid), which implies "
+        "--run; Pout is filled with NaN before every launch and guarded past both ends, and every pixel is "
+        "checked exactly: a pixel never written, a wrong one (rows and columns swapped) or a write past the "
+        "picture (a missing bounds check) is named.",
     .flags = grid_flags,
     .mode = MAGIC_LINE,
     .where = MAGIC_WORKER,
     .run = grid_run,
     .examples = grid_examples,
+    .attach = student_attach,
 };

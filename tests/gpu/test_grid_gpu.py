@@ -16,7 +16,8 @@ def test_mapping_visits_every_element_once(gpu, data, block):
     d = magic_doc("grid", f"%grid --data {data} --block {block} --run --reps 5 --warmup 1")
     assert d["backend"] == "cuda"
     assert "this device" in d["limits"]["source"]
-    r = d["run"]
+    [r] = d["runs"]
+    assert r["variant"] == "map"
     c = r["check"]
     assert c["passed"] is True, c
     assert c["visited_once"] == d["elements"] and c["never"] == 0 and c["multiple"] == 0

@@ -29,7 +29,7 @@ def test_picture_example_exact():
     assert d["limits"]["max_block"] == [1024, 1024, 64]
     assert d["limits"]["max_grid"] == [2147483647, 65535, 65535]
     assert "CUDA defaults" in d["limits"]["source"]
-    assert d["run"] is None and d["backend"] == "cpu"
+    assert d["runs"] == [] and d["backend"] == "cpu"
 
 
 def test_text_output():
@@ -71,7 +71,8 @@ def test_three_dimensions():
 ])
 def test_run_visits_every_element_once(cell):
     d = grid_doc(cell)
-    r = d["run"]
+    [r] = d["runs"]
+    assert r["variant"] == "map"
     c = r["check"]
     assert c["passed"] is True
     assert c["visited_once"] == d["elements"] and c["never"] == 0 and c["multiple"] == 0
@@ -83,7 +84,7 @@ def test_run_visits_every_element_once(cell):
 
 def test_run_no_check():
     d = grid_doc("%grid --data 76x62 --block 16x16 --run --reps 1 --no-check")
-    assert d["run"]["check"]["passed"] is None and "skipped" in d["run"]["check"]["method"]
+    assert d["runs"][0]["check"]["passed"] is None and "skipped" in d["runs"][0]["check"]["method"]
 
 
 def test_deterministic():
