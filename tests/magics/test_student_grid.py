@@ -1,0 +1,63 @@
+"""The picture kernel as a student's %grid kernel without a GPU (the CPU backend): %%kernel --for grid
+compiles and reports; a wrong signature names the picture kernel's; running it is refused with the one
+clear message (tests/gpu/test_student_grid_gpu.py runs it); a 3D data shape is refused there too;
+--variant map still runs ours with --run. NVRTC is part of the CUDA toolkit: without it the compile
+tests are skipped, the refusal tests still run."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import cell
+
+PICTURE = """%%kernel --for grid --name mypic
+__global__ void mypic(const float *Pin, float *Pout, int width, int height) {
+    int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row < height && col < width)
+        Pout[row * width + col] = 2.0f * Pin[row * width + col];
+}
+"""
+SIGNATURE = "const float *Pin, float *Pout, int width, int height"
+
+
+@pytest.fixture
+def kc(start_kernel):
+    return start_kernel(env={"CUDALAB_BACKEND": "cpu"})[1]
+
+
+def compiled(kc, code: str) -> tuple[dict, str, dict | None]:
+    c, text, doc = cell(kc, code)
+    if c["status"] == "error" and "NVRTC" in c.get("evalue", "") and "CompileError" not in c["ename"]:
+        pytest.skip("no NVRTC here: " + c["evalue"].splitlines()[0])
+    return c, text, doc
+
+
+def test_compiles_and_reports(kc):
+    c, text, doc = compiled(kc, PICTURE)
+    assert c["status"] == "ok", c
+    assert doc["for"] == "grid" and doc["name"] == "mypic" and doc["block"] == [16, 16, 1]
+    assert doc["resources"]["registers"] > 0 and doc["check"]["passed"] is None
+    assert "%grid --variant mypic" in text
+
+
+def test_signature_mismatch_names_the_picture_kernel(kc):
+    c, _, _ = compiled(kc, PICTURE.replace("int width, int height", "int width"))
+    assert c["status"] == "error" and c["ename"] == "CompileError", c
+    assert SIGNATURE in c["evalue"] + "\n".join(c["traceback"])
+
+
+def test_cpu_backend_refuses_and_map_still_runs(kc):
+    assert compiled(kc, PICTURE)[0]["status"] == "ok"
+    c, _, _ = cell(kc, "%grid --data 76x62 --block 16x16 --variant map,mypic")
+    assert c["status"] == "error" and c["ename"] == "UsageError", c
+    assert "mypic is your kernel" in c["evalue"] and "cpu backend" in c["evalue"]
+    c, _, doc = cell(kc, "%grid --data 76x62 --block 16x16 --variant map --run --reps 1")
+    assert c["status"] == "ok", c
+    assert [r["variant"] for r in doc["runs"]] == ["map"] and doc["runs"][0]["check"]["passed"] is True
+    c, _, doc = cell(kc, "%grid --data 76x62 --block 16x16")
+    assert c["status"] == "ok" and doc["runs"] == []
+
+
+def test_help_shows_the_picture_kernel(kc):
+    c, text, _ = cell(kc, "%help grid")
+    assert c["status"] == "ok", c
+    assert f"__global__ void NAME({SIGNATURE})" in text and "quick check: %grid --data 67x33" in text
