@@ -1,6 +1,6 @@
 """On a GPU: the lecture's picture kernel as a student's %grid kernel. A correct one passes on the plan
 %grid shows (beside map, ours, at 1D and 2D shapes and several blocks); the classic bugs are named: no
-bounds check (writes past Pout: the guard, or a fault), rows and columns swapped (the first wrong
+bounds check (writes past Pout: the guard, or a fault), the transposed pixel read (the first wrong
 Pout[row][col]), half the rows never written; a 3D shape is refused. After each failure the next cell
 works."""
 from __future__ import annotations
@@ -57,8 +57,10 @@ def test_missing_bounds_check(kc):
 
 
 def test_swapped_rows_and_columns(kc):
+    # reading the transposed pixel (Pout and Pin both indexed col * height + row would be a permutation
+    # of a correct picture, and right)
     c = failing(kc, "swapped", PICTURE.format(name="swapped").replace(
-        "Pout[row * width + col] = 2.0f * Pin[row * width + col]", "Pout[col * height + row] = 2.0f * Pin[col * height + row]"))
+        "2.0f * Pin[row * width + col]", "2.0f * Pin[col * height + row]"))
     assert c["ename"] == "CheckError" and "Pout[" in c["evalue"] and "expected" in c["evalue"], c
     next_cell_works(kc)
 
