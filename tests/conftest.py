@@ -431,6 +431,15 @@ def cell(kc: BlockingKernelClient, code: str, timeout: float = 120) -> tuple[dic
     return reply["content"], "\n".join(text), doc
 
 
+def compiled(kc: BlockingKernelClient, code: str) -> tuple[dict, str, dict | None]:
+    """A %%kernel cell, as cell() runs it; the test is skipped where there is no NVRTC to compile it
+    (NVRTC is part of the CUDA toolkit; the tests that need no compiler still run)."""
+    c, text, doc = cell(kc, code)
+    if c["status"] == "error" and "NVRTC" in c.get("evalue", "") and "CompileError" not in c["ename"]:
+        pytest.skip("no NVRTC here: " + c["evalue"].splitlines()[0])
+    return c, text, doc
+
+
 def streams(msgs: list[dict], name: str | None = None) -> list[str]:
     return [m["content"]["text"] for m in msgs
             if m["msg_type"] == "stream" and (name is None or m["content"]["name"] == name)]

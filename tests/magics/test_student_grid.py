@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import cell
+from conftest import cell, compiled
 
 PICTURE = """%%kernel --for grid --name mypic
 __global__ void mypic(const float *Pin, float *Pout, int width, int height) {
@@ -22,13 +22,6 @@ SIGNATURE = "const float *Pin, float *Pout, int width, int height"
 @pytest.fixture
 def kc(start_kernel):
     return start_kernel(env={"CUDALAB_BACKEND": "cpu"})[1]
-
-
-def compiled(kc, code: str) -> tuple[dict, str, dict | None]:
-    c, text, doc = cell(kc, code)
-    if c["status"] == "error" and "NVRTC" in c.get("evalue", "") and "CompileError" not in c["ename"]:
-        pytest.skip("no NVRTC here: " + c["evalue"].splitlines()[0])
-    return c, text, doc
 
 
 def test_compiles_and_reports(kc):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import cell
+from conftest import cell, compiled
 
 STENCIL_1D = """%%kernel --for stencil --name mystencil
 __global__ void mystencil(const float *in, float *out, const float *w, int n, int R) {
@@ -41,13 +41,6 @@ SIG_2D = "const float *in, float *out, const float *w, int width, int height, in
 @pytest.fixture
 def kc(start_kernel):
     return start_kernel(env={"CUDALAB_BACKEND": "cpu"})[1]
-
-
-def compiled(kc, code: str) -> tuple[dict, str, dict | None]:
-    c, text, doc = cell(kc, code)
-    if c["status"] == "error" and "NVRTC" in c.get("evalue", "") and "CompileError" not in c["ename"]:
-        pytest.skip("no NVRTC here: " + c["evalue"].splitlines()[0])
-    return c, text, doc
 
 
 def error_text(c: dict) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import cell, load_schema, magic_doc, run_cell as run
+from conftest import cell, compiled, load_schema, magic_doc, run_cell as run
 
 VECADD = """%%kernel --for vecadd --name myadd
 __global__ void myadd(const float *A, const float *B, float *C, int n) {
@@ -39,13 +39,6 @@ CPU = {"CUDALAB_BACKEND": "cpu"}
 @pytest.fixture
 def kc(start_kernel):
     return start_kernel(env=CPU)[1]
-
-
-def compiled(kc, code: str) -> tuple[dict, str, dict | None]:
-    c, text, doc = cell(kc, code)
-    if c["status"] == "error" and "NVRTC" in c.get("evalue", "") and "CompileError" not in c["ename"]:
-        pytest.skip("no NVRTC here: " + c["evalue"].splitlines()[0])
-    return c, text, doc
 
 
 @pytest.mark.parametrize("code, family, name, block", [(VECADD, "vecadd", "myadd", [256, 1, 1]),
