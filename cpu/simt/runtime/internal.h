@@ -1,0 +1,114 @@
+/* internal.h — the runner's own declarations (cpu/simt/runtime/): the state
+ * of the process that runs blocks, shared by the scheduler (sched.c), the
+ * memory checks (check.c), the fibers (fiber.c) and the process (runner.c).
+ *
+ * One runner process runs one block at a time on one host thread; each of
+ * the block's threads is a fiber. Nothing here is touched by two host threads.
+ */
+#ifndef CUDALAB_SIMT_INTERNAL_H
+#define CUDALAB_SIMT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cudalab/simt.h"
+
+typedef struct { unsigned x, y, z; } cl_u3;
+
+/* ---- fibers (fiber.c) ---- */
+typedef struct fiber {
+    void *sp;                       /* saved stack pointer while switched out */
+    void *stack;                    /* the mapping: a guard page, then the stack */
+    size_t stack_bytes;
+    unsigned valgrind_id;
+    void *asan_fake;                /* AddressSanitizer's fake stack while switched out */
+} fiber;
+
+/* Stacks for up to n fibers. 0, or -1. */
+int fiber_pool_init(fiber *f, int n, size_t stack_bytes);
+/* Points f at entry(arg) from the top of its stack. */
+void fiber_prepare(fiber *f, void (*entry)(void *), void *arg);
+/* Saves the running context into *from and resumes to. */
+void fiber_switch(fiber *from, fiber *to);
+/* The first thing a fiber's entry does (AddressSanitizer learns the stacks). */
+void fiber_started(void);
+/* The scheduler's own context (the process's main stack). */
+extern fiber fiber_main;
+
+/* ---- threads of the block (sched.c) ---- */
+enum thread_state { T_READY, T_BARRIER, T_WARP, T_DONE, T_FAULTED };
+
+typedef struct sim_thread {
+    fiber f;
+    cl_u3 tid;
+    uint32_t linear;                /* threadIdx as one index */
+    enum thread_state state;
+    uint32_t bar;                   /* __syncthreads() passed */
+    int wait_line;                  /* the line of the barrier or warp operation it waits at */
+    int exit_line;                  /* set when a fault ends it */
+    uint64_t last_pc;               /* the last student access (for a timeout's report) */
+    uint64_t warp_in;               /* a warp operation's operand */
+    uint64_t warp_out;              /* its result */
+    int warp_arg;
+} sim_thread;
+
+typedef struct sim_warp {
+    uint32_t sync;                  /* warp-level synchronisations passed (__syncwarp, shuffles) */
+    int waiting;                    /* lanes waiting at the current operation */
+    int op, width;
+    unsigned mask;
+    int line;
+} sim_warp;
+
+/* The running block, as the checks see it. */
+typedef struct sim_block {
+    cl_u3 idx;
+    uint64_t linear;
+    uint64_t gen;                   /* blocks run by this process so far (shadow entries of older ones are stale) */
+    uint32_t nthreads, nwarps;
+    uint32_t live;                  /* threads not done */
+    uint32_t at_barrier;
+    sim_thread *threads;
+    sim_warp *warps;
+    sim_thread *cur;                /* the running thread, NULL in the scheduler */
+    bool abort;                     /* a fault ends the launch: stop at the next switch */
+} sim_block;
+
+extern sim_block blk;
+extern cl_simt_launch *launch;      /* the arena's header */
+extern unsigned char *arena;        /* the arena as mapped here */
+
+/* Runs every block this process takes. 0, or -1 when the launch must stop. */
+int sched_run_blocks(void);
+/* Allocates the process's block state for the launch's block size. 0, or -1. */
+int sched_init(void);
+
+/* ---- memory checks (check.c) ---- */
+/* Sets up the shadows (global ones shared with the other processes: call
+ * before forking). 0, or -1. */
+int check_init(void);
+/* A new block starts: shared memory is empty and uninitialised again. */
+void check_block_start(void);
+/* Shared memory for one declaration site, the same for every thread of the block. */
+void *check_shared_alloc(int id, size_t elem, size_t align, const char *name, int ndims, const unsigned *dims,
+                         int line, bool dynamic);
+/* The shared memory of this launch, for the fiber stacks' and the shadows' ranges. */
+extern uintptr_t stack_lo, stack_hi;    /* all fiber stacks */
+
+/* ---- findings (runner.c) ---- */
+/* Where the running thread is. */
+void where_now(cl_simt_where *w, uint64_t pc, uint32_t access);
+/* Records a finding of kind k (the smallest key wins the details). */
+void report_finding(int kind, uint64_t key, const cl_simt_finding *f);
+/* The running thread stops here (a fault): the block goes on without it, the launch is failed. */
+void thread_fault(void) __attribute__((noreturn));
+/* Ends the process after a fatal finding (timeout, crash). */
+void runner_exit(int code) __attribute__((noreturn));
+
+static inline uint64_t finding_key(uint64_t block_linear, uint64_t detail)
+{
+    return block_linear << 32 | (detail & 0xffffffffu);
+}
+
+#endif

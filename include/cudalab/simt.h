@@ -1,0 +1,138 @@
+/* simt.h — the CPU runner of the CUDA execution model: what the CPU backend
+ * (cpu/simt/launch.c, the parent) and the runner process (cpu/simt/runtime/,
+ * linked with a student's kernel into an executable of its own) share.
+ *
+ * The parent lays out one memory file (the arena): this header's
+ * cl_simt_launch, then each buffer of the launch between gaps. The runner
+ * maps it, runs the grid (blocks dealt to a few sandboxed processes, each
+ * block's threads as fibers on one host thread), checks every load and store
+ * of the student's code against the buffers, shared memory and the other
+ * threads, and writes what it found into the header's report. Expected
+ * results never enter the arena: the parent checks the output after the
+ * runner has exited, so nothing the student's code does can forge a pass.
+ *
+ * Plain C types and fixed-size arrays only: both sides read it, and the runner
+ * trusts nothing but offsets it checks against the arena's size.
+ */
+#ifndef CUDALAB_SIMT_H
+#define CUDALAB_SIMT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CL_SIMT_MAGIC 0x434c73696d74ull     /* "CLsimt" */
+#define CL_SIMT_VERSION 1
+#define CL_SIMT_MAX_BUFFERS 6
+#define CL_SIMT_MAX_ARGS 12
+#define CL_SIMT_NAME_LEN 24
+#define CL_SIMT_TEXT_LEN 160
+
+/* The limits of the CPU runner, stated in its refusals. */
+#define CL_SIMT_MAX_THREADS (1ull << 24)        /* threads in a grid */
+#define CL_SIMT_MAX_ARENA (1ull << 30)          /* bytes of buffers */
+#define CL_SIMT_MAX_BLOCK_THREADS 1024
+#define CL_SIMT_STATIC_SMEM 49152               /* static __shared__ per block, as a GPU's */
+#define CL_SIMT_MAX_SMEM (227u << 10)           /* static + dynamic per block (an H100's opt-in limit) */
+
+/* Buffer flags. */
+enum {
+    CL_SIMT_IN = 1,             /* the kernel reads it (a write is reported) */
+    CL_SIMT_OUT = 2,            /* the kernel writes it */
+    CL_SIMT_ONE_WRITER = 4,     /* each element is written by one thread (C of a matmul) */
+};
+
+typedef struct cl_simt_buffer {
+    char name[CL_SIMT_NAME_LEN];    /* as the family names it: "C", "bins" */
+    uint64_t offset;                /* from the arena's start, page aligned */
+    uint64_t bytes;
+    uint32_t elem_bytes;            /* 4 for float and int */
+    uint32_t flags;
+    int64_t rows, cols;             /* elements as rows × cols in messages; rows 0: one index */
+} cl_simt_buffer;
+
+/* One kernel argument, in the contract's order. */
+enum { CL_SIMT_ARG_BUFFER, CL_SIMT_ARG_I32, CL_SIMT_ARG_U64, CL_SIMT_ARG_F32 };
+typedef struct cl_simt_arg {
+    uint32_t kind;
+    uint32_t buffer;                /* CL_SIMT_ARG_BUFFER: the buffer's index */
+    union { int32_t i32; uint64_t u64; float f32; } v;
+} cl_simt_arg;
+
+/* What the runner can find, in the order a report lists them. */
+#define CL_SIMT_FINDINGS(X)                                                                 \
+    X(CL_SIMT_CRASH, "crash")                                                               \
+    X(CL_SIMT_TRAP, "trap")                                                                 \
+    X(CL_SIMT_ASSERT, "assert")                                                             \
+    X(CL_SIMT_TIMEOUT, "timeout")                                                           \
+    X(CL_SIMT_SYSCALL, "syscall")                                                           \
+    X(CL_SIMT_OOB_GLOBAL, "out-of-bounds")                                                  \
+    X(CL_SIMT_WILD, "wild-pointer")                                                         \
+    X(CL_SIMT_WRITE_INPUT, "write-to-input")                                                \
+    X(CL_SIMT_OOB_SHARED, "shared-out-of-bounds")                                           \
+    X(CL_SIMT_DIVERGENT_BARRIER, "divergent-barrier")                                       \
+    X(CL_SIMT_DEADLOCK, "deadlock")                                                         \
+    X(CL_SIMT_RACE_SHARED, "shared-race")                                                   \
+    X(CL_SIMT_RACE_GLOBAL, "global-race")                                                   \
+    X(CL_SIMT_DOUBLE_WRITE, "double-write")                                                 \
+    X(CL_SIMT_UNINIT_SHARED, "uninitialized-shared")
+
+#define CL_SIMT_ID_(id, name) id,
+enum cl_simt_kind { CL_SIMT_FINDINGS(CL_SIMT_ID_) CL_SIMT_NKINDS };
+
+/* How an access touched memory. */
+enum { CL_SIMT_READ = 1, CL_SIMT_WRITE = 2, CL_SIMT_ATOMIC = 4 };
+
+/* A thread at a place in the student's code (pc: an address in the runner
+ * executable, mapped to a cell line by the parent; 0 when unknown). */
+typedef struct cl_simt_where {
+    uint32_t block[3], thread[3];
+    uint64_t pc;
+    uint32_t access;                /* CL_SIMT_READ / WRITE / ATOMIC */
+    uint32_t line;                  /* a line known without the pc (assert), else 0 */
+} cl_simt_where;
+
+/* The first finding of one kind (the one with the smallest key, so that the
+ * report does not depend on how blocks were dealt to processes) and how many. */
+typedef struct cl_simt_finding {
+    uint64_t count;
+    uint64_t key;                   /* block's linear index << 32 | detail; smallest wins */
+    cl_simt_where at;               /* the access found wrong */
+    cl_simt_where other;            /* the earlier access it conflicts with (races, double writes) */
+    int32_t buffer;                 /* the global buffer, or -1 */
+    int32_t pad_;
+    int64_t elem;                   /* element index in the buffer or shared array (may be outside it) */
+    int64_t value, expected;        /* counts (a barrier reached by value of expected threads) */
+    char what[CL_SIMT_TEXT_LEN];    /* a shared array's name and shape, an assert's text, a signal */
+} cl_simt_finding;
+
+typedef struct cl_simt_report {
+    volatile uint32_t lock;         /* a spin lock between the runner's processes */
+    uint32_t done;                  /* the runner finished the grid (1) */
+    double ms;                      /* wall time of the grid */
+    uint64_t blocks_run;
+    cl_simt_finding findings[CL_SIMT_NKINDS];
+} cl_simt_report;
+
+typedef struct cl_simt_launch {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t procs;                 /* host processes to deal blocks to */
+    uint64_t arena_bytes;           /* the whole memory file */
+    uint32_t grid[3], block[3];
+    uint64_t dyn_smem;              /* bytes of extern __shared__ per block */
+    double limit_ms;                /* the runner stops itself past this (the parent kills at 2×) */
+    uint64_t mem_limit;             /* bytes of address space per process */
+    uint32_t nbuffers, nargs;
+    cl_simt_buffer buffers[CL_SIMT_MAX_BUFFERS];
+    cl_simt_arg args[CL_SIMT_MAX_ARGS];
+    volatile uint64_t next_block;   /* the next block to run (the processes take them in turn) */
+    cl_simt_report report;
+} cl_simt_launch;
+
+#ifdef __cplusplus
+}
+#endif
+#endif
