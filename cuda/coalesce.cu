@@ -33,14 +33,16 @@ __global__ void coalesce_fill(float *x, uint64_t n, uint64_t seed)
         x[i] = cl_uniform(seed, i);
 }
 
-/* show-source: coalesce stride,row,col */
+/* show-source: coalesce stride,row,col shown */
 __global__ void coalesce_copy_contiguous(const float *__restrict__ in, float *__restrict__ out, uint64_t n)
 {
     uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (t < n)
         out[t] = in[t];
 }
+/* show-source: end */
 
+/* show-source: coalesce stride,row,col */
 template <typename I>
 __global__ void coalesce_copy_strided(const float *__restrict__ in, float *__restrict__ out, I n, I m, I s)
 {
