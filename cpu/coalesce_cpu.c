@@ -61,6 +61,10 @@ static void fill_range(uint64_t first, uint64_t last, void *ctx)
 static int cpu_coalesce_run(const cl_coalesce_args *a, cl_coalesce_result *out, char *err)
 {
     memset(out, 0, sizeof *out);
+    if (a->student) {
+        snprintf(err, CL_ERR_LEN, "the CPU backend runs no students' kernels (they need a GPU)");
+        return -1;
+    }
     if (a->n < 1 || a->stride < 1) {
         snprintf(err, CL_ERR_LEN, "bad %%coalesce arguments");
         return -1;
@@ -102,4 +106,5 @@ done:
     return ret;
 }
 
-const cl_coalesce_ops cl_cpu_coalesce_ops = {cpu_coalesce_run};
+/* runs_student false: students' kernels need the CPU runner of the CUDA execution model (to come) */
+const cl_coalesce_ops cl_cpu_coalesce_ops = {cpu_coalesce_run, false};

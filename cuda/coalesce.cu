@@ -8,6 +8,13 @@
  * elements so that the division does not cost more than the memory traffic
  * being demonstrated. The output is copied back once, after the last rep,
  * and compared on the host with the input regenerated from the seed.
+ *
+ * A student's kernel (a->student) runs in the same reps through the launch of
+ * ours (one thread per element of the rows x stride view) unless its --grid
+ * says otherwise, under its launch limit: out lies between guard bytes and is
+ * filled with a NaN sentinel before every launch (outside the events), and the
+ * warm-up copies an input made from a salted seed, so that a kernel which
+ * leaves elements unwritten or writes outside out is named.
  */
 #include <cuda_runtime.h>
 
@@ -18,6 +25,7 @@
 
 #include "cudalab/coalesce.h"
 #include "common.h"
+#include "student_cuda.h"
 
 __global__ void coalesce_fill(float *x, uint64_t n, uint64_t seed)
 {
@@ -25,14 +33,16 @@ __global__ void coalesce_fill(float *x, uint64_t n, uint64_t seed)
         x[i] = cl_uniform(seed, i);
 }
 
-/* show-source: coalesce stride,row,col */
+/* show-source: coalesce stride,row,col shown */
 __global__ void coalesce_copy_contiguous(const float *__restrict__ in, float *__restrict__ out, uint64_t n)
 {
     uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (t < n)
         out[t] = in[t];
 }
+/* show-source: end */
 
+/* show-source: coalesce stride,row,col */
 template <typename I>
 __global__ void coalesce_copy_strided(const float *__restrict__ in, float *__restrict__ out, I n, I m, I s)
 {
@@ -69,15 +79,129 @@ static const void *copy_kernel(const cl_coalesce_args *a, const char **name)
     return *name = "coalesce_copy_strided<u64>", (const void *)coalesce_copy_strided<uint64_t>;
 }
 
+/* ---- a student's kernel ---- */
+
+typedef struct student_copy {
+    const cl_student_kernel *k;
+    const void *func;
+    dim3 grid, block;
+    float *in;
+    float *out;                   /* between guard bytes: out_base is what cudaFree takes */
+    void *out_base;
+    unsigned long long n, stride; /* its arguments */
+    cl_cuda_timing t;
+} student_copy;
+
+static int student_fill(const student_copy *s, uint64_t seed, char *err)
+{
+    coalesce_fill<<<1024, 256>>>(s->in, s->n, seed);
+    cudaError_t rc = cudaGetLastError();
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "input generation", rc);
+}
+
+/* The sentinel in out (outside the events), a flush, one launch; timed when ms is not NULL. */
+static int student_rep(student_copy *s, int r, float *ms, char *err)
+{
+    cudaError_t rc = cudaMemsetAsync(s->out, 0xFF, s->n * sizeof(float), 0);
+    if (rc != cudaSuccess)
+        return cl_cuda_fail(err, "filling out with the sentinel", rc);
+    void *args[] = {(void *)&s->in, (void *)&s->out, &s->n, &s->stride};
+    if (cl_cuda_flush_l2(&s->t, r, "L2 flush", err) || (ms && cl_cuda_time_start(&s->t, err)) ||
+        cl_cuda_student_launch(s->k, s->func, s->grid, s->block, args, err))
+        return -1;
+    return ms ? cl_cuda_time_stop(&s->t, ms, s->k->name, err) : 0;
+}
+
+/* Its launch (ours: ceil(rows*stride / threads per block) blocks, unless
+ * --grid), checked against what the kernel and the device allow, and its
+ * buffers. */
+static int student_setup(const cl_coalesce_args *a, student_copy *s, cl_coalesce_result *out, char *err)
+{
+    unsigned blocks;
+    s->block = cl_cuda_student_block(s->k);
+    if (cl_cuda_blocks(cl_coalesce_threads(a->n, a->stride), (int)(s->block.x * s->block.y * s->block.z), &blocks,
+                       err))
+        return -1;
+    s->grid = cl_cuda_student_grid(s->k, dim3(blocks));
+    return cl_cuda_student_func(s->k, &s->func, err) ||
+                   cl_cuda_student_describe(s->k, s->func, s->grid, s->block, &out->launch, err) ||
+                   cl_cuda_alloc((void **)&s->in, a->n * sizeof(float), "input", err) ||
+                   cl_cuda_guarded_alloc(&s->out_base, (void **)&s->out, a->n * sizeof(float), "out", err) ||
+                   cl_cuda_timing_init(&s->t, err)
+               ? -1
+               : 0;
+}
+
+/* Warm-up (at least once, on the salted input), then the timed reps on the real one. */
+static int student_reps(const cl_coalesce_args *a, student_copy *s, cl_coalesce_result *out, char *err)
+{
+    if (student_fill(s, a->seed ^ CL_STUDENT_WARMUP_SALT, err))
+        return -1;
+    cl_cuda_set_limit(s->k->limit_ms, s->k->name);
+    int rc = 0;
+    for (int w = 0; w < (a->warmup < 1 ? 1 : a->warmup) && rc == 0; w++)
+        rc = student_rep(s, w, NULL, err);
+    if (rc == 0)
+        rc = cl_cuda_synchronize("warm-up runs", err) || student_fill(s, a->seed, err);
+    for (int r = 0; r < a->reps && r < CL_MAX_REPS && rc == 0; r++) {
+        rc = student_rep(s, r, &out->times.ms[r], err);
+        out->times.reps = rc == 0 ? r + 1 : out->times.reps;
+    }
+    if (rc == 0)
+        rc = cl_cuda_synchronize("your kernel", err);
+    cl_cuda_set_limit(0, NULL);
+    return rc;
+}
+
+static int student_run(const cl_coalesce_args *a, cl_coalesce_result *out, char *err)
+{
+    student_copy s;
+    memset(&s, 0, sizeof s);
+    s.k = a->student;
+    s.n = a->n;
+    s.stride = a->stride;
+    float *host = NULL;
+    int rc = student_setup(a, &s, out, err);
+    if (rc == 0)
+        rc = student_reps(a, &s, out, err);
+    if (cl_cuda_abandoned())
+        return -1;                  /* the kernel still runs: nothing else may touch the device */
+    if (rc == 0)
+        rc = cl_cuda_guard_check(s.k, s.out_base, a->n * sizeof(float), "out", err);
+    if (rc == 0 && a->check) {
+        cudaError_t e;
+        if (!(host = (float *)malloc(a->n * sizeof(float)))) {
+            snprintf(err, CL_ERR_LEN, "malloc of %.1f MiB for the check failed", a->n * 4 / 1048576.0);
+            rc = -1;
+        } else if ((e = cudaMemcpy(host, s.out, a->n * sizeof(float), cudaMemcpyDeviceToHost)) != cudaSuccess) {
+            rc = cl_cuda_fail(err, "cudaMemcpy of out", e);
+        } else {
+            cl_coalesce_verify(a, host, out);
+        }
+    }
+    if (rc == 0)
+        snprintf(out->impl, sizeof out->impl, "CUDA: your kernel %s (%u x %u); out NaN-filled before every rep "
+                 "and guarded", s.k->name, s.grid.x * s.grid.y * s.grid.z, s.block.x * s.block.y * s.block.z);
+    free(host);
+    cudaFree(s.in);
+    cudaFree(s.out_base);
+    cl_cuda_timing_free(&s.t);
+    return rc;
+}
+
+/* ---- the run ---- */
+
 static int cuda_coalesce_run(const cl_coalesce_args *a, cl_coalesce_result *out, char *err)
 {
     memset(out, 0, sizeof *out);
+    if (a->student && a->n >= 1 && a->stride >= 1)
+        return student_run(a, out, err);
     if (a->n < 1 || a->stride < 1 || a->block < 32 || a->block > 1024) {
         snprintf(err, CL_ERR_LEN, "bad %%coalesce arguments");
         return -1;
     }
     unsigned blocks;
-    if (cl_cuda_blocks(cl_coalesce_rows(a->n, a->stride) * a->stride, a->block, &blocks, err))
+    if (cl_cuda_blocks(cl_coalesce_threads(a->n, a->stride), a->block, &blocks, err))
         return -1;
     float *in = NULL, *dout = NULL, *host = NULL;
     cl_cuda_timing t;
@@ -139,5 +263,5 @@ done:
 
 extern "C" {
 extern const cl_coalesce_ops cl_cuda_coalesce_ops;
-const cl_coalesce_ops cl_cuda_coalesce_ops = {cuda_coalesce_run};
+const cl_coalesce_ops cl_cuda_coalesce_ops = {cuda_coalesce_run, true};
 }

@@ -14,23 +14,33 @@
  *
  * %coalesce --layout row|col is the same kernel on an R x C matrix: row-wise
  * traversal is stride 1, column-wise traversal is stride C (the row length).
+ *
+ * A student's %%kernel (student.h) is one more variant under
+ * cl_coalesce_student: it is given the experiment's n and stride and copies
+ * every element in whatever order its threads choose, on the same input with
+ * the same timing and exact check. Its output is guarded on both sides and
+ * filled with a NaN sentinel before every rep, and its warm-up copies a salted
+ * input, so an element never written, or one written outside out, is named.
  */
 #ifndef CUDALAB_COALESCE_H
 #define CUDALAB_COALESCE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "cudalab/backend.h"
 #include "cudalab/family.h"
 #include "cudalab/measure.h"
+#include "cudalab/student.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* X(id, name, launch, what it teaches, flags): one row per traversal (family.h).
- * There is no --variant: --stride runs `stride`, --layout row|col the others. */
+ * Each belongs to an experiment: --stride runs `stride`, --layout row|col the
+ * layout's own; --variant names it beside students' kernels (by default ours). */
 #define CL_COALESCE_VARIANTS(X)                                                            \
     X(CL_COALESCE_STRIDE, "stride", "ceil(N/B) blocks of B, one element per thread",       \
       "thread t copies element (t % m)*s + t/m: neighbours s elements apart", CL_V_BLOCK)  \
@@ -47,10 +57,28 @@ typedef enum cl_coalesce_variant_id {
 /* The contract's table, in enum order (each file that reads it has its copy). */
 static const cl_variant cl_coalesce_variants[CL_COALESCE_NVARIANTS] = {CL_COALESCE_VARIANTS(CL_VARIANT_ROW)};
 
+/* What a student's %%kernel for %coalesce implements (student.h). n and stride
+ * are 64-bit, as ours (an array may pass 2^32 floats): unsigned long long,
+ * which is what uint64_t is on the device (size_t is another type). The
+ * launch is ours: one thread per element of the ceil(n/stride) x stride view
+ * (cl_coalesce_threads), so the lecture's strided copy runs unchanged. */
+static const cl_student_contract cl_coalesce_student = {
+    "const float *in, float *out, unsigned long long n, unsigned long long stride",
+    "float *, float *, unsigned long long, unsigned long long",
+    "copy every element, out[i] = in[i] for every i < n, with any mapping of threads to elements (the "
+    "traversal is yours; stride is the experiment's: --stride S, 1 under --layout row, the row length C "
+    "under col); one thread per element of the ceil(n/stride) x stride view as ours: ceil(n/stride)*stride "
+    "threads, up to stride-1 past n (compare with n), in ceil(threads/B) blocks of B = 256 (--block: 1D, "
+    "whole warps); --grid overrides",
+    {256, 1, 1},
+    0,
+};
+
 typedef struct cl_coalesce_args {
     uint64_t n;                 /* elements (floats), >= 1 */
     uint64_t stride;            /* elements between neighbouring threads, 1..n */
-    int block;                  /* threads per block: multiple of 32, 32..1024 */
+    int block;                  /* threads per block: multiple of 32, 32..1024 (ours) */
+    const cl_student_kernel *student; /* a student's kernel (its own block and grid) instead, else NULL */
     uint64_t seed;
     int reps, warmup;
     int check;                  /* copy the output back and compare it element by element */
@@ -60,12 +88,19 @@ typedef struct cl_coalesce_result {
     cl_times times;
     cl_launch launch;
     uint64_t mismatches, first_bad;
+    uint64_t unwritten;         /* of the mismatches, outputs still NaN: never written (a student's) */
     float got, want;
     char impl[200];
 } cl_coalesce_result;
 
 typedef struct cl_coalesce_ops {
+    /* Generates the input from a->seed, runs warmup + reps timed copies (ours,
+     * or a->student's under its launch limit) and, with a->check, compares the
+     * output with the input. 0, or -1 with a reason in err (a student kernel's
+     * writes outside out among them). */
     int (*run)(const cl_coalesce_args *a, cl_coalesce_result *out, char *err);
+    /* Whether run() takes students' kernels (a->student). */
+    bool runs_student;
 } cl_coalesce_ops;
 
 /* The index that thread t copies (t < m*s; the caller skips results >= n). */
@@ -76,13 +111,19 @@ CL_HD uint64_t cl_coalesce_index(uint64_t t, uint64_t m, uint64_t s)
 
 static inline uint64_t cl_coalesce_rows(uint64_t n, uint64_t s) { return (n + s - 1) / s; }
 
+/* The threads of a copy: one per element of the rows x s view, n rounded up to whole rows. */
+static inline uint64_t cl_coalesce_threads(uint64_t n, uint64_t s) { return cl_coalesce_rows(n, s) * s; }
+
 /* Compares the copied-back output with the input regenerated from the seed. */
 static inline void cl_coalesce_verify(const cl_coalesce_args *a, const float *out, cl_coalesce_result *r)
 {
-    r->mismatches = 0;
+    r->mismatches = r->unwritten = 0;
     for (uint64_t i = 0; i < a->n; i++) {
         float want = cl_uniform(a->seed, i);
-        if (out[i] != want && r->mismatches++ == 0) {
+        if (out[i] == want)
+            continue;
+        r->unwritten += out[i] != out[i];
+        if (r->mismatches++ == 0) {
             r->first_bad = i;
             r->got = out[i];
             r->want = want;

@@ -10,8 +10,9 @@
  *     kernel (a TILE becomes `#ifndef TILE / #define TILE 16 / #endif`);
  * plus what NVRTC lacks (<stdint.h>'s types, CL_HD) and what the harness
  * cannot pass in the signature (the histogram's bins, the reduction's
- * operation). Regions with a part (2D kernels, __constant__ weights) are
- * left out. Only the lecture variants have a form here; for the others the
+ * operation, the strided copy's row count). Regions with a part (2D kernels,
+ * __constant__ weights, the contiguous copy beside the strided one) are left
+ * out. Only the lecture variants have a form here; for the others the
  * answer is why not.
  */
 #include <stdio.h>
@@ -46,6 +47,12 @@ typedef struct kernel_form {
     "#ifndef HISTO_MODE\n#define HISTO_MODE 1\n#endif\n#ifndef HISTO_WIDTH\n#define HISTO_WIDTH 4\n#endif\n"
 #define HISTO_BIND "constexpr int mode = HISTO_MODE, width = HISTO_WIDTH;\n"
 #define STENCIL_PARAMS "const float *__restrict__ in, float *__restrict__ out, const float *c_weights, int n, int R"
+/* The strided copy's template index type bound to 64 bits, and m, which ours is passed, made from n and s. */
+#define COALESCE_BIND                                                                                \
+    "// I: the index type (cudalab's copy uses 32 bits where the view fits in 2^32)\n"             \
+    "typedef unsigned long long I;\n"                                                               \
+    "// m: the rows of the n/s view (cudalab's copy is passed it)\n"                               \
+    "#define m ((n + s - 1) / s)\n"
 
 static const kernel_form forms[] = {
     {"matmul", "naive", "mm_naive_kernel", MATMUL_PARAMS, NULL, NULL, NULL},
@@ -62,6 +69,9 @@ static const kernel_form forms[] = {
      HISTO_BIND "#define nbins cl_histo_nbins(mode, width)\n", "--smem 1024"},
     {"stencil", "naive", "stencil1d_naive", STENCIL_PARAMS, NULL, NULL, NULL},
     {"stencil", "tiled", "stencil1d_tiled", STENCIL_PARAMS, NULL, NULL, NULL},
+    {"coalesce", "stride", "coalesce_copy_strided",
+     "const float *__restrict__ in, float *__restrict__ out, unsigned long long n, unsigned long long s", NULL,
+     COALESCE_BIND, NULL},
 };
 
 /* What NVRTC does not have and the taught code uses. */
@@ -168,7 +178,7 @@ char *show_source_kernel_cell(const char *family, const char *variant, char *why
     if (!k) {
         snprintf(why, len, "%s has no student-signature form (only the lecture's kernels have one: "
                  "matmul naive and tiled, vecadd add, reduce divergent and convergent, histo "
-                 "sectioned, interleaved and privatized, stencil naive and tiled)", variant);
+                 "sectioned, interleaved and privatized, stencil naive and tiled, coalesce stride)", variant);
         return NULL;
     }
     char *code = cell_code(family, variant);

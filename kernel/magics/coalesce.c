@@ -7,6 +7,11 @@
  * matrix row-wise (stride 1) or column-wise (stride C). run() picks the
  * experiment, validates sizes before anything is allocated and hands the
  * sweep to sweep_run(); point() runs one configuration.
+ *
+ * --variant names the experiment's own traversal (stride; under --layout the
+ * layout's, row or col: ours by default) and students' %%kernel copies
+ * (cl_coalesce_student), which run at every point of the experiment with its
+ * n and stride, through the same input, timing and exact check.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -19,14 +24,28 @@
 #include "render/render.h"
 #include "magic/show_source.h"
 #include "magic/sweep.h"
+#include "student/run.h"
+#include "student/sanitize.h"
+#include "student/store.h"
 
 static const char *const layout_choices[] = {"row", "col", NULL};
 
-/* Flag order is sweep order: stride first, so the chart's x axis is the stride. */
-/* The variants as the framework sees a family (--show-source). */
-static const family_spec coalesce_family = {.magic = "coalesce", .variants = cl_coalesce_variants,
-                                            .nvariants = CL_COALESCE_NVARIANTS};
+static bool runs_student(const cl_backend *b)
+{
+    return b->coalesce && b->coalesce->runs_student;
+}
 
+static const family_spec coalesce_family = {
+    .magic = "coalesce",
+    .variants = cl_coalesce_variants,
+    .nvariants = CL_COALESCE_NVARIANTS,
+    .student = &cl_coalesce_student,
+    .quick = "--size 100003 --stride 7",
+    .runs_student = runs_student,
+};
+
+/* Flag order is sweep order: stride first, so the chart's x axis is the stride
+ * (and --variant late: ours and yours side by side at each stride). */
 static const flag_spec coalesce_flags[] = {
     {.name = "stride", .short_name = 's', .type = FLAG_INT, .def = NULL, .imin = 1, .imax = 1 << 30,
      .opts = FLAG_LIST, .help = "elements between neighbouring threads' addresses (default 1,2,4,8,16,32)"},
@@ -39,7 +58,13 @@ static const flag_spec coalesce_flags[] = {
     {.name = "cols", .type = FLAG_INT, .def = "4096", .imin = 1, .imax = INT32_MAX,
      .help = "matrix columns C (the row length) for --layout"},
     {.name = "block", .type = FLAG_DIMS, .imin = 1, .imax = 1024, .opts = FLAG_LIST,
-     .help = "threads per block (256 by default): one dimension, a multiple of 32 up to 1024 (the copy is 1D)"},
+     .help = "threads per block (256 by default; your kernels: the %%kernel line's): one dimension, a "
+             "multiple of 32 up to 1024 (the copy is 1D)"},
+    {.name = "variant", .short_name = 'v', .type = FLAG_CHOICE, .def = NULL, .family = &coalesce_family,
+     .opts = FLAG_LIST, .help = "the traversals to run: the experiment's own (stride; under --layout, row "
+                                "and col: the default) and your kernels; all: ours"},
+    STUDENT_RUN_FLAGS,
+    STUDENT_GRID_FLAG,
     SWEEP_MEASURE_FLAGS("seed of the input generated on the device",
                         "timed runs per point",
                         "compare every copied element with the input, exactly",
@@ -69,6 +94,7 @@ typedef struct co_env {
     uint64_t seed;
     int reps, warmup, check;
     double bw_gbs;
+    json_t *student_firsts;         /* ours run at these values of -D only */
 } co_env;
 
 static bool given(const json_t *params, const char *key)
@@ -130,6 +156,86 @@ static int check_blocks(magic_ctx *ctx, const json_t *params)
     return rc;
 }
 
+/* ---- --variant ---- */
+
+static bool has_name(const json_t *list, const char *name)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v)
+        if (strcmp(json_string_value(v), name) == 0)
+            return true;
+    return false;
+}
+
+/* The built-in traversals of this command's experiment: stride, or the layouts
+ * --layout names (what `all` stands for); students' kernels always. */
+static bool in_experiment(const cl_variant *v, size_t index, void *user)
+{
+    const json_t *layouts = user;
+    if (index >= CL_COALESCE_NVARIANTS)
+        return (v->flags & CL_V_RUNTIME) != 0;
+    return layouts ? has_name(layouts, v->name) : index == CL_COALESCE_STRIDE;
+}
+
+/* A built-in name --variant gives must be of the experiment; a student's kernel
+ * must be one this backend runs. */
+static int check_variant(magic_ctx *ctx, const char *name, const json_t *layouts)
+{
+    if (strcmp(name, "all") == 0)
+        return 0;
+    int b = family_builtin(&coalesce_family, name);
+    if (b < 0)
+        return student_find(name) && !runs_student(ctx->backend) ? student_refuse_backend(ctx, name) : 0;
+    if (!layouts && b != CL_COALESCE_STRIDE)
+        return magic_error(ctx, "UsageError", "--variant %s: row and col are the traversals of the matrix "
+                           "experiment (--layout %s --rows R --cols C); the stride experiment's own is stride",
+                           name, name);
+    if (layouts && b == CL_COALESCE_STRIDE)
+        return magic_error(ctx, "UsageError", "--variant stride is the traversal of the stride experiment "
+                           "(--stride S); under --layout ours is the layout's own: row, col");
+    if (layouts && !has_name(layouts, name))
+        return magic_error(ctx, "UsageError", "--variant %s runs at --layout %s: add %s to --layout", name, name,
+                           name);
+    return 0;
+}
+
+/* --variant as the points take it: not given, ours (stride, or null: each
+ * layout's own); else the names, distinct, `all` standing for ours. */
+static int resolve_variants(magic_ctx *ctx, json_t *params)
+{
+    const json_t *asked = json_object_get(params, "variant");
+    json_t *layouts = given(params, "layout") ? sweep_as_list(json_object_get(params, "layout")) : NULL;
+    if (json_is_null(asked)) {
+        json_object_set_new(params, "variant", layouts ? json_null() : json_string("stride"));
+        json_decref(layouts);
+        return 0;
+    }
+    json_t *names = sweep_as_list(asked), *v, *list = NULL;
+    size_t i;
+    int rc = 0;
+    json_array_foreach(names, i, v)
+        if ((rc = check_variant(ctx, json_string_value(v), layouts)))
+            break;
+    if (rc == 0 && !(list = family_select(ctx, &coalesce_family, asked, in_experiment, layouts, ctx->backend->name)))
+        rc = -1;
+    bool ours_only = true;          /* under --layout: every layout's own, as by default */
+    json_array_foreach(list, i, v)
+        ours_only &= family_builtin(&coalesce_family, json_string_value(v)) >= 0;
+    json_array_foreach(layouts, i, v)
+        ours_only &= list && has_name(list, json_string_value(v));
+    if (list && layouts && ours_only)
+        json_object_set_new(params, "variant", json_null());
+    else if (list && json_array_size(list) == 1 && !json_is_array(asked))
+        json_object_set(params, "variant", json_array_get(list, 0));     /* one: nothing varies */
+    else if (list)
+        json_object_set(params, "variant", list);
+    json_decref(list);
+    json_decref(names);
+    json_decref(layouts);
+    return rc;
+}
+
 /* Chooses the experiment and fills in what it implies; params is a private copy. */
 static int plan(magic_ctx *ctx, json_t *params)
 {
@@ -145,13 +251,15 @@ static int plan(magic_ctx *ctx, json_t *params)
         json_object_set_new(params, "size", json_integer((json_int_t)(r * c)));
         char what[96];
         snprintf(what, sizeof what, "a %" PRIu64 " x %" PRIu64 " matrix", r, c);
-        return check_size(ctx, what, r * c);
+        return resolve_variants(ctx, params) || check_size(ctx, what, r * c) ? -1 : 0;
     }
     if (!given(params, "stride"))
         json_object_set_new(params, "stride", json_pack("[i,i,i,i,i,i]", 1, 2, 4, 8, 16, 32));
     json_object_set_new(params, "layout", json_null());
     json_object_set_new(params, "rows", json_null());
     json_object_set_new(params, "cols", json_null());
+    if (resolve_variants(ctx, params))
+        return -1;
     json_t *sizes = sweep_as_list(json_object_get(params, "size")), *strides = sweep_as_list(json_object_get(params, "stride"));
     json_t *v;
     size_t i;
@@ -193,27 +301,72 @@ static int point_args(const co_env *env, const json_t *pt, cl_coalesce_args *a)
     return v;
 }
 
-static int co_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
+/* Whether a point runs: a student's kernel at every point; ours at the points
+ * of its own traversal (row at --layout row) and the first value of -D. */
+static bool point_runs(const co_env *env, const json_t *pt, int traversal)
 {
-    co_env *env = user;
+    const char *name = json_string_value(json_object_get(pt, "variant"));
+    int b = name ? family_builtin(&coalesce_family, name) : traversal;
+    if (b < 0)
+        return true;
+    return b == traversal && student_at_first(env->student_firsts, pt);
+}
+
+/* The check: every element exact; a student's out NaN-filled and guarded too. */
+static json_t *check_json(bool student, const cl_coalesce_result *r)
+{
+    json_t *check = json_pack("{s:b, s:s, s:I}", "passed", r->mismatches == 0, "method",
+                              student ? "exact: every element of out against the input regenerated from the seed on "
+                                        "the host; out filled with NaN before every rep and guarded past both ends"
+                                      : "exact: every copied element against the input regenerated from the seed "
+                                        "on the host",
+                              "mismatches", (json_int_t)r->mismatches);
+    if (student)
+        json_object_set_new(check, "never_written", json_integer((json_int_t)r->unwritten));
+    if (!r->mismatches)
+        return check;
+    json_object_set_new(check, "first_bad", json_pack("{s:I, s:f, s:f}", "index", (json_int_t)r->first_bad,
+                                                      "got", (double)r->got, "want", (double)r->want));
+    json_object_set_new(check, "first_wrong",
+                        r->got != r->got
+                            ? json_sprintf("out[%" PRIu64 "] was never written (expected %.9g)", r->first_bad,
+                                           (double)r->want)
+                            : json_sprintf("out[%" PRIu64 "] = %.9g, expected %.9g", r->first_bad, (double)r->got,
+                                           (double)r->want));
+    return check;
+}
+
+/* The point as a student would type it, for a failed run's message. */
+static void point_line(const json_t *pt, const cl_coalesce_args *a, char *buf, size_t len)
+{
     const char *layout = json_string_value(json_object_get(pt, "layout"));
-    cl_coalesce_args a;
-    int v = point_args(env, pt, &a);
-    cl_coalesce_result *r = calloc(1, sizeof *r);
-    char err[CL_ERR_LEN] = "";
-    if (!r)
-        return magic_error(ctx, "MemoryError", "out of host memory");
-    const char *name = cl_coalesce_variants[v].name;
-    if (env->ops->run(&a, r, err) != 0) {
-        free(r);
-        return magic_error(ctx, strcmp(ctx->backend->name, "cpu") == 0 ? "RuntimeError" : "CudaError",
-                           "%%coalesce %s (stride %" PRIu64 ", size %" PRIu64 "): %s", name, a.stride, a.n, err);
-    }
-    double med = stats_median(&r->times), gbs = med > 0 ? 8.0 * (double)a.n / (med * 1e6) : 0;
+    if (layout)
+        snprintf(buf, len, "%%coalesce --layout %s --rows %" JSON_INTEGER_FORMAT " --cols %" JSON_INTEGER_FORMAT,
+                 layout, json_integer_value(json_object_get(pt, "rows")),
+                 json_integer_value(json_object_get(pt, "cols")));
+    else
+        snprintf(buf, len, "%%coalesce --size %" PRIu64 " --stride %" PRIu64, a->n, a->stride);
+}
+
+/* A student's kernel takes 1D blocks of whole warps, as ours: its threads are numbered by x alone. */
+static int check_student_block(magic_ctx *ctx, const cl_student_kernel *k)
+{
+    if (k->block[1] <= 1 && k->block[2] <= 1 && k->block[0] % 32 == 0)
+        return 0;
+    return magic_error(ctx, "UsageError", "%s: a block of %dx%dx%d threads; %%coalesce runs 1D blocks of "
+                       "whole warps (--block B, a multiple of 32 up to 1024, on the %%%%kernel line or here)",
+                       k->name, k->block[0], k->block[1], k->block[2]);
+}
+
+static json_t *run_json(magic_ctx *ctx, const co_env *env, const json_t *pt, const char *name, int traversal,
+                        const cl_coalesce_args *a, const cl_coalesce_result *r)
+{
+    const char *layout = json_string_value(json_object_get(pt, "layout"));
+    double med = stats_median(&r->times), gbs = med > 0 ? 8.0 * (double)a->n / (med * 1e6) : 0;
     /* one warp's 32 loads of 4 bytes: 4 sectors of 32 bytes when contiguous, one each from stride 8 */
-    uint64_t sectors = a.stride >= 8 ? 32 : 4 * a.stride;
-    json_t *run = json_pack("{s:s, s:I, s:I, s:i, s:s, s:s}", "variant", name, "stride", (json_int_t)a.stride,
-                            "size", (json_int_t)a.n, "block", a.block, "backend", ctx->backend->name,
+    uint64_t sectors = a->stride >= 8 ? 32 : 4 * a->stride;
+    json_t *run = json_pack("{s:s, s:I, s:I, s:i, s:s, s:s}", "variant", name, "stride", (json_int_t)a->stride,
+                            "size", (json_int_t)a->n, "block", a->block, "backend", ctx->backend->name,
                             "impl", r->impl);
     json_object_set_new(run, "layout", layout ? json_string(layout) : json_null());
     json_object_set_new(run, "rows", layout ? json_deep_copy(json_object_get(pt, "rows")) : json_null());
@@ -223,26 +376,65 @@ static int co_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     json_object_set_new(run, "bandwidth_gbs", env->bw_gbs > 0 ? json_real(env->bw_gbs) : json_null());
     json_object_set_new(run, "pct_of_bandwidth", env->bw_gbs > 0 ? json_real(100.0 * gbs / env->bw_gbs)
                                                                  : json_null());
-    json_object_set_new(run, "model", json_pack("{s:I, s:I, s:f}", "sectors_per_warp", (json_int_t)sectors,
-                        "useful_bytes", (json_int_t)(8 * a.n), "traffic_per_useful_byte", sectors / 4.0));
+    /* the sector model is our traversal's; a student's kernel traverses as it likes */
+    json_object_set_new(run, "model", a->student
+                        ? json_pack("{s:n, s:I, s:n}", "sectors_per_warp", "useful_bytes", (json_int_t)(8 * a->n),
+                                    "traffic_per_useful_byte")
+                        : json_pack("{s:I, s:I, s:f}", "sectors_per_warp", (json_int_t)sectors, "useful_bytes",
+                                    (json_int_t)(8 * a->n), "traffic_per_useful_byte", sectors / 4.0));
     json_t *launch = launch_json(&r->launch);
-    json_object_set_new(launch, "config", json_string(cl_coalesce_variants[v].launch));
+    json_object_set_new(launch, "config", json_string(a->student ? cl_coalesce_student.launch
+                                                                 : cl_coalesce_variants[traversal].launch));
     json_object_set_new(run, "launch", launch);
-    json_t *check;
-    if (!env->check) {
-        check = check_skipped_json();
-    } else {
-        check = json_pack("{s:b, s:s, s:I}", "passed", r->mismatches == 0, "method",
-                          "exact: every copied element against the input regenerated from the seed on the host",
-                          "mismatches", (json_int_t)r->mismatches);
-        if (r->mismatches)
-            json_object_set_new(check, "first_bad", json_pack("{s:I, s:f, s:f}", "index",
-                                (json_int_t)r->first_bad, "got", (double)r->got, "want", (double)r->want));
+    json_object_set_new(run, "check", env->check ? check_json(a->student != NULL, r) : check_skipped_json());
+    return run;
+}
+
+static int co_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
+{
+    co_env *env = user;
+    cl_coalesce_args a;
+    int traversal = point_args(env, pt, &a);
+    if (!point_runs(env, pt, traversal))
+        return 0;
+    const char *name = json_string_value(json_object_get(pt, "variant"));
+    const student_def *def = name && family_builtin(&coalesce_family, name) < 0 ? student_find(name) : NULL;
+    if (name && !def && family_builtin(&coalesce_family, name) < 0)
+        return magic_error(ctx, "RuntimeError", "%%coalesce has no variant '%s'", name);
+    if (!def)
+        name = cl_coalesce_variants[traversal].name;
+    student_launch sl;
+    if (def && student_prepare(ctx, def, pt, 0, &sl) != 0)
+        return -1;
+    if (def && check_student_block(ctx, &sl.kernel) != 0) {
+        student_launch_free(&sl);
+        return -1;
     }
-    json_object_set_new(run, "check", check);
-    json_array_append_new(runs, run);
+    if (def) {
+        a.student = &sl.kernel;
+        a.block = sl.kernel.block[0];
+    }
+    cl_coalesce_result *r = calloc(1, sizeof *r);
+    char err[CL_ERR_LEN] = "";
+    int rc = 0;
+    if (!r) {
+        rc = magic_error(ctx, "MemoryError", "out of host memory");
+    } else if (env->ops->run(&a, r, err) != 0) {
+        char line[160];
+        point_line(pt, &a, line, sizeof line);
+        rc = def ? student_run_failed(ctx, name, line, err)
+                 : magic_error(ctx, strcmp(ctx->backend->name, "cpu") == 0 ? "RuntimeError" : "CudaError",
+                               "%%coalesce %s (stride %" PRIu64 ", size %" PRIu64 "): %s", name, a.stride, a.n, err);
+    } else {
+        json_t *run = run_json(ctx, env, pt, name, traversal, &a, r);
+        if (def)
+            student_run_json(&sl, run);
+        json_array_append_new(runs, run);
+    }
+    if (def)
+        student_launch_free(&sl);
     free(r);
-    return 0;
+    return rc;
 }
 
 /* ---- host work (the framework's limit, sweep.h) ----
@@ -274,7 +466,8 @@ static host_work co_host_work(magic_ctx *ctx, const json_t *pt, void *user)
     const co_env *env = user;
     host_work w = {0};
     cl_coalesce_args a;
-    point_args(env, pt, &a);
+    if (!point_runs(env, pt, point_args(env, pt, &a)))
+        return w;
     double cores = host_work_cores(), rate = copy_rate((double)a.stride);
     if (strcmp(ctx->backend->name, "cpu") == 0) {
         w.run = (double)a.n;
@@ -303,6 +496,8 @@ static int coalesce_run(magic_ctx *ctx, const json_t *params, const char *body)
     int shown = show_source_run(ctx, params, &coalesce_family);
     if (shown != 1)
         return shown;
+    if (json_is_true(json_object_get(params, "sanitize")))
+        return student_sanitize_command(ctx, &coalesce_family, params);
     if (!ctx->backend)
         return magic_error(ctx, "RuntimeError", "%%coalesce runs in the device worker: no backend here");
     if (!ctx->backend->coalesce)
@@ -319,9 +514,13 @@ static int coalesce_run(magic_ctx *ctx, const json_t *params, const char *body)
     char err[CL_ERR_LEN];
     if (!ctx->backend->copy_bandwidth || ctx->backend->copy_bandwidth(&env.bw_gbs, err) != 0)
         env.bw_gbs = 0;
+    static const char *const student_only[] = {"define", NULL};
     int rc = plan(ctx, p);
-    if (rc == 0)
+    if (rc == 0) {
+        env.student_firsts = student_first_values(p, student_only);
         rc = sweep_run(ctx, &coalesce_sweep, p, &env);
+        json_decref(env.student_firsts);
+    }
     json_decref(p);
     return rc;
 }
@@ -332,6 +531,7 @@ static const char *const coalesce_examples[] = {
     "%coalesce --stride 1,2,3,4,5,6,7,8 --size 2^24",
     "%coalesce --layout row,col --rows 4096 --cols 4096",
     "%coalesce --layout row,col --rows 8192 --cols 8192",
+    "%coalesce --stride 1,2,4,8,16,32 --variant stride,mycopy",
     NULL,
 };
 
@@ -357,10 +557,24 @@ const magic_spec magic_coalesce = {
         "before every launch; the input is generated on the device from --seed. Every run is checked "
         "unless --no-check: the whole output is copied back and compared with the input, element by "
         "element, exactly. Without a GPU the CPU backend runs the same access pattern with host "
-        "threads; there the penalty comes from cache lines and prefetchers, not DRAM bursts.",
+        "threads; there the penalty comes from cache lines and prefetchers, not DRAM bursts.\n\n"
+        "--variant names the traversals to run: the experiment's own (stride; under --layout the layout's, "
+        "row or col), which is the default, and your own copies (a %%kernel --for coalesce cell): "
+        "__global__ void NAME(const float *in, float *out, unsigned long long n, unsigned long long stride) "
+        "copies every element, out[i] = in[i] for every i < n, with whatever mapping of threads to "
+        "elements you choose; stride is the experiment's (--stride S, 1 under --layout row, the row length "
+        "C under col), n and stride 64-bit as ours (unsigned long long, not size_t). It is launched as ours: "
+        "one thread per element of the ceil(n/stride) x stride view (up to stride-1 threads past n: compare "
+        "with n), ceil(threads/B) blocks of B = 256 threads (--block, 1D whole warps; --grid overrides), so "
+        "--stride 1,2,4,8,16,32 --variant stride,mycopy shows your copy's GB/s beside ours at every "
+        "stride. Same input, timing and exact check; out is filled with NaN before every rep and guarded "
+        "past both ends, and the warm-up copies another input, so an element never written or a write "
+        "outside out is named. --show-source stride --as-kernel gives the lecture's strided copy as such a "
+        "cell.",
     .flags = coalesce_flags,
     .mode = MAGIC_LINE,
     .where = MAGIC_WORKER,
     .run = coalesce_run,
     .examples = coalesce_examples,
+    .attach = student_attach,
 };

@@ -228,7 +228,7 @@ def test_a_rerun_compiles_nothing(session):
 @pytest.mark.parametrize("family,variant", [
     ("matmul", "naive"), ("matmul", "tiled"), ("vecadd", "add"), ("reduce", "divergent"),
     ("reduce", "convergent"), ("histo", "sectioned"), ("histo", "interleaved"), ("histo", "privatized"),
-    ("stencil", "naive"), ("stencil", "tiled"),
+    ("stencil", "naive"), ("stencil", "tiled"), ("coalesce", "stride"),
 ])
 def test_as_kernel_cells_compile_and_pass(session, family, variant):
     """--as-kernel's cell of a lecture variant, run as it is: it compiles and passes its quick check."""

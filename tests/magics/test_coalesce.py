@@ -1,7 +1,8 @@
 """%coalesce through the command line on the CPU backend: the stride experiment (default strides,
-odd sizes, blocks), the matrix experiment (--layout row,col), the sector model, the exact check,
-every error path, and the result document against tests/schemas/coalesce.schema.json.
-tests/gpu/test_coalesce_gpu.py covers the GPU."""
+odd sizes, blocks), the matrix experiment (--layout row,col), --variant (ours by default, named by
+the experiment: stride, or row and col under --layout), the sector model, the exact check, every error
+path, and the result document against tests/schemas/coalesce.schema.json.
+tests/gpu/test_coalesce_gpu.py covers the GPU; students' kernels: test_student_coalesce.py."""
 from __future__ import annotations
 
 import pytest
@@ -30,6 +31,9 @@ def test_default_strides():
             assert r["pct_of_bandwidth"] == pytest.approx(100 * r["gbs"] / r["bandwidth_gbs"], rel=1e-9)
         assert "cache lines" in r["impl"]
     assert doc["params"]["layout"] is None and doc["sweep"]["varying"] == ["stride"]
+    assert doc["params"]["variant"] == "stride"
+    for r in runs:
+        assert "source" not in r and "first_wrong" not in r["check"] and "never_written" not in r["check"]
 
 
 def test_odd_sizes_strides_blocks():
@@ -46,6 +50,28 @@ def test_layout_row_col():
     assert row["size"] == col["size"] == 777000 and row["rows"] == 1000 and col["cols"] == 777
     assert row["check"]["passed"] and col["check"]["passed"]
     assert doc["params"]["stride"] is None and doc["params"]["size"] == 777000
+    assert doc["params"]["variant"] is None and doc["sweep"] == {"varying": ["layout"], "points": 2}
+
+
+@pytest.mark.parametrize("flags", ["", "--variant stride", "--variant all", "-v stride"])
+def test_variant_stride_is_the_default(flags):
+    """Naming ours, or all, runs what the default runs: the same document but for --variant itself."""
+    doc = coalesce_doc(f"%coalesce --stride 1,4 --size 1000 {flags} {QUICK}")
+    assert [(r["variant"], r["stride"]) for r in doc["runs"]] == [("stride", 1), ("stride", 4)]
+    assert doc["params"]["variant"] == "stride" and doc["sweep"]["varying"] == ["stride"]
+
+
+@pytest.mark.parametrize("flags, ran", [
+    ("--layout row,col --variant all", [("row", "row"), ("col", "col")]),
+    ("--layout row,col --variant col,row", [("row", "row"), ("col", "col")]),
+    # a built-in traversal runs at its own layout only
+    ("--layout row,col --variant col", [("col", "col")]),
+    ("--layout col --variant col", [("col", "col")]),
+])
+def test_variant_under_layout(flags, ran):
+    doc = coalesce_doc(f"%coalesce {flags} --rows 30 --cols 7 {QUICK}")
+    assert [(r["layout"], r["variant"]) for r in doc["runs"]] == ran
+    assert all(r["check"]["passed"] for r in doc["runs"])
 
 
 def test_table_and_chart():
@@ -71,6 +97,11 @@ def test_no_check_and_help():
     ("%coalesce --size 2^50", 1, ["MemoryError", "needs", "largest size that fits"]),
     ("%coalesce --layout col --rows 2^30 --cols 2^30", 1, ["MemoryError", "matrix"]),
     ("%coalesc", 2, ["coalesce"]),
+    ("%coalesce --variant strid", 2, ["UsageError", "did you mean 'stride'", "stride, row, col, all"]),
+    ("%coalesce --variant col", 1, ["UsageError", "--variant col", "matrix experiment", "--layout col",
+                                    "own is stride"]),
+    ("%coalesce --layout row --variant stride", 1, ["UsageError", "--variant stride", "row, col"]),
+    ("%coalesce --layout row --variant col", 1, ["UsageError", "--variant col runs at --layout col"]),
 ])
 def test_errors(cell, code, needles):
     rc, _, _, err = run(cell)

@@ -224,7 +224,7 @@ def test_reserved_and_invalid_names(kc, name, why):
 
 def test_unknown_family_lists_the_families(kc):
     fails(kc, "%%kernel --for nope --name k\n" + NAIVE_BODY.format(name="k"), "UsageError",
-          "--for nope: kernels can be written for grid, histo, matmul, reduce, stencil, vecadd")
+          "--for nope: kernels can be written for coalesce, grid, histo, matmul, reduce, stencil, vecadd")
 
 
 # ---------------------------------------------------------------- a kernel's life

@@ -37,6 +37,8 @@ LECTURE = [
     ("histo", "privatized", "const uint8_t *in, long long n, unsigned *hist"),
     ("stencil", "naive", "const float *__restrict__ in, float *__restrict__ out, const float *c_weights, int n, int R"),
     ("stencil", "tiled", "const float *__restrict__ in, float *__restrict__ out, const float *c_weights, int n, int R"),
+    ("coalesce", "stride", "const float *__restrict__ in, float *__restrict__ out, unsigned long long n, "
+                           "unsigned long long s"),
 ]
 
 
