@@ -1,0 +1,941 @@
+/* shared_rewrite.c — __shared__ declarations rewritten for the CPU runner
+ * (see shared_rewrite.h): a lexer that knows where the code is (not in
+ * comments, literals or directives), each declaration read token by token,
+ * and the output put together from the source and the edits so that every
+ * line keeps its number. */
+#include "student/shared_rewrite.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SHARED 64           /* ids 0..63: the runtime's table of declaration sites */
+#define MAX_DIMS 4              /* what cl_simt_shared reads */
+#define MAX_TYPE_TOKENS 256     /* a declaration's type, templates included */
+
+/* ---- a growing string ---- */
+
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+    bool failed;                /* out of memory: everything after is dropped */
+} sbuf;
+
+static void sb_put(sbuf *b, const char *s, size_t n)
+{
+    if (b->failed)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->failed = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void sb_puts(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || b->failed)
+        return;
+    char *tmp = malloc((size_t)n + 1);
+    if (!tmp) {
+        b->failed = true;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(tmp, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    sb_put(b, tmp, (size_t)n);
+    free(tmp);
+}
+
+/* The text so far, handed over (an empty string when nothing was written). */
+static char *sb_take(sbuf *b)
+{
+    if (!b->p && !b->failed)
+        sb_put(b, "", 0);
+    if (b->failed) {
+        free(b->p);
+        return NULL;
+    }
+    char *p = b->p;
+    *b = (sbuf){ 0 };
+    return p;
+}
+
+/* ---- tokens ---- */
+
+typedef enum { TK_IDENT, TK_NUMBER, TK_STRING, TK_PUNCT, TK_DIRECTIVE } tk_kind;
+
+typedef struct token {
+    tk_kind kind;
+    size_t at, end;             /* offsets into the source */
+    int line;                   /* the cell line it starts on */
+} token;
+
+typedef struct lexed {
+    token *tok;
+    size_t n, cap;
+    size_t *breaks;             /* offsets of the newlines that end a line of code (not in a comment) */
+    size_t nbreaks, capb;
+    bool failed;
+} lexed;
+
+static bool is_ident_start(char c) { return c == '_' || c == '$' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+static bool is_ident_char(char c) { return is_ident_start(c) || is_digit(c); }
+static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
+
+/* A backslash that splices the next line onto this one (\ newline, or \ CR LF). */
+static size_t splice_len(const char *s, size_t i)
+{
+    if (s[i] != '\\')
+        return 0;
+    if (s[i + 1] == '\n')
+        return 2;
+    if (s[i + 1] == '\r' && s[i + 2] == '\n')
+        return 3;
+    return 0;
+}
+
+static void add_token(lexed *lx, tk_kind kind, size_t at, size_t end, int line)
+{
+    if (lx->failed)
+        return;
+    if (lx->n == lx->cap) {
+        size_t cap = lx->cap ? lx->cap * 2 : 256;
+        token *t = realloc(lx->tok, cap * sizeof *t);
+        if (!t) {
+            lx->failed = true;
+            return;
+        }
+        lx->tok = t;
+        lx->cap = cap;
+    }
+    lx->tok[lx->n++] = (token){ kind, at, end, line };
+}
+
+static void add_break(lexed *lx, size_t at)
+{
+    if (lx->failed)
+        return;
+    if (lx->nbreaks == lx->capb) {
+        size_t cap = lx->capb ? lx->capb * 2 : 256;
+        size_t *b = realloc(lx->breaks, cap * sizeof *b);
+        if (!b) {
+            lx->failed = true;
+            return;
+        }
+        lx->breaks = b;
+        lx->capb = cap;
+    }
+    lx->breaks[lx->nbreaks++] = at;
+}
+
+/* The end of a comment starting at i ("//" or "/ *"); a // comment stops
+ * before its newline (which ends the line), a spliced one runs on. */
+static size_t skip_comment(const char *s, size_t i)
+{
+    if (s[i + 1] == '*') {
+        const char *e = strstr(s + i + 2, "*/");
+        return e ? (size_t)(e - s) + 2 : strlen(s);
+    }
+    for (i += 2; s[i] && s[i] != '\n'; i++)
+        if (splice_len(s, i))
+            i += splice_len(s, i) - 1;
+    return i;
+}
+
+/* The end of a "..." or '...' literal starting at i; an unterminated one ends at its line's end. */
+static size_t skip_literal(const char *s, size_t i)
+{
+    char q = s[i];
+    for (i++; s[i] && s[i] != '\n'; i++) {
+        if (s[i] == '\\' && s[i + 1])
+            i++;
+        else if (s[i] == q)
+            return i + 1;
+    }
+    return i;
+}
+
+/* The end of a raw string R"delim( ... )delim" whose quote is at i. */
+static size_t skip_raw_string(const char *s, size_t i)
+{
+    size_t d = i + 1;
+    while (s[d] && s[d] != '(' && d - i <= 17)
+        d++;
+    if (s[d] != '(')
+        return skip_literal(s, i);
+    char close[20];
+    snprintf(close, sizeof close, ")%.*s\"", (int)(d - i - 1), s + i + 1);
+    const char *e = strstr(s + d, close);
+    return e ? (size_t)(e - s) + strlen(close) : strlen(s);
+}
+
+/* Whether the identifier [at, end) is a raw string's prefix (R, u8R, uR, UR, LR). */
+static bool raw_prefix(const char *s, size_t at, size_t end)
+{
+    size_t n = end - at;
+    return s[end] == '"' && s[end - 1] == 'R' &&
+           (n == 1 || (n == 2 && strchr("uUL", s[at])) || (n == 3 && s[at] == 'u' && s[at + 1] == '8'));
+}
+
+/* The end of a preprocessor line starting at i ('#'), before its newline:
+ * spliced lines and comments that run over lines belong to it. */
+static size_t skip_directive(const char *s, size_t i)
+{
+    while (s[i] && s[i] != '\n') {
+        if (splice_len(s, i))
+            i += splice_len(s, i);
+        else if (s[i] == '/' && (s[i + 1] == '*' || s[i + 1] == '/'))
+            i = skip_comment(s, i);
+        else if (s[i] == '"' || s[i] == '\'')
+            i = skip_literal(s, i);
+        else
+            i++;
+    }
+    return i;
+}
+
+/* A pp-number: digits, letters, dots, digit separators, exponent signs. */
+static size_t skip_number(const char *s, size_t i)
+{
+    for (i++;; i++) {
+        if ((s[i] == '+' || s[i] == '-') && strchr("eEpP", s[i - 1]))
+            continue;
+        if (!(is_ident_char(s[i]) || s[i] == '.' || (s[i] == '\'' && is_ident_char(s[i + 1]))))
+            return i;
+    }
+}
+
+static int count_lines(const char *s, size_t from, size_t to)
+{
+    int n = 0;
+    for (size_t i = from; i < to; i++)
+        n += s[i] == '\n';
+    return n;
+}
+
+/* Cuts the source into tokens (comments and whitespace dropped, a directive
+ * one token) and notes where lines of code end. */
+static int lex(const char *s, int first_line, lexed *lx)
+{
+    size_t i = 0, counted = 0;
+    int line = first_line;
+    bool line_start = true;     /* only blanks (or comments) so far on this line: a '#' starts a directive */
+    while (s[i]) {
+        char c = s[i];
+        if (c == '\n') {
+            add_break(lx, i++);
+            line_start = true;
+            continue;
+        }
+        if (is_blank(c)) {
+            i++;
+            continue;
+        }
+        if (splice_len(s, i)) {
+            i += splice_len(s, i);
+            continue;
+        }
+        if (c == '/' && (s[i + 1] == '/' || s[i + 1] == '*')) {
+            i = skip_comment(s, i);
+            continue;
+        }
+        line += count_lines(s, counted, i);
+        counted = i;
+        size_t end;
+        tk_kind kind;
+        if (c == '#' && line_start) {
+            end = skip_directive(s, i);
+            kind = TK_DIRECTIVE;
+        } else if (is_ident_start(c)) {
+            for (end = i + 1; is_ident_char(s[end]); end++)
+                ;
+            kind = TK_IDENT;
+            if (raw_prefix(s, i, end)) {
+                end = skip_raw_string(s, end);
+                kind = TK_STRING;
+            }
+        } else if (is_digit(c) || (c == '.' && is_digit(s[i + 1]))) {
+            end = skip_number(s, i);
+            kind = TK_NUMBER;
+        } else if (c == '"' || c == '\'') {
+            end = skip_literal(s, i);
+            kind = TK_STRING;
+        } else {
+            end = i + (c == ':' && s[i + 1] == ':' ? 2 : 1);
+            kind = TK_PUNCT;
+        }
+        add_token(lx, kind, i, end, line);
+        line_start = false;
+        i = end;
+    }
+    return lx->failed ? -1 : 0;
+}
+
+/* ---- the rewriter ---- */
+
+typedef struct edit {
+    size_t at, end;             /* the source range replaced (its newlines are kept) */
+    char *text;                 /* what stands in its place, on its first line */
+    char *after;                /* whole lines to insert once its line has ended (#define …), or NULL */
+} edit;
+
+typedef struct rewriter {
+    const char *src;
+    lexed lx;
+    edit *edits;
+    size_t nedits, capedits;
+    int nshared;
+    bool device_globals;
+    char *err;
+    size_t err_len;
+} rewriter;
+
+static const char *const type_words[] = {
+    "int", "float", "double", "char", "short", "long", "unsigned", "signed", "void", "bool", "const",
+    "volatile", "auto", "struct", "union", "enum", "class", "typename", "static", "extern", "__shared__",
+    "__device__", "__align__", "alignas", "__restrict__", NULL,
+};
+
+static size_t tok_len(const rewriter *rw, size_t i) { return rw->lx.tok[i].end - rw->lx.tok[i].at; }
+static const char *tok_text(const rewriter *rw, size_t i) { return rw->src + rw->lx.tok[i].at; }
+
+static bool is_word(const rewriter *rw, size_t i, const char *w)
+{
+    return i < rw->lx.n && rw->lx.tok[i].kind == TK_IDENT && tok_len(rw, i) == strlen(w) &&
+           memcmp(tok_text(rw, i), w, tok_len(rw, i)) == 0;
+}
+
+static bool is_punct(const rewriter *rw, size_t i, const char *p)
+{
+    return i < rw->lx.n && rw->lx.tok[i].kind == TK_PUNCT && tok_len(rw, i) == strlen(p) &&
+           memcmp(tok_text(rw, i), p, tok_len(rw, i)) == 0;
+}
+
+/* A token that ends a statement or a block: no declaration reads across one. */
+static bool is_barrier(const rewriter *rw, size_t i)
+{
+    return i >= rw->lx.n || rw->lx.tok[i].kind == TK_DIRECTIVE || is_punct(rw, i, ";") || is_punct(rw, i, "{") ||
+           is_punct(rw, i, "}");
+}
+
+/* A name a student may give a variable: an identifier that is not a type word. */
+static bool is_name(const rewriter *rw, size_t i)
+{
+    if (i >= rw->lx.n || rw->lx.tok[i].kind != TK_IDENT)
+        return false;
+    for (const char *const *w = type_words; *w; w++)
+        if (is_word(rw, i, *w))
+            return false;
+    return true;
+}
+
+/* The token that closes the bracket at i: for "(" and "[" the round and
+ * square brackets inside count; for "<" (a template's arguments) the angles
+ * only. 0 when the statement ends first. */
+static size_t matching(const rewriter *rw, size_t i)
+{
+    bool angle = is_punct(rw, i, "<");
+    int depth = 0;
+    for (size_t j = i; !is_barrier(rw, j); j++) {
+        if (angle ? is_punct(rw, j, "<") : is_punct(rw, j, "(") || is_punct(rw, j, "["))
+            depth++;
+        else if (angle ? is_punct(rw, j, ">") : is_punct(rw, j, ")") || is_punct(rw, j, "]"))
+            depth--;
+        if (depth == 0)
+            return j;
+    }
+    return 0;
+}
+
+/* Appends tokens idx[0..n) as the source writes them, one space where the
+ * source has any gap (whitespace, a comment, a dropped token), so that a
+ * type or a size spread over lines reads on one. */
+static void put_tokens(const rewriter *rw, const size_t *idx, size_t n, sbuf *b)
+{
+    for (size_t k = 0; k < n; k++) {
+        if (k > 0 && (idx[k] != idx[k - 1] + 1 || rw->lx.tok[idx[k]].at != rw->lx.tok[idx[k - 1]].end))
+            sb_puts(b, " ");
+        sb_put(b, tok_text(rw, idx[k]), tok_len(rw, idx[k]));
+    }
+}
+
+/* Tokens [from, to) the same way. */
+static void put_range(const rewriter *rw, size_t from, size_t to, sbuf *b)
+{
+    for (size_t k = from; k < to; k++) {
+        if (k > from && rw->lx.tok[k].at != rw->lx.tok[k - 1].end)
+            sb_puts(b, " ");
+        sb_put(b, tok_text(rw, k), tok_len(rw, k));
+    }
+}
+
+static int fail(rewriter *rw, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(rewriter *rw, int line, const char *fmt, ...)
+{
+    if (rw->err && rw->err_len) {
+        int n = snprintf(rw->err, rw->err_len, "line %d: ", line);
+        if (n >= 0 && (size_t)n < rw->err_len) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(rw->err + n, rw->err_len - (size_t)n, fmt, ap);
+            va_end(ap);
+        }
+    }
+    return -1;
+}
+
+static int unreadable(rewriter *rw, int line)
+{
+    return fail(rw, line, "cannot read this __shared__ declaration (write it as __shared__ TYPE NAME[SIZE]...;)");
+}
+
+static int out_of_memory(rewriter *rw)
+{
+    if (rw->err && rw->err_len)
+        snprintf(rw->err, rw->err_len, "out of memory");
+    return -1;
+}
+
+/* ---- reading one declaration ---- */
+
+typedef struct declarator {
+    size_t ptr[8];              /* "*" and cv words between the type and the name */
+    size_t nptr;
+    size_t name;                /* token index */
+    size_t dim[MAX_DIMS][2];    /* token ranges of the sizes, [from, to) */
+    int ndims;
+} declarator;
+
+typedef struct shared_decl {
+    size_t first, semi;         /* token indices: the first specifier, the ';' */
+    size_t type[MAX_TYPE_TOKENS];
+    size_t ntype;
+    size_t align[2];            /* __align__(N) / alignas(N): N's token range; from == to: none */
+    bool is_extern;
+    declarator *d;              /* ndecl of them */
+    size_t ndecl, capdecl;
+} shared_decl;
+
+/* Specifiers and type, from the statement's first token to the first
+ * declarator's name (which ends up as the last of sd->type); the index of the
+ * token after it. __shared__ must be among them; static, extern, __device__
+ * and the alignment are taken out of the type. */
+static size_t read_specifiers(rewriter *rw, size_t i, size_t shared_at, shared_decl *sd)
+{
+    for (;;) {
+        if (is_word(rw, i, "__shared__") || is_word(rw, i, "static") || is_word(rw, i, "__device__")) {
+            i++;
+        } else if (is_word(rw, i, "extern")) {
+            sd->is_extern = true;
+            i++;
+        } else if (is_word(rw, i, "__align__") || is_word(rw, i, "alignas")) {
+            size_t close = is_punct(rw, i + 1, "(") ? matching(rw, i + 1) : 0;
+            if (!close || close == i + 2)
+                return 0;
+            sd->align[0] = i + 2;
+            sd->align[1] = close;
+            i = close + 1;
+        } else if (rw->lx.tok[i].kind == TK_IDENT || is_punct(rw, i, "::") || is_punct(rw, i, "*")) {
+            size_t last = i;
+            if (rw->lx.tok[i].kind == TK_IDENT && is_punct(rw, i + 1, "<") && !(last = matching(rw, i + 1)))
+                return 0;
+            for (; i <= last; i++) {
+                if (sd->ntype == MAX_TYPE_TOKENS)
+                    return 0;
+                sd->type[sd->ntype++] = i;
+            }
+        } else {
+            break;
+        }
+    }
+    return i > shared_at ? i : 0;
+}
+
+static declarator *new_declarator(shared_decl *sd)
+{
+    if (sd->ndecl == sd->capdecl) {
+        size_t cap = sd->capdecl ? sd->capdecl * 2 : 4;
+        declarator *d = realloc(sd->d, cap * sizeof *d);
+        if (!d)
+            return NULL;
+        sd->d = d;
+        sd->capdecl = cap;
+    }
+    declarator *d = &sd->d[sd->ndecl++];
+    memset(d, 0, sizeof *d);
+    return d;
+}
+
+/* The sizes after a declarator's name: [E]... ; the index after them, 0 when unreadable. */
+static size_t read_dims(rewriter *rw, size_t i, declarator *d)
+{
+    while (is_punct(rw, i, "[")) {
+        size_t close = matching(rw, i);
+        if (!close || d->ndims == MAX_DIMS)
+            return 0;
+        d->dim[d->ndims][0] = i + 1;
+        d->dim[d->ndims][1] = close;
+        d->ndims++;
+        i = close + 1;
+    }
+    return i;
+}
+
+/* Moves the first declarator's pointer part and name from the end of the type into d. */
+static int split_first(rewriter *rw, shared_decl *sd, size_t shared_at, declarator *d)
+{
+    if (sd->ntype < 2 || !is_name(rw, sd->type[sd->ntype - 1]) || sd->type[sd->ntype - 1] < shared_at)
+        return -1;             /* no type, no name, or __shared__ after the name */
+    d->name = sd->type[--sd->ntype];
+    size_t star = sd->ntype;
+    int angle = 0;
+    for (size_t k = 0; k < sd->ntype; k++) {
+        size_t t = sd->type[k];
+        angle += is_punct(rw, t, "<") - is_punct(rw, t, ">");
+        if (angle == 0 && is_punct(rw, t, "*")) {
+            star = k;
+            break;
+        }
+    }
+    if (star == 0 || sd->ntype - star > sizeof d->ptr / sizeof d->ptr[0])
+        return -1;
+    for (size_t k = star; k < sd->ntype; k++) {
+        size_t t = sd->type[k];
+        if (!is_punct(rw, t, "*") && !is_word(rw, t, "const") && !is_word(rw, t, "volatile") &&
+            !is_word(rw, t, "__restrict__"))
+            return -1;
+        d->ptr[d->nptr++] = t;
+    }
+    sd->ntype = star;
+    return 0;
+}
+
+/* A later declarator after ',': pointer part, name, sizes; the index after it or 0. */
+static size_t read_declarator(rewriter *rw, size_t i, declarator *d)
+{
+    while (is_punct(rw, i, "*") || is_word(rw, i, "const") || is_word(rw, i, "volatile") ||
+           is_word(rw, i, "__restrict__")) {
+        if (d->nptr == sizeof d->ptr / sizeof d->ptr[0])
+            return 0;
+        d->ptr[d->nptr++] = i++;
+    }
+    if (!is_name(rw, i))
+        return 0;
+    d->name = i;
+    return read_dims(rw, i + 1, d);
+}
+
+/* The whole declaration from the statement's first token: 0, or -1 (unreadable). */
+static int read_declaration(rewriter *rw, size_t first, size_t shared_at, shared_decl *sd)
+{
+    sd->first = first;
+    size_t i = read_specifiers(rw, first, shared_at, sd);
+    declarator *d = i ? new_declarator(sd) : NULL;
+    if (!d || split_first(rw, sd, shared_at, d) != 0 || !(i = read_dims(rw, i, d)))
+        return -1;
+    while (is_punct(rw, i, ",")) {
+        if (!(d = new_declarator(sd)) || !(i = read_declarator(rw, i + 1, d)))
+            return -1;
+    }
+    if (!is_punct(rw, i, ";"))
+        return -1;             /* an initializer, a function's parameters, no ';' */
+    sd->semi = i;
+    for (size_t k = 0; k < sd->ndecl; k++) {
+        bool unsized = false;
+        for (int j = 0; j < sd->d[k].ndims; j++)
+            unsized |= sd->d[k].dim[j][0] == sd->d[k].dim[j][1];
+        /* extern: exactly NAME[] (its size is the launch's); otherwise every size given */
+        if (sd->is_extern ? sd->ndecl != 1 || sd->d[k].ndims != 1 || !unsized : unsized)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- writing one declaration ---- */
+
+/* A declarator's element type: the declaration's type and its own pointer part. */
+static void put_elem(const rewriter *rw, const shared_decl *sd, const declarator *d, sbuf *b)
+{
+    put_tokens(rw, sd->type, sd->ntype, b);
+    if (d->nptr) {
+        sb_puts(b, " ");
+        put_tokens(rw, d->ptr, d->nptr, b);
+    }
+}
+
+static void put_align(const rewriter *rw, const shared_decl *sd, const char *elem, sbuf *b)
+{
+    if (sd->align[0] < sd->align[1])
+        put_range(rw, sd->align[0], sd->align[1], b);
+    else
+        sb_printf(b, "alignof(%s)", elem);
+}
+
+/* "[E1][E2]" into dims, ", (unsigned)(E1), (unsigned)(E2)" into args. */
+static void put_dims(const rewriter *rw, const declarator *d, sbuf *dims, sbuf *args)
+{
+    for (int j = 0; j < d->ndims; j++) {
+        sbuf e = { 0 };
+        put_range(rw, d->dim[j][0], d->dim[j][1], &e);
+        sb_printf(dims, "[%s]", e.p ? e.p : "");
+        sb_printf(args, ", (unsigned)(%s)", e.p ? e.p : "");
+        dims->failed |= e.failed;
+        free(e.p);
+    }
+}
+
+/* The call that places one static declarator: cl_simt_shared(ID, sizeof, ALIGN, "NAME", __LINE__, NDIMS, ...). */
+static void put_call(const rewriter *rw, const shared_decl *sd, const declarator *d, int id, const char *elem,
+                     const char *args, sbuf *b)
+{
+    sb_printf(b, "cl_simt_shared(%d, sizeof(%s), ", id, elem);
+    put_align(rw, sd, elem, b);
+    sb_printf(b, ", \"%.*s\", __LINE__, %d%s)", (int)tok_len(rw, d->name), tok_text(rw, d->name), d->ndims, args);
+}
+
+/* One declarator at function scope: a reference to the runtime's placement. */
+static void put_local(const rewriter *rw, const shared_decl *sd, const declarator *d, int id, const char *elem,
+                      const char *dims, const char *args, sbuf *b)
+{
+    const char *name = tok_text(rw, d->name);
+    int len = (int)tok_len(rw, d->name);
+    if (d->ndims)
+        sb_printf(b, "%s (&%.*s)%s = *(%s (*)%s)", elem, len, name, dims, elem, dims);
+    else
+        sb_printf(b, "%s &%.*s = *(%s *)", elem, len, name, elem);
+    put_call(rw, sd, d, id, elem, args, b);
+    sb_puts(b, ";");
+}
+
+/* One declarator at file scope: an accessor function, and the #define that sends the name through it. */
+static void put_global(const rewriter *rw, const shared_decl *sd, const declarator *d, int id, const char *elem,
+                       const char *dims, const char *args, sbuf *b, sbuf *after)
+{
+    const char *name = tok_text(rw, d->name);
+    int len = (int)tok_len(rw, d->name);
+    if (d->ndims)
+        sb_printf(b, "static inline %s (&cl_shared_%.*s())%s { return *(%s (*)%s)", elem, len, name, dims, elem, dims);
+    else
+        sb_printf(b, "static inline %s &cl_shared_%.*s() { return *(%s *)", elem, len, name, elem);
+    put_call(rw, sd, d, id, elem, args, b);
+    sb_puts(b, "; }");
+    sb_printf(after, "#define %.*s (cl_shared_%.*s())\n", len, name, len, name);
+}
+
+/* extern __shared__ TYPE NAME[]: the launch's dynamic shared memory. */
+static void put_dynamic(const rewriter *rw, const shared_decl *sd, bool file_scope, sbuf *b, sbuf *after)
+{
+    const declarator *d = &sd->d[0];
+    sbuf elem = { 0 };
+    put_elem(rw, sd, d, &elem);
+    const char *e = elem.p ? elem.p : "";
+    const char *name = tok_text(rw, d->name);
+    int len = (int)tok_len(rw, d->name);
+    sbuf call = { 0 };
+    sb_printf(&call, "(%s *)cl_simt_dyn_shared(sizeof(%s), ", e, e);
+    put_align(rw, sd, e, &call);
+    sb_printf(&call, ", \"%.*s\", __LINE__)", len, name);
+    if (file_scope)
+        sb_printf(after, "#define %.*s (%s)\n", len, name, call.p ? call.p : "");
+    else
+        sb_printf(b, "%s *const %.*s = %s;", e, len, name, call.p ? call.p : "");
+    b->failed |= elem.failed || call.failed;
+    free(elem.p);
+    free(call.p);
+}
+
+static int add_edit(rewriter *rw, size_t at, size_t end, sbuf *text, sbuf *after)
+{
+    bool failed = text->failed || after->failed;
+    edit e = { at, end, sb_take(text), after->len ? sb_take(after) : NULL };
+    free(after->p);
+    *after = (sbuf){ 0 };
+    if (!failed && e.text && rw->nedits == rw->capedits) {
+        size_t cap = rw->capedits ? rw->capedits * 2 : 16;
+        edit *more = realloc(rw->edits, cap * sizeof *more);
+        failed = !more;
+        if (more) {
+            rw->edits = more;
+            rw->capedits = cap;
+        }
+    }
+    if (failed || !e.text) {
+        free(e.text);
+        free(e.after);
+        return -1;
+    }
+    rw->edits[rw->nedits++] = e;
+    return 0;
+}
+
+/* The declaration whose __shared__ is token shared_at, its statement starting
+ * at token first: read, ids given, its edit noted. The index of its ';', or
+ * 0 with rw->err set. */
+static size_t rewrite_declaration(rewriter *rw, size_t first, size_t shared_at, bool file_scope, int *status)
+{
+    shared_decl *sd = calloc(1, sizeof *sd);
+    if (!sd) {
+        *status = out_of_memory(rw);
+        return 0;
+    }
+    int line = rw->lx.tok[shared_at].line;
+    size_t semi = 0;
+    *status = 0;
+    if (read_declaration(rw, first, shared_at, sd) != 0) {
+        *status = unreadable(rw, line);
+    } else if (!sd->is_extern && rw->nshared + (int)sd->ndecl > MAX_SHARED) {
+        *status = fail(rw, line, "more than %d __shared__ declarations (the CPU runner places at most %d "
+                       "arrays per kernel source)", MAX_SHARED, MAX_SHARED);
+    } else {
+        sbuf text = { 0 }, after = { 0 };
+        if (sd->is_extern)
+            put_dynamic(rw, sd, file_scope, &text, &after);
+        for (size_t k = 0; !sd->is_extern && k < sd->ndecl; k++) {
+            sbuf elem = { 0 }, dims = { 0 }, args = { 0 };
+            put_elem(rw, sd, &sd->d[k], &elem);
+            put_dims(rw, &sd->d[k], &dims, &args);
+            const char *e = elem.p ? elem.p : "", *ds = dims.p ? dims.p : "", *as = args.p ? args.p : "";
+            if (k > 0)
+                sb_puts(&text, " ");
+            if (file_scope)
+                put_global(rw, sd, &sd->d[k], rw->nshared++, e, ds, as, &text, &after);
+            else
+                put_local(rw, sd, &sd->d[k], rw->nshared++, e, ds, as, &text);
+            text.failed |= elem.failed || dims.failed || args.failed;
+            free(elem.p);
+            free(dims.p);
+            free(args.p);
+        }
+        if (add_edit(rw, rw->lx.tok[first].at, rw->lx.tok[sd->semi].end, &text, &after) != 0)
+            *status = out_of_memory(rw);
+        else
+            semi = sd->semi;
+    }
+    free(sd->d);
+    free(sd);
+    return semi;
+}
+
+/* ---- file scope ---- */
+
+/* Whether the file-scope statement starting at token i defines a __device__
+ * variable: __device__ among its words before a ';', '=' or '[' comes, and
+ * no '(' or '{' before that (a function). Attributes' parentheses and a
+ * template's <...> do not count. */
+static bool defines_device_variable(const rewriter *rw, size_t i)
+{
+    static const char *const wrapped[] = { "__align__", "alignas", "__attribute__", "__launch_bounds__",
+                                           "__declspec", NULL };
+    bool device = false, shared = false;
+    for (; i < rw->lx.n; i++) {
+        if (rw->lx.tok[i].kind == TK_DIRECTIVE)
+            continue;
+        device |= is_word(rw, i, "__device__");
+        shared |= is_word(rw, i, "__shared__");
+        bool skip = false;
+        for (const char *const *w = wrapped; *w; w++)
+            skip |= is_word(rw, i, *w);
+        size_t close = 0;
+        if (skip && is_punct(rw, i + 1, "("))
+            close = matching(rw, i + 1);
+        else if (is_word(rw, i, "template") && is_punct(rw, i + 1, "<"))
+            close = matching(rw, i + 1);
+        if (close) {
+            i = close;
+            continue;
+        }
+        if (is_punct(rw, i, ";") || is_punct(rw, i, "=") || is_punct(rw, i, "["))
+            return device && !shared;
+        if (is_punct(rw, i, "(") || is_punct(rw, i, "{") || is_punct(rw, i, "}"))
+            return false;
+    }
+    return false;
+}
+
+/* Whether the '{' at token i, in the statement starting at first, opens a
+ * namespace or an extern "C" block (whose inside is still file scope). */
+static bool opens_namespace(const rewriter *rw, size_t first, size_t i)
+{
+    if (is_word(rw, first, "namespace") || (is_word(rw, first, "inline") && is_word(rw, first + 1, "namespace")))
+        return true;
+    return is_word(rw, first, "extern") && first + 2 == i && rw->lx.tok[first + 1].kind == TK_STRING;
+}
+
+/* Walks the tokens: statements and braces followed, each __shared__
+ * declaration rewritten. 0, or -1 with rw->err set. */
+static int walk(rewriter *rw)
+{
+    size_t first = 0;           /* the current statement's first token */
+    size_t code_depth = 0;      /* braces open that are not namespaces' (a function's, a struct's, ...) */
+    size_t depth = 0;
+    uint64_t ns_bits = 0;       /* which of the first 64 open braces are namespaces' */
+    for (size_t i = 0; i < rw->lx.n; i++) {
+        const token *t = &rw->lx.tok[i];
+        if (t->kind == TK_DIRECTIVE) {
+            first = i + 1;
+            continue;
+        }
+        if (i == first && code_depth == 0 && !rw->device_globals)
+            rw->device_globals = defines_device_variable(rw, i);
+        if (is_punct(rw, i, ";")) {
+            first = i + 1;
+        } else if (is_punct(rw, i, "{")) {
+            bool ns = depth < 64 && opens_namespace(rw, first, i);   /* deeper: code */
+            if (ns)
+                ns_bits |= (uint64_t)1 << depth;
+            else if (depth < 64)
+                ns_bits &= ~((uint64_t)1 << depth);
+            code_depth += !ns;
+            depth++;
+            first = i + 1;
+        } else if (is_punct(rw, i, "}")) {
+            if (depth > 0) {
+                depth--;
+                bool ns = depth < 64 && (ns_bits >> depth & 1);
+                code_depth -= !ns && code_depth > 0;
+            }
+            first = i + 1;
+        } else if (is_word(rw, i, "__shared__")) {
+            int status;
+            size_t semi = rewrite_declaration(rw, first, i, code_depth == 0, &status);
+            if (status != 0)
+                return -1;
+            i = semi;
+            first = semi + 1;
+        }
+    }
+    return 0;
+}
+
+/* ---- the output ---- */
+
+typedef struct writer {
+    sbuf out;
+    sbuf pending;               /* #define lines waiting for the end of the current line */
+    int line;                   /* the cell line being written */
+    const char *file;
+} writer;
+
+/* A newline of the source: written, then any #define lines waiting for it and a #line back to the numbering. */
+static void end_line(writer *w)
+{
+    sb_puts(&w->out, "\n");
+    w->line++;
+    if (w->pending.len) {
+        sb_put(&w->out, w->pending.p, w->pending.len);
+        w->pending.len = 0;
+        sb_printf(&w->out, "#line %d \"", w->line);
+        for (const char *f = w->file; *f; f++) {
+            if (*f == '"' || *f == '\\')
+                sb_puts(&w->out, "\\");
+            sb_put(&w->out, f, 1);
+        }
+        sb_puts(&w->out, "\"\n");
+    }
+}
+
+static void copy_text(writer *w, const char *s, size_t from, size_t to)
+{
+    sb_put(&w->out, s + from, to - from);
+    w->line += count_lines(s, from, to);
+}
+
+/* The source with the edits in place: their newlines kept, code newlines
+ * followed by what waits for them. */
+static char *assemble(const rewriter *rw, int first_line, const char *file)
+{
+    writer w = { { 0 }, { 0 }, first_line, file };
+    const char *s = rw->src;
+    size_t len = strlen(s), pos = 0, e = 0, b = 0;
+    const lexed *lx = &rw->lx;
+    while (pos < len) {
+        while (b < lx->nbreaks && lx->breaks[b] < pos)
+            b++;
+        size_t next_edit = e < rw->nedits ? rw->edits[e].at : len;
+        size_t next_break = b < lx->nbreaks ? lx->breaks[b] : len;
+        if (next_edit <= next_break && e < rw->nedits) {
+            const edit *ed = &rw->edits[e++];
+            copy_text(&w, s, pos, ed->at);
+            sb_puts(&w.out, ed->text);
+            if (ed->after)
+                sb_puts(&w.pending, ed->after);
+            for (size_t k = ed->at; k < ed->end; k++)
+                if (s[k] == '\n')
+                    end_line(&w);
+            pos = ed->end;
+        } else if (b < lx->nbreaks) {
+            copy_text(&w, s, pos, next_break);
+            end_line(&w);
+            pos = next_break + 1;
+        } else {
+            copy_text(&w, s, pos, len);
+            pos = len;
+        }
+    }
+    if (w.pending.len) {        /* the source ends on the declaration's line */
+        sb_puts(&w.out, "\n");
+        sb_put(&w.out, w.pending.p, w.pending.len);
+    }
+    bool failed = w.pending.failed;
+    free(w.pending.p);
+    char *text = sb_take(&w.out);
+    if (failed) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+int shared_rewrite_source(const char *src, int first_line, const char *file, shared_rewrite *out, char *err,
+                          size_t err_len)
+{
+    memset(out, 0, sizeof *out);
+    if (err && err_len)
+        err[0] = '\0';
+    rewriter rw = { .src = src, .err = err, .err_len = err_len };
+    int rc = lex(src, first_line, &rw.lx) != 0 ? out_of_memory(&rw) : walk(&rw);
+    if (rc == 0 && !(out->text = assemble(&rw, first_line, file ? file : "")))
+        rc = out_of_memory(&rw);
+    if (rc == 0) {
+        out->nshared = rw.nshared;
+        out->device_globals = rw.device_globals;
+    }
+    for (size_t k = 0; k < rw.nedits; k++) {
+        free(rw.edits[k].text);
+        free(rw.edits[k].after);
+    }
+    free(rw.edits);
+    free(rw.lx.tok);
+    free(rw.lx.breaks);
+    return rc;
+}
+
+void shared_rewrite_free(shared_rewrite *r)
+{
+    if (!r)
+        return;
+    free(r->text);
+    r->text = NULL;
+}
