@@ -53,10 +53,11 @@ GENCODE    := $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a))
 UNIT_SRC   := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
+SIMT_TARGETS = $(SIMT_LIB) $(SIMT_PRELUDE)
 ifeq ($(NVCC),)
-ALL_TARGETS := $(BIN) cpu-only-note
+ALL_TARGETS = $(BIN) $(SIMT_TARGETS) cpu-only-note
 else
-ALL_TARGETS := $(BIN) $(CUDA_LIB)
+ALL_TARGETS = $(BIN) $(CUDA_LIB) $(SIMT_TARGETS)
 endif
 
 all: $(ALL_TARGETS)
@@ -95,6 +96,28 @@ $(CUDA_LIB): $(CUDA_SRC:cuda/%.cu=$(BUILD)/obj/cuda/%.o)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LINK    $@",true)
 	$(Q)$(NVCC) -shared $(GENCODE) -cudart static -o $@ $^ -lcublas -Xlinker -rpath,$(CUDA_HOME)/lib64
+
+# The CPU runner's runtime (cpu/simt/runtime/): kernel/student/host_build.c links it into each
+# student kernel's runner executable, and compiles the kernel against its prelude. Never built with
+# $(SAN): runners are linked by the host compiler without the sanitizers' runtimes.
+SIMT_DIR     := $(BUILD)/lib/cudalab/simt
+SIMT_LIB     := $(SIMT_DIR)/libcudalab_simt.a
+SIMT_PRELUDE := $(SIMT_DIR)/cudalab_simt.h
+SIMT_SRC     := $(sort $(wildcard cpu/simt/runtime/*.c))
+SIMT_OBJ     := $(SIMT_SRC:cpu/simt/runtime/%.c=$(BUILD)/obj/simt-runtime/%.o)
+
+$(BUILD)/obj/simt-runtime/%.o: cpu/simt/runtime/%.c cpu/simt/runtime/internal.h include/cudalab/simt.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $< (runner)",true)
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -Iinclude -c $< -o $@
+
+$(SIMT_LIB): $(SIMT_OBJ)
+	@mkdir -p $(dir $@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(SIMT_PRELUDE): cpu/simt/runtime/cudalab_simt.h
+	@mkdir -p $(dir $@)
+	$(Q)cp $< $@
 
 # The code between show-source markers, as C strings for --show-source
 # (kernel/magic/show_source.c): generated with awk, so the CPU-only build

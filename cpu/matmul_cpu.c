@@ -14,6 +14,7 @@
 #include "common/cpu_common.h"
 #include "matmul_cpu.h"
 #include "cudalab/backend.h"
+#include "simt/simt_launch.h"
 
 /* ---- what runs each variant of the contract (matmul.h), by id ---- */
 
@@ -43,11 +44,55 @@ static bool cpu_matmul_has(int v)
     return v >= 0 && v < CL_MATMUL_NVARIANTS && cpu_rows[v].impl;
 }
 
+/* ---- a student's kernel, on the CPU runner ---- */
+
+static void c_sentinel(simt_arena *ar, void *ctx)
+{
+    size_t n = *(const size_t *)ctx;
+    float *c = ar->host[2];
+    for (size_t i = 0; i < n; i++)
+        c[i] = NAN;                 /* each launch must write all of C again */
+}
+
+static int cpu_matmul_student(const cl_matmul_args *a, cl_matmul_result *out, char *err)
+{
+    const cl_student_kernel *k = a->student;
+    size_t na = (size_t)a->m * a->k, nb = (size_t)a->k * a->n, nc = (size_t)a->m * a->n;
+    simt_buffer bufs[3] = {
+        { "A", na * 4, 4, CL_SIMT_IN, a->m, a->k },
+        { "B", nb * 4, 4, CL_SIMT_IN, a->k, a->n },
+        { "C", nc * 4, 4, CL_SIMT_OUT | CL_SIMT_ONE_WRITER, a->m, a->n },
+    };
+    simt_arena ar;
+    if (simt_arena_open(&ar, bufs, 3, err) != 0)
+        return -1;
+    cl_matmul_fill(ar.host[0], ar.host[1], a->m, a->n, a->k, a->seed);
+    unsigned block[3];
+    simt_student_block(k, block);
+    unsigned rule[3] = { (unsigned)((a->n + block[0] - 1) / block[0]), (unsigned)((a->m + block[1] - 1) / block[1]), 1 };
+    cl_simt_arg args[6] = {
+        { CL_SIMT_ARG_BUFFER, 0, { 0 } }, { CL_SIMT_ARG_BUFFER, 1, { 0 } }, { CL_SIMT_ARG_BUFFER, 2, { 0 } },
+        { CL_SIMT_ARG_I32, 0, { .i32 = a->m } }, { CL_SIMT_ARG_I32, 0, { .i32 = a->n } },
+        { CL_SIMT_ARG_I32, 0, { .i32 = a->k } },
+    };
+    int rc = simt_run_student(&ar, k, rule, k->dyn_smem, args, 6, a->reps, c_sentinel, &nc, &out->times,
+                              &out->launch, err);
+    if (rc == 0 && a->c)
+        memcpy(a->c, ar.host[2], nc * sizeof(float));
+    simt_arena_close(&ar);
+    snprintf(out->impl, sizeof out->impl, "your kernel %s on the CPU runner", k->name);
+    snprintf(out->config, sizeof out->config, "%s", SIMT_CONFIG);
+    snprintf(out->precision, sizeof out->precision, "fp32");
+    return rc;
+}
+
 /* ---- run ---- */
 
 static int cpu_matmul_run(int id, const cl_matmul_args *a, cl_matmul_result *out, char *err)
 {
     memset(out, 0, sizeof *out);
+    if (id == CL_VARIANT_STUDENT && a->student)
+        return cpu_matmul_student(a, out, err);
     if (!cpu_matmul_has(id)) {
         snprintf(err, CL_ERR_LEN, "the CPU backend has no matmul variant %d", id);
         return -1;
@@ -94,5 +139,5 @@ static int cpu_matmul_run(int id, const cl_matmul_args *a, cl_matmul_result *out
 const cl_matmul_ops cl_cpu_matmul_ops = {
     .has = cpu_matmul_has,
     .run = cpu_matmul_run,
-    .runs_student = false,          /* students' kernels need the CPU runner of the CUDA model (to come) */
+    .runs_student = true,           /* on the CPU runner of the CUDA model (cpu/simt/) */
 };

@@ -422,7 +422,7 @@ static int co_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     } else if (env->ops->run(&a, r, err) != 0) {
         char line[160];
         point_line(pt, &a, line, sizeof line);
-        rc = def ? student_run_failed(ctx, name, line, err)
+        rc = def ? student_run_failed(ctx, &sl, line, err)
                  : magic_error(ctx, strcmp(ctx->backend->name, "cpu") == 0 ? "RuntimeError" : "CudaError",
                                "%%coalesce %s (stride %" PRIu64 ", size %" PRIu64 "): %s", name, a.stride, a.n, err);
     } else {

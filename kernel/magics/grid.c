@@ -385,7 +385,7 @@ static int run_picture(magic_ctx *ctx, const json_t *params, const cl_grid_plan 
     if (ctx->backend->grid->run(&a, r, err) != 0) {
         char line[128];
         snprintf(line, sizeof line, "%%grid --data %" PRId64 "x%" PRId64, p->data[0], p->data[1]);
-        rc = student_run_failed(ctx, d->name, line, err);
+        rc = student_run_failed(ctx, &sl, line, err);
     } else {
         json_t *run = json_pack("{s:s, s:s, s:s, s:o, s:o}", "variant", d->name, "backend", ctx->backend->name,
                                 "impl", r->impl, "time_ms", stats_json(&r->times), "launch", launch_json(&r->launch));

@@ -162,16 +162,17 @@ static int matmul_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *us
     char err[CL_ERR_LEN] = "";
     if (!r || t.ops->run(t.id, &a, r, err) != 0) {
         free(a.c);
-        free(r);
-        if (t.student)
-            student_launch_free(&sl);
-        if (!r)
-            return magic_error(ctx, "MemoryError", "out of host memory");
         if (t.student) {
             char point[128];
             snprintf(point, sizeof point, "%%matmul --m %d --n %d --k %d", a.m, a.n, a.k);
-            return student_run_failed(ctx, name, point, err);
+            int rc = r ? student_run_failed(ctx, &sl, point, err) : magic_error(ctx, "MemoryError", "out of host memory");
+            free(r);
+            student_launch_free(&sl);
+            return rc;
         }
+        if (!r)
+            return magic_error(ctx, "MemoryError", "out of host memory");
+        free(r);
         return magic_error(ctx, t.is_host || strcmp(t.backend_name, "cpu") == 0 ? "RuntimeError"
                                                                                  : "CudaError",
                            "%%matmul --variant %s (m=%d, n=%d, k=%d): %s", name, a.m, a.n, a.k, err);

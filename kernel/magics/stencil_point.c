@@ -279,7 +279,7 @@ int st_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     } else if (env->ops->run(v, &a, out, r, err) != 0) {
         char line[160];
         point_line(&a, filter, line, sizeof line);
-        rc = def ? student_run_failed(ctx, name, line, err)
+        rc = def ? student_run_failed(ctx, &sl, line, err)
                  : magic_error(ctx, strcmp(env->backend->name, "cpu") ? "CudaError" : "RuntimeError",
                                "%%stencil --variant %s: %s", name, err);
     }

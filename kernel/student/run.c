@@ -94,9 +94,10 @@ int student_prepare(magic_ctx *ctx, const student_def *d, const json_t *point, i
     student_source src = { d->name, d->family->magic, d->contract, d->source,
                            int_or(json_object_get(d->options, "first_line"), 2) };
     int rc = student_compile(ctx, &src, &o, cc, &out->build);
-    json_decref(defines);
-    if (rc != 0)
+    if (rc != 0) {
+        json_decref(defines);
         return -1;
+    }
     cl_student_kernel *k = &out->kernel;
     k->name = d->name;
     k->hash = out->build.key;
@@ -115,6 +116,19 @@ int student_prepare(magic_ctx *ctx, const student_def *d, const json_t *point, i
     k->dyn_smem = (size_t)int_or(smem, 0);
     k->dyn_smem_given = json_is_integer(smem);
     k->limit_ms = limit_ms();
+    k->diagnosis = out->diagnosis;
+    k->diagnosis_len = sizeof out->diagnosis;
+    if (ctx->backend && strcmp(ctx->backend->name, "cpu") == 0) {
+        /* no GPU: the same source, checked by NVRTC above, runs on the CPU runner */
+        if (host_build_runner(ctx, &src, &o, &out->host) != 0) {
+            json_decref(defines);
+            student_launch_free(out);
+            return -1;
+        }
+        k->host_runner = out->host.path;
+        k->host_one_process = out->host.one_process;
+    }
+    json_decref(defines);
     return 0;
 }
 
@@ -183,8 +197,33 @@ static const struct {
     {"shared memory", "less shared memory per block: smaller tiles or a smaller --smem"},
 };
 
-int student_run_failed(magic_ctx *ctx, const char *name, const char *point, const char *err)
+/* The CPU runner's findings, one per line, as the traceback. */
+static int cpu_runner_failed(magic_ctx *ctx, const student_launch *l, const char *point, const char *err)
 {
+    bool timeout = strstr(err, "launch limit") != NULL;
+    magic_error(ctx, timeout ? "TimeoutError" : "KernelError", "your kernel %s failed on the CPU runner (%s): %s",
+                l->def->name, point, err);
+    json_t *tb = json_array();
+    for (const char *p = l->diagnosis; *p;) {
+        size_t n = strcspn(p, "\n");
+        if (n)
+            json_array_append_new(tb, json_sprintf("%.*s", (int)n, p));
+        p += n + (p[n] == '\n');
+    }
+    if (json_array_size(tb) > 1 || (json_array_size(tb) == 1 && strcmp(json_string_value(json_array_get(tb, 0)), err)))
+        json_array_insert_new(tb, 0, json_string("what the CPU runner found (the first of each kind, by block):"));
+    else
+        json_array_clear(tb);
+    json_decref(ctx->traceback);
+    ctx->traceback = tb;
+    return -1;
+}
+
+int student_run_failed(magic_ctx *ctx, const student_launch *l, const char *point, const char *err)
+{
+    if (l->kernel.host_runner)
+        return cpu_runner_failed(ctx, l, point, err);
+    const char *name = l->def->name;
     bool timeout = strstr(err, "launch limit") != NULL, outside = strstr(err, " wrote outside ") != NULL;
     magic_error(ctx, timeout ? "TimeoutError" : outside ? "CheckError" : "CudaError", "your kernel %s failed (%s): %s",
                 name, point, err);

@@ -16,6 +16,7 @@
 #include "cudalab/student.h"
 #include "magic/magic.h"
 #include "student/compile.h"
+#include "student/host_build.h"
 #include "student/store.h"
 
 /* The launch limit of a student kernel: CUDALAB_KERNEL_TIMEOUT seconds. */
@@ -56,10 +57,14 @@
      .help = "ptxas optimisation level (-Xptxas -O<n>; 3 by default)"},                              \
     {.name = "fast-math", .type = FLAG_BOOL, .def = "false", .help = "compile with --use_fast_math"}
 
+#define STUDENT_DIAGNOSIS_LEN 4096
+
 typedef struct student_launch {
     const student_def *def;
     student_build build;
-    cl_student_kernel kernel;       /* points into build and def */
+    host_build host;                /* the CPU backend's runner (host.path empty on a GPU) */
+    cl_student_kernel kernel;       /* points into build, host and def */
+    char diagnosis[STUDENT_DIAGNOSIS_LEN];  /* the backend's long explanation of a failed run */
 } student_launch;
 
 /* The compute capability to compile for (90 for sm_90): the backend's device
@@ -81,10 +86,12 @@ json_t *student_first_values(const json_t *params, const char *const *keys);
 bool student_at_first(const json_t *firsts, const json_t *point);
 
 /* A student kernel's run failed with the backend's err: the cell error, in a
- * student's terms: TimeoutError past the launch limit, else CudaError, with
- * what the CUDA error usually means and what to try. point is the run as the
- * user would write it ("%matmul --m 67 --n 33 --k 129"). Returns -1. */
-int student_run_failed(magic_ctx *ctx, const char *name, const char *point, const char *err);
+ * student's terms: TimeoutError past the launch limit; on the CPU runner a
+ * KernelError whose traceback is its findings (the backend's diagnosis);
+ * else CudaError, with what the CUDA error usually means and what to try.
+ * point is the run as the user would write it ("%matmul --m 67 --n 33 --k
+ * 129"). Returns -1. */
+int student_run_failed(magic_ctx *ctx, const student_launch *l, const char *point, const char *err);
 
 /* A student variant on a backend that cannot run it: the one refusal, naming
  * the backend and why (no GPU), as a UsageError. */

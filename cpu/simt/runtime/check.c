@@ -25,7 +25,9 @@
  * in several processes over shared memory) and recorded as atomic, so plain
  * accesses racing with them are named too.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "internal.h"
 
 #include <stdarg.h>
@@ -34,8 +36,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-extern uintptr_t cur_stack_lo, cur_stack_bytes;
-uint32_t sched_warp_sync(uint32_t linear);
 
 /* The executable's image (GNU ld's symbols): the student's constants and
  * __device__ variables, string literals, threadIdx and friends. */
@@ -462,12 +462,6 @@ static void access_check(uintptr_t a, unsigned size, uint32_t how, void *ret)
         finding(CL_SIMT_WILD, thread_key(), pc, how, -1, (int64_t)a, NULL, NULL);
         thread_fault();
     }
-}
-
-/* The running thread's access at pc, for the atomics of the prelude. */
-void cl_simt_atomic_check(void *p, unsigned size, void *ret)
-{
-    access_check((uintptr_t)p, size, CL_SIMT_ATOMIC, ret);
 }
 
 /* ---- the compiler's calls ---- */

@@ -7,7 +7,9 @@
  * ucontext: correct, slower. The stacks are announced to AddressSanitizer and
  * valgrind, so the runtime's own tests under those tools see no false alarms.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "internal.h"
 
 #include <stdint.h>

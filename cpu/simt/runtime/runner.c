@@ -11,7 +11,9 @@
  * and the place; a thread past the time limit is stopped where it loops; a
  * forbidden system call is named by number.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "internal.h"
 
 #include <errno.h>
@@ -99,7 +101,6 @@ void runner_exit(int code)
 
 /* ---- what the prelude calls ---- */
 
-void *cl_simt_shared(int id, unsigned elem, unsigned align, const char *name, int line, int ndims, ...);
 void *cl_simt_shared(int id, unsigned elem, unsigned align, const char *name, int line, int ndims, ...)
 {
     unsigned dims[4] = {0};
@@ -111,7 +112,6 @@ void *cl_simt_shared(int id, unsigned elem, unsigned align, const char *name, in
     return check_shared_alloc(id, elem, align, name, ndims, dims, line, false);
 }
 
-void *cl_simt_dyn_shared(unsigned elem, unsigned align, const char *name, int line);
 void *cl_simt_dyn_shared(unsigned elem, unsigned align, const char *name, int line)
 {
     return check_shared_alloc(-1, elem, align, name, 0, NULL, line, true);
@@ -133,19 +133,16 @@ static void stop_thread(int kind, int line, const char *fmt, ...)
     thread_fault();
 }
 
-void cl_simt_trap(int line) __attribute__((noreturn));
 void cl_simt_trap(int line)
 {
     stop_thread(CL_SIMT_TRAP, line, "__trap()");
 }
 
-void cl_simt_assert_fail(const char *expr, int line) __attribute__((noreturn));
 void cl_simt_assert_fail(const char *expr, int line)
 {
     stop_thread(CL_SIMT_ASSERT, line, "%s", expr);
 }
 
-long long cl_simt_clock(void);
 long long cl_simt_clock(void)
 {
     struct timespec ts;

@@ -26,8 +26,6 @@ uintptr_t cur_stack_lo, cur_stack_bytes;
 
 #define FIBER_STACK (256u << 10)
 
-/* The student's kernel with the launch's arguments (generated after the source). */
-void cl_simt_entry(void *const *args);
 static void *arg_ptrs[CL_SIMT_MAX_ARGS];
 static void *buffer_ptrs[CL_SIMT_MAX_ARGS];
 static cl_simt_arg arg_values[CL_SIMT_MAX_ARGS];   /* copied out of the arena's header */
@@ -290,7 +288,7 @@ unsigned cl_simt_activemask(void)
     return m;
 }
 
-/* The warp's synchronisations so far, for the race checks. */
+
 uint32_t sched_warp_sync(uint32_t linear)
 {
     return blk.warps[linear / 32].sync;

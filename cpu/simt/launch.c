@@ -1,0 +1,286 @@
+/* launch.c — the arena of a launch and the runner process (see simt.h).
+ *
+ * The arena is a memory file: the runner maps it after exec, so the buffers
+ * are shared without copies, and the parent reads the report and the output
+ * once the runner has exited. Buffers are page aligned with a megabyte of
+ * untouched gap around each (the memory file stays sparse), so that an access
+ * just past an array is attributed to that array.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "simt_launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cudalab/backend.h"
+#include "cudalab/host.h"
+
+#define PAGE 4096ull
+#define GAP (1ull << 20)
+
+static uint64_t round_page(uint64_t n)
+{
+    return (n + PAGE - 1) / PAGE * PAGE;
+}
+
+int simt_arena_open(simt_arena *a, const simt_buffer *b, int n, char *err)
+{
+    memset(a, 0, sizeof *a);
+    a->fd = -1;
+    if (n > CL_SIMT_MAX_BUFFERS) {
+        snprintf(err, CL_ERR_LEN, "a launch of the CPU runner has at most %d buffers", CL_SIMT_MAX_BUFFERS);
+        return -1;
+    }
+    uint64_t off[CL_SIMT_MAX_BUFFERS], at = round_page(sizeof(cl_simt_launch)) + GAP, data = 0;
+    for (int i = 0; i < n; i++) {
+        off[i] = at;
+        at += round_page(b[i].bytes) + GAP;
+        data += b[i].bytes;
+    }
+    if (data > CL_SIMT_MAX_ARENA) {
+        snprintf(err, CL_ERR_LEN, "the CPU runner takes at most %llu MiB of buffers; this launch needs %.1f MiB "
+                 "(a smaller size, or a GPU)", CL_SIMT_MAX_ARENA >> 20, (double)data / 1048576.0);
+        return -1;
+    }
+    a->fd = memfd_create("cudalab-launch", MFD_CLOEXEC);
+    if (a->fd < 0 || ftruncate(a->fd, (off_t)at) != 0) {
+        snprintf(err, CL_ERR_LEN, "cannot make the CPU runner's memory: %s", strerror(errno));
+        simt_arena_close(a);
+        return -1;
+    }
+    a->base = mmap(NULL, at, PROT_READ | PROT_WRITE, MAP_SHARED, a->fd, 0);
+    if (a->base == MAP_FAILED) {
+        a->base = NULL;
+        snprintf(err, CL_ERR_LEN, "cannot map the CPU runner's memory: %s", strerror(errno));
+        simt_arena_close(a);
+        return -1;
+    }
+    a->bytes = at;
+    a->hdr = (cl_simt_launch *)a->base;
+    a->hdr->nbuffers = (uint32_t)n;
+    for (int i = 0; i < n; i++) {
+        cl_simt_buffer *d = &a->hdr->buffers[i];
+        snprintf(d->name, sizeof d->name, "%s", b[i].name);
+        d->offset = off[i];
+        d->bytes = b[i].bytes;
+        d->elem_bytes = b[i].elem_bytes;
+        d->flags = b[i].flags;
+        d->rows = b[i].rows;
+        d->cols = b[i].cols;
+        a->host[i] = a->base + off[i];
+    }
+    return 0;
+}
+
+void simt_arena_close(simt_arena *a)
+{
+    if (a->base)
+        munmap(a->base, a->bytes);
+    if (a->fd >= 0)
+        close(a->fd);
+    memset(a, 0, sizeof *a);
+    a->fd = -1;
+}
+
+/* ---- the launch's limits, as a GPU's ---- */
+
+static int refuse_launch(const cl_student_kernel *k, const unsigned grid[3], const unsigned block[3],
+                         size_t dyn_smem, char *err)
+{
+    uint64_t threads = (uint64_t)block[0] * block[1] * block[2];
+    uint64_t total = threads * grid[0] * grid[1] * grid[2];
+    if (threads == 0 || threads > CL_SIMT_MAX_BLOCK_THREADS || block[2] > 64) {
+        snprintf(err, CL_ERR_LEN, "invalid configuration argument: a block of %ux%ux%u threads (at most %d per "
+                 "block, and z at most 64)", block[0], block[1], block[2], CL_SIMT_MAX_BLOCK_THREADS);
+        return -1;
+    }
+    if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0 || grid[1] > 65535 || grid[2] > 65535) {
+        snprintf(err, CL_ERR_LEN, "invalid configuration argument: a grid of %ux%ux%u blocks", grid[0], grid[1],
+                 grid[2]);
+        return -1;
+    }
+    if (total > CL_SIMT_MAX_THREADS) {
+        snprintf(err, CL_ERR_LEN, "the CPU runner runs at most %llu threads (2^24) per launch; this one has %llu "
+                 "(a smaller size, or a GPU)", (unsigned long long)CL_SIMT_MAX_THREADS, (unsigned long long)total);
+        return -1;
+    }
+    if (dyn_smem > CL_SIMT_MAX_SMEM) {
+        snprintf(err, CL_ERR_LEN, "too much shared memory: %zu bytes of dynamic shared memory per block (at most "
+                 "%u on an H100)", dyn_smem, CL_SIMT_MAX_SMEM);
+        return -1;
+    }
+    (void)k;
+    return 0;
+}
+
+/* ---- the runner process ---- */
+
+static pid_t spawn(const char *runner, int fd)
+{
+    pid_t p = fork();
+    if (p != 0)
+        return p;
+    /* the child: its own process group (the parent kills it whole), dead with
+     * its parent, the arena as fd 3 and nothing else but the output streams */
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int null = open("/dev/null", O_RDONLY);
+    if (null >= 0)
+        dup2(null, 0);
+    if (fd == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(fd, 3) < 0)   /* dup2 onto itself keeps close-on-exec */
+        _exit(126);
+    for (int i = 4; i < 1024; i++)
+        close(i);
+    execl(runner, runner, "3", (char *)NULL);
+    _exit(127);
+}
+
+/* Waits for the runner, killing its group past the deadline or on an interrupt.
+ * 0 with its status, or -1 (killed: *why says which). */
+static int wait_runner(pid_t p, double limit_ms, int *status, const char **why)
+{
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long nap_us = 200;
+    for (;;) {
+        pid_t r = waitpid(p, status, WNOHANG);
+        if (r == p)
+            return 0;
+        if (r < 0 && errno != EINTR) {
+            *why = "lost";
+            return -1;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double ms = (double)(now.tv_sec - t0.tv_sec) * 1e3 + (double)(now.tv_nsec - t0.tv_nsec) / 1e6;
+        bool late = ms > limit_ms, cancel = cl_cancel_requested();
+        if (late || cancel) {
+            kill(-p, SIGKILL);
+            kill(p, SIGKILL);
+            waitpid(p, status, 0);
+            *why = cancel ? "interrupted" : "late";
+            return -1;
+        }
+        struct timespec nap = { 0, nap_us * 1000 };
+        nanosleep(&nap, NULL);
+        if (nap_us < 10000)
+            nap_us *= 2;
+    }
+}
+
+int simt_launch(simt_arena *a, const cl_student_kernel *k, const unsigned grid[3], const unsigned block[3],
+                size_t dyn_smem, const cl_simt_arg *args, int nargs, double *ms, char *err)
+{
+    if (k->diagnosis && k->diagnosis_len)
+        k->diagnosis[0] = '\0';
+    if (!k->host_runner) {
+        snprintf(err, CL_ERR_LEN, "%s was not built for the CPU runner", k->name);
+        return -1;
+    }
+    if (nargs > CL_SIMT_MAX_ARGS) {
+        snprintf(err, CL_ERR_LEN, "a kernel of the CPU runner takes at most %d arguments", CL_SIMT_MAX_ARGS);
+        return -1;
+    }
+    if (refuse_launch(k, grid, block, dyn_smem, err) != 0)
+        return -1;
+    cl_simt_launch *h = a->hdr;
+    h->magic = CL_SIMT_MAGIC;
+    h->version = CL_SIMT_VERSION;
+    h->procs = k->host_one_process ? 1 : (uint32_t)cl_cpu_threads();
+    h->arena_bytes = a->bytes;
+    memcpy(h->grid, grid, sizeof h->grid);
+    memcpy(h->block, block, sizeof h->block);
+    h->dyn_smem = dyn_smem;
+    h->limit_ms = k->limit_ms > 0 ? k->limit_ms : 5000;
+    h->mem_limit = a->bytes * 2 + (3ull << 30);
+    h->nargs = (uint32_t)nargs;
+    memcpy(h->args, args, (size_t)nargs * sizeof *args);
+    h->next_block = 0;
+    memset(&h->report, 0, sizeof h->report);
+
+    fflush(stdout);
+    pid_t p = spawn(k->host_runner, a->fd);
+    if (p < 0) {
+        snprintf(err, CL_ERR_LEN, "cannot start the CPU runner: %s", strerror(errno));
+        return -1;
+    }
+    int status = 0;
+    const char *why = NULL;
+    int waited = wait_runner(p, h->limit_ms * 2 + 2000, &status, &why);
+    if (waited != 0 && strcmp(why, "interrupted") == 0) {
+        snprintf(err, CL_ERR_LEN, "interrupted");
+        return -1;
+    }
+    bool findings = false;
+    for (int i = 0; i < CL_SIMT_NKINDS; i++)
+        findings |= h->report.findings[i].count > 0;
+    if (findings) {
+        char none[1];
+        simt_explain(h, k->host_runner, k->diagnosis ? k->diagnosis : none,
+                     k->diagnosis ? k->diagnosis_len : sizeof none, err);
+        return -1;
+    }
+    if (waited != 0) {
+        snprintf(err, CL_ERR_LEN, "launch limit: the kernel ran past %.0f ms on the CPU runner and was stopped "
+                 "(an endless loop?)", h->limit_ms);
+        return -1;
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !h->report.done) {
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+            snprintf(err, CL_ERR_LEN, "cannot run the CPU runner %s", k->host_runner);
+        else if (WIFSIGNALED(status))
+            snprintf(err, CL_ERR_LEN, "the CPU runner ended by signal %d (%s)", WTERMSIG(status),
+                     WTERMSIG(status) == SIGKILL ? "its memory limit?" : strsignal(WTERMSIG(status)));
+        else
+            snprintf(err, CL_ERR_LEN, "the CPU runner failed (exit status %d; the kernel's log says why)",
+                     WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        return -1;
+    }
+    *ms = h->report.ms;
+    return 0;
+}
+
+/* ---- a family's student run ---- */
+
+void simt_student_block(const cl_student_kernel *k, unsigned block[3])
+{
+    for (int i = 0; i < 3; i++)
+        block[i] = k->block[i] > 0 ? (unsigned)k->block[i] : 1;
+}
+
+int simt_run_student(simt_arena *a, const cl_student_kernel *k, const unsigned grid_rule[3], size_t dyn_smem,
+                     const cl_simt_arg *args, int nargs, int reps, simt_before_fn before, void *ctx,
+                     cl_times *times, cl_launch *launch, char *err)
+{
+    unsigned block[3], grid[3];
+    simt_student_block(k, block);
+    for (int i = 0; i < 3; i++)
+        grid[i] = k->grid[0] > 0 ? (unsigned)(k->grid[i] > 0 ? k->grid[i] : 1) : grid_rule[i];
+    memset(launch, 0, sizeof *launch);
+    for (int i = 0; i < 3; i++)
+        launch->grid[i] = (int)grid[i], launch->block[i] = (int)block[i];
+    launch->smem_bytes = dyn_smem;
+    launch->kernels = 1;
+    int n = reps < 1 ? 1 : reps > SIMT_MAX_REPS ? SIMT_MAX_REPS : reps;
+    times->reps = 0;
+    for (int r = 0; r < n; r++) {
+        if (before)
+            before(a, ctx);
+        double ms = 0;
+        if (simt_launch(a, k, grid, block, dyn_smem, args, nargs, &ms, err) != 0)
+            return -1;
+        times->ms[times->reps++] = (float)ms;
+    }
+    return 0;
+}

@@ -1,0 +1,80 @@
+/* simt_launch.h — the CPU backend's side of the CPU runner (cpu/simt/): a family's
+ * run function lays out the launch's buffers in an arena, fills its inputs,
+ * and launches a student's kernel; the runner process (cpu/simt/runtime/)
+ * runs it under its checks and leaves a report, which becomes the run's
+ * error in the student's terms: block, thread, line, and the element as the
+ * family names it (C[4][7]).
+ *
+ *     simt_arena a;
+ *     simt_buffer specs[] = {{"A", m*k*4, 4, CL_SIMT_IN, m, k}, ...};
+ *     simt_arena_open(&a, specs, 3, err);        // a.host[i]: fill the inputs here
+ *     simt_launch(&a, kernel, grid, block, smem, args, 6, &ms, err);
+ *     ... read the output at a.host[2] ...
+ *     simt_arena_close(&a);
+ */
+#ifndef CUDALAB_CPU_SIMT_H
+#define CUDALAB_CPU_SIMT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cudalab/measure.h"
+#include "cudalab/simt.h"
+#include "cudalab/student.h"
+
+typedef struct simt_buffer {
+    const char *name;
+    uint64_t bytes;
+    uint32_t elem_bytes;
+    uint32_t flags;                 /* CL_SIMT_IN / OUT / ONE_WRITER */
+    int64_t rows, cols;             /* rows 0: a vector */
+} simt_buffer;
+
+typedef struct simt_arena {
+    int fd;
+    unsigned char *base;
+    uint64_t bytes;
+    cl_simt_launch *hdr;
+    void *host[CL_SIMT_MAX_BUFFERS];  /* each buffer, where the parent fills and reads it */
+} simt_arena;
+
+/* Lays out n buffers (at most CL_SIMT_MAX_BUFFERS) in a new arena. 0, or -1
+ * with err (the arena's limit, out of memory). */
+int simt_arena_open(simt_arena *a, const simt_buffer *b, int n, char *err);
+void simt_arena_close(simt_arena *a);
+
+/* Runs k (its host_runner) over grid × block with dyn_smem bytes of extern
+ * __shared__ and the arguments in the contract's order. 0 with the grid's
+ * wall time in *ms; -1 with a one-line err when the launch is refused (limits)
+ * or the runner found something, and then the whole report in k->diagnosis. */
+int simt_launch(simt_arena *a, const cl_student_kernel *k, const unsigned grid[3], const unsigned block[3],
+                size_t dyn_smem, const cl_simt_arg *args, int nargs, double *ms, char *err);
+
+/* Timed launches of a student's kernel on the CPU runner, whatever --reps
+ * asks: each is a fresh process running every access through the checks. */
+#define SIMT_MAX_REPS 3
+
+/* How a student's kernel runs here, in words (a run's config). */
+#define SIMT_CONFIG "the CPU runner: threads as fibers with real barriers, blocks in host processes, " \
+                    "every access checked (CPU times)"
+
+/* What a family's run does before each launch (refill its output with the
+ * sentinel, zero its bins): arena and the family's own state. */
+typedef void (*simt_before_fn)(simt_arena *a, void *ctx);
+
+/* A family's student run: k's block, its grid or the family's rule, then
+ * min(reps, SIMT_MAX_REPS) launches, each after before(a, ctx). Times and the
+ * launch as the run reports them. 0, or -1 with err (k->diagnosis filled). */
+int simt_run_student(simt_arena *a, const cl_student_kernel *k, const unsigned grid_rule[3], size_t dyn_smem,
+                     const cl_simt_arg *args, int nargs, int reps, simt_before_fn before, void *ctx,
+                     cl_times *times, cl_launch *launch, char *err);
+
+/* The block a student's kernel runs with (its dimensions, missing ones 1). */
+void simt_student_block(const cl_student_kernel *k, unsigned block[3]);
+
+/* The report's findings in words, one per line, each with its count
+ * (cpu/simt/report.c). runner: the executable, for the lines of its
+ * addresses. Returns the headline (the first finding) in err. */
+void simt_explain(const cl_simt_launch *l, const char *runner, char *out, size_t len, char *err);
+
+#endif

@@ -1,0 +1,381 @@
+/* host_build.c — a student's kernel built into a CPU runner executable (see host_build.h).
+ *
+ * The translation unit: the prelude, the cell's source under `#line N "cell"`
+ * with its __shared__ declarations rewritten (shared_rewrite.c), then an entry
+ * that calls the kernel with the launch's arguments, derived from the family
+ * contract's parameter types. The host compiler runs in a child process with
+ * its diagnostics on a pipe; its errors come back with the cell's lines.
+ */
+#include "student/host_build.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/digest.h"
+#include "student/shared_rewrite.h"
+
+#define CELL_FILE "cell"
+#define ENTRY_FILE "cudalab-entry"
+#define BUILD_FORMAT "1"            /* bump when what a runner is changes */
+#define COMPILE_LIMIT_S 120
+#define LOG_MAX (32u << 10)
+
+/* The host compiler's options: every access instrumented (-fsanitize=thread,
+ * whose calls our runtime answers; libtsan is never linked), DWARF 4 (whose
+ * line table names the #line file, "cell", for addr2line), fixed addresses. */
+static const char *const host_flags[] = {
+    "-std=c++17", "-O2", "-gdwarf-4", "-w", "-fsanitize=thread", "--param", "tsan-instrument-func-entry-exit=0",
+    "-fno-exceptions", "-fno-rtti", "-no-pie", "-fno-pie",
+};
+
+/* ---- where things are ---- */
+
+/* <dir of the executable>/../lib/cudalab/simt: the runtime and its prelude. */
+static int runtime_dir(char *buf, size_t len)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return -1;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return -1;
+    *slash = '\0';
+    if (snprintf(buf, len, "%s/../lib/cudalab/simt", exe) >= (int)len)
+        return -1;
+    char probe[PATH_MAX + 32];
+    snprintf(probe, sizeof probe, "%s/libcudalab_simt.a", buf);
+    return access(probe, R_OK) == 0 ? 0 : -1;
+}
+
+/* $CUDALAB_HOST_CXX, else g++ or c++ on PATH. */
+static int host_compiler(char *buf, size_t len)
+{
+    const char *env = getenv("CUDALAB_HOST_CXX");
+    if (env && *env)
+        return snprintf(buf, len, "%s", env) < (int)len ? 0 : -1;
+    const char *path = getenv("PATH");
+    const char *names[] = { "g++", "c++" };
+    for (size_t i = 0; i < 2; i++) {
+        for (const char *p = path ? path : "/usr/bin:/bin"; *p;) {
+            size_t n = strcspn(p, ":");
+            snprintf(buf, len, "%.*s/%s", (int)n, p, names[i]);
+            if (n && access(buf, X_OK) == 0)
+                return 0;
+            p += n + (p[n] == ':');
+        }
+    }
+    return -1;
+}
+
+/* ---- running a program ---- */
+
+/* Runs argv with stdout and stderr into *log (up to LOG_MAX bytes, the caller
+ * frees). Returns the exit status, or -1 when it could not run or ran past
+ * COMPILE_LIMIT_S. */
+static int run_tool(char *const argv[], char **log)
+{
+    *log = NULL;
+    int pipefd[2];
+    if (pipe(pipefd) != 0)
+        return -1;
+    pid_t p = fork();
+    if (p < 0) {
+        close(pipefd[0]);
+        close(pipefd[1]);
+        return -1;
+    }
+    if (p == 0) {
+        setpgid(0, 0);
+        dup2(pipefd[1], 1);
+        dup2(pipefd[1], 2);
+        close(pipefd[0]);
+        close(pipefd[1]);
+        int null = open("/dev/null", O_RDONLY);
+        if (null >= 0)
+            dup2(null, 0);
+        alarm(COMPILE_LIMIT_S);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    close(pipefd[1]);
+    char *buf = malloc(LOG_MAX + 1);
+    size_t used = 0;
+    char scratch[4096];
+    for (;;) {
+        ssize_t n = read(pipefd[0], scratch, sizeof scratch);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        size_t take = buf && used < LOG_MAX ? ((size_t)n < LOG_MAX - used ? (size_t)n : LOG_MAX - used) : 0;
+        if (take)
+            memcpy(buf + used, scratch, take), used += take;
+    }
+    close(pipefd[0]);
+    if (buf)
+        buf[used] = '\0';
+    *log = buf;
+    int st = 0;
+    while (waitpid(p, &st, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The compiler's version line, once per process (part of the cache key). */
+static const char *compiler_version(const char *cxx)
+{
+    static char version[256];
+    static char of[PATH_MAX];
+    if (strcmp(of, cxx) != 0) {
+        char *log = NULL;
+        char *argv[] = { (char *)cxx, "--version", NULL };
+        run_tool(argv, &log);
+        snprintf(version, sizeof version, "%.*s", log ? (int)strcspn(log, "\n") : 0, log ? log : "");
+        snprintf(of, sizeof of, "%s", cxx);
+        free(log);
+    }
+    return version;
+}
+
+/* ---- the translation unit ---- */
+
+/* "float *, float *, int" → the entry's call: NAME(*(float * *)a[0], *(float * *)a[1], *(int *)a[2]) */
+static char *entry_text(const char *name, const char *types)
+{
+    size_t cap = strlen(types) * 3 + strlen(name) + 256;
+    char *s = malloc(cap);
+    if (!s)
+        return NULL;
+    int n = snprintf(s, cap, "\n#line 1 \"" ENTRY_FILE "\"\nextern \"C\" __attribute__((no_sanitize_thread)) "
+                     "void cl_simt_entry(void *const *a) { %s(", name);
+    const char *p = types;
+    for (int i = 0; *p; i++) {
+        size_t len = strcspn(p, ",");
+        const char *t = p;
+        while (len && (*t == ' '))
+            t++, len--;
+        while (len && t[len - 1] == ' ')
+            len--;
+        n += snprintf(s + n, cap - (size_t)n, "%s*(%.*s *)a[%d]", i ? ", " : "", (int)len, t, i);
+        p = t + len;
+        while (*p == ' ' || *p == ',')
+            p++;
+    }
+    snprintf(s + n, cap - (size_t)n, "); }\n");
+    return s;
+}
+
+static char *unit_text(const student_source *src, const char *rewritten)
+{
+    char *entry = entry_text(src->name, src->contract->types);
+    if (!entry)
+        return NULL;
+    size_t cap = strlen(rewritten) + strlen(entry) + 128;
+    char *s = malloc(cap);
+    if (s)
+        snprintf(s, cap, "#include \"cudalab_simt.h\"\n#line %d \"" CELL_FILE "\"\n%s%s", src->first_line,
+                 rewritten, entry);
+    free(entry);
+    return s;
+}
+
+/* ---- the compiler's words ---- */
+
+/* The compiler's errors about the cell, as "line N: message" lines. */
+static json_t *cell_errors(const char *log)
+{
+    json_t *lines = json_array();
+    for (const char *p = log; p && *p;) {
+        size_t n = strcspn(p, "\n");
+        const char *at = strstr(p, CELL_FILE ":");
+        if (at && at < p + n && (at == p || at[-1] == '/')) {
+            int line = 0, col = 0;
+            char kind[16] = "";
+            int used = 0;
+            if (sscanf(at, CELL_FILE ":%d:%d: %15[a-z ]:%n", &line, &col, kind, &used) >= 3 && used > 0 &&
+                strncmp(kind, "note", 4) != 0)
+                json_array_append_new(lines, json_sprintf("line %d: %.*s", line, (int)(n - (size_t)(at + used - p)),
+                                                          at + used + (at[used] == ' ')));
+        }
+        p += n + (p[n] == '\n');
+    }
+    if (json_array_size(lines) == 0 && log && *log) {
+        /* not about the cell (the runtime, the linker): the first lines as they are */
+        const char *p = log;
+        for (int i = 0; i < 6 && *p; i++) {
+            size_t n = strcspn(p, "\n");
+            json_array_append_new(lines, json_sprintf("%.*s", (int)(n > 300 ? 300 : n), p));
+            p += n + (p[n] == '\n');
+        }
+    }
+    return lines;
+}
+
+/* ---- the build ---- */
+
+static int file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static void hash_file(const char *path, char out[SHA256_HEX_LEN + 1])
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t n = 0;
+    if (f) {
+        fseek(f, 0, SEEK_END);
+        long len = ftell(f);
+        fseek(f, 0, SEEK_SET);
+        buf = len > 0 ? malloc((size_t)len) : NULL;
+        n = buf ? fread(buf, 1, (size_t)len, f) : 0;
+        fclose(f);
+    }
+    sha256_hex(buf ? buf : "", n, out);
+    free(buf);
+}
+
+/* The directory runners are kept in: the student cache's, else one under /tmp. */
+static int cache_dir(char *buf, size_t len)
+{
+    if (student_cache_dir(buf, len) != 0)
+        snprintf(buf, len, "/tmp/cudalab-runners-%u", (unsigned)getuid());
+    char *p = buf;
+    while ((p = strchr(p + 1, '/'))) {
+        *p = '\0';
+        mkdir(buf, 0700);
+        *p = '/';
+    }
+    return mkdir(buf, 0700) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+int host_build_runner(magic_ctx *ctx, const student_source *src, const student_options *o, host_build *out)
+{
+    memset(out, 0, sizeof *out);
+    double t0 = monotonic_ms();
+    char rt[PATH_MAX - 64], cxx[PATH_MAX], dir[PATH_MAX - 128];
+    if (runtime_dir(rt, sizeof rt) != 0)
+        return magic_error(ctx, "RuntimeError", "%s cannot run without a GPU: the CPU runner's runtime "
+                           "(lib/cudalab/simt beside the cudalab binary) is missing: rebuild with make", src->name);
+    if (host_compiler(cxx, sizeof cxx) != 0)
+        return magic_error(ctx, "RuntimeError", "%s cannot run without a GPU: the CPU runner compiles your kernel "
+                           "with a C++ compiler, and none was found (install g++: apt-get install g++, or set "
+                           "CUDALAB_HOST_CXX)", src->name);
+    shared_rewrite rw;
+    char err[300];
+    if (shared_rewrite_source(src->text, src->first_line, CELL_FILE, &rw, err, sizeof err) != 0)
+        return magic_error(ctx, "CompileError", "%s: the CPU runner cannot read it: %s", src->name, err);
+    out->one_process = rw.device_globals;
+    char *unit = unit_text(src, rw.text);
+    shared_rewrite_free(&rw);
+    if (!unit)
+        return magic_error(ctx, "MemoryError", "out of memory building %s for the CPU runner", src->name);
+
+    /* the key: the unit, the options that reach it, the compiler, the runtime */
+    char lib[PATH_MAX], prelude_hash[SHA256_HEX_LEN + 1], lib_hash[SHA256_HEX_LEN + 1], key[SHA256_HEX_LEN + 1];
+    snprintf(lib, sizeof lib, "%s/libcudalab_simt.a", rt);
+    char prelude[PATH_MAX];
+    snprintf(prelude, sizeof prelude, "%s/cudalab_simt.h", rt);
+    hash_file(lib, lib_hash);
+    hash_file(prelude, prelude_hash);
+    char *defines = json_dumps(o->defines ? o->defines : json_array(), JSON_COMPACT);
+    size_t klen = strlen(unit) + 1024 + (defines ? strlen(defines) : 0);
+    char *k = malloc(klen);
+    if (k) {
+        int n = snprintf(k, klen, "%s|%s|%d|%s|%s|%s|", BUILD_FORMAT, defines ? defines : "", o->fast_math,
+                         compiler_version(cxx), lib_hash, prelude_hash);
+        for (size_t i = 0; i < sizeof host_flags / sizeof host_flags[0]; i++)
+            n += snprintf(k + n, klen - (size_t)n, "%s ", host_flags[i]);
+        snprintf(k + n, klen - (size_t)n, "|%s", unit);
+    }
+    sha256_hex(k ? k : unit, k ? strlen(k) : strlen(unit), key);
+    free(k);
+    if (cache_dir(dir, sizeof dir) != 0) {
+        free(defines);
+        free(unit);
+        return magic_error(ctx, "RuntimeError", "cannot make a directory for CPU runners (%s)", dir);
+    }
+    snprintf(out->path, sizeof out->path, "%s/cpu-%.40s", dir, key);
+    if (file_exists(out->path)) {
+        free(defines);
+        free(unit);
+        out->cached = true;
+        out->ms = monotonic_ms() - t0;
+        return 0;
+    }
+
+    /* compile: the unit as a file (its #line directives name the cell), then link */
+    char source[PATH_MAX + 32], tmp[PATH_MAX + 32];
+    snprintf(source, sizeof source, "%s.%d.cpp", out->path, (int)getpid());
+    snprintf(tmp, sizeof tmp, "%s.%d.tmp", out->path, (int)getpid());
+    FILE *f = fopen(source, "w");
+    if (!f || fputs(unit, f) < 0 || fclose(f) != 0) {
+        free(defines);
+        free(unit);
+        return magic_error(ctx, "RuntimeError", "cannot write %s: %s", source, strerror(errno));
+    }
+    free(unit);
+    char *argv[64 + 32];
+    char inc[PATH_MAX + 4];
+    snprintf(inc, sizeof inc, "-I%s", rt);
+    int a = 0;
+    argv[a++] = cxx;
+    for (size_t i = 0; i < sizeof host_flags / sizeof host_flags[0]; i++)
+        argv[a++] = (char *)host_flags[i];
+    argv[a++] = inc;
+    char defs[32][320];
+    size_t i;
+    json_t *d;
+    json_array_foreach(o->defines, i, d) {
+        if (i >= 32)
+            break;
+        snprintf(defs[i], sizeof defs[i], "-D%s", json_string_value(d));
+        argv[a++] = defs[i];
+    }
+    free(defines);
+    if (o->fast_math)
+        argv[a++] = "-ffast-math";
+    argv[a++] = "-x";
+    argv[a++] = "c++";
+    argv[a++] = source;
+    argv[a++] = "-x";
+    argv[a++] = "none";
+    argv[a++] = lib;
+    argv[a++] = "-lm";
+    argv[a++] = "-o";
+    argv[a++] = tmp;
+    argv[a] = NULL;
+    char *log = NULL;
+    int rc = run_tool(argv, &log);
+    unlink(source);
+    if (rc != 0) {
+        unlink(tmp);
+        json_t *lines = cell_errors(log);
+        magic_error(ctx, "CompileError", "%s compiles with NVRTC but not for the CPU runner (%s)%s", src->name,
+                    rc < 0 ? "the compiler did not finish" : "the host compiler's words below",
+                    json_array_size(lines) ? "" : ": no message");
+        json_decref(ctx->traceback);
+        ctx->traceback = lines;
+        free(log);
+        return -1;
+    }
+    free(log);
+    if (rename(tmp, out->path) != 0) {
+        unlink(tmp);
+        return magic_error(ctx, "RuntimeError", "cannot keep the CPU runner of %s: %s", src->name, strerror(errno));
+    }
+    out->ms = monotonic_ms() - t0;
+    return 0;
+}
