@@ -53,6 +53,15 @@ GENCODE    := $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a))
 UNIT_SRC   := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
+# The CPU runner's runtime (cpu/simt/runtime/): kernel/student/host_build.c links it into each
+# student kernel's runner executable, and compiles the kernel against its prelude. Never built with
+# $(SAN): runners are linked by the host compiler without the sanitizers' runtimes.
+SIMT_DIR     := $(BUILD)/lib/cudalab/simt
+SIMT_LIB     := $(SIMT_DIR)/libcudalab_simt.a
+SIMT_PRELUDE := $(SIMT_DIR)/cudalab_simt.h
+SIMT_SRC     := $(sort $(wildcard cpu/simt/runtime/*.c))
+SIMT_OBJ     := $(SIMT_SRC:cpu/simt/runtime/%.c=$(BUILD)/obj/simt-runtime/%.o)
+
 SIMT_TARGETS = $(SIMT_LIB) $(SIMT_PRELUDE)
 ifeq ($(NVCC),)
 ALL_TARGETS = $(BIN) $(SIMT_TARGETS) cpu-only-note
@@ -96,15 +105,6 @@ $(CUDA_LIB): $(CUDA_SRC:cuda/%.cu=$(BUILD)/obj/cuda/%.o)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LINK    $@",true)
 	$(Q)$(NVCC) -shared $(GENCODE) -cudart static -o $@ $^ -lcublas -Xlinker -rpath,$(CUDA_HOME)/lib64
-
-# The CPU runner's runtime (cpu/simt/runtime/): kernel/student/host_build.c links it into each
-# student kernel's runner executable, and compiles the kernel against its prelude. Never built with
-# $(SAN): runners are linked by the host compiler without the sanitizers' runtimes.
-SIMT_DIR     := $(BUILD)/lib/cudalab/simt
-SIMT_LIB     := $(SIMT_DIR)/libcudalab_simt.a
-SIMT_PRELUDE := $(SIMT_DIR)/cudalab_simt.h
-SIMT_SRC     := $(sort $(wildcard cpu/simt/runtime/*.c))
-SIMT_OBJ     := $(SIMT_SRC:cpu/simt/runtime/%.c=$(BUILD)/obj/simt-runtime/%.o)
 
 $(BUILD)/obj/simt-runtime/%.o: cpu/simt/runtime/%.c cpu/simt/runtime/internal.h include/cudalab/simt.h
 	@mkdir -p $(dir $@)

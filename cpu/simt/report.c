@@ -146,6 +146,18 @@ static bool several(const cl_simt_where *w)
     return w->block[0] == UINT32_MAX;
 }
 
+/* Whether a comes before b in the grid (blocks, then threads, z most significant). */
+static bool earlier(const cl_simt_where *a, const cl_simt_where *b)
+{
+    for (int i = 2; i >= 0; i--)
+        if (a->block[i] != b->block[i])
+            return a->block[i] < b->block[i];
+    for (int i = 2; i >= 0; i--)
+        if (a->thread[i] != b->thread[i])
+            return a->thread[i] < b->thread[i];
+    return false;
+}
+
 static void at_line(out *o, int line)
 {
     if (line > 0)
@@ -263,11 +275,13 @@ static void explain_one(out *o, const cl_simt_launch *l, int kind, const cl_simt
             say(o, ", with no atomic operation: on a GPU one of the updates is lost (use atomicAdd)");
         break;
     }
-    case CL_SIMT_DOUBLE_WRITE:
+    case CL_SIMT_DOUBLE_WRITE: {
+        /* which of the two wrote first depends on how blocks met in the processes: name them in grid order */
+        bool swap = earlier(&f->other, &f->at);
         say(o, "two writers: ");
-        thread_at(o, l, &f->at);
+        thread_at(o, l, swap ? &f->other : &f->at);
         say(o, " and ");
-        thread_at(o, l, &f->other);
+        thread_at(o, l, swap ? &f->at : &f->other);
         say(o, " both wrote ");
         if (b)
             element(o, b, f->elem);
@@ -275,6 +289,7 @@ static void explain_one(out *o, const cl_simt_launch *l, int kind, const cl_simt
         say(o, ": each element has one thread; a thread past the last column writes into the next row (check the "
                "column against its bound too)");
         break;
+    }
     case CL_SIMT_UNINIT_SHARED:
         say(o, "uninitialised shared memory: ");
         thread_at(o, l, &f->at);

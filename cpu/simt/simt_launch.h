@@ -50,10 +50,6 @@ void simt_arena_close(simt_arena *a);
 int simt_launch(simt_arena *a, const cl_student_kernel *k, const unsigned grid[3], const unsigned block[3],
                 size_t dyn_smem, const cl_simt_arg *args, int nargs, double *ms, char *err);
 
-/* Timed launches of a student's kernel on the CPU runner, whatever --reps
- * asks: each is a fresh process running every access through the checks. */
-#define SIMT_MAX_REPS 3
-
 /* How a student's kernel runs here, in words (a run's config). */
 #define SIMT_CONFIG "the CPU runner: threads as fibers with real barriers, blocks in host processes, " \
                     "every access checked (CPU times)"
@@ -63,7 +59,7 @@ int simt_launch(simt_arena *a, const cl_student_kernel *k, const unsigned grid[3
 typedef void (*simt_before_fn)(simt_arena *a, void *ctx);
 
 /* A family's student run: k's block, its grid or the family's rule, then
- * min(reps, SIMT_MAX_REPS) launches, each after before(a, ctx). Times and the
+ * min(reps, CL_SIMT_MAX_REPS) launches, each after before(a, ctx). Times and the
  * launch as the run reports them. 0, or -1 with err (k->diagnosis filled). */
 int simt_run_student(simt_arena *a, const cl_student_kernel *k, const unsigned grid_rule[3], size_t dyn_smem,
                      const cl_simt_arg *args, int nargs, int reps, simt_before_fn before, void *ctx,

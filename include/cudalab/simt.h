@@ -36,6 +36,9 @@ extern "C" {
 #define CL_SIMT_MAX_BLOCK_THREADS 1024
 #define CL_SIMT_STATIC_SMEM 49152               /* static __shared__ per block, as a GPU's */
 #define CL_SIMT_MAX_SMEM (227u << 10)           /* static + dynamic per block (an H100's opt-in limit) */
+/* Timed launches of a student's kernel, whatever --reps asks: each is a fresh
+ * process running every access through the checks. */
+#define CL_SIMT_MAX_REPS 3
 
 /* Buffer flags. */
 enum {

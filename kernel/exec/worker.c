@@ -179,6 +179,14 @@ int worker_exec(const magic_spec *m, const json_t *params, const char *body, mag
     static char note[512];
     ctx->backend = backend_select(note, sizeof note);
     ctx->backend_note = note;
+    /* --backend (SWEEP_BACKEND_FLAG): the CPU backend on request; a GPU, or an error saying why there is none */
+    const char *want = json_string_value(json_object_get(params, "backend"));
+    if (want && strcmp(want, "cpu") == 0 && strcmp(ctx->backend->name, "cpu") != 0) {
+        ctx->backend = cl_cpu_backend();
+        snprintf(note, sizeof note, "CPU backend asked for by --backend cpu");
+    } else if (want && strcmp(want, "cuda") == 0 && strcmp(ctx->backend->name, "cuda") != 0) {
+        return magic_error(ctx, "UsageError", "--backend cuda: no GPU backend in this worker (%s)", note);
+    }
     return m->run(ctx, params, body);
 }
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cudalab/host.h"
+#include "cudalab/simt.h"
 #include "magic/sweep.h"
 #include "magic/sweep_internal.h"
 
@@ -31,6 +32,12 @@ static double runs_of(const json_t *point)
     const json_t *reps = json_object_get(point, "reps"), *warmup = json_object_get(point, "warmup");
     return (double)(json_is_integer(reps) ? json_integer_value(reps) : 1) +
            (double)(json_is_integer(warmup) ? json_integer_value(warmup) : 0);
+}
+
+double host_work_runner_share(const json_t *point)
+{
+    double runs = runs_of(point);
+    return runs > CL_SIMT_MAX_REPS ? CL_SIMT_MAX_REPS / runs : 1.0;
 }
 
 double host_work_cores(void)

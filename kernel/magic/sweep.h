@@ -71,6 +71,11 @@ typedef struct host_work {
                                (matmul's host loop brought in by --variant all) */
 } host_work;
 
+/* The CPU runner's launches per counted run of a point: it launches a
+ * student's kernel at most CL_SIMT_MAX_REPS times whatever --reps and --warmup
+ * say (cpu/simt/simt_launch.h), while the framework counts reps + warmup. */
+double host_work_runner_share(const json_t *point);
+
 /* One point's host work: point has scalars only; user is the sweep's. */
 typedef host_work (*host_work_fn)(magic_ctx *ctx, const json_t *point, void *user);
 
@@ -108,7 +113,17 @@ typedef int (*sweep_point_fn)(magic_ctx *ctx, const json_t *params, json_t *runs
     SWEEP_TIMING_FLAGS(reps_help, "untimed runs before them"), \
     SWEEP_CHECK_FLAG(check_help), \
     {.name = "sort", .type = FLAG_BOOL, .def = "false", .help = (sort_help)}, \
-    SWEEP_FORCE_FLAG
+    SWEEP_FORCE_FLAG, \
+    SWEEP_BACKEND_FLAG
+
+/* --backend cpu: the command runs on the CPU backend where a GPU is present
+ * (ours as CPU analogues, students' kernels on the CPU runner); the device
+ * worker picks the backend by it (worker_exec). */
+static const char *const sweep_backend_choices[] = {"cuda", "cpu", NULL};
+#define SWEEP_BACKEND_FLAG \
+    {.name = "backend", .type = FLAG_CHOICE, .choices = sweep_backend_choices, \
+     .help = "where to run, instead of the GPU when there is one: cpu (our kernels' CPU analogues, yours on " \
+             "the CPU runner, which explains their bugs); cuda insists on a GPU"}
 
 /* The "check" object of a run under --no-check: {"passed": null, "method": "skipped (--no-check)"}. */
 json_t *check_skipped_json(void);

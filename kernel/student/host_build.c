@@ -25,7 +25,7 @@
 
 #define CELL_FILE "cell"
 #define ENTRY_FILE "cudalab-entry"
-#define BUILD_FORMAT "1"            /* bump when what a runner is changes */
+#define BUILD_FORMAT "2"            /* bump when what a runner is changes */
 #define COMPILE_LIMIT_S 120
 #define LOG_MAX (32u << 10)
 
@@ -58,24 +58,28 @@ static int runtime_dir(char *buf, size_t len)
     return access(probe, R_OK) == 0 ? 0 : -1;
 }
 
-/* $CUDALAB_HOST_CXX, else g++ or c++ on PATH. */
+/* name as a path, or found on PATH, into buf. 0, or -1. */
+static int find_program(const char *name, char *buf, size_t len)
+{
+    if (strchr(name, '/'))
+        return snprintf(buf, len, "%s", name) < (int)len && access(buf, X_OK) == 0 ? 0 : -1;
+    const char *path = getenv("PATH");
+    for (const char *p = path ? path : "/usr/bin:/bin"; *p;) {
+        size_t n = strcspn(p, ":");
+        if (n && snprintf(buf, len, "%.*s/%s", (int)n, p, name) < (int)len && access(buf, X_OK) == 0)
+            return 0;
+        p += n + (p[n] == ':');
+    }
+    return -1;
+}
+
+/* $CUDALAB_HOST_CXX, else g++ or c++. */
 static int host_compiler(char *buf, size_t len)
 {
     const char *env = getenv("CUDALAB_HOST_CXX");
     if (env && *env)
-        return snprintf(buf, len, "%s", env) < (int)len ? 0 : -1;
-    const char *path = getenv("PATH");
-    const char *names[] = { "g++", "c++" };
-    for (size_t i = 0; i < 2; i++) {
-        for (const char *p = path ? path : "/usr/bin:/bin"; *p;) {
-            size_t n = strcspn(p, ":");
-            snprintf(buf, len, "%.*s/%s", (int)n, p, names[i]);
-            if (n && access(buf, X_OK) == 0)
-                return 0;
-            p += n + (p[n] == ':');
-        }
-    }
-    return -1;
+        return find_program(env, buf, len);
+    return find_program("g++", buf, len) == 0 || find_program("c++", buf, len) == 0 ? 0 : -1;
 }
 
 /* ---- running a program ---- */
@@ -204,9 +208,10 @@ static json_t *cell_errors(const char *log)
             char kind[16] = "";
             int used = 0;
             if (sscanf(at, CELL_FILE ":%d:%d: %15[a-z ]:%n", &line, &col, kind, &used) >= 3 && used > 0 &&
-                strncmp(kind, "note", 4) != 0)
-                json_array_append_new(lines, json_sprintf("line %d: %.*s", line, (int)(n - (size_t)(at + used - p)),
-                                                          at + used + (at[used] == ' ')));
+                strncmp(kind, "note", 4) != 0) {
+                const char *msg = at + used + (at[used] == ' ');
+                json_array_append_new(lines, json_sprintf("line %d: %.*s", line, (int)(p + n - msg), msg));
+            }
         }
         p += n + (p[n] == '\n');
     }
@@ -271,8 +276,10 @@ int host_build_runner(magic_ctx *ctx, const student_source *src, const student_o
                            "(lib/cudalab/simt beside the cudalab binary) is missing: rebuild with make", src->name);
     if (host_compiler(cxx, sizeof cxx) != 0)
         return magic_error(ctx, "RuntimeError", "%s cannot run without a GPU: the CPU runner compiles your kernel "
-                           "with a C++ compiler, and none was found (install g++: apt-get install g++, or set "
-                           "CUDALAB_HOST_CXX)", src->name);
+                           "with a C++ compiler, and %s was not found (install g++: apt-get install g++, or set "
+                           "CUDALAB_HOST_CXX to one)", src->name,
+                           getenv("CUDALAB_HOST_CXX") && *getenv("CUDALAB_HOST_CXX") ? getenv("CUDALAB_HOST_CXX")
+                                                                                      : "g++ (or c++)");
     shared_rewrite rw;
     char err[300];
     if (shared_rewrite_source(src->text, src->first_line, CELL_FILE, &rw, err, sizeof err) != 0)
@@ -347,18 +354,25 @@ int host_build_runner(magic_ctx *ctx, const student_source *src, const student_o
     free(defines);
     if (o->fast_math)
         argv[a++] = "-ffast-math";
+    char object[PATH_MAX + 32];
+    snprintf(object, sizeof object, "%s.%d.o", out->path, (int)getpid());
+    argv[a++] = "-c";
     argv[a++] = "-x";
     argv[a++] = "c++";
     argv[a++] = source;
-    argv[a++] = "-x";
-    argv[a++] = "none";
-    argv[a++] = lib;
-    argv[a++] = "-lm";
     argv[a++] = "-o";
-    argv[a++] = tmp;
+    argv[a++] = object;
     argv[a] = NULL;
     char *log = NULL;
     int rc = run_tool(argv, &log);
+    if (rc == 0) {
+        /* linked apart: the driver would bring libtsan in with -fsanitize=thread, and our runtime answers
+         * the instrumentation's calls instead */
+        char *link[] = { cxx, "-no-pie", object, lib, "-lm", "-o", tmp, NULL };
+        free(log);
+        rc = run_tool(link, &log);
+    }
+    unlink(object);
     unlink(source);
     if (rc != 0) {
         unlink(tmp);

@@ -52,8 +52,8 @@ long long cl_simt_clock(void);
 #define __align__(n) __attribute__((aligned(n)))
 #define __grid_constant__
 #define __managed__
-/* A __shared__ the rewrite did not reach (inside a macro): say so at compile time. */
-#define __shared__ cudalab_cpu_runner_needs_each_shared_declaration_written_out_in_the_kernel
+/* A __shared__ the rewrite did not reach (made by a macro): say so at compile time, at the cell's line. */
+#define __shared__ _Pragma("GCC error \"the CPU runner needs each __shared__ declaration written out in the kernel, not made by a macro\"")
 
 /* ---- vector types ---- */
 #define CL_VEC2(T, N, A) struct __attribute__((aligned(A))) N##2 { T x, y; }; \
