@@ -143,8 +143,10 @@ def test_correct_kernel_compiles_and_reports(kc):
     assert doc["resources"]["spill_stores"] == doc["resources"]["spill_loads"] == 0
     assert doc["warnings"] == []
     assert doc["block"] == [16, 16, 1]
-    assert doc["check"]["passed"] is None
-    assert "GPU" in doc["check"]["method"], doc["check"]
+    # no GPU: the quick check ran on the CPU runner, which checked every access for races too
+    assert doc["check"]["passed"] is True, doc["check"]
+    assert doc["check"]["racecheck"] == {"tool": "cpu-runner", "status": "passed", "findings": []}
+    assert "the CPU runner: no race in shared or global memory" in shown_text(msgs)
     assert "registers per thread" in shown_text(msgs)
     assert streams(msgs, "stderr") == []
 
@@ -232,15 +234,14 @@ def test_unknown_family_lists_the_families(kc):
 @needs_nvrtc
 def test_failed_recompile_forgets_the_old_version(kc):
     ok(kc, kernel_cell("mylife"))
-    gpu_only = "mylife is your kernel: it runs on a GPU"
-    fails(kc, "%matmul --variant mylife --size 8 --reps 1", "UsageError", gpu_only)
+    ok(kc, "%matmul --variant mylife --size 8 --reps 1")       # on the CPU runner
     broken = NAIVE_BODY.format(name="mylife").replace("float sum = 0;", "float sum = nope;")
     fails(kc, kernel_cell("mylife", broken), "CompileError")
     fails(kc, "%matmul --variant mylife --size 8 --reps 1", "UsageError", "unknown value 'mylife' for --variant")
     listed, _ = ok(kc, "%kernels")
     assert listed["kernels"] == []
     ok(kc, kernel_cell("mylife"))
-    fails(kc, "%matmul --variant mylife --size 8 --reps 1", "UsageError", gpu_only)
+    ok(kc, "%matmul --variant mylife --size 8 --reps 1")
 
 
 @needs_nvrtc
@@ -301,10 +302,11 @@ def test_same_cell_twice_is_cached(start_kernel, tmp_path):
     assert second["source_hash"] == first["source_hash"]
     assert second["resources"] == first["resources"]
     files = sorted(p.name for p in cache.iterdir())
-    assert len(files) == 2, files
+    assert len(files) == 3, files               # NVRTC's cubin and its facts, and the CPU runner's executable
     stem = files[0].rsplit(".", 1)[0]
     assert re.fullmatch(r"[0-9a-f]{64}", stem)
-    assert files == [f"{stem}.cubin", f"{stem}.json"]
+    assert files[:2] == [f"{stem}.cubin", f"{stem}.json"]
+    assert re.fullmatch(r"cpu-[0-9a-f]{40}", files[2])
     assert (cache / f"{stem}.cubin").stat().st_size > 0
 
 
