@@ -1,13 +1,19 @@
-"""bench/common.py — what the benchmarks share: running one cell through the CLI and printing
-an aligned table. Not a benchmark itself (`make bench` skips it). Standard library only.
+"""bench/common.py — what the benchmarks share: running one cell through the CLI, a kernel session
+through jupyter_client (for benchmarks that need several cells, such as a %%kernel then its family's
+magic), and printing an aligned table. Not a benchmark itself (`make bench` skips it). Standard
+library only, but for the session (jupyter_client, imported when one starts).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
+from typing import Iterator
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -87,3 +93,62 @@ def target_verdict(best: float, goal_pct: float, of: str) -> str:
     """'reaches B% of OF (goal >= G%): MET' (or NOT MET), the end of a target line."""
     met = "MET" if best >= goal_pct else "NOT MET"
     return f"reaches {best:.1f}% of {of} (goal >= {goal_pct:.0f}%): {met}"
+
+
+# ---------------------------------------------------------------- a kernel session
+
+RESULT = "application/vnd.cudalab.result+json"
+
+
+@contextlib.contextmanager
+def session(env: dict[str, str] | None = None) -> Iterator[object]:
+    """A client of a fresh kernel (the binary under test, a private kernelspec and kernel cache), or
+    None after saying why when jupyter_client is missing (the benchmark then skips, succeeding)."""
+    try:
+        from jupyter_client import KernelManager
+    except ImportError:
+        print("needs jupyter_client (pip install -r requirements-test.txt): skipped")
+        yield None
+        return
+    spec = tempfile.mkdtemp()
+    os.makedirs(f"{spec}/kernels/cudalab")
+    with open(f"{spec}/kernels/cudalab/kernel.json", "w") as f:
+        json.dump({"argv": [str(binary()), "-f", "{connection_file}"], "display_name": "cudalab",
+                   "language": "cuda"}, f)
+    os.environ["JUPYTER_PATH"] = spec
+    km = KernelManager(kernel_name="cudalab")
+    km.start_kernel(env={**os.environ, "CUDALAB_CACHE_DIR": tempfile.mkdtemp(), **(env or {})})
+    kc = km.client()
+    kc.start_channels()
+    kc.wait_for_ready(60)
+    try:
+        yield kc
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def docs_of(msgs: list[dict]) -> list[dict]:
+    return [m["content"]["data"][RESULT] for m in msgs
+            if m["msg_type"] in ("execute_result", "display_data", "update_display_data")
+            and RESULT in m["content"].get("data", {})]
+
+
+def execute(kc, code: str) -> tuple[dict, list[dict], float]:
+    """Runs a cell: (its reply, its iopub messages, the round trip's wall time in ms)."""
+    t0 = time.perf_counter()
+    mid = kc.execute(code)
+    msgs = []
+    while True:
+        m = kc.get_iopub_msg(timeout=300)
+        if m["parent_header"].get("msg_id") != mid:
+            continue
+        msgs.append(m)
+        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+            break
+    reply = kc.get_shell_msg(timeout=300)
+    return reply["content"], msgs, (time.perf_counter() - t0) * 1e3
+
+
+def doc_of(msgs: list[dict], magic: str) -> dict:
+    return next(d for d in docs_of(msgs) if d["magic"] == magic)

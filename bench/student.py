@@ -16,17 +16,12 @@ not a test: it asserts nothing. Under a minute on an H100.
 """
 from __future__ import annotations
 
-import json
-import os
 import statistics
 import sys
-import tempfile
 import time
 
 import common
-from common import fmt, print_table
-
-RESULT = "application/vnd.cudalab.result+json"
+from common import docs_of, execute, fmt, print_table
 
 TILED = """%%kernel --for matmul --name mytiled{tag}
 #ifndef TILE
@@ -70,52 +65,16 @@ __global__ void mytiled{tag}(const float *A, const float *B, float *C, int M, in
 """
 
 
-def docs_of(msgs: list[dict]) -> list[dict]:
-    return [m["content"]["data"][RESULT] for m in msgs
-            if m["msg_type"] in ("execute_result", "display_data", "update_display_data")
-            and RESULT in m["content"].get("data", {})]
-
-
-def execute(kc, code: str) -> tuple[dict, list[dict], float]:
-    t0 = time.perf_counter()
-    mid = kc.execute(code)
-    msgs = []
-    while True:
-        m = kc.get_iopub_msg(timeout=300)
-        if m["parent_header"].get("msg_id") != mid:
-            continue
-        msgs.append(m)
-        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
-            break
-    reply = kc.get_shell_msg(timeout=300)
-    return reply["content"], msgs, (time.perf_counter() - t0) * 1e3
-
-
 def ms_stats(values: list[float]) -> tuple[str, str]:
     return fmt(statistics.median(values), 2), fmt(max(values), 2)
 
 
 def main() -> int:
-    try:
-        from jupyter_client import KernelManager
-    except ImportError:
-        print("bench/student.py: needs jupyter_client (pip install -r requirements-test.txt): skipped")
-        return 0
     if common.gpu_device("matmul", "%matmul --size 64 --variant naive --reps 1") is None:
         return 0
-    spec = tempfile.mkdtemp()
-    os.makedirs(f"{spec}/kernels/cudalab")
-    with open(f"{spec}/kernels/cudalab/kernel.json", "w") as f:
-        json.dump({"argv": [str(common.binary()), "-f", "{connection_file}"], "display_name": "cudalab",
-                   "language": "cuda"}, f)
-    os.environ["JUPYTER_PATH"] = spec
-    cache = tempfile.mkdtemp()
-    km = KernelManager(kernel_name="cudalab")
-    km.start_kernel(env={**os.environ, "CUDALAB_CACHE_DIR": cache})
-    kc = km.client()
-    kc.start_channels()
-    kc.wait_for_ready(60)
-    try:
+    with common.session() as kc:
+        if kc is None:
+            return 0
         cold, cached = [], []
         for i in range(10):
             c, msgs, _ = execute(kc, TILED.format(tag=f"_c{i}", counter=f"cold {i} {time.time()}") + "")
@@ -142,9 +101,6 @@ def main() -> int:
             t = {r["variant"]: r["time_ms"]["median"] for r in runs if r["m"] == size}
             rows.append((str(size), fmt(t["tiled"], 3), fmt(t["mytiled"], 3), fmt(t["mytiled"] / t["tiled"], 3)))
         print_table("A student kernel identical to `tiled` (TILE 16), timed beside it", rows, left=())
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
     return 0
 
 

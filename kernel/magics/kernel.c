@@ -288,6 +288,8 @@ static int kernel_run(magic_ctx *ctx, const json_t *params, const char *body)
     json_object_set_new(doc, "compile", json_pack("{s:O, s:f, s:b}", "options", sl.build.options, "ms", sl.build.ms,
                                                   "cached", sl.build.cached));
     json_object_set_new(doc, "warnings", json_incref(sl.build.warnings));
+    if (sl.kernel.host_runner)
+        json_object_set_new(doc, "runner", student_runner_json(&sl));
     json_object_set_new(doc, "resources", student_resources_json(&sl.build.res));
     json_object_set_new(doc, "block", json_pack("[i, i, i]", sl.kernel.block[0], sl.kernel.block[1], sl.kernel.block[2]));
     json_object_set_new(doc, "occupancy", occ_ok ? occupancy_json(&occ, dev_source) : json_null());

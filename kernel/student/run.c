@@ -154,6 +154,14 @@ void student_run_json(const student_launch *l, json_t *run)
     json_object_set_new(run, "compile", json_pack("{s:s, s:O, s:f, s:b}", "arch", l->build.arch, "options",
                                                   l->build.options, "ms", l->build.ms, "cached", l->build.cached));
     json_object_set_new(run, "resources", student_resources_json(&l->build.res));
+    if (l->kernel.host_runner)
+        json_object_set_new(run, "runner", student_runner_json(l));
+}
+
+json_t *student_runner_json(const student_launch *l)
+{
+    return json_pack("{s:f, s:b, s:b}", "ms", l->host.ms, "cached", l->host.cached, "one_process",
+                     l->host.one_process);
 }
 
 json_t *student_first_values(const json_t *params, const char *const *keys)

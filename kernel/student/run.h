@@ -77,6 +77,8 @@ void student_launch_free(student_launch *l);
 /* {"source": "student", "source_hash", "compile": {...}, "resources": {...}} merged into a run object. */
 void student_run_json(const student_launch *l, json_t *run);
 json_t *student_resources_json(const student_resources *r);
+/* The CPU runner's build of l: {"ms", "cached", "one_process"} (its host compile and link). */
+json_t *student_runner_json(const student_launch *l);
 
 /* Flags that only student kernels honour (keys, NULL-terminated: "define", and
  * "block" where built-in variants have no --block): a built-in variant runs

@@ -19,9 +19,9 @@
 #define __CUDA_ARCH__ 900
 #define CUDALAB_CPU_RUNNER 1
 
+/* no <stdint.h>: NVRTC has none, and a kernel may typedef uint64_t itself, as ours do */
 #include <math.h>
 #include <stddef.h>
-#include <stdint.h>
 #include <string.h>
 
 extern "C" {
