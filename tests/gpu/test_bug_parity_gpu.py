@@ -13,7 +13,7 @@ from bug_corpus import BUGS, Bug
 from student_session import cell
 from test_gpu import gpu_doc  # noqa: F401  (the fixture: skip or fail without a GPU)
 
-ROWS: list[tuple[str, ...]] = []
+ROWS: dict[str, tuple[str, ...]] = {}
 
 
 def first_line(text: str, limit: int = 110) -> str:
@@ -32,16 +32,17 @@ def test_bug_on_both_sides(gpu_doc, kernel, bug: Bug):
     assert c["status"] == "ok", text
     # the CPU runner, on the GPU machine
     c, text, _ = cell(kc, bug.command("--backend cpu"))
-    cpu = c["evalue"] if c["status"] == "error" else "passed"
+    cpu = c["evalue"].split("): ", 1)[-1] if c["status"] == "error" else "passed"
     assert bug.cpu in cpu + "\n".join(c.get("traceback", [])), cpu
     # a plain run on the GPU, then compute-sanitizer's four tools
     c, text, _ = cell(kc, bug.command())
-    plain = f"{c['ename']}: {first_line(c['evalue'], 80)}" if c["status"] == "error" else "check passed"
+    plain = (f"{c['ename']}: {first_line(c['evalue'].split('): ', 1)[-1], 100)}" if c["status"] == "error"
+             else "check passed")
     c, text, doc = cell(kc, bug.command("--sanitize"), timeout=600)
     tools = sanitizer_says(doc, bug.name)
     found = [f"{t}: {first_line(' '.join(r.get('findings', [])[:1]) or r['status'], 70)}"
              for t, r in tools.items() if r["status"] == "failed"]
-    ROWS.append((bug.name, bug.what, first_line(cpu, 120), "; ".join(found) or "nothing", plain))
+    ROWS[bug.name] = (bug.name, bug.what, first_line(cpu, 160), "; ".join(found) or "nothing", plain)
     if bug.gpu_tool and bug.gpu:
         r = tools.get(bug.gpu_tool, {})
         assert r.get("status") == "failed", (bug.gpu_tool, r)
@@ -54,7 +55,7 @@ def teardown_module(module) -> None:
     if not ROWS:
         return
     table = ["| bug | what | CPU runner | compute-sanitizer | plain GPU run |", "| --- | --- | --- | --- | --- |"]
-    table += ["| " + " | ".join(r) + " |" for r in ROWS]
+    table += ["| " + " | ".join(r) + " |" for r in ROWS.values()]
     text = "\n".join(table) + "\n"
     print("\n" + text)
     path = os.environ.get("CUDALAB_BUG_TABLE")
