@@ -10,8 +10,8 @@ EXPECTED_GPU or EXPECTED_CPU, chosen by the backend %device reports, with the fe
 expects in each test cell (EXPECTED_ERRORS).
 
 Each kernel has a part that needs only the compiler (it builds, with shared memory: 1 point), a part
-that runs it at small awkward sizes (2 points; on a GPU today, on the CPU runner once there is one)
-and GPU-only parts (large sizes, speed against the built-in kernel), whose test cells begin with
+that runs it at small awkward sizes (2 points; on a GPU, or on the CPU runner where there is none,
+with the same scores) and GPU-only parts (large sizes, speed against the built-in kernel), whose test cells begin with
 `%assert device.backend == 'cuda'` and so score 0, saying why, without a GPU. A family this build
 cannot take student kernels for (histo and reduce come from other branches) builds nothing: its
 parts expect 0 (expected_scores). The grading environment is grade_samples.py's, which `make grade`
@@ -60,29 +60,23 @@ EXPECTED_GPU = {
     # the release as handed out: the stubs compile, without shared memory, and compute nothing
     "nobody": {cell: 0.0 for cell in MAX_POINTS},   # 0
 }
-# Without a GPU (backend "cpu"): only the compiler runs. The builds parts score; the small sizes are
-# refused ("UsageError: mytiled is your kernel: it runs on a GPU"); the GPU-only parts fail their
-# first line.
-NO_RUNS = {cell: 0.0 for cell in MAX_POINTS if not cell.endswith("-builds")}
-EXPECTED_CPU = {
-    "alice": dict(NO_RUNS, **{"q1-builds": 1.0, "q2-builds": 1.0, "q3-builds": 1.0}),   # 3 of 13
-    "bob": dict(NO_RUNS, **{"q1-builds": 1.0, "q2-builds": 1.0, "q3-builds": 1.0}),     # 3
-    "carol": dict(NO_RUNS, **{"q1-builds": 1.0, "q2-builds": 1.0, "q3-builds": 1.0}),   # 3
-    "dave": dict(NO_RUNS, **{"q1-builds": 0.0, "q2-builds": 1.0, "q3-builds": 1.0}),    # 2
-    "erin": dict(NO_RUNS, **{"q1-builds": 1.0, "q2-builds": 1.0, "q3-builds": 1.0}),    # 3
-    "nobody": {cell: 0.0 for cell in MAX_POINTS},
-}
+# Without a GPU (backend "cpu"): the kernels run on the CPU runner, so every part but the GPU-only ones
+# scores as on a GPU, bug for bug; the GPU-only parts fail their first line (`%assert device.backend ==
+# 'cuda'`) and score 0, saying why.
+EXPECTED_CPU = {student: dict(scores, **{c: 0.0 for c in GPU_ONLY}) for student, scores in EXPECTED_GPU.items()}
 # The error each failing test cell shows (ename; a tuple: any of them), where it differs from
-# "no error". Without a GPU:
-EXPECTED_ERRORS_CPU = {
-    student: dict({c: "UsageError" for c in ("q1-small", "q2-small", "q3-small")},
-                  **{c: "AssertionError" for c in GPU_ONLY})
-    for student in EXPECTED_CPU
-}
+# "no error". Without a GPU the runner explains the same bugs: bob's missing barrier is a race on
+# shared memory, carol's missing bounds checks an access past A and C (KernelError), erin's loop ends
+# at the launch limit (TimeoutError).
+EXPECTED_ERRORS_CPU = {student: {c: "AssertionError" for c in GPU_ONLY} for student in EXPECTED_CPU}
+EXPECTED_ERRORS_CPU["bob"]["q1-small"] = "KernelError"
+EXPECTED_ERRORS_CPU["carol"]["q1-small"] = "KernelError"
+EXPECTED_ERRORS_CPU["erin"]["q1-small"] = "TimeoutError"
 # dave's kernel does not exist: a cell that names it is refused before its first line runs
-EXPECTED_ERRORS_CPU["dave"].update({"q1-builds": "LookupError", "q1-large": "UsageError", "q1-speed": "UsageError"})
-for _cell in ("q1-builds", "q2-builds", "q3-builds"):
-    EXPECTED_ERRORS_CPU["nobody"][_cell] = "AssertionError"       # compiled, with no shared memory
+EXPECTED_ERRORS_CPU["dave"].update({"q1-builds": "LookupError", "q1-small": "UsageError", "q1-large": "UsageError",
+                                    "q1-speed": "UsageError"})
+EXPECTED_ERRORS_CPU["nobody"].update({c: "AssertionError" for c in ("q1-builds", "q2-builds", "q3-builds")})
+EXPECTED_ERRORS_CPU["nobody"].update({c: "CheckError" for c in ("q1-small", "q2-small", "q3-small")})
 # On a GPU:
 _Q1_RUNS = ("q1-small", "q1-large", "q1-speed")
 EXPECTED_ERRORS_GPU = {
