@@ -1,0 +1,200 @@
+/* test_simt_report.c — the CPU runner's report in words (cpu/simt/report.c),
+ * without running anything: findings written into a launch's header as the
+ * runner writes them become the lines a student reads, elements named as the
+ * family names them (C[67][0], out[-1]), threads and blocks in as many
+ * dimensions as the launch has, the two writers in grid order whichever
+ * process found them, and the headline the first finding; and the arena's
+ * limits (cpu/simt/launch.c) refuse what the runner cannot hold, by name.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cudalab/backend.h"
+#include "../cpu/simt/simt_launch.h"
+
+#define assert_contains(hay, needle) do {                                         \
+        if (!strstr((hay), (needle)))                                             \
+            fail_msg("'%s'\n  does not contain '%s'", (hay), (needle));           \
+    } while (0)
+
+static void matmul_launch(cl_simt_launch *l)
+{
+    memset(l, 0, sizeof *l);
+    l->grid[0] = 3, l->grid[1] = 5, l->grid[2] = 1;
+    l->block[0] = 16, l->block[1] = 16, l->block[2] = 1;
+    l->nbuffers = 3;
+    const char *names[] = {"A", "B", "C"};
+    int64_t rows[] = {67, 129, 67}, cols[] = {129, 33, 33};
+    for (int i = 0; i < 3; i++) {
+        snprintf(l->buffers[i].name, sizeof l->buffers[i].name, "%s", names[i]);
+        l->buffers[i].elem_bytes = 4;
+        l->buffers[i].rows = rows[i];
+        l->buffers[i].cols = cols[i];
+        l->buffers[i].bytes = (uint64_t)(rows[i] * cols[i] * 4);
+    }
+}
+
+static cl_simt_where at(unsigned bx, unsigned by, unsigned tx, unsigned ty, unsigned line, unsigned access)
+{
+    cl_simt_where w = {.block = {bx, by, 0}, .thread = {tx, ty, 0}, .access = access, .line = line};
+    return w;
+}
+
+static void out_of_bounds_names_the_element_past_the_end(void **state)
+{
+    (void)state;
+    cl_simt_launch l;
+    matmul_launch(&l);
+    cl_simt_finding *f = &l.report.findings[CL_SIMT_OOB_GLOBAL];
+    f->count = 639;
+    f->at = at(0, 4, 0, 3, 19, CL_SIMT_WRITE);
+    f->buffer = 2;
+    f->elem = 67 * 33;
+    char text[2048], err[CL_ERR_LEN];
+    simt_explain(&l, "/nonexistent", text, sizeof text, err);
+    assert_contains(err, "out-of-bounds access: thread (0,3) of block (0,4) wrote C[67][0] at line 19, past the end "
+                         "of C (67×33)");
+    assert_contains(err, "(639 in all)");
+}
+
+static void a_vector_before_its_start(void **state)
+{
+    (void)state;
+    cl_simt_launch l;
+    memset(&l, 0, sizeof l);
+    l.grid[0] = 4, l.grid[1] = l.grid[2] = 1;
+    l.block[0] = 256, l.block[1] = l.block[2] = 1;
+    l.nbuffers = 1;
+    snprintf(l.buffers[0].name, sizeof l.buffers[0].name, "in");
+    l.buffers[0].elem_bytes = 4;
+    l.buffers[0].bytes = 1000 * 4;
+    cl_simt_finding *f = &l.report.findings[CL_SIMT_OOB_GLOBAL];
+    f->count = 1;
+    f->at = (cl_simt_where){.block = {0, 0, 0}, .thread = {0, 0, 0}, .access = CL_SIMT_READ, .line = 5};
+    f->elem = -1;
+    char text[1024], err[CL_ERR_LEN];
+    simt_explain(&l, "/nonexistent", text, sizeof text, err);
+    assert_contains(err, "thread 0 of block 0 read in[-1] at line 5, before the start of in (1000 elements)");
+    assert_null(strstr(err, "in all"));     /* one finding: no count */
+}
+
+static void two_writers_in_grid_order_and_every_kind_listed(void **state)
+{
+    (void)state;
+    cl_simt_launch l;
+    matmul_launch(&l);
+    cl_simt_finding *d = &l.report.findings[CL_SIMT_DOUBLE_WRITE];
+    d->count = 990;
+    /* found by block (0,0)'s thread: it wrote second in this run */
+    d->at = at(0, 0, 0, 1, 19, CL_SIMT_WRITE);
+    d->other = at(2, 0, 1, 0, 0, CL_SIMT_WRITE);
+    d->buffer = 2;
+    d->elem = 33;
+    cl_simt_finding *r = &l.report.findings[CL_SIMT_RACE_SHARED];
+    r->count = 5;
+    r->at = at(0, 0, 1, 0, 16, CL_SIMT_READ);
+    r->other = at(0, 0, 0, 0, 12, CL_SIMT_WRITE);
+    r->buffer = -1;
+    snprintf(r->what, sizeof r->what, "As[0][0]|raw");
+    char text[4096], err[CL_ERR_LEN];
+    simt_explain(&l, "/nonexistent", text, sizeof text, err);
+    /* the kinds in the report's order: the race first, so it is the headline */
+    assert_contains(err, "data race on shared memory: thread (1,0) of block (0,0) read As[0][0] at line 16 while "
+                         "thread (0,0) of block (0,0) had written it at line 12, with no __syncthreads() between them");
+    assert_contains(text, "two writers: thread (0,1) of block (0,0) and thread (1,0) of block (2,0) both wrote "
+                          "C[1][0] at line 19");
+    const char *nl = strchr(text, '\n');
+    assert_non_null(nl);
+    assert_non_null(strchr(nl + 1, '\n'));  /* one line per kind */
+}
+
+static void barriers_deadlocks_and_faults(void **state)
+{
+    (void)state;
+    cl_simt_launch l;
+    memset(&l, 0, sizeof l);
+    l.grid[0] = 10, l.grid[1] = l.grid[2] = 1;
+    l.block[0] = 256, l.block[1] = l.block[2] = 1;
+    l.limit_ms = 1000;
+    cl_simt_finding *b = &l.report.findings[CL_SIMT_DIVERGENT_BARRIER];
+    b->count = 1;
+    b->at.block[0] = 9;
+    snprintf(b->what, sizeof b->what, "__syncthreads() at line 12 was reached by 200 of the block's 256 threads");
+    cl_simt_finding *t = &l.report.findings[CL_SIMT_TIMEOUT];
+    t->count = 1;
+    t->at = (cl_simt_where){.block = {3, 0, 0}, .thread = {7, 0, 0}};
+    snprintf(t->what, sizeof t->what, "1000");
+    cl_simt_finding *a = &l.report.findings[CL_SIMT_ASSERT];
+    a->count = 1;
+    a->at = (cl_simt_where){.block = {1, 0, 0}, .thread = {2, 0, 0}, .line = 8};
+    snprintf(a->what, sizeof a->what, "i < n");
+    char text[4096], err[CL_ERR_LEN];
+    simt_explain(&l, "/nonexistent", text, sizeof text, err);
+    assert_contains(err, "assertion `i < n` failed in thread 2 of block 1 at line 8");
+    assert_contains(text, "launch limit: the kernel ran past 1000 ms on the CPU runner; thread 7 of block 3 was "
+                          "running");
+    assert_contains(text, "divergent barrier in block 9: __syncthreads() at line 12 was reached by 200 of the "
+                          "block's 256 threads");
+}
+
+static void arena_refuses_past_its_limit(void **state)
+{
+    (void)state;
+    simt_arena a;
+    char err[CL_ERR_LEN];
+    simt_buffer huge[2] = {{"A", CL_SIMT_MAX_ARENA, 4, CL_SIMT_IN, 0, 0}, {"B", 4096, 4, CL_SIMT_OUT, 0, 0}};
+    assert_int_equal(simt_arena_open(&a, huge, 2, err), -1);
+    assert_contains(err, "the CPU runner takes at most 1024 MiB of buffers");
+    simt_buffer small[2] = {{"x", 100, 4, CL_SIMT_IN, 0, 0}, {"y", 4096, 4, CL_SIMT_OUT, 0, 0}};
+    assert_int_equal(simt_arena_open(&a, small, 2, err), 0);
+    assert_true((unsigned char *)a.host[0] > a.base && (unsigned char *)a.host[1] > (unsigned char *)a.host[0]);
+    assert_int_equal(((uintptr_t)a.host[1] - (uintptr_t)a.host[0]) % 4096, 0);
+    memset(a.host[1], 0x7f, 4096);          /* writable, shared */
+    assert_int_equal(a.hdr->buffers[1].bytes, 4096);
+    assert_string_equal(a.hdr->buffers[0].name, "x");
+    simt_arena_close(&a);
+}
+
+static void launch_refuses_what_a_gpu_would(void **state)
+{
+    (void)state;
+    simt_arena a;
+    char err[CL_ERR_LEN], diag[256];
+    simt_buffer one = {"out", 4096, 4, CL_SIMT_OUT, 0, 0};
+    assert_int_equal(simt_arena_open(&a, &one, 1, err), 0);
+    cl_student_kernel k = {.name = "mine", .host_runner = "/nonexistent", .diagnosis = diag,
+                           .diagnosis_len = sizeof diag};
+    double ms = 0;
+    unsigned grid[3] = {1, 1, 1}, big[3] = {64, 32, 1}, ok[3] = {32, 1, 1}, many[3] = {1 << 20, 64, 1};
+    assert_int_equal(simt_launch(&a, &k, grid, big, 0, NULL, 0, &ms, err), -1);
+    assert_contains(err, "invalid configuration argument: a block of 64x32x1 threads");
+    assert_int_equal(simt_launch(&a, &k, many, ok, 0, NULL, 0, &ms, err), -1);
+    assert_contains(err, "the CPU runner runs at most 16777216 threads");
+    assert_int_equal(simt_launch(&a, &k, grid, ok, 1u << 20, NULL, 0, &ms, err), -1);
+    assert_contains(err, "too much shared memory");
+    assert_int_equal(simt_launch(&a, &k, grid, ok, 0, NULL, 0, &ms, err), -1);
+    assert_contains(err, "cannot run the CPU runner /nonexistent");
+    k.host_runner = NULL;
+    assert_int_equal(simt_launch(&a, &k, grid, ok, 0, NULL, 0, &ms, err), -1);
+    assert_contains(err, "mine was not built for the CPU runner");
+    simt_arena_close(&a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(out_of_bounds_names_the_element_past_the_end),
+        cmocka_unit_test(a_vector_before_its_start),
+        cmocka_unit_test(two_writers_in_grid_order_and_every_kind_listed),
+        cmocka_unit_test(barriers_deadlocks_and_faults),
+        cmocka_unit_test(arena_refuses_past_its_limit),
+        cmocka_unit_test(launch_refuses_what_a_gpu_would),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
