@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import re
 
+import jsonschema
 import pytest
 
-from conftest import cell, compiled
+from conftest import cell, compiled, load_schema
 
 H = "%%kernel --for coalesce --name {name}\n"
 SIG = "(const float *in, float *out, unsigned long long n, unsigned long long stride)"
@@ -66,6 +67,7 @@ def test_plain_and_strided_copies_pass(kc):
         assert doc["check"]["passed"] is True and doc["quick_check"].startswith("%coalesce --size 100003 --stride 7")
     c, _, doc = cell(kc, "%coalesce --size 1001 --stride 1,7,32 --variant stride,mycopy,mystrided --reps 1 --warmup 0")
     assert c["status"] == "ok", c
+    jsonschema.validate(doc, load_schema("coalesce"))     # a student's run is a run like ours
     assert len(doc["runs"]) == 9
     for r in doc["runs"]:
         assert r["backend"] == "cpu" and r["check"]["passed"] is True and r["check"]["mismatches"] == 0, r

@@ -9,9 +9,10 @@ CheckError naming the first wrong pixel as Pout[row][col]; a 3D shape is refused
 holds the picture kernel's run too. NVRTC and g++ are needed (the tests are skipped without NVRTC)."""
 from __future__ import annotations
 
+import jsonschema
 import pytest
 
-from conftest import cell, compiled
+from conftest import cell, compiled, load_schema
 
 H = "%%kernel --for grid --name {name}\n"
 # line 1 is the %%kernel line: the kernel's lines are numbered from 2, as the cell shows them
@@ -62,6 +63,7 @@ def test_correct_kernel_passes_on_the_plan(kc):
                               ("--data 1000 --block 256", [256, 1, 1], [4, 1, 1])]:
         c, _, doc = cell(kc, f"%grid {line} --variant map,mypic --reps 1")
         assert c["status"] == "ok", c
+        jsonschema.validate(doc, load_schema("grid"))     # a student's run is a run like ours
         assert doc["block"] == block and doc["grid"] == grid, doc
         assert [r["variant"] for r in doc["runs"]] == ["map", "mypic"]
         mine = doc["runs"][1]

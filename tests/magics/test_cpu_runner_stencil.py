@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import re
 
+import jsonschema
 import pytest
 
-from conftest import cell, compiled
+from conftest import cell, compiled, load_schema
 
 H1 = "%%kernel --for stencil --name {name}\n"
 H2 = "%%kernel --for stencil --dim 2 --name {name}\n"
@@ -130,6 +131,7 @@ def test_correct_kernels_pass(kc):
                                                                   ("mystencil", 17)]
     for r in doc["runs"]:
         assert r["backend"] == "cpu" and r["check"]["passed"] is True and r["check"]["mismatches"] == 0, r
+    jsonschema.validate(doc, load_schema("stencil"))     # a student's run is a run like ours
     mine = doc["runs"][1]
     assert mine["source"] == "student" and mine["impl"].startswith("your kernel mystencil on the CPU runner")
     assert mine["launch"]["grid"] == [4, 1, 1] and mine["launch"]["block"] == [256, 1, 1]
