@@ -4,13 +4,21 @@
  * fastest) and applies the same index formulas and bounds check as the
  * kernel in cuda/grid.cu, adding one to each visited element's counter.
  * Each rep is timed with the monotonic clock around the mapping only.
+ *
+ * A student's picture kernel (a->student) runs on the CPU runner of the CUDA
+ * model (cpu/simt/) with the GPU's launch: Pin and Pout (Pout[row][col]) in
+ * an arena, the grid the plan computes from its block (--grid overrides),
+ * Pout NaN-filled before every launch and copied back for the host's check.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <math.h>
+
 #include "common/cpu_common.h"
 #include "cudalab/grid.h"
+#include "simt/simt_launch.h"
 
 #define GRID_CPU_MAX_THREADS 16
 
@@ -51,13 +59,59 @@ static uint64_t map_once(const cl_grid_args *a, uint32_t *count, int nthreads)
     return l.idle;
 }
 
+/* ---- a student's picture kernel, on the CPU runner ---- */
+
+static void pout_sentinel(simt_arena *ar, void *ctx)
+{
+    uint64_t n = *(const uint64_t *)ctx;
+    float *pout = ar->host[1];
+    for (uint64_t i = 0; i < n; i++)
+        pout[i] = NAN;              /* each launch must write every pixel again */
+}
+
+/* As the CUDA side (cuda/grid.cu): the picture cl_uniform(seed, i), the grid
+ * ceil(width/block.x) x ceil(height/block.y) of the kernel's block. */
+static int cpu_grid_picture(const cl_grid_args *a, cl_grid_result *out, char *err)
+{
+    const cl_student_kernel *k = a->student;
+    if (a->data[2] > 1 || a->data[0] > INT32_MAX || a->data[1] > INT32_MAX) {
+        snprintf(err, CL_ERR_LEN, "%s takes a 2D picture of int width and height", k->name);
+        return -1;
+    }
+    int64_t width = a->data[0], height = a->data[1];
+    uint64_t n = (uint64_t)width * (uint64_t)height;
+    simt_buffer bufs[2] = {
+        { "Pin", n * 4, 4, CL_SIMT_IN, height, width },
+        { "Pout", n * 4, 4, CL_SIMT_OUT | CL_SIMT_ONE_WRITER, height, width },
+    };
+    simt_arena ar;
+    if (simt_arena_open(&ar, bufs, 2, err) != 0)
+        return -1;
+    float *pin = ar.host[0];
+    for (uint64_t i = 0; i < n; i++)
+        pin[i] = cl_uniform(a->seed, i);
+    unsigned block[3];
+    simt_student_block(k, block);
+    unsigned rule[3] = { (unsigned)(((uint64_t)width + block[0] - 1) / block[0]),
+                         (unsigned)(((uint64_t)height + block[1] - 1) / block[1]), 1 };
+    cl_simt_arg args[4] = {
+        { CL_SIMT_ARG_BUFFER, 0, { 0 } }, { CL_SIMT_ARG_BUFFER, 1, { 0 } },
+        { CL_SIMT_ARG_I32, 0, { .i32 = (int32_t)width } }, { CL_SIMT_ARG_I32, 0, { .i32 = (int32_t)height } },
+    };
+    int rc = simt_run_student(&ar, k, rule, k->dyn_smem, args, 4, a->reps, pout_sentinel, &n, &out->times,
+                              &out->launch, err);
+    if (rc == 0 && a->pout)
+        memcpy(a->pout, ar.host[1], n * sizeof(float));
+    simt_arena_close(&ar);
+    snprintf(out->impl, sizeof out->impl, "your kernel %s on %s", k->name, SIMT_CONFIG);
+    return rc;
+}
+
 static int cpu_grid_run(const cl_grid_args *a, cl_grid_result *out, char *err)
 {
     memset(out, 0, sizeof *out);
-    if (a->student) {
-        snprintf(err, CL_ERR_LEN, "the CPU backend runs no students' kernels (they need a GPU)");
-        return -1;
-    }
+    if (a->student)
+        return cpu_grid_picture(a, out, err);
     uint64_t n = (uint64_t)(a->data[0] * a->data[1] * a->data[2]);
     int64_t nblocks = a->grid[0] * a->grid[1] * a->grid[2];
     uint32_t *count = malloc(n * sizeof *count);
@@ -98,5 +152,5 @@ static int cpu_grid_run(const cl_grid_args *a, cl_grid_result *out, char *err)
     return 0;
 }
 
-/* runs_student false: students' kernels need the CPU runner of the CUDA execution model (to come) */
-const cl_grid_ops cl_cpu_grid_ops = {cpu_grid_run, false};
+/* runs_student: the picture kernel on the CPU runner of the CUDA model (cpu/simt/) */
+const cl_grid_ops cl_cpu_grid_ops = {cpu_grid_run, true};

@@ -13,6 +13,11 @@
  * or, when that would cost more than CL_STENCIL_CHECK_BUDGET multiply-adds, every
  * element within 2 halo widths of the array's edges plus every s-th element
  * (s odd, so the sample walks through every position inside a block).
+ *
+ * A student's kernel (CL_VARIANT_STUDENT) runs on the CPU runner of the CUDA
+ * model (cpu/simt/) with the GPU's launch: in, out and w in an arena, the
+ * launch rule's grid, the tile with its halo as dynamic shared memory unless
+ * --smem, out NaN-filled before every launch.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -22,6 +27,7 @@
 
 #include "common/cpu_common.h"
 #include "cudalab/stencil.h"
+#include "simt/simt_launch.h"
 
 /* ---- one output element, straight from the input (naive and reference) ---- */
 
@@ -147,6 +153,67 @@ static uint64_t blocks_y(const cl_stencil_args *a)
     return a->dim == 1 ? 1 : (a->ny + (uint64_t)a->block[1] - 1) / (uint64_t)a->block[1];
 }
 
+/* ---- a student's kernel, on the CPU runner ---- */
+
+static void out_sentinel(simt_arena *ar, void *ctx)
+{
+    uint64_t n = *(const uint64_t *)ctx;
+    float *out = ar->host[1];
+    for (uint64_t i = 0; i < n; i++)
+        out[i] = NAN;               /* each launch must write all of out again */
+}
+
+/* As the CUDA side (cuda/stencil.cu): in, out and w named as the signature
+ * names them (2D: out[row][col]), the grid by the launch rule (1D: one thread
+ * per output whatever the block's shape; --grid overrides), the block's tile
+ * with its halo unless --smem. */
+static int cpu_stencil_student(const cl_stencil_args *a, float *host_out, cl_stencil_result *res, char *err)
+{
+    const cl_student_kernel *k = a->student;
+    uint64_t n = a->nx * a->ny;
+    size_t nw = a->dim == 1 ? (size_t)a->k : (size_t)a->k * a->k;
+    if (a->nx > INT32_MAX || a->ny > INT32_MAX) {
+        snprintf(err, CL_ERR_LEN, "%s takes int sizes: at most %d elements a row", k->name, INT32_MAX);
+        return -1;
+    }
+    int64_t rows = a->dim == 2 ? (int64_t)a->ny : 0, cols = a->dim == 2 ? (int64_t)a->nx : 0;
+    simt_buffer bufs[3] = {
+        { "in", n * 4, 4, CL_SIMT_IN, rows, cols },
+        { "out", n * 4, 4, CL_SIMT_OUT | CL_SIMT_ONE_WRITER, rows, cols },
+        { "w", nw * 4, 4, CL_SIMT_IN, 0, 0 },
+    };
+    simt_arena ar;
+    if (simt_arena_open(&ar, bufs, 3, err) != 0)
+        return -1;
+    float *in = ar.host[0];
+    for (uint64_t i = 0; i < n; i++)
+        in[i] = cl_uniform(a->seed, i);
+    memcpy(ar.host[2], a->weights, nw * sizeof(float));
+    unsigned block[3];
+    simt_student_block(k, block);
+    uint64_t threads = (uint64_t)block[0] * block[1] * block[2];
+    uint64_t gx = a->dim == 1 ? (a->nx + threads - 1) / threads : (a->nx + block[0] - 1) / block[0];
+    uint64_t gy = a->dim == 1 ? 1 : (a->ny + block[1] - 1) / block[1];
+    unsigned rule[3] = { gx > UINT32_MAX ? UINT32_MAX : (unsigned)gx, gy > UINT32_MAX ? UINT32_MAX : (unsigned)gy, 1 };
+    int tile_block[2] = { (int)block[0], (int)block[1] };
+    size_t smem = k->dyn_smem_given ? k->dyn_smem : cl_stencil_student_smem(a->dim, a->radius, tile_block);
+    cl_simt_arg args[6] = {
+        { CL_SIMT_ARG_BUFFER, 0, { 0 } }, { CL_SIMT_ARG_BUFFER, 1, { 0 } }, { CL_SIMT_ARG_BUFFER, 2, { 0 } },
+    };
+    int nargs = 3;
+    args[nargs++] = (cl_simt_arg){ CL_SIMT_ARG_I32, 0, { .i32 = (int32_t)a->nx } };
+    if (a->dim == 2)
+        args[nargs++] = (cl_simt_arg){ CL_SIMT_ARG_I32, 0, { .i32 = (int32_t)a->ny } };
+    args[nargs++] = (cl_simt_arg){ CL_SIMT_ARG_I32, 0, { .i32 = a->radius } };
+    int rc = simt_run_student(&ar, k, rule, smem, args, nargs, a->reps, out_sentinel, &n, &res->times,
+                              &res->launch, err);
+    if (rc == 0 && host_out)
+        memcpy(host_out, ar.host[1], n * sizeof(float));
+    simt_arena_close(&ar);
+    snprintf(res->impl, sizeof res->impl, "your kernel %s on %s", k->name, SIMT_CONFIG);
+    return rc;
+}
+
 /* One launch: host threads take the blocks round-robin. */
 static void launch(int v, const cl_stencil_args *a, const float *in, float *out, float *tiles, size_t tile_len)
 {
@@ -161,8 +228,10 @@ static void launch(int v, const cl_stencil_args *a, const float *in, float *out,
 static int cpu_stencil_run(int v, const cl_stencil_args *a, float *host_out, cl_stencil_result *res, char *err)
 {
     memset(res, 0, sizeof *res);
+    if (v == CL_VARIANT_STUDENT && a->student)
+        return cpu_stencil_student(a, host_out, res, err);
     if (v < 0 || v >= CL_STENCIL_NVARIANTS) {
-        snprintf(err, CL_ERR_LEN, "the CPU backend has no stencil variant %d (students' kernels need a GPU)", v);
+        snprintf(err, CL_ERR_LEN, "the CPU backend has no stencil variant %d", v);
         return -1;
     }
     uint64_t n = a->nx * a->ny;
@@ -290,4 +359,5 @@ int cl_stencil_verify(const cl_stencil_args *a, const float *out, cl_stencil_che
     return 0;
 }
 
-const cl_stencil_ops cl_cpu_stencil_ops = {cpu_stencil_run, cpu_stencil_overhead, false};
+/* runs_student: on the CPU runner of the CUDA model (cpu/simt/) */
+const cl_stencil_ops cl_cpu_stencil_ops = {cpu_stencil_run, cpu_stencil_overhead, true};

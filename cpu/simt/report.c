@@ -286,8 +286,11 @@ static void explain_one(out *o, const cl_simt_launch *l, int kind, const cl_simt
         if (b)
             element(o, b, f->elem);
         at_line(o, line);
-        say(o, ": each element has one thread; a thread past the last column writes into the next row (check the "
-               "column against its bound too)");
+        if (b && b->rows > 0 && b->cols > 0)
+            say(o, ": each element has one thread; a thread past the last column writes into the next row (check "
+                   "the column against its bound too)");
+        else
+            say(o, ": each element has one writing thread (check the index each thread writes)");
         break;
     }
     case CL_SIMT_UNINIT_SHARED:
@@ -296,7 +299,7 @@ static void explain_one(out *o, const cl_simt_launch *l, int kind, const cl_simt
         say(o, " %s %s", verb(f->at.access), f->what);
         at_line(o, line);
         say(o, " before any thread of the block wrote it (shared memory starts with whatever the last block "
-               "left: write every element, zero where the tile leaves the matrix)");
+               "left: write every element the block reads, with a zero or a ghost value where the data ends)");
         break;
     case CL_SIMT_DIVERGENT_BARRIER:
         say(o, "divergent barrier in block ");
@@ -328,7 +331,8 @@ static void explain_one(out *o, const cl_simt_launch *l, int kind, const cl_simt
             say(o, " at line %d", line);
         else
             say(o, " running");
-        say(o, " (an endless loop, or a thread waiting for another that never comes?)");
+        say(o, " (an endless loop, a thread waiting for another that never comes, or more work than the CPU "
+               "runner does in that time: a smaller size?)");
         break;
     case CL_SIMT_SYSCALL:
         say(o, "the kernel made a system call the CPU runner forbids (number %s): device code has no files, "

@@ -36,8 +36,10 @@ static double runs_of(const json_t *point)
 
 double host_work_runner_share(const json_t *point)
 {
-    double runs = runs_of(point);
-    return runs > CL_SIMT_MAX_REPS ? CL_SIMT_MAX_REPS / runs : 1.0;
+    const json_t *reps = json_object_get(point, "reps");
+    double runs = runs_of(point), r = json_is_integer(reps) ? (double)json_integer_value(reps) : 1;
+    double launches = r < 1 ? 1 : r > CL_SIMT_MAX_REPS ? CL_SIMT_MAX_REPS : r;
+    return runs > 0 ? launches / runs : launches;
 }
 
 double host_work_cores(void)

@@ -72,8 +72,8 @@ typedef struct host_work {
 } host_work;
 
 /* The CPU runner's launches per counted run of a point: it launches a
- * student's kernel at most CL_SIMT_MAX_REPS times whatever --reps and --warmup
- * say (cpu/simt/simt_launch.h), while the framework counts reps + warmup. */
+ * student's kernel min(--reps, CL_SIMT_MAX_REPS) times with no warm-up
+ * (cudalab/simt.h), while the framework counts --reps + --warmup runs. */
 double host_work_runner_share(const json_t *point);
 
 /* One point's host work: point has scalars only; user is the sweep's. */

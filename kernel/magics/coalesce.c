@@ -449,6 +449,10 @@ static const struct { double stride, per_core; } co_rates[] = {
 #define CO_NRATES (sizeof co_rates / sizeof co_rates[0])
 #define CO_RATE_INPUT 2e8           /* floats generated, per core */
 #define CO_RATE_CHECK 6e8           /* floats regenerated and compared, one thread */
+/* A student's copy on the CPU runner (cpu/simt/), every access checked: about
+ * 0.08 us a thread per core on the same host, at any stride (2^20 and 2^22
+ * floats, strides 1 and 32); min(reps, CL_SIMT_MAX_REPS) launches, no warm-up. */
+#define CO_RATE_RUNNER 1.2e7        /* threads of a student's copy, per core */
 
 static double copy_rate(double stride)
 {
@@ -469,7 +473,14 @@ static host_work co_host_work(magic_ctx *ctx, const json_t *pt, void *user)
     if (!point_runs(env, pt, point_args(env, pt, &a)))
         return w;
     double cores = host_work_cores(), rate = copy_rate((double)a.stride);
-    if (strcmp(ctx->backend->name, "cpu") == 0) {
+    const char *name = json_string_value(json_object_get(pt, "variant"));
+    bool student = name && family_builtin(&coalesce_family, name) < 0;
+    if (strcmp(ctx->backend->name, "cpu") == 0 && student) {
+        w.run = (double)cl_coalesce_threads(a.n, a.stride) * host_work_runner_share(pt);
+        w.run_rate = CO_RATE_RUNNER * cores;
+        w.setup = (double)a.n;
+        w.setup_rate = CO_RATE_INPUT;       /* the arena's input, on one thread */
+    } else if (strcmp(ctx->backend->name, "cpu") == 0) {
         w.run = (double)a.n;
         w.run_rate = rate * cores;
         w.setup = (double)a.n;

@@ -252,10 +252,34 @@ static host_work grid_host_work(magic_ctx *ctx, const json_t *point, void *user)
     return w;
 }
 
-/* --run, held to the host-work limit: one point, the data's shape as typed. */
-static int check_host_work(magic_ctx *ctx, const json_t *params, const cl_grid_plan *p)
+/* A student's picture kernel on the CPU runner (cpu/simt/), every access
+ * checked: about 0.08 us a thread per core on the same host (1024x1024 and
+ * 2048x2048 pixels in blocks of 16x16), min(reps, CL_SIMT_MAX_REPS) launches
+ * with no warm-up; Pin is generated and Pout checked on one thread. */
+#define GRID_RATE_RUNNER 1.2e7      /* threads of a student's launch, per core */
+#define GRID_RATE_PICTURE 2e8       /* pixels generated, or regenerated and compared, one thread */
+
+static host_work picture_host_work(magic_ctx *ctx, const json_t *point, void *user)
 {
-    static const sweep_spec grid_work = {.magic = "grid", .host_work = grid_host_work, .size_flag = "data"};
+    const cl_grid_plan *p = user;
+    host_work w = {0};
+    if (strcmp(ctx->backend->name, "cpu") != 0)
+        return w;
+    w.run = (double)p->threads * host_work_runner_share(point);
+    w.run_rate = GRID_RATE_RUNNER * host_work_cores();
+    w.setup = (double)p->elements;
+    w.setup_rate = GRID_RATE_PICTURE;
+    w.check = (double)p->elements;
+    w.check_rate = GRID_RATE_PICTURE;
+    return w;
+}
+
+/* --run (the mapping: grid_host_work) or a student's picture kernel
+ * (picture_host_work), held to the host-work limit: one point, the data's
+ * shape as typed. */
+static int check_host_work(magic_ctx *ctx, const json_t *params, const cl_grid_plan *p, host_work_fn fn)
+{
+    const sweep_spec grid_work = {.magic = "grid", .host_work = fn, .size_flag = "data"};
     char shape[128];
     dims_str(p->data, p->dims, shape, sizeof shape);
     json_t *point = json_pack("{s:s, s:O, s:O, s:O}", "data", shape, "reps", json_object_get(params, "reps"),
@@ -283,7 +307,7 @@ static int run_mapping(magic_ctx *ctx, const json_t *params, const cl_grid_plan 
     if (p->elements > (INT64_MAX >> 3))     /* free memory unknown, and no memory holds that */
         return magic_error(ctx, "MemoryError", "--run: a count array of %lld elements (4 bytes each) "
                            "fits in no memory", (long long)p->elements);
-    if (check_host_work(ctx, params, p) != 0)
+    if (check_host_work(ctx, params, p, grid_host_work) != 0)
         return -1;
     cl_grid_args a = {.seed = (uint64_t)json_integer_value(json_object_get(params, "seed")),
                       .reps = (int)json_integer_value(json_object_get(params, "reps")),
@@ -359,7 +383,7 @@ static int run_picture(magic_ctx *ctx, const json_t *params, const cl_grid_plan 
     char fit[64];
     snprintf(fit, sizeof fit, "largest picture that fits: %.0f pixels", (double)free_mem / 8.0);
     mem_need need = {"--data", "Pin and Pout, 4 bytes a pixel each", "device", 8.0 * (double)n, (double)free_mem, fit};
-    if (magic_memory_fit(ctx, &need) != 0)
+    if (magic_memory_fit(ctx, &need) != 0 || check_host_work(ctx, params, p, picture_host_work) != 0)
         return -1;
     float *pout = malloc(n * sizeof *pout);
     cl_grid_result *r = calloc(1, sizeof *r);

@@ -94,10 +94,11 @@ static int kernel_attach(magic_ctx *ctx, const command *cmd, json_t **kernels)
 
 static void kernel_settled(const command *cmd, const char *ename)
 {
-    /* compiled: kept even when its quick check failed or faulted, so that the
-     * student can run and debug it */
+    /* compiled: kept even when its quick check failed or faulted (on a GPU, or
+     * found wrong by the CPU runner: KernelError), so that the student can run
+     * and debug it */
     bool compiled = !ename || strcmp(ename, "CheckError") == 0 || strcmp(ename, "CudaError") == 0 ||
-                    strcmp(ename, "TimeoutError") == 0;
+                    strcmp(ename, "TimeoutError") == 0 || strcmp(ename, "KernelError") == 0;
     magic_ctx quiet = {0};
     char name[128];
     const family_spec *f = family_of(&quiet, cmd->params);

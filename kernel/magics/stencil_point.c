@@ -217,6 +217,14 @@ static const char *point_args(const st_env *env, const json_t *pt, cl_stencil_ar
 #define ST_RATE_RUN 2.9e8           /* multiply-adds of a rep, per core */
 #define ST_RATE_INPUT 2e8           /* elements generated, one thread */
 #define ST_RATE_CHECK 3e8           /* multiply-adds of the reference, per core */
+/* A student's kernel on the CPU runner (cpu/simt/), every access checked:
+ * about 0.2 us an output and 0.02 us a term per core on the same host (the
+ * slower of the lecture's naive and shared-memory tiled kernels at 2^22
+ * outputs with R = 1 and 16, and 2048x2048 with gauss5), in the unit of a
+ * rep: terms + ST_RUNNER_OUTPUT per output. The runner launches
+ * min(reps, CL_SIMT_MAX_REPS) times, with no warm-up. */
+#define ST_RATE_RUNNER 5e7          /* units of a student's rep, per core */
+#define ST_RUNNER_OUTPUT 10.0       /* an output's own cost, in terms */
 
 host_work st_host_work(magic_ctx *ctx, const json_t *pt, void *user)
 {
@@ -227,7 +235,14 @@ host_work st_host_work(magic_ctx *ctx, const json_t *pt, void *user)
     point_args(env, pt, &a, weights);
     double n = (double)a.nx * (double)a.ny, terms = env->dim == 1 ? a.k : (double)a.k * a.k;
     double cores = host_work_cores();
-    if (strcmp(env->backend->name, "cpu") == 0) {
+    const char *name = json_string_value(json_object_get(pt, "variant"));
+    bool student = name && family_builtin(&stencil_family, name) < 0;
+    if (strcmp(env->backend->name, "cpu") == 0 && student) {
+        w.run = n * (terms + ST_RUNNER_OUTPUT) * host_work_runner_share(pt);
+        w.run_rate = ST_RATE_RUNNER * cores;
+        w.setup = n;
+        w.setup_rate = ST_RATE_INPUT;
+    } else if (strcmp(env->backend->name, "cpu") == 0) {
         w.run = n * (terms + 2);
         w.run_rate = ST_RATE_RUN * cores;
         w.setup = n;

@@ -2,10 +2,11 @@
 kernel with NVRTC and reports it; a wrong signature names the expected one (n and stride are unsigned
 long long); a kernel may not take a traversal's name; %help kernel and %help coalesce show the
 signature, the launch and the quick check; --variant takes the kernel beside ours (stride, or row and
-col under --layout), and the CPU backend refuses to run it with the one clear message while ours still
-run; --show-source stride --as-kernel makes the lecture's strided copy a %%kernel cell in the student
-signature. NVRTC is part of the CUDA toolkit: without it the compile tests are skipped, the parsing and
-refusal tests still run. tests/gpu/test_student_coalesce_gpu.py runs the kernels."""
+col under --layout), and the CPU backend runs it on the CPU runner (its findings:
+tests/magics/test_cpu_runner_coalesce.py); --show-source stride --as-kernel makes the lecture's strided
+copy a %%kernel cell in the student signature. NVRTC is part of the CUDA toolkit: without it the compile
+tests are skipped, the parsing tests still run. tests/gpu/test_student_coalesce_gpu.py runs the kernels
+on a GPU."""
 from __future__ import annotations
 
 import pytest
@@ -37,9 +38,9 @@ def test_compiles_and_reports(kc):
     assert c["status"] == "ok", c
     assert doc["for"] == "coalesce" and doc["name"] == "mycopy" and doc["block"] == [256, 1, 1]
     assert doc["source"] == "student" and len(doc["source_hash"]) == 64 and doc["resources"]["registers"] > 0
-    # no GPU: the quick check says why it did not run, and how to run the kernel
-    assert doc["check"]["passed"] is None and "cpu backend" in doc["check"]["method"]
-    assert doc["quick_check"] is None and "%coalesce --variant mycopy" in text
+    # no GPU: the quick check runs on the CPU runner
+    assert doc["check"]["passed"] is True and doc["check"]["never_written"] == 0
+    assert doc["quick_check"].startswith("%coalesce --size 100003 --stride 7") and "%coalesce --variant mycopy" in text
     c, text, doc = cell(kc, "%kernels")
     assert c["status"] == "ok" and [(k["name"], k["for"]) for k in doc["kernels"]] == [("mycopy", "coalesce")]
 
@@ -98,17 +99,27 @@ def test_default_runs_ours_unchanged(kc):
     assert c["status"] == "ok" and [r["variant"] for r in doc["runs"]] == ["row", "col"], c
 
 
-@pytest.mark.parametrize("line", [
-    "%coalesce --size 1000 --stride 1,32 --variant stride,mycopy --reps 1 --warmup 0",
-    "%coalesce --size 1000 --variant mycopy --reps 1 --warmup 0",
-    "%coalesce --layout row,col --rows 20 --cols 9 --variant row,col,mycopy --reps 1 --warmup 0",
+@pytest.mark.parametrize("line, runs", [
+    ("%coalesce --size 1000 --stride 1,32 --variant stride,mycopy --reps 1 --warmup 0",
+     [("stride", 1), ("mycopy", 1), ("stride", 32), ("mycopy", 32)]),
+    ("%coalesce --size 1000 --variant mycopy --reps 1 --warmup 0",
+     [("mycopy", s) for s in (1, 2, 4, 8, 16, 32)]),
+    ("%coalesce --layout row,col --rows 20 --cols 9 --variant row,col,mycopy --reps 1 --warmup 0",
+     [("row", 1), ("mycopy", 1), ("col", 9), ("mycopy", 9)]),
 ])
-def test_cpu_backend_refuses_to_run_a_student_kernel(kc, line):
+def test_cpu_backend_runs_a_student_kernel(kc, line, runs):
     assert compiled(kc, COPY)[0]["status"] == "ok"
     c, _, doc = cell(kc, line)
-    assert c["status"] == "error" and c["ename"] == "UsageError", c
-    assert "mycopy is your kernel: it runs on a GPU" in c["evalue"] and "cpu backend" in c["evalue"], c
-    assert doc is None
+    assert c["status"] == "ok", c
+    assert [(r["variant"], r["stride"]) for r in doc["runs"]] == runs
+    for r in doc["runs"]:
+        assert r["backend"] == "cpu" and r["check"]["passed"] is True and r["check"]["mismatches"] == 0, r
+        if r["variant"] == "mycopy":
+            assert r["source"] == "student" and r["impl"].startswith("your kernel mycopy on the CPU runner")
+            assert r["check"]["never_written"] == 0 and r["block"] == 256
+            # launched as ours: ceil(n/stride)*stride threads in blocks of 256
+            n, stride = r["size"], r["stride"]
+            assert r["launch"]["grid"] == [-(-(-(-n // stride) * stride) // 256), 1, 1], r
     # `all` never includes a student's kernel, and ours still run
     all_line = line.replace("stride,mycopy", "all").replace("row,col,mycopy", "all").replace("mycopy", "all")
     c, _, doc = cell(kc, all_line)

@@ -243,6 +243,11 @@ static void shared_elem_name(const shvar *v, int64_t e, char *buf, size_t len)
 
 static void shared_decl(const shvar *v, char *buf, size_t len)
 {
+    if (v == &vars[MAX_SHARED_VARS]) {
+        snprintf(buf, len, "extern %s[] (%u elements: the launch's dynamic shared memory, --smem)", v->name,
+                 v->dims[0]);
+        return;
+    }
     int n = snprintf(buf, len, "%s", v->name);
     for (int i = 0; i < v->ndims && n < (int)len; i++)
         n += snprintf(buf + n, len - (size_t)n, "[%u]", v->dims[i]);
@@ -251,7 +256,7 @@ static void shared_decl(const shvar *v, char *buf, size_t len)
 static void shared_oob(uintptr_t a, uint32_t how, uint64_t pc)
 {
     const shvar *v = shared_var_near(a);
-    char el[64] = "?", decl[64] = "?";
+    char el[64] = "?", decl[120] = "?";
     int64_t e = 0;
     if (v) {
         e = ((int64_t)a - (int64_t)v->lo) / (int64_t)v->elem;
