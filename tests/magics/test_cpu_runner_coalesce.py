@@ -108,7 +108,7 @@ def test_two_threads_writing_one_element(kc):
     compiled(kc, TWO)
     c, _, _ = cell(kc, "%coalesce --size 1000 --stride 1 --variant two --reps 1 --warmup 0")
     runner_error(c, "%coalesce --size 1000 --stride 1",
-                 "two writers: thread 1 of block 0 and thread 0 of block 0 both wrote out[1] at line 4")
+                 "two writers: thread 0 of block 0 and thread 1 of block 0 both wrote out[1] at line 4")
     assert "(999 in all)" in c["evalue"], c
 
 

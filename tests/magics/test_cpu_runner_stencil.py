@@ -209,14 +209,14 @@ def test_tile_index_past_the_dynamic_shared_array(kc):
     c, _, _ = cell(kc, RUN.format(name="past"))
     runner_error(c, "%stencil --size 1000 --radius 3",
                  "out-of-bounds shared memory: thread 255 of block 0 read tile[262] at line 15, outside __shared__ "
-                 "tile[262]")
+                 "tile[] (extern: 262 elements, the launch's dynamic shared memory, --smem)")
     # --smem sizes the dynamic shared memory: too small for the tile, the correct kernel's fill overruns it
     tiled = cell(kc, "%stencil --show-source tiled --as-kernel")[2]["kernel_cell"]
     assert compiled(kc, tiled)[0]["status"] == "ok"
     c, _, _ = cell(kc, RUN.format(name="mytiled") + " --smem 512")
     runner_error(c, "%stencil --size 1000 --radius 3",
                  "out-of-bounds shared memory: thread 0 of block 0 wrote tile[256] at line 13, outside "
-                 "__shared__ tile[128]")      # its second slot (s = t + B): the first thread to overrun
+                 "__shared__ tile[] (extern: 128 elements, the launch's dynamic shared memory, --smem)")      # its second slot (s = t + B): the first thread to overrun
 
 
 def test_2d_without_the_column_bound_writes_into_the_next_row(kc):

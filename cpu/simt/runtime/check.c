@@ -244,7 +244,7 @@ static void shared_elem_name(const shvar *v, int64_t e, char *buf, size_t len)
 static void shared_decl(const shvar *v, char *buf, size_t len)
 {
     if (v == &vars[MAX_SHARED_VARS]) {
-        snprintf(buf, len, "extern %s[] (%u elements: the launch's dynamic shared memory, --smem)", v->name,
+        snprintf(buf, len, "%s[] (extern: %u elements, the launch's dynamic shared memory, --smem)", v->name,
                  v->dims[0]);
         return;
     }
