@@ -6,6 +6,14 @@
  * Like the GPU runner it flushes the caches between reps (a write over twice
  * the last-level cache) and counts zeroing the output histogram as part of
  * the work, so the two backends' numbers mean the same thing.
+ *
+ * A student's kernel (CL_VARIANT_STUDENT) runs on the CPU runner of the CUDA
+ * model (cpu/simt/): data read-only, exactly the 7 letter bins (a write past
+ * them is the runner's finding), zeroed before every launch as on a GPU, and
+ * many writers per bin (atomics: a plain ++ from two threads is named as the
+ * lost update); its grid is --grid, else 4 blocks per host core, as the
+ * analogues' (a GPU's is SMs x resident blocks); at most CL_SIMT_MAX_REPS
+ * launches.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +23,7 @@
 #include "common/cpu_common.h"
 #include "cudalab/backend.h"
 #include "histo_cpu.h"
+#include "simt/simt_launch.h"
 
 #define MAX_LOGICAL_THREADS (1ull << 26)
 #define FLUSH_DEFAULT (32u << 20)
@@ -110,8 +119,66 @@ static void describe(const cl_histo_args *a, const cpu_histo *h, int nthreads, c
     r->launch = cl_launch_2d((uint64_t)h->grid, 1, h->block, 1, analogue_private_bytes(a->variant, h), 1);
 }
 
+/* ---- a student's kernel, on the CPU runner ---- */
+
+static void zero_bins(simt_arena *ar, void *ctx)
+{
+    memset(ar->host[1], 0, *(const size_t *)ctx);
+}
+
+static int cpu_histo_student(const cl_histo_args *a, cl_histo_result *r, char *err)
+{
+    const cl_student_kernel *k = a->student;
+    if (!k || a->reps < 1 || a->reps > CL_MAX_REPS || a->n < 1 || a->n > CL_HISTO_MAX_SIZE ||
+        a->mode != CL_HISTO_LETTERS || a->width != CL_HISTO_STUDENT_WIDTH) {
+        snprintf(err, CL_ERR_LEN, "a student's histogram counts the letter bins of width %d: bad run (%llu bytes)",
+                 CL_HISTO_STUDENT_WIDTH, (unsigned long long)a->n);
+        return -1;
+    }
+    int nbins = cl_histo_nbins(a->mode, a->width);
+    size_t bin_bytes = (size_t)nbins * sizeof(uint32_t);
+    simt_buffer bufs[2] = {
+        { "data", a->n, 1, CL_SIMT_IN, 0, 0 },
+        { "histo", bin_bytes, 4, CL_SIMT_OUT, 0, 0 },
+    };
+    simt_arena ar;
+    if (simt_arena_open(&ar, bufs, 2, err) != 0)
+        return -1;
+    if (a->text) {
+        double t0 = cl_now_ms();
+        memcpy(ar.host[0], a->text, a->n);      /* the text's copy to the "device" */
+        r->times.h2d_ms = cl_now_ms() - t0;
+    } else {
+        cl_histo_fill(ar.host[0], a->n, a->seed, a->dist);
+    }
+    unsigned rule[3] = { a->grid > 0 ? (unsigned)a->grid : (unsigned)auto_grid(), 1, 1 };
+    cl_simt_arg args[3] = {
+        { CL_SIMT_ARG_BUFFER, 0, { 0 } }, { CL_SIMT_ARG_U64, 0, { .u64 = a->n } },
+        { CL_SIMT_ARG_BUFFER, 1, { 0 } },
+    };
+    double h2d = r->times.h2d_ms;
+    int rc = simt_run_student(&ar, k, rule, k->dyn_smem, args, 3, a->reps, zero_bins, &bin_bytes, &r->times,
+                              &r->launch, err);
+    r->times.h2d_ms = h2d;
+    if (rc == 0) {
+        const uint32_t *bins = ar.host[1];
+        r->nbins = nbins;
+        for (int b = 0; b < nbins; b++)
+            r->counts[b] = bins[b];
+    }
+    simt_arena_close(&ar);
+    snprintf(r->impl, sizeof r->impl, "your kernel %s on the CPU runner (%s), after zeroing the output", k->name,
+             a->grid > 0 || k->grid[0] > 0 ? "the grid given" : "grid: 4 blocks per host core");
+    snprintf(r->config, sizeof r->config, "%s", SIMT_CONFIG);
+    return rc;
+}
+
 static int cpu_histo_run(const cl_histo_args *a, cl_histo_result *r, char *err)
 {
+    if (a->variant == CL_VARIANT_STUDENT) {
+        memset(r, 0, sizeof *r);
+        return cpu_histo_student(a, r, err);
+    }
     if (a->variant < 0 || a->variant >= CL_HISTO_NVARIANTS) {
         snprintf(err, CL_ERR_LEN, "unknown histogram variant %d", a->variant);
         return -1;
@@ -176,5 +243,5 @@ static int cpu_histo_run(const cl_histo_args *a, cl_histo_result *r, char *err)
 const cl_histo_ops cl_cpu_histo_ops = {
     .run = cpu_histo_run,
     .overhead = cpu_overhead,
-    .runs_student = false,          /* students' kernels need a GPU (the CPU runner is to come) */
+    .runs_student = true,           /* on the CPU runner of the CUDA model (cpu/simt/) */
 };

@@ -8,6 +8,13 @@
  * and its result says so. Each rep is timed with the monotonic clock around
  * the reduction only, after writing a buffer of twice the last-level cache
  * (at most 64 MiB) so that small inputs are not simply served from cache.
+ *
+ * A student's kernel (CL_VARIANT_STUDENT, a float sum) runs on the CPU runner
+ * of the CUDA model (cpu/simt/): input read-only, one partial per block with
+ * one writer, the partials NaN before every launch (as the GPU's sentinel),
+ * ⌈n/2B⌉ blocks unless --grid, at most CL_SIMT_MAX_REPS launches; the
+ * partials come back to a->partials and are added in double. A write past the
+ * grid's partials is the runner's finding, so there are no guard partials.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +22,7 @@
 #include <unistd.h>
 
 #include "reduce_cpu.h"
+#include "simt/simt_launch.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -114,9 +122,68 @@ static void describe(const cpu_run *r, cl_reduce_result *out)
              c->grid > 1 ? ", then 1 block of 1024 adds the partials" : "");
 }
 
+/* ---- a student's kernel, on the CPU runner ---- */
+
+static void partial_sentinel(simt_arena *ar, void *ctx)
+{
+    uint64_t n = *(const uint64_t *)ctx;
+    memset(ar->host[1], 0xFF, n * sizeof(float));   /* a NaN: a partial never written fails the check */
+}
+
+static int cpu_reduce_student(const cl_reduce_args *a, cl_reduce_result *out, char *err)
+{
+    const cl_student_kernel *k = a->student;
+    out->guard_hit = -1;
+    if (!k || a->op != CL_REDUCE_SUM || a->dtype != CL_REDUCE_FLOAT || a->n > 2147483647u) {
+        snprintf(err, CL_ERR_LEN, "a student's reduction sums floats, n <= 2^31 - 1");
+        return -1;
+    }
+    unsigned block[3], rule[3] = { 1, 1, 1 };
+    simt_student_block(k, block);
+    uint64_t section = cl_reduce_student_section((int)(block[0] * block[1] * block[2]));
+    uint64_t blocks = (a->n + section - 1) / section;
+    rule[0] = blocks > 0xffffffffu ? 0xffffffffu : (unsigned)blocks;
+    uint64_t npart = 1;             /* the grid simt_run_student launches: --grid, else the rule */
+    for (int i = 0; i < 3; i++)
+        npart *= k->grid[0] > 0 ? (uint64_t)(k->grid[i] > 0 ? k->grid[i] : 1) : rule[i];
+    if (npart > a->npartials || !a->partials) {
+        snprintf(err, CL_ERR_LEN, "room for %llu partials, the grid has %llu blocks",
+                 (unsigned long long)a->npartials, (unsigned long long)npart);
+        return -1;
+    }
+    simt_buffer bufs[2] = {
+        { "input", a->n * 4, 4, CL_SIMT_IN, 0, 0 },
+        { "partial", npart * 4, 4, CL_SIMT_OUT | CL_SIMT_ONE_WRITER, 0, 0 },
+    };
+    simt_arena ar;
+    if (simt_arena_open(&ar, bufs, 2, err) != 0)
+        return -1;
+    cpu_reduce_fill(ar.host[0], a->n, CL_REDUCE_FLOAT, a->seed, cl_cpu_threads_for(a->n));
+    cl_simt_arg args[3] = {
+        { CL_SIMT_ARG_BUFFER, 0, { 0 } }, { CL_SIMT_ARG_BUFFER, 1, { 0 } },
+        { CL_SIMT_ARG_I32, 0, { .i32 = (int32_t)a->n } },
+    };
+    int rc = simt_run_student(&ar, k, rule, k->dyn_smem, args, 3, a->reps, partial_sentinel, &npart, &out->times,
+                              &out->launch, err);
+    if (rc == 0) {
+        memcpy(a->partials, ar.host[1], npart * sizeof(float));
+        double sum = 0;
+        for (uint64_t b = 0; b < npart; b++)
+            sum += a->partials[b];
+        out->fvalue = sum;
+        out->partials = npart;
+    }
+    simt_arena_close(&ar);
+    snprintf(out->impl, sizeof out->impl, "your kernel %s on the CPU runner (every access checked, CPU times); "
+             "the partials added on the host in double", k->name);
+    return rc;
+}
+
 static int cpu_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out, char *err)
 {
     memset(out, 0, sizeof *out);
+    if (v == CL_VARIANT_STUDENT)
+        return cpu_reduce_student(a, out, err);
     if (v < 0 || v >= CL_REDUCE_NVARIANTS) {
         snprintf(err, CL_ERR_LEN, "unknown reduce variant %d", v);
         return -1;
@@ -169,5 +236,5 @@ static uint64_t cpu_reduce_overhead(const cl_reduce_args *a)
     return (a->n + 63) / 64 * sizeof(double) + flush_bytes();
 }
 
-/* runs_student false: students' kernels need the CPU runner of the CUDA execution model (to come) */
-const cl_reduce_ops cl_cpu_reduce_ops = {cpu_reduce_run, cpu_reduce_overhead, false};
+/* runs_student: on the CPU runner of the CUDA model (cpu/simt/) */
+const cl_reduce_ops cl_cpu_reduce_ops = {cpu_reduce_run, cpu_reduce_overhead, true};

@@ -6,6 +6,13 @@
  * (pinned and pageable are the same malloc memory: the choice only changes
  * the label), and host threads stand in for the kernel's blocks, each taking
  * a contiguous range of elements. daxpy uses C99 fma(), as the kernel does.
+ *
+ * A student's kernel (--op add) runs on the CPU runner of the CUDA model
+ * (cpu/simt/): A, B and C live in its arena, A and B read-only, each element
+ * of C with one writer; each rep copies the inputs in (H2D), fills C with the
+ * sentinel, launches ⌈n/threads per block⌉ blocks and copies C back (D2H), at
+ * most CL_SIMT_MAX_REPS times. A write past the end of C is the runner's finding,
+ * so there are no guard elements here.
  */
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +21,7 @@
 
 #include "common/cpu_common.h"
 #include "cudalab/vecadd.h"
+#include "simt/simt_launch.h"
 
 /* Defined here, referenced weakly by cpu/device_cpu.c. */
 extern const cl_vecadd_ops cl_cpu_vecadd_ops;
@@ -40,10 +48,84 @@ static void kernel_range(uint64_t first, uint64_t last, void *ctx)
     }
 }
 
+/* ---- a student's kernel, on the CPU runner ---- */
+
+static void c_sentinel(simt_arena *ar, void *ctx)
+{
+    uint64_t n = *(const uint64_t *)ctx;
+    memset(ar->host[2], 0xFF, n * sizeof(float));   /* CL_VECADD_SENTINEL: a NaN no addition makes */
+}
+
+static int cpu_vecadd_student(const cl_vecadd_args *a, cl_vecadd_result *out, char *err)
+{
+    const cl_student_kernel *k = a->student;
+    if (a->op != CL_VECADD_ADD || a->n > 2147483647u) {
+        snprintf(err, CL_ERR_LEN, "%s implements --op add with int n: n <= 2^31 - 1", k->name);
+        return -1;
+    }
+    size_t bytes = (size_t)a->n * sizeof(float);
+    simt_buffer bufs[3] = {
+        { "A", bytes, 4, CL_SIMT_IN, 0, 0 },
+        { "B", bytes, 4, CL_SIMT_IN, 0, 0 },
+        { "C", bytes, 4, CL_SIMT_OUT | CL_SIMT_ONE_WRITER, 0, 0 },
+    };
+    float *hx = malloc(bytes), *hy = malloc(bytes), *hout = malloc(bytes);
+    simt_arena ar;
+    int rc = -1;
+    if (!hx || !hy || !hout) {
+        snprintf(err, CL_ERR_LEN, "out of host memory for %%vecadd (%.1f MiB)", 3.0 * (double)bytes / 1048576.0);
+        goto done;
+    }
+    if (simt_arena_open(&ar, bufs, 3, err) != 0)
+        goto done;
+    cl_vecadd_fill(CL_VECADD_ADD, a->n, a->seed, hx, hy);
+    unsigned block[3];
+    simt_student_block(k, block);
+    uint64_t threads = (uint64_t)block[0] * block[1] * block[2];
+    uint64_t blocks = (a->n + threads - 1) / threads;
+    unsigned rule[3] = { blocks > 0xffffffffu ? 0xffffffffu : (unsigned)blocks, 1, 1 };
+    cl_simt_arg args[4] = {
+        { CL_SIMT_ARG_BUFFER, 0, { 0 } }, { CL_SIMT_ARG_BUFFER, 1, { 0 } }, { CL_SIMT_ARG_BUFFER, 2, { 0 } },
+        { CL_SIMT_ARG_I32, 0, { .i32 = (int32_t)a->n } },
+    };
+    int reps = a->reps < 1 ? 1 : a->reps > CL_SIMT_MAX_REPS ? CL_SIMT_MAX_REPS : a->reps;
+    rc = 0;
+    for (int r = 0; r < reps && rc == 0; r++) {
+        cl_times one;
+        double t0 = cl_now_ms();
+        memcpy(ar.host[0], hx, bytes);
+        memcpy(ar.host[1], hy, bytes);
+        double t1 = cl_now_ms();
+        rc = simt_run_student(&ar, k, rule, k->dyn_smem, args, 4, 1, c_sentinel, (void *)&a->n, &one, &out->launch,
+                              err);
+        if (rc != 0)
+            break;
+        double t2 = cl_now_ms();
+        memcpy(hout, ar.host[2], bytes);
+        double t3 = cl_now_ms();
+        out->h2d.ms[r] = (float)(t1 - t0);
+        out->kernel.ms[r] = one.ms[0];
+        out->d2h.ms[r] = (float)(t3 - t2);
+        out->h2d.reps = out->kernel.reps = out->d2h.reps = r + 1;
+    }
+    simt_arena_close(&ar);
+    if (rc == 0 && a->check)
+        cl_vecadd_verify(a, hout, out);
+    snprintf(out->impl, sizeof out->impl, "your kernel %s on the CPU runner (every access checked, CPU times); "
+             "memcpy stands in for the host<->device copies", k->name);
+done:
+    free(hx);
+    free(hy);
+    free(hout);
+    return rc;
+}
+
 static int cpu_vecadd_run(const cl_vecadd_args *a, cl_vecadd_result *out, char *err)
 {
     memset(out, 0, sizeof *out);
     out->guard_hit = -1;
+    if (a->student && a->n >= 1)
+        return cpu_vecadd_student(a, out, err);
     if (a->op < 0 || a->op >= CL_VECADD_NOPS || a->n < 1 || a->student) {
         snprintf(err, CL_ERR_LEN, "bad %%vecadd arguments");
         return -1;
@@ -94,5 +176,5 @@ done:
     return ret;
 }
 
-/* runs_student false: students' kernels need the CPU runner of the CUDA execution model (to come) */
-const cl_vecadd_ops cl_cpu_vecadd_ops = {cpu_vecadd_run, false};
+/* runs_student: on the CPU runner of the CUDA model (cpu/simt/) */
+const cl_vecadd_ops cl_cpu_vecadd_ops = {cpu_vecadd_run, true};

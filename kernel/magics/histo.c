@@ -383,8 +383,18 @@ static int histo_point(magic_ctx *ctx, const json_t *params, json_t *runs, void 
     cl_histo_result *r = calloc(1, sizeof *r);
     char err[CL_ERR_LEN] = "";
     if (!r || be->histo->run(&a, r, err) != 0) {
-        if (sd)
-            student_launch_free(&sl);
+        if (sd) {
+            char point[96];
+            if (a.text)
+                snprintf(point, sizeof point, "%%histo --text (%llu bytes)", (unsigned long long)a.n);
+            else
+                snprintf(point, sizeof point, "%%histo --size %llu --dist %s", (unsigned long long)a.n,
+                         dist_choices[a.dist]);
+            int rc = r ? student_run_failed(ctx, &sl, point, err) : magic_error(ctx, "MemoryError", "out of memory");
+            free(r);
+            student_launch_free(&sl);   /* after: the CPU runner's diagnosis lives in sl */
+            return rc;
+        }
         if (!r)
             return magic_error(ctx, "MemoryError", "out of memory");
         free(r);
@@ -412,7 +422,9 @@ static int histo_point(magic_ctx *ctx, const json_t *params, json_t *runs, void 
  * EPYC host (differences of CPU time between runs of 1 and 3 reps of 2^27
  * bytes, out of cache; estimates): on uniform input, and on skewed input (90%
  * in one bin: atomics on one counter). cpu and cub run on one thread, the
- * others on every core, as do the input's generation and the reference. */
+ * others on every core, as do the input's generation and the reference.
+ * A student's kernel on the CPU backend runs on the CPU runner, on every core,
+ * at most CL_SIMT_MAX_REPS launches whatever --reps says. */
 static const struct { double uniform, skewed; } histo_rates[CL_HISTO_NVARIANTS] = {
     [CL_HISTO_V_cpu] = {2.0e9, 6.9e8},        [CL_HISTO_V_sectioned] = {3.8e8, 5.0e8},
     [CL_HISTO_V_interleaved] = {5.9e7, 5.3e7}, [CL_HISTO_V_privatized] = {1.5e8, 8.7e7},
@@ -422,6 +434,10 @@ static const struct { double uniform, skewed; } histo_rates[CL_HISTO_NVARIANTS] 
 #define HISTO_RATE_INPUT 2.8e8      /* random bytes generated, per core */
 #define HISTO_RATE_REFERENCE 3e8    /* bytes of the CPU histogram (input regenerated), per core */
 #define HISTO_RATE_FLUSH 5e9        /* the cache flush before each rep: a memset on one thread */
+#define HISTO_RATE_CPU_RUNNER 3e7   /* per core: a student's grid-stride kernel on the CPU runner, every
+                                       load and atomic a checked call (the lecture's interleaved kernel:
+                                       0.33 CPU-s a launch of 2^24 skewed bytes; a kernel with one thread
+                                       per byte pays ~2 bytes' worth more per thread) */
 
 static host_work histo_host_work(magic_ctx *ctx, const json_t *params, void *user)
 {
@@ -441,6 +457,11 @@ static host_work histo_host_work(magic_ctx *ctx, const json_t *params, void *use
         double flush = be->histo->overhead ? (double)be->histo->overhead() : 0;
         w.run = (double)a.n + flush * rate / HISTO_RATE_FLUSH;  /* the flush, in the variant's bytes */
         w.run_rate = rate * (one_thread ? 1 : cores);
+        w.setup = a.text ? 0 : (double)a.n;
+        w.setup_rate = HISTO_RATE_INPUT * cores;
+    } else if (strcmp(be->name, "cpu") == 0 && be->histo && be->histo->runs_student) {
+        w.run = (double)a.n * host_work_runner_share(params);   /* at most CL_SIMT_MAX_REPS launches */
+        w.run_rate = HISTO_RATE_CPU_RUNNER * cores;
         w.setup = a.text ? 0 : (double)a.n;
         w.setup_rate = HISTO_RATE_INPUT * cores;
     }

@@ -112,6 +112,10 @@ static const struct { double f, i; } rd_rates[CL_REDUCE_NVARIANTS] = {
 };
 #define RD_RATE_INPUT 2.7e8         /* elements generated, per core */
 #define RD_RATE_REFERENCE 6.2e8     /* elements of the double/int64 reference (regenerated), per core */
+#define RD_RATE_CPU_RUNNER 5e6      /* per core: a student's shared-memory tree on the CPU runner, every
+                                       access a checked call and every barrier a switch of fibers (the
+                                       lecture's convergent kernel, block 256: 1.5 CPU-s a launch of 2^23;
+                                       the divergent one 1.9) */
 
 host_work rd_host_work(magic_ctx *ctx, const json_t *pt, void *user)
 {
@@ -120,7 +124,13 @@ host_work rd_host_work(magic_ctx *ctx, const json_t *pt, void *user)
     int v = family_builtin(&reduce_family, json_string_value(json_object_get(pt, "variant")));
     int block = rd_block_of(pt);
     double n = (double)json_integer_value(json_object_get(pt, "size"));
-    if (v < 0) {                    /* a student's kernel runs on the GPU; the host checks it */
+    if (v < 0) {                    /* a student's kernel: on a GPU, or on the CPU runner; the host checks it */
+        if (env->ops == env->host_ops) {
+            w.run = n * host_work_runner_share(pt);     /* at most CL_SIMT_MAX_REPS launches */
+            w.run_rate = RD_RATE_CPU_RUNNER * host_work_cores();
+            w.setup = n;
+            w.setup_rate = RD_RATE_INPUT * host_work_cores();
+        }
         if (env->check) {           /* the reference, then every partial's section again, serially */
             w.check = n;
             w.check_rate = 1.0 / (1.0 / (RD_RATE_REFERENCE * host_work_cores()) + 1.0 / RD_RATE_INPUT);
@@ -258,9 +268,11 @@ static int student_point(magic_ctx *ctx, rd_env *env, const student_def *def, co
     int rc = 0;
     if (!r || !a->partials)
         rc = magic_error(ctx, "MemoryError", "out of host memory for %llu partials", (unsigned long long)a->npartials);
-    else if (env->ops->run(CL_VARIANT_STUDENT, a, r, err) != 0)
-        rc = magic_error(ctx, "CudaError", "%%reduce --variant %s (size %llu): %s", def->name,
-                         (unsigned long long)a->n, err);
+    else if (env->ops->run(CL_VARIANT_STUDENT, a, r, err) != 0) {
+        char point[96];
+        snprintf(point, sizeof point, "%%reduce --size %llu", (unsigned long long)a->n);
+        rc = student_run_failed(ctx, &sl, point, err);  /* before student_launch_free: the diagnosis is in sl */
+    }
     if (rc == 0) {
         const cl_variant *row = family_variant(&reduce_family, (size_t)family_index(&reduce_family, def->name));
         json_t *run = run_json(env, student_block_json(&sl.kernel), env->backend->name, a, r, row,

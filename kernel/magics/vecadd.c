@@ -303,8 +303,14 @@ static int va_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     cl_vecadd_result *r = calloc(1, sizeof *r);
     char err[CL_ERR_LEN] = "";
     if (!r || env->ops->run(&a, r, err) != 0) {
-        if (def)
-            student_launch_free(&sl);
+        if (def) {
+            char point[128];
+            snprintf(point, sizeof point, "%%vecadd --size %" PRIu64 " --memory %s", a.n, memory);
+            int rc = r ? student_run_failed(ctx, &sl, point, err) : magic_error(ctx, "MemoryError", "out of host memory");
+            free(r);
+            student_launch_free(&sl);   /* after: the CPU runner's diagnosis lives in sl */
+            return rc;
+        }
         if (!r)
             return magic_error(ctx, "MemoryError", "out of host memory");
         free(r);
@@ -359,11 +365,15 @@ static int va_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
  * without the check; estimates). The host makes the inputs and checks the
  * result on one thread whatever the backend; on the CPU backend a rep is two
  * memcpys standing in for the copies and the kernel on every core, counted
- * here as one thread (the copies dominate). */
+ * here as one thread (the copies dominate). A student's kernel on the CPU
+ * backend runs on the CPU runner, at most CL_SIMT_MAX_REPS launches whatever
+ * --reps says, on every core. */
 #define VA_RATE_ADD 4.4e8           /* a rep of add (12 bytes an element) */
 #define VA_RATE_DAXPY 1.7e8         /* a rep of daxpy (24 bytes an element) */
 #define VA_RATE_INPUT 7e7           /* x and y generated */
 #define VA_RATE_CHECK 1.7e8         /* inputs regenerated and every element compared */
+#define VA_RATE_CPU_RUNNER 1.2e7    /* per core: a student's add on the CPU runner, every access a checked
+                                       call (a launch of 8M elements: 0.64 CPU-s on the same host) */
 
 static host_work va_host_work(magic_ctx *ctx, const json_t *pt, void *user)
 {
@@ -371,7 +381,11 @@ static host_work va_host_work(magic_ctx *ctx, const json_t *pt, void *user)
     double n = (double)json_integer_value(json_object_get(pt, "size"));
     bool daxpy = strcmp(json_string_value(json_object_get(pt, "op")), "daxpy") == 0;
     host_work w = {.setup = n, .setup_rate = VA_RATE_INPUT};
-    if (strcmp(ctx->backend->name, "cpu") == 0) {
+    if (strcmp(ctx->backend->name, "cpu") == 0 &&
+        family_builtin(&vecadd_family, json_string_value(json_object_get(pt, "variant"))) < 0) {
+        w.run = n * host_work_runner_share(pt);     /* at most CL_SIMT_MAX_REPS launches */
+        w.run_rate = VA_RATE_CPU_RUNNER * host_work_cores();
+    } else if (strcmp(ctx->backend->name, "cpu") == 0) {
         w.run = n;
         w.run_rate = daxpy ? VA_RATE_DAXPY : VA_RATE_ADD;
     }

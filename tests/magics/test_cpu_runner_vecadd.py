@@ -1,0 +1,125 @@
+"""Students' %vecadd kernels on the CPU runner (no GPU: the CPU backend), through a real client: the
+lecture's vecAddKernel passes its quick check and runs beside ours, and each classic bug is explained
+exactly: which thread of which block, at which cell line, touched which element of A, B or C. The
+%%kernel cell's quick check (--size 100003 = 390 · 256 + 163: the last block's 93 extra threads fall past
+n) finds them. Needs NVRTC (the gate) and g++ (the runner's compiler): without NVRTC the tests skip."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import cell, compiled
+
+CPU = {"CUDALAB_BACKEND": "cpu"}
+
+# the cell's lines, as the messages number them (the %%kernel line is line 1): the body is line 4
+KERNEL = """%%kernel --for vecadd --name NAME
+__global__ void NAME(const float *A, const float *B, float *C, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    BODY
+}
+"""
+GOOD = "if (i < n) C[i] = A[i] + B[i];"
+
+
+def kernel(name: str, body: str) -> str:
+    return KERNEL.replace("NAME", name).replace("BODY", body)
+
+
+@pytest.fixture
+def kc(start_kernel):
+    return start_kernel(env=CPU)[1]
+
+
+def runner_error(kc, code: str) -> tuple[str, str, str]:
+    """A %%kernel cell whose quick check fails on the runner: (ename, evalue, the traceback's lines)."""
+    c, _, _ = compiled(kc, code)
+    assert c["status"] == "error", "the quick check passed"
+    return c["ename"], c["evalue"], "\n".join(c["traceback"])
+
+
+def test_vecadd_kernel_passes_beside_ours(kc):
+    c, text, doc = compiled(kc, kernel("myadd", GOOD))
+    assert c["status"] == "ok", text
+    assert doc["check"]["passed"] is True
+    assert doc["check"]["racecheck"]["tool"] == "cpu-runner"
+    # an awkward size and block: ⌈1000/96⌉ = 11 blocks, the last one partly past n
+    c, text, doc = cell(kc, "%vecadd --size 1000 --variant myadd --block 96 --reps 5")
+    assert c["status"] == "ok", text
+    mine = doc["runs"][0]
+    assert mine["source"] == "student" and mine["backend"] == "cpu"
+    assert mine["check"]["passed"] is True and mine["check"]["mismatches"] == 0
+    assert mine["launch"]["grid"][0] == 11 and mine["launch"]["block"] == [96, 1, 1]
+    assert mine["impl"].startswith("your kernel myadd on the CPU runner")
+    assert mine["kernel_ms"]["reps"] == 3        # at most 3 launches on the runner, whatever --reps says
+    c, text, doc = cell(kc, "%vecadd --size 100003 --variant builtin,myadd --reps 1")
+    assert c["status"] == "ok", text
+    assert {r["variant"]: r["check"]["passed"] for r in doc["runs"]} == {"builtin": True, "myadd": True}
+
+
+def test_missing_bound_check_reads_past_the_end_of_A(kc):
+    ename, evalue, tb = runner_error(kc, kernel("nobound", "C[i] = A[i] + B[i];"))
+    assert ename == "KernelError"
+    assert "your kernel nobound failed on the CPU runner (%vecadd --size 100003 --memory pageable)" in evalue
+    # the first access past n is the load of A: the thread stops there, as it would fault on a GPU
+    assert ("out-of-bounds access: thread 163 of block 390 read A[100003] at line 4, past the end of A (100003 "
+            "elements) (the thread was stopped there, as a GPU would fault): compare every index with its bound "
+            "before using it (93 in all)") in evalue
+
+
+def test_unguarded_store_writes_past_the_end_of_C(kc):
+    # the loads guarded, the store not: the 93 threads past n write C[100003 ..]
+    ename, evalue, _ = runner_error(kc, kernel("nostore", "float a = i < n ? A[i] : 0.0f, b = i < n ? B[i] : 0.0f; C[i] = a + b;"))
+    assert ename == "KernelError"
+    assert ("out-of-bounds access: thread 163 of block 390 wrote C[100003] at line 4, past the end of C (100003 "
+            "elements)") in evalue
+    assert "(93 in all)" in evalue
+
+
+def test_reading_one_past_the_end_of_A(kc):
+    ename, evalue, _ = runner_error(kc, kernel("offbyone", "if (i < n) C[i] = A[i + 1] + B[i];"))
+    assert ename == "KernelError"
+    assert ("out-of-bounds access: thread 162 of block 390 read A[100003] at line 4, past the end of A (100003 "
+            "elements)") in evalue
+    assert "in all" not in evalue                 # one thread only: the last one
+
+
+def test_writing_into_an_input(kc):
+    ename, evalue, _ = runner_error(kc, kernel("intoa", "if (i < n) { ((float *)A)[i] = 0.0f; C[i] = A[i] + B[i]; }"))
+    assert ename == "KernelError"
+    assert ("write to an input: thread 0 of block 0 wrote A[0] at line 4, but A is an input of the kernel (const) "
+            "(100003 in all)") in evalue
+
+
+def test_a_failed_run_then_the_next_cell_works(kc):
+    assert compiled(kc, kernel("myadd", GOOD))[0]["status"] == "ok"
+    # a 2D block: the kernel numbers its threads with threadIdx.x only, so two rows write one element
+    c, _, _ = cell(kc, "%vecadd --size 1000 --variant myadd --block 32x2 --reps 1")
+    assert c["status"] == "error" and c["ename"] == "KernelError", c
+    assert "two writers: thread (0,0) of block 0 and thread (0,1) of block 0 both wrote C[0] at line 4" in c["evalue"]
+    c, text, doc = cell(kc, "%vecadd --size 1000 --variant myadd --reps 1")
+    assert c["status"] == "ok" and doc["runs"][0]["check"]["passed"] is True, text
+
+
+def runs_seconds(evalue: str) -> float:
+    """The runs' share of a host-work refusal in seconds: "3 runs (--warmup + --reps) 0.52 s" -> 0.52."""
+    m = re.search(r"\d+ runs? \(--warmup \+ --reps\) ([0-9.e+-]+) (s|min|h|days)\b", evalue)
+    assert m, evalue
+    return float(m.group(1)) * {"s": 1, "min": 60, "h": 3600, "days": 86400}[m.group(2)]
+
+
+def test_host_work_counts_three_launches_at_the_runner_rate(start_kernel):
+    _, kc = start_kernel(env={**CPU, "CUDALAB_HOST_WORK_LIMIT": "0.05"})
+    assert compiled(kc, kernel("myadd", GOOD))[0]["status"] == "ok"   # the quick check is under the limit
+    c, _, _ = cell(kc, "%vecadd --size 2^24 --variant myadd --reps 3 --warmup 0")
+    assert c["status"] == "error" and c["ename"] == "UsageError" and "--force" in c["evalue"], c
+    three = runs_seconds(c["evalue"])
+    # --reps 100: still 3 launches on the runner, the same estimate
+    c, _, _ = cell(kc, "%vecadd --size 2^24 --variant myadd --reps 100 --warmup 5")
+    assert c["status"] == "error" and c["ename"] == "UsageError", c
+    assert runs_seconds(c["evalue"]) == three
+    # every access a checked call: far slower than our analogue at the same reps
+    c, _, _ = cell(kc, "%vecadd --size 2^24 --variant builtin --reps 3 --warmup 0")
+    ours = runs_seconds(c["evalue"]) if c["status"] == "error" else 0.0
+    assert three > 10 * ours, (three, ours)
