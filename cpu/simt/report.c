@@ -58,10 +58,12 @@ static void resolve(line_map *m, const char *runner)
         dup2(out[1], 1);
         close(out[0]);
         close(out[1]);
-        char *argv[MAX_PCS + 4];
+        char *argv[MAX_PCS + 8];
         char addrs[MAX_PCS][24];
         int a = 0;
         argv[a++] = "addr2line";
+        argv[a++] = "-a";           /* each address first, then its frames: */
+        argv[a++] = "-i";           /* an atomic inlined from the prelude still has the cell's line */
         argv[a++] = "-e";
         argv[a++] = (char *)runner;
         for (int i = 0; i < m->n; i++) {
@@ -76,10 +78,15 @@ static void resolve(line_map *m, const char *runner)
     close(out[1]);
     FILE *f = p > 0 ? fdopen(out[0], "r") : NULL;
     char buf[1024];
-    for (int i = 0; f && i < m->n && fgets(buf, sizeof buf, f); i++) {
-        /* "DIR/cell:17 (discriminator 3)" */
+    int i = -1;
+    while (f && fgets(buf, sizeof buf, f)) {
+        if (buf[0] == '0' && buf[1] == 'x') {
+            i++;                    /* the next address */
+            continue;
+        }
+        /* "DIR/cell:17 (discriminator 3)": the innermost frame in the cell wins */
         char *colon = strrchr(buf, ':');
-        if (!colon)
+        if (i < 0 || i >= m->n || m->line[i] || !colon)
             continue;
         *colon = '\0';
         const char *base = strrchr(buf, '/') ? strrchr(buf, '/') + 1 : buf;
@@ -261,8 +268,12 @@ static void explain_one(out *o, const cl_simt_launch *l, int kind, const cl_simt
         else if (b)
             element(o, b, f->elem);
         at_line(o, line);
-        if (several(&f->other))
+        if (several(&f->other) && f->other.access == CL_SIMT_ATOMIC)
             say(o, " while other threads update it atomically");
+        else if (several(&f->other)) {
+            say(o, " while other threads had read it");
+            at_line(o, other_line);
+        }
         else {
             say(o, " while ");
             thread_at(o, l, &f->other);

@@ -457,6 +457,10 @@ static int grid_run(magic_ctx *ctx, const json_t *params, const char *body)
     (void)body;
     if (json_is_true(json_object_get(params, "sanitize")))
         return student_sanitize_command(ctx, &grid_family, params);
+    const json_t *grids = json_object_get(params, "grid");
+    if (json_is_array(grids) && json_is_array(json_array_get(grids, 0)) && json_array_size(grids) > 1)
+        return magic_error(ctx, "UsageError", "--grid: %%grid shows one plan, so it takes one grid (give a list "
+                           "to a family magic to sweep it)");
     bool students;
     json_t *names = variants_of(ctx, params, &students);
     if (!names)

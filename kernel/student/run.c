@@ -72,6 +72,8 @@ static student_options student_options_for(const student_def *d, const json_t *p
 /* [x] or [x, y] or [x, y, z] into out, missing dimensions 1; all 0 when v is not dimensions. */
 static void dims_into(const json_t *v, int out[3])
 {
+    if (json_is_array(v) && json_is_array(json_array_get(v, 0)))
+        v = json_array_get(v, 0);   /* a list flag's one value (a magic that does not sweep it: %grid) */
     for (int i = 0; i < 3; i++)
         out[i] = !json_is_array(v) ? 0 : i < (int)json_array_size(v) ? (int)json_integer_value(json_array_get(v, i)) : 1;
 }
@@ -209,8 +211,10 @@ static const struct {
 static int cpu_runner_failed(magic_ctx *ctx, const student_launch *l, const char *point, const char *err)
 {
     bool timeout = strstr(err, "launch limit") != NULL;
-    magic_error(ctx, timeout ? "TimeoutError" : "KernelError", "your kernel %s failed on the CPU runner (%s): %s",
-                l->def->name, point, err);
+    /* the first finding whole (err holds CL_ERR_LEN bytes of it) */
+    size_t first = strcspn(l->diagnosis, "\n");
+    magic_error(ctx, timeout ? "TimeoutError" : "KernelError", "your kernel %s failed on the CPU runner (%s): %.*s",
+                l->def->name, point, first ? (int)first : (int)strlen(err), first ? l->diagnosis : err);
     json_t *tb = json_array();
     for (const char *p = l->diagnosis; *p;) {
         size_t n = strcspn(p, "\n");
@@ -218,7 +222,7 @@ static int cpu_runner_failed(magic_ctx *ctx, const student_launch *l, const char
             json_array_append_new(tb, json_sprintf("%.*s", (int)n, p));
         p += n + (p[n] == '\n');
     }
-    if (json_array_size(tb) > 1 || (json_array_size(tb) == 1 && strcmp(json_string_value(json_array_get(tb, 0)), err)))
+    if (json_array_size(tb) > 1)
         json_array_insert_new(tb, 0, json_string("what the CPU runner found (the first of each kind, by block):"));
     else
         json_array_clear(tb);

@@ -44,8 +44,8 @@
 
 /* --grid for a family whose built-in variants have none. */
 #define STUDENT_GRID_FLAG                                                                          \
-    {.name = "grid", .type = FLAG_DIMS, .imin = 1, .imax = 2147483647,                              \
-     .help = "your kernels only: blocks in the grid, instead of the family's launch rule"}
+    {.name = "grid", .type = FLAG_DIMS, .imin = 1, .imax = 2147483647, .opts = FLAG_LIST,            \
+     .help = "your kernels only: blocks in the grid, instead of the family's launch rule; a list sweeps"}
 
 /* The %%kernel line's compile options (also the defaults of a family run). */
 #define STUDENT_COMPILE_FLAGS                                                                      \

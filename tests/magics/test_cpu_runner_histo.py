@@ -132,12 +132,10 @@ def test_count_past_the_bins_is_out_of_bounds(kc):
     ename, evalue, _ = runner_error(kc, variant(INTERLEAVED, "pastbins", "pos < 26", "pos < 32"))
     assert ename == "KernelError"
     # the bytes {|}~ DEL and 0x80 (and their case-folded twins) pass pos < 32: pos 28..31 is bin 7
-    assert ("out-of-bounds access: thread 17 of block 0 updated atomically histo[7], past the end of histo "
-            "(7 elements)") in evalue
+    assert ("out-of-bounds access: thread 17 of block 0 updated atomically histo[7] at line %d, past the end of "
+            "histo (7 elements)" % LINE_COUNT) in evalue
 
 
-@pytest.mark.xfail(strict=True, reason="report.c resolves the address of an atomic to the prelude's atomicAdd "
-                                       "(addr2line without -i), so findings made by an atomic carry no cell line")
 def test_atomic_findings_name_their_line(kc):
     _, evalue, _ = runner_error(kc, variant(INTERLEAVED, "pastbins", "pos < 26", "pos < 32"))
     assert "updated atomically histo[7] at line %d" % LINE_COUNT in evalue

@@ -200,3 +200,12 @@ def test_backend_flag(kernel):
     c, _, _ = cell(kc, "%matmul --size 64 --variant naive --reps 1 --backend cuda")
     assert c["status"] == "error" and c["ename"] == "UsageError"
     assert "--backend cuda: no GPU backend in this worker" in c["evalue"]
+
+
+def test_grid_list_sweeps_the_launch(kernel):
+    _, kc = kernel
+    assert compiled(kc, naive("if (row < M && col < N) C[row * N + col] = acc;"))[0]["status"] == "ok"
+    c, text, doc = cell(kc, "%matmul --m 40 --n 40 --k 8 --variant mynaive --grid 3x3,4x4 --reps 1")
+    assert c["status"] == "ok", text
+    assert [r["launch"]["grid"] for r in doc["runs"]] == [[3, 3, 1], [4, 4, 1]]
+    assert all(r["check"]["passed"] for r in doc["runs"])

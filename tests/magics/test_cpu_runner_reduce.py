@@ -164,8 +164,6 @@ def test_missing_barrier_in_the_tree_is_a_shared_race(kc):
     assert "with no __syncthreads() between them: a barrier is missing" in evalue
 
 
-@pytest.mark.xfail(strict=True, reason="report.c says 'while other threads update it atomically' for a write "
-                                       "after several plain reads (a write-after-read race), and names no line")
 def test_missing_barrier_names_the_reads(kc):
     _, evalue, _ = runner_error(kc, convergent(
         "nosync", "    for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {\n        __syncthreads();\n",
