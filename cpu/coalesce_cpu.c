@@ -68,14 +68,6 @@ static void fill_range(uint64_t first, uint64_t last, void *ctx)
 
 /* ---- a student's copy, on the CPU runner ---- */
 
-static void out_sentinel(simt_arena *ar, void *ctx)
-{
-    uint64_t n = *(const uint64_t *)ctx;
-    float *o = ar->host[1];
-    for (uint64_t i = 0; i < n; i++)
-        o[i] = NAN;                 /* each launch must copy every element again */
-}
-
 /* As the CUDA side (cuda/coalesce.cu): ceil(threads / B) blocks of the
  * kernel's block for the ceil(n/stride)*stride threads of the view. */
 static int cpu_coalesce_student(const cl_coalesce_args *a, cl_coalesce_result *out, char *err)
@@ -105,8 +97,7 @@ static int cpu_coalesce_student(const cl_coalesce_args *a, cl_coalesce_result *o
         { CL_SIMT_ARG_BUFFER, 0, { 0 } }, { CL_SIMT_ARG_BUFFER, 1, { 0 } },
         { CL_SIMT_ARG_U64, 0, { .u64 = a->n } }, { CL_SIMT_ARG_U64, 0, { .u64 = a->stride } },
     };
-    uint64_t n = a->n;
-    int rc = simt_run_student(&ar, k, rule, k->dyn_smem, args, 4, a->reps, out_sentinel, &n, &out->times,
+    int rc = simt_run_student(&ar, k, rule, k->dyn_smem, args, 4, a->reps, simt_fill_before, &(simt_fill){ 1, SIMT_NAN }, &out->times,
                               &out->launch, err);
     if (rc == 0 && a->check)
         cl_coalesce_verify(a, ar.host[1], out);

@@ -61,14 +61,6 @@ static uint64_t map_once(const cl_grid_args *a, uint32_t *count, int nthreads)
 
 /* ---- a student's picture kernel, on the CPU runner ---- */
 
-static void pout_sentinel(simt_arena *ar, void *ctx)
-{
-    uint64_t n = *(const uint64_t *)ctx;
-    float *pout = ar->host[1];
-    for (uint64_t i = 0; i < n; i++)
-        pout[i] = NAN;              /* each launch must write every pixel again */
-}
-
 /* As the CUDA side (cuda/grid.cu): the picture cl_uniform(seed, i), the grid
  * ceil(width/block.x) x ceil(height/block.y) of the kernel's block. */
 static int cpu_grid_picture(const cl_grid_args *a, cl_grid_result *out, char *err)
@@ -98,7 +90,7 @@ static int cpu_grid_picture(const cl_grid_args *a, cl_grid_result *out, char *er
         { CL_SIMT_ARG_BUFFER, 0, { 0 } }, { CL_SIMT_ARG_BUFFER, 1, { 0 } },
         { CL_SIMT_ARG_I32, 0, { .i32 = (int32_t)width } }, { CL_SIMT_ARG_I32, 0, { .i32 = (int32_t)height } },
     };
-    int rc = simt_run_student(&ar, k, rule, k->dyn_smem, args, 4, a->reps, pout_sentinel, &n, &out->times,
+    int rc = simt_run_student(&ar, k, rule, k->dyn_smem, args, 4, a->reps, simt_fill_before, &(simt_fill){ 1, SIMT_NAN }, &out->times,
                               &out->launch, err);
     if (rc == 0 && a->pout)
         memcpy(a->pout, ar.host[1], n * sizeof(float));

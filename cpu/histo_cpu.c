@@ -121,11 +121,6 @@ static void describe(const cl_histo_args *a, const cpu_histo *h, int nthreads, c
 
 /* ---- a student's kernel, on the CPU runner ---- */
 
-static void zero_bins(simt_arena *ar, void *ctx)
-{
-    memset(ar->host[1], 0, *(const size_t *)ctx);
-}
-
 static int cpu_histo_student(const cl_histo_args *a, cl_histo_result *r, char *err)
 {
     const cl_student_kernel *k = a->student;
@@ -157,7 +152,7 @@ static int cpu_histo_student(const cl_histo_args *a, cl_histo_result *r, char *e
         { CL_SIMT_ARG_BUFFER, 1, { 0 } },
     };
     double h2d = r->times.h2d_ms;
-    int rc = simt_run_student(&ar, k, rule, k->dyn_smem, args, 3, a->reps, zero_bins, &bin_bytes, &r->times,
+    int rc = simt_run_student(&ar, k, rule, k->dyn_smem, args, 3, a->reps, simt_fill_before, &(simt_fill){ 1, 0 }, &r->times,
                               &r->launch, err);
     r->times.h2d_ms = h2d;
     if (rc == 0) {

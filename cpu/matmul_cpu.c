@@ -46,14 +46,6 @@ static bool cpu_matmul_has(int v)
 
 /* ---- a student's kernel, on the CPU runner ---- */
 
-static void c_sentinel(simt_arena *ar, void *ctx)
-{
-    size_t n = *(const size_t *)ctx;
-    float *c = ar->host[2];
-    for (size_t i = 0; i < n; i++)
-        c[i] = NAN;                 /* each launch must write all of C again */
-}
-
 static int cpu_matmul_student(const cl_matmul_args *a, cl_matmul_result *out, char *err)
 {
     const cl_student_kernel *k = a->student;
@@ -75,7 +67,7 @@ static int cpu_matmul_student(const cl_matmul_args *a, cl_matmul_result *out, ch
         { CL_SIMT_ARG_I32, 0, { .i32 = a->m } }, { CL_SIMT_ARG_I32, 0, { .i32 = a->n } },
         { CL_SIMT_ARG_I32, 0, { .i32 = a->k } },
     };
-    int rc = simt_run_student(&ar, k, rule, k->dyn_smem, args, 6, a->reps, c_sentinel, &nc, &out->times,
+    int rc = simt_run_student(&ar, k, rule, k->dyn_smem, args, 6, a->reps, simt_fill_before, &(simt_fill){ 2, SIMT_NAN }, &out->times,
                               &out->launch, err);
     if (rc == 0 && a->c)
         memcpy(a->c, ar.host[2], nc * sizeof(float));

@@ -124,12 +124,6 @@ static void describe(const cpu_run *r, cl_reduce_result *out)
 
 /* ---- a student's kernel, on the CPU runner ---- */
 
-static void partial_sentinel(simt_arena *ar, void *ctx)
-{
-    uint64_t n = *(const uint64_t *)ctx;
-    memset(ar->host[1], 0xFF, n * sizeof(float));   /* a NaN: a partial never written fails the check */
-}
-
 static int cpu_reduce_student(const cl_reduce_args *a, cl_reduce_result *out, char *err)
 {
     const cl_student_kernel *k = a->student;
@@ -163,7 +157,7 @@ static int cpu_reduce_student(const cl_reduce_args *a, cl_reduce_result *out, ch
         { CL_SIMT_ARG_BUFFER, 0, { 0 } }, { CL_SIMT_ARG_BUFFER, 1, { 0 } },
         { CL_SIMT_ARG_I32, 0, { .i32 = (int32_t)a->n } },
     };
-    int rc = simt_run_student(&ar, k, rule, k->dyn_smem, args, 3, a->reps, partial_sentinel, &npart, &out->times,
+    int rc = simt_run_student(&ar, k, rule, k->dyn_smem, args, 3, a->reps, simt_fill_before, &(simt_fill){ 1, SIMT_NAN }, &out->times,
                               &out->launch, err);
     if (rc == 0) {
         memcpy(a->partials, ar.host[1], npart * sizeof(float));

@@ -155,14 +155,6 @@ static uint64_t blocks_y(const cl_stencil_args *a)
 
 /* ---- a student's kernel, on the CPU runner ---- */
 
-static void out_sentinel(simt_arena *ar, void *ctx)
-{
-    uint64_t n = *(const uint64_t *)ctx;
-    float *out = ar->host[1];
-    for (uint64_t i = 0; i < n; i++)
-        out[i] = NAN;               /* each launch must write all of out again */
-}
-
 /* As the CUDA side (cuda/stencil.cu): in, out and w named as the signature
  * names them (2D: out[row][col]), the grid by the launch rule (1D: one thread
  * per output whatever the block's shape; --grid overrides), the block's tile
@@ -205,7 +197,7 @@ static int cpu_stencil_student(const cl_stencil_args *a, float *host_out, cl_ste
     if (a->dim == 2)
         args[nargs++] = (cl_simt_arg){ CL_SIMT_ARG_I32, 0, { .i32 = (int32_t)a->ny } };
     args[nargs++] = (cl_simt_arg){ CL_SIMT_ARG_I32, 0, { .i32 = a->radius } };
-    int rc = simt_run_student(&ar, k, rule, smem, args, nargs, a->reps, out_sentinel, &n, &res->times,
+    int rc = simt_run_student(&ar, k, rule, smem, args, nargs, a->reps, simt_fill_before, &(simt_fill){ 1, SIMT_NAN }, &res->times,
                               &res->launch, err);
     if (rc == 0 && host_out)
         memcpy(host_out, ar.host[1], n * sizeof(float));

@@ -50,12 +50,6 @@ static void kernel_range(uint64_t first, uint64_t last, void *ctx)
 
 /* ---- a student's kernel, on the CPU runner ---- */
 
-static void c_sentinel(simt_arena *ar, void *ctx)
-{
-    uint64_t n = *(const uint64_t *)ctx;
-    memset(ar->host[2], 0xFF, n * sizeof(float));   /* CL_VECADD_SENTINEL: a NaN no addition makes */
-}
-
 static int cpu_vecadd_student(const cl_vecadd_args *a, cl_vecadd_result *out, char *err)
 {
     const cl_student_kernel *k = a->student;
@@ -96,7 +90,7 @@ static int cpu_vecadd_student(const cl_vecadd_args *a, cl_vecadd_result *out, ch
         memcpy(ar.host[0], hx, bytes);
         memcpy(ar.host[1], hy, bytes);
         double t1 = cl_now_ms();
-        rc = simt_run_student(&ar, k, rule, k->dyn_smem, args, 4, 1, c_sentinel, (void *)&a->n, &one, &out->launch,
+        rc = simt_run_student(&ar, k, rule, k->dyn_smem, args, 4, 1, simt_fill_before, &(simt_fill){ 2, SIMT_NAN }, &one, &out->launch,
                               err);
         if (rc != 0)
             break;

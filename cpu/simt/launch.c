@@ -253,6 +253,12 @@ int simt_launch(simt_arena *a, const cl_student_kernel *k, const unsigned grid[3
 
 /* ---- a family's student run ---- */
 
+void simt_fill_before(simt_arena *a, void *ctx)
+{
+    const simt_fill *f = ctx;
+    memset(a->host[f->buffer], f->byte, a->hdr->buffers[f->buffer].bytes);
+}
+
 void simt_student_block(const cl_student_kernel *k, unsigned block[3])
 {
     for (int i = 0; i < 3; i++)

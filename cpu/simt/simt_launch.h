@@ -58,6 +58,17 @@ int simt_launch(simt_arena *a, const cl_student_kernel *k, const unsigned grid[3
  * sentinel, zero its bins): arena and the family's own state. */
 typedef void (*simt_before_fn)(simt_arena *a, void *ctx);
 
+/* What simt_fill_before writes before each launch: every byte of one buffer
+ * (SIMT_NAN: a NaN in every float, which no kernel computes, so an element a
+ * launch leaves unwritten fails the check; 0: bins counted from zero). */
+typedef struct simt_fill {
+    int buffer;
+    unsigned char byte;
+} simt_fill;
+#define SIMT_NAN 0xFF
+/* A simt_before_fn whose ctx is a const simt_fill *. */
+void simt_fill_before(simt_arena *a, void *ctx);
+
 /* A family's student run: k's block, its grid or the family's rule, then
  * min(reps, CL_SIMT_MAX_REPS) launches, each after before(a, ctx). Times and the
  * launch as the run reports them. 0, or -1 with err (k->diagnosis filled). */

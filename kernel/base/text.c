@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/text.h"
 
@@ -109,4 +110,17 @@ int fail_into(char *buf, size_t len, const char *fmt, ...)
     va_end(ap);
     utf8_trim(buf);
     return -1;
+}
+
+int exe_dir(char *buf, size_t len)
+{
+    ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+    if (n <= 0 || (size_t)n >= len - 1)
+        return -1;
+    buf[n] = '\0';
+    char *slash = strrchr(buf, '/');
+    if (!slash)
+        return -1;
+    *slash = '\0';
+    return 0;
 }

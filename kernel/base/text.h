@@ -32,4 +32,9 @@ int fail_into(char *buf, size_t len, const char *fmt, ...) __attribute__((format
  * bytes with an exponent. Writes into buf. */
 void format_bytes(double bytes, char *buf, size_t len);
 
+/* The directory this process's executable is in (/proc/self/exe), into buf:
+ * where lib/cudalab/ is found beside it, in the build tree and in an install.
+ * 0, or -1. */
+int exe_dir(char *buf, size_t len);
+
 #endif

@@ -22,6 +22,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/text.h"
+
 #define CUDA_LIB_NAME "libcudalab_cuda.so"
 
 typedef const cl_backend *(*backend_entry)(void);
@@ -46,16 +48,10 @@ static void note_set(char *buf, size_t len, const char *fmt, ...)
  * both the build tree (build/bin, build/lib) and an install (PREFIX/bin, PREFIX/lib). */
 static int default_lib_path(char *buf, size_t len)
 {
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
+    char dir[PATH_MAX];
+    if (exe_dir(dir, sizeof dir) != 0)
         return -1;
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (!slash)
-        return -1;
-    *slash = '\0';
-    int w = snprintf(buf, len, "%s/../lib/cudalab/" CUDA_LIB_NAME, exe);
+    int w = snprintf(buf, len, "%s/../lib/cudalab/" CUDA_LIB_NAME, dir);
     return w > 0 && (size_t)w < len ? 0 : -1;
 }
 

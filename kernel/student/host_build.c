@@ -21,6 +21,7 @@
 
 #include "base/clock.h"
 #include "base/digest.h"
+#include "base/text.h"
 #include "student/shared_rewrite.h"
 
 #define CELL_FILE "cell"
@@ -42,16 +43,8 @@ static const char *const host_flags[] = {
 /* <dir of the executable>/../lib/cudalab/simt: the runtime and its prelude. */
 static int runtime_dir(char *buf, size_t len)
 {
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
-        return -1;
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (!slash)
-        return -1;
-    *slash = '\0';
-    if (snprintf(buf, len, "%s/../lib/cudalab/simt", exe) >= (int)len)
+    char dir[PATH_MAX - 64];
+    if (exe_dir(dir, sizeof dir) != 0 || snprintf(buf, len, "%s/../lib/cudalab/simt", dir) >= (int)len)
         return -1;
     char probe[PATH_MAX + 32];
     snprintf(probe, sizeof probe, "%s/libcudalab_simt.a", buf);
