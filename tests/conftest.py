@@ -440,6 +440,13 @@ def compiled(kc: BlockingKernelClient, code: str) -> tuple[dict, str, dict | Non
     return c, text, doc
 
 
+def runner_error(kc: BlockingKernelClient, code: str) -> tuple[str, str, str]:
+    """A %%kernel cell whose quick check fails on the CPU runner: (ename, evalue, the traceback's lines)."""
+    c, _, _ = compiled(kc, code)
+    assert c["status"] == "error", "the quick check passed"
+    return c["ename"], c["evalue"], "\n".join(c["traceback"])
+
+
 def streams(msgs: list[dict], name: str | None = None) -> list[str]:
     return [m["content"]["text"] for m in msgs
             if m["msg_type"] == "stream" and (name is None or m["content"]["name"] == name)]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import cell, compiled
+from conftest import cell, compiled, runner_error
 
 TILED = """%%kernel --for matmul --name mytiled
 #ifndef TILE
@@ -49,13 +49,6 @@ __global__ void mynaive(const float *A, const float *B, float *C, int M, int N, 
 def naive(body: str) -> str:
     """The naive kernel with body in place of its last statement (line 8)."""
     return NAIVE.replace("BODY", body)
-
-
-def runner_error(kc, code: str) -> tuple[str, str, list[str]]:
-    """A %%kernel cell whose quick check fails on the runner: (ename, evalue, traceback)."""
-    c, _, _ = compiled(kc, code)
-    assert c["status"] == "error", "the quick check passed"
-    return c["ename"], c["evalue"], c["traceback"]
 
 
 def test_tiled_passes_beside_ours(kernel):
@@ -101,7 +94,7 @@ def test_missing_bound_check_is_out_of_bounds_and_two_writers(kernel):
     assert ename == "KernelError"
     assert ("out-of-bounds access: thread (0,3) of block (0,4) wrote C[67][0] at line %d, past the end of C "
             "(67×33)" % LINE_WRITE_C) in evalue
-    found = "\n".join(tb)
+    found = tb
     assert ("two writers: thread (0,1) of block (0,0) and thread (1,0) of block (2,0) both wrote C[1][0] at "
             "line %d" % LINE_WRITE_C) in found
     assert "a thread past the last column writes into the next row" in found

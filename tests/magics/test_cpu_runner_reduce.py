@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from conftest import cell, compiled
+from conftest import cell, compiled, runner_error
 
 CPU = {"CUDALAB_BACKEND": "cpu"}
 
@@ -118,13 +118,6 @@ def convergent(name: str, old: str | None = None, new: str = "") -> str:
 @pytest.fixture
 def kc(start_kernel):
     return start_kernel(env=CPU)[1]
-
-
-def runner_error(kc, code: str) -> tuple[str, str, str]:
-    """A %%kernel cell whose quick check fails on the runner: (ename, evalue, the traceback's lines)."""
-    c, _, _ = compiled(kc, code)
-    assert c["status"] == "error", "the quick check passed"
-    return c["ename"], c["evalue"], "\n".join(c["traceback"])
 
 
 def test_lecture_reductions_pass_beside_ours(kc):
