@@ -218,6 +218,7 @@ int simt_launch(simt_arena *a, const cl_student_kernel *k, const unsigned grid[3
     int status = 0;
     const char *why = NULL;
     int waited = wait_runner(p, h->limit_ms * 2 + 2000, &status, &why);
+    kill(-p, SIGKILL);              /* whatever of its process group is left (it forks the block runners) */
     if (waited != 0 && strcmp(why, "interrupted") == 0) {
         snprintf(err, CL_ERR_LEN, "interrupted");
         return -1;

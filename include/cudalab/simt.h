@@ -115,7 +115,6 @@ typedef struct cl_simt_report {
     volatile uint32_t lock;         /* a spin lock between the runner's processes */
     uint32_t done;                  /* the runner finished the grid (1) */
     double ms;                      /* wall time of the grid */
-    uint64_t blocks_run;
     cl_simt_finding findings[CL_SIMT_NKINDS];
 } cl_simt_report;
 

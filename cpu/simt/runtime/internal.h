@@ -46,7 +46,6 @@ typedef struct sim_thread {
     enum thread_state state;
     uint32_t bar;                   /* __syncthreads() passed */
     int wait_line;                  /* the line of the barrier or warp operation it waits at */
-    int exit_line;                  /* set when a fault ends it */
     uint64_t last_pc;               /* the last student access (for a timeout's report) */
     uint64_t warp_in;               /* a warp operation's operand */
     uint64_t warp_out;              /* its result */
@@ -57,7 +56,6 @@ typedef struct sim_warp {
     uint32_t sync;                  /* warp-level synchronisations passed (__syncwarp, shuffles) */
     int waiting;                    /* lanes waiting at the current operation */
     int op, width;
-    unsigned mask;
     int line;
 } sim_warp;
 

@@ -325,6 +325,7 @@ int main(int argc, char **argv)
     for (uint32_t i = 1; i < procs && nkids < 64; i++) {
         pid_t p = fork();
         if (p == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);   /* never outlives the launch's first process */
             if (sandbox() != 0)
                 _exit(2);
             sched_run_blocks();

@@ -249,13 +249,15 @@ static void warp_release(uint32_t w)
     wp->sync++;
 }
 
+/* mask is not read: the lanes that take part are the warp's live ones (a lane
+ * that returned no longer counts, as a warp's exited threads on a GPU). */
 uint64_t cl_simt_warp(int op, unsigned mask, uint64_t value, int arg, int width, int line)
 {
     sim_thread *t = blk.cur;
     uint32_t w = t->linear / 32;
     sim_warp *wp = &blk.warps[w];
     if (wp->waiting == 0) {
-        wp->op = op, wp->width = width, wp->mask = mask, wp->line = line;
+        wp->op = op, wp->width = width, wp->line = line;
     } else if (wp->op != op || wp->line != line) {
         cl_simt_finding f;
         memset(&f, 0, sizeof f);
@@ -393,7 +395,6 @@ int sched_run_blocks(void)
         if (b >= total || blk.abort)
             break;
         run_block(b);
-        __atomic_fetch_add(&launch->report.blocks_run, 1, __ATOMIC_RELAXED);
         if (blk.abort)
             return -1;
     }
