@@ -146,6 +146,14 @@ int show_source_run(magic_ctx *ctx, const json_t *params, const family_spec *f)
                           json_pack("{s:s, s:s, s:s}", "type", "code", "language",
                                     json_string_value(json_object_get(doc, "language")), "text", source));
     free(source);
+    /* the cells are of the family's first shape: a 2D variant (%stencil --dim 2) has none */
+    if (as_kernel && json_integer_value(json_object_get(params, "dim")) == 2) {
+        json_decref(doc);
+        json_decref(view);
+        return magic_error(ctx, "UsageError", "--as-kernel: %%%s --dim 2 has no %%%%kernel cell of %s (the cells are "
+                           "the 1D kernels'); --show-source shows its code, and %%%%kernel --for %s --dim 2 takes "
+                           "yours", f->magic, variant, f->magic);
+    }
     if (as_kernel && add_kernel_cell(ctx, f, variant, doc, view) != 0) {
         json_decref(doc);
         json_decref(view);

@@ -148,6 +148,14 @@ def test_as_kernel_refused_without_a_student_form(kernel):
     assert not content.get("payload")
 
 
+def test_as_kernel_refused_for_a_2d_stencil(kernel):
+    reply, _ = execute(kernel.kc, "%stencil --dim 2 --show-source tiled --as-kernel")
+    content = reply["content"]
+    assert content["status"] == "error" and content["ename"] == "UsageError"
+    assert "%stencil --dim 2 has no %%kernel cell of tiled" in content["evalue"]
+    assert not content.get("payload")
+
+
 def test_as_kernel_needs_show_source(kernel):
     reply, _ = execute(kernel.kc, "%reduce --as-kernel")
     assert reply["content"]["ename"] == "UsageError"
