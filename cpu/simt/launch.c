@@ -28,6 +28,7 @@
 #include "cudalab/host.h"
 
 #define PAGE 4096ull
+#define VALGRIND_STATUS "70"
 #define GAP (1ull << 20)
 
 static uint64_t round_page(uint64_t n)
@@ -143,7 +144,13 @@ static pid_t spawn(const char *runner, int fd)
         _exit(126);
     for (int i = 4; i < 1024; i++)
         close(i);
-    execl(runner, runner, "3", (char *)NULL);
+    /* CUDALAB_RUNNER_VALGRIND=1: the runner under valgrind memcheck (the runtime's own test: fibers and
+     * checks stay clean; an error ends it with status VALGRIND_STATUS) */
+    const char *vg = getenv("CUDALAB_RUNNER_VALGRIND");
+    if (vg && strcmp(vg, "1") == 0)
+        execlp("valgrind", "valgrind", "-q", "--error-exitcode=" VALGRIND_STATUS, runner, "3", (char *)NULL);
+    else
+        execl(runner, runner, "3", (char *)NULL);
     _exit(127);
 }
 
@@ -240,6 +247,9 @@ int simt_launch(simt_arena *a, const cl_student_kernel *k, const unsigned grid[3
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !h->report.done) {
         if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
             snprintf(err, CL_ERR_LEN, "cannot run the CPU runner %s", k->host_runner);
+        else if (WIFEXITED(status) && WEXITSTATUS(status) == atoi(VALGRIND_STATUS))
+            snprintf(err, CL_ERR_LEN, "valgrind found an error in the CPU runner (CUDALAB_RUNNER_VALGRIND; the "
+                     "kernel's log has its report)");
         else if (WIFSIGNALED(status))
             snprintf(err, CL_ERR_LEN, "the CPU runner ended by signal %d (%s)", WTERMSIG(status),
                      WTERMSIG(status) == SIGKILL ? "its memory limit?" : strsignal(WTERMSIG(status)));

@@ -230,14 +230,26 @@ static int install_signals(void)
 
 #define ALLOW(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
 
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+#endif
+#ifndef RUNNING_ON_VALGRIND
+#define RUNNING_ON_VALGRIND 0
+#endif
+
 static int sandbox(void)
 {
     double limit_s = launch->limit_ms / 1000.0;
+    /* under valgrind (the runtime's own memory check): its tool refuses an address-space limit and a
+     * seccomp filter, so the time limits alone apply */
+    bool valgrind = RUNNING_ON_VALGRIND;
     struct rlimit cpu = { (rlim_t)limit_s + 2, (rlim_t)limit_s + 4 };
     struct rlimit as = { launch->mem_limit, launch->mem_limit };
     struct rlimit none = { 0, 0 };
-    if (setrlimit(RLIMIT_CPU, &cpu) != 0 || setrlimit(RLIMIT_AS, &as) != 0 || setrlimit(RLIMIT_CORE, &none) != 0 ||
-        setrlimit(RLIMIT_NOFILE, &(struct rlimit){ 3, 3 }) != 0)
+    if (setrlimit(RLIMIT_CPU, &cpu) != 0 || (!valgrind && setrlimit(RLIMIT_AS, &as) != 0) ||
+        setrlimit(RLIMIT_CORE, &none) != 0 || (!valgrind && setrlimit(RLIMIT_NOFILE, &(struct rlimit){ 3, 3 }) != 0))
         return -1;
     struct itimerval it = { { 0, 0 }, { (time_t)limit_s, (suseconds_t)((limit_s - (time_t)limit_s) * 1e6) } };
     if (launch->limit_ms > 0 && setitimer(ITIMER_REAL, &it, NULL) != 0)
@@ -257,6 +269,8 @@ static int sandbox(void)
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
     };
     struct sock_fprog prog = { (unsigned short)(sizeof filter / sizeof filter[0]), filter };
+    if (valgrind)
+        return 0;
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
         syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0)
         return -1;
