@@ -8,6 +8,14 @@ import pytest
 from bug_corpus import BUGS, Bug
 from conftest import cell, compiled
 
+CPU = {"CUDALAB_BACKEND": "cpu"}
+
+
+@pytest.fixture
+def kernel(start_kernel):
+    """On the CPU backend, even where a GPU is: these are the CPU runner's tests."""
+    return start_kernel(env=CPU)
+
 
 @pytest.mark.parametrize("bug", BUGS, ids=[b.name for b in BUGS])
 def test_bug_is_explained(kernel, bug: Bug):

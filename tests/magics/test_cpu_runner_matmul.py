@@ -9,6 +9,14 @@ import pytest
 
 from conftest import cell, compiled, runner_error
 
+CPU = {"CUDALAB_BACKEND": "cpu"}
+
+
+@pytest.fixture
+def kernel(start_kernel):
+    """On the CPU backend, even where a GPU is: these are the CPU runner's tests."""
+    return start_kernel(env=CPU)
+
 TILED = """%%kernel --for matmul --name mytiled
 #ifndef TILE
 #define TILE 16
@@ -139,7 +147,7 @@ def test_assert_and_trap_name_thread_and_line(kernel):
 
 
 def test_endless_loop_is_stopped_at_the_limit(start_kernel):
-    _, kc = start_kernel(env={"CUDALAB_KERNEL_TIMEOUT": "1"})
+    _, kc = start_kernel(env={**CPU, "CUDALAB_KERNEL_TIMEOUT": "1"})
     c, _, _ = compiled(kc, naive("while (acc == acc) acc += 1.0f;\n    if (row < M && col < N) C[row * N + col] = acc;"))
     assert c["status"] == "error"
     assert c["ename"] == "TimeoutError"
@@ -172,7 +180,8 @@ def test_shared_in_a_macro_is_a_cpu_compile_error(kernel):
 
 
 def test_missing_host_compiler_says_what_to_install(start_kernel):
-    _, kc = start_kernel(env={"CUDALAB_HOST_CXX": "/nonexistent/g++", "CUDALAB_CACHE_DIR": "/nonexistent-cache"})
+    _, kc = start_kernel(env={**CPU, "CUDALAB_HOST_CXX": "/nonexistent/g++",
+                                 "CUDALAB_CACHE_DIR": "/nonexistent-cache"})
     c, _, _ = compiled(kc, naive("if (row < M && col < N) C[row * N + col] = acc;"))
     assert c["status"] == "error" and c["ename"] == "RuntimeError"
     assert "/nonexistent/g++ was not found (install g++: apt-get install g++" in c["evalue"]
