@@ -522,6 +522,42 @@ static void on_shell_deadline(loop *l, void *data)
     shell_tick(k->shell);
 }
 
+/* The parent is gone: we were reparented (to init or a subreaper: comparing
+ * with the parent we started with works under both, where waiting for pid 1
+ * does not), or the launcher named by JPY_PARENT_PID has exited. A kernel whose
+ * notebook server or nbgrader run was killed then leaves, with its worker,
+ * instead of holding a GPU for ever. */
+#define PARENT_CHECK_MS 1000
+
+static bool parent_gone(const kernel *k)
+{
+    if ((int)getppid() != k->parent)
+        return true;
+    return k->jpy_parent > 1 && kill(k->jpy_parent, 0) != 0 && errno == ESRCH;
+}
+
+static void watch_parent(loop *l, void *data)
+{
+    kernel *k = data;
+    if (parent_gone(k)) {
+        klog("kernel: its parent (pid %d%s) is gone: shutting down", k->jpy_parent > 1 ? k->jpy_parent : k->parent,
+             k->jpy_parent > 1 ? ", JPY_PARENT_PID" : "");
+        k->quit = true;
+        loop_stop(l);
+        return;
+    }
+    loop_timer_arm(l, k->parent_timer, monotonic_ms() + PARENT_CHECK_MS);
+}
+
+static void parent_init(kernel *k)
+{
+    k->parent = (int)getppid();
+    const char *jpy = getenv("JPY_PARENT_PID");
+    char *end = NULL;
+    long v = jpy && *jpy ? strtol(jpy, &end, 10) : 0;
+    k->jpy_parent = end && *end == '\0' && v > 1 && v < 1 << 30 ? (int)v : 0;
+}
+
 /* Before each poll: shell requests wait while a cell runs, the worker's pipe
  * is the current worker's (written to while a command is pending), and the
  * shell's next deadline is armed. */
@@ -539,8 +575,12 @@ static int register_sources(kernel *k)
 {
     loop *l = k->loop;
     k->shell_timer = loop_timer_add(l, on_shell_deadline, k);
+    k->parent_timer = loop_timer_add(l, watch_parent, k);
     loop_before_poll(l, before_poll, k);
-    return k->shell_timer < 0 || loop_source_add(l, NULL, k->sigpipe[0], LOOP_READABLE, on_signal_pipe, k) < 0
+    parent_init(k);
+    if (k->parent_timer >= 0)
+        loop_timer_arm(l, k->parent_timer, monotonic_ms() + PARENT_CHECK_MS);
+    return k->shell_timer < 0 || k->parent_timer < 0 || loop_source_add(l, NULL, k->sigpipe[0], LOOP_READABLE, on_signal_pipe, k) < 0
            || loop_source_add(l, k->sock[PORT_CONTROL], -1, LOOP_READABLE, on_control, k) < 0
            || loop_source_add(l, k->sock[PORT_IOPUB], -1, LOOP_READABLE, on_iopub, k) < 0
            || loop_source_add(l, k->sock[PORT_STDIN], -1, LOOP_READABLE, on_stdin, k) < 0

@@ -44,6 +44,9 @@ typedef struct kernel {
     unsigned long welcomes_refused;
     size_t max_message;             /* bytes of one request (CUDALAB_MAX_MESSAGE) */
     int respawns;                   /* workers started in a row without one finishing a command */
+    /* who started us: the kernel leaves when its parent is gone (kernel.c, watch_parent) */
+    int parent, jpy_parent;         /* getppid() at start; JPY_PARENT_PID (its launcher), or 0 */
+    int parent_timer;
 } kernel;
 
 /* Binds every socket of the connection file. Returns 0 or -1 (logged). */
