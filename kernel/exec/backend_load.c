@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/text.h"
 
 #define CUDA_LIB_NAME "libcudalab_cuda.so"
@@ -104,42 +105,74 @@ static const cl_backend *cuda_load(char *why, size_t len)
     return b;
 }
 
+/* Whether a CUDA error says the GPU is there but full or taken now (memory
+ * for a context, exclusive mode), rather than that there is none to use. */
+static bool busy_error(const char *err)
+{
+    return strstr(err, "out of memory") || strstr(err, "busy or unavailable") || strstr(err, "busy");
+}
+
 /* A loaded CUDA backend is only worth choosing when device 0 answers: asking
- * for its properties creates the context every later command needs anyway. */
-static const cl_backend *cuda_usable(const cl_backend *b, char *why, size_t len)
+ * for its properties creates the context every later command needs anyway.
+ * *busy: the device is there and cannot give a context now. */
+static const cl_backend *cuda_usable(const cl_backend *b, char *why, size_t len, bool *busy)
 {
     char err[CL_ERR_LEN] = "";
     int count = 0;
     if (b->device_count(&count, err) != 0) {
-        note_set(why, len, "no CUDA device: %s", err[0] ? err : "unknown error");
+        *busy = busy_error(err);
+        note_set(why, len, "%s: %s", *busy ? "the GPU is busy" : "no CUDA device", err[0] ? err : "unknown error");
         return NULL;
     }
     cl_device_props props;
     if (b->device_props(0, &props, err) != 0) {
-        note_set(why, len, "CUDA device 0 unusable: %s", err[0] ? err : "unknown error");
+        *busy = count > 0 && busy_error(err);
+        note_set(why, len, "%s: %s", *busy ? "the GPU is busy" : "CUDA device 0 unusable", err[0] ? err : "unknown error");
         return NULL;
     }
     note_set(why, len, "CUDA device 0: %s", props.name);
     return b;
 }
 
-static const cl_backend *choose(char *why, size_t len)
+/* CUDALAB_TESTING=1 CUDALAB_TEST_GPU_BUSY_S=S: the first S seconds of the
+ * process, a GPU is said to be there and busy (the tests of waiting, which
+ * have no GPU). */
+static bool simulated_busy(char *why, size_t len)
+{
+    static double start = -1;
+    const char *testing = getenv("CUDALAB_TESTING"), *busy = getenv("CUDALAB_TEST_GPU_BUSY_S");
+    if (!testing || strcmp(testing, "1") != 0 || !busy || !*busy)
+        return false;
+    if (start < 0)
+        start = monotonic_ms();
+    if (monotonic_ms() - start >= atof(busy) * 1e3)
+        return false;
+    note_set(why, len, "the GPU is busy: out of memory (simulated by CUDALAB_TEST_GPU_BUSY_S)");
+    return true;
+}
+
+static const cl_backend *choose(char *why, size_t len, bool *busy)
 {
     const char *force = getenv("CUDALAB_BACKEND");
     if (force && strcmp(force, "cpu") == 0) {
         note_set(why, len, "CPU backend forced by CUDALAB_BACKEND=cpu");
         return cl_cpu_backend();
     }
+    if ((*busy = simulated_busy(why, len)))
+        return NULL;
     const cl_backend *b = cuda_load(why, len);
     if (b)
-        b = cuda_usable(b, why, len);
-    return b ? b : cl_cpu_backend();
+        b = cuda_usable(b, why, len, busy);
+    /* a GPU that is there but full is waited for (worker_exec), never replaced by the CPU */
+    return b ? b : *busy ? NULL : cl_cpu_backend();
 }
 
 const cl_backend *backend_select(char *note, size_t len)
 {
-    if (!chosen)
-        chosen = choose(chosen_note, sizeof chosen_note);
+    if (!chosen) {
+        bool busy = false;
+        chosen = choose(chosen_note, sizeof chosen_note, &busy);
+    }
     if (note && len)
         snprintf(note, len, "%s", chosen_note);
     return chosen;

@@ -12,13 +12,19 @@
 
 #include "cudalab/backend.h"
 
-/* Returns the backend to use (never NULL) and writes into note why it was
- * chosen: empty or "CUDA device 0: <name>" for CUDA, the reason for falling
- * back otherwise (e.g. "no CUDA device: CUDA driver version is insufficient
- * for CUDA runtime version"). note may be NULL when len is 0.
+/* Returns the backend to use and writes into note why it was chosen: empty or
+ * "CUDA device 0: <name>" for CUDA, the reason for falling back otherwise
+ * (e.g. "no CUDA device: CUDA driver version is insufficient for CUDA runtime
+ * version"). note may be NULL when len is 0.
  *
- * The choice is made once per process and cached; later calls return the
- * same backend and note. Environment:
+ * The CPU backend is for machines with no usable GPU (no driver, no device).
+ * A GPU that is there but cannot give a context now (out of memory: other
+ * kernels hold it) returns NULL, with "the GPU is busy: ..." in note: the
+ * caller waits and asks again (worker_exec), and no CPU numbers answer a GPU
+ * lecture.
+ *
+ * A choice is made once per process and cached; later calls return the same
+ * backend and note. Environment:
  *   CUDALAB_BACKEND=cpu   use the CPU backend without trying CUDA
  *   CUDALAB_CUDA_LIB      path of libcudalab_cuda.so (default:
  *                         <dir of the executable>/../lib/cudalab/libcudalab_cuda.so)

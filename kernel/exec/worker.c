@@ -15,6 +15,7 @@
 
 #include "exec/backend_load.h"
 #include "exec/capture.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/text.h"
 #include "student/store.h"
@@ -174,11 +175,43 @@ static void pipe_result(void *impl, json_t *doc, json_t *view, const char *displ
 
 static const magic_out pipe_out = { pipe_stream, pipe_result };
 
+/* The GPU is there but busy: wait for it, saying so once, asking again every
+ * quarter second, for at most CUDALAB_GPU_WAIT seconds (120); an interrupt ends
+ * the wait. 0 with ctx->backend set, or -1 with the error in ctx. */
+#define GPU_WAIT_ENV "CUDALAB_GPU_WAIT"
+#define GPU_WAIT_DEFAULT_S 120.0
+#define GPU_RETRY_MS 250
+
+static int wait_for_gpu(magic_ctx *ctx, char *note, size_t len)
+{
+    const char *e = getenv(GPU_WAIT_ENV);
+    double limit_s = e && *e && atof(e) >= 0 ? atof(e) : GPU_WAIT_DEFAULT_S, t0 = monotonic_ms();
+    char first[512], line[600];
+    snprintf(first, sizeof first, "%s", note);
+    snprintf(line, sizeof line, "waiting for the GPU (%s) ...\n", first);
+    magic_stream(ctx, "stdout", line);
+    while (!(ctx->backend = backend_select(note, len))) {
+        if (magic_cancelled())
+            return magic_error(ctx, "KeyboardInterrupt", "interrupted while waiting for the GPU (%s)", note);
+        if (monotonic_ms() - t0 >= limit_s * 1e3)
+            return magic_error(ctx, "GPUBusyError", "the GPU gave this kernel no room in %.0f s (%s); the cell did "
+                               "not run (not on the CPU either): run it again, or let fewer kernels hold the GPU "
+                               "(" GPU_WAIT_ENV " sets the wait)", limit_s, first);
+        struct timespec nap = { 0, GPU_RETRY_MS * 1000000L };
+        nanosleep(&nap, NULL);
+    }
+    snprintf(line, sizeof line, "... the GPU after %.1f s of waiting\n", (monotonic_ms() - t0) / 1e3);
+    magic_stream(ctx, "stdout", line);
+    return 0;
+}
+
 int worker_exec(const magic_spec *m, const json_t *params, const char *body, magic_ctx *ctx)
 {
     static char note[512];
     ctx->backend = backend_select(note, sizeof note);
     ctx->backend_note = note;
+    if (!ctx->backend && wait_for_gpu(ctx, note, sizeof note) != 0)
+        return -1;
     /* --backend (SWEEP_BACKEND_FLAG): the CPU backend on request; a GPU, or an error saying why there is none */
     const char *want = json_string_value(json_object_get(params, "backend"));
     if (want && strcmp(want, "cpu") == 0 && strcmp(ctx->backend->name, "cpu") != 0) {
@@ -307,7 +340,7 @@ int worker_main(int fd)
      * call creates the context and can take a second */
     char note[512];
     const cl_backend *b = backend_select(note, sizeof note);
-    klog("worker: backend %s%s%s", b->name, note[0] ? ": " : "", note);
+    klog("worker: backend %s%s%s", b ? b->name : "none yet", note[0] ? ": " : "", note);
     for (;;) {
         json_t *req = frame_read(fd);
         if (!req)

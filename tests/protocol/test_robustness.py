@@ -234,3 +234,40 @@ def test_restart_leaves_no_old_worker(tkernel):
     kc.wait_for_ready(timeout=10)
     assert not wait_gone(old, timeout=5)
     assert_next_cell_works(kc)
+
+
+# ---------------------------------------------------------------- a GPU that is there but busy
+# (CUDALAB_TEST_GPU_BUSY_S: the worker's first seconds, a GPU is said to be there and full)
+
+def test_busy_gpu_is_waited_for_not_replaced_by_the_cpu(start_kernel):
+    km, kc = start_kernel(env={**TESTING, "CUDALAB_TEST_GPU_BUSY_S": "2", "CUDALAB_GPU_WAIT": "60"})
+    reply, msgs = execute(kc, "%matmul --size 16 --variant naive --reps 1", timeout=60)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    out = "".join(streams(msgs, "stdout"))
+    assert "waiting for the GPU (the GPU is busy: out of memory" in out
+    assert "... the GPU after" in out
+    assert streams(msgs, "stderr") == []
+
+
+def test_busy_gpu_past_the_wait_is_an_error_not_cpu_numbers(start_kernel):
+    km, kc = start_kernel(env={**TESTING, "CUDALAB_TEST_GPU_BUSY_S": "600", "CUDALAB_GPU_WAIT": "1"})
+    reply, msgs = execute(kc, "%matmul --size 16 --variant naive --reps 1", timeout=60)
+    c = reply["content"]
+    assert c["status"] == "error" and c["ename"] == "GPUBusyError", c
+    assert "the GPU gave this kernel no room in 1 s" in c["evalue"]
+    assert "not on the CPU either" in c["evalue"]
+    assert not [m for m in outputs(msgs) if m["msg_type"] in ("execute_result", "display_data")]
+
+
+def test_interrupt_while_waiting_for_the_gpu(start_kernel):
+    km, kc = start_kernel(env={**TESTING, "CUDALAB_TEST_GPU_BUSY_S": "600", "CUDALAB_GPU_WAIT": "600"})
+    msg_id = start_long(kc, "%matmul --size 16 --variant naive --reps 1")
+    t0 = time.monotonic()
+    km.interrupt_kernel()
+    reply, msgs, _ = finish(kc, msg_id)
+    assert time.monotonic() - t0 < 1.0
+    c = reply["content"]
+    assert c["ename"] == "KeyboardInterrupt", c
+    assert "the command stopped when asked" in c["evalue"], c["evalue"]
+    assert "waiting for the GPU" in "".join(streams(msgs, "stdout"))
+    assert_next_cell_works(kc)
