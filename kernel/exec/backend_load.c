@@ -23,6 +23,8 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/log.h"
+#include "exec/admission.h"
 #include "base/text.h"
 
 #define CUDA_LIB_NAME "libcudalab_cuda.so"
@@ -120,6 +122,7 @@ static const cl_backend *cuda_usable(const cl_backend *b, char *why, size_t len,
     char err[CL_ERR_LEN] = "";
     int count = 0;
     if (b->device_count(&count, err) != 0) {
+        admission_release();        /* no GPU after all: the slot was for nothing */
         *busy = busy_error(err);
         note_set(why, len, "%s: %s", *busy ? "the GPU is busy" : "no CUDA device", err[0] ? err : "unknown error");
         return NULL;
@@ -127,11 +130,30 @@ static const cl_backend *cuda_usable(const cl_backend *b, char *why, size_t len,
     cl_device_props props;
     if (b->device_props(0, &props, err) != 0) {
         *busy = count > 0 && busy_error(err);
+        admission_release();
         note_set(why, len, "%s: %s", *busy ? "the GPU is busy" : "CUDA device 0 unusable", err[0] ? err : "unknown error");
         return NULL;
     }
     note_set(why, len, "CUDA device 0: %s", props.name);
+    admission_set_capacity(0, props.total_mem);
     return b;
+}
+
+/* A slot of GPU 0 before its context (admission.h); polite: not if others
+ * wait already (a worker warming up at its kernel's start). false with
+ * *busy and the reason when none is free; a directory that cannot be used
+ * is logged and does not stop anything. */
+static bool admitted(bool polite, char *why, size_t len, bool *busy)
+{
+    char reason[300];
+    int rc = admission_take(0, polite, reason, sizeof reason);
+    if (rc < 0)
+        klog("admission: %s: going on without it", reason);
+    if (rc == 1) {
+        note_set(why, len, "%s", reason);
+        *busy = true;
+    }
+    return rc != 1;
 }
 
 /* CUDALAB_TESTING=1 CUDALAB_TEST_GPU_BUSY_S=S: the first S seconds of the
@@ -151,7 +173,15 @@ static bool simulated_busy(char *why, size_t len)
     return true;
 }
 
-static const cl_backend *choose(char *why, size_t len, bool *busy)
+/* CUDALAB_TESTING=1 CUDALAB_TEST_FAKE_GPU=1: admission as for a GPU, then the
+ * CPU backend computes (the tests of admission, which have no GPU). */
+static bool fake_gpu(void)
+{
+    const char *testing = getenv("CUDALAB_TESTING"), *fake = getenv("CUDALAB_TEST_FAKE_GPU");
+    return testing && strcmp(testing, "1") == 0 && fake && strcmp(fake, "1") == 0;
+}
+
+static const cl_backend *choose(char *why, size_t len, bool polite, bool *busy)
 {
     const char *force = getenv("CUDALAB_BACKEND");
     if (force && strcmp(force, "cpu") == 0) {
@@ -160,20 +190,39 @@ static const cl_backend *choose(char *why, size_t len, bool *busy)
     }
     if ((*busy = simulated_busy(why, len)))
         return NULL;
+    if (fake_gpu()) {
+        if (!admitted(polite, why, len, busy))
+            return NULL;
+        note_set(why, len, "a simulated GPU's slot (CUDALAB_TEST_FAKE_GPU): the CPU computes");
+        return cl_cpu_backend();
+    }
     const cl_backend *b = cuda_load(why, len);
-    if (b)
+    if (b && admitted(polite, why, len, busy))
         b = cuda_usable(b, why, len, busy);
+    else
+        b = NULL;
     /* a GPU that is there but full is waited for (worker_exec), never replaced by the CPU */
     return b ? b : *busy ? NULL : cl_cpu_backend();
 }
 
-const cl_backend *backend_select(char *note, size_t len)
+static const cl_backend *select_backend(char *note, size_t len, bool polite)
 {
     if (!chosen) {
         bool busy = false;
-        chosen = choose(chosen_note, sizeof chosen_note, &busy);
+        chosen = choose(chosen_note, sizeof chosen_note, polite, &busy);
     }
     if (note && len)
         snprintf(note, len, "%s", chosen_note);
     return chosen;
 }
+
+const cl_backend *backend_select(char *note, size_t len)
+{
+    return select_backend(note, len, false);
+}
+
+const cl_backend *backend_warm(char *note, size_t len)
+{
+    return select_backend(note, len, true);
+}
+

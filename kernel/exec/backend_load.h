@@ -30,5 +30,9 @@
  *                         <dir of the executable>/../lib/cudalab/libcudalab_cuda.so)
  * Not thread-safe: call it from the worker's main thread before starting others. */
 const cl_backend *backend_select(char *note, size_t len);
+/* The same, at a worker's start, before any command: it takes no GPU slot
+ * that other kernels already wait for (admission.h), so warming up never
+ * costs another kernel its turn. */
+const cl_backend *backend_warm(char *note, size_t len);
 
 #endif

@@ -7,12 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "exec/admission.h"
 #include "exec/backend_load.h"
 #include "exec/capture.h"
 #include "base/clock.h"
@@ -190,16 +192,23 @@ static int wait_for_gpu(magic_ctx *ctx, char *note, size_t len)
     snprintf(first, sizeof first, "%s", note);
     snprintf(line, sizeof line, "waiting for the GPU (%s) ...\n", first);
     magic_stream(ctx, "stdout", line);
+    admission_waiting(0, true);     /* an idle worker holding a slot now lets it go (worker_main) */
     while (!(ctx->backend = backend_select(note, len))) {
+        int rc = 0;
         if (magic_cancelled())
-            return magic_error(ctx, "KeyboardInterrupt", "interrupted while waiting for the GPU (%s)", note);
-        if (monotonic_ms() - t0 >= limit_s * 1e3)
-            return magic_error(ctx, "GPUBusyError", "the GPU gave this kernel no room in %.0f s (%s); the cell did "
-                               "not run (not on the CPU either): run it again, or let fewer kernels hold the GPU "
-                               "(" GPU_WAIT_ENV " sets the wait)", limit_s, first);
+            rc = magic_error(ctx, "KeyboardInterrupt", "interrupted while waiting for the GPU (%s)", note);
+        else if (monotonic_ms() - t0 >= limit_s * 1e3)
+            rc = magic_error(ctx, "GPUBusyError", "the GPU gave this kernel no room in %.0f s (%s); the cell did "
+                             "not run (not on the CPU either): run it again, or let fewer kernels hold the GPU "
+                             "(" GPU_WAIT_ENV " sets the wait)", limit_s, first);
+        if (rc) {
+            admission_waiting(0, false);
+            return rc;
+        }
         struct timespec nap = { 0, GPU_RETRY_MS * 1000000L };
         nanosleep(&nap, NULL);
     }
+    admission_waiting(0, false);
     snprintf(line, sizeof line, "... the GPU after %.1f s of waiting\n", (monotonic_ms() - t0) / 1e3);
     magic_stream(ctx, "stdout", line);
     return 0;
@@ -326,6 +335,21 @@ static void on_sigint(int sig)
     magic_cancel();
 }
 
+/* CUDALAB_GPU_IDLE_S: how long a worker holds its GPU slot without a command
+ * while another kernel waits for one (60 s). */
+static double idle_limit_s(void)
+{
+    const char *e = getenv("CUDALAB_GPU_IDLE_S");
+    return e && *e && atof(e) >= 0 ? atof(e) : 60.0;
+}
+
+/* Whether fd has input (or its end) within ms. */
+static bool readable(int fd, int ms)
+{
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    return poll(&p, 1, ms) != 0;
+}
+
 int worker_main(int fd)
 {
     /* the kernel asks a command to stop with SIGINT; it kills us if we don't */
@@ -339,15 +363,26 @@ int worker_main(int fd)
     /* choose the backend now, while the user is still typing: the first CUDA
      * call creates the context and can take a second */
     char note[512];
-    const cl_backend *b = backend_select(note, sizeof note);
+    const cl_backend *b = backend_warm(note, sizeof note);
     klog("worker: backend %s%s%s", b ? b->name : "none yet", note[0] ? ": " : "", note);
+    double idle_s = idle_limit_s(), since = monotonic_ms();
     for (;;) {
+        /* holding a GPU slot, idle, while another kernel waits for one: let it go (the kernel starts a
+         * fresh worker, which waits its turn when a command comes) */
+        while (admission_held() && !readable(fd, 1000)) {
+            if ((monotonic_ms() - since) / 1e3 >= idle_s && admission_wanted()) {
+                klog("worker: idle for %.0f s while another kernel waits for the GPU: letting it go",
+                     (monotonic_ms() - since) / 1e3);
+                return 0;
+            }
+        }
         json_t *req = frame_read(fd);
         if (!req)
             return 0;               /* the kernel closed the pipe: leave quietly */
         const char *op = json_string_value(json_object_get(req, "op"));
         int rc = op && strcmp(op, "run") == 0 ? run_one(fd, req) : 0;
         json_decref(req);
+        since = monotonic_ms();
         if (rc)
             return 1;
     }
