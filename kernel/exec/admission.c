@@ -9,11 +9,14 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/log.h"
+#include "magic/magic.h"
 
-static int held_fd = -1, held_gpu = -1, waiting_fd = -1;
+static int held_fd = -1, held_gpu = -1, waiting_fd = -1, alone_fd = -1;
 
 static int directory(char *buf, size_t len)
 {
@@ -145,4 +148,31 @@ void admission_set_capacity(int gpu, uint64_t total_mem)
     if (ftruncate(fd, 0) != 0 || write(fd, buf, (size_t)w) != w)
         klog("admission: cannot record GPU %d's capacity", gpu);
     close(fd);
+}
+
+int admission_alone(int gpu, bool take, double *waited_ms)
+{
+    if (!take) {
+        if (alone_fd >= 0)
+            close(alone_fd);
+        alone_fd = -1;
+        return 0;
+    }
+    char why[200];
+    double t0 = monotonic_ms();
+    if (alone_fd < 0 && (alone_fd = open_file(gpu, "timing", why, sizeof why)) < 0) {
+        *waited_ms = 0;
+        return 0;                   /* no directory: time alongside, as before */
+    }
+    while (flock(alone_fd, LOCK_EX | LOCK_NB) != 0) {
+        if (magic_cancelled()) {
+            close(alone_fd);
+            alone_fd = -1;
+            return -1;
+        }
+        struct timespec nap = { 0, 5 * 1000000L };
+        nanosleep(&nap, NULL);
+    }
+    *waited_ms = monotonic_ms() - t0;
+    return 0;
 }

@@ -38,6 +38,11 @@ void admission_release(void);
 void admission_waiting(int gpu, bool on);
 /* Whether any worker waits for a slot of the GPU this worker holds one of. */
 bool admission_wanted(void);
+/* Fair timing: the GPU's timing file locked exclusively (take), so that no
+ * other kernel's timed section runs meanwhile, and unlocked (!take). Waits,
+ * polling magic_cancelled(); *waited_ms the wait. 0, or -1 when interrupted. */
+int admission_alone(int gpu, bool take, double *waited_ms);
+
 /* The first worker on a GPU records its memory, so that the next derive N from it. */
 void admission_set_capacity(int gpu, uint64_t total_mem);
 

@@ -177,6 +177,20 @@ static void pipe_result(void *impl, json_t *doc, json_t *view, const char *displ
 
 static const magic_out pipe_out = { pipe_stream, pipe_result };
 
+/* magic_ctx.exclusive on a GPU (or the simulated one of admission's tests):
+ * the timing lock of admission.c, saying once when it waits long. */
+static int gpu_alone(magic_ctx *ctx, bool take, double *waited_ms)
+{
+    int rc = admission_alone(0, take, waited_ms);
+    if (take && rc == 0 && *waited_ms > 200) {
+        char line[160];
+        snprintf(line, sizeof line, "waited %.1f s for other kernels' timed runs (fair timing: each point is timed "
+                 "with the GPU alone; --shared-timing times alongside)\n", *waited_ms / 1e3);
+        magic_stream(ctx, "stdout", line);
+    }
+    return rc;
+}
+
 /* The GPU is there but busy: wait for it, saying so once, asking again every
  * quarter second, for at most CUDALAB_GPU_WAIT seconds (120); an interrupt ends
  * the wait. 0 with ctx->backend set, or -1 with the error in ctx. */
@@ -217,18 +231,24 @@ static int wait_for_gpu(magic_ctx *ctx, char *note, size_t len)
 int worker_exec(const magic_spec *m, const json_t *params, const char *body, magic_ctx *ctx)
 {
     static char note[512];
-    ctx->backend = backend_select(note, sizeof note);
     ctx->backend_note = note;
-    if (!ctx->backend && wait_for_gpu(ctx, note, sizeof note) != 0)
-        return -1;
-    /* --backend (SWEEP_BACKEND_FLAG): the CPU backend on request; a GPU, or an error saying why there is none */
+    /* --backend (SWEEP_BACKEND_FLAG): the CPU backend on request, without waiting for a GPU; a GPU, or an
+     * error saying why there is none */
     const char *want = json_string_value(json_object_get(params, "backend"));
-    if (want && strcmp(want, "cpu") == 0 && strcmp(ctx->backend->name, "cpu") != 0) {
+    if (want && strcmp(want, "cpu") == 0) {
         ctx->backend = cl_cpu_backend();
         snprintf(note, sizeof note, "CPU backend asked for by --backend cpu");
-    } else if (want && strcmp(want, "cuda") == 0 && strcmp(ctx->backend->name, "cuda") != 0) {
-        return magic_error(ctx, "UsageError", "--backend cuda: no GPU backend in this worker (%s)", note);
+    } else {
+        ctx->backend = backend_select(note, sizeof note);
+        if (!ctx->backend && wait_for_gpu(ctx, note, sizeof note) != 0)
+            return -1;
+        if (want && strcmp(want, "cuda") == 0 && strcmp(ctx->backend->name, "cuda") != 0)
+            return magic_error(ctx, "UsageError", "--backend cuda: no GPU backend in this worker (%s)", note);
     }
+    /* a worker holding a GPU slot shares the GPU with other kernels: their timed runs and ours take turns
+     * (the CPU computes for the simulated GPU of admission's tests) */
+    bool simulated = getenv("CUDALAB_TEST_FAKE_GPU") && !want;
+    ctx->exclusive = admission_held() && (strcmp(ctx->backend->name, "cpu") != 0 || simulated) ? gpu_alone : NULL;
     return m->run(ctx, params, body);
 }
 

@@ -114,6 +114,11 @@ typedef struct magic_ctx {
     /* set by magic_error(); the caller turns it into a Jupyter error */
     error_info error;
     json_t *traceback;              /* extra plain lines, or NULL */
+    /* The GPU to this command alone (take) for a timed section, and back
+     * (!take): other kernels' timed sections wait meanwhile (fair timing).
+     * *waited_ms: how long taking it waited. 0, or -1 when interrupted while
+     * waiting. NULL where nobody shares the device (the CPU backend, the CLI). */
+    int (*exclusive)(struct magic_ctx *ctx, bool take, double *waited_ms);
 } magic_ctx;
 
 void magic_stream(magic_ctx *ctx, const char *name, const char *text);

@@ -131,6 +131,7 @@ json_t *sweep_device_json(magic_ctx *ctx)
 typedef struct sweep_state {
     const sweep_spec *spec;
     sweep_points pts;
+    double gpu_wait_ms;             /* waited for other kernels' timed runs (fair timing) */
 } sweep_state;
 
 
@@ -355,6 +356,11 @@ static json_t *make_doc(magic_ctx *ctx, const sweep_state *st, json_t *runs, jso
                             (json_int_t)st->pts.count);
     json_object_set_new(doc, "backend_note", ctx->backend_note && *ctx->backend_note
                                                  ? json_string(ctx->backend_note) : json_null());
+    if (ctx->exclusive)
+        /* where a GPU is shared: whether the timed runs had it alone, and the wait, apart from any time */
+        json_object_set_new(doc, "timing", json_pack("{s:b, s:f}", "gpu_alone",
+                                                     !json_is_true(json_object_get(st->pts.params, "shared_timing")),
+                                                     "waited_ms", st->gpu_wait_ms));
     return doc;
 }
 
@@ -596,8 +602,21 @@ int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *u
         }
         progress_before(ctx, &st, &pr, runs, device, p);
         json_t *pp = sweep_points_current(&st.pts);
-        if (!host_work_skips(ctx, s, pp, user))
+        if (!host_work_skips(ctx, s, pp, user)) {
+            /* fair timing: the point's timed runs with the GPU to themselves (magic_ctx.exclusive) */
+            double waited = 0;
+            bool alone = ctx->exclusive && !json_is_true(json_object_get(params, "shared_timing"));
+            if (alone && ctx->exclusive(ctx, true, &waited) != 0) {
+                rc = magic_error(ctx, "KeyboardInterrupt", "%%%s interrupted while waiting for other kernels' "
+                                 "timed runs", s->magic);
+                json_decref(pp);
+                break;
+            }
+            st.gpu_wait_ms += waited;
             rc = s->run_point(ctx, pp, runs, user);
+            if (alone)
+                ctx->exclusive(ctx, false, NULL);
+        }
         while (json_array_size(points) < json_array_size(runs))
             json_array_append(points, pp);
         json_decref(pp);

@@ -114,7 +114,10 @@ typedef int (*sweep_point_fn)(magic_ctx *ctx, const json_t *params, json_t *runs
     SWEEP_CHECK_FLAG(check_help), \
     {.name = "sort", .type = FLAG_BOOL, .def = "false", .help = (sort_help)}, \
     SWEEP_FORCE_FLAG, \
-    SWEEP_BACKEND_FLAG
+    SWEEP_BACKEND_FLAG, \
+    {.name = "shared-timing", .type = FLAG_BOOL, .def = "false", \
+     .help = "time alongside other kernels' commands (by default each point's timed runs have the GPU to " \
+             "themselves, and the wait is reported apart)"}
 
 /* --backend cpu: the command runs on the CPU backend where a GPU is present
  * (ours as CPU analogues, students' kernels on the CPU runner); the device

@@ -85,3 +85,38 @@ def test_interrupt_ends_a_wait_for_a_slot(start_kernel, tmp_path):
     assert "letting it go" not in a.log.text()
     c, out = run(a.kc)
     assert c["status"] == "ok" and "waiting" not in out
+
+
+# ---------------------------------------------------------------- fair timing
+
+RESULT = "application/vnd.cudalab.result+json"
+
+
+def doc_of(msgs: list[dict]) -> dict:
+    return next(m["content"]["data"][RESULT] for m in msgs
+                if RESULT in m.get("content", {}).get("data", {}))
+
+
+def two_slots(tmp_path) -> dict[str, str]:
+    return {**env(tmp_path, idle_s=600), "CUDALAB_GPU_CONTEXTS": "2"}
+
+
+def test_timed_runs_take_turns(start_kernel, tmp_path):
+    a = start_kernel(env=two_slots(tmp_path))
+    b = start_kernel(env=two_slots(tmp_path))
+    assert run(a.kc)[0]["status"] == "ok" and run(b.kc)[0]["status"] == "ok"     # each holds a slot
+    long_id = a.kc.execute("%matmul --size 512 --variant naive --reps 10 --warmup 0 --no-check")
+    time.sleep(0.4)                                              # a's point is timing now
+    reply, msgs = execute(b.kc, CELL, timeout=60)
+    assert reply["content"]["status"] == "ok"
+    timing = doc_of(msgs)["timing"]
+    assert timing["gpu_alone"] is True and timing["waited_ms"] > 100, timing
+    assert "for other kernels' timed runs (fair timing" in "".join(streams(msgs, "stdout"))
+    assert a.kc.get_shell_msg(timeout=60)["parent_header"]["msg_id"] == long_id
+    # --shared-timing: no turn taken, nothing waited
+    long_id = a.kc.execute("%matmul --size 512 --variant naive --reps 10 --warmup 0 --no-check")
+    time.sleep(0.4)
+    reply, msgs = execute(b.kc, CELL + " --shared-timing", timeout=60)
+    timing = doc_of(msgs)["timing"]
+    assert timing == {"gpu_alone": False, "waited_ms": 0.0}, timing
+    assert a.kc.get_shell_msg(timeout=60)["parent_header"]["msg_id"] == long_id
