@@ -105,7 +105,8 @@ def test_timed_runs_take_turns(start_kernel, tmp_path):
     a = start_kernel(env=two_slots(tmp_path))
     b = start_kernel(env=two_slots(tmp_path))
     assert run(a.kc)[0]["status"] == "ok" and run(b.kc)[0]["status"] == "ok"     # each holds a slot
-    long_id = a.kc.execute("%matmul --size 512 --variant naive --reps 10 --warmup 0 --no-check")
+    # the host loop: about a second on one thread, however many cores the host has
+    long_id = a.kc.execute("%matmul --size 1024 --variant cpu --reps 1 --warmup 0 --no-check")
     time.sleep(0.4)                                              # a's point is timing now
     reply, msgs = execute(b.kc, CELL, timeout=60)
     assert reply["content"]["status"] == "ok"
@@ -114,7 +115,7 @@ def test_timed_runs_take_turns(start_kernel, tmp_path):
     assert "for other kernels' timed runs (fair timing" in "".join(streams(msgs, "stdout"))
     assert a.kc.get_shell_msg(timeout=60)["parent_header"]["msg_id"] == long_id
     # --shared-timing: no turn taken, nothing waited
-    long_id = a.kc.execute("%matmul --size 512 --variant naive --reps 10 --warmup 0 --no-check")
+    long_id = a.kc.execute("%matmul --size 1024 --variant cpu --reps 1 --warmup 0 --no-check")
     time.sleep(0.4)
     reply, msgs = execute(b.kc, CELL + " --shared-timing", timeout=60)
     timing = doc_of(msgs)["timing"]
