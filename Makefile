@@ -159,7 +159,7 @@ test: setup
 	@$(MAKE) --no-print-directory valgrind
 	@$(MAKE) --no-print-directory asan
 	CUDALAB_BIN=build-asan/bin/cudalab $(PYTEST) tests/protocol tests/magics/test_assert.py tests/magics/test_sweep_display.py
-	$(PYTEST) -rs tests/protocol tests/conformance tests/magics tests/notebooks tests/nbgrader tests/gpu tests/browser
+	$(PYTEST) -rs tests/protocol tests/conformance tests/magics tests/notebooks tests/nbgrader tests/deploy tests/gpu tests/browser
 
 test-gpu: setup
 	@$(MAKE) --no-print-directory -j$$(nproc) all

@@ -1,0 +1,73 @@
+"""The course deployment (deploy/jupyterhub): no base image can be pulled here, so the Dockerfile is
+linted (hadolint, from PyPI) and the hub's configuration is loaded as JupyterHub loads it, checking
+what a course relies on: DockerSpawner with the host's GPUs, the one admission directory every
+container shares mounted where the image tells cudalab to look for it, the idle culler, nbgrader's
+exchange, and the hub and the image at one JupyterHub version."""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from traitlets.config import Config
+
+from conftest import REPO
+
+DEPLOY = REPO / "deploy" / "jupyterhub"
+
+
+def hadolint() -> str | None:
+    return shutil.which("hadolint") or shutil.which("hadolint", path=str(Path(sys.executable).parent))
+
+
+def image_env(name: str) -> str:
+    m = re.search(rf"\b{name}=(\S+)", (DEPLOY / "Dockerfile").read_text())
+    assert m, f"the Dockerfile sets no {name}"
+    return m.group(1).rstrip("\\").strip()
+
+
+def hub_config() -> Config:
+    c = Config()
+    exec(compile((DEPLOY / "jupyterhub_config.py").read_text(), "jupyterhub_config.py", "exec"),
+         {"get_config": lambda: c, "__name__": "jupyterhub_config"})
+    return c
+
+
+def test_dockerfile_lints_clean():
+    tool = hadolint()
+    if tool is None:
+        pytest.skip("hadolint is not installed (pip install -r requirements-test.txt)")
+    r = subprocess.run([tool, "--failure-threshold", "info", str(DEPLOY / "Dockerfile")], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_hub_gives_every_container_the_gpus_and_one_admission_directory():
+    c = hub_config()
+    assert c.JupyterHub.spawner_class == "dockerspawner.DockerSpawner"
+    requests = c.DockerSpawner.extra_host_config["device_requests"]
+    assert requests == [{"Driver": "nvidia", "Count": -1, "Capabilities": [["gpu"]]}]
+    mounts = c.DockerSpawner.volumes
+    assert image_env("CUDALAB_ADMISSION_DIR") in mounts.values(), (mounts, image_env("CUDALAB_ADMISSION_DIR"))
+    assert "/srv/nbgrader/exchange" in mounts.values()
+    assert c.DockerSpawner.remove is True
+    assert int(c.DockerSpawner.environment["CUDALAB_GPU_IDLE_S"]) > 0
+
+
+def test_idle_servers_are_culled():
+    c = hub_config()
+    culler = next(s for s in c.JupyterHub.services if s["name"] == "jupyterhub-idle-culler-service")
+    assert "jupyterhub_idle_culler" in culler["command"]
+    assert any(a.startswith("--timeout=") for a in culler["command"])
+    role = next(r for r in c.JupyterHub.load_roles if "jupyterhub-idle-culler-service" in r["services"])
+    assert "delete:servers" in role["scopes"]
+
+
+def test_hub_and_image_share_one_jupyterhub_version():
+    pins = dict(l.split("==") for l in (DEPLOY / "requirements-hub.txt").read_text().splitlines()
+                if l and not l.startswith("#"))
+    assert "jupyterhub" in pins
+    assert "requirements-hub.txt" in (DEPLOY / "Dockerfile").read_text()     # the image installs the same pins
