@@ -3,7 +3,8 @@
 #   make            build build/bin/cudalab (+ build/lib/cudalab/libcudalab_cuda.so when nvcc is found)
 #   make test       set-up, build, every test that needs no GPU
 #   make test-gpu   the GPU tests; fails loudly when no GPU is found
-#   make grade      autograde the sample submissions of the nbgrader course (notebooks/assignments) in
+#   make grade      (JOBS=N: N graders at once, one gradebook each, merged) autograde the sample
+#                   submissions of the nbgrader course (notebooks/assignments) in
 #                   $(BUILD)/grade/ and fail when a score differs from the expected one (the ps2 table
 #                   for the backend %device reports: a GPU, or none)
 #   make lab        set-up, build, install the kernelspec into the venv, open JupyterLab on notebooks/
@@ -25,6 +26,7 @@ PYTHON     ?= python3
 VENV       ?= .venv
 CUDA_ARCHS ?= 75 80 86 89 90
 SAN        ?=
+JOBS       ?= 1
 
 comma := ,
 CUDA_HOME = $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
@@ -172,7 +174,7 @@ grade:
 	@$(VENV)/bin/python -c 'import nbgrader' 2>/dev/null || \
 	    $(VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-grade.txt
 	@$(MAKE) --no-print-directory -j$$(nproc) all
-	$(VENV)/bin/python tests/nbgrader/grade_samples.py --binary $(BIN) --out $(BUILD)/grade
+	$(VENV)/bin/python tests/nbgrader/grade_samples.py --binary $(BIN) --out $(BUILD)/grade --jobs $(JOBS)
 
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 asan:

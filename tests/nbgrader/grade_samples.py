@@ -9,11 +9,17 @@ scores are the tables of test_autograde.py (ps1: the same on every backend) and 
 (ps2: one table for a GPU, one for no GPU, picked by the backend %device reports). A score that
 differs is marked `!` with the error its test cell showed; the exit status is then 1.
 
-Usage: python tests/nbgrader/grade_samples.py [--binary build/bin/cudalab] [--out build/grade]
+With --jobs N (make grade JOBS=N) the students are dealt to N graders that run at once, each in a
+copy of the course with a gradebook of its own (nbgrader's SQLite gradebook takes no parallel
+writers); their autograded notebooks, feedback and grades are merged into the one course folder and
+gradebook at the end. On a GPU the graders' kernels share it through cudalab's admission.
+
+Usage: python tests/nbgrader/grade_samples.py [--binary build/bin/cudalab] [--out build/grade] [--jobs N]
 """
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import importlib.util
 import json
 import os
@@ -104,6 +110,60 @@ def gradebook_scores(course: Path, assignment: str, notebook: str) -> dict[str, 
     return scores
 
 
+# ---------------------------------------------------------------- graders in parallel
+
+def students_of(course: Path) -> list[str]:
+    return sorted(p.name for p in (course / "submitted").iterdir() if p.is_dir())
+
+
+def grade_shard(course: Path, students: list[str], env: dict[str, str]) -> Path:
+    """One grader: its own copy of the course with only these students, generated and autograded."""
+    for other in set(students_of(course)) - set(students):
+        shutil.rmtree(course / "submitted" / other)
+    for a in ("ps1", "ps2"):
+        nbgrader(["generate_assignment", a], course, env)
+        nbgrader(["autograde", a], course, env)
+    nbgrader(["generate_feedback", "ps2"], course, env)
+    return course
+
+
+def merge_shard(shard: Path, course: Path) -> None:
+    """A grader's autograded notebooks, feedback and grades into the course and its gradebook."""
+    from nbgrader.api import Gradebook
+
+    for part in ("autograded", "feedback"):
+        if (shard / part).is_dir():
+            shutil.copytree(shard / part, course / part, dirs_exist_ok=True)
+    with Gradebook(f"sqlite:///{shard / 'gradebook.db'}") as src, \
+            Gradebook(f"sqlite:///{course / 'gradebook.db'}") as dst:
+        for assignment in src.assignments:
+            for sub in src.assignment_submissions(assignment.name):
+                student = sub.student.id
+                if not any(s.id == student for s in dst.students):
+                    dst.add_student(student)
+                try:
+                    dst.find_submission(assignment.name, student)
+                except Exception:   # noqa: BLE001 - nbgrader raises MissingEntry
+                    dst.add_submission(assignment.name, student)
+                for nb in sub.notebooks:
+                    for g in nb.grades:
+                        mine = dst.find_grade(g.name, nb.name, assignment.name, student)
+                        mine.auto_score, mine.manual_score = g.auto_score, g.manual_score
+                dst.db.commit()
+
+
+def grade_in_parallel(course: Path, out: Path, jobs: int, env: dict[str, str]) -> None:
+    students = students_of(course)
+    shards = [students[i::jobs] for i in range(jobs) if students[i::jobs]]
+    copies = [copy_course(out / "shards" / f"grader{i}" / "assignments") for i in range(len(shards))]
+    with concurrent.futures.ThreadPoolExecutor(len(shards)) as pool:
+        done = list(pool.map(lambda cs: grade_shard(cs[0], cs[1], env), zip(copies, shards)))
+    for a in ("ps1", "ps2"):
+        nbgrader(["generate_assignment", a], course, env)    # the assignments in the one gradebook
+    for shard in done:
+        merge_shard(shard, course)
+
+
 def cell_errors(course: Path, assignment: str, notebook: str, student: str) -> dict[str, str]:
     """What each cell of an autograded notebook failed with: 'Ename: first line of the message'."""
     import nbformat
@@ -150,6 +210,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--binary", default=str(REPO / "build" / "bin" / "cudalab"))
     ap.add_argument("--out", default=str(REPO / "build" / "grade"))
+    ap.add_argument("--jobs", type=int, default=1, help="graders at once, each with a gradebook of its own")
     args = ap.parse_args()
     binary = Path(args.binary).resolve()
     if not os.access(binary, os.X_OK):
@@ -170,11 +231,15 @@ def main() -> int:
     print(f"grade: kernel {binary}, backend {backend}; student kernels for {', '.join(sorted(families))}; "
           f"launch limit {KERNEL_TIMEOUT_S} s")
     t0 = time.monotonic()
-    for a in ("ps1", "ps2"):
-        nbgrader(["generate_assignment", a], course, env)
-        nbgrader(["autograde", a], course, env)
-    nbgrader(["generate_feedback", "ps2"], course, env)
-    print(f"grade: autograded in {time.monotonic() - t0:.0f} s; notebooks and feedback in {course}\n")
+    if args.jobs > 1:
+        grade_in_parallel(course, out, args.jobs, env)
+    else:
+        for a in ("ps1", "ps2"):
+            nbgrader(["generate_assignment", a], course, env)
+            nbgrader(["autograde", a], course, env)
+        nbgrader(["generate_feedback", "ps2"], course, env)
+    print(f"grade: autograded in {time.monotonic() - t0:.0f} s by {max(args.jobs, 1)} grader(s); notebooks and "
+          f"feedback in {course}\n")
 
     failed = False
     for name, mod, want in (("ps1", ps1, ps1.EXPECTED),

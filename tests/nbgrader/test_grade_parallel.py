@@ -1,0 +1,28 @@
+"""`make grade JOBS=N`: graders at once, each with a gradebook of its own, merged at the end into one
+course folder and one gradebook whose scores are exactly the expected ones (grade_samples.py)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, kernel_binary
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def test_two_graders_merge_into_one_gradebook(tmp_path):
+    pytest.importorskip("nbgrader")
+    r = subprocess.run([sys.executable, str(REPO / "tests" / "nbgrader" / "grade_samples.py"), "--binary",
+                        str(kernel_binary()), "--out", str(tmp_path), "--jobs", "2"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    assert "by 2 grader(s)" in r.stdout and "every score as expected" in r.stdout
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{tmp_path / 'assignments' / 'gradebook.db'}") as gb:
+        graded = {(a, s.student.id) for a in ("ps1", "ps2") for s in gb.assignment_submissions(a)}
+    assert {s for a, s in graded if a == "ps2"} == {"alice", "bob", "carol", "dave", "erin"}
+    assert {s for a, s in graded if a == "ps1"} == {"alice", "bob", "mallory"}
+    for student in ("alice", "erin"):
+        assert (tmp_path / "assignments" / "feedback" / student / "ps2").is_dir()
