@@ -144,7 +144,7 @@ const char *flag_choice(const flag_spec *fl, size_t i)
 
 /* ---- --variant ---- */
 
-static bool has_name(const json_t *list, const char *name)
+bool family_list_has(const json_t *list, const char *name)
 {
     size_t i;
     json_t *v;
@@ -189,7 +189,7 @@ json_t *family_select(magic_ctx *ctx, const family_spec *f, const json_t *given,
         if (name && strcmp(name, "all") == 0) {
             /* every built-in variant: a student's kernel runs when named */
             for (size_t k = 0; (v = family_variant(f, k)); k++)
-                if (!(v->flags & CL_V_RUNTIME) && available(v, k, user) && !has_name(out, v->name))
+                if (!(v->flags & CL_V_RUNTIME) && available(v, k, user) && !family_list_has(out, v->name))
                     json_array_append_new(out, json_string(v->name));
             continue;
         }
@@ -204,7 +204,7 @@ json_t *family_select(magic_ctx *ctx, const family_spec *f, const json_t *given,
             json_decref(out);
             return NULL;
         }
-        if (!has_name(out, name))
+        if (!family_list_has(out, name))
             json_array_append_new(out, json_string(name));
     }
     json_decref(list);

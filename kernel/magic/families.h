@@ -114,4 +114,7 @@ int magic_memory_fit(magic_ctx *ctx, const mem_need *n);
 uint64_t fit_largest(double (*bytes)(uint64_t n, const void *arg), const void *arg, double room,
                      uint64_t hi);
 
+/* Whether a JSON array of names (a --variant list) holds name. */
+bool family_list_has(const json_t *list, const char *name);
+
 #endif

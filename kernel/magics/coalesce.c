@@ -158,16 +158,6 @@ static int check_blocks(magic_ctx *ctx, const json_t *params)
 
 /* ---- --variant ---- */
 
-static bool has_name(const json_t *list, const char *name)
-{
-    size_t i;
-    json_t *v;
-    json_array_foreach(list, i, v)
-        if (strcmp(json_string_value(v), name) == 0)
-            return true;
-    return false;
-}
-
 /* The built-in traversals of this command's experiment: stride, or the layouts
  * --layout names (what `all` stands for); students' kernels always. */
 static bool in_experiment(const cl_variant *v, size_t index, void *user)
@@ -175,7 +165,7 @@ static bool in_experiment(const cl_variant *v, size_t index, void *user)
     const json_t *layouts = user;
     if (index >= CL_COALESCE_NVARIANTS)
         return (v->flags & CL_V_RUNTIME) != 0;
-    return layouts ? has_name(layouts, v->name) : index == CL_COALESCE_STRIDE;
+    return layouts ? family_list_has(layouts, v->name) : index == CL_COALESCE_STRIDE;
 }
 
 /* A built-in name --variant gives must be of the experiment; a student's kernel
@@ -194,7 +184,7 @@ static int check_variant(magic_ctx *ctx, const char *name, const json_t *layouts
     if (layouts && b == CL_COALESCE_STRIDE)
         return magic_error(ctx, "UsageError", "--variant stride is the traversal of the stride experiment "
                            "(--stride S); under --layout ours is the layout's own: row, col");
-    if (layouts && !has_name(layouts, name))
+    if (layouts && !family_list_has(layouts, name))
         return magic_error(ctx, "UsageError", "--variant %s runs at --layout %s: add %s to --layout", name, name,
                            name);
     return 0;
@@ -223,7 +213,7 @@ static int resolve_variants(magic_ctx *ctx, json_t *params)
     json_array_foreach(list, i, v)
         ours_only &= family_builtin(&coalesce_family, json_string_value(v)) >= 0;
     json_array_foreach(layouts, i, v)
-        ours_only &= list && has_name(list, json_string_value(v));
+        ours_only &= list && family_list_has(list, json_string_value(v));
     if (list && layouts && ours_only)
         json_object_set_new(params, "variant", json_null());
     else if (list && json_array_size(list) == 1 && !json_is_array(asked))
