@@ -24,6 +24,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -438,6 +439,21 @@ def compiled(kc: BlockingKernelClient, code: str) -> tuple[dict, str, dict | Non
     if c["status"] == "error" and "NVRTC" in c.get("evalue", "") and "CompileError" not in c["ename"]:
         pytest.skip("no NVRTC here: " + c["evalue"].splitlines()[0])
     return c, text, doc
+
+
+def host_work_runs_s(evalue: str) -> float:
+    """The runs' share of a host-work refusal in seconds: "3 runs (--warmup + --reps) 0.52 s" -> 0.52."""
+    m = re.search(r"\d+ runs? \(--warmup \+ --reps\) ([0-9.e+-]+) (s|min|h|days)\b", evalue)
+    assert m, evalue
+    return float(m.group(1)) * {"s": 1, "min": 60, "h": 3600, "days": 86400}[m.group(2)]
+
+
+def edited(code: str, old: str | None = None, new: str = "") -> str:
+    """A kernel's source with old (which must be there) replaced by new: one bug of a corpus."""
+    if old is None:
+        return code
+    assert old in code, old
+    return code.replace(old, new)
 
 
 def runner_error(kc: BlockingKernelClient, code: str) -> tuple[str, str, str]:

@@ -97,8 +97,7 @@ void simt_arena_close(simt_arena *a)
 
 /* ---- the launch's limits, as a GPU's ---- */
 
-static int refuse_launch(const cl_student_kernel *k, const unsigned grid[3], const unsigned block[3],
-                         size_t dyn_smem, char *err)
+static int refuse_launch(const unsigned grid[3], const unsigned block[3], size_t dyn_smem, char *err)
 {
     uint64_t threads = (uint64_t)block[0] * block[1] * block[2];
     uint64_t total = threads * grid[0] * grid[1] * grid[2];
@@ -122,7 +121,6 @@ static int refuse_launch(const cl_student_kernel *k, const unsigned grid[3], con
                  "%u on an H100)", dyn_smem, CL_SIMT_MAX_SMEM);
         return -1;
     }
-    (void)k;
     return 0;
 }
 
@@ -199,7 +197,7 @@ int simt_launch(simt_arena *a, const cl_student_kernel *k, const unsigned grid[3
         snprintf(err, CL_ERR_LEN, "a kernel of the CPU runner takes at most %d arguments", CL_SIMT_MAX_ARGS);
         return -1;
     }
-    if (refuse_launch(k, grid, block, dyn_smem, err) != 0)
+    if (refuse_launch(grid, block, dyn_smem, err) != 0)
         return -1;
     cl_simt_launch *h = a->hdr;
     h->magic = CL_SIMT_MAGIC;

@@ -14,7 +14,7 @@ import re
 import jsonschema
 import pytest
 
-from conftest import cell, compiled, load_schema
+from conftest import cell, compiled, host_work_runs_s, load_schema
 
 H = "%%kernel --for coalesce --name {name}\n"
 SIG = "(const float *in, float *out, unsigned long long n, unsigned long long stride)"
@@ -140,6 +140,4 @@ def test_host_work_is_the_runners(start_kernel):
 
 def runs_seconds(c: dict) -> float:
     """The runs' part of a host-work refusal: 'N runs (--warmup + --reps) X s' (1 run)."""
-    m = re.search(r"runs? \(--warmup \+ --reps\) ([0-9.e+-]+) (s|min|h)\b", c["evalue"])
-    assert m, c["evalue"]
-    return float(m.group(1)) * {"s": 1, "min": 60, "h": 3600}[m.group(2)]
+    return host_work_runs_s(c["evalue"])

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from conftest import cell, compiled, runner_error
+from conftest import cell, compiled, edited, host_work_runs_s, runner_error
 
 CPU = {"CUDALAB_BACKEND": "cpu"}
 
@@ -108,11 +108,7 @@ SYNCED_WARP = """float v = s[t] + s[t + 32];
 
 
 def convergent(name: str, old: str | None = None, new: str = "") -> str:
-    code = CONVERGENT.replace("NAME", name)
-    if old is not None:
-        assert old in code, old
-        code = code.replace(old, new)
-    return code
+    return edited(CONVERGENT.replace("NAME", name), old, new)
 
 
 @pytest.fixture
@@ -218,22 +214,15 @@ def test_a_size_the_quick_check_misses(kc):
     assert c["status"] == "ok" and doc["runs"][0]["check"]["passed"] is True, text   # the next cell works
 
 
-def runs_seconds(evalue: str) -> float:
-    """The runs' share of a host-work refusal in seconds: "3 runs (--warmup + --reps) 0.52 s" -> 0.52."""
-    m = re.search(r"\d+ runs? \(--warmup \+ --reps\) ([0-9.e+-]+) (s|min|h|days)\b", evalue)
-    assert m, evalue
-    return float(m.group(1)) * {"s": 1, "min": 60, "h": 3600, "days": 86400}[m.group(2)]
-
-
 def test_host_work_counts_three_launches_at_the_runner_rate(start_kernel):
     _, kc = start_kernel(env={**CPU, "CUDALAB_HOST_WORK_LIMIT": "0.05"})
     assert compiled(kc, convergent("myconv"))[0]["status"] == "ok"      # the quick check is under the limit
     c, _, _ = cell(kc, "%reduce --size 2^25 --variant myconv --reps 3 --warmup 0")
     assert c["status"] == "error" and c["ename"] == "UsageError" and "--force" in c["evalue"], c
-    three = runs_seconds(c["evalue"])
+    three = host_work_runs_s(c["evalue"])
     c, _, _ = cell(kc, "%reduce --size 2^25 --variant myconv --reps 100 --warmup 5")
     assert c["status"] == "error" and c["ename"] == "UsageError", c
-    assert runs_seconds(c["evalue"]) == three
+    assert host_work_runs_s(c["evalue"]) == three
     c, _, _ = cell(kc, "%reduce --size 2^25 --variant convergent --reps 3 --warmup 0")
-    ours = runs_seconds(c["evalue"]) if c["status"] == "error" else 0.0
+    ours = host_work_runs_s(c["evalue"]) if c["status"] == "error" else 0.0
     assert three > 10 * ours, (three, ours)

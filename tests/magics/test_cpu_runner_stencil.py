@@ -11,12 +11,11 @@ Sizes are small and awkward, one rep. NVRTC and g++ are needed (the tests are sk
 """
 from __future__ import annotations
 
-import re
 
 import jsonschema
 import pytest
 
-from conftest import cell, compiled, load_schema
+from conftest import cell, compiled, host_work_runs_s, load_schema
 
 H1 = "%%kernel --for stencil --name {name}\n"
 H2 = "%%kernel --for stencil --dim 2 --name {name}\n"
@@ -236,9 +235,7 @@ def test_2d_without_the_column_bound_writes_into_the_next_row(kc):
 def runs_seconds(c: dict) -> float:
     """The runs' part of a host-work refusal: 'N runs (--warmup + --reps) X s' (1 run)."""
     assert c["status"] == "error" and c["ename"] == "UsageError" and "of host work" in c["evalue"], c
-    m = re.search(r"runs? \(--warmup \+ --reps\) ([0-9.e+-]+) (s|min|h)\b", c["evalue"])
-    assert m, c["evalue"]
-    return float(m.group(1)) * {"s": 1, "min": 60, "h": 3600}[m.group(2)]
+    return host_work_runs_s(c["evalue"])
 
 
 def test_host_work_is_the_runners(start_kernel):

@@ -5,11 +5,10 @@ exactly: which thread of which block, at which cell line, touched which element 
 n) finds them. Needs NVRTC (the gate) and g++ (the runner's compiler): without NVRTC the tests skip."""
 from __future__ import annotations
 
-import re
 
 import pytest
 
-from conftest import cell, compiled, runner_error
+from conftest import cell, compiled, edited, host_work_runs_s, runner_error
 
 CPU = {"CUDALAB_BACKEND": "cpu"}
 
@@ -95,25 +94,18 @@ def test_a_failed_run_then_the_next_cell_works(kc):
     assert c["status"] == "ok" and doc["runs"][0]["check"]["passed"] is True, text
 
 
-def runs_seconds(evalue: str) -> float:
-    """The runs' share of a host-work refusal in seconds: "3 runs (--warmup + --reps) 0.52 s" -> 0.52."""
-    m = re.search(r"\d+ runs? \(--warmup \+ --reps\) ([0-9.e+-]+) (s|min|h|days)\b", evalue)
-    assert m, evalue
-    return float(m.group(1)) * {"s": 1, "min": 60, "h": 3600, "days": 86400}[m.group(2)]
-
-
 def test_host_work_counts_three_launches_at_the_runner_rate(start_kernel):
     _, kc = start_kernel(env={**CPU, "CUDALAB_HOST_WORK_LIMIT": "0.05"})
     assert compiled(kc, kernel("myadd", GOOD))[0]["status"] == "ok"   # the quick check is under the limit
     c, _, _ = cell(kc, "%vecadd --size 2^24 --variant myadd --reps 3 --warmup 0")
     assert c["status"] == "error" and c["ename"] == "UsageError" and "--force" in c["evalue"], c
-    three = runs_seconds(c["evalue"])
+    three = host_work_runs_s(c["evalue"])
     # --reps 100: still 3 launches on the runner, the same estimate
     c, _, _ = cell(kc, "%vecadd --size 2^24 --variant myadd --reps 100 --warmup 5")
     assert c["status"] == "error" and c["ename"] == "UsageError", c
-    assert runs_seconds(c["evalue"]) == three
+    assert host_work_runs_s(c["evalue"]) == three
     # every access a checked call: slower than our analogue at the same reps (over 10x on 2 cores; the
     # analogue's estimate counts fewer threads than cores on a big host, so only a factor is asserted)
     c, _, _ = cell(kc, "%vecadd --size 2^24 --variant builtin --reps 3 --warmup 0")
-    ours = runs_seconds(c["evalue"]) if c["status"] == "error" else 0.0
+    ours = host_work_runs_s(c["evalue"]) if c["status"] == "error" else 0.0
     assert three > 2 * ours, (three, ours)
