@@ -2,8 +2,9 @@
 # setup.sh — install what cudalab needs on Debian/Ubuntu, idempotently:
 #   the C build dependencies (apt, as root or through sudo) and a pinned
 #   Python virtualenv in .venv (requirements-test.txt and requirements-lab.txt; `test` adds
-#   requirements-grade.txt when it exists, and Debian's chromium and chromium-driver for the
-#   browser test: when they cannot be installed that test skips, and set-up goes on).
+#   requirements-grade.txt and requirements-hub-test.txt when they exist, and Debian's chromium and
+#   chromium-driver for the browser test: when they cannot be installed that test skips, and set-up
+#   goes on).
 # Usage: scripts/setup.sh test|lab
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +43,8 @@ fi
 # JupyterLab and nbconvert are needed by the browser test and `make demo` as well as `make lab`
 reqs=(requirements-test.txt requirements-lab.txt)
 [ "$mode" = test ] && [ -f requirements-grade.txt ] && reqs+=(requirements-grade.txt)
+# JupyterHub for tests/deploy's live hub, last: its pins list only what the three above do not
+[ "$mode" = test ] && [ -f requirements-hub-test.txt ] && reqs+=(requirements-hub-test.txt)
 # one stamp line per requirements file, so `make test` after `make lab` keeps the lab packages
 stamp="$venv/.cudalab-reqs"
 [ -x "$venv/bin/python" ] || { echo "setup: creating $venv"; python3 -m venv "$venv"; rm -f "$stamp"; }
