@@ -29,6 +29,11 @@ def image_env(name: str) -> str:
     return m.group(1).rstrip("\\").strip()
 
 
+def pins(path: Path) -> dict[str, str]:
+    """A requirements file's NAME==VERSION lines, by name."""
+    return dict(line.split("==") for line in path.read_text().splitlines() if line and not line.startswith("#"))
+
+
 def hub_config() -> Config:
     c = Config()
     exec(compile((DEPLOY / "jupyterhub_config.py").read_text(), "jupyterhub_config.py", "exec"),
@@ -67,7 +72,8 @@ def test_idle_servers_are_culled():
 
 
 def test_hub_and_image_share_one_jupyterhub_version():
-    pins = dict(l.split("==") for l in (DEPLOY / "requirements-hub.txt").read_text().splitlines()
-                if l and not l.startswith("#"))
-    assert "jupyterhub" in pins
+    hub = pins(DEPLOY / "requirements-hub.txt")
+    assert "jupyterhub" in hub
     assert "requirements-hub.txt" in (DEPLOY / "Dockerfile").read_text()     # the image installs the same pins
+    # and the live hub of test_hub_live.py is the course's JupyterHub
+    assert pins(REPO / "requirements-hub-test.txt")["jupyterhub"] == hub["jupyterhub"]
