@@ -150,9 +150,9 @@ test-unit: $(UNIT_BIN)
 
 # make test: the C unit tests, the fuzz smoke run, valgrind over a scripted
 # session, the protocol suite and the %assert/%score tests against the ASan+UBSan kernel, then every Python
-# suite against the release kernel: the notebooks under nbclient, the sample nbgrader course,
-# JupyterLab in headless Chromium (GPU tests, and the browser test without chromium or
-# chromedriver, skip, saying why).
+# suite against the release kernel: the notebooks under nbclient, the sample nbgrader course, a live
+# JupyterHub with the local spawner, JupyterLab in headless Chromium (GPU tests, and the browser test
+# without chromium or chromedriver, skip, saying why).
 PYTEST := $(VENV)/bin/python -m pytest -q -p no:cacheprovider
 test: setup
 	@$(MAKE) --no-print-directory -j$$(nproc) all
