@@ -155,6 +155,7 @@ static const cl_backend cpu_backend = {
     cpu_versions,
     cl_cpu_copy_bandwidth,
     NULL,                       /* the host is always usable */
+    NULL,                       /* and always in use */
     CL_FAMILIES(CL_BACKEND_OPS_CPU_)
 };
 

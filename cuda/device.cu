@@ -61,30 +61,30 @@ static int device_attr(int dev, cudaDeviceAttr attr, int *out, char *err, const 
     return rc == cudaSuccess ? 0 : cl_cuda_fail(err, what, rc);
 }
 
-/* Makes dev current and writes the device that was current to *prev. */
-static int switch_device(int dev, int *prev, char *err)
+/* The device in use (cuda_use_device), -1 before: only its context exists,
+ * so only it is asked what needs one (free memory, the code image). */
+static int in_use = -1;
+
+static int cuda_use_device(int dev, char *err)
 {
-    cudaError_t rc = cudaGetDevice(prev);
+    cudaError_t rc = cudaSetDevice(dev);   /* creates the primary context (CUDA 12+) */
     if (rc != cudaSuccess)
-        return cl_cuda_fail(err, "cudaGetDevice", rc);
-    rc = cudaSetDevice(dev);
-    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "cudaSetDevice", rc);
+        return cl_cuda_fail(err, "cudaSetDevice", rc);
+    in_use = dev;
+    return 0;
 }
 
-/* Free memory needs a context on dev; the caller's current device is restored
- * so that querying device 3 does not move later launches off device 0. */
+/* Free memory of the device in use; 0 (unknown) for any other, whose context
+ * admission has not given this worker. */
 static int device_free_mem(int dev, uint64_t *free_bytes, char *err)
 {
-    int prev = 0;
-    if (switch_device(dev, &prev, err))
-        return -1;
+    *free_bytes = 0;
+    if (dev != in_use)
+        return 0;
     size_t free_b = 0, total_b = 0;
     cudaError_t rc = cudaMemGetInfo(&free_b, &total_b);
-    cudaError_t back = cudaSetDevice(prev);
     if (rc != cudaSuccess)
         return cl_cuda_fail(err, "cudaMemGetInfo", rc);
-    if (back != cudaSuccess)
-        return cl_cuda_fail(err, "cudaSetDevice", back);
     *free_bytes = free_b;
     return 0;
 }
@@ -174,13 +174,16 @@ static int code_arch(int dev, char *buf, size_t len, char *err)
         return -1;
     int cc = major * 10 + minor;
 
-    int prev = 0;
-    if (switch_device(dev, &prev, err))
-        return -1;
+    if (dev != in_use) {
+        if (in_use < 0)
+            snprintf(buf, len, "not known until this kernel uses the device");
+        else
+            snprintf(buf, len, "not known: this kernel uses device %d", in_use);
+        return 0;
+    }
     cudaFuncAttributes a;
     memset(&a, 0, sizeof a);
     cudaError_t rc = cudaFuncGetAttributes(&a, cl_probe_kernel);
-    (void)cudaSetDevice(prev);
 
     /* Neither is fatal for %device: the properties are still worth showing,
      * and the text says what to do. Later launches will fail with the same error. */
@@ -242,6 +245,7 @@ static const cl_backend cuda_backend = {
     cuda_versions,
     cl_cuda_copy_bandwidth,
     cuda_healthy,
+    cuda_use_device,
     CL_FAMILIES(CL_BACKEND_OPS_CUDA_)
 };
 

@@ -468,6 +468,14 @@ def streams(msgs: list[dict], name: str | None = None) -> list[str]:
             if m["msg_type"] == "stream" and (name is None or m["content"]["name"] == name)]
 
 
+def wait_lines(msgs: list[dict]) -> list[str]:
+    """What a cell said, live, while it waited for the GPU or a timed turn: the text of each display and
+    update of its wait lines (display ids cudalab-wait-…), in order."""
+    return [m["content"]["data"]["text/plain"] for m in msgs
+            if m["msg_type"] in ("display_data", "update_display_data")
+            and m["content"].get("transient", {}).get("display_id", "").startswith("cudalab-wait-")]
+
+
 def statuses(msgs: list[dict]) -> list[str]:
     return [m["content"]["execution_state"] for m in msgs if m["msg_type"] == "status"]
 

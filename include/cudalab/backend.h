@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define CL_BACKEND_ABI 3
+#define CL_BACKEND_ABI 4
 #define CL_ERR_LEN 256
 
 /* Properties of one device, as the lectures use them. Zero means "unknown". */
@@ -81,6 +81,12 @@ typedef struct cl_backend {
      * (illegal address, launch failure...) that poisons the context, after which
      * the worker exits so the next command gets a fresh one. NULL = always usable. */
     int (*healthy)(char *err);
+    /* Makes dev the device every later call runs on, creating its context
+     * (the worker calls it once admission gave it a slot there). Until then
+     * device_count, device_props and versions create no context: a device's
+     * free memory and code arch are known only once it is in use (0 and ""
+     * before). NULL: one device, always in use (the CPU). */
+    int (*use_device)(int dev, char *err);
     CL_FAMILIES(CL_FAMILY_FIELD_)
 } cl_backend;
 

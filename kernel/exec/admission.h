@@ -1,22 +1,35 @@
-/* admission.h — at most N live CUDA contexts per GPU on one host, whatever the
- * number of kernels (worker side).
+/* admission.h — how the kernels of one host share its GPUs (worker side): at
+ * most N live CUDA contexts per GPU whatever the number of kernels, one queue
+ * per GPU served fairly, and timed runs that take turns.
  *
- * A device worker takes one of its GPU's N slots before it creates a CUDA
- * context: an exclusive flock on a slot file in the admission directory, held
- * for the worker's life. Nothing has to be started by hand, and nothing is
- * left behind: a worker that exits or dies drops its lock with its file
- * descriptor. A worker that finds every slot taken waits (worker_exec says so
- * and can be interrupted) and meanwhile holds a shared lock on the GPU's
- * waiting file, which is how an idle worker learns that its slot is wanted
- * (worker_main lets it go after CUDALAB_GPU_IDLE_S seconds without a command).
+ * Everything is a file in the admission directory, locked with flock, so that
+ * nothing has to be started by hand and nothing outlives its process (a lock
+ * goes with its holder's file descriptors):
+ *   KEY.slotI      a CUDA context on the GPU KEY: a worker holds one of the N
+ *                  exclusively for its life (admission_take);
+ *   KEY.capacity   N as the first worker derived it from the GPU's memory;
+ *   KEY.turn       the timed-run turn: held while one timed run runs (admission_turn);
+ *   queue/KEY.Q.V.ID  a ticket: one waiter for a context (Q = c) or a turn
+ *                  (Q = t), locked by its owner while it waits. V is its place:
+ *                  the time it joined plus the GPU time its kernel had in the
+ *                  last minute (decayed), so a kernel that has just had the GPU
+ *                  queues behind one that has not, and nobody waits for ever
+ *                  (round robin by GPU time). A waiter only takes what it waits
+ *                  for when no live ticket is ahead of its own; a ticket whose
+ *                  owner died is unlocked, and the next waiter that looks removes it.
+ * A GPU's KEY is the same in every process and container of the host (its PCI
+ * bus id, whatever CUDA_VISIBLE_DEVICES renumbered), so containers that mount
+ * one directory share one set of slots and queues.
  *
  * The directory is $CUDALAB_ADMISSION_DIR, else $XDG_RUNTIME_DIR/cudalab-admission,
  * else /tmp/cudalab-admission-UID: one user's kernels share it. Kernels of
  * several users or containers on one GPU host share a directory the host
  * mounts into each (mode 1777), named by CUDALAB_ADMISSION_DIR; each still
  * runs its own workers. N is $CUDALAB_GPU_CONTEXTS, else what the first worker
- * to open the GPU wrote beside the slots from its memory (ADMISSION_GIB_PER_CONTEXT
- * a context), else ADMISSION_DEFAULT_SLOTS.
+ * to open the GPU recorded from its memory (ADMISSION_GIB_PER_CONTEXT a
+ * context), else ADMISSION_DEFAULT_SLOTS. The CPU backend's "device" has no
+ * slots (no context to bound), but its timed runs take turns the same way, so
+ * a CPU lab server is not oversubscribed by timings either.
  */
 #ifndef CUDALAB_EXEC_ADMISSION_H
 #define CUDALAB_EXEC_ADMISSION_H
@@ -27,23 +40,54 @@
 
 #define ADMISSION_DEFAULT_SLOTS 32
 #define ADMISSION_GIB_PER_CONTEXT 2.5     /* a context (~0.5 GiB) and a lecture command's data */
+#define ADMISSION_MAX_GPUS 16
+#define ADMISSION_KEY_LEN 48
 
-/* Takes a slot of GPU gpu without waiting. 0: held (or already held); 1: all
- * taken, or (polite) someone is already waiting for one, with the reason in why;
- * -1: the directory cannot be used (why says so; the caller goes on without). */
-int admission_take(int gpu, bool polite, char *why, size_t len);
+/* One GPU (or the CPU) as admission knows it. */
+typedef struct admission_gpu {
+    char key[ADMISSION_KEY_LEN];      /* file-name safe, the same host-wide: "pci-0000_3b_00_0", "cpu" */
+    uint64_t total_mem;               /* bytes, for the context count the first worker records; 0: unknown */
+} admission_gpu;
+
+/* The GPU key of a PCI bus id ("0000:3B:00.0" → "pci-0000_3b_00_0"). */
+void admission_key(const char *pci_bus_id, char *key, size_t len);
+
+/* Takes a context slot on one of the n GPUs without waiting: on the one with
+ * the most free slots among those where no live ticket is ahead of this
+ * worker's own (none at all, for a worker that has not queued). 0: held, with
+ * its index in *which; 1: none now, the reason in why; -1: the directory
+ * cannot be used (why says so; the caller goes on without admission). */
+int admission_take(const admission_gpu *gpus, int n, int *which, char *why, size_t len);
 bool admission_held(void);
 void admission_release(void);
-/* While waiting for a slot: announce it (true) and stop (false). */
-void admission_waiting(int gpu, bool on);
-/* Whether any worker waits for a slot of the GPU this worker holds one of. */
+
+/* Waiting for a context: tickets on each of the n GPUs (join), how many
+ * waiters are ahead on the GPU where the fewest are (ahead; -1 when not
+ * queued), and the tickets gone (leave: taken, given up or interrupted). */
+void admission_queue_join(const admission_gpu *gpus, int n);
+int admission_queue_ahead(void);
+void admission_queue_leave(void);
+
+/* Whether a worker waits for a context on the GPU this worker holds one of
+ * (an idle holder then lets it go: worker_main). */
 bool admission_wanted(void);
-/* Fair timing: the GPU's timing file locked exclusively (take), so that no
- * other kernel's timed section runs meanwhile, and unlocked (!take). Waits,
- * polling magic_cancelled(); *waited_ms the wait. 0, or -1 when interrupted. */
-int admission_alone(int gpu, bool take, double *waited_ms);
+
+/* The timed-run turn on gpu (the GPU held, or the CPU): take it (take) in
+ * queue order, and give it back (!take). While it waits, show(ahead, waited
+ * ms, arg) is called when the number ahead changes and every second; it polls
+ * magic_cancelled(). *waited_ms: the wait. 0, or -1 when interrupted. */
+typedef void admission_show_fn(int ahead, double waited_ms, void *arg);
+int admission_turn(const admission_gpu *gpu, bool take, double *waited_ms, admission_show_fn *show, void *arg);
+
+/* A GPU's sharing now, for %device: its slots and how many are held, and the
+ * waiters for a context and for a turn; mine: this worker holds a slot there. */
+typedef struct admission_census {
+    int slots, held, waiting_context, waiting_turn;
+    bool mine;
+} admission_census;
+int admission_count(const admission_gpu *gpu, admission_census *out);
 
 /* The first worker on a GPU records its memory, so that the next derive N from it. */
-void admission_set_capacity(int gpu, uint64_t total_mem);
+void admission_set_capacity(const admission_gpu *gpu);
 
 #endif

@@ -60,12 +60,15 @@ static int default_lib_path(char *buf, size_t len)
 
 static bool backend_complete(const cl_backend *b)
 {
-    return b->name && b->device_count && b->device_props && b->versions;
+    return b->name && b->device_count && b->device_props && b->versions && b->use_device;
 }
 
 /* Loads the CUDA backend table, or returns NULL with the reason in why. */
 static const cl_backend *cuda_load(char *why, size_t len)
 {
+    static const cl_backend *loaded;
+    if (loaded)
+        return loaded;              /* asked again while waiting for a GPU */
     char path[PATH_MAX + 64];
     const char *env = getenv("CUDALAB_CUDA_LIB");
     if (env && *env) {
@@ -104,7 +107,7 @@ static const cl_backend *cuda_load(char *why, size_t len)
                  b ? b->abi : -1, CL_BACKEND_ABI);
         return NULL;
     }
-    return b;
+    return loaded = b;
 }
 
 /* Whether a CUDA error says the GPU is there but full or taken now (memory
@@ -114,41 +117,68 @@ static bool busy_error(const char *err)
     return strstr(err, "out of memory") || strstr(err, "busy or unavailable") || strstr(err, "busy");
 }
 
-/* A loaded CUDA backend is only worth choosing when device 0 answers: asking
- * for its properties creates the context every later command needs anyway.
- * *busy: the device is there and cannot give a context now. */
-static const cl_backend *cuda_usable(const cl_backend *b, char *why, size_t len, bool *busy)
+/* The devices this process sees (CUDA_VISIBLE_DEVICES applies), as admission
+ * knows them: each by its PCI bus id, the same in every container of the
+ * host. Asking creates no context. */
+static admission_gpu gpus[ADMISSION_MAX_GPUS];
+static int ngpus, device_in_use;
+
+static int list_gpus(const cl_backend *b, char *why, size_t len, bool *busy)
 {
     char err[CL_ERR_LEN] = "";
     int count = 0;
+    ngpus = 0;
     if (b->device_count(&count, err) != 0) {
-        admission_release();        /* no GPU after all: the slot was for nothing */
         *busy = busy_error(err);
         note_set(why, len, "%s: %s", *busy ? "the GPU is busy" : "no CUDA device", err[0] ? err : "unknown error");
-        return NULL;
+        return -1;
     }
+    for (int d = 0; d < count && d < ADMISSION_MAX_GPUS; d++) {
+        cl_device_props p;
+        if (b->device_props(d, &p, err) != 0) {
+            *busy = busy_error(err);
+            note_set(why, len, "%s: %s", *busy ? "the GPU is busy" : "CUDA device unusable", err[0] ? err : "unknown error");
+            return -1;
+        }
+        admission_key(p.pci_bus_id, gpus[d].key, sizeof gpus[d].key);
+        gpus[d].total_mem = p.total_mem;
+        ngpus++;
+    }
+    return 0;
+}
+
+/* The device admission chose, opened: its context made and asked for its
+ * name, which creates the context every later command needs anyway. */
+static const cl_backend *cuda_open(const cl_backend *b, int dev, char *why, size_t len, bool *busy)
+{
+    char err[CL_ERR_LEN] = "";
     cl_device_props props;
-    if (b->device_props(0, &props, err) != 0) {
-        *busy = count > 0 && busy_error(err);
-        admission_release();
-        note_set(why, len, "%s: %s", *busy ? "the GPU is busy" : "CUDA device 0 unusable", err[0] ? err : "unknown error");
+    if (b->use_device(dev, err) != 0 || b->device_props(dev, &props, err) != 0) {
+        admission_release();        /* no GPU after all: the slot was for nothing */
+        *busy = busy_error(err);
+        note_set(why, len, "%s: %s", *busy ? "the GPU is busy" : "CUDA device unusable", err[0] ? err : "unknown error");
         return NULL;
     }
-    note_set(why, len, "CUDA device 0: %s", props.name);
-    admission_set_capacity(0, props.total_mem);
+    device_in_use = dev;
+    if (ngpus > 1)
+        note_set(why, len, "CUDA device %d of %d: %s", dev, ngpus, props.name);
+    else
+        note_set(why, len, "CUDA device %d: %s", dev, props.name);
+    admission_set_capacity(&gpus[dev]);
     return b;
 }
 
-/* A slot of GPU 0 before its context (admission.h); polite: not if others
- * wait already (a worker warming up at its kernel's start). false with
- * *busy and the reason when none is free; a directory that cannot be used
- * is logged and does not stop anything. */
-static bool admitted(bool polite, char *why, size_t len, bool *busy)
+/* A slot on one of the GPUs before its context (admission.h): false with
+ * *busy and the reason when none is free now; a directory that cannot be
+ * used is logged and does not stop anything (the first GPU is used). */
+static bool admitted(int *dev, char *why, size_t len, bool *busy)
 {
     char reason[300];
-    int rc = admission_take(0, polite, reason, sizeof reason);
-    if (rc < 0)
+    int rc = admission_take(gpus, ngpus, dev, reason, sizeof reason);
+    if (rc < 0) {
         klog("admission: %s: going on without it", reason);
+        *dev = 0;
+    }
     if (rc == 1) {
         note_set(why, len, "%s", reason);
         *busy = true;
@@ -173,15 +203,17 @@ static bool simulated_busy(char *why, size_t len)
     return true;
 }
 
-/* CUDALAB_TESTING=1 CUDALAB_TEST_FAKE_GPU=1: admission as for a GPU, then the
- * CPU backend computes (the tests of admission, which have no GPU). */
-static bool fake_gpu(void)
+/* CUDALAB_TESTING=1 CUDALAB_TEST_FAKE_GPU=N: N simulated GPUs, shared through
+ * admission as real ones, on which the CPU backend computes (the tests of
+ * admission and of several GPUs, which have none); 0 when not simulating. */
+static int fake_gpus(void)
 {
     const char *testing = getenv("CUDALAB_TESTING"), *fake = getenv("CUDALAB_TEST_FAKE_GPU");
-    return testing && strcmp(testing, "1") == 0 && fake && strcmp(fake, "1") == 0;
+    int n = testing && strcmp(testing, "1") == 0 && fake ? atoi(fake) : 0;
+    return n < 0 ? 0 : n > ADMISSION_MAX_GPUS ? ADMISSION_MAX_GPUS : n;
 }
 
-static const cl_backend *choose(char *why, size_t len, bool polite, bool *busy)
+static const cl_backend *choose(char *why, size_t len, bool *busy)
 {
     const char *force = getenv("CUDALAB_BACKEND");
     if (force && strcmp(force, "cpu") == 0) {
@@ -190,39 +222,81 @@ static const cl_backend *choose(char *why, size_t len, bool polite, bool *busy)
     }
     if ((*busy = simulated_busy(why, len)))
         return NULL;
-    if (fake_gpu()) {
-        if (!admitted(polite, why, len, busy))
+    int dev = 0;
+    if ((ngpus = fake_gpus()) > 0) {
+        for (int g = 0; g < ngpus; g++) {
+            snprintf(gpus[g].key, sizeof gpus[g].key, "fake%d", g);
+            gpus[g].total_mem = 0;
+        }
+        if (!admitted(&dev, why, len, busy))
             return NULL;
-        note_set(why, len, "a simulated GPU's slot (CUDALAB_TEST_FAKE_GPU): the CPU computes");
+        device_in_use = dev;
+        note_set(why, len, "simulated GPU %d of %d (CUDALAB_TEST_FAKE_GPU): the CPU computes", dev, ngpus);
         return cl_cpu_backend();
     }
     const cl_backend *b = cuda_load(why, len);
-    if (b && admitted(polite, why, len, busy))
-        b = cuda_usable(b, why, len, busy);
+    if (!b || list_gpus(b, why, len, busy) != 0)
+        b = NULL;
+    else if (admitted(&dev, why, len, busy))
+        b = cuda_open(b, dev, why, len, busy);
     else
         b = NULL;
+    if (!b && !*busy)
+        ngpus = 0;                  /* none to wait for */
     /* a GPU that is there but full is waited for (worker_exec), never replaced by the CPU */
     return b ? b : *busy ? NULL : cl_cpu_backend();
 }
 
-static const cl_backend *select_backend(char *note, size_t len, bool polite)
+const cl_backend *backend_select(char *note, size_t len)
 {
     if (!chosen) {
         bool busy = false;
-        chosen = choose(chosen_note, sizeof chosen_note, polite, &busy);
+        chosen = choose(chosen_note, sizeof chosen_note, &busy);
     }
     if (note && len)
         snprintf(note, len, "%s", chosen_note);
     return chosen;
 }
 
-const cl_backend *backend_select(char *note, size_t len)
+bool backend_chosen(void)
 {
-    return select_backend(note, len, false);
+    return chosen != NULL;
 }
 
-const cl_backend *backend_warm(char *note, size_t len)
+const admission_gpu *backend_gpus(int *n)
 {
-    return select_backend(note, len, true);
+    *n = ngpus;
+    return gpus;
 }
 
+int backend_device(void)
+{
+    return device_in_use;
+}
+
+const cl_backend *backend_query(char *note, size_t len)
+{
+    if (chosen)
+        return backend_select(note, len);
+    const char *force = getenv("CUDALAB_BACKEND");
+    if (force && strcmp(force, "cpu") == 0) {
+        note_set(note, len, "CPU backend forced by CUDALAB_BACKEND=cpu");
+        return cl_cpu_backend();
+    }
+    if (fake_gpus() > 0) {
+        note_set(note, len, "simulated GPUs (CUDALAB_TEST_FAKE_GPU), none in use: the CPU answers");
+        return cl_cpu_backend();
+    }
+    bool busy = false;
+    char err[CL_ERR_LEN];
+    cl_device_props p;
+    const cl_backend *b = cuda_load(note, len);
+    if (!b || list_gpus(b, note, len, &busy) != 0)
+        return cl_cpu_backend();    /* no GPU here, and the note says why */
+    if (b->device_props(0, &p, err) != 0) {
+        note_set(note, len, "CUDA device unusable: %s", err);
+        return cl_cpu_backend();
+    }
+    note_set(note, len, "CUDA device 0: %s (not in use by this kernel now: its limits only)", p.name);
+    return b;
+}

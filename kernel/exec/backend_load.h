@@ -10,18 +10,23 @@
 
 #include <stddef.h>
 
-#include "cudalab/backend.h"
+#include <stdbool.h>
 
-/* Returns the backend to use and writes into note why it was chosen: empty or
- * "CUDA device 0: <name>" for CUDA, the reason for falling back otherwise
+#include "cudalab/backend.h"
+#include "exec/admission.h"
+
+/* Returns the backend to use and writes into note why it was chosen:
+ * "CUDA device D: <name>" for CUDA, the reason for falling back otherwise
  * (e.g. "no CUDA device: CUDA driver version is insufficient for CUDA runtime
  * version"). note may be NULL when len is 0.
  *
- * The CPU backend is for machines with no usable GPU (no driver, no device).
- * A GPU that is there but cannot give a context now (out of memory: other
- * kernels hold it) returns NULL, with "the GPU is busy: ..." in note: the
- * caller waits and asks again (worker_exec), and no CPU numbers answer a GPU
- * lecture.
+ * With CUDA, admission picks the device (admission.h: a slot on the visible
+ * GPU with the most free ones, CUDA_VISIBLE_DEVICES respected) before its
+ * context exists. The CPU backend is for machines with no usable GPU (no
+ * driver, no device). A GPU that is there but cannot give a context now (its
+ * slots are held, or out of memory) returns NULL with "the GPU is busy: ..."
+ * in note: the caller waits and asks again (worker_exec), and no CPU numbers
+ * answer a GPU lecture.
  *
  * A choice is made once per process and cached; later calls return the same
  * backend and note. Environment:
@@ -30,9 +35,15 @@
  *                         <dir of the executable>/../lib/cudalab/libcudalab_cuda.so)
  * Not thread-safe: call it from the worker's main thread before starting others. */
 const cl_backend *backend_select(char *note, size_t len);
-/* The same, at a worker's start, before any command: it takes no GPU slot
- * that other kernels already wait for (admission.h), so warming up never
- * costs another kernel its turn. */
-const cl_backend *backend_warm(char *note, size_t len);
+/* Whether backend_select has chosen (a context exists, or the CPU). */
+bool backend_chosen(void);
+/* For a command that runs nothing on a device (%grid without --run, %occupancy
+ * on flags): the chosen backend, else one that answers device queries without
+ * a context or a slot (the CUDA library, or the CPU's), never waiting. */
+const cl_backend *backend_query(char *note, size_t len);
+/* The GPUs this worker sees as admission keys (none on the CPU), and the
+ * index of the one in use (0 until one is). */
+const admission_gpu *backend_gpus(int *n);
+int backend_device(void);
 
 #endif

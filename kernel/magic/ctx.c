@@ -71,3 +71,24 @@ void magic_cancel_reset(void)
 {
     cl_cancel_reset();
 }
+
+int magic_turn_take(magic_ctx *ctx, char *err)
+{
+    double waited = 0;
+    if (!ctx->turn)
+        return 0;
+    int rc = ctx->turn(ctx, true, &waited);
+    ctx->turn_wait_ms += waited;
+    if (rc != 0) {
+        ctx->turn_interrupted = true;
+        snprintf(err, CL_ERR_LEN, "interrupted while waiting for other kernels' timed runs");
+    }
+    return rc;
+}
+
+int magic_turn_give(magic_ctx *ctx, int rc)
+{
+    if (ctx->turn)
+        ctx->turn(ctx, false, NULL);
+    return rc;
+}

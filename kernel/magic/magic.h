@@ -84,6 +84,10 @@ typedef struct magic_spec {
      * settled, once the worker has answered, gets the error's ename, NULL on
      * success. */
     int (*attach)(struct magic_ctx *ctx, const struct command *cmd, json_t **kernels);
+    /* A worker magic that may run nothing on the device says when (false):
+     * it then never waits for a GPU, and asks device limits only (%grid
+     * without --run). NULL: it always runs on the device. */
+    bool (*needs_device)(const json_t *params);
     void (*settled)(const struct command *cmd, const char *ename);
 } magic_spec;
 
@@ -114,11 +118,22 @@ typedef struct magic_ctx {
     /* set by magic_error(); the caller turns it into a Jupyter error */
     error_info error;
     json_t *traceback;              /* extra plain lines, or NULL */
-    /* The GPU to this command alone (take) for a timed section, and back
-     * (!take): other kernels' timed sections wait meanwhile (fair timing).
-     * *waited_ms: how long taking it waited. 0, or -1 when interrupted while
-     * waiting. NULL where nobody shares the device (the CPU backend, the CLI). */
-    int (*exclusive)(struct magic_ctx *ctx, bool take, double *waited_ms);
+    int device;                     /* worker-side: the index of the device the backend runs on */
+    /* Fair timing where kernels share the device: turn(ctx, true, &waited)
+     * gives this command the device alone for one timed run (other kernels'
+     * timed runs wait meanwhile), turn(ctx, false, NULL) gives it back; 0, or
+     * -1 when interrupted while waiting. NULL where nobody shares the device
+     * (the CLI) or --shared-timing asked to time alongside. Called through
+     * MAGIC_TIMED. */
+    int (*turn)(struct magic_ctx *ctx, bool take, double *waited_ms);
+    bool shared;                    /* the device is shared: the document says how its runs were timed */
+    double turn_wait_ms;            /* what this command's turns waited, apart from every time */
+    bool turn_interrupted;          /* an interrupt ended a wait for a turn */
+    double startup_ms;              /* the worker's start on the device (a context) this command paid; 0: none */
+    /* How the host's kernels share each GPU now (%device): an array of
+     * {device, contexts, held, waiting_for_context, waiting_for_turn,
+     * this_kernel}, a new reference; NULL where nothing is shared (no GPU, the CLI). */
+    json_t *(*sharing)(void);
 } magic_ctx;
 
 void magic_stream(magic_ctx *ctx, const char *name, const char *text);
@@ -135,6 +150,15 @@ void magic_progress(magic_ctx *ctx, const char *display_id, json_t *doc, json_t 
 bool magic_cancelled(void);
 void magic_cancel(void);          /* async-signal-safe */
 void magic_cancel_reset(void);
+
+/* One timed backend call (a variant's warm-up and repetitions) with the
+ * device to itself where it is shared: the turn is taken before and given
+ * back after, so the host-side check runs outside it. An interrupt while
+ * waiting fails the call with err saying so (sweep_run turns it into
+ * KeyboardInterrupt). err: CL_ERR_LEN bytes. */
+int magic_turn_take(magic_ctx *ctx, char *err);
+int magic_turn_give(magic_ctx *ctx, int rc);
+#define MAGIC_TIMED(ctx, err, call) (magic_turn_take((ctx), (err)) != 0 ? -1 : magic_turn_give((ctx), (call)))
 
 /* Records an error and returns -1, so run() can `return magic_error(...)`. */
 int magic_error(magic_ctx *ctx, const char *ename, const char *fmt, ...)

@@ -87,16 +87,16 @@ json_t *sweep_as_list(const json_t *v)
 
 /* ---- the device a sweep ran on (measured once per process) ---- */
 
-static json_t *device_summary(const cl_backend *b)
+static json_t *device_summary(const cl_backend *b, int dev)
 {
     cl_device_props p;
     cl_versions v;
     char err[CL_ERR_LEN];
     memset(&p, 0, sizeof p);
     memset(&v, 0, sizeof v);
-    if (b->device_props(0, &p, err))
+    if (b->device_props(dev, &p, err))
         return json_pack("{s:s, s:s}", "backend", b->name, "error", err);
-    if (b->versions(0, &v, err))
+    if (b->versions(dev, &v, err))
         snprintf(v.arch, sizeof v.arch, "unknown");
     double bw = 0;
     if (b->copy_bandwidth && b->copy_bandwidth(&bw, err))
@@ -120,7 +120,7 @@ json_t *sweep_device_json(magic_ctx *ctx)
         return json_null();
     if (!cached || cached_for != ctx->backend) {
         json_decref(cached);
-        cached = device_summary(ctx->backend);
+        cached = device_summary(ctx->backend, ctx->device);
         cached_for = ctx->backend;
     }
     return json_deep_copy(cached);
@@ -131,7 +131,6 @@ json_t *sweep_device_json(magic_ctx *ctx)
 typedef struct sweep_state {
     const sweep_spec *spec;
     sweep_points pts;
-    double gpu_wait_ms;             /* waited for other kernels' timed runs (fair timing) */
 } sweep_state;
 
 
@@ -325,6 +324,12 @@ static void add_notes(json_t *view, const sweep_spec *spec, magic_ctx *ctx, cons
             strcat(note, ")");
         view_add_note(view, note);
     }
+    if (ctx->startup_ms > 0) {
+        char note[200];
+        snprintf(note, sizeof note, "this cell first started the device worker (%.2f s: its CUDA context), "
+                 "which is in no time shown", ctx->startup_ms / 1e3);
+        view_add_note(view, note);
+    }
     if (json_is_true(json_object_get(device, "ptx_jit"))) {
         char note[200];
         snprintf(note, sizeof note, "running %s: no SASS was built for this GPU, so the first "
@@ -356,11 +361,18 @@ static json_t *make_doc(magic_ctx *ctx, const sweep_state *st, json_t *runs, jso
                             (json_int_t)st->pts.count);
     json_object_set_new(doc, "backend_note", ctx->backend_note && *ctx->backend_note
                                                  ? json_string(ctx->backend_note) : json_null());
-    if (ctx->exclusive)
-        /* where a GPU is shared: whether the timed runs had it alone, and the wait, apart from any time */
-        json_object_set_new(doc, "timing", json_pack("{s:b, s:f}", "gpu_alone",
-                                                     !json_is_true(json_object_get(st->pts.params, "shared_timing")),
-                                                     "waited_ms", st->gpu_wait_ms));
+    json_t *timing = json_object();
+    if (ctx->shared) {
+        /* where a device is shared: whether the timed runs had it alone, and the wait, apart from any time */
+        json_object_set_new(timing, "gpu_alone", json_boolean(ctx->turn != NULL));
+        json_object_set_new(timing, "waited_ms", json_real(ctx->turn_wait_ms));
+    }
+    if (ctx->startup_ms > 0)
+        json_object_set_new(timing, "startup_ms", json_real(ctx->startup_ms));
+    if (json_object_size(timing))
+        json_object_set_new(doc, "timing", timing);
+    else
+        json_decref(timing);
     return doc;
 }
 
@@ -603,19 +615,13 @@ int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *u
         progress_before(ctx, &st, &pr, runs, device, p);
         json_t *pp = sweep_points_current(&st.pts);
         if (!host_work_skips(ctx, s, pp, user)) {
-            /* fair timing: the point's timed runs with the GPU to themselves (magic_ctx.exclusive) */
-            double waited = 0;
-            bool alone = ctx->exclusive && !json_is_true(json_object_get(params, "shared_timing"));
-            if (alone && ctx->exclusive(ctx, true, &waited) != 0) {
+            rc = s->run_point(ctx, pp, runs, user);
+            if (rc != 0 && ctx->turn_interrupted) {
+                /* a wait for a timed turn (MAGIC_TIMED) ended by an interrupt: not the backend's error */
+                error_clear(&ctx->error);
                 rc = magic_error(ctx, "KeyboardInterrupt", "%%%s interrupted while waiting for other kernels' "
                                  "timed runs", s->magic);
-                json_decref(pp);
-                break;
             }
-            st.gpu_wait_ms += waited;
-            rc = s->run_point(ctx, pp, runs, user);
-            if (alone)
-                ctx->exclusive(ctx, false, NULL);
         }
         while (json_array_size(points) < json_array_size(runs))
             json_array_append(points, pp);

@@ -122,8 +122,8 @@ static int check_size(magic_ctx *ctx, const char *what, uint64_t n)
     cl_device_props dev, host;
     memset(&dev, 0, sizeof dev);
     memset(&host, 0, sizeof host);
-    if (ctx->backend->device_props(0, &dev, err) != 0)
-        return magic_error(ctx, "CudaError", "device 0: %s", err);
+    if (ctx->backend->device_props(ctx->device, &dev, err) != 0)
+        return magic_error(ctx, "CudaError", "device %d: %s", ctx->device, err);
     if (strcmp(ctx->backend->name, "cpu") == 0)
         return check_fit(ctx, what, n, 8, 64 << 20, dev.free_mem, "host");
     if (cl_cpu_backend()->device_props(0, &host, err) != 0)
@@ -409,7 +409,7 @@ static int co_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     int rc = 0;
     if (!r) {
         rc = magic_error(ctx, "MemoryError", "out of host memory");
-    } else if (env->ops->run(&a, r, err) != 0) {
+    } else if (MAGIC_TIMED(ctx, err, env->ops->run(&a, r, err)) != 0) {
         char line[160];
         point_line(pt, &a, line, sizeof line);
         rc = def ? student_run_failed(ctx, &sl, line, err)

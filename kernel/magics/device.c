@@ -309,7 +309,33 @@ static json_t *view_start(const magic_ctx *ctx, int count, bool is_gpu)
     return view;
 }
 
+/* How the host's kernels share each GPU now (magic_ctx.sharing), as a table. */
+static void sharing_table(json_t *view, const json_t *sharing)
+{
+    json_t *t = view_add_table(view, "Sharing the GPUs with the host's other kernels (admission)",
+                               json_pack("[s,s,s,s,s]", "device", "CUDA contexts held", "waiting for a context",
+                                         "waiting for a timed turn", "this kernel"));
+    size_t i;
+    json_t *g;
+    json_array_foreach(sharing, i, g) {
+        char held[48];
+        snprintf(held, sizeof held, "%d of %d", (int)json_integer_value(json_object_get(g, "held")),
+                 (int)json_integer_value(json_object_get(g, "contexts")));
+        view_table_row(t, json_pack("[O,s,O,O,s]", json_object_get(g, "device"), held,
+                                    json_object_get(g, "waiting_for_context"), json_object_get(g, "waiting_for_turn"),
+                                    json_is_true(json_object_get(g, "this_kernel")) ? "holds one" : "—"));
+    }
+}
+
 /* ---- run ---- */
+
+/* %device only asks: it never waits for a slot (magic_spec.needs_device), and a
+ * device not in use by this kernel shows what can be known without its context. */
+static bool device_needs_none(const json_t *params)
+{
+    (void)params;
+    return false;
+}
 
 static int device_run(magic_ctx *ctx, const json_t *params, const char *body)
 {
@@ -362,6 +388,10 @@ static int device_run(magic_ctx *ctx, const json_t *params, const char *body)
     json_object_set_new(doc, "runtime_version", version_json(ver.runtime));
     json_object_set_new(doc, "count", json_integer(count));
     json_object_set_new(doc, "devices", devices);
+    json_t *sharing = ctx->sharing ? ctx->sharing() : NULL;
+    if (sharing)
+        sharing_table(view, sharing);
+    json_object_set_new(doc, "sharing", sharing ? sharing : json_null());
     magic_result(ctx, doc, view);
     return 0;
 }
@@ -391,5 +421,6 @@ const magic_spec magic_device = {
     .mode = MAGIC_LINE,
     .where = MAGIC_WORKER,
     .run = device_run,
+    .needs_device = device_needs_none,
     .examples = device_examples,
 };

@@ -69,7 +69,7 @@ static void limits_of(magic_ctx *ctx, cl_grid_limits *lim, const char **source, 
               "limits of its own)";
     *free_mem = 0;
     memset(&p, 0, sizeof p);
-    if (!ctx->backend || ctx->backend->device_props(0, &p, err) != 0)
+    if (!ctx->backend || ctx->backend->device_props(ctx->device, &p, err) != 0)
         return;
     *free_mem = p.free_mem;
     if (strcmp(ctx->backend->name, "cpu") == 0 || p.max_threads_per_block <= 0 || p.max_block[0] <= 0 ||
@@ -319,7 +319,7 @@ static int run_mapping(magic_ctx *ctx, const json_t *params, const cl_grid_plan 
     char err[CL_ERR_LEN] = "";
     if (!r)
         return magic_error(ctx, "MemoryError", "out of host memory");
-    if (ops->run(&a, r, err) != 0) {
+    if (MAGIC_TIMED(ctx, err, ops->run(&a, r, err)) != 0) {
         free(r);
         return magic_error(ctx, strcmp(ctx->backend->name, "cpu") ? "CudaError" : "RuntimeError",
                            "%%grid --run: %s", err);
@@ -406,7 +406,7 @@ static int run_picture(magic_ctx *ctx, const json_t *params, const cl_grid_plan 
     memcpy(a.grid, p->grid, sizeof a.grid);
     char err[CL_ERR_LEN] = "";
     int rc = 0;
-    if (ctx->backend->grid->run(&a, r, err) != 0) {
+    if (MAGIC_TIMED(ctx, err, ctx->backend->grid->run(&a, r, err)) != 0) {
         char line[128];
         snprintf(line, sizeof line, "%%grid --data %" PRId64 "x%" PRId64, p->data[0], p->data[1]);
         rc = student_run_failed(ctx, &sl, line, err);
@@ -450,6 +450,22 @@ static json_t *variants_of(magic_ctx *ctx, const json_t *params, bool *students)
             }
         }
     return names;
+}
+
+/* Only --run, a student's kernel or --sanitize launches anything: the plan alone needs the device's
+ * limits, never a slot of it (magic_spec.needs_device). */
+static bool grid_needs_device(const json_t *params)
+{
+    if (json_is_true(json_object_get(params, "run")) || json_is_true(json_object_get(params, "sanitize")))
+        return true;
+    const json_t *v = json_object_get(params, "variant"), *one;
+    size_t i;
+    if (json_is_string(v))
+        return strcmp(json_string_value(v), "map") != 0;
+    json_array_foreach(v, i, one)
+        if (!json_is_string(one) || strcmp(json_string_value(one), "map") != 0)
+            return true;
+    return false;
 }
 
 static int grid_run(magic_ctx *ctx, const json_t *params, const char *body)
@@ -560,4 +576,5 @@ const magic_spec magic_grid = {
     .run = grid_run,
     .examples = grid_examples,
     .attach = student_attach,
+    .needs_device = grid_needs_device,
 };

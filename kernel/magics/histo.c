@@ -382,7 +382,7 @@ static int histo_point(magic_ctx *ctx, const json_t *params, json_t *runs, void 
     }
     cl_histo_result *r = calloc(1, sizeof *r);
     char err[CL_ERR_LEN] = "";
-    if (!r || be->histo->run(&a, r, err) != 0) {
+    if (!r || MAGIC_TIMED(ctx, err, be->histo->run(&a, r, err)) != 0) {
         if (sd) {
             char point[96];
             if (a.text)

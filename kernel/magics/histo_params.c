@@ -273,8 +273,8 @@ json_t *histo_params(magic_ctx *ctx, const json_t *params, const char *body)
     char err[CL_ERR_LEN] = "";
     memset(&props, 0, sizeof props);
     int rc = 0;
-    if (ctx->backend->device_props(0, &props, err) != 0)
-        rc = magic_error(ctx, "CudaError", "device 0: %s", err);
+    if (ctx->backend->device_props(ctx->device, &props, err) != 0)
+        rc = magic_error(ctx, "CudaError", "device %d: %s", ctx->device, err);
     if (rc == 0)
         rc = each_item(ctx, json_object_get(p, "size"), ops, props.free_mem, check_size);
     if (rc != 0) {

@@ -236,7 +236,7 @@ static int kernel_run(magic_ctx *ctx, const json_t *params, const char *body)
         return -1;
     const student_def *d = student_find(name);
     bool modelled;
-    student_target_cc(ctx->backend, &modelled);
+    student_target_cc(ctx->backend, ctx->device, &modelled);
     student_launch sl;
     json_t *no_point = json_object();
     rc = student_prepare(ctx, d, no_point, 0, &sl);
@@ -245,7 +245,7 @@ static int kernel_run(magic_ctx *ctx, const json_t *params, const char *body)
         return -1;
     /* occupancy for the block the kernel runs with by default */
     cl_occ_device dev;
-    const char *dev_source = cl_occ_device_of(ctx->backend, &dev);
+    const char *dev_source = cl_occ_device_of(ctx->backend, ctx->device, &dev);
     cl_occ_kernel k = { (int64_t)sl.kernel.block[0] * sl.kernel.block[1] * sl.kernel.block[2], sl.build.res.registers,
                         (int64_t)sl.build.res.static_smem + (int64_t)sl.kernel.dyn_smem };
     cl_occ_result occ;

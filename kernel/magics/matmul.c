@@ -160,7 +160,7 @@ static int matmul_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *us
     }
     cl_matmul_result *r = malloc(sizeof *r);
     char err[CL_ERR_LEN] = "";
-    if (!r || t.ops->run(t.id, &a, r, err) != 0) {
+    if (!r || MAGIC_TIMED(ctx, err, t.ops->run(t.id, &a, r, err)) != 0) {
         free(a.c);
         if (t.student) {
             char point[128];

@@ -103,7 +103,7 @@ static int64_t flag_int(const json_t *params, const char *key, int64_t fallback)
 static void device_of(magic_ctx *ctx, const json_t *params, occ_env *env)
 {
     cl_occ_device *d = &env->dev;
-    env->dev_source = cl_occ_device_of(ctx->backend, d);
+    env->dev_source = cl_occ_device_of(ctx->backend, ctx->device, d);
     bool given = false;
     static const char *const keys[] = {"sms", "max_threads_sm", "max_blocks_sm", "max_threads_block",
                                        "regs_sm", "regs_block", "smem_sm", "smem_block"};
@@ -243,6 +243,13 @@ static const sweep_spec occ_sweep = {
     .subject = "device_model.source",
 };
 
+/* Model mode asks the device its limits only; --kernel asks the runtime about a compiled kernel, which
+ * needs the device's context (magic_spec.needs_device). */
+static bool occ_needs_device(const json_t *params)
+{
+    return !json_is_null(json_object_get(params, "kernel")) && json_object_get(params, "kernel");
+}
+
 static int occ_run(magic_ctx *ctx, const json_t *params, const char *body)
 {
     (void)body;
@@ -349,4 +356,5 @@ const magic_spec magic_occupancy = {
     .where = MAGIC_WORKER,
     .run = occ_run,
     .examples = occ_examples,
+    .needs_device = occ_needs_device,
 };

@@ -133,14 +133,14 @@ void cl_occ_spread_of(const cl_occ_device *d, const cl_occ_result *r, int64_t bl
     }
 }
 
-const char *cl_occ_device_of(const cl_backend *b, cl_occ_device *d)
+const char *cl_occ_device_of(const cl_backend *b, int dev, cl_occ_device *d)
 {
     cl_device_props p;
     char err[CL_ERR_LEN];
     cl_occ_device_default(d);
     d->smem_reserved = 0;
     memset(&p, 0, sizeof p);
-    if (!b || strcmp(b->name, "cpu") == 0 || b->device_props(0, &p, err) != 0 || p.max_threads_per_sm <= 0)
+    if (!b || strcmp(b->name, "cpu") == 0 || b->device_props(dev, &p, err) != 0 || p.max_threads_per_sm <= 0)
         return "an sm_90 (H100) SM, the CPU backend's default model";
     d->sms = p.sm_count;
     d->max_threads_sm = p.max_threads_per_sm;

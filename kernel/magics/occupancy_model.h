@@ -64,6 +64,6 @@ const char *cl_occ_limiter_name(enum cl_occ_limiter l);
 void cl_occ_device_default(cl_occ_device *d);
 /* The model's device for a backend: its device 0 where it is a GPU that
  * answers, else the default; returns where the numbers come from, in words. */
-const char *cl_occ_device_of(const cl_backend *b, cl_occ_device *d);
+const char *cl_occ_device_of(const cl_backend *b, int dev, cl_occ_device *d);
 
 #endif

@@ -215,8 +215,8 @@ static int check_sizes(magic_ctx *ctx, const json_t *params, rd_env *env)
     cl_device_props dev, hostp;
     memset(&dev, 0, sizeof dev);
     memset(&hostp, 0, sizeof hostp);
-    if (env->backend->device_props(0, &dev, err) != 0)
-        return magic_error(ctx, "CudaError", "device 0: %s", err);
+    if (env->backend->device_props(ctx->device, &dev, err) != 0)
+        return magic_error(ctx, "CudaError", "device %d: %s", ctx->device, err);
     bool gpu = env->ops != env->host_ops, want_cpu = false, want_dev = false;
     size_t i;
     json_t *v;

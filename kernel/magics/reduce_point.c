@@ -268,7 +268,7 @@ static int student_point(magic_ctx *ctx, rd_env *env, const student_def *def, co
     int rc = 0;
     if (!r || !a->partials)
         rc = magic_error(ctx, "MemoryError", "out of host memory for %llu partials", (unsigned long long)a->npartials);
-    else if (env->ops->run(CL_VARIANT_STUDENT, a, r, err) != 0) {
+    else if (MAGIC_TIMED(ctx, err, env->ops->run(CL_VARIANT_STUDENT, a, r, err)) != 0) {
         char point[96];
         snprintf(point, sizeof point, "%%reduce --size %llu", (unsigned long long)a->n);
         rc = student_run_failed(ctx, &sl, point, err);  /* before student_launch_free: the diagnosis is in sl */
@@ -323,7 +323,7 @@ int rd_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     char err[CL_ERR_LEN] = "";
     if (!r)
         return magic_error(ctx, "MemoryError", "out of host memory");
-    if (ops->run(v, &a, r, err) != 0) {
+    if (MAGIC_TIMED(ctx, err, ops->run(v, &a, r, err)) != 0) {
         free(r);
         return magic_error(ctx, strcmp(backend_name, "cpu") == 0 ? "RuntimeError" : "CudaError",
                            "%%reduce --variant %s (size %llu): %s", cl_reduce_variants[v].name,

@@ -291,7 +291,7 @@ int st_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     if (!r || (env->check && !out)) {
         rc = magic_error(ctx, "MemoryError", "out of host memory for the %.1f MiB output copy",
                          (double)n * 4 / 1048576.0);
-    } else if (env->ops->run(v, &a, out, r, err) != 0) {
+    } else if (MAGIC_TIMED(ctx, err, env->ops->run(v, &a, out, r, err)) != 0) {
         char line[160];
         point_line(&a, filter, line, sizeof line);
         rc = def ? student_run_failed(ctx, &sl, line, err)

@@ -207,8 +207,8 @@ static int validate(magic_ctx *ctx, json_t *params)
     cl_device_props dev, host;
     memset(&dev, 0, sizeof dev);
     memset(&host, 0, sizeof host);
-    if (ctx->backend->device_props(0, &dev, err) != 0)
-        return magic_error(ctx, "CudaError", "device 0: %s", err);
+    if (ctx->backend->device_props(ctx->device, &dev, err) != 0)
+        return magic_error(ctx, "CudaError", "device %d: %s", ctx->device, err);
     bool gpu = strcmp(ctx->backend->name, "cpu") != 0;
     if (gpu && cl_cpu_backend()->device_props(0, &host, err) != 0)
         return magic_error(ctx, "RuntimeError", "host: %s", err);
@@ -302,7 +302,7 @@ static int va_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     a.student = def ? &sl.kernel : NULL;
     cl_vecadd_result *r = calloc(1, sizeof *r);
     char err[CL_ERR_LEN] = "";
-    if (!r || env->ops->run(&a, r, err) != 0) {
+    if (!r || MAGIC_TIMED(ctx, err, env->ops->run(&a, r, err)) != 0) {
         if (def) {
             char point[128];
             snprintf(point, sizeof point, "%%vecadd --size %" PRIu64 " --memory %s", a.n, memory);

@@ -16,12 +16,12 @@ static int int_or(const json_t *v, int fallback)
     return json_is_integer(v) ? (int)json_integer_value(v) : fallback;
 }
 
-int student_target_cc(const cl_backend *b, bool *modelled)
+int student_target_cc(const cl_backend *b, int dev, bool *modelled)
 {
     cl_device_props p;
     char err[CL_ERR_LEN];
     memset(&p, 0, sizeof p);
-    *modelled = !b || strcmp(b->name, "cpu") == 0 || b->device_props(0, &p, err) != 0 || p.cc_major <= 0;
+    *modelled = !b || strcmp(b->name, "cpu") == 0 || b->device_props(dev, &p, err) != 0 || p.cc_major <= 0;
     return *modelled ? 90 : p.cc_major * 10 + p.cc_minor;
 }
 
@@ -92,7 +92,7 @@ int student_prepare(magic_ctx *ctx, const student_def *d, const json_t *point, i
     json_t *defines;
     student_options o = student_options_for(d, point, d->tiled ? tile : 0, &defines);
     bool modelled;
-    int cc = student_target_cc(ctx->backend, &modelled);
+    int cc = student_target_cc(ctx->backend, ctx->device, &modelled);
     student_source src = { d->name, d->family->magic, d->contract, d->source,
                            int_or(json_object_get(d->options, "first_line"), 2) };
     int rc = student_compile(ctx, &src, &o, cc, &out->build);

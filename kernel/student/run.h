@@ -69,7 +69,7 @@ typedef struct student_launch {
 
 /* The compute capability to compile for (90 for sm_90): the backend's device
  * 0, or 90 where there is no GPU (*modelled set). */
-int student_target_cc(const cl_backend *b, bool *modelled);
+int student_target_cc(const cl_backend *b, int dev, bool *modelled);
 /* Everything a backend needs to launch d for one point (tile > 0: a
  * tile×tile block and -D TILE). 0, or -1 with the error in ctx. */
 int student_prepare(magic_ctx *ctx, const student_def *d, const json_t *point, int tile, student_launch *out);

@@ -12,7 +12,9 @@ import time
 import psutil
 import pytest
 
-from conftest import collect_iopub, execute, get_reply, kernel_children, outputs, streams, wait_gone
+from conftest import collect_iopub, execute, get_reply, kernel_children, outputs, streams, wait_gone, wait_lines
+
+RESULT = "application/vnd.cudalab.result+json"
 
 TESTING = {"CUDALAB_TESTING": "1"}
 
@@ -243,9 +245,9 @@ def test_busy_gpu_is_waited_for_not_replaced_by_the_cpu(start_kernel):
     km, kc = start_kernel(env={**TESTING, "CUDALAB_TEST_GPU_BUSY_S": "2", "CUDALAB_GPU_WAIT": "60"})
     reply, msgs = execute(kc, "%matmul --size 16 --variant naive --reps 1", timeout=60)
     assert reply["content"]["status"] == "ok", reply["content"]
-    out = "".join(streams(msgs, "stdout"))
-    assert "waiting for the GPU (the GPU is busy: out of memory" in out
-    assert "... the GPU after" in out
+    said = wait_lines(msgs)
+    assert said and "waiting for the GPU (the GPU is busy: out of memory" in said[0], said
+    assert said[-1].startswith("waited "), said
     assert streams(msgs, "stderr") == []
 
 
@@ -256,7 +258,8 @@ def test_busy_gpu_past_the_wait_is_an_error_not_cpu_numbers(start_kernel):
     assert c["status"] == "error" and c["ename"] == "GPUBusyError", c
     assert "the GPU gave this kernel no room in 1 s" in c["evalue"]
     assert "not on the CPU either" in c["evalue"]
-    assert not [m for m in outputs(msgs) if m["msg_type"] in ("execute_result", "display_data")]
+    assert not [m for m in outputs(msgs) if RESULT in m["content"].get("data", {})]
+    assert "gave up waiting for the GPU" in wait_lines(msgs)[-1]
 
 
 def test_interrupt_while_waiting_for_the_gpu(start_kernel):
@@ -269,5 +272,5 @@ def test_interrupt_while_waiting_for_the_gpu(start_kernel):
     c = reply["content"]
     assert c["ename"] == "KeyboardInterrupt", c
     assert "the command stopped when asked" in c["evalue"], c["evalue"]
-    assert "waiting for the GPU" in "".join(streams(msgs, "stdout"))
+    assert "waiting for the GPU" in wait_lines(msgs)[0]
     assert_next_cell_works(kc)
