@@ -19,6 +19,7 @@ Without a GPU it says so and exits 0. A benchmark, not a test: it asserts nothin
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -59,7 +60,7 @@ class GpuMemory(threading.Thread):
 
 def one_kernel(km_class, results: list, i: int, start: threading.Event) -> None:
     """Starts a kernel, runs CELLS, records (latencies, failures, backends, figures, waited)."""
-    rec = {"lat": [], "failed": [], "backends": set(), "fig": {}, "waited": 0.0, "pids": []}
+    rec = {"lat": [], "failed": [], "backends": set(), "fig": {}, "waited": 0.0, "startups": [], "pids": []}
     results[i] = rec
     start.wait()
     try:
@@ -82,6 +83,8 @@ def one_kernel(km_class, results: list, i: int, start: threading.Event) -> None:
             for d in docs_of(msgs):
                 rec["backends"].add(d.get("backend"))
                 rec["waited"] += (d.get("timing") or {}).get("waited_ms", 0.0)
+                if "startup_ms" in (d.get("timing") or {}):
+                    rec["startups"].append(d["timing"]["startup_ms"])
                 metric = TIMED.get(d.get("magic"))
                 if metric and d.get("runs"):
                     rec["fig"][d["magic"]] = d["runs"][0][metric]
@@ -121,7 +124,20 @@ def psutil_alive(pid: int) -> bool:
         return True
 
 
+def raise_file_limit() -> str:
+    """Each kernel costs this process a dozen descriptors (its client's sockets, the launcher's pipes):
+    200 kernels need more than the usual soft limit of 1024, so take the hard limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        soft = hard
+    except (ValueError, OSError):
+        pass
+    return f"open files: {soft} of {hard}"
+
+
 def main() -> int:
+    print(raise_file_limit())
     if common.gpu_device("matmul", "%matmul --size 64 --variant naive --reps 1") is None:
         return 0
     ks = [int(a) for a in sys.argv[1:]] or [1, 100, 200]
@@ -130,7 +146,8 @@ def main() -> int:
             return 0
     alone = None
     rows = [("K", "failed cells", "by the CPU", "latency p50 / p95 (× alone)", "matmul × alone (min..max)",
-             "reduce × alone (min..max)", "most waited (s)", "peak GPU memory", "left behind", "wall s")]
+             "reduce × alone (min..max)", "most waited (s)", "start-ups paid (max s)", "peak GPU memory",
+             "left behind", "wall s")]
     for k in ks:
         h = hall(k)
         recs = [r for r in h["results"] if r]
@@ -145,10 +162,12 @@ def main() -> int:
             v = [r["fig"][m] / alone["fig"][m] for r in recs if m in r["fig"]]
             return f"{min(v):.3f}..{max(v):.3f}" if v else "-"
 
+        ups = [u for r in recs for u in r["startups"]]
         p50 = statistics.median(lats) if lats else 0
         p95 = lats[int(0.95 * (len(lats) - 1))] if lats else 0
         rows.append((str(k), str(failed), str(cpu), f"{p50 / alone['lat']:.1f} / {p95 / alone['lat']:.1f}",
                      spread("matmul"), spread("reduce"), fmt(max((r["waited"] for r in recs), default=0) / 1e3, 1),
+                     f"{len(ups)} ({fmt(max(ups, default=0) / 1e3, 2)})",
                      f"{h['peak']:,} of {h['total']:,} MiB ({100 * h['peak'] / max(h['total'], 1):.0f}%)",
                      str(len(h["left"])), fmt(h["wall"], 0)))
         for r in recs:

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "cudalab/backend.h"
+#include "common.h"
 
 #define COPY_BYTES (1ull << 30)
 #define COPY_MIN_BYTES (64ull << 20)
@@ -116,6 +117,11 @@ extern "C" int cl_cuda_copy_bandwidth(double *gbs, char *err)
     if (cached > 0) {
         *gbs = cached;
         return 0;
+    }
+    if (!cl_cuda_in_use()) {
+        if (err)
+            snprintf(err, CL_ERR_LEN, "copy bandwidth: the device is not in use by this kernel");
+        return -1;
     }
     uint64_t bytes = 0;
     if (copy_bytes(&bytes, err) || measure(bytes, gbs, err))

@@ -12,6 +12,7 @@
 
 #include <cuda_runtime.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -65,6 +66,10 @@ int cl_cuda_time_start(const cl_cuda_timing *t, char *err);
 /* Records e1 on stream 0, waits for it ("what: …" when the work failed) and
  * writes the milliseconds between e0 and e1 to *ms. */
 int cl_cuda_time_stop(const cl_cuda_timing *t, float *ms, const char *what, char *err);
+
+/* Whether the worker has made a device current (the backend's use_device):
+ * until then nothing may create a context (admission has given it no slot). */
+bool cl_cuda_in_use(void);
 
 /* ---- a limit on how long the device may take (student kernels) ----
  * While a limit is set, every wait of the runners (cl_cuda_time_stop,

@@ -65,6 +65,11 @@ static int device_attr(int dev, cudaDeviceAttr attr, int *out, char *err, const 
  * so only it is asked what needs one (free memory, the code image). */
 static int in_use = -1;
 
+bool cl_cuda_in_use(void)
+{
+    return in_use >= 0;
+}
+
 static int cuda_use_device(int dev, char *err)
 {
     cudaError_t rc = cudaSetDevice(dev);   /* creates the primary context (CUDA 12+) */

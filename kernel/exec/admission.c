@@ -299,16 +299,16 @@ int admission_take(const admission_gpu *gpus, int n, int *which, char *why, size
         snprintf(why, len, "no admission directory (CUDALAB_ADMISSION_DIR): %s", strerror(errno));
         return -1;
     }
-    /* the GPUs this worker may take a slot on now, the freest first; ties go round by pid */
+    /* the GPUs this worker may take a slot on now: those with more free slots than waiters ahead of it
+     * (the first F in line take F free slots at once), the freest first; ties go round by pid */
     int order[ADMISSION_MAX_GPUS], free_of[ADMISSION_MAX_GPUS], m = 0, queued = 0, total = 0;
     for (int k = 0; k < n && k < ADMISSION_MAX_GPUS; k++) {
         int g = (k + (int)getpid()) % n, ahead = count_ahead(gpus[g].key, 'c', my_ticket(gpus[g].key)), cap = slots(gpus[g].key);
         total += cap;
-        if (ahead > 0) {
-            queued++;
+        if (ahead >= cap || ahead >= (free_of[g] = cap - slots_held(gpus[g].key, cap))) {
+            queued += ahead > 0;
             continue;
         }
-        free_of[g] = cap - slots_held(gpus[g].key, cap);
         int at = m++;
         while (at > 0 && free_of[order[at - 1]] < free_of[g]) {
             order[at] = order[at - 1];
@@ -325,6 +325,7 @@ int admission_take(const admission_gpu *gpus, int n, int *which, char *why, size
             if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
                 held_fd = fd, held_index = g, *which = g;
                 snprintf(held_key, sizeof held_key, "%s", gpus[g].key);
+                admission_queue_leave();    /* in before its context is made: the next in line may go */
                 return 0;
             }
             close(fd);
@@ -398,10 +399,16 @@ int admission_turn(const admission_gpu *gpu, bool take, double *waited_ms, admis
         *waited_ms = turn_since - t0;
         return 0;
     }
-    int shown = -1;
-    double shown_at = 0;
+    int shown = -1, ahead = -1;
+    double shown_at = 0, scanned_at = -1e9;
     for (;;) {
-        int ahead = count_ahead(gpu->key, 't', t.name);
+        /* the queue is read less often the further back one stands (a class of 200 reads it at once);
+         * the next in line tries the lock every millisecond */
+        double now = monotonic_ms();
+        if (now - scanned_at >= (ahead <= 0 ? 20.0 : 10.0 + 5.0 * ahead)) {
+            ahead = count_ahead(gpu->key, 't', t.name);
+            scanned_at = now;
+        }
         if (ahead == 0 && flock(turn_fd, LOCK_EX | LOCK_NB) == 0)
             break;
         if (magic_cancelled()) {
@@ -409,12 +416,11 @@ int admission_turn(const admission_gpu *gpu, bool take, double *waited_ms, admis
             *waited_ms = monotonic_ms() - t0;
             return -1;
         }
-        double now = monotonic_ms();
         if (show && (ahead != shown || now - shown_at >= 1000)) {
             show(ahead, now - t0, arg);
             shown = ahead, shown_at = now;
         }
-        nap_ms(ahead == 0 ? 1 : 10);    /* the next in line looks often; the others less */
+        nap_ms(ahead == 0 ? 1 : 5);
     }
     ticket_drop(&t);
     turn_since = monotonic_ms();

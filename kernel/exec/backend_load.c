@@ -127,7 +127,8 @@ static int list_gpus(const cl_backend *b, char *why, size_t len, bool *busy)
 {
     char err[CL_ERR_LEN] = "";
     int count = 0;
-    ngpus = 0;
+    if (ngpus > 0)
+        return 0;                   /* listed before (asked again while waiting) */
     if (b->device_count(&count, err) != 0) {
         *busy = busy_error(err);
         note_set(why, len, "%s: %s", *busy ? "the GPU is busy" : "no CUDA device", err[0] ? err : "unknown error");

@@ -265,12 +265,14 @@ static int take_turn(magic_ctx *ctx, bool take, double *waited_ms)
 /* The GPU is there but busy: wait in its queue (admission.h) and say so, live,
  * asking again while this kernel is next, for at most CUDALAB_GPU_WAIT seconds
  * (120); an interrupt ends the wait and leaves the queue. 0 with ctx->backend
- * set and the wait in *waited_ms, or -1 with the error in ctx. */
+ * set and in *startup_ms what the last step, opening the GPU, took; or -1
+ * with the error in ctx. */
 #define GPU_WAIT_ENV "CUDALAB_GPU_WAIT"
 #define GPU_WAIT_DEFAULT_S 120.0
-#define GPU_RETRY_MS 100
+#define GPU_RETRY_MS 100            /* near the front of the queue; further back, GPU_RETRY_BACK_MS */
+#define GPU_RETRY_BACK_MS 250
 
-static int wait_for_gpu(magic_ctx *ctx, char *note, size_t len, double *waited_ms)
+static int wait_for_gpu(magic_ctx *ctx, char *note, size_t len, double *startup_ms)
 {
     const char *e = getenv(GPU_WAIT_ENV);
     double limit_s = e && *e && atof(e) >= 0 ? atof(e) : GPU_WAIT_DEFAULT_S, t0 = monotonic_ms();
@@ -281,7 +283,12 @@ static int wait_for_gpu(magic_ctx *ctx, char *note, size_t len, double *waited_m
     admission_queue_join(gpus, n);  /* an idle worker holding a slot now lets it go (worker_main) */
     wait_line w;
     wait_line_init(&w);
-    while (!(ctx->backend = backend_select(note, len))) {
+    for (;;) {
+        double t1 = monotonic_ms();
+        if ((ctx->backend = backend_select(note, len))) {
+            *startup_ms = monotonic_ms() - t1;
+            break;
+        }
         int rc = 0, ahead = admission_queue_ahead();
         if (magic_cancelled())
             rc = magic_error(ctx, "KeyboardInterrupt", "interrupted while waiting for the GPU (%s)", note);
@@ -302,12 +309,11 @@ static int wait_for_gpu(magic_ctx *ctx, char *note, size_t len, double *waited_m
             wait_line_say(ctx, &w, line);
             shown = ahead;
         }
-        struct timespec nap = { 0, GPU_RETRY_MS * 1000000L };
+        struct timespec nap = { 0, (ahead > 8 ? GPU_RETRY_BACK_MS : GPU_RETRY_MS) * 1000000L };
         nanosleep(&nap, NULL);
     }
     admission_queue_leave();
-    *waited_ms = monotonic_ms() - t0;
-    snprintf(line, sizeof line, "waited %.1f s for the GPU (%s)", *waited_ms / 1e3, first);
+    snprintf(line, sizeof line, "waited %.1f s for the GPU (%s)", (monotonic_ms() - t0 - *startup_ms) / 1e3, first);
     wait_line_say(ctx, &w, line);
     return 0;
 }
@@ -344,22 +350,26 @@ int worker_exec(const magic_spec *m, const json_t *params, const char *body, mag
         ctx->backend = cl_cpu_backend();
         snprintf(note, sizeof note, "CPU backend asked for by --backend cpu");
     } else if (m->needs_device && !m->needs_device(params)) {
-        ctx->backend = backend_query(note, sizeof note);   /* runs nothing on a device: never waits for one */
+        /* runs nothing on a device: a free slot is taken as at warm-up, never waited for */
+        if (!(ctx->backend = backend_select(note, sizeof note)))
+            ctx->backend = backend_query(note, sizeof note);
     } else {
         bool fresh = !backend_chosen();
-        double t0 = monotonic_ms(), waited = 0;
+        double t0 = monotonic_ms();
         ctx->backend = backend_select(note, sizeof note);
-        if (!ctx->backend && wait_for_gpu(ctx, note, sizeof note, &waited) != 0)
+        double startup = monotonic_ms() - t0;
+        if (!ctx->backend && wait_for_gpu(ctx, note, sizeof note, &startup) != 0)
             return -1;
         int seen;
         backend_gpus(&seen);
         if (fresh && seen > 0)      /* the start on the GPU (its context) that this command paid */
-            ctx->startup_ms = monotonic_ms() - t0 - waited;
+            ctx->startup_ms = startup;
         if (want && strcmp(want, "cuda") == 0 && strcmp(ctx->backend->name, "cuda") != 0)
             return magic_error(ctx, "UsageError", "--backend cuda: no GPU backend in this worker (%s)", note);
     }
     /* the device within the backend (the CPU is one, whichever simulated GPU admission gave) */
     ctx->device = strcmp(ctx->backend->name, "cpu") != 0 ? backend_device() : 0;
+    ctx->device_open = ctx->backend == cl_cpu_backend() || backend_chosen();
     int gpus;
     const admission_gpu *g = backend_gpus(&gpus);
     turn_device = !(want && strcmp(want, "cpu") == 0) && admission_held() && backend_device() < gpus

@@ -119,6 +119,7 @@ typedef struct magic_ctx {
     error_info error;
     json_t *traceback;              /* extra plain lines, or NULL */
     int device;                     /* worker-side: the index of the device the backend runs on */
+    bool device_open;               /* the backend has it open (a context): what only that can tell is known */
     /* Fair timing where kernels share the device: turn(ctx, true, &waited)
      * gives this command the device alone for one timed run (other kernels'
      * timed runs wait meanwhile), turn(ctx, false, NULL) gives it back; 0, or

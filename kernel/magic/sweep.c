@@ -118,6 +118,8 @@ json_t *sweep_device_json(magic_ctx *ctx)
     static const cl_backend *cached_for;
     if (!ctx->backend)
         return json_null();
+    if (!ctx->device_open)          /* asked without a context: what can be known now, not kept */
+        return device_summary(ctx->backend, ctx->device);
     if (!cached || cached_for != ctx->backend) {
         json_decref(cached);
         cached = device_summary(ctx->backend, ctx->device);
