@@ -224,6 +224,7 @@ static const admission_gpu host_cpu = { "cpu", 0 };
 static const admission_gpu *turn_device = &host_cpu;
 
 #define TURN_SAY_AFTER_MS 300.0     /* a shorter wait for a turn goes unsaid */
+#define WAIT_REFRESH_MS 5000.0      /* a wait line's seconds so far, when its place does not change */
 
 static wait_line turn_line;         /* one per command, however many timed runs wait */
 
@@ -235,7 +236,7 @@ typedef struct turn_wait {
 static void turn_show(int ahead, double waited_ms, void *arg)
 {
     turn_wait *t = arg;
-    if (waited_ms < TURN_SAY_AFTER_MS && !turn_line.shown)
+    if (turn_line.shown ? monotonic_ms() - turn_line.shown_ms < 1000 : waited_ms < TURN_SAY_AFTER_MS)
         return;
     char where[64], line[300];
     say_ahead(where, sizeof where, ahead, "kernel");
@@ -302,7 +303,10 @@ static int wait_for_gpu(magic_ctx *ctx, char *note, size_t len, double *startup_
             wait_line_say(ctx, &w, line);
             return rc;
         }
-        if (ahead != shown || monotonic_ms() - w.shown_ms >= 1000) {
+        /* at most one update a second, and one every WAIT_REFRESH_MS while nothing moves: a class of 200
+         * waiting sends the kernels' clients little */
+        double since = monotonic_ms() - w.shown_ms;
+        if (!w.shown || (ahead != shown && since >= 1000) || since >= WAIT_REFRESH_MS) {
             say_ahead(where, sizeof where, ahead, "command");
             snprintf(line, sizeof line, "waiting for the GPU%s (%s; %.0f s so far, interrupt to stop)", where, first,
                      (monotonic_ms() - t0) / 1e3);

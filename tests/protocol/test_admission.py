@@ -126,20 +126,23 @@ def test_a_dead_kernel_frees_its_slot(start_kernel, tmp_path):
 
 
 def test_a_dead_waiter_leaves_the_queue(start_kernel, tmp_path):
-    a = start_kernel(env=env(tmp_path, idle_s=3))
-    assert run(a.kc)[0]["status"] == "ok"
+    a = start_kernel(env=env(tmp_path, idle_s=600))
+    assert run(a.kc)[0]["status"] == "ok"                        # the one slot is a's until it dies
     b = start_kernel(env=env(tmp_path, idle_s=600))
     b_id = b.kc.execute(CELL)
     said_while_running(b.kc, b_id, "waiting for the GPU: next")
     c = start_kernel(env=env(tmp_path, idle_s=600))
     c_id = c.kc.execute(CELL)
     said_while_running(c.kc, c_id, "waiting for the GPU: 1 command ahead")
-    procs = [psutil.Process(b.pid), *kernel_children(b.pid)]
-    os.kill(b.pid, signal.SIGKILL)                               # b dies in the queue, ahead of c
-    assert wait_gone(procs, 5) == []
-    said_while_running(c.kc, c_id, "waiting for the GPU: next")
+    for k in (b, a):                                             # b dies in the queue, ahead of c; then a
+        procs = [psutil.Process(k.pid), *kernel_children(k.pid)]
+        os.kill(k.pid, signal.SIGKILL)
+        assert wait_gone(procs, 5) == []
+        if k is b:
+            said_while_running(c.kc, c_id, "waiting for the GPU: next")
     reply = c.kc.get_shell_msg(timeout=30)
     assert reply["parent_header"]["msg_id"] == c_id and reply["content"]["status"] == "ok"
+    assert queue_files(tmp_path) == []
 
 
 def test_interrupt_ends_a_wait_for_a_slot(start_kernel, tmp_path):
