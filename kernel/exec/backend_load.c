@@ -169,24 +169,6 @@ static const cl_backend *cuda_open(const cl_backend *b, int dev, char *why, size
     return b;
 }
 
-/* cuda_open in a timed-run turn of its own (admission_turn): a context maps
- * and clears hundreds of MiB, and a class's start-ups must not disturb the
- * timed runs of those already working. An interrupt while waiting gives the
- * slot back. */
-static const cl_backend *cuda_open_in_turn(const cl_backend *b, int dev, char *why, size_t len, bool *busy)
-{
-    double waited;
-    if (admission_turn(&gpus[dev], true, &waited, NULL, NULL) != 0) {
-        admission_release();
-        *busy = true;
-        note_set(why, len, "the GPU is busy: interrupted while waiting to open it");
-        return NULL;
-    }
-    b = cuda_open(b, dev, why, len, busy);
-    admission_turn(&gpus[dev], false, NULL, NULL, NULL);
-    return b;
-}
-
 /* A slot on one of the GPUs before its context (admission.h): false with
  * *busy and the reason when none is free now; a directory that cannot be
  * used is logged and does not stop anything (the first GPU is used). */
@@ -257,7 +239,7 @@ static const cl_backend *choose(char *why, size_t len, bool *busy)
     if (!b || list_gpus(b, why, len, busy) != 0)
         b = NULL;
     else if (admitted(&dev, why, len, busy))
-        b = cuda_open_in_turn(b, dev, why, len, busy);
+        b = cuda_open(b, dev, why, len, busy);
     else
         b = NULL;
     if (!b && !*busy)
