@@ -86,6 +86,15 @@ int magic_turn_take(magic_ctx *ctx, char *err)
     return rc;
 }
 
+int magic_copy_bandwidth(magic_ctx *ctx, const cl_backend *b, double *gbs, char *err)
+{
+    if (!b->copy_bandwidth) {
+        err[0] = '\0';
+        return -1;
+    }
+    return MAGIC_TIMED(ctx, err, b->copy_bandwidth(gbs, err));
+}
+
 int magic_turn_give(magic_ctx *ctx, int rc)
 {
     if (ctx->turn)

@@ -160,6 +160,10 @@ void magic_cancel_reset(void);
 int magic_turn_take(magic_ctx *ctx, char *err);
 int magic_turn_give(magic_ctx *ctx, int rc);
 #define MAGIC_TIMED(ctx, err, call) (magic_turn_take((ctx), (err)) != 0 ? -1 : magic_turn_give((ctx), (call)))
+/* The backend b's measured copy bandwidth (GB/s), measured in a turn of its
+ * own like any timed run (the first call of a process copies gigabytes). 0,
+ * or -1 with err set (or empty when b does not measure it). */
+int magic_copy_bandwidth(magic_ctx *ctx, const cl_backend *b, double *gbs, char *err);
 
 /* Records an error and returns -1, so run() can `return magic_error(...)`. */
 int magic_error(magic_ctx *ctx, const char *ename, const char *fmt, ...)

@@ -87,7 +87,7 @@ json_t *sweep_as_list(const json_t *v)
 
 /* ---- the device a sweep ran on (measured once per process) ---- */
 
-static json_t *device_summary(const cl_backend *b, int dev)
+static json_t *device_summary(magic_ctx *ctx, const cl_backend *b, int dev)
 {
     cl_device_props p;
     cl_versions v;
@@ -99,7 +99,7 @@ static json_t *device_summary(const cl_backend *b, int dev)
     if (b->versions(dev, &v, err))
         snprintf(v.arch, sizeof v.arch, "unknown");
     double bw = 0;
-    if (b->copy_bandwidth && b->copy_bandwidth(&bw, err))
+    if (magic_copy_bandwidth(ctx, b, &bw, err))
         bw = 0;
     double peak_flops = 2.0 * p.sm_count * p.cores_per_sm * p.clock_khz / 1e6;
     double peak_bw = 2.0 * p.mem_clock_khz * 1e3 * (p.mem_bus_width_bits / 8.0) / 1e9;
@@ -119,10 +119,10 @@ json_t *sweep_device_json(magic_ctx *ctx)
     if (!ctx->backend)
         return json_null();
     if (!ctx->device_open)          /* asked without a context: what can be known now, not kept */
-        return device_summary(ctx->backend, ctx->device);
+        return device_summary(ctx, ctx->backend, ctx->device);
     if (!cached || cached_for != ctx->backend) {
         json_decref(cached);
-        cached = device_summary(ctx->backend, ctx->device);
+        cached = device_summary(ctx, ctx->backend, ctx->device);
         cached_for = ctx->backend;
     }
     return json_deep_copy(cached);

@@ -513,7 +513,7 @@ static int coalesce_run(magic_ctx *ctx, const json_t *params, const char *body)
         .check = json_is_true(json_object_get(p, "check")),
     };
     char err[CL_ERR_LEN];
-    if (!ctx->backend->copy_bandwidth || ctx->backend->copy_bandwidth(&env.bw_gbs, err) != 0)
+    if (magic_copy_bandwidth(ctx, ctx->backend, &env.bw_gbs, err) != 0)
         env.bw_gbs = 0;
     static const char *const student_only[] = {"define", NULL};
     int rc = plan(ctx, p);

@@ -268,11 +268,11 @@ static void args_from(const json_t *params, const histo_run_ctx *hc, cl_histo_ar
 }
 
 /* The copy bandwidth of the backend that ran the variant (GB/s), or 0. */
-static double copy_gbs(const cl_backend *be)
+static double copy_gbs(magic_ctx *ctx, const cl_backend *be)
 {
     double copy = 0;
     char err[CL_ERR_LEN] = "";
-    if (!be->copy_bandwidth || be->copy_bandwidth(&copy, err) != 0 || copy <= 0)
+    if (magic_copy_bandwidth(ctx, be, &copy, err) != 0 || copy <= 0)
         return 0;
     return copy;
 }
@@ -318,7 +318,7 @@ static json_t *point_for_student(const histo_run_ctx *hc, const json_t *params)
     return pt;
 }
 
-static json_t *run_object(const cl_backend *be, const json_t *params, const cl_histo_args *a,
+static json_t *run_object(magic_ctx *ctx, const cl_backend *be, const json_t *params, const cl_histo_args *a,
                           const cl_histo_result *r)
 {
     double median = stats_median(&r->times);
@@ -345,7 +345,7 @@ static json_t *run_object(const cl_backend *be, const json_t *params, const cl_h
     json_object_set_new(run, "time_ms", stats_json(&r->times));
     json_object_set_new(run, "h2d_ms", a->text ? json_real(r->times.h2d_ms) : json_null());
     json_object_set_new(run, "gbs", json_real(gbs));
-    double copy = copy_gbs(be);
+    double copy = copy_gbs(ctx, be);
     json_object_set_new(run, "bandwidth_gbs", copy > 0 ? json_real(copy) : json_null());
     json_object_set_new(run, "pct_of_bandwidth", copy > 0 ? json_real(100.0 * gbs / copy) : json_null());
     json_object_set_new(run, "launch", launch_json(&r->launch));
@@ -401,7 +401,7 @@ static int histo_point(magic_ctx *ctx, const json_t *params, json_t *runs, void 
         return magic_error(ctx, strcmp(be->name, "cpu") ? "CudaError" : "RuntimeError",
                            "%%histo --variant %s: %s", get_str(params, "variant"), err);
     }
-    json_t *run = run_object(be, params, &a, r);
+    json_t *run = run_object(ctx, be, params, &a, r);
     if (sd) {
         student_run_json(&sl, run);
         student_launch_free(&sl);

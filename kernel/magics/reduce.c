@@ -259,7 +259,7 @@ static int env_init(magic_ctx *ctx, json_t *params, rd_env *env)
         check_sizes(ctx, params, env))
         return -1;
     char err[CL_ERR_LEN];
-    if (!env->backend->copy_bandwidth || env->backend->copy_bandwidth(&env->bw_gbs, err) != 0)
+    if (magic_copy_bandwidth(ctx, env->backend, &env->bw_gbs, err) != 0)
         env->bw_gbs = 0;            /* pct_of_bandwidth is null then, nothing else changes */
     return 0;
 }

@@ -163,7 +163,7 @@ static double host_bandwidth(rd_env *env)
     if (!env->host_bw_tried) {
         char err[CL_ERR_LEN];
         const cl_backend *cpu = cl_cpu_backend();
-        if (!cpu->copy_bandwidth || cpu->copy_bandwidth(&env->host_bw_gbs, err) != 0)
+        if (!cpu->copy_bandwidth || cpu->copy_bandwidth(&env->host_bw_gbs, err) != 0)   /* the host's: no GPU turn */
             env->host_bw_gbs = 0;
         env->host_bw_tried = true;
     }

@@ -394,7 +394,7 @@ static int env_init(magic_ctx *ctx, json_t *p, st_env *env)
         check_sizes(ctx, p, env, min_side))
         return -1;
     char err[CL_ERR_LEN];
-    if (!env->backend->copy_bandwidth || env->backend->copy_bandwidth(&env->bw_gbs, err) != 0)
+    if (magic_copy_bandwidth(ctx, env->backend, &env->bw_gbs, err) != 0)
         env->bw_gbs = 0;
     return 0;
 }
