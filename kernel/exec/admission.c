@@ -193,6 +193,11 @@ static int ticket_make(const char *key, char q, ticket *t)
     char qdir[PATH_MAX - NAME_MAX - 2], tmp[PATH_MAX], path[PATH_MAX];
     if (queue_dir(qdir, sizeof qdir) != 0)
         return -1;
+    static bool seeded;
+    if (!seeded) {                  /* two containers' workers may share a pid; their salts differ */
+        srandom((unsigned)getpid() ^ (unsigned)(monotonic_ms() * 1e3));
+        seeded = true;
+    }
     unsigned salt = (unsigned)random();
     unsigned long long place = (unsigned long long)((monotonic_ms() + usage_now()) * 1e3);
     snprintf(t->name, sizeof t->name, "%s.%c.%016llx.%08x%08x", key, q, place, (unsigned)getpid(), salt);

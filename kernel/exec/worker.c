@@ -17,10 +17,10 @@
 #include "exec/admission.h"
 #include "exec/backend_load.h"
 #include "exec/capture.h"
+#include "exec/sharing.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/text.h"
-#include "render/render.h"
 #include "student/store.h"
 
 void worker_init(worker *w)
@@ -178,179 +178,15 @@ static void pipe_result(void *impl, json_t *doc, json_t *view, const char *displ
 
 static const magic_out pipe_out = { pipe_stream, pipe_result };
 
-/* ---- waiting, said live on the cell ---- */
-
-/* A line on the cell while a command waits (for a context or a timed turn):
- * a display that the queue's moves update, and that says at the end what
- * the wait cost. */
-typedef struct wait_line {
-    char id[80];
-    bool shown;
-    double shown_ms;
-} wait_line;
-
-static void wait_line_init(wait_line *w)
-{
-    static unsigned long waits;
-    w->shown = false;
-    w->shown_ms = 0;
-    snprintf(w->id, sizeof w->id, "cudalab-wait-%d-%lu-%.0f", (int)getpid(), ++waits, monotonic_ms());
-}
-
-static void wait_line_say(magic_ctx *ctx, wait_line *w, const char *text)
-{
-    json_t *view = view_new(NULL);
-    view_add_text(view, text);
-    magic_progress(ctx, w->id, NULL, view, w->shown ? RESULT_UPDATE : RESULT_SHOW);
-    w->shown = true;
-    w->shown_ms = monotonic_ms();
-}
-
-static void say_ahead(char *buf, size_t len, int ahead, const char *what)
-{
-    if (ahead > 0)
-        snprintf(buf, len, ": %d %s%s ahead", ahead, what, ahead == 1 ? "" : "s");
-    else if (ahead == 0)
-        snprintf(buf, len, ": next");
-    else
-        buf[0] = '\0';
-}
-
-/* ---- fair timing ---- */
-
-/* The device whose turns this command's timed runs take (worker_exec): the
- * GPU this worker holds a slot of (or a simulated one), else the host's CPU. */
-static const admission_gpu host_cpu = { "cpu", 0 };
-static const admission_gpu *turn_device = &host_cpu;
-
-#define TURN_SAY_AFTER_MS 300.0     /* a shorter wait for a turn goes unsaid */
-#define WAIT_REFRESH_MS 5000.0      /* a wait line's seconds so far, when its place does not change */
-
-static wait_line turn_line;         /* one per command, however many timed runs wait */
-
-typedef struct turn_wait {
-    magic_ctx *ctx;
-    const char *device;
-} turn_wait;
-
-static void turn_show(int ahead, double waited_ms, void *arg)
-{
-    turn_wait *t = arg;
-    if (turn_line.shown ? monotonic_ms() - turn_line.shown_ms < 1000 : waited_ms < TURN_SAY_AFTER_MS)
-        return;
-    char where[64], line[300];
-    say_ahead(where, sizeof where, ahead, "kernel");
-    snprintf(line, sizeof line, "waiting for other kernels' timed runs on the %s%s (%.1f s so far; fair timing: "
-             "each timed run has it alone, --shared-timing times alongside)", t->device, where,
-             (t->ctx->turn_wait_ms + waited_ms) / 1e3);
-    wait_line_say(t->ctx, &turn_line, line);
-}
-
-static int take_turn(magic_ctx *ctx, bool take, double *waited_ms)
-{
-    const admission_gpu *dev = turn_device;
-    turn_wait t = { ctx, strcmp(dev->key, "cpu") == 0 ? "CPU" : "GPU" };
-    int rc = admission_turn(dev, take, waited_ms, turn_show, &t);
-    if (take && turn_line.shown) {
-        char line[300];
-        snprintf(line, sizeof line, "waited %.1f s for other kernels' timed runs on the %s (fair timing: each "
-                 "timed run has it alone, --shared-timing times alongside)",
-                 (ctx->turn_wait_ms + *waited_ms) / 1e3, t.device);
-        wait_line_say(ctx, &turn_line, line);
-    }
-    return rc;
-}
-
-/* ---- waiting for a GPU ---- */
-
-/* The GPU is there but busy: wait in its queue (admission.h) and say so, live,
- * asking again while this kernel is next, for at most CUDALAB_GPU_WAIT seconds
- * (120); an interrupt ends the wait and leaves the queue. 0 with ctx->backend
- * set and in *startup_ms what the last step, opening the GPU, took; or -1
- * with the error in ctx. */
-#define GPU_WAIT_ENV "CUDALAB_GPU_WAIT"
-#define GPU_WAIT_DEFAULT_S 120.0
-#define GPU_RETRY_MS 100            /* near the front of the queue; further back, GPU_RETRY_BACK_MS */
-#define GPU_RETRY_BACK_MS 250
-
-static int wait_for_gpu(magic_ctx *ctx, char *note, size_t len, double *startup_ms)
-{
-    const char *e = getenv(GPU_WAIT_ENV);
-    double limit_s = e && *e && atof(e) >= 0 ? atof(e) : GPU_WAIT_DEFAULT_S, t0 = monotonic_ms();
-    char first[512], line[800], where[64];
-    snprintf(first, sizeof first, "%s", note);
-    int n, shown = -2;
-    const admission_gpu *gpus = backend_gpus(&n);
-    admission_queue_join(gpus, n);  /* an idle worker holding a slot now lets it go (worker_main) */
-    wait_line w;
-    wait_line_init(&w);
-    for (;;) {
-        double t1 = monotonic_ms();
-        if ((ctx->backend = backend_select(note, len))) {
-            *startup_ms = monotonic_ms() - t1;
-            break;
-        }
-        int rc = 0, ahead = admission_queue_ahead();
-        if (magic_cancelled())
-            rc = magic_error(ctx, "KeyboardInterrupt", "interrupted while waiting for the GPU (%s)", note);
-        else if (monotonic_ms() - t0 >= limit_s * 1e3)
-            rc = magic_error(ctx, "GPUBusyError", "the GPU gave this kernel no room in %.0f s (%s); the cell did "
-                             "not run (not on the CPU either): run it again, or let fewer kernels hold the GPU "
-                             "(" GPU_WAIT_ENV " sets the wait)", limit_s, first);
-        if (rc) {
-            admission_queue_leave();
-            snprintf(line, sizeof line, "gave up waiting for the GPU after %.1f s", (monotonic_ms() - t0) / 1e3);
-            wait_line_say(ctx, &w, line);
-            return rc;
-        }
-        /* at most one update a second, and one every WAIT_REFRESH_MS while nothing moves: a class of 200
-         * waiting sends the kernels' clients little */
-        double since = monotonic_ms() - w.shown_ms;
-        if (!w.shown || (ahead != shown && since >= 1000) || since >= WAIT_REFRESH_MS) {
-            say_ahead(where, sizeof where, ahead, "command");
-            snprintf(line, sizeof line, "waiting for the GPU%s (%s; %.0f s so far, interrupt to stop)", where, first,
-                     (monotonic_ms() - t0) / 1e3);
-            wait_line_say(ctx, &w, line);
-            shown = ahead;
-        }
-        struct timespec nap = { 0, (ahead > 8 ? GPU_RETRY_BACK_MS : GPU_RETRY_MS) * 1000000L };
-        nanosleep(&nap, NULL);
-    }
-    admission_queue_leave();
-    snprintf(line, sizeof line, "waited %.1f s for the GPU (%s)", (monotonic_ms() - t0 - *startup_ms) / 1e3, first);
-    wait_line_say(ctx, &w, line);
-    return 0;
-}
-
-/* magic_ctx.sharing: each GPU's census from the admission directory. */
-static json_t *gpu_sharing(void)
-{
-    int n;
-    const admission_gpu *g = backend_gpus(&n);
-    if (n == 0)
-        return NULL;
-    json_t *all = json_array();
-    for (int d = 0; d < n; d++) {
-        admission_census c;
-        if (admission_count(&g[d], &c) != 0)
-            continue;
-        json_array_append_new(all, json_pack("{s:i, s:s, s:i, s:i, s:i, s:i, s:b}", "device", d, "key", g[d].key,
-                                             "contexts", c.slots, "held", c.held, "waiting_for_context",
-                                             c.waiting_context, "waiting_for_turn", c.waiting_turn, "this_kernel",
-                                             c.mine));
-    }
-    return all;
-}
-
 int worker_exec(const magic_spec *m, const json_t *params, const char *body, magic_ctx *ctx)
 {
     static char note[512];
     ctx->backend_note = note;
-    wait_line_init(&turn_line);
     /* --backend (SWEEP_BACKEND_FLAG): the CPU backend on request, without waiting for a GPU; a GPU, or an
      * error saying why there is none */
     const char *want = json_string_value(json_object_get(params, "backend"));
-    if (want && strcmp(want, "cpu") == 0) {
+    bool want_cpu = want && strcmp(want, "cpu") == 0;
+    if (want_cpu) {
         ctx->backend = cl_cpu_backend();
         snprintf(note, sizeof note, "CPU backend asked for by --backend cpu");
     } else if (m->needs_device && !m->needs_device(params)) {
@@ -362,7 +198,7 @@ int worker_exec(const magic_spec *m, const json_t *params, const char *body, mag
         double t0 = monotonic_ms();
         ctx->backend = backend_select(note, sizeof note);
         double startup = monotonic_ms() - t0;
-        if (!ctx->backend && wait_for_gpu(ctx, note, sizeof note, &startup) != 0)
+        if (!ctx->backend && sharing_wait_for_gpu(ctx, note, sizeof note, &startup) != 0)
             return -1;
         int seen;
         backend_gpus(&seen);
@@ -374,14 +210,7 @@ int worker_exec(const magic_spec *m, const json_t *params, const char *body, mag
     /* the device within the backend (the CPU is one, whichever simulated GPU admission gave) */
     ctx->device = strcmp(ctx->backend->name, "cpu") != 0 ? backend_device() : 0;
     ctx->device_open = ctx->backend == cl_cpu_backend() || backend_chosen();
-    int gpus;
-    const admission_gpu *g = backend_gpus(&gpus);
-    turn_device = !(want && strcmp(want, "cpu") == 0) && admission_held() && backend_device() < gpus
-                      ? &g[backend_device()] : &host_cpu;
-    /* the device is shared with the host's other kernels: their timed runs and ours take turns */
-    ctx->shared = true;
-    ctx->sharing = gpu_sharing;
-    ctx->turn = json_is_true(json_object_get(params, "shared_timing")) ? NULL : take_turn;
+    sharing_begin(ctx, want_cpu, json_is_true(json_object_get(params, "shared_timing")));
     return m->run(ctx, params, body);
 }
 
