@@ -25,6 +25,7 @@ import hmac
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -68,6 +69,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # ---------------------------------------------------------------- environment
 
+def write_kernelspec(data: Path, logos: bool = False) -> Path:
+    """The cudalab kernelspec of the binary under test in the Jupyter data path data (with its logos, for
+    a frontend); returns its folder."""
+    spec_dir = data / "kernels" / "cudalab"
+    spec_dir.mkdir(parents=True)
+    spec = json.loads(KERNELSPEC_TEMPLATE.read_text())
+    spec["argv"] = [str(kernel_binary())] + list(spec["argv"][1:])
+    (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1))
+    for logo in KERNELSPEC_TEMPLATE.parent.glob("logo-*.png") if logos else ():
+        shutil.copy(logo, spec_dir / logo.name)
+    return spec_dir
+
+
 @pytest.fixture(scope="session", autouse=True)
 def jupyter_env(tmp_path_factory: pytest.TempPathFactory):
     """A private Jupyter data path with the cudalab kernelspec, set before any lookup."""
@@ -77,11 +91,7 @@ def jupyter_env(tmp_path_factory: pytest.TempPathFactory):
                     f"(or set CUDALAB_BIN to the binary to test)")
     root = tmp_path_factory.mktemp("jupyter")
     data = root / "share" / "jupyter"
-    spec_dir = data / "kernels" / "cudalab"
-    spec_dir.mkdir(parents=True)
-    spec = json.loads(KERNELSPEC_TEMPLATE.read_text())
-    spec["argv"] = [str(binary)] + list(spec["argv"][1:])
-    (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1))
+    spec_dir = write_kernelspec(data)
     (root / "runtime").mkdir()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("JUPYTER_PATH", str(data))

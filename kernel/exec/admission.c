@@ -158,11 +158,21 @@ static bool alive(const char *qdir, const char *name)
     return locked;
 }
 
-/* The live tickets of queue q ('c' context, 't' turn) on key: those placed
- * before mine (all of them when mine is NULL). Each ticket ahead is probed
- * for a living owner at most every PROBE_EVERY_MS (per process), so a dead
- * waiter holds nobody up for long. -1 when the queue cannot be read. */
-static int count_ahead(const char *key, char q, const char *mine)
+/* The bytes a memory ticket (KEY.m.PLACE.BYTES.ID) asks for. */
+static double ticket_bytes(const char *name)
+{
+    const char *p = strchr(name, '.');
+    for (int dots = 1; p && dots < 3; dots++)
+        p = strchr(p + 1, '.');
+    return p ? (double)strtoull(p + 1, NULL, 16) : 0;
+}
+
+/* The live tickets of queue q ('c' context, 't' turn, 'm' memory) on key:
+ * those placed before mine (all of them when mine is NULL), and in *bytes
+ * (when not NULL) the memory they ask for. Each ticket ahead is probed for a
+ * living owner at most every PROBE_EVERY_MS (per process), so a dead waiter
+ * holds nobody up for long. -1 when the queue cannot be read. */
+static int scan_ahead(const char *key, char q, const char *mine, double *bytes)
 {
     static double probed_at = -PROBE_EVERY_MS;
     char qdir[PATH_MAX - NAME_MAX - 2], prefix[ADMISSION_KEY_LEN + 4];
@@ -176,8 +186,11 @@ static int count_ahead(const char *key, char q, const char *mine)
     for (struct dirent *e; (e = readdir(d));) {
         if (strncmp(e->d_name, prefix, (size_t)n) != 0 || (mine && strcmp(e->d_name, mine) >= 0))
             continue;
-        if (!probe || alive(qdir, e->d_name))
+        if (!probe || alive(qdir, e->d_name)) {
             ahead++;
+            if (bytes)
+                *bytes += ticket_bytes(e->d_name);
+        }
     }
     closedir(d);
     if (probe)
@@ -185,10 +198,16 @@ static int count_ahead(const char *key, char q, const char *mine)
     return ahead;
 }
 
+static int count_ahead(const char *key, char q, const char *mine)
+{
+    return scan_ahead(key, q, mine, NULL);
+}
+
 /* A ticket in queue q on key, placed at now plus this kernel's recent GPU
- * time. Made under a hidden name, locked, then renamed into place, so that
- * nobody ever sees it unlocked while its owner lives. */
-static int ticket_make(const char *key, char q, ticket *t)
+ * time (a memory ticket also names its bytes). Made under a hidden name,
+ * locked, then renamed into place, so that nobody ever sees it unlocked while
+ * its owner lives. */
+static int ticket_make(const char *key, char q, unsigned long long bytes, ticket *t)
 {
     char qdir[PATH_MAX - NAME_MAX - 2], tmp[PATH_MAX], path[PATH_MAX];
     if (queue_dir(qdir, sizeof qdir) != 0)
@@ -200,7 +219,10 @@ static int ticket_make(const char *key, char q, ticket *t)
     }
     unsigned salt = (unsigned)random();
     unsigned long long place = (unsigned long long)((monotonic_ms() + usage_now()) * 1e3);
-    snprintf(t->name, sizeof t->name, "%s.%c.%016llx.%08x%08x", key, q, place, (unsigned)getpid(), salt);
+    if (q == 'm')
+        snprintf(t->name, sizeof t->name, "%s.m.%016llx.%016llx.%08x%08x", key, place, bytes, (unsigned)getpid(), salt);
+    else
+        snprintf(t->name, sizeof t->name, "%s.%c.%016llx.%08x%08x", key, q, place, (unsigned)getpid(), salt);
     snprintf(tmp, sizeof tmp, "%s/.new-%d-%08x", qdir, (int)getpid(), salt);
     snprintf(path, sizeof path, "%s/%s", qdir, t->name);
     t->fd = open(tmp, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
@@ -239,7 +261,7 @@ void admission_queue_join(const admission_gpu *gpus, int n)
 {
     admission_queue_leave();
     for (int g = 0; g < n && nticket < ADMISSION_MAX_GPUS; g++)
-        if (ticket_make(gpus[g].key, 'c', &tickets[nticket]) == 0)
+        if (ticket_make(gpus[g].key, 'c', 0, &tickets[nticket]) == 0)
             nticket++;
 }
 
@@ -398,7 +420,7 @@ int admission_turn(const admission_gpu *gpu, bool take, double *waited_ms, admis
         return 0;
     }
     ticket t;
-    if (ticket_make(gpu->key, 't', &t) != 0) {
+    if (ticket_make(gpu->key, 't', 0, &t) != 0) {
         flock(turn_fd, LOCK_EX);    /* no queue: wait on the lock itself */
         turn_since = monotonic_ms();
         *waited_ms = turn_since - t0;
@@ -431,6 +453,65 @@ int admission_turn(const admission_gpu *gpu, bool take, double *waited_ms, admis
     turn_since = monotonic_ms();
     *waited_ms = turn_since - t0;
     return 0;
+}
+
+/* ---- device memory ---- */
+
+static ticket reservation = { -1, "" };
+static double reserved_bytes;
+
+/* What the commands on gpu may hold at once: ADMISSION_MEM_SHARE of it, less
+ * a context for each slot held (alone: for this worker's only). 0: unknown. */
+static double memory_budget(const admission_gpu *gpu, bool alone)
+{
+    const char *cap = getenv("CUDALAB_GPU_MEMORY_GIB");
+    if (cap && atof(cap) > 0)
+        return atof(cap) * 1073741824.0;
+    if (gpu->total_mem == 0)
+        return 0;
+    int held = alone ? 1 : slots_held(gpu->key, slots(gpu->key));
+    return (double)gpu->total_mem * ADMISSION_MEM_SHARE - (held < 1 ? 1 : held) * ADMISSION_CONTEXT_BYTES;
+}
+
+int admission_reserve(const admission_gpu *gpu, double bytes, double *budget, admission_show_fn *show, void *arg)
+{
+    if (reservation.fd >= 0 && reserved_bytes >= bytes)
+        return 0;                   /* a command's later, smaller point: already covered */
+    admission_unreserve();
+    double alone = memory_budget(gpu, true), t0 = monotonic_ms(), shown_at = 0;
+    if (alone <= 0)
+        return 2;                   /* unknown memory: nothing to budget */
+    if (bytes > alone) {
+        *budget = alone;
+        return 1;
+    }
+    if (ticket_make(gpu->key, 'm', (unsigned long long)bytes, &reservation) != 0)
+        return 2;                   /* no queue: allocate as without admission */
+    for (int shown = -1;;) {
+        double ahead_bytes = 0, room = memory_budget(gpu, false);
+        int ahead = scan_ahead(gpu->key, 'm', reservation.name, &ahead_bytes);
+        if (ahead < 0 || ahead_bytes + bytes <= room)
+            break;
+        if (magic_cancelled()) {
+            admission_unreserve();
+            return -1;
+        }
+        double now = monotonic_ms();
+        if (show && (ahead != shown || now - shown_at >= 1000)) {
+            show(ahead, now - t0, arg);
+            shown = ahead, shown_at = now;
+        }
+        nap_ms(20);
+    }
+    reserved_bytes = bytes;
+    return 0;
+}
+
+void admission_unreserve(void)
+{
+    if (reservation.fd >= 0)
+        ticket_drop(&reservation);
+    reserved_bytes = 0;
 }
 
 /* ---- %device ---- */

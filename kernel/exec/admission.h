@@ -79,6 +79,22 @@ bool admission_wanted(void);
 typedef void admission_show_fn(int ahead, double waited_ms, void *arg);
 int admission_turn(const admission_gpu *gpu, bool take, double *waited_ms, admission_show_fn *show, void *arg);
 
+/* Device memory for this worker's command on gpu: ADMISSION_MEM_SHARE of the
+ * GPU is shared among the commands running on it, less a context per slot
+ * held (ADMISSION_CONTEXT_BYTES), in queue order (a small request never
+ * passes a large one waiting ahead of it). Held until admission_unreserve
+ * (the command's end) or the process's death; a later request of the same
+ * command that is no larger is covered. CUDALAB_GPU_MEMORY_GIB, when set, is
+ * the budget instead (an administrator's cap on what cudalab's commands
+ * hold). 0: reserved; 1: more than the GPU could ever give one command
+ * (*budget: the most); 2: nothing to budget (the GPU's memory is unknown, or
+ * no admission directory); -1: interrupted. While waiting, show is called as
+ * for admission_turn. */
+#define ADMISSION_MEM_SHARE 0.9
+#define ADMISSION_CONTEXT_BYTES (0.6 * 1073741824.0)
+int admission_reserve(const admission_gpu *gpu, double bytes, double *budget, admission_show_fn *show, void *arg);
+void admission_unreserve(void);
+
 /* A GPU's sharing now, for %device: its slots and how many are held, and the
  * waiters for a context and for a turn; mine: this worker holds a slot there. */
 typedef struct admission_census {

@@ -172,14 +172,49 @@ static json_t *gpu_sharing(void)
     return all;
 }
 
+/* ---- device memory ---- */
+
+static wait_line memory_line;       /* one per command */
+
+static void memory_show(int ahead, double waited_ms, void *arg)
+{
+    magic_ctx *ctx = arg;
+    char where[64], line[300];
+    say_ahead(where, sizeof where, ahead, "command");
+    snprintf(line, sizeof line, "waiting for GPU memory%s: the commands ahead hold or wait for it (%.1f s so far, "
+             "interrupt to stop)", where, waited_ms / 1e3);
+    wait_line_say(ctx, &memory_line, line);
+}
+
+static int reserve_memory(magic_ctx *ctx, double bytes, double *most)
+{
+    if (turn_device == &host_cpu)
+        return 2;                   /* no GPU slot held: nothing shared to budget */
+    double t0 = monotonic_ms();
+    int rc = admission_reserve(turn_device, bytes, most, memory_show, ctx);
+    if (rc == 0 && memory_line.shown) {
+        char line[160];
+        snprintf(line, sizeof line, "waited %.1f s for GPU memory", (monotonic_ms() - t0) / 1e3);
+        wait_line_say(ctx, &memory_line, line);
+    }
+    return rc;
+}
+
 void sharing_begin(magic_ctx *ctx, bool want_cpu, bool shared_timing)
 {
     int gpus;
     const admission_gpu *g = backend_gpus(&gpus);
     wait_line_init(&turn_line);
+    wait_line_init(&memory_line);
     turn_device = !want_cpu && admission_held() && backend_device() < gpus ? &g[backend_device()] : &host_cpu;
     /* the device is shared with the host's other kernels: their timed runs and ours take turns */
     ctx->shared = true;
     ctx->sharing = gpu_sharing;
+    ctx->reserve = reserve_memory;
     ctx->turn = shared_timing ? NULL : take_turn;
+}
+
+void sharing_end(void)
+{
+    admission_unreserve();
 }

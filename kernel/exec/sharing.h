@@ -24,4 +24,7 @@ int sharing_wait_for_gpu(magic_ctx *ctx, char *note, size_t len, double *startup
  * shared_timing; sets ctx->turn, ->shared and ->sharing. */
 void sharing_begin(magic_ctx *ctx, bool want_cpu, bool shared_timing);
 
+/* After a command: the device memory it reserved (magic_memory_fit) goes back. */
+void sharing_end(void);
+
 #endif

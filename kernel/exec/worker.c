@@ -211,7 +211,9 @@ int worker_exec(const magic_spec *m, const json_t *params, const char *body, mag
     ctx->device = strcmp(ctx->backend->name, "cpu") != 0 ? backend_device() : 0;
     ctx->device_open = ctx->backend == cl_cpu_backend() || backend_chosen();
     sharing_begin(ctx, want_cpu, json_is_true(json_object_get(params, "shared_timing")));
-    return m->run(ctx, params, body);
+    int rc = m->run(ctx, params, body);
+    sharing_end();
+    return rc;
 }
 
 static void send_error(int fd, const magic_ctx *ctx)

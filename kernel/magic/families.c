@@ -215,10 +215,26 @@ json_t *family_select(magic_ctx *ctx, const family_spec *f, const json_t *given,
 
 int magic_memory_fit(magic_ctx *ctx, const mem_need *n)
 {
-    if (n->free <= 0 || n->bytes <= n->free)
-        return 0;
     char need[48], have[48];
     format_bytes(n->bytes, need, sizeof need);
+    double most = 0;
+    /* a shared GPU: what fits beside the other commands' reservations is waited for, not refused for
+     * what they hold now; what could never fit is refused at once */
+    int r = ctx->reserve && strcmp(n->where, "device") == 0 ? ctx->reserve(ctx, n->bytes, &most) : 2;
+    if (r == 0)
+        return 0;
+    if (r < 0)
+        return magic_error(ctx, "KeyboardInterrupt", "%s: interrupted while waiting for %s of device memory",
+                           n->what, need);
+    if (r == 1) {
+        format_bytes(most, have, sizeof have);
+        return magic_error(ctx, "MemoryError", "%s needs %s of device memory%s%s%s; one command on this shared "
+                           "device may hold at most %s (90%% of its memory less a context, or CUDALAB_GPU_MEMORY_GIB)%s%s%s", n->what, need,
+                           n->holds ? " (" : "", n->holds ? n->holds : "", n->holds ? ")" : "", have,
+                           n->largest ? " (" : "", n->largest ? n->largest : "", n->largest ? ")" : "");
+    }
+    if (n->free <= 0 || n->bytes <= n->free)
+        return 0;
     format_bytes(n->free, have, sizeof have);
     return magic_error(ctx, "MemoryError", "%s needs %s of %s memory%s%s%s; this %s has %s free%s%s%s",
                        n->what, need, n->where, n->holds ? " (" : "", n->holds ? n->holds : "",

@@ -135,6 +135,12 @@ typedef struct magic_ctx {
      * {device, contexts, held, waiting_for_context, waiting_for_turn,
      * this_kernel}, a new reference; NULL where nothing is shared (no GPU, the CLI). */
     json_t *(*sharing)(void);
+    /* Device memory for this command where the device is shared: waits, said
+     * live, until what it needs fits beside what the others hold. 0: reserved;
+     * 1: more than one command may ever hold (*most: that); 2: nothing to
+     * reserve (the check against free memory applies); -1: interrupted.
+     * NULL: no sharing. Called by magic_memory_fit. */
+    int (*reserve)(struct magic_ctx *ctx, double bytes, double *most);
 } magic_ctx;
 
 void magic_stream(magic_ctx *ctx, const char *name, const char *text);

@@ -35,7 +35,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import KERNELSPEC_TEMPLATE, free_tcp_ports, kernel_binary
+from conftest import free_tcp_ports, write_kernelspec
 
 LAB_START_TIMEOUT = 60      # seconds for the server to answer
 PAGE_TIMEOUT = 60           # seconds for the Lab page and the notebook to load
@@ -125,13 +125,7 @@ class Lab:
 
     def start(self) -> None:
         data = self.root / "jupyter" / "share" / "jupyter"
-        spec_dir = data / "kernels" / "cudalab"
-        spec_dir.mkdir(parents=True)
-        spec = json.loads(KERNELSPEC_TEMPLATE.read_text())
-        spec["argv"] = [str(kernel_binary())] + list(spec["argv"][1:])
-        (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1))
-        for logo in KERNELSPEC_TEMPLATE.parent.glob("logo-*.png"):
-            shutil.copy(logo, spec_dir / logo.name)
+        write_kernelspec(data, logos=True)
         notebooks = self.root / "notebooks"
         notebooks.mkdir()
         _notebook(notebooks / "browser.ipynb")

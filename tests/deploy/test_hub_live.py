@@ -41,7 +41,7 @@ import psutil
 import pytest
 import websocket
 
-from conftest import KERNELSPEC_TEMPLATE, free_tcp_ports, kernel_binary
+from conftest import free_tcp_ports, kernel_binary, write_kernelspec
 from test_deploy import DEPLOY, hub_config, pins
 
 HUB_START_TIMEOUT = 90      # seconds for the hub and its proxy to answer (2 busy cores, a cold start)
@@ -120,13 +120,7 @@ class Hub:
     def _kernelspec(self) -> Path:
         """A Jupyter data path with the cudalab kernelspec of the binary under test, as conftest writes it."""
         data = self.root / "jupyter" / "share" / "jupyter"
-        spec_dir = data / "kernels" / "cudalab"
-        spec_dir.mkdir(parents=True)
-        spec = json.loads(KERNELSPEC_TEMPLATE.read_text())
-        spec["argv"] = [str(kernel_binary())] + list(spec["argv"][1:])
-        (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1))
-        for logo in KERNELSPEC_TEMPLATE.parent.glob("logo-*.png"):
-            shutil.copy(logo, spec_dir / logo.name)
+        write_kernelspec(data, logos=True)
         return data
 
     def server_environment(self) -> dict[str, str]:

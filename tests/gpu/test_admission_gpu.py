@@ -59,3 +59,25 @@ def test_a_kernel_without_a_slot_has_no_context_and_still_answers(gpu_doc, start
     print(f"\n[timing] b waited {time.monotonic() - t0:.2f} s in all; start-up on the GPU "
           f"{doc['timing']['startup_ms']:.0f} ms; {said[-1]}")
     assert worker_pids(b) & gpu_pids()
+
+
+def test_a_command_that_does_not_fit_now_waits_for_memory(gpu_doc, start_kernel, tmp_path):
+    """Device memory is reserved before a command allocates (CUDALAB_GPU_MEMORY_GIB caps what the
+    commands hold at once): one that fits beside the others later waits, one that never fits is refused."""
+    cap = {**env(tmp_path, idle_s=600), "CUDALAB_GPU_CONTEXTS": "2", "CUDALAB_GPU_MEMORY_GIB": "1.5"}
+    a = start_kernel(env=cap)
+    b = start_kernel(env=cap)
+    for k in (a, b):
+        assert execute(k.kc, CELL, timeout=120)[0]["content"]["status"] == "ok"      # each holds a slot
+    # A, B and C of 8192² floats: 0.75 GiB and the L2 flush buffer each; two do not fit in 1.5 GiB
+    long_id = a.kc.execute("%matmul --size 8192 --variant naive --reps 20 --no-check")
+    time.sleep(1.0)
+    reply, msgs = execute(b.kc, "%matmul --size 8192 --variant tiled --reps 1 --no-check", timeout=120)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    said = wait_lines(msgs)
+    assert said and said[0].startswith("waiting for GPU memory: next"), said
+    assert said[-1].startswith("waited ") and "GPU memory" in said[-1], said
+    assert a.kc.get_shell_msg(timeout=120)["parent_header"]["msg_id"] == long_id
+    reply, msgs = execute(b.kc, "%matmul --size 16384 --variant naive --reps 1", timeout=60)
+    c = reply["content"]
+    assert c["ename"] == "MemoryError" and "may hold at most 1.5 GiB" in c["evalue"], c
