@@ -179,10 +179,9 @@ static wait_line memory_line;       /* one per command */
 static void memory_show(int ahead, double waited_ms, void *arg)
 {
     magic_ctx *ctx = arg;
-    char where[64], line[300];
-    say_ahead(where, sizeof where, ahead, "command");
-    snprintf(line, sizeof line, "waiting for GPU memory%s: the commands ahead hold or wait for it (%.1f s so far, "
-             "interrupt to stop)", where, waited_ms / 1e3);
+    char line[300];
+    snprintf(line, sizeof line, "waiting for GPU memory: %d command%s ahead holding or waiting for it (%.1f s so "
+             "far, interrupt to stop)", ahead, ahead == 1 ? "" : "s", waited_ms / 1e3);
     wait_line_say(ctx, &memory_line, line);
 }
 

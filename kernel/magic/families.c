@@ -228,8 +228,8 @@ int magic_memory_fit(magic_ctx *ctx, const mem_need *n)
                            n->what, need);
     if (r == 1) {
         format_bytes(most, have, sizeof have);
-        return magic_error(ctx, "MemoryError", "%s needs %s of device memory%s%s%s; one command on this shared "
-                           "device may hold at most %s (90%% of its memory less a context, or CUDALAB_GPU_MEMORY_GIB)%s%s%s", n->what, need,
+        return magic_error(ctx, "MemoryError", "%s needs %s of device memory%s%s%s; this device has %s for one "
+                           "command (90%% of its memory less a context, or CUDALAB_GPU_MEMORY_GIB)%s%s%s", n->what, need,
                            n->holds ? " (" : "", n->holds ? n->holds : "", n->holds ? ")" : "", have,
                            n->largest ? " (" : "", n->largest ? n->largest : "", n->largest ? ")" : "");
     }
