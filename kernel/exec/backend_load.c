@@ -137,6 +137,7 @@ static int list_gpus(const cl_backend *b, char *why, size_t len, bool *busy)
     for (int d = 0; d < count && d < ADMISSION_MAX_GPUS; d++) {
         cl_device_props p;
         if (b->device_props(d, &p, err) != 0) {
+            ngpus = 0;
             *busy = busy_error(err);
             note_set(why, len, "%s: %s", *busy ? "the GPU is busy" : "CUDA device unusable", err[0] ? err : "unknown error");
             return -1;
