@@ -19,6 +19,7 @@ sys.path because this file has no package around it).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import hmac
@@ -29,12 +30,13 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 from queue import Empty
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import psutil
 import pytest
@@ -80,6 +82,19 @@ def write_kernelspec(data: Path, logos: bool = False) -> Path:
     for logo in KERNELSPEC_TEMPLATE.parent.glob("logo-*.png") if logos else ():
         shutil.copy(logo, spec_dir / logo.name)
     return spec_dir
+
+
+@contextlib.contextmanager
+def serving(server: Any) -> Iterator[Any]:
+    """A test's server (JupyterLab, JupyterHub: start(), and stop() returning what it had to kill) for the
+    length of a fixture; what outlived it is said on stderr."""
+    try:
+        server.start()
+        yield server
+    finally:
+        left = server.stop()
+        if left:
+            print("\n".join(left), file=sys.stderr)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -35,7 +35,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import free_tcp_ports, write_kernelspec
+from conftest import free_tcp_ports, serving, write_kernelspec
 
 LAB_START_TIMEOUT = 60      # seconds for the server to answer
 PAGE_TIMEOUT = 60           # seconds for the Lab page and the notebook to load
@@ -216,14 +216,8 @@ class Lab:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory):
     _skip_if_missing()
-    server = Lab(tmp_path_factory.mktemp("lab"))
-    try:
-        server.start()
+    with serving(Lab(tmp_path_factory.mktemp("lab"))) as server:
         yield server
-    finally:
-        left = server.stop()
-        if left:
-            print("\n".join(left), file=sys.stderr)
 
 
 # ---------------------------------------------------------------- the browser

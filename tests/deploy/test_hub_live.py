@@ -41,7 +41,7 @@ import psutil
 import pytest
 import websocket
 
-from conftest import free_tcp_ports, kernel_binary, write_kernelspec
+from conftest import free_tcp_ports, kernel_binary, serving, write_kernelspec
 from test_deploy import DEPLOY, hub_config, pins
 
 HUB_START_TIMEOUT = 90      # seconds for the hub and its proxy to answer (2 busy cores, a cold start)
@@ -240,14 +240,8 @@ def hub(tmp_path_factory: pytest.TempPathFactory):
     why = _missing()
     if why:
         pytest.skip(f"live hub test skipped: {why} (pip install -r requirements-hub-test.txt)")
-    server = Hub(tmp_path_factory.mktemp("hub"))
-    try:
-        server.start()
+    with serving(Hub(tmp_path_factory.mktemp("hub"))) as server:
         yield server
-    finally:
-        left = server.stop()
-        if left:
-            print("\n".join(left), file=sys.stderr)
 
 
 # ---------------------------------------------------------------- a student's server and kernel
