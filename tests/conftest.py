@@ -26,6 +26,7 @@ import hmac
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -51,6 +52,19 @@ SILENCE = 0.3             # seconds of quiet that count as "no reply"
 TEST_TIMEOUT = 60         # pytest-timeout per test, unless a test sets its own
 SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
                      "WARNING: ThreadSanitizer")
+
+
+def _raise_file_limit() -> None:
+    """One pytest process starts hundreds of kernels and clients (zmq sockets, pipes, log files) over a
+    run; the common soft limit of 1024 descriptors is near enough that a slow teardown can cross it, so
+    take what the hard limit allows."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = hard if hard != resource.RLIM_INFINITY else 65536
+    if soft != resource.RLIM_INFINITY and soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, 65536), hard))
+
+
+_raise_file_limit()
 
 
 def kernel_binary() -> Path:
