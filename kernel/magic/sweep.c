@@ -328,8 +328,8 @@ static void add_notes(json_t *view, const sweep_spec *spec, magic_ctx *ctx, cons
     }
     if (ctx->startup_ms > 0) {
         char note[200];
-        snprintf(note, sizeof note, "this cell first started the device worker (%.2f s: its CUDA context), "
-                 "which is in no time shown", ctx->startup_ms / 1e3);
+        snprintf(note, sizeof note, "this cell first opened the GPU for its worker (%.2f s: a CUDA context), "
+                 "which no time shown includes", ctx->startup_ms / 1e3);
         view_add_note(view, note);
     }
     if (json_is_true(json_object_get(device, "ptx_jit"))) {
