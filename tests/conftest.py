@@ -98,6 +98,20 @@ def write_kernelspec(data: Path, logos: bool = False) -> Path:
     return spec_dir
 
 
+def kill_survivors(procs: Iterable[psutil.Process], server: str, describe=lambda p: p.name()) -> list[str]:
+    """The processes of a stopped server still alive after 5 s, killed; a line for each."""
+    _, alive = psutil.wait_procs(list(procs), timeout=5)
+    left = []
+    for p in alive:
+        try:
+            left.append(f"pid {p.pid} ({describe(p)}) outlived {server}: killed")
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(alive, timeout=5)
+    return left
+
+
 @contextlib.contextmanager
 def serving(server: Any) -> Iterator[Any]:
     """A test's server (JupyterLab, JupyterHub: start(), and stop() returning what it had to kill) for the

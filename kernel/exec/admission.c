@@ -328,11 +328,11 @@ int admission_take(const admission_gpu *gpus, int n, int *which, char *why, size
     }
     /* the GPUs this worker may take a slot on now: those with more free slots than waiters ahead of it
      * (the first F in line take F free slots at once), the freest first; ties go round by pid */
-    int order[ADMISSION_MAX_GPUS], free_of[ADMISSION_MAX_GPUS], m = 0, queued = 0, total = 0;
+    int order[ADMISSION_MAX_GPUS], free_of[ADMISSION_MAX_GPUS], cap[ADMISSION_MAX_GPUS], m = 0, queued = 0, total = 0;
     for (int k = 0; k < n && k < ADMISSION_MAX_GPUS; k++) {
-        int g = (k + (int)getpid()) % n, ahead = count_ahead(gpus[g].key, 'c', my_ticket(gpus[g].key)), cap = slots(gpus[g].key);
-        total += cap;
-        if (ahead >= cap || ahead >= (free_of[g] = cap - slots_held(gpus[g].key, cap))) {
+        int g = (k + (int)getpid()) % n, ahead = count_ahead(gpus[g].key, 'c', my_ticket(gpus[g].key));
+        total += cap[g] = slots(gpus[g].key);
+        if (ahead >= cap[g] || ahead >= (free_of[g] = cap[g] - slots_held(gpus[g].key, cap[g]))) {
             queued += ahead > 0;
             continue;
         }
@@ -344,8 +344,8 @@ int admission_take(const admission_gpu *gpus, int n, int *which, char *why, size
         order[at] = g;
     }
     for (int k = 0; k < m && free_of[order[k]] > 0; k++) {
-        int g = order[k], cap = slots(gpus[g].key);
-        for (int i = 0; i < cap; i++) {
+        int g = order[k];
+        for (int i = 0; i < cap[g]; i++) {
             int fd = open_slot(gpus[g].key, i, why, len);
             if (fd < 0)
                 return -1;

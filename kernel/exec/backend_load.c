@@ -215,13 +215,20 @@ static int fake_gpus(void)
     return n < 0 ? 0 : n > ADMISSION_MAX_GPUS ? ADMISSION_MAX_GPUS : n;
 }
 
-static const cl_backend *choose(char *why, size_t len, bool *busy)
+/* CUDALAB_BACKEND=cpu: the CPU backend without trying CUDA, saying so. */
+static bool forced_cpu(char *why, size_t len)
 {
     const char *force = getenv("CUDALAB_BACKEND");
-    if (force && strcmp(force, "cpu") == 0) {
-        note_set(why, len, "CPU backend forced by CUDALAB_BACKEND=cpu");
+    if (!force || strcmp(force, "cpu") != 0)
+        return false;
+    note_set(why, len, "CPU backend forced by CUDALAB_BACKEND=cpu");
+    return true;
+}
+
+static const cl_backend *choose(char *why, size_t len, bool *busy)
+{
+    if (forced_cpu(why, len))
         return cl_cpu_backend();
-    }
     if ((*busy = simulated_busy(why, len)))
         return NULL;
     int dev = 0;
@@ -280,11 +287,8 @@ const cl_backend *backend_query(char *note, size_t len)
 {
     if (chosen)
         return backend_select(note, len);
-    const char *force = getenv("CUDALAB_BACKEND");
-    if (force && strcmp(force, "cpu") == 0) {
-        note_set(note, len, "CPU backend forced by CUDALAB_BACKEND=cpu");
+    if (forced_cpu(note, len))
         return cl_cpu_backend();
-    }
     if (fake_gpus() > 0) {
         note_set(note, len, "simulated GPUs (CUDALAB_TEST_FAKE_GPU), none in use: the CPU answers");
         return cl_cpu_backend();

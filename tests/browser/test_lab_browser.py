@@ -35,7 +35,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import free_tcp_ports, serving, write_kernelspec
+from conftest import free_tcp_ports, kill_survivors, serving, write_kernelspec
 
 LAB_START_TIMEOUT = 60      # seconds for the server to answer
 PAGE_TIMEOUT = 60           # seconds for the Lab page and the notebook to load
@@ -201,14 +201,7 @@ class Lab:
                 left.append(f"JupyterLab pid {self.proc.pid} still running 15 s after /api/shutdown")
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(5)
-        _, alive = psutil.wait_procs(list(self.seen.values()), timeout=5)
-        for p in alive:
-            try:
-                left.append(f"pid {p.pid} ({p.name()}) outlived JupyterLab: killed")
-                p.kill()
-            except psutil.NoSuchProcess:
-                pass
-        psutil.wait_procs(alive, timeout=5)
+        left += kill_survivors(self.seen.values(), "JupyterLab")
         self.log.close()
         return left
 

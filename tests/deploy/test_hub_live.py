@@ -41,7 +41,7 @@ import psutil
 import pytest
 import websocket
 
-from conftest import free_tcp_ports, kernel_binary, serving, write_kernelspec
+from conftest import free_tcp_ports, kernel_binary, kill_survivors, serving, write_kernelspec
 from test_deploy import DEPLOY, hub_config, pins
 
 HUB_START_TIMEOUT = 90      # seconds for the hub and its proxy to answer (2 busy cores, a cold start)
@@ -222,14 +222,7 @@ class Hub:
                 left.append(f"JupyterHub pid {self.proc.pid} still running {STOP_TIMEOUT} s after SIGTERM")
                 self.proc.kill()
                 self.proc.wait(5)
-        _, alive = psutil.wait_procs(self.processes(), timeout=5)
-        for p in alive:
-            try:
-                left.append(f"pid {p.pid} ({' '.join(p.cmdline())[:120]}) outlived JupyterHub: killed")
-                p.kill()
-            except psutil.NoSuchProcess:
-                pass
-        psutil.wait_procs(alive, timeout=5)
+        left += kill_survivors(self.processes(), "JupyterHub", lambda p: " ".join(p.cmdline())[:120])
         if self.proc is not None:
             self.log.close()
         return left
