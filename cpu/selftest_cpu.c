@@ -27,4 +27,4 @@ static int cpu_fault(char *err)
     return -1;
 }
 
-const cl_selftest_ops cl_cpu_selftest_ops = { cpu_spin, cpu_fault };
+const cl_selftest_ops cl_cpu_selftest_ops = { cpu_spin, cpu_fault, NULL };    /* the CPU's clock is the host's: no hold */

@@ -5,7 +5,7 @@
  * scratch buffer twice the L2 size, overwritten before a launch so that no
  * rep starts with its inputs cached) and the two events that bracket the
  * timed work. cl_cuda_timing_init makes both; a rep is cl_cuda_flush_l2,
- * cl_cuda_time_start, the work, then cl_cuda_time_stop.
+ * cl_cuda_time_start (the hold, then e0), the work, then cl_cuda_time_stop.
  */
 #ifndef CUDALAB_CUDA_COMMON_H
 #define CUDALAB_CUDA_COMMON_H
@@ -30,6 +30,7 @@ typedef struct cl_cuda_timing {
     void *flush;                    /* L2 flush buffer, flush_bytes long */
     size_t flush_bytes;
     cudaEvent_t e0, e1;             /* around the timed work, on stream 0 */
+    bool unheld;                    /* the rep's enqueueing waits for the device (a pageable copy): no hold */
 } cl_cuda_timing;
 
 /* The flush buffer's size: twice the current device's L2 cache (8 MiB when the
@@ -60,12 +61,17 @@ void cl_cuda_timing_free(cl_cuda_timing *t);
 /* Overwrites the flush buffer with r & 0xff on stream 0; on failure "what: …" in err. */
 int cl_cuda_flush_l2(const cl_cuda_timing *t, int r, const char *what, char *err);
 
-/* Records e0 on stream 0. */
+/* Holds stream 0 (unless t->unheld) and records e0 on it: the rep's work is
+ * queued behind the hold, so a host descheduled while it enqueues adds no
+ * idle time to the figure (common.cu says how). */
 int cl_cuda_time_start(const cl_cuda_timing *t, char *err);
 
-/* Records e1 on stream 0, waits for it ("what: …" when the work failed) and
- * writes the milliseconds between e0 and e1 to *ms. */
+/* Records e1 on stream 0, releases the hold, waits for e1 ("what: …" when the
+ * work failed) and writes the milliseconds between e0 and e1 to *ms. */
 int cl_cuda_time_stop(const cl_cuda_timing *t, float *ms, const char *what, char *err);
+
+/* Reps whose hold ran out before the host released it (they ran unheld). */
+int cl_cuda_holds_lapsed(void);
 
 /* Whether the worker has made a device current (the backend's use_device):
  * until then nothing may create a context (admission has given it no slot). */

@@ -239,6 +239,7 @@ static int cuda_vecadd_run(const cl_vecadd_args *a, cl_vecadd_result *out, char 
         (a->op == CL_VECADD_ADD && cl_cuda_alloc(&s.dz, z_elements(a) * sizeof(float), "device z", err)) ||
         cl_cuda_timing_init(&s.t, err))
         goto done;
+    s.t.unheld = !a->pinned;    /* a pageable copy waits for the device, so the rep cannot be queued ahead */
     for (int i = 0; i < 4; i++)
         if ((rc = cudaEventCreate(&s.ev[i])) != cudaSuccess) {
             cl_cuda_fail(err, "cudaEventCreate", rc);

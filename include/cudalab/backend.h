@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define CL_BACKEND_ABI 4
+#define CL_BACKEND_ABI 5
 #define CL_ERR_LEN 256
 
 /* Properties of one device, as the lectures use them. Zero means "unknown". */
@@ -98,10 +98,13 @@ typedef struct cl_backend {
 #define CL_BACKEND_OPS_CPU_(f) &cl_cpu_##f##_ops,
 #define CL_BACKEND_OPS_CUDA_(f) &cl_cuda_##f##_ops,
 
-/* Test-only: a long kernel to interrupt, and a faulting launch to recover from. */
+/* Test-only: a long kernel to interrupt, a faulting launch to recover from,
+ * and a timed rep whose host stalls (its figure in *ms; *lapsed: the
+ * worker's reps so far whose timing hold ran out). */
 typedef struct cl_selftest_ops {
     int (*spin)(double ms, char *err);          /* one kernel that runs for about ms */
     int (*fault)(char *err);                    /* an out-of-bounds write: a sticky error */
+    int (*stalled_rep)(double stall_ms, float *ms, int *lapsed, char *err);
 } cl_selftest_ops;
 
 /* The symbol the worker looks up in libcudalab_cuda.so. */

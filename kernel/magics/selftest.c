@@ -6,6 +6,7 @@
  * when CUDALAB_TESTING=1 (registry.c), so no notebook reaches it by accident.
  */
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -25,6 +26,8 @@ static const flag_spec selftest_flags[] = {
     {.name = "exit", .type = FLAG_INT, .imin = 0, .imax = 255, .help = "exit the worker with this status"},
     {.name = "flood", .type = FLAG_INT, .imin = 0, .imax = 1LL << 30,
      .help = "write this many bytes to the stdout stream"},
+    {.name = "stall-host", .type = FLAG_INT, .imin = 1, .imax = 10000,
+     .help = "time one tiny kernel, the host asleep this many ms between starting the clock and launching it"},
     {.name = "rows", .type = FLAG_INT, .imin = 0, .imax = 1000000, .help = "return a table of this many rows"},
     {.name = NULL},
 };
@@ -60,6 +63,27 @@ static void rows_result(magic_ctx *ctx, long long n)
     magic_result(ctx, doc, view);
 }
 
+/* The stalled rep's figure: {"stall_ms", "timed_ms", "holds_lapsed"}. */
+static int stalled_rep(magic_ctx *ctx, const cl_selftest_ops *ops, long long stall_ms)
+{
+    char err[CL_ERR_LEN];
+    float ms = 0;
+    int lapsed = 0;
+    if (!ops || !ops->stalled_rep)
+        return magic_error(ctx, "UsageError", "the %s backend has no timing hold",
+                           ctx->backend ? ctx->backend->name : "selected");
+    if (ops->stalled_rep((double)stall_ms, &ms, &lapsed, err))
+        return magic_error(ctx, "CudaError", "%s", err);
+    json_t *doc = json_pack("{s:s, s:I, s:f, s:i}", "magic", "selftest", "stall_ms", (json_int_t)stall_ms,
+                            "timed_ms", (double)ms, "holds_lapsed", lapsed);
+    json_t *view = view_new("selftest stalled rep");
+    char text[128];
+    snprintf(text, sizeof text, "timed %.3f ms with the host stalled %lld ms", (double)ms, stall_ms);
+    view_add_text(view, text);
+    magic_result(ctx, doc, view);
+    return 0;
+}
+
 static void sleep_ignoring_signals(long long ms)
 {
     struct timespec left = { ms / 1000, (ms % 1000) * 1000000L };
@@ -85,6 +109,8 @@ static int run_selftest(magic_ctx *ctx, const json_t *params, const char *body)
             return magic_cancelled() ? magic_error(ctx, "KeyboardInterrupt", "spin cancelled")
                                      : magic_error(ctx, "CudaError", "%s", err);
     }
+    if (get(params, "stall_host") > 0 && stalled_rep(ctx, ops, get(params, "stall_host")))
+        return -1;
     if (json_is_true(json_object_get(params, "fault")) && ops && ops->fault(err))
         return magic_error(ctx, "CudaError", "%s", err);
     if (json_is_true(json_object_get(params, "segfault")))

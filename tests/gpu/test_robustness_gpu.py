@@ -77,3 +77,17 @@ def test_sticky_cuda_error_restarts_the_worker(gpu_doc, start_kernel):
     assert workers(km) and workers(km) != before, "the poisoned worker should have been replaced"
     print(f"\n[timing] faulting launch reported in {fault:.3f} s ({c['evalue']}); "
           f"next %reduce on a fresh worker: {recover:.3f} s")
+
+
+def test_a_host_stall_inside_a_rep_stays_out_of_its_figure(gpu_doc, start_kernel):
+    """A timed rep is queued behind the timing hold, so a host descheduled between starting the clock and
+    launching (a class sharing the server's cores) adds nothing to the figure: a one-thread kernel timed
+    with the host asleep 30 ms reads microseconds, not 30 ms, and the hold did not run out."""
+    _, kc = start_kernel(env=TESTING)
+    for _ in range(3):
+        reply, msgs = execute(kc, "%selftest --stall-host 30", timeout=60)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        doc = result_doc(msgs)
+        assert doc["stall_ms"] == 30 and doc["holds_lapsed"] == 0, doc
+        assert 0 < doc["timed_ms"] < 3, doc
+    print(f"\n[timing] one-thread kernel timed with the host stalled 30 ms: {doc['timed_ms']:.4f} ms")
