@@ -49,6 +49,19 @@ int cl_parallel_for(long long count, int threads, void (*fn)(long long i, void *
 typedef void (*cl_range_fn)(uint64_t first, uint64_t last, void *ctx);
 int cl_parallel_ranges(uint64_t count, int threads, cl_range_fn fn, void *ctx);
 
+/* ---- hot loops ----
+ * CL_HOT on the function that holds an analogue's inner loops: on x86-64,
+ * GCC and Clang build it twice, for AVX2 and for the baseline, and the loader
+ * picks one (an ifunc), so that the one portable binary is quick where the
+ * CPU allows. The arithmetic stays as written: -std=c11 keeps contraction
+ * into FMA off, and vector lanes keep each element's order of operations, so
+ * results are the same bits on every machine. */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) && !defined(__SANITIZE_ADDRESS__)
+#define CL_HOT __attribute__((target_clones("avx2", "default")))
+#else
+#define CL_HOT
+#endif
+
 /* ---- the launch a CPU analogue reports ---- */
 
 /* A gx × gy grid of bx × by blocks (z = 1), each side of the grid clamped to
