@@ -86,6 +86,12 @@ $(BUILD)/obj/%.o: %.c
 	@$(if $(Q),echo "  CC      $<",true)
 	$(Q)$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
+# The CPU analogues are the hot loops of a machine without a GPU: -O3 vectorises loops whose trip
+# count is known only at run time, which -O2's cost model leaves scalar (sanitizer builds keep theirs).
+ifeq ($(SAN),)
+$(BUILD)/obj/cpu/%.o: override CFLAGS += -O3
+endif
+
 $(BIN): $(CORE_OBJ) $(MAIN_OBJ)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LINK    $@",true)

@@ -33,10 +33,9 @@ static const struct cpu_mm_row {
                           "array", &cpu_mm_fast},
     [CL_MATMUL_V_FAST64] = {"64×64 blocks dealt to host threads, k in slices of 8, a local accumulator "
                             "array", &cpu_mm_fast64},
-    [CL_MATMUL_V_CUBLAS] = {"CPU reference product (double accumulation) standing in for cuBLAS",
-                            &cpu_mm_reference},
-    [CL_MATMUL_V_CUBLAS_TF32] = {"CPU reference product (double accumulation) standing in for cuBLAS "
-                                 "TF32", &cpu_mm_reference},
+    [CL_MATMUL_V_CUBLAS] = {"the system's BLAS (cblas_sgemm, FP32) standing in for cuBLAS", &cpu_mm_blas},
+    [CL_MATMUL_V_CUBLAS_TF32] = {"the system's BLAS (cblas_sgemm, FP32) standing in for cuBLAS TF32: a CPU has "
+                                 "no TF32", &cpu_mm_blas},
 };
 
 static bool cpu_matmul_has(int v)
@@ -110,9 +109,8 @@ static int cpu_matmul_run(int id, const cl_matmul_args *a, cl_matmul_result *out
 
     const cpu_mm_impl *impl = cpu_rows[id].impl;
     snprintf(out->config, sizeof out->config, "%s", cpu_rows[id].config);
-    /* the host loop and the reference that stands in for cuBLAS accumulate in double */
-    snprintf(out->precision, sizeof out->precision, "%s",
-             v->flags & (CL_V_HOST | CL_V_LIBRARY) ? "fp64" : "fp32");
+    /* the host loop accumulates in double; the BLAS says its own (configure) */
+    snprintf(out->precision, sizeof out->precision, "%s", v->flags & CL_V_HOST ? "fp64" : "fp32");
     cpu_mm_problem p = { buf, buf + na, c, a->m, a->n, a->k, a->tile,
                          (v->flags & CL_V_HOST) ? 1 : cl_cpu_threads() };
     impl->configure(&p, out);

@@ -16,12 +16,12 @@ typedef struct cpu_mm_problem {
 } cpu_mm_problem;
 
 typedef struct cpu_mm_impl {
-    /* Fills out->launch, out->global_loads and out->impl (no timing). */
+    /* Fills out->launch, out->global_loads and out->impl, and out->precision
+     * where it is not the variant's (no timing). */
     void (*configure)(const cpu_mm_problem *p, cl_matmul_result *out);
     void (*run)(const cpu_mm_problem *p);
 } cpu_mm_impl;
 
-extern const cpu_mm_impl cpu_mm_host, cpu_mm_naive, cpu_mm_tiled, cpu_mm_fast, cpu_mm_fast64,
-    cpu_mm_reference;
+extern const cpu_mm_impl cpu_mm_host, cpu_mm_naive, cpu_mm_tiled, cpu_mm_fast, cpu_mm_fast64, cpu_mm_blas;
 
 #endif

@@ -9,10 +9,13 @@
  *            local arrays (the shared-memory analogue), then accumulates;
  *   fast     large blocks (128×128 or 64×64), 8-deep slices of k, an
  *            accumulator array per block (the registers of all its threads);
- *   cublas   the reference product (double accumulation) stands in.
+ *   cublas   the distribution's BLAS (OpenBLAS) in FP32, loaded at run time;
+ *            without one, the reference product (double accumulation).
  * float accumulation everywhere except cpu and the reference, as on the GPU.
  */
+#include <dlfcn.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,21 +68,28 @@ const cpu_mm_impl cpu_mm_host = { host_configure, host_run };
 
 /* ---- naive: one dot product per element, 16×16 blocks ---- */
 
-static void naive_block(long long blk, void *arg)
+/* A block's threads step through k together, one element of C each: the loop
+ * over a row's 16 "threads" is innermost, so it runs as vector lanes, and
+ * every element still sums its products in the order q = 0, 1, 2, ... */
+CL_HOT static void naive_block(long long blk, void *arg)
 {
     const cpu_mm_problem *p = arg;
     int gx = cdiv(p->n, NAIVE_BLOCK);
     int row0 = (int)(blk / gx) * NAIVE_BLOCK, col0 = (int)(blk % gx) * NAIVE_BLOCK;
-    for (int ty = 0; ty < NAIVE_BLOCK; ty++)
-        for (int tx = 0; tx < NAIVE_BLOCK; tx++) {
-            int row = row0 + ty, col = col0 + tx;
-            if (row >= p->m || col >= p->n)
-                continue;
-            float s = 0;
+    int width = p->n - col0 < NAIVE_BLOCK ? p->n - col0 : NAIVE_BLOCK;     /* threads inside C */
+    for (int ty = 0; ty < NAIVE_BLOCK && row0 + ty < p->m; ty++) {
+        const float *arow = p->a + (size_t)(row0 + ty) * p->k, *b = p->b + col0;
+        float s[NAIVE_BLOCK] = { 0 };
+        if (width == NAIVE_BLOCK)
             for (int q = 0; q < p->k; q++)
-                s += p->a[(size_t)row * p->k + q] * p->b[(size_t)q * p->n + col];
-            p->c[(size_t)row * p->n + col] = s;
-        }
+                for (int tx = 0; tx < NAIVE_BLOCK; tx++)
+                    s[tx] += arow[q] * b[(size_t)q * p->n + tx];
+        else
+            for (int q = 0; q < p->k; q++)
+                for (int tx = 0; tx < width; tx++)
+                    s[tx] += arow[q] * b[(size_t)q * p->n + tx];
+        memcpy(p->c + (size_t)(row0 + ty) * p->n + col0, s, (size_t)width * sizeof *s);
+    }
 }
 
 static void naive_configure(const cpu_mm_problem *p, cl_matmul_result *out)
@@ -101,7 +111,40 @@ const cpu_mm_impl cpu_mm_naive = { naive_configure, naive_run };
 
 /* ---- tiled: TILE×TILE tiles of A and B in local arrays ---- */
 
-static void tiled_block(long long blk, void *arg)
+/* One phase's products: acc[ty][tx] += as[ty][i] · bs[i][tx] for i in order.
+ * For the usual tiles a row of acc is held in 8-lane vectors (GCC/Clang vector
+ * extensions: AVX registers in the AVX2 clone, pairs of SSE ones otherwise)
+ * across the loop over i; each lane is one "thread" (ty, tx) doing its own
+ * multiply and add, so the sums are the same bits as the scalar loop's. */
+typedef float v8f __attribute__((vector_size(32)));
+
+static inline void tile_rows(int t, int lanes, float (*acc)[MAX_TILE], float (*as)[MAX_TILE], float (*bs)[MAX_TILE])
+{
+    for (int ty = 0; ty < t; ty++) {
+        v8f row[MAX_TILE / 8];
+        memcpy(row, acc[ty], (size_t)lanes * sizeof(float));
+        for (int i = 0; i < t; i++) {
+            v8f a = { as[ty][i], as[ty][i], as[ty][i], as[ty][i], as[ty][i], as[ty][i], as[ty][i], as[ty][i] };
+            for (int v = 0; v < lanes / 8; v++) {
+                v8f b;
+                memcpy(&b, &bs[i][8 * v], sizeof b);
+                row[v] += a * b;
+            }
+        }
+        memcpy(acc[ty], row, (size_t)lanes * sizeof(float));
+    }
+}
+
+/* Tiles narrower than a vector (2 and 4): the plain loops. */
+static void tile_product(int t, float (*acc)[MAX_TILE], float (*as)[MAX_TILE], float (*bs)[MAX_TILE])
+{
+    for (int ty = 0; ty < t; ty++)
+        for (int i = 0; i < t; i++)
+            for (int tx = 0; tx < t; tx++)
+                acc[ty][tx] += as[ty][i] * bs[i][tx];
+}
+
+CL_HOT static void tiled_block(long long blk, void *arg)
 {
     const cpu_mm_problem *p = arg;
     const int t = p->tile;
@@ -110,18 +153,30 @@ static void tiled_block(long long blk, void *arg)
     float as[MAX_TILE][MAX_TILE], bs[MAX_TILE][MAX_TILE], acc[MAX_TILE][MAX_TILE];
     memset(acc, 0, sizeof acc);
     for (int ph = 0; ph < cdiv(p->k, t); ph++) {
-        /* "threads" (ty, tx) load one element of each tile, zero outside the matrices */
-        for (int ty = 0; ty < t; ty++)
-            for (int tx = 0; tx < t; tx++) {
-                int row = row0 + ty, col = col0 + tx, ka = ph * t + tx, kb = ph * t + ty;
-                as[ty][tx] = row < p->m && ka < p->k ? p->a[(size_t)row * p->k + ka] : 0.0f;
-                bs[ty][tx] = kb < p->k && col < p->n ? p->b[(size_t)kb * p->n + col] : 0.0f;
+        /* "threads" (ty, tx) load one element of each tile, zero outside the matrices (a tile wholly
+         * inside both is copied row by row: the same elements) */
+        if (row0 + t <= p->m && col0 + t <= p->n && (ph + 1) * t <= p->k) {
+            for (int ty = 0; ty < t; ty++) {
+                memcpy(as[ty], p->a + (size_t)(row0 + ty) * p->k + (size_t)ph * t, (size_t)t * sizeof(float));
+                memcpy(bs[ty], p->b + (size_t)(ph * t + ty) * p->n + col0, (size_t)t * sizeof(float));
             }
+        } else {
+            for (int ty = 0; ty < t; ty++)
+                for (int tx = 0; tx < t; tx++) {
+                    int row = row0 + ty, col = col0 + tx, ka = ph * t + tx, kb = ph * t + ty;
+                    as[ty][tx] = row < p->m && ka < p->k ? p->a[(size_t)row * p->k + ka] : 0.0f;
+                    bs[ty][tx] = kb < p->k && col < p->n ? p->b[(size_t)kb * p->n + col] : 0.0f;
+                }
+        }
         /* the first __syncthreads: every tile element is in place */
-        for (int ty = 0; ty < t; ty++)
-            for (int i = 0; i < t; i++)
-                for (int tx = 0; tx < t; tx++)
-                    acc[ty][tx] += as[ty][i] * bs[i][tx];
+        if (t == 16)
+            tile_rows(16, 16, acc, as, bs);
+        else if (t == 32)
+            tile_rows(32, 32, acc, as, bs);
+        else if (t == 8)
+            tile_rows(8, 8, acc, as, bs);
+        else
+            tile_product(t, acc, as, bs);
         /* the second __syncthreads: done with the tiles before the next phase */
     }
     for (int ty = 0; ty < t; ty++)
@@ -154,7 +209,7 @@ typedef struct fast_job {
     int bm, bn;
 } fast_job;
 
-static void fast_block(long long blk, void *arg)
+CL_HOT static void fast_block(long long blk, void *arg)
 {
     const fast_job *f = arg;
     const cpu_mm_problem *p = f->p;
@@ -226,7 +281,7 @@ static void fast64_run(const cpu_mm_problem *p)
 const cpu_mm_impl cpu_mm_fast = { fast_configure, fast_run };
 const cpu_mm_impl cpu_mm_fast64 = { fast64_configure, fast64_run };
 
-/* ---- the reference: double accumulation, one row of C per task ---- */
+/* ---- the reference where there is no BLAS: double accumulation, one row of C per task ---- */
 
 static void reference_row(long long i, void *arg)
 {
@@ -265,4 +320,81 @@ static void reference_run(const cpu_mm_problem *p)
     cl_parallel_for(p->m, p->threads, reference_row, (void *)p);
 }
 
-const cpu_mm_impl cpu_mm_reference = { reference_configure, reference_run };
+/* ---- cublas: the distribution's BLAS, cblas_sgemm in FP32 ----
+ * Loaded at run time, so that the binary needs no BLAS to start: OpenBLAS
+ * where it is installed (libopenblas0 on Debian/Ubuntu), else whatever
+ * libblas.so.3 the system's alternatives point at. Without either, the
+ * reference product below stands in, and the run says so. */
+
+enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111 };      /* cblas.h's values */
+typedef void cblas_sgemm_fn(int order, int transa, int transb, int m, int n, int k, float alpha, const float *a,
+                            int lda, const float *b, int ldb, float beta, float *c, int ldc);
+
+static struct {
+    bool tried;
+    cblas_sgemm_fn *sgemm;
+    char name[96];                  /* "OpenBLAS 0.3.21 …", or the library's file name */
+} blas;
+
+/* CUDALAB_BLAS names the library instead (a path or a file name), or "none". */
+static bool blas_load(int threads)
+{
+    const char *libs[] = { "libopenblas.so.0", "libblas.so.3", NULL };
+    const char *chosen = getenv("CUDALAB_BLAS");
+    if (chosen && *chosen)
+        libs[0] = strcmp(chosen, "none") == 0 ? NULL : chosen, libs[1] = NULL;
+    if (blas.tried)
+        return blas.sgemm != NULL;
+    blas.tried = true;
+    for (int i = 0; libs[i] && !blas.sgemm; i++) {
+        void *h = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
+        if (!h)
+            continue;
+        *(void **)&blas.sgemm = dlsym(h, "cblas_sgemm");
+        if (!blas.sgemm) {
+            dlclose(h);
+            continue;
+        }
+        char *(*config)(void);
+        void (*set_threads)(int);
+        *(void **)&config = dlsym(h, "openblas_get_config");
+        *(void **)&set_threads = dlsym(h, "openblas_set_num_threads");
+        if (set_threads)
+            set_threads(threads);
+        /* OpenBLAS's configuration starts with its name and version ("OpenBLAS 0.3.21 DYNAMIC_ARCH …") */
+        const char *what = config ? config() : libs[i];
+        int words = 0, len = 0;
+        while (what[len] && !(what[len] == ' ' && config && ++words == 2))
+            len++;
+        snprintf(blas.name, sizeof blas.name, "%.*s", len, what);
+    }
+    return blas.sgemm != NULL;
+}
+
+static void blas_configure(const cpu_mm_problem *p, cl_matmul_result *out)
+{
+    if (!blas_load(p->threads)) {
+        reference_configure(p, out);
+        snprintf(out->impl, sizeof out->impl, "no BLAS library (%s): the CPU reference product stands in, "
+                 "double accumulation", getenv("CUDALAB_BLAS") && *getenv("CUDALAB_BLAS") ? "CUDALAB_BLAS"
+                 : "libopenblas.so.0, libblas.so.3");
+        snprintf(out->precision, sizeof out->precision, "fp64");
+        return;
+    }
+    out->launch = cl_launch_2d(1, 1, 1, 1, 0, 1);
+    out->global_loads = 0;
+    snprintf(out->impl, sizeof out->impl, "cblas_sgemm of %s, %d threads, FP32", blas.name, p->threads);
+    snprintf(out->precision, sizeof out->precision, "fp32");
+}
+
+static void blas_run(const cpu_mm_problem *p)
+{
+    if (!blas.sgemm) {
+        reference_run(p);
+        return;
+    }
+    blas.sgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_NO_TRANS, p->m, p->n, p->k, 1.0f, p->a, p->k, p->b, p->n, 0.0f,
+               p->c, p->n);
+}
+
+const cpu_mm_impl cpu_mm_blas = { blas_configure, blas_run };
