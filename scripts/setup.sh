@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 mode=${1:-test}
 venv=${VENV:-.venv}
 
-apt_pkgs=(build-essential pkg-config libzmq3-dev libjansson-dev libssl-dev libcmocka-dev valgrind clang libclang-rt-dev)
+apt_pkgs=(build-essential pkg-config libzmq3-dev libjansson-dev libssl-dev libcmocka-dev valgrind clang libclang-rt-dev
+          libopenblas0-pthread)
 missing=()
 for p in "${apt_pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

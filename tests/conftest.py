@@ -750,11 +750,11 @@ def run_cell(cell: str, json_mode: bool = True, timeout: float = 120,
     return r.returncode, docs, r.stdout, r.stderr
 
 
-def magic_doc(magic: str, cell: str, schema: dict) -> dict:
-    """The one document of MAGIC that CELL prints on the CPU backend, valid against schema, with
-    exit code 0 and nothing on stderr."""
+def magic_doc(magic: str, cell: str, schema: dict, env: dict[str, str] | None = None) -> dict:
+    """The one document of MAGIC that CELL prints on the CPU backend (with env's variables too), valid
+    against schema, with exit code 0 and nothing on stderr."""
     import jsonschema
-    rc, docs, _, err = run_cell(cell)
+    rc, docs, _, err = run_cell(cell, env={"CUDALAB_BACKEND": "cpu", **(env or {})})
     assert rc == 0, err
     assert err == "", f"stderr on success: {err!r}"
     found = [d for d in docs if d and d.get("magic") == magic]

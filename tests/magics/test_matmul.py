@@ -70,16 +70,24 @@ def test_traffic_model_and_launch():
     assert runs["fast64"]["model"]["cgma"] == pytest.approx(64.0)
     assert runs["fast"]["launch"]["grid"] == [2, 2, 1]
     assert runs["cublas"]["model"]["global_loads"] is None and runs["cublas"]["model"]["cgma"] is None
-    assert "CPU reference" in runs["cublas"]["impl"] and runs["cublas"]["precision"] == "fp64"
+    assert "cblas_sgemm of OpenBLAS" in runs["cublas"]["impl"] and runs["cublas"]["precision"] == "fp32"
     for r in runs.values():
         assert r["launch"]["config"]
 
 
-def test_cublas_tf32_on_cpu_is_the_labelled_reference():
+def test_cublas_tf32_on_cpu_is_the_labelled_blas():
     doc = matmul_doc(f"%matmul --size 40 --variant cublas-tf32 {QUICK}")
     r = doc["runs"][0]
-    assert "CPU reference" in r["impl"] and "TF32" in r["launch"]["config"]
+    assert "cblas_sgemm" in r["impl"] and "no TF32" in r["launch"]["config"] and r["precision"] == "fp32"
     assert r["check"]["passed"] is True
+
+
+@pytest.mark.parametrize("blas", ["none", "/nonexistent/libblas.so"])
+def test_without_a_blas_the_reference_stands_in_and_says_so(blas):
+    doc = magic_doc("matmul", f"%matmul --size 70 --variant cublas {QUICK}", SCHEMA, env={"CUDALAB_BLAS": blas})
+    r = doc["runs"][0]
+    assert r["impl"].startswith("no BLAS library (CUDALAB_BLAS): the CPU reference product stands in"), r["impl"]
+    assert r["precision"] == "fp64" and r["check"]["passed"] is True
 
 
 def test_freivalds_beyond_512_cubed():
