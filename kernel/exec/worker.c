@@ -76,9 +76,9 @@ int worker_run(worker *w, const char *exe, const command *cmd, const json_t *ker
         klog("worker: a command was sent while the previous one was still being written");
         return -1;
     }
-    json_t *msg = json_pack("{s:s, s:s, s:O, s:s?, s:i, s:O?}", "op", "run", "magic", cmd->magic->name,
-                            "params", cmd->params, "body", cmd->body, "body_line", cmd->body_line,
-                            "kernels", kernels);
+    json_t *msg = json_pack("{s:s, s:s, s:O, s:O?, s:s?, s:i, s:O?}", "op", "run", "magic", cmd->magic->name,
+                            "params", cmd->params, "cpu_defaulted", cmd->cpu_defaulted, "body", cmd->body,
+                            "body_line", cmd->body_line, "kernels", kernels);
     size_t n = 0;
     char *buf = msg ? frame_encode(msg, &n) : NULL;
     json_decref(msg);
@@ -178,18 +178,19 @@ static void pipe_result(void *impl, json_t *doc, json_t *view, const char *displ
 
 static const magic_out pipe_out = { pipe_stream, pipe_result };
 
-int worker_exec(const magic_spec *m, const json_t *params, const char *body, magic_ctx *ctx)
+int worker_exec(const magic_spec *m, const json_t *given, const json_t *cpu_defaulted, const char *body,
+                magic_ctx *ctx)
 {
     static char note[512];
     ctx->backend_note = note;
     /* --backend (SWEEP_BACKEND_FLAG): the CPU backend on request, without waiting for a GPU; a GPU, or an
      * error saying why there is none */
-    const char *want = json_string_value(json_object_get(params, "backend"));
+    const char *want = json_string_value(json_object_get(given, "backend"));
     bool want_cpu = want && strcmp(want, "cpu") == 0;
     if (want_cpu) {
         ctx->backend = cl_cpu_backend();
         snprintf(note, sizeof note, "CPU backend asked for by --backend cpu");
-    } else if (m->needs_device && !m->needs_device(params)) {
+    } else if (m->needs_device && !m->needs_device(given)) {
         /* runs nothing on a device: a free slot is taken as at warm-up, never waited for */
         if (!(ctx->backend = backend_select(note, sizeof note)))
             ctx->backend = backend_query(note, sizeof note);
@@ -210,9 +211,18 @@ int worker_exec(const magic_spec *m, const json_t *params, const char *body, mag
     /* the device within the backend (the CPU is one, whichever simulated GPU admission gave) */
     ctx->device = strcmp(ctx->backend->name, "cpu") != 0 ? backend_device() : 0;
     ctx->device_open = ctx->backend == cl_cpu_backend() || backend_chosen();
+    /* the CPU's defaults where the user gave none (fewer reps, smaller sizes), said in the note */
+    char changed[300] = "";
+    json_t *params = ctx->backend == cl_cpu_backend() ? params_cpu_defaults(m, given, cpu_defaulted, changed,
+                                                                            sizeof changed)
+                                                      : json_incref((json_t *)given);
+    if (changed[0])
+        snprintf(note + strlen(note), sizeof note - strlen(note), "%sCPU defaults: %s", note[0] ? "; " : "",
+                 changed);
     sharing_begin(ctx, want_cpu, json_is_true(json_object_get(params, "shared_timing")));
     int rc = m->run(ctx, params, body);
     sharing_end();
+    json_decref(params);
     return rc;
 }
 
@@ -298,7 +308,7 @@ static int run_one(int fd, const json_t *req)
         magic_error(&ctx, "InternalError", "the worker does not know %%%s", name ? name : "?");
     else if (student_install(&ctx, json_object_get(req, "kernels")) != 0)
         ;                           /* the error is set */
-    else if (worker_exec(m, json_object_get(req, "params"),
+    else if (worker_exec(m, json_object_get(req, "params"), json_object_get(req, "cpu_defaulted"),
                          json_string_value(json_object_get(req, "body")), &ctx) == 0)
         error_clear(&ctx.error);
     if (error_is_set(&ctx.error))

@@ -46,7 +46,10 @@ void worker_reap(worker *w, char *buf, size_t len);
 int worker_main(int fd);
 
 /* Runs one command in this process with the given output sink: used by the
- * worker and by command-line mode. Returns 0, or -1 with ctx's error set. */
-int worker_exec(const magic_spec *m, const json_t *params, const char *body, magic_ctx *ctx);
+ * worker and by command-line mode. given: its params as parsed; on the CPU
+ * backend the flags named in cpu_defaulted (command.cpu_defaulted, may be
+ * NULL) take their CPU defaults. Returns 0, or -1 with ctx's error set. */
+int worker_exec(const magic_spec *m, const json_t *given, const json_t *cpu_defaulted, const char *body,
+                magic_ctx *ctx);
 
 #endif

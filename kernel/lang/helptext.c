@@ -111,6 +111,8 @@ void flag_default_text(const flag_spec *f, char *buf, size_t len)
 {
     if (f->opts & FLAG_REQUIRED)
         snprintf(buf, len, "required");
+    else if (f->def && f->cpu_def)
+        snprintf(buf, len, "%s (CPU: %s)", f->def, f->cpu_def);
     else if (f->def)
         snprintf(buf, len, "%s", f->def);
     else

@@ -19,6 +19,8 @@
 typedef struct command {
     const magic_spec *magic;
     json_t *params;                 /* owned */
+    json_t *cpu_defaulted;          /* owned, or NULL: the keys of params whose flag's CPU default applies
+                                     * when the command runs on the CPU backend (flag_spec.cpu_def) */
     char *body;                     /* cell magic body, or NULL; owned */
     int line;                       /* 1-based line of the cell where it starts */
     int body_line;                  /* the line where the body starts (cell magics) */
@@ -36,6 +38,12 @@ typedef struct parse_error {
  * sets *out to a malloc'd array, or -1 with *err filled. Free with commands_free. */
 int cell_parse(const char *cell, command **out, parse_error *err);
 void commands_free(command *cmds, int n);
+
+/* A command's params for the CPU backend: those of cpu_defaulted (may be NULL)
+ * take their flag's cpu_def. New reference (params itself when nothing
+ * changes); what changed in changed, as "--reps 5 (20 on a GPU), ...". */
+json_t *params_cpu_defaults(const magic_spec *m, const json_t *params, const json_t *cpu_defaulted, char *changed,
+                            size_t len);
 
 /* Tokens of one line as the parser sees them (for completion and inspection). */
 typedef struct token {

@@ -116,7 +116,7 @@ static json_t *help_params(const logical *l, const magic_registry *reg, const he
     bool quoted[2] = { true, false };
     lexed one = { .tok = tok, .lead_quoted = quoted, .n = h->len ? 1 : 0 };
     size_t at;
-    json_t *params = args_parse(*m, &one, 0, err, &at);
+    json_t *params = args_parse(*m, &one, 0, NULL, err, &at);
     if (!params)
         locate(l, at, err);
     free(tok[0].text);
@@ -144,7 +144,7 @@ static json_t *raw_params(const logical *l, const magic_spec *m, parse_error *er
 }
 
 static json_t *magic_params(const logical *l, const magic_registry *reg, const head *h,
-                            const magic_spec **m, parse_error *err)
+                            const magic_spec **m, json_t **cpu_defaulted, parse_error *err)
 {
     char *name = strndup(h->name, h->len);
     if (!name) {
@@ -167,7 +167,7 @@ static json_t *magic_params(const logical *l, const magic_registry *reg, const h
         params = raw_params(l, *m, err);
     else {
         size_t at;
-        params = args_parse(*m, &l->lx, 1, err, &at);
+        params = args_parse(*m, &l->lx, 1, cpu_defaulted, err, &at);
         if (!params)
             locate(l, at, err);
     }
@@ -190,11 +190,13 @@ static int command_from(const logical *l, const magic_registry *reg, bool first,
                        "%%%%%.*s has to be the first command of the cell, with its body below it",
                        utf8_clip(h.name, h.len < QUOTE_MAX ? h.len : QUOTE_MAX), h.name);
     const magic_spec *m = NULL;
-    json_t *params = h.help ? help_params(l, reg, &h, &m, err) : magic_params(l, reg, &h, &m, err);
+    json_t *cpu_defaulted = NULL;
+    json_t *params = h.help ? help_params(l, reg, &h, &m, err) : magic_params(l, reg, &h, &m, &cpu_defaulted, err);
     if (!params)
         return -1;
     *is_cell = h.cell && first;
-    *cmd = (command){ .magic = m, .params = params, .line = l->line, .source = strdup(l->text) };
+    *cmd = (command){ .magic = m, .params = params, .cpu_defaulted = cpu_defaulted, .line = l->line,
+                      .source = strdup(l->text) };
     if (*is_cell && !h.help) {
         cmd->body = strdup(l->after);
         cmd->body_line = l->line + l->nseg;
@@ -261,6 +263,7 @@ void commands_free(command *cmds, int n)
 {
     for (int i = 0; cmds && i < n; i++) {
         json_decref(cmds[i].params);
+        json_decref(cmds[i].cpu_defaulted);
         free(cmds[i].body);
         free(cmds[i].source);
     }

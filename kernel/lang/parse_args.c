@@ -28,6 +28,7 @@ typedef struct args {
     size_t *at;
     json_t *params;
     bool *seen;                     /* per flag of m */
+    json_t *cpu_defaulted;          /* keys of the flags with a cpu_def left to their default */
     char *text;                     /* positional words joined by spaces, or NULL */
     size_t text_len, text_cap;      /* grown by doubling: a line of many words stays linear */
 } args;
@@ -272,6 +273,8 @@ static int finish(args *a)
             return usage_error(a, SIZE_MAX, "internal error in %%%s: %s", m->name, msg);
         flag_key(f, key, sizeof key);
         json_object_set_new(a->params, key, v);
+        if (f->cpu_def && (a->cpu_defaulted || (a->cpu_defaulted = json_array())))
+            json_array_append_new(a->cpu_defaulted, json_string(key));
     }
     /* the spec's flag order, whatever order they were typed in: sweeps loop in
      * that order and every document reads the same */
@@ -296,7 +299,8 @@ static int finish(args *a)
     return 0;
 }
 
-json_t *args_parse(const magic_spec *m, const lexed *lx, int first, parse_error *err, size_t *at)
+json_t *args_parse(const magic_spec *m, const lexed *lx, int first, json_t **cpu_defaulted, parse_error *err,
+                   size_t *at)
 {
     args a = { .m = m, .lx = lx, .first = first, .err = err, .at = at };
     *at = SIZE_MAX;
@@ -324,9 +328,41 @@ json_t *args_parse(const magic_spec *m, const lexed *lx, int first, parse_error 
         rc = finish(&a);
     free(a.seen);
     free(a.text);
+    if (rc != 0 || !cpu_defaulted)
+        json_decref(a.cpu_defaulted);
+    else
+        *cpu_defaulted = a.cpu_defaulted;
     if (rc != 0) {
         json_decref(a.params);
         return NULL;
     }
     return a.params;
+}
+
+json_t *params_cpu_defaults(const magic_spec *m, const json_t *params, const json_t *cpu_defaulted, char *changed,
+                            size_t len)
+{
+    size_t used = 0;
+    changed[0] = '\0';
+    if (json_array_size(cpu_defaulted) == 0)
+        return json_incref((json_t *)params);
+    json_t *out = json_copy((json_t *)params);      /* shallow: the values are replaced, never changed */
+    for (size_t i = 0; out && i < flag_count(m); i++) {
+        const flag_spec *f = &m->flags[i];
+        char key[96], why[400];
+        flag_key(f, key, sizeof key);
+        bool wanted = false;
+        for (size_t j = 0; f->cpu_def && j < json_array_size(cpu_defaulted) && !wanted; j++)
+            wanted = json_is_string(json_array_get(cpu_defaulted, j)) &&
+                     strcmp(json_string_value(json_array_get(cpu_defaulted, j)), key) == 0;
+        json_t *v = wanted ? flag_value_parse(f, f->cpu_def, why, sizeof why) : NULL;
+        if (!v)
+            continue;               /* a cpu_def that does not parse is caught by the unit tests */
+        json_object_set_new(out, key, v);
+        int w = snprintf(changed + used, len - used, "%s--%s %s (%s on a GPU)", used ? ", " : "", f->name,
+                         f->cpu_def, f->def ? f->def : "none");
+        if (w > 0 && (size_t)w < len - used)
+            used += (size_t)w;
+    }
+    return out ? out : json_incref((json_t *)params);
 }

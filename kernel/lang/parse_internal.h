@@ -119,8 +119,10 @@ int fail_at(parse_error *err, const logical *l, size_t at, const char *ename, co
 
 /* Validates the arguments of one command (tokens first..lx->n-1) against m.
  * Returns the params object (new reference), or NULL with err->error.ename/evalue
- * set and *at the byte offset of the culprit in the line (SIZE_MAX if none). */
-json_t *args_parse(const magic_spec *m, const lexed *lx, int first,
+ * set and *at the byte offset of the culprit in the line (SIZE_MAX if none).
+ * cpu_defaulted, when not NULL, receives the keys of the flags with a cpu_def
+ * that took their default (a new array, or NULL when there are none). */
+json_t *args_parse(const magic_spec *m, const lexed *lx, int first, json_t **cpu_defaulted,
                    parse_error *err, size_t *at);
 
 /* The params key of a magic's positional text: "TEXT" -> "text". */

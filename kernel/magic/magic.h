@@ -40,6 +40,8 @@ typedef struct flag_spec {
     char short_name;                /* 'n' for -n, or 0 */
     enum flag_type type;
     const char *def;                /* default, written as a user would write it; NULL = no value */
+    const char *cpu_def;            /* the default where the command runs on the CPU backend (fewer reps, a
+                                     * smaller size: a default cell stays quick without a GPU); NULL: def */
     long long imin, imax;           /* FLAG_INT, FLAG_DIMS */
     double fmin, fmax;              /* FLAG_FLOAT */
     const char *const *choices;     /* FLAG_CHOICE: NULL-terminated; or */

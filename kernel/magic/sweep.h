@@ -97,8 +97,13 @@ typedef int (*sweep_point_fn)(magic_ctx *ctx, const json_t *params, json_t *runs
 #define SWEEP_SEED_FLAG(help_) \
     {.name = "seed", .type = FLAG_INT, .def = "1", .imin = 0, .imax = INT64_MAX, .help = (help_)}
 #define SWEEP_TIMING_FLAGS(reps_help, warmup_help) \
-    {.name = "reps", .type = FLAG_INT, .def = "20", .imin = 1, .imax = CL_MAX_REPS, .help = (reps_help)}, \
-    {.name = "warmup", .type = FLAG_INT, .def = "3", .imin = 0, .imax = 100, .help = (warmup_help)}
+    {.name = "reps", .type = FLAG_INT, .def = "20", .cpu_def = SWEEP_CPU_REPS, .imin = 1, .imax = CL_MAX_REPS, \
+     .help = (reps_help)}, \
+    {.name = "warmup", .type = FLAG_INT, .def = "3", .cpu_def = "1", .imin = 0, .imax = 100, .help = (warmup_help)}
+
+/* The CPU backend's default reps: a host clock over runs of tens of milliseconds
+ * settles in a few, and every default cell stays under 2 s without a GPU. */
+#define SWEEP_CPU_REPS "5"
 
 /* The check every timed family runs on each result unless --no-check: in a
  * flag_spec table, SWEEP_CHECK_FLAG("compare every bin with the CPU histogram"). */

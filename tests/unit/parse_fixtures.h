@@ -26,8 +26,9 @@
 static const char *const variants[] = { "naive", "tiled", "cublas", NULL };
 
 static const flag_spec mm_flags[] = {
-    {.name = "size", .short_name = 'n', .type = FLAG_INT, .def = "1024", .imin = 1, .imax = 1073741824},
-    {.name = "tile", .type = FLAG_INT, .def = "16", .imin = 1, .imax = 64, .opts = FLAG_LIST},
+    {.name = "size", .short_name = 'n', .type = FLAG_INT, .def = "1024", .cpu_def = "2^8", .imin = 1,
+     .imax = 1073741824},
+    {.name = "tile", .type = FLAG_INT, .def = "16", .cpu_def = "4", .imin = 1, .imax = 64, .opts = FLAG_LIST},
     {.name = "variant", .type = FLAG_CHOICE, .def = "tiled", .choices = variants, .opts = FLAG_LIST},
     {.name = "check", .short_name = 'c', .type = FLAG_BOOL, .def = "true"},
     {.name = "verbose", .type = FLAG_BOOL},

@@ -190,11 +190,32 @@ static void help_examples_parse(void **state)
         }
 }
 
+/* Every CPU default a magic declares parses and is within its flag's range
+ * (params_cpu_defaults would skip a bad one silently). */
+static void cpu_defaults_parse(void **state)
+{
+    size_t n, declared = 0;
+    const magic_spec *const *all = magic_all(&n);
+    for (size_t i = 0; i < n; i++)
+        for (const flag_spec *f = all[i]->flags; f && f->name; f++) {
+            if (!f->cpu_def)
+                continue;
+            char why[400];
+            json_t *v = flag_value_parse(f, f->cpu_def, why, sizeof why);
+            if (!v)
+                fail_msg("%%%s --%s: CPU default '%s': %s", all[i]->name, f->name, f->cpu_def, why);
+            json_decref(v);
+            declared++;
+        }
+    assert_true(declared > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(registry),
         cmocka_unit_test(help_examples_parse),
+        cmocka_unit_test(cpu_defaults_parse),
         cmocka_unit_test(usage_lines),
         cmocka_unit_test(help_text_of_echo),
         cmocka_unit_test(list_text),

@@ -20,6 +20,39 @@ static void every_flag_present_with_defaults(void **state)
     commands_free(c, n);
 }
 
+/* Flags with a CPU default that the user left alone are named in the command;
+ * on the CPU backend they take it, and the change is said. */
+static void cpu_defaults_apply_to_what_was_not_given(void **state)
+{
+    int n;
+    char changed[200];
+    command *c = ok("%matmul --tile 8", &n);
+    assert_json(c[0].cpu_defaulted, "[\"size\"]");
+    json_t *p = params_cpu_defaults(c[0].magic, c[0].params, c[0].cpu_defaulted, changed, sizeof changed);
+    assert_json(json_object_get(p, "size"), "256");
+    assert_json(json_object_get(p, "tile"), "8");
+    assert_json(json_object_get(c[0].params, "size"), "1024");      /* the parsed params are left as they were */
+    assert_string_equal(changed, "--size 2^8 (1024 on a GPU)");
+    json_decref(p);
+    commands_free(c, n);
+
+    c = ok("%matmul", &n);
+    assert_json(c[0].cpu_defaulted, "[\"size\",\"tile\"]");
+    p = params_cpu_defaults(c[0].magic, c[0].params, c[0].cpu_defaulted, changed, sizeof changed);
+    assert_json(json_object_get(p, "tile"), "4");
+    assert_string_equal(changed, "--size 2^8 (1024 on a GPU), --tile 4 (16 on a GPU)");
+    json_decref(p);
+    commands_free(c, n);
+
+    c = ok("%matmul -n 9 --tile 2", &n);
+    assert_null(c[0].cpu_defaulted);
+    p = params_cpu_defaults(c[0].magic, c[0].params, c[0].cpu_defaulted, changed, sizeof changed);
+    assert_ptr_equal(p, c[0].params);
+    assert_string_equal(changed, "");
+    json_decref(p);
+    commands_free(c, n);
+}
+
 static void flag_spellings(void **state)
 {
     int n;
@@ -148,6 +181,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_flag_present_with_defaults),
+        cmocka_unit_test(cpu_defaults_apply_to_what_was_not_given),
         cmocka_unit_test(flag_spellings),
         cmocka_unit_test(switches),
         cmocka_unit_test(duplicates_and_missing_values),
