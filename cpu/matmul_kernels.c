@@ -151,7 +151,8 @@ CL_HOT static void tiled_block(long long blk, void *arg)
     int gx = cdiv(p->n, t);
     int row0 = (int)(blk / gx) * t, col0 = (int)(blk % gx) * t;
     float as[MAX_TILE][MAX_TILE], bs[MAX_TILE][MAX_TILE], acc[MAX_TILE][MAX_TILE];
-    memset(acc, 0, sizeof acc);
+    for (int ty = 0; ty < t; ty++)
+        memset(acc[ty], 0, (size_t)t * sizeof(float));      /* the block's own: small tiles make many blocks */
     for (int ph = 0; ph < cdiv(p->k, t); ph++) {
         /* "threads" (ty, tx) load one element of each tile, zero outside the matrices (a tile wholly
          * inside both is copied row by row: the same elements) */

@@ -164,12 +164,12 @@ mm_dims mm_point_dims(const json_t *pt)
                                        and global access a checked call; 256³ in 0.18 s on 2 cores) */
 
 static const double mm_rates[CL_MATMUL_NVARIANTS] = {
-    [CL_MATMUL_V_NAIVE] = 9e8, [CL_MATMUL_V_FAST] = 1.9e9, [CL_MATMUL_V_FAST64] = 2.4e9,
-    [CL_MATMUL_V_CUBLAS] = 2.8e9, [CL_MATMUL_V_CUBLAS_TF32] = 2.8e9,
+    [CL_MATMUL_V_NAIVE] = 2.4e9, [CL_MATMUL_V_FAST] = 1.2e10, [CL_MATMUL_V_FAST64] = 1e10,
+    [CL_MATMUL_V_CUBLAS] = 1.8e10, [CL_MATMUL_V_CUBLAS_TF32] = 1.8e10,      /* OpenBLAS's sgemm */
 };
-/* CL_V_TILE variants: by TILE_WIDTH */
+/* CL_V_TILE variants: by TILE_WIDTH (the small tiles pay a phase's overhead for a few products) */
 static const struct { int tile; double per_core; } mm_tiled_rates[] = {
-    {2, 4.7e8}, {4, 7e8}, {8, 1.2e9}, {16, 1.5e9}, {32, 1.2e9},
+    {2, 3.3e8}, {4, 1.3e9}, {8, 8e9}, {16, 7.5e9}, {32, 2.2e10},
 };
 
 /* Multiply-adds per CPU-second of a variant's CPU analogue, per core; a

@@ -203,7 +203,7 @@ def test_host_work_limit():
     # the framework's one estimate (tests/magics/test_host_work.py covers every family)
     error("%matmul --size 2048 --variant cpu", 1, "UsageError", "%matmul --size 2048: about",
           "of host work", "the limit is 30 s (CUDALAB_HOST_WORK_LIMIT)", "--force")
-    error("%matmul --size 2048 --variant naive,fast", 1, "UsageError", "--size 2048 --variant naive")
+    error("%matmul --size 4096 --variant naive,fast", 1, "UsageError", "--size 4096 --variant naive")
     # a sweep is refused as a whole, before its first point runs
-    rc, _, out, err = run("%matmul --size 8,2048 --variant naive")
-    assert rc == 1 and out == "" and "--size 2048" in err
+    rc, _, out, err = run("%matmul --size 8,4096 --variant naive --reps 20")
+    assert rc == 1 and out == "" and "--size 4096" in err

@@ -105,12 +105,12 @@ def test_defaults():
     assert doc["runs"][0]["block"] is None     # cpu takes no block; the others run 256 when none is given
     assert p["seed"] == 1 and p["check"] is True and p["sort"] is False
     assert doc["runs"][0]["check"]["passed"] is True
-    # the variant default is every variant; reps and warmup default to 20 and 3
+    # the variant default is every variant; reps and warmup default to 5 and 1 on the CPU (20 and 3 on a GPU)
     rc, docs, _, err = run("%reduce --size 1000")
     assert rc == 0, err
     d = docs[0]
-    assert d["params"]["variant"] == VARIANTS and d["params"]["reps"] == 20 and d["params"]["warmup"] == 3
-    assert all(r["time_ms"]["reps"] == 20 for r in d["runs"])
+    assert d["params"]["variant"] == VARIANTS and d["params"]["reps"] == 5 and d["params"]["warmup"] == 1
+    assert all(r["time_ms"]["reps"] == 5 for r in d["runs"])
 
 
 def test_deterministic_given_seed():
