@@ -83,7 +83,7 @@ static float direct2d(const cl_stencil_args *a, const float *in, int64_t x, int6
  * e signed relative to the sum: negative when the sum was rounded away from
  * zero. An inf or NaN sum has a NaN e, which no comparison passes: kept as is.
  * The comparisons are written as masks, a form GCC vectorises. */
-static inline double add_term(double w, float x, double acc)
+static inline __attribute__((always_inline)) double add_term(double w, float x, double acc)
 {
     double p = w * (double)x, s = p + acc, sp = s - p, e = (p - (s - sp)) + (acc - sp), rel;
     uint64_t sb, eb;
@@ -98,29 +98,40 @@ static inline double add_term(double w, float x, double acc)
 }
 
 /* Outputs a vector loop takes at once: a constant count, as GCC's -O2 cost
- * model vectorises only loops without a scalar remainder. */
+ * model vectorises only loops without a scalar remainder. A row's last
+ * len % STRIP outputs take a half strip where they fill one (the 4 to 7 of
+ * a narrow 2D block), then one at a time. The helpers of weigh are always
+ * inlined: only CL_HOT's own body is built for AVX2. */
 enum { STRIP = 8 };
 
 /* sum[t] = fmaf(w, row[t], 0) for t < len: the exact product rounded once
  * (+ 0.0 makes a -0 product +0, as fmaf's 0 + -0 does). */
-static inline void first_term(double *restrict sum, const float *restrict row, double w, int len)
+static inline __attribute__((always_inline)) void first_term(double *restrict sum, const float *restrict row,
+                                                             double w, int len)
 {
-    int whole = len - len % STRIP;
-    for (int s = 0; s < whole; s += STRIP)
-        for (int t = 0; t < STRIP; t++)
-            sum[s + t] = (float)(w * (double)row[s + t] + 0.0);
-    for (int t = whole; t < len; t++)
+    int whole = len - len % STRIP, half = len - len % (STRIP / 2);
+    for (int t = 0; t < whole; t += STRIP)
+        for (int u = 0; u < STRIP; u++)
+            sum[t + u] = (float)(w * (double)row[t + u] + 0.0);
+    for (int t = whole; t < half; t += STRIP / 2)
+        for (int u = 0; u < STRIP / 2; u++)
+            sum[t + u] = (float)(w * (double)row[t + u] + 0.0);
+    for (int t = half; t < len; t++)
         sum[t] = (float)(w * (double)row[t] + 0.0);
 }
 
 /* sum[t] = fmaf(w, row[t], sum[t]) for t < len. */
-static inline void next_term(double *restrict sum, const float *restrict row, double w, int len)
+static inline __attribute__((always_inline)) void next_term(double *restrict sum, const float *restrict row,
+                                                            double w, int len)
 {
-    int whole = len - len % STRIP;
-    for (int s = 0; s < whole; s += STRIP)
-        for (int t = 0; t < STRIP; t++)
-            sum[s + t] = add_term(w, row[s + t], sum[s + t]);
-    for (int t = whole; t < len; t++)
+    int whole = len - len % STRIP, half = len - len % (STRIP / 2);
+    for (int t = 0; t < whole; t += STRIP)
+        for (int u = 0; u < STRIP; u++)
+            sum[t + u] = add_term(w, row[t + u], sum[t + u]);
+    for (int t = whole; t < half; t += STRIP / 2)
+        for (int u = 0; u < STRIP / 2; u++)
+            sum[t + u] = add_term(w, row[t + u], sum[t + u]);
+    for (int t = half; t < len; t++)
         sum[t] = add_term(w, row[t], sum[t]);
 }
 
@@ -145,9 +156,9 @@ CL_HOT static void weigh(const float *restrict src, size_t stride, int kx, int k
     for (int y = 0; y < rows; y++) {
         const double *sum = acc + y * len;
         float *dst = out + y * out_stride;
-        for (int s = 0; s < whole; s += STRIP)
-            for (int t = 0; t < STRIP; t++)
-                dst[s + t] = (float)sum[s + t];
+        for (int t = 0; t < whole; t += STRIP)
+            for (int u = 0; u < STRIP; u++)
+                dst[t + u] = (float)sum[t + u];
         for (int t = whole; t < len; t++)
             dst[t] = (float)sum[t];
     }
