@@ -44,17 +44,23 @@ typedef struct cjob {
     uint64_t n, m, s;
 } cjob;
 
-static void copy_range(uint64_t first, uint64_t last, void *ctx)
+/* Thread indices t in [first, last): t = col*m + row copies element
+ * row*s + col. A run of t within one column is a loop over rows with the
+ * element index stepping s, cut where it leaves the array (only the last row
+ * can), so the loop itself does nothing but the strided copy. */
+CL_HOT static void copy_range(uint64_t first, uint64_t last, void *ctx)
 {
     const cjob *j = ctx;
-    /* index (t % m)*s + t/m, walked incrementally: no division per element */
-    uint64_t row = first % j->m, col = first / j->m;
-    for (uint64_t t = first; t < last; t++) {
-        uint64_t i = row * j->s + col;
-        if (i < j->n)
-            j->out[i] = j->in[i];
-        if (++row == j->m)
-            row = 0, col++;
+    const float *restrict in = j->in;
+    float *restrict out = j->out;
+    uint64_t n = j->n, m = j->m, s = j->s;
+    for (uint64_t t = first; t < last;) {
+        uint64_t col = t / m, row = t % m, run = m - row < last - t ? m - row : last - t;
+        uint64_t inside = (n + s - 1 - col) / s;    /* rows whose element in this column is below n */
+        uint64_t stop = row + run < inside ? row + run : inside;
+        for (uint64_t r = row, i = row * s + col; r < stop; r++, i += s)
+            out[i] = in[i];
+        t += run;
     }
 }
 

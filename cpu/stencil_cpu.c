@@ -1,13 +1,16 @@
 /* stencil_cpu.c — the CPU backend's %stencil and the host check both backends use.
  *
  * The CPU analogues keep the GPU's partitioning: the output is cut into the
- * same blocks (B outputs in 1D, BX x BY tiles in 2D) and host threads take
- * blocks in turn, as the SMs would. naive reads every term from the input
- * array; tiled first copies the block's input tile with its halo (zero
- * padded ghost cells) into a per-thread buffer standing in for shared
- * memory, then reads the terms from there. Each rep is timed with the
- * monotonic clock around the compute only. Terms are added with fmaf in the
- * order stencil.h states, so the results equal the reference bit for bit.
+ * same blocks (B outputs in 1D, BX x BY tiles in 2D), and host thread k of T
+ * takes the k-th of T contiguous runs of blocks, as SMs share out a grid.
+ * naive reads every term from the input array; tiled first copies the
+ * block's input tile with its halo (zero padded ghost cells) into a
+ * per-thread buffer standing in for shared memory, then reads the terms from
+ * there. A block whose terms all lie inside the array runs vector loops
+ * (weigh); one at an edge skips the ghost cells term by term. Each rep is
+ * timed with the monotonic clock around the compute only. Terms are added in
+ * the order stencil.h states, each rounded as fmaf rounds it (add_term), so
+ * the results equal the reference bit for bit.
  *
  * The check regenerates the input from the seed and compares every element,
  * or, when that would cost more than CL_STENCIL_CHECK_BUDGET multiply-adds, every
@@ -69,6 +72,98 @@ static float direct2d(const cl_stencil_args *a, const float *in, int64_t x, int6
     return acc;
 }
 
+/* ---- one term, as fmaf adds it, in loops that vectorise ---- */
+
+/* fmaf(w, x, acc) for a float acc held in a double, to the bit. CL_HOT's AVX2
+ * clone has no FMA instruction, so fmaf would stay a libm call per term and
+ * keep every loop around it scalar. In double the product is exact (24 + 24
+ * bits); TwoSum gives the sum's rounding error e exactly; the sum rounded to
+ * odd (truncated toward zero, last bit set when inexact) then rounds to float
+ * as the exact value does, since 53 >= 24 + 2 bits (Boldo & Melquiond). rel is
+ * e signed relative to the sum: negative when the sum was rounded away from
+ * zero. An inf or NaN sum has a NaN e, which no comparison passes: kept as is.
+ * The comparisons are written as masks, a form GCC vectorises. */
+static inline __attribute__((always_inline)) double add_term(double w, float x, double acc)
+{
+    double p = w * (double)x, s = p + acc, sp = s - p, e = (p - (s - sp)) + (acc - sp), rel;
+    uint64_t sb, eb;
+    memcpy(&sb, &s, sizeof sb);
+    memcpy(&eb, &e, sizeof eb);
+    eb ^= sb & 0x8000000000000000u;
+    memcpy(&rel, &eb, sizeof rel);
+    uint64_t toward0 = -(uint64_t)(rel < 0), inexact = (rel < 0) | (rel > 0);
+    sb = (sb + toward0) | inexact;
+    memcpy(&s, &sb, sizeof s);
+    return (float)s;
+}
+
+/* Outputs a vector loop takes at once: a constant count, as GCC's -O2 cost
+ * model vectorises only loops without a scalar remainder. A row's last
+ * len % STRIP outputs take a half strip where they fill one (the 4 to 7 of
+ * a narrow 2D block), then one at a time. The helpers of weigh are always
+ * inlined: only CL_HOT's own body is built for AVX2. */
+enum { STRIP = 8 };
+
+/* sum[t] = fmaf(w, row[t], 0) for t < len: the exact product rounded once
+ * (+ 0.0 makes a -0 product +0, as fmaf's 0 + -0 does). */
+static inline __attribute__((always_inline)) void first_term(double *restrict sum, const float *restrict row,
+                                                             double w, int len)
+{
+    int whole = len - len % STRIP, half = len - len % (STRIP / 2);
+    for (int t = 0; t < whole; t += STRIP)
+        for (int u = 0; u < STRIP; u++)
+            sum[t + u] = (float)(w * (double)row[t + u] + 0.0);
+    for (int t = whole; t < half; t += STRIP / 2)
+        for (int u = 0; u < STRIP / 2; u++)
+            sum[t + u] = (float)(w * (double)row[t + u] + 0.0);
+    for (int t = half; t < len; t++)
+        sum[t] = (float)(w * (double)row[t] + 0.0);
+}
+
+/* sum[t] = fmaf(w, row[t], sum[t]) for t < len. */
+static inline __attribute__((always_inline)) void next_term(double *restrict sum, const float *restrict row,
+                                                            double w, int len)
+{
+    int whole = len - len % STRIP, half = len - len % (STRIP / 2);
+    for (int t = 0; t < whole; t += STRIP)
+        for (int u = 0; u < STRIP; u++)
+            sum[t + u] = add_term(w, row[t + u], sum[t + u]);
+    for (int t = whole; t < half; t += STRIP / 2)
+        for (int u = 0; u < STRIP / 2; u++)
+            sum[t + u] = add_term(w, row[t + u], sum[t + u]);
+    for (int t = half; t < len; t++)
+        sum[t] = add_term(w, row[t], sum[t]);
+}
+
+/* rows x len outputs, out[y*out_stride + x] = the sum over dy < ky, dx < kx of
+ * w[dy*kx + dx] * src[(y + dy)*stride + x + dx], terms in that order, every
+ * one inside the array (the caller handles the edges). Each term is added to
+ * all the outputs before the next, so that the chain of adds an output waits
+ * on has rows x len others beside it to overlap with. acc: rows x len doubles
+ * of scratch. */
+CL_HOT static void weigh(const float *restrict src, size_t stride, int kx, int ky, const double *restrict w,
+                         int len, int rows, double *restrict acc, float *restrict out, size_t out_stride)
+{
+    for (int j = 0; j < kx * ky; j++)
+        for (int y = 0; y < rows; y++) {
+            const float *row = src + (size_t)(y + j / kx) * stride + j % kx;
+            if (j == 0)
+                first_term(acc + y * len, row, w[j], len);
+            else
+                next_term(acc + y * len, row, w[j], len);
+        }
+    int whole = len - len % STRIP;
+    for (int y = 0; y < rows; y++) {
+        const double *sum = acc + y * len;
+        float *dst = out + y * out_stride;
+        for (int t = 0; t < whole; t += STRIP)
+            for (int u = 0; u < STRIP; u++)
+                dst[t + u] = (float)sum[t + u];
+        for (int t = whole; t < len; t++)
+            dst[t] = (float)sum[t];
+    }
+}
+
 /* ---- the blocks of one launch ---- */
 
 typedef struct job {
@@ -76,18 +171,31 @@ typedef struct job {
     int v;
     const float *in;
     float *out;
-    uint64_t first, step, blocks;   /* this thread's blocks: first, first+step, ... */
+    const double *w;                /* the weights, in double for add_term */
+    uint64_t first, last;           /* this thread's blocks: [first, last) */
     float *tile;                    /* stands in for shared memory */
+    double *acc;                    /* a block's accumulators (weigh) */
 } job;
 
+/* A block whose terms all lie inside the array takes weigh; one at an edge
+ * skips the ghost cells term by term. */
 static void block1d(const job *j, uint64_t b)
 {
     const cl_stencil_args *a = j->a;
     int B = a->block[0], R = a->radius;
     int64_t n = (int64_t)a->nx, base = (int64_t)(b * (uint64_t)B);
+    bool inside = base >= R && base + B + R <= n;
     if (j->v == CL_STENCIL_NAIVE) {
-        for (int t = 0; t < B && base + t < n; t++)
-            j->out[base + t] = direct1d(a, j->in, base + t, NULL);
+        if (inside)
+            weigh(j->in + base - R, 0, a->k, 1, j->w, B, 1, j->acc, j->out + base, 0);
+        else
+            for (int t = 0; t < B && base + t < n; t++)
+                j->out[base + t] = direct1d(a, j->in, base + t, NULL);
+        return;
+    }
+    if (inside) {
+        memcpy(j->tile, j->in + base - R, (size_t)(B + 2 * R) * sizeof *j->tile);
+        weigh(j->tile, 0, a->k, 1, j->w, B, 1, j->acc, j->out + base, 0);
         return;
     }
     for (int s = 0; s < B + 2 * R; s++) {
@@ -109,6 +217,18 @@ static void block2d(const job *j, uint64_t b)
     int TX = a->block[0], TY = a->block[1], r = a->radius, k = a->k, S = TX + 2 * r;
     int64_t nx = (int64_t)a->nx, ny = (int64_t)a->ny, bx = (nx + TX - 1) / TX;
     int64_t x0 = (int64_t)(b % (uint64_t)bx) * TX, y0 = (int64_t)(b / (uint64_t)bx) * TY;
+    if (x0 >= r && x0 + TX + r <= nx && y0 >= r && y0 + TY + r <= ny) {
+        const float *src = j->in + (y0 - r) * nx + x0 - r;
+        size_t stride = (size_t)nx;
+        if (j->v == CL_STENCIL_TILED) {
+            for (int s = 0; s < TY + 2 * r; s++)
+                memcpy(j->tile + s * S, src + s * nx, (size_t)S * sizeof *j->tile);
+            src = j->tile;
+            stride = (size_t)S;
+        }
+        weigh(src, stride, k, k, j->w, TX, TY, j->acc, j->out + y0 * nx + x0, (size_t)nx);
+        return;
+    }
     if (j->v == CL_STENCIL_TILED)
         for (int s = 0; s < S * (TY + 2 * r); s++) {
             int64_t xx = x0 - r + s % S, yy = y0 - r + s / S;
@@ -134,11 +254,11 @@ static void block2d(const job *j, uint64_t b)
         }
 }
 
-/* Job t of the array at arg: one per host thread, with its own tile buffer. */
+/* Job t of the array at arg: one per host thread, with its own tile and accumulators. */
 static void job_main(long long t, void *arg)
 {
     const job *j = (const job *)arg + t;
-    for (uint64_t b = j->first; b < j->blocks; b += j->step)
+    for (uint64_t b = j->first; b < j->last; b++)
         (j->a->dim == 1 ? block1d : block2d)(j, b);
 }
 
@@ -151,6 +271,12 @@ static uint64_t blocks_x(const cl_stencil_args *a)
 static uint64_t blocks_y(const cl_stencil_args *a)
 {
     return a->dim == 1 ? 1 : (a->ny + (uint64_t)a->block[1] - 1) / (uint64_t)a->block[1];
+}
+
+/* Outputs of one block: the accumulators weigh needs. */
+static size_t block_outputs(const cl_stencil_args *a)
+{
+    return (size_t)a->block[0] * (size_t)(a->dim == 1 ? 1 : a->block[1]);
 }
 
 /* ---- a student's kernel, on the CPU runner ---- */
@@ -206,14 +332,17 @@ static int cpu_stencil_student(const cl_stencil_args *a, float *host_out, cl_ste
     return rc;
 }
 
-/* One launch: host threads take the blocks round-robin. */
-static void launch(int v, const cl_stencil_args *a, const float *in, float *out, float *tiles, size_t tile_len)
+/* One launch: host thread k takes the k-th of nt contiguous runs of blocks. */
+static void launch(int v, const cl_stencil_args *a, const float *in, float *out, const double *w, float *tiles,
+                   size_t tile_len, double *accs)
 {
     int nt = cl_cpu_threads();
+    uint64_t blocks = blocks_x(a) * blocks_y(a);
     job jobs[CL_CPU_MAX_THREADS];
     for (int k = 0; k < nt; k++)
-        jobs[k] = (job){a, v, in, out, (uint64_t)k, (uint64_t)nt, blocks_x(a) * blocks_y(a),
-                       tiles + k * tile_len};
+        jobs[k] = (job){a, v, in, out, w, blocks * (uint64_t)k / (uint64_t)nt,
+                        blocks * (uint64_t)(k + 1) / (uint64_t)nt, tiles + k * tile_len,
+                        accs + (size_t)k * block_outputs(a)};
     cl_parallel_for(nt, nt, job_main, jobs);
 }
 
@@ -231,32 +360,36 @@ static int cpu_stencil_run(int v, const cl_stencil_args *a, float *host_out, cl_
     int nt = cl_cpu_threads();
     float *in = malloc(n * sizeof *in), *own = host_out ? NULL : malloc(n * sizeof *own);
     float *tiles = malloc((size_t)nt * tile_len * sizeof *tiles);
+    double *accs = malloc((size_t)nt * block_outputs(a) * sizeof *accs), w[CL_STENCIL_MAX_WEIGHTS];
     float *out = host_out ? host_out : own;
     int rc = -1;
-    if (!in || !out || !tiles) {
+    if (!in || !out || !tiles || !accs) {
         snprintf(err, CL_ERR_LEN, "out of host memory for %.1f MiB of input and output",
                  (double)n * 8 / (1024.0 * 1024.0));
         goto done;
     }
     for (uint64_t i = 0; i < n; i++)
         in[i] = cl_uniform(a->seed, i);
-    for (int w = 0; w < a->warmup; w++)
-        launch(v, a, in, out, tiles, tile_len);
+    for (int i = 0; i < (a->dim == 1 ? a->k : a->k * a->k); i++)
+        w[i] = a->weights[i];
+    for (int r = 0; r < a->warmup; r++)
+        launch(v, a, in, out, w, tiles, tile_len, accs);
     for (int r = 0; r < a->reps && r < CL_MAX_REPS; r++) {
         double t0 = cl_now_ms();
-        launch(v, a, in, out, tiles, tile_len);
+        launch(v, a, in, out, w, tiles, tile_len, accs);
         res->times.ms[r] = (float)(cl_now_ms() - t0);
         res->times.reps = r + 1;
     }
     res->launch = cl_launch_2d(blocks_x(a), blocks_y(a), a->block[0], a->dim == 1 ? 1 : a->block[1],
                                v == CL_STENCIL_TILED ? tile_len * sizeof(float) : 0, 1);
-    snprintf(res->impl, sizeof res->impl, "CPU analogue: %d host threads take the %s blocks in turn%s", nt,
+    snprintf(res->impl, sizeof res->impl, "CPU analogue: %d host threads take runs of the %s blocks%s", nt,
              a->dim == 1 ? "1D" : "2D", v == CL_STENCIL_TILED ? ", tile + halo copied to a local buffer" : "");
     rc = 0;
 done:
     free(in);
     free(own);
     free(tiles);
+    free(accs);
     return rc;
 }
 

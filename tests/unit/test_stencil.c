@@ -87,6 +87,48 @@ static void every_variant_2d(void **state)
             }
 }
 
+/* A weight w and an index i in [lo, hi) where fmaf(w, x[i+1], x[i]) differs
+ * from w*x[i+1] + x[i] in double rounded to float: the double lands halfway
+ * between two floats, the exact sum just past it, and the second rounding
+ * breaks the tie the wrong way. w is tried at the floats near the half ulp of
+ * x[i] over x[i+1]; 0 if no i in the range has one. */
+static float double_rounding_weight(uint64_t seed, uint64_t lo, uint64_t hi)
+{
+    for (uint64_t i = lo; i < hi; i++) {
+        float a = cl_uniform(seed, i), x = cl_uniform(seed, i + 1);
+        int e;
+        frexpf(a, &e);
+        if (a == 0.0f || x == 0.0f)
+            continue;
+        float w = ldexpf(1.0f, e - 25) / x;
+        for (int step = 0; step < 64; step++, w = nextafterf(w, 2 * w))
+            if ((float)((double)w * x + a) != fmaf(w, x, a))
+                return w;
+    }
+    return 0.0f;
+}
+
+/* The analogues add each term in double and round it as fmaf would
+ * (stencil_cpu.c, add_term): an output where rounding twice goes wrong, inside
+ * a block away from the edges, still equals the reference bit for bit. */
+static void double_rounding_exact(void **state)
+{
+    float w1[3] = {0.0f, 1.0f, double_rounding_weight(17, 64, 4000)};
+    assert_true(w1[2] != 0.0f);
+    cl_stencil_args a = {.dim = 1, .nx = 4096, .ny = 1, .radius = 1, .k = 3, .weights = w1, .block = {32, 1},
+                         .seed = 17, .reps = 1};
+    for (int v = 0; v < CL_STENCIL_NVARIANTS; v++)
+        run_and_check(v, &a);
+    /* 2D: the pixel's row 5 lies in the second row of 8x4 blocks, whose halo is inside the image */
+    enum { NX = 2048 };
+    float w2[9] = {0, 0, 0, 0, 1.0f, double_rounding_weight(19, 5 * NX + 16, 6 * NX - 16), 0, 0, 0};
+    assert_true(w2[5] != 0.0f);
+    cl_stencil_args b = {.dim = 2, .nx = NX, .ny = 12, .radius = 1, .k = 3, .weights = w2, .block = {8, 4},
+                         .seed = 19, .reps = 1};
+    for (int v = 0; v < CL_STENCIL_NVARIANTS; v++)
+        run_and_check(v, &b);
+}
+
 /* Box R = 1 on 3 elements: the ends see one ghost cell (0). */
 static void boundary_by_hand(void **state)
 {
@@ -278,6 +320,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_variant_1d),
         cmocka_unit_test(every_variant_2d),
+        cmocka_unit_test(double_rounding_exact),
         cmocka_unit_test(boundary_by_hand),
         cmocka_unit_test(check_catches_wrong_element),
         cmocka_unit_test(student_tolerance_allows_any_order),
