@@ -1,7 +1,10 @@
 /* histo_analogue.c — the CPU analogue of each %histo variant: the same logical
- * grid, the same per-thread access pattern and the same kind of histogram
- * (one global array of atomics, a private copy per block, per warp or per
- * lane), run by host threads one logical block at a time (cpu/histo_cpu.h).
+ * grid, the same per-thread access pattern, the same loads (warp and fast
+ * read a 16-byte chunk at once, as the GPU's uint4; fast keeps two in flight)
+ * and the same kind of histogram (one global array of atomics, a private
+ * copy per block, per warp or per lane), run by host threads one logical
+ * block at a time (cpu/histo_cpu.h). `cpu` is the loop as taught; cub, which
+ * needs a GPU, is stood in for by a tuned one-thread loop.
  *
  * On a CPU the lessons turn around (a contiguous section is what caches like
  * best), which is worth seeing next to the GPU numbers; the counts must agree
@@ -16,7 +19,7 @@
 
 static void add_global(const cpu_histo *h, int b, uint32_t v)
 {
-    atomic_fetch_add_explicit(&h->global[b], v, memory_order_relaxed);
+    atomic_fetch_add_explicit(&h->global[b].count, v, memory_order_relaxed);
 }
 
 static void merge(const cpu_histo *h, const uint32_t *priv)
@@ -51,10 +54,38 @@ void analogue_cpu(const cpu_histo *h, int blk)
         count_all(h);
 }
 
+/* cub's stand-in, the CPU reference loop: one host thread, 8 bytes per load,
+ * byte k of a word counted in copy k of the histogram (so that a run of
+ * equal bytes does not wait on its own increments) and bytes outside every
+ * bin counted in a spare bin (so that no branch depends on the data). */
+#define COPIES 8                    /* one per byte of a 64-bit load */
+
+static void count_all_copies(const cpu_histo *h)
+{
+    uint16_t slot[256];
+    for (int c = 0; c < 256; c++)
+        slot[c] = h->bin[c] < 0 ? CL_HISTO_MAX_BINS : (uint16_t)h->bin[c];
+    uint32_t copies[COPIES][CL_HISTO_MAX_BINS + 1] = {{0}};
+    uint64_t i = 0;
+    for (; i + COPIES <= h->n; i += COPIES) {
+        uint64_t w;
+        memcpy(&w, h->in + i, sizeof w);
+#pragma GCC unroll 8
+        for (int k = 0; k < COPIES; k++, w >>= 8)
+            copies[k][slot[(uint8_t)w]]++;
+    }
+    for (; i < h->n; i++)
+        copies[0][slot[h->in[i]]]++;
+    for (int b = 0; b < h->nbins; b++)
+        for (int k = 1; k < COPIES; k++)
+            copies[0][b] += copies[k][b];
+    merge(h, copies[0]);
+}
+
 void analogue_cub(const cpu_histo *h, int blk)
 {
     if (blk == 0)
-        count_all(h);
+        count_all_copies(h);
 }
 
 void analogue_sectioned(const cpu_histo *h, int blk)
@@ -108,6 +139,40 @@ static void tail_bytes(const cpu_histo *h, uint64_t gt, uint32_t *hist, int stri
     }
 }
 
+/* A 16-byte chunk, loaded at once as the GPU's uint4: two words held in registers. */
+typedef struct chunk16 {
+    uint64_t w[2];
+} chunk16;
+
+static chunk16 load_chunk(const cpu_histo *h, uint64_t c)
+{
+    chunk16 q;
+    memcpy(q.w, h->in + c * CHUNK, CHUNK);
+    return q;
+}
+
+/* Adds one chunk to a warp's histogram, one add per run of equal bins. */
+static void warp_chunk(const cpu_histo *h, uint32_t *mine, chunk16 q)
+{
+    int cur = h->bin[(uint8_t)q.w[0]];
+    uint32_t run = 0;
+    for (int i = 0; i < 2; i++) {
+        for (uint64_t w = q.w[i], k = 0; k < sizeof w; k++, w >>= 8) {
+            int b = h->bin[(uint8_t)w];
+            if (b == cur) {
+                run++;
+                continue;
+            }
+            if (cur >= 0)
+                mine[cur] += run;
+            cur = b;
+            run = 1;
+        }
+    }
+    if (cur >= 0)
+        mine[cur] += run;
+}
+
 void analogue_warp(const cpu_histo *h, int blk)
 {
     static _Thread_local uint32_t sub[1024 / WARP][CL_HISTO_MAX_BINS];
@@ -118,22 +183,7 @@ void analogue_warp(const cpu_histo *h, int blk)
         uint32_t *mine = sub[t / WARP];
         uint64_t gt = (uint64_t)blk * (uint64_t)h->block + (uint64_t)t;
         for (uint64_t c = gt; c < chunks; c += total) {
-            const uint8_t *p = h->in + c * CHUNK;
-            int cur = h->bin[p[0]];
-            uint32_t run = 1;
-            for (int k = 1; k < CHUNK; k++) {
-                int b = h->bin[p[k]];
-                if (b == cur) {
-                    run++;
-                    continue;
-                }
-                if (cur >= 0)
-                    mine[cur] += run;
-                cur = b;
-                run = 1;
-            }
-            if (cur >= 0)
-                mine[cur] += run;
+            warp_chunk(h, mine, load_chunk(h, c));
         }
         tail_bytes(h, gt, mine, 1);
     }
@@ -143,6 +193,18 @@ void analogue_warp(const cpu_histo *h, int blk)
     merge(h, sub[0]);
 }
 
+/* Counts one chunk into a lane's column of copies. */
+static void fast_chunk(const cpu_histo *h, uint32_t *col, chunk16 q)
+{
+    for (int i = 0; i < 2; i++) {
+        for (uint64_t w = q.w[i], k = 0; k < sizeof w; k++, w >>= 8) {
+            int b = h->bin[(uint8_t)w];
+            if (b >= 0)
+                col[(size_t)b * WARP]++;
+        }
+    }
+}
+
 void analogue_fast(const cpu_histo *h, int blk)
 {
     static _Thread_local uint32_t lanes[CL_HISTO_MAX_BINS][WARP];
@@ -150,15 +212,14 @@ void analogue_fast(const cpu_histo *h, int blk)
     uint64_t total = threads_total(h), chunks = h->n / CHUNK;
     for (int t = 0; t < h->block; t++) {
         uint32_t *col = &lanes[0][t % WARP];
-        uint64_t gt = (uint64_t)blk * (uint64_t)h->block + (uint64_t)t;
-        for (uint64_t c = gt; c < chunks; c += total) {
-            const uint8_t *p = h->in + c * CHUNK;
-            for (int k = 0; k < CHUNK; k++) {
-                int b = h->bin[p[k]];
-                if (b >= 0)
-                    col[(size_t)b * WARP]++;
-            }
+        uint64_t gt = (uint64_t)blk * (uint64_t)h->block + (uint64_t)t, c = gt;
+        for (; c + total < chunks; c += 2 * total) {
+            chunk16 a = load_chunk(h, c), b = load_chunk(h, c + total);
+            fast_chunk(h, col, a);
+            fast_chunk(h, col, b);
         }
+        if (c < chunks)
+            fast_chunk(h, col, load_chunk(h, c));
         tail_bytes(h, gt, col, WARP);
     }
     uint32_t sum[CL_HISTO_MAX_BINS] = {0};

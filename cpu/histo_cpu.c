@@ -97,7 +97,7 @@ static void launch_block(long long blk, void *arg)
 static void launch(const cpu_histo *h, cpu_block_fn fn, int nthreads)
 {
     for (int b = 0; b < h->nbins; b++)
-        atomic_store_explicit(&h->global[b], 0, memory_order_relaxed);
+        atomic_store_explicit(&h->global[b].count, 0, memory_order_relaxed);
     histo_launch l = {h, fn};
     cl_parallel_for(h->grid, nthreads, launch_block, &l);
 }
@@ -114,7 +114,8 @@ static void describe(const cl_histo_args *a, const cpu_histo *h, int nthreads, c
     int seq = a->variant == CL_HISTO_V_cpu || a->variant == CL_HISTO_V_cub;
     if (seq)
         snprintf(r->impl, sizeof r->impl, "CPU: %s", a->variant == CL_HISTO_V_cub
-                 ? "the CPU reference loop (cub needs a GPU)" : "sequential loop, 1 host thread");
+                 ? "the CPU reference loop, 1 host thread, 8 copies of the histogram (cub needs a GPU)"
+                 : "sequential loop, 1 host thread");
     else
         snprintf(r->impl, sizeof r->impl, "CPU analogue: %d host thread%s run %d logical blocks "
                  "of %d threads", nthreads, nthreads == 1 ? "" : "s", h->grid, h->block);
@@ -190,7 +191,7 @@ static int cpu_histo_run(const cl_histo_args *a, cl_histo_result *r, char *err)
     }
     memset(r, 0, sizeof *r);
     /* the "device" histogram: the worker runs one command at a time */
-    static _Atomic uint32_t global[CL_HISTO_MAX_BINS];
+    static cpu_bin global[CL_HISTO_MAX_BINS];
     cpu_histo h = { .n = a->n, .nbins = cl_histo_nbins(a->mode, a->width), .global = global };
     for (int c = 0; c < 256; c++)
         h.bin[c] = (int16_t)cl_histo_bin((uint8_t)c, a->mode, a->width);
@@ -234,7 +235,7 @@ static int cpu_histo_run(const cl_histo_args *a, cl_histo_result *r, char *err)
     r->times.reps = a->reps;
     r->nbins = h.nbins;
     for (int b = 0; b < h.nbins; b++)
-        r->counts[b] = atomic_load_explicit(&global[b], memory_order_relaxed);
+        r->counts[b] = atomic_load_explicit(&global[b].count, memory_order_relaxed);
     describe(a, &h, nthreads, r);
     free(buf);
     return 0;

@@ -10,10 +10,19 @@
 #ifndef CUDALAB_CPU_HISTO_CPU_H
 #define CUDALAB_CPU_HISTO_CPU_H
 
+#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
 #include "cudalab/histo.h"
+
+/* One "device" counter per cache line. A GPU's atomics on different bins do
+ * not contend; host threads adding to neighbouring bins of one line would
+ * (false sharing), so only threads that hit the same bin wait for each other,
+ * as on the GPU. */
+typedef struct cpu_bin {
+    alignas(64) _Atomic uint32_t count;
+} cpu_bin;
 
 typedef struct cpu_histo {
     const uint8_t *in;
@@ -21,7 +30,7 @@ typedef struct cpu_histo {
     int nbins;
     int16_t bin[256];               /* byte -> bin, or -1: not counted */
     int grid, block;                /* the logical launch */
-    _Atomic uint32_t *global;       /* nbins counters, zeroed before each run */
+    cpu_bin *global;                /* nbins counters, zeroed before each run */
 } cpu_histo;
 
 /* Runs logical block blk of a launch. */

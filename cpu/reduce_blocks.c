@@ -7,6 +7,14 @@
  * over t that skips most of its iterations is what warp divergence costs on a
  * GPU, in miniature. Host threads take contiguous ranges of blocks; a block's
  * "shared memory" is an array on the host thread's stack.
+ *
+ * Every thread's operations stay in its own order, so the results are those
+ * of the plain loops to the bit; what is gone is overhead a GPU does not pay:
+ * the loops are compiled once per (op, dtype), with no switch inside; where
+ * neighbouring threads do the same step (loads, coarsening, the convergent
+ * tree, fast's vectors) four threads run side by side in vector lanes; and
+ * the input of the next block (fast: the next row) is asked for ahead, as a
+ * GPU's other resident blocks (fast: its unrolled loads) keep loads in flight.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +24,51 @@
 /* Blocks of the fast variant's grid on the CPU: fixed, so that float results
  * do not depend on the host's core count. */
 #define CPU_FAST_GRID 128
+
+/* Inlined into each copy of the loops (blocks_range), where op and dt are
+ * constants: no switch is left in a loop. */
+#define KIND_INLINE static inline __attribute__((always_inline))
+
+/* ---- four emulated threads at once ----
+ * A vector of LANES doubles (GCC/Clang vector extensions: one AVX2 register
+ * in CL_HOT's AVX2 clone) holds one value for each of LANES neighbouring
+ * threads; an operation applies lane by lane, so every thread still does its
+ * own operations in its own order. The type is aligned as a double, so that
+ * s + t can be read and written as one. Vectors go to and from the helpers
+ * by address: GCC notes an ABI change for every 32-byte vector argument. */
+
+#define LANES 4
+typedef double lanes __attribute__((vector_size(LANES * sizeof(double)), aligned(sizeof(double))));
+typedef float lanes_f32 __attribute__((vector_size(LANES * sizeof(float))));
+typedef int64_t lanes_mask __attribute__((vector_size(LANES * sizeof(int64_t))));
+
+/* *v = elements i .. i + 3 of the input. */
+KIND_INLINE void lanes_elems(lanes *v, const void *in, cl_reduce_dtype dt, uint64_t i)
+{
+    if (dt == CL_REDUCE_FLOAT) {
+        const float *x = (const float *)in + i;
+        *v = (lanes){x[0], x[1], x[2], x[3]};
+    } else {
+        const int32_t *x = (const int32_t *)in + i;
+        *v = (lanes){x[0], x[1], x[2], x[3]};
+    }
+}
+
+/* *a = *a (op) *b, lane by lane, as acc_apply. */
+KIND_INLINE void lanes_apply(lanes *a, const lanes *b, cl_reduce_op op, cl_reduce_dtype dt)
+{
+    if (op == CL_REDUCE_SUM) {
+        lanes sum = *a + *b;
+        if (dt == CL_REDUCE_FLOAT) {
+            lanes_f32 f = __builtin_convertvector(sum, lanes_f32);
+            sum = (lanes){f[0], f[1], f[2], f[3]};
+        }
+        *a = sum;
+        return;
+    }
+    lanes_mask keep_a = op == CL_REDUCE_MAX ? *a > *b : *a < *b;
+    *a = (lanes)(((lanes_mask)*a & keep_a) | ((lanes_mask)*b & ~keep_a));
+}
 
 /* ---- one block ---- */
 
@@ -27,117 +80,204 @@ typedef struct block_job {
     double *partials;
 } block_job;
 
-static double load(const block_job *j, uint64_t i)
+/* Element i, or the identity past the end (a thread of the last block). */
+KIND_INLINE double load(const block_job *j, uint64_t i, cl_reduce_op op, cl_reduce_dtype dt)
 {
-    return i < j->a->n ? elem(j->in, j->a->dtype, i) : acc_identity(j->a->op);
+    return i < j->a->n ? elem(j->in, dt, i) : acc_identity(op);
 }
 
-#define APPLY(j, x, y) acc_apply((j)->a->op, (j)->a->dtype, (x), (y))
+/* Asks for the line of element i before it is used (elements are 4 bytes):
+ * one block runs at a time here, where a GPU keeps other blocks' loads in
+ * flight meanwhile. Nothing past the input. */
+KIND_INLINE void fetch_ahead(const block_job *j, uint64_t i)
+{
+    if (i < j->a->n)
+        __builtin_prefetch((const char *)j->in + 4 * i);
+}
 
 /* The two trees of the lecture over s[0..b). */
-static double tree(const block_job *j, double *s, unsigned b, int divergent)
+KIND_INLINE double tree(double *s, unsigned b, int divergent, cl_reduce_op op, cl_reduce_dtype dt)
 {
     if (divergent) {
         for (unsigned stride = 1; stride < b; stride *= 2)
             for (unsigned t = 0; t < b; t++)
                 if (t % (2 * stride) == 0)
-                    s[t] = APPLY(j, s[t], s[t + stride]);
-    } else {
-        for (unsigned stride = b / 2; stride > 0; stride >>= 1)
-            for (unsigned t = 0; t < stride; t++)
-                s[t] = APPLY(j, s[t], s[t + stride]);
+                    s[t] = acc_apply(op, dt, s[t], s[t + stride]);
+        return s[0];
     }
+    unsigned stride = b / 2;
+    for (; stride >= LANES; stride >>= 1)
+        for (unsigned t = 0; t < stride; t += LANES)
+            lanes_apply((lanes *)(s + t), (const lanes *)(s + t + stride), op, dt);
+    for (; stride > 0; stride >>= 1)
+        for (unsigned t = 0; t < stride; t++)
+            s[t] = acc_apply(op, dt, s[t], s[t + stride]);
     return s[0];
 }
 
 /* __shfl_down_sync over v[0..32): ascending lanes read only lanes not yet updated. */
-static double warp_shuffle(const block_job *j, double *v)
+KIND_INLINE double warp_shuffle(double *v, cl_reduce_op op, cl_reduce_dtype dt)
 {
     for (unsigned off = 16; off > 0; off >>= 1)
         for (unsigned lane = 0; lane + off < 32; lane++)
-            v[lane] = APPLY(j, v[lane], v[lane + off]);
+            v[lane] = acc_apply(op, dt, v[lane], v[lane + off]);
     return v[0];
 }
 
 /* The fast kernel's block reduction: per warp, then the first warp over the warps. */
-static double block_shuffle(const block_job *j, double *v, unsigned b)
+KIND_INLINE double block_shuffle(double *v, unsigned b, cl_reduce_op op, cl_reduce_dtype dt)
 {
     double warps[32];
     for (unsigned w = 0; w < b / 32; w++)
-        warps[w] = warp_shuffle(j, v + 32 * w);
+        warps[w] = warp_shuffle(v + 32 * w, op, dt);
     for (unsigned lane = b / 32; lane < 32; lane++)
-        warps[lane] = acc_identity(j->a->op);
-    return warp_shuffle(j, warps);
+        warps[lane] = acc_identity(op);
+    return warp_shuffle(warps, op, dt);
 }
 
-static double run_block(const block_job *j, uint64_t blk, double *s)
+/* *out = (a0 op a1, a2 op a3, b0 op b1, b2 op b3). */
+KIND_INLINE void pair_up(lanes *out, const lanes *a, const lanes *b, cl_reduce_op op, cl_reduce_dtype dt)
+{
+    lanes odd = __builtin_shufflevector(*a, *b, 1, 3, 5, 7);
+    *out = __builtin_shufflevector(*a, *b, 0, 2, 4, 6);
+    lanes_apply(out, &odd, op, dt);
+}
+
+/* The fast kernel's first step for threads t .. t + 3: each reduces its own
+ * 4-element vector (at e, e + 4, ...) as (x0 op x1) op (x2 op x3). */
+KIND_INLINE void vector_sums(lanes *out, const void *in, uint64_t e, cl_reduce_op op, cl_reduce_dtype dt)
+{
+    lanes v[4], p01, p23;
+    for (int u = 0; u < 4; u++)
+        lanes_elems(&v[u], in, dt, e + 4 * (uint64_t)u);
+    pair_up(&p01, &v[0], &v[1], op, dt);    /* x0 op x1, x2 op x3 of threads t, t + 1 */
+    pair_up(&p23, &v[2], &v[3], op, dt);
+    pair_up(out, &p01, &p23, op, dt);
+}
+
+/* Block blk of the first pass; s is its shared memory. A whole block's
+ * input runs LANES threads at a time, the last block (which may run past n)
+ * one thread at a time. */
+KIND_INLINE double run_block(const block_job *j, uint64_t blk, double *s, cl_reduce_op op, cl_reduce_dtype dt)
 {
     unsigned b = (unsigned)j->a->block;
-    double id = acc_identity(j->a->op);
+    uint64_t n = j->a->n;
+    double id = acc_identity(op);
     switch (j->variant) {
     case CL_REDUCE_DIVERGENT:
     case CL_REDUCE_CONVERGENT: {
         uint64_t base = blk * 2 * b;
-        for (unsigned t = 0; t < b; t++)
-            s[t] = APPLY(j, load(j, base + t), load(j, base + b + t));
-        return tree(j, s, b, j->variant == CL_REDUCE_DIVERGENT);
+        if (base + 2 * (uint64_t)b <= n)
+            for (unsigned t = 0; t < b; t += LANES) {
+                lanes hi;
+                fetch_ahead(j, base + 2 * b + 2 * t);       /* the next block's 2B elements */
+                lanes_elems((lanes *)(s + t), j->in, dt, base + t);
+                lanes_elems(&hi, j->in, dt, base + b + t);
+                lanes_apply((lanes *)(s + t), &hi, op, dt);
+            }
+        else
+            for (unsigned t = 0; t < b; t++)
+                s[t] = acc_apply(op, dt, load(j, base + t, op, dt), load(j, base + b + t, op, dt));
+        return tree(s, b, j->variant == CL_REDUCE_DIVERGENT, op, dt);
     }
     case CL_REDUCE_MULTIBLOCK: {
         uint64_t base = blk * 2 * CL_REDUCE_COARSEN * b;
-        for (unsigned t = 0; t < b; t++) {
-            double acc = id;
-            for (unsigned k = 0; k < 2 * CL_REDUCE_COARSEN; k++)
-                acc = APPLY(j, acc, load(j, base + (uint64_t)k * b + t));
-            s[t] = acc;
+        if (base + 2 * CL_REDUCE_COARSEN * (uint64_t)b <= n) {
+            for (unsigned t = 0; t < b; t++)
+                s[t] = id;
+            for (unsigned k = 0; k < 2 * CL_REDUCE_COARSEN; k++)     /* step k of every thread, as warps run it */
+                for (unsigned t = 0; t < b; t += LANES) {
+                    lanes x;
+                    lanes_elems(&x, j->in, dt, base + (uint64_t)k * b + t);
+                    lanes_apply((lanes *)(s + t), &x, op, dt);
+                }
+        } else {
+            for (unsigned t = 0; t < b; t++) {
+                double acc = id;
+                for (unsigned k = 0; k < 2 * CL_REDUCE_COARSEN; k++)
+                    acc = acc_apply(op, dt, acc, load(j, base + (uint64_t)k * b + t, op, dt));
+                s[t] = acc;
+            }
         }
-        return tree(j, s, b, 0);
+        return tree(s, b, 0, op, dt);
     }
     default: {   /* fast: grid-stride over 4-element vectors, then shuffles */
-        uint64_t nvec = j->a->n / 4, stride = j->grid * b, tail = j->a->n - nvec * 4;
+        uint64_t nvec = n / 4, stride = j->grid * b, tail = n - nvec * 4, base = blk * b;
         for (unsigned t = 0; t < b; t++)
             s[t] = id;
-        for (uint64_t base = blk * b; base < nvec; base += stride)
+        for (; base + b <= nvec; base += stride)
+            for (unsigned t = 0; t < b; t += LANES) {
+                lanes x;
+                fetch_ahead(j, 4 * (base + stride + t));    /* the next row, as the kernel's loads in flight */
+                vector_sums(&x, j->in, 4 * (base + t), op, dt);
+                lanes_apply((lanes *)(s + t), &x, op, dt);
+            }
+        for (; base < nvec; base += stride)
             for (unsigned t = 0; t < b && base + t < nvec; t++) {
                 uint64_t e = 4 * (base + t);
-                double x = APPLY(j, APPLY(j, elem(j->in, j->a->dtype, e), elem(j->in, j->a->dtype, e + 1)),
-                                 APPLY(j, elem(j->in, j->a->dtype, e + 2), elem(j->in, j->a->dtype, e + 3)));
-                s[t] = APPLY(j, s[t], x);
+                double x = acc_apply(op, dt, acc_apply(op, dt, elem(j->in, dt, e), elem(j->in, dt, e + 1)),
+                                     acc_apply(op, dt, elem(j->in, dt, e + 2), elem(j->in, dt, e + 3)));
+                s[t] = acc_apply(op, dt, s[t], x);
             }
         for (unsigned t = 0; t < b; t++)
             if (blk * b + t < tail)
-                s[t] = APPLY(j, s[t], elem(j->in, j->a->dtype, nvec * 4 + blk * b + t));
-        return block_shuffle(j, s, b);
+                s[t] = acc_apply(op, dt, s[t], elem(j->in, dt, nvec * 4 + blk * b + t));
+        return block_shuffle(s, b, op, dt);
     }
     }
 }
 
-static void blocks_range(uint64_t first, uint64_t last, void *ctx)
+KIND_INLINE void blocks_of_kind(const block_job *j, uint64_t first, uint64_t last, cl_reduce_op op,
+                                cl_reduce_dtype dt)
 {
-    const block_job *j = ctx;
     double s[1024];
     for (uint64_t blk = first; blk < last; blk++)
-        j->partials[blk] = run_block(j, blk, s);
+        j->partials[blk] = run_block(j, blk, s, op, dt);
+}
+
+/* One copy of the blocks' loops per (op, dtype). */
+CL_HOT static void blocks_range(uint64_t first, uint64_t last, void *ctx)
+{
+    const block_job *j = ctx;
+    cl_reduce_op op = j->a->op;
+    if (j->a->dtype == CL_REDUCE_FLOAT) {
+        if (op == CL_REDUCE_SUM)
+            blocks_of_kind(j, first, last, CL_REDUCE_SUM, CL_REDUCE_FLOAT);
+        else if (op == CL_REDUCE_MAX)
+            blocks_of_kind(j, first, last, CL_REDUCE_MAX, CL_REDUCE_FLOAT);
+        else
+            blocks_of_kind(j, first, last, CL_REDUCE_MIN, CL_REDUCE_FLOAT);
+    } else {
+        if (op == CL_REDUCE_SUM)
+            blocks_of_kind(j, first, last, CL_REDUCE_SUM, CL_REDUCE_INT);
+        else if (op == CL_REDUCE_MAX)
+            blocks_of_kind(j, first, last, CL_REDUCE_MAX, CL_REDUCE_INT);
+        else
+            blocks_of_kind(j, first, last, CL_REDUCE_MIN, CL_REDUCE_INT);
+    }
 }
 
 /* The second kernel: one block of CL_REDUCE_FINAL_BLOCK threads over the partials. */
 static double final_block(const block_job *j)
 {
     static const unsigned b = CL_REDUCE_FINAL_BLOCK;
-    double s[CL_REDUCE_FINAL_BLOCK], id = acc_identity(j->a->op);
+    cl_reduce_op op = j->a->op;
+    cl_reduce_dtype dt = j->a->dtype;
+    double s[CL_REDUCE_FINAL_BLOCK], id = acc_identity(op);
     uint64_t p = j->grid;
     for (unsigned t = 0; t < b; t++) {
         double acc[4] = {id, id, id, id};
         uint64_t i = t;
         for (; i + 3u * b < p; i += 4u * b)
             for (unsigned u = 0; u < 4; u++)
-                acc[u] = APPLY(j, acc[u], j->partials[i + u * b]);
+                acc[u] = acc_apply(op, dt, acc[u], j->partials[i + u * b]);
         for (; i < p; i += b)
-            acc[0] = APPLY(j, acc[0], j->partials[i]);
-        s[t] = APPLY(j, APPLY(j, acc[0], acc[1]), APPLY(j, acc[2], acc[3]));
+            acc[0] = acc_apply(op, dt, acc[0], j->partials[i]);
+        s[t] = acc_apply(op, dt, acc_apply(op, dt, acc[0], acc[1]), acc_apply(op, dt, acc[2], acc[3]));
     }
     if (j->variant == CL_REDUCE_FAST)
-        return block_shuffle(j, s, b);
-    return tree(j, s, b, j->variant == CL_REDUCE_DIVERGENT);
+        return block_shuffle(s, b, op, dt);
+    return tree(s, b, j->variant == CL_REDUCE_DIVERGENT, op, dt);
 }
 
 /* ---- the launch ---- */
