@@ -138,8 +138,10 @@ KIND_INLINE double block_shuffle(double *v, unsigned b, cl_reduce_op op, cl_redu
 /* *out = (a0 op a1, a2 op a3, b0 op b1, b2 op b3). */
 KIND_INLINE void pair_up(lanes *out, const lanes *a, const lanes *b, cl_reduce_op op, cl_reduce_dtype dt)
 {
-    lanes odd = __builtin_shufflevector(*a, *b, 1, 3, 5, 7);
-    *out = __builtin_shufflevector(*a, *b, 0, 2, 4, 6);
+    /* element by element rather than __builtin_shufflevector, which GCC has only from 12 (Ubuntu 22.04
+     * has 11): the compiler makes the same shuffles of it */
+    lanes odd = { (*a)[1], (*a)[3], (*b)[1], (*b)[3] };
+    *out = (lanes){ (*a)[0], (*a)[2], (*b)[0], (*b)[2] };
     lanes_apply(out, &odd, op, dt);
 }
 
