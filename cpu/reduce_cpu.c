@@ -53,35 +53,24 @@ static unsigned char *flush_buffer(void)
 }
 
 /* show-source: reduce cpu */
-/* The lecture's host loop: one thread walks the array once (a loop per
- * operation, so that the loop holds nothing but the operation). */
+/* The lecture's host loop: one thread walks the array once. */
 static double host_loop(const cl_reduce_args *a, const void *in)
 {
     if (a->dtype == CL_REDUCE_FLOAT) {
         const float *x = in;
         double acc = acc_identity(a->op);
-        if (a->op == CL_REDUCE_SUM)
-            for (uint64_t i = 0; i < a->n; i++)
-                acc += x[i];
-        else if (a->op == CL_REDUCE_MAX)
-            for (uint64_t i = 0; i < a->n; i++)
-                acc = x[i] > acc ? x[i] : acc;
-        else
-            for (uint64_t i = 0; i < a->n; i++)
-                acc = x[i] < acc ? x[i] : acc;
+        for (uint64_t i = 0; i < a->n; i++)
+            acc = a->op == CL_REDUCE_SUM ? acc + x[i]
+                : a->op == CL_REDUCE_MAX ? (x[i] > acc ? x[i] : acc)
+                                         : (x[i] < acc ? x[i] : acc);
         return acc;
     }
     const int32_t *x = in;
     int64_t acc = a->op == CL_REDUCE_SUM ? 0 : a->op == CL_REDUCE_MAX ? INT64_MIN : INT64_MAX;
-    if (a->op == CL_REDUCE_SUM)
-        for (uint64_t i = 0; i < a->n; i++)
-            acc += x[i];
-    else if (a->op == CL_REDUCE_MAX)
-        for (uint64_t i = 0; i < a->n; i++)
-            acc = x[i] > acc ? x[i] : acc;
-    else
-        for (uint64_t i = 0; i < a->n; i++)
-            acc = x[i] < acc ? x[i] : acc;
+    for (uint64_t i = 0; i < a->n; i++)
+        acc = a->op == CL_REDUCE_SUM ? acc + x[i]
+            : a->op == CL_REDUCE_MAX ? (x[i] > acc ? x[i] : acc)
+                                     : (x[i] < acc ? x[i] : acc);
     return (double)acc;
 }
 /* show-source: end */

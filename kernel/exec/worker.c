@@ -211,11 +211,13 @@ int worker_exec(const magic_spec *m, const json_t *given, const json_t *cpu_defa
     /* the device within the backend (the CPU is one, whichever simulated GPU admission gave) */
     ctx->device = strcmp(ctx->backend->name, "cpu") != 0 ? backend_device() : 0;
     ctx->device_open = ctx->backend == cl_cpu_backend() || backend_chosen();
-    /* the CPU's defaults where the user gave none (fewer reps, smaller sizes), said in the note */
+    /* the CPU's defaults where the user gave none (fewer reps, smaller sizes), said in the note; not
+     * where the CPU computes for a simulated GPU (CUDALAB_TEST_FAKE_GPU), which stands for a GPU */
     char changed[300] = "";
-    json_t *params = ctx->backend == cl_cpu_backend() ? params_cpu_defaults(m, given, cpu_defaulted, changed,
-                                                                            sizeof changed)
-                                                      : json_incref((json_t *)given);
+    int gpus = 0;
+    bool on_cpu = ctx->backend == cl_cpu_backend() && (want_cpu || (backend_gpus(&gpus), gpus == 0));
+    json_t *params = on_cpu ? params_cpu_defaults(m, given, cpu_defaulted, changed, sizeof changed)
+                            : json_incref((json_t *)given);
     if (changed[0])
         snprintf(note + strlen(note), sizeof note - strlen(note), "%sCPU defaults: %s", note[0] ? "; " : "",
                  changed);
