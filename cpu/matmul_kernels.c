@@ -118,20 +118,20 @@ const cpu_mm_impl cpu_mm_naive = { naive_configure, naive_run };
  * multiply and add, so the sums are the same bits as the scalar loop's. */
 typedef float v8f __attribute__((vector_size(32)));
 
-static inline void tile_rows(int t, int lanes, float (*acc)[MAX_TILE], float (*as)[MAX_TILE], float (*bs)[MAX_TILE])
+static inline void tile_rows(int t, float (*acc)[MAX_TILE], float (*as)[MAX_TILE], float (*bs)[MAX_TILE])
 {
     for (int ty = 0; ty < t; ty++) {
         v8f row[MAX_TILE / 8];
-        memcpy(row, acc[ty], (size_t)lanes * sizeof(float));
+        memcpy(row, acc[ty], (size_t)t * sizeof(float));
         for (int i = 0; i < t; i++) {
             v8f a = { as[ty][i], as[ty][i], as[ty][i], as[ty][i], as[ty][i], as[ty][i], as[ty][i], as[ty][i] };
-            for (int v = 0; v < lanes / 8; v++) {
+            for (int v = 0; v < t / 8; v++) {
                 v8f b;
                 memcpy(&b, &bs[i][8 * v], sizeof b);
                 row[v] += a * b;
             }
         }
-        memcpy(acc[ty], row, (size_t)lanes * sizeof(float));
+        memcpy(acc[ty], row, (size_t)t * sizeof(float));
     }
 }
 
@@ -170,12 +170,12 @@ CL_HOT static void tiled_block(long long blk, void *arg)
                 }
         }
         /* the first __syncthreads: every tile element is in place */
-        if (t == 16)
-            tile_rows(16, 16, acc, as, bs);
+        if (t == 16)                /* each with t a constant, inlined */
+            tile_rows(16, acc, as, bs);
         else if (t == 32)
-            tile_rows(32, 32, acc, as, bs);
+            tile_rows(32, acc, as, bs);
         else if (t == 8)
-            tile_rows(8, 8, acc, as, bs);
+            tile_rows(8, acc, as, bs);
         else
             tile_product(t, acc, as, bs);
         /* the second __syncthreads: done with the tiles before the next phase */
@@ -335,18 +335,20 @@ static struct {
     bool tried;
     cblas_sgemm_fn *sgemm;
     char name[96];                  /* "OpenBLAS 0.3.21 …", or the library's file name */
+    const char *looked_for;         /* where, for the run that finds none */
 } blas;
 
 /* CUDALAB_BLAS names the library instead (a path or a file name), or "none". */
 static bool blas_load(int threads)
 {
-    const char *libs[] = { "libopenblas.so.0", "libblas.so.3", NULL };
-    const char *chosen = getenv("CUDALAB_BLAS");
-    if (chosen && *chosen)
-        libs[0] = strcmp(chosen, "none") == 0 ? NULL : chosen, libs[1] = NULL;
     if (blas.tried)
         return blas.sgemm != NULL;
     blas.tried = true;
+    const char *libs[] = { "libopenblas.so.0", "libblas.so.3", NULL };
+    const char *chosen = getenv("CUDALAB_BLAS");
+    blas.looked_for = "libopenblas.so.0, libblas.so.3";
+    if (chosen && *chosen)
+        libs[0] = strcmp(chosen, "none") == 0 ? NULL : chosen, libs[1] = NULL, blas.looked_for = "CUDALAB_BLAS";
     for (int i = 0; libs[i] && !blas.sgemm; i++) {
         void *h = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
         if (!h)
@@ -377,8 +379,7 @@ static void blas_configure(const cpu_mm_problem *p, cl_matmul_result *out)
     if (!blas_load(p->threads)) {
         reference_configure(p, out);
         snprintf(out->impl, sizeof out->impl, "no BLAS library (%s): the CPU reference product stands in, "
-                 "double accumulation", getenv("CUDALAB_BLAS") && *getenv("CUDALAB_BLAS") ? "CUDALAB_BLAS"
-                 : "libopenblas.so.0, libblas.so.3");
+                 "double accumulation", blas.looked_for);
         snprintf(out->precision, sizeof out->precision, "fp64");
         return;
     }

@@ -241,22 +241,9 @@ KIND_INLINE void blocks_of_kind(const block_job *j, uint64_t first, uint64_t las
 CL_HOT static void blocks_range(uint64_t first, uint64_t last, void *ctx)
 {
     const block_job *j = ctx;
-    cl_reduce_op op = j->a->op;
-    if (j->a->dtype == CL_REDUCE_FLOAT) {
-        if (op == CL_REDUCE_SUM)
-            blocks_of_kind(j, first, last, CL_REDUCE_SUM, CL_REDUCE_FLOAT);
-        else if (op == CL_REDUCE_MAX)
-            blocks_of_kind(j, first, last, CL_REDUCE_MAX, CL_REDUCE_FLOAT);
-        else
-            blocks_of_kind(j, first, last, CL_REDUCE_MIN, CL_REDUCE_FLOAT);
-    } else {
-        if (op == CL_REDUCE_SUM)
-            blocks_of_kind(j, first, last, CL_REDUCE_SUM, CL_REDUCE_INT);
-        else if (op == CL_REDUCE_MAX)
-            blocks_of_kind(j, first, last, CL_REDUCE_MAX, CL_REDUCE_INT);
-        else
-            blocks_of_kind(j, first, last, CL_REDUCE_MIN, CL_REDUCE_INT);
-    }
+#define BLOCKS(op, dt) blocks_of_kind(j, first, last, op, dt)
+    REDUCE_BY_KIND(j->a->op, j->a->dtype, BLOCKS);
+#undef BLOCKS
 }
 
 /* The second kernel: one block of CL_REDUCE_FINAL_BLOCK threads over the partials. */

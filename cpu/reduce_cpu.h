@@ -18,6 +18,18 @@
 #include "common/cpu_common.h"
 #include "cudalab/reduce.h"
 
+/* KIND(OP, DT) with op and dt turned into constants: each (op, dtype) gets
+ * its own copy of the inlined loops KIND expands to, with no switch left
+ * inside them. An expression (void, or of one type in every case). */
+#define REDUCE_BY_KIND(op, dt, KIND)                                                                         \
+    ((dt) == CL_REDUCE_FLOAT                                                                                \
+         ? ((op) == CL_REDUCE_SUM   ? KIND(CL_REDUCE_SUM, CL_REDUCE_FLOAT)                                  \
+            : (op) == CL_REDUCE_MAX ? KIND(CL_REDUCE_MAX, CL_REDUCE_FLOAT)                                  \
+                                    : KIND(CL_REDUCE_MIN, CL_REDUCE_FLOAT))                                 \
+         : ((op) == CL_REDUCE_SUM   ? KIND(CL_REDUCE_SUM, CL_REDUCE_INT)                                    \
+            : (op) == CL_REDUCE_MAX ? KIND(CL_REDUCE_MAX, CL_REDUCE_INT)                                    \
+                                    : KIND(CL_REDUCE_MIN, CL_REDUCE_INT)))
+
 static inline double acc_identity(cl_reduce_op op)
 {
     return op == CL_REDUCE_SUM ? 0.0 : op == CL_REDUCE_MAX ? -INFINITY : INFINITY;

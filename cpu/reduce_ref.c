@@ -77,22 +77,9 @@ CL_HOT static void chunk_range(uint64_t first, uint64_t last, void *ctx)
 {
     const chunk_job *j = ctx;
     cl_reduce_op op = j->a->op;
-    uint64_t c;
-    if (j->a->dtype == CL_REDUCE_FLOAT) {
-        if (op == CL_REDUCE_SUM)
-            c = chunk_groups(j, first, last, CL_REDUCE_SUM, CL_REDUCE_FLOAT);
-        else if (op == CL_REDUCE_MAX)
-            c = chunk_groups(j, first, last, CL_REDUCE_MAX, CL_REDUCE_FLOAT);
-        else
-            c = chunk_groups(j, first, last, CL_REDUCE_MIN, CL_REDUCE_FLOAT);
-    } else {
-        if (op == CL_REDUCE_SUM)
-            c = chunk_groups(j, first, last, CL_REDUCE_SUM, CL_REDUCE_INT);
-        else if (op == CL_REDUCE_MAX)
-            c = chunk_groups(j, first, last, CL_REDUCE_MAX, CL_REDUCE_INT);
-        else
-            c = chunk_groups(j, first, last, CL_REDUCE_MIN, CL_REDUCE_INT);
-    }
+#define GROUPS(op_, dt) chunk_groups(j, first, last, op_, dt)
+    uint64_t c = REDUCE_BY_KIND(op, j->a->dtype, GROUPS);
+#undef GROUPS
     for (; c < last; c++) {
         uint64_t lo = c * CHUNK, hi = lo + CHUNK < j->a->n ? lo + CHUNK : j->a->n;
         double acc = acc_identity(op);
