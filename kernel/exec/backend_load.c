@@ -123,6 +123,17 @@ static bool busy_error(const char *err)
 static admission_gpu gpus[ADMISSION_MAX_GPUS];
 static int ngpus, device_in_use;
 
+/* Whether NVIDIA's driver library is installed. Without it the CUDA runtime says "CUDA driver version
+ * is insufficient for CUDA runtime version", which sends a student looking for a driver update on a
+ * machine that has no NVIDIA GPU at all. */
+static bool nvidia_driver_installed(void)
+{
+    void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (driver)
+        dlclose(driver);
+    return driver != NULL;
+}
+
 static int list_gpus(const cl_backend *b, char *why, size_t len, bool *busy)
 {
     char err[CL_ERR_LEN] = "";
@@ -131,7 +142,10 @@ static int list_gpus(const cl_backend *b, char *why, size_t len, bool *busy)
         return 0;                   /* listed before (asked again while waiting) */
     if (b->device_count(&count, err) != 0) {
         *busy = busy_error(err);
-        note_set(why, len, "%s: %s", *busy ? "the GPU is busy" : "no CUDA device", err[0] ? err : "unknown error");
+        if (!*busy && !nvidia_driver_installed())
+            note_set(why, len, "no NVIDIA driver on this machine (libcuda.so.1 is not installed)");
+        else
+            note_set(why, len, "%s: %s", *busy ? "the GPU is busy" : "no CUDA device", err[0] ? err : "unknown error");
         return -1;
     }
     for (int d = 0; d < count && d < ADMISSION_MAX_GPUS; d++) {

@@ -136,7 +136,7 @@ void worker_kill(worker *w, int *status)
     close_worker(w);
 }
 
-void worker_reap(worker *w, char *buf, size_t len)
+bool worker_reap(worker *w, char *buf, size_t len)
 {
     int st = 0;
     pid_t r = 0;
@@ -154,6 +154,7 @@ void worker_reap(worker *w, char *buf, size_t len)
         snprintf(buf, len, "exited with status %d", WEXITSTATUS(st));
     else
         snprintf(buf, len, "ended");
+    return r == 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0;
 }
 
 /* ---- the worker process ---- */
@@ -355,19 +356,19 @@ int worker_main(int fd)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     if (capture_start() != 0)
-        klog("worker: stdout not captured (device printf goes to the log)");
+        kinfo("worker: stdout not captured (device printf goes to the log)");
     /* choose the backend now, while the user is still typing: the first CUDA
      * call creates the context and can take a second */
     char note[512];
     const cl_backend *b = backend_select(note, sizeof note);
-    klog("worker: backend %s%s%s", b ? b->name : "none yet", note[0] ? ": " : "", note);
+    kinfo("worker: backend %s%s%s", b ? b->name : "none yet", note[0] ? ": " : "", note);
     double idle_s = idle_limit_s(), since = monotonic_ms();
     for (;;) {
         /* holding a GPU slot, idle, while another kernel waits for one: let it go (the kernel starts a
          * fresh worker, which waits its turn when a command comes) */
         while (admission_held() && !readable(fd, 1000)) {
             if ((monotonic_ms() - since) / 1e3 >= idle_s && admission_wanted()) {
-                klog("worker: idle for %.0f s while another kernel waits for the GPU: letting it go",
+                kinfo("worker: idle for %.0f s while another kernel waits for the GPU: letting it go",
                      (monotonic_ms() - since) / 1e3);
                 return 0;
             }

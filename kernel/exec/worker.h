@@ -39,8 +39,9 @@ int worker_flush(worker *w);
 bool worker_writing(const worker *w);
 /* Kills the worker (SIGKILL) and reaps it. *status gets the wait status when non-NULL. */
 void worker_kill(worker *w, int *status);
-/* Reaps a worker whose end of the pipe closed; describes how it ended into buf. */
-void worker_reap(worker *w, char *buf, size_t len);
+/* Reaps a worker whose end of the pipe closed; describes how it ended into buf. True when that
+ * was abnormal (a signal, a non-zero status, or it had to be killed), false for a clean exit. */
+bool worker_reap(worker *w, char *buf, size_t len);
 
 /* The worker process's main loop (`cudalab --worker FD`). Returns the exit code. */
 int worker_main(int fd);

@@ -271,8 +271,7 @@ static int kernel_recv(kernel *k, enum conn_port channel, shell_request *req)
         wire_msg_free(&req->msg);
         return 0;
     }
-    if (klog_verbose)
-        klog("%s: %s", conn_port_name(channel), req->msg.msg_type);
+    kinfo("%s: %s", conn_port_name(channel), req->msg.msg_type);
     return 1;
 }
 
@@ -459,8 +458,10 @@ static void on_worker_output(kernel *k)
         char how[160];
         if (r < 0)
             klog("worker sent a corrupt frame; stopping it");
-        worker_reap(&k->worker, how, sizeof how);
-        klog("worker %s", how);
+        if (worker_reap(&k->worker, how, sizeof how) || r < 0)
+            klog("worker %s", how);
+        else
+            kinfo("worker %s", how);    /* it left on its own: idle, or its context unusable (said) */
         shell_on_worker_exit(k->shell, how);
         worker_respawn(k);
     }
@@ -540,7 +541,7 @@ static void watch_parent(loop *l, void *data)
 {
     kernel *k = data;
     if (parent_gone(k)) {
-        klog("kernel: its parent (pid %d%s) is gone: shutting down", k->jpy_parent > 1 ? k->jpy_parent : k->parent,
+        kinfo("kernel: its parent (pid %d%s) is gone: shutting down", k->jpy_parent > 1 ? k->jpy_parent : k->parent,
              k->jpy_parent > 1 ? ", JPY_PARENT_PID" : "");
         k->quit = true;
         loop_stop(l);

@@ -12,7 +12,7 @@ enum handled handle_shutdown(shell_session *s, shell_request *req)
                  json_pack("{s:s, s:b}", "status", "ok", "restart", restart));
     s->quitting = true;
     s->host->quit(s->host->server);
-    klog("shutdown requested%s", restart ? " (restart)" : "");
+    kinfo("shutdown requested%s", restart ? " (restart)" : "");
     return HANDLED_DONE;
 }
 

@@ -277,7 +277,7 @@ static void cell_stop(shell_session *s, const char *ename, const char *why)
 {
     struct cell *c = s->cell;
     if (!c || !c->waiting) {
-        klog("%s while idle: nothing to stop", why);
+        kinfo("%s while idle: nothing to stop", why);
         return;
     }
     if (c->stop_ename[0]) {

@@ -21,7 +21,8 @@ RESULT = "application/vnd.cudalab.result+json"
 
 
 def env(tmp_path, idle_s: float = 1.0, wait_s: float = 60.0, gpus: int = 1, contexts: int = 1) -> dict[str, str]:
-    return {"CUDALAB_TESTING": "1", "CUDALAB_TEST_FAKE_GPU": str(gpus), "CUDALAB_GPU_CONTEXTS": str(contexts),
+    """CUDALAB_DEBUG=1: the tests read when a worker let its GPU go in the kernel's log."""
+    return {"CUDALAB_DEBUG": "1", "CUDALAB_TESTING": "1", "CUDALAB_TEST_FAKE_GPU": str(gpus), "CUDALAB_GPU_CONTEXTS": str(contexts),
             "CUDALAB_ADMISSION_DIR": str(tmp_path / "admission"), "CUDALAB_GPU_IDLE_S": str(idle_s),
             "CUDALAB_GPU_WAIT": str(wait_s)}
 

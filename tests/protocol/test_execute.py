@@ -1,6 +1,7 @@
 """execute_request: outputs, results, errors, counts, silent, store_history, stop_on_error."""
 from __future__ import annotations
 
+import ctypes
 import time
 
 import psutil
@@ -421,6 +422,18 @@ def test_device_without_gpu_reports_cpu_backend_and_why(kernel):
     doc = only(msgs, "execute_result")[0]["content"]["data"]["application/vnd.cudalab.result+json"]
     assert doc["backend"] == "cpu"
     assert isinstance(doc["backend_note"], str) and doc["backend_note"].strip(), doc
+    if not driver_installed():
+        # not the CUDA runtime's "CUDA driver version is insufficient", which sends a student to update a
+        # driver the machine does not have
+        assert doc["backend_note"] == "no NVIDIA driver on this machine (libcuda.so.1 is not installed)", doc
+
+
+def driver_installed() -> bool:
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        return True
+    except OSError:
+        return False
 
 
 def test_worker_process_is_started_with_the_kernel(kernel):
