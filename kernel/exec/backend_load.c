@@ -143,7 +143,7 @@ static int list_gpus(const cl_backend *b, char *why, size_t len, bool *busy)
     if (b->device_count(&count, err) != 0) {
         *busy = busy_error(err);
         if (!*busy && !nvidia_driver_installed())
-            note_set(why, len, "no NVIDIA driver on this machine (libcuda.so.1 is not installed)");
+            note_set(why, len, "no NVIDIA driver on this machine: libcuda.so.1 is not installed");
         else
             note_set(why, len, "%s: %s", *busy ? "the GPU is busy" : "no CUDA device", err[0] ? err : "unknown error");
         return -1;

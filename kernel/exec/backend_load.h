@@ -17,7 +17,7 @@
 
 /* Returns the backend to use and writes into note why it was chosen:
  * "CUDA device D: <name>" for CUDA, the reason for falling back otherwise
- * (e.g. "no NVIDIA driver on this machine (libcuda.so.1 is not installed)", or
+ * (e.g. "no NVIDIA driver on this machine: libcuda.so.1 is not installed", or
  * "no CUDA device: " and the CUDA runtime's reason). note may be NULL when len is 0.
  *
  * With CUDA, admission picks the device (admission.h: a slot on the visible

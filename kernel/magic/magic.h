@@ -99,8 +99,9 @@ const magic_spec *magic_find(const char *name);
 
 /* ---- running context: implemented by the kernel, the worker and the CLI ---- */
 /* How a result is shown. A plain result is a new output. Progress is a display
- * that later results replace: SHOW creates it, UPDATE replaces it, FINAL
- * replaces it with the command's final result (what a terminal prints). */
+ * that later results replace: SHOW creates it, UPDATE replaces it, FINAL ends it
+ * with the command's final result (what a terminal prints: in Jupyter, a new
+ * output in its place, as a terminal frontend ignores display updates). */
 enum result_mode { RESULT_PLAIN, RESULT_SHOW, RESULT_UPDATE, RESULT_FINAL };
 
 typedef struct magic_out {

@@ -2,8 +2,9 @@
  * other output follows, when the command ends, past 64 KiB, or 50 ms after it
  * started to pile up, so a cell printing thousands of lines sends a handful of
  * messages, and capped at CUDALAB_MAX_OUTPUT), and results rendered to bundles:
- * display_data, update_display_data for progress, and the last command's
- * result as the cell's execute_result. A view's "next_input" text is kept for
+ * display_data, update_display_data for progress (a sweep's final table is a
+ * display_data of its own), and the last command's result as the cell's
+ * execute_result. A view's "next_input" text is kept for
  * the reply's set_next_input payload (execute.c). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,9 +94,17 @@ static void cell_result(void *impl, json_t *doc, json_t *view, const char *displ
     json_t *data = c && !c->silent ? render_bundle(doc, view) : NULL;
     if (data) {
         json_t *transient = display_id ? json_pack("{s:s}", "display_id", display_id) : json_object();
-        if (mode == RESULT_UPDATE || mode == RESULT_FINAL) {
+        if (mode == RESULT_UPDATE) {
             session_publish(s, &c->req.msg, "update_display_data",
                            json_pack("{s:o, s:{}, s:o}", "data", data, "metadata", "transient", transient));
+        } else if (mode == RESULT_FINAL) {
+            /* A terminal (jupyter console) ignores update_display_data: the final result is a new
+             * output, right after the progress display it ends, which is emptied (an empty bundle:
+             * notebook frontends and nbconvert show nothing for it). */
+            session_publish(s, &c->req.msg, "update_display_data",
+                           json_pack("{s:{}, s:{}, s:o}", "data", "metadata", "transient", transient));
+            session_publish(s, &c->req.msg, "display_data",
+                           json_pack("{s:o, s:{}, s:{}}", "data", data, "metadata", "transient"));
         } else if (mode == RESULT_PLAIN && c->next == c->ncmds - 1) {
             /* the last command's result is the cell's value: Out[n] */
             history_set_output(s->history, c->count,

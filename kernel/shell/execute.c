@@ -84,6 +84,9 @@ static void cell_finish(shell_session *s)
             json_array_append_new(json_object_get(reply, "payload"),
                                   json_pack("{s:s, s:O, s:b}", "source", "set_next_input", "text",
                                             c->next_input, "replace", 0));
+        if (c->ask_exit)        /* jupyter console leaves, and stops the kernel */
+            json_array_append_new(json_object_get(reply, "payload"),
+                                  json_pack("{s:s, s:b}", "source", "ask_exit", "keepkernel", 0));
     }
     json_object_set_new(reply, "execution_count", json_integer(c->count));
     /* Before the reply goes out: whatever a client sends after seeing it is
@@ -360,6 +363,23 @@ static json_t *echoed_code(const char *text)
                         n, text, len - (size_t)n, len);
 }
 
+/* A cell that is only `exit` or `quit` (or `exit()`, `quit()`, as a Python user types them): the one
+ * exception to "every line is a magic", so that a terminal frontend can be left as ipykernel's is. */
+static bool asks_exit(const char *text)
+{
+    static const char *const words[] = { "exit", "quit", "exit()", "quit()" };
+    if (!text)
+        return false;
+    text += strspn(text, " \t\r\n");
+    size_t len = strlen(text);
+    while (len > 0 && strchr(" \t\r\n", text[len - 1]))
+        len--;
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (len == strlen(words[i]) && strncmp(text, words[i], len) == 0)
+            return true;
+    return false;
+}
+
 static bool flag(const json_t *content, const char *key, bool def)
 {
     const json_t *v = json_object_get(content, key);
@@ -391,8 +411,11 @@ enum handled handle_execute(shell_session *s, shell_request *req)
         session_publish(s, &c->req.msg, "execute_input",
                        json_pack("{s:o, s:i}", "code", echoed_code(text), "execution_count", c->count));
     parse_error perr;
-    c->ncmds = cell_parse(text, &c->cmds, &perr);
-    if (c->ncmds < 0) {
+    c->ask_exit = asks_exit(text);
+    c->ncmds = c->ask_exit ? 0 : cell_parse(text, &c->cmds, &perr);
+    if (c->ask_exit) {
+        cell_finish(s);
+    } else if (c->ncmds < 0) {
         c->ncmds = 0;
         json_t *tb = json_array();
         if (perr.line > 0)

@@ -34,6 +34,7 @@ struct cell {
     bool waiting;               /* a command is in the worker */
     json_t *error;              /* {ename, evalue, traceback} of the worker's error, or NULL */
     json_t *next_input;         /* a result view's "next_input" text: the reply's set_next_input, or NULL */
+    bool ask_exit;              /* the cell was `exit` or `quit`: the reply asks a terminal frontend to leave */
     double started_ms;          /* when the cell started (now_ms) */
     double timeout_at_ms;       /* the per-cell limit, 0 = none */
     char stop_ename[32];        /* set when the cell is being stopped: KeyboardInterrupt, TimeoutError */

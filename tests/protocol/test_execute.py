@@ -425,7 +425,7 @@ def test_device_without_gpu_reports_cpu_backend_and_why(kernel):
     if not driver_installed():
         # not the CUDA runtime's "CUDA driver version is insufficient", which sends a student to update a
         # driver the machine does not have
-        assert doc["backend_note"] == "no NVIDIA driver on this machine (libcuda.so.1 is not installed)", doc
+        assert doc["backend_note"] == "no NVIDIA driver on this machine: libcuda.so.1 is not installed", doc
 
 
 def driver_installed() -> bool:

@@ -65,12 +65,13 @@ def test_a_big_cheap_sweep_sends_few_small_updates(cpu_kernel):
         sizes = [size_of(m) for m in progress]
         assert max(sizes) <= PROGRESS_MAX_BYTES, sizes
         assert sum(sizes) <= PROGRESS_MAX_BYTES * len(progress)
-        # the final result replaces the progress display and has every run
-        assert len(final) == 1 and final[0]["msg_type"] == "update_display_data"
+        # the final result is one new output with every run, and the progress display it ends is emptied
+        assert len(final) == 1 and final[0]["msg_type"] == "display_data"
         doc = final[0]["content"]["data"][RESULT_MIME_TYPE]
         assert doc["sweep"]["points"] == POINTS and len(doc["runs"]) == POINTS
-        ids = {m["content"]["transient"]["display_id"] for m in displays}
-        assert len(ids) == 1, ids
+        assert progress[-1]["msg_type"] == "update_display_data" and progress[-1]["content"]["data"] == {}
+        ids = {m["content"]["transient"].get("display_id") for m in progress}
+        assert len(ids) == 1 and None not in ids, ids
         assert not streams(msgs, "stderr")
         assert_next_cell_works(kc)
     hb.check(0.5)
