@@ -142,6 +142,7 @@ static int cpu_coalesce_run(const cl_coalesce_args *a, cl_coalesce_result *out, 
         if (r >= 0) {
             out->times.ms[r] = (float)(t1 - t0);
             out->times.reps = r + 1;
+            cl_rep_done();
         }
     }
     if (a->check)

@@ -156,6 +156,7 @@ static const cl_backend cpu_backend = {
     cl_cpu_copy_bandwidth,
     NULL,                       /* the host is always usable */
     NULL,                       /* and always in use */
+    NULL,                       /* its analogues count their reps themselves */
     CL_FAMILIES(CL_BACKEND_OPS_CPU_)
 };
 

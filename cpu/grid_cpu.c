@@ -123,8 +123,10 @@ static int cpu_grid_run(const cl_grid_args *a, cl_grid_result *out, char *err)
         double t0 = cl_now_ms();
         idle = map_once(a, count, nthreads);
         double t1 = cl_now_ms();
-        if (r >= a->warmup)
+        if (r >= a->warmup) {
             out->times.ms[out->times.reps++] = (float)(t1 - t0);
+            cl_rep_done();
+        }
     }
     for (uint64_t i = 0; i < n; i++) {
         out->visited_once += count[i] == 1;

@@ -229,8 +229,10 @@ static int cpu_histo_run(const cl_histo_args *a, cl_histo_result *r, char *err)
         double t0 = cl_now_ms();
         launch(&h, cpu_rows[a->variant].analogue, nthreads);
         double t1 = cl_now_ms();
-        if (rep >= a->warmup)
+        if (rep >= a->warmup) {
             r->times.ms[rep - a->warmup] = (float)(t1 - t0);
+            cl_rep_done();
+        }
     }
     r->times.reps = a->reps;
     r->nbins = h.nbins;

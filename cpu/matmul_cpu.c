@@ -120,6 +120,7 @@ static int cpu_matmul_run(int id, const cl_matmul_args *a, cl_matmul_result *out
         double t0 = cl_now_ms();
         impl->run(&p);
         out->times.ms[r] = (float)(cl_now_ms() - t0);
+        cl_rep_done();
     }
     out->times.reps = a->reps;
     free(buf);

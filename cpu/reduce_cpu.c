@@ -207,6 +207,7 @@ static int cpu_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out,
         value = run_once(&r, &ok);
         out->times.ms[k] = (float)(cl_now_ms() - t0);
         out->times.reps = k + 1;
+        cl_rep_done();
     }
     if (!ok) {
         snprintf(err, CL_ERR_LEN, "out of host memory during the reduction");

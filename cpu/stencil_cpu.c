@@ -379,6 +379,7 @@ static int cpu_stencil_run(int v, const cl_stencil_args *a, float *host_out, cl_
         launch(v, a, in, out, w, tiles, tile_len, accs);
         res->times.ms[r] = (float)(cl_now_ms() - t0);
         res->times.reps = r + 1;
+        cl_rep_done();
     }
     res->launch = cl_launch_2d(blocks_x(a), blocks_y(a), a->block[0], a->dim == 1 ? 1 : a->block[1],
                                v == CL_STENCIL_TILED ? tile_len * sizeof(float) : 0, 1);

@@ -101,6 +101,7 @@ static int cpu_vecadd_student(const cl_vecadd_args *a, cl_vecadd_result *out, ch
         out->kernel.ms[r] = one.ms[0];
         out->d2h.ms[r] = (float)(t3 - t2);
         out->h2d.reps = out->kernel.reps = out->d2h.reps = r + 1;
+        cl_rep_done();
     }
     simt_arena_close(&ar);
     if (rc == 0 && a->check)
@@ -152,6 +153,7 @@ static int cpu_vecadd_run(const cl_vecadd_args *a, cl_vecadd_result *out, char *
         out->kernel.ms[r] = (float)(t2 - t1);
         out->d2h.ms[r] = (float)(t3 - t2);
         out->h2d.reps = out->kernel.reps = out->d2h.reps = r + 1;
+        cl_rep_done();
     }
     if (a->check)
         cl_vecadd_verify(a, hout, out);

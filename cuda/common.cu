@@ -243,6 +243,13 @@ int cl_cuda_synchronize(const char *what, char *err)
     return out;
 }
 
+static void (*rep_hook)(void);
+
+void cl_cuda_set_rep_hook(void (*rep_done)(void))
+{
+    rep_hook = rep_done;
+}
+
 int cl_cuda_time_stop(const cl_cuda_timing *t, float *ms, const char *what, char *err)
 {
     cudaError_t rc;
@@ -254,5 +261,7 @@ int cl_cuda_time_stop(const cl_cuda_timing *t, float *ms, const char *what, char
         return -1;
     if ((rc = cudaEventElapsedTime(ms, t->e0, t->e1)) != cudaSuccess)
         return cl_cuda_fail(err, "cudaEventElapsedTime", rc);
+    if (rep_hook)
+        rep_hook();
     return 0;
 }

@@ -69,6 +69,8 @@ int cl_cuda_time_start(const cl_cuda_timing *t, char *err);
 /* Records e1 on stream 0, releases the hold, waits for e1 ("what: …" when the
  * work failed) and writes the milliseconds between e0 and e1 to *ms. */
 int cl_cuda_time_stop(const cl_cuda_timing *t, float *ms, const char *what, char *err);
+/* cl_backend.set_rep_hook: what cl_cuda_time_stop calls after each rep it timed. */
+void cl_cuda_set_rep_hook(void (*rep_done)(void));
 
 /* Reps whose hold ran out before the host released it (they ran unheld). */
 int cl_cuda_holds_lapsed(void);

@@ -251,6 +251,7 @@ static const cl_backend cuda_backend = {
     cl_cuda_copy_bandwidth,
     cuda_healthy,
     cuda_use_device,
+    cl_cuda_set_rep_hook,
     CL_FAMILIES(CL_BACKEND_OPS_CUDA_)
 };
 

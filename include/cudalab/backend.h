@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define CL_BACKEND_ABI 5
+#define CL_BACKEND_ABI 6
 #define CL_ERR_LEN 256
 
 /* Properties of one device, as the lectures use them. Zero means "unknown". */
@@ -87,6 +87,9 @@ typedef struct cl_backend {
      * free memory and code arch are known only once it is in use (0 and ""
      * before). NULL: one device, always in use (the CPU). */
     int (*use_device)(int dev, char *err);
+    /* The worker's count of timed reps (cl_rep_done, host.h), called after each one so that a long
+     * run can say how far it is. NULL: the backend calls cl_rep_done itself (the CPU). */
+    void (*set_rep_hook)(void (*rep_done)(void));
     CL_FAMILIES(CL_FAMILY_FIELD_)
 } cl_backend;
 

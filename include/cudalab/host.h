@@ -30,6 +30,15 @@ bool cl_cancel_requested(void);
 void cl_cancel_request(void);       /* async-signal-safe */
 void cl_cancel_reset(void);
 
+/* ---- reps done (cpu/common/cpu_progress.c) ---- */
+
+/* A backend calls cl_rep_done() after each timed rep it finishes (the CPU analogues directly, the
+ * CUDA backend through the hook the worker gives it: cl_backend.set_rep_hook), so that while one
+ * long run goes on the worker can say how far it is and about how long is left. cl_reps_done():
+ * the reps finished since the process started. Both are safe from any thread. */
+void cl_rep_done(void);
+unsigned long cl_reps_done(void);
+
 #ifdef __cplusplus
 }
 #endif

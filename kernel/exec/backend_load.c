@@ -25,6 +25,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "exec/admission.h"
+#include "cudalab/host.h"
 #include "base/text.h"
 
 #define CUDA_LIB_NAME "libcudalab_cuda.so"
@@ -107,6 +108,8 @@ static const cl_backend *cuda_load(char *why, size_t len)
                  b ? b->abi : -1, CL_BACKEND_ABI);
         return NULL;
     }
+    if (b->set_rep_hook)
+        b->set_rep_hook(cl_rep_done);
     return loaded = b;
 }
 

@@ -10,6 +10,7 @@
 #include "base/clock.h"
 #include "exec/admission.h"
 #include "exec/backend_load.h"
+#include "exec/run_progress.h"
 #include "render/render.h"
 
 /* ---- waiting, said live on the cell ---- */
@@ -85,7 +86,9 @@ static int take_turn(magic_ctx *ctx, bool take, double *waited_ms)
 {
     const admission_gpu *dev = turn_device;
     turn_wait t = { ctx, strcmp(dev->key, "cpu") == 0 ? "CPU" : "GPU" };
+    run_progress_wait(take);
     int rc = admission_turn(dev, take, waited_ms, turn_show, &t);
+    run_progress_wait(false);
     if (take && turn_line.shown) {
         char line[300];
         snprintf(line, sizeof line, "waited %.1f s for other kernels' timed runs on the %s (fair timing: each "
@@ -114,6 +117,7 @@ int sharing_wait_for_gpu(magic_ctx *ctx, char *note, size_t len, double *startup
     admission_queue_join(gpus, n);  /* an idle worker holding a slot now lets it go (worker_main) */
     wait_line w;
     wait_line_init(&w);
+    run_progress_wait(true);
     for (;;) {
         double t1 = monotonic_ms();
         if ((ctx->backend = backend_select(note, len))) {
@@ -128,6 +132,7 @@ int sharing_wait_for_gpu(magic_ctx *ctx, char *note, size_t len, double *startup
                              "not run (not on the CPU either): run it again, or let fewer kernels hold the GPU "
                              "(" GPU_WAIT_ENV " sets the wait)", limit_s, first);
         if (rc) {
+            run_progress_wait(false);
             admission_queue_leave();
             snprintf(line, sizeof line, "gave up waiting for the GPU after %.1f s", (monotonic_ms() - t0) / 1e3);
             wait_line_say(ctx, &w, line);
@@ -146,6 +151,7 @@ int sharing_wait_for_gpu(magic_ctx *ctx, char *note, size_t len, double *startup
         struct timespec nap = { 0, (ahead > 8 ? GPU_RETRY_BACK_MS : GPU_RETRY_MS) * 1000000L };
         nanosleep(&nap, NULL);
     }
+    run_progress_wait(false);
     admission_queue_leave();
     snprintf(line, sizeof line, "waited %.1f s for the GPU (%s)", (monotonic_ms() - t0 - *startup_ms) / 1e3, first);
     wait_line_say(ctx, &w, line);
@@ -190,7 +196,9 @@ static int reserve_memory(magic_ctx *ctx, double bytes, double *most)
     if (turn_device == &host_cpu)
         return 2;                   /* no GPU slot held: nothing shared to budget */
     double t0 = monotonic_ms();
+    run_progress_wait(true);
     int rc = admission_reserve(turn_device, bytes, most, memory_show, ctx);
+    run_progress_wait(false);
     if (rc == 0 && memory_line.shown) {
         char line[160];
         snprintf(line, sizeof line, "waited %.1f s for GPU memory", (monotonic_ms() - t0) / 1e3);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -17,6 +18,7 @@
 #include "exec/admission.h"
 #include "exec/backend_load.h"
 #include "exec/capture.h"
+#include "exec/run_progress.h"
 #include "exec/sharing.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -159,11 +161,22 @@ bool worker_reap(worker *w, char *buf, size_t len)
 
 /* ---- the worker process ---- */
 
+/* Every frame to the kernel goes through here: the progress line's thread (run_progress.c) writes
+ * frames too, and two frames must never interleave on the pipe. */
+static int send_frame(int fd, const json_t *m)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&lock);
+    int rc = frame_write(fd, m);
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
 static void pipe_stream(void *impl, const char *name, const char *text)
 {
     json_t *m = json_pack("{s:s, s:s, s:s}", "op", "stream", "name", name, "text", text);
     if (m)
-        frame_write(*(int *)impl, m);
+        send_frame(*(int *)impl, m);
     json_decref(m);
 }
 
@@ -173,7 +186,7 @@ static void pipe_result(void *impl, json_t *doc, json_t *view, const char *displ
                           doc ? doc : json_null(), "view", view ? view : json_null(),
                           "display_id", display_id, "mode", (int)mode);
     if (m)
-        frame_write(*(int *)impl, m);
+        send_frame(*(int *)impl, m);
     json_decref(m);
 }
 
@@ -234,7 +247,7 @@ static void send_error(int fd, const magic_ctx *ctx)
     json_t *m = json_pack("{s:s, s:s, s:s, s:O?}", "op", "error", "ename", ctx->error.ename, "evalue",
                           ctx->error.evalue, "traceback", ctx->traceback);
     if (m)
-        frame_write(fd, m);
+        send_frame(fd, m);
     json_decref(m);
 }
 
@@ -311,9 +324,13 @@ static int run_one(int fd, const json_t *req)
         magic_error(&ctx, "InternalError", "the worker does not know %%%s", name ? name : "?");
     else if (student_install(&ctx, json_object_get(req, "kernels")) != 0)
         ;                           /* the error is set */
-    else if (worker_exec(m, json_object_get(req, "params"), json_object_get(req, "cpu_defaulted"),
-                         json_string_value(json_object_get(req, "body")), &ctx) == 0)
-        error_clear(&ctx.error);
+    else {
+        run_progress_begin(&ctx, name);
+        if (worker_exec(m, json_object_get(req, "params"), json_object_get(req, "cpu_defaulted"),
+                        json_string_value(json_object_get(req, "body")), &ctx) == 0)
+            error_clear(&ctx.error);
+        run_progress_end();
+    }
     if (error_is_set(&ctx.error))
         leave = poisoned(&ctx);
     forward_stdout(fd, req);        /* before the error: printf output explains a fault */
@@ -322,7 +339,7 @@ static int run_one(int fd, const json_t *req)
     json_decref(ctx.traceback);
     /* "leaving" tells the kernel not to send the next command to this worker */
     json_t *done = json_pack("{s:s, s:b}", "op", "done", "leaving", leave);
-    int rc = done ? frame_write(fd, done) : -1;
+    int rc = done ? send_frame(fd, done) : -1;
     json_decref(done);
     return rc || leave ? 1 : 0;
 }

@@ -101,8 +101,9 @@ const magic_spec *magic_find(const char *name);
 /* How a result is shown. A plain result is a new output. Progress is a display
  * that later results replace: SHOW creates it, UPDATE replaces it, FINAL ends it
  * with the command's final result (what a terminal prints: in Jupyter, a new
- * output in its place, as a terminal frontend ignores display updates). */
-enum result_mode { RESULT_PLAIN, RESULT_SHOW, RESULT_UPDATE, RESULT_FINAL };
+ * output in its place, as a terminal frontend ignores display updates), END
+ * ends it with nothing (doc and view NULL: the display is emptied). */
+enum result_mode { RESULT_PLAIN, RESULT_SHOW, RESULT_UPDATE, RESULT_FINAL, RESULT_END };
 
 typedef struct magic_out {
     void (*stream)(void *impl, const char *name /* "stdout"|"stderr" */, const char *text);
@@ -144,6 +145,9 @@ typedef struct magic_ctx {
      * reserve (the check against free memory applies); -1: interrupted.
      * NULL: no sharing. Called by magic_memory_fit. */
     int (*reserve)(struct magic_ctx *ctx, double bytes, double *most);
+    /* Where a long command says how far it is (the worker's progress line, run_progress.h): the
+     * sweep calls it before each point with that point's parameters. NULL where nothing listens. */
+    void (*run_point)(struct magic_ctx *ctx, size_t point, size_t points, const json_t *params);
 } magic_ctx;
 
 void magic_stream(magic_ctx *ctx, const char *name, const char *text);

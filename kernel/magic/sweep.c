@@ -616,6 +616,8 @@ int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *u
         }
         progress_before(ctx, &st, &pr, runs, device, p);
         json_t *pp = sweep_points_current(&st.pts);
+        if (ctx->run_point)
+            ctx->run_point(ctx, p, st.pts.count, pp);
         if (!host_work_skips(ctx, s, pp, user)) {
             rc = s->run_point(ctx, pp, runs, user);
             if (rc != 0 && ctx->turn_interrupted) {

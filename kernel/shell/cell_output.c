@@ -91,18 +91,21 @@ static void cell_result(void *impl, json_t *doc, json_t *view, const char *displ
         json_decref(c->next_input);
         c->next_input = json_incref(next_input);
     }
-    json_t *data = c && !c->silent ? render_bundle(doc, view) : NULL;
+    if (c && !c->silent && display_id && (mode == RESULT_FINAL || mode == RESULT_END)) {
+        /* A terminal (jupyter console) ignores update_display_data: a progress display ends emptied
+         * (an empty bundle, which notebook frontends and nbconvert show as nothing), and a final result
+         * is a new output right after it. */
+        session_publish(s, &c->req.msg, "update_display_data",
+                        json_pack("{s:{}, s:{}, s:{s:s}}", "data", "metadata", "transient", "display_id", display_id));
+    }
+    json_t *data = c && !c->silent && mode != RESULT_END ? render_bundle(doc, view) : NULL;
     if (data) {
         json_t *transient = display_id ? json_pack("{s:s}", "display_id", display_id) : json_object();
         if (mode == RESULT_UPDATE) {
             session_publish(s, &c->req.msg, "update_display_data",
                            json_pack("{s:o, s:{}, s:o}", "data", data, "metadata", "transient", transient));
         } else if (mode == RESULT_FINAL) {
-            /* A terminal (jupyter console) ignores update_display_data: the final result is a new
-             * output, right after the progress display it ends, which is emptied (an empty bundle:
-             * notebook frontends and nbconvert show nothing for it). */
-            session_publish(s, &c->req.msg, "update_display_data",
-                           json_pack("{s:{}, s:{}, s:o}", "data", "metadata", "transient", transient));
+            json_decref(transient);
             session_publish(s, &c->req.msg, "display_data",
                            json_pack("{s:o, s:{}, s:{}}", "data", data, "metadata", "transient"));
         } else if (mode == RESULT_PLAIN && c->next == c->ncmds - 1) {

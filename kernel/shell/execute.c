@@ -214,7 +214,9 @@ void shell_on_worker_frame(shell_session *s, json_t *f)
         const json_t *mode = json_object_get(f, "mode");
         cell_out.result(s, json_is_null(doc) ? NULL : json_incref(doc), json_incref(view),
                         json_string_value(json_object_get(f, "display_id")),
-                        json_is_integer(mode) ? (enum result_mode)json_integer_value(mode) : RESULT_PLAIN);
+                        json_is_integer(mode) && json_integer_value(mode) >= RESULT_PLAIN &&
+                        json_integer_value(mode) <= RESULT_END ? (enum result_mode)json_integer_value(mode)
+                                                               : RESULT_PLAIN);
     } else if (strcmp(op, "error") == 0) {
         json_decref(c->error);
         c->error = json_incref(f);

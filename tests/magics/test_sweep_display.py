@@ -7,8 +7,10 @@ from conftest import execute, outputs
 
 
 def display_ids(msgs):
-    return {m["content"].get("transient", {}).get("display_id") for m in outputs(msgs)
-            if m["msg_type"] in ("display_data", "update_display_data")} - {None}
+    """The sweep's displays (not the line a long command shows, cudalab-run-…)."""
+    ids = {m["content"].get("transient", {}).get("display_id") for m in outputs(msgs)
+           if m["msg_type"] in ("display_data", "update_display_data")} - {None}
+    return {i for i in ids if not i.startswith("cudalab-run-")}
 
 
 def test_each_sweep_has_its_own_display(start_kernel):

@@ -1,0 +1,137 @@
+/* test_run_progress.c — the line a long command shows while it runs (kernel/exec/run_progress.c):
+ * its text (where the run is, the time so far, the time left from the point's runs so far), and the
+ * thread that says it: nothing in the first second, then SHOW with the reps the backend counted,
+ * quiet while the command waits for the GPU, and END when the command ends. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "cudalab/host.h"
+#include "exec/run_progress.h"
+#include "render/render.h"
+
+static void text_before_any_rep_says_the_time_so_far(void **state)
+{
+    (void)state;
+    char t[256];
+    run_progress_text(t, sizeof t, "matmul", 2500, 0, 1, 20, 3, 0, 0);
+    assert_string_equal(t, "running %matmul: 2.5 s so far (interrupt to stop)");
+}
+
+static void text_after_reps_estimates_the_rest(void **state)
+{
+    (void)state;
+    char t[256];
+    /* 3 warm-up + 5 timed runs in 8 s: 1 s a run, 15 timed runs left */
+    run_progress_text(t, sizeof t, "matmul", 9000, 0, 1, 20, 3, 5, 8000);
+    assert_string_equal(t, "running %matmul: rep 5 of 20; 9.0 s so far, about 15 s left (interrupt to stop)");
+    /* point 2 of 3: this point's 15 runs and one more point of 23 */
+    run_progress_text(t, sizeof t, "reduce", 130000, 1, 3, 20, 3, 5, 8000);
+    assert_string_equal(t, "running %reduce: point 2 of 3, rep 5 of 20; 2 min 10 s so far, about 38 s left "
+                           "(interrupt to stop)");
+    /* every rep done, the last point: the check is what runs, no estimate */
+    run_progress_text(t, sizeof t, "histo", 3000, 0, 1, 4, 0, 4, 2000);
+    assert_string_equal(t, "running %histo: rep 4 of 4; 3.0 s so far (interrupt to stop)");
+}
+
+static void text_of_a_magic_without_reps(void **state)
+{
+    (void)state;
+    char t[256];
+    run_progress_text(t, sizeof t, "kernel", 42000, 0, 1, 0, 0, 0, 0);
+    assert_string_equal(t, "running %kernel: 42 s so far (interrupt to stop)");
+}
+
+/* ---- the thread, against a sink that keeps what it says ---- */
+
+static struct said {
+    int shows, updates, ends;
+    char last[256];
+} said;
+
+static void keep(void *impl, json_t *doc, json_t *view, const char *display_id, enum result_mode mode)
+{
+    (void)impl;
+    assert_non_null(display_id);
+    assert_null(doc);
+    said.shows += mode == RESULT_SHOW;
+    said.updates += mode == RESULT_UPDATE;
+    said.ends += mode == RESULT_END;
+    if (mode == RESULT_END)
+        assert_null(view);
+    const char *text = json_string_value(json_object_get(json_array_get(json_object_get(view, "blocks"), 0), "text"));
+    if (text)
+        snprintf(said.last, sizeof said.last, "%s", text);
+    json_decref(view);
+}
+
+static void nothing(void *impl, const char *name, const char *text)
+{
+    (void)impl, (void)name, (void)text;
+}
+
+static const magic_out keeper = { nothing, keep };
+
+static void nap_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+static void the_thread_says_the_reps_and_ends_the_line(void **state)
+{
+    (void)state;
+    memset(&said, 0, sizeof said);
+    magic_ctx ctx = { .out = &keeper };
+    run_progress_begin(&ctx, "matmul");
+    assert_non_null(ctx.run_point);
+    json_t *point = json_pack("{s:i, s:i}", "reps", 10, "warmup", 0);
+    ctx.run_point(&ctx, 0, 1, point);
+    nap_ms(600);
+    assert_int_equal(said.shows, 0);               /* nothing in the first second */
+    for (int r = 0; r < 3; r++) {
+        cl_rep_done();
+        nap_ms(200);
+    }
+    nap_ms(700);
+    assert_int_equal(said.shows, 1);
+    assert_non_null(strstr(said.last, "running %matmul: rep 3 of 10; "));
+    assert_non_null(strstr(said.last, "left (interrupt to stop)"));
+    run_progress_wait(true);                       /* a wait's own line speaks meanwhile */
+    int before = said.updates;
+    nap_ms(1300);
+    assert_int_equal(said.updates, before);
+    run_progress_wait(false);
+    run_progress_end();
+    assert_int_equal(said.ends, 1);
+    assert_null(ctx.run_point);
+    json_decref(point);
+}
+
+static void a_quick_command_says_nothing(void **state)
+{
+    (void)state;
+    memset(&said, 0, sizeof said);
+    magic_ctx ctx = { .out = &keeper };
+    run_progress_begin(&ctx, "device");
+    nap_ms(100);
+    run_progress_end();
+    assert_int_equal(said.shows + said.updates + said.ends, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(text_before_any_rep_says_the_time_so_far),
+        cmocka_unit_test(text_after_reps_estimates_the_rest),
+        cmocka_unit_test(text_of_a_magic_without_reps),
+        cmocka_unit_test(the_thread_says_the_reps_and_ends_the_line),
+        cmocka_unit_test(a_quick_command_says_nothing),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
