@@ -67,6 +67,23 @@ class CudalabError(Exception):
         return self.traceback or [f"{self.ename}: {self.evalue}"]
 
 
+class CudalabInterrupt(KeyboardInterrupt):
+    """A cell the cudalab kernel stopped on an interrupt: a KeyboardInterrupt (so the cell ends as an
+    interrupted one does) shown with the kernel's own lines."""
+
+    def __init__(self, ename: str, evalue: str, traceback: list[str]):
+        super().__init__(evalue)
+        self.ename, self.evalue, self.traceback = ename, evalue, list(traceback)
+
+    def _render_traceback_(self) -> list[str]:
+        return self.traceback or [f"KeyboardInterrupt: {self.evalue}"]
+
+
+# the name frontends and nbclient report (ipykernel's ename is the class's __name__), as the native
+# kernel's; `except CudalabInterrupt` and `except KeyboardInterrupt` both still catch it
+CudalabInterrupt.__name__ = CudalabInterrupt.__qualname__ = "KeyboardInterrupt"
+
+
 _error_classes: dict[str, type] = {}
 
 
@@ -230,12 +247,18 @@ class Session:
         try:
             error = self._drain(msg_id, relay=True, timeout=None)
         except KeyboardInterrupt:
+            # the stop button (SIGINT to this IPython kernel) lands here while we wait: pass it on,
+            # and end the cell with what the cudalab kernel said about the command it stopped
             self.km.interrupt_kernel()
+            error = None
             try:
-                self._drain(msg_id, relay=True, timeout=DRAIN_TIMEOUT)
+                error = self._drain(msg_id, relay=True, timeout=DRAIN_TIMEOUT)
             except (TimeoutError, KeyboardInterrupt):
                 pass
-            raise KeyboardInterrupt from None
+            if error is None:
+                error = {"ename": "KeyboardInterrupt", "evalue": "interrupted", "traceback": []}
+            raise CudalabInterrupt(error.get("ename", "KeyboardInterrupt"), error.get("evalue", ""),
+                                   error.get("traceback", [])) from None
         reply = self._reply(msg_id, REPLY_TIMEOUT)
         for payload in reply["content"].get("payload", []):
             if payload.get("source") == "set_next_input":
@@ -243,7 +266,7 @@ class Session:
         if error is not None:
             ename, evalue, tb = error.get("ename", "Error"), error.get("evalue", ""), error.get("traceback", [])
             if ename == "KeyboardInterrupt":
-                raise KeyboardInterrupt(evalue)
+                raise CudalabInterrupt(ename, evalue, tb)
             raise error_class(ename)(ename, evalue, tb)
 
     def _drain(self, msg_id: str, relay: bool, timeout: float | None) -> dict | None:
