@@ -124,8 +124,12 @@ class Session:
         return proc.pid if proc is not None else None
 
     def _process(self):
-        prov = getattr(self.km, "provisioner", None) if self.km is not None else None
-        return getattr(prov, "process", None)
+        """The kernel's Popen: the provisioner's (jupyter_client 7 and later) or km.kernel (6.1, which
+        Colab's runtime still pins: the extension must not make pip replace it)."""
+        if self.km is None:
+            return None
+        prov = getattr(self.km, "provisioner", None)
+        return getattr(prov, "process", None) if prov is not None else getattr(self.km, "kernel", None)
 
     def alive(self) -> bool:
         proc = self._process()
@@ -177,12 +181,12 @@ class Session:
     def stop(self) -> None:
         """Shuts the kernel down (a shutdown_request, then kills what is left) and forgets it."""
         km, kc = self.km, self.kc
+        proc = self._process()
         self.km = self.kc = None
         try:
             if kc is not None:
                 kc.stop_channels()
             if km is not None:
-                proc = getattr(km.provisioner, "process", None) if km.provisioner else None
                 if proc is not None and proc.poll() is None:
                     try:
                         km.shutdown_kernel(now=False)
