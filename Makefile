@@ -12,25 +12,43 @@
 #                   CPU) into $(BUILD)/demo/: the executed notebooks and their HTML export
 #   make install    PREFIX=/usr/local (default), or USER_INSTALL=1 for ~/.local and the user's
 #                   Jupyter dir; installs binary, CUDA backend and kernelspec
+#   make uninstall  the same PREFIX / USER_INSTALL: removes what make install installed
+#   make wheel      the `pip install cudalab` wheel in $(BUILD)/wheel/ (WHEEL_DIR): the binary, the CPU
+#                   runner's runtime and, when nvcc is found, the CUDA backend (for the full
+#                   CUDA_ARCHS list), with their C libraries bundled by auditwheel:
+#                   py3-none-manylinux_2_35_x86_64 when built on Debian 12 (scripts/build-wheel.sh)
 #   make bench      protocol benchmark against ipykernel, heartbeat stalls and memory under hostile
 #                   input (bench/stall.py), and GPU benchmarks when present
 #   make asan       the kernel built with ASan+UBSan (build-asan/)
 #   make valgrind   a scripted session under valgrind memcheck
 #
-# Variables: NVCC (path or empty to force a CPU-only build), CUDA_ARCHS (default
-# Turing..Hopper), WERROR=1 (warnings are errors; CI sets it).
+# Variables: NVCC (path or empty to force a CPU-only build), CUDA_ARCHS (default: the local GPUs'
+# compute capabilities as nvidia-smi reports them, else Turing..Hopper: 75 80 86 89 90; make wheel
+# always builds the full list), WERROR=1 (warnings are errors; CI sets it).
 
 BUILD      ?= build
 PREFIX     ?= /usr/local
 PYTHON     ?= python3
 VENV       ?= .venv
-CUDA_ARCHS ?= 75 80 86 89 90
+CUDA_ARCHS_ALL := 75 80 86 89 90
 SAN        ?=
 JOBS       ?= 1
 
 comma := ,
 CUDA_HOME = $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
 NVCC ?= $(shell command -v nvcc 2>/dev/null || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })
+
+# CUDA_ARCHS not given: build for this machine's GPUs only when nvidia-smi knows them (a Colab-sized
+# machine builds one architecture in a fraction of the full list's time), else for every
+# architecture. Exported, so that sub-makes ask nvidia-smi no more.
+ifeq ($(origin CUDA_ARCHS),undefined)
+ifneq ($(NVCC),)
+CUDA_ARCHS_LOCAL := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | \
+                      grep -E '^ *[0-9]+\.[0-9]+ *$$' | tr -d ' .' | sort -un | tr '\n' ' ')
+endif
+CUDA_ARCHS := $(or $(strip $(CUDA_ARCHS_LOCAL)),$(CUDA_ARCHS_ALL))
+endif
+export CUDA_ARCHS
 
 CC      ?= cc
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wvla -Wno-unused-parameter
@@ -73,7 +91,8 @@ endif
 
 all: $(ALL_TARGETS)
 FORCE:
-.PHONY: all setup test test-unit test-gpu grade lab demo install bench asan valgrind fuzz clean cpu-only-note kernelspec
+.PHONY: all setup test test-unit test-gpu grade lab demo install uninstall wheel bench asan valgrind fuzz clean \
+        cpu-only-note kernelspec
 
 cpu-only-note:
 	@echo "cudalab: nvcc not found: built CPU-only (every magic runs its CPU analogue)."
@@ -158,8 +177,9 @@ test-unit: $(UNIT_BIN)
 # session, the protocol suite and the %assert/%score tests against the ASan+UBSan kernel, then every Python
 # suite against the release kernel: jupyter console in a pseudo-terminal, the notebooks under
 # nbclient, the sample nbgrader course, a live JupyterHub with the local spawner, JupyterLab in
-# headless Chromium (GPU tests, and the browser test without chromium or chromedriver, skip, saying
-# why).
+# headless Chromium, `%load_ext cudalab` in ipykernel and the pip wheel in a fresh virtualenv
+# (tests/package) (GPU tests, the browser test without chromium or chromedriver, and the wheel's
+# without PyPI, skip, saying why).
 PYTEST := $(VENV)/bin/python -m pytest -q -p no:cacheprovider
 test: setup
 	@$(MAKE) --no-print-directory -j$$(nproc) all
@@ -168,7 +188,8 @@ test: setup
 	@$(MAKE) --no-print-directory valgrind
 	@$(MAKE) --no-print-directory asan
 	CUDALAB_BIN=build-asan/bin/cudalab $(PYTEST) tests/protocol tests/magics/test_assert.py tests/magics/test_sweep_display.py
-	$(PYTEST) -rs tests/protocol tests/conformance tests/magics tests/frontends tests/notebooks tests/nbgrader tests/deploy tests/gpu tests/browser
+	$(PYTEST) -rs tests/protocol tests/conformance tests/magics tests/frontends tests/notebooks tests/nbgrader tests/deploy tests/package tests/gpu \
+	    tests/browser
 
 test-gpu: setup
 	@$(MAKE) --no-print-directory -j$$(nproc) all
@@ -206,6 +227,16 @@ demo:
 
 install: all
 	@./scripts/install.sh "$(PREFIX)" "$(USER_INSTALL)" "$(BIN)" "$(if $(NVCC),$(CUDA_LIB),)"
+
+uninstall:
+	@./scripts/install.sh --uninstall "$(PREFIX)" "$(USER_INSTALL)"
+
+# The wheel is for every GPU, whatever this machine has: the full architecture list (a later plain
+# `make` on a GPU machine rebuilds cuda/ for its own GPU again)
+WHEEL_DIR ?= $(BUILD)/wheel
+wheel: setup
+	@$(MAKE) --no-print-directory -j$$(nproc) all CUDA_ARCHS="$(CUDA_ARCHS_ALL)"
+	@./scripts/build-wheel.sh "$(BUILD)" "$(WHEEL_DIR)" "$(VENV)/bin/python"
 
 clean:
 	rm -rf $(BUILD) build-asan

@@ -4,7 +4,8 @@
 #   Python virtualenv in .venv (requirements-test.txt and requirements-lab.txt; `test` adds
 #   requirements-grade.txt and requirements-hub-test.txt when they exist, and Debian's chromium and
 #   chromium-driver for the browser test: when they cannot be installed that test skips, and set-up
-#   goes on).
+#   goes on), then this tree's Python package (python/cudalab) installed editable into the venv, so
+#   that its entry points (`python -m cudalab`, the Pygments lexer, papermill's translator) are there.
 # Usage: scripts/setup.sh test|lab
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,3 +58,13 @@ for r in "${reqs[@]}"; do
         { grep -v "^$r " "$stamp" 2>/dev/null || true; echo "$line"; } > "$stamp.new" && mv "$stamp.new" "$stamp"
     fi
 done
+
+# this tree's package, editable: offline (the venv's pinned setuptools, no build isolation), and
+# again only when pyproject.toml changed or the venv's cudalab is another tree's
+line="editable $(pwd) $(sha256sum pyproject.toml | cut -d' ' -f1)"
+if ! grep -qxF "$line" "$stamp" 2>/dev/null ||
+   [ "$("$venv/bin/python" -c 'import cudalab, os; print(os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(cudalab.__file__)))))' 2>/dev/null)" != "$(pwd)" ]; then
+    echo "setup: installing this tree's python/cudalab into $venv (editable)"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+    { grep -v "^editable " "$stamp" 2>/dev/null || true; echo "$line"; } > "$stamp.new" && mv "$stamp.new" "$stamp"
+fi

@@ -1,0 +1,139 @@
+"""The `pip install cudalab` wheel, as a student gets it: built from the build under test by
+scripts/build-wheel.sh (what `make wheel` runs), installed CPU-only into a fresh virtualenv with what
+a notebook needs from PyPI (ipykernel, nbclient, at the versions requirements-test.txt pins; pip's
+cache makes it quick), then `python -m cudalab install --sys-prefix`, a notebook on the cudalab
+kernel, a Python notebook that does `%load_ext cudalab`, and `python -m cudalab uninstall`.
+Skips, saying so, only when PyPI cannot be reached."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from conftest import REPO, kernel_binary
+from pkg_notebooks import (check_extension_notebook, check_kernel_notebook, extension_notebook,
+                           kernel_notebook, wait_gone)
+
+HERE = Path(__file__).resolve().parent
+# what pip says when it cannot reach the index (as opposed to a real resolution or install failure)
+OFFLINE = re.compile(r"NewConnectionError|Failed to establish a new connection|Temporary failure in name "
+                     r"resolution|Network is unreachable|ConnectTimeout|ReadTimeout|ProxyError|"
+                     r"No matching distribution found for (ipykernel|nbclient)")
+
+
+class Venv:
+    def __init__(self, root: Path, wheel: Path):
+        self.root, self.wheel = root, wheel
+        self.python = root / "venv" / "bin" / "python"
+        self.site = Path(subprocess.run([str(self.python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                        capture_output=True, text=True, check=True).stdout.strip())
+        # the session's JUPYTER_PATH (the binary under test's kernelspec), CUDALAB_BIN and PYTHONPATH
+        # would hide what the wheel installed: a student's shell has none of them
+        self.env = {k: v for k, v in os.environ.items()
+                    if k not in ("JUPYTER_PATH", "CUDALAB_BIN", "PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+        for name in ("data", "config", "runtime"):
+            (root / "jupyter" / name).mkdir(parents=True, exist_ok=True)
+        self.env.update(JUPYTER_DATA_DIR=str(root / "jupyter" / "data"),
+                        JUPYTER_CONFIG_DIR=str(root / "jupyter" / "config"),
+                        JUPYTER_RUNTIME_DIR=str(root / "jupyter" / "runtime"),
+                        PATH=f"{self.python.parent}{os.pathsep}{os.environ.get('PATH', '')}")
+
+    def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        return subprocess.run([str(self.python), *args], capture_output=True, text=True, timeout=timeout,
+                              env=self.env, cwd=self.root)
+
+    def notebook(self, nb, kernel: str, name: str):
+        src, dst = self.root / f"{name}.ipynb", self.root / f"{name}.out.ipynb"
+        nbformat.write(nb, src)
+        r = self.run(str(HERE / "run_notebook.py"), str(src), str(dst), kernel, timeout=150)
+        assert r.returncode == 0, f"{name} failed in the wheel's virtualenv:\n{r.stdout}\n{r.stderr[-4000:]}"
+        return nbformat.read(dst, as_version=4)
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory) -> Venv:
+    root = tmp_path_factory.mktemp("wheel")
+    build = kernel_binary().resolve().parent.parent
+    r = subprocess.run([str(REPO / "scripts" / "build-wheel.sh"), str(build), str(root / "dist"), sys.executable],
+                       capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert r.returncode == 0, f"scripts/build-wheel.sh failed:\n{r.stdout}\n{r.stderr}"
+    wheel = Path(r.stdout.strip().splitlines()[-1])
+    subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, timeout=120)
+    v = Venv(root, wheel)
+    r = v.run("-m", "pip", "install", "-q", "--disable-pip-version-check", "-c", str(REPO / "requirements-test.txt"),
+              str(wheel), "ipykernel", "nbclient", timeout=600)
+    if r.returncode != 0:
+        if OFFLINE.search(r.stderr):
+            pytest.skip(f"PyPI is unreachable, so the wheel's virtualenv cannot get ipykernel and nbclient: "
+                        f"{OFFLINE.search(r.stderr).group(0)}")
+        pytest.fail(f"pip install of {wheel.name} into a fresh virtualenv failed:\n{r.stderr[-4000:]}")
+    return v
+
+
+@pytest.mark.timeout(600)
+def test_wheel_is_manylinux_with_its_libraries(venv):
+    """A platform wheel (the binary is for this architecture) that carries the binary, the CPU runner's
+    runtime and the C libraries, and whose installed binary finds those libraries in the wheel."""
+    assert re.fullmatch(r"cudalab-[\w.]+-py3-none-manylinux_2_\d+_x86_64\.whl", venv.wheel.name), venv.wheel.name
+    names = zipfile.ZipFile(venv.wheel).namelist()
+    for need in ("cudalab/_native/bin/cudalab", "cudalab/_native/lib/cudalab/simt/libcudalab_simt.a",
+                 "cudalab/_native/lib/cudalab/simt/cudalab_simt.h",
+                 "cudalab/_native/share/jupyter/kernelspecs/cudalab/logo-64x64.png"):
+        assert need in names, f"{need} is missing from {venv.wheel.name}"
+    bundled = [n for n in names if n.startswith("cudalab.libs/")]
+    for lib in ("libzmq", "libjansson", "libcrypto", "libsodium"):
+        assert any(lib in n for n in bundled), f"{lib} is not bundled: {bundled}"
+    binary = venv.site / "cudalab" / "_native" / "bin" / "cudalab"
+    assert os.access(binary, os.X_OK), f"{binary} lost its executable bit"
+    ldd = subprocess.run(["ldd", str(binary)], capture_output=True, text=True).stdout
+    for lib in ("libzmq", "libjansson", "libcrypto"):
+        line = [l for l in ldd.splitlines() if lib in l]
+        assert line and "cudalab.libs/" in line[0], f"{lib} is not taken from the wheel:\n{ldd}"
+    r = venv.run("-m", "cudalab", "kernel", "--version")
+    assert r.returncode == 0 and r.stdout.startswith("cudalab "), r
+    where = venv.run("-m", "cudalab", "where")
+    assert str(binary) in where.stdout, where
+
+
+@pytest.mark.timeout(600)
+def test_kernelspec_install_notebook_uninstall(venv):
+    r = venv.run("-m", "cudalab", "install", "--sys-prefix")
+    assert r.returncode == 0, r.stderr
+    spec_dir = venv.root / "venv" / "share" / "jupyter" / "kernels" / "cudalab"
+    spec = json.loads((spec_dir / "kernel.json").read_text())
+    assert spec["argv"] == [str(venv.python), "-m", "cudalab", "kernel", "-f", "{connection_file}"]
+    assert spec["language"] == "cudalab" and spec["interrupt_mode"] == "signal"
+    template = REPO / "share" / "jupyter" / "kernelspecs" / "cudalab"
+    assert sorted(p.name for p in spec_dir.glob("logo-*")) == sorted(p.name for p in template.glob("logo-*"))
+    listed = venv.run("-m", "jupyter_client.kernelspecapp", "list", "--json")
+    if listed.returncode == 0:
+        assert json.loads(listed.stdout)["kernelspecs"]["cudalab"]["resource_dir"] == str(spec_dir)
+
+    nb = venv.notebook(kernel_notebook(), "cudalab", "kernel")
+    check_kernel_notebook(nb)
+    backend = [o.data for o in nb.cells[0].outputs if o.output_type in ("display_data", "execute_result")]
+    assert "CPU backend" in backend[0]["text/plain"], "the wheel built here is CPU-only and should say so"
+
+    r = venv.run("-m", "cudalab", "uninstall")
+    assert r.returncode == 0, r.stderr
+    assert not spec_dir.exists(), f"{spec_dir} is still there after uninstall"
+    r = venv.run("-m", "cudalab", "uninstall")
+    assert r.returncode == 1 and "no kernelspec cudalab" in r.stderr
+
+
+@pytest.mark.timeout(600)
+def test_load_ext_notebook_in_wheel_venv(venv):
+    """%load_ext cudalab in the wheel's virtualenv, where pandas is not installed: everything works,
+    and cudalab.results() says how to get pandas."""
+    nb = venv.notebook(extension_notebook(pandas=False), "python3", "extension")
+    package = [o.text for o in nb.cells[0].outputs if o.output_type == "stream"][0]
+    assert f"package {venv.site / 'cudalab'}" in package, package
+    pid = check_extension_notebook(nb, pandas=False)
+    assert wait_gone(pid), f"the cudalab kernel (pid {pid}) outlived the notebook"
