@@ -68,13 +68,16 @@ def test_interrupt_and_parent_death(ext_env):
         kc.wait_for_ready(timeout=30)
         out = _run(kc, "%load_ext cudalab\nimport cudalab.extension\nprint(cudalab.extension.kernel_pid())")
         pid = int([m for m in out if m["msg_type"] == "stream"][0]["content"]["text"])
-        # a sweep's progress display is shown once, then updated in place under its display_id
+        # a sweep's progress display is shown once, updated in place under its display_id and ended
+        # emptied; its final table follows as an output of its own (what a terminal shows too)
         out = _run(kc, "%matmul --size 64 --variant naive,tiled")
         shown = [m for m in out if m["msg_type"] in ("display_data", "update_display_data")
                  and m["content"].get("transient", {}).get("display_id")]
         assert len({m["content"]["transient"]["display_id"] for m in shown}) == 1, shown
         assert shown[0]["msg_type"] == "display_data" and len(shown) >= 2, shown
-        assert shown[-1]["msg_type"] == "update_display_data" and RESULT in shown[-1]["content"]["data"]
+        assert shown[-1]["msg_type"] == "update_display_data" and shown[-1]["content"]["data"] == {}, shown[-1]
+        final = [m for m in out if m["msg_type"] == "display_data" and RESULT in m["content"]["data"]]
+        assert len(final) == 1 and out.index(final[0]) > out.index(shown[-1]), [m["msg_type"] for m in out]
         charts = [m for m in out if m["msg_type"] == "display_data" and VEGALITE in m["content"]["data"]]
         assert len(charts) == 1, [m["msg_type"] for m in out]
         msg_id = kc.execute("%matmul --size 1024 --variant naive,tiled --reps 100 --force")
