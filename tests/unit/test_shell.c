@@ -74,9 +74,11 @@ static void mock_reply(void *server, const shell_request *req, const char *msg_t
     record(m->replies, &m->nreplies, &req->msg, msg_type, content, req->channel);
 }
 
-static void mock_publish(void *server, const wire_msg *parent, const char *msg_type, json_t *content)
+static void mock_publish(void *server, const wire_msg *parent, const char *msg_type, json_t *metadata,
+                         json_t *content)
 {
     mock *m = server;
+    json_decref(metadata);
     record(m->pubs, &m->npubs, parent, msg_type, content, PORT_IOPUB);
 }
 
