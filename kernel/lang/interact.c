@@ -204,10 +204,10 @@ const magic_spec magic_interact = {
                    "control's choices, not a sweep. Every run's result is kept for %assert, as\n"
                    "from the cell. COMMAND is a device command (%matmul, %histo, %reduce, ...),\n"
                    "with at most " STR(INTERACT_MAX_CONTROLS) " lists of at most " STR(INTERACT_MAX_CHOICES)
-                   " values. A session keeps the newest\n"
-                   STR(INTERACT_MAX_LIVE) " widgets live (an older one is closed, which the new cell says);\n"
-                   "they close with the kernel. Needs a frontend with Jupyter widgets (JupyterLab); others show\n"
-                   "the first result as text.",
+                   " values. A session keeps the newest " STR(INTERACT_MAX_LIVE) " widgets\n"
+                   "live (an older one is closed, which the new cell says); they close with the\n"
+                   "kernel. Needs a frontend with Jupyter widgets (JupyterLab); others show the\n"
+                   "first result as text.",
     .flags = interact_flags,
     .positional = "COMMAND",
     .positional_help = "a device command whose comma lists become the controls",
