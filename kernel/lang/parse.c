@@ -132,7 +132,8 @@ static json_t *raw_params(const logical *l, const magic_spec *m, parse_error *er
     char msg[400];
     size_t at = 0;
     if (m->check && m->check(text, msg, sizeof msg, &at) != 0) {
-        fail_at(err, l, at == SIZE_MAX ? SIZE_MAX : from + at, "SyntaxError", "%%%s: %s", m->name, msg);
+        fail_at(err, l, at == SIZE_MAX ? SIZE_MAX : from + at, m->check_ename ? m->check_ename : "SyntaxError",
+                "%%%s: %s", m->name, msg);
         return NULL;
     }
     char key[96];

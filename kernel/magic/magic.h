@@ -79,6 +79,7 @@ typedef struct magic_spec {
      * 0, or -1 with a reason in msg and the culprit's byte offset in *at. */
     bool raw;
     int (*check)(const char *text, char *msg, size_t len, size_t *at);
+    const char *check_ename;        /* what a failed check is: NULL for "SyntaxError" (an expression's typo) */
     /* A worker magic's steps in the kernel process, around the command:
      * attach, before it is sent, may refuse it (-1 with the error in ctx) and
      * may give what the worker needs beside its params in *kernels (the

@@ -212,17 +212,24 @@ static void kernel_reply(kernel *k, void *sock, const wire_msg *req, const char 
     json_decref(content);
 }
 
-static void kernel_publish(kernel *k, const wire_msg *parent, const char *msg_type, json_t *content)
+static void kernel_publish_meta(kernel *k, const wire_msg *parent, const char *msg_type, json_t *metadata,
+                                json_t *content)
 {
     char topic[128];
     snprintf(topic, sizeof topic, "kernel.%s.%s", k->session, msg_type);
     blob id = { topic, strlen(topic) };
     json_t *h = msg_header(msg_type, k->session);
     json_t *empty = parent ? NULL : json_object();
-    wire_send(k->sock[PORT_IOPUB], k->sign, &id, 1, h, parent ? parent->header : empty, NULL, content);
+    wire_send(k->sock[PORT_IOPUB], k->sign, &id, 1, h, parent ? parent->header : empty, metadata, content);
     json_decref(empty);
+    json_decref(metadata);
     json_decref(h);
     json_decref(content);
+}
+
+static void kernel_publish(kernel *k, const wire_msg *parent, const char *msg_type, json_t *content)
+{
+    kernel_publish_meta(k, parent, msg_type, NULL, content);
 }
 
 /* ---- receiving ---- */
@@ -397,9 +404,10 @@ static void host_reply(void *server, const shell_request *req, const char *msg_t
     kernel_reply(k, k->sock[req->channel], &req->msg, msg_type, content);
 }
 
-static void host_publish(void *server, const wire_msg *parent, const char *msg_type, json_t *content)
+static void host_publish(void *server, const wire_msg *parent, const char *msg_type, json_t *metadata,
+                         json_t *content)
 {
-    kernel_publish(server, parent, msg_type, content);
+    kernel_publish_meta(server, parent, msg_type, metadata, content);
 }
 
 static double host_now_ms(void *server)

@@ -4,8 +4,9 @@
  * messages, and capped at CUDALAB_MAX_OUTPUT), and results rendered to bundles:
  * display_data, update_display_data for progress (a sweep's final table is a
  * display_data of its own), and the last command's result as the cell's
- * execute_result. A view's "next_input" text is kept for
- * the reply's set_next_input payload (execute.c). */
+ * execute_result. A view's "next_input" text is kept for the reply's
+ * set_next_input payload (execute.c). A %interact run's output goes to its
+ * widget instead (interact.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "base/text.h"
 #include "render/render.h"
 #include "lang/parse_internal.h"
+#include "shell/interact.h"
 #include "shell/session.h"
 
 void stream_flush(shell_session *s)
@@ -60,6 +62,10 @@ static void cell_stream(void *impl, const char *name, const char *text)
         return;
     if (strcmp(name, "stdout") != 0 && strcmp(name, "stderr") != 0)
         name = "stdout";
+    if (c->ia) {
+        interact_collect_stream(s, name, text);
+        return;
+    }
     size_t len = strlen(text);
     if (c->stream_bytes + len > s->lim.max_output) {
         /* a runaway command must not flood iopub: show what fits, at a
@@ -91,7 +97,7 @@ static void cell_result(void *impl, json_t *doc, json_t *view, const char *displ
         json_decref(c->next_input);
         c->next_input = json_incref(next_input);
     }
-    if (c && !c->silent && display_id && (mode == RESULT_FINAL || mode == RESULT_END)) {
+    if (c && !c->silent && !c->ia && display_id && (mode == RESULT_FINAL || mode == RESULT_END)) {
         /* A terminal (jupyter console) ignores update_display_data: a progress display ends emptied
          * (an empty bundle, which notebook frontends and nbconvert show as nothing), and a final result
          * is a new output right after it. */
@@ -99,7 +105,13 @@ static void cell_result(void *impl, json_t *doc, json_t *view, const char *displ
                         json_pack("{s:{}, s:{}, s:{s:s}}", "data", "metadata", "transient", "display_id", display_id));
     }
     json_t *data = c && !c->silent && mode != RESULT_END ? render_bundle(doc, view) : NULL;
-    if (data) {
+    if (data && c->ia) {
+        /* progress is left out: the widget keeps the last result until the next one */
+        if (mode == RESULT_PLAIN || mode == RESULT_FINAL)
+            interact_collect_bundle(s, data);
+        else
+            json_decref(data);
+    } else if (data) {
         json_t *transient = display_id ? json_pack("{s:s}", "display_id", display_id) : json_object();
         if (mode == RESULT_UPDATE) {
             session_publish(s, &c->req.msg, "update_display_data",

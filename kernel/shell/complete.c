@@ -2,13 +2,15 @@
  *
  * All three read the same magic descriptions as the parser: magic names after
  * '%', a magic's flags after '-', a choice flag's values after the flag; in
- * %assert and %score, result names and their fields from the session's results.
+ * %assert and %score, result names and their fields from the session's results;
+ * after %interact, the command it wraps as if it began the line.
  * Cursor positions are in Unicode code points (protocol 5.2+).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "grade/expr.h"
+#include "lang/interact.h"
 #include "magic/families.h"
 #include "magic/magic.h"
 #include "shell/session.h"
@@ -158,10 +160,20 @@ static void complete_expr(const char *line, size_t cur, const result_store *rs, 
     free(src);
 }
 
+/* Where the command wrapped by %interact starts in line (tokens t, n of them), or 0. */
+static size_t wrapped_at(const char *line, const token *t, int n, const magic_spec *m)
+{
+    if (m != &magic_interact || n < 1)
+        return 0;
+    return t[0].end + strspn(line + t[0].end, " \t");
+}
+
 /* Fills matches for the word ending at byte `cur` of line; *from = where it starts. */
 static void complete_line(const char *line, size_t cur, const result_store *rs, json_t *out, size_t *from)
 {
     char *head = strndup(line, cur);
+    if (!head)
+        return;
     token *t = NULL;
     int n = line_tokens(head, &t);
     if (n < 0)
@@ -170,7 +182,11 @@ static void complete_line(const char *line, size_t cur, const result_store *rs, 
     const char *typed = at_end ? t[n - 1].text : "";
     *from = at_end ? t[n - 1].start : cur;
     const magic_spec *m = line_magic(t, n);
-    if (n == 0 || (n == 1 && at_end)) {
+    size_t wrapped = n == 1 && at_end ? 0 : wrapped_at(head, t, n, m);
+    if (wrapped > 0) {
+        complete_line(line + wrapped, cur - wrapped, rs, out, from);
+        *from += wrapped;
+    } else if (n == 0 || (n == 1 && at_end)) {
         if (typed[0] == '%' || typed[0] == '\0')
             complete_magics(out, typed[0] ? typed : "%");
     } else if (m && m->raw) {
@@ -231,6 +247,9 @@ enum handled handle_inspect(shell_session *s, shell_request *req)
     token *t = NULL;
     int n = line ? line_tokens(line, &t) : 0;
     const magic_spec *m = line_magic(t, n < 0 ? 0 : n);
+    /* in %interact %matmul ..., the help of the magic under the cursor */
+    if (m == &magic_interact && n >= 2 && pos - ls >= t[1].start)
+        m = line_magic(t + 1, n - 1) ? line_magic(t + 1, n - 1) : m;
     tokens_free(t, n < 0 ? 0 : n);
     free(line);
     json_t *data = json_object();

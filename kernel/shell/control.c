@@ -2,12 +2,14 @@
 #include <stdbool.h>
 
 #include "base/log.h"
+#include "shell/interact.h"
 #include "shell/session.h"
 
 enum handled handle_shutdown(shell_session *s, shell_request *req)
 {
     bool restart = json_is_true(json_object_get(req->msg.content, "restart"));
     s->host->worker_kill(s->host->server);     /* before replying: the client may kill us next */
+    interact_close_all(s, &req->msg, true);     /* the frontends drop the widgets' models */
     session_reply(s, req, "shutdown_reply",
                  json_pack("{s:s, s:b}", "status", "ok", "restart", restart));
     s->quitting = true;

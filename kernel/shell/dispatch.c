@@ -58,8 +58,8 @@ static const struct {
     { "history_request", handle_history, SHELL, history_fields },
     { "comm_info_request", handle_comm_info, SHELL, comm_info_fields },
     { "comm_open", handle_comm_open, SHELL, comm_fields },
-    { "comm_msg", handle_comm_ignore, SHELL, comm_fields },
-    { "comm_close", handle_comm_ignore, SHELL, comm_fields },
+    { "comm_msg", handle_comm_msg, SHELL, comm_fields },
+    { "comm_close", handle_comm_close, SHELL, comm_fields },
     { "shutdown_request", handle_shutdown, SHELL | CONTROL, shutdown_fields },
     { "interrupt_request", handle_interrupt, CONTROL, NULL },
 };

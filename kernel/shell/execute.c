@@ -16,7 +16,9 @@
 
 #include "base/log.h"
 #include "base/text.h"
+#include "lang/interact.h"
 #include "lang/parse_internal.h"
+#include "shell/interact.h"
 #include "shell/session.h"
 
 #define CELL_ECHO_MAX (64u << 10)       /* bytes of a cell that execute_input repeats */
@@ -29,12 +31,14 @@ static void cell_free(struct cell *c)
     wire_msg_free(&c->req.msg);
     free(c->pend);
     commands_free(c->cmds, c->ncmds);
+    commands_free(c->sub, c->sub ? 1 : 0);
     json_decref(c->error);
     json_decref(c->next_input);
     free(c);
 }
 
-/* Records the cell's error: published on iopub now, repeated in the reply. */
+/* Records the cell's error: published on iopub now, repeated in the reply (a
+ * %interact re-run shows it in its widget instead, interact_settle). */
 static void cell_fail(shell_session *s, const char *ename, const char *evalue, const json_t *extra)
 {
     struct cell *c = s->cell;
@@ -48,7 +52,8 @@ static void cell_fail(shell_session *s, const char *ename, const char *evalue, c
     stream_flush(s);
     json_decref(c->error);
     c->error = json_pack("{s:s, s:s, s:o}", "ename", ename, "evalue", evalue, "traceback", tb);
-    session_publish(s, &c->req.msg, "error", json_deep_copy(c->error));
+    if (c->kind == CELL_EXECUTE)
+        session_publish(s, &c->req.msg, "error", json_deep_copy(c->error));
 }
 
 /* After a failed cell's reply, the requests queued behind it, in order:
@@ -70,11 +75,29 @@ static void answer_queued(shell_session *s, shell_request *q, size_t n)
     free(q);
 }
 
+/* A %interact re-run has no reply: its result is in the widget, its comm_msg
+ * gets idle, and what was queued meanwhile is read (interact.h). */
+static void rerun_finish(shell_session *s)
+{
+    struct cell *c = s->cell;
+    session_status(s, &c->req.msg, "idle");
+    s->cell = NULL;
+    cell_free(c);
+    interact_drain(s);
+    session_resume(s);
+}
+
 static void cell_finish(shell_session *s)
 {
     struct cell *c = s->cell;
     json_t *reply;
     stream_flush(s);
+    if (c->ia)
+        interact_settle(s);
+    if (c->kind == CELL_INTERACT) {
+        rerun_finish(s);
+        return;
+    }
     if (c->error) {
         reply = json_deep_copy(c->error);
         json_object_set_new(reply, "status", json_string("error"));
@@ -101,6 +124,7 @@ static void cell_finish(shell_session *s)
     s->cell = NULL;
     cell_free(c);
     answer_queued(s, queued, nqueued);
+    session_resume(s);
 }
 
 /* A worker command has its answer: its settled step (magic.h). */
@@ -157,6 +181,18 @@ static void cell_advance(shell_session *s)
     struct cell *c = s->cell;
     for (; c->next < c->ncmds; c->next++) {
         const command *cmd = &c->cmds[c->next];
+        if (interact_is(cmd)) {
+            error_info err;
+            if (interact_begin(s, cmd, &err) != 0) {
+                fail_command(s, cmd, err.ename, err.evalue, NULL);
+                break;
+            }
+            if (send_command(s, c->sub) == 0) {
+                c->waiting = true;
+                return;
+            }
+            break;
+        }
         if (cmd->magic->where == MAGIC_WORKER) {
             if (send_command(s, cmd) == 0) {
                 c->waiting = true;
@@ -175,6 +211,12 @@ static void cell_advance(shell_session *s)
     cell_finish(s);
 }
 
+void cell_start(shell_session *s, struct cell *c)
+{
+    s->cell = c;
+    cell_advance(s);
+}
+
 void cell_discard(shell_session *s)
 {
     if (s->cell)
@@ -188,7 +230,7 @@ void cell_discard(shell_session *s)
 static void fail_stopped(shell_session *s, const char *how)
 {
     struct cell *c = s->cell;
-    const command *cmd = &c->cmds[c->next];
+    const command *cmd = cell_cmd(c);
     char evalue[640];
     snprintf(evalue, sizeof evalue, "%s: stopped %%%s after %.1f s%s", c->stop_why, cmd->magic->name,
              (session_now_ms(s) - c->started_ms) / 1e3, how);
@@ -235,17 +277,19 @@ void shell_on_worker_frame(shell_session *s, json_t *f)
         } else if (err) {
             const char *ename = json_string_value(json_object_get(err, "ename"));
             const char *evalue = json_string_value(json_object_get(err, "evalue"));
-            fail_command(s, &c->cmds[c->next], ename ? ename : "Error", evalue ? evalue : "",
+            fail_command(s, cell_cmd(c), ename ? ename : "Error", evalue ? evalue : "",
                          json_object_get(err, "traceback"));
-            command_settled(&c->cmds[c->next], ename ? ename : "Error");
+            command_settled(cell_cmd(c), ename ? ename : "Error");
         } else {
-            command_settled(&c->cmds[c->next], NULL);
+            command_settled(cell_cmd(c), NULL);
         }
         json_decref(err);
         if (c->error) {
             cell_finish(s);
             return;
         }
+        if (c->ia)                  /* a %interact run has its answer: its widget shows it */
+            interact_settle(s);
         c->next++;
         cell_advance(s);
     }
@@ -262,7 +306,7 @@ void shell_on_worker_exit(shell_session *s, const char *how)
         snprintf(text, sizeof text, " (its worker %s; a fresh one starts for the next command)", how);
         fail_stopped(s, text);
     } else {
-        const command *cmd = &c->cmds[c->next];
+        const command *cmd = cell_cmd(c);
         char evalue[512];
         snprintf(evalue, sizeof evalue,
                  "the device worker running %%%s %s; a fresh worker starts for the next command",

@@ -1,7 +1,11 @@
 /* session.c — a session's life: what it holds (execution count, history,
- * results, the running cell) from the first request to shutdown. */
+ * results, the running cell, the %interact widgets, requests held back) from
+ * the first request to shutdown. */
 #include <stdlib.h>
+#include <string.h>
 
+#include "base/log.h"
+#include "shell/interact.h"
 #include "shell/session.h"
 
 shell_session *shell_session_new(const shell_host *host, const shell_limits *lim)
@@ -25,6 +29,10 @@ void shell_session_free(shell_session *s)
     if (!s)
         return;
     cell_discard(s);
+    interact_close_all(s, NULL, false);
+    for (size_t i = 0; i < s->nheld; i++)
+        wire_msg_free(&s->held[i].msg);
+    free(s->held);
     history_free(s->history);
     results_free(s->results);
     free(s);
@@ -32,5 +40,41 @@ void shell_session_free(shell_session *s)
 
 bool shell_cell_running(const shell_session *s)
 {
-    return s->cell != NULL;
+    /* held requests come before any the server has not read yet */
+    return s->cell != NULL || s->nheld > 0;
+}
+
+void session_hold(shell_session *s, shell_request *req)
+{
+    if (s->nheld == s->held_cap) {
+        size_t cap = s->held_cap ? s->held_cap * 2 : 16;
+        shell_request *grown = realloc(s->held, cap * sizeof *grown);
+        if (!grown) {
+            klog("out of memory holding a %s: dropped", req->msg.msg_type);
+            wire_msg_free(&req->msg);
+            return;
+        }
+        s->held = grown;
+        s->held_cap = cap;
+    }
+    s->held[s->nheld++] = *req;
+    memset(&req->msg, 0, sizeof req->msg);
+}
+
+void session_resume(shell_session *s)
+{
+    if (s->resuming)
+        return;                     /* a cell ended inside the loop below: it goes on */
+    s->resuming = true;
+    while (!s->cell && !s->quitting) {
+        interact_reap(s);
+        if (interact_run_due(s))
+            continue;
+        if (s->nheld == 0)
+            break;
+        shell_request r = s->held[0];
+        memmove(s->held, s->held + 1, --s->nheld * sizeof *s->held);
+        shell_dispatch(s, &r);
+    }
+    s->resuming = false;
 }

@@ -21,14 +21,28 @@ struct shell_session {
     result_store *results;          /* the session's result documents, for %assert and %score */
     struct cell *cell;              /* the running cell, or NULL */
     bool quitting;                  /* a shutdown_request was answered */
+    struct interact *interacts;     /* the %interact widgets, oldest first (interact.c) */
+    bool draining;                  /* interact_drain is handling queued comm messages */
+    bool resuming;                  /* session_resume is under way */
+    shell_request *held;            /* requests read early, to serve in order once no cell runs */
+    size_t nheld, held_cap;
 };
 
 /* The running cell: execute.c (its life: commands, stops, the reply) and
  * cell_output.c (what it shows: coalesced streams, results). */
+enum cell_kind {
+    CELL_EXECUTE,               /* an execute_request */
+    CELL_INTERACT,              /* a %interact widget's re-run: req is the control's comm_msg; its
+                                   output goes to the widget, it has no reply (interact.h) */
+};
+
 struct cell {
-    shell_request req;          /* the execute_request, owned */
+    shell_request req;          /* the execute_request (or comm_msg), owned */
+    enum cell_kind kind;
     command *cmds;
     int ncmds, next;
+    struct interact *ia;        /* a %interact run under way: what it shows goes to this widget */
+    command *sub;               /* the command running in place of cmds[next] (a %interact's run), owned */
     bool silent, stop_on_error;
     int count;                  /* execution_count of this cell */
     bool waiting;               /* a command is in the worker */
@@ -61,7 +75,14 @@ static inline void session_reply(shell_session *s, const shell_request *req, con
 static inline void session_publish(shell_session *s, const wire_msg *parent, const char *msg_type,
                                    json_t *content)
 {
-    s->host->publish(s->host->server, parent, msg_type, content);
+    s->host->publish(s->host->server, parent, msg_type, NULL, content);
+}
+
+/* As session_publish, with the message's metadata (stolen). */
+static inline void session_publish_meta(shell_session *s, const wire_msg *parent, const char *msg_type,
+                                        json_t *metadata, json_t *content)
+{
+    s->host->publish(s->host->server, parent, msg_type, metadata, content);
 }
 
 static inline void session_status(shell_session *s, const wire_msg *parent, const char *state)
@@ -84,7 +105,8 @@ enum handled handle_is_complete(shell_session *s, shell_request *req);
 enum handled handle_history(shell_session *s, shell_request *req);
 enum handled handle_comm_info(shell_session *s, shell_request *req);
 enum handled handle_comm_open(shell_session *s, shell_request *req);
-enum handled handle_comm_ignore(shell_session *s, shell_request *req);
+enum handled handle_comm_msg(shell_session *s, shell_request *req);
+enum handled handle_comm_close(shell_session *s, shell_request *req);
 enum handled handle_shutdown(shell_session *s, shell_request *req);
 enum handled handle_interrupt(shell_session *s, shell_request *req);
 
@@ -93,6 +115,20 @@ enum handled handle_interrupt(shell_session *s, shell_request *req);
 void execute_abort(shell_session *s, const shell_request *req);
 /* Drops the running cell, if any, without a reply. */
 void cell_discard(shell_session *s);
+/* Runs c (owned from now on) as the session's cell: a %interact re-run. */
+void cell_start(shell_session *s, struct cell *c);
+/* The command the cell is running. */
+static inline const command *cell_cmd(const struct cell *c)
+{
+    return c->sub ? c->sub : &c->cmds[c->next];
+}
+
+/* session.c */
+/* Once no cell runs: the changes of %interact widgets waiting to run, then the
+ * held requests, in order, until one starts a cell. */
+void session_resume(shell_session *s);
+/* Keeps req (taken) to be served by session_resume. */
+void session_hold(shell_session *s, shell_request *req);
 
 /* cell_output.c */
 /* Sends the cell's pending stream text, if any. */

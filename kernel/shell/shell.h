@@ -33,8 +33,10 @@ typedef struct shell_host {
     void *server;
     /* Replies to req on the socket it came on. */
     void (*reply)(void *server, const shell_request *req, const char *msg_type, json_t *content);
-    /* Publishes on iopub, parent may be NULL. */
-    void (*publish)(void *server, const wire_msg *parent, const char *msg_type, json_t *content);
+    /* Publishes on iopub, parent may be NULL; metadata (stolen) may be NULL
+     * for {} (a widget's comm_open carries its protocol version there). */
+    void (*publish)(void *server, const wire_msg *parent, const char *msg_type, json_t *metadata,
+                    json_t *content);
     /* Sends one command to the device worker, starting it first if needed,
      * with the student kernels it names (borrowed, or NULL); its frames come
      * back through shell_on_worker_frame. Returns 0 or -1. */

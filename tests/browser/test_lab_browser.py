@@ -93,11 +93,11 @@ def _skip_if_missing() -> None:
 
 # ---------------------------------------------------------------- JupyterLab
 
-def _notebook(path: Path) -> None:
+def _notebook(path: Path, sources: list[str]) -> None:
     cells = [{"cell_type": "markdown", "id": "intro", "metadata": {},
               "source": "# cudalab in the browser"}]
     cells += [{"cell_type": "code", "id": f"c{i}", "metadata": {}, "execution_count": None,
-               "outputs": [], "source": src} for i, src in enumerate(CELLS)]
+               "outputs": [], "source": src} for i, src in enumerate(sources)]
     nb = {"nbformat": 4, "nbformat_minor": 5, "cells": cells,
           "metadata": {"kernelspec": {"name": "cudalab", "display_name": "cudalab (CUDA)",
                                       "language": "cudalab"},
@@ -114,8 +114,11 @@ def _settings(user_settings: Path) -> None:
 
 
 class Lab:
-    def __init__(self, root: Path):
+    """JupyterLab serving one notebook, browser.ipynb, of the code cells `cells`."""
+
+    def __init__(self, root: Path, cells: list[str] = CELLS):
         self.root = root
+        self.cells = cells
         self.port = free_tcp_ports(1)[0]
         self.token = secrets.token_hex(16)
         self.url = f"http://127.0.0.1:{self.port}"
@@ -128,7 +131,7 @@ class Lab:
         write_kernelspec(data, logos=True)
         notebooks = self.root / "notebooks"
         notebooks.mkdir()
-        _notebook(notebooks / "browser.ipynb")
+        _notebook(notebooks / "browser.ipynb", self.cells)
         _settings(self.root / "user-settings")
         env = {**os.environ,
                "JUPYTER_PATH": str(data),
@@ -271,6 +274,7 @@ class Page:
 
     def __init__(self, driver, lab: Lab, shots: Path):
         self.driver, self.lab, self.shots = driver, lab, shots
+        self.sources = lab.cells
 
     def snapshot(self, name: str = "page") -> str:
         shot = self.shots / f"{name}.png"
@@ -299,16 +303,15 @@ class Page:
         return self.driver.find_elements(_by().CSS_SELECTOR, ".jp-NotebookPanel .jp-CodeCell")
 
     def cell(self, source: str):
-        return self.cells[CELLS.index(source)]
+        return self.cells[self.sources.index(source)]
 
 
-@pytest.fixture(scope="module")
-def page(lab: Lab, browser, tmp_path_factory: pytest.TempPathFactory) -> Page:
+def run_all_cells(pg: Page) -> None:
+    """Opens the Lab's notebook, waits for its cudalab kernel, runs Run → Run All Cells as a
+    person would, and waits until every cell has run (its prompt [n]:)."""
     from selenium.webdriver.support import expected_conditions as EC
     By = _by()
-    pg = Page(browser, lab, tmp_path_factory.mktemp("screenshots"))
-    driver = browser
-    t0 = time.monotonic()
+    driver, lab = pg.driver, pg.lab
     driver.get(f"{lab.url}/lab/tree/browser.ipynb?token={lab.token}&reset")
     pg.wait(EC.presence_of_all_elements_located((By.CSS_SELECTOR, ".jp-NotebookPanel .jp-CodeCell")),
             PAGE_TIMEOUT, "the notebook's code cells")
@@ -340,10 +343,18 @@ def page(lab: Lab, browser, tmp_path_factory: pytest.TempPathFactory) -> Page:
                         pg.snapshot())
         prompts = [e.text.strip() for e in
                    d.find_elements(By.CSS_SELECTOR, ".jp-CodeCell .jp-InputArea-prompt")]
-        return len(prompts) == len(CELLS) and all(re.fullmatch(r"\[\d+\]:", p) for p in prompts)
+        return len(prompts) == len(pg.sources) and all(re.fullmatch(r"\[\d+\]:", p) for p in prompts)
 
     pg.wait(all_ran, RUN_TIMEOUT, "every cell to run (prompts [n]:)")
     lab.notice_children()
+
+
+@pytest.fixture(scope="module")
+def page(lab: Lab, browser, tmp_path_factory: pytest.TempPathFactory) -> Page:
+    By = _by()
+    pg = Page(browser, lab, tmp_path_factory.mktemp("screenshots"))
+    t0 = time.monotonic()
+    run_all_cells(pg)
     # rendering is asynchronous: the sweeps' final tables replace their progress tables, the charts
     # are drawn by vega-embed after the output is added
     for src in SWEEPS:
