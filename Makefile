@@ -156,7 +156,8 @@ test-unit: $(UNIT_BIN)
 
 # make test: the C unit tests, the fuzz smoke run, valgrind over a scripted
 # session, the protocol suite and the %assert/%score tests against the ASan+UBSan kernel, then every Python
-# suite against the release kernel: the notebooks under nbclient, the sample nbgrader course, a live
+# suite against the release kernel: the frontends' conventions (Pygments lexer, nbconvert, logos, papermill),
+# the notebooks under nbclient, the sample nbgrader course, a live
 # JupyterHub with the local spawner, JupyterLab in headless Chromium (GPU tests, and the browser test
 # without chromium or chromedriver, skip, saying why).
 PYTEST := $(VENV)/bin/python -m pytest -q -p no:cacheprovider
@@ -167,7 +168,7 @@ test: setup
 	@$(MAKE) --no-print-directory valgrind
 	@$(MAKE) --no-print-directory asan
 	CUDALAB_BIN=build-asan/bin/cudalab $(PYTEST) tests/protocol tests/magics/test_assert.py tests/magics/test_sweep_display.py
-	$(PYTEST) -rs tests/protocol tests/conformance tests/magics tests/notebooks tests/nbgrader tests/deploy tests/gpu tests/browser
+	$(PYTEST) -rs tests/protocol tests/conformance tests/magics tests/frontends tests/notebooks tests/nbgrader tests/deploy tests/gpu tests/browser
 
 test-gpu: setup
 	@$(MAKE) --no-print-directory -j$$(nproc) all
