@@ -175,11 +175,12 @@ test-unit: $(UNIT_BIN)
 
 # make test: the C unit tests, the fuzz smoke run, valgrind over a scripted
 # session, the protocol suite and the %assert/%score tests against the ASan+UBSan kernel, then every Python
-# suite against the release kernel: jupyter console in a pseudo-terminal, the notebooks under
-# nbclient, the sample nbgrader course, a live JupyterHub with the local spawner, JupyterLab in
-# headless Chromium, `%load_ext cudalab` in ipykernel and the pip wheel in a fresh virtualenv
-# (tests/package) (GPU tests, the browser test without chromium or chromedriver, and the wheel's
-# without PyPI, skip, saying why).
+# suite against the release kernel: jupyter console in a pseudo-terminal and the frontends'
+# conventions (Pygments lexer, nbconvert, logos, papermill), the notebooks under nbclient, the sample
+# nbgrader course, a live JupyterHub with the local spawner, JupyterLab in headless Chromium,
+# `%load_ext cudalab` in ipykernel and the pip wheel in a fresh virtualenv (tests/package) (GPU
+# tests, the browser test without chromium or chromedriver, and the wheel's without PyPI, skip,
+# saying why).
 PYTEST := $(VENV)/bin/python -m pytest -q -p no:cacheprovider
 test: setup
 	@$(MAKE) --no-print-directory -j$$(nproc) all

@@ -43,7 +43,7 @@ def kernelspec_path(root: Path, binary: Path) -> Path:
     spec = json.loads((SPEC / "kernel.json").read_text())
     spec["argv"] = [str(binary)] + list(spec["argv"][1:])
     (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1))
-    for logo in SPEC.glob("logo-*.png"):
+    for logo in SPEC.glob("logo-*"):            # logo-svg.svg and the PNGs
         shutil.copy(logo, spec_dir / logo.name)
     return data
 

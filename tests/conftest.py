@@ -93,7 +93,7 @@ def write_kernelspec(data: Path, logos: bool = False) -> Path:
     spec = json.loads(KERNELSPEC_TEMPLATE.read_text())
     spec["argv"] = [str(kernel_binary())] + list(spec["argv"][1:])
     (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1))
-    for logo in KERNELSPEC_TEMPLATE.parent.glob("logo-*.png") if logos else ():
+    for logo in KERNELSPEC_TEMPLATE.parent.glob("logo-*") if logos else ():     # logo-svg.svg, the PNGs
         shutil.copy(logo, spec_dir / logo.name)
     return spec_dir
 

@@ -9,6 +9,10 @@
  *                       the rest of the cell, verbatim
  *   %name? ?name %?     help, turned into the %help command
  *
+ * The session's parameters ({NAME}, $NAME) are put into each command's
+ * arguments before they are read (subst.c); a %param line counts for the
+ * lines below it at once, since the whole cell is read before any of it runs.
+ *
  * The first error stops parsing, so nothing runs from a cell with a typo in
  * its last line. Error positions are mapped back to physical lines and
  * columns (in characters) so the message can point at the culprit.
@@ -18,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lang/params.h"
 #include "lang/parse_internal.h"
 
 #define QUOTE_MAX 60
@@ -123,28 +128,102 @@ static json_t *help_params(const logical *l, const magic_registry *reg, const he
     return params;
 }
 
-/* A raw magic's params: {"<positional>": the rest of the line as typed}. */
-static json_t *raw_params(const logical *l, const magic_spec *m, parse_error *err)
+/* A raw magic's params: {"<positional>": the rest of the line as typed, with
+ * the parameters put in as an expression's values (subst.c)}. */
+static json_t *raw_params(const logical *l, const magic_spec *m, const param_scope *scope, parse_error *err)
 {
     size_t from = l->lx.tok[0].end;
     from += strspn(l->text + from, " \t");
-    const char *text = l->text + from;
-    char msg[400];
+    subst_text x;
     size_t at = 0;
-    if (m->check && m->check(text, msg, sizeof msg, &at) != 0) {
-        fail_at(err, l, at == SIZE_MAX ? SIZE_MAX : from + at, m->check_ename ? m->check_ename : "SyntaxError",
-                "%%%s: %s", m->name, msg);
+    int expanded = subst_expand(l->text, from, SUBST_EXPR, scope, &x, &err->error, &at);
+    if (expanded < 0) {
+        locate(l, at, err);
         return NULL;
     }
-    char key[96];
-    positional_key(m, key, sizeof key);
-    json_t *params = json_pack("{s:s%}", key, text, strlen(text));
-    if (!params)
-        fail_at(err, l, from, "UsageError", "the text of %%%s is not valid UTF-8", m->name);
+    const char *text = (expanded ? x.text : l->text) + from;
+    char msg[400];
+    json_t *params = NULL;
+    if (m->check && m->check(text, msg, sizeof msg, &at) != 0) {
+        at = at == SIZE_MAX ? SIZE_MAX : from + at;
+        fail_at(err, l, expanded ? subst_origin(&x, at) : at, m->check_ename ? m->check_ename : "SyntaxError",
+                "%%%s: %s", m->name, msg);
+    } else {
+        char key[96];
+        positional_key(m, key, sizeof key);
+        params = json_pack("{s:s%}", key, text, strlen(text));
+        if (!params)
+            fail_at(err, l, from, "UsageError", "the text of %%%s is not valid UTF-8", m->name);
+    }
+    subst_text_free(&x);
     return params;
 }
 
-static json_t *magic_params(const logical *l, const magic_registry *reg, const head *h,
+/* %param NAME VALUE: params {"name", "value"} ({} for the listing), and the
+ * name defined in the cell's scope at once, so that the lines below it in the
+ * same cell see it. */
+static json_t *param_params(const logical *l, const lexed *lx, param_scope *scope, parse_error *err)
+{
+    const char *name, *value;
+    char msg[400];
+    size_t at;
+    if (param_line(lx, 1, &name, &value, msg, sizeof msg, &at) != 0) {
+        fail_at(err, l, at, "UsageError", "%s", msg);
+        return NULL;
+    }
+    if (!name)
+        return json_object();
+    json_t *params = json_pack("{s:s, s:s}", "name", name, "value", value);
+    if (!params)
+        fail_at(err, l, SIZE_MAX, "UsageError", "the value of %s is not valid UTF-8", name);
+    else if (param_scope_define(scope, name, value) != 0)
+        fail_at(err, l, SIZE_MAX, "MemoryError", "out of memory");
+    else
+        return params;
+    json_decref(params);
+    return NULL;
+}
+
+/* A magic's params from its arguments, with the parameters put in (subst.c):
+ * the expanded line is tokenized again, its tokens placed at the offsets of
+ * the line as typed, so that an error points at what the user wrote. */
+static json_t *args_params(const logical *l, const magic_spec *m, param_scope *scope, json_t **cpu_defaulted,
+                           parse_error *err)
+{
+    subst_text x;
+    size_t at;
+    int expanded = subst_expand(l->text, l->lx.tok[0].end, SUBST_ARGS, scope, &x, &err->error, &at);
+    if (expanded < 0) {
+        locate(l, at, err);
+        return NULL;
+    }
+    lexed mine = { 0 };
+    const lexed *lx = &l->lx;
+    if (expanded) {
+        if (lex_line(x.text, &mine) != 0) {
+            subst_text_free(&x);
+            fail_at(err, l, SIZE_MAX, "MemoryError", "out of memory");
+            return NULL;
+        }
+        for (int i = 0; i < mine.n; i++) {
+            mine.tok[i].start = subst_origin(&x, mine.tok[i].start);
+            mine.tok[i].end = subst_origin(&x, mine.tok[i].end);
+        }
+        lx = &mine;
+    }
+    json_t *params = args_parse(m, lx, 1, cpu_defaulted, err, &at);
+    if (!params) {
+        locate(l, at, err);
+    } else if (strcmp(m->name, PARAM_MAGIC) == 0) {
+        json_decref(params);
+        params = param_params(l, lx, scope, err);
+    }
+    lexed_free(&mine);
+    subst_text_free(&x);
+    return params;
+}
+
+static json_t *magic_params(const logical *l, const magic_registry *reg, const head *h, param_scope *scope,
                             const magic_spec **m, json_t **cpu_defaulted, parse_error *err)
 {
     char *name = strndup(h->name, h->len);
@@ -165,19 +244,15 @@ static json_t *magic_params(const logical *l, const magic_registry *reg, const h
         fail_at(err, l, at0, "UsageError", "%%%.*s is a cell magic: write %%%%%.*s as the cell's first "
                 "line and its input below it", q, name, q, name);
     else if ((*m)->raw)
-        params = raw_params(l, *m, err);
-    else {
-        size_t at;
-        params = args_parse(*m, &l->lx, 1, cpu_defaulted, err, &at);
-        if (!params)
-            locate(l, at, err);
-    }
+        params = raw_params(l, *m, scope, err);
+    else
+        params = args_params(l, *m, scope, cpu_defaulted, err);
     free(name);
     return params;
 }
 
 /* Builds cmd from l. *is_cell: l was a cell magic, so the rest is its body. */
-static int command_from(const logical *l, const magic_registry *reg, bool first,
+static int command_from(const logical *l, const magic_registry *reg, param_scope *scope, bool first,
                         command *cmd, bool *is_cell, parse_error *err)
 {
     head h;
@@ -192,7 +267,8 @@ static int command_from(const logical *l, const magic_registry *reg, bool first,
                        utf8_clip(h.name, h.len < QUOTE_MAX ? h.len : QUOTE_MAX), h.name);
     const magic_spec *m = NULL;
     json_t *cpu_defaulted = NULL;
-    json_t *params = h.help ? help_params(l, reg, &h, &m, err) : magic_params(l, reg, &h, &m, &cpu_defaulted, err);
+    json_t *params = h.help ? help_params(l, reg, &h, &m, err)
+                            : magic_params(l, reg, &h, scope, &m, &cpu_defaulted, err);
     if (!params)
         return -1;
     *is_cell = h.cell && first;
@@ -221,6 +297,7 @@ static int cell_parse_in(const char *cell, const magic_registry *reg, command **
     command *cmds = NULL;
     int n = 0, rc;
     logical l;
+    param_scope scope = { 0 };
     while ((rc = reader_next(&r, &l, err)) > 0) {
         bool is_cell = false;
         rc = 0;
@@ -230,7 +307,7 @@ static int cell_parse_in(const char *cell, const magic_registry *reg, command **
                 rc = fail_at(err, &l, SIZE_MAX, "MemoryError", "out of memory");
             } else {
                 cmds = grown;
-                rc = command_from(&l, reg, n == 0, &cmds[n], &is_cell, err);
+                rc = command_from(&l, reg, &scope, n == 0, &cmds[n], &is_cell, err);
                 n += rc == 0;
             }
         }
@@ -239,6 +316,7 @@ static int cell_parse_in(const char *cell, const magic_registry *reg, command **
             break;
     }
     logical_free(&l);
+    param_scope_free(&scope);
     if (rc < 0) {
         commands_free(cmds, n);
         return -1;

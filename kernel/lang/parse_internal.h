@@ -8,6 +8,8 @@
  *   parse_value.c   one flag's text -> a typed JSON value (lists, choices, dims)
  *   parse_number.c  the integer and float grammars
  *   suggest.c       "did you mean" for magic names (base/text.c has the distance)
+ *   params.c        the session's parameters and a %param line (params.h)
+ *   subst.c         {NAME} and $NAME in a line's arguments
  *   helptext.c      usage lines and help text, also used by %help's view
  */
 #ifndef CUDALAB_PARSE_INTERNAL_H
@@ -155,6 +157,48 @@ enum num_status number_int(const char *s, long long *out);
 /* strtod over the whole string, with 1_000.5 separators; no hex. nan and
  * inf are NUM_NONFINITE, 1e999 NUM_OVERFLOW (tiny values round to 0). */
 enum num_status number_float(const char *s, double *out);
+
+/* ---- params.c ---- */
+
+/* The arguments of a %param line (tokens first..lx->n-1): NAME VALUE, or none
+ * (a listing: *name and *value NULL). 0 with *name and *value borrowed from
+ * lx, or -1 with a reason in msg and the culprit's byte offset in *at. */
+int param_line(const lexed *lx, int first, const char **name, const char **value, char *msg, size_t len,
+               size_t *at);
+
+/* ---- subst.c ---- */
+
+struct param_scope;
+
+enum subst_mode {
+    SUBST_ARGS,     /* a magic's arguments: a value goes in as one quoted argument */
+    SUBST_EXPR,     /* an %assert/%score expression: numbers as numbers, the rest as strings */
+};
+
+#define SUBST_MAX_BYTES (1u << 20)  /* a line with its values put in */
+
+/* One replacement: s[from, to) became text[out_from, out_to). */
+typedef struct subst_span {
+    size_t from, to, out_from, out_to;
+} subst_span;
+
+typedef struct subst_text {
+    char *text;                     /* the whole line, expanded; owned */
+    size_t len;
+    subst_span *span;               /* the replacements in order; owned */
+    size_t nspan;
+} subst_text;
+
+/* Expands the references in s from byte `from` on (before it, s is copied).
+ * 1 with *t filled (free with subst_text_free); 0 when the line has nothing to
+ * expand (*t empty: use s as it is); -1 with the error in *e (a NameError for
+ * a name that is not a parameter) and its byte offset in s in *at. */
+int subst_expand(const char *s, size_t from, enum subst_mode mode, const struct param_scope *scope,
+                 subst_text *t, error_info *e, size_t *at);
+/* The offset in s of byte `at` of t->text: inside a replacement, the start of
+ * its reference. SIZE_MAX stays SIZE_MAX. */
+size_t subst_origin(const subst_text *t, size_t at);
+void subst_text_free(subst_text *t);
 
 /* ---- helptext.c ---- */
 

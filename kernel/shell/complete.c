@@ -3,7 +3,8 @@
  * All three read the same magic descriptions as the parser: magic names after
  * '%', a magic's flags after '-', a choice flag's values after the flag; in
  * %assert and %score, result names and their fields from the session's results;
- * after %interact, the command it wraps as if it began the line.
+ * after %interact, the command it wraps as if it began the line; the session's
+ * parameters after '{' or '$' and as %param's first argument.
  * Cursor positions are in Unicode code points (protocol 5.2+).
  */
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 
 #include "grade/expr.h"
 #include "lang/interact.h"
+#include "lang/params.h"
 #include "magic/families.h"
 #include "magic/magic.h"
 #include "shell/session.h"
@@ -168,8 +170,35 @@ static size_t wrapped_at(const char *line, const token *t, int n, const magic_sp
     return t[0].end + strspn(line + t[0].end, " \t");
 }
 
-/* Fills matches for the word ending at byte `cur` of line; *from = where it starts. */
-static void complete_line(const char *line, size_t cur, const result_store *rs, json_t *out, size_t *from)
+/* A parameter's reference being typed ({si, $si): true with the matches, from
+ * the '{' or '$'. An odd run of them opens one ($$ and {{ are literals). */
+static bool complete_param_ref(const char *line, size_t cur, json_t *out, size_t *from)
+{
+    size_t w = cur, run = 0;
+    while (w > 0 && name_char(line[w - 1]))
+        w--;
+    if (w == 0 || (line[w - 1] != '{' && line[w - 1] != '$'))
+        return false;
+    while (run < w && line[w - 1 - run] == line[w - 1])
+        run++;
+    if (run % 2 == 0 || (w < cur && line[w] >= '0' && line[w] <= '9'))
+        return false;
+    char typed[PARAM_NAME_MAX + 2];
+    snprintf(typed, sizeof typed, "%c%.*s", line[w - 1], (int)(cur - w), line + w);
+    for (size_t i = 0; i < param_count(); i++) {
+        char ref[PARAM_NAME_MAX + 3];
+        snprintf(ref, sizeof ref, line[w - 1] == '{' ? "{%s}" : "$%s", param_name_at(i));
+        if (strncmp(ref, typed, strlen(typed)) == 0)
+            json_array_append_new(out, json_string(ref));
+    }
+    *from = w - 1;
+    return true;
+}
+
+/* Fills matches for the word ending at byte `cur` of line; *from = where it
+ * starts. in_body: the line is a cell magic's body (C++, text), not arguments. */
+static void complete_line(const char *line, size_t cur, bool in_body, const result_store *rs, json_t *out,
+                          size_t *from)
 {
     char *head = strndup(line, cur);
     if (!head)
@@ -182,15 +211,22 @@ static void complete_line(const char *line, size_t cur, const result_store *rs, 
     const char *typed = at_end ? t[n - 1].text : "";
     *from = at_end ? t[n - 1].start : cur;
     const magic_spec *m = line_magic(t, n);
-    size_t wrapped = n == 1 && at_end ? 0 : wrapped_at(head, t, n, m);
-    if (wrapped > 0) {
-        complete_line(line + wrapped, cur - wrapped, rs, out, from);
+    size_t wrapped = in_body || (n == 1 && at_end) ? 0 : wrapped_at(head, t, n, m);
+    if (in_body) {
+        ;                                               /* C++ or text: nothing of ours */
+    } else if (wrapped > 0) {
+        complete_line(line + wrapped, cur - wrapped, false, rs, out, from);
         *from += wrapped;
+    } else if (n > 1 && complete_param_ref(head, cur, out, from)) {
+        ;
     } else if (n == 0 || (n == 1 && at_end)) {
         if (typed[0] == '%' || typed[0] == '\0')
             complete_magics(out, typed[0] ? typed : "%");
     } else if (m && m->raw) {
         complete_expr(head, cur, rs, out, from);
+    } else if (m && strcmp(m->name, PARAM_MAGIC) == 0 && n - at_end == 1) {  /* %param NAME */
+        for (size_t i = 0; i < param_count(); i++)
+            add_prefixed(out, "", param_name_at(i), typed);
     } else if (typed[0] == '-' && !strchr(typed, '=') && m) {
         complete_flags(out, m, typed);
     } else if (m) {
@@ -211,6 +247,22 @@ static void complete_line(const char *line, size_t cur, const result_store *rs, 
     free(head);
 }
 
+/* Whether the line starting at byte ls is in the body of a cell magic: below
+ * a first command line that starts with %%. */
+static bool in_cell_body(const char *code, size_t ls)
+{
+    size_t i = 0;
+    for (;;) {
+        size_t e = i + strcspn(code + i, "\n");
+        size_t j = i + strspn(code + i, " \t\r");
+        if (j < e && code[j] != '#')        /* the first command's line */
+            return strncmp(code + j, "%%", 2) == 0 && ls > e;
+        if (!code[e] || e >= ls)
+            return false;
+        i = e + 1;
+    }
+}
+
 enum handled handle_complete(shell_session *s, shell_request *req)
 {
     const char *code = json_string_value(json_object_get(req->msg.content, "code"));
@@ -223,7 +275,7 @@ enum handled handle_complete(shell_session *s, shell_request *req)
     json_t *matches = json_array();
     char *line = strndup(code + ls, le - ls);
     if (line) {
-        complete_line(line, pos - ls, s->results, matches, &from);
+        complete_line(line, pos - ls, in_cell_body(code, ls), s->results, matches, &from);
         from += ls;
     }
     free(line);

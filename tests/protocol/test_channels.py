@@ -159,6 +159,12 @@ def test_kernel_info(kernel, channel):
     assert isinstance(c["implementation_version"], str) and c["implementation_version"]
     assert c["language_info"]["name"] == "cudalab"
     assert c["language_info"]["file_extension"] == ".cudalab"
+    assert c["language_info"]["mimetype"] == "text/x-cudalab"
+    assert c["language_info"]["pygments_lexer"] == "cudalab"      # python/cudalab/lexer.py
+    assert c["language_info"]["codemirror_mode"] == "shell"
+    links = c["help_links"]
+    assert links and all(set(l) == {"text", "url"} and l["url"].startswith("https://") for l in links)
+    assert "CUDA C++ Programming Guide" in [l["text"] for l in links]
     assert isinstance(c["banner"], str)
     assert reply["header"]["version"] == "5.3"
     assert reply["header"]["msg_type"] == "kernel_info_reply"

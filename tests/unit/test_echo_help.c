@@ -13,6 +13,7 @@
 
 #include "magic/magic.h"
 #include "lang/parse_internal.h"
+#include "lang/params.h"
 
 #include "magic_sink.h"
 
@@ -174,7 +175,8 @@ static void help_unknown_name(void **state)
     assert_int_equal(s.results, 0);
 }
 
-/* Every example %help shows parses and validates: a student copies them. */
+/* Every example %help shows parses and validates: a student copies them, in
+ * order, so a %param example defines what the examples after it use. */
 static void help_examples_parse(void **state)
 {
     size_t n;
@@ -183,11 +185,17 @@ static void help_examples_parse(void **state)
         for (const char *const *ex = all[i]->examples; ex && *ex; ex++) {
             command *cmds;
             parse_error err;
+            char why[300];
             int got = cell_parse(*ex, &cmds, &err);
             if (got < 1)
                 fail_msg("%%%s example '%s': %s: %s", all[i]->name, *ex, err.error.ename, err.error.evalue);
+            const char *name = json_string_value(json_object_get(cmds[0].params, "name"));
+            if (strcmp(cmds[0].magic->name, PARAM_MAGIC) == 0 && name &&
+                param_set(name, json_string_value(json_object_get(cmds[0].params, "value")), why, sizeof why))
+                fail_msg("%%%s example '%s': %s", all[i]->name, *ex, why);
             commands_free(cmds, got);
         }
+    param_clear();
 }
 
 /* Every CPU default a magic declares parses and is within its flag's range
