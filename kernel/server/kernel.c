@@ -549,7 +549,7 @@ static void watch_parent(loop *l, void *data)
 {
     kernel *k = data;
     if (parent_gone(k)) {
-        kinfo("kernel: its parent (pid %d%s) is gone: shutting down", k->jpy_parent > 1 ? k->jpy_parent : k->parent,
+        klog("kernel: its parent (pid %d%s) is gone: shutting down", k->jpy_parent > 1 ? k->jpy_parent : k->parent,
              k->jpy_parent > 1 ? ", JPY_PARENT_PID" : "");
         k->quit = true;
         loop_stop(l);

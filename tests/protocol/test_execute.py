@@ -422,7 +422,7 @@ def test_device_without_gpu_reports_cpu_backend_and_why(kernel):
     doc = only(msgs, "execute_result")[0]["content"]["data"]["application/vnd.cudalab.result+json"]
     assert doc["backend"] == "cpu"
     assert isinstance(doc["backend_note"], str) and doc["backend_note"].strip(), doc
-    if not driver_installed():
+    if not driver_installed() and "not built" not in doc["backend_note"]:     # a CPU-only build says so
         # not the CUDA runtime's "CUDA driver version is insufficient", which sends a student to update a
         # driver the machine does not have
         assert doc["backend_note"] == "no NVIDIA driver on this machine: libcuda.so.1 is not installed", doc
