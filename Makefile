@@ -235,7 +235,8 @@ uninstall:
 # The wheel is for every GPU, whatever this machine has: the full architecture list (a later plain
 # `make` on a GPU machine rebuilds cuda/ for its own GPU again)
 WHEEL_DIR ?= $(BUILD)/wheel
-wheel: setup
+wheel:
+	@./scripts/setup.sh lab
 	@$(MAKE) --no-print-directory -j$$(nproc) all CUDA_ARCHS="$(CUDA_ARCHS_ALL)"
 	@./scripts/build-wheel.sh "$(BUILD)" "$(WHEEL_DIR)" "$(VENV)/bin/python"
 

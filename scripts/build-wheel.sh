@@ -40,6 +40,9 @@ install -m 644 "$build/lib/cudalab/simt/"* "$native/lib/cudalab/simt/"
 cuda=no
 if [ -f "$build/lib/cudalab/libcudalab_cuda.so" ]; then
     install -m 755 "$build/lib/cudalab/libcudalab_cuda.so" "$native/lib/cudalab/"
+    # the build machine's toolkit path must not travel: cuBLAS comes from the cuda13 extra's wheels
+    # (the launcher's LD_LIBRARY_PATH) or the system's loader path
+    patchelf --remove-rpath "$native/lib/cudalab/libcudalab_cuda.so"
     cuda=yes
 fi
 cp -r share/jupyter/kernelspecs/cudalab "$native/share/jupyter/kernelspecs/"

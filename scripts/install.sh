@@ -2,8 +2,9 @@
 # install.sh PREFIX USER BIN CUDA_LIB — install the binary, the CUDA backend, the
 # CPU runner's runtime and prelude (lib/cudalab/simt beside the binary's build) and
 # the kernelspec. USER=1 installs under ~/.local and the user's Jupyter data dir.
-# install.sh --uninstall PREFIX USER — remove exactly what that install wrote (`make uninstall`):
-# the same paths, so the two cannot drift apart; folders are removed only when left empty.
+# install.sh --uninstall PREFIX USER — remove what that install wrote (`make uninstall`), from the
+# same prefix and kernelspec folder (the file list below must follow the install's); folders are
+# removed only when left empty.
 set -euo pipefail
 mode=install
 if [ "${1:-}" = --uninstall ]; then mode=uninstall; shift; fi

@@ -37,4 +37,8 @@ void format_bytes(double bytes, char *buf, size_t len);
  * 0, or -1. */
 int exe_dir(char *buf, size_t len);
 
+/* A macro's value as a string literal, for help texts that state a limit: STR(EXPR_MAX_TERMS). */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 #endif

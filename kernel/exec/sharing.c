@@ -117,7 +117,6 @@ int sharing_wait_for_gpu(magic_ctx *ctx, char *note, size_t len, double *startup
     admission_queue_join(gpus, n);  /* an idle worker holding a slot now lets it go (worker_main) */
     wait_line w;
     wait_line_init(&w);
-    run_progress_wait(true);
     for (;;) {
         double t1 = monotonic_ms();
         if ((ctx->backend = backend_select(note, len))) {
@@ -132,7 +131,6 @@ int sharing_wait_for_gpu(magic_ctx *ctx, char *note, size_t len, double *startup
                              "not run (not on the CPU either): run it again, or let fewer kernels hold the GPU "
                              "(" GPU_WAIT_ENV " sets the wait)", limit_s, first);
         if (rc) {
-            run_progress_wait(false);
             admission_queue_leave();
             snprintf(line, sizeof line, "gave up waiting for the GPU after %.1f s", (monotonic_ms() - t0) / 1e3);
             wait_line_say(ctx, &w, line);
@@ -151,7 +149,6 @@ int sharing_wait_for_gpu(magic_ctx *ctx, char *note, size_t len, double *startup
         struct timespec nap = { 0, (ahead > 8 ? GPU_RETRY_BACK_MS : GPU_RETRY_MS) * 1000000L };
         nanosleep(&nap, NULL);
     }
-    run_progress_wait(false);
     admission_queue_leave();
     snprintf(line, sizeof line, "waited %.1f s for the GPU (%s)", (monotonic_ms() - t0 - *startup_ms) / 1e3, first);
     wait_line_say(ctx, &w, line);

@@ -213,8 +213,13 @@ int worker_exec(const magic_spec *m, const json_t *given, const json_t *cpu_defa
         double t0 = monotonic_ms();
         ctx->backend = backend_select(note, sizeof note);
         double startup = monotonic_ms() - t0;
-        if (!ctx->backend && sharing_wait_for_gpu(ctx, note, sizeof note, &startup) != 0)
-            return -1;
+        if (!ctx->backend) {
+            run_progress_wait(true);        /* the wait's own line speaks */
+            int waited = sharing_wait_for_gpu(ctx, note, sizeof note, &startup);
+            run_progress_wait(false);
+            if (waited != 0)
+                return -1;
+        }
         int seen;
         backend_gpus(&seen);
         if (fresh && seen > 0)      /* the start on the GPU (its context) that this command paid */
@@ -373,7 +378,7 @@ int worker_main(int fd)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     if (capture_start() != 0)
-        kinfo("worker: stdout not captured (device printf goes to the log)");
+        klog("worker: stdout not captured (device printf goes to the log)");
     /* choose the backend now, while the user is still typing: the first CUDA
      * call creates the context and can take a second */
     char note[512];

@@ -91,8 +91,6 @@ static int score_run(magic_ctx *ctx, const json_t *params, const char *body)
     "expression holds at most " STR(EXPR_MAX_TERMS) " terms and " STR(EXPR_MAX_DEPTH) " levels of nesting.\n" \
     "Results are kept for the kernel's life (the newest 64); a restart forgets them."
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
 
 static const flag_spec no_flags[] = { {.name = NULL} };
 

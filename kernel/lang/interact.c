@@ -92,15 +92,15 @@ int interact_plan_parse(const char *text, interact_plan *p, error_info *err, siz
             *at = column_byte(text, perr.column);
         return error_set(err, perr.error.ename, "%s", perr.error.evalue);
     }
-    if (n == 0) {
+    if (n != 1) {                       /* a line: one command at most (newlines are joined before) */
         commands_free(cmds, n);
-        return error_set(err, "UsageError", "give the command to run, as in "
-                         "%%interact %%matmul --size 1024 --tile 8,16,32");
+        return error_set(err, "UsageError", n == 0 ? "give the command to run, as in "
+                         "%%interact %%matmul --size 1024 --tile 8,16,32" : "%%interact runs one command");
     }
     p->cmd = cmds[0];
     free(cmds);
     const magic_spec *m = p->cmd.magic;
-    int q = utf8_clip(m->name, QUOTE_MAX);
+    int q = (int)strlen(m->name);       /* a registered magic's name: short, ASCII */
     *at = 0;
     if (p->cmd.body)
         return error_set(err, "UsageError", "%%%%%.*s is a cell magic; %%interact runs a line magic such as "
@@ -132,12 +132,7 @@ void interact_plan_free(interact_plan *p)
         json_decref(p->ctl[i].choices);
         json_decref(p->ctl[i].labels);
     }
-    if (p->cmd.magic) {
-        json_decref(p->cmd.params);
-        json_decref(p->cmd.cpu_defaulted);
-        free(p->cmd.body);
-        free(p->cmd.source);
-    }
+    command_clear(&p->cmd);
     memset(p, 0, sizeof *p);
 }
 
@@ -147,17 +142,6 @@ json_t *interact_params(const interact_plan *p, const int *index)
     for (int i = 0; params && i < p->nctl; i++)
         json_object_set(params, p->ctl[i].key, json_array_get(p->ctl[i].choices, (size_t)index[i]));
     return params;
-}
-
-void interact_choice_text(const interact_plan *p, const int *index, char *buf, size_t len)
-{
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < p->nctl && used < len; i++) {
-        int n = snprintf(buf + used, len - used, "%s%s = %s", i ? ", " : "", p->ctl[i].flag->name,
-                         json_string_value(json_array_get(p->ctl[i].labels, (size_t)index[i])));
-        used += n > 0 ? (size_t)n : 0;
-    }
 }
 
 /* ---- the magic ---- */
@@ -190,8 +174,6 @@ static const char *const interact_examples[] = {
     NULL,
 };
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
 
 const magic_spec magic_interact = {
     .name = "interact",

@@ -51,9 +51,6 @@ void interact_plan_free(interact_plan *p);
  * choices[index[k]] (each index in range). A new reference. */
 json_t *interact_params(const interact_plan *p, const int *index);
 
-/* "tile = 8, variant = tiled" for index, into buf. */
-void interact_choice_text(const interact_plan *p, const int *index, char *buf, size_t len);
-
 /* Is cmd a %interact command (the shell runs it, not run())? */
 bool interact_is(const command *cmd);
 

@@ -38,6 +38,8 @@ typedef struct parse_error {
  * sets *out to a malloc'd array, or -1 with *err filled. Free with commands_free. */
 int cell_parse(const char *cell, command **out, parse_error *err);
 void commands_free(command *cmds, int n);
+/* Releases what one command owns (commands_free does it for each), leaving it zeroed. */
+void command_clear(command *cmd);
 
 /* A command's params for the CPU backend: those of cpu_defaulted (may be NULL)
  * take their flag's cpu_def. New reference (params itself when nothing

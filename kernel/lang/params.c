@@ -21,14 +21,17 @@ typedef struct param {
 static param table[PARAM_COUNT_MAX];
 static size_t count, total;         /* total: bytes of all values */
 
-static bool name_start(char c)
+bool param_name_char(char c, bool first)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (!first && c >= '0' && c <= '9');
 }
 
-static bool name_char(char c)
+int param_value_check(const char *name, size_t value_len, char *why, size_t len)
 {
-    return name_start(c) || (c >= '0' && c <= '9');
+    if (value_len > PARAM_VALUE_MAX)
+        return fail_into(why, len, "the value of %s is %zu bytes; a parameter holds at most %u", name, value_len,
+                         PARAM_VALUE_MAX);
+    return 0;
 }
 
 int param_name_check(const char *name, size_t n, char *why, size_t len)
@@ -40,7 +43,7 @@ int param_name_check(const char *name, size_t n, char *why, size_t len)
         return fail_into(why, len, "'%.*s...' is not a parameter name: at most %d characters", q, name,
                          PARAM_NAME_MAX);
     for (size_t i = 0; i < n; i++)
-        if (!name_char(name[i]) || (i == 0 && !name_start(name[i])))
+        if (!param_name_char(name[i], i == 0))
             return fail_into(why, len, "'%.*s' is not a parameter name: letters, digits and _, not starting "
                              "with a digit (as in size or tile_2)", q, name);
     return 0;
@@ -63,11 +66,8 @@ const char *param_get(const char *name)
 int param_set(const char *name, const char *value, char *why, size_t len)
 {
     size_t vn = strlen(value);
-    if (param_name_check(name, strlen(name), why, len) != 0)
+    if (param_name_check(name, strlen(name), why, len) != 0 || param_value_check(name, vn, why, len) != 0)
         return -1;
-    if (vn > PARAM_VALUE_MAX)
-        return fail_into(why, len, "the value of %s is %zu bytes; a parameter holds at most %u", name, vn,
-                         PARAM_VALUE_MAX);
     param *p = find(name, strlen(name));
     size_t old = p ? strlen(p->value) : 0;
     if (!p && count == PARAM_COUNT_MAX)
@@ -137,7 +137,8 @@ int param_line(const lexed *lx, int first, const char **name, const char **value
     const token *t = &lx->tok[arg[0]];
     *at = t->start;
     if (lx->lead_quoted[arg[0]])
-        return fail_into(msg, len, "a parameter's name is written without quotes, as in %%param size 1024");
+        return fail_into(msg, len, "a parameter's name is written as it is, without quotes or a {NAME}, as in "
+                         "%%param size 1024");
     if (param_name_check(t->text, strlen(t->text), msg, len) != 0)
         return -1;
     if (n == 1) {
@@ -152,11 +153,9 @@ int param_line(const lexed *lx, int first, const char **name, const char **value
                          "\"%.*s %.*s\"", t->text, t->text, utf8_clip(v->text, 30), v->text,
                          utf8_clip(lx->tok[arg[2]].text, 30), lx->tok[arg[2]].text);
     }
-    size_t vn = strlen(v->text);
-    if (vn > PARAM_VALUE_MAX) {
+    if (param_value_check(t->text, strlen(v->text), msg, len) != 0) {
         *at = v->start;
-        return fail_into(msg, len, "the value of %s is %zu bytes; a parameter holds at most %u", t->text, vn,
-                         PARAM_VALUE_MAX);
+        return -1;
     }
     *at = SIZE_MAX;
     *name = t->text;
@@ -177,6 +176,17 @@ const char *param_scope_get(const param_scope *s, const char *name, size_t n)
 
 int param_scope_define(param_scope *s, const char *name, const char *value)
 {
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->names[i], name) == 0) {           /* redefined in the same cell: one name */
+            char *v = strdup(value);
+            if (!v)
+                return -1;
+            free(s->values[i]);
+            s->values[i] = v;
+            return 0;
+        }
+    if (s->n == PARAM_COUNT_MAX)
+        return -1;
     char **names = realloc(s->names, (s->n + 1) * sizeof *names);
     if (names)
         s->names = names;
@@ -205,9 +215,9 @@ void param_scope_free(param_scope *s)
 }
 
 /* Each name once: a cell's redefinition of a session parameter is one name. */
-static bool listed(const param_scope *s, size_t upto, const char *name)
+static bool in_cell(const param_scope *s, const char *name)
 {
-    for (size_t i = 0; i < upto; i++)
+    for (size_t i = 0; s && i < s->n; i++)
         if (strcmp(s->names[i], name) == 0)
             return true;
     return false;
@@ -219,7 +229,7 @@ void param_scope_names(const param_scope *s, char *buf, size_t len)
     buf[0] = '\0';
     for (size_t i = 0; i < sn + count && used < len; i++) {
         const char *name = i < sn ? s->names[i] : table[i - sn].name;
-        if (listed(s, i < sn ? i : sn, name))
+        if (i >= sn && in_cell(s, name))
             continue;
         int w = snprintf(buf + used, len - used, "%s%s", shown ? ", " : "", name);
         if (w < 0 || (size_t)w >= len - used) {

@@ -42,6 +42,10 @@ void param_clear(void);
 /* The name rule: letters, digits and _, not starting with a digit, at most
  * PARAM_NAME_MAX bytes. 0, or -1 with why it is not a name. */
 int param_name_check(const char *name, size_t n, char *why, size_t len);
+/* Whether c may be a name's character (its first, when first). */
+bool param_name_char(char c, bool first);
+/* A value's length against PARAM_VALUE_MAX: 0, or -1 with why. */
+int param_value_check(const char *name, size_t value_len, char *why, size_t len);
 
 /* ---- a cell's scope: the table plus the %param lines parsed so far ---- */
 

@@ -338,14 +338,19 @@ int cell_parse(const char *cell, command **out, parse_error *err)
     return cell_parse_in(cell, &reg, out, err);
 }
 
+void command_clear(command *cmd)
+{
+    json_decref(cmd->params);
+    json_decref(cmd->cpu_defaulted);
+    free(cmd->body);
+    free(cmd->source);
+    memset(cmd, 0, sizeof *cmd);
+}
+
 void commands_free(command *cmds, int n)
 {
-    for (int i = 0; cmds && i < n; i++) {
-        json_decref(cmds[i].params);
-        json_decref(cmds[i].cpu_defaulted);
-        free(cmds[i].body);
-        free(cmds[i].source);
-    }
+    for (int i = 0; cmds && i < n; i++)
+        command_clear(&cmds[i]);
     free(cmds);
 }
 

@@ -43,6 +43,12 @@ enum lex_end {
  * args_parse refuses the command (a raw magic reads its text, not its tokens). */
 #define LEX_MAX_WORDS 65536
 
+/* The blanks that separate a command line's tokens (parse_lex.c, subst.c). */
+static inline bool is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
 typedef struct lexed {
     token *tok;             /* n tokens, then one with text == NULL; owned */
     bool *lead_quoted;      /* per token: it starts with a quote (so it is never a flag); owned */

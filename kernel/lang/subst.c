@@ -34,7 +34,7 @@
 
 typedef struct out {
     subst_text *t;
-    size_t cap;
+    size_t cap, span_cap;
     bool oom;
 } out;
 
@@ -64,12 +64,16 @@ static void span(out *o, size_t from, size_t to, size_t out_from)
     subst_text *t = o->t;
     if (o->oom)
         return;
-    subst_span *grown = realloc(t->span, (t->nspan + 1) * sizeof *grown);
-    if (!grown) {
-        o->oom = true;
-        return;
+    if (t->nspan == o->span_cap) {
+        size_t cap = o->span_cap ? 2 * o->span_cap : 8;
+        subst_span *grown = realloc(t->span, cap * sizeof *grown);
+        if (!grown) {
+            o->oom = true;
+            return;
+        }
+        t->span = grown;
+        o->span_cap = cap;
     }
-    t->span = grown;
     t->span[t->nspan++] = (subst_span){ from, to, out_from, t->len };
 }
 
@@ -106,29 +110,14 @@ static void put_value(out *o, const char *v, enum subst_mode mode, bool in_doubl
     }
 }
 
-static bool name_start(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
-
-static bool name_char(char c)
-{
-    return name_start(c) || (c >= '0' && c <= '9');
-}
-
-static bool is_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
-
 /* A reference at s[i] ('{' or '$'): sets *name, *n and *end (past it) and
  * returns true; false when s[i] starts none (it is then a literal). */
 static bool reference(const char *s, size_t i, const char **name, size_t *n, size_t *end)
 {
     size_t k = i + 1;
-    if (!name_start(s[k]))
+    if (!param_name_char(s[k], true))
         return false;
-    while (name_char(s[k]))
+    while (param_name_char(s[k], false))
         k++;
     if (s[i] == '{' && s[k] != '}')
         return false;
@@ -138,12 +127,13 @@ static bool reference(const char *s, size_t i, const char **name, size_t *n, siz
     return true;
 }
 
-static int undefined(const param_scope *scope, const char *s, size_t i, const char *name, size_t n,
+/* The reference s[i, end) names no parameter. */
+static int undefined(const param_scope *scope, const char *s, size_t i, size_t end, const char *name, size_t n,
                      error_info *e)
 {
     char have[300];
     const char *near = param_scope_nearest(scope, name, n);
-    int q = utf8_clip(s + i, n + 2 < 60 ? n + 2 : 60);
+    int q = utf8_clip(s + i, end - i < 60 ? end - i : 60);
     const char *close = s[i] == '{' ? "}" : "";
     param_scope_names(scope, have, sizeof have);
     if (near)
@@ -205,7 +195,7 @@ int subst_expand(const char *s, size_t from, enum subst_mode mode, const param_s
             if (!v) {
                 subst_text_free(t);
                 *at = i;
-                return undefined(scope, s, i, name, n, e);
+                return undefined(scope, s, i, end, name, n, e);
             }
             size_t mark = t->len;
             put_value(&o, v, mode, quote == '"');
@@ -237,11 +227,19 @@ size_t subst_origin(const subst_text *t, size_t at)
 {
     if (at == SIZE_MAX)
         return at;
-    const subst_span *last = NULL;
-    for (size_t k = 0; k < t->nspan && t->span[k].out_from <= at; k++)
-        last = &t->span[k];
-    if (!last)
+    /* the last span that starts at or before at: the spans are in order (binary search, as a parse
+     * asks once per token) */
+    size_t lo = 0, hi = t->nspan;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->span[mid].out_from <= at)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
         return at;
+    const subst_span *last = &t->span[lo - 1];
     if (at < last->out_to)
         return last->from;
     return last->to + (at - last->out_to);

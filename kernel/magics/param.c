@@ -15,16 +15,18 @@
 #include "lang/params.h"
 #include "magic/magic.h"
 
-/* Whether a value must be quoted to read back as one token: empty, or with
- * a blank, a quote, a backslash, a leading '#' or '-' (a comment, a flag). */
-static bool needs_quotes(const char *v)
+/* How a value is written to read back as one token, itself: as it is; in single quotes (as typed,
+ * nothing expanded); or in double quotes, with the cell language's escapes and $$ {{ }} for $ { }
+ * (which double quotes expand, subst.c), when it holds a single quote or a control character. */
+enum quoting { AS_IS, SINGLE, DOUBLE };
+
+static enum quoting quoting_of(const char *v)
 {
-    if (!v[0] || v[0] == '#' || v[0] == '-')
-        return true;
-    for (const char *p = v; *p; p++)
-        if (strchr(" \t\n\r\v\f'\"\\", *p))
-            return true;
-    return false;
+    if (strpbrk(v, "'\n\t\r\v\f"))
+        return DOUBLE;
+    if (!v[0] || v[0] == '#' || v[0] == '-' || strpbrk(v, " \"\\${}"))
+        return SINGLE;
+    return AS_IS;
 }
 
 static int list(magic_ctx *ctx)
@@ -35,30 +37,32 @@ static int list(magic_ctx *ctx)
         return 0;
     }
     for (size_t i = 0; i < n; i++)
-        cap += strlen(param_name_at(i)) + 2 * strlen(param_value_at(i)) + 16;
+        cap += strlen(param_name_at(i)) + 2 * strlen(param_value_at(i)) + 16;     /* escapes double at most */
     char *text = malloc(cap), *w = text;
     if (!text)
         return magic_error(ctx, "MemoryError", "out of memory");
     for (size_t i = 0; i < n; i++) {
         const char *v = param_value_at(i);
-        bool quote = needs_quotes(v);
+        enum quoting q = quoting_of(v);
         w += strlen(strcpy(w, "%param "));
         w += strlen(strcpy(w, param_name_at(i)));
         *w++ = ' ';
-        if (quote)
-            *w++ = '"';
+        if (q != AS_IS)
+            *w++ = q == SINGLE ? '\'' : '"';
         for (; *v; v++) {
-            static const char from[] = "\\\"\n\t\r", to[] = "\\\"ntr";
-            const char *esc = quote ? strchr(from, *v) : NULL;
+            static const char from[] = "\\\"\n\t\r\v\f", to[] = "\\\"ntrvf";
+            const char *esc = q == DOUBLE ? strchr(from, *v) : NULL;
             if (esc && *esc) {
                 *w++ = '\\';
                 *w++ = to[esc - from];
             } else {
+                if (q == DOUBLE && strchr("${}", *v))
+                    *w++ = *v;                          /* $$ {{ }}: the character itself */
                 *w++ = *v;
             }
         }
-        if (quote)
-            *w++ = '"';
+        if (q != AS_IS)
+            *w++ = q == SINGLE ? '\'' : '"';
         *w++ = '\n';
     }
     *w = '\0';

@@ -288,7 +288,7 @@ static int kernel_recv(kernel *k, enum conn_port channel, shell_request *req)
 
 /* shell_host.take_queued: after a failed cell with stop_on_error, the
  * requests queued on shell, read here so that the shell can abort them. */
-static size_t take_queued(void *server, shell_request **reqs)
+static size_t take_queued(void *server, shell_request **reqs, bool burst)
 {
     kernel *k = server;
     shell_request *q = calloc(ABORT_MAX_MSGS, sizeof *q);
@@ -300,7 +300,7 @@ static size_t take_queued(void *server, shell_request **reqs)
     double t0 = monotonic_ms();
     while (n < ABORT_MAX_MSGS) {
         zmq_pollitem_t it = { k->sock[PORT_SHELL], 0, ZMQ_POLLIN, 0 };
-        if (monotonic_ms() - t0 >= ABORT_MAX_MS || zmq_poll(&it, 1, ABORT_GAP_MS) <= 0)
+        if (monotonic_ms() - t0 >= ABORT_MAX_MS || zmq_poll(&it, 1, burst ? ABORT_GAP_MS : 0) <= 0)
             break;
         if (kernel_recv(k, PORT_SHELL, &q[n]))
             n++;

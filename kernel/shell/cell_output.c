@@ -25,7 +25,10 @@ void stream_flush(shell_session *s)
     json_t *text = json_stringn(c->pend, c->pend_len);
     if (!text)      /* a command split a UTF-8 sequence across writes: keep what is valid */
         text = json_stringn_nocheck("", 0);
-    session_publish(s, &c->req.msg, "stream", json_pack("{s:s, s:o}", "name", c->pend_name, "text", text));
+    if (c->ia)      /* a %interact run: into its widget's Output */
+        interact_collect_stream(s, c->pend_name, text);
+    else
+        session_publish(s, &c->req.msg, "stream", json_pack("{s:s, s:o}", "name", c->pend_name, "text", text));
     c->pend_len = 0;
     c->flush_at_ms = 0;
 }
@@ -62,10 +65,6 @@ static void cell_stream(void *impl, const char *name, const char *text)
         return;
     if (strcmp(name, "stdout") != 0 && strcmp(name, "stderr") != 0)
         name = "stdout";
-    if (c->ia) {
-        interact_collect_stream(s, name, text);
-        return;
-    }
     size_t len = strlen(text);
     if (c->stream_bytes + len > s->lim.max_output) {
         /* a runaway command must not flood iopub: show what fits, at a
@@ -104,13 +103,11 @@ static void cell_result(void *impl, json_t *doc, json_t *view, const char *displ
         session_publish(s, &c->req.msg, "update_display_data",
                         json_pack("{s:{}, s:{}, s:{s:s}}", "data", "metadata", "transient", "display_id", display_id));
     }
-    json_t *data = c && !c->silent && mode != RESULT_END ? render_bundle(doc, view) : NULL;
+    /* a %interact run's progress is left out: the widget keeps the last result until the next one */
+    bool shown = c && !c->silent && mode != RESULT_END && (!c->ia || mode == RESULT_PLAIN || mode == RESULT_FINAL);
+    json_t *data = shown ? render_bundle(doc, view) : NULL;
     if (data && c->ia) {
-        /* progress is left out: the widget keeps the last result until the next one */
-        if (mode == RESULT_PLAIN || mode == RESULT_FINAL)
-            interact_collect_bundle(s, data);
-        else
-            json_decref(data);
+        interact_collect_bundle(s, data);
     } else if (data) {
         json_t *transient = display_id ? json_pack("{s:s}", "display_id", display_id) : json_object();
         if (mode == RESULT_UPDATE) {

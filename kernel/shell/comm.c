@@ -16,23 +16,18 @@
 #include "shell/session.h"
 #include "shell/widget.h"
 
-typedef struct listing {
-    json_t *comms;
-    const char *target;             /* only this target, or NULL for all */
-} listing;
-
-static void list_one(void *arg, const char *id)
+static void list_one(void *comms, const char *id)
 {
-    listing *l = arg;
-    if (!l->target || strcmp(l->target, WIDGET_TARGET) == 0)
-        json_object_set_new(l->comms, id, json_pack("{s:s}", "target_name", WIDGET_TARGET));
+    json_object_set_new(comms, id, json_pack("{s:s}", "target_name", WIDGET_TARGET));
 }
 
 enum handled handle_comm_info(shell_session *s, shell_request *req)
 {
-    listing l = { json_object(), json_string_value(json_object_get(req->msg.content, "target_name")) };
-    interact_models_each(s, list_one, &l);
-    session_reply(s, req, "comm_info_reply", json_pack("{s:s, s:o}", "status", "ok", "comms", l.comms));
+    const char *target = json_string_value(json_object_get(req->msg.content, "target_name"));
+    json_t *comms = json_object();
+    if (!target || strcmp(target, WIDGET_TARGET) == 0)      /* every comm of ours is a widget's */
+        interact_models_each(s, list_one, comms);
+    session_reply(s, req, "comm_info_reply", json_pack("{s:s, s:o}", "status", "ok", "comms", comms));
     return HANDLED_DONE;
 }
 
@@ -40,8 +35,13 @@ enum handled handle_comm_open(shell_session *s, shell_request *req)
 {
     const char *id = json_string_value(json_object_get(req->msg.content, "comm_id"));
     const char *target = json_string_value(json_object_get(req->msg.content, "target_name"));
-    klog("comm_open of target '%.64s' from a frontend: closed (the kernel opens its widgets itself)",
-         target ? target : "(none)");
+    if (!id) {
+        klog("comm_open without a comm_id string: ignored");
+        return HANDLED_DONE;
+    }
+    /* ipywidgets opens jupyter.widget.control on every connection: an event, not a warning */
+    kinfo("comm_open of target '%.64s' from a frontend: closed (the kernel opens its widgets itself)",
+          target ? target : "(none)");
     session_publish(s, &req->msg, "comm_close", json_pack("{s:s, s:{}}", "comm_id", id, "data"));
     return HANDLED_DONE;
 }

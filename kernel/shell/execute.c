@@ -56,25 +56,6 @@ static void cell_fail(shell_session *s, const char *ename, const char *evalue, c
         session_publish(s, &c->req.msg, "error", json_deep_copy(c->error));
 }
 
-/* After a failed cell's reply, the requests queued behind it, in order:
- * execute requests as aborted, the others as usual. Frees q. */
-static void answer_queued(shell_session *s, shell_request *q, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (s->quitting) {
-            ;                       /* a queued shutdown_request ended the session */
-        } else if (strcmp(q[i].msg.msg_type, "execute_request") == 0) {
-            session_status(s, &q[i].msg, "busy");
-            execute_abort(s, &q[i]);
-            session_status(s, &q[i].msg, "idle");
-        } else {
-            shell_dispatch(s, &q[i]);
-        }
-        wire_msg_free(&q[i].msg);
-    }
-    free(q);
-}
-
 /* A %interact re-run has no reply: its result is in the widget, its comm_msg
  * gets idle, and what was queued meanwhile is read (interact.h). */
 static void rerun_finish(shell_session *s)
@@ -83,7 +64,7 @@ static void rerun_finish(shell_session *s)
     session_status(s, &c->req.msg, "idle");
     s->cell = NULL;
     cell_free(c);
-    interact_drain(s);
+    session_take_queued(s, false);  /* the changes made during the run: the latest of each runs */
     session_resume(s);
 }
 
@@ -115,15 +96,14 @@ static void cell_finish(shell_session *s)
     /* Before the reply goes out: whatever a client sends after seeing it is
      * newer, and whatever it queued before ("Run all") is aborted: the
      * requests already here or arriving within moments are drained now. */
-    shell_request *queued = NULL;
-    size_t nqueued = 0;
-    if (c->error && c->stop_on_error)
-        nqueued = s->host->take_queued(s->host->server, &queued);
+    if (c->error && c->stop_on_error) {
+        session_take_queued(s, true);
+        s->abort_held = s->nheld;   /* held already (read during a widget's run) or now: all came before */
+    }
     session_reply(s, &c->req, "execute_reply", reply);
     session_status(s, &c->req.msg, "idle");
     s->cell = NULL;
     cell_free(c);
-    answer_queued(s, queued, nqueued);
     session_resume(s);
 }
 
@@ -254,11 +234,10 @@ void shell_on_worker_frame(shell_session *s, json_t *f)
     } else if (strcmp(op, "result") == 0) {
         json_t *doc = json_object_get(f, "doc"), *view = json_object_get(f, "view");
         const json_t *mode = json_object_get(f, "mode");
+        json_int_t m = json_is_integer(mode) ? json_integer_value(mode) : RESULT_PLAIN;
         cell_out.result(s, json_is_null(doc) ? NULL : json_incref(doc), json_incref(view),
                         json_string_value(json_object_get(f, "display_id")),
-                        json_is_integer(mode) && json_integer_value(mode) >= RESULT_PLAIN &&
-                        json_integer_value(mode) <= RESULT_END ? (enum result_mode)json_integer_value(mode)
-                                                               : RESULT_PLAIN);
+                        m >= RESULT_PLAIN && m <= RESULT_END ? (enum result_mode)m : RESULT_PLAIN);
     } else if (strcmp(op, "error") == 0) {
         json_decref(c->error);
         c->error = json_incref(f);

@@ -1,5 +1,4 @@
 /* info.c — kernel_info: what frontends know of the language (the comm messages are comm.c's). */
-#include "base/log.h"
 #include "cudalab/version.h"
 #include "proto/msg.h"
 #include "shell/session.h"
@@ -7,7 +6,7 @@
 /* language_info, as frontends read it:
  *  - pygments_lexer: python/cudalab/lexer.py (the package's pygments.lexers
  *    entry point), which nbconvert and the qtconsole use for the cell sources;
- *    its name, mimetype and file extension are these (tests/python checks they agree).
+ *    its name, mimetype and file extension are these (tests/frontends/test_lexer.py checks they agree).
  *  - codemirror_mode: JupyterLab and Notebook have no mode of ours, and
  *    "shell" is the nearest of theirs: magic lines are command lines, and it
  *    shows # comments, quoted strings, numbers and $NAME parameters as ours

@@ -21,7 +21,6 @@
 
 /* layout, two styles, the controls, the output, the box */
 #define MODELS_MAX (INTERACT_MAX_CONTROLS + 5)
-#define STREAM_MAX (64u << 10)      /* stdout a run shows in its widget */
 
 typedef struct model {
     char id[37];                    /* the comm id, which is the model id */
@@ -41,7 +40,6 @@ struct interact {
     bool opened;                    /* the models are open in the frontends */
     bool closed;                    /* closed while its run went on: freed once that run ends */
     json_t *collect;                /* the outputs of the run under way, or NULL */
-    size_t stream_bytes;
     bool has_due;                   /* a change waits to run, with this comm_msg as its parent */
     shell_request due;
 };
@@ -61,7 +59,7 @@ static int add_model(struct interact *ia, json_t *state, int control)
 static void build_models(struct interact *ia)
 {
     const interact_plan *p = &ia->plan;
-    int layout = add_model(ia, widget_layout(NULL), -1), slider_style = -1, drop_style = -1;
+    int layout = add_model(ia, widget_layout(), -1), slider_style = -1, drop_style = -1;
     const char *children[INTERACT_MAX_CONTROLS + 1];
     for (int k = 0; k < p->nctl; k++) {
         const interact_control *c = &p->ctl[k];
@@ -73,7 +71,7 @@ static void build_models(struct interact *ia)
                                 : widget_dropdown(c->flag->name, c->labels, 0, lid, sid);
         children[k] = ia->models[add_model(ia, st, k)].id;
     }
-    ia->output = add_model(ia, widget_output(ia->models[layout].id, NULL), -1);
+    ia->output = add_model(ia, widget_output(ia->models[layout].id), -1);
     children[p->nctl] = ia->models[ia->output].id;
     ia->box = add_model(ia, widget_vbox(children, p->nctl + 1, ia->models[layout].id), -1);
 }
@@ -166,6 +164,7 @@ static void evict_oldest(shell_session *s, const wire_msg *parent)
     snprintf(note, sizeof note, "[cudalab: closed the %%interact widget of cell [%d]: a session keeps the "
              "newest %d live]\n", oldest->count, INTERACT_MAX_LIVE);
     cell_out.stream(s, "stdout", note);
+    stream_flush(s);                    /* the cell's own output, before its run's goes to the widget */
     interact_reap(s);
 }
 
@@ -188,6 +187,8 @@ static command *run_command(const struct interact *ia)
 int interact_begin(shell_session *s, const command *cmd, error_info *err)
 {
     struct cell *c = s->cell;
+    if (c->silent)
+        return error_set(err, "UsageError", "%%interact shows live controls: a silent request cannot show them");
     const char *text = json_string_value(json_object_get(cmd->params, "command"));
     struct interact *ia = calloc(1, sizeof *ia);
     if (!ia)
@@ -218,28 +219,19 @@ int interact_begin(shell_session *s, const command *cmd, error_info *err)
 
 /* ---- what a run shows ---- */
 
-void interact_collect_stream(shell_session *s, const char *name, const char *text)
+void interact_collect_stream(shell_session *s, const char *name, json_t *text)
 {
     struct interact *ia = s->cell->ia;
-    size_t len = strlen(text);
-    if (ia->stream_bytes >= STREAM_MAX)
-        return;
-    if (ia->stream_bytes + len > STREAM_MAX)
-        len = (size_t)utf8_clip(text, STREAM_MAX - ia->stream_bytes);
-    ia->stream_bytes += len;
     json_t *out = json_array_get(ia->collect, json_array_size(ia->collect) - 1);
     const char *last = json_string_value(json_object_get(out, "name"));
-    json_t *t = json_stringn(text, len);
-    if (!t)
-        return;
     if (last && strcmp(last, name) == 0) {     /* one output per stretch of a stream, as a cell has */
-        json_t *joined = json_sprintf("%s%s", json_string_value(json_object_get(out, "text")), json_string_value(t));
-        json_decref(t);
+        json_t *joined = json_sprintf("%s%s", json_string_value(json_object_get(out, "text")), json_string_value(text));
+        json_decref(text);
         json_object_set_new(out, "text", joined);
         return;
     }
     json_array_append_new(ia->collect, json_pack("{s:s, s:s, s:o}", "output_type", "stream", "name", name,
-                                                 "text", t));
+                                                 "text", text));
 }
 
 void interact_collect_bundle(shell_session *s, json_t *bundle)
@@ -263,9 +255,13 @@ static json_t *fallback_text(const struct interact *ia, const json_t *outputs)
             snprintf(choices + n, sizeof choices - n, "%s%s", i ? ", " : "", json_string_value(l));
         }
     }
+    utf8_trim(choices);
     snprintf(head, sizeof head, "[%%interact: live controls over %s; they need a frontend with Jupyter widgets. "
              "The first run:]\n", choices);
+    utf8_trim(head);                    /* a label cut in the middle of a character */
     json_t *text = json_string(head);
+    if (!text)
+        text = json_string("");
     size_t i;
     json_t *o;
     json_array_foreach(outputs, i, o) {
@@ -303,7 +299,6 @@ void interact_settle(shell_session *s)
     struct interact *ia = c->ia;
     json_t *outputs = ia->collect;
     ia->collect = NULL;
-    ia->stream_bytes = 0;
     if (c->error)
         json_array_append_new(outputs, json_pack("{s:s, s:O, s:O, s:O}", "output_type", "error", "ename",
                                                  json_object_get(c->error, "ename"), "evalue",
@@ -362,19 +357,6 @@ bool interact_run_due(shell_session *s)
             return true;
         }
     return false;
-}
-
-void interact_drain(shell_session *s)
-{
-    shell_request *q = NULL;
-    size_t n = s->host->take_queued(s->host->server, &q), i = 0;
-    s->draining = true;
-    for (; i < n && !s->quitting && strncmp(q[i].msg.msg_type, "comm_", 5) == 0; i++)
-        shell_dispatch(s, &q[i]);
-    s->draining = false;
-    for (; i < n; i++)
-        session_hold(s, &q[i]);
-    free(q);
 }
 
 /* ---- comm.c's view ---- */

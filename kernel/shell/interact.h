@@ -13,11 +13,11 @@
  * under the count of the cell that made the interact.
  *
  * Changes that arrive while a run is under way are coalesced: the requests
- * queued on shell when a run ends are read at once (take_queued); their comm
- * messages are handled then (each control update only records its value,
- * the newest one's comm_msg becoming the parent of the next run, the others
- * answered idle), and the first other request and those after it are held,
- * in order, to be served after that run (session_resume).
+ * queued on shell when a run ends are held (session_take_queued) and served
+ * in order (session_resume); comm messages in a row are handled together
+ * (each control update only records its value, the newest one's comm_msg
+ * becoming the parent of the next run, the others answered idle), and that
+ * run starts before the first other request behind them.
  */
 #ifndef CUDALAB_SHELL_INTERACT_H
 #define CUDALAB_SHELL_INTERACT_H
@@ -38,11 +38,10 @@ int interact_begin(shell_session *s, const command *cmd, error_info *err);
  * outputs go to the Output (the first time: the widgets are opened and shown).
  * Clears the cell's ia and sub. */
 void interact_settle(shell_session *s);
-/* cell_output.c: what the run shows, kept for the Output (bundle stolen). */
-void interact_collect_stream(shell_session *s, const char *name, const char *text);
+/* cell_output.c: what the run shows, kept for the Output (text and bundle stolen); the stream's cap
+ * and flushing are the cell's. */
+void interact_collect_stream(shell_session *s, const char *name, json_t *text);
 void interact_collect_bundle(shell_session *s, json_t *bundle);
-/* After a re-run's cell ended: the requests queued meanwhile (see above). */
-void interact_drain(shell_session *s);
 /* Starts the run of a change waiting for one, if any: true when it did. */
 bool interact_run_due(shell_session *s);
 /* Frees the interacts closed while one of their runs was going on. */

@@ -61,6 +61,29 @@ void session_hold(shell_session *s, shell_request *req)
     memset(&req->msg, 0, sizeof req->msg);
 }
 
+void session_take_queued(shell_session *s, bool burst)
+{
+    shell_request *q = NULL;
+    size_t n = s->host->take_queued(s->host->server, &q, burst);
+    for (size_t i = 0; i < n; i++)
+        session_hold(s, &q[i]);
+    free(q);
+}
+
+static bool is_comm(const shell_request *r)
+{
+    return strncmp(r->msg.msg_type, "comm_", 5) == 0;
+}
+
+static shell_request unhold_first(shell_session *s)
+{
+    shell_request r = s->held[0];
+    memmove(s->held, s->held + 1, --s->nheld * sizeof *s->held);
+    if (s->abort_held > 0)
+        s->abort_held--;
+    return r;
+}
+
 void session_resume(shell_session *s)
 {
     if (s->resuming)
@@ -72,9 +95,26 @@ void session_resume(shell_session *s)
             continue;
         if (s->nheld == 0)
             break;
-        shell_request r = s->held[0];
-        memmove(s->held, s->held + 1, --s->nheld * sizeof *s->held);
-        shell_dispatch(s, &r);
+        if (is_comm(&s->held[0])) {
+            /* widget changes in a row: each control's latest is what runs (interact_model_update) */
+            s->draining = true;
+            while (s->nheld > 0 && is_comm(&s->held[0]) && !s->quitting) {
+                shell_request r = unhold_first(s);
+                shell_dispatch(s, &r);
+            }
+            s->draining = false;
+            continue;
+        }
+        bool abort = s->abort_held > 0 && strcmp(s->held[0].msg.msg_type, "execute_request") == 0;
+        shell_request r = unhold_first(s);
+        if (abort) {                /* queued behind a failed cell (stop_on_error) */
+            session_status(s, &r.msg, "busy");
+            execute_abort(s, &r);
+            session_status(s, &r.msg, "idle");
+            wire_msg_free(&r.msg);
+        } else {
+            shell_dispatch(s, &r);
+        }
     }
     s->resuming = false;
 }

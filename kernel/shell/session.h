@@ -22,10 +22,12 @@ struct shell_session {
     struct cell *cell;              /* the running cell, or NULL */
     bool quitting;                  /* a shutdown_request was answered */
     struct interact *interacts;     /* the %interact widgets, oldest first (interact.c) */
-    bool draining;                  /* interact_drain is handling queued comm messages */
+    bool draining;                  /* session_resume is handling held comm messages: changes coalesce */
     bool resuming;                  /* session_resume is under way */
     shell_request *held;            /* requests read early, to serve in order once no cell runs */
     size_t nheld, held_cap;
+    size_t abort_held;              /* the first this many held requests came before a failed cell's
+                                     * reply: their execute requests are aborted (stop_on_error) */
 };
 
 /* The running cell: execute.c (its life: commands, stops, the reply) and
@@ -129,6 +131,8 @@ static inline const command *cell_cmd(const struct cell *c)
 void session_resume(shell_session *s);
 /* Keeps req (taken) to be served by session_resume. */
 void session_hold(shell_session *s, shell_request *req);
+/* Holds what is queued on shell (burst: and what arrives within moments, a "Run all" batch). */
+void session_take_queued(shell_session *s, bool burst);
 
 /* cell_output.c */
 /* Sends the cell's pending stream text, if any. */

@@ -48,10 +48,10 @@ typedef struct shell_host {
     /* Starts a fresh worker unless one runs (the server may decline, after
      * several in a row that never finished a command). */
     void (*worker_start)(void *server);
-    /* Takes the requests queued on the shell channel (and those arriving
-     * within a few ms: a "Run all" batch). Returns how many; *reqs is then
-     * the caller's (free each msg with wire_msg_free, the array with free). */
-    size_t (*take_queued)(void *server, shell_request **reqs);
+    /* Takes the requests queued on the shell channel (with burst, also those
+     * arriving within a few ms: a "Run all" batch). Returns how many; *reqs is
+     * then the caller's (free each msg with wire_msg_free, the array with free). */
+    size_t (*take_queued)(void *server, shell_request **reqs, bool burst);
     /* Monotonic milliseconds, the clock of every deadline. */
     double (*now_ms)(void *server);
     /* Ends the session once the current request is answered. */

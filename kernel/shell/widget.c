@@ -45,13 +45,11 @@ static const char *const layout_keys[] = {
     "right", "top", "visibility", "width", NULL,
 };
 
-json_t *widget_layout(const char *width)
+json_t *widget_layout(void)
 {
     json_t *s = model(BASE, MODULES_VERSION, "LayoutModel", BASE, MODULES_VERSION, "LayoutView");
     for (int i = 0; layout_keys[i]; i++)
         json_object_set_new(s, layout_keys[i], json_null());
-    if (width)
-        json_object_set_new(s, "width", json_string(width));
     return s;
 }
 
@@ -109,11 +107,11 @@ json_t *widget_dropdown(const char *description, const json_t *labels, int index
     return selection("DropdownModel", "DropdownView", description, labels, index, layout, style_id);
 }
 
-json_t *widget_output(const char *layout, json_t *outputs)
+json_t *widget_output(const char *layout)
 {
     json_t *s = dom_widget(OUTPUT, OUTPUT_VERSION, "OutputModel", "OutputView", layout);
     json_object_set_new(s, "msg_id", json_string(""));
-    json_object_set_new(s, "outputs", outputs ? outputs : json_array());
+    json_object_set_new(s, "outputs", json_array());
     return s;
 }
 

@@ -21,8 +21,8 @@
 /* "IPY_MODEL_<id>" */
 json_t *widget_ref(const char *id);
 
-/* LayoutModel; width is CSS ("36em") or NULL for the default. */
-json_t *widget_layout(const char *width);
+/* LayoutModel, every key at its default. */
+json_t *widget_layout(void);
 /* SliderStyleModel and DescriptionStyleModel, with a description as wide as it needs. */
 json_t *widget_slider_style(void);
 json_t *widget_description_style(void);
@@ -31,8 +31,8 @@ json_t *widget_selection_slider(const char *description, const json_t *labels, i
                                 const char *style);
 json_t *widget_dropdown(const char *description, const json_t *labels, int index, const char *layout,
                         const char *style);
-/* OutputModel showing outputs (nbformat outputs: display_data, stream, error); stolen. */
-json_t *widget_output(const char *layout, json_t *outputs);
+/* OutputModel, empty (its "outputs" are nbformat outputs: display_data, stream, error). */
+json_t *widget_output(const char *layout);
 /* VBoxModel of children (model ids, borrowed). */
 json_t *widget_vbox(const char *const *children, int n, const char *layout);
 

@@ -25,23 +25,27 @@ from __future__ import annotations
 
 import atexit
 import builtins
-import itertools
-import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections import deque
 from pathlib import Path
 from queue import Empty
 from typing import Any, Callable
 
-from . import locate
+from . import kernelspec, locate
 
 RESULT_MIME = "application/vnd.cudalab.result+json"
 START_TIMEOUT = 30.0          # seconds for the kernel to answer its first kernel_info
 REPLY_TIMEOUT = 10.0          # seconds for a reply to a request that runs nothing (complete, help)
 DRAIN_TIMEOUT = 10.0          # seconds to wait for an interrupted cell to end
+# magics whose messages this extension does not pass on: %interact's widgets are comms of the cudalab
+# kernel, which the IPython kernel's frontend cannot reach
+NOT_RELAYED = {"interact": "needs the cudalab kernel itself: its widgets' comms are not relayed through "
+                           "%load_ext cudalab (run the command without %interact, or use the cudalab kernel)"}
+DOCUMENTS_KEPT = 20000        # result documents kept for results(): as many as the kernel's own store
 POLL_S = 0.25                 # how often a waiting magic checks that the kernel is still alive
 
 # The kernel's error names that are Python's own exception classes (of the plain layout): the
@@ -139,12 +143,9 @@ class Session:
         from jupyter_client import KernelManager
         from jupyter_client.kernelspec import KernelSpec
 
-        binary = locate.binary()
-        template = locate.kernelspec_dir()
-        spec = json.loads((template / "kernel.json").read_text())
-        spec["argv"] = [str(binary)] + spec["argv"][1:]
+        spec = kernelspec.kernel_json(argv0=[str(locate.binary())])
         km = KernelManager()
-        km._kernel_spec = KernelSpec(resource_dir=str(template), **spec)
+        km._kernel_spec = KernelSpec(resource_dir=str(locate.kernelspec_dir()), **spec)
         km.shutdown_wait_time = 3.0
         named = os.environ.get("CUDALAB_EXTENSION_LOG")
         if named:
@@ -273,8 +274,10 @@ class Session:
                 raise CudalabInterrupt(ename, evalue, tb)
             raise error_class(ename)(ename, evalue, tb)
 
-    def _drain(self, msg_id: str, relay: bool, timeout: float | None) -> dict | None:
-        """Reads iopub until the request's idle status; relays its outputs; returns its error content."""
+    def _drain(self, msg_id: str, relay: bool | Callable[[str, dict], None],
+               timeout: float | None) -> dict | None:
+        """Reads iopub until the request's idle status; relays its outputs (relay: True shows them, a
+        callable gets each (msg_type, content)); returns its error content."""
         deadline = None if timeout is None else time.monotonic() + timeout
         error = None
         while True:
@@ -292,6 +295,8 @@ class Session:
                 return error
             if kind == "error":
                 error = content
+            elif callable(relay):
+                relay(kind, content)
             elif relay:
                 self._relay(kind, content)
 
@@ -308,10 +313,8 @@ class Session:
             return
         data, metadata = content.get("data", {}), content.get("metadata", {})
         display_id = (content.get("transient") or {}).get("display_id")
-        if RESULT_MIME in data:
-            key = display_id if display_id else next(_counter)
-            _documents.pop(key, None)                  # a display updated in place moves to the end
-            _documents[key] = data[RESULT_MIME]
+        if RESULT_MIME in data:                        # a result is never a display updated later
+            _documents.append(data[RESULT_MIME])
         display = _display()
         if display_id:
             display.display(data, raw=True, metadata=metadata, display_id=display_id,
@@ -331,9 +334,8 @@ def _shell_set_next_input(text: str, replace: bool) -> None:
 
 _session: Session | None = None
 # The result documents of every cell, kept here rather than in the Session so that they outlive a
-# kernel that died and %reload_ext: display_id (or a counter) -> the latest document shown there.
-_documents: dict[Any, dict] = {}
-_counter = itertools.count()
+# kernel that died and %reload_ext; as many as the kernel's own store keeps (README: 20,000).
+_documents: deque[dict] = deque(maxlen=DOCUMENTS_KEPT)
 _registered: list[tuple[str, str]] = []      # (kind, name) of every magic this extension added
 _atexit_registered = False
 
@@ -351,9 +353,9 @@ def kernel_pid() -> int | None:
     return _session.pid if _session is not None else None
 
 
+# One cudalab magic as IPython sees it: called with the (already variable-expanded) line, and for a
+# cell magic the cell; its __doc__ (`%matmul?`) is the kernel's `%help NAME`, asked once.
 class _Magic:
-    """One cudalab magic as IPython sees it: called with the (already variable-expanded) line, and
-    for a cell magic the cell; its __doc__ (`%matmul?`) is the kernel's `%help NAME`, asked once."""
 
     def __init__(self, name: str, kind: str):
         self.__name__ = name
@@ -361,6 +363,8 @@ class _Magic:
         self._doc: str | None = None
 
     def __call__(self, line: str, cell: str | None = None) -> None:
+        if self.__name__ in NOT_RELAYED:
+            raise error_class("UsageError")("UsageError", f"%{self.__name__} {NOT_RELAYED[self.__name__]}", [])
         if self.kind == "cell":
             session().run(f"%%{self.__name__} {line}\n{cell or ''}")
         else:
@@ -379,18 +383,12 @@ def help_text(name: str) -> str:
     s.ensure()
     msg_id = s.kc.execute(f"%help {name}", silent=False, store_history=False)
     texts: list[str] = []
-    deadline = time.monotonic() + REPLY_TIMEOUT
-    while time.monotonic() < deadline:
-        try:
-            msg = s.kc.iopub_channel.get_msg(timeout=POLL_S)
-        except Empty:
-            continue
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        if msg["msg_type"] in ("execute_result", "display_data"):
-            texts.append(msg["content"]["data"].get("text/plain", ""))
-        elif msg["msg_type"] == "status" and msg["content"].get("execution_state") == "idle":
-            break
+
+    def keep(kind: str, content: dict) -> None:
+        if kind in ("execute_result", "display_data"):
+            texts.append(content["data"].get("text/plain", ""))
+
+    s._drain(msg_id, relay=keep, timeout=REPLY_TIMEOUT)
     s._reply(msg_id, REPLY_TIMEOUT)
     return "".join(texts) or f"cudalab's %{name}: `%help {name}` shows its flags."
 
@@ -456,4 +454,4 @@ def _at_exit() -> None:
 
 def documents() -> list[dict]:
     """Every result document this session's cudalab magics produced, oldest first."""
-    return list(_documents.values())
+    return list(_documents)

@@ -21,10 +21,11 @@ from . import locate
 KERNEL_NAME = "cudalab"
 
 
-def kernel_json(display_name: str | None = None) -> dict:
-    """The template's kernel.json with argv running this installation's kernel through its launcher."""
+def kernel_json(display_name: str | None = None, argv0: list[str] | None = None) -> dict:
+    """The template's kernel.json with argv running argv0 (default: this installation's kernel through
+    its launcher) in place of the template's "cudalab"."""
     spec = json.loads((locate.kernelspec_dir() / "kernel.json").read_text())
-    spec["argv"] = [sys.executable, "-m", "cudalab", "kernel"] + spec["argv"][1:]
+    spec["argv"] = (argv0 or [sys.executable, "-m", "cudalab", "kernel"]) + spec["argv"][1:]
     if display_name:
         spec["display_name"] = display_name
     return spec
@@ -51,11 +52,10 @@ def install(user: bool = False, prefix: str | None = None, name: str = KERNEL_NA
         return Path(KernelSpecManager().install_kernel_spec(str(staged), name, user=user, prefix=prefix))
 
 
-def uninstall(user: bool = False, prefix: str | None = None, name: str = KERNEL_NAME,
-              anywhere: bool = True) -> Path | None:
-    """Removes the kernelspec: from the place user/prefix name, or, with neither and anywhere, the
-    one Jupyter finds first (as `jupyter kernelspec remove` does). Returns the folder removed, or None."""
-    if user or prefix or not anywhere:
+def uninstall(user: bool = False, prefix: str | None = None, name: str = KERNEL_NAME) -> Path | None:
+    """Removes the kernelspec: from the place user/prefix name, or, with neither, the one Jupyter
+    finds first (as `jupyter kernelspec remove` does). Returns the folder removed, or None."""
+    if user or prefix:
         path = destination(name, user, prefix)
         if not path.is_dir():
             return None
@@ -88,11 +88,11 @@ def _main(argv: list[str]) -> int:
     sub.add_parser("kernel", help="run the kernel binary with the arguments that follow "
                    "(what the kernelspec runs: `python -m cudalab kernel --help`)", add_help=False)
     sub.add_parser("where", help="print the kernel binary and the CUDA library folders it will be given")
-    if argv[:1] == ["kernel"]:
-        from .launch import exec_kernel
-        return exec_kernel(argv[1:])
     args = parser.parse_args(argv)
     try:
+        if args.command == "kernel":                 # __main__ sends it to the launcher first
+            from .launch import exec_kernel
+            return exec_kernel(argv[1:])
         if args.command == "where":
             print(f"binary: {locate.binary()}")
             dirs = locate.cuda_library_dirs()

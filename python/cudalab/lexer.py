@@ -34,8 +34,11 @@ CUDA_BODY_MAGICS = ("kernel",)
 NAME = r"[A-Za-z_]\w*"
 # 1024, 1_000, 2^20, 64K, 1.5Mi, 1e6, -5 (kernel/lang/parse_number.c), whole words only
 NUMBER_END = r"(?=[\s,x=\])]|$)"
-INTEGER = r"[+-]?\d[\d_]*(?:[eE]\+?\d+)?(?:\^\d+)?(?:[KMGTP]i?|[kmgtp])?"
-FLOAT = r"[+-]?(?:\d[\d_]*)?\.\d+(?:[eE][+-]?\d+)?(?:[KMGTP]i?)?|[+-]?\d[\d_]*[eE]-\d+"
+# unsigned: in an expression a sign is an operator (n-1.5); an argument's sign is part of its number
+UNSIGNED_INTEGER = r"\d[\d_]*(?:[eE]\+?\d+)?(?:\^\d+)?(?:[KMGTP]i?|[kmgtp])?"
+UNSIGNED_FLOAT = r"(?:\d[\d_]*)?\.\d+(?:[eE][+-]?\d+)?(?:[KMGTP]i?)?|\d[\d_]*[eE]-\d+"
+INTEGER = r"[+-]?(?:" + UNSIGNED_INTEGER + ")"
+FLOAT = r"[+-]?(?:" + UNSIGNED_FLOAT + ")"
 
 
 class CudalabLexer(RegexLexer):
@@ -102,8 +105,8 @@ class CudalabLexer(RegexLexer):
             (r"'", String.Single, "sstring_expr"),
             (r'"', String.Double, "dstring"),
             include("params"),
-            ("(" + FLOAT + r")(?![\w.])", Number.Float),
-            ("(" + INTEGER.replace("[+-]?", "") + r")(?![\w.])", Number.Integer),
+            ("(" + UNSIGNED_FLOAT + r")(?![\w.])", Number.Float),
+            ("(" + UNSIGNED_INTEGER + r")(?![\w.])", Number.Integer),
             (r"(and|or|not)\b", Operator.Word),
             (r"(true|false|null)\b", Keyword.Constant),
             (NAME + r"(?=\s*\()", Name.Function),

@@ -28,10 +28,11 @@ from papermill.translators import Translator, papermill_translators
 __all__ = ["CudalabTranslator"]
 
 LANGUAGE = "cudalab"        # the kernelspec's language and kernel name (share/jupyter/kernelspecs/cudalab)
-NAME = re.compile(r"[A-Za-z_]\w*\Z", re.ASCII)
-NAME_MAX = 64               # PARAM_NAME_MAX in kernel/lang/params.h
-PARAM_LINE = re.compile(r"^\s*%param\s+(?P<name>[A-Za-z_]\w*)\s+(?P<value>(?:'[^']*'|\"(?:[^\"\\]|\\.)*\"|[^\s#])+)"
-                        r"\s*(?:#\s*(?P<help>.*))?$")
+NAME_RULE = r"[A-Za-z_]\w*"     # the kernel's (kernel/lang/params.c), ASCII only
+NAME = re.compile(NAME_RULE + r"\Z", re.ASCII)
+NAME_MAX = 64               # PARAM_NAME_MAX in kernel/lang/params.h (tests/frontends/test_papermill.py)
+PARAM_LINE = re.compile(r"^\s*%param\s+(?P<name>" + NAME_RULE + r")\s+(?P<value>(?:'[^']*'|\"(?:[^\"\\]|\\.)*\"|[^\s#])+)"
+                        r"\s*(?:#\s*(?P<help>.*))?$", re.ASCII)
 DOUBLE_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r",
                   "$": "$$", "{": "{{", "}": "}}"}
 

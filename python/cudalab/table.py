@@ -1,8 +1,7 @@
 """`cudalab.results()`: the session's result documents as a pandas DataFrame, one row per run.
 
 The extension keeps every result document its cells produced (the
-`application/vnd.cudalab.result+json` of each output, a sweep's final update replacing its progress
-display); this module flattens them. A row is one entry of a document's "runs": its nested objects
+`application/vnd.cudalab.result+json` of each output); this module flattens them. A row is one entry of a document's "runs": its nested objects
 joined with dots (`time_ms.median`, `check.passed`, `launch.block`), preceded by which document it
 came from (`result`, counted from 0), `magic`, `backend`, the device's name, and the command's
 `params.*` that the run does not already state. Documents without runs (%device, %score, %grid) add
@@ -63,10 +62,8 @@ def dataframe(documents: Iterable[dict]):
         raise ImportError("cudalab.results() returns a pandas DataFrame, and pandas is not installed here: "
                           "`pip install pandas` (or use cudalab.documents() for the plain result documents)") from e
     table = rows(documents)
+    if not table:
+        return pd.DataFrame(columns=list(LEAD))
     frame = pd.DataFrame(table)
-    if table:
-        lead = [c for c in LEAD if c in frame.columns]
-        frame = frame[lead + [c for c in frame.columns if c not in lead]]
-    else:
-        frame = pd.DataFrame(columns=list(LEAD))
-    return frame
+    lead = [c for c in LEAD if c in frame.columns]
+    return frame[lead + [c for c in frame.columns if c not in lead]]

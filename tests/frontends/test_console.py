@@ -38,7 +38,7 @@ def kernels_of(child: pexpect.spawn) -> list[psutil.Process]:
     return [p for p in psutil.Process(child.pid).children(recursive=True) if "cudalab" in " ".join(p.cmdline())]
 
 
-def test_a_sweep_prints_its_final_table_and_exit_leaves(tmp_path):
+def test_a_sweep_prints_its_final_table_and_exit_leaves():
     child = console()
     try:
         kernels = kernels_of(child)
@@ -63,7 +63,7 @@ def test_a_sweep_prints_its_final_table_and_exit_leaves(tmp_path):
             child.terminate(force=True)
 
 
-def test_quit_leaves_too(tmp_path):
+def test_quit_leaves_too():
     child = console()
     try:
         child.sendline("  quit  ")

@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import nbformat
-import pytest
 from pygments.lexers import get_lexer_by_name, get_lexer_for_filename, get_lexer_for_mimetype
 from pygments.token import Comment, Error, Keyword, Name, Number, Operator, Punctuation, String
 

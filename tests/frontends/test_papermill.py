@@ -127,3 +127,11 @@ def test_papermill_run_injects_parameters(tmp_path):
     assert docs and docs[-1]["runs"][0]["m"] == 128
     assert not [o for c in done.cells for o in c.outputs if o.get("name") == "stderr" or o["output_type"] == "error"]
     assert done.metadata.papermill["parameters"] == {"size": 128}
+
+
+def test_name_rule_is_the_kernels():
+    """The translator's name limit is the kernel's (kernel/lang/params.h), and its name rule ASCII."""
+    from cudalab.papermill import NAME, NAME_MAX
+    header = (REPO / "kernel" / "lang" / "params.h").read_text()
+    assert f"#define PARAM_NAME_MAX {NAME_MAX} " in header
+    assert NAME.match("tile_2") and not NAME.match("sizé") and not NAME.match("2x")

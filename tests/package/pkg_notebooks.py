@@ -142,7 +142,7 @@ def check_kernel_notebook(nb) -> None:
     check_histo(nb.cells[3])
 
 
-def wait_gone(pid: int, timeout: float = 5.0) -> bool:
+def wait_pid_gone(pid: int, timeout: float = 5.0) -> bool:
     """Whether process pid has exited (or is a zombie awaiting its reaper) within timeout."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -7,14 +7,13 @@ import os
 import signal
 import sys
 import time
-from queue import Empty
 
 import pytest
 from jupyter_client import KernelManager
 from nbclient import NotebookClient
 
-from conftest import REPO, kernel_binary
-from pkg_notebooks import RESULT, VEGALITE, check_extension_notebook, extension_notebook, wait_gone
+from conftest import REPO, collect_iopub, kernel_binary
+from pkg_notebooks import RESULT, VEGALITE, check_extension_notebook, extension_notebook, wait_pid_gone
 
 sys.path.insert(0, str(REPO / "python"))           # this tree's package, ahead of any installed one
 from cudalab import locate, table                  # noqa: E402
@@ -35,24 +34,12 @@ def test_load_ext_notebook(ext_env, tmp_path):
     package = [line for line in nb.cells[0].outputs[0].text.splitlines() if line.startswith("package ")]
     assert package and package[0].startswith(f"package {REPO / 'python' / 'cudalab'}"), package
     pid = check_extension_notebook(nb, pandas=True)
-    assert wait_gone(pid), f"the cudalab kernel (pid {pid}) outlived the notebook's IPython kernel"
+    assert wait_pid_gone(pid), f"the cudalab kernel (pid {pid}) outlived the notebook's IPython kernel"
 
 
 def _run(kc, code: str, timeout: float = 30.0) -> list[dict]:
-    """The iopub messages of one execute_request, up to its idle status."""
-    msg_id = kc.execute(code)
-    msgs, deadline = [], time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            msg = kc.get_iopub_msg(timeout=1)
-        except Empty:
-            continue
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-            return msgs
-        msgs.append(msg)
-    raise AssertionError(f"{code!r} did not finish in {timeout} s; got {[m['msg_type'] for m in msgs]}")
+    """The iopub messages of one execute_request, before its idle status."""
+    return collect_iopub(kc, kc.execute(code), timeout)[:-1]
 
 
 @pytest.mark.timeout(90)
@@ -108,7 +95,7 @@ def test_interrupt_and_parent_death(ext_env):
         assert not [m for m in out if m["msg_type"] == "stream" and m["content"]["name"] == "stderr"]
 
         os.kill(km.provisioner.process.pid, signal.SIGKILL)
-        assert wait_gone(pid, 5), f"the cudalab kernel (pid {pid}) outlived its killed IPython kernel"
+        assert wait_pid_gone(pid, 5), f"the cudalab kernel (pid {pid}) outlived its killed IPython kernel"
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
@@ -151,3 +138,13 @@ def test_results_table_rows():
     assert list(frame.columns[:5]) == ["result", "magic", "variant", "backend", "device"]
     assert frame["gflops"].tolist() == [1.0, 2.0]
     assert list(table.dataframe([]).columns) == list(table.LEAD)
+
+
+def test_interact_says_it_needs_the_cudalab_kernel():
+    """%interact's widgets are the cudalab kernel's comms, which an IPython kernel's frontend cannot
+    reach: under %load_ext it is a clear UsageError, before any kernel is asked."""
+    from cudalab import extension
+    with pytest.raises(extension.CudalabError) as e:
+        extension._Magic("interact", "line")("%matmul --tile 8,16")
+    assert e.value.ename == "UsageError" and "needs the cudalab kernel itself" in e.value.evalue
+    assert extension._session is None

@@ -204,7 +204,7 @@ def test_a_numeric_list_is_a_slider_and_others_drop_downs(kernel):
     assert drop["_options_labels"] == ["naive", "tiled"] and drop["description"] == "variant"
     assert w.states[w.one("SelectionSliderModel")]["_options_labels"] == ["4", "8"]
     runs = w.states[w.one("OutputModel")]["outputs"][0]["data"]["application/vnd.cudalab.result+json"]["runs"]
-    assert [(r["variant"], r["tile"]) for r in runs] == [("naive", 4)] or [r["variant"] for r in runs] == ["naive"]
+    assert [r["variant"] for r in runs] == ["naive"]           # the first choice of each list
     msgs = update(kc, w.one("DropdownModel"), 1)
     (outs,) = output_updates(msgs, w.one("OutputModel"))
     assert [r["variant"] for r in outs[0]["data"]["application/vnd.cudalab.result+json"]["runs"]] == ["tiled"]

@@ -93,8 +93,9 @@ static inline void mock_worker_start(void *server) { ((mock *)server)->starts++;
 static inline double mock_now_ms(void *server) { return ((mock *)server)->now; }
 static inline void mock_quit(void *server) { ((mock *)server)->quits++; }
 
-static inline size_t mock_take_queued(void *server, shell_request **reqs)
+static inline size_t mock_take_queued(void *server, shell_request **reqs, bool burst)
 {
+    (void)burst;
     mock *m = server;
     m->takes++;
     *reqs = m->queued;

@@ -44,9 +44,8 @@ static void numeric_lists_are_sliders_names_drop_downs(void **state)
     interact_plan p;
     plan_ok("%matmul --size 2048 --variant naive,tiled --tile 2,4,8,16,32", &p);
     assert_string_equal(p.cmd.magic->name, "matmul");
-    assert_int_equal(p.nctl, 2);            /* in the order of the magic's flags */
-    const interact_control *tile = strcmp(p.ctl[0].key, "tile") == 0 ? &p.ctl[0] : &p.ctl[1];
-    const interact_control *variant = tile == &p.ctl[0] ? &p.ctl[1] : &p.ctl[0];
+    assert_int_equal(p.nctl, 2);            /* in the order of the magic's flags: --variant before --tile */
+    const interact_control *variant = &p.ctl[0], *tile = &p.ctl[1];
     assert_string_equal(tile->key, "tile");
     assert_true(tile->numeric);
     assert_int_equal(json_array_size(tile->labels), 5);
@@ -74,10 +73,6 @@ static void a_run_has_one_value_per_list(void **state)
     assert_int_equal(json_integer_value(json_object_get(params, "size")), 64);
     /* the plan keeps its lists */
     assert_true(json_is_array(json_object_get(p.cmd.params, "tile")));
-    char text[200];
-    interact_choice_text(&p, index, text, sizeof text);
-    assert_non_null(strstr(text, "tile = 16"));
-    assert_non_null(strstr(text, "block = 16x16"));
     json_decref(params);
     interact_plan_free(&p);
 }
@@ -157,10 +152,10 @@ static const char *const common_keys[] = { "_model_module", "_model_module_versi
 static void model_states_have_every_key(void **state)
 {
     json_t *labels = json_pack("[s,s]", "4", "8");
-    json_t *layout = widget_layout(NULL), *sstyle = widget_slider_style(), *dstyle = widget_description_style();
+    json_t *layout = widget_layout(), *sstyle = widget_slider_style(), *dstyle = widget_description_style();
     json_t *slider = widget_selection_slider("tile", labels, 1, "L", "S");
     json_t *drop = widget_dropdown("variant", labels, 0, "L", "D");
-    json_t *out = widget_output("L", NULL);
+    json_t *out = widget_output("L");
     const char *kids[] = { "A", "B" };
     json_t *box = widget_vbox(kids, 2, "L");
     json_t *all[] = { layout, sstyle, dstyle, slider, drop, out, box };

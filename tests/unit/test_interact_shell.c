@@ -230,6 +230,63 @@ static void a_failed_first_run_fails_the_cell_and_shows_in_the_widget(void **sta
     assert_int_equal(opened, 5);
 }
 
+/* The status of the last reply of type. */
+static const char *last_status(const mock *m, const char *type)
+{
+    for (int i = m->nreplies - 1; i >= 0; i--)
+        if (strcmp(m->replies[i].type, type) == 0)
+            return str(m->replies[i].content, "status");
+    return "(none)";
+}
+
+/* "Run all" while a re-run goes on: the requests are held; the first cell fails, and the next one,
+ * queued before its reply, is aborted (stop_on_error), whichever queue it waited in. */
+static void held_executes_abort_after_a_failed_cell(void **state)
+{
+    mock *m = *state;
+    open_widget(m);
+    shell_request r = update_req(m, model_id(m, "SelectionSliderModel"), json_integer(2));
+    shell_dispatch(m->s, &r);
+    m->queued = calloc(2, sizeof *m->queued);
+    m->queued[0] = request(m, "execute_request", PORT_SHELL, json_pack("{s:s}", "code", "%nosuchmagic"));
+    m->queued[1] = request(m, "execute_request", PORT_SHELL, json_pack("{s:s}", "code", "%echo second"));
+    m->nqueued = 2;
+    worker_result(m, "tile 16");
+    assert_string_equal(last_status(m, "execute_reply"), "aborted");
+    assert_false(shell_cell_running(m->s));
+}
+
+/* Changes read in a later batch never overtake held older ones: the user's last choice is what runs last. */
+static void the_last_change_runs_last(void **state)
+{
+    mock *m = *state;
+    open_widget(m);
+    const char *slider = model_id(m, "SelectionSliderModel");
+    shell_request r = update_req(m, slider, json_integer(2));
+    shell_dispatch(m->s, &r);
+    m->queued = calloc(3, sizeof *m->queued);
+    m->queued[0] = request(m, "kernel_info_request", PORT_SHELL, json_object());
+    m->queued[1] = update_req(m, slider, json_integer(1));
+    m->queued[2] = update_req(m, slider, json_integer(0));
+    m->nqueued = 3;
+    worker_result(m, "R1");
+    m->queued = calloc(1, sizeof *m->queued);
+    m->queued[0] = update_req(m, slider, json_integer(2));     /* the user's latest */
+    m->nqueued = 1;
+    for (int k = 0; k < 4 && shell_cell_running(m->s); k++)
+        worker_result(m, "Rn");
+    assert_false(shell_cell_running(m->s));
+    assert_contains(m->run_params[(m->nruns - 1) % 16], "\"tile\":16");
+}
+
+static void a_silent_request_shows_no_widget(void **state)
+{
+    mock *m = *state;
+    send_req(m, "execute_request", PORT_SHELL, json_pack("{s:s, s:b}", "code", CELL, "silent", 1));
+    assert_string_equal(str(last_reply(m), "ename"), "UsageError");
+    assert_null(pub(m, 0, "comm_open"));
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -243,6 +300,9 @@ int main(void)
         T(closing_and_shutdown),
         T(the_oldest_closes_past_the_limit),
         T(a_failed_first_run_fails_the_cell_and_shows_in_the_widget),
+        T(held_executes_abort_after_a_failed_cell),
+        T(the_last_change_runs_last),
+        T(a_silent_request_shows_no_widget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

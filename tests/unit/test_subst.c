@@ -102,6 +102,8 @@ static void undefined_names(void **state)
     e = refused("--size $sise", &at);
     assert_int_equal(at, 7);
     assert_string_equal(e.evalue, "$sise is not a parameter; did you mean $size? (parameters: size, tile)");
+    e = refused("--size $sise, 2", &at);            /* quoted as far as the reference goes */
+    assert_string_equal(e.evalue, "$sise is not a parameter; did you mean $size? (parameters: size, tile)");
     e = refused("--x {zzzzzz}", &at);
     assert_string_equal(e.evalue, "{zzzzzz} is not a parameter (parameters: size, tile; write $$ or {{ for a "
                                   "literal $ or {)");
@@ -248,7 +250,7 @@ static void param_lines(void **state)
         {"%param 1x 3", "'1x' is not a parameter name", 8},
         {"%param x", "%param x needs a value, as in %param x 1024", 9},
         {"%param x a b", "%param x takes one value; quote it to keep its spaces, as in %param x \"a b\"", 12},
-        {"%param 'x' 1", "a parameter's name is written without quotes", 8},
+        {"%param 'x' 1", "a parameter's name is written as it is, without quotes", 8},
         {"%param --x 1", "%param takes no flags", 8},
     };
     for (size_t i = 0; i < sizeof bad_lines / sizeof bad_lines[0]; i++) {
@@ -290,7 +292,29 @@ static void param_runs(void **state)
     assert_int_equal(run_quiet("%param t \"a \\\"b\\\"\\n\"", NULL, &s, &ctx), 0);
     assert_int_equal(run_quiet("%param e ''", NULL, &s, &ctx), 0);
     assert_int_equal(run_quiet("%param", NULL, &s, &ctx), 0);
-    assert_string_equal(s.out, "%param size 2^20\n%param t \"a \\\"b\\\"\\n\"\n%param e \"\"\n");
+    assert_string_equal(s.out, "%param size 2^20\n%param t \"a \\\"b\\\"\\n\"\n%param e ''\n");
+    /* every listing reads back as the values it lists, $ { } (which double quotes expand) included */
+    assert_int_equal(run_quiet("%param c '{z}'", NULL, &s, &ctx), 0);
+    assert_int_equal(run_quiet("%param b '$$ x {y}'", NULL, &s, &ctx), 0);
+    assert_int_equal(run_quiet("%param q \"it's {{x}} $$y\"", NULL, &s, &ctx), 0);
+    assert_string_equal(param_get("q"), "it's {x} $y");
+    assert_int_equal(run_quiet("%param", NULL, &s, &ctx), 0);
+    char listing[sizeof s.out], *names[8], *values[8];
+    snprintf(listing, sizeof listing, "%s", s.out);
+    size_t n = param_count();
+    for (size_t i = 0; i < n; i++) {
+        names[i] = strdup(param_name_at(i));
+        values[i] = strdup(param_value_at(i));
+    }
+    param_clear();
+    for (char *line = strtok(listing, "\n"); line; line = strtok(NULL, "\n"))
+        assert_int_equal(run_quiet(line, NULL, &s, &ctx), 0);
+    assert_int_equal(param_count(), n);
+    for (size_t i = 0; i < n; i++) {
+        assert_string_equal(param_get(names[i]), values[i]);
+        free(names[i]);
+        free(values[i]);
+    }
 }
 
 int main(void)
