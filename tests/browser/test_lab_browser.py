@@ -93,15 +93,15 @@ def _skip_if_missing() -> None:
 
 # ---------------------------------------------------------------- JupyterLab
 
-def _notebook(path: Path, sources: list[str]) -> None:
+def _notebook(path: Path, sources: list[str], kernel: tuple[str, str, str]) -> None:
     cells = [{"cell_type": "markdown", "id": "intro", "metadata": {},
               "source": "# cudalab in the browser"}]
     cells += [{"cell_type": "code", "id": f"c{i}", "metadata": {}, "execution_count": None,
                "outputs": [], "source": src} for i, src in enumerate(sources)]
     nb = {"nbformat": 4, "nbformat_minor": 5, "cells": cells,
-          "metadata": {"kernelspec": {"name": "cudalab", "display_name": "cudalab (CUDA)",
-                                      "language": "cudalab"},
-                       "language_info": {"name": "cudalab"}}}
+          "metadata": {"kernelspec": {"name": kernel[0], "display_name": kernel[1],
+                                      "language": kernel[2]},
+                       "language_info": {"name": kernel[2]}}}
     path.write_text(json.dumps(nb, indent=1))
 
 
@@ -113,12 +113,19 @@ def _settings(user_settings: Path) -> None:
         json.dumps({"fetchNews": "false", "checkForUpdates": False}))
 
 
-class Lab:
-    """JupyterLab serving one notebook, browser.ipynb, of the code cells `cells`."""
+CUDALAB_KERNEL = ("cudalab", "cudalab (CUDA)", "cudalab")
 
-    def __init__(self, root: Path, cells: list[str] = CELLS):
+
+class Lab:
+    """JupyterLab serving one notebook, browser.ipynb, of the code cells `cells` on `kernel`
+    (kernelspec name, display name, language), its server's environment plus `env`."""
+
+    def __init__(self, root: Path, cells: list[str] = CELLS,
+                 kernel: tuple[str, str, str] = CUDALAB_KERNEL, env: dict[str, str] | None = None):
         self.root = root
         self.cells = cells
+        self.kernel = kernel
+        self.extra_env = env or {}
         self.port = free_tcp_ports(1)[0]
         self.token = secrets.token_hex(16)
         self.url = f"http://127.0.0.1:{self.port}"
@@ -131,7 +138,7 @@ class Lab:
         write_kernelspec(data, logos=True)
         notebooks = self.root / "notebooks"
         notebooks.mkdir()
-        _notebook(notebooks / "browser.ipynb", self.cells)
+        _notebook(notebooks / "browser.ipynb", self.cells, self.kernel)
         _settings(self.root / "user-settings")
         env = {**os.environ,
                "JUPYTER_PATH": str(data),
@@ -139,7 +146,7 @@ class Lab:
                "JUPYTER_RUNTIME_DIR": str(self.root / "runtime"),
                "JUPYTER_DATA_DIR": str(self.root / "data"),      # the notebook-signing key
                "JUPYTER_PLATFORM_DIRS": "1",
-               "CUDALAB_BACKEND": os.environ.get("CUDALAB_BACKEND", "cpu")}
+               "CUDALAB_BACKEND": os.environ.get("CUDALAB_BACKEND", "cpu"), **self.extra_env}
         env.pop("CUDALAB_DEBUG", None)
         args = [sys.executable, "-m", "jupyterlab", "--no-browser",
                 f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
@@ -307,7 +314,7 @@ class Page:
 
 
 def run_all_cells(pg: Page) -> None:
-    """Opens the Lab's notebook, waits for its cudalab kernel, runs Run → Run All Cells as a
+    """Opens the Lab's notebook, waits for its kernel, runs Run → Run All Cells as a
     person would, and waits until every cell has run (its prompt [n]:)."""
     from selenium.webdriver.support import expected_conditions as EC
     By = _by()
@@ -315,14 +322,14 @@ def run_all_cells(pg: Page) -> None:
     driver.get(f"{lab.url}/lab/tree/browser.ipynb?token={lab.token}&reset")
     pg.wait(EC.presence_of_all_elements_located((By.CSS_SELECTOR, ".jp-NotebookPanel .jp-CodeCell")),
             PAGE_TIMEOUT, "the notebook's code cells")
-    # ready = the notebook's session has a cudalab kernel, connected and idle (Run All before that
+    # ready = the notebook's session has its kernel, connected and idle (Run All before that
     # races the session's start and can end in a Select Kernel dialog with no cell run)
     pg.wait(lambda d: d.execute_script(
         "const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
         "const sc = w && w.sessionContext, k = sc && sc.session && sc.session.kernel;"
-        "return !!(sc && sc.isReady && k && k.name === 'cudalab' &&"
-        "          k.connectionStatus === 'connected' && k.status === 'idle');"),
-            PAGE_TIMEOUT, "the notebook's cudalab kernel to be connected and idle")
+        "return !!(sc && sc.isReady && k && k.name === arguments[0] &&"
+        "          k.connectionStatus === 'connected' && k.status === 'idle');", lab.kernel[0]),
+            PAGE_TIMEOUT, f"the notebook's {lab.kernel[0]} kernel to be connected and idle")
     lab.notice_children()
     dialogs = driver.find_elements(By.CSS_SELECTOR, ".jp-Dialog")
     assert not dialogs, "a dialog is open over the notebook: " + dialogs[0].text + pg.snapshot()
