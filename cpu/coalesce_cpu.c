@@ -134,16 +134,16 @@ static int cpu_coalesce_run(const cl_coalesce_args *a, cl_coalesce_result *out, 
     cl_parallel_ranges(a->n, threads, fill_range, &fill);
     uint64_t m = cl_coalesce_rows(a->n, a->stride);
     cjob j = {in, o, a->n, m, a->stride};
-    for (int r = -a->warmup; r < a->reps && r < CL_MAX_REPS; r++) {
-        memset(flush, r & 0xff, fb);
+    for (int w = 0; w < a->warmup; w++) {
+        memset(flush, w & 0xff, fb);
+        cl_parallel_ranges(m * a->stride, threads, copy_range, &j);
+    }
+    for (cl_times *tm = &out->times; cl_rep_more(a->reps, tm); tm->reps++) {
+        memset(flush, tm->reps & 0xff, fb);
         double t0 = cl_now_ms();
         cl_parallel_ranges(m * a->stride, threads, copy_range, &j);
-        double t1 = cl_now_ms();
-        if (r >= 0) {
-            out->times.ms[r] = (float)(t1 - t0);
-            out->times.reps = r + 1;
-            cl_rep_done();
-        }
+        tm->ms[tm->reps] = (float)(cl_now_ms() - t0);
+        cl_rep_done();
     }
     if (a->check)
         cl_coalesce_verify(a, o, out);

@@ -157,6 +157,7 @@ static const cl_backend cpu_backend = {
     NULL,                       /* the host is always usable */
     NULL,                       /* and always in use */
     NULL,                       /* its analogues count their reps themselves */
+    NULL,                       /* the host clock times them: no device clocks, no events */
     CL_FAMILIES(CL_BACKEND_OPS_CPU_)
 };
 

@@ -117,16 +117,16 @@ static int cpu_grid_run(const cl_grid_args *a, cl_grid_result *out, char *err)
     if (nthreads > nblocks)
         nthreads = (int)nblocks;
     uint64_t idle = 0;
-    int total = a->warmup + a->reps;
-    for (int r = 0; r < total; r++) {
+    for (int w = 0; w < a->warmup; w++) {
+        memset(count, 0, n * sizeof *count);
+        idle = map_once(a, count, nthreads);
+    }
+    for (cl_times *tm = &out->times; cl_rep_more(a->reps, tm); tm->reps++) {
         memset(count, 0, n * sizeof *count);
         double t0 = cl_now_ms();
         idle = map_once(a, count, nthreads);
-        double t1 = cl_now_ms();
-        if (r >= a->warmup) {
-            out->times.ms[out->times.reps++] = (float)(t1 - t0);
-            cl_rep_done();
-        }
+        tm->ms[tm->reps] = (float)(cl_now_ms() - t0);
+        cl_rep_done();
     }
     for (uint64_t i = 0; i < n; i++) {
         out->visited_once += count[i] == 1;

@@ -128,7 +128,7 @@ static void describe(const cl_histo_args *a, const cpu_histo *h, int nthreads, c
 static int cpu_histo_student(const cl_histo_args *a, cl_histo_result *r, char *err)
 {
     const cl_student_kernel *k = a->student;
-    if (!k || a->reps < 1 || a->reps > CL_MAX_REPS || a->n < 1 || a->n > CL_HISTO_MAX_SIZE ||
+    if (!k || a->reps < 0 || a->reps > CL_MAX_REPS || a->n < 1 || a->n > CL_HISTO_MAX_SIZE ||
         a->mode != CL_HISTO_LETTERS || a->width != CL_HISTO_STUDENT_WIDTH) {
         snprintf(err, CL_ERR_LEN, "a student's histogram counts the letter bins of width %d: bad run (%llu bytes)",
                  CL_HISTO_STUDENT_WIDTH, (unsigned long long)a->n);
@@ -184,7 +184,7 @@ static int cpu_histo_run(const cl_histo_args *a, cl_histo_result *r, char *err)
         snprintf(err, CL_ERR_LEN, "unknown histogram variant %d", a->variant);
         return -1;
     }
-    if (a->reps < 1 || a->reps > CL_MAX_REPS || a->warmup < 0 || a->n < 1 || a->n > CL_HISTO_MAX_SIZE) {
+    if (a->reps < 0 || a->reps > CL_MAX_REPS || a->warmup < 0 || a->n < 1 || a->n > CL_HISTO_MAX_SIZE) {
         snprintf(err, CL_ERR_LEN, "bad run: %llu bytes, %d reps, %d warm-up",
                  (unsigned long long)a->n, a->reps, a->warmup);
         return -1;
@@ -224,17 +224,17 @@ static int cpu_histo_run(const cl_histo_args *a, cl_histo_result *r, char *err)
         return no_memory(err, "cache-flush buffer", fb);
     }
 
-    for (int rep = 0; rep < a->warmup + a->reps; rep++) {
-        memset(flush, rep & 0xFF, fb);
+    for (int w = 0; w < a->warmup; w++) {
+        memset(flush, w & 0xFF, fb);
+        launch(&h, cpu_rows[a->variant].analogue, nthreads);
+    }
+    for (cl_times *tm = &r->times; cl_rep_more(a->reps, tm); tm->reps++) {
+        memset(flush, (a->warmup + tm->reps) & 0xFF, fb);
         double t0 = cl_now_ms();
         launch(&h, cpu_rows[a->variant].analogue, nthreads);
-        double t1 = cl_now_ms();
-        if (rep >= a->warmup) {
-            r->times.ms[rep - a->warmup] = (float)(t1 - t0);
-            cl_rep_done();
-        }
+        tm->ms[tm->reps] = (float)(cl_now_ms() - t0);
+        cl_rep_done();
     }
-    r->times.reps = a->reps;
     r->nbins = h.nbins;
     for (int b = 0; b < h.nbins; b++)
         r->counts[b] = atomic_load_explicit(&global[b].count, memory_order_relaxed);

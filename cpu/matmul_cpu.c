@@ -89,7 +89,7 @@ static int cpu_matmul_run(int id, const cl_matmul_args *a, cl_matmul_result *out
         return -1;
     }
     const cl_variant *v = &cl_matmul_variants[id];
-    if (a->m < 1 || a->n < 1 || a->k < 1 || a->reps < 1 || a->reps > CL_MAX_REPS || a->warmup < 0 ||
+    if (a->m < 1 || a->n < 1 || a->k < 1 || a->reps < 0 || a->reps > CL_MAX_REPS || a->warmup < 0 ||
         ((v->flags & CL_V_TILE) && (a->tile < 1 || a->tile > 32))) {
         snprintf(err, CL_ERR_LEN, "invalid matmul arguments (m=%d n=%d k=%d tile=%d reps=%d)",
                  a->m, a->n, a->k, a->tile, a->reps);
@@ -116,13 +116,12 @@ static int cpu_matmul_run(int id, const cl_matmul_args *a, cl_matmul_result *out
     impl->configure(&p, out);
     for (int w = 0; w < a->warmup; w++)
         impl->run(&p);
-    for (int r = 0; r < a->reps; r++) {
+    for (cl_times *tm = &out->times; cl_rep_more(a->reps, tm); tm->reps++) {
         double t0 = cl_now_ms();
         impl->run(&p);
-        out->times.ms[r] = (float)(cl_now_ms() - t0);
+        tm->ms[tm->reps] = (float)(cl_now_ms() - t0);
         cl_rep_done();
     }
-    out->times.reps = a->reps;
     free(buf);
     return 0;
 }

@@ -201,12 +201,11 @@ static int cpu_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out,
         memset(flush, w & 0xff, fb);
         value = run_once(&r, &ok);
     }
-    for (int k = 0; k < a->reps && k < CL_MAX_REPS && ok; k++) {
-        memset(flush, k & 0xff, fb);
+    for (cl_times *tm = &out->times; ok && cl_rep_more(a->reps, tm); tm->reps++) {
+        memset(flush, tm->reps & 0xff, fb);
         double t0 = cl_now_ms();
         value = run_once(&r, &ok);
-        out->times.ms[k] = (float)(cl_now_ms() - t0);
-        out->times.reps = k + 1;
+        tm->ms[tm->reps] = (float)(cl_now_ms() - t0);
         cl_rep_done();
     }
     if (!ok) {

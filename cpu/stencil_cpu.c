@@ -374,11 +374,10 @@ static int cpu_stencil_run(int v, const cl_stencil_args *a, float *host_out, cl_
         w[i] = a->weights[i];
     for (int r = 0; r < a->warmup; r++)
         launch(v, a, in, out, w, tiles, tile_len, accs);
-    for (int r = 0; r < a->reps && r < CL_MAX_REPS; r++) {
+    for (cl_times *tm = &res->times; cl_rep_more(a->reps, tm); tm->reps++) {
         double t0 = cl_now_ms();
         launch(v, a, in, out, w, tiles, tile_len, accs);
-        res->times.ms[r] = (float)(cl_now_ms() - t0);
-        res->times.reps = r + 1;
+        tm->ms[tm->reps] = (float)(cl_now_ms() - t0);
         cl_rep_done();
     }
     res->launch = cl_launch_2d(blocks_x(a), blocks_y(a), a->block[0], a->dim == 1 ? 1 : a->block[1],

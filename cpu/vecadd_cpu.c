@@ -82,7 +82,7 @@ static int cpu_vecadd_student(const cl_vecadd_args *a, cl_vecadd_result *out, ch
         { CL_SIMT_ARG_BUFFER, 0, { 0 } }, { CL_SIMT_ARG_BUFFER, 1, { 0 } }, { CL_SIMT_ARG_BUFFER, 2, { 0 } },
         { CL_SIMT_ARG_I32, 0, { .i32 = (int32_t)a->n } },
     };
-    int reps = a->reps < 1 ? 1 : a->reps > CL_SIMT_MAX_REPS ? CL_SIMT_MAX_REPS : a->reps;
+    int reps = a->reps == CL_REPS_AUTO || a->reps > CL_SIMT_MAX_REPS ? CL_SIMT_MAX_REPS : a->reps < 1 ? 1 : a->reps;
     rc = 0;
     for (int r = 0; r < reps && rc == 0; r++) {
         cl_times one;
@@ -138,7 +138,8 @@ static int cpu_vecadd_run(const cl_vecadd_args *a, cl_vecadd_result *out, char *
     int threads = cl_cpu_threads_for(a->n);
     kjob j = {a, dx, dy, dz};
     void *dres = a->op == CL_VECADD_DAXPY ? dy : dz;
-    for (int r = -a->warmup; r < a->reps && r < CL_MAX_REPS; r++) {
+    /* the kernel's times settle --reps auto, as on the GPU */
+    for (int r = -a->warmup; r < 0 || cl_rep_more(a->reps, &out->kernel); r++) {
         double t0 = cl_now_ms();
         memcpy(dx, hx, in);
         memcpy(dy, hy, in);

@@ -143,10 +143,8 @@ static int student_reps(const cl_coalesce_args *a, student_copy *s, cl_coalesce_
         rc = student_rep(s, w, NULL, err);
     if (rc == 0)
         rc = cl_cuda_synchronize("warm-up runs", err) || student_fill(s, a->seed, err);
-    for (int r = 0; r < a->reps && r < CL_MAX_REPS && rc == 0; r++) {
-        rc = student_rep(s, r, &out->times.ms[r], err);
-        out->times.reps = rc == 0 ? r + 1 : out->times.reps;
-    }
+    for (cl_times *tm = &out->times; rc == 0 && cl_rep_more(a->reps, tm); tm->reps += rc == 0)
+        rc = student_rep(s, tm->reps, &tm->ms[tm->reps], err);
     if (rc == 0)
         rc = cl_cuda_synchronize("your kernel", err);
     cl_cuda_set_limit(0, NULL);
@@ -224,16 +222,15 @@ static int cuda_coalesce_run(const cl_coalesce_args *a, cl_coalesce_result *out,
             goto done;
         }
     }
-    for (int r = 0; r < a->reps && r < CL_MAX_REPS; r++) {
-        if (cl_cuda_flush_l2(&t, r, "L2 flush", err) || cl_cuda_time_start(&t, err))
+    for (cl_times *tm = &out->times; cl_rep_more(a->reps, tm); tm->reps++) {
+        if (cl_cuda_flush_l2(&t, tm->reps, "L2 flush", err) || cl_cuda_time_start(&t, err))
             goto done;
         if ((rc = launch(a, in, dout, blocks)) != cudaSuccess) {
             cl_cuda_fail(err, "copy kernel launch", rc);
             goto done;
         }
-        if (cl_cuda_time_stop(&t, &out->times.ms[r], "copy kernel", err))
+        if (cl_cuda_time_stop(&t, &tm->ms[tm->reps], "copy kernel", err))
             goto done;
-        out->times.reps = r + 1;
     }
     if (a->check) {
         if (!(host = (float *)malloc(a->n * 4))) {

@@ -72,6 +72,19 @@ int cl_cuda_time_stop(const cl_cuda_timing *t, float *ms, const char *what, char
 /* cl_backend.set_rep_hook: what cl_cuda_time_stop calls after each rep it timed. */
 void cl_cuda_set_rep_hook(void (*rep_done)(void));
 
+/* cl_backend.conditions: the clocks NVML read after each rep since the last cl_cuda_timing_init (a
+ * run's start), and the event overhead subtracted from those reps (cuda/clocks.cu, common.cu). */
+int cl_cuda_conditions(cl_conditions *out);
+
+/* ---- cuda/clocks.cu: NVML, loaded at run time (its header is not in every toolkit, and a machine
+ * without it still times) ---- */
+/* Starts a run's window of readings (cl_cuda_timing_init calls it). */
+void cl_cuda_clocks_reset(void);
+/* One reading of the current device's clocks and reasons into the window (after each timed rep). */
+void cl_cuda_clocks_sample(void);
+/* The window so far into out's clock fields (samples, sm_mhz_*, mem_mhz, reasons, unavailable). */
+void cl_cuda_clocks_read(cl_conditions *out);
+
 /* Reps whose hold ran out before the host released it (they ran unheld). */
 int cl_cuda_holds_lapsed(void);
 

@@ -252,6 +252,7 @@ static const cl_backend cuda_backend = {
     cuda_healthy,
     cuda_use_device,
     cl_cuda_set_rep_hook,
+    cl_cuda_conditions,
     CL_FAMILIES(CL_BACKEND_OPS_CUDA_)
 };
 

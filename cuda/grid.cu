@@ -105,11 +105,9 @@ static int grid_run_all(grid_state *st, const cl_grid_args *a, cl_grid_result *o
     for (int r = 0; r < a->warmup; r++)
         if (grid_rep(st, a, n, r, NULL, err))
             return -1;
-    for (int r = 0; r < a->reps; r++) {
-        if (grid_rep(st, a, n, a->warmup + r, &out->times.ms[r], err))
+    for (cl_times *tm = &out->times; cl_rep_more(a->reps, tm); tm->reps++)
+        if (grid_rep(st, a, n, a->warmup + tm->reps, &tm->ms[tm->reps], err))
             return -1;
-        out->times.reps = r + 1;
-    }
     cl_grid_tally_kernel<<<1024, 256>>>(st->count, (unsigned long long)n, st->stats + 1);
     cudaError_t rc;
     if ((rc = cudaGetLastError()) != cudaSuccess)
@@ -196,10 +194,8 @@ static int picture_run(picture *p, const cl_grid_args *a, cl_grid_result *out, c
         rc = picture_rep(p, w, NULL, err);
     if (rc == 0)
         rc = cl_cuda_synchronize("warm-up runs", err) || picture_fill(p, a->seed, err);
-    for (int r = 0; r < a->reps && r < CL_MAX_REPS && rc == 0; r++) {
-        rc = picture_rep(p, r, &out->times.ms[r], err);
-        out->times.reps = rc == 0 ? r + 1 : out->times.reps;
-    }
+    for (cl_times *tm = &out->times; rc == 0 && cl_rep_more(a->reps, tm); tm->reps += rc == 0)
+        rc = picture_rep(p, tm->reps, &tm->ms[tm->reps], err);
     cl_cuda_set_limit(0, NULL);
     if (rc != 0 || cl_cuda_abandoned() || cl_cuda_guard_check(p->k, p->pout_base, p->n * sizeof(float), "Pout", err))
         return -1;

@@ -160,10 +160,9 @@ static int reps(const cl_histo_args *a, const histo_plan *p, const student_plan 
             return -1;
     if (a->warmup > 0 && cl_cuda_synchronize("warm-up runs", err))
         return -1;
-    for (int i = 0; i < a->reps; i++)
-        if (one_rep(a, p, sp, st, a->warmup + i, &r->times.ms[i], err))
+    for (cl_times *tm = &r->times; cl_rep_more(a->reps, tm); tm->reps++)
+        if (one_rep(a, p, sp, st, a->warmup + tm->reps, &tm->ms[tm->reps], err))
             return -1;
-    r->times.reps = a->reps;
     return 0;
 }
 
@@ -202,7 +201,7 @@ static int check_args(const cl_histo_args *a, char *err)
                  a->variant);
         return -1;
     }
-    if (a->n < 1 || a->n > CL_HISTO_MAX_SIZE || a->reps < 1 || a->reps > CL_MAX_REPS ||
+    if (a->n < 1 || a->n > CL_HISTO_MAX_SIZE || a->reps < 0 || a->reps > CL_MAX_REPS ||
         a->warmup < 0 || (!student && (a->block < 32 || a->block % 32)) || a->grid < 0) {
         snprintf(err, CL_ERR_LEN, "bad run: %llu bytes, block %d, grid %d, %d reps, %d warm-up",
                  (unsigned long long)a->n, a->block, a->grid, a->reps, a->warmup);

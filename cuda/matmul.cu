@@ -165,14 +165,14 @@ static int timed(const mm_gpu_impl *impl, const mm_problem *p, const cl_matmul_a
         if (fill(d->a, na, a->seed, 0, err) || fill(d->b, nb, a->seed, 1, err))
             return -1;
     }
-    for (int r = 0; r < a->reps; r++) {
+    cl_times *t = &out->times;
+    for (t->reps = 0; cl_rep_more(a->reps, t); t->reps++) {
         /* each of a student's reps must write all of C again */
         if ((student && sentinel(a, d->c, err)) ||
-            cl_cuda_flush_l2(&d->t, r, "flushing L2", err) || cl_cuda_time_start(&d->t, err) ||
-            impl->launch(p, err) || cl_cuda_time_stop(&d->t, &out->times.ms[r], "timed run", err))
+            cl_cuda_flush_l2(&d->t, t->reps, "flushing L2", err) || cl_cuda_time_start(&d->t, err) ||
+            impl->launch(p, err) || cl_cuda_time_stop(&d->t, &t->ms[t->reps], "timed run", err))
             return -1;
     }
-    out->times.reps = a->reps;
     return 0;
 }
 
@@ -183,7 +183,7 @@ static int cuda_matmul_run(int v, const cl_matmul_args *a, cl_matmul_result *out
         snprintf(err, CL_ERR_LEN, "the CUDA backend has no matmul variant %d", v);
         return -1;
     }
-    if (a->m < 1 || a->n < 1 || a->k < 1 || a->reps < 1 || a->reps > CL_MAX_REPS || a->warmup < 0) {
+    if (a->m < 1 || a->n < 1 || a->k < 1 || a->reps < 0 || a->reps > CL_MAX_REPS || a->warmup < 0) {
         snprintf(err, CL_ERR_LEN, "invalid matmul arguments (m=%d n=%d k=%d reps=%d)", a->m, a->n,
                  a->k, a->reps);
         return -1;

@@ -125,10 +125,8 @@ static int all_reps(int v, const reduce_plan *p, const cl_reduce_args *a, run_st
     int rc = 0;
     for (int w = 0; w < a->warmup && rc == 0; w++)
         rc = one_rep(v, p, a, st, w, NULL, err);
-    for (int r = 0; r < a->reps && r < CL_MAX_REPS && rc == 0; r++) {
-        rc = one_rep(v, p, a, st, r, &out->times.ms[r], err);
-        out->times.reps = rc == 0 ? r + 1 : r;
-    }
+    for (cl_times *tm = &out->times; rc == 0 && cl_rep_more(a->reps, tm); tm->reps += rc == 0)
+        rc = one_rep(v, p, a, st, tm->reps, &tm->ms[tm->reps], err);
     if (rc == 0 && a->student)
         rc = cl_cuda_synchronize("your kernel", err);
     cl_cuda_set_limit(0, NULL);

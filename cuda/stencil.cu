@@ -246,11 +246,9 @@ static int reps(int v, const cl_stencil_args *a, plan *p, cl_cuda_timing *t, flo
             return -1;
     if (student && (cl_cuda_synchronize("warm-up runs", err) || fill(in, n, a->seed, err)))
         return -1;
-    for (int r = 0; r < a->reps && r < CL_MAX_REPS; r++) {
-        if (one_rep(v, p, t, r, &res->times.ms[r], err))
+    for (cl_times *tm = &res->times; cl_rep_more(a->reps, tm); tm->reps++)
+        if (one_rep(v, p, t, tm->reps, &tm->ms[tm->reps], err))
             return -1;
-        res->times.reps = r + 1;
-    }
     return 0;
 }
 

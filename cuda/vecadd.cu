@@ -210,8 +210,9 @@ static int reps(const cl_vecadd_args *a, vstate *s, cl_vecadd_result *out, char 
     int rc = 0;
     for (int w = 0; w < a->warmup && rc == 0; w++)
         rc = one_rep(a, s, w, NULL, err);
-    for (int r = 0; r < a->reps && r < CL_MAX_REPS && rc == 0; r++)
-        rc = one_rep(a, s, r, out, err);
+    /* the kernel's times settle --reps auto: the copies' are steadier */
+    while (rc == 0 && cl_rep_more(a->reps, &out->kernel))
+        rc = one_rep(a, s, out->kernel.reps, out, err);
     cl_cuda_set_limit(0, NULL);
     return rc;
 }

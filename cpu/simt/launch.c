@@ -287,7 +287,7 @@ int simt_run_student(simt_arena *a, const cl_student_kernel *k, const unsigned g
         launch->grid[i] = (int)grid[i], launch->block[i] = (int)block[i];
     launch->smem_bytes = dyn_smem;
     launch->kernels = 1;
-    int n = reps < 1 ? 1 : reps > CL_SIMT_MAX_REPS ? CL_SIMT_MAX_REPS : reps;
+    int n = reps == CL_REPS_AUTO || reps > CL_SIMT_MAX_REPS ? CL_SIMT_MAX_REPS : reps < 1 ? 1 : reps;
     times->reps = 0;
     for (int r = 0; r < n; r++) {
         if (before)

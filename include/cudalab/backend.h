@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define CL_BACKEND_ABI 6
+#define CL_BACKEND_ABI 7
 #define CL_ERR_LEN 256
 
 /* Properties of one device, as the lectures use them. Zero means "unknown". */
@@ -54,6 +54,26 @@ typedef struct cl_versions {
     int runtime;
     char arch[64];                    /* e.g. "sm_90 SASS" or "compute_90 PTX (JIT)" */
 } cl_versions;
+
+/* What the device was like while the current run's reps were timed (from the runner's timing set-up
+ * to now): the SM and memory clocks NVML read after each rep, the reasons NVML gave for holding the
+ * clocks down, and the time of an empty event pair, subtracted from each rep timed with events. */
+typedef struct cl_conditions {
+    int samples;                      /* reps the clocks were read after; 0: no reading (unavailable says why) */
+    int sm_mhz_min, sm_mhz_max;       /* the SM clock over those reps */
+    int sm_mhz_limit;                 /* the highest SM clock the device allows (its boost clock) */
+    int mem_mhz;                      /* the memory clock at the last reading */
+    unsigned long long reasons;       /* CL_CLOCK_REASON_* bits seen at any reading (NVML's own bits) */
+    int corrected_reps;               /* reps that had event_overhead_ms subtracted */
+    float event_overhead_ms;
+    char unavailable[160];            /* why no clocks were read ("" when samples > 0) */
+} cl_conditions;
+
+/* NVML's clock event reasons (nvmlClocksEventReason*), with the names the result document uses. */
+#define CL_CLOCK_REASONS(X) \
+    X(0x1ull, "gpu_idle") X(0x2ull, "applications_clocks_setting") X(0x4ull, "sw_power_cap") \
+    X(0x8ull, "hw_slowdown") X(0x10ull, "sync_boost") X(0x20ull, "sw_thermal_slowdown") \
+    X(0x40ull, "hw_thermal_slowdown") X(0x80ull, "hw_power_brake_slowdown") X(0x100ull, "display_clock_setting")
 
 /* The families, each with an ops table declared in its own header (cudalab/
  * reduce.h, matmul.h, ...): one entry here gives every backend a field for it.
@@ -90,6 +110,9 @@ typedef struct cl_backend {
     /* The worker's count of timed reps (cl_rep_done, host.h), called after each one so that a long
      * run can say how far it is. NULL: the backend calls cl_rep_done itself (the CPU). */
     void (*set_rep_hook)(void (*rep_done)(void));
+    /* The current run's cl_conditions (above), read right after the run returns. NULL: nothing to
+     * say (the CPU, whose reps the host clock times). */
+    int (*conditions)(cl_conditions *out);
     CL_FAMILIES(CL_FAMILY_FIELD_)
 } cl_backend;
 

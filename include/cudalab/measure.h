@@ -10,6 +10,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #ifdef __CUDACC__
 #define CL_HD __host__ __device__ __forceinline__
@@ -22,6 +24,16 @@ extern "C" {
 #endif
 
 #define CL_MAX_REPS 1000
+
+/* --reps auto (the default on a GPU): timed reps go on until the median has
+ * settled, i.e. its 95% confidence interval lies within CL_REPS_SETTLED of it
+ * (relative half-width), after at least CL_REPS_AUTO_MIN reps; or until the
+ * reps have timed CL_REPS_AUTO_BUDGET_MS of work, or CL_MAX_REPS, whichever
+ * comes first. A run's args carry CL_REPS_AUTO where they would carry a count. */
+#define CL_REPS_AUTO 0
+#define CL_REPS_AUTO_MIN 10
+#define CL_REPS_SETTLED 0.01
+#define CL_REPS_AUTO_BUDGET_MS 2000.0
 
 /* splitmix64 of (seed, i): the same 64 random bits on host and device. */
 CL_HD uint64_t cl_hash(uint64_t seed, uint64_t i)
@@ -58,9 +70,73 @@ typedef struct cl_launch {
 /* Raw timings of one run: the caller turns them into statistics. */
 typedef struct cl_times {
     int reps;
-    float ms[CL_MAX_REPS];      /* device time of each timed rep (CUDA events around the kernels only) */
+    float ms[CL_MAX_REPS];      /* device time of each timed rep (CUDA events around the kernels only,
+                                   less what an empty pair of them measures: cl_conditions) */
     double h2d_ms, d2h_ms;      /* transfers, when the command moves data; 0 otherwise */
 } cl_times;
+
+static inline int cl_cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of sorted[0..n) and the relative half-width of its 95%
+ * confidence interval: distribution-free, between the order statistics
+ * n/2 -/+ 0.98 sqrt(n) (the binomial bound; no normality assumed, as timings
+ * are skewed). 0 for n < 2 or a zero median. */
+static inline double cl_median_sorted(const float *sorted, int n)
+{
+    return n < 1 ? 0 : n % 2 ? sorted[n / 2] : 0.5 * ((double)sorted[n / 2 - 1] + sorted[n / 2]);
+}
+
+static inline double cl_median_ci_rel(const float *sorted, int n)
+{
+    double med = cl_median_sorted(sorted, n);
+    if (n < 2 || med <= 0)
+        return 0;
+    double half = 0.98, r = 1;      /* sqrt(n) by Newton: no libm in the header */
+    for (int i = 0; i < 30; i++)
+        r = 0.5 * (r + n / r);
+    int lo = (int)(n / 2.0 - half * r), hi = (int)(n / 2.0 + half * r + 0.999999);
+    lo = lo < 0 ? 0 : lo;
+    hi = hi > n - 1 ? n - 1 : hi;
+    return (sorted[hi] - sorted[lo]) / (2 * med);
+}
+
+/* Whether the timings in t (t->reps so far) have settled: the median's
+ * confidence interval within CL_REPS_SETTLED, after CL_REPS_AUTO_MIN reps. */
+static inline int cl_times_settled(const cl_times *t)
+{
+    int n = t->reps < 0 ? 0 : t->reps > CL_MAX_REPS ? CL_MAX_REPS : t->reps;
+    if (n < CL_REPS_AUTO_MIN)
+        return 0;
+    float s[CL_MAX_REPS];
+    memcpy(s, t->ms, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, cl_cmp_float);
+    return cl_median_ci_rel(s, n) <= CL_REPS_SETTLED;
+}
+
+/* Whether a runner takes another timed rep, t->reps counting those taken:
+ * reps is the count asked for, or CL_REPS_AUTO (above). Every timed loop is
+ *     for (t->reps = 0; cl_rep_more(a->reps, t); t->reps++) { time one rep into t->ms[t->reps] }
+ * The settling test runs every 5th rep: a sort of up to CL_MAX_REPS floats
+ * between reps is host time, not timed, but no reason to spend it each rep. */
+static inline int cl_rep_more(int reps, const cl_times *t)
+{
+    if (t->reps >= CL_MAX_REPS)
+        return 0;
+    if (reps != CL_REPS_AUTO)
+        return t->reps < reps;
+    if (t->reps < CL_REPS_AUTO_MIN)
+        return 1;
+    double sum = 0;
+    for (int i = 0; i < t->reps; i++)
+        sum += t->ms[i];
+    if (sum >= CL_REPS_AUTO_BUDGET_MS)
+        return 0;
+    return t->reps % 5 != 0 || !cl_times_settled(t);
+}
 
 #ifdef __cplusplus
 }

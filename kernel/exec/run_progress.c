@@ -54,6 +54,9 @@ void run_progress_text(char *buf, size_t len, const char *magic, double elapsed_
     if (reps > 0 && done > 0)
         snprintf(where + strlen(where), sizeof where - strlen(where), "%srep %lu of %ld", where[0] ? ", " : "",
                  done, reps);
+    else if (reps == RUN_PROGRESS_AUTO && done > 0)       /* no count to give, so no time left either */
+        snprintf(where + strlen(where), sizeof where - strlen(where), "%srep %lu, until the median settles",
+                 where[0] ? ", " : "", done);
     say_seconds(so_far, sizeof so_far, elapsed_ms / 1e3);
     long warm = warmup > 0 ? warmup : 0;
     double runs_left = reps > 0 ? (double)(reps - (long)done) + (double)(points - point - 1) * (double)(reps + warm)
@@ -73,7 +76,7 @@ static void on_point(magic_ctx *ctx, size_t point, size_t points, const json_t *
     pthread_mutex_lock(&rp.lock);
     rp.point = point;
     rp.points = points;
-    rp.reps = json_is_integer(reps) ? (long)json_integer_value(reps) : 0;
+    rp.reps = json_is_integer(reps) ? (long)json_integer_value(reps) : json_is_string(reps) ? RUN_PROGRESS_AUTO : 0;
     rp.warmup = json_is_integer(warmup) ? (long)json_integer_value(warmup) : 0;
     rp.base = cl_reps_done();
     rp.done = 0;

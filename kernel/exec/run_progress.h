@@ -21,8 +21,11 @@ void run_progress_end(void);
  * (sharing.c), this one keeps quiet meanwhile, and the point's time per rep leaves the wait out. */
 void run_progress_wait(bool waiting);
 
+/* reps for --reps auto: a count not known in advance */
+#define RUN_PROGRESS_AUTO (-1L)
+
 /* The line's text for a command `magic` at `elapsed_ms`, at point `point` (from 0) of `points` with
- * `reps` timed reps and `warmup` warm-up reps each, `done` reps of this point finished, the last at
+ * `reps` timed reps (RUN_PROGRESS_AUTO: until settled; 0: none) and `warmup` warm-up reps each, `done` reps of this point finished, the last at
  * `rep_ms` after the point began (whose warm-up and setup took part of it). Exposed for the tests. */
 void run_progress_text(char *buf, size_t len, const char *magic, double elapsed_ms, size_t point, size_t points,
                        long reps, long warmup, unsigned long done, double rep_ms);

@@ -70,6 +70,8 @@ static json_t *int_item(const flag_spec *f, const char *text, const char *whole,
     int_range(f, &lo, &hi);
     const char *what = whole ? " sizes" : "";
     int q = utf8_clip(text, QUOTE_MAX);
+    if (f->word && !whole && strcmp(text, f->word) == 0)
+        return json_string(f->word);
     switch (number_int(text, &v)) {
     case NUM_OK:
         break;
@@ -81,6 +83,9 @@ static json_t *int_item(const flag_spec *f, const char *text, const char *whole,
     default:
         if (whole)
             return dims_shape_error(f, whole, msg, len);
+        if (f->word)
+            return fail(msg, len, "--%s expects %s or an integer such as 20, 100 or 1e3 (got '%.*s')",
+                        f->name, f->word, q, text);
         return fail(msg, len, "--%s expects an integer such as 1024, 2^20, 64K or 1e6 (got '%.*s')",
                     f->name, q, text);
     }

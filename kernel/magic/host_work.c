@@ -26,18 +26,42 @@ double host_work_limit_s(void)
     return text && end != text && *end == '\0' && isfinite(v) && v > 0 ? v : HOST_WORK_DEFAULT_LIMIT_S;
 }
 
-/* Warm-up and timed runs of a point (1 for a magic without timing flags). */
+/* The timed runs of a point: 1 for a magic without timing flags; for --reps auto, at least its
+ * least, which a slow run does not exceed (runs_seconds adds what a quick one may take). */
+static double reps_of(const json_t *point)
+{
+    const json_t *reps = json_object_get(point, "reps");
+    return !reps ? 1 : json_is_integer(reps) ? (double)json_integer_value(reps) : CL_REPS_AUTO_MIN;
+}
+
+static double warmups_of(const json_t *point)
+{
+    const json_t *warmup = json_object_get(point, "warmup");
+    return json_is_integer(warmup) ? (double)json_integer_value(warmup) : 0;
+}
+
+/* Warm-up and timed runs of a point. */
 static double runs_of(const json_t *point)
 {
-    const json_t *reps = json_object_get(point, "reps"), *warmup = json_object_get(point, "warmup");
-    return (double)(json_is_integer(reps) ? json_integer_value(reps) : 1) +
-           (double)(json_is_integer(warmup) ? json_integer_value(warmup) : 0);
+    return reps_of(point) + warmups_of(point);
+}
+
+/* Seconds of a point's runs, one taking run_s: --reps auto's worst case is its budget of timed
+ * work (or its cap of reps) when a run is quicker than the least reps would take. */
+static double runs_seconds(const json_t *point, double run_s)
+{
+    double timed = reps_of(point) * run_s;
+    if (json_is_string(json_object_get(point, "reps"))) {
+        double most = CL_MAX_REPS * run_s, budget = CL_REPS_AUTO_BUDGET_MS / 1e3;
+        double worst = most < budget ? most : budget;
+        timed = timed > worst ? timed : worst;
+    }
+    return timed + warmups_of(point) * run_s;
 }
 
 double host_work_runner_share(const json_t *point)
 {
-    const json_t *reps = json_object_get(point, "reps");
-    double runs = runs_of(point), r = json_is_integer(reps) ? (double)json_integer_value(reps) : 1;
+    double runs = runs_of(point), r = reps_of(point);
     double launches = r < 1 ? 1 : r > CL_SIMT_MAX_REPS ? CL_SIMT_MAX_REPS : r;
     return runs > 0 ? launches / runs : launches;
 }
@@ -73,7 +97,7 @@ static double part(double units, double rate)
 
 static estimate seconds_of(const host_work *w, const json_t *point, bool check_shared)
 {
-    estimate e = {runs_of(point) * part(w->run, w->run_rate), part(w->setup, w->setup_rate),
+    estimate e = {runs_seconds(point, part(w->run, w->run_rate)), part(w->setup, w->setup_rate),
                   check_shared ? 0 : part(w->check, w->check_rate)};
     return e;
 }

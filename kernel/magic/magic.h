@@ -43,6 +43,7 @@ typedef struct flag_spec {
     const char *cpu_def;            /* the default where the command runs on the CPU backend (fewer reps, a
                                      * smaller size: a default cell stays quick without a GPU); NULL: def */
     long long imin, imax;           /* FLAG_INT, FLAG_DIMS */
+    const char *word;               /* FLAG_INT: a word also accepted ("auto" for --reps), kept as that string */
     double fmin, fmax;              /* FLAG_FLOAT */
     const char *const *choices;     /* FLAG_CHOICE: NULL-terminated; or */
     const struct family_spec *family; /* FLAG_CHOICE: the family's variants and "all" (family.h) */

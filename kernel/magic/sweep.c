@@ -27,27 +27,18 @@
 
 /* ---- statistics ---- */
 
-static int cmp_float(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
 static int sorted_times(const cl_times *t, float *out)
 {
     int n = t->reps < 0 ? 0 : t->reps > CL_MAX_REPS ? CL_MAX_REPS : t->reps;
     memcpy(out, t->ms, (size_t)n * sizeof *out);
-    qsort(out, (size_t)n, sizeof *out, cmp_float);
+    qsort(out, (size_t)n, sizeof *out, cl_cmp_float);
     return n;
 }
 
 double stats_median(const cl_times *t)
 {
     float s[CL_MAX_REPS];
-    int n = sorted_times(t, s);
-    if (n == 0)
-        return 0;
-    return n % 2 ? s[n / 2] : 0.5 * ((double)s[n / 2 - 1] + s[n / 2]);
+    return cl_median_sorted(s, sorted_times(t, s));
 }
 
 json_t *stats_json(const cl_times *t)
@@ -60,9 +51,53 @@ json_t *stats_json(const cl_times *t)
     double mean = n ? sum / n : 0;
     for (int i = 0; i < n; i++)
         sq += (s[i] - mean) * (s[i] - mean);
-    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:i}", "median", stats_median(t), "min",
+    double ci = cl_median_ci_rel(s, n);
+    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:i, s:f, s:b}", "median", cl_median_sorted(s, n), "min",
                      n ? (double)s[0] : 0.0, "max", n ? (double)s[n - 1] : 0.0, "mean", mean,
-                     "stdev", n > 1 ? sqrt(sq / (n - 1)) : 0.0, "reps", n);
+                     "stdev", n > 1 ? sqrt(sq / (n - 1)) : 0.0, "reps", n, "ci95_rel", ci,
+                     "settled", n >= CL_REPS_AUTO_MIN && ci <= CL_REPS_SETTLED);
+}
+
+/* The reasons NVML gives that slow a run down (the rest say how clocks are set, or that the GPU
+ * idled: it does between reps, when the clocks are read). */
+#define CLOCK_SLOWDOWNS (0x4ull | 0x8ull | 0x20ull | 0x40ull | 0x80ull)
+#define CLOCK_BETWEEN_REPS 0x1ull           /* gpu_idle: every reading after a rep sees it */
+
+void sweep_add_conditions(magic_ctx *ctx, json_t *run)
+{
+    cl_conditions c;
+    const char *ran = json_string_value(json_object_get(run, "backend"));
+    if (!ctx->backend || !ctx->backend->conditions || (ran && strcmp(ran, ctx->backend->name) != 0) ||
+        ctx->backend->conditions(&c) != 0)
+        return;                     /* a host row of a GPU run: the CPU backend ran it */
+    json_t *j = json_object();
+    if (c.samples > 0) {
+        json_t *reasons = json_array();
+#define CL_REASON_NAME_(bit, name) \
+        if (c.reasons & (bit) & ~CLOCK_BETWEEN_REPS) \
+            json_array_append_new(reasons, json_string(name));
+        CL_CLOCK_REASONS(CL_REASON_NAME_)
+#undef CL_REASON_NAME_
+        json_object_set_new(j, "clocks", json_string("nvml"));
+        json_object_set_new(j, "sm_clock_mhz", json_pack("{s:i, s:i}", "min", c.sm_mhz_min, "max", c.sm_mhz_max));
+        json_object_set_new(j, "sm_clock_limit_mhz", json_integer(c.sm_mhz_limit));
+        json_object_set_new(j, "mem_clock_mhz", json_integer(c.mem_mhz));
+        json_object_set_new(j, "clock_reasons", reasons);
+        json_object_set_new(j, "slowed", json_boolean(c.reasons & CLOCK_SLOWDOWNS));
+    } else {
+        char why[200];
+        snprintf(why, sizeof why, "unavailable: %s", c.unavailable);
+        json_object_set_new(j, "clocks", json_string(why));
+    }
+    if (c.corrected_reps > 0)
+        json_object_set_new(j, "event_overhead_ms", json_real(c.event_overhead_ms));
+    json_object_set_new(run, "conditions", j);
+}
+
+int sweep_reps(const json_t *params)
+{
+    const json_t *r = json_object_get(params, "reps");
+    return json_is_integer(r) ? (int)json_integer_value(r) : CL_REPS_AUTO;
 }
 
 json_t *launch_json(const cl_launch *l)
@@ -378,6 +413,70 @@ static json_t *make_doc(magic_ctx *ctx, const sweep_state *st, json_t *runs, jso
     return doc;
 }
 
+/* --reps auto that ended at its budget or cap before a median settled: how many runs, the worst
+ * spread, and what it means (each run's time_ms has its own ci95_rel and settled). */
+static void add_unsettled_note(json_t *view, const sweep_state *st, const json_t *runs)
+{
+    if (!json_is_string(json_object_get(st->pts.params, "reps")))
+        return;                                 /* a count the user chose: its spread is theirs to read */
+    size_t i, unsettled = 0;
+    double worst = 0;
+    json_int_t worst_reps = 0;
+    const json_t *run;
+    json_array_foreach(runs, i, run) {
+        const json_t *t = json_object_get(run, "time_ms");
+        if (!t || json_is_true(json_object_get(t, "settled")))
+            continue;
+        unsettled++;
+        double ci = json_number_value(json_object_get(t, "ci95_rel"));
+        if (ci >= worst) {
+            worst = ci;
+            worst_reps = json_integer_value(json_object_get(t, "reps"));
+        }
+    }
+    if (!unsettled)
+        return;
+    char note[300];
+    snprintf(note, sizeof note, "the median of %zu of %zu runs did not settle within ±%g%% (the widest: "
+             "±%.1f%% after %lld reps, the most --reps auto takes in its time): the GPU was shared or its "
+             "clock varied; each run's time_ms has its spread (ci95_rel)", unsettled, json_array_size(runs),
+             100 * CL_REPS_SETTLED, 100 * worst, (long long)worst_reps);
+    view_add_note(view, note);
+}
+
+/* Runs during which NVML saw the GPU slow itself (power, heat): their times are not the GPU's best. */
+static void add_slowed_note(json_t *view, const json_t *runs)
+{
+    size_t i, slowed = 0;
+    int low = 0, limit = 0;
+    char reasons[160] = "";
+    const json_t *run;
+    json_array_foreach(runs, i, run) {
+        const json_t *c = json_object_get(run, "conditions");
+        if (!json_is_true(json_object_get(c, "slowed")))
+            continue;
+        slowed++;
+        int lo = (int)json_integer_value(json_object_get(json_object_get(c, "sm_clock_mhz"), "min"));
+        low = low == 0 || lo < low ? lo : low;
+        limit = (int)json_integer_value(json_object_get(c, "sm_clock_limit_mhz"));
+        size_t k;
+        const json_t *r;
+        json_array_foreach(json_object_get(c, "clock_reasons"), k, r) {
+            const char *name = json_string_value(r);
+            if (name && !strstr(reasons, name) && strlen(reasons) + strlen(name) + 3 < sizeof reasons)
+                snprintf(reasons + strlen(reasons), sizeof reasons - strlen(reasons), "%s%s",
+                         reasons[0] ? ", " : "", name);
+        }
+    }
+    if (!slowed)
+        return;
+    char note[400];
+    snprintf(note, sizeof note, "the GPU slowed its clocks during %zu of %zu runs (%s; SM clock down to %d MHz "
+             "of its %d): their times are slower than the GPU can run; each run's conditions say which",
+             slowed, json_array_size(runs), reasons, low, limit);
+    view_add_note(view, note);
+}
+
 static json_t *make_view(magic_ctx *ctx, const sweep_state *st, const json_t *runs, const json_t *device)
 {
     char title[160];
@@ -389,6 +488,8 @@ static json_t *make_view(magic_ctx *ctx, const sweep_state *st, const json_t *ru
         snprintf(title, sizeof title, "%s on %s", st->spec->title, dev ? dev : "?");
     json_t *view = view_new(title);
     add_notes(view, st->spec, ctx, device);
+    add_unsettled_note(view, st, runs);
+    add_slowed_note(view, runs);
     add_runs_table(view, st->spec, runs, json_is_true(json_object_get(st->pts.params, "sort")), 0, NULL);
     return view;
 }

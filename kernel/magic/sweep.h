@@ -97,9 +97,14 @@ typedef int (*sweep_point_fn)(magic_ctx *ctx, const json_t *params, json_t *runs
 #define SWEEP_SEED_FLAG(help_) \
     {.name = "seed", .type = FLAG_INT, .def = "1", .imin = 0, .imax = INT64_MAX, .help = (help_)}
 #define SWEEP_TIMING_FLAGS(reps_help, warmup_help) \
-    {.name = "reps", .type = FLAG_INT, .def = "20", .cpu_def = SWEEP_CPU_REPS, .imin = 1, .imax = CL_MAX_REPS, \
-     .help = (reps_help)}, \
+    {.name = "reps", .type = FLAG_INT, .def = "auto", .cpu_def = SWEEP_CPU_REPS, .imin = 1, .imax = CL_MAX_REPS, \
+     .word = "auto", .help = reps_help SWEEP_REPS_AUTO_HELP}, \
     {.name = "warmup", .type = FLAG_INT, .def = "3", .cpu_def = "1", .imin = 0, .imax = 100, .help = (warmup_help)}
+
+/* What --reps auto means, said once for every timed magic's help. */
+#define SWEEP_REPS_AUTO_HELP \
+    " (auto: until the median settles, its 95% confidence interval within 1%, after 10 and at most 1000 " \
+    "runs or 2 s of timed work)"
 
 /* The CPU backend's default reps: a host clock over runs of tens of milliseconds
  * settles in a few, and every default cell stays under 2 s without a GPU. */
@@ -173,8 +178,19 @@ double host_work_cores(void);
 /* A param's value as a list: an array as it is, a scalar as a one-element array. New reference. */
 json_t *sweep_as_list(const json_t *v);
 
-/* {"median", "min", "max", "mean", "stdev", "reps"} of t->ms (ms). */
+/* {"median", "min", "max", "mean", "stdev", "reps", "ci95_rel", "settled"} of t->ms (ms): ci95_rel is the relative half-width of
+ * the median's 95% confidence interval, settled whether that is within CL_REPS_SETTLED
+ * (cudalab/measure.h: --reps auto's rule, stated for fixed counts too). */
 json_t *stats_json(const cl_times *t);
+
+/* Sets run's "conditions" from the backend's account of the run that just returned (call it before
+ * any other timed call): the SM and memory clocks NVML read between its reps, the reasons NVML
+ * gave for slowing them ("slowed": power or heat), or "clocks": "unavailable: why", and the event
+ * pair's own time subtracted from each rep. Nothing on a backend without (the CPU). */
+void sweep_add_conditions(magic_ctx *ctx, json_t *run);
+
+/* The point's --reps for a backend's args: the count, or CL_REPS_AUTO for "auto". */
+int sweep_reps(const json_t *params);
 double stats_median(const cl_times *t);
 
 /* {"grid": [x,y,z], "block": [x,y,z], "smem_per_block": B, "regs_per_thread": R, "kernels": K} */

@@ -363,6 +363,7 @@ static json_t *run_json(magic_ctx *ctx, const co_env *env, const json_t *pt, con
     json_object_set_new(run, "rows", layout ? json_deep_copy(json_object_get(pt, "rows")) : json_null());
     json_object_set_new(run, "cols", layout ? json_deep_copy(json_object_get(pt, "cols")) : json_null());
     json_object_set_new(run, "time_ms", stats_json(&r->times));
+    sweep_add_conditions(ctx, run);
     json_object_set_new(run, "gbs", json_real(gbs));
     json_object_set_new(run, "bandwidth_gbs", env->bw_gbs > 0 ? json_real(env->bw_gbs) : json_null());
     json_object_set_new(run, "pct_of_bandwidth", env->bw_gbs > 0 ? json_real(100.0 * gbs / env->bw_gbs)
@@ -509,7 +510,7 @@ static int coalesce_run(magic_ctx *ctx, const json_t *params, const char *body)
     co_env env = {
         .ops = ctx->backend->coalesce,
         .seed = (uint64_t)json_integer_value(json_object_get(p, "seed")),
-        .reps = (int)json_integer_value(json_object_get(p, "reps")),
+        .reps = sweep_reps(p),
         .warmup = (int)json_integer_value(json_object_get(p, "warmup")),
         .check = json_is_true(json_object_get(p, "check")),
     };

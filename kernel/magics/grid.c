@@ -310,7 +310,7 @@ static int run_mapping(magic_ctx *ctx, const json_t *params, const cl_grid_plan 
     if (check_host_work(ctx, params, p, grid_host_work) != 0)
         return -1;
     cl_grid_args a = {.seed = (uint64_t)json_integer_value(json_object_get(params, "seed")),
-                      .reps = (int)json_integer_value(json_object_get(params, "reps")),
+                      .reps = sweep_reps(params),
                       .warmup = (int)json_integer_value(json_object_get(params, "warmup"))};
     memcpy(a.data, p->data, sizeof a.data);
     memcpy(a.block, p->block, sizeof a.block);
@@ -329,6 +329,7 @@ static int run_mapping(magic_ctx *ctx, const json_t *params, const cl_grid_plan 
               r->idle_threads == (uint64_t)p->idle;
     json_t *run = json_pack("{s:s, s:s, s:s, s:o, s:o}", "variant", "map", "backend", ctx->backend->name, "impl",
                             r->impl, "time_ms", stats_json(&r->times), "launch", launch_json(&r->launch));
+    sweep_add_conditions(ctx, run);
     json_object_set_new(run, "check", check
         ? json_pack("{s:b, s:s, s:I, s:I, s:I, s:I, s:I}", "passed", ok, "method",
                     "count array: every element visited exactly once, idle threads as predicted",
@@ -398,7 +399,7 @@ static int run_picture(magic_ctx *ctx, const json_t *params, const cl_grid_plan 
         free(r);
         return -1;
     }
-    cl_grid_args a = {.seed = seed, .reps = (int)json_integer_value(json_object_get(params, "reps")),
+    cl_grid_args a = {.seed = seed, .reps = sweep_reps(params),
                       .warmup = (int)json_integer_value(json_object_get(params, "warmup")), .student = &sl.kernel,
                       .pout = pout};
     memcpy(a.data, p->data, sizeof a.data);
@@ -413,6 +414,7 @@ static int run_picture(magic_ctx *ctx, const json_t *params, const cl_grid_plan 
     } else {
         json_t *run = json_pack("{s:s, s:s, s:s, s:o, s:o}", "variant", d->name, "backend", ctx->backend->name,
                                 "impl", r->impl, "time_ms", stats_json(&r->times), "launch", launch_json(&r->launch));
+        sweep_add_conditions(ctx, run);
         student_run_json(&sl, run);
         json_object_set_new(json_object_get(run, "launch"), "config", json_string(cl_grid_student.launch));
         bool check = json_is_true(json_object_get(params, "check"));

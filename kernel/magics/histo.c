@@ -264,7 +264,7 @@ static void args_from(const json_t *params, const histo_run_ctx *hc, cl_histo_ar
     a->block = block_x(json_object_get(params, "block"));
     a->grid = (int)get_int(params, "grid");
     a->warmup = (int)get_int(params, "warmup");
-    a->reps = (int)get_int(params, "reps");
+    a->reps = sweep_reps(params);
 }
 
 /* The copy bandwidth of the backend that ran the variant (GB/s), or 0. */
@@ -343,6 +343,7 @@ static json_t *run_object(magic_ctx *ctx, const cl_backend *be, const json_t *pa
     json_object_set_new(run, "backend", json_string(be->name));
     json_object_set_new(run, "implementation", json_string(r->impl));
     json_object_set_new(run, "time_ms", stats_json(&r->times));
+    sweep_add_conditions(ctx, run);
     json_object_set_new(run, "h2d_ms", a->text ? json_real(r->times.h2d_ms) : json_null());
     json_object_set_new(run, "gbs", json_real(gbs));
     double copy = copy_gbs(ctx, be);

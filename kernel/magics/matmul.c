@@ -178,6 +178,7 @@ static int matmul_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *us
                            "%%matmul --variant %s (m=%d, n=%d, k=%d): %s", name, a.m, a.n, a.k, err);
     }
     json_t *run = run_json(env, &t, t.variant, &a, r);
+    sweep_add_conditions(ctx, run);
     bool tf32 = strcmp(r->precision, "tf32") == 0;
     free(r);
     if (t.student) {

@@ -306,7 +306,7 @@ int mm_env_init(magic_ctx *ctx, json_t *params, mm_env *env)
     const cl_backend *host = cl_cpu_backend();
     env->host_ops = host->matmul;
     env->seed = (uint64_t)json_integer_value(json_object_get(params, "seed"));
-    env->reps = (int)json_integer_value(json_object_get(params, "reps"));
+    env->reps = sweep_reps(params);
     env->warmup = (int)json_integer_value(json_object_get(params, "warmup"));
     env->check = json_is_true(json_object_get(params, "check"));
 

@@ -250,7 +250,7 @@ static int env_init(magic_ctx *ctx, json_t *params, rd_env *env)
     if (!env->host_ops)
         return magic_error(ctx, "RuntimeError", "this cudalab was built without the CPU %%reduce");
     env->seed = (uint64_t)json_integer_value(json_object_get(params, "seed"));
-    env->reps = (int)json_integer_value(json_object_get(params, "reps"));
+    env->reps = sweep_reps(params);
     env->warmup = (int)json_integer_value(json_object_get(params, "warmup"));
     env->check = json_is_true(json_object_get(params, "check"));
     static const char *const student_only[] = {"define", NULL};

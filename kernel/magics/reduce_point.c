@@ -277,6 +277,7 @@ static int student_point(magic_ctx *ctx, rd_env *env, const student_def *def, co
         const cl_variant *row = family_variant(&reduce_family, (size_t)family_index(&reduce_family, def->name));
         json_t *run = run_json(env, student_block_json(&sl.kernel), env->backend->name, a, r, row,
                                cl_reduce_student.launch);
+        sweep_add_conditions(ctx, run);
         student_run_json(&sl, run);
         json_t *check = env->check ? rd_check(ctx, env, a, r) : check_skipped_json();
         if (check && env->check)
@@ -331,6 +332,7 @@ int rd_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     }
     json_t *run = run_json(env, uses_block(v) ? json_integer(a.block) : json_null(), backend_name, &a, r,
                            &cl_reduce_variants[v], cl_reduce_variants[v].launch);
+    sweep_add_conditions(ctx, run);
     json_t *check = env->check ? rd_check(ctx, env, &a, r)
                                : check_skipped_json();
     free(r);

@@ -385,7 +385,7 @@ static int env_init(magic_ctx *ctx, json_t *p, st_env *env)
     env->ops = ctx->backend->stencil;
     env->dim = (int)json_integer_value(json_object_get(p, "dim"));
     env->seed = (uint64_t)json_integer_value(json_object_get(p, "seed"));
-    env->reps = (int)json_integer_value(json_object_get(p, "reps"));
+    env->reps = sweep_reps(p);
     env->warmup = (int)json_integer_value(json_object_get(p, "warmup"));
     env->check = json_is_true(json_object_get(p, "check"));
     env->normalize = json_is_true(json_object_get(p, "normalize"));

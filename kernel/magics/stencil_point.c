@@ -307,6 +307,7 @@ int st_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
         return rc;
     }
     json_t *run = run_json(env, v, name, def ? def->contract->launch : cl_stencil_variants[v].launch, &a, filter, r);
+    sweep_add_conditions(ctx, run);
     free(r);
     if (def)
         student_run_json(&sl, run);

@@ -335,6 +335,7 @@ static int va_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     if (a.op == CL_VECADD_DAXPY)
         json_object_set_new(run, "alpha", json_real(a.alpha));
     json_object_set_new(run, "time_ms", stats_json(&total));
+    sweep_add_conditions(ctx, run);
     json_object_set_new(run, "h2d_ms", stats_json(&r->h2d));
     json_object_set_new(run, "kernel_ms", stats_json(&r->kernel));
     json_object_set_new(run, "d2h_ms", stats_json(&r->d2h));
@@ -420,7 +421,7 @@ static int vecadd_run(magic_ctx *ctx, const json_t *params, const char *body)
     va_env env = {
         .ops = ctx->backend->vecadd,
         .seed = (uint64_t)json_integer_value(json_object_get(params, "seed")),
-        .reps = (int)json_integer_value(json_object_get(params, "reps")),
+        .reps = sweep_reps(params),
         .warmup = (int)json_integer_value(json_object_get(params, "warmup")),
         .check = json_is_true(json_object_get(params, "check")),
         .alpha = json_number_value(json_object_get(params, "alpha")),

@@ -117,3 +117,25 @@ def test_grid_too_tall_is_a_clear_error() -> None:
     r = cli("%matmul --m 300000 --n 1 --k 1 --variant tiled --tile 2 --reps 1")
     assert r.returncode == 1
     assert "exceeds this device" in r.stderr
+
+
+def test_reps_auto_until_the_median_settles_and_the_conditions_beside() -> None:
+    """The default --reps auto: at least 10 reps, at most 1000, the median's 95% interval reported
+    (and settled, or the table says which runs did not); a fixed --reps is taken as asked. Each run
+    has its conditions: the SM clock NVML read between its reps (or "unavailable: why"), and the
+    empty event pair's time subtracted from each rep."""
+    doc = matmul("%matmul --size 1024 --variant tiled,cublas")
+    assert doc["params"]["reps"] == "auto"
+    for r in doc["runs"]:
+        t, c = r["time_ms"], r["conditions"]
+        assert 10 <= t["reps"] <= 1000 and t["ci95_rel"] >= 0, t
+        assert t["settled"] == (t["ci95_rel"] <= 0.01), t
+        assert 0 < c["event_overhead_ms"] < 0.05, c          # microseconds, not a kernel's time
+        if c["clocks"] == "nvml":
+            lo, hi = c["sm_clock_mhz"]["min"], c["sm_clock_mhz"]["max"]
+            assert 0 < lo <= hi <= c["sm_clock_limit_mhz"] * 1.001, c
+            assert c["mem_clock_mhz"] > 0 and isinstance(c["slowed"], bool), c
+        else:
+            assert c["clocks"].startswith("unavailable: ") and len(c["clocks"]) > 14, c
+    fixed = matmul("%matmul --size 256 --variant tiled --reps 7")
+    assert fixed["params"]["reps"] == 7 and fixed["runs"][0]["time_ms"]["reps"] == 7

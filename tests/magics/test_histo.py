@@ -155,10 +155,10 @@ def test_defaults():
     assert r["check"]["passed"] is True and sum(r["bins"]) == 2 ** 24
     rc, docs, _, err = run("%histo --size 1000 --variant fast")
     assert rc == 0, err
-    # the CPU backend's defaults (20 and 3 on a GPU), said in the note
+    # the CPU backend's defaults (auto and 3 on a GPU), said in the note
     assert docs[0]["params"]["reps"] == 5 and docs[0]["params"]["warmup"] == 1
     assert docs[0]["runs"][0]["time_ms"]["reps"] == 5
-    assert "CPU defaults: --reps 5 (20 on a GPU), --warmup 1 (3 on a GPU)" in docs[0]["backend_note"]
+    assert "CPU defaults: --reps 5 (auto on a GPU), --warmup 1 (3 on a GPU)" in docs[0]["backend_note"]
     rc, docs, _, err = run("%histo --size 1000 --variant fast --reps 20")
     assert rc == 0 and docs[0]["runs"][0]["time_ms"]["reps"] == 20 and docs[0]["params"]["warmup"] == 1
     assert "--reps" not in docs[0]["backend_note"]

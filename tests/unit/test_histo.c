@@ -218,8 +218,11 @@ static void analogue_launch_and_reps(void **state)
     a.variant = CL_HISTO_V_cub;
     assert_int_equal(cl_cpu_histo_ops.run(&a, &r, err), 0);
     assert_non_null(strstr(r.impl, "reference"));
-    /* bad runs are refused, not run */
-    a.reps = 0;
+    /* --reps auto (0) runs until settled; bad runs are refused, not run */
+    a.reps = CL_REPS_AUTO;
+    assert_int_equal(cl_cpu_histo_ops.run(&a, &r, err), 0);
+    assert_true(r.times.reps >= CL_REPS_AUTO_MIN);
+    a.reps = -1;
     assert_int_equal(cl_cpu_histo_ops.run(&a, &r, err), -1);
     a.reps = 1;
     a.variant = CL_HISTO_NVARIANTS;

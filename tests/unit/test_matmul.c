@@ -147,7 +147,7 @@ static void run_errors(void **state)
     a.m = 0;
     assert_int_equal(ops->run(id_of("naive"), &a, &r, err), -1);
     assert_non_null(strstr(err, "invalid"));
-    a.m = 4, a.reps = 0;
+    a.m = 4, a.reps = -1;
     assert_int_equal(ops->run(id_of("naive"), &a, &r, err), -1);
     a.reps = 1, a.tile = 0;
     assert_int_equal(ops->run(id_of("tiled"), &a, &r, err), -1);
@@ -281,7 +281,7 @@ static void magic_refusals(void **state)
         {"%matmul --size 2^40", "MemoryError", "largest square size that fits"},
         {"%matmul --m 46341 --n 46341 --k 1 --variant naive --no-check", "UsageError", NULL},
         {"%matmul --size 2048 --variant cpu", "UsageError", "of host work"},
-        {"%matmul --size 8,2048 --variant naive", "UsageError", "--size 2048"},
+        {"%matmul --size 8,2048 --variant naive --reps 20", "UsageError", "--size 2048"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         sink s;

@@ -47,6 +47,16 @@ static void text_of_a_magic_without_reps(void **state)
     assert_string_equal(t, "running %kernel: 42 s so far (interrupt to stop)");
 }
 
+/* --reps auto: the rep it is on, and no time left (the count is not known in advance) */
+static void text_of_reps_auto(void **state)
+{
+    (void)state;
+    char t[256];
+    run_progress_text(t, sizeof t, "matmul", 9000, 1, 2, RUN_PROGRESS_AUTO, 3, 37, 8000);
+    assert_string_equal(t, "running %matmul: point 2 of 2, rep 37, until the median settles; 9.0 s so far "
+                           "(interrupt to stop)");
+}
+
 /* ---- the thread, against a sink that keeps what it says ---- */
 
 static struct said {
@@ -130,6 +140,7 @@ int main(void)
         cmocka_unit_test(text_before_any_rep_says_the_time_so_far),
         cmocka_unit_test(text_after_reps_estimates_the_rest),
         cmocka_unit_test(text_of_a_magic_without_reps),
+        cmocka_unit_test(text_of_reps_auto),
         cmocka_unit_test(the_thread_says_the_reps_and_ends_the_line),
         cmocka_unit_test(a_quick_command_says_nothing),
     };
