@@ -89,10 +89,30 @@ def any_check_failed(runs: list[dict]) -> bool:
     return any(r["check"].get("passed") is False for r in runs)
 
 
-def target_verdict(best: float, goal_pct: float, of: str) -> str:
-    """'reaches B% of OF (goal >= G%): MET' (or NOT MET), the end of a target line."""
-    met = "MET" if best >= goal_pct else "NOT MET"
-    return f"reaches {best:.1f}% of {of} (goal >= {goal_pct:.0f}%): {met}"
+def clock_text(run: dict) -> str:
+    """The SM clock NVML read during the run's reps ("1980" or "1755-1980", "*" when the GPU slowed
+    itself), or "-" where NVML is unavailable."""
+    c = run.get("conditions") or {}
+    sm = c.get("sm_clock_mhz")
+    if not sm:
+        return "-"
+    text = f"{sm['min']}" if sm["min"] == sm["max"] else f"{sm['min']}-{sm['max']}"
+    return text + ("*" if c.get("slowed") else "")
+
+
+def reps_text(run: dict) -> str:
+    """The reps a run took and the spread of its median: "37 ±0.4%"."""
+    t = run["time_ms"]
+    return f"{t['reps']} ±{100 * t.get('ci95_rel', 0):.1f}%"
+
+
+def print_goals(title: str, goals: list[tuple[str, float | None, float, str]]) -> None:
+    """The goals of the issue as one table: what | measured % | goal % | of what | MET or NOT MET."""
+    rows = [("goal", "measured", "goal", "of", "verdict")]
+    for what, pct, goal, of in goals:
+        rows.append((what, "-" if pct is None else f"{pct:.1f}%", f">= {goal:.0f}%", of,
+                     "not measured" if pct is None else "MET" if pct >= goal else "NOT MET"))
+    print_table(title, rows, left=(0, 3, 4))
 
 
 # ---------------------------------------------------------------- a kernel session

@@ -83,6 +83,7 @@ static const sweep_column vecadd_columns[] = {
     {"d2h_ms.median", "D2H ms"},
     {"h2d_gbs", "H2D GB/s"},
     {"kernel_gbs", "kernel GB/s"},
+    {"kernel_pct_of_bandwidth", "kernel % of copy BW"},
     {"d2h_gbs", "D2H GB/s"},
     {"transfer_pct", "% moving data"},
     {"check.passed", "check"},
@@ -93,6 +94,7 @@ typedef struct va_env {
     const cl_vecadd_ops *ops;
     uint64_t seed;
     int reps, warmup, check;
+    double bw_gbs;                  /* the backend's measured copy bandwidth; 0 when unknown */
     double alpha;
     double transfer_ms, total_ms;   /* sums of the medians over the runs so far: the headline */
     json_t *student_firsts;         /* the built-in kernel runs at these values of -D only */
@@ -342,6 +344,10 @@ static int va_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     json_object_set_new(run, "bytes", json_pack("{s:f, s:f, s:f}", "h2d", in, "kernel", in + out, "d2h", out));
     json_object_set_new(run, "h2d_gbs", gbs(in, h));
     json_object_set_new(run, "kernel_gbs", gbs(in + out, k));
+    /* the kernel streams as a copy does: its share of the copy's bandwidth says how close it is */
+    json_object_set_new(run, "kernel_pct_of_bandwidth", k > 0 && env->bw_gbs > 0
+                                                            ? json_real(100.0 * (in + out) / (k * 1e6) / env->bw_gbs)
+                                                            : json_null());
     json_object_set_new(run, "d2h_gbs", gbs(out, d));
     json_object_set_new(run, "transfer_pct", all > 0 ? json_real(100.0 * moving / all) : json_null());
     json_t *launch = launch_json(&r->launch);
@@ -427,6 +433,9 @@ static int vecadd_run(magic_ctx *ctx, const json_t *params, const char *body)
         .alpha = json_number_value(json_object_get(params, "alpha")),
         .student_firsts = student_first_values(params, student_only),
     };
+    char err[CL_ERR_LEN];
+    if (magic_copy_bandwidth(ctx, ctx->backend, &env.bw_gbs, err) != 0)
+        env.bw_gbs = 0;             /* kernel_pct_of_bandwidth is null then, nothing else changes */
     snprintf(env.title, sizeof env.title, "Vector add");
     sweep_spec spec = {
         .magic = "vecadd", .title = env.title, .metric = "transfer_pct",
