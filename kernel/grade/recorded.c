@@ -207,8 +207,10 @@ static const char *device_name(const json_t *f)
 /* "NVIDIA H100 80GB HBM3, 2026-11-25, cudalab 0.1.0" */
 static void label(const json_t *f, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s, %s, cudalab %s", device_name(f), json_string_value(json_object_get(f, "date")),
-             json_string_value(json_object_get(f, "cudalab_version")));
+    const char *backend = json_string_value(json_object_get(json_object_get(f, "device"), "backend"));
+    bool gpu = backend && strcmp(backend, "cuda") == 0;    /* else a test fixture, recorded with --allow-cpu */
+    snprintf(buf, len, "%s%s, %s, cudalab %s", device_name(f), gpu ? "" : " (the CPU backend, not a GPU)",
+             json_string_value(json_object_get(f, "date")), json_string_value(json_object_get(f, "cudalab_version")));
 }
 
 static int start_recording(recording *r, const char *name, const char *dir, json_t **view, error_info *err)

@@ -186,14 +186,14 @@ static json_t *param_params(const logical *l, const lexed *lx, param_scope *scop
 
 /* The command's key (lang.h: command.key): its tokens after the parameters
  * were put in, one space apart, each as typed when it is plain and as a JSON
- * string otherwise (so `--text "a b"` and `--text a b` stay two keys); comments
- * and spacing are not part of it. A new string, NULL when out of memory. */
+ * string otherwise (so `--text "a b"` and `--text a b` stay two keys); comments,
+ * spacing and quotes that change nothing ("32", a {NAME} put in) are not part of it. A new string, NULL when out of memory. */
 static char *line_key(const lexed *lx)
 {
     json_t *words = json_array();
     for (int i = 0; words && i < lx->n; i++) {
         const char *t = lx->tok[i].text;
-        bool plain = *t != '\0' && !lx->lead_quoted[i];
+        bool plain = *t != '\0' && !(lx->lead_quoted[i] && *t == '-');   /* "-x" quoted is no flag */
         for (const char *c = t; plain && *c; c++)
             plain = !is_space(*c) && *c != '\\' && *c != '#' && *c != '"' && *c != '\'';
         json_t *w = json_string(t);
