@@ -92,7 +92,9 @@ static int score_run(magic_ctx *ctx, const json_t *params, const char *body)
     "matmul[variant=tiled,tile=16].gflops, device.devices[0].sms. A field is\n" \
     "looked up in the run, then in its result, then in the result's params; one\n" \
     "with the same value in every run is that value, otherwise it has one value\n" \
-    "per run, which functions reduce to one (count counts them). Functions:\n" \
+    "per run, which functions reduce to one (count counts them). gpu.NAME reads\n" \
+    "NAME's live results where they came from a GPU and the recorded ones\n" \
+    "(%recorded) otherwise; recorded.NAME only the recorded ones. Functions:\n" \
     EXPR_FUNCTIONS_HELP \
     "Operators: == != < <= > >= + - * / % and or not, parentheses; literals:\n" \
     "numbers (2^20 and 64K too), 'text', true, false, null.\n" \
