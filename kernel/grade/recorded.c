@@ -175,28 +175,33 @@ static bool name_ok(const char *name)
     return true;
 }
 
-/* The nearest of the working directory's notebooks (NAME.ipynb) to name, into buf ("" when none). */
+/* The working directory's notebooks (NAME.ipynb) and the nearest to name, into buf. The names are
+ * copied out of the directory stream before suggest compares them: it keeps a pointer to the best. */
 static void nearest_notebook(const char *name, char *buf, size_t len)
 {
     char have[600] = "";
-    size_t at = 0;
-    suggest s;
-    suggest_init(&s, name);
+    size_t at = 0, i;
+    json_t *names = json_array(), *n;
     DIR *d = opendir(".");
     struct dirent *e;
-    while (d && (e = readdir(d)) != NULL) {
-        size_t n = strlen(e->d_name);
-        if (n <= 6 || strcmp(e->d_name + n - 6, ".ipynb") != 0)
-            continue;
-        e->d_name[n - 6] = '\0';
-        suggest_add(&s, e->d_name);
-        if (at + n + 2 < sizeof have)
-            at += (size_t)snprintf(have + at, sizeof have - at, "%s%s", at ? ", " : "", e->d_name);
+    while (d && names && (e = readdir(d)) != NULL) {
+        size_t k = strlen(e->d_name);
+        if (k > 6 && strcmp(e->d_name + k - 6, ".ipynb") == 0)
+            json_array_append_new(names, json_stringn(e->d_name, k - 6));   /* NULL (skipped): not UTF-8 */
     }
     if (d)
         closedir(d);
+    suggest s;
+    suggest_init(&s, name);
+    json_array_foreach(names, i, n) {
+        const char *nb = json_string_value(n);
+        suggest_add(&s, nb);
+        if (at + strlen(nb) + 3 < sizeof have)
+            at += (size_t)snprintf(have + at, sizeof have - at, "%s%s", at ? ", " : "", nb);
+    }
     snprintf(buf, len, "; this folder's notebooks: %s%s%s%s", at ? have : "none",
              s.best ? " (did you mean " : "", s.best ? s.best : "", s.best ? "?)" : "");
+    json_decref(names);
 }
 
 static const char *device_name(const json_t *f)
