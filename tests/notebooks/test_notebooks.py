@@ -64,6 +64,7 @@ def check_recorded_display(nb, recorded: dict, where: str):
         assert rec[0]["device"]["name"] == recorded["device"]["name"]
 
 
+@pytest.mark.timeout(300)          # a notebook of a few dozen cells; ASan and a busy CI machine slow it
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_executes(path):
     nb = execute(path)
