@@ -10,6 +10,8 @@
 #   make lab        set-up, build, install the kernelspec into the venv, open JupyterLab on notebooks/
 #   make demo       set-up, build, execute every notebooks/*.ipynb headless (GPU if present, else
 #                   CPU) into $(BUILD)/demo/: the executed notebooks and their HTML export
+#   make record     on a GPU machine: execute the lecture notebooks and record their results into
+#                   notebooks/recorded/NAME.json (shown beside CPU runs); fails at once without a GPU
 #   make install    PREFIX=/usr/local (default), or USER_INSTALL=1 for ~/.local and the user's
 #                   Jupyter dir; installs binary, CUDA backend and kernelspec
 #   make uninstall  the same PREFIX / USER_INSTALL: removes what make install installed
@@ -91,7 +93,7 @@ endif
 
 all: $(ALL_TARGETS)
 FORCE:
-.PHONY: all setup test test-unit test-gpu grade lab demo install uninstall wheel bench asan valgrind fuzz clean \
+.PHONY: all setup test test-unit test-gpu grade lab demo record install uninstall wheel bench asan valgrind fuzz clean \
         cpu-only-note kernelspec
 
 cpu-only-note:
@@ -188,7 +190,8 @@ test: setup
 	@$(MAKE) --no-print-directory fuzz-smoke
 	@$(MAKE) --no-print-directory valgrind
 	@$(MAKE) --no-print-directory asan
-	CUDALAB_BIN=build-asan/bin/cudalab $(PYTEST) tests/protocol tests/magics/test_assert.py tests/magics/test_sweep_display.py
+	CUDALAB_BIN=build-asan/bin/cudalab $(PYTEST) tests/protocol tests/magics/test_assert.py tests/magics/test_sweep_display.py \
+	    tests/magics/test_recorded.py
 	$(PYTEST) -rs tests/protocol tests/conformance tests/magics tests/frontends tests/notebooks tests/nbgrader tests/deploy tests/package tests/gpu \
 	    tests/browser
 
@@ -225,6 +228,14 @@ demo:
 	@./scripts/setup.sh lab
 	@$(MAKE) --no-print-directory -j$$(nproc) all
 	$(VENV)/bin/python scripts/demo.py --binary $(BIN) --out $(BUILD)/demo
+
+# the lecture notebooks' results on this machine's GPU, into notebooks/recorded/ (scripts/record.py): needs
+# nbclient, nbformat, jupyter_client and pyzmq (the venv's where there is one, else $(PYTHON)'s); refuses to
+# record anything where %device reports no GPU; a notebook whose %assert fails on this GPU is named, exit 1
+RECORD_PYTHON = $(if $(wildcard $(VENV)/bin/python),$(VENV)/bin/python,$(PYTHON))
+record:
+	@$(MAKE) --no-print-directory -j$$(nproc) all
+	$(RECORD_PYTHON) scripts/record.py --binary $(BIN) --out notebooks/recorded
 
 install: all
 	@./scripts/install.sh "$(PREFIX)" "$(USER_INSTALL)" "$(BIN)" "$(if $(NVCC),$(CUDA_LIB),)"

@@ -5,6 +5,7 @@
  *   histo.bins['a-d'] == 5                       index an object by key (or an array by number)
  *   reduce[variant=fast].gbs > 0.5 * reduce[variant=cub].gbs
  *   all(matmul.check.passed) and count(matmul) == 5
+ *   gpu.matmul[variant=tiled].gflops > 1000      on a GPU the live result, else the recorded one
  *
  * A name is a magic; it stands for the runs of that magic's newest result (a
  * document's "runs", or the document itself when it has none). A selector
@@ -62,6 +63,17 @@ const char *expr_source(const expr *e);
 int expr_check(expr *e, const result_store *rs, expr_report *rep);
 /* %score: e as a number (true = 1, false = 0): 0, or -1 with rep filled. */
 int expr_number(expr *e, const result_store *rs, double *out, expr_report *rep);
+
+/* The same where the session has recorded GPU results (grade/recorded.h):
+ * gpu.NAME reads rs when NAME's newest result there came from a GPU (backend
+ * "cuda") and recorded otherwise; recorded.NAME always reads recorded. When it
+ * would read recorded and recorded is NULL (no recording loaded: nothing to
+ * check against), the error's ename is EXPR_NO_RECORDING. The plain forms
+ * above pass NULL. */
+#define EXPR_NO_RECORDING "NoRecordedResults"
+int expr_check_with(expr *e, const result_store *rs, const result_store *recorded, expr_report *rep);
+int expr_number_with(expr *e, const result_store *rs, const result_store *recorded, double *out,
+                     expr_report *rep);
 
 /* For completion: the names that can follow "src." (the fields of what src is:
  * for runs, theirs, their document's and its params'), or with src NULL the

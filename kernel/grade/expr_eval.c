@@ -267,18 +267,23 @@ static int eval(ev *x, node *n)
 
 /* ---- entry points ---- */
 
-static int run(expr *e, const result_store *rs, expr_report *rep, ev *x)
+static int run(expr *e, const result_store *rs, const result_store *recorded, expr_report *rep, ev *x)
 {
     memset(rep, 0, sizeof *rep);
-    *x = (ev){ .rs = rs, .e = e, .rep = rep };
+    *x = (ev){ .rs = rs, .recorded = recorded, .e = e, .rep = rep };
     reset(e->root);
     return eval(x, e->root);
 }
 
 int expr_check(expr *e, const result_store *rs, expr_report *rep)
 {
+    return expr_check_with(e, rs, NULL, rep);
+}
+
+int expr_check_with(expr *e, const result_store *rs, const result_store *recorded, expr_report *rep)
+{
     ev x;
-    if (run(e, rs, rep, &x))
+    if (run(e, rs, recorded, rep, &x))
         return -1;
     if (val_truthy(&e->root->v))
         return 1;
@@ -315,7 +320,7 @@ json_t *expr_names(const char *src, const result_store *rs)
         expr_report rep;
         memset(&rep, 0, sizeof rep);
         ev x;
-        if (e && run(e, rs, &rep, &x) == 0) {
+        if (e && run(e, rs, NULL, &rep, &x) == 0) {
             const val *v = &e->root->v;
             for (size_t i = 0; i < val_count(v); i++)
                 if (json_is_object(val_elem(v, i)))
@@ -347,8 +352,14 @@ json_t *expr_names(const char *src, const result_store *rs)
 
 int expr_number(expr *e, const result_store *rs, double *out, expr_report *rep)
 {
+    return expr_number_with(e, rs, NULL, out, rep);
+}
+
+int expr_number_with(expr *e, const result_store *rs, const result_store *recorded, double *out,
+                     expr_report *rep)
+{
     ev x;
-    if (run(e, rs, rep, &x))
+    if (run(e, rs, recorded, rep, &x))
         return -1;
     const val *v = &e->root->v;
     if (ev_need_one(&x, e->root, v, "a score"))

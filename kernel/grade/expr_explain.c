@@ -21,11 +21,14 @@ typedef struct why {
  * line is there already. */
 static bool where_line(why *w, const node *n)
 {
-    char s[160], v[400], from[96] = "", line[700];
+    char s[160], v[400], from[200] = "", line[800];
     ev_src(w->x, n, s, sizeof s);
     val_format(&n->v, 6, v, sizeof v);
     if (n->v.magic && n->kind != N_ARITH && n->kind != N_NEG && n->kind != N_CALL) {
-        if (n->v.cell > 0)
+        if (n->v.device)
+            snprintf(from, sizeof from, ", from %%%s recorded on %s (shown in cell %d)", n->v.magic, n->v.device,
+                     n->v.cell);
+        else if (n->v.cell > 0)
             snprintf(from, sizeof from, ", from %%%s in cell %d", n->v.magic, n->v.cell);
         else
             snprintf(from, sizeof from, ", from %%%s", n->v.magic);

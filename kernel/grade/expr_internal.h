@@ -9,7 +9,7 @@
 
 enum node_kind {
     N_LIT,          /* lit: a number, string, true, false or null */
-    N_NAME,         /* name: a magic's newest result */
+    N_NAME,         /* name: a magic's newest result (node.from: whose) */
     N_SELECT,       /* name[keys=vals]: the newest runs with those values */
     N_FIELD,        /* a.name */
     N_INDEX,        /* a[b] */
@@ -24,6 +24,9 @@ enum node_kind {
 
 enum cmp_op { OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE };
 
+/* Whose results a name reads (expr.h): the session's, gpu.NAME, recorded.NAME. */
+enum name_from { FROM_LIVE, FROM_GPU, FROM_RECORDED };
+
 /* A value while evaluating: one JSON value, or one per run (many, with a label
  * per run saying which it is). Runs of a result (after a name or a selector)
  * keep their document, so that fields fall back to it. */
@@ -35,6 +38,7 @@ typedef struct val {
     bool runs;                  /* one/many are runs of doc */
     const char *magic;          /* where the value came from, for messages (borrowed) */
     int cell;
+    const char *device;         /* a recorded result's: the device it was recorded on (borrowed), else NULL */
 } val;
 
 typedef struct node node;
@@ -44,6 +48,7 @@ struct node {
     size_t start, end;          /* the node's source text */
     json_t *lit;                /* N_LIT */
     char *name;                 /* N_NAME, N_SELECT, N_FIELD, N_CALL */
+    enum name_from from;        /* N_NAME, N_SELECT: the results it reads */
     node *a, *b;                /* N_CMP, N_INDEX (a is the base): both; N_FIELD, N_NEG, N_NOT: a */
     node **args;                /* N_CALL: its arguments; N_ARITH, N_AND, N_OR: the operands */
     char *ops;                  /* N_ARITH: ops[i] joins args[i] to what comes before it */
@@ -97,6 +102,7 @@ const char *jv_type(const json_t *j);
 
 typedef struct ev {
     const result_store *rs;
+    const result_store *recorded;   /* the recorded GPU results shown so far, or NULL (expr.h) */
     const expr *e;
     expr_report *rep;
 } ev;

@@ -449,6 +449,33 @@ static node *parse_call(parser *p, node *n)
     return n;
 }
 
+/* The current name is gpu or recorded, and '.' and a magic's name follow:
+ * which results the name after it reads (expr.h). Otherwise FROM_LIVE: a
+ * magic's result that is itself called so (gpu.x where no magic is x) keeps
+ * its plain meaning. */
+static enum name_from source_prefix(const parser *p)
+{
+    size_t n = p->te - p->ts;
+    enum name_from from = n == 3 && strncmp(p->s + p->ts, "gpu", 3) == 0 ? FROM_GPU
+                        : n == 8 && strncmp(p->s + p->ts, "recorded", 8) == 0 ? FROM_RECORDED : FROM_LIVE;
+    size_t i = p->te;
+    while (from != FROM_LIVE && i < p->len && isspace((unsigned char)p->s[i]))
+        i++;
+    if (from == FROM_LIVE || i >= p->len || p->s[i] != '.')
+        return FROM_LIVE;
+    i++;
+    while (i < p->len && isspace((unsigned char)p->s[i]))
+        i++;
+    size_t s = i;
+    while (i < p->len && name_char(p->s[i], i == s))
+        i++;
+    char name[64];
+    if (i == s || i - s >= sizeof name)
+        return FROM_LIVE;
+    snprintf(name, sizeof name, "%.*s", (int)(i - s), p->s + s);
+    return magic_find(name) ? from : FROM_LIVE;
+}
+
 static node *parse_primary(parser *p)
 {
     size_t start = p->ts;
@@ -474,6 +501,11 @@ static node *parse_primary(parser *p)
         n = node_new(p, N_NAME, start);
         if (!n)
             return NULL;
+        n->from = source_prefix(p);
+        if (n->from != FROM_LIVE) {
+            next(p);                /* past the prefix, to the '.' */
+            next(p);                /* to the magic's name */
+        }
         n->name = strndup(p->s + p->ts, p->te - p->ts);
         next(p);
         if (p->t == T_LP)

@@ -213,15 +213,61 @@ static int no_match(ev *x, const node *n, const json_t *doc, int cell)
     return lookup_missed(x);
 }
 
+/* Whether doc ran on a GPU: its backend (or its device's) is CUDA's. */
+static bool on_gpu(const json_t *doc)
+{
+    const json_t *b = json_object_get(doc, "backend");
+    if (!b)
+        b = json_object_get(json_object_get(doc, "device"), "backend");
+    return json_is_string(b) && strcmp(json_string_value(b), "cuda") == 0;
+}
+
+/* The results n reads (expr.h): the session's, or the recorded ones shown so
+ * far; NULL with the error set when it would read recordings and none is loaded. */
+static const result_store *results_for(ev *x, const node *n)
+{
+    size_t at;
+    int cell;
+    const json_t *live;
+    if (n->from == FROM_LIVE
+        || (n->from == FROM_GPU && (live = newest(x, n->name, 0, &at, &cell)) != NULL && on_gpu(live)))
+        return x->rs;
+    if (!x->recorded)
+        ev_fail(x, EXPR_NO_RECORDING, "%s.%s: no GPU ran %%%s here and no recorded GPU results are loaded "
+                "(%%recorded NAME loads a notebook's; make record on a GPU machine writes them)",
+                n->from == FROM_GPU ? "gpu" : "recorded", n->name, n->name);
+    return x->recorded;
+}
+
+/* The device a recorded result ran on, for the "where" lines; NULL for the session's own. */
+static const char *recorded_on(const ev *x, const json_t *doc)
+{
+    if (x->rs != x->recorded)
+        return NULL;
+    const char *name = json_string_value(json_object_get(json_object_get(doc, "device"), "name"));
+    return name ? name : "a GPU";
+}
+
 int ev_name(ev *x, node *n)
 {
     size_t at = 0;
     int cell = 0;
+    const result_store *rs = results_for(x, n);
+    if (!rs)
+        return -1;
+    ev in = *x;                     /* the lookups below, in the results n reads */
+    in.rs = rs;
+    x = &in;
     const json_t *doc = newest(x, n->name, 0, &at, &cell);
-    if (!doc)
+    if (!doc && rs != x->recorded)
         return unknown_name(x, n->name);
+    if (!doc)
+        return ev_fail(x, "LookupError", "no recorded GPU result of %%%s has been shown in this session: the "
+                       "recording has none for the %%%s commands run so far (make record on a GPU machine "
+                       "records them)", n->name, n->name);
     if (n->kind == N_NAME) {
         take_runs(n, doc, cell, &n->v);
+        n->v.device = recorded_on(x, doc);
         return 0;
     }
     /* the newest result with a matching run: an earlier cell's naive run
@@ -229,8 +275,10 @@ int ev_name(ev *x, node *n)
     const json_t *d = doc;
     int c = cell;
     for (size_t i = at; d; d = newest(x, n->name, i + 1, &i, &c)) {
-        if (take_runs(n, d, c, &n->v) > 0)
+        if (take_runs(n, d, c, &n->v) > 0) {
+            n->v.device = recorded_on(x, d);
             return 0;
+        }
         val_clear(&n->v);
     }
     return no_match(x, n, doc, cell);
@@ -243,6 +291,7 @@ static void derived(node *n, const val *b, json_t *values)
 {
     n->v.magic = b->magic;
     n->v.cell = b->cell;
+    n->v.device = b->device;
     val_set(&n->v, values, json_incref(b->labels));
 }
 
@@ -324,7 +373,7 @@ int ev_index(ev *x, node *n)
         if (!position(i, len, &at))
             return ev_fail(x, "IndexError", "%s has %lld runs: index %lld is out of range", s, len, i);
         n->v = (val){ .one = json_incref(json_array_get(b->many, at)), .doc = b->doc, .runs = true,
-                      .magic = b->magic, .cell = b->cell,
+                      .magic = b->magic, .cell = b->cell, .device = b->device,
                       .labels = json_pack("[O]", json_array_get(b->labels, at)) };
         return 0;
     }

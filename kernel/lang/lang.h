@@ -25,6 +25,8 @@ typedef struct command {
     int line;                       /* 1-based line of the cell where it starts */
     int body_line;                  /* the line where the body starts (cell magics) */
     char *source;                   /* the command's own line, for error messages; owned */
+    char *key;                      /* the command as recorded GPU results name it (command_key), or NULL
+                                     * (%help, raw magics); owned */
 } command;
 
 typedef struct parse_error {

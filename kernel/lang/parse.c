@@ -184,11 +184,45 @@ static json_t *param_params(const logical *l, const lexed *lx, param_scope *scop
     return NULL;
 }
 
+/* The command's key (lang.h: command.key): its tokens after the parameters
+ * were put in, one space apart, each as typed when it is plain and as a JSON
+ * string otherwise (so `--text "a b"` and `--text a b` stay two keys); comments,
+ * spacing and quotes that change nothing ("32", a {NAME} put in) are not part of it. A new string, NULL when out of memory. */
+static char *line_key(const lexed *lx)
+{
+    json_t *words = json_array();
+    for (int i = 0; words && i < lx->n; i++) {
+        const char *t = lx->tok[i].text;
+        bool plain = *t != '\0' && !(lx->lead_quoted[i] && *t == '-');   /* "-x" quoted is no flag */
+        for (const char *c = t; plain && *c; c++)
+            plain = !is_space(*c) && *c != '\\' && *c != '#' && *c != '"' && *c != '\'';
+        json_t *w = json_string(t);
+        char *q = plain || !w ? NULL : json_dumps(w, JSON_ENCODE_ANY);
+        json_array_append_new(words, q ? json_string(q) : w ? json_incref(w) : json_string("?"));
+        json_decref(w);
+        free(q);
+    }
+    size_t len = 1, i;
+    json_t *w;
+    json_array_foreach(words, i, w)
+        len += json_string_length(w) + 1;
+    char *key = words ? malloc(len) : NULL;
+    if (key) {
+        size_t at = 0;
+        key[0] = '\0';
+        json_array_foreach(words, i, w)
+            at += (size_t)snprintf(key + at, len - at, "%s%s", i ? " " : "", json_string_value(w));
+    }
+    json_decref(words);
+    return key;
+}
+
 /* A magic's params from its arguments, with the parameters put in (subst.c):
  * the expanded line is tokenized again, its tokens placed at the offsets of
- * the line as typed, so that an error points at what the user wrote. */
+ * the line as typed, so that an error points at what the user wrote. *key:
+ * the command's key (line_key), a new string, on success. */
 static json_t *args_params(const logical *l, const magic_spec *m, param_scope *scope, json_t **cpu_defaulted,
-                           parse_error *err)
+                           char **key, parse_error *err)
 {
     subst_text x;
     size_t at;
@@ -218,13 +252,18 @@ static json_t *args_params(const logical *l, const magic_spec *m, param_scope *s
         json_decref(params);
         params = param_params(l, lx, scope, err);
     }
+    if (params && !(*key = line_key(lx))) {
+        json_decref(params);
+        params = NULL;
+        fail_at(err, l, SIZE_MAX, "MemoryError", "out of memory");
+    }
     lexed_free(&mine);
     subst_text_free(&x);
     return params;
 }
 
 static json_t *magic_params(const logical *l, const magic_registry *reg, const head *h, param_scope *scope,
-                            const magic_spec **m, json_t **cpu_defaulted, parse_error *err)
+                            const magic_spec **m, json_t **cpu_defaulted, char **key, parse_error *err)
 {
     char *name = strndup(h->name, h->len);
     if (!name) {
@@ -246,9 +285,24 @@ static json_t *magic_params(const logical *l, const magic_registry *reg, const h
     else if ((*m)->raw)
         params = raw_params(l, *m, scope, err);
     else
-        params = args_params(l, *m, scope, cpu_defaulted, err);
+        params = args_params(l, *m, scope, cpu_defaulted, key, err);
     free(name);
     return params;
+}
+
+/* A cell magic's key: its line's, a newline, and its body less the blanks at
+ * its end. A new string (key is freed), NULL when out of memory. */
+static char *body_key(char *key, const char *body)
+{
+    size_t n = strlen(body);
+    while (n > 0 && is_space(body[n - 1]))
+        n--;
+    size_t len = strlen(key) + 1 + n + 1;
+    char *k = malloc(len);
+    if (k)
+        snprintf(k, len, "%s\n%.*s", key, (int)n, body);
+    free(key);
+    return k;
 }
 
 /* Builds cmd from l. *is_cell: l was a cell magic, so the rest is its body. */
@@ -267,21 +321,28 @@ static int command_from(const logical *l, const magic_registry *reg, param_scope
                        utf8_clip(h.name, h.len < QUOTE_MAX ? h.len : QUOTE_MAX), h.name);
     const magic_spec *m = NULL;
     json_t *cpu_defaulted = NULL;
+    char *key = NULL;
     json_t *params = h.help ? help_params(l, reg, &h, &m, err)
-                            : magic_params(l, reg, &h, scope, &m, &cpu_defaulted, err);
-    if (!params)
+                            : magic_params(l, reg, &h, scope, &m, &cpu_defaulted, &key, err);
+    if (!params) {
+        free(key);
         return -1;
+    }
     *is_cell = h.cell && first;
     *cmd = (command){ .magic = m, .params = params, .cpu_defaulted = cpu_defaulted, .line = l->line,
-                      .source = strdup(l->text) };
+                      .source = strdup(l->text), .key = key };
     if (*is_cell && !h.help) {
         cmd->body = strdup(l->after);
         cmd->body_line = l->line + l->nseg;
+        if (key)
+            cmd->key = cmd->body ? body_key(key, cmd->body) : (free(key), NULL);
     }
-    if (!cmd->source || (*is_cell && !h.help && !cmd->body)) {
+    if (!cmd->source || (*is_cell && !h.help && (!cmd->body || (key && !cmd->key)))) {
         json_decref(cmd->params);
+        json_decref(cmd->cpu_defaulted);
         free(cmd->source);
         free(cmd->body);
+        free(cmd->key);
         return fail_at(err, l, SIZE_MAX, "MemoryError", "out of memory");
     }
     return 0;
@@ -344,6 +405,7 @@ void command_clear(command *cmd)
     json_decref(cmd->cpu_defaulted);
     free(cmd->body);
     free(cmd->source);
+    free(cmd->key);
     memset(cmd, 0, sizeof *cmd);
 }
 

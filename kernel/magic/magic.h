@@ -120,6 +120,8 @@ typedef struct magic_ctx {
     const cl_backend *backend;      /* worker-side: the backend that runs; NULL in the kernel process */
     const char *backend_note;       /* why this backend (e.g. the CUDA error that made us fall back) */
     const struct result_store *results; /* the session's results (%assert), where there are any */
+    struct recording *recording;    /* the session's recorded GPU results (grade/recorded.h), where there is
+                                     * a session (the kernel process); NULL elsewhere */
     int body_line;                  /* the cell line where a cell magic's body starts */
     /* set by magic_error(); the caller turns it into a Jupyter error */
     error_info error;

@@ -10,7 +10,7 @@
 #define MAGICS(X)                                                                         \
     X(assert) X(coalesce) X(device) X(echo) X(grid) X(help) X(histo) X(interact) X(kernel) X(kernels)        \
     X(matmul) X(occupancy) X(param)                                                           \
-    X(reduce) X(score) X(stencil) X(vecadd)
+    X(recorded) X(reduce) X(score) X(stencil) X(vecadd)
 
 #define DECLARE_(name) extern const magic_spec magic_##name;
 MAGICS(DECLARE_)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/text.h"
+#include "grade/recorded.h"
 #include "render/render.h"
 #include "lang/parse_internal.h"
 #include "shell/interact.h"
@@ -89,6 +90,9 @@ static void cell_result(void *impl, json_t *doc, json_t *view, const char *displ
     shell_session *s = impl;
     struct cell *c = s->cell;
     stream_flush(s);
+    if (c && c->waiting && !c->ia)      /* a device command's: recorded, or shown beside its recording */
+        recording_result(s->recording, cell_cmd(c), s->runs, c->count, doc, view,
+                         mode == RESULT_PLAIN || mode == RESULT_FINAL);
     if (doc && c && (mode == RESULT_PLAIN || mode == RESULT_FINAL))
         results_record(s->results, doc, c->count);     /* for %assert, silent cells too */
     json_t *next_input = json_object_get(view, "next_input");

@@ -140,7 +140,8 @@ static void fail_command(shell_session *s, const command *cmd, const char *ename
 static int send_command(shell_session *s, const command *cmd)
 {
     json_t *kernels = NULL;
-    magic_ctx ctx = { .out = &cell_out, .impl = s, .results = s->results };
+    magic_ctx ctx = { .out = &cell_out, .impl = s, .results = s->results, .recording = s->recording };
+    s->runs++;
     if (cmd->magic->attach && cmd->magic->attach(&ctx, cmd, &kernels) != 0) {
         fail_command(s, cmd, ctx.error.ename, ctx.error.evalue, ctx.traceback);
         json_decref(ctx.traceback);
@@ -180,7 +181,8 @@ static void cell_advance(shell_session *s)
             }
             break;
         }
-        magic_ctx ctx = { .out = &cell_out, .impl = s, .results = s->results, .body_line = cmd->body_line };
+        magic_ctx ctx = { .out = &cell_out, .impl = s, .results = s->results, .recording = s->recording,
+                          .body_line = cmd->body_line };
         int rc = cmd->magic->run(&ctx, cmd->params, cmd->body);
         if (rc) {
             fail_command(s, cmd, ctx.error.ename, ctx.error.evalue, ctx.traceback);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "grade/recorded.h"
 #include "shell/interact.h"
 #include "shell/session.h"
 
@@ -17,7 +18,8 @@ shell_session *shell_session_new(const shell_host *host, const shell_limits *lim
     s->lim = *lim;
     s->history = history_new();
     s->results = results_new();
-    if (!s->history || !s->results) {
+    s->recording = recording_new();
+    if (!s->history || !s->results || !s->recording) {
         shell_session_free(s);
         return NULL;
     }
@@ -35,6 +37,7 @@ void shell_session_free(shell_session *s)
     free(s->held);
     history_free(s->history);
     results_free(s->results);
+    recording_free(s->recording);
     free(s);
 }
 

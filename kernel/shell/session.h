@@ -19,6 +19,8 @@ struct shell_session {
     int exec_count;
     struct history *history;
     result_store *results;          /* the session's result documents, for %assert and %score */
+    struct recording *recording;    /* the recorded GPU results %recorded named (grade/recorded.h) */
+    unsigned long runs;             /* device commands sent so far: tells one run from the next */
     struct cell *cell;              /* the running cell, or NULL */
     bool quitting;                  /* a shutdown_request was answered */
     struct interact *interacts;     /* the %interact widgets, oldest first (interact.c) */

@@ -563,6 +563,46 @@ static void test_function_calls_checked(void **state)
     holds("max(1, 5, 2) == 5 and min(3, -1) == -1 and len('abc') == 3 and any(matmul.check.passed)");
 }
 
+/* gpu.NAME reads the live results where they came from CUDA, else the recorded ones; recorded.NAME
+ * only those; with no recording, an EXPR_NO_RECORDING error (which %assert turns into a skip); a
+ * magic-less name after the prefix keeps its plain meaning (a field of a result called gpu). */
+static void test_gpu_and_recorded_names(void **state)
+{
+    (void)state;
+    result_store *live = results_new(), *rec = results_new();
+    json_t *cpu = json_pack("{s:s, s:s, s:[{s:s, s:f}]}", "magic", "matmul", "backend", "cpu", "runs", "variant",
+                            "naive", "gflops", 2.0);
+    json_t *gpu = json_pack("{s:s, s:s, s:{s:s}, s:[{s:s, s:f}]}", "magic", "matmul", "backend", "cuda", "device",
+                            "name", "NVIDIA H200", "runs", "variant", "naive", "gflops", 4000.0);
+    results_record(live, cpu, 1);
+    results_record(rec, gpu, 1);
+    expr_report rep;
+    expr *e = parsed("gpu.matmul.gflops > 1000 and recorded.matmul[variant=naive].gflops == 4000 and matmul.gflops == 2");
+    assert_int_equal(expr_check_with(e, live, rec, &rep), 1);
+    assert_int_equal(expr_check_with(e, live, NULL, &rep), -1);
+    assert_string_equal(rep.error.ename, EXPR_NO_RECORDING);
+    json_decref(rep.lines);
+    expr_free(e);
+    e = parsed("gpu.matmul.gflops < 1000");         /* false: the where line names the device */
+    assert_int_equal(expr_check_with(e, live, rec, &rep), 0);
+    assert_non_null(strstr(json_string_value(json_array_get(rep.lines, 0)), "recorded on NVIDIA H200"));
+    json_decref(rep.lines);
+    expr_free(e);
+    results_record(live, gpu, 2);                   /* a live GPU result: gpu. reads it */
+    e = parsed("gpu.matmul.gflops == 4000");
+    assert_int_equal(expr_check_with(e, live, NULL, &rep), 1);
+    expr_free(e);
+    e = parsed("gpu.nosuchmagic == 1");             /* no prefix: a result called gpu, which there is not */
+    assert_int_equal(expr_check_with(e, live, rec, &rep), -1);
+    assert_string_equal(rep.error.ename, "LookupError");
+    json_decref(rep.lines);
+    expr_free(e);
+    json_decref(cpu);
+    json_decref(gpu);
+    results_free(live);
+    results_free(rec);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -582,6 +622,7 @@ int main(void)
         cmocka_unit_test(test_literals_in_range),
         cmocka_unit_test(test_string_escapes),
         cmocka_unit_test(test_function_calls_checked),
+        cmocka_unit_test(test_gpu_and_recorded_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,408 @@
+/* recorded.c — a session's recorded GPU results (recorded.h): the file's
+ * checks, its commands by key, what a CPU run is shown beside, and record
+ * mode's writer. Runs in the kernel process; reads and writes small files
+ * (RECORDED_MAX_BYTES at most), never a device.
+ */
+#include <dirent.h>
+#include <stdarg.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "base/text.h"
+#include "cudalab/version.h"
+#include "grade/recorded.h"
+#include "render/render.h"
+
+struct recording {
+    json_t *file;               /* the loaded or recording document, or NULL */
+    json_t *by_key;             /* key -> its results array (borrowed from file) */
+    bool writing;               /* record mode: file is being written to path */
+    char path[PATH_MAX];        /* the file as opened (relative to the working directory) */
+    result_store *shown;        /* the recorded documents shown so far; NULL until one is loaded */
+    unsigned long run;          /* the run the last result belonged to */
+    bool run_done;              /* that run's recorded results were attached (or written afresh) */
+};
+
+recording *recording_new(void)
+{
+    return calloc(1, sizeof(recording));
+}
+
+static void recording_clear(recording *r)
+{
+    json_decref(r->file);
+    json_decref(r->by_key);
+    results_free(r->shown);
+    *r = (recording){ 0 };
+}
+
+void recording_free(recording *r)
+{
+    if (!r)
+        return;
+    recording_clear(r);
+    free(r);
+}
+
+const result_store *recording_results(const recording *r)
+{
+    return r ? r->shown : NULL;
+}
+
+/* ---- the file's checks: a broken file is an error naming what is wrong, never a crash later ---- */
+
+static int bad(error_info *err, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int bad(error_info *err, const char *path, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return error_set(err, "ValueError", "%s does not hold recorded results of the current format: %s "
+                     "(make record writes it anew)", path, msg);
+}
+
+static int need_string(const json_t *obj, const char *key, const char *path, error_info *err)
+{
+    if (!json_is_string(json_object_get(obj, key)))
+        return bad(err, path, "'%s' is missing or not text", key);
+    return 0;
+}
+
+/* One command's entry: {key: text, results: [{doc: object naming its magic | null, view: object}]}. */
+static int check_command(const json_t *c, size_t i, const char *path, error_info *err)
+{
+    char where[64];
+    snprintf(where, sizeof where, "commands[%zu]", i);
+    if (!json_is_object(c) || !json_is_string(json_object_get(c, "key")))
+        return bad(err, path, "%s is not an object with a 'key' text", where);
+    const json_t *results = json_object_get(c, "results"), *res;
+    if (!json_is_array(results))
+        return bad(err, path, "%s has no 'results' list", where);
+    size_t j;
+    json_array_foreach(results, j, res) {
+        const json_t *doc = json_object_get(res, "doc");
+        snprintf(where, sizeof where, "commands[%zu].results[%zu]", i, j);
+        if (!json_is_object(res) || !json_is_object(json_object_get(res, "view")))
+            return bad(err, path, "%s has no 'view' object", where);
+        if (!json_is_null(doc) && !(json_is_object(doc) && json_is_string(json_object_get(doc, "magic"))))
+            return bad(err, path, "%s's 'doc' is neither null nor a result naming its magic", where);
+    }
+    return 0;
+}
+
+static int check_file(const json_t *f, const char *path, error_info *err)
+{
+    if (!json_is_object(f))
+        return bad(err, path, "%s", "the top level is not an object");
+    const json_t *format = json_object_get(f, "format"), *version = json_object_get(f, "version");
+    if (!json_is_string(format) || strcmp(json_string_value(format), RECORDED_FORMAT) != 0)
+        return bad(err, path, "'format' is not '%s'", RECORDED_FORMAT);
+    if (!json_is_integer(version) || json_integer_value(version) != RECORDED_VERSION)
+        return error_set(err, "ValueError", "%s is recorded results of format version %s, and this cudalab "
+                         "(%s) reads version %d: make record writes it anew", path,
+                         json_is_integer(version) ? "other than 1" : "(none)", CUDALAB_VERSION, RECORDED_VERSION);
+    if (need_string(f, "notebook", path, err) || need_string(f, "date", path, err)
+        || need_string(f, "cudalab_version", path, err))
+        return -1;
+    if (!json_is_string(json_object_get(json_object_get(f, "device"), "name")))
+        return bad(err, path, "%s", "'device' has no 'name'");
+    const json_t *commands = json_object_get(f, "commands"), *c;
+    if (!json_is_array(commands))
+        return bad(err, path, "%s", "'commands' is not a list");
+    size_t i;
+    json_array_foreach(commands, i, c)
+        if (check_command(c, i, path, err) != 0)
+            return -1;
+    return 0;
+}
+
+/* key -> results of the file's commands (a later entry of the same key wins). */
+static json_t *index_commands(const json_t *f)
+{
+    json_t *by_key = json_object(), *c;
+    size_t i;
+    json_array_foreach(json_object_get(f, "commands"), i, c)
+        json_object_set(by_key, json_string_value(json_object_get(c, "key")), json_object_get(c, "results"));
+    return by_key;
+}
+
+static json_t *load_file(const char *path, error_info *err)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return error_set(err, "FileNotFoundError", "%s: %s", path, strerror(errno)), NULL;
+    if (st.st_size > (off_t)RECORDED_MAX_BYTES)
+        return error_set(err, "ValueError", "%s is %lld bytes, more than recorded results may be (%u MiB)", path,
+                         (long long)st.st_size, RECORDED_MAX_BYTES >> 20), NULL;
+    json_error_t je;
+    json_t *f = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!f)
+        return error_set(err, "ValueError", "%s is not valid JSON: line %d, column %d: %s", path, je.line,
+                         je.column, je.text), NULL;
+    if (check_file(f, path, err) != 0) {
+        json_decref(f);
+        return NULL;
+    }
+    return f;
+}
+
+/* ---- %recorded ---- */
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static bool name_ok(const char *name)
+{
+    if (!*name || *name == '.' || strlen(name) > 200)
+        return false;
+    for (const char *c = name; *c; c++)
+        if (!(*c == '-' || *c == '_' || *c == '.' || (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z')
+              || (*c >= 'A' && *c <= 'Z')))
+            return false;
+    return true;
+}
+
+/* The working directory's notebooks (NAME.ipynb) and the nearest to name, into buf. The names are
+ * copied out of the directory stream before suggest compares them: it keeps a pointer to the best. */
+static void nearest_notebook(const char *name, char *buf, size_t len)
+{
+    char have[600] = "";
+    size_t at = 0, i;
+    json_t *names = json_array(), *n;
+    DIR *d = opendir(".");
+    struct dirent *e;
+    while (d && names && (e = readdir(d)) != NULL) {
+        size_t k = strlen(e->d_name);
+        if (k > 6 && strcmp(e->d_name + k - 6, ".ipynb") == 0)
+            json_array_append_new(names, json_stringn(e->d_name, k - 6));   /* NULL (skipped): not UTF-8 */
+    }
+    if (d)
+        closedir(d);
+    suggest s;
+    suggest_init(&s, name);
+    json_array_foreach(names, i, n) {
+        const char *nb = json_string_value(n);
+        suggest_add(&s, nb);
+        if (at + strlen(nb) + 3 < sizeof have)
+            at += (size_t)snprintf(have + at, sizeof have - at, "%s%s", at ? ", " : "", nb);
+    }
+    snprintf(buf, len, "; this folder's notebooks: %s%s%s%s", at ? have : "none",
+             s.best ? " (did you mean " : "", s.best ? s.best : "", s.best ? "?)" : "");
+    json_decref(names);
+}
+
+static const char *device_name(const json_t *f)
+{
+    return json_string_value(json_object_get(json_object_get(f, "device"), "name"));
+}
+
+/* "NVIDIA H100 80GB HBM3, 2026-11-25, cudalab 0.1.0" */
+static void label(const json_t *f, char *buf, size_t len)
+{
+    const char *backend = json_string_value(json_object_get(json_object_get(f, "device"), "backend"));
+    bool gpu = backend && strcmp(backend, "cuda") == 0;    /* else a test fixture, recorded with --allow-cpu */
+    snprintf(buf, len, "%s%s, %s, cudalab %s", device_name(f), gpu ? "" : " (the CPU backend, not a GPU)",
+             json_string_value(json_object_get(f, "date")), json_string_value(json_object_get(f, "cudalab_version")));
+}
+
+static int start_recording(recording *r, const char *name, const char *dir, json_t **view, error_info *err)
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    char date[16], at[32];
+    gmtime_r(&now, &tm);
+    strftime(date, sizeof date, "%Y-%m-%d", &tm);
+    strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    recording_clear(r);
+    snprintf(r->path, sizeof r->path, "%s/%s.json", dir, name);
+    r->file = json_pack("{s:s, s:i, s:s, s:{s:s, s:n}, s:s, s:s, s:s, s:[]}", "format", RECORDED_FORMAT,
+                        "version", RECORDED_VERSION, "notebook", name, "device", "name", "(not yet known)",
+                        "backend", "date", date, "recorded_at", at, "cudalab_version", CUDALAB_VERSION,
+                        "commands");
+    r->by_key = json_object();
+    r->writing = true;
+    if (!r->file || !r->by_key)
+        return error_set(err, "MemoryError", "out of memory");
+    char text[PATH_MAX + 160];
+    snprintf(text, sizeof text, "Recording this notebook's results into %s (" RECORDED_ENV " is set).", r->path);
+    *view = view_new(NULL);
+    view_add_note(*view, text);
+    return 0;
+}
+
+int recording_open(recording *r, const char *name, const char *dir, json_t **view, error_info *err)
+{
+    *view = NULL;
+    if (!name_ok(name))
+        return error_set(err, "UsageError", "'%s' is not a notebook's name: give the name of the notebook "
+                         "without .ipynb (letters, digits, '.', '_', '-'), as in %%recorded 03-matrix-multiplication",
+                         name);
+    const char *rec_dir = getenv(RECORDED_ENV);
+    char path[PATH_MAX], notebook[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s.json", dir ? dir : RECORDED_DIR, name);
+    snprintf(notebook, sizeof notebook, "%s.ipynb", name);
+    bool have_notebook = exists(notebook);
+    if (!have_notebook && !exists(path) && !(rec_dir && *rec_dir)) {
+        char hint[700];
+        nearest_notebook(name, hint, sizeof hint);
+        return error_set(err, "LookupError", "unknown notebook '%s': neither %s nor %s is in the kernel's working "
+                         "directory (the notebook's folder)%s", name, notebook, path, hint);
+    }
+    if (rec_dir && *rec_dir)
+        return start_recording(r, name, rec_dir, view, err);
+    char text[PATH_MAX + 1000];
+    if (!exists(path)) {
+        recording_clear(r);
+        snprintf(text, sizeof text, "No recorded GPU results for this notebook yet (%s): on a GPU machine, "
+                 "make record writes them. Checks of GPU results (gpu.NAME in %%assert) are skipped here.", path);
+        *view = view_new(NULL);
+        view_add_note(*view, text);
+        return 0;
+    }
+    json_t *f = load_file(path, err);
+    if (!f)
+        return -1;
+    recording_clear(r);
+    r->file = f;
+    r->by_key = index_commands(f);
+    r->shown = results_new();
+    snprintf(r->path, sizeof r->path, "%s", path);
+    if (!r->by_key || !r->shown) {
+        recording_clear(r);
+        return error_set(err, "MemoryError", "out of memory");
+    }
+    char lab[400];
+    label(f, lab, sizeof lab);
+    snprintf(text, sizeof text, "Recorded GPU results: %s (%s, %zu commands). Each command run here on the "
+             "CPU backend shows them beside its own; gpu.NAME in %%assert reads them (on a GPU, the live results).",
+             lab, path, json_array_size(json_object_get(f, "commands")));
+    *view = view_new(NULL);
+    view_add_note(*view, text);
+    return 0;
+}
+
+/* ---- a result on its way ---- */
+
+static bool from_cpu(const json_t *doc)
+{
+    const char *b = json_string_value(json_object_get(doc, "backend"));
+    return b && strcmp(b, "cpu") == 0;
+}
+
+/* Appends the recorded view's title and blocks to view. */
+static void add_view(json_t *view, const json_t *recorded)
+{
+    const char *title = json_string_value(json_object_get(recorded, "title"));
+    if (title)
+        view_add_text(view, title);
+    json_t *blocks = json_object_get(view, "blocks"), *b;
+    size_t i;
+    json_array_foreach(json_object_get(recorded, "blocks"), i, b)
+        json_array_append_new(blocks, json_deep_copy(b));
+}
+
+static void attach(recording *r, const command *cmd, int cell, json_t *doc, json_t *view)
+{
+    const json_t *results = cmd->key ? json_object_get(r->by_key, cmd->key) : NULL, *res;
+    char lab[400], text[PATH_MAX + 1000];
+    label(r->file, lab, sizeof lab);
+    json_t *docs = json_array();
+    if (!results) {
+        snprintf(text, sizeof text, "No recorded GPU result for this command in %s (%s): make record on a GPU "
+                 "machine records it.", r->path, lab);
+        view_add_note(view, text);
+    } else {
+        snprintf(text, sizeof text, "Recorded on %s (%s):", lab, r->path);
+        view_add_note(view, text);
+        size_t i;
+        json_array_foreach(results, i, res) {
+            const json_t *d = json_object_get(res, "doc");
+            add_view(view, json_object_get(res, "view"));
+            if (json_is_object(d)) {
+                json_array_append(docs, (json_t *)d);
+                results_record(r->shown, d, cell);
+            }
+        }
+    }
+    json_object_set_new(doc, "recorded", json_pack("{s:s, s:O, s:O, s:O, s:o}", "file", r->path,
+                        "device", json_object_get(r->file, "device"), "date", json_object_get(r->file, "date"),
+                        "cudalab_version", json_object_get(r->file, "cudalab_version"), "results", docs));
+}
+
+/* ---- record mode ---- */
+
+/* The device a result ran on: its "device", or the first of its "devices". */
+static const json_t *doc_device(const json_t *doc)
+{
+    const json_t *d = json_object_get(doc, "device");
+    if (!json_is_string(json_object_get(d, "name")))
+        d = json_array_get(json_object_get(doc, "devices"), 0);
+    return json_is_string(json_object_get(d, "name")) ? d : NULL;
+}
+
+/* The whole file, replaced at once: a reader never sees half of it. */
+static void write_file(const recording *r)
+{
+    char tmp[PATH_MAX + 8];
+    snprintf(tmp, sizeof tmp, "%s.tmp", r->path);
+    if (json_dump_file(r->file, tmp, JSON_INDENT(1) | JSON_REAL_PRECISION(17)) != 0 || rename(tmp, r->path) != 0)
+        klog("record mode: cannot write %s: %s", r->path, strerror(errno));
+}
+
+static void record(recording *r, const command *cmd, json_t *doc, json_t *view)
+{
+    json_t *results = json_object_get(r->by_key, cmd->key);
+    if (!results || !r->run_done) {         /* a new run of the command: its results start afresh */
+        json_t *fresh = json_array();
+        json_object_set_new(r->by_key, cmd->key, fresh);
+        json_t *commands = json_object_get(r->file, "commands"), *same = NULL, *c;
+        size_t i;
+        json_array_foreach(commands, i, c)
+            if (!same && strcmp(json_string_value(json_object_get(c, "key")), cmd->key) == 0)
+                same = c;
+        if (same)
+            json_object_set(same, "results", fresh);
+        else
+            json_array_append_new(commands, json_pack("{s:s, s:O}", "key", cmd->key, "results", fresh));
+        results = fresh;
+        r->run_done = true;
+    }
+    json_array_append_new(results, json_pack("{s:O?, s:O}", "doc", doc, "view", view));
+    const json_t *device = doc ? doc_device(doc) : NULL;
+    if (device && json_is_string(json_object_get(doc, "backend"))) {
+        json_t *d = json_deep_copy(device);
+        json_object_set(d, "backend", json_object_get(doc, "backend"));
+        json_object_set_new(r->file, "device", d);
+    }
+    write_file(r);
+}
+
+void recording_result(recording *r, const command *cmd, unsigned long run, int cell, json_t *doc, json_t *view,
+                      bool final)
+{
+    if (!r || !r->file || !cmd || !cmd->key || !final || !view)
+        return;
+    if (run != r->run) {
+        r->run = run;
+        r->run_done = false;
+    }
+    if (r->writing) {
+        record(r, cmd, doc, view);
+    } else if (doc && !r->run_done && from_cpu(doc)) {
+        r->run_done = true;
+        attach(r, cmd, cell, doc, view);
+    }
+}

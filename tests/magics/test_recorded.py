@@ -1,0 +1,155 @@
+"""%recorded and the gpu./recorded. names of %assert through a real kernel (jupyter_client), in a
+folder laid out as notebooks/ is: NAME.ipynb beside recorded/NAME.json. Recorded results are shown
+beside a CPU run of the same command (text, HTML, the document's "recorded"); every broken case
+(an unknown notebook, a bad name, malformed JSON, a file of another format or version) is one
+clear error, and the next cell works; checks of GPU results with nothing recorded are skipped and
+say so; a false claim names the device it was recorded on; record mode writes the file."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import execute, outputs, streams
+
+CPU = {"CUDALAB_BACKEND": "cpu"}
+FIXTURES = Path(__file__).resolve().parents[1] / "notebooks" / "fixtures"
+MATMUL = "%matmul --size 64 --variant naive,tiled --tile 8,16 --reps 1 --warmup 0"
+RESULT = "application/vnd.cudalab.result+json"
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch):
+    """A notebooks folder: the fixture notebook and its recording; the kernel starts in it."""
+    shutil.copy(FIXTURES / "mini-recorded.ipynb", tmp_path)
+    shutil.copytree(FIXTURES / "recorded", tmp_path / "recorded")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def kc(folder, start_kernel):
+    return start_kernel(env=CPU)[1]
+
+
+def ok(kc, code):
+    reply, msgs = execute(kc, code, timeout=60)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    assert not streams(msgs, "stderr"), streams(msgs, "stderr")
+    return msgs
+
+
+def error(kc, code):
+    reply, msgs = execute(kc, code, timeout=60)
+    c = reply["content"]
+    assert c["status"] == "error", c
+    assert not streams(msgs, "stderr")
+    return c
+
+
+def data(msgs) -> list[dict]:
+    """The MIME bundles the cell showed."""
+    return [m["content"]["data"] for m in outputs(msgs) if "data" in m["content"]]
+
+
+def plain(msgs) -> str:
+    return "\n".join(d.get("text/plain", "") for d in data(msgs))
+
+
+def test_recorded_shown_beside_the_cpu_run(kc):
+    assert "Recorded GPU results: AMD EPYC" in plain(ok(kc, "%recorded mini-recorded"))
+    msgs = ok(kc, MATMUL)
+    docs = [d[RESULT] for d in data(msgs) if RESULT in d]
+    rec = docs[0]["recorded"]
+    assert rec["file"] == "recorded/mini-recorded.json" and len(rec["results"]) == 1
+    assert rec["results"][0]["backend"] == "cpu" and len(rec["results"][0]["runs"]) == 3
+    assert "Recorded on AMD EPYC (the CPU backend, not a GPU)" in plain(msgs)
+    html = "".join(d.get("text/html", "") for d in data(msgs))
+    assert "Recorded on" in html
+    ok(kc, "%assert recorded.matmul[variant=tiled,tile=8].check.passed and count(gpu.matmul) == 3")
+
+
+def test_a_command_not_recorded_says_so(kc):
+    ok(kc, "%recorded mini-recorded")
+    msgs = ok(kc, "%matmul --size 48 --variant naive --reps 1 --warmup 0")
+    assert "No recorded GPU result for this command" in plain(msgs)
+    c = error(kc, "%assert gpu.matmul.check.passed")
+    assert c["ename"] == "LookupError" and "no recorded GPU result of %matmul" in c["evalue"], c
+
+
+def test_false_claim_names_the_recording(kc):
+    ok(kc, "%recorded mini-recorded")
+    ok(kc, MATMUL)
+    c = error(kc, "%assert gpu.matmul[variant=naive].model.cgma == 2")
+    assert c["ename"] == "AssertionError"
+    assert any("recorded on AMD EPYC" in line for line in c["traceback"]), c["traceback"]
+
+
+def test_gpu_checks_skipped_without_a_recording(kc, folder):
+    (folder / "other.ipynb").write_text("{}")
+    assert "No recorded GPU results for this notebook yet" in plain(ok(kc, "%recorded other"))
+    ok(kc, MATMUL)
+    msgs = ok(kc, "%assert gpu.matmul[variant=tiled,tile=16].gflops > 1e9")
+    assert "not checked here" in "".join(streams(msgs, "stdout"))
+    c = error(kc, "%score gpu.matmul[variant=naive].gflops")
+    assert c["ename"] == "NoRecordedResults", c
+    ok(kc, "%assert matmul.check.passed")          # the session's own results still answer
+
+
+@pytest.mark.parametrize("content, words", [
+    ("{not json", "is not valid JSON: line 1"),
+    ('{"format": "cudalab-recorded", "version": 9}', "format version"),
+    ('{"format": "something else"}', "'format' is not 'cudalab-recorded'"),
+    ('[]', "the top level is not an object"),
+], ids=["malformed", "version", "format", "not-object"])
+def test_broken_file_is_a_clear_error(kc, folder, content, words):
+    (folder / "recorded" / "mini-recorded.json").write_text(content)
+    c = error(kc, "%recorded mini-recorded")
+    assert c["ename"] == "ValueError" and words in c["evalue"], c
+    ok(kc, "%echo the next cell works")
+
+
+def test_schema_mismatch_names_the_place(kc, folder):
+    path = folder / "recorded" / "mini-recorded.json"
+    doc = json.loads(path.read_text())
+    doc["commands"][1]["results"][0]["view"] = "a table"
+    path.write_text(json.dumps(doc))
+    c = error(kc, "%recorded mini-recorded")
+    assert c["ename"] == "ValueError" and "commands[1].results[0]" in c["evalue"], c
+    ok(kc, MATMUL)                                  # nothing loaded: the next command runs as usual
+
+
+def test_unknown_notebook_and_bad_names(kc):
+    c = error(kc, "%recorded mini-recordd")
+    assert c["ename"] == "LookupError" and "did you mean mini-recorded?" in c["evalue"], c
+    assert error(kc, "%recorded ../etc/passwd")["ename"] == "UsageError"
+    assert error(kc, "%recorded")["ename"] == "UsageError"
+    ok(kc, "%recorded mini-recorded")
+
+
+def test_dir_flag_and_a_missing_file(kc, folder):
+    (folder / "recorded" / "h200").mkdir()
+    shutil.copy(folder / "recorded" / "mini-recorded.json", folder / "recorded" / "h200")
+    assert "recorded/h200/mini-recorded.json" in plain(ok(kc, "%recorded mini-recorded --dir recorded/h200"))
+    assert error(kc, "%recorded nothing-here --dir nowhere")["ename"] == "LookupError"
+
+
+def test_record_mode_writes_the_file(folder, start_kernel):
+    out = folder / "out"
+    out.mkdir()
+    kc = start_kernel(env={**CPU, "CUDALAB_RECORD": str(out)})[1]
+    assert "Recording this notebook's results" in plain(ok(kc, "%recorded mini-recorded"))
+    ok(kc, MATMUL)
+    ok(kc, MATMUL)                              # the same command again: its results replaced, not doubled
+    doc = json.loads((out / "mini-recorded.json").read_text())
+    assert doc["format"] == "cudalab-recorded" and doc["device"]["backend"] == "cpu"
+    [cmd] = doc["commands"]
+    assert cmd["key"] == MATMUL and [r["doc"] is None for r in cmd["results"]] == [False, True]
+
+
+def test_keys_ignore_spacing_comments_and_plain_quotes(kc):
+    ok(kc, "%recorded mini-recorded")
+    msgs = ok(kc, '%matmul   --size "64" --variant naive,tiled --tile 8,16 --reps 1 --warmup 0   # a comment')
+    assert "Recorded on" in plain(msgs)
