@@ -87,6 +87,15 @@ def test_launch_configuration():
     assert "CPU reference" in by["cub"]["impl"]
     assert by["cpu"]["impl"].startswith("CPU: host loop")
     assert all("config" in r["launch"] for r in doc["runs"])
+    # the GPU kernels' shared memory for these parameters, not the emulation's doubles:
+    # one float per thread for the trees, one per warp slot (32) for the shuffles
+    for v in ("divergent", "convergent", "multiblock"):
+        assert by[v]["launch"]["smem_per_block"] == 128 * 4
+        assert by[v]["launch_final"]["smem_per_block"] == 1024 * 4
+    assert by["fast"]["launch"]["smem_per_block"] == 32 * 4 == by["fast"]["launch_final"]["smem_per_block"]
+    assert by["cpu"]["launch"]["smem_per_block"] == 0
+    ints = reduce_doc(f"%reduce --size 2^20 --dtype int --variant convergent {QUICK}")["runs"][0]
+    assert ints["launch"]["smem_per_block"] == 256 * 8        # integer sums add in int64
     # one block's segment: no second pass
     one = reduce_doc(f"%reduce --size 512 --block 256 --variant convergent {QUICK}")["runs"][0]
     assert one["launch"]["kernels"] == 1 and one["launch_final"] is None
