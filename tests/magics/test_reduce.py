@@ -132,6 +132,18 @@ def test_deterministic_given_seed():
     assert [r["value"] for r in a if r["op"] == "sum"] != [r["value"] for r in c if r["op"] == "sum"]
 
 
+def test_float_max_is_not_shown_as_1():
+    """The inputs lie in [-1, 1): their max is below 1, and the table must not say it is 1."""
+    doc = reduce_doc(f"%reduce --size 2^20 --op max,min --variant cpu {QUICK}")
+    top, bottom = (r["value"] for r in doc["runs"])
+    assert 0.99 < top < 1 and -1 <= bottom < -0.99
+    rc, _, text, _ = run(f"%reduce --size 2^20 --op max,min --variant cpu {QUICK}", json_mode=False)
+    assert rc == 0
+    values = [line.split()[-2] for line in text.splitlines() if line.startswith("cpu ")]
+    assert len(values) == 2 and values[0] != "1" and float(values[0]) < 1, values
+    assert float(values[0]) == pytest.approx(top, abs=1e-6) and values[1] != "-1", values
+
+
 def test_no_check():
     doc = reduce_doc(f"%reduce --size 1000 --variant fast --no-check {QUICK}")
     c = doc["runs"][0]["check"]
