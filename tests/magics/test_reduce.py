@@ -217,7 +217,7 @@ def test_next_cell_works_after_error():
 
 def test_sort_ranks_the_bars_too():
     """--sort orders the table by GB/s, and the bar chart below it in the same order."""
-    rc, _, text, err = run(f"%reduce --size 2^16 --variant divergent,convergent,fast,cub --sort {QUICK}",
+    rc, _, text, err = run(f"%reduce --size 2^20 --variant divergent,convergent,fast,cub --sort {QUICK}",
                            json_mode=False)
     assert rc == 0, err
     table, chart = text.split("GB/s by variant")
