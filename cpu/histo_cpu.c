@@ -121,7 +121,7 @@ static void describe(const cl_histo_args *a, const cpu_histo *h, int nthreads, c
                  "of %d threads", nthreads, nthreads == 1 ? "" : "s", h->grid, h->block);
     snprintf(r->config, sizeof r->config, "%s", cpu_rows[a->variant].config);
     /* the GPU kernel's shared memory for the same parameters (its private bins, its table) */
-    r->launch = cl_launch_2d((uint64_t)h->grid, 1, h->block, 1, cl_histo_smem(a->variant, a->mode, h->nbins, h->block), 1);
+    r->launch = cl_launch_2d((uint64_t)h->grid, 1, h->block, 1, cl_histo_smem_per_block(a->variant, a->mode, h->nbins, h->block), 1);
 }
 
 /* ---- a student's kernel, on the CPU runner ---- */

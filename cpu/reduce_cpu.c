@@ -112,7 +112,7 @@ static void describe(const cpu_run *r, cl_reduce_result *out)
     }
     /* the GPU variant's shared memory for the same parameters, not the doubles the emulation keeps */
     size_t acc = cl_reduce_acc_bytes(r->a->op, r->a->dtype);
-    size_t smem = cl_reduce_smem(r->v, (int)c->block, acc);
+    size_t smem = cl_reduce_smem_per_block(r->v, (int)c->block, acc);
     out->launch = cl_launch_2d(c->grid, 1, (int)c->block, 1, smem, c->grid > 1 ? 2 : 1);
     if (c->grid > 1)
         out->final = cl_launch_2d(1, 1, CL_REDUCE_FINAL_BLOCK, 1, cl_reduce_final_smem(r->v, acc), 1);

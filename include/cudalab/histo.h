@@ -163,7 +163,7 @@ CL_HD size_t cl_histo_smem_dynamic(int variant, int nbins, int block)
                                             : 0;
 }
 
-CL_HD size_t cl_histo_smem(int variant, int mode, int nbins, int block)
+CL_HD size_t cl_histo_smem_per_block(int variant, int mode, int nbins, int block)
 {
     bool lut = mode == CL_HISTO_LETTERS && (variant == CL_HISTO_V_warp || variant == CL_HISTO_V_fast);
     return cl_histo_smem_dynamic(variant, nbins, block) + (lut ? CL_HISTO_LUT_BYTES : 0);

@@ -112,7 +112,7 @@ CL_HD size_t cl_reduce_smem_dynamic(int v, int block, size_t acc)
                ? (size_t)block * acc : 0;
 }
 
-CL_HD size_t cl_reduce_smem(int v, int block, size_t acc)
+CL_HD size_t cl_reduce_smem_per_block(int v, int block, size_t acc)
 {
     return cl_reduce_smem_dynamic(v, block, acc) + (v == CL_REDUCE_FAST ? CL_REDUCE_WARP_SLOTS * acc : 0);
 }

@@ -144,7 +144,7 @@ static void analogue_smem_is_the_gpus(void **state)
         char err[CL_ERR_LEN] = "";
         assert_int_equal(ops->run(cases[i].v, &a, &r, err), 0);
         assert_int_equal(r.launch.smem_bytes, cases[i].smem);
-        assert_int_equal(r.launch.smem_bytes, cl_reduce_smem(cases[i].v, 256, cl_reduce_acc_bytes(a.op, a.dtype)));
+        assert_int_equal(r.launch.smem_bytes, cl_reduce_smem_per_block(cases[i].v, 256, cl_reduce_acc_bytes(a.op, a.dtype)));
         if (cases[i].v != CL_REDUCE_CPU)
             assert_int_equal(r.final.smem_bytes, cases[i].final);
     }
