@@ -135,7 +135,8 @@ $(CUDA_LIB): $(CUDA_SRC:cuda/%.cu=$(BUILD)/obj/cuda/%.o)
 	@$(if $(Q),echo "  LINK    $@",true)
 	$(Q)$(NVCC) -shared $(GENCODE) -cudart static -o $@ $^ -lcublas -Xlinker -rpath,$(CUDA_HOME)/lib64
 
-$(BUILD)/obj/simt-runtime/%.o: cpu/simt/runtime/%.c cpu/simt/runtime/internal.h include/cudalab/simt.h
+$(BUILD)/obj/simt-runtime/%.o: cpu/simt/runtime/%.c cpu/simt/runtime/internal.h include/cudalab/simt.h \
+                               include/cudalab/cpu_model.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $< (runner)",true)
 	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -Iinclude -c $< -o $@

@@ -1,10 +1,12 @@
 /* device_cpu.c — the CPU backend's table and its description of the host (%device).
  *
- * When no GPU can be used, the host stands in for device 0: logical CPUs play
- * the SMs, each one "core" wide, and the thread cap of the CPU analogues plays
- * maxThreadsPerBlock. What Linux does not tell us stays 0, which the backend
- * ABI defines as "unknown". The other files in cpu/ add their families'
- * entry points to the table as the ABI grows.
+ * When no GPU can be used, the host stands in for device 0 as the one CPU
+ * device model (cudalab/cpu_model.h): logical CPUs play the SMs, the host's
+ * clock and memory are its own, and every warp, block, register and shared
+ * memory limit is the model's, the ones the CPU analogues and the CPU runner
+ * work by. What Linux does not tell us stays 0, which the backend ABI defines
+ * as "unknown". The other files in cpu/ add their families' entry points to
+ * the table as the ABI grows.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 
 #include "common/cpu_common.h"
 #include "cudalab/backend.h"
+#include "cudalab/cpu_model.h"
 
 static int cpu_device_count(int *count, char *err)
 {
@@ -114,6 +117,25 @@ static bool bad_ordinal(int dev, char *err)
     return true;
 }
 
+/* Everything of the device that is the model's, not the host's. */
+void cl_cpu_model_limits(cl_device_props *p)
+{
+    p->cores_per_sm = CL_CPU_MODEL_CORES_PER_SM;
+    p->warp_size = CL_CPU_MODEL_WARP;
+    p->max_threads_per_block = CL_CPU_MODEL_MAX_THREADS_PER_BLOCK;
+    p->max_threads_per_sm = CL_CPU_MODEL_MAX_THREADS_PER_SM;
+    p->max_blocks_per_sm = CL_CPU_MODEL_MAX_BLOCKS_PER_SM;
+    p->regs_per_sm = CL_CPU_MODEL_REGS_PER_SM;
+    p->regs_per_block = CL_CPU_MODEL_REGS_PER_BLOCK;
+    p->smem_per_block = CL_CPU_MODEL_SMEM_PER_BLOCK;
+    p->smem_per_block_optin = CL_CPU_MODEL_SMEM_PER_BLOCK_OPTIN;
+    p->smem_per_sm = CL_CPU_MODEL_SMEM_PER_SM;
+    const int block[3] = { CL_CPU_MODEL_MAX_BLOCK_X, CL_CPU_MODEL_MAX_BLOCK_Y, CL_CPU_MODEL_MAX_BLOCK_Z };
+    const int grid[3] = { CL_CPU_MODEL_MAX_GRID_X, CL_CPU_MODEL_MAX_GRID_Y, CL_CPU_MODEL_MAX_GRID_Z };
+    memcpy(p->max_block, block, sizeof block);
+    memcpy(p->max_grid, grid, sizeof grid);
+}
+
 static int cpu_device_props(int dev, cl_device_props *out, char *err)
 {
     if (bad_ordinal(dev, err))
@@ -122,13 +144,11 @@ static int cpu_device_props(int dev, cl_device_props *out, char *err)
     cpu_model(out->name, sizeof out->name);
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     out->sm_count = n > 0 ? (int)n : 1;
-    out->cores_per_sm = 1;
     out->clock_khz = cpu_clock_khz();
     out->total_mem = mem_total();
     out->free_mem = mem_available();
-    out->warp_size = 1;
-    out->max_threads_per_block = CL_CPU_MAX_THREADS;   /* the most host threads one launch uses */
     out->integrated = 1;
+    cl_cpu_model_limits(out);
     return 0;
 }
 

@@ -14,7 +14,7 @@
 
 #include "histo_cpu.h"
 
-#define WARP 32
+#define WARP CL_HISTO_WARP
 #define CHUNK 16                    /* bytes per vector load in warp and fast */
 
 static void add_global(const cpu_histo *h, int b, uint32_t v)
@@ -227,15 +227,4 @@ void analogue_fast(const cpu_histo *h, int blk)
         for (int l = 0; l < WARP; l++)
             sum[b] += lanes[b][l];
     merge(h, sum);
-}
-
-size_t analogue_private_bytes(int variant, const cpu_histo *h)
-{
-    size_t bins = (size_t)h->nbins * sizeof(uint32_t);
-    switch (variant) {
-    case CL_HISTO_V_privatized: return bins;
-    case CL_HISTO_V_warp:       return bins * (size_t)((h->block + WARP - 1) / WARP);
-    case CL_HISTO_V_fast:       return bins * WARP;
-    default:                    return 0;
-    }
 }

@@ -120,7 +120,8 @@ static void describe(const cl_histo_args *a, const cpu_histo *h, int nthreads, c
         snprintf(r->impl, sizeof r->impl, "CPU analogue: %d host thread%s run %d logical blocks "
                  "of %d threads", nthreads, nthreads == 1 ? "" : "s", h->grid, h->block);
     snprintf(r->config, sizeof r->config, "%s", cpu_rows[a->variant].config);
-    r->launch = cl_launch_2d((uint64_t)h->grid, 1, h->block, 1, analogue_private_bytes(a->variant, h), 1);
+    /* the GPU kernel's shared memory for the same parameters (its private bins, its table) */
+    r->launch = cl_launch_2d((uint64_t)h->grid, 1, h->block, 1, cl_histo_smem_per_block(a->variant, a->mode, h->nbins, h->block), 1);
 }
 
 /* ---- a student's kernel, on the CPU runner ---- */

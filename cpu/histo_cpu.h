@@ -45,7 +45,4 @@ void analogue_warp(const cpu_histo *h, int blk);
 void analogue_fast(const cpu_histo *h, int blk);
 void analogue_cub(const cpu_histo *h, int blk);
 
-/* Bytes of block-private memory each analogue uses (the GPU's shared memory). */
-size_t analogue_private_bytes(int variant, const cpu_histo *h);
-
 #endif

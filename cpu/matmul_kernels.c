@@ -44,7 +44,10 @@ static int threads_for(const cpu_mm_problem *p, long long blocks)
 static void host_configure(const cpu_mm_problem *p, cl_matmul_result *out)
 {
     out->launch = cl_launch_2d(1, 1, 1, 1, 0, 1);
-    out->global_loads = cl_matmul_loads_naive(p->m, p->n, p->k);
+    /* no traffic model: the lecture's counts a GPU thread's loads from global
+     * memory, and the host loop has neither (its row and column come through
+     * the CPU's caches); a CGMA of 1 would claim a GPU kernel's bound */
+    out->global_loads = 0;
     snprintf(out->impl, sizeof out->impl, "host triple loop, 1 thread, double accumulation");
 }
 
@@ -380,6 +383,8 @@ static void blas_configure(const cpu_mm_problem *p, cl_matmul_result *out)
         reference_configure(p, out);
         snprintf(out->impl, sizeof out->impl, "no BLAS library (%s): the CPU reference product stands in, "
                  "double accumulation", blas.looked_for);
+        snprintf(out->config, sizeof out->config, "no BLAS: the CPU reference product (fp64 accumulation) "
+                 "standing in for cuBLAS, rows dealt to host threads");
         snprintf(out->precision, sizeof out->precision, "fp64");
         return;
     }

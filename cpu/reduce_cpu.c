@@ -110,12 +110,12 @@ static void describe(const cpu_run *r, cl_reduce_result *out)
                  c->threads);
         return;
     }
-    int fast = r->v == CL_REDUCE_FAST;
-    size_t smem = fast ? 32 * sizeof(double) : c->block * sizeof(double);
-    size_t final_smem = fast ? 32 * sizeof(double) : CL_REDUCE_FINAL_BLOCK * sizeof(double);
+    /* the GPU variant's shared memory for the same parameters, not the doubles the emulation keeps */
+    size_t acc = cl_reduce_acc_bytes(r->a->op, r->a->dtype);
+    size_t smem = cl_reduce_smem_per_block(r->v, (int)c->block, acc);
     out->launch = cl_launch_2d(c->grid, 1, (int)c->block, 1, smem, c->grid > 1 ? 2 : 1);
     if (c->grid > 1)
-        out->final = cl_launch_2d(1, 1, CL_REDUCE_FINAL_BLOCK, 1, final_smem, 1);
+        out->final = cl_launch_2d(1, 1, CL_REDUCE_FINAL_BLOCK, 1, cl_reduce_final_smem(r->v, acc), 1);
     snprintf(out->impl, sizeof out->impl,
              "CPU analogue: %d host thread%s run %llu block%s of %u emulated threads%s", threads,
              threads == 1 ? "" : "s", (unsigned long long)c->grid, c->grid == 1 ? "" : "s", c->block,

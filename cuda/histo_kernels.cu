@@ -250,20 +250,20 @@ typedef struct kernel_info {
 static kernel_info kernel_for(int variant, int mode, int nbins, int block)
 {
     bool bytes = mode == CL_HISTO_BYTES;
-    size_t bins = (size_t)nbins * sizeof(unsigned);
+    size_t smem = cl_histo_smem_dynamic(variant, nbins, block);
     switch (variant) {
     case CL_HISTO_V_sectioned:
-        return {(const void *)histo_sectioned, "histo_sectioned", 0};
+        return {(const void *)histo_sectioned, "histo_sectioned", smem};
     case CL_HISTO_V_interleaved:
-        return {(const void *)histo_interleaved, "histo_interleaved", 0};
+        return {(const void *)histo_interleaved, "histo_interleaved", smem};
     case CL_HISTO_V_privatized:
-        return {(const void *)histo_privatized, "histo_privatized", bins};
+        return {(const void *)histo_privatized, "histo_privatized", smem};
     case CL_HISTO_V_warp:
         return {bytes ? (const void *)histo_warp<true> : (const void *)histo_warp<false>,
-                bytes ? "histo_warp<bytes>" : "histo_warp<letters>", bins * (size_t)(block / WARP)};
+                bytes ? "histo_warp<bytes>" : "histo_warp<letters>", smem};
     case CL_HISTO_V_fast:
         return {bytes ? (const void *)histo_fast<true> : (const void *)histo_fast<false>,
-                bytes ? "histo_fast<bytes>" : "histo_fast<letters>", bins * WARP};
+                bytes ? "histo_fast<bytes>" : "histo_fast<letters>", smem};
     default:
         return {NULL, NULL, 0};
     }

@@ -32,7 +32,7 @@ typedef rop<int, int, CL_REDUCE_MIN> i_min;
 
 size_t reduce_acc_bytes(cl_reduce_op op, cl_reduce_dtype dtype)
 {
-    return op == CL_REDUCE_SUM && dtype == CL_REDUCE_INT ? 8 : 4;
+    return cl_reduce_acc_bytes(op, dtype);
 }
 
 /* ---- which kernels a variant uses ---- */
@@ -92,7 +92,7 @@ struct planner {
         }
         p->variant = v;
         p->block = (unsigned)a->block;
-        p->smem = v == CL_REDUCE_FAST ? 0 : a->block * sizeof(A);
+        p->smem = cl_reduce_smem_dynamic(v, a->block, sizeof(A));
         uint64_t b = (uint64_t)a->block, grid;
         if (v == CL_REDUCE_FAST) {
             int per_sm = 0;
@@ -115,7 +115,7 @@ struct planner {
         }
         p->grid = (unsigned)grid;
         p->final_block = grid > 1 ? CL_REDUCE_FINAL_BLOCK : 0;
-        p->final_smem = grid > 1 && v != CL_REDUCE_FAST ? CL_REDUCE_FINAL_BLOCK * sizeof(A) : 0;
+        p->final_smem = grid > 1 ? cl_reduce_final_smem_dynamic(v, sizeof(A)) : 0;
         cudaFuncAttributes at;
         cudaError_t rc = cudaFuncGetAttributes(&at, k1);
         if (rc != cudaSuccess)

@@ -101,12 +101,14 @@ static int refuse_launch(const unsigned grid[3], const unsigned block[3], size_t
 {
     uint64_t threads = (uint64_t)block[0] * block[1] * block[2];
     uint64_t total = threads * grid[0] * grid[1] * grid[2];
-    if (threads == 0 || threads > CL_SIMT_MAX_BLOCK_THREADS || block[2] > 64) {
+    if (threads == 0 || threads > CL_SIMT_MAX_BLOCK_THREADS || block[2] > CL_SIMT_MAX_BLOCK_Z) {
         snprintf(err, CL_ERR_LEN, "invalid configuration argument: a block of %ux%ux%u threads (at most %d per "
-                 "block, and z at most 64)", block[0], block[1], block[2], CL_SIMT_MAX_BLOCK_THREADS);
+                 "block, and z at most %d)", block[0], block[1], block[2], CL_SIMT_MAX_BLOCK_THREADS,
+                 CL_SIMT_MAX_BLOCK_Z);
         return -1;
     }
-    if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0 || grid[1] > 65535 || grid[2] > 65535) {
+    if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0 || grid[1] > CL_CPU_MODEL_MAX_GRID_Y ||
+        grid[2] > CL_CPU_MODEL_MAX_GRID_Z) {
         snprintf(err, CL_ERR_LEN, "invalid configuration argument: a grid of %ux%ux%u blocks", grid[0], grid[1],
                  grid[2]);
         return -1;
@@ -118,7 +120,7 @@ static int refuse_launch(const unsigned grid[3], const unsigned block[3], size_t
     }
     if (dyn_smem > CL_SIMT_MAX_SMEM) {
         snprintf(err, CL_ERR_LEN, "too much shared memory: %zu bytes of dynamic shared memory per block (at most "
-                 "%u on an H100)", dyn_smem, CL_SIMT_MAX_SMEM);
+                 "%u on " CL_CPU_MODEL_SM ")", dyn_smem, CL_SIMT_MAX_SMEM);
         return -1;
     }
     return 0;

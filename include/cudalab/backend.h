@@ -137,6 +137,10 @@ typedef struct cl_selftest_ops {
 const cl_backend *cl_cuda_backend(void);
 /* Linked into the binary. */
 const cl_backend *cl_cpu_backend(void);
+/* Fills the fields of p that are the CPU device model's (cudalab/cpu_model.h):
+ * warp, thread, block, grid, register and shared memory limits, FP32 lanes per
+ * SM. The host's own fields (SMs, clock, memory, name) are left as they are. */
+void cl_cpu_model_limits(cl_device_props *p);
 
 #ifdef __cplusplus
 }

@@ -144,6 +144,31 @@ CL_HD int cl_histo_nbins(int mode, int width)
 }
 /* show-source: end */
 
+/* ---- shared memory per block, as the GPU's kernels use it ----
+ * privatized keeps one copy of the bins, warp one per warp of the block (a
+ * whole number of warps: --block is a multiple of 32), fast 32 interleaved
+ * copies, each of nbins 4-byte counters (dynamic shared memory); warp and fast
+ * counting letters also keep the byte-to-bin table lut[256] (static; counting
+ * bytes never reads it, and the compiler drops it). The CPU analogues report
+ * these figures for the same parameters. */
+#define CL_HISTO_WARP 32
+#define CL_HISTO_LUT_BYTES 256
+
+CL_HD size_t cl_histo_smem_dynamic(int variant, int nbins, int block)
+{
+    size_t bins = (size_t)nbins * 4u;
+    return variant == CL_HISTO_V_privatized ? bins
+         : variant == CL_HISTO_V_warp       ? bins * (size_t)(block / CL_HISTO_WARP)
+         : variant == CL_HISTO_V_fast       ? bins * CL_HISTO_WARP
+                                            : 0;
+}
+
+CL_HD size_t cl_histo_smem_per_block(int variant, int mode, int nbins, int block)
+{
+    bool lut = mode == CL_HISTO_LETTERS && (variant == CL_HISTO_V_warp || variant == CL_HISTO_V_fast);
+    return cl_histo_smem_dynamic(variant, nbins, block) + (lut ? CL_HISTO_LUT_BYTES : 0);
+}
+
 /* ---- a student's kernel (a %%kernel cell for %histo, student.h) ----
  * The signature has no mode: a kernel counts one kind of bins, the lecture's
  * letters a-d, e-h, ..., y-z (width CL_HISTO_STUDENT_WIDTH, 7 bins), case

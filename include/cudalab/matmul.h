@@ -102,11 +102,14 @@ typedef struct cl_matmul_result {
     cl_times times;
     cl_launch launch;
     double global_loads;            /* floats read from global memory by one product in the
-                                     * lecture's traffic model; 0 when unknown (libraries) */
+                                     * lecture's traffic model; 0 when it has none (libraries,
+                                     * and the host loop, which has no global memory) */
     char impl[128];                 /* what ran, in words ("cublasSgemm, CUBLAS_DEFAULT_MATH") */
     char config[160];               /* the launch in words: the row's on a GPU, the analogue's on the CPU */
-    char precision[8];              /* what the run computed in: "fp32", "tf32" (checked with the looser
-                                     * tolerance), "fp64" (the host loop, the CPU's stand-in for cuBLAS) */
+    char precision[8];              /* what the run computed in: "fp32" (cuBLAS, and the CPU's
+                                     * stand-in for it, cblas_sgemm), "tf32" (checked with the looser
+                                     * tolerance), "fp64" (the host loop, and the stand-in where no
+                                     * BLAS is installed: the double-precision reference) */
 } cl_matmul_result;
 
 typedef struct cl_matmul_ops {

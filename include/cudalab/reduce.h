@@ -89,6 +89,46 @@ static inline uint64_t cl_reduce_student_section(int threads) { return 2 * (uint
 typedef enum cl_reduce_op { CL_REDUCE_SUM, CL_REDUCE_MAX, CL_REDUCE_MIN } cl_reduce_op;
 typedef enum cl_reduce_dtype { CL_REDUCE_FLOAT, CL_REDUCE_INT } cl_reduce_dtype;
 
+/* Bytes of one accumulator on a GPU: integer sums add in int64, every other
+ * (op, dtype) in the element's own 4 bytes. */
+CL_HD size_t cl_reduce_acc_bytes(cl_reduce_op op, cl_reduce_dtype dtype)
+{
+    return op == CL_REDUCE_SUM && dtype == CL_REDUCE_INT ? 8 : 4;
+}
+
+/* The warp partials of a block reduced with shuffles: block_shuffle's
+ * __shared__ A warp_vals[32] (cuda/reduce_device.h), one per warp of the
+ * largest block. */
+#define CL_REDUCE_WARP_SLOTS 32
+
+/* Shared memory per block of variant v's first pass on a GPU, in bytes, for a
+ * block of `block` threads and accumulators of acc bytes: the tree variants
+ * keep one accumulator per thread (dynamic shared memory), fast one per warp
+ * slot (static), the host loop and the library none of their own. The CPU
+ * analogues report these, not what their emulation allocates. */
+CL_HD size_t cl_reduce_smem_dynamic(int v, int block, size_t acc)
+{
+    return v == CL_REDUCE_DIVERGENT || v == CL_REDUCE_CONVERGENT || v == CL_REDUCE_MULTIBLOCK
+               ? (size_t)block * acc : 0;
+}
+
+CL_HD size_t cl_reduce_smem_per_block(int v, int block, size_t acc)
+{
+    return cl_reduce_smem_dynamic(v, block, acc) + (v == CL_REDUCE_FAST ? CL_REDUCE_WARP_SLOTS * acc : 0);
+}
+
+/* The same for the second pass over the partials (one block of
+ * CL_REDUCE_FINAL_BLOCK threads): a tree for the tree variants, shuffles for fast. */
+CL_HD size_t cl_reduce_final_smem_dynamic(int v, size_t acc)
+{
+    return v == CL_REDUCE_FAST ? 0 : (size_t)CL_REDUCE_FINAL_BLOCK * acc;
+}
+
+CL_HD size_t cl_reduce_final_smem(int v, size_t acc)
+{
+    return cl_reduce_final_smem_dynamic(v, acc) + (v == CL_REDUCE_FAST ? CL_REDUCE_WARP_SLOTS * acc : 0);
+}
+
 /* What one timed run reduces and how. Every element is 4 bytes (float or int32). */
 typedef struct cl_reduce_args {
     uint64_t n;                   /* elements, >= 1 */

@@ -19,6 +19,8 @@
 
 #include <stdint.h>
 
+#include "cudalab/cpu_model.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -30,12 +32,14 @@ extern "C" {
 #define CL_SIMT_NAME_LEN 24
 #define CL_SIMT_TEXT_LEN 160
 
-/* The limits of the CPU runner, stated in its refusals. */
+/* The limits of the CPU runner, stated in its refusals: its own (grid and
+ * arena), and those of the device the CPU backend presents (cpu_model.h). */
 #define CL_SIMT_MAX_THREADS (1ull << 24)        /* threads in a grid */
 #define CL_SIMT_MAX_ARENA (1ull << 30)          /* bytes of buffers */
-#define CL_SIMT_MAX_BLOCK_THREADS 1024
-#define CL_SIMT_STATIC_SMEM 49152               /* static __shared__ per block, as a GPU's */
-#define CL_SIMT_MAX_SMEM (227u << 10)           /* static + dynamic per block (an H100's opt-in limit) */
+#define CL_SIMT_MAX_BLOCK_THREADS CL_CPU_MODEL_MAX_THREADS_PER_BLOCK
+#define CL_SIMT_MAX_BLOCK_Z CL_CPU_MODEL_MAX_BLOCK_Z
+#define CL_SIMT_STATIC_SMEM CL_CPU_MODEL_SMEM_PER_BLOCK        /* static __shared__ per block */
+#define CL_SIMT_MAX_SMEM CL_CPU_MODEL_SMEM_PER_BLOCK_OPTIN     /* static + dynamic per block */
 /* Timed launches of a student's kernel, whatever --reps asks: each is a fresh
  * process running every access through the checks. */
 #define CL_SIMT_MAX_REPS 3

@@ -165,10 +165,6 @@ json_t *sweep_device_json(magic_ctx *ctx)
 
 /* ---- points ---- */
 
-typedef struct sweep_state {
-    const sweep_spec *spec;
-    sweep_points pts;
-} sweep_state;
 
 
 /* "100 × 100 × 100 (--threads, --regs, --smem)": the factors of a count, for its refusal. */
@@ -258,7 +254,7 @@ int sweep_count(magic_ctx *ctx, const json_t *params, size_t *points)
 /* ---- document and view ---- */
 
 /* The value at a dotted path ("time_ms.median") inside a run. */
-static const json_t *path_get(const json_t *run, const char *path)
+const json_t *sweep_path_get(const json_t *run, const char *path)
 {
     char key[64];
     const json_t *v = run;
@@ -274,9 +270,9 @@ static const json_t *path_get(const json_t *run, const char *path)
     return v;
 }
 
-static double metric_of(const sweep_spec *s, const json_t *run)
+double sweep_metric_of(const sweep_spec *s, const json_t *run)
 {
-    const json_t *m = path_get(run, s->metric);
+    const json_t *m = sweep_path_get(run, s->metric);
     return json_is_number(m) ? json_number_value(m) : -INFINITY;
 }
 
@@ -292,7 +288,7 @@ static int cmp_ranked_desc(const void *a, const void *b)
     return (x->i > y->i) - (x->i < y->i);
 }
 
-static size_t *run_order(const sweep_spec *s, const json_t *runs, int sorted)
+size_t *sweep_run_order(const sweep_spec *s, const json_t *runs, int sorted)
 {
     size_t n = json_array_size(runs);
     size_t *order = malloc((n ? n : 1) * sizeof *order);
@@ -305,7 +301,7 @@ static size_t *run_order(const sweep_spec *s, const json_t *runs, int sorted)
     for (size_t i = 0; i < n; i++) {
         order[i] = i;
         if (r)
-            r[i] = (ranked){ i, metric_of(s, json_array_get(runs, i)) };
+            r[i] = (ranked){ i, sweep_metric_of(s, json_array_get(runs, i)) };
     }
     if (r) {
         qsort(r, n, sizeof *r, cmp_ranked_desc);
@@ -318,7 +314,7 @@ static size_t *run_order(const sweep_spec *s, const json_t *runs, int sorted)
 
 static json_t *cell_of(const json_t *run, const char *path)
 {
-    const json_t *v = path_get(run, path);
+    const json_t *v = sweep_path_get(run, path);
     if (json_is_boolean(v) && strstr(path, "passed"))
         return json_string(json_is_true(v) ? "ok" : "FAILED");
     if (json_is_array(v) || json_is_object(v)) {
@@ -338,7 +334,7 @@ static void add_runs_table(json_t *view, const sweep_spec *s, const json_t *runs
     for (const sweep_column *c = s->columns; c->path; c++)
         json_array_append_new(cols, json_string(c->header));
     json_t *table = view_add_table(view, caption, cols);
-    size_t n = json_array_size(runs), *order = run_order(s, runs, sorted);
+    size_t n = json_array_size(runs), *order = sweep_run_order(s, runs, sorted);
     if (!order)
         return;
     for (size_t i = from; i < n; i++) {
@@ -387,7 +383,8 @@ static json_t *doc_params(const json_t *params)
     return copy;
 }
 
-static json_t *make_doc(magic_ctx *ctx, const sweep_state *st, json_t *runs, json_t *device)
+static json_t *make_doc(magic_ctx *ctx, const sweep_state *st, json_t *runs, json_t *device,
+                        const sweep_chart_choice *chart)
 {
     json_t *varying = json_array();
     for (size_t i = 0; i < st->pts.nvarying; i++)
@@ -398,6 +395,10 @@ static json_t *make_doc(magic_ctx *ctx, const sweep_state *st, json_t *runs, jso
                             (json_int_t)st->pts.count);
     json_object_set_new(doc, "backend_note", ctx->backend_note && *ctx->backend_note
                                                  ? json_string(ctx->backend_note) : json_null());
+    const char *kind = sweep_chart_kind_name(chart->kind);
+    json_t *sweep = json_object_get(doc, "sweep");
+    json_object_set_new(sweep, "chart", kind ? json_string(kind) : json_null());
+    json_object_set_new(sweep, "chart_note", chart->why[0] ? json_string(chart->why) : json_null());
     json_t *timing = json_object();
     if (ctx->shared) {
         /* where a device is shared: whether the timed runs had it alone, and the wait, apart from any time */
@@ -477,19 +478,22 @@ static void add_slowed_note(json_t *view, const json_t *runs)
     view_add_note(view, note);
 }
 
-static json_t *make_view(magic_ctx *ctx, const sweep_state *st, const json_t *runs, const json_t *device)
+static json_t *make_view(magic_ctx *ctx, const sweep_state *st, const json_t *runs, const json_t *device,
+                         const sweep_chart_choice *chart)
 {
     char title[160];
     const char *dev = json_string_value(json_object_get(device, "name"));
-    if (st->spec->subject && json_is_string(path_get(json_array_get(runs, 0), st->spec->subject)))
+    if (st->spec->subject && json_is_string(sweep_path_get(json_array_get(runs, 0), st->spec->subject)))
         snprintf(title, sizeof title, "%s of %s", st->spec->title,
-                 json_string_value(path_get(json_array_get(runs, 0), st->spec->subject)));
+                 json_string_value(sweep_path_get(json_array_get(runs, 0), st->spec->subject)));
     else
         snprintf(title, sizeof title, "%s on %s", st->spec->title, dev ? dev : "?");
     json_t *view = view_new(title);
     add_notes(view, st->spec, ctx, device);
     add_unsettled_note(view, st, runs);
     add_slowed_note(view, runs);
+    if (chart->why[0])
+        view_add_note(view, chart->why);
     add_runs_table(view, st->spec, runs, json_is_true(json_object_get(st->pts.params, "sort")), 0, NULL);
     return view;
 }
@@ -560,121 +564,6 @@ static void progress_init(progress *pr)
     pr->started_ms = sweep_clock_ms();
 }
 
-/* ---- chart ---- */
-
-/* A number, or one-dimensional dimensions ([256] from --block 256) as their number; else NULL. */
-static const json_t *number_of(const json_t *v)
-{
-    if (json_is_array(v) && json_array_size(v) == 1)
-        v = json_array_get(v, 0);
-    return json_is_number(v) ? v : NULL;
-}
-
-static int is_number_list(const json_t *a)
-{
-    size_t i;
-    json_t *v;
-    json_array_foreach(a, i, v)
-        if (!number_of(v))
-            return 0;
-    return json_array_size(a) > 1;
-}
-
-static int powers_of_two(const json_t *a)
-{
-    size_t i;
-    json_t *v;
-    double lo = INFINITY, hi = 0;
-    json_array_foreach(a, i, v) {
-        double x = json_number_value(number_of(v));
-        if (x <= 0 || x != ldexp(1.0, (int)lround(log2(x))))
-            return 0;
-        lo = fmin(lo, x);
-        hi = fmax(hi, x);
-    }
-    return hi / lo >= 4;
-}
-
-/* [16, 8] as "16x8", as the user writes dimensions. */
-static void dims_text(const json_t *v, char *buf, size_t len)
-{
-    size_t used = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < json_array_size(v) && used < len; i++)
-        used += (size_t)snprintf(buf + used, len - used, "%s%lld", i ? "x" : "",
-                                 (long long)json_integer_value(json_array_get(v, i)));
-}
-
-/* "tiled, 16": the values of the varying flags at a point, other than skip. */
-static void series_name(const sweep_state *st, const json_t *point, const char *skip, char *buf, size_t len)
-{
-    buf[0] = '\0';
-    for (size_t i = 0; i < st->pts.nvarying; i++) {
-        if (skip && strcmp(st->pts.varying[i], skip) == 0)
-            continue;
-        const json_t *v = json_object_get(point, st->pts.varying[i]);
-        char val[64];
-        if (json_is_string(v))
-            snprintf(val, sizeof val, "%s", json_string_value(v));
-        else if (json_is_array(v) && !number_of(v))
-            dims_text(v, val, sizeof val);
-        else if (json_is_array(v))
-            render_number(number_of(v), val, sizeof val);
-        else
-            render_number(v, val, sizeof val);
-        size_t used = strlen(buf);
-        snprintf(buf + used, len - used, "%s%s", used ? ", " : "", val);
-    }
-    if (!buf[0])
-        snprintf(buf, len, "%s", st->spec->magic);
-}
-
-/* A line chart over the first numeric varying flag, one series per combination
- * of the others; bars when only names vary. points[i] holds the sweep point of runs[i]. */
-static void emit_chart(magic_ctx *ctx, const sweep_state *st, const json_t *runs, const json_t *points)
-{
-    const char *x = NULL;
-    for (size_t i = 0; i < st->pts.nvarying && !x; i++)
-        if (is_number_list(json_object_get(st->pts.params, st->pts.varying[i])))
-            x = st->pts.varying[i];
-    char names[128] = "", title[200];
-    for (size_t i = 0; i < st->pts.nvarying; i++) {         /* what the bars are labelled by */
-        size_t used = strlen(names);
-        snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", st->pts.varying[i]);
-    }
-    const char *x_label = x ? x : names[0] ? names : "run";
-    snprintf(title, sizeof title, "%s by %s", st->spec->metric_label, x_label);
-    json_t *view = view_new(NULL);
-    int log_x = x && powers_of_two(json_object_get(st->pts.params, x));
-    json_t *chart = view_add_chart(view, x ? "line" : "bar", title, x_label, st->spec->metric_label, log_x);
-    /* bars follow the table's order (--sort ranks them too); lines follow x */
-    size_t *order = run_order(st->spec, runs, !x && json_is_true(json_object_get(st->pts.params, "sort")));
-    for (size_t k = 0; order && k < json_array_size(runs); k++) {
-        size_t i = order[k];
-        const json_t *run = json_array_get(runs, i);
-        double y = metric_of(st->spec, run);
-        const json_t *point = json_array_get(points, i);
-        if (!isfinite(y) || !point)
-            continue;
-        char name[256];
-        series_name(st, point, x, name, sizeof name);
-        /* a run that does not use the x flag (a library variant in a tile sweep)
-         * says so with null or by leaving it out: it is not plotted at a made-up x */
-        const json_t *xv = x ? json_object_get(run, x) : NULL;
-        if (x && !number_of(xv))
-            xv = json_object_get(point, x);
-        xv = number_of(xv);
-        if (x && !xv)
-            continue;
-        if (x)
-            view_chart_point(chart, name, json_deep_copy(xv), y);
-        else
-            view_chart_point(chart, st->spec->metric_label, json_string(name), y);
-    }
-    free(order);
-    magic_result(ctx, NULL, view);
-}
-
 /* ---- the sweep ---- */
 
 static int report_failed_checks(magic_ctx *ctx, const sweep_spec *s, const json_t *runs)
@@ -682,7 +571,7 @@ static int report_failed_checks(magic_ctx *ctx, const sweep_spec *s, const json_
     size_t i, failed = 0, first = 0;
     json_t *run;
     json_array_foreach(runs, i, run)
-        if (json_is_false(path_get(run, "check.passed")) && failed++ == 0)
+        if (json_is_false(sweep_path_get(run, "check.passed")) && failed++ == 0)
             first = i;
     if (!failed)
         return 0;
@@ -734,11 +623,16 @@ int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *u
         sweep_points_next(&st.pts);
     }
     if (rc == 0) {
-        json_t *view = make_view(ctx, &st, runs, device);
-        json_t *doc = make_doc(ctx, &st, runs, device);
+        sweep_chart_choice chart = { .kind = SWEEP_CHART_NONE };
+        if (st.pts.count > 1)
+            sweep_chart_choose(&st, runs, points, &chart);
+        json_t *view = make_view(ctx, &st, runs, device, &chart);
+        json_t *doc = make_doc(ctx, &st, runs, device, &chart);
         if (st.pts.count > 1) {
             magic_progress(ctx, pr.display_id, doc, view, RESULT_FINAL);
-            emit_chart(ctx, &st, runs, points);
+            json_t *chart_view = sweep_chart_view(&st, runs, points, &chart);
+            if (chart_view)
+                magic_result(ctx, NULL, chart_view);
         } else {
             magic_result(ctx, doc, view);
         }

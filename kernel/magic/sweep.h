@@ -14,8 +14,8 @@
  *   doc  = {"magic", "backend", "backend_note", "device": {...}, "params": {...},
  *           "runs": [ {...}, ... ], "sweep": {"varying": [flag, ...], "points": N}}
  *   view = title, notes (backend, PTX warning), a table of the runs (sortable by
- *          the metric with --sort), and a chart of the metric when a numeric
- *          flag varies (Vega-Lite + SVG fallback in the bundle).
+ *          the metric with --sort), and a chart of the metric where it shows
+ *          something (below; Vega-Lite + SVG fallback in the bundle).
  * A run whose "check" object has "passed": false makes the cell fail after the
  * table is shown (ename "CheckError").
  */
@@ -26,6 +26,27 @@
 
 #include "magic/magic.h"
 #include "cudalab/measure.h"
+
+/* The chart of a sweep, chosen by what the sweep varies and what it measured
+ * (sweep_chart.c); doc.sweep.chart records the choice ("line", "bar" or null)
+ * and doc.sweep.chart_note, with a note in the view, why none was drawn:
+ *  - none for fewer than SWEEP_CHART_MIN_RESULTS results with a metric: two
+ *    numbers are read off the table faster than off a picture;
+ *  - none when the metric is a rate (sweep_spec.rate_of) and no point did
+ *    SWEEP_CHART_MIN_WORK units of work (the rate times the median time): a
+ *    GB/s over 41 bytes times a launch and the clock, not the memory;
+ *  - none when every value lies within SWEEP_CHART_MIN_SPREAD of the largest:
+ *    near-identical bars show noise, the table says it in one line;
+ *  - a line over the first flag that takes at least SWEEP_CHART_MIN_RESULTS
+ *    different numbers (log2 axis for powers of two spanning 4x or more), one
+ *    series per combination of the other varying flags;
+ *  - else bars, one per run, labelled by the varying flags (variants, shapes,
+ *    or a numeric flag with only two values).
+ * How the chart is laid out (integer ticks for an integral axis, horizontal
+ * bars when there are many) is the renderer's, from the chart block alone. */
+#define SWEEP_CHART_MIN_RESULTS 3
+#define SWEEP_CHART_MIN_WORK 1048576.0      /* 2^20 bytes or flops */
+#define SWEEP_CHART_MIN_SPREAD 0.05
 
 /* The most points a sweep may have: a larger cross product is refused, naming its
  * size, before anything runs. */
@@ -146,6 +167,8 @@ typedef struct sweep_spec {
     const char *title;          /* "Reduction" */
     const char *metric;         /* headline metric path in a run: "gbs", "gflops" */
     const char *metric_label;   /* "GB/s" */
+    const char *rate_of;        /* the metric is this work per median time ("bytes" for GB/s, "flops"
+                                   for GFLOP/s), so a run's work is metric x time; NULL: not a rate */
     const sweep_column *columns;/* terminated by {NULL} */
     sweep_point_fn run_point;
     bool arithmetic;            /* the magic computes, it does not time: no CPU-backend note */

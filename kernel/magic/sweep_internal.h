@@ -1,7 +1,7 @@
-/* sweep_internal.h — private to kernel/magic/sweep.c and host_work.c: the
+/* sweep_internal.h — private to kernel/magic/sweep*.c and host_work.c: the
  * points of a sweep (the cartesian product of the list-valued params, walked
- * like an odometer with the last flag fastest), and the clock that progress
- * updates are throttled by.
+ * like an odometer with the last flag fastest), the clock that progress
+ * updates are throttled by, reading runs, and the chart (sweep_chart.c).
  */
 #ifndef CUDALAB_MAGICS_SWEEP_INTERNAL_H
 #define CUDALAB_MAGICS_SWEEP_INTERNAL_H
@@ -28,6 +28,39 @@ int sweep_points_init(sweep_points *pts, magic_ctx *ctx, const json_t *params);
 json_t *sweep_points_current(const sweep_points *pts);
 void sweep_points_next(sweep_points *pts);
 void sweep_points_free(sweep_points *pts);
+
+typedef struct sweep_state {
+    const sweep_spec *spec;
+    sweep_points pts;
+} sweep_state;
+
+/* The value at a dotted path ("time_ms.median") inside a run, or NULL. */
+const json_t *sweep_path_get(const json_t *run, const char *path);
+/* A run's metric; -INFINITY when it has none. */
+double sweep_metric_of(const sweep_spec *s, const json_t *run);
+/* The order runs are shown in: as run, or (sorted: --sort) by the metric,
+ * highest first, ties in run order. Indices into runs, malloc'd; NULL when
+ * out of memory. */
+size_t *sweep_run_order(const sweep_spec *s, const json_t *runs, int sorted);
+
+/* ---- the chart (sweep_chart.c) ----
+ * Which chart a finished sweep gets, decided once from what it varies and
+ * what it measured (sweep.h states the rule), then drawn from that decision:
+ * the document records it, the view says why a chart was left out. */
+typedef enum sweep_chart_kind { SWEEP_CHART_NONE, SWEEP_CHART_BAR, SWEEP_CHART_LINE } sweep_chart_kind;
+
+typedef struct sweep_chart_choice {
+    sweep_chart_kind kind;
+    const char *x;              /* line: the numeric flag on the x axis (borrowed from the params) */
+    char why[240];              /* none: why, for a note; "" when too few results to need saying */
+} sweep_chart_choice;
+
+/* points[i] holds the sweep point of runs[i]. */
+void sweep_chart_choose(const sweep_state *st, const json_t *runs, const json_t *points, sweep_chart_choice *c);
+/* "line", "bar" or NULL. */
+const char *sweep_chart_kind_name(sweep_chart_kind k);
+/* The chart's view (new reference), NULL for SWEEP_CHART_NONE. */
+json_t *sweep_chart_view(const sweep_state *st, const json_t *runs, const json_t *points, const sweep_chart_choice *c);
 
 /* Milliseconds on a monotonic clock; a unit test may point it at its own. */
 extern double (*sweep_clock_ms)(void);

@@ -489,7 +489,7 @@ static host_work co_host_work(magic_ctx *ctx, const json_t *pt, void *user)
 
 static const sweep_spec coalesce_sweep = {
     .magic = "coalesce", .title = "Coalescing: a copy with strided neighbours", .metric = "gbs",
-    .metric_label = "GB/s", .columns = coalesce_columns, .run_point = co_point,
+    .metric_label = "GB/s", .rate_of = "bytes", .columns = coalesce_columns, .run_point = co_point,
     .host_work = co_host_work, .size_flag = "size",
 };
 

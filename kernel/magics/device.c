@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cudalab/cpu_model.h"
 #include "magic/magic.h"
 #include "render/render.h"
 
@@ -305,6 +306,8 @@ static json_t *view_start(const magic_ctx *ctx, int count, bool is_gpu)
             view_add_note(view, ctx->backend_note);
         view_add_note(view, "every magic runs its CPU analogue: host threads stand in for "
                             "CUDA threads; results are still checked");
+        view_add_note(view, "the device below is the CPU device model every magic uses without a GPU: "
+                            "one " CL_CPU_MODEL_SM_NAME " per logical CPU, with the host's clock and memory");
     }
     return view;
 }

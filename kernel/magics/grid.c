@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cudalab/cpu_model.h"
 #include "cudalab/grid.h"
 #include "magics/grid_plan.h"
 #include "magic/families.h"
@@ -65,22 +66,24 @@ static void limits_of(magic_ctx *ctx, cl_grid_limits *lim, const char **source, 
     cl_device_props p;
     char err[CL_ERR_LEN];
     *lim = defaults;
-    *source = "CUDA defaults for every compute capability since 3.0 (the CPU backend has no device "
-              "limits of its own)";
+    *source = "CUDA defaults for every compute capability since 3.0 (no backend answered)";
     *free_mem = 0;
     memset(&p, 0, sizeof p);
     if (!ctx->backend || ctx->backend->device_props(ctx->device, &p, err) != 0)
         return;
     *free_mem = p.free_mem;
-    if (strcmp(ctx->backend->name, "cpu") == 0 || p.max_threads_per_block <= 0 || p.max_block[0] <= 0 ||
-        p.max_grid[0] <= 0)
+    if (p.max_threads_per_block <= 0 || p.max_block[0] <= 0 || p.max_grid[0] <= 0)
         return;
     lim->max_threads_per_block = p.max_threads_per_block;
+    lim->warp = p.warp_size > 0 ? p.warp_size : lim->warp;
     for (int d = 0; d < 3; d++) {
         lim->max_block[d] = p.max_block[d];
         lim->max_grid[d] = p.max_grid[d];
     }
-    *source = "this device (cudaGetDeviceProperties)";
+    *source = strcmp(ctx->backend->name, "cpu") == 0
+                  ? "the CPU device model (" CL_CPU_MODEL_SM " per logical CPU, with CUDA's limits for "
+                    "every compute capability since 3.0)"
+                  : "this device (cudaGetDeviceProperties)";
 }
 
 static int dims_of(const json_t *v, int64_t *out)
@@ -164,10 +167,11 @@ static json_t *plan_doc(magic_ctx *ctx, const json_t *params, const cl_grid_plan
     json_t *idx = json_object();
     index_text(p, idx);
     json_object_set_new(doc, "index", idx);
-    json_object_set_new(doc, "limits", json_pack("{s:I, s:o, s:o, s:s}", "max_threads_per_block",
+    json_object_set_new(doc, "limits", json_pack("{s:I, s:o, s:o, s:I, s:s}", "max_threads_per_block",
                                                  (json_int_t)lim->max_threads_per_block, "max_block",
                                                  dims_json(lim->max_block, 3), "max_grid",
-                                                 dims_json(lim->max_grid, 3), "source", source));
+                                                 dims_json(lim->max_grid, 3), "warp_size", (json_int_t)lim->warp,
+                                                 "source", source));
     json_object_set_new(doc, "runs", json_array());
     return doc;
 }
@@ -200,8 +204,8 @@ static json_t *plan_view(const json_t *doc, const cl_grid_plan *p)
     row(t, "threads", c);
     snprintf(c, sizeof c, "%" PRId64 " (%.2f%%)", p->idle, p->idle_pct);
     row(t, "idle threads", c);
-    snprintf(c, sizeof c, "%" PRId64 " (the last holds %" PRId64 " of 32 threads)", p->warps_per_block,
-             p->threads_in_last_warp);
+    snprintf(c, sizeof c, "%" PRId64 " (the last holds %" PRId64 " of %" PRId64 " threads)", p->warps_per_block,
+             p->threads_in_last_warp, p->warp);
     row(t, "warps per block", c);
     snprintf(c, sizeof c, "%" PRId64, p->partial_warps_per_block);
     row(t, "partially filled warps per block", c);
@@ -550,14 +554,16 @@ const magic_spec magic_grid = {
         "Given the data's shape (--data, width first: 1D, 2D or 3D) and the block's shape (--block), "
         "computes the launch the lecture teaches: dimGrid = ceil(data / block) in each dimension, the "
         "number of blocks and threads, how many threads are idle (they fail the bounds check) and "
-        "their share, warps per block (threads are numbered x fastest, 32 to a warp) and whether the "
+        "their share, warps per block (threads are numbered x fastest, the device's warp size, 32, to a "
+        "warp) and whether the "
         "last warp is only partly filled, and how many of the grid's warps hold idle threads (they "
         "diverge at the bounds check) or are entirely idle. It writes the index formulas "
         "(col = blockIdx.x * blockDim.x + threadIdx.x, row = ... .y, plane = ... .z) and the bounds "
         "check with the data's sizes filled in.\n\n"
         "The configuration is validated against the device's limits (threads per block, block and "
         "grid dimensions): an invalid one is a UsageError that names the limit. On the CPU backend "
-        "the limits are CUDA's defaults (1024 threads per block, blocks up to 1024x1024x64, grids up "
+        "they are the CPU device model's, the same as %device shows there (CUDA's limits for every "
+        "compute capability since 3.0: 1024 threads per block, blocks up to 1024x1024x64, grids up "
         "to 2147483647x65535x65535), and the output says so. The arithmetic is exact on every "
         "backend.\n\n"
         "--run launches the mapping (on the CPU backend its analogue: host threads walk the blocks "

@@ -14,12 +14,12 @@ static const char axis[3] = {'x', 'y', 'z'};
 
 /* Idle threads of each warp of one block whose valid extent is v[] (threads
  * with an index at or past v[d] in some dimension fail the bounds check). */
-static void count_warps(const int64_t *block, const int64_t *v, int64_t tpb, int64_t *with_idle,
+static void count_warps(const int64_t *block, const int64_t *v, int64_t tpb, int64_t warp, int64_t *with_idle,
                         int64_t *all_idle)
 {
     *with_idle = *all_idle = 0;
-    for (int64_t w0 = 0; w0 < tpb; w0 += CL_WARP) {
-        int64_t n = tpb - w0 < CL_WARP ? tpb - w0 : CL_WARP, idle = 0;
+    for (int64_t w0 = 0; w0 < tpb; w0 += warp) {
+        int64_t n = tpb - w0 < warp ? tpb - w0 : warp, idle = 0;
         for (int64_t t = w0; t < w0 + n; t++) {
             int64_t tx = t % block[0], ty = (t / block[0]) % block[1], tz = t / (block[0] * block[1]);
             idle += tx >= v[0] || ty >= v[1] || tz >= v[2];
@@ -79,9 +79,10 @@ int cl_grid_plan_make(const int64_t *data, int ndata, const int64_t *block, int 
                     (long long)INT64_MAX);
     p->idle = p->threads - p->elements;
     p->idle_pct = 100.0 * (double)p->idle / (double)p->threads;
-    p->warps_per_block = (p->threads_per_block + CL_WARP - 1) / CL_WARP;
-    p->threads_in_last_warp = p->threads_per_block - (p->warps_per_block - 1) * CL_WARP;
-    p->partial_warps_per_block = p->threads_in_last_warp < CL_WARP;
+    p->warp = lim->warp > 0 ? lim->warp : 32;
+    p->warps_per_block = (p->threads_per_block + p->warp - 1) / p->warp;
+    p->threads_in_last_warp = p->threads_per_block - (p->warps_per_block - 1) * p->warp;
+    p->partial_warps_per_block = p->threads_in_last_warp < p->warp;
     p->warps = p->blocks * p->warps_per_block;
     /* Blocks fall into at most 8 classes: interior or last in each dimension.
      * Only the last block of a dimension can be cut by the bounds check. */
@@ -96,7 +97,7 @@ int cl_grid_plan_make(const int64_t *data, int ndata, const int64_t *block, int 
         if (count == 0)
             continue;
         int64_t with_idle, all_idle;
-        count_warps(p->block, v, p->threads_per_block, &with_idle, &all_idle);
+        count_warps(p->block, v, p->threads_per_block, p->warp, &with_idle, &all_idle);
         p->warps_with_idle += count * with_idle;
         p->warps_all_idle += count * all_idle;
     }

@@ -4,8 +4,9 @@
  * backends only run the mapping: cudalab/grid.h).
  *
  * The mapping is the lecture's: x is the fastest dimension, threads are
- * numbered into warps as CUDA does (x fastest, then y, then z, 32 consecutive
- * threads per warp).
+ * numbered into warps as CUDA does (x fastest, then y, then z, warp-size
+ * consecutive threads per warp: the device's, 32 on every GPU and in the CPU
+ * device model).
  */
 #ifndef CUDALAB_MAGICS_GRID_PLAN_H
 #define CUDALAB_MAGICS_GRID_PLAN_H
@@ -14,18 +15,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CL_WARP 32
-
-/* The limits a configuration is validated against. */
+/* The limits a configuration is validated against, and the warp size that
+ * groups its threads. */
 typedef struct cl_grid_limits {
     int64_t max_threads_per_block;
     int64_t max_block[3];
     int64_t max_grid[3];
+    int64_t warp;
 } cl_grid_limits;
 
-/* CUDA's limits for every compute capability since 3.0: the CPU backend has
- * no device limits of its own, so %grid validates against these there. */
-#define CL_GRID_CUDA_DEFAULTS {1024, {1024, 1024, 64}, {2147483647, 65535, 65535}}
+/* CUDA's limits for every compute capability since 3.0: what %grid validates
+ * against when no backend answers (the CPU backend's device model has them). */
+#define CL_GRID_CUDA_DEFAULTS {1024, {1024, 1024, 64}, {2147483647, 65535, 65535}, 32}
 
 /* Everything %grid shows for (data, block). */
 typedef struct cl_grid_plan {
@@ -33,9 +34,10 @@ typedef struct cl_grid_plan {
     int64_t data[3], block[3], grid[3];     /* unused dimensions are 1 */
     int64_t blocks, threads_per_block, threads, elements, idle;
     double idle_pct;
+    int64_t warp;                 /* threads per warp (the limits') */
     int64_t warps_per_block;
-    int64_t threads_in_last_warp; /* of each block: 32 unless the block is not a multiple of 32 */
-    int64_t partial_warps_per_block;        /* 0 or 1: a block's last warp holds fewer than 32 threads */
+    int64_t threads_in_last_warp; /* of each block: a whole warp unless the block is not a multiple of it */
+    int64_t partial_warps_per_block;        /* 0 or 1: a block's last warp holds fewer than a warp's threads */
     int64_t warps;                /* in the whole grid */
     int64_t warps_with_idle;      /* warps holding at least one idle thread (bounds check false) */
     int64_t warps_all_idle;       /* warps whose every thread is idle */

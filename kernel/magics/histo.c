@@ -487,7 +487,7 @@ static const sweep_spec histo_sweep = {
     .magic = "histo",
     .title = "Histogram",
     .metric = "gbs",
-    .metric_label = "GB/s",
+    .metric_label = "GB/s", .rate_of = "bytes",
     .columns = histo_columns,
     .run_point = histo_point,
     .host_work = histo_host_work,

@@ -207,7 +207,7 @@ static const sweep_spec matmul_sweep = {
     .magic = "matmul",
     .title = "Matrix multiplication C = A·B (float32)",
     .metric = "gflops",
-    .metric_label = "GFLOP/s",
+    .metric_label = "GFLOP/s", .rate_of = "flops",
     .columns = matmul_columns,
     .run_point = matmul_point,
     .host_work = mm_host_work,

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cudalab/cpu_model.h"
 #include "cudalab/occupancy.h"
 #include "magics/occupancy_model.h"
 
@@ -31,23 +32,25 @@ const char *cl_occ_limiter_name(enum cl_occ_limiter l)
     return "?";
 }
 
+/* The SM of the CPU device model (cudalab/cpu_model.h), with its reference
+ * GPU's SM count: no backend said how many SMs there are. */
 void cl_occ_device_default(cl_occ_device *d)
 {
     memset(d, 0, sizeof *d);
-    d->sms = 132;
-    d->max_threads_sm = 2048;
-    d->max_blocks_sm = 32;
-    d->max_threads_block = 1024;
-    d->regs_sm = 65536;
-    d->regs_block = 65536;
-    d->max_regs_thread = 255;
-    d->smem_sm = 228 * 1024;
-    d->smem_block = 227 * 1024;
-    d->smem_reserved = 1024;
-    d->warp = 32;
-    d->reg_unit = 256;
-    d->reg_partitions = 4;
-    d->smem_unit = 128;
+    d->sms = CL_CPU_MODEL_REFERENCE_SMS;
+    d->max_threads_sm = CL_CPU_MODEL_MAX_THREADS_PER_SM;
+    d->max_blocks_sm = CL_CPU_MODEL_MAX_BLOCKS_PER_SM;
+    d->max_threads_block = CL_CPU_MODEL_MAX_THREADS_PER_BLOCK;
+    d->regs_sm = CL_CPU_MODEL_REGS_PER_SM;
+    d->regs_block = CL_CPU_MODEL_REGS_PER_BLOCK;
+    d->max_regs_thread = CL_CPU_MODEL_MAX_REGS_PER_THREAD;
+    d->smem_sm = CL_CPU_MODEL_SMEM_PER_SM;
+    d->smem_block = CL_CPU_MODEL_SMEM_PER_BLOCK_OPTIN;
+    d->smem_reserved = CL_CPU_MODEL_SMEM_RESERVED;
+    d->warp = CL_CPU_MODEL_WARP;
+    d->reg_unit = CL_CPU_MODEL_REG_UNIT;
+    d->reg_partitions = CL_CPU_MODEL_REG_PARTITIONS;
+    d->smem_unit = CL_CPU_MODEL_SMEM_UNIT;
     d->reg_per_warp = true;
 }
 
@@ -140,8 +143,8 @@ const char *cl_occ_device_of(const cl_backend *b, int dev, cl_occ_device *d)
     cl_occ_device_default(d);
     d->smem_reserved = 0;
     memset(&p, 0, sizeof p);
-    if (!b || strcmp(b->name, "cpu") == 0 || b->device_props(dev, &p, err) != 0 || p.max_threads_per_sm <= 0)
-        return "an sm_90 (H100) SM, the CPU backend's default model";
+    if (!b || b->device_props(dev, &p, err) != 0 || p.max_threads_per_sm <= 0)
+        return CL_CPU_MODEL_SM ", the CPU device model's";    /* no backend answered */
     d->sms = p.sm_count;
     d->max_threads_sm = p.max_threads_per_sm;
     d->max_blocks_sm = p.max_blocks_per_sm > 0 ? p.max_blocks_per_sm : d->max_blocks_sm;
@@ -150,5 +153,7 @@ const char *cl_occ_device_of(const cl_backend *b, int dev, cl_occ_device *d)
     d->regs_block = p.regs_per_block;
     d->smem_sm = (int64_t)p.smem_per_sm;
     d->smem_block = (int64_t)(p.smem_per_block_optin ? p.smem_per_block_optin : p.smem_per_block);
+    if (strcmp(b->name, "cpu") == 0)
+        return CL_CPU_MODEL_SM ", one per logical CPU in the CPU device model";
     return "an SM of this GPU (cudaGetDeviceProperties)";
 }

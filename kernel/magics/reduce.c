@@ -270,7 +270,7 @@ static const sweep_spec reduce_sweep = {
     .magic = "reduce",
     .title = "Reduction",
     .metric = "gbs",
-    .metric_label = "GB/s",
+    .metric_label = "GB/s", .rate_of = "bytes",
     .columns = reduce_columns,
     .run_point = rd_point,
     .host_work = rd_host_work,

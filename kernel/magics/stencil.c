@@ -405,7 +405,7 @@ static const sweep_spec stencil_sweep = {
     .magic = "stencil",
     .title = "Stencil",
     .metric = "gbs",
-    .metric_label = "GB/s",
+    .metric_label = "GB/s", .rate_of = "bytes",
     .columns = stencil_columns,
     .run_point = st_point,
     .host_work = st_host_work,

@@ -113,6 +113,23 @@ void chart_free(struct chart *c)
     *c = (struct chart){ .kind = CHART_LINE };
 }
 
+/* Slots, not points: a grouped chart keeps a slot for every series in every category. */
+size_t chart_bars(const struct chart *c)
+{
+    return c->kind == CHART_BAR ? c->ncats * (c->nseries ? c->nseries : 1) : 0;
+}
+
+/* What the layout follows from the points alone, so that the SVG and the
+ * Vega-Lite spec, both drawn from this model, cannot disagree about it. */
+static void layout_of(struct chart *c)
+{
+    c->x_integral = c->kind == CHART_LINE && c->npoints > 0;
+    for (size_t i = 0; i < c->nseries && c->x_integral; i++)
+        for (size_t j = 0; j < c->series[i].npoints && c->x_integral; j++)
+            c->x_integral = c->series[i].points[j].xv == floor(c->series[i].points[j].xv);
+    c->horizontal = c->kind == CHART_BAR && c->npoints > CHART_VERTICAL_MAX_BARS;
+}
+
 int chart_read(const json_t *block, struct chart *c)
 {
     *c = (struct chart){ .kind = CHART_LINE };
@@ -142,6 +159,7 @@ int chart_read(const json_t *block, struct chart *c)
     }
     for (size_t i = 0; c->kind == CHART_LINE && i < c->nseries; i++)
         qsort(c->series[i].points, c->series[i].npoints, sizeof *c->series[i].points, by_x);
+    layout_of(c);
     return 0;
 }
 
@@ -215,6 +233,8 @@ static json_t *vl_values(const struct chart *c)
     return values;
 }
 
+/* The axis of the chart's x values: categories for bars, numbers for lines
+ * (whole numbers only where every x is one, as the SVG's ticks). */
 static json_t *vl_x(const struct chart *c)
 {
     /* a null title shows no axis title, as in the SVG */
@@ -227,6 +247,8 @@ static json_t *vl_x(const struct chart *c)
         json_object_set_new(x, "scale", json_pack("{s:s, s:i}", "type", "log", "base", 2));
     else
         json_object_set_new(x, "scale", json_pack("{s:b}", "zero", 0));
+    if (c->x_integral)
+        json_object_set_new(x, "axis", json_pack("{s:i, s:s}", "tickMinStep", 1, "format", "d"));
     return x;
 }
 
@@ -259,18 +281,32 @@ static json_t *vl_tooltip(const struct chart *c)
                      "field", "y", "type", "quantitative", "title", c->y_label ? c->y_label : "y");
 }
 
+/* A horizontal bar chart's height: a row a bar, at most CHART_MAX_PLOT_H in
+ * all (Vega-Lite's step is one category's band, its bars side by side). */
+static json_t *vl_height(const struct chart *c)
+{
+    size_t bars = chart_bars(c);
+    if (!c->horizontal)
+        return json_integer(280);
+    if (bars * CHART_BAR_ROW > CHART_MAX_PLOT_H)
+        return json_integer(CHART_MAX_PLOT_H);
+    return json_pack("{s:i}", "step", (int)(CHART_BAR_ROW * (c->nseries ? c->nseries : 1)));
+}
+
 json_t *chart_vegalite(const json_t *block)
 {
     struct chart c;
     chart_read(block, &c);                  /* not a chart: an empty line chart */
-    json_t *encoding = json_pack("{s:o, s:o, s:o, s:o}", "x", vl_x(&c), "y", vl_y(&c),
-                                 "color", vl_colour(&c), "tooltip", vl_tooltip(&c));
+    /* horizontal bars: the categories run down the y axis, the values along x */
+    json_t *encoding = json_pack("{s:o, s:o, s:o, s:o}", c.horizontal ? "y" : "x", vl_x(&c),
+                                 c.horizontal ? "x" : "y", vl_y(&c), "color", vl_colour(&c),
+                                 "tooltip", vl_tooltip(&c));
     if (c.kind == CHART_BAR && c.nseries > 1)
-        json_object_set_new(encoding, "xOffset", json_pack("{s:s, s:s, s:o}", "field", "series",
-            "type", "nominal", "sort", series_names(&c)));
-    json_t *spec = json_pack("{s:s, s:s*, s:i, s:i, s:{s:o}, s:o, s:o}",
+        json_object_set_new(encoding, c.horizontal ? "yOffset" : "xOffset", json_pack("{s:s, s:s, s:o}",
+            "field", "series", "type", "nominal", "sort", series_names(&c)));
+    json_t *spec = json_pack("{s:s, s:s*, s:i, s:o, s:{s:o}, s:o, s:o}",
         "$schema", "https://vega.github.io/schema/vega-lite/v5.json",
-        "title", c.title, "width", 560, "height", 280,
+        "title", c.title, "width", 560, "height", vl_height(&c),
         "data", "values", vl_values(&c),
         "mark", c.kind == CHART_BAR ? json_pack("{s:s}", "type", "bar")
                                     : json_pack("{s:s, s:b}", "type", "line", "point", 1),

@@ -19,6 +19,14 @@ enum { CHART_MAX_POINTS = 10000 };
 
 enum chart_kind { CHART_LINE, CHART_BAR };
 
+/* More bars (points) than this are drawn horizontally, a compact row each with its
+ * label beside it, so that a sweep of 16 variants stays a short picture
+ * instead of a wall of slanted labels. */
+enum { CHART_VERTICAL_MAX_BARS = 8 };
+/* A horizontal bar chart's plot: this many pixels a bar, at most this tall
+ * in all (more bars get thinner, not taller). */
+enum { CHART_BAR_ROW = 14, CHART_MAX_PLOT_H = 280 };
+
 struct chart_point {
     const json_t *x, *y;        /* borrowed from the block, as given */
     double xv, yv;              /* their values (xv: line charts only) */
@@ -37,12 +45,17 @@ struct chart {
     const char *title;          /* NULL when absent or empty, like the labels */
     const char *x_label, *y_label;
     int log_x;                  /* line charts only; every x is then > 0 */
+    int x_integral;             /* line charts: every x is a whole number, so ticks are too */
+    int horizontal;             /* bar charts of more than CHART_VERTICAL_MAX_BARS points */
     struct chart_series *series;
     size_t nseries;
     const char **cats;          /* bar charts: categories in first-seen order */
     size_t ncats;
     size_t npoints;             /* over all series */
 };
+
+/* The bar slots of a bar chart: one per category and series (0 for a line). */
+size_t chart_bars(const struct chart *c);
 
 /* Reads block (borrowed: the model points into it until chart_free). Returns
  * 0, or -1 when block is not a chart (no known "kind") or memory ran out; c
@@ -76,9 +89,10 @@ struct chart_axis {
     double ticks[CHART_MAX_TICKS];
 };
 
-/* Round ticks (1, 2 or 5 times a power of ten) over [lo, hi], the domain
- * widened to the outer ticks; lo == hi is widened first. */
-void chart_axis_linear(struct chart_axis *a, double lo, double hi);
+/* Round ticks (1, 2 or 5 times a power of ten, and at least min_step apart:
+ * 1 on an integral axis, 0 for any) over [lo, hi], the domain widened to the
+ * outer ticks; lo == hi is widened first. */
+void chart_axis_linear(struct chart_axis *a, double lo, double hi, double min_step);
 /* Powers of two over [lo, hi], both > 0. */
 void chart_axis_log2(struct chart_axis *a, double lo, double hi);
 /* Where u (axis units) or v (a value) lies: 0 at lo, 1 at hi. */

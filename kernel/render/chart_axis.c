@@ -26,7 +26,7 @@ static double nice_step(double span, int n)
     return raw <= p ? p : raw <= 2 * p ? 2 * p : raw <= 5 * p ? 5 * p : 10 * p;
 }
 
-void chart_axis_linear(struct chart_axis *a, double lo, double hi)
+void chart_axis_linear(struct chart_axis *a, double lo, double hi, double min_step)
 {
     if (!(lo < hi)) {
         double d = lo != 0 ? fabs(lo) / 2 : 1;
@@ -34,6 +34,8 @@ void chart_axis_linear(struct chart_axis *a, double lo, double hi)
         hi = lo + 2 * d;
     }
     double step = nice_step(hi - lo, 5);
+    if (step > 0 && step < min_step)
+        step = min_step;                    /* 1, 2, 3 rather than 1, 1.2, 1.4, ... */
     double k0 = step > 0 ? floor(lo / step) : 0, k1 = step > 0 ? ceil(hi / step) : 0;
     a->log = 0;
     if (step > 0 && k1 > k0 && k1 - k0 < CHART_MAX_TICKS && isfinite(k0 * step)

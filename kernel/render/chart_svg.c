@@ -8,6 +8,8 @@
  * bytes, coordinates written with one decimal, ticks and labels found without
  * log10 or pow (chart_axis.c) so that they are the same on every machine. Text
  * widths are guessed (CHAR_W per character), not measured: there is no font.
+ * Many bars are drawn horizontally in a picture only as tall as they need
+ * (chart.h says when), so that a chart never pushes its table off screen.
  */
 #include <math.h>
 #include <stdio.h>
@@ -19,7 +21,8 @@
 #include "render/layout.h"
 
 enum { WIDTH = 640, HEIGHT = 360, ROW_H = 18 };
-enum { TITLE_CHARS = 72, LEGEND_CHARS = 24, CAT_CHARS = 16 };
+enum { TITLE_CHARS = 72, LEGEND_CHARS = 24, CAT_CHARS = 16, HBAR_LABEL_CHARS = 24 };
+enum { BOTTOM_H = 32 };                     /* below the plot: tick labels and the margin */
 #define CHAR_W 7.0                          /* a 12 px sans-serif character, roughly */
 
 static const char INK[] = "#333333", AXIS[] = "#888888", GRID[] = "#e6e6e6";
@@ -54,8 +57,46 @@ static size_t widest_name(const struct chart *c, int cats)
     return w;
 }
 
+/* The plot's height for horizontal bars: a row a bar, at most CHART_MAX_PLOT_H. */
+static double hbar_plot_h(const struct chart *c)
+{
+    double h = (double)chart_bars(c) * CHART_BAR_ROW;
+    return h < CHART_MAX_PLOT_H ? h : CHART_MAX_PLOT_H;
+}
+
+/* The picture's height: a horizontal bar chart only as tall as its bars. */
+static int svg_height(const struct chart *c)
+{
+    if (!c->horizontal || c->npoints == 0)
+        return HEIGHT;
+    return (int)((c->title ? 44 : 16) + hbar_plot_h(c) + BOTTOM_H + (c->y_label ? 20 : 0));
+}
+
+/* Horizontal bars: labels on the left, values along the bottom. */
+static void frame_place_h(struct frame *fr, const struct chart *c)
+{
+    size_t chars = widest_name(c, 1);
+    chars = chars < HBAR_LABEL_CHARS ? chars : HBAR_LABEL_CHARS;
+    fr->y0 = c->title ? 44 : 16;
+    fr->y1 = fr->y0 + hbar_plot_h(c);
+    fr->x0 = 10 + (c->x_label ? 22 : 0) + chars * CHAR_W + 8;
+    fr->x1 = WIDTH - 24;
+    fr->legend_x = 0;
+    fr->rotate = 0;
+    if (c->nseries > 1) {
+        size_t names = widest_name(c, 0);
+        names = names < LEGEND_CHARS ? names : LEGEND_CHARS;
+        fr->x1 = WIDTH - (12 + 24 + names * CHAR_W + 12);
+        fr->legend_x = fr->x1 + 12;
+    }
+}
+
 static void frame_place(struct frame *fr, const struct chart *c, const struct chart_axis *y)
 {
+    if (c->horizontal) {
+        frame_place_h(fr, c);
+        return;
+    }
     fr->y0 = c->title ? 44 : 16;
     fr->x0 = 10 + (c->y_label ? 22 : 0) + widest_tick(y) + 8;
     fr->x1 = WIDTH - 24;
@@ -157,15 +198,15 @@ static void line(FILE *f, double x1, double y1, double x2, double y2)
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", x1, y1, x2, y2);
 }
 
-static void draw_head(FILE *f, const struct chart *c)
+static void draw_head(FILE *f, const struct chart *c, int height)
 {
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
                "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\" "
-               "style=\"max-width:100%%;height:auto\">\n", WIDTH, HEIGHT, WIDTH, HEIGHT);
+               "style=\"max-width:100%%;height:auto\">\n", WIDTH, height, WIDTH, height);
     fputs("<title>", f);
     put(f, c->title ? c->title : "chart");
     fputs("</title>\n", f);
-    fprintf(f, "<rect width=\"%d\" height=\"%d\" rx=\"4\" fill=\"#ffffff\"/>\n", WIDTH, HEIGHT);
+    fprintf(f, "<rect width=\"%d\" height=\"%d\" rx=\"4\" fill=\"#ffffff\"/>\n", WIDTH, height);
     if (c->title) {
         char buf[TITLE_CHARS * 4 + 8];
         fprintf(f, "<text x=\"%d\" y=\"26\" text-anchor=\"middle\" font-size=\"15\" "
@@ -318,24 +359,86 @@ static void draw_legend(FILE *f, const struct chart *c, const struct frame *fr)
     fputs("</g>\n", f);
 }
 
-static void draw_axis_labels(FILE *f, const struct chart *c, const struct frame *fr)
+/* The value axis's title below a horizontal bar chart, the categories' at its left. */
+static void draw_axis_labels(FILE *f, const struct chart *c, const struct frame *fr, int height)
 {
     char buf[80 * 4 + 8];
-    if (c->x_label) {
+    const char *bottom = c->horizontal ? c->y_label : c->x_label;
+    const char *left = c->horizontal ? c->x_label : c->y_label;
+    if (bottom) {
         fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" font-size=\"13\" fill=\"%s\">",
-                (fr->x0 + fr->x1) / 2, HEIGHT - 12, INK);
-        put(f, clip(c->x_label, 80, 0, buf, sizeof buf));
+                (fr->x0 + fr->x1) / 2, height - 12, INK);
+        put(f, clip(bottom, 80, 0, buf, sizeof buf));
         fputs("</text>\n", f);
     }
-    if (c->y_label) {
+    if (left) {
         fprintf(f, "<text transform=\"translate(20 %.1f) rotate(-90)\" text-anchor=\"middle\" "
                    "font-size=\"13\" fill=\"%s\">", (fr->y0 + fr->y1) / 2, INK);
-        put(f, clip(c->y_label, (size_t)((fr->y1 - fr->y0) / 8), 0, buf, sizeof buf));
+        put(f, clip(left, (size_t)((fr->y1 - fr->y0) / 8), 0, buf, sizeof buf));
         fputs("</text>\n", f);
     }
 }
 
-static void draw_plot(FILE *f, const struct chart *c)
+/* ---- horizontal bars ---- */
+
+/* The value axis along the bottom: gridlines up through the plot, ticks and labels below. */
+static void draw_value_axis_h(FILE *f, const struct frame *fr, const struct chart_axis *v)
+{
+    fprintf(f, "<g stroke=\"%s\" stroke-width=\"1\">\n", GRID);
+    for (size_t i = 0; i < v->nticks; i++) {
+        double px = px_x(fr, chart_axis_frac(v, v->ticks[i]));
+        line(f, px, fr->y0, px, fr->y1);
+    }
+    fputs("</g>\n", f);
+    fprintf(f, "<g stroke=\"%s\" stroke-width=\"1\">\n", AXIS);
+    line(f, fr->x0, fr->y1, fr->x1, fr->y1);
+    double zero = px_x(fr, chart_axis_frac(v, 0));
+    line(f, zero, fr->y0, zero, fr->y1);     /* bars grow from zero, either way */
+    for (size_t i = 0; i < v->nticks; i++) {
+        double px = px_x(fr, chart_axis_frac(v, v->ticks[i]));
+        line(f, px, fr->y1, px, fr->y1 + 5);
+    }
+    fputs("</g>\n", f);
+    char label[64];
+    fprintf(f, "<g fill=\"%s\" text-anchor=\"middle\">\n", INK);
+    for (size_t i = 0; i < v->nticks; i++) {
+        chart_axis_label(v, i, label, sizeof label);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", px_x(fr, chart_axis_frac(v, v->ticks[i])),
+                fr->y1 + 19, label);
+    }
+    fputs("</g>\n", f);
+}
+
+/* Each category's band holds one bar a series, its label at the left. */
+static void draw_hbars(FILE *f, const struct chart *c, const struct frame *fr, const struct chart_axis *v)
+{
+    double band = (fr->y1 - fr->y0) / c->ncats;
+    double bar = band * 0.8 / c->nseries;
+    double zero = px_x(fr, chart_axis_frac(v, 0));
+    fprintf(f, "<g fill=\"%s\" text-anchor=\"end\">\n", INK);
+    for (size_t i = 0; i < c->ncats; i++) {
+        char buf[HBAR_LABEL_CHARS * 4 + 8];
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">", fr->x0 - 6, fr->y0 + band * (i + 0.5) + 4);
+        put(f, clip(c->cats[i], HBAR_LABEL_CHARS, 1, buf, sizeof buf));
+        fputs("</text>\n", f);
+    }
+    fputs("</g>\n", f);
+    for (size_t i = 0; i < c->nseries; i++) {
+        const struct chart_series *s = &c->series[i];
+        fprintf(f, "<g fill=\"%s\">\n", chart_colour(i));
+        for (size_t j = 0; j < s->npoints; j++) {
+            double end = px_x(fr, chart_axis_value_frac(v, s->points[j].yv));
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\">", fmin(end, zero),
+                    fr->y0 + band * (s->points[j].cat + 0.1) + bar * i, fabs(end - zero),
+                    bar > 2 ? bar - (c->nseries > 1) : bar);
+            tooltip(f, c, s, &s->points[j]);
+            fputs("</rect>\n", f);
+        }
+        fputs("</g>\n", f);
+    }
+}
+
+static void draw_plot(FILE *f, const struct chart *c, int height)
 {
     double xlo = INFINITY, xhi = -INFINITY, ylo = 0, yhi = 0;   /* y always shows zero */
     for (size_t i = 0; i < c->nseries; i++)
@@ -347,23 +450,26 @@ static void draw_plot(FILE *f, const struct chart *c)
             yhi = fmax(yhi, p->yv);
         }
     struct chart_axis x, y;
-    chart_axis_linear(&y, ylo, yhi);
+    chart_axis_linear(&y, ylo, yhi, 0);
     if (c->log_x)
         chart_axis_log2(&x, xlo, xhi);
     else
-        chart_axis_linear(&x, xlo, xhi);
+        chart_axis_linear(&x, xlo, xhi, c->x_integral ? 1 : 0);
     struct frame fr;
     frame_place(&fr, c, &y);
     if (c->kind == CHART_LINE) {
         draw_axes(f, &fr, &x, &y);
         draw_lines(f, c, &fr, &x, &y);
+    } else if (c->horizontal) {
+        draw_value_axis_h(f, &fr, &y);
+        draw_hbars(f, c, &fr, &y);
     } else {
         draw_axes(f, &fr, NULL, &y);
         draw_categories(f, c, &fr);
         draw_bars(f, c, &fr, &y);
     }
     draw_legend(f, c, &fr);
-    draw_axis_labels(f, c, &fr);
+    draw_axis_labels(f, c, &fr, height);
 }
 
 char *chart_svg(const json_t *block)
@@ -377,9 +483,10 @@ char *chart_svg(const json_t *block)
         chart_free(&c);
         return NULL;
     }
-    draw_head(f, &c);
+    int height = svg_height(&c);
+    draw_head(f, &c, height);
     if (c.npoints > 0)
-        draw_plot(f, &c);
+        draw_plot(f, &c, height);
     else
         fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"14\" fill=\"%s\">"
                    "no data</text>\n", WIDTH / 2, HEIGHT / 2, AXIS);

@@ -41,6 +41,25 @@ static void strip_zeros(char *s)
         s[--n] = '\0';
 }
 
+/* The most decimals a value below the next power of ten may take so as not
+ * to be shown as it (the largest float below 1 is 0.99999994). */
+#define MAX_DECIMALS 9
+
+/* 4 significant digits, unless rounding them would carry x onto the next
+ * power of ten: the largest of a million floats in [-1, 1) is 0.9999983, and
+ * a table that says "1" says the input held a 1. Then as many decimals as it
+ * takes to stay below it (0.999998), 9 at most. */
+static void fixed_real(double x, double ax, char *buf, size_t len)
+{
+    for (int decimals = fixed_decimals(ax); decimals <= MAX_DECIMALS; decimals++) {
+        snprintf(buf, len, "%.*f", decimals, x);
+        double shown = fabs(strtod(buf, NULL));
+        if (shown < 1e6 && fixed_decimals(shown) == fixed_decimals(ax))  /* the same decade */
+            break;
+    }
+    strip_zeros(buf);
+}
+
 void layout_real(double x, char *buf, size_t len)
 {
     double ax = fabs(x);
@@ -52,10 +71,8 @@ void layout_real(double x, char *buf, size_t len)
         snprintf(buf, len, "0");             /* -0.0 too */
     else if (ax >= 1e6 || ax < 1e-3)
         snprintf(buf, len, "%.4g", x);
-    else {
-        snprintf(buf, len, "%.*f", fixed_decimals(ax), x);
-        strip_zeros(buf);
-    }
+    else
+        fixed_real(x, ax, buf, len);
 }
 
 /* ---- cells ---- */

@@ -25,7 +25,8 @@ enum align { ALIGN_COLUMN, ALIGN_LEFT, ALIGN_RIGHT };
 
 /* A real as every output writes it: nan, inf, 0, %.4g below 1e-3 and from
  * 1e6 on, else 4 significant digits without trailing zeros (7953.2 -> 7953,
- * 0.2712 -> 0.2712, 2.50 -> 2.5). */
+ * 0.2712 -> 0.2712, 2.50 -> 2.5), and more where 4 would round onto the next
+ * power of ten (0.9999983 -> 0.999998, not 1; 9.99961 -> 9.9996, not 10). */
 void layout_real(double x, char *buf, size_t len);
 
 /* ---- cells ---- */

@@ -56,8 +56,9 @@ json_t *render_bundle(const json_t *doc, const json_t *view);
 char *render_text(const json_t *view);
 char *render_html(const json_t *view);
 
-/* A chart block (borrowed) as a self-contained, deterministic 640x360 SVG
- * (malloc'd; the caller frees it; a "no data" picture when the chart has no
+/* A chart block (borrowed) as a self-contained, deterministic SVG 640 wide
+ * and 360 tall, or only as tall as its bars where many are drawn
+ * horizontally (malloc'd; the caller frees it; a "no data" picture when the chart has no
  * point or is no chart), and as a Vega-Lite v5 spec with its data inline (new
  * reference; NULL only when memory runs out). */
 char *chart_svg(const json_t *chart);

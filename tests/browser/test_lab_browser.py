@@ -41,7 +41,8 @@ LAB_START_TIMEOUT = 60      # seconds for the server to answer
 PAGE_TIMEOUT = 60           # seconds for the Lab page and the notebook to load
 RUN_TIMEOUT = 90            # seconds for every cell to finish
 
-EARLY_SWEEP = "%matmul --size 64 --variant naive,tiled"           # a bar chart
+# a bar chart: 3 variants (2 would be no chart), each point 2^22 flops (a smaller one times overheads: no chart)
+EARLY_SWEEP = "%matmul --size 128 --variant naive,tiled,cublas"
 SWEEP = "%matmul --size 128 --variant tiled --tile 4,8,16"        # a line chart
 SWEEPS = [EARLY_SWEEP, SWEEP]
 CELLS = [
@@ -49,7 +50,7 @@ CELLS = [
     EARLY_SWEEP,
     SWEEP,
 ]
-EARLY_VARIANTS = ["naive", "tiled"]
+EARLY_VARIANTS = ["cublas", "naive", "tiled"]
 # a header cell each cell's first table must have
 HEADER = {CELLS[0]: "count", EARLY_SWEEP: "variant", SWEEP: "variant"}
 # the header cells of the last sweep's result table, and the values swept (the chart's x axis)

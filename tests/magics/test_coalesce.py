@@ -50,7 +50,7 @@ def test_layout_row_col():
     assert row["size"] == col["size"] == 777000 and row["rows"] == 1000 and col["cols"] == 777
     assert row["check"]["passed"] and col["check"]["passed"]
     assert doc["params"]["stride"] is None and doc["params"]["size"] == 777000
-    assert doc["params"]["variant"] is None and doc["sweep"] == {"varying": ["layout"], "points": 2}
+    assert doc["params"]["variant"] is None and doc["sweep"] == {"varying": ["layout"], "points": 2, "chart": None, "chart_note": None}
 
 
 @pytest.mark.parametrize("flags", ["", "--variant stride", "--variant all", "-v stride"])
@@ -75,9 +75,25 @@ def test_variant_under_layout(flags, ran):
 
 
 def test_table_and_chart():
-    rc, _, out, err = run(f"%coalesce --size 2^16 {QUICK}", json_mode=False)
+    rc, _, out, err = run(f"%coalesce --size 2^18 {QUICK}", json_mode=False)
     assert rc == 0, err
     assert "GB/s by stride" in out and "% of copy BW" in out and "32B sectors / warp" in out
+    assert "no chart" not in out
+
+
+def test_no_chart_where_it_would_be_noise():
+    """A copy of 256 KiB times a launch, not the memory: the table, a note saying why, and no chart; two
+    strides are two numbers, read off the table."""
+    rc, docs, _, err = run(f"%coalesce --size 2^15 --stride 1,2,4,8 {QUICK}")
+    assert rc == 0, err
+    [doc] = docs
+    assert doc["sweep"]["chart"] is None and "less than 2^20 bytes" in doc["sweep"]["chart_note"]
+    rc, _, out, _ = run(f"%coalesce --size 2^15 --stride 1,2,4,8 {QUICK}", json_mode=False)
+    assert "note: no chart: every point does less than 2^20 bytes of work" in out and "GB/s by stride" not in out
+    rc, docs, out, _ = run(f"%coalesce --size 2^20 --stride 1,2 {QUICK}")
+    assert docs[0]["sweep"]["chart"] is None and docs[0]["sweep"]["chart_note"] is None
+    rc, docs, out, _ = run(f"%coalesce --size 2^20 --stride 1,2,4 {QUICK}")
+    assert docs[0]["sweep"]["chart"] == "line"
 
 
 def test_no_check_and_help():

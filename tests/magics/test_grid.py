@@ -28,7 +28,9 @@ def test_picture_example_exact():
     assert d["limits"]["max_threads_per_block"] == 1024
     assert d["limits"]["max_block"] == [1024, 1024, 64]
     assert d["limits"]["max_grid"] == [2147483647, 65535, 65535]
-    assert "CUDA defaults" in d["limits"]["source"]
+    assert d["limits"]["warp_size"] == 32
+    # the CPU device model, the same one %device shows (warp size, threads per block)
+    assert "CPU device model" in d["limits"]["source"]
     assert d["runs"] == [] and d["backend"] == "cpu"
 
 
@@ -36,7 +38,7 @@ def test_text_output():
     rc, _, out, err = run("%grid --data 76x62 --block 16x16", json_mode=False)
     assert rc == 0 and err == ""
     for s in ["5x4 = 20 blocks", "16x16 = 256 threads", "5120 for 4712 elements", "408 (7.97%)",
-              "if (row < 62 && col < 76)", "CUDA defaults"]:
+              "if (row < 62 && col < 76)", "CPU device model", "(the last holds 32 of 32 threads)"]:
         assert s in out, s
 
 

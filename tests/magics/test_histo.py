@@ -136,9 +136,15 @@ def test_launch_configuration():
     by = {r["variant"]: r for r in doc["runs"]}
     assert by["cpu"]["launch"]["grid"] == [1, 1, 1] and by["cpu"]["block"] == 1
     assert by["privatized"]["launch"]["smem_per_block"] == 256 * 4
+    # the GPU kernels' figures: the private bins (counting bytes, no byte-to-bin table)
     assert by["warp"]["launch"]["smem_per_block"] == 4 * 256 * 4
     assert by["fast"]["launch"]["smem_per_block"] == 32 * 256 * 4
     assert by["sectioned"]["launch"]["smem_per_block"] == 0
+    # counting letters, warp and fast also keep the byte-to-bin table lut[256] in shared memory
+    letters = {r["variant"]: r for r in histo_doc(f"%histo --size 5000 --bins letters --bin-width 4 --block 128 "
+                                                  f"--grid 5 --variant warp,fast {QUICK}")["runs"]}
+    assert letters["warp"]["launch"]["smem_per_block"] == 4 * 7 * 4 + 256
+    assert letters["fast"]["launch"]["smem_per_block"] == 32 * 7 * 4 + 256
     for v in ("sectioned", "interleaved", "privatized", "warp", "fast"):
         assert by[v]["grid"] == 5 and by[v]["block"] == 128
         assert by[v]["implementation"].startswith("CPU analogue")

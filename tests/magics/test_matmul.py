@@ -70,6 +70,7 @@ def test_traffic_model_and_launch():
     assert runs["fast64"]["model"]["cgma"] == pytest.approx(64.0)
     assert runs["fast"]["launch"]["grid"] == [2, 2, 1]
     assert runs["cublas"]["model"]["global_loads"] is None and runs["cublas"]["model"]["cgma"] is None
+    assert "FP32" in runs["cublas"]["launch"]["config"]
     assert "cblas_sgemm of OpenBLAS" in runs["cublas"]["impl"] and runs["cublas"]["precision"] == "fp32"
     for r in runs.values():
         assert r["launch"]["config"]
@@ -88,6 +89,19 @@ def test_without_a_blas_the_reference_stands_in_and_says_so(blas):
     r = doc["runs"][0]
     assert r["impl"].startswith("no BLAS library (CUDALAB_BLAS): the CPU reference product stands in"), r["impl"]
     assert r["precision"] == "fp64" and r["check"]["passed"] is True
+    # the launch's words say the same: no BLAS, so no FP32 cblas_sgemm
+    assert "FP32" not in r["launch"]["config"] and "no BLAS" in r["launch"]["config"], r["launch"]["config"]
+
+
+def test_host_loop_claims_no_cgma():
+    """The lecture's traffic model counts a GPU thread's global loads; the host loop has none."""
+    doc = matmul_doc(f"%matmul --size 40 --variant cpu,naive {QUICK}")
+    runs = {r["variant"]: r for r in doc["runs"]}
+    assert runs["cpu"]["model"]["cgma"] is None and runs["cpu"]["model"]["global_loads"] is None
+    assert runs["naive"]["model"]["cgma"] == pytest.approx(1.0)
+    rc, _, text, _ = run(f"%matmul --size 40 --variant cpu {QUICK}", json_mode=False)
+    row = next(line for line in text.splitlines() if line.startswith("cpu "))
+    assert row.split()[-2:] == ["-", "ok"], row      # the CGMA column: nothing claimed
 
 
 def test_freivalds_beyond_512_cubed():

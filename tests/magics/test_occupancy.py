@@ -97,7 +97,7 @@ def test_sweep_table_and_chart():
     rc, _, text, err = run("%occupancy --threads 32,64,128,256,512,1024 --regs 64 --smem 8K", json_mode=False)
     assert "occupancy % by threads" in text and "limited by" in text
     # the title names the SM that was modelled, not the host CPU the CPU backend runs on
-    assert text.startswith("Occupancy of an sm_90 (H100) SM, the CPU backend's default model\n"), text[:200]
+    assert text.startswith("Occupancy of an sm_90 (H100) SM, one per logical CPU in the CPU device model\n"), text[:200]
     rc, _, text, _ = run("%occupancy --max-threads-sm 1024 --threads 256", json_mode=False)
     assert text.startswith("Occupancy of an SM given by flags"), text[:200]
 

@@ -87,6 +87,15 @@ def test_launch_configuration():
     assert "CPU reference" in by["cub"]["impl"]
     assert by["cpu"]["impl"].startswith("CPU: host loop")
     assert all("config" in r["launch"] for r in doc["runs"])
+    # the GPU kernels' shared memory for these parameters, not the emulation's doubles:
+    # one float per thread for the trees, one per warp slot (32) for the shuffles
+    for v in ("divergent", "convergent", "multiblock"):
+        assert by[v]["launch"]["smem_per_block"] == 128 * 4
+        assert by[v]["launch_final"]["smem_per_block"] == 1024 * 4
+    assert by["fast"]["launch"]["smem_per_block"] == 32 * 4 == by["fast"]["launch_final"]["smem_per_block"]
+    assert by["cpu"]["launch"]["smem_per_block"] == 0
+    ints = reduce_doc(f"%reduce --size 2^20 --dtype int --variant convergent {QUICK}")["runs"][0]
+    assert ints["launch"]["smem_per_block"] == 256 * 8        # integer sums add in int64
     # one block's segment: no second pass
     one = reduce_doc(f"%reduce --size 512 --block 256 --variant convergent {QUICK}")["runs"][0]
     assert one["launch"]["kernels"] == 1 and one["launch_final"] is None
@@ -121,6 +130,18 @@ def test_deterministic_given_seed():
     assert [r["value"] for r in a] == [r["value"] for r in b]
     assert [r["check"] for r in a] == [r["check"] for r in b]
     assert [r["value"] for r in a if r["op"] == "sum"] != [r["value"] for r in c if r["op"] == "sum"]
+
+
+def test_float_max_is_not_shown_as_1():
+    """The inputs lie in [-1, 1): their max is below 1, and the table must not say it is 1."""
+    doc = reduce_doc(f"%reduce --size 2^20 --op max,min --variant cpu {QUICK}")
+    top, bottom = (r["value"] for r in doc["runs"])
+    assert 0.99 < top < 1 and -1 <= bottom < -0.99
+    rc, _, text, _ = run(f"%reduce --size 2^20 --op max,min --variant cpu {QUICK}", json_mode=False)
+    assert rc == 0
+    values = [line.split()[-2] for line in text.splitlines() if line.startswith("cpu ")]
+    assert len(values) == 2 and values[0] != "1" and float(values[0]) < 1, values
+    assert float(values[0]) == pytest.approx(top, abs=1e-6) and values[1] != "-1", values
 
 
 def test_no_check():
@@ -196,7 +217,7 @@ def test_next_cell_works_after_error():
 
 def test_sort_ranks_the_bars_too():
     """--sort orders the table by GB/s, and the bar chart below it in the same order."""
-    rc, _, text, err = run(f"%reduce --size 2^16 --variant divergent,convergent,fast,cub --sort {QUICK}",
+    rc, _, text, err = run(f"%reduce --size 2^20 --variant divergent,convergent,fast,cub --sort {QUICK}",
                            json_mode=False)
     assert rc == 0, err
     table, chart = text.split("GB/s by variant")

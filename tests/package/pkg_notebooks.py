@@ -50,7 +50,7 @@ def extension_notebook(pandas: bool = True) -> nbformat.NotebookNode:
 
 def kernel_notebook() -> nbformat.NotebookNode:
     """A notebook on the cudalab kernel itself."""
-    return _notebook([("%device", []), ("%matmul --size 64 --variant naive,tiled", []),
+    return _notebook([("%device", []), ("%matmul --size 128 --variant naive,tiled,cublas", []),
                       ("%assert matmul.check.passed", []), ("%%histo\nhello world", [])], "cudalab", "cudalab")
 
 
@@ -86,12 +86,13 @@ def check_errors_only_where_tagged(nb) -> None:
 
 def check_matmul_sweep(cell) -> None:
     """The sweep's result: one table (its progress display updated in place, not left behind), the
-    document with both variants checked, and the chart as Vega-Lite and SVG."""
+    document with every variant checked, and the chart as Vega-Lite and SVG (three variants, each
+    point 2^22 flops: a sweep of two, or of tinier products, gets no chart)."""
     docs = documents(cell)
     assert len(docs) == 1, f"expected one matmul result document, got {len(docs)}: {cell.outputs}"
     runs = docs[0]["runs"]
-    assert [r["variant"] for r in runs] == ["naive", "tiled"]
-    assert all(r["check"]["passed"] and r["m"] == 64 for r in runs)
+    assert [r["variant"] for r in runs] == ["naive", "tiled", "cublas"]
+    assert all(r["check"]["passed"] and r["m"] == 128 for r in runs)
     assert any("text/html" in d and RESULT in d for d in rich(cell))
     assert any(VEGALITE in d and SVG in d for d in rich(cell)), "the sweep's chart is missing"
     leftover = [d["text/plain"] for d in rich(cell) if re.search(r"running \d+ of \d+", d.get("text/plain", ""))]

@@ -57,7 +57,7 @@ def test_interrupt_and_parent_death(ext_env):
         pid = int([m for m in out if m["msg_type"] == "stream"][0]["content"]["text"])
         # a sweep's progress display is shown once, updated in place under its display_id and ended
         # emptied; its final table follows as an output of its own (what a terminal shows too)
-        out = _run(kc, "%matmul --size 64 --variant naive,tiled")
+        out = _run(kc, "%matmul --size 128 --variant naive,tiled,cublas")   # big and varied enough for a chart
         shown = [m for m in out if m["msg_type"] in ("display_data", "update_display_data")
                  and m["content"].get("transient", {}).get("display_id")]
         assert len({m["content"]["transient"]["display_id"] for m in shown}) == 1, shown

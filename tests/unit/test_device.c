@@ -17,6 +17,8 @@
 
 #include "magic/magic.h"
 #include "exec/backend_load.h"
+#include "magics/occupancy_model.h"
+#include "cudalab/simt.h"
 
 #include "magic_sink.h"
 
@@ -402,12 +404,20 @@ static void test_cpu_backend(void **state)
     assert_null_field(d, "cc");
     assert_true(int_field(d, "sms") >= 1);
     assert_int_equal(int_field(d, "cores_per_sm"), 1);
-    assert_int_equal(int_field(d, "warp_size"), 1);
-    assert_int_equal(int_field(d, "max_threads_per_block"), 64);
+    /* the CPU device model (cudalab/cpu_model.h): the execution model the analogues run */
+    assert_int_equal(int_field(d, "warp_size"), 32);
+    assert_int_equal(int_field(d, "max_threads_per_block"), 1024);
+    assert_int_equal(int_field(d, "max_threads_per_sm"), 2048);
+    assert_int_equal(int_field(d, "max_warps_per_sm"), 64);
+    assert_int_equal(int_field(d, "smem_per_block_bytes"), 49152);
+    assert_int_equal(int_field(d, "smem_per_block_optin_bytes"), 227 * 1024);
+    assert_int_equal(int_field(d, "smem_per_sm_bytes"), 228 * 1024);
+    assert_int_equal(int_field(d, "regs_per_sm"), 65536);
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(d, "max_block_dims"), 2)), 64);
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(d, "max_grid_dims"), 1)), 65535);
     assert_true(int_field(d, "mem_total_bytes") > 0);
     static const char *const nulls[] = {
-        "mem_clock_mhz", "mem_bus_width_bits", "l2_bytes", "smem_per_block_bytes", "regs_per_sm",
-        "max_block_dims", "max_grid_dims", "ecc", "async_engines", "pci_bus_id",
+        "mem_clock_mhz", "mem_bus_width_bits", "l2_bytes", "ecc", "async_engines", "pci_bus_id",
         "peak_bandwidth_gbs",
     };
     for (size_t i = 0; i < sizeof nulls / sizeof nulls[0]; i++)
@@ -416,10 +426,42 @@ static void test_cpu_backend(void **state)
     assert_string_equal(str_field(c.view, "title"), "No CUDA device — CPU backend");
     assert_true(has_note(c.view, DRIVER_NOTE));
     assert_true(has_note(c.view, "every magic runs its CPU analogue"));
+    assert_true(has_note(c.view, "one sm_90 (H100) SM per logical CPU"));
     const json_t *t = view_block(c.view, "table", 0);
     assert_non_null(table_value(t, "logical CPUs"));
     assert_null(table_value(t, "SMs"));
+    assert_string_equal(table_value(t, "warp size"), "32");
+    assert_string_equal(table_value(t, "threads per block"), "1024");
     sink_free(&c, &ctx);
+}
+
+/* One CPU device model: the CPU backend's device, the occupancy model's
+ * default SM and the CPU runner's limits are the same numbers. */
+static void test_cpu_model_is_one_device(void **state)
+{
+    cl_device_props p;
+    char err[CL_ERR_LEN];
+    assert_int_equal(cl_cpu_backend()->device_props(0, &p, err), 0);
+    cl_occ_device o;
+    cl_occ_device_default(&o);
+    assert_int_equal(p.warp_size, o.warp);
+    assert_int_equal(p.max_threads_per_block, o.max_threads_block);
+    assert_int_equal(p.max_threads_per_sm, o.max_threads_sm);
+    assert_int_equal(p.max_blocks_per_sm, o.max_blocks_sm);
+    assert_int_equal(p.regs_per_sm, o.regs_sm);
+    assert_int_equal(p.regs_per_block, o.regs_block);
+    assert_int_equal(p.smem_per_sm, o.smem_sm);
+    assert_int_equal(p.smem_per_block_optin, o.smem_block);
+    assert_int_equal(p.max_threads_per_block, CL_SIMT_MAX_BLOCK_THREADS);
+    assert_int_equal(p.max_block[2], CL_SIMT_MAX_BLOCK_Z);
+    assert_int_equal(p.smem_per_block_optin, CL_SIMT_MAX_SMEM);
+    /* the occupancy model on the CPU backend reads that device, one SM per logical CPU */
+    cl_occ_device b;
+    const char *source = cl_occ_device_of(cl_cpu_backend(), 0, &b);
+    assert_non_null(strstr(source, "one per logical CPU"));
+    assert_int_equal(b.sms, p.sm_count);
+    assert_int_equal(b.max_threads_sm, o.max_threads_sm);
+    assert_int_equal(b.warp, p.warp_size);
 }
 
 static void test_cpu_index_error(void **state)
@@ -520,6 +562,7 @@ int main(void)
         cmocka_unit_test(test_cpu_backend),
         cmocka_unit_test(test_cpu_index_error),
         cmocka_unit_test(test_cpu_props_bad_index),
+        cmocka_unit_test(test_cpu_model_is_one_device),
         cmocka_unit_test(test_select_forced_cpu),
         cmocka_unit_test(test_select_missing_library),
         cmocka_unit_test(test_select_library_without_symbol),

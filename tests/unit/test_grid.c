@@ -56,6 +56,28 @@ static void picture_example(void **state)
     assert_int_equal(p.warps_divergent, 31);
 }
 
+/* Warps are the limits' warp size: the device's (32 on every GPU and in the
+ * CPU device model), never a constant of %grid's own. */
+static void warp_size_from_limits(void **state)
+{
+    (void)state;
+    cl_grid_plan p;
+    char err[512];
+    assert_int_equal(cuda_limits.warp, 32);
+    cl_grid_limits wide = cuda_limits;
+    wide.warp = 64;
+    int64_t d[3] = {100, 1, 1}, b[3] = {96, 1, 1};
+    assert_int_equal(cl_grid_plan_make(d, 1, b, 1, &wide, &p, err, sizeof err), 0);
+    assert_int_equal(p.warp, 64);
+    assert_int_equal(p.warps_per_block, 2);
+    assert_int_equal(p.threads_in_last_warp, 32);
+    assert_int_equal(p.partial_warps_per_block, 1);
+    assert_int_equal(plan(100, 1, 1, 1, 96, 1, 1, 1, &p, err), 0);
+    assert_int_equal(p.warp, 32);
+    assert_int_equal(p.warps_per_block, 3);
+    assert_int_equal(p.partial_warps_per_block, 0);
+}
+
 static void one_and_three_dims(void **state)
 {
     (void)state;
@@ -142,6 +164,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(picture_example),
         cmocka_unit_test(one_and_three_dims),
+        cmocka_unit_test(warp_size_from_limits),
         cmocka_unit_test(limit_errors),
         cmocka_unit_test(cpu_run_visits_once),
     };

@@ -264,6 +264,9 @@ static void magic_all_variants_cpu(void **state)
     assert_string_equal(json_string_value(json_object_get(run_at(&s, 1), "precision")), "fp32");
     double cgma = json_real_value(json_object_get(json_object_get(run_at(&s, 1), "model"), "cgma"));
     assert_true(fabs(cgma - 1.0) < 1e-12);
+    /* the host loop has no global memory: no traffic model, rather than a GPU kernel's CGMA 1 */
+    assert_true(json_is_null(json_object_get(json_object_get(run_at(&s, 0), "model"), "cgma")));
+    assert_true(json_is_null(json_object_get(json_object_get(run_at(&s, 0), "model"), "global_loads")));
     sink_free(&s, &ctx);
 
     assert_int_equal(run_quiet("%matmul --size 20 --variant naive --no-check --reps 1",

@@ -122,6 +122,34 @@ static void deterministic(void **state)
 
 /* ---- the ops table: timing, launch, labels ---- */
 
+/* The CPU analogue reports the GPU variant's shared memory for the same
+ * parameters (the accumulator the GPU keeps, not the emulation's doubles):
+ * 256 float sums of 4 bytes are 1024 B, int sums add in int64. */
+static void analogue_smem_is_the_gpus(void **state)
+{
+    (void)state;
+    const cl_reduce_ops *ops = cl_cpu_backend()->reduce;
+    static const struct { int v; cl_reduce_op op; cl_reduce_dtype dtype; size_t smem, final; } cases[] = {
+        {CL_REDUCE_DIVERGENT, CL_REDUCE_SUM, CL_REDUCE_FLOAT, 1024, 4096},
+        {CL_REDUCE_CONVERGENT, CL_REDUCE_MAX, CL_REDUCE_FLOAT, 1024, 4096},
+        {CL_REDUCE_MULTIBLOCK, CL_REDUCE_SUM, CL_REDUCE_INT, 2048, 8192},
+        {CL_REDUCE_FAST, CL_REDUCE_SUM, CL_REDUCE_FLOAT, 128, 128},
+        {CL_REDUCE_FAST, CL_REDUCE_SUM, CL_REDUCE_INT, 256, 256},
+        {CL_REDUCE_CPU, CL_REDUCE_SUM, CL_REDUCE_FLOAT, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cl_reduce_args a = {.n = 1 << 20, .op = cases[i].op, .dtype = cases[i].dtype, .block = 256,
+                            .seed = 1, .reps = 1, .warmup = 0};
+        cl_reduce_result r;
+        char err[CL_ERR_LEN] = "";
+        assert_int_equal(ops->run(cases[i].v, &a, &r, err), 0);
+        assert_int_equal(r.launch.smem_bytes, cases[i].smem);
+        assert_int_equal(r.launch.smem_bytes, cl_reduce_smem_per_block(cases[i].v, 256, cl_reduce_acc_bytes(a.op, a.dtype)));
+        if (cases[i].v != CL_REDUCE_CPU)
+            assert_int_equal(r.final.smem_bytes, cases[i].final);
+    }
+}
+
 static void ops_run_every_variant(void **state)
 {
     const cl_reduce_ops *ops = cl_cpu_backend()->reduce;
@@ -447,6 +475,7 @@ int main(void)
         cmocka_unit_test(launch_configs),
         cmocka_unit_test(deterministic),
         cmocka_unit_test(ops_run_every_variant),
+        cmocka_unit_test(analogue_smem_is_the_gpus),
         cmocka_unit_test(bandwidth_cached),
         cmocka_unit_test(check_tolerance),
         REDUCE_MAGIC_TESTS

@@ -122,7 +122,7 @@ static void test_vegalite_line(void **state)
         "\"mark\":{\"type\":\"line\",\"point\":true},"
         "\"encoding\":{"
         "\"x\":{\"field\":\"x\",\"type\":\"quantitative\",\"title\":\"tile\","
-        "\"scale\":{\"type\":\"log\",\"base\":2}},"
+        "\"scale\":{\"type\":\"log\",\"base\":2},\"axis\":{\"tickMinStep\":1,\"format\":\"d\"}},"
         "\"y\":{\"field\":\"y\",\"type\":\"quantitative\",\"title\":\"GFLOP/s\"},"
         "\"color\":{\"field\":\"series\",\"type\":\"nominal\",\"title\":\"series\","
         "\"scale\":{\"domain\":[\"naive\",\"tiled\"],\"range\":[\"#0072B2\",\"#E69F00\"]}},"
@@ -163,7 +163,7 @@ static void test_vegalite_bar(void **state)
     json_decref(chart);
 
     /* One series: no legend, no offset; a linear x does not start at zero. */
-    chart = parse("{\"type\": \"chart\", \"kind\": \"line\", \"series\": [{\"points\": [[1024, 1.5]]}]}");
+    chart = parse("{\"type\": \"chart\", \"kind\": \"line\", \"series\": [{\"points\": [[1024.5, 1.5]]}]}");
     spec = chart_vegalite(chart);
     json_t *enc = json_object_get(spec, "encoding");
     expect_dump(json_object_get(enc, "color"),
@@ -299,6 +299,83 @@ static void test_svg_bars(void **state)
     json_decref(chart);
 }
 
+/* A line over a whole-numbered axis ticks whole numbers: two strides are 1
+ * and 2, not 1, 1.2, ..., 2; the Vega-Lite axis says the same. */
+static void test_integral_axis(void **state)
+{
+    static const struct { const char *points; const char *want[8]; size_t n; int integral; } cases[] = {
+        { "[[1, 50], [2, 14]]", { "1", "2" }, 2, 1 },
+        { "[[1, 50], [2, 14], [3, 9]]", { "1", "2", "3" }, 3, 1 },
+        { "[[0.5, 50], [1, 14], [1.5, 9]]", { "0.4", "0.6", "0.8", "1", "1.2", "1.4", "1.6" }, 7, 0 },
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char text[256];
+        snprintf(text, sizeof text, "{\"type\": \"chart\", \"kind\": \"line\", \"x_label\": \"stride\","
+                 " \"series\": [{\"name\": \"s\", \"points\": %s}]}", cases[k].points);
+        json_t *chart = parse(text);
+        char *svg = chart_svg(chart);
+        expect_well_formed(svg);
+        char labels[16][16];
+        double xs[16];
+        size_t n = group_texts(svg, "text-anchor=\"middle\">", labels, xs, 16);
+        assert_int_equal(n, cases[k].n);
+        for (size_t i = 0; i < n; i++)
+            assert_string_equal(labels[i], cases[k].want[i]);
+        json_t *spec = chart_vegalite(chart);
+        const json_t *axis = json_object_get(json_object_get(json_object_get(spec, "encoding"), "x"), "axis");
+        if (cases[k].integral)
+            expect_dump(axis, "{\"tickMinStep\":1,\"format\":\"d\"}");
+        else
+            assert_null(axis);
+        json_decref(spec);
+        free(svg);
+        json_decref(chart);
+    }
+}
+
+/* Many bars lie down in a picture only as tall as they need, at most
+ * CHART_MAX_PLOT_H of plot; the Vega-Lite spec turns the same way. */
+static void test_many_bars_horizontal(void **state)
+{
+    static const struct { int bars; int height; } cases[] = {
+        { 8, 360 },                         /* few: upright, the usual picture */
+        { 16, 16 + 16 * 14 + 32 + 20 },     /* top, a row a bar, ticks, the value axis's title */
+        { 40, 16 + 280 + 32 + 20 },         /* capped: thinner bars, not a taller picture */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        json_t *view = view_new(NULL);
+        json_t *c = view_add_chart(view, "bar", NULL, "variant", "GB/s", 0);
+        for (int i = 0; i < cases[k].bars; i++) {
+            char name[32];
+            snprintf(name, sizeof name, "v%d", i);
+            view_chart_point(c, "GB/s", json_string(name), 100 + i);
+        }
+        char *svg = chart_svg(c);
+        expect_well_formed(svg);
+        char want[96];
+        snprintf(want, sizeof want, " width=\"640\" height=\"%d\" viewBox=\"0 0 640 %d\"", cases[k].height,
+                 cases[k].height);
+        if (!strstr(svg, want))
+            fail_msg("%d bars: want%s in\n%.300s", cases[k].bars, want, svg);
+        assert_int_equal(count(svg, "\"><title>"), cases[k].bars);
+        json_t *spec = chart_vegalite(c);
+        const json_t *enc = json_object_get(spec, "encoding");
+        int horizontal = cases[k].bars > 8;
+        assert_string_equal(json_string_value(json_object_get(json_object_get(enc, horizontal ? "y" : "x"), "type")),
+                            "nominal");
+        assert_string_equal(json_string_value(json_object_get(json_object_get(enc, horizontal ? "x" : "y"), "type")),
+                            "quantitative");
+        const json_t *height = json_object_get(spec, "height");
+        if (cases[k].bars == 16)
+            expect_dump(height, "{\"step\":14}");
+        else
+            assert_int_equal(json_integer_value(height), 280);
+        json_decref(spec);
+        free(svg);
+        json_decref(view);
+    }
+}
+
 static void test_svg_escapes(void **state)
 {
     const char *evil = "</text><script>alert(\"x\")</script> & 'y'\x01";
@@ -360,6 +437,20 @@ static void test_svg_long_names(void **state)
 
     /* Bar categories too long for their band are slanted and cut. */
     c = view_add_chart(view, "bar", NULL, NULL, NULL, 0);
+    for (int i = 0; i < 8; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "variant number %d, tile %d", i, 1 << i);
+        view_chart_point(c, "GB/s", json_string(name), i);
+    }
+    svg = chart_svg(c);
+    expect_well_formed(svg);
+    assert_int_equal(count(svg, " rotate(-35)\">variant\u2026"), 8);    /* 7 + 1 + 8 */
+    assert_int_equal(count(svg, ">variant\u2026, tile 1</text>"), 1);
+    assert_int_equal(count(svg, ">variant\u2026tile 128</text>"), 1);
+    free(svg);
+
+    /* More bars lie down: each label beside its bar, cut to 24 characters. */
+    c = view_add_chart(view, "bar", NULL, NULL, NULL, 0);
     for (int i = 0; i < 12; i++) {
         char name[64];
         snprintf(name, sizeof name, "variant number %d, tile %d", i, 1 << i);
@@ -367,9 +458,9 @@ static void test_svg_long_names(void **state)
     }
     svg = chart_svg(c);
     expect_well_formed(svg);
-    assert_int_equal(count(svg, " rotate(-35)\">variant\u2026"), 12);   /* 7 + 1 + 8 */
-    assert_int_equal(count(svg, ">variant\u2026, tile 1</text>"), 1);
-    assert_int_equal(count(svg, ">variant\u2026ile 2048</text>"), 1);
+    assert_int_equal(count(svg, "rotate(-35)"), 0);
+    assert_int_equal(count(svg, ">variant number 0, tile 1</text>"), 1);
+    assert_int_equal(count(svg, ">variant num\u20261, tile 2048</text>"), 1);
     free(svg);
     json_decref(view);
 }
@@ -648,6 +739,8 @@ int main(void)
         cmocka_unit_test(test_svg_line),
         cmocka_unit_test(test_svg_log2_ticks),
         cmocka_unit_test(test_svg_bars),
+        cmocka_unit_test(test_integral_axis),
+        cmocka_unit_test(test_many_bars_horizontal),
         cmocka_unit_test(test_svg_escapes),
         cmocka_unit_test(test_svg_long_names),
         cmocka_unit_test(test_svg_no_data),

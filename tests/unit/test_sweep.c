@@ -70,8 +70,9 @@ static int point(magic_ctx *ctx, const json_t *p, json_t *runs, void *user)
     if (size < 0)
         return magic_error(ctx, "UsageError", "negative");
     cl_times t = { .reps = 3, .ms = { 3, 1, 2 } };
-    json_array_append_new(runs, json_pack("{s:s, s:I, s:I, s:f, s:o, s:{s:b}}", "variant", variant,
+    json_array_append_new(runs, json_pack("{s:s, s:I, s:I, s:f, s:f, s:f, s:o, s:{s:b}}", "variant", variant,
                                           "size", size, "tile", tile, "gflops", (double)(size * tile),
+                                          "flat", 1000.0 + (double)size, "tiny", (double)(size * tile) * 1e-4,
                                           "time_ms", stats_json(&t), "check", "passed", size != 13));
     (*(int *)user)++;
     fake_now_ms += point_ms;
@@ -84,6 +85,13 @@ static const sweep_column cols[] = {
 };
 static const sweep_spec spec = { .magic = "fake", .title = "Fake", .metric = "gflops", .metric_label = "GFLOP/s",
                                  .columns = cols, .run_point = point };
+
+/* The same family measured otherwise: "flat" barely changes (1000 + size),
+ * "tiny" is a rate whose work (rate x the 2 ms median) stays under 2^20. */
+static const sweep_spec flat_spec = { .magic = "fake", .title = "Fake", .metric = "flat", .metric_label = "GB/s",
+                                      .rate_of = "bytes", .columns = cols, .run_point = point };
+static const sweep_spec tiny_spec = { .magic = "fake", .title = "Fake", .metric = "tiny", .metric_label = "GB/s",
+                                      .rate_of = "bytes", .columns = cols, .run_point = point };
 
 /* Runs a sweep of the given spec; each point takes ms_per_point on the fake clock. */
 static int run_timed(const sweep_spec *sp, const char *params_json, double ms_per_point, sweep_sink *s, int *calls,
@@ -227,6 +235,78 @@ static void test_sorted_table(void **state)
     const json_t *runs = json_object_get(s.base.doc, "runs");
     assert_int_equal(json_integer_value(json_object_get(json_array_get(runs, 0), "size")), 4);
     sink_free(&s.base, &ctx);
+}
+
+/* doc.sweep.chart as a string ("none" for null), and its note. */
+static const char *chart_of(const sweep_sink *s)
+{
+    const json_t *kind = json_object_get(json_object_get(s->base.doc, "sweep"), "chart");
+    return json_is_string(kind) ? json_string_value(kind) : "none";
+}
+
+static const char *chart_note_of(const sweep_sink *s)
+{
+    return json_string_value(json_object_get(json_object_get(s->base.doc, "sweep"), "chart_note"));
+}
+
+/* Whether the final view has a note starting with text. */
+static int view_has_note(const json_t *view, const char *text)
+{
+    const json_t *blocks = json_object_get(view, "blocks");
+    for (size_t i = 0; i < json_array_size(blocks); i++) {
+        const json_t *b = json_array_get(blocks, i);
+        const char *t = json_string_value(json_object_get(b, "text"));
+        if (strcmp(json_string_value(json_object_get(b, "type")), "note") == 0 && t && strncmp(t, text, strlen(text)) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* The chart follows what the sweep varies, or is left out where it would be noise. */
+static void test_chart_choice(void **state)
+{
+    static const struct {
+        const sweep_spec *spec;
+        const char *params;
+        const char *chart;                  /* doc.sweep.chart, "none" for null */
+        const char *note;                   /* the start of chart_note, NULL: none */
+    } cases[] = {
+        /* a numeric axis with 3 values: a line; the other flags make its series */
+        { &spec, "{\"variant\":\"a\",\"size\":[4,8,16],\"tile\":2}", "line", NULL },
+        { &spec, "{\"variant\":[\"a\",\"b\"],\"size\":[4,8,16],\"tile\":2}", "line", NULL },
+        /* names only: bars */
+        { &spec, "{\"variant\":[\"a\",\"b\",\"c\"],\"size\":4,\"tile\":[2,3]}", "bar", NULL },
+        /* a numeric flag with two values is no axis: bars of every combination */
+        { &spec, "{\"variant\":[\"a\",\"b\"],\"size\":[4,8],\"tile\":2}", "bar", NULL },
+        /* two results: the table says it, no note needed */
+        { &spec, "{\"variant\":\"a\",\"size\":[4,8],\"tile\":2}", "none", NULL },
+        /* near-identical values: noise */
+        { &flat_spec, "{\"variant\":\"a\",\"size\":[4,8,16],\"tile\":2}", "none",
+          "no chart: every GB/s lies within 5% of the others (1004 to 1016), as near as timing noise" },
+        /* a rate over tiny work: launch and clock, not the rate */
+        { &tiny_spec, "{\"variant\":\"a\",\"size\":[4,8,16],\"tile\":2}", "none",
+          "no chart: every point does less than 2^20 bytes of work" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sweep_sink s;
+        int calls;
+        magic_ctx ctx;
+        assert_int_equal(run_timed(cases[i].spec, cases[i].params, 0, &s, &calls, &ctx), 0);
+        if (strcmp(chart_of(&s), cases[i].chart) != 0)
+            fail_msg("%s: chart %s, want %s", cases[i].params, chart_of(&s), cases[i].chart);
+        assert_int_equal(s.base.charts, strcmp(cases[i].chart, "none") != 0);
+        const char *note = chart_note_of(&s);
+        if (cases[i].note) {
+            assert_non_null(note);
+            if (strncmp(note, cases[i].note, strlen(cases[i].note)) != 0)
+                fail_msg("%s: note '%s', want '%s'", cases[i].params, note, cases[i].note);
+            assert_true(view_has_note(s.base.view, cases[i].note));
+        } else {
+            assert_null(note);
+            assert_false(view_has_note(s.base.view, "no chart"));
+        }
+        sink_free(&s.base, &ctx);
+    }
 }
 
 static void test_failed_check_is_an_error(void **state)
@@ -420,6 +500,7 @@ int main(void)
         cmocka_unit_test(test_progress_throttled_in_time),
         cmocka_unit_test(test_progress_stays_small),
         cmocka_unit_test(test_sorted_table),
+        cmocka_unit_test(test_chart_choice),
         cmocka_unit_test(test_failed_check_is_an_error),
         cmocka_unit_test(test_point_error_stops),
         cmocka_unit_test(test_too_many_points),
