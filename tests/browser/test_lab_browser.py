@@ -84,8 +84,12 @@ def _missing() -> str | None:
     return "; ".join(why) or None
 
 
-def _skip_if_missing() -> None:
-    why = _missing()
+def skip_if_missing(**modules: str) -> None:
+    """Skips, saying why on stderr, where the browser test cannot run or a module it needs beyond
+    the usual ones (name=where it comes from) is not importable."""
+    why = [_missing()] + [f"{m} is not importable ({src})" for m, src in modules.items()
+                          if importlib.util.find_spec(m) is None]
+    why = "; ".join(filter(None, why))
     if why:
         msg = f"browser test skipped: {why}"
         print(f"\n{msg}", file=sys.stderr)
@@ -219,7 +223,7 @@ class Lab:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory):
-    _skip_if_missing()
+    skip_if_missing()
     with serving(Lab(tmp_path_factory.mktemp("lab"))) as server:
         yield server
 
@@ -228,7 +232,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory):
-    _skip_if_missing()
+    skip_if_missing()
     tmp_path = tmp_path_factory.mktemp("chromium")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service

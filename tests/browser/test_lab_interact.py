@@ -15,15 +15,13 @@ Selenium, JupyterLab or jupyterlab_widgets is missing.
 """
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import REPO, serving
-from test_lab_browser import Lab, Page, _by, _missing, browser, run_all_cells  # noqa: F401 (a fixture)
+from test_lab_browser import Lab, Page, _by, browser, run_all_cells, skip_if_missing  # noqa: F401 (a fixture)
 
 CELL = "%interact %matmul --size 64 --variant tiled --tile 4,8,16"
 SCREENSHOT = REPO / "build" / "screenshots" / "interact.png"
@@ -32,19 +30,9 @@ RERUN_TIMEOUT = 30          # seconds for a moved slider's re-run to show
 pytestmark = pytest.mark.timeout(240)
 
 
-def _skip_if_missing() -> None:
-    why = _missing()
-    if importlib.util.find_spec("jupyterlab_widgets") is None:
-        why = "; ".join(filter(None, [why, "jupyterlab_widgets is not importable (requirements-lab.txt)"]))
-    if why:
-        msg = f"browser test skipped: {why}"
-        print(f"\n{msg}", file=sys.stderr)
-        pytest.skip(msg)
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory):
-    _skip_if_missing()
+    skip_if_missing(jupyterlab_widgets="requirements-lab.txt")
     with serving(Lab(tmp_path_factory.mktemp("lab"), cells=[CELL])) as server:
         yield server
 

@@ -15,12 +15,11 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-import sys
 
 import pytest
 
 from conftest import REPO, kernel_binary, serving
-from test_lab_browser import Lab, Page, _by, _missing, browser, run_all_cells  # noqa: F401 (a fixture)
+from test_lab_browser import Lab, Page, _by, browser, run_all_cells, skip_if_missing  # noqa: F401 (a fixture)
 
 SWEEP = "%matmul --size 64 --variant naive,tiled,cublas"
 FAILING = "%assert matmul[variant=tiled].gflops < 0"
@@ -36,19 +35,9 @@ PYTHON_KERNEL = ("python3", "Python 3 (ipykernel)", "python")
 pytestmark = pytest.mark.timeout(240)
 
 
-def _skip_if_missing() -> None:
-    why = _missing()
-    if importlib.util.find_spec("ipykernel") is None:
-        why = "; ".join(filter(None, [why, "ipykernel is not importable (requirements-test.txt)"]))
-    if why:
-        msg = f"browser test skipped: {why}"
-        print(f"\n{msg}", file=sys.stderr)
-        pytest.skip(msg)
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory):
-    _skip_if_missing()
+    skip_if_missing(ipykernel="requirements-test.txt")
     env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "python"), os.environ.get("PYTHONPATH")])),
            "CUDALAB_BIN": str(kernel_binary())}
     with serving(Lab(tmp_path_factory.mktemp("lab"), cells=CELLS, kernel=PYTHON_KERNEL, env=env)) as server:
