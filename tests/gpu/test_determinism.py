@@ -25,8 +25,10 @@ CELLS = [
     "%grid --data 76x62 --block 16x16 --run",
     "%occupancy --max-blocks-sm 8 --max-threads-sm 1024 --max-threads-block 512 --threads 64,256",
 ]
-# Fields that are timings, or rates and shares computed from timings.
-TIMED_KEYS = {"time_ms", "measured_bandwidth_gbs"}
+# Fields that are timings, rates and shares computed from timings, the conditions they were taken in
+# (the SM clock NVML read), or a choice made from them (whether the sweep's values differ enough for
+# a chart).
+TIMED_KEYS = {"time_ms", "measured_bandwidth_gbs", "kernel_pct_of_bandwidth", "conditions", "sweep"}
 TIMED_SUFFIXES = ("_ms", "_gbs", "gbs", "gflops")
 TIMED_PREFIXES = ("pct_",)
 

@@ -141,12 +141,14 @@ def test_record_mode_writes_the_file(folder, start_kernel):
     out.mkdir()
     kc = start_kernel(env={**CPU, "CUDALAB_RECORD": str(out)})[1]
     assert "Recording this notebook's results" in plain(ok(kc, "%recorded mini-recorded"))
-    ok(kc, MATMUL)
-    ok(kc, MATMUL)                              # the same command again: its results replaced, not doubled
+    charted = "%matmul --size 128 --variant naive,tiled,cublas --reps 1 --warmup 0"    # a sweep with a chart
+    ok(kc, charted)
+    ok(kc, charted)                             # the same command again: its results replaced, not doubled
     doc = json.loads((out / "mini-recorded.json").read_text())
     assert doc["format"] == "cudalab-recorded" and doc["device"]["backend"] == "cpu"
     [cmd] = doc["commands"]
-    assert cmd["key"] == MATMUL and [r["doc"] is None for r in cmd["results"]] == [False, True]
+    # the table's result, then the chart's (a view without a document of its own)
+    assert cmd["key"] == charted and [r["doc"] is None for r in cmd["results"]] == [False, True]
 
 
 def test_keys_ignore_spacing_comments_and_plain_quotes(kc):
