@@ -32,7 +32,7 @@ def extension_notebook(pandas: bool = True) -> nbformat.NotebookNode:
         ("%load_ext cudalab\nimport cudalab, cudalab.extension\n"
          "print('pid', cudalab.extension.kernel_pid())\nprint('package', cudalab.__file__)", []),
         ("%device", []),
-        ("n = 64\n%matmul --size {n} --variant naive,tiled", []),                  # {n}: IPython's expansion
+        ("n = 128\n%matmul --size {n} --variant naive,tiled,cublas", []),          # {n}: IPython's expansion
         ("%assert matmul.check.passed\n%assert matmul[variant=tiled].tile == 16", []),
         ("%assert matmul[variant=tiled].gflops < 0", ["raises-exception"]),
         ("%%histo\nprogramming massively parallel processors", []),
@@ -127,7 +127,7 @@ def check_extension_notebook(nb, pandas: bool = True) -> int:
     check_histo(cells[5])
     assert [d.get("value") for d in documents(cells[6])] == [3.0], cells[6].outputs
     if pandas:
-        assert "rows 2 naive,tiled True ['histo', 'matmul']" in stream_text(cells[7]), cells[7].outputs
+        assert "rows 3 naive,tiled,cublas True ['histo', 'matmul']" in stream_text(cells[7]), cells[7].outputs
     else:
         error = [o for o in cells[7].outputs if o.output_type == "error"][0]
         assert error.ename in ("ImportError", "ModuleNotFoundError") and "pip install pandas" in error.evalue, error
