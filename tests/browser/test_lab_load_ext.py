@@ -21,7 +21,7 @@ import pytest
 from conftest import REPO, kernel_binary, serving
 from test_lab_browser import Lab, Page, _by, browser, run_all_cells, skip_if_missing  # noqa: F401 (a fixture)
 
-SWEEP = "%matmul --size 64 --variant naive,tiled,cublas"
+SWEEP = "%matmul --size 128 --variant naive,tiled,cublas"     # 2^22 flops a point: charted
 FAILING = "%assert matmul[variant=tiled].gflops < 0"
 RESULTS = ("import cudalab\nprint('magics', sorted({d['magic'] for d in cudalab.documents()}))"
            if importlib.util.find_spec("pandas") is None else
@@ -74,7 +74,8 @@ def test_load_ext_notebook_in_the_browser(lab: Lab, browser, tmp_path_factory: p
             sweep.find_elements(By.CSS_SELECTOR, ".jp-RenderedHTMLCommon table tbody tr")]
     names = {td.text.strip() for tds in rows for td in tds}
     assert {"naive", "tiled", "cublas"} <= names, f"the sweep's table holds {sorted(names)}" + pg.snapshot()
-    assert sweep.find_elements(By.CSS_SELECTOR, "svg"), "the sweep shows no chart" + pg.snapshot()
+    pg.wait(lambda d: sweep.find_elements(By.CSS_SELECTOR, ".vega-embed svg.marks, .vega-embed canvas.marks"), 30,
+            "the sweep's chart (drawn by JupyterLab's Vega extension)")
     assert _headers(pg.cell("%device")), "%device shows no table" + pg.snapshot()
 
     out = pg.cell(RESULTS).find_element(By.CSS_SELECTOR, ".jp-OutputArea-output").text
