@@ -261,12 +261,6 @@ int cl_cuda_synchronize(const char *what, char *err)
 #define EVENT_OVERHEAD_PAIRS 25
 #define EVENT_RESOLUTION_MS 0.0005f     /* cudaEventElapsedTime's: no rep measures less */
 
-static int cmp_float(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
 static int measure_event_overhead(const cl_cuda_timing *t, char *err)
 {
     float ms[EVENT_OVERHEAD_PAIRS];
@@ -285,8 +279,8 @@ static int measure_event_overhead(const cl_cuda_timing *t, char *err)
         if (rc != cudaSuccess)
             return cl_cuda_fail(err, "timing an empty event pair", rc);
     }
-    qsort(ms, EVENT_OVERHEAD_PAIRS, sizeof ms[0], cmp_float);
-    event_overhead_ms = ms[EVENT_OVERHEAD_PAIRS / 2];
+    qsort(ms, EVENT_OVERHEAD_PAIRS, sizeof ms[0], cl_cmp_float);
+    event_overhead_ms = (float)cl_median_sorted(ms, EVENT_OVERHEAD_PAIRS);
     return 0;
 }
 

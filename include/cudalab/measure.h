@@ -8,6 +8,7 @@
 #ifndef CUDALAB_MEASURE_H
 #define CUDALAB_MEASURE_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -95,10 +96,8 @@ static inline double cl_median_ci_rel(const float *sorted, int n)
     double med = cl_median_sorted(sorted, n);
     if (n < 2 || med <= 0)
         return 0;
-    double half = 0.98, r = 1;      /* sqrt(n) by Newton: no libm in the header */
-    for (int i = 0; i < 30; i++)
-        r = 0.5 * (r + n / r);
-    int lo = (int)(n / 2.0 - half * r), hi = (int)(n / 2.0 + half * r + 0.999999);
+    double half = 0.98 * sqrt((double)n);
+    int lo = (int)(n / 2.0 - half), hi = (int)ceil(n / 2.0 + half);
     lo = lo < 0 ? 0 : lo;
     hi = hi > n - 1 ? n - 1 : hi;
     return (sorted[hi] - sorted[lo]) / (2 * med);

@@ -216,6 +216,28 @@ static void draw_head(FILE *f, const struct chart *c, int height)
     }
 }
 
+/* The ticks of an axis along the frame's bottom edge (inside the caller's stroke group). */
+static void bottom_ticks(FILE *f, const struct frame *fr, const struct chart_axis *x)
+{
+    for (size_t i = 0; i < x->nticks; i++) {
+        double px = px_x(fr, chart_axis_frac(x, x->ticks[i]));
+        line(f, px, fr->y1, px, fr->y1 + 5);
+    }
+}
+
+/* Their labels, centred under them. */
+static void bottom_labels(FILE *f, const struct frame *fr, const struct chart_axis *x)
+{
+    char label[64];
+    fprintf(f, "<g fill=\"%s\" text-anchor=\"middle\">\n", INK);
+    for (size_t i = 0; i < x->nticks; i++) {
+        chart_axis_label(x, i, label, sizeof label);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n",
+                px_x(fr, chart_axis_frac(x, x->ticks[i])), fr->y1 + 19, label);
+    }
+    fputs("</g>\n", f);
+}
+
 /* Gridlines behind everything, then the axes with their ticks and labels. */
 static void draw_axes(FILE *f, const struct frame *fr, const struct chart_axis *x, const struct chart_axis *y)
 {
@@ -237,10 +259,8 @@ static void draw_axes(FILE *f, const struct frame *fr, const struct chart_axis *
         double py = px_y(fr, chart_axis_frac(y, y->ticks[i]));
         line(f, fr->x0 - 5, py, fr->x0, py);
     }
-    for (size_t i = 0; x && i < x->nticks; i++) {
-        double px = px_x(fr, chart_axis_frac(x, x->ticks[i]));
-        line(f, px, fr->y1, px, fr->y1 + 5);
-    }
+    if (x)
+        bottom_ticks(f, fr, x);
     fputs("</g>\n", f);
 
     char label[64];
@@ -251,15 +271,8 @@ static void draw_axes(FILE *f, const struct frame *fr, const struct chart_axis *
                 px_y(fr, chart_axis_frac(y, y->ticks[i])) + 4, label);
     }
     fputs("</g>\n", f);
-    if (!x)
-        return;
-    fprintf(f, "<g fill=\"%s\" text-anchor=\"middle\">\n", INK);
-    for (size_t i = 0; i < x->nticks; i++) {
-        chart_axis_label(x, i, label, sizeof label);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n",
-                px_x(fr, chart_axis_frac(x, x->ticks[i])), fr->y1 + 19, label);
-    }
-    fputs("</g>\n", f);
+    if (x)
+        bottom_labels(f, fr, x);
 }
 
 static void draw_categories(FILE *f, const struct chart *c, const struct frame *fr)
@@ -394,19 +407,9 @@ static void draw_value_axis_h(FILE *f, const struct frame *fr, const struct char
     line(f, fr->x0, fr->y1, fr->x1, fr->y1);
     double zero = px_x(fr, chart_axis_frac(v, 0));
     line(f, zero, fr->y0, zero, fr->y1);     /* bars grow from zero, either way */
-    for (size_t i = 0; i < v->nticks; i++) {
-        double px = px_x(fr, chart_axis_frac(v, v->ticks[i]));
-        line(f, px, fr->y1, px, fr->y1 + 5);
-    }
+    bottom_ticks(f, fr, v);
     fputs("</g>\n", f);
-    char label[64];
-    fprintf(f, "<g fill=\"%s\" text-anchor=\"middle\">\n", INK);
-    for (size_t i = 0; i < v->nticks; i++) {
-        chart_axis_label(v, i, label, sizeof label);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", px_x(fr, chart_axis_frac(v, v->ticks[i])),
-                fr->y1 + 19, label);
-    }
-    fputs("</g>\n", f);
+    bottom_labels(f, fr, v);
 }
 
 /* Each category's band holds one bar a series, its label at the left. */
