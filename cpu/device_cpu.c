@@ -178,6 +178,8 @@ static const cl_backend cpu_backend = {
     NULL,                       /* and always in use */
     NULL,                       /* its analogues count their reps themselves */
     NULL,                       /* the host clock times them: no device clocks, no events */
+    NULL,                       /* no hardware counters: a run asked for them says so */
+    NULL,
     CL_FAMILIES(CL_BACKEND_OPS_CPU_)
 };
 

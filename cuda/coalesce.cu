@@ -142,7 +142,10 @@ static int student_reps(const cl_coalesce_args *a, student_copy *s, cl_coalesce_
     for (int w = 0; w < (a->warmup < 1 ? 1 : a->warmup) && rc == 0; w++)
         rc = student_rep(s, w, NULL, err);
     if (rc == 0)
-        rc = cl_cuda_synchronize("warm-up runs", err) || student_fill(s, a->seed, err);
+        rc = cl_cuda_synchronize("warm-up runs", err) || cl_cuda_counted(&s->t, err, [&] {
+                 void *args[] = {(void *)&s->in, (void *)&s->out, &s->n, &s->stride};
+                 return cl_cuda_student_launch(s->k, s->func, s->grid, s->block, args, err);
+             }) || student_fill(s, a->seed, err);
     for (cl_times *tm = &out->times; rc == 0 && cl_rep_more(a->reps, tm); tm->reps += rc == 0)
         rc = student_rep(s, tm->reps, &tm->ms[tm->reps], err);
     if (rc == 0)
@@ -222,6 +225,11 @@ static int cuda_coalesce_run(const cl_coalesce_args *a, cl_coalesce_result *out,
             goto done;
         }
     }
+    if (cl_cuda_counted(&t, err, [&] {
+            cudaError_t e = launch(a, in, dout, blocks);
+            return e == cudaSuccess ? 0 : cl_cuda_fail(err, "copy kernel launch", e);
+        }))
+        goto done;
     for (cl_times *tm = &out->times; cl_rep_more(a->reps, tm); tm->reps++) {
         if (cl_cuda_flush_l2(&t, tm->reps, "L2 flush", err) || cl_cuda_time_start(&t, err))
             goto done;

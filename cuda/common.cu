@@ -61,6 +61,7 @@ int cl_cuda_timing_init(cl_cuda_timing *t, char *err)
 {
     memset(t, 0, sizeof *t);
     cl_cuda_clocks_reset();
+    cl_cuda_counters_reset();
     corrected_reps = 0;
     if ((t->flush_bytes = cl_cuda_flush_bytes(err)) == 0 ||
         cl_cuda_alloc(&t->flush, t->flush_bytes, "L2 flush buffer", err))

@@ -103,4 +103,39 @@ bool cl_cuda_abandoned(void);
 /* Waits for everything queued on the device, within the limit. */
 int cl_cuda_synchronize(const char *what, char *err);
 
+/* ---- cuda/counters.cu: --counters, through CUPTI's range profiler (opened at run time) ---- */
+/* cl_backend.set_counters and cl_backend.counters. */
+void cl_cuda_set_counters(int on);
+int cl_cuda_counters(cl_counters *out);
+/* Starts a run's account (cl_cuda_timing_init calls it): nothing counted yet. */
+void cl_cuda_counters_reset(void);
+/* Around one more launch of the variant: begin says whether it is to be counted (--counters, and
+ * not counted yet in this run) and, if so, enables the profiler; end reads and adds up what the
+ * launch's kernels did. A profiler that cannot start or read leaves the run's counters
+ * "unavailable" with the reason; it never fails the run. */
+bool cl_cuda_counters_begin(void);
+void cl_cuda_counters_end(bool launched);
+
+/* Whether the current run is still to be counted (--counters asked, nothing counted yet). */
+bool cl_cuda_counters_due(void);
+
+/* The counted launch of a runner: launch() (0, or -1 with err set) once more, from a flushed L2 as
+ * a timed rep starts, under the profiler when the run counts; after the warm-up, which it waits for
+ * within the launch limit (a student's kernel proves there that it ends: the profiler's replay
+ * cannot be abandoned), and before the timed reps (which it leaves unprofiled). 0 when nothing is
+ * counted. */
+template <class Launch>
+int cl_cuda_counted(const cl_cuda_timing *t, char *err, Launch launch)
+{
+    if (!cl_cuda_counters_due())
+        return 0;
+    if (cl_cuda_synchronize("warm-up runs", err) != 0 || cl_cuda_flush_l2(t, 0, "flushing L2", err) != 0)
+        return -1;
+    if (!cl_cuda_counters_begin())
+        return 0;
+    int rc = launch();
+    cl_cuda_counters_end(rc == 0);
+    return rc;
+}
+
 #endif

@@ -253,6 +253,8 @@ static const cl_backend cuda_backend = {
     cuda_use_device,
     cl_cuda_set_rep_hook,
     cl_cuda_conditions,
+    cl_cuda_set_counters,
+    cl_cuda_counters,
     CL_FAMILIES(CL_BACKEND_OPS_CUDA_)
 };
 

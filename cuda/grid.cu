@@ -105,6 +105,8 @@ static int grid_run_all(grid_state *st, const cl_grid_args *a, cl_grid_result *o
     for (int r = 0; r < a->warmup; r++)
         if (grid_rep(st, a, n, r, NULL, err))
             return -1;
+    if (cl_cuda_counted(&st->t, err, [&] { return grid_rep(st, a, n, a->warmup, NULL, err); }))
+        return -1;
     for (cl_times *tm = &out->times; cl_rep_more(a->reps, tm); tm->reps++)
         if (grid_rep(st, a, n, a->warmup + tm->reps, &tm->ms[tm->reps], err))
             return -1;
@@ -193,7 +195,8 @@ static int picture_run(picture *p, const cl_grid_args *a, cl_grid_result *out, c
     for (int w = 0; w < (a->warmup < 1 ? 1 : a->warmup) && rc == 0; w++)
         rc = picture_rep(p, w, NULL, err);
     if (rc == 0)
-        rc = cl_cuda_synchronize("warm-up runs", err) || picture_fill(p, a->seed, err);
+        rc = cl_cuda_synchronize("warm-up runs", err) ||
+             cl_cuda_counted(&p->t, err, [&] { return picture_rep(p, 0, NULL, err); }) || picture_fill(p, a->seed, err);
     for (cl_times *tm = &out->times; rc == 0 && cl_rep_more(a->reps, tm); tm->reps += rc == 0)
         rc = picture_rep(p, tm->reps, &tm->ms[tm->reps], err);
     cl_cuda_set_limit(0, NULL);

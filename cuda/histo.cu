@@ -158,7 +158,8 @@ static int reps(const cl_histo_args *a, const histo_plan *p, const student_plan 
     for (int i = 0; i < a->warmup; i++)
         if (one_rep(a, p, sp, st, i, NULL, err))
             return -1;
-    if (a->warmup > 0 && cl_cuda_synchronize("warm-up runs", err))
+    if ((a->warmup > 0 && cl_cuda_synchronize("warm-up runs", err)) ||
+        cl_cuda_counted(&st->t, err, [&] { return one_rep(a, p, sp, st, a->warmup, NULL, err); }))
         return -1;
     for (cl_times *tm = &r->times; cl_rep_more(a->reps, tm); tm->reps++)
         if (one_rep(a, p, sp, st, a->warmup + tm->reps, &tm->ms[tm->reps], err))

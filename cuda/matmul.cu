@@ -158,7 +158,8 @@ static int timed(const mm_gpu_impl *impl, const mm_problem *p, const cl_matmul_a
     for (int w = 0; w < (student && a->warmup < 1 ? 1 : a->warmup); w++)
         if (impl->launch(p, err))
             return -1;
-    if (cl_cuda_synchronize("warm-up runs", err) != 0)
+    if (cl_cuda_synchronize("warm-up runs", err) != 0 ||
+        cl_cuda_counted(&d->t, err, [&] { return impl->launch(p, err); }))
         return -1;
     if (student) {
         long long na = (long long)a->m * a->k, nb = (long long)a->k * a->n;

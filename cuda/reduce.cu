@@ -125,6 +125,8 @@ static int all_reps(int v, const reduce_plan *p, const cl_reduce_args *a, run_st
     int rc = 0;
     for (int w = 0; w < a->warmup && rc == 0; w++)
         rc = one_rep(v, p, a, st, w, NULL, err);
+    if (rc == 0)
+        rc = cl_cuda_counted(&st->t, err, [&] { return one_rep(v, p, a, st, a->warmup, NULL, err); });
     for (cl_times *tm = &out->times; rc == 0 && cl_rep_more(a->reps, tm); tm->reps += rc == 0)
         rc = one_rep(v, p, a, st, tm->reps, &tm->ms[tm->reps], err);
     if (rc == 0 && a->student)

@@ -244,7 +244,8 @@ static int reps(int v, const cl_stencil_args *a, plan *p, cl_cuda_timing *t, flo
     for (int w = 0; w < (student && a->warmup < 1 ? 1 : a->warmup); w++)
         if (one_rep(v, p, t, w, NULL, err))
             return -1;
-    if (student && (cl_cuda_synchronize("warm-up runs", err) || fill(in, n, a->seed, err)))
+    if (cl_cuda_counted(t, err, [&] { return one_rep(v, p, t, 0, NULL, err); }) ||
+        (student && (cl_cuda_synchronize("warm-up runs", err) || fill(in, n, a->seed, err))))
         return -1;
     for (cl_times *tm = &res->times; cl_rep_more(a->reps, tm); tm->reps++)
         if (one_rep(v, p, t, tm->reps, &tm->ms[tm->reps], err))

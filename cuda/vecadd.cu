@@ -210,6 +210,8 @@ static int reps(const cl_vecadd_args *a, vstate *s, cl_vecadd_result *out, char 
     int rc = 0;
     for (int w = 0; w < a->warmup && rc == 0; w++)
         rc = one_rep(a, s, w, NULL, err);
+    if (rc == 0)
+        rc = cl_cuda_counted(&s->t, err, [&] { return launch(a, s, err); });   /* the inputs are there */
     /* the kernel's times settle --reps auto: the copies' are steadier */
     while (rc == 0 && cl_rep_more(a->reps, &out->kernel))
         rc = one_rep(a, s, out->kernel.reps, out, err);

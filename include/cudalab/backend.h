@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define CL_BACKEND_ABI 7
+#define CL_BACKEND_ABI 8
 #define CL_ERR_LEN 256
 
 /* Properties of one device, as the lectures use them. Zero means "unknown". */
@@ -75,6 +75,32 @@ typedef struct cl_conditions {
     X(0x8ull, "hw_slowdown") X(0x10ull, "sync_boost") X(0x20ull, "sw_thermal_slowdown") \
     X(0x40ull, "hw_thermal_slowdown") X(0x80ull, "hw_power_brake_slowdown") X(0x100ull, "display_clock_setting")
 
+/* --counters: what one more run of a variant did in the memory system and on the SMs, counted by the
+ * GPU's performance counters (the CUDA backend, through CUPTI) or by the CPU runner's simulation of
+ * a student's kernel. X(field, JSON name): the fields below and the result document's names, in one
+ * place; a value is NaN where it was not counted (a metric this GPU or simulation lacks). */
+#define CL_COUNTERS(X) \
+    X(dram_read_bytes)                  /* bytes read from device memory (DRAM) */ \
+    X(dram_write_bytes)                 /* bytes written to it */ \
+    X(l2_hit_pct)                       /* L2 sector hit rate, % */ \
+    X(l1_hit_pct)                       /* L1/texture sector hit rate, % */ \
+    X(achieved_occupancy_pct)           /* active warps per active cycle, % of the SM's maximum */ \
+    X(shared_bank_conflicts)            /* extra shared-memory wavefronts caused by bank conflicts */ \
+    X(global_load_sectors_per_request)  /* 32-byte sectors per warp-wide global load (4: coalesced floats) */ \
+    X(warp_execution_efficiency_pct)    /* active lanes per executed warp instruction, % of 32 */ \
+    X(flop)                             /* FP32 operations executed: fadd + fmul + 2 x ffma */
+
+#define CL_COUNTER_FIELD_(name) double name;
+typedef struct cl_counters {
+    int measured;                     /* 1: counted (the fields); 0: not counted, unavailable says why */
+    int kernels;                      /* kernel launches the counts cover (one run of the variant) */
+    int passes;                       /* times each was replayed to read every counter */
+    char source[96];                  /* "hardware (CUPTI range profiler)", "simulation (CPU runner)" */
+    CL_COUNTERS(CL_COUNTER_FIELD_)
+    char unavailable[240];            /* why nothing was counted, when measured is 0 */
+} cl_counters;
+#undef CL_COUNTER_FIELD_
+
 /* The families, each with an ops table declared in its own header (cudalab/
  * reduce.h, matmul.h, ...): one entry here gives every backend a field for it.
  * A backend defines `cl_<backend>_<family>_ops`; the backend table refers to
@@ -113,6 +139,12 @@ typedef struct cl_backend {
     /* The current run's cl_conditions (above), read right after the run returns. NULL: nothing to
      * say (the CPU, whose reps the host clock times). */
     int (*conditions)(cl_conditions *out);
+    /* --counters: whether the runs from now on are also counted (cl_counters, above), each by one
+     * more run of the variant (never one of the timed ones) under the profiler. */
+    void (*set_counters)(int on);
+    /* The current run's cl_counters, read right after the run returns: 0, or -1 when the run was
+     * not asked to count. NULL: the backend counts nothing (say so to whoever asked). */
+    int (*counters)(cl_counters *out);
     CL_FAMILIES(CL_FAMILY_FIELD_)
 } cl_backend;
 

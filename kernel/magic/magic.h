@@ -152,6 +152,7 @@ typedef struct magic_ctx {
     /* Where a long command says how far it is (the worker's progress line, run_progress.h): the
      * sweep calls it before each point with that point's parameters. NULL where nothing listens. */
     void (*run_point)(struct magic_ctx *ctx, size_t point, size_t points, const json_t *params);
+    bool counters;                  /* --counters for the point that runs (sweep_run sets it) */
 } magic_ctx;
 
 void magic_stream(magic_ctx *ctx, const char *name, const char *text);

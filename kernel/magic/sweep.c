@@ -67,6 +67,7 @@ void sweep_add_conditions(magic_ctx *ctx, json_t *run)
 {
     cl_conditions c;
     const char *ran = json_string_value(json_object_get(run, "backend"));
+    sweep_add_counters(ctx, run);
     if (!ctx->backend || !ctx->backend->conditions || (ran && strcmp(ran, ctx->backend->name) != 0) ||
         ctx->backend->conditions(&c) != 0)
         return;                     /* a host row of a GPU run: the CPU backend ran it */
@@ -312,9 +313,12 @@ size_t *sweep_run_order(const sweep_spec *s, const json_t *runs, int sorted)
     return order;
 }
 
-static json_t *cell_of(const json_t *run, const char *path)
+static json_t *cell_of(const json_t *run, const sweep_column *c)
 {
+    const char *path = c->path;
     const json_t *v = sweep_path_get(run, path);
+    if (json_is_number(v) && c->scale > 0)
+        return json_real(json_number_value(v) / c->scale);
     if (json_is_boolean(v) && strstr(path, "passed"))
         return json_string(json_is_true(v) ? "ok" : "FAILED");
     if (json_is_array(v) || json_is_object(v)) {
@@ -330,17 +334,23 @@ static json_t *cell_of(const json_t *run, const char *path)
 static void add_runs_table(json_t *view, const sweep_spec *s, const json_t *runs, int sorted, size_t from,
                            const char *caption)
 {
+    bool counted = sweep_counted(runs);
+    const sweep_column *parts[2] = { s->columns, counted ? sweep_counter_columns : NULL };
     json_t *cols = json_array();
-    for (const sweep_column *c = s->columns; c->path; c++)
-        json_array_append_new(cols, json_string(c->header));
+    for (int p = 0; p < 2 && parts[p]; p++)
+        for (const sweep_column *c = parts[p]; c->path; c++)
+            if (counted || !c->counted)
+                json_array_append_new(cols, json_string(c->header));
     json_t *table = view_add_table(view, caption, cols);
     size_t n = json_array_size(runs), *order = sweep_run_order(s, runs, sorted);
     if (!order)
         return;
     for (size_t i = from; i < n; i++) {
         json_t *row = json_array();
-        for (const sweep_column *c = s->columns; c->path; c++)
-            json_array_append_new(row, cell_of(json_array_get(runs, order[i]), c->path));
+        for (int p = 0; p < 2 && parts[p]; p++)
+            for (const sweep_column *c = parts[p]; c->path; c++)
+                if (counted || !c->counted)
+                    json_array_append_new(row, cell_of(json_array_get(runs, order[i]), c));
         view_table_row(table, row);
     }
     free(order);
@@ -492,6 +502,7 @@ static json_t *make_view(magic_ctx *ctx, const sweep_state *st, const json_t *ru
     add_notes(view, st->spec, ctx, device);
     add_unsettled_note(view, st, runs);
     add_slowed_note(view, runs);
+    sweep_counters_note(view, runs);
     if (chart->why[0])
         view_add_note(view, chart->why);
     add_runs_table(view, st->spec, runs, json_is_true(json_object_get(st->pts.params, "sort")), 0, NULL);
@@ -609,6 +620,9 @@ int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *u
         if (ctx->run_point)
             ctx->run_point(ctx, p, st.pts.count, pp);
         if (!host_work_skips(ctx, s, pp, user)) {
+            ctx->counters = json_is_true(json_object_get(pp, "counters"));
+            if (ctx->backend && ctx->backend->set_counters)
+                ctx->backend->set_counters(ctx->counters);
             rc = s->run_point(ctx, pp, runs, user);
             if (rc != 0 && ctx->turn_interrupted) {
                 /* a wait for a timed turn (MAGIC_TIMED) ended by an interrupt: not the backend's error */
@@ -617,6 +631,9 @@ int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *u
                                  "timed runs", s->magic);
             }
         }
+        ctx->counters = false;
+        if (ctx->backend && ctx->backend->set_counters)
+            ctx->backend->set_counters(0);
         while (json_array_size(points) < json_array_size(runs))
             json_array_append(points, pp);
         json_decref(pp);

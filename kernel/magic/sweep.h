@@ -59,6 +59,8 @@
 typedef struct sweep_column {
     const char *path;           /* dotted path into a run: "variant", "time_ms.median", "check.passed" */
     const char *header;         /* "median ms" */
+    double scale;               /* a number is shown divided by it (1e6: bytes as MB); 0: as it is */
+    bool counted;               /* shown only when the runs were counted (--counters): a model beside a count */
 } sweep_column;
 
 /* ---- host work ----
@@ -146,9 +148,18 @@ typedef int (*sweep_point_fn)(magic_ctx *ctx, const json_t *params, json_t *runs
     {.name = "sort", .type = FLAG_BOOL, .def = "false", .help = (sort_help)}, \
     SWEEP_FORCE_FLAG, \
     SWEEP_BACKEND_FLAG, \
+    SWEEP_COUNTERS_FLAG, \
     {.name = "shared-timing", .type = FLAG_BOOL, .def = "false", \
      .help = "time alongside other kernels' commands (by default each point's timed runs have the GPU to " \
              "themselves, and the wait is reported apart)"}
+
+/* --counters: each run once more under the GPU's performance counters (never a timed one). */
+#define SWEEP_COUNTERS_FLAG \
+    {.name = "counters", .type = FLAG_BOOL, .def = "false", \
+     .help = "also count what each run did: DRAM bytes read and written, L2 and L1 hit rates, achieved " \
+             "occupancy, shared-memory bank conflicts, sectors per global load, warp execution efficiency " \
+             "and FP32 operations, read from the GPU's performance counters (CUPTI) during one more, " \
+             "untimed run of each variant; shown beside the lecture's model"}
 
 /* --backend cpu: the command runs on the CPU backend where a GPU is present
  * (ours as CPU analogues, students' kernels on the CPU runner); the device
@@ -209,8 +220,13 @@ json_t *stats_json(const cl_times *t);
 /* Sets run's "conditions" from the backend's account of the run that just returned (call it before
  * any other timed call): the SM and memory clocks NVML read between its reps, the reasons NVML
  * gave for slowing them ("slowed": power or heat), or "clocks": "unavailable: why", and the event
- * pair's own time subtracted from each rep. Nothing on a backend without (the CPU). */
+ * pair's own time subtracted from each rep. Nothing on a backend without (the CPU). Under
+ * --counters also run's "counters" (sweep_counters.c). */
 void sweep_add_conditions(magic_ctx *ctx, json_t *run);
+/* The "counters" part of it (sweep_counters.c): what the backend counted of the run under
+ * --counters (CL_COUNTERS' names, "source", "kernels", "passes", "flop_per_dram_byte"), or
+ * {"source": "unavailable: why"}. Nothing without --counters. */
+void sweep_add_counters(magic_ctx *ctx, json_t *run);
 
 /* The point's --reps for a backend's args: the count, or CL_REPS_AUTO for "auto". */
 int sweep_reps(const json_t *params);

@@ -7,6 +7,7 @@
 #define CUDALAB_MAGICS_SWEEP_INTERNAL_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "magic/sweep.h"
@@ -42,6 +43,14 @@ double sweep_metric_of(const sweep_spec *s, const json_t *run);
  * highest first, ties in run order. Indices into runs, malloc'd; NULL when
  * out of memory. */
 size_t *sweep_run_order(const sweep_spec *s, const json_t *runs, int sorted);
+
+/* ---- --counters (sweep_counters.c) ---- */
+/* The columns every counted table ends with. */
+extern const sweep_column sweep_counter_columns[];
+/* Whether any run has counts (not only "unavailable"). */
+bool sweep_counted(const json_t *runs);
+/* The notes of a counted sweep: how the counts were taken, and why a run has none. */
+void sweep_counters_note(json_t *view, const json_t *runs);
 
 /* ---- the chart (sweep_chart.c) ----
  * Which chart a finished sweep gets, decided once from what it varies and

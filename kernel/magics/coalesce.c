@@ -75,16 +75,16 @@ static const flag_spec coalesce_flags[] = {
 };
 
 static const sweep_column coalesce_columns[] = {
-    {"variant", "traversal"},
-    {"stride", "stride"},
-    {"size", "size"},
-    {"block", "block"},
-    {"time_ms.median", "median ms"},
-    {"gbs", "GB/s"},
-    {"pct_of_bandwidth", "% of copy BW"},
-    {"model.sectors_per_warp", "32B sectors / warp"},
-    {"check.passed", "check"},
-    {NULL, NULL},
+    {.path = "variant", .header = "traversal"},
+    {.path = "stride", .header = "stride"},
+    {.path = "size", .header = "size"},
+    {.path = "block", .header = "block"},
+    {.path = "time_ms.median", .header = "median ms"},
+    {.path = "gbs", .header = "GB/s"},
+    {.path = "pct_of_bandwidth", .header = "% of copy BW"},
+    {.path = "model.sectors_per_warp", .header = "32B sectors / warp"},
+    {.path = "check.passed", .header = "check"},
+    {.path = NULL},
 };
 
 /* Threads per block when --block is not given. */

@@ -90,16 +90,16 @@ static const flag_spec histo_flags[] = {
 };
 
 static const sweep_column histo_columns[] = {
-    {"variant", "variant"},
-    {"size", "bytes"},
-    {"dist", "input"},
-    {"block", "block"},
-    {"grid", "grid"},
-    {"time_ms.median", "median ms"},
-    {"gbs", "GB/s"},
-    {"pct_of_bandwidth", "% of copy"},
-    {"check.passed", "check"},
-    {NULL, NULL},
+    {.path = "variant", .header = "variant"},
+    {.path = "size", .header = "bytes"},
+    {.path = "dist", .header = "input"},
+    {.path = "block", .header = "block"},
+    {.path = "grid", .header = "grid"},
+    {.path = "time_ms.median", .header = "median ms"},
+    {.path = "gbs", .header = "GB/s"},
+    {.path = "pct_of_bandwidth", .header = "% of copy"},
+    {.path = "check.passed", .header = "check"},
+    {.path = NULL},
 };
 
 static int64_t get_int(const json_t *params, const char *key)

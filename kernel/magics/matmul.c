@@ -63,18 +63,22 @@ static const flag_spec matmul_flags[] = {
 };
 
 static const sweep_column matmul_columns[] = {
-    {"variant", "variant"},
-    {"m", "m"},
-    {"n", "n"},
-    {"k", "k"},
-    {"tile", "tile"},
-    {"precision", "precision"},
-    {"time_ms.median", "median ms"},
-    {"gflops", "GFLOP/s"},
-    {"pct_of_peak", "% of peak"},
-    {"model.cgma", "CGMA"},
-    {"check.passed", "check"},
-    {NULL, NULL},
+    {.path = "variant", .header = "variant"},
+    {.path = "m", .header = "m"},
+    {.path = "n", .header = "n"},
+    {.path = "k", .header = "k"},
+    {.path = "tile", .header = "tile"},
+    {.path = "precision", .header = "precision"},
+    {.path = "time_ms.median", .header = "median ms"},
+    {.path = "gflops", .header = "GFLOP/s"},
+    {.path = "pct_of_peak", .header = "% of peak"},
+    {.path = "model.cgma", .header = "CGMA"},
+    /* under --counters, the model beside what the DRAM saw: the lecture's global loads (floats, shown
+     * as MB) and CGMA, against the bytes read and the FLOPs per float read */
+    {.path = "model.global_loads", .header = "model MB", .scale = 1e6 / 4, .counted = true},
+    {.path = "counters.cgma_dram", .header = "CGMA (DRAM)", .counted = true},
+    {.path = "check.passed", .header = "check"},
+    {.path = NULL},
 };
 
 /* ---- one point ---- */
@@ -130,6 +134,17 @@ static json_t *run_json(const mm_env *env, const mm_target *t, const cl_variant 
     return run;
 }
 
+/* The CGMA the DRAM saw (--counters): 2·m·n·k FLOPs per float read from device memory, beside the
+ * model's per float loaded from global memory; caches make the first the larger. */
+static void add_cgma_dram(json_t *run, const cl_matmul_args *a)
+{
+    json_t *c = json_object_get(run, "counters");
+    const json_t *read = json_object_get(c, "dram_read_bytes");
+    if (json_is_number(read))
+        json_object_set_new(c, "cgma_dram", json_number_value(read) > 0
+                            ? json_real(2.0 * a->m * a->n * a->k / (json_number_value(read) / 4)) : json_null());
+}
+
 static int matmul_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
 {
     const mm_env *env = user;
@@ -179,6 +194,7 @@ static int matmul_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *us
     }
     json_t *run = run_json(env, &t, t.variant, &a, r);
     sweep_add_conditions(ctx, run);
+    add_cgma_dram(run, &a);
     bool tf32 = strcmp(r->precision, "tf32") == 0;
     free(r);
     if (t.student) {

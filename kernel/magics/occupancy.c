@@ -64,22 +64,22 @@ static const flag_spec occ_flags[] = {
 };
 
 static const sweep_column occ_columns[] = {
-    {"kernel", "kernel"},
-    {"threads", "threads"},
-    {"regs", "regs"},
-    {"smem", "smem B"},
-    {"limits.threads", "by threads"},
-    {"limits.blocks", "by blocks"},
-    {"limits.registers", "by regs"},
-    {"limits.shared_memory", "by smem"},
-    {"blocks_per_sm", "blocks/SM"},
-    {"warps_per_sm", "warps/SM"},
-    {"threads_per_sm", "threads/SM"},
-    {"occupancy_pct", "occupancy %"},
-    {"limiter", "limited by"},
-    {"api_blocks_per_sm", "API blocks/SM"},
-    {"grid.spread", "spread over SMs"},
-    {NULL, NULL},
+    {.path = "kernel", .header = "kernel"},
+    {.path = "threads", .header = "threads"},
+    {.path = "regs", .header = "regs"},
+    {.path = "smem", .header = "smem B"},
+    {.path = "limits.threads", .header = "by threads"},
+    {.path = "limits.blocks", .header = "by blocks"},
+    {.path = "limits.registers", .header = "by regs"},
+    {.path = "limits.shared_memory", .header = "by smem"},
+    {.path = "blocks_per_sm", .header = "blocks/SM"},
+    {.path = "warps_per_sm", .header = "warps/SM"},
+    {.path = "threads_per_sm", .header = "threads/SM"},
+    {.path = "occupancy_pct", .header = "occupancy %"},
+    {.path = "limiter", .header = "limited by"},
+    {.path = "api_blocks_per_sm", .header = "API blocks/SM"},
+    {.path = "grid.spread", .header = "spread over SMs"},
+    {.path = NULL},
 };
 
 typedef struct occ_env {

@@ -60,17 +60,17 @@ static const flag_spec reduce_flags[] = {
 };
 
 static const sweep_column reduce_columns[] = {
-    {"variant", "variant"},
-    {"size", "size"},
-    {"dtype", "dtype"},
-    {"op", "op"},
-    {"block", "block"},
-    {"time_ms.median", "median ms"},
-    {"gbs", "GB/s"},
-    {"pct_of_bandwidth", "% of copy BW"},
-    {"value", "value"},
-    {"check.passed", "check"},
-    {NULL, NULL},
+    {.path = "variant", .header = "variant"},
+    {.path = "size", .header = "size"},
+    {.path = "dtype", .header = "dtype"},
+    {.path = "op", .header = "op"},
+    {.path = "block", .header = "block"},
+    {.path = "time_ms.median", .header = "median ms"},
+    {.path = "gbs", .header = "GB/s"},
+    {.path = "pct_of_bandwidth", .header = "% of copy BW"},
+    {.path = "value", .header = "value"},
+    {.path = "check.passed", .header = "check"},
+    {.path = NULL},
 };
 
 /* ---- validation ---- */

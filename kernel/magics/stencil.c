@@ -75,18 +75,18 @@ static const flag_spec stencil_flags[] = {
 };
 
 static const sweep_column stencil_columns[] = {
-    {"variant", "variant"},
-    {"size", "size"},
-    {"radius", "R"},
-    {"filter", "filter"},
-    {"block", "block"},
-    {"time_ms.median", "median ms"},
-    {"gbs", "GB/s"},
-    {"pct_of_bandwidth", "% of copy BW"},
-    {"model.global_reads_per_output", "reads/output"},
-    {"model.smem_per_block", "smem B"},
-    {"check.passed", "check"},
-    {NULL, NULL},
+    {.path = "variant", .header = "variant"},
+    {.path = "size", .header = "size"},
+    {.path = "radius", .header = "R"},
+    {.path = "filter", .header = "filter"},
+    {.path = "block", .header = "block"},
+    {.path = "time_ms.median", .header = "median ms"},
+    {.path = "gbs", .header = "GB/s"},
+    {.path = "pct_of_bandwidth", .header = "% of copy BW"},
+    {.path = "model.global_reads_per_output", .header = "reads/output"},
+    {.path = "model.smem_per_block", .header = "smem B"},
+    {.path = "check.passed", .header = "check"},
+    {.path = NULL},
 };
 
 /* ---- helpers ---- */

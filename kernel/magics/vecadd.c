@@ -73,21 +73,21 @@ static const flag_spec vecadd_flags[] = {
 };
 
 static const sweep_column vecadd_columns[] = {
-    {"variant", "variant"},
-    {"op", "op"},
-    {"size", "size"},
-    {"memory", "memory"},
-    {"block", "block"},
-    {"h2d_ms.median", "H2D ms"},
-    {"kernel_ms.median", "kernel ms"},
-    {"d2h_ms.median", "D2H ms"},
-    {"h2d_gbs", "H2D GB/s"},
-    {"kernel_gbs", "kernel GB/s"},
-    {"kernel_pct_of_bandwidth", "kernel % of copy BW"},
-    {"d2h_gbs", "D2H GB/s"},
-    {"transfer_pct", "% moving data"},
-    {"check.passed", "check"},
-    {NULL, NULL},
+    {.path = "variant", .header = "variant"},
+    {.path = "op", .header = "op"},
+    {.path = "size", .header = "size"},
+    {.path = "memory", .header = "memory"},
+    {.path = "block", .header = "block"},
+    {.path = "h2d_ms.median", .header = "H2D ms"},
+    {.path = "kernel_ms.median", .header = "kernel ms"},
+    {.path = "d2h_ms.median", .header = "D2H ms"},
+    {.path = "h2d_gbs", .header = "H2D GB/s"},
+    {.path = "kernel_gbs", .header = "kernel GB/s"},
+    {.path = "kernel_pct_of_bandwidth", .header = "kernel % of copy BW"},
+    {.path = "d2h_gbs", .header = "D2H GB/s"},
+    {.path = "transfer_pct", .header = "% moving data"},
+    {.path = "check.passed", .header = "check"},
+    {.path = NULL},
 };
 
 typedef struct va_env {

@@ -1,0 +1,112 @@
+/* sweep_counters.c — --counters in a run's document and in the sweep's table.
+ *
+ * The backend counts one more, untimed run of each variant (cl_backend.set_counters, counters:
+ * CUPTI on a GPU); this file writes what it counted under the result document's stable names
+ * (CL_COUNTERS in cudalab/backend.h), or "unavailable" with the reason, and gives the table its
+ * columns. A family adds its own columns that set a model beside a count (matmul: the lecture's
+ * global loads beside the DRAM bytes) with sweep_column.counted.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "render/render.h"
+#include "magic/sweep.h"
+#include "magic/sweep_internal.h"
+
+const sweep_column sweep_counter_columns[] = {
+    {.path = "counters.dram_read_bytes", .header = "DRAM read MB", .scale = 1e6},
+    {.path = "counters.dram_write_bytes", .header = "DRAM write MB", .scale = 1e6},
+    {.path = "counters.l2_hit_pct", .header = "L2 hit %"},
+    {.path = "counters.l1_hit_pct", .header = "L1 hit %"},
+    {.path = "counters.achieved_occupancy_pct", .header = "occupancy %"},
+    {.path = "counters.global_load_sectors_per_request", .header = "sectors/load"},
+    {.path = "counters.shared_bank_conflicts", .header = "bank conflicts"},
+    {.path = "counters.warp_execution_efficiency_pct", .header = "warp eff %"},
+    {.path = NULL},
+};
+
+static json_t *real_or_null(double x)
+{
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
+static json_t *unavailable(const char *why)
+{
+    char text[320];
+    snprintf(text, sizeof text, "unavailable: %s", why);
+    return json_pack("{s:s}", "source", text);
+}
+
+void sweep_add_counters(magic_ctx *ctx, json_t *run)
+{
+    if (!ctx->counters)
+        return;
+    const char *ran = json_string_value(json_object_get(run, "backend"));
+    cl_counters c;
+    json_t *j;
+    if (!ctx->backend || (ran && strcmp(ran, ctx->backend->name) != 0))
+        j = unavailable("host code, run by the CPU: no GPU counters");
+    else if (!ctx->backend->counters)
+        j = unavailable("the CPU backend has no hardware counters (run on a GPU)");
+    else if (ctx->backend->counters(&c) != 0)
+        j = unavailable("the backend was not asked to count this run");
+    else if (!c.measured)
+        j = unavailable(c.unavailable);
+    else {
+        j = json_pack("{s:s, s:i, s:i}", "source", c.source, "kernels", c.kernels, "passes", c.passes);
+#define CL_COUNTER_JSON_(name) json_object_set_new(j, #name, real_or_null(c.name));
+        CL_COUNTERS(CL_COUNTER_JSON_)
+#undef CL_COUNTER_JSON_
+        double dram = c.dram_read_bytes + c.dram_write_bytes;
+        json_object_set_new(j, "flop_per_dram_byte", real_or_null(dram > 0 ? c.flop / dram : NAN));
+    }
+    json_object_set_new(run, "counters", j);
+}
+
+bool sweep_counted(const json_t *runs)
+{
+    size_t i;
+    const json_t *run;
+    json_array_foreach(runs, i, run)
+        if (json_is_number(json_object_get(json_object_get(run, "counters"), "passes")))
+            return true;
+    return false;
+}
+
+static const char *unavailable_reason(const json_t *run)
+{
+    const char *src = json_string_value(json_object_get(json_object_get(run, "counters"), "source"));
+    return src && strncmp(src, "unavailable: ", 13) == 0 ? src + 13 : NULL;
+}
+
+void sweep_counters_note(json_t *view, const json_t *runs)
+{
+    size_t n = json_array_size(runs);
+    for (size_t i = 0; i < n; i++) {
+        const char *why = unavailable_reason(json_array_get(runs, i)), *before = NULL;
+        for (size_t j = 0; why && j < i && !before; j++)
+            before = unavailable_reason(json_array_get(runs, j));
+        if (!why || (before && strcmp(before, why) == 0))
+            continue;               /* counted, or said already */
+        char note[600], who[200] = "";
+        size_t count = 0, len = 0;
+        for (size_t j = i; j < n; j++) {
+            const json_t *run = json_array_get(runs, j);
+            const char *other = unavailable_reason(run), *name = json_string_value(json_object_get(run, "variant"));
+            if (!other || strcmp(other, why) != 0)
+                continue;
+            count++;
+            if (name && len < sizeof who - 40 && !strstr(who, name))
+                len += (size_t)snprintf(who + len, sizeof who - len, "%s%s", len ? ", " : "", name);
+        }
+        if (count == n)
+            snprintf(note, sizeof note, "counters unavailable: %s", why);
+        else
+            snprintf(note, sizeof note, "counters unavailable for %s: %s", who, why);
+        view_add_note(view, note);
+    }
+    if (sweep_counted(runs))
+        view_add_note(view, "counters: one more, untimed run of each variant under the GPU's performance "
+                      "counters (CUPTI, replayed once per pass), from a flushed L2 as a timed run starts");
+}
