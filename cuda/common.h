@@ -109,32 +109,43 @@ void cl_cuda_set_counters(int on);
 int cl_cuda_counters(cl_counters *out);
 /* Starts a run's account (cl_cuda_timing_init calls it): nothing counted yet. */
 void cl_cuda_counters_reset(void);
-/* Around one more launch of the variant: begin says whether it is to be counted (--counters, and
- * not counted yet in this run) and, if so, enables the profiler; end reads and adds up what the
- * launch's kernels did. A profiler that cannot start or read leaves the run's counters
- * "unavailable" with the reason; it never fails the run. */
-bool cl_cuda_counters_begin(void);
-void cl_cuda_counters_end(bool launched);
-
 /* Whether the current run is still to be counted (--counters asked, nothing counted yet). */
 bool cl_cuda_counters_due(void);
+/* The counted launches (cl_cuda_counted below): begin enables the profiler for the run (false:
+ * nothing to count, or it cannot be; the run's counters then say why); each pass brackets one
+ * launch, pass_end saying whether another pass is needed; end reads the counts. A profiler that
+ * cannot start or read leaves the run's counters "unavailable" with the reason and never fails
+ * the run. */
+bool cl_cuda_counters_begin(void);
+bool cl_cuda_counters_pass_begin(void);
+bool cl_cuda_counters_pass_end(bool launched);
+void cl_cuda_counters_end(void);
 
-/* The counted launch of a runner: launch() (0, or -1 with err set) once more, from a flushed L2 as
- * a timed rep starts, under the profiler when the run counts; after the warm-up, which it waits for
- * within the launch limit (a student's kernel proves there that it ends: the profiler's replay
- * cannot be abandoned), and before the timed reps (which it leaves unprofiled). 0 when nothing is
- * counted. */
+/* The counted launches of a runner: launch() (0, or -1 with err set) again, once per pass the
+ * counters need, each from an L2 flushed as a timed rep's is, when the run counts; after the
+ * warm-up, which it waits for within the launch limit (a student's kernel proves there that it
+ * ends), and before the timed reps, which stay unprofiled. 0 when nothing is counted. */
 template <class Launch>
 int cl_cuda_counted(const cl_cuda_timing *t, char *err, Launch launch)
 {
     if (!cl_cuda_counters_due())
         return 0;
-    if (cl_cuda_synchronize("warm-up runs", err) != 0 || cl_cuda_flush_l2(t, 0, "flushing L2", err) != 0)
+    if (cl_cuda_synchronize("warm-up runs", err) != 0)
         return -1;
     if (!cl_cuda_counters_begin())
         return 0;
-    int rc = launch();
-    cl_cuda_counters_end(rc == 0);
+    bool more = true;
+    int rc = 0;
+    while (more && rc == 0) {
+        if ((rc = cl_cuda_flush_l2(t, 0, "flushing L2", err)) != 0 || !cl_cuda_counters_pass_begin())
+            break;
+        rc = launch();
+        more = cl_cuda_counters_pass_end(rc == 0) && rc == 0;
+        if (rc == 0 && (rc = cl_cuda_synchronize("a counted run", err)) != 0)
+            break;
+    }
+    if (rc == 0)
+        cl_cuda_counters_end();
     return rc;
 }
 

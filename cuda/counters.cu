@@ -6,11 +6,13 @@
  * the naive matmul beat its own CGMA bound can read here that the L1 and L2 served most of the loads
  * the model sends to DRAM.
  *
- * How a run is counted: the runner launches the variant once more, after its warm-up and before its
- * timed reps, between cl_cuda_counters_begin and cl_cuda_counters_end (cl_cuda_counted in common.h).
- * CUPTI's auto ranges make each kernel of that launch a range, and kernel replay runs each kernel as
- * many times as the counters need passes, restoring the memory it wrote in between, so the launch
- * leaves the buffers as one launch would. The timed reps are never profiled.
+ * How a run is counted: the runner launches the variant again, after its warm-up and before its
+ * timed reps, once per pass the counters need (cl_cuda_counted in common.h): each pass flushes the
+ * L2 as a timed rep does, then launches inside one user range, so the counts are those of one
+ * launch from a cold cache, whatever kernels it is made of. (CUPTI's kernel replay would restore
+ * memory between its passes through the L2 and leave the inputs there: a 1024³ matmul then reads
+ * almost nothing from DRAM.) A pass is one more untimed launch, like a warm-up: every runner's
+ * launch is complete in itself. The timed reps are never profiled.
  *
  * libcupti ships with the toolkit, not with the driver, and the pip install of cudalab[cuda13]
  * does not bring it: it is opened at run time with dlopen (beside the CUDA runtime this library was
@@ -18,7 +20,7 @@
  * CUPTI's own headers. Without it, or where the driver keeps the counters to administrators, a run
  * says "unavailable: <reason and what to do>" and times as before. What is set up once per process
  * (the chip's configuration for the metrics below) is kept; the profiler is enabled only around
- * the counted launch.
+ * the counted launches.
  */
 #include <dlfcn.h>
 #include <math.h>
@@ -37,11 +39,8 @@
 #define COUNTER_METRICS(X)                                                  \
     X(DRAM_READ, "dram__bytes_read.sum")                                    \
     X(DRAM_WRITE, "dram__bytes_write.sum")                                  \
-    X(L2_SECTORS, "lts__t_sectors.sum")                                     \
     X(L2_HIT_PCT, "lts__t_sector_hit_rate.pct")                             \
-    X(L1_SECTORS, "l1tex__t_sectors.sum")                                   \
     X(L1_HIT_PCT, "l1tex__t_sector_hit_rate.pct")                           \
-    X(SM_CYCLES, "sm__cycles_active.sum")                                   \
     X(OCCUPANCY_PCT, "sm__warps_active.avg.pct_of_peak_sustained_active")   \
     X(BANK_LD, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum")  \
     X(BANK_ST, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum")  \
@@ -58,8 +57,10 @@ enum { COUNTER_METRICS(METRIC_SLOT_) M_COUNT };
 #define METRIC_NAME_(slot, name) name,
 static const char *metric_names[M_COUNT] = { COUNTER_METRICS(METRIC_NAME_) };
 
-/* Kernels one counted launch may have (a library call launches a few); more are dropped by CUPTI. */
-#define MAX_RANGES 64
+/* One range: the whole launch, its kernels added up by CUPTI. */
+#define MAX_RANGES 1
+/* Passes a configuration may ask for before the run gives up counting (4 on an H100). */
+#define MAX_PASSES 64
 
 /* ---- libcupti, opened at run time ---- */
 #define CUPTI_FUNCTIONS(X)                                                                          \
@@ -67,11 +68,11 @@ static const char *metric_names[M_COUNT] = { COUNTER_METRICS(METRIC_NAME_) };
     X(cuptiProfilerGetCounterAvailability) X(cuptiProfilerHostInitialize)                          \
     X(cuptiProfilerHostDeinitialize) X(cuptiProfilerHostConfigAddMetrics)                          \
     X(cuptiProfilerHostGetConfigImageSize) X(cuptiProfilerHostGetConfigImage)                      \
-    X(cuptiProfilerHostGetNumOfPasses) X(cuptiProfilerHostEvaluateToGpuValues)                     \
+    X(cuptiProfilerHostEvaluateToGpuValues)                     \
     X(cuptiRangeProfilerEnable) X(cuptiRangeProfilerDisable) X(cuptiRangeProfilerGetCounterDataSize) \
     X(cuptiRangeProfilerCounterDataImageInitialize) X(cuptiRangeProfilerSetConfig)                 \
-    X(cuptiRangeProfilerStart) X(cuptiRangeProfilerStop) X(cuptiRangeProfilerDecodeData)           \
-    X(cuptiRangeProfilerGetCounterDataInfo)
+    X(cuptiRangeProfilerStart) X(cuptiRangeProfilerStop) X(cuptiRangeProfilerPushRange)            \
+    X(cuptiRangeProfilerPopRange) X(cuptiRangeProfilerDecodeData) X(cuptiRangeProfilerGetCounterDataInfo)
 
 #define CUPTI_POINTER_(f) decltype(&::f) f;
 static struct {
@@ -88,14 +89,15 @@ static struct {
     int device;                     /* the CUDA device the configuration is for */
     CUpti_Profiler_Host_Object *host;
     uint8_t *config;
-    size_t config_size, passes;
+    size_t config_size;
     const char *metrics[M_COUNT];   /* the metrics this chip has, in slot order */
     int index[M_COUNT];             /* a slot's place in metrics, or -1 */
     int nmetrics;
     CUpti_RangeProfiler_Object *profiler;   /* enabled between begin and end */
+    int pass;                       /* passes done of the launch being counted */
     uint8_t *data;                  /* the counter data image of the launch being counted */
     size_t data_size;
-} cp = { false, false, "", NULL, -1, NULL, NULL, 0, 0, {}, {}, 0, NULL, NULL, 0 };
+} cp = { false, false, "", NULL, -1, NULL, NULL, 0, {}, {}, 0, NULL, 0, NULL, 0 };
 
 static cl_counters current;         /* the current run's (cl_cuda_counters_reset starts a run) */
 
@@ -264,11 +266,6 @@ static bool set_up(int dev)
     img.configImageSize = cp.config_size = sz.configImageSize;
     img.pConfigImage = cp.config;
     CUPTI_TRY("cuptiProfilerHostGetConfigImage", cupti.cuptiProfilerHostGetConfigImage(&img));
-    CUpti_Profiler_Host_GetNumOfPasses_Params np = { CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE };
-    np.configImageSize = cp.config_size;
-    np.pConfigImage = cp.config;
-    CUPTI_TRY("cuptiProfilerHostGetNumOfPasses", cupti.cuptiProfilerHostGetNumOfPasses(&np));
-    cp.passes = np.numOfPasses;
     cp.device = dev;
     return true;
 }
@@ -287,8 +284,8 @@ static void disable(void)
     cp.data = NULL;
 }
 
-/* Enables the profiler on ctx with an empty counter data image, auto ranges, kernel replay. */
-static bool start(CUcontext ctx)
+/* Enables the profiler on ctx with an empty counter data image, one user range, user replay. */
+static bool enable(CUcontext ctx)
 {
     CUpti_RangeProfiler_Enable_Params en = { CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE };
     en.ctx = ctx;
@@ -318,17 +315,15 @@ static bool start(CUcontext ctx)
     cfg.pConfig = cp.config;
     cfg.counterDataImageSize = cp.data_size;
     cfg.pCounterDataImage = cp.data;
-    cfg.range = CUPTI_AutoRange;
-    cfg.replayMode = CUPTI_KernelReplay;
+    cfg.range = CUPTI_UserRange;
+    cfg.replayMode = CUPTI_UserReplay;
     cfg.maxRangesPerPass = MAX_RANGES;
     cfg.numNestingLevels = 1;
     cfg.minNestingLevel = 1;
     cfg.passIndex = 0;
     cfg.targetNestingLevel = 1;
     CUPTI_TRY("cuptiRangeProfilerSetConfig", cupti.cuptiRangeProfilerSetConfig(&cfg));
-    CUpti_RangeProfiler_Start_Params st = { CUpti_RangeProfiler_Start_Params_STRUCT_SIZE };
-    st.pRangeProfilerObject = cp.profiler;
-    CUPTI_TRY("cuptiRangeProfilerStart", cupti.cuptiRangeProfilerStart(&st));
+    cp.pass = 0;
     return true;
 }
 
@@ -342,12 +337,9 @@ static double ratio(double num, double den)
     return den > 0 ? num / den : NAN;
 }
 
-/* Stops the profiler and adds up its ranges (the launch's kernels) into current. */
-static bool finish(void)
+/* Reads the range (the launch) into current. */
+static bool evaluate(void)
 {
-    CUpti_RangeProfiler_Stop_Params sp = { CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE };
-    sp.pRangeProfilerObject = cp.profiler;
-    CUPTI_TRY("cuptiRangeProfilerStop", cupti.cuptiRangeProfilerStop(&sp));
     CUpti_RangeProfiler_DecodeData_Params dd = { CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE };
     dd.pRangeProfilerObject = cp.profiler;
     CUPTI_TRY("cuptiRangeProfilerDecodeData", cupti.cuptiRangeProfilerDecodeData(&dd));
@@ -355,43 +347,32 @@ static bool finish(void)
     info.pCounterDataImage = cp.data;
     info.counterDataImageSize = cp.data_size;
     CUPTI_TRY("cuptiRangeProfilerGetCounterDataInfo", cupti.cuptiRangeProfilerGetCounterDataInfo(&info));
-    if (info.numTotalRanges == 0 || dd.numOfRangeDropped > 0) {
-        snprintf(cp.why, sizeof cp.why, info.numTotalRanges == 0 ? "the counted run launched no kernel"
-                 : "the counted run launched more than %d kernels", MAX_RANGES);
+    if (info.numTotalRanges != 1 || dd.numOfRangeDropped > 0) {
+        snprintf(cp.why, sizeof cp.why, "the profiler returned %zu ranges for one launch", info.numTotalRanges);
         return false;
     }
-    /* sums over the kernels; a rate is weighted by what it is a rate of */
-    double sum[M_COUNT] = { 0 }, l2_hits = 0, l1_hits = 0, warp_cycles = 0;
-    for (size_t r = 0; r < info.numTotalRanges; r++) {
-        double v[M_COUNT];
-        CUpti_Profiler_Host_EvaluateToGpuValues_Params ev = { CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE };
-        ev.pHostObject = cp.host;
-        ev.pCounterDataImage = cp.data;
-        ev.counterDataImageSize = cp.data_size;
-        ev.rangeIndex = r;
-        ev.ppMetricNames = cp.metrics;
-        ev.numMetrics = (size_t)cp.nmetrics;
-        ev.pMetricValues = v;
-        CUPTI_TRY("cuptiProfilerHostEvaluateToGpuValues", cupti.cuptiProfilerHostEvaluateToGpuValues(&ev));
-        for (int m = 0; m < M_COUNT; m++)
-            sum[m] += metric(v, m);
-        l2_hits += metric(v, M_L2_SECTORS) * metric(v, M_L2_HIT_PCT) / 100;
-        l1_hits += metric(v, M_L1_SECTORS) * metric(v, M_L1_HIT_PCT) / 100;
-        warp_cycles += metric(v, M_SM_CYCLES) * metric(v, M_OCCUPANCY_PCT);
-    }
+    double v[M_COUNT];
+    CUpti_Profiler_Host_EvaluateToGpuValues_Params ev = { CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE };
+    ev.pHostObject = cp.host;
+    ev.pCounterDataImage = cp.data;
+    ev.counterDataImageSize = cp.data_size;
+    ev.rangeIndex = 0;
+    ev.ppMetricNames = cp.metrics;
+    ev.numMetrics = (size_t)cp.nmetrics;
+    ev.pMetricValues = v;
+    CUPTI_TRY("cuptiProfilerHostEvaluateToGpuValues", cupti.cuptiProfilerHostEvaluateToGpuValues(&ev));
     current.measured = 1;
-    current.kernels = (int)info.numTotalRanges;
-    current.passes = (int)cp.passes;
+    current.passes = cp.pass;
     snprintf(current.source, sizeof current.source, "hardware (CUPTI range profiler)");
-    current.dram_read_bytes = sum[M_DRAM_READ];
-    current.dram_write_bytes = sum[M_DRAM_WRITE];
-    current.l2_hit_pct = 100 * ratio(l2_hits, sum[M_L2_SECTORS]);
-    current.l1_hit_pct = 100 * ratio(l1_hits, sum[M_L1_SECTORS]);
-    current.achieved_occupancy_pct = ratio(warp_cycles, sum[M_SM_CYCLES]);
-    current.shared_bank_conflicts = sum[M_BANK_LD] + sum[M_BANK_ST];
-    current.global_load_sectors_per_request = ratio(sum[M_GLD_SECTORS], sum[M_GLD_REQUESTS]);
-    current.warp_execution_efficiency_pct = 100 * ratio(sum[M_THREAD_INST], 32 * sum[M_WARP_INST]);
-    current.flop = sum[M_FADD] + sum[M_FMUL] + 2 * sum[M_FFMA];
+    current.dram_read_bytes = metric(v, M_DRAM_READ);
+    current.dram_write_bytes = metric(v, M_DRAM_WRITE);
+    current.l2_hit_pct = metric(v, M_L2_HIT_PCT);
+    current.l1_hit_pct = metric(v, M_L1_HIT_PCT);
+    current.achieved_occupancy_pct = metric(v, M_OCCUPANCY_PCT);
+    current.shared_bank_conflicts = metric(v, M_BANK_LD) + metric(v, M_BANK_ST);
+    current.global_load_sectors_per_request = ratio(metric(v, M_GLD_SECTORS), metric(v, M_GLD_REQUESTS));
+    current.warp_execution_efficiency_pct = 100 * ratio(metric(v, M_THREAD_INST), 32 * metric(v, M_WARP_INST));
+    current.flop = metric(v, M_FADD) + metric(v, M_FMUL) + 2 * metric(v, M_FFMA);
     return true;
 }
 
@@ -426,7 +407,7 @@ bool cl_cuda_counters_begin(void)
     if (!cl_cuda_counters_due())
         return false;
     int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
+    if (cudaGetDevice(&dev) != cudaSuccess) {
         (void)cudaGetLastError();
         snprintf(current.unavailable, sizeof current.unavailable, "no usable CUDA device");
         return false;
@@ -446,22 +427,61 @@ bool cl_cuda_counters_begin(void)
         snprintf(current.unavailable, sizeof current.unavailable, "no current CUDA context");
         return false;
     }
-    if (!start(ctx)) {
-        unavailable_now("the profiler did not start");
+    if (!enable(ctx)) {
+        unavailable_now("the profiler could not be enabled");
         return false;
     }
     return true;
 }
 
-void cl_cuda_counters_end(bool launched)
+bool cl_cuda_counters_pass_begin(void)
+{
+    CUpti_RangeProfiler_Start_Params st = { CUpti_RangeProfiler_Start_Params_STRUCT_SIZE };
+    st.pRangeProfilerObject = cp.profiler;
+    CUpti_RangeProfiler_PushRange_Params push = { CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE };
+    push.pRangeProfilerObject = cp.profiler;
+    push.pRangeName = "launch";
+    CUptiResult rc = cupti.cuptiRangeProfilerStart(&st);
+    if (rc == CUPTI_SUCCESS && (rc = cupti.cuptiRangeProfilerPushRange(&push)) == CUPTI_SUCCESS)
+        return true;
+    say_cupti(cp.why, sizeof cp.why, "starting a pass", rc);
+    unavailable_now("a pass did not start");
+    return false;
+}
+
+bool cl_cuda_counters_pass_end(bool launched)
 {
     if (!cp.profiler)
-        return;
-    if (launched && finish()) {
-        disable();
-        return;
+        return false;
+    CUpti_RangeProfiler_PopRange_Params pop = { CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE };
+    pop.pRangeProfilerObject = cp.profiler;
+    CUpti_RangeProfiler_Stop_Params sp = { CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE };
+    sp.pRangeProfilerObject = cp.profiler;
+    CUptiResult rc = cupti.cuptiRangeProfilerPopRange(&pop);
+    if (rc == CUPTI_SUCCESS)
+        rc = cupti.cuptiRangeProfilerStop(&sp);
+    if (!launched || rc != CUPTI_SUCCESS) {
+        if (rc != CUPTI_SUCCESS)
+            say_cupti(cp.why, sizeof cp.why, "ending a pass", rc);
+        unavailable_now("the counted launch failed");
+        return false;
     }
-    unavailable_now("the counted launch failed");
+    if (++cp.pass >= MAX_PASSES && !sp.isAllPassSubmitted) {
+        snprintf(cp.why, sizeof cp.why, "the counters needed more than %d passes", MAX_PASSES);
+        unavailable_now("");
+        return false;
+    }
+    return !sp.isAllPassSubmitted;
+}
+
+void cl_cuda_counters_end(void)
+{
+    if (!cp.profiler)
+        return;                     /* a pass failed: the run says why */
+    if (evaluate())
+        disable();
+    else
+        unavailable_now("the counts could not be read");
 }
 
 int cl_cuda_counters(cl_counters *out)

@@ -764,8 +764,14 @@ def magic_doc(magic: str, cell: str, schema: dict, env: dict[str, str] | None = 
 
 
 def load_schema(name: str) -> dict:
-    """tests/schemas/NAME.schema.json."""
-    return json.loads((Path(__file__).resolve().parent / "schemas" / f"{name}.schema.json").read_text())
+    """tests/schemas/NAME.schema.json, with what every family's runs share in its $defs: `counters`
+    (counters.schema.json, a run's --counters)."""
+    folder = Path(__file__).resolve().parent / "schemas"
+    schema = json.loads((folder / f"{name}.schema.json").read_text())
+    shared = json.loads((folder / "counters.schema.json").read_text())
+    shared.pop("$id", None), shared.pop("$schema", None)
+    schema.setdefault("$defs", {})["counters"] = shared
+    return schema
 
 
 def gpu_visible() -> bool:

@@ -93,8 +93,7 @@ typedef struct cl_conditions {
 #define CL_COUNTER_FIELD_(name) double name;
 typedef struct cl_counters {
     int measured;                     /* 1: counted (the fields); 0: not counted, unavailable says why */
-    int kernels;                      /* kernel launches the counts cover (one run of the variant) */
-    int passes;                       /* times each was replayed to read every counter */
+    int passes;                       /* launches it took to read every counter (each one is counted whole) */
     char source[96];                  /* "hardware (CUPTI range profiler)", "simulation (CPU runner)" */
     CL_COUNTERS(CL_COUNTER_FIELD_)
     char unavailable[240];            /* why nothing was counted, when measured is 0 */

@@ -153,13 +153,13 @@ typedef int (*sweep_point_fn)(magic_ctx *ctx, const json_t *params, json_t *runs
      .help = "time alongside other kernels' commands (by default each point's timed runs have the GPU to " \
              "themselves, and the wait is reported apart)"}
 
-/* --counters: each run once more under the GPU's performance counters (never a timed one). */
+/* --counters: each run again under the GPU's performance counters (never a timed one). */
 #define SWEEP_COUNTERS_FLAG \
     {.name = "counters", .type = FLAG_BOOL, .def = "false", \
      .help = "also count what each run did: DRAM bytes read and written, L2 and L1 hit rates, achieved " \
              "occupancy, shared-memory bank conflicts, sectors per global load, warp execution efficiency " \
-             "and FP32 operations, read from the GPU's performance counters (CUPTI) during one more, " \
-             "untimed run of each variant; shown beside the lecture's model"}
+             "and FP32 operations, read from the GPU's performance counters (CUPTI) while each variant runs " \
+             "again, untimed (once per pass the counters need); shown beside the lecture's model"}
 
 /* --backend cpu: the command runs on the CPU backend where a GPU is present
  * (ours as CPU analogues, students' kernels on the CPU runner); the device

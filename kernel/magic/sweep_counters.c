@@ -54,7 +54,7 @@ void sweep_add_counters(magic_ctx *ctx, json_t *run)
     else if (!c.measured)
         j = unavailable(c.unavailable);
     else {
-        j = json_pack("{s:s, s:i, s:i}", "source", c.source, "kernels", c.kernels, "passes", c.passes);
+        j = json_pack("{s:s, s:i}", "source", c.source, "passes", c.passes);
 #define CL_COUNTER_JSON_(name) json_object_set_new(j, #name, real_or_null(c.name));
         CL_COUNTERS(CL_COUNTER_JSON_)
 #undef CL_COUNTER_JSON_
@@ -107,6 +107,6 @@ void sweep_counters_note(json_t *view, const json_t *runs)
         view_add_note(view, note);
     }
     if (sweep_counted(runs))
-        view_add_note(view, "counters: one more, untimed run of each variant under the GPU's performance "
-                      "counters (CUPTI, replayed once per pass), from a flushed L2 as a timed run starts");
+        view_add_note(view, "counters: each variant run again, untimed, under the GPU's performance counters "
+                      "(CUPTI: one run per pass the counters need, each from a flushed L2 as a timed run)");
 }

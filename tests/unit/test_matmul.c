@@ -363,6 +363,94 @@ static const cl_backend fake_without_matmul = {
     .versions = fake_versions,
 };
 
+/* A GPU backend that counts (--counters): fixed counts, one of them missing (NaN). */
+static int fake_counting;
+static void fake_set_counters(int on)
+{
+    fake_counting = on;
+}
+static int fake_counters(cl_counters *out)
+{
+    if (!fake_counting)
+        return -1;
+    memset(out, 0, sizeof *out);
+    out->measured = 1;
+    out->passes = 4;
+    snprintf(out->source, sizeof out->source, "hardware (fake)");
+    out->dram_read_bytes = 4096, out->dram_write_bytes = 1024, out->l2_hit_pct = 50, out->l1_hit_pct = NAN;
+    out->achieved_occupancy_pct = 25, out->shared_bank_conflicts = 0, out->global_load_sectors_per_request = 4;
+    out->warp_execution_efficiency_pct = 100, out->flop = 2.0 * 16 * 16 * 16;
+    return 0;
+}
+static const cl_backend fake_counting_backend = {
+    .name = "cuda", .abi = CL_BACKEND_ABI, .device_count = fake_count, .device_props = fake_props,
+    .versions = fake_versions, .matmul = &fake_ops, .set_counters = fake_set_counters, .counters = fake_counters,
+};
+
+/* The column headers of the view's table (the first table block). */
+static bool has_column(const json_t *view, const char *header)
+{
+    size_t i, j;
+    const json_t *b, *c;
+    json_array_foreach(json_object_get(view, "blocks"), i, b)
+        json_array_foreach(json_object_get(b, "columns"), j, c)
+            if (strcmp(json_string_value(c), header) == 0)
+                return true;
+    return false;
+}
+
+static bool has_note(const json_t *view, const char *part)
+{
+    size_t i;
+    const json_t *b;
+    json_array_foreach(json_object_get(view, "blocks"), i, b)
+        if (strcmp(json_string_value(json_object_get(b, "type")), "note") == 0 &&
+            strstr(json_string_value(json_object_get(b, "text")), part))
+            return true;
+    return false;
+}
+
+static void magic_counters(void **state)
+{
+    (void)state;
+    sink s;
+    magic_ctx ctx;
+    fake_mode = 0;
+    /* counted: the names, NaN as null, the matmul CGMA the DRAM saw, the model beside it in the table */
+    assert_int_equal(run_quiet("%matmul --size 16 --variant fast --reps 1 --warmup 0 --counters",
+                               &fake_counting_backend, &s, &ctx), 0);
+    const json_t *c = json_object_get(run_at(&s, 0), "counters");
+    assert_string_equal(json_string_value(json_object_get(c, "source")), "hardware (fake)");
+    assert_int_equal(json_integer_value(json_object_get(c, "passes")), 4);
+    assert_true(json_number_value(json_object_get(c, "dram_read_bytes")) == 4096);
+    assert_true(json_is_null(json_object_get(c, "l1_hit_pct")));
+    assert_true(fabs(json_number_value(json_object_get(c, "cgma_dram")) - 8192.0 / 1024) < 1e-9);
+    assert_true(fabs(json_number_value(json_object_get(c, "flop_per_dram_byte")) - 8192.0 / 5120) < 1e-9);
+    assert_true(has_column(s.view, "model MB") && has_column(s.view, "CGMA (DRAM)") &&
+                has_column(s.view, "DRAM read MB") && has_column(s.view, "warp eff %"));
+    assert_true(has_note(s.view, "performance counters"));
+    assert_int_equal(fake_counting, 0);          /* asked again for the next command only */
+    sink_free(&s, &ctx);
+
+    /* not asked: no counters, no columns */
+    assert_int_equal(run_quiet("%matmul --size 16 --variant fast --reps 1 --warmup 0", &fake_counting_backend, &s,
+                               &ctx), 0);
+    assert_null(json_object_get(run_at(&s, 0), "counters"));
+    assert_false(has_column(s.view, "model MB") || has_column(s.view, "DRAM read MB"));
+    sink_free(&s, &ctx);
+
+    /* a backend without counters, and the host loop on a GPU run: unavailable, with the reason, no columns */
+    assert_int_equal(run_quiet("%matmul --size 16 --variant cpu,fast --reps 1 --warmup 0 --counters", &fake_backend,
+                               &s, &ctx), 0);
+    assert_non_null(strstr(json_string_value(json_object_get(json_object_get(run_at(&s, 0), "counters"), "source")),
+                           "unavailable: host code"));
+    assert_non_null(strstr(json_string_value(json_object_get(json_object_get(run_at(&s, 1), "counters"), "source")),
+                           "unavailable: the CPU backend has no hardware counters"));
+    assert_true(has_note(s.view, "counters unavailable for cpu: host code"));
+    assert_false(has_column(s.view, "DRAM read MB"));
+    sink_free(&s, &ctx);
+}
+
 static void magic_fake_gpu(void **state)
 {
     (void)state;
@@ -434,6 +522,7 @@ int main(void)
         cmocka_unit_test(magic_all_variants_cpu),
         cmocka_unit_test(magic_refusals),
         cmocka_unit_test(magic_fake_gpu),
+        cmocka_unit_test(magic_counters),
     };
     return cmocka_run_group_tests_name("matmul", tests, NULL, NULL);
 }

@@ -1,0 +1,46 @@
+"""--counters on the CPU backend (no GPU, no CUPTI): every timed family takes the flag, each run's
+document says "unavailable: <why>" under the one set of names (tests/schemas/counters.schema.json,
+valid inside each family's schema), the table says it once and grows no empty columns, and the
+text output stays on stdout. The counts themselves are checked against independent expectations
+on a GPU (tests/gpu/test_counters_gpu.py) and, with a fake backend that counts, in the C unit tests
+(tests/unit/test_matmul.c: magic_counters)."""
+from __future__ import annotations
+
+import jsonschema
+import pytest
+
+from conftest import load_schema, magic_doc, run_cell
+
+CELLS = {
+    "matmul": "%matmul --size 32 --variant naive,tiled --reps 1 --counters",
+    "histo": "%histo --size 4096 --variant privatized --reps 1 --counters",
+    "reduce": "%reduce --size 4096 --variant fast --reps 1 --counters",
+    "stencil": "%stencil --size 4096 --variant naive --reps 1 --counters",
+    "coalesce": "%coalesce --size 4096 --stride 1 --reps 1 --counters",
+    "vecadd": "%vecadd --size 4096 --reps 1 --counters",
+}
+SHARED = load_schema("counters")
+
+
+@pytest.mark.parametrize("magic", sorted(CELLS))
+def test_every_timed_family_says_why_nothing_was_counted(magic):
+    family = load_schema(magic)
+    doc = magic_doc(magic, CELLS[magic], family)
+    assert doc["runs"]
+    for run in doc["runs"]:
+        jsonschema.validate(run["counters"], SHARED)
+        assert run["counters"] == {"source": "unavailable: the CPU backend has no hardware counters (run on a GPU)"}
+    rc, _, text, err = run_cell(CELLS[magic], json_mode=False)
+    assert rc == 0 and err == ""
+    assert text.count("counters unavailable: the CPU backend has no hardware counters") == 1
+    assert "DRAM read MB" not in text and "CGMA (DRAM)" not in text
+
+
+def test_without_the_flag_runs_have_no_counters():
+    doc = magic_doc("matmul", "%matmul --size 32 --variant naive --reps 1", load_schema("matmul"))
+    assert "counters" not in doc["runs"][0]
+
+
+def test_help_names_the_flag():
+    rc, _, text, _ = run_cell("%help matmul", json_mode=False)
+    assert rc == 0 and "--counters" in text and "performance counters (CUPTI)" in text
