@@ -106,7 +106,7 @@ static int student_rep(student_copy *s, int r, float *ms, char *err)
     if (rc != cudaSuccess)
         return cl_cuda_fail(err, "filling out with the sentinel", rc);
     void *args[] = {(void *)&s->in, (void *)&s->out, &s->n, &s->stride};
-    if (cl_cuda_flush_l2(&s->t, r, "L2 flush", err) || (ms && cl_cuda_time_start(&s->t, err)) ||
+    if (cl_cuda_flush_l2(&s->t, "L2 flush", err) || (ms && cl_cuda_time_start(&s->t, err)) ||
         cl_cuda_student_launch(s->k, s->func, s->grid, s->block, args, err))
         return -1;
     return ms ? cl_cuda_time_stop(&s->t, ms, s->k->name, err) : 0;
@@ -218,7 +218,7 @@ static int cuda_coalesce_run(const cl_coalesce_args *a, cl_coalesce_result *out,
         goto done;
     }
     for (int w = 0; w < a->warmup; w++) {
-        if (cl_cuda_flush_l2(&t, w, "L2 flush", err))
+        if (cl_cuda_flush_l2(&t, "L2 flush", err))
             goto done;
         if ((rc = launch(a, in, dout, blocks)) != cudaSuccess) {
             cl_cuda_fail(err, "copy kernel launch", rc);
@@ -231,7 +231,7 @@ static int cuda_coalesce_run(const cl_coalesce_args *a, cl_coalesce_result *out,
         }))
         goto done;
     for (cl_times *tm = &out->times; cl_rep_more(a->reps, tm); tm->reps++) {
-        if (cl_cuda_flush_l2(&t, tm->reps, "L2 flush", err) || cl_cuda_time_start(&t, err))
+        if (cl_cuda_flush_l2(&t, "L2 flush", err) || cl_cuda_time_start(&t, err))
             goto done;
         if ((rc = launch(a, in, dout, blocks)) != cudaSuccess) {
             cl_cuda_fail(err, "copy kernel launch", rc);

@@ -2,7 +2,7 @@
  *
  * Errors: cl_cuda_fail writes "what: cudaGetErrorString(rc)" and clears the
  * non-sticky error. Timing: a cl_cuda_timing holds the L2 flush buffer (a
- * scratch buffer twice the L2 size, overwritten before a launch so that no
+ * scratch buffer twice the L2 size, read before a launch so that no
  * rep starts with its inputs cached) and the two events that bracket the
  * timed work. cl_cuda_timing_init makes both; a rep is cl_cuda_flush_l2,
  * cl_cuda_time_start (the hold, then e0), the work, then cl_cuda_time_stop.
@@ -58,8 +58,8 @@ int cl_cuda_describe(const void *func, dim3 grid, dim3 block, cl_launch *l, char
 /* Frees the flush buffer and destroys the events that exist; leaves the errors as they are. */
 void cl_cuda_timing_free(cl_cuda_timing *t);
 
-/* Overwrites the flush buffer with r & 0xff on stream 0; on failure "what: …" in err. */
-int cl_cuda_flush_l2(const cl_cuda_timing *t, int r, const char *what, char *err);
+/* Reads the flush buffer through the L2 on stream 0 (common.cu says why a read); on failure "what: …" in err. */
+int cl_cuda_flush_l2(const cl_cuda_timing *t, const char *what, char *err);
 
 /* Holds stream 0 (unless t->unheld) and records e0 on it: the rep's work is
  * queued behind the hold, so a host descheduled while it enqueues adds no
@@ -117,6 +117,8 @@ bool cl_cuda_counters_due(void);
  * cannot start or read leaves the run's counters "unavailable" with the reason and never fails
  * the run. */
 bool cl_cuda_counters_begin(void);
+/* Whether a pass is being counted now (between pass_begin and pass_end). */
+bool cl_cuda_counters_in_pass(void);
 bool cl_cuda_counters_pass_begin(void);
 bool cl_cuda_counters_pass_end(bool launched);
 void cl_cuda_counters_end(void);
@@ -137,7 +139,9 @@ int cl_cuda_counted(const cl_cuda_timing *t, char *err, Launch launch)
     bool more = true;
     int rc = 0;
     while (more && rc == 0) {
-        if ((rc = cl_cuda_flush_l2(t, 0, "flushing L2", err)) != 0 || !cl_cuda_counters_pass_begin())
+        /* the counters are the whole GPU's: the flush must be over before the range starts */
+        if ((rc = cl_cuda_flush_l2(t, "flushing L2", err)) != 0 ||
+            (rc = cl_cuda_synchronize("flushing L2", err)) != 0 || !cl_cuda_counters_pass_begin())
             break;
         rc = launch();
         more = cl_cuda_counters_pass_end(rc == 0) && rc == 0;

@@ -95,9 +95,10 @@ static struct {
     int nmetrics;
     CUpti_RangeProfiler_Object *profiler;   /* enabled between begin and end */
     int pass;                       /* passes done of the launch being counted */
+    bool in_pass;                   /* between a pass's begin and end */
     uint8_t *data;                  /* the counter data image of the launch being counted */
     size_t data_size;
-} cp = { false, false, "", NULL, -1, NULL, NULL, 0, {}, {}, 0, NULL, 0, NULL, 0 };
+} cp = { false, false, "", NULL, -1, NULL, NULL, 0, {}, {}, 0, NULL, 0, false, NULL, 0 };
 
 static cl_counters current;         /* the current run's (cl_cuda_counters_reset starts a run) */
 
@@ -434,6 +435,11 @@ bool cl_cuda_counters_begin(void)
     return true;
 }
 
+bool cl_cuda_counters_in_pass(void)
+{
+    return cp.in_pass;
+}
+
 bool cl_cuda_counters_pass_begin(void)
 {
     CUpti_RangeProfiler_Start_Params st = { CUpti_RangeProfiler_Start_Params_STRUCT_SIZE };
@@ -443,7 +449,7 @@ bool cl_cuda_counters_pass_begin(void)
     push.pRangeName = "launch";
     CUptiResult rc = cupti.cuptiRangeProfilerStart(&st);
     if (rc == CUPTI_SUCCESS && (rc = cupti.cuptiRangeProfilerPushRange(&push)) == CUPTI_SUCCESS)
-        return true;
+        return cp.in_pass = true;
     say_cupti(cp.why, sizeof cp.why, "starting a pass", rc);
     unavailable_now("a pass did not start");
     return false;
@@ -451,6 +457,7 @@ bool cl_cuda_counters_pass_begin(void)
 
 bool cl_cuda_counters_pass_end(bool launched)
 {
+    cp.in_pass = false;
     if (!cp.profiler)
         return false;
     CUpti_RangeProfiler_PopRange_Params pop = { CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE };

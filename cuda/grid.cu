@@ -83,7 +83,7 @@ static int grid_rep(grid_state *st, const cl_grid_args *a, size_t n, int r, floa
     if ((rc = cudaMemsetAsync(st->count, 0, n * sizeof(unsigned), 0)) != cudaSuccess ||
         (rc = cudaMemsetAsync(st->stats, 0, 4 * sizeof(unsigned long long), 0)) != cudaSuccess)
         return cl_cuda_fail(err, "cudaMemsetAsync of the counters", rc);
-    if (cl_cuda_flush_l2(&st->t, r, "L2 flush", err) || (ms && cl_cuda_time_start(&st->t, err)))
+    if (cl_cuda_flush_l2(&st->t, "L2 flush", err) || (ms && cl_cuda_time_start(&st->t, err)))
         return -1;
     dim3 grid((unsigned)a->grid[0], (unsigned)a->grid[1], (unsigned)a->grid[2]);
     dim3 block((unsigned)a->block[0], (unsigned)a->block[1], (unsigned)a->block[2]);
@@ -167,7 +167,7 @@ static int picture_rep(picture *p, int r, float *ms, char *err)
     if (rc != cudaSuccess)
         return cl_cuda_fail(err, "cudaMemsetAsync of Pout", rc);
     void *args[] = {(void *)&p->pin, (void *)&p->pout, &p->width, &p->height};
-    if (cl_cuda_flush_l2(&p->t, r, "L2 flush", err) || (ms && cl_cuda_time_start(&p->t, err)) ||
+    if (cl_cuda_flush_l2(&p->t, "L2 flush", err) || (ms && cl_cuda_time_start(&p->t, err)) ||
         cl_cuda_student_launch(p->k, p->func, p->grid, p->block, args, err))
         return -1;
     return ms ? cl_cuda_time_stop(&p->t, ms, p->k->name, err) : 0;

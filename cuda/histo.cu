@@ -139,7 +139,7 @@ static int one_rep(const cl_histo_args *a, const histo_plan *p, const student_pl
                    float *ms, char *err)
 {
     cudaError_t rc;
-    if (cl_cuda_flush_l2(&st->t, r, "L2 flush", err) || (ms && cl_cuda_time_start(&st->t, err)))
+    if (cl_cuda_flush_l2(&st->t, "L2 flush", err) || (ms && cl_cuda_time_start(&st->t, err)))
         return -1;
     if (a->student) {
         if (student_work(a, sp, st, err))

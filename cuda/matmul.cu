@@ -7,7 +7,7 @@
  * buffer, generates A and B on the device from the seed, fills C with NaN so
  * that an element no thread writes fails the check, runs the warm-up
  * launches, then times each rep with CUDA events around the kernel only,
- * after overwriting a buffer twice the size of L2 so that no rep starts with
+ * after reading a buffer twice the size of L2 so that no rep starts with
  * the inputs already cached. C is copied back after timing. Every CUDA call
  * is checked and every allocation released on every path.
  */
@@ -170,7 +170,7 @@ static int timed(const mm_gpu_impl *impl, const mm_problem *p, const cl_matmul_a
     for (t->reps = 0; cl_rep_more(a->reps, t); t->reps++) {
         /* each of a student's reps must write all of C again */
         if ((student && sentinel(a, d->c, err)) ||
-            cl_cuda_flush_l2(&d->t, t->reps, "flushing L2", err) || cl_cuda_time_start(&d->t, err) ||
+            cl_cuda_flush_l2(&d->t, "flushing L2", err) || cl_cuda_time_start(&d->t, err) ||
             impl->launch(p, err) || cl_cuda_time_stop(&d->t, &t->ms[t->reps], "timed run", err))
             return -1;
     }

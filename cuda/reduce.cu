@@ -109,7 +109,7 @@ static int one_rep(int v, const reduce_plan *p, const cl_reduce_args *a, run_sta
     if (v == CL_VARIANT_STUDENT &&
         (rc = cudaMemsetAsync(st->part, 0xFF, (st->npart + CL_REDUCE_GUARD) * sizeof(float), 0)) != cudaSuccess)
         return cl_cuda_fail(err, "filling the partials with the sentinel", rc);
-    if (cl_cuda_flush_l2(&st->t, r, "L2 flush", err) || (ms && cl_cuda_time_start(&st->t, err)))
+    if (cl_cuda_flush_l2(&st->t, "L2 flush", err) || (ms && cl_cuda_time_start(&st->t, err)))
         return -1;
     if (launch(v, p, a, st, err))
         return -1;

@@ -76,7 +76,7 @@ static int selftest_stalled_rep(double stall_ms, float *ms, int *lapsed, char *e
     int rc = -1;
     if (cl_cuda_alloc((void **)&out, sizeof *out, "output", err) == 0 && cl_cuda_timing_init(&t, err) == 0) {
         spin_kernel<<<1, 1>>>(0, out);
-        if (cl_cuda_synchronize("the warm-up launch", err) == 0 && cl_cuda_flush_l2(&t, 0, "L2 flush", err) == 0 &&
+        if (cl_cuda_synchronize("the warm-up launch", err) == 0 && cl_cuda_flush_l2(&t, "L2 flush", err) == 0 &&
             cl_cuda_time_start(&t, err) == 0) {
             struct timespec nap = { (time_t)(stall_ms / 1e3), (long)(fmod(stall_ms, 1e3) * 1e6) };
             nanosleep(&nap, NULL);

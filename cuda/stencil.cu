@@ -223,7 +223,7 @@ static int one_rep(int v, const plan *p, cl_cuda_timing *t, int r, float *ms, ch
     uint64_t n = p->a->nx * p->a->ny;
     if (v == CL_VARIANT_STUDENT && (rc = cudaMemsetAsync(p->out, 0xFF, n * sizeof(float), 0)) != cudaSuccess)
         return cl_cuda_fail(err, "cudaMemsetAsync of the output", rc);
-    if (cl_cuda_flush_l2(t, r, "L2 flush", err) || (ms && cl_cuda_time_start(t, err)))
+    if (cl_cuda_flush_l2(t, "L2 flush", err) || (ms && cl_cuda_time_start(t, err)))
         return -1;
     if ((rc = launch(v, p)) != cudaSuccess) {
         char what[160];

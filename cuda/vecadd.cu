@@ -143,7 +143,7 @@ static int one_rep(const cl_vecadd_args *a, vstate *s, int r, cl_vecadd_result *
     size_t in = (size_t)(cl_vecadd_in_bytes(a->op) / 2 * a->n), res = (size_t)(cl_vecadd_out_bytes(a->op) * a->n);
     void *dres = a->op == CL_VECADD_DAXPY ? s->dy : s->dz;
     cudaError_t rc;
-    if (cl_cuda_flush_l2(&s->t, r, "L2 flush", err) || cl_cuda_time_start(&s->t, err))
+    if (cl_cuda_flush_l2(&s->t, "L2 flush", err) || cl_cuda_time_start(&s->t, err))
         return -1;
     if ((rc = cudaMemcpyAsync(s->dx, s->hx, in, cudaMemcpyHostToDevice, 0)) != cudaSuccess ||
         (rc = cudaMemcpyAsync(s->dy, s->hy, in, cudaMemcpyHostToDevice, 0)) != cudaSuccess)
@@ -153,7 +153,7 @@ static int one_rep(const cl_vecadd_args *a, vstate *s, int r, cl_vecadd_result *
     if (a->op == CL_VECADD_ADD &&
         (rc = cudaMemsetAsync(s->dz, 0xFF, z_elements(a) * sizeof(float), 0)) != cudaSuccess)
         return cl_cuda_fail(err, "filling C with the sentinel", rc);
-    if (cl_cuda_flush_l2(&s->t, r + 1, "L2 flush", err))
+    if (cl_cuda_flush_l2(&s->t, "L2 flush", err))
         return -1;
     if ((rc = cudaEventRecord(s->ev[1], 0)) != cudaSuccess)
         return cl_cuda_fail(err, "cudaEventRecord", rc);

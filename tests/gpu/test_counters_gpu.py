@@ -70,7 +70,8 @@ def test_matmul_counts_beside_the_model(gpu):
         c = counted(run)
         assert c["dram_read_bytes"] >= 0.95 * compulsory, (run["variant"], c)
         assert near(c["cgma_dram"], flops / (c["dram_read_bytes"] / 4), 1e-9), c
-        assert near(c["dram_write_bytes"], 1024 * 1024 * 4, 0.25), (run["variant"], c)   # C, once
+        # C (4 MB) stays in the write-back L2 (50 MB and more) past the end of the run
+        assert c["dram_write_bytes"] <= 1.1 * 1024 * 1024 * 4, (run["variant"], c)
         if run["variant"] != "cublas":
             assert c["flop"] == flops, (run["variant"], c)      # every multiply-add an FFMA
             # the lecture's model counts every load as global traffic; caches serve most of them
