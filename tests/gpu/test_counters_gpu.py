@@ -3,7 +3,8 @@ a kernel must move (vector add: 8 bytes read and 4 written per element, all from
 elements, far past the L2), the FP32 operations it must execute (exactly n fadds, exactly 2mnk for
 a matmul whose k-loop is FFMAs), sectors per warp-wide load from the access pattern (4 for
 consecutive floats, 4 x stride up to 32 for %coalesce), a cold cache's compulsory traffic (a
-1024³ matmul reads A and B from DRAM at least once) and a student's kernel counted like ours.
+1024³ matmul reads A and B from DRAM at least once, and its C, smaller than the write-back L2,
+is not written back within the run) and a student's kernel counted like ours.
 
 A GPU that refuses profiling (CUPTI not loadable, counters kept to administrators) must say
 "unavailable: <reason>" on every run; the tests then skip, saying why, as the issue asks.
