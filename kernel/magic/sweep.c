@@ -330,16 +330,28 @@ static json_t *cell_of(const json_t *run, const sweep_column *c)
     return v ? json_deep_copy(v) : json_null();
 }
 
-/* The runs table: every run from `from` on, as run or (sorted) by the metric. */
+static bool column_shown(const sweep_column *c, const json_t *runs)
+{
+    size_t i;
+    const json_t *run;
+    if (!c->only_with)
+        return true;
+    json_array_foreach(runs, i, run)
+        if (json_is_number(sweep_path_get(run, c->only_with)))
+            return true;
+    return false;
+}
+
+/* The runs table: every run from `from` on, as run or (sorted) by the metric; a column with
+ * only_with appears when some run has that number (sweep_counter_columns: what was counted). */
 static void add_runs_table(json_t *view, const sweep_spec *s, const json_t *runs, int sorted, size_t from,
                            const char *caption)
 {
-    bool counted = sweep_counted(runs);
-    const sweep_column *parts[2] = { s->columns, counted ? sweep_counter_columns : NULL };
+    const sweep_column *parts[2] = { s->columns, sweep_counter_columns };
     json_t *cols = json_array();
-    for (int p = 0; p < 2 && parts[p]; p++)
+    for (int p = 0; p < 2; p++)
         for (const sweep_column *c = parts[p]; c->path; c++)
-            if (counted || !c->counted)
+            if (column_shown(c, runs))
                 json_array_append_new(cols, json_string(c->header));
     json_t *table = view_add_table(view, caption, cols);
     size_t n = json_array_size(runs), *order = sweep_run_order(s, runs, sorted);
@@ -347,9 +359,9 @@ static void add_runs_table(json_t *view, const sweep_spec *s, const json_t *runs
         return;
     for (size_t i = from; i < n; i++) {
         json_t *row = json_array();
-        for (int p = 0; p < 2 && parts[p]; p++)
+        for (int p = 0; p < 2; p++)
             for (const sweep_column *c = parts[p]; c->path; c++)
-                if (counted || !c->counted)
+                if (column_shown(c, runs))
                     json_array_append_new(row, cell_of(json_array_get(runs, order[i]), c));
         view_table_row(table, row);
     }

@@ -60,7 +60,8 @@ typedef struct sweep_column {
     const char *path;           /* dotted path into a run: "variant", "time_ms.median", "check.passed" */
     const char *header;         /* "median ms" */
     double scale;               /* a number is shown divided by it (1e6: bytes as MB); 0: as it is */
-    bool counted;               /* shown only when the runs were counted (--counters): a model beside a count */
+    const char *only_with;      /* a path: the column is shown only when some run has a number there
+                                   (a model beside a --counters count); NULL: always */
 } sweep_column;
 
 /* ---- host work ----

@@ -15,14 +15,14 @@
 #include "magic/sweep_internal.h"
 
 const sweep_column sweep_counter_columns[] = {
-    {.path = "counters.dram_read_bytes", .header = "DRAM read MB", .scale = 1e6},
-    {.path = "counters.dram_write_bytes", .header = "DRAM write MB", .scale = 1e6},
-    {.path = "counters.l2_hit_pct", .header = "L2 hit %"},
-    {.path = "counters.l1_hit_pct", .header = "L1 hit %"},
-    {.path = "counters.achieved_occupancy_pct", .header = "occupancy %"},
-    {.path = "counters.global_load_sectors_per_request", .header = "sectors/load"},
-    {.path = "counters.shared_bank_conflicts", .header = "bank conflicts"},
-    {.path = "counters.warp_execution_efficiency_pct", .header = "warp eff %"},
+    {.path = "counters.dram_read_bytes", .header = "DRAM read MB", .scale = 1e6, .only_with = "counters.dram_read_bytes"},
+    {.path = "counters.dram_write_bytes", .header = "DRAM write MB", .scale = 1e6, .only_with = "counters.dram_write_bytes"},
+    {.path = "counters.l2_hit_pct", .header = "L2 hit %", .only_with = "counters.l2_hit_pct"},
+    {.path = "counters.l1_hit_pct", .header = "L1 hit %", .only_with = "counters.l1_hit_pct"},
+    {.path = "counters.achieved_occupancy_pct", .header = "occupancy %", .only_with = "counters.achieved_occupancy_pct"},
+    {.path = "counters.global_load_sectors_per_request", .header = "sectors/load", .only_with = "counters.global_load_sectors_per_request"},
+    {.path = "counters.shared_bank_conflicts", .header = "bank conflicts", .only_with = "counters.shared_bank_conflicts"},
+    {.path = "counters.warp_execution_efficiency_pct", .header = "warp eff %", .only_with = "counters.warp_execution_efficiency_pct"},
     {.path = NULL},
 };
 
@@ -64,7 +64,8 @@ void sweep_add_counters(magic_ctx *ctx, json_t *run)
     json_object_set_new(run, "counters", j);
 }
 
-bool sweep_counted(const json_t *runs)
+/* Whether any run has counts (not only "unavailable"). */
+static bool sweep_counted(const json_t *runs)
 {
     size_t i;
     const json_t *run;

@@ -45,10 +45,8 @@ double sweep_metric_of(const sweep_spec *s, const json_t *run);
 size_t *sweep_run_order(const sweep_spec *s, const json_t *runs, int sorted);
 
 /* ---- --counters (sweep_counters.c) ---- */
-/* The columns every counted table ends with. */
+/* The columns every counted table ends with (each shown where some run has its count). */
 extern const sweep_column sweep_counter_columns[];
-/* Whether any run has counts (not only "unavailable"). */
-bool sweep_counted(const json_t *runs);
 /* The notes of a counted sweep: how the counts were taken, and why a run has none. */
 void sweep_counters_note(json_t *view, const json_t *runs);
 

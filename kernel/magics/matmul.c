@@ -54,6 +54,10 @@ static const flag_spec matmul_flags[] = {
      .help = "your kernels only: threads per block (16x16 by default; a list sweeps)"},
     STUDENT_RUN_FLAGS,
     STUDENT_GRID_FLAG,
+    {.name = "bandwidth", .type = FLAG_FLOAT, .fmin = 1e-3, .fmax = 1e9,
+     .help = "GB/s: the lecture's bound at this memory bandwidth beside each run, bandwidth ÷ 4 bytes × CGMA "
+             "GFLOP/s (150 reproduces the G80's: CGMA 1 gives 37.5 GFLOP/s); with --counters also with "
+             "the CGMA the DRAM saw"},
     SWEEP_MEASURE_FLAGS("seed of the generated inputs A and B",
                         "timed runs per point",
                         "check C against a double-precision product",
@@ -75,8 +79,11 @@ static const sweep_column matmul_columns[] = {
     {.path = "model.cgma", .header = "CGMA"},
     /* under --counters, the model beside what the DRAM saw: the lecture's global loads (floats, shown
      * as MB) and CGMA, against the bytes read and the FLOPs per float read */
-    {.path = "model.global_loads", .header = "model MB", .scale = 1e6 / 4, .counted = true},
-    {.path = "counters.cgma_dram", .header = "CGMA (DRAM)", .counted = true},
+    {.path = "model.global_loads", .header = "model MB", .scale = 1e6 / 4, .only_with = "counters.dram_read_bytes"},
+    {.path = "counters.cgma_dram", .header = "CGMA (DRAM)", .only_with = "counters.cgma_dram"},
+    /* --bandwidth: the lecture's bound at that bandwidth, from the model's CGMA and the DRAM's */
+    {.path = "model.bound_gflops", .header = "bound GFLOP/s", .only_with = "model.bound_gflops"},
+    {.path = "counters.bound_gflops", .header = "bound (DRAM)", .only_with = "counters.bound_gflops"},
     {.path = "check.passed", .header = "check"},
     {.path = NULL},
 };
@@ -88,13 +95,25 @@ static json_t *real_or_null(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
-static json_t *model_json(const cl_matmul_args *a, const cl_matmul_result *r)
+/* The lecture's bound: a kernel that does cgma FLOPs per 4-byte load cannot beat bandwidth / 4 × cgma. */
+static double bound_gflops(double bandwidth_gbs, double cgma)
+{
+    return bandwidth_gbs / 4 * cgma;
+}
+
+static json_t *model_json(const mm_env *env, const cl_matmul_args *a, const cl_matmul_result *r)
 {
     double flops = 2.0 * a->m * a->n * a->k;
-    return json_pack("{s:o, s:o, s:I}", "global_loads",
-                     r->global_loads > 0 ? json_real(r->global_loads) : json_null(), "cgma",
-                     r->global_loads > 0 ? json_real(flops / r->global_loads) : json_null(),
-                     "smem_per_block", (json_int_t)r->launch.smem_bytes);
+    json_t *m = json_pack("{s:o, s:o, s:I}", "global_loads",
+                          r->global_loads > 0 ? json_real(r->global_loads) : json_null(), "cgma",
+                          r->global_loads > 0 ? json_real(flops / r->global_loads) : json_null(),
+                          "smem_per_block", (json_int_t)r->launch.smem_bytes);
+    if (env->bandwidth_gbs > 0) {
+        json_object_set_new(m, "bandwidth_gbs", json_real(env->bandwidth_gbs));
+        json_object_set_new(m, "bound_gflops", r->global_loads > 0
+                            ? json_real(bound_gflops(env->bandwidth_gbs, flops / r->global_loads)) : json_null());
+    }
+    return m;
 }
 
 static json_t *check_json(const cl_matmul_check *c)
@@ -130,19 +149,24 @@ static json_t *run_json(const mm_env *env, const mm_target *t, const cl_variant 
     json_object_set_new(run, "gflops", json_real(gflops));
     json_object_set_new(run, "pct_of_peak", peak > 0 ? json_real(100.0 * gflops / peak) : json_null());
     json_object_set_new(run, "launch", launch);
-    json_object_set_new(run, "model", model_json(a, r));
+    json_object_set_new(run, "model", model_json(env, a, r));
     return run;
 }
 
 /* The CGMA the DRAM saw (--counters): 2·m·n·k FLOPs per float read from device memory, beside the
- * model's per float loaded from global memory; caches make the first the larger. */
-static void add_cgma_dram(json_t *run, const cl_matmul_args *a)
+ * model's per float loaded from global memory; caches make the first the larger. With --bandwidth,
+ * the bound that CGMA gives too. */
+static void add_cgma_dram(const mm_env *env, json_t *run, const cl_matmul_args *a)
 {
     json_t *c = json_object_get(run, "counters");
     const json_t *read = json_object_get(c, "dram_read_bytes");
-    if (json_is_number(read))
-        json_object_set_new(c, "cgma_dram", json_number_value(read) > 0
-                            ? json_real(2.0 * a->m * a->n * a->k / (json_number_value(read) / 4)) : json_null());
+    if (!json_is_number(read))
+        return;
+    double cgma = json_number_value(read) > 0 ? 2.0 * a->m * a->n * a->k / (json_number_value(read) / 4) : NAN;
+    json_object_set_new(c, "cgma_dram", isfinite(cgma) ? json_real(cgma) : json_null());
+    if (env->bandwidth_gbs > 0)
+        json_object_set_new(c, "bound_gflops", isfinite(cgma) ? json_real(bound_gflops(env->bandwidth_gbs, cgma))
+                                                              : json_null());
 }
 
 static int matmul_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
@@ -194,7 +218,7 @@ static int matmul_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *us
     }
     json_t *run = run_json(env, &t, t.variant, &a, r);
     sweep_add_conditions(ctx, run);
-    add_cgma_dram(run, &a);
+    add_cgma_dram(env, run, &a);
     bool tf32 = strcmp(r->precision, "tf32") == 0;
     free(r);
     if (t.student) {

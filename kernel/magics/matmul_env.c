@@ -309,6 +309,7 @@ int mm_env_init(magic_ctx *ctx, json_t *params, mm_env *env)
     env->reps = sweep_reps(params);
     env->warmup = (int)json_integer_value(json_object_get(params, "warmup"));
     env->check = json_is_true(json_object_get(params, "check"));
+    env->bandwidth_gbs = json_number_value(json_object_get(params, "bandwidth"));   /* 0 when not given */
 
     char err[CL_ERR_LEN] = "";
     cl_device_props dev, hp;

@@ -19,6 +19,7 @@ typedef struct mm_env {
     const cl_matmul_ops *host_ops;  /* the CPU backend's table: runs `cpu` whatever the backend */
     double peak_gflops;             /* FP32 peak of the backend's device 0; 0 if unknown */
     double host_peak_gflops;
+    double bandwidth_gbs;           /* --bandwidth: the memory bandwidth the model's bound assumes; 0: none */
     uint64_t seed;
     int reps, warmup;
     bool check;

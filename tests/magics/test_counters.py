@@ -41,6 +41,19 @@ def test_without_the_flag_runs_have_no_counters():
     assert "counters" not in doc["runs"][0]
 
 
+def test_the_lectures_bound_at_a_stated_bandwidth():
+    """The material's arithmetic: 150 GB/s ÷ 4 B × CGMA; 37.5 GFLOP/s for the naive kernel (CGMA 1)."""
+    doc = magic_doc("matmul", "%matmul --size 64 --variant naive,tiled --tile 16 --bandwidth 150 --reps 1",
+                    load_schema("matmul"))
+    naive, tiled = doc["runs"]
+    assert naive["model"]["bound_gflops"] == 37.5 and naive["model"]["bandwidth_gbs"] == 150
+    assert tiled["model"]["bound_gflops"] == 150 / 4 * 16
+    rc, _, text, _ = run_cell("%matmul --size 64 --variant naive --bandwidth 150 --reps 1", json_mode=False)
+    assert rc == 0 and "bound GFLOP/s" in text and "37.5" in text
+    rc, _, text, _ = run_cell("%matmul --size 64 --variant naive --reps 1", json_mode=False)
+    assert rc == 0 and "bound GFLOP/s" not in text
+
+
 def test_help_names_the_flag():
     rc, _, text, _ = run_cell("%help matmul", json_mode=False)
     assert rc == 0 and "--counters" in text and "performance counters (CUPTI)" in text

@@ -432,6 +432,15 @@ static void magic_counters(void **state)
     assert_int_equal(fake_counting, 0);          /* asked again for the next command only */
     sink_free(&s, &ctx);
 
+    /* --bandwidth: the bound from the model's CGMA and from the DRAM's */
+    assert_int_equal(run_quiet("%matmul --size 16 --variant fast --reps 1 --warmup 0 --counters --bandwidth 150",
+                               &fake_counting_backend, &s, &ctx), 0);
+    c = json_object_get(run_at(&s, 0), "counters");
+    assert_true(fabs(json_number_value(json_object_get(c, "bound_gflops")) - 150.0 / 4 * 8) < 1e-9);
+    assert_true(has_column(s.view, "bound (DRAM)"));
+    assert_false(has_column(s.view, "bound GFLOP/s"));  /* the fake's run has no traffic model: no bound */
+    sink_free(&s, &ctx);
+
     /* not asked: no counters, no columns */
     assert_int_equal(run_quiet("%matmul --size 16 --variant fast --reps 1 --warmup 0", &fake_counting_backend, &s,
                                &ctx), 0);
