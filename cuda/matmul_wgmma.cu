@@ -90,12 +90,10 @@ __device__ __forceinline__ void mmw_bar_expect(uint32_t bar, unsigned bytes)
 /* Waits until the phase of bar with this parity has completed. */
 __device__ __forceinline__ void mmw_bar_wait(uint32_t bar, unsigned parity)
 {
-    asm volatile("{\n\t"
-                 ".reg .pred done;\n\t"
-                 "WAIT:\n\t"
-                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
-                 "@!done bra WAIT;\n\t"
-                 "}" ::"r"(bar), "r"(parity) : "memory");
+    /* (PTX statements end at ';': no newlines needed, and --show-source shows the text as is) */
+    asm volatile("{ .reg .pred done; "
+                 "WAIT: mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1; "
+                 "@!done bra WAIT; }" ::"r"(bar), "r"(parity) : "memory");
 }
 
 /* One arrival on the barrier at the same offset in every block of the cluster. */
@@ -120,7 +118,7 @@ __device__ __forceinline__ unsigned mmw_cluster_rank(void)
  * warp arrives from diverged lanes). */
 __device__ __forceinline__ void mmw_cluster_sync(void)
 {
-    asm volatile("barrier.cluster.arrive;\n\tbarrier.cluster.wait;" ::: "memory");
+    asm volatile("barrier.cluster.arrive; barrier.cluster.wait;" ::: "memory");
 }
 
 /* The box of tensor map `map` at (x = column, y = row) into shared memory at
@@ -182,9 +180,8 @@ __device__ __forceinline__ void mmw_fence_acc(float (&d)[128])
 __device__ __forceinline__ void mmw_wgmma_m64n256k8(float (&d)[128], uint64_t da, uint64_t db)
 {
     asm volatile(
-        "{\n\t"
-        ".reg .pred acc;\n\t"
-        "setp.ne.b32 acc, %130, 0;\n\t"
+        "{ .reg .pred acc; "
+        "setp.ne.b32 acc, %130, 0; "
         "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {"
         "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,"
         "%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,"
@@ -192,7 +189,7 @@ __device__ __forceinline__ void mmw_wgmma_m64n256k8(float (&d)[128], uint64_t da
         "%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,"
         "%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100,%101,"
         "%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,"
-        "%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, %128, %129, acc, 1, 1;\n\t"
+        "%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, %128, %129, acc, 1, 1; "
         "}"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -249,6 +246,7 @@ __device__ __forceinline__ void mmw_consume(float (&d)[128], uint32_t a_ring, ui
     for (int s = 0; s < slices; s++) {
         const int stage = s % MMW_STAGES;
         mmw_bar_wait(full + 8 * stage, (unsigned)(s / MMW_STAGES) & 1);
+        __syncwarp();               /* lanes leave the wait loop apart; wgmma needs the warp whole */
         const uint32_t a = a_ring + stage * MMW_A_BYTES + cw * 64 * MMW_BK * 4;
         const uint32_t b = b_ring + stage * MMW_B_BYTES;
         mmw_wgmma_fence();
@@ -261,6 +259,7 @@ __device__ __forceinline__ void mmw_consume(float (&d)[128], uint32_t a_ring, ui
         if (s > 0 && lane == 0)
             mmw_bar_arrive_cluster(empty + 8 * ((s - 1) % MMW_STAGES));
     }
+    __syncwarp();
     mmw_wgmma_wait<0>();
     mmw_fence_acc(d);
 }
@@ -322,6 +321,7 @@ mm_wgmma_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     }
     mmw_cluster_sync();
+    __syncwarp();                   /* setmaxnreg below needs whole warps */
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
