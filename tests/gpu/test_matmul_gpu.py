@@ -151,11 +151,12 @@ def test_reps_auto_until_the_median_settles_and_the_conditions_beside() -> None:
 
 @pytest.mark.parametrize("dims", ["--size 2048", "--m 1000 --n 1003 --k 997", "--size 1",
                                   "--m 513 --n 257 --k 1025", "--m 129 --n 65 --k 3",
-                                  "--m 300 --n 200 --k 6", "--m 4097 --n 1 --k 33"])
+                                  "--m 300 --n 200 --k 6", "--m 200 --n 300 --k 100",
+                                  "--m 4097 --n 1 --k 33"])
 def test_wgmma_tf32_correct_at_awkward_shapes(gpu: dict, dims: str) -> None:
-    """Partial tiles in every direction, k below one slice and not a multiple of 4 (A and Bᵀ padded:
-    three kernels), an odd number of row tiles (a cluster's second block outside C), odd n (C written
-    element by element)."""
+    """Partial tiles in every direction, k below one slice, k a multiple of 4 but not of the 32-deep
+    slice (TMA's zeros past k), k not a multiple of 4 (A and Bᵀ padded: three kernels), an odd number
+    of row tiles (a cluster's second block outside C), odd n (C written element by element)."""
     if not hopper(gpu):
         pytest.skip(f"wgmma-tf32 needs a compute capability 9.0 GPU; this is {gpu['devices'][0].get('cc')}")
     doc = matmul(f"%matmul {dims} --variant wgmma-tf32 --reps 2 --warmup 1")
