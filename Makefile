@@ -71,6 +71,11 @@ CUDA_LIB   := $(BUILD)/lib/cudalab/libcudalab_cuda.so
 CUDA_SRC   := $(sort $(wildcard cuda/*.cu))
 GENCODE    := $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
               -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
+# cuda/matmul_wgmma.cu uses Hopper's arch-specific instructions (wgmma, setmaxnreg, which only
+# sm_90a has): for it, sm_90 becomes sm_90a. Its other images (and the PTX, for later GPUs) hold a
+# stub the runtime never launches: it refuses the variant where the device or the image is not sm_90a.
+GENCODE_90A := $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(patsubst 90,90a,$(a)),code=sm_$(patsubst 90,90a,$(a))) \
+              -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
 
 UNIT_SRC   := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -123,8 +128,12 @@ $(BIN): $(CORE_OBJ) $(MAIN_OBJ)
 # object depends on the arch list, so changing CUDA_ARCHS rebuilds.
 $(BUILD)/obj/cuda/%.o: cuda/%.cu $(wildcard include/cudalab/*.h cuda/*.h) $(BUILD)/cuda-archs
 	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  NVCC    $< (sm_$(subst $(eval) ,$(comma)sm_,$(CUDA_ARCHS)))",true)
-	$(Q)$(NVCC) -O3 -std=c++17 --threads 0 -Xcompiler -fPIC,-fvisibility=hidden -Iinclude $(GENCODE) -c $< -o $@
+	@$(if $(Q),echo "  NVCC    $< ($(subst $(eval) ,$(comma),$(strip $(patsubst code=%,%,$(filter code=sm_%,$(subst $(comma), ,$(CU_GENCODE)))))))",true)
+	$(Q)$(NVCC) -O3 -std=c++17 --threads 0 -Xcompiler -fPIC,-fvisibility=hidden -Iinclude $(CU_GENCODE) -c $< -o $@
+
+# (GENCODE_90A for the file that needs it; a target-specific value, so the rule stays one)
+CU_GENCODE = $(GENCODE)
+$(BUILD)/obj/cuda/matmul_wgmma.o: CU_GENCODE = $(GENCODE_90A)
 
 $(BUILD)/cuda-archs: FORCE
 	@mkdir -p $(dir $@)

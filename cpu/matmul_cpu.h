@@ -22,6 +22,7 @@ typedef struct cpu_mm_impl {
     void (*run)(const cpu_mm_problem *p);
 } cpu_mm_impl;
 
-extern const cpu_mm_impl cpu_mm_host, cpu_mm_naive, cpu_mm_tiled, cpu_mm_fast, cpu_mm_fast64, cpu_mm_blas;
+extern const cpu_mm_impl cpu_mm_host, cpu_mm_naive, cpu_mm_tiled, cpu_mm_fast, cpu_mm_fast64, cpu_mm_blas,
+    cpu_mm_wgmma_tf32;
 
 #endif

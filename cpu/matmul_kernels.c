@@ -10,7 +10,10 @@
  *   fast     large blocks (128×128 or 64×64), 8-deep slices of k, an
  *            accumulator array per block (the registers of all its threads);
  *   cublas   the distribution's BLAS (OpenBLAS) in FP32, loaded at run time;
- *            without one, the reference product (double accumulation).
+ *            without one, the reference product (double accumulation);
+ *   wgmma-tf32  128×256 blocks, 32-deep slices of k whose elements are
+ *            rounded to TF32 as they are copied (what the tensor cores
+ *            multiply), products and sums in float.
  * float accumulation everywhere except cpu and the reference, as on the GPU.
  */
 #include <dlfcn.h>
@@ -405,3 +408,76 @@ static void blas_run(const cpu_mm_problem *p)
 }
 
 const cpu_mm_impl cpu_mm_blas = { blas_configure, blas_run };
+
+/* ---- wgmma-tf32: 128×256 blocks of TF32 products ---- */
+
+#define WGMMA_BM 128
+#define WGMMA_BN 256
+#define WGMMA_BK 32
+
+/* x rounded to the nearest TF32 value (10-bit mantissa, ties to even): what a
+ * tensor core multiplies. Infinities and NaNs stay as they are. */
+static inline float tf32_round(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    if ((u & 0x7f800000u) == 0x7f800000u)
+        return x;
+    u += 0x0fffu + ((u >> 13) & 1u);
+    u &= 0xffffe000u;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* One block: each 32-deep slice of A (stored k-major) and of B is copied in TF32
+ * (the GPU's TMA copies, the tensor cores' rounding), then multiplied out into
+ * an accumulator array (the two consumer warpgroups' registers). A product of
+ * two TF32 values is exact in float, so only the sums round, as on the GPU. */
+CL_HOT static void wgmma_block(long long blk, void *arg)
+{
+    const cpu_mm_problem *p = arg;
+    int gx = cdiv(p->n, WGMMA_BN);
+    int row0 = (int)(blk / gx) * WGMMA_BM, col0 = (int)(blk % gx) * WGMMA_BN;
+    int rows = p->m - row0 < WGMMA_BM ? p->m - row0 : WGMMA_BM;
+    int cols = p->n - col0 < WGMMA_BN ? p->n - col0 : WGMMA_BN;
+    float as[WGMMA_BK][WGMMA_BM], bs[WGMMA_BK][WGMMA_BN];
+    static _Thread_local float acc[WGMMA_BM * WGMMA_BN];
+    memset(acc, 0, sizeof acc);
+    for (int k0 = 0; k0 < p->k; k0 += WGMMA_BK) {
+        int depth = p->k - k0 < WGMMA_BK ? p->k - k0 : WGMMA_BK;
+        for (int kk = 0; kk < depth; kk++) {
+            for (int r = 0; r < rows; r++)
+                as[kk][r] = tf32_round(p->a[(size_t)(row0 + r) * p->k + k0 + kk]);
+            for (int c = 0; c < cols; c++)
+                bs[kk][c] = tf32_round(p->b[(size_t)(k0 + kk) * p->n + col0 + c]);
+        }
+        for (int kk = 0; kk < depth; kk++)
+            for (int r = 0; r < rows; r++) {
+                float a = as[kk][r];
+                float *accrow = acc + (size_t)r * WGMMA_BN;
+                for (int c = 0; c < cols; c++)
+                    accrow[c] += a * bs[kk][c];
+            }
+    }
+    for (int r = 0; r < rows; r++)
+        memcpy(p->c + (size_t)(row0 + r) * p->n + col0, acc + (size_t)r * WGMMA_BN, (size_t)cols * sizeof *acc);
+}
+
+static void wgmma_configure(const cpu_mm_problem *p, cl_matmul_result *out)
+{
+    int gx = cdiv(p->n, WGMMA_BN), gy = cdiv(p->m, WGMMA_BM);
+    /* the GPU's 384 threads; its ring holds 4 stages of these slices, the analogue one */
+    out->launch = cl_launch_2d(gx, gy, 384, 1, (size_t)WGMMA_BK * (WGMMA_BM + WGMMA_BN) * sizeof(float), 1);
+    out->global_loads = cl_matmul_loads_blocked(p->m, p->n, p->k, WGMMA_BM, WGMMA_BN);
+    snprintf(out->impl, sizeof out->impl, "host: %d threads over %lld blocks of 128×256, k slices of 32 rounded "
+             "to TF32", threads_for(p, (long long)gx * gy), (long long)gx * gy);
+    snprintf(out->precision, sizeof out->precision, "tf32");
+}
+
+static void wgmma_run(const cpu_mm_problem *p)
+{
+    long long blocks = (long long)cdiv(p->n, WGMMA_BN) * cdiv(p->m, WGMMA_BM);
+    cl_parallel_for(blocks, p->threads, wgmma_block, (void *)p);
+}
+
+const cpu_mm_impl cpu_mm_wgmma_tf32 = { wgmma_configure, wgmma_run };

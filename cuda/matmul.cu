@@ -4,7 +4,7 @@
  * The variants are the contract's rows (matmul.h); cuda_impl says what runs
  * each. The runner describes the launch first (so a grid too large for the device
  * is refused before any allocation), allocates A, B, C and an L2-flush
- * buffer, generates A and B on the device from the seed, fills C with NaN so
+ * buffer (and the scratch memory a variant asks for), generates A and B on the device from the seed, fills C with NaN so
  * that an element no thread writes fails the check, runs the warm-up
  * launches, then times each rep with CUDA events around the kernel only,
  * after reading a buffer twice the size of L2 so that no rep starts with
@@ -29,6 +29,7 @@ static const mm_gpu_impl *cuda_impl(int v)
     case CL_MATMUL_V_FAST64: return &mm_gpu_fast64;
     case CL_MATMUL_V_CUBLAS: return &mm_gpu_cublas;
     case CL_MATMUL_V_CUBLAS_TF32: return &mm_gpu_cublas_tf32;
+    case CL_MATMUL_V_WGMMA_TF32: return &mm_gpu_wgmma_tf32;
     default: return NULL;           /* the host loop (CL_V_HOST) runs on the CPU backend */
     }
 }
@@ -113,6 +114,7 @@ static int fill(float *p, long long count, uint64_t seed, int is_b, char *err)
 struct mm_buffers {
     float *a, *b, *c;
     void *c_base;                   /* a student's C: between guard bytes (c points inside) */
+    void *scratch;                  /* the variant's own (mm_gpu_impl.scratch), or NULL */
     cl_cuda_timing t;
 };
 
@@ -122,6 +124,7 @@ static void release(mm_buffers *d)
     cudaFree(d->a);
     cudaFree(d->b);
     cudaFree(d->c_base ? d->c_base : d->c);
+    cudaFree(d->scratch);
     cl_cuda_timing_free(&d->t);
     (void)cudaGetLastError();
 }
@@ -133,13 +136,14 @@ static int sentinel(const cl_matmul_args *a, float *c, char *err)
     return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "cudaMemset C", rc);
 }
 
-static int setup(const cl_matmul_args *a, mm_buffers *d, char *err)
+static int setup(const cl_matmul_args *a, size_t scratch, mm_buffers *d, char *err)
 {
     size_t na = (size_t)a->m * a->k, nb = (size_t)a->k * a->n, nc = (size_t)a->m * a->n;
     if (cl_cuda_alloc((void **)&d->a, na * sizeof(float), "matrix A", err) ||
         cl_cuda_alloc((void **)&d->b, nb * sizeof(float), "matrix B", err) ||
         (a->student ? cl_cuda_guarded_alloc(&d->c_base, (void **)&d->c, nc * sizeof(float), "matrix C", err)
                     : cl_cuda_alloc((void **)&d->c, nc * sizeof(float), "matrix C", err)) ||
+        (scratch && cl_cuda_alloc(&d->scratch, scratch, "variant's scratch buffer", err)) ||
         cl_cuda_timing_init(&d->t, err))
         return -1;
     /* a student's warm-up runs on other inputs: a kernel that kept its first
@@ -204,9 +208,9 @@ static int cuda_matmul_run(int v, const cl_matmul_args *a, cl_matmul_result *out
 
     mm_buffers d;
     memset(&d, 0, sizeof d);
-    int rc = setup(a, &d, err);
+    int rc = setup(a, impl->scratch ? impl->scratch(&p) : 0, &d, err);
     if (rc == 0) {
-        p.a = d.a, p.b = d.b, p.c = d.c;
+        p.a = d.a, p.b = d.b, p.c = d.c, p.scratch = d.scratch;
         if (student)
             cl_cuda_set_limit(a->student->limit_ms, a->student->name);
         rc = timed(impl, &p, a, &d, out, err);

@@ -2,7 +2,8 @@
  * matmul.cu sees one variant. Each kernel file defines one mm_gpu_impl per
  * variant: prepare() describes the launch for a problem (grid, block, shared
  * memory and registers from cudaFuncGetAttributes, the traffic model) without
- * touching device memory, and launch() enqueues the kernel(s).
+ * touching device memory, and launch() enqueues the kernel(s). A variant that
+ * needs a buffer of its own (wgmma-tf32's Bᵀ) says how large in scratch().
  */
 #ifndef CUDALAB_CUDA_MATMUL_INTERNAL_H
 #define CUDALAB_CUDA_MATMUL_INTERNAL_H
@@ -20,12 +21,16 @@ struct mm_problem {
     float *c;
     const cl_student_kernel *student;   /* CL_VARIANT_STUDENT: the kernel, and its loaded handle */
     const void *student_func;
+    void *scratch;                  /* device, mm_gpu_impl.scratch(p) bytes; NULL when it needs none */
 };
 
 struct mm_gpu_impl {
     /* 0, or -1 with a one-line reason in err (CL_ERR_LEN bytes). */
     int (*prepare)(const mm_problem *p, cl_matmul_result *out, char *err);
     int (*launch)(const mm_problem *p, char *err);
+    /* Device memory launch() needs beyond A, B and C (bytes), or NULL for none: the runner
+     * allocates it with them, outside the timing, and frees it after. */
+    size_t (*scratch)(const mm_problem *p);
 };
 
 /* The launch description (cl_cuda_describe), after checking the grid against the device's limits. */
@@ -34,6 +39,6 @@ int mm_describe(const void *func, dim3 grid, dim3 block, cl_launch *l, char *err
 int mm_launched(const char *what, char *err);
 
 extern const mm_gpu_impl mm_gpu_student, mm_gpu_naive, mm_gpu_tiled, mm_gpu_fast, mm_gpu_fast64, mm_gpu_cublas,
-    mm_gpu_cublas_tf32;
+    mm_gpu_cublas_tf32, mm_gpu_wgmma_tf32;
 
 #endif

@@ -62,10 +62,18 @@ CL_HD float cl_matmul_b(uint64_t seed, uint64_t i)
       "cublasSgemm in FP32 (CUBLAS_DEFAULT_MATH): the reference", CL_V_LIBRARY)                    \
     X(CL_MATMUL_V_CUBLAS_TF32, "cublas-tf32", "chosen by cuBLAS",                                  \
       "cublasSgemm on TF32 tensor cores (10-bit mantissa): faster, less exact",                    \
-      CL_V_LIBRARY | CL_MATMUL_TF32)
+      CL_V_LIBRARY | CL_MATMUL_TF32)                                                                \
+    X(CL_MATMUL_V_WGMMA_TF32, "wgmma-tf32", "Bᵀ by a transpose kernel first (timed too); then 384 " \
+      "threads per block, a 128×256 tile of C, clusters of 2; grid ⌈n/256⌉×⌈m/128⌉",              \
+      "Hopper's asynchronous warpgroup MMA fed by TMA: a producer warpgroup streams 128-byte "     \
+      "swizzled tiles into a 4-stage mbarrier ring while two consumer warpgroups run wgmma on "    \
+      "TF32 tensor cores (H100, sm_90a only)", CL_MATMUL_TF32 | CL_MATMUL_SM90A)
 
-/* The family's own variant flag: multiplies in TF32 (10-bit mantissa) on a GPU. */
+/* The family's own variant flags: multiplies in TF32 (10-bit mantissa) on a GPU; */
 #define CL_MATMUL_TF32 CL_V_FAMILY
+/* runs only on a compute capability 9.0 GPU (Hopper's sm_90a instructions): `--variant all` leaves
+ * it out on other GPUs, and naming it there is the backend's clear error. */
+#define CL_MATMUL_SM90A (CL_V_FAMILY << 1)
 
 enum cl_matmul_variant_id { CL_MATMUL_VARIANTS(CL_VARIANT_ID) CL_MATMUL_NVARIANTS };
 

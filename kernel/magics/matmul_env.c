@@ -71,7 +71,12 @@ int mm_target_of(const mm_env *env, const char *name, mm_target *out)
 
 static bool runs_here(const cl_variant *v, size_t index, void *user)
 {
+    const mm_env *env = user;
     mm_target t;
+    /* a Hopper-only variant named on another GPU gets through, for the backend to refuse it
+     * saying why; `all` leaves it out there */
+    if ((v->flags & CL_MATMUL_SM90A) && !env->sm90a_here && !env->sm90a_named)
+        return false;
     return mm_target_of(user, v->name, &t) == 0;
 }
 
@@ -94,6 +99,7 @@ static int expand_variants(magic_ctx *ctx, json_t *params, mm_env *env)
         int id = family_index(&matmul_family, json_string_value(v));
         all |= strcmp(json_string_value(v), "all") == 0;
         host_named |= id >= 0 && (family_variant(&matmul_family, (size_t)id)->flags & CL_V_HOST);
+        env->sm90a_named |= id >= 0 && (family_variant(&matmul_family, (size_t)id)->flags & CL_MATMUL_SM90A);
     }
     env->cpu_optional = all && !host_named;
     json_array_foreach(names, i, v)
@@ -166,6 +172,7 @@ mm_dims mm_point_dims(const json_t *pt)
 static const double mm_rates[CL_MATMUL_NVARIANTS] = {
     [CL_MATMUL_V_NAIVE] = 2.4e9, [CL_MATMUL_V_FAST] = 1.2e10, [CL_MATMUL_V_FAST64] = 1e10,
     [CL_MATMUL_V_CUBLAS] = 1.8e10, [CL_MATMUL_V_CUBLAS_TF32] = 1.8e10,      /* OpenBLAS's sgemm */
+    [CL_MATMUL_V_WGMMA_TF32] = 9e9,         /* its analogue: about 3/4 of fast's, rounding every element it copies */
 };
 /* CL_V_TILE variants: by TILE_WIDTH (the small tiles pay a phase's overhead for a few products) */
 static const struct { int tile; double per_core; } mm_tiled_rates[] = {
@@ -321,6 +328,7 @@ int mm_env_init(magic_ctx *ctx, json_t *params, mm_env *env)
         memset(&hp, 0, sizeof hp);  /* unknown host: no host peak, no host memory limit */
     env->peak_gflops = peak_of(&dev);
     env->host_peak_gflops = peak_of(&hp);
+    env->sm90a_here = strcmp(env->backend->name, "cpu") == 0 || (dev.cc_major == 9 && dev.cc_minor == 0);
 
     static const char *const student_only[] = {"block", "define", NULL};
     env->student_firsts = student_first_values(params, student_only);

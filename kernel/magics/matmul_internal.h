@@ -25,6 +25,9 @@ typedef struct mm_env {
     bool check;
     int first_tile;                 /* variants without a tile run at this one only */
     bool cpu_optional;              /* `all` brought in the host loop: left out over the host-work limit */
+    bool sm90a_here;                /* CL_MATMUL_SM90A variants run here: a compute capability 9.0 GPU,
+                                     * or the CPU backend (their analogues) */
+    bool sm90a_named;               /* --variant names one: `all` alone leaves them out where they cannot run */
     json_t *student_firsts;         /* built-in variants run at these values of --block and -D only */
 } mm_env;
 

@@ -1,5 +1,6 @@
 """%matmul on a CUDA device: every variant correct at odd sizes, the check methods, the launch
-and traffic model of each kernel, TF32 labelled, refusals before allocation.
+and traffic model of each kernel, TF32 labelled, refusals before allocation; Hopper's wgmma-tf32
+correct at awkward shapes on a compute capability 9.0 GPU and refused clearly on any other.
 
 Skipped (with the reason %device gives) when `cudalab --run '%device' --json` reports the CPU
 backend, unless CUDALAB_REQUIRE_GPU=1: then they fail loudly. Needs only the CLI (no Jupyter)."""
@@ -15,6 +16,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 GPU_VARIANTS = ["naive", "tiled", "fast", "fast64", "cublas", "cublas-tf32"]
 OWN_KERNELS = ["naive", "tiled", "fast", "fast64"]
+HOPPER_ONLY = ["wgmma-tf32"]        # CL_MATMUL_SM90A: in `all` on a compute capability 9.0 GPU only
 
 
 def binary() -> Path:
@@ -55,6 +57,10 @@ def gpu() -> dict:
     return doc
 
 
+def hopper(gpu: dict) -> bool:
+    return gpu["devices"][0].get("cc") == "9.0"
+
+
 @pytest.mark.parametrize("dims", ["--size 127", "--m 1000 --n 300 --k 77", "--m 129 --n 65 --k 3",
                                   "--size 1"])
 def test_every_variant_correct_at_odd_sizes(dims: str) -> None:
@@ -71,10 +77,10 @@ def test_every_variant_correct_at_odd_sizes(dims: str) -> None:
         assert r["time_ms"]["median"] > 0 and r["gflops"] > 0
 
 
-def test_freivalds_beyond_512_cubed_and_model() -> None:
+def test_freivalds_beyond_512_cubed_and_model(gpu: dict) -> None:
     doc = matmul("%matmul --size 640 --variant all --tile 32 --reps 3")
     runs = {r["variant"]: r for r in doc["runs"]}
-    assert set(runs) == {"cpu", *GPU_VARIANTS}
+    assert set(runs) == {"cpu", *GPU_VARIANTS, *(HOPPER_ONLY if hopper(gpu) else [])}
     assert runs["cpu"]["backend"] == "cpu" and runs["cpu"]["precision"] == "fp64"
     for v in GPU_VARIANTS:
         assert runs[v]["check"] == {**runs[v]["check"], "passed": True, "method": "freivalds x3"}
@@ -139,3 +145,48 @@ def test_reps_auto_until_the_median_settles_and_the_conditions_beside() -> None:
             assert c["clocks"].startswith("unavailable: ") and len(c["clocks"]) > 14, c
     fixed = matmul("%matmul --size 256 --variant tiled --reps 7")
     assert fixed["params"]["reps"] == 7 and fixed["runs"][0]["time_ms"]["reps"] == 7
+
+
+# ---------------------------------------------------------------- wgmma-tf32 (Hopper, sm_90a)
+
+@pytest.mark.parametrize("dims", ["--size 2048", "--m 1000 --n 1003 --k 997", "--size 1",
+                                  "--m 513 --n 257 --k 1025", "--m 129 --n 65 --k 3",
+                                  "--m 300 --n 200 --k 6", "--m 200 --n 300 --k 100",
+                                  "--m 4097 --n 1 --k 33"])
+def test_wgmma_tf32_correct_at_awkward_shapes(gpu: dict, dims: str) -> None:
+    """Partial tiles in every direction, k below one slice, k a multiple of 4 but not of the 32-deep
+    slice (TMA's zeros past k), k not a multiple of 4 (A and Bᵀ padded: three kernels), an odd number
+    of row tiles (a cluster's second block outside C), odd n (C written element by element)."""
+    if not hopper(gpu):
+        pytest.skip(f"wgmma-tf32 needs a compute capability 9.0 GPU; this is {gpu['devices'][0].get('cc')}")
+    doc = matmul(f"%matmul {dims} --variant wgmma-tf32 --reps 2 --warmup 1")
+    r = doc["runs"][0]
+    assert r["backend"] == "cuda" and r["precision"] == "tf32"
+    assert r["check"]["passed"] is True and r["check"]["tol"] == pytest.approx(5e-3), r["check"]
+    assert r["launch"]["block"] == [384, 1, 1] and r["launch"]["smem_per_block"] >= 4 * 48 * 1024
+    assert r["launch"]["kernels"] == (3 if r["k"] % 4 else 2)      # Bᵀ (and padded A) are timed too
+    assert r["launch"]["grid"] == [-(-r["n"] // 256), -(-r["m"] // 256) * 2, 1]
+    assert r["model"]["global_loads"] > 0 and "Bᵀ" in r["launch"]["config"]
+
+
+def test_wgmma_tf32_beside_cublas_tf32_at_4096(gpu: dict) -> None:
+    """The issue's size: both TF32 products pass the TF32 check (bench/matmul.py compares their speed)."""
+    if not hopper(gpu):
+        pytest.skip(f"wgmma-tf32 needs a compute capability 9.0 GPU; this is {gpu['devices'][0].get('cc')}")
+    doc = matmul("%matmul --size 4096 --variant wgmma-tf32,cublas-tf32 --reps 5")
+    runs = {r["variant"]: r for r in doc["runs"]}
+    for r in runs.values():
+        assert r["precision"] == "tf32" and r["check"]["passed"] is True, r["check"]
+        assert r["check"]["method"] == "freivalds x3"
+    assert runs["wgmma-tf32"]["gflops"] > 0
+
+
+def test_wgmma_tf32_refused_clearly_off_hopper(gpu: dict) -> None:
+    """Named on another GPU: an error naming what it needs and what this is; `all` leaves it out."""
+    if hopper(gpu):
+        pytest.skip("a compute capability 9.0 GPU runs wgmma-tf32")
+    r = cli("%matmul --size 64 --variant wgmma-tf32 --reps 1")
+    assert r.returncode == 1, r
+    assert "CudaError" in r.stderr and "wgmma-tf32 needs a Hopper GPU (sm_90a); this is sm_" in r.stderr, r.stderr
+    doc = matmul("%matmul --size 64 --variant all --reps 1 --warmup 0")
+    assert "wgmma-tf32" not in {r["variant"] for r in doc["runs"]}

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RESULT_MIME = "application/vnd.cudalab.result+json"
 
 VARIANTS = {
-    "matmul": ["cpu", "naive", "tiled", "fast", "fast64", "cublas", "cublas-tf32"],
+    "matmul": ["cpu", "naive", "tiled", "fast", "fast64", "cublas", "cublas-tf32", "wgmma-tf32"],
     "histo": ["cpu", "sectioned", "interleaved", "privatized", "warp", "fast", "cub"],
     "reduce": ["cpu", "divergent", "convergent", "multiblock", "fast", "cub"],
     "vecadd": ["add", "daxpy"],

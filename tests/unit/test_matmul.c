@@ -87,15 +87,16 @@ static void every_variant_matches_the_product(void **state)
                     break;
                 cl_matmul_result r;
                 float *c = run_cpu(v->name, m, n, k, tiles[t], &r);
+                bool tf32 = strcmp(r.precision, "tf32") == 0;   /* inputs with 10-bit mantissas */
                 for (size_t i = 0; i < (size_t)m * n; i++) {
-                    double tol = 1e-5 * (k + 1);
+                    double tol = (tf32 ? 2e-3 : 1e-5) * (k + 1);
                     if (!(fabs(c[i] - want[i]) <= tol))
                         fail_msg("%s tile %d %dx%dx%d: C[%zu] = %g, want %g", v->name, tiles[t], m, n,
                                  k, i, c[i], want[i]);
                 }
                 cl_matmul_check chk;
                 char err[CL_ERR_LEN];
-                assert_int_equal(cl_matmul_verify(m, n, k, 5, c, false, &chk, err), 0);
+                assert_int_equal(cl_matmul_verify(m, n, k, 5, c, tf32, &chk, err), 0);
                 if (!chk.passed)
                     fail_msg("%s: check failed, max_rel_err %g", v->name, chk.max_rel_err);
                 assert_int_equal(r.times.reps, 1);
@@ -244,10 +245,10 @@ static void magic_all_variants_cpu(void **state)
     assert_int_equal(run_quiet("%matmul --m 33 --n 17 --k 9 --variant all --tile 4,8 --reps 2 --warmup 0",
                               cl_cpu_backend(), &s, &ctx), 0);
     const json_t *runs = json_object_get(s.doc, "runs");
-    /* cpu, naive, tiled×2, fast, fast64, cublas, cublas-tf32: untiled variants once */
-    assert_int_equal(json_array_size(runs), 8);
-    const char *want[] = {"cpu", "naive", "tiled", "tiled", "fast", "fast64", "cublas", "cublas-tf32"};
-    for (size_t i = 0; i < 8; i++) {
+    /* cpu, naive, tiled×2, fast, fast64, cublas, cublas-tf32, wgmma-tf32: untiled variants once */
+    assert_int_equal(json_array_size(runs), 9);
+    const char *want[] = {"cpu", "naive", "tiled", "tiled", "fast", "fast64", "cublas", "cublas-tf32", "wgmma-tf32"};
+    for (size_t i = 0; i < 9; i++) {
         const json_t *r = run_at(&s, i);
         assert_string_equal(json_string_value(json_object_get(r, "variant")), want[i]);
         assert_string_equal(json_string_value(json_object_get(r, "backend")), "cpu");
@@ -340,7 +341,7 @@ static int fake_run(int variant, const cl_matmul_args *a, cl_matmul_result *out,
         return -1;
     }
     int rc = cl_cpu_backend()->matmul->run(id_of("cublas"), a, out, err);
-    snprintf(out->precision, sizeof out->precision, "%s", variant == CL_MATMUL_V_CUBLAS_TF32 ? "tf32" : "fp32");
+    snprintf(out->precision, sizeof out->precision, "%s", cl_matmul_variants[variant].flags & CL_MATMUL_TF32 ? "tf32" : "fp32");
     if (rc == 0 && fake_mode == 2 && a->c)
         a->c[0] += 1.0f;
     return rc;
@@ -519,6 +520,56 @@ static void magic_fake_gpu(void **state)
     fake_mode = 0;
 }
 
+/* A GPU backend that has the Hopper-only variant, on a device of compute capability fake_cc.0. */
+static int fake_cc = 8;
+static int fake_props_cc(int dev, cl_device_props *p, char *err)
+{
+    int rc = fake_props(dev, p, err);
+    p->cc_major = fake_cc;
+    return rc;
+}
+static bool fake_has_wgmma(int v)
+{
+    return v == CL_MATMUL_V_FAST || v == CL_MATMUL_V_WGMMA_TF32;
+}
+static const cl_matmul_ops fake_wgmma_ops = { fake_has_wgmma, fake_run, false };
+static const cl_backend fake_wgmma_backend = {
+    .name = "cuda", .abi = CL_BACKEND_ABI, .device_count = fake_count, .device_props = fake_props_cc,
+    .versions = fake_versions, .matmul = &fake_wgmma_ops,
+};
+
+static const char *variant_at(sink *s, size_t i)
+{
+    return json_string_value(json_object_get(run_at(s, i), "variant"));
+}
+
+/* CL_MATMUL_SM90A: `all` takes wgmma-tf32 on a compute capability 9.0 device only; named, it
+ * reaches the backend anywhere (which refuses it saying why). */
+static void magic_sm90a_only_where_it_runs(void **state)
+{
+    (void)state;
+    sink s;
+    magic_ctx ctx;
+    fake_mode = 0;
+    fake_cc = 8;
+    assert_int_equal(run_quiet("%matmul --size 16 --variant all --reps 1 --warmup 0", &fake_wgmma_backend, &s, &ctx), 0);
+    assert_int_equal(json_array_size(json_object_get(s.doc, "runs")), 2);         /* cpu, fast */
+    assert_string_equal(variant_at(&s, 1), "fast");
+    sink_free(&s, &ctx);
+    assert_int_equal(run_quiet("%matmul --size 16 --variant wgmma-tf32 --reps 1 --warmup 0", &fake_wgmma_backend, &s,
+                               &ctx), 0);
+    assert_string_equal(variant_at(&s, 0), "wgmma-tf32");
+    assert_string_equal(json_string_value(json_object_get(run_at(&s, 0), "precision")), "tf32");
+    sink_free(&s, &ctx);
+
+    fake_cc = 9;
+    assert_int_equal(run_quiet("%matmul --size 16 --variant all --reps 1 --warmup 0", &fake_wgmma_backend, &s, &ctx), 0);
+    assert_int_equal(json_array_size(json_object_get(s.doc, "runs")), 3);
+    assert_string_equal(variant_at(&s, 2), "wgmma-tf32");
+    sink_free(&s, &ctx);
+    fake_cc = 8;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -532,6 +583,7 @@ int main(void)
         cmocka_unit_test(magic_refusals),
         cmocka_unit_test(magic_fake_gpu),
         cmocka_unit_test(magic_counters),
+        cmocka_unit_test(magic_sm90a_only_where_it_runs),
     };
     return cmocka_run_group_tests_name("matmul", tests, NULL, NULL);
 }
