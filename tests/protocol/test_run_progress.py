@@ -31,11 +31,13 @@ def test_a_long_run_says_how_far_it_is_and_what_is_left(cpu_kernel):
     assert reply["content"]["status"] == "ok", reply["content"]
     assert not run_lines(msgs)                                  # quick: nothing
     one = "%matmul --size 512 --variant naive --warmup 0 --no-check --reps "
-    reply, msgs = execute(kc, one + "2")
+    reply, msgs = execute(kc, one + "5")
     assert reply["content"]["status"] == "ok", reply["content"]
     doc = next(m["content"]["data"][RESULT_MIME_TYPE] for m in outputs(msgs)
                if RESULT_MIME_TYPE in m["content"].get("data", {}))
-    rep_s = max(doc["runs"][0]["time_ms"]["median"] / 1e3, 1e-3)
+    # the fastest rep: the long run then lasts at least TARGET_S (a median of two cold reps once
+    # predicted 3.5 s for a run that took 1.8 s, and CI saw one line where two are due)
+    rep_s = max(doc["runs"][0]["time_ms"]["min"] / 1e3, 1e-3)
     reps = min(1000, max(8, round(TARGET_S / rep_s)))
     reply, msgs = execute(kc, one + str(reps), timeout=90)
     assert reply["content"]["status"] == "ok", reply["content"]
