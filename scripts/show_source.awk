@@ -19,9 +19,16 @@ function fail(msg) {
     exit 1
 }
 
-# The line as C string literal text: \ " ? and tabs escaped (? for trigraphs).
-function literal(s) {
-    gsub(/\\/, "\\\\", s)
+# The line as C string literal text: \ " ? and tabs escaped (? for trigraphs). The
+# backslashes by split and join: what "\\\\" means in a gsub replacement differs between
+# awks (mawk and busybox give one backslash back, so a "\n" in the code used to reach the
+# literal as a newline escape).
+function literal(s,    parts, n, i, out) {
+    n = split(s, parts, /\\/)
+    out = parts[1]
+    for (i = 2; i <= n; i++)
+        out = out "\\\\" parts[i]
+    s = out
     gsub(/"/, "\\\"", s)
     gsub(/\?/, "\\?", s)
     gsub(/\t/, "\\t", s)
