@@ -4,11 +4,16 @@
  * for blocks (dealt round-robin, as the GPU deals blocks to SMs) and plain
  * loops standing in for the threads of a block:
  *   cpu      the lecture's MatrixMulOnHost, one thread, double accumulation;
- *   naive    16×16 blocks, one dot product per element of C;
+ *   naive    16×16 blocks, one dot product per element of C (naive-bt: with
+ *            B read from its transposed copy);
  *   tiled    TILE×TILE blocks; each phase copies a tile of A and of B into
- *            local arrays (the shared-memory analogue), then accumulates;
- *   fast     large blocks (128×128 or 64×64), 8-deep slices of k, an
- *            accumulator array per block (the registers of all its threads);
+ *            local arrays (the shared-memory analogue), then accumulates
+ *            (tiled-bt: B's tile copied, transposed, from rows of Bᵀ);
+ *   blocked  the register-blocked kernels, reg1d to async, and the tensor-core
+ *            ones: the GPU kernel's block tile (128×128 or 64×64) and slice of
+ *            k, an accumulator array per block (the registers of all its
+ *            threads); the wmma analogues round A and B to TF32, FP16 or BF16
+ *            as they copy the tiles, so the precision lost is the GPU's;
  *   cublas   the distribution's BLAS (OpenBLAS) in FP32, loaded at run time;
  *            without one, the reference product (double accumulation).
  * float accumulation everywhere except cpu and the reference, as on the GPU.
@@ -16,6 +21,7 @@
 #include <dlfcn.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +31,8 @@
 
 #define NAIVE_BLOCK 16
 #define MAX_TILE 32
-#define FAST_BK 8
-#define FAST_MAX 128
+#define BLOCKED_BK_MAX 16
+#define BLOCKED_MAX 128
 
 static int cdiv(int a, int b)
 {
@@ -67,7 +73,7 @@ static void host_run(const cpu_mm_problem *p)
 }
 /* show-source: end */
 
-const cpu_mm_impl cpu_mm_host = { host_configure, host_run };
+const cpu_mm_impl cpu_mm_host = { host_configure, host_run, NULL };
 
 /* ---- naive: one dot product per element, 16×16 blocks ---- */
 
@@ -110,7 +116,35 @@ static void naive_run(const cpu_mm_problem *p)
     cl_parallel_for(blocks, p->threads, naive_block, (void *)p);
 }
 
-const cpu_mm_impl cpu_mm_naive = { naive_configure, naive_run };
+const cpu_mm_impl cpu_mm_naive = { naive_configure, naive_run, NULL };
+
+/* naive-bt: the same blocks, B's column now a row of Bᵀ. (Here it is a
+ * contiguous read, which a CPU's caches like: the DRAM bursts a GPU's warp
+ * wastes on it are the GPU's.) */
+CL_HOT static void naive_bt_block(long long blk, void *arg)
+{
+    const cpu_mm_problem *p = arg;
+    int gx = cdiv(p->n, NAIVE_BLOCK);
+    int row0 = (int)(blk / gx) * NAIVE_BLOCK, col0 = (int)(blk % gx) * NAIVE_BLOCK;
+    for (int ty = 0; ty < NAIVE_BLOCK && row0 + ty < p->m; ty++) {
+        const float *arow = p->a + (size_t)(row0 + ty) * p->k;
+        for (int tx = 0; tx < NAIVE_BLOCK && col0 + tx < p->n; tx++) {
+            const float *btrow = p->b + (size_t)(col0 + tx) * p->k;
+            float s = 0;
+            for (int q = 0; q < p->k; q++)
+                s += arow[q] * btrow[q];
+            p->c[(size_t)(row0 + ty) * p->n + col0 + tx] = s;
+        }
+    }
+}
+
+static void naive_bt_run(const cpu_mm_problem *p)
+{
+    long long blocks = (long long)cdiv(p->n, NAIVE_BLOCK) * cdiv(p->m, NAIVE_BLOCK);
+    cl_parallel_for(blocks, p->threads, naive_bt_block, (void *)p);
+}
+
+const cpu_mm_impl cpu_mm_naive_bt = { naive_configure, naive_bt_run, NULL };
 
 /* ---- tiled: TILE×TILE tiles of A and B in local arrays ---- */
 
@@ -147,9 +181,27 @@ static void tile_product(int t, float (*acc)[MAX_TILE], float (*as)[MAX_TILE], f
                 acc[ty][tx] += as[ty][i] * bs[i][tx];
 }
 
+/* tiled-bt's loads: "thread" (ty, tx) reads element tx of row ty of the Bᵀ
+ * tile (consecutive addresses for consecutive tx) and stores it transposed. */
+static void tile_of_bt(const cpu_mm_problem *p, int ph, int col0, float (*bs)[MAX_TILE])
+{
+    const int t = p->tile;
+    for (int ty = 0; ty < t; ty++)
+        for (int tx = 0; tx < t; tx++) {
+            int btrow = col0 + ty, kk = ph * t + tx;
+            bs[tx][ty] = btrow < p->n && kk < p->k ? p->b[(size_t)btrow * p->k + kk] : 0.0f;
+        }
+}
+
+typedef struct tiled_job {
+    const cpu_mm_problem *p;
+    bool bt;                        /* B's tiles come from Bᵀ (tiled-bt) */
+} tiled_job;
+
 CL_HOT static void tiled_block(long long blk, void *arg)
 {
-    const cpu_mm_problem *p = arg;
+    const tiled_job *job = arg;
+    const cpu_mm_problem *p = job->p;
     const int t = p->tile;
     int gx = cdiv(p->n, t);
     int row0 = (int)(blk / gx) * t, col0 = (int)(blk % gx) * t;
@@ -162,16 +214,20 @@ CL_HOT static void tiled_block(long long blk, void *arg)
         if (row0 + t <= p->m && col0 + t <= p->n && (ph + 1) * t <= p->k) {
             for (int ty = 0; ty < t; ty++) {
                 memcpy(as[ty], p->a + (size_t)(row0 + ty) * p->k + (size_t)ph * t, (size_t)t * sizeof(float));
-                memcpy(bs[ty], p->b + (size_t)(ph * t + ty) * p->n + col0, (size_t)t * sizeof(float));
+                if (!job->bt)
+                    memcpy(bs[ty], p->b + (size_t)(ph * t + ty) * p->n + col0, (size_t)t * sizeof(float));
             }
         } else {
             for (int ty = 0; ty < t; ty++)
                 for (int tx = 0; tx < t; tx++) {
                     int row = row0 + ty, col = col0 + tx, ka = ph * t + tx, kb = ph * t + ty;
                     as[ty][tx] = row < p->m && ka < p->k ? p->a[(size_t)row * p->k + ka] : 0.0f;
-                    bs[ty][tx] = kb < p->k && col < p->n ? p->b[(size_t)kb * p->n + col] : 0.0f;
+                    if (!job->bt)
+                        bs[ty][tx] = kb < p->k && col < p->n ? p->b[(size_t)kb * p->n + col] : 0.0f;
                 }
         }
+        if (job->bt)
+            tile_of_bt(p, ph, col0, bs);
         /* the first __syncthreads: every tile element is in place */
         if (t == 16)                /* each with t a constant, inlined */
             tile_rows(16, acc, as, bs);
@@ -198,41 +254,97 @@ static void tiled_configure(const cpu_mm_problem *p, cl_matmul_result *out)
              threads_for(p, (long long)gx * gy), (long long)gx * gy, t, t);
 }
 
-static void tiled_run(const cpu_mm_problem *p)
+static void tiled_run_of(const cpu_mm_problem *p, bool bt)
 {
+    tiled_job job = { p, bt };
     long long blocks = (long long)cdiv(p->n, p->tile) * cdiv(p->m, p->tile);
-    cl_parallel_for(blocks, p->threads, tiled_block, (void *)p);
+    cl_parallel_for(blocks, p->threads, tiled_block, &job);
 }
 
-const cpu_mm_impl cpu_mm_tiled = { tiled_configure, tiled_run };
-
-/* ---- fast: block tiles with an accumulator array ---- */
-
-typedef struct fast_job {
-    const cpu_mm_problem *p;
-    int bm, bn;
-} fast_job;
-
-CL_HOT static void fast_block(long long blk, void *arg)
+static void tiled_run(const cpu_mm_problem *p)
 {
-    const fast_job *f = arg;
-    const cpu_mm_problem *p = f->p;
-    const int bm = f->bm, bn = f->bn;
+    tiled_run_of(p, false);
+}
+
+/* tiled-bt: the GPU kernel's B tile has a padding column (TILE×(TILE+1)) */
+static void tiled_bt_configure(const cpu_mm_problem *p, cl_matmul_result *out)
+{
+    tiled_configure(p, out);
+    out->launch.smem_bytes = ((size_t)p->tile * p->tile + (size_t)p->tile * (p->tile + 1)) * sizeof(float);
+}
+
+static void tiled_bt_run(const cpu_mm_problem *p)
+{
+    tiled_run_of(p, true);
+}
+
+const cpu_mm_impl cpu_mm_tiled = { tiled_configure, tiled_run, NULL };
+const cpu_mm_impl cpu_mm_tiled_bt = { tiled_bt_configure, tiled_bt_run, NULL };
+
+/* ---- blocked: block tiles with an accumulator array (reg1d … async, wmma) ---- */
+
+static uint32_t bits_of(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static float float_of(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+float cpu_mm_round(cl_matmul_format f, float x)
+{
+    uint32_t u = bits_of(x);
+    if (!isfinite(x))
+        return x;
+    switch (f) {
+    case CL_MATMUL_FMT_TF32:        /* 10 of the 23 mantissa bits; half a unit added to the magnitude: ties away */
+        return float_of((u + 0x1000u) & ~0x1FFFu);
+    case CL_MATMUL_FMT_BF16:        /* 7 of 23, to nearest even */
+        return float_of((u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u);
+    case CL_MATMUL_FMT_FP16:
+        if (fabsf(x) >= 65520.0f)   /* rounds past the largest half, 65504 */
+            return copysignf(INFINITY, x);
+        if (fabsf(x) < 0x1p-14f)    /* subnormal halves: multiples of 2^-24 (rintf: to nearest even) */
+            return rintf(x * 0x1p24f) * 0x1p-24f;
+        return float_of((u + 0xFFFu + ((u >> 13) & 1u)) & ~0x1FFFu);
+    default:
+        return x;
+    }
+}
+
+/* An element of A or B as a tile copy stores it: rounded to the shape's
+ * format, as the wmma kernels round when they store tiles in shared memory. */
+static inline float tile_value(const cpu_mm_shape *s, float x)
+{
+    return s->round == CL_MATMUL_FMT_FP32 ? x : cpu_mm_round(s->round, x);
+}
+
+CL_HOT static void blocked_block(long long blk, void *arg)
+{
+    const cpu_mm_problem *p = arg;
+    const cpu_mm_shape *s = p->shape;
+    const int bm = s->bm, bn = s->bn, bk = s->bk;
     int gx = cdiv(p->n, bn);
     int row0 = (int)(blk / gx) * bm, col0 = (int)(blk % gx) * bn;
-    /* A's slice is stored k-major (transposed), as the GPU kernel stores it */
-    float as[FAST_BK][FAST_MAX], bs[FAST_BK][FAST_MAX];
-    static _Thread_local float acc[FAST_MAX * FAST_MAX];
+    /* A's slice is stored k-major (transposed), as the fast kernel stores it */
+    float as[BLOCKED_BK_MAX][BLOCKED_MAX], bs[BLOCKED_BK_MAX][BLOCKED_MAX];
+    static _Thread_local float acc[BLOCKED_MAX * BLOCKED_MAX];
     memset(acc, 0, (size_t)bm * bn * sizeof *acc);
-    for (int k0 = 0; k0 < p->k; k0 += FAST_BK) {
-        for (int kk = 0; kk < FAST_BK; kk++) {
+    for (int k0 = 0; k0 < p->k; k0 += bk) {
+        for (int kk = 0; kk < bk; kk++) {
             int q = k0 + kk;
             for (int r = 0; r < bm; r++)
-                as[kk][r] = q < p->k && row0 + r < p->m ? p->a[(size_t)(row0 + r) * p->k + q] : 0.0f;
+                as[kk][r] = q < p->k && row0 + r < p->m ? tile_value(s, p->a[(size_t)(row0 + r) * p->k + q]) : 0.0f;
             for (int c = 0; c < bn; c++)
-                bs[kk][c] = q < p->k && col0 + c < p->n ? p->b[(size_t)q * p->n + col0 + c] : 0.0f;
+                bs[kk][c] = q < p->k && col0 + c < p->n ? tile_value(s, p->b[(size_t)q * p->n + col0 + c]) : 0.0f;
         }
-        for (int kk = 0; kk < FAST_BK; kk++)
+        for (int kk = 0; kk < bk; kk++)
             for (int r = 0; r < bm; r++) {
                 float a = as[kk][r];
                 float *accrow = acc + (size_t)r * bn;
@@ -245,45 +357,45 @@ CL_HOT static void fast_block(long long blk, void *arg)
             p->c[(size_t)(row0 + r) * p->n + col0 + c] = acc[(size_t)r * bn + c];
 }
 
-static void fast_configure_bm(const cpu_mm_problem *p, cl_matmul_result *out, int bm)
+static void blocked_configure(const cpu_mm_problem *p, cl_matmul_result *out)
 {
-    int gx = cdiv(p->n, bm), gy = cdiv(p->m, bm);
-    /* (bm/8)² GPU threads of 8×8 micro-tiles; the local slices play shared memory */
-    out->launch = cl_launch_2d(gx, gy, (bm / 8) * (bm / 8), 1, 2 * (size_t)FAST_BK * bm * sizeof(float), 1);
-    out->global_loads = cl_matmul_loads_blocked(p->m, p->n, p->k, bm, bm);
-    snprintf(out->impl, sizeof out->impl, "host: %d threads over %lld blocks of %d×%d, k slices of %d",
-             threads_for(p, (long long)gx * gy), (long long)gx * gy, bm, bm, FAST_BK);
+    const cpu_mm_shape *s = p->shape;
+    int gx = cdiv(p->n, s->bn), gy = cdiv(p->m, s->bm);
+    out->launch = cl_launch_2d(gx, gy, s->threads, 1, s->smem, 1);
+    out->global_loads = cl_matmul_loads_blocked(p->m, p->n, p->k, s->bm, s->bn);
+    int len = snprintf(out->impl, sizeof out->impl, "host: %d threads over %lld blocks of %d×%d, k slices of %d",
+                       threads_for(p, (long long)gx * gy), (long long)gx * gy, s->bm, s->bn, s->bk);
+    if (s->round != CL_MATMUL_FMT_FP32) {
+        static const char *const names[CL_MATMUL_NFORMATS] = {
+            [CL_MATMUL_FMT_TF32] = "tf32", [CL_MATMUL_FMT_FP16] = "fp16", [CL_MATMUL_FMT_BF16] = "bf16" };
+        snprintf(out->impl + len, sizeof out->impl - (size_t)len, ", A and B rounded to %s", names[s->round]);
+        snprintf(out->precision, sizeof out->precision, "%s", names[s->round]);
+    }
 }
 
-static void fast_run_bm(const cpu_mm_problem *p, int bm)
+static void blocked_run(const cpu_mm_problem *p)
 {
-    fast_job f = { p, bm, bm };
-    long long blocks = (long long)cdiv(p->n, bm) * cdiv(p->m, bm);
-    cl_parallel_for(blocks, p->threads, fast_block, &f);
+    long long blocks = (long long)cdiv(p->n, p->shape->bn) * cdiv(p->m, p->shape->bm);
+    cl_parallel_for(blocks, p->threads, blocked_block, (void *)p);
 }
 
-static void fast_configure(const cpu_mm_problem *p, cl_matmul_result *out)
-{
-    fast_configure_bm(p, out, 128);
-}
-
-static void fast_run(const cpu_mm_problem *p)
-{
-    fast_run_bm(p, 128);
-}
-
-static void fast64_configure(const cpu_mm_problem *p, cl_matmul_result *out)
-{
-    fast_configure_bm(p, out, 64);
-}
-
-static void fast64_run(const cpu_mm_problem *p)
-{
-    fast_run_bm(p, 64);
-}
-
-const cpu_mm_impl cpu_mm_fast = { fast_configure, fast_run };
-const cpu_mm_impl cpu_mm_fast64 = { fast64_configure, fast64_run };
+/* The GPU kernels' launches: block tile, slice, threads and shared memory (cuda/matmul_*.cu). */
+#define BLOCKED(name, bm, bn, bk, threads, smem, round)                                                 \
+    static const cpu_mm_shape name##_shape = { bm, bn, bk, threads, smem, round };                     \
+    const cpu_mm_impl cpu_mm_##name = { blocked_configure, blocked_run, &name##_shape };
+BLOCKED(reg1d, 64, 64, 8, 512, 2 * 64 * 8 * 4, CL_MATMUL_FMT_FP32)
+BLOCKED(reg2d, 128, 128, 8, 256, 2 * 128 * 8 * 4, CL_MATMUL_FMT_FP32)
+BLOCKED(vec4, 128, 128, 8, 256, 2 * 128 * 8 * 4, CL_MATMUL_FMT_FP32)
+BLOCKED(warptile, 128, 128, 16, 256, 16 * (132 + 128) * 4, CL_MATMUL_FMT_FP32)
+BLOCKED(fast, 128, 128, 8, 256, 2 * 8 * (132 + 128) * 4, CL_MATMUL_FMT_FP32)
+BLOCKED(fast64, 64, 64, 8, 64, 2 * 8 * (68 + 64) * 4, CL_MATMUL_FMT_FP32)
+BLOCKED(swizzle, 128, 128, 8, 256, 2 * 8 * (128 + 128) * 4, CL_MATMUL_FMT_FP32)
+BLOCKED(async, 128, 128, 16, 256, 4 * 16 * (128 + 128) * 4, CL_MATMUL_FMT_FP32)
+BLOCKED(async64, 64, 64, 16, 128, 4 * 16 * (64 + 64) * 4, CL_MATMUL_FMT_FP32)
+BLOCKED(wmma_tf32, 128, 128, 16, 256, 2 * (128 * 20 + 16 * 132) * 4, CL_MATMUL_FMT_TF32)
+BLOCKED(wmma_fp16, 128, 128, 16, 256, 2 * (128 * 24 + 16 * 136) * 2, CL_MATMUL_FMT_FP16)
+BLOCKED(wmma_bf16, 128, 128, 16, 256, 2 * (128 * 24 + 16 * 136) * 2, CL_MATMUL_FMT_BF16)
+#undef BLOCKED
 
 /* ---- the reference where there is no BLAS: double accumulation, one row of C per task ---- */
 
@@ -404,4 +516,4 @@ static void blas_run(const cpu_mm_problem *p)
                p->c, p->n);
 }
 
-const cpu_mm_impl cpu_mm_blas = { blas_configure, blas_run };
+const cpu_mm_impl cpu_mm_blas = { blas_configure, blas_run, NULL };

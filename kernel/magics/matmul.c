@@ -179,7 +179,7 @@ static int matmul_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *us
     }
     json_t *run = run_json(env, &t, t.variant, &a, r);
     sweep_add_conditions(ctx, run);
-    bool tf32 = strcmp(r->precision, "tf32") == 0;
+    cl_matmul_format fmt = cl_matmul_format_of(r->precision);
     free(r);
     if (t.student) {
         student_run_json(&sl, run);
@@ -187,7 +187,7 @@ static int matmul_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *us
     }
     if (env->check) {
         cl_matmul_check c;
-        int rc = cl_matmul_verify(a.m, a.n, a.k, a.seed, a.c, tf32, &c, err);
+        int rc = cl_matmul_verify(a.m, a.n, a.k, a.seed, a.c, fmt, &c, err);
         free(a.c);
         if (rc != 0) {
             json_decref(run);

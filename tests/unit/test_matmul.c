@@ -95,7 +95,7 @@ static void every_variant_matches_the_product(void **state)
                 }
                 cl_matmul_check chk;
                 char err[CL_ERR_LEN];
-                assert_int_equal(cl_matmul_verify(m, n, k, 5, c, false, &chk, err), 0);
+                assert_int_equal(cl_matmul_verify(m, n, k, 5, c, CL_MATMUL_FMT_FP32, &chk, err), 0);
                 if (!chk.passed)
                     fail_msg("%s: check failed, max_rel_err %g", v->name, chk.max_rel_err);
                 assert_int_equal(r.times.reps, 1);
@@ -167,24 +167,24 @@ static void check_catches_wrong_elements(void **state)
     char err[CL_ERR_LEN];
     /* full product: one element off by one unit of its dot product's scale / k */
     float *c = product_of(50, 40, 30, 9);
-    assert_int_equal(cl_matmul_verify(50, 40, 30, 9, c, false, &chk, err), 0);
+    assert_int_equal(cl_matmul_verify(50, 40, 30, 9, c, CL_MATMUL_FMT_FP32, &chk, err), 0);
     assert_true(chk.passed);
     assert_string_equal(chk.method, "full fp64 product");
     assert_true(chk.max_rel_err < 1e-6);
     c[17 * 40 + 3] += 0.25f;
-    assert_int_equal(cl_matmul_verify(50, 40, 30, 9, c, false, &chk, err), 0);
+    assert_int_equal(cl_matmul_verify(50, 40, 30, 9, c, CL_MATMUL_FMT_FP32, &chk, err), 0);
     assert_false(chk.passed);
     assert_int_equal(chk.worst_row, 17);
     assert_int_equal(chk.worst_col, 3);
     /* NaN never passes, and is reported as non-finite */
     c[17 * 40 + 3] = NAN;
-    assert_int_equal(cl_matmul_verify(50, 40, 30, 9, c, false, &chk, err), 0);
+    assert_int_equal(cl_matmul_verify(50, 40, 30, 9, c, CL_MATMUL_FMT_FP32, &chk, err), 0);
     assert_false(chk.passed);
     assert_true(isnan(chk.max_rel_err));
     /* the wrong seed is a wrong product */
     free(c);
     c = product_of(50, 40, 30, 9);
-    assert_int_equal(cl_matmul_verify(50, 40, 30, 10, c, false, &chk, err), 0);
+    assert_int_equal(cl_matmul_verify(50, 40, 30, 10, c, CL_MATMUL_FMT_FP32, &chk, err), 0);
     assert_false(chk.passed);
     free(c);
 }
@@ -197,22 +197,22 @@ static void freivalds_beyond_512_cubed(void **state)
     float *c = run_cpu("cublas", m, n, k, 16, &r);
     cl_matmul_check chk;
     char err[CL_ERR_LEN];
-    assert_int_equal(cl_matmul_verify(m, n, k, 5, c, false, &chk, err), 0);
+    assert_int_equal(cl_matmul_verify(m, n, k, 5, c, CL_MATMUL_FMT_FP32, &chk, err), 0);
     assert_string_equal(chk.method, "freivalds x3");
     assert_true(chk.passed);
     assert_true(chk.tol == CL_MATMUL_TOL_FP32_FREI);
     assert_int_equal(chk.worst_col, -1);
     c[(size_t)599 * n + 519] += 0.5f;           /* one wrong element in the last row */
-    assert_int_equal(cl_matmul_verify(m, n, k, 5, c, false, &chk, err), 0);
+    assert_int_equal(cl_matmul_verify(m, n, k, 5, c, CL_MATMUL_FMT_FP32, &chk, err), 0);
     assert_false(chk.passed);
     assert_int_equal(chk.worst_row, 599);
     c[(size_t)599 * n + 519] = INFINITY;
-    assert_int_equal(cl_matmul_verify(m, n, k, 5, c, false, &chk, err), 0);
+    assert_int_equal(cl_matmul_verify(m, n, k, 5, c, CL_MATMUL_FMT_FP32, &chk, err), 0);
     assert_false(chk.passed);
     assert_true(isnan(chk.max_rel_err));
     /* TF32's tolerance is looser, and stated */
     c[(size_t)599 * n + 519] = 0;
-    assert_int_equal(cl_matmul_verify(10, 10, 10, 5, c, true, &chk, err), 0);
+    assert_int_equal(cl_matmul_verify(10, 10, 10, 5, c, CL_MATMUL_FMT_TF32, &chk, err), 0);
     assert_true(chk.tol == CL_MATMUL_TOL_TF32);
     free(c);
 }
@@ -221,7 +221,7 @@ static void generator_and_threads(void **state)
 {
     (void)state;
     float a[6 * 7], b[7 * 5];
-    cl_matmul_fill(a, b, 6, 5, 7, 3);
+    cl_matmul_fill(a, b, 6, 5, 7, 3, false);
     for (int i = 0; i < 42; i++) {
         assert_true(a[i] == cl_matmul_a(3, (uint64_t)i));
         assert_true(a[i] != 0 && a[i] >= -1 && a[i] < 1);
