@@ -118,23 +118,23 @@ static void naive_run(const cpu_mm_problem *p)
 
 const cpu_mm_impl cpu_mm_naive = { naive_configure, naive_run, NULL };
 
-/* naive-bt: the same blocks, B's column now a row of Bᵀ. (Here it is a
- * contiguous read, which a CPU's caches like: the DRAM bursts a GPU's warp
- * wastes on it are the GPU's.) */
+/* naive-bt: the same blocks, the column of B each "thread" reads now a row of
+ * Bᵀ, k floats from its neighbour's: the GPU's uncoalesced walk. Each element
+ * still sums its products in the order q = 0, 1, 2, ... */
 CL_HOT static void naive_bt_block(long long blk, void *arg)
 {
     const cpu_mm_problem *p = arg;
     int gx = cdiv(p->n, NAIVE_BLOCK);
     int row0 = (int)(blk / gx) * NAIVE_BLOCK, col0 = (int)(blk % gx) * NAIVE_BLOCK;
+    int width = p->n - col0 < NAIVE_BLOCK ? p->n - col0 : NAIVE_BLOCK;     /* threads inside C */
+    const float *bt = p->b + (size_t)col0 * p->k;
     for (int ty = 0; ty < NAIVE_BLOCK && row0 + ty < p->m; ty++) {
         const float *arow = p->a + (size_t)(row0 + ty) * p->k;
-        for (int tx = 0; tx < NAIVE_BLOCK && col0 + tx < p->n; tx++) {
-            const float *btrow = p->b + (size_t)(col0 + tx) * p->k;
-            float s = 0;
-            for (int q = 0; q < p->k; q++)
-                s += arow[q] * btrow[q];
-            p->c[(size_t)(row0 + ty) * p->n + col0 + tx] = s;
-        }
+        float s[NAIVE_BLOCK] = { 0 };
+        for (int q = 0; q < p->k; q++)
+            for (int tx = 0; tx < width; tx++)
+                s[tx] += arow[q] * bt[(size_t)tx * p->k + q];
+        memcpy(p->c + (size_t)(row0 + ty) * p->n + col0, s, (size_t)width * sizeof *s);
     }
 }
 
