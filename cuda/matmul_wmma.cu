@@ -70,9 +70,9 @@ struct mm_wmma_fmt<MM_WMMA_TF32> {
 };
 #endif
 
-/* Four rounded inputs, as they are stored: 8 bytes for FP16 and BF16, 16 for TF32. */
+/* Four rounded inputs, as they are stored: one 8-byte store for FP16 and BF16, one 16-byte store for TF32. */
 template <class T>
-struct mm_wmma_quad {
+struct alignas(4 * sizeof(typename T::elem)) mm_wmma_quad {
     typename T::elem v[4];
 };
 
