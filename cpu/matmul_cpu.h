@@ -33,9 +33,20 @@ typedef struct cpu_mm_impl {
 } cpu_mm_impl;
 
 extern const cpu_mm_impl cpu_mm_host, cpu_mm_naive, cpu_mm_naive_bt, cpu_mm_tiled, cpu_mm_tiled_bt, cpu_mm_blas;
-/* Block tiles with an accumulator array, one per register-blocked GPU variant. */
+/* Block tiles with an accumulator array, one per register-blocked GPU variant (matmul_blocked.c). */
 extern const cpu_mm_impl cpu_mm_reg1d, cpu_mm_reg2d, cpu_mm_vec4, cpu_mm_warptile, cpu_mm_fast, cpu_mm_fast64,
     cpu_mm_swizzle, cpu_mm_async, cpu_mm_async64, cpu_mm_wmma_tf32, cpu_mm_wmma_fp16, cpu_mm_wmma_bf16;
+
+static inline int cpu_mm_cdiv(int a, int b)
+{
+    return (a + b - 1) / b;
+}
+
+/* How many host threads a launch of `blocks` blocks gets. */
+static inline int cpu_mm_threads_for(const cpu_mm_problem *p, long long blocks)
+{
+    return blocks < p->threads ? (int)blocks : p->threads;
+}
 
 /* x rounded to the format as a GPU rounds it: TF32 to nearest with ties away
  * from zero (cvt.rna.tf32.f32), FP16 and BF16 to nearest even; FP32: x. */

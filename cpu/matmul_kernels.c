@@ -9,11 +9,8 @@
  *   tiled    TILE×TILE blocks; each phase copies a tile of A and of B into
  *            local arrays (the shared-memory analogue), then accumulates
  *            (tiled-bt: B's tile copied, transposed, from rows of Bᵀ);
- *   blocked  the register-blocked kernels, reg1d to async, and the tensor-core
- *            ones: the GPU kernel's block tile (128×128 or 64×64) and slice of
- *            k, an accumulator array per block (the registers of all its
- *            threads); the wmma analogues round A and B to TF32, FP16 or BF16
- *            as they copy the tiles, so the precision lost is the GPU's;
+ *   reg1d … async, wmma-*: block tiles with an accumulator array, in
+ *            matmul_blocked.c;
  *   cublas   the distribution's BLAS (OpenBLAS) in FP32, loaded at run time;
  *            without one, the reference product (double accumulation).
  * float accumulation everywhere except cpu and the reference, as on the GPU.
@@ -21,7 +18,6 @@
 #include <dlfcn.h>
 #include <math.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,19 +27,6 @@
 
 #define NAIVE_BLOCK 16
 #define MAX_TILE 32
-#define BLOCKED_BK_MAX 16
-#define BLOCKED_MAX 128
-
-static int cdiv(int a, int b)
-{
-    return (a + b - 1) / b;
-}
-
-/* How many host threads a launch of `blocks` blocks gets. */
-static int threads_for(const cpu_mm_problem *p, long long blocks)
-{
-    return blocks < p->threads ? (int)blocks : p->threads;
-}
 
 /* ---- cpu: MatrixMulOnHost ---- */
 
@@ -83,7 +66,7 @@ const cpu_mm_impl cpu_mm_host = { host_configure, host_run, NULL };
 CL_HOT static void naive_block(long long blk, void *arg)
 {
     const cpu_mm_problem *p = arg;
-    int gx = cdiv(p->n, NAIVE_BLOCK);
+    int gx = cpu_mm_cdiv(p->n, NAIVE_BLOCK);
     int row0 = (int)(blk / gx) * NAIVE_BLOCK, col0 = (int)(blk % gx) * NAIVE_BLOCK;
     int width = p->n - col0 < NAIVE_BLOCK ? p->n - col0 : NAIVE_BLOCK;     /* threads inside C */
     for (int ty = 0; ty < NAIVE_BLOCK && row0 + ty < p->m; ty++) {
@@ -103,16 +86,16 @@ CL_HOT static void naive_block(long long blk, void *arg)
 
 static void naive_configure(const cpu_mm_problem *p, cl_matmul_result *out)
 {
-    int gx = cdiv(p->n, NAIVE_BLOCK), gy = cdiv(p->m, NAIVE_BLOCK);
+    int gx = cpu_mm_cdiv(p->n, NAIVE_BLOCK), gy = cpu_mm_cdiv(p->m, NAIVE_BLOCK);
     out->launch = cl_launch_2d(gx, gy, NAIVE_BLOCK, NAIVE_BLOCK, 0, 1);
     out->global_loads = cl_matmul_loads_naive(p->m, p->n, p->k);
     snprintf(out->impl, sizeof out->impl, "host: %d threads over %lld blocks of 16×16",
-             threads_for(p, (long long)gx * gy), (long long)gx * gy);
+             cpu_mm_threads_for(p, (long long)gx * gy), (long long)gx * gy);
 }
 
 static void naive_run(const cpu_mm_problem *p)
 {
-    long long blocks = (long long)cdiv(p->n, NAIVE_BLOCK) * cdiv(p->m, NAIVE_BLOCK);
+    long long blocks = (long long)cpu_mm_cdiv(p->n, NAIVE_BLOCK) * cpu_mm_cdiv(p->m, NAIVE_BLOCK);
     cl_parallel_for(blocks, p->threads, naive_block, (void *)p);
 }
 
@@ -124,7 +107,7 @@ const cpu_mm_impl cpu_mm_naive = { naive_configure, naive_run, NULL };
 CL_HOT static void naive_bt_block(long long blk, void *arg)
 {
     const cpu_mm_problem *p = arg;
-    int gx = cdiv(p->n, NAIVE_BLOCK);
+    int gx = cpu_mm_cdiv(p->n, NAIVE_BLOCK);
     int row0 = (int)(blk / gx) * NAIVE_BLOCK, col0 = (int)(blk % gx) * NAIVE_BLOCK;
     int width = p->n - col0 < NAIVE_BLOCK ? p->n - col0 : NAIVE_BLOCK;     /* threads inside C */
     const float *bt = p->b + (size_t)col0 * p->k;
@@ -140,7 +123,7 @@ CL_HOT static void naive_bt_block(long long blk, void *arg)
 
 static void naive_bt_run(const cpu_mm_problem *p)
 {
-    long long blocks = (long long)cdiv(p->n, NAIVE_BLOCK) * cdiv(p->m, NAIVE_BLOCK);
+    long long blocks = (long long)cpu_mm_cdiv(p->n, NAIVE_BLOCK) * cpu_mm_cdiv(p->m, NAIVE_BLOCK);
     cl_parallel_for(blocks, p->threads, naive_bt_block, (void *)p);
 }
 
@@ -203,12 +186,12 @@ CL_HOT static void tiled_block(long long blk, void *arg)
     const tiled_job *job = arg;
     const cpu_mm_problem *p = job->p;
     const int t = p->tile;
-    int gx = cdiv(p->n, t);
+    int gx = cpu_mm_cdiv(p->n, t);
     int row0 = (int)(blk / gx) * t, col0 = (int)(blk % gx) * t;
     float as[MAX_TILE][MAX_TILE], bs[MAX_TILE][MAX_TILE], acc[MAX_TILE][MAX_TILE];
     for (int ty = 0; ty < t; ty++)
         memset(acc[ty], 0, (size_t)t * sizeof(float));      /* the block's own: small tiles make many blocks */
-    for (int ph = 0; ph < cdiv(p->k, t); ph++) {
+    for (int ph = 0; ph < cpu_mm_cdiv(p->k, t); ph++) {
         /* "threads" (ty, tx) load one element of each tile, zero outside the matrices (a tile wholly
          * inside both is copied row by row: the same elements) */
         if (row0 + t <= p->m && col0 + t <= p->n && (ph + 1) * t <= p->k) {
@@ -247,17 +230,17 @@ CL_HOT static void tiled_block(long long blk, void *arg)
 
 static void tiled_configure(const cpu_mm_problem *p, cl_matmul_result *out)
 {
-    int t = p->tile, gx = cdiv(p->n, t), gy = cdiv(p->m, t);
+    int t = p->tile, gx = cpu_mm_cdiv(p->n, t), gy = cpu_mm_cdiv(p->m, t);
     out->launch = cl_launch_2d(gx, gy, t, t, 2 * (size_t)t * t * sizeof(float), 1);
     out->global_loads = cl_matmul_loads_blocked(p->m, p->n, p->k, t, t);
     snprintf(out->impl, sizeof out->impl, "host: %d threads over %lld blocks of %d×%d",
-             threads_for(p, (long long)gx * gy), (long long)gx * gy, t, t);
+             cpu_mm_threads_for(p, (long long)gx * gy), (long long)gx * gy, t, t);
 }
 
 static void tiled_run_of(const cpu_mm_problem *p, bool bt)
 {
     tiled_job job = { p, bt };
-    long long blocks = (long long)cdiv(p->n, p->tile) * cdiv(p->m, p->tile);
+    long long blocks = (long long)cpu_mm_cdiv(p->n, p->tile) * cpu_mm_cdiv(p->m, p->tile);
     cl_parallel_for(blocks, p->threads, tiled_block, &job);
 }
 
@@ -280,122 +263,6 @@ static void tiled_bt_run(const cpu_mm_problem *p)
 
 const cpu_mm_impl cpu_mm_tiled = { tiled_configure, tiled_run, NULL };
 const cpu_mm_impl cpu_mm_tiled_bt = { tiled_bt_configure, tiled_bt_run, NULL };
-
-/* ---- blocked: block tiles with an accumulator array (reg1d … async, wmma) ---- */
-
-static uint32_t bits_of(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static float float_of(uint32_t u)
-{
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
-float cpu_mm_round(cl_matmul_format f, float x)
-{
-    uint32_t u = bits_of(x);
-    if (!isfinite(x))
-        return x;
-    switch (f) {
-    case CL_MATMUL_FMT_TF32:        /* 10 of the 23 mantissa bits; half a unit added to the magnitude: ties away */
-        return float_of((u + 0x1000u) & ~0x1FFFu);
-    case CL_MATMUL_FMT_BF16:        /* 7 of 23, to nearest even */
-        return float_of((u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u);
-    case CL_MATMUL_FMT_FP16:
-        if (fabsf(x) >= 65520.0f)   /* rounds past the largest half, 65504 */
-            return copysignf(INFINITY, x);
-        if (fabsf(x) < 0x1p-14f)    /* subnormal halves: multiples of 2^-24 (rintf: to nearest even) */
-            return rintf(x * 0x1p24f) * 0x1p-24f;
-        return float_of((u + 0xFFFu + ((u >> 13) & 1u)) & ~0x1FFFu);
-    default:
-        return x;
-    }
-}
-
-/* An element of A or B as a tile copy stores it: rounded to the shape's
- * format, as the wmma kernels round when they store tiles in shared memory. */
-static inline float tile_value(const cpu_mm_shape *s, float x)
-{
-    return s->round == CL_MATMUL_FMT_FP32 ? x : cpu_mm_round(s->round, x);
-}
-
-CL_HOT static void blocked_block(long long blk, void *arg)
-{
-    const cpu_mm_problem *p = arg;
-    const cpu_mm_shape *s = p->shape;
-    const int bm = s->bm, bn = s->bn, bk = s->bk;
-    int gx = cdiv(p->n, bn);
-    int row0 = (int)(blk / gx) * bm, col0 = (int)(blk % gx) * bn;
-    /* A's slice is stored k-major (transposed), as the fast kernel stores it */
-    float as[BLOCKED_BK_MAX][BLOCKED_MAX], bs[BLOCKED_BK_MAX][BLOCKED_MAX];
-    static _Thread_local float acc[BLOCKED_MAX * BLOCKED_MAX];
-    memset(acc, 0, (size_t)bm * bn * sizeof *acc);
-    for (int k0 = 0; k0 < p->k; k0 += bk) {
-        for (int kk = 0; kk < bk; kk++) {
-            int q = k0 + kk;
-            for (int r = 0; r < bm; r++)
-                as[kk][r] = q < p->k && row0 + r < p->m ? tile_value(s, p->a[(size_t)(row0 + r) * p->k + q]) : 0.0f;
-            for (int c = 0; c < bn; c++)
-                bs[kk][c] = q < p->k && col0 + c < p->n ? tile_value(s, p->b[(size_t)q * p->n + col0 + c]) : 0.0f;
-        }
-        for (int kk = 0; kk < bk; kk++)
-            for (int r = 0; r < bm; r++) {
-                float a = as[kk][r];
-                float *accrow = acc + (size_t)r * bn;
-                for (int c = 0; c < bn; c++)
-                    accrow[c] += a * bs[kk][c];
-            }
-    }
-    for (int r = 0; r < bm && row0 + r < p->m; r++)
-        for (int c = 0; c < bn && col0 + c < p->n; c++)
-            p->c[(size_t)(row0 + r) * p->n + col0 + c] = acc[(size_t)r * bn + c];
-}
-
-static void blocked_configure(const cpu_mm_problem *p, cl_matmul_result *out)
-{
-    const cpu_mm_shape *s = p->shape;
-    int gx = cdiv(p->n, s->bn), gy = cdiv(p->m, s->bm);
-    out->launch = cl_launch_2d(gx, gy, s->threads, 1, s->smem, 1);
-    out->global_loads = cl_matmul_loads_blocked(p->m, p->n, p->k, s->bm, s->bn);
-    int len = snprintf(out->impl, sizeof out->impl, "host: %d threads over %lld blocks of %d×%d, k slices of %d",
-                       threads_for(p, (long long)gx * gy), (long long)gx * gy, s->bm, s->bn, s->bk);
-    if (s->round != CL_MATMUL_FMT_FP32) {
-        static const char *const names[CL_MATMUL_NFORMATS] = {
-            [CL_MATMUL_FMT_TF32] = "tf32", [CL_MATMUL_FMT_FP16] = "fp16", [CL_MATMUL_FMT_BF16] = "bf16" };
-        snprintf(out->impl + len, sizeof out->impl - (size_t)len, ", A and B rounded to %s", names[s->round]);
-        snprintf(out->precision, sizeof out->precision, "%s", names[s->round]);
-    }
-}
-
-static void blocked_run(const cpu_mm_problem *p)
-{
-    long long blocks = (long long)cdiv(p->n, p->shape->bn) * cdiv(p->m, p->shape->bm);
-    cl_parallel_for(blocks, p->threads, blocked_block, (void *)p);
-}
-
-/* The GPU kernels' launches: block tile, slice, threads and shared memory (cuda/matmul_*.cu). */
-#define BLOCKED(name, bm, bn, bk, threads, smem, round)                                                 \
-    static const cpu_mm_shape name##_shape = { bm, bn, bk, threads, smem, round };                     \
-    const cpu_mm_impl cpu_mm_##name = { blocked_configure, blocked_run, &name##_shape };
-BLOCKED(reg1d, 64, 64, 8, 512, 2 * 64 * 8 * 4, CL_MATMUL_FMT_FP32)
-BLOCKED(reg2d, 128, 128, 8, 256, 2 * 128 * 8 * 4, CL_MATMUL_FMT_FP32)
-BLOCKED(vec4, 128, 128, 8, 256, 2 * 128 * 8 * 4, CL_MATMUL_FMT_FP32)
-BLOCKED(warptile, 128, 128, 16, 256, 16 * (132 + 128) * 4, CL_MATMUL_FMT_FP32)
-BLOCKED(fast, 128, 128, 8, 256, 2 * 8 * (132 + 128) * 4, CL_MATMUL_FMT_FP32)
-BLOCKED(fast64, 64, 64, 8, 64, 2 * 8 * (68 + 64) * 4, CL_MATMUL_FMT_FP32)
-BLOCKED(swizzle, 128, 128, 8, 256, 2 * 8 * (128 + 128) * 4, CL_MATMUL_FMT_FP32)
-BLOCKED(async, 128, 128, 16, 256, 4 * 16 * (128 + 128) * 4, CL_MATMUL_FMT_FP32)
-BLOCKED(async64, 64, 64, 16, 128, 4 * 16 * (64 + 64) * 4, CL_MATMUL_FMT_FP32)
-BLOCKED(wmma_tf32, 128, 128, 16, 256, 2 * (128 * 20 + 16 * 132) * 4, CL_MATMUL_FMT_TF32)
-BLOCKED(wmma_fp16, 128, 128, 16, 256, 2 * (128 * 24 + 16 * 136) * 2, CL_MATMUL_FMT_FP16)
-BLOCKED(wmma_bf16, 128, 128, 16, 256, 2 * (128 * 24 + 16 * 136) * 2, CL_MATMUL_FMT_BF16)
-#undef BLOCKED
 
 /* ---- the reference where there is no BLAS: double accumulation, one row of C per task ---- */
 
@@ -428,7 +295,7 @@ static void reference_configure(const cpu_mm_problem *p, cl_matmul_result *out)
     out->global_loads = 0;
     snprintf(out->impl, sizeof out->impl,
              "CPU reference standing in for cuBLAS: %d threads, double accumulation",
-             threads_for(p, p->m));
+             cpu_mm_threads_for(p, p->m));
 }
 
 static void reference_run(const cpu_mm_problem *p)
