@@ -2,9 +2,11 @@
  * that every variant shares.
  *
  * The variants are the contract's rows (matmul.h); cuda_impl says what runs
- * each. The runner describes the launch first (so a grid too large for the device
- * is refused before any allocation), allocates A, B, C and an L2-flush
- * buffer, generates A and B on the device from the seed, fills C with NaN so
+ * each. The runner refuses a CL_MATMUL_SM80 variant on an older device and
+ * describes the launch first (so a grid too large for the device is refused
+ * before any allocation), allocates A, B, C and an L2-flush buffer, generates
+ * A and B on the device from the seed (Bᵀ in B's place for a CL_MATMUL_BT
+ * variant, from the same generator: the same product), fills C with NaN so
  * that an element no thread writes fails the check, runs the warm-up
  * launches, then times each rep with CUDA events around the kernel only,
  * after overwriting a buffer twice the size of L2 so that no rep starts with

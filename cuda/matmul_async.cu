@@ -117,13 +117,13 @@ __device__ __forceinline__ void mm_cp_async4(float *dst, const float *__restrict
     if (vec) {
         const bool in = row < rows && col < cols;
         const float *src = in ? M + (size_t)row * cols + col : M;
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(in ? 16 : 0));
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(in ? 16 : 0));
     } else {
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const bool in = row < rows && col + e < cols;
             const float *src = in ? M + (size_t)row * cols + col + e : M;
-            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s + 4 * e), "l"(src), "r"(in ? 4 : 0));
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(s + 4 * e), "l"(src), "r"(in ? 4 : 0));
         }
     }
 #endif
@@ -133,7 +133,7 @@ __device__ __forceinline__ void mm_cp_async4(float *dst, const float *__restrict
 __device__ __forceinline__ void mm_cp_async_commit()
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.commit_group;\n" ::);
+    asm volatile("cp.async.commit_group;" ::);
 #endif
 }
 
@@ -142,7 +142,7 @@ template <int N>
 __device__ __forceinline__ void mm_cp_async_wait()
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+    asm volatile("cp.async.wait_group %0;" ::"n"(N));
 #endif
 }
 
