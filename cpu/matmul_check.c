@@ -28,24 +28,61 @@ typedef struct fill_job {
     float *a, *b;
     long long m, n, k;
     uint64_t seed;
+    bool transposed;                /* b is Bᵀ */
 } fill_job;
 
-/* One row of A and one row of B per index, so both fill in one pass. */
+/* One row of A and one row of B (or of Bᵀ) per index, so both fill in one pass. */
 static void fill_row(long long i, void *arg)
 {
     const fill_job *f = arg;
     if (i < f->m)
         for (long long p = 0; p < f->k; p++)
             f->a[i * f->k + p] = cl_matmul_a(f->seed, (uint64_t)(i * f->k + p));
-    if (i < f->k)
+    if (!f->transposed && i < f->k)
         for (long long j = 0; j < f->n; j++)
             f->b[i * f->n + j] = cl_matmul_b(f->seed, (uint64_t)(i * f->n + j));
+    if (f->transposed && i < f->n)
+        for (long long p = 0; p < f->k; p++)
+            f->b[i * f->k + p] = cl_matmul_b(f->seed, (uint64_t)(p * f->n + i));
 }
 
-void cl_matmul_fill(float *a, float *b, int m, int n, int k, uint64_t seed)
+void cl_matmul_fill(float *a, float *b, int m, int n, int k, uint64_t seed, bool transposed)
 {
-    fill_job f = { a, b, m, n, k, seed };
-    cl_parallel_for(m > k ? m : k, 0, fill_row, &f);
+    fill_job f = { a, b, m, n, k, seed, transposed };
+    int rows = m > k ? m : k;
+    cl_parallel_for(transposed && n > rows ? n : rows, 0, fill_row, &f);
+}
+
+/* ---- formats and tolerances ---- */
+
+#define FORMAT_NAME_(id, name, bits) name,
+#define FORMAT_BITS_(id, name, bits) bits,
+static const char *const format_names[CL_MATMUL_NFORMATS] = { CL_MATMUL_FORMATS(FORMAT_NAME_) };
+static const int format_bits[CL_MATMUL_NFORMATS] = { CL_MATMUL_FORMATS(FORMAT_BITS_) };
+
+cl_matmul_format cl_matmul_format_of(const char *precision)
+{
+    for (int f = 0; f < CL_MATMUL_NFORMATS; f++)
+        if (precision && strcmp(precision, format_names[f]) == 0)
+            return (cl_matmul_format)f;
+    return CL_MATMUL_FMT_FP32;
+}
+
+/* Rounding an input to a format with a p-bit significand changes it by at most
+ * u = 2^-p of itself (2u where it is truncated, as TF32 tensor cores do with
+ * FP32 operands), so each product a·b moves by at most about 4u·|a·b|, and the
+ * dot product by at most 4u·Σ|a·b|: measured against that scale, the error of
+ * the rounded inputs does not grow with k (random signs make it shrink, as
+ * u/√k). What grows with k is the FP32 accumulation, about √k·2^-24 (k·2^-24
+ * at worst, 2.4e-4 at k = 4096; tensor cores add with truncation), small
+ * against u for these formats. So the tolerance is about 10u, the same at any
+ * k: 5e-3 for TF32 and FP16 (p = 11), as cuBLAS TF32 has always been checked,
+ * and 4e-2 for BF16 (p = 8). (The CPU analogues measure u/6 to u/3 for k = 64 … 256.) */
+double cl_matmul_tolerance(cl_matmul_format f, bool full)
+{
+    if ((int)f <= CL_MATMUL_FMT_FP32 || (int)f >= CL_MATMUL_NFORMATS)
+        return full ? CL_MATMUL_TOL_FP32 : CL_MATMUL_TOL_FP32_FREI;
+    return ldexp(CL_MATMUL_TOL_TF32, 11 - format_bits[f]);
 }
 
 /* ---- comparing ---- */
@@ -229,7 +266,7 @@ static int freivalds(verify_job *v, uint64_t seed, char *err)
     return 0;
 }
 
-int cl_matmul_verify(int m, int n, int k, uint64_t seed, const float *c, bool tf32,
+int cl_matmul_verify(int m, int n, int k, uint64_t seed, const float *c, cl_matmul_format fmt,
                      cl_matmul_check *out, char *err)
 {
     memset(out, 0, sizeof *out);
@@ -246,7 +283,7 @@ int cl_matmul_verify(int m, int n, int k, uint64_t seed, const float *c, bool tf
         return -1;
     }
     float *b = a + (size_t)m * k;
-    cl_matmul_fill(a, b, m, n, k, seed);
+    cl_matmul_fill(a, b, m, n, k, seed, false);
     verify_job v = { .a = a, .b = b, .c = c, .m = m, .n = n, .k = k,
                      .row_rel = rows, .row_abs = rows + m, .row_col = cols };
     int rc = 0;
@@ -257,7 +294,7 @@ int cl_matmul_verify(int m, int n, int k, uint64_t seed, const float *c, bool tf
     if (rc == 0) {
         reduce_rows(&v, out);
         out->method = full ? "full fp64 product" : "freivalds x3";
-        out->tol = tf32 ? CL_MATMUL_TOL_TF32 : full ? CL_MATMUL_TOL_FP32 : CL_MATMUL_TOL_FP32_FREI;
+        out->tol = cl_matmul_tolerance(fmt, full);
         out->passed = out->max_rel_err <= out->tol;     /* false for NaN */
         out->first_row = out->first_col = -1;
         if (full && !out->passed)

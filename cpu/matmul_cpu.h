@@ -8,11 +8,20 @@
 
 #include "cudalab/matmul.h"
 
+/* The launch of a register-blocked GPU kernel that a blocked analogue mirrors. */
+typedef struct cpu_mm_shape {
+    int bm, bn, bk;                 /* its block tile of C and slice of k */
+    int threads;                    /* its threads per block */
+    size_t smem;                    /* its shared memory per block, in bytes */
+    cl_matmul_format round;         /* what the inputs are rounded to as tiles are copied (tensor cores) */
+} cpu_mm_shape;
+
 typedef struct cpu_mm_problem {
-    const float *a, *b;
+    const float *a, *b;             /* b holds Bᵀ (n×k) for a CL_MATMUL_BT variant */
     float *c;
     int m, n, k, tile;
     int threads;                    /* host threads a launch may use */
+    const cpu_mm_shape *shape;      /* the impl's, for the blocked analogues; else NULL */
 } cpu_mm_problem;
 
 typedef struct cpu_mm_impl {
@@ -20,9 +29,28 @@ typedef struct cpu_mm_impl {
      * where it is not the variant's (no timing). */
     void (*configure)(const cpu_mm_problem *p, cl_matmul_result *out);
     void (*run)(const cpu_mm_problem *p);
+    const cpu_mm_shape *shape;      /* the GPU kernel's launch, for the blocked analogues */
 } cpu_mm_impl;
 
-extern const cpu_mm_impl cpu_mm_host, cpu_mm_naive, cpu_mm_tiled, cpu_mm_fast, cpu_mm_fast64, cpu_mm_blas,
+extern const cpu_mm_impl cpu_mm_host, cpu_mm_naive, cpu_mm_naive_bt, cpu_mm_tiled, cpu_mm_tiled_bt, cpu_mm_blas;
+/* Block tiles with an accumulator array, one per register-blocked GPU variant (matmul_blocked.c). */
+extern const cpu_mm_impl cpu_mm_reg1d, cpu_mm_reg2d, cpu_mm_vec4, cpu_mm_warptile, cpu_mm_fast, cpu_mm_fast64,
+    cpu_mm_swizzle, cpu_mm_async, cpu_mm_async64, cpu_mm_wmma_tf32, cpu_mm_wmma_fp16, cpu_mm_wmma_bf16,
     cpu_mm_wgmma_tf32;
+
+static inline int cpu_mm_cdiv(int a, int b)
+{
+    return (a + b - 1) / b;
+}
+
+/* How many host threads a launch of `blocks` blocks gets. */
+static inline int cpu_mm_threads_for(const cpu_mm_problem *p, long long blocks)
+{
+    return blocks < p->threads ? (int)blocks : p->threads;
+}
+
+/* x rounded to the format as a GPU rounds it: TF32 to nearest with ties away
+ * from zero (cvt.rna.tf32.f32), FP16 and BF16 to nearest even; FP32: x. */
+float cpu_mm_round(cl_matmul_format f, float x);
 
 #endif

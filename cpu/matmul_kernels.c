@@ -4,11 +4,13 @@
  * for blocks (dealt round-robin, as the GPU deals blocks to SMs) and plain
  * loops standing in for the threads of a block:
  *   cpu      the lecture's MatrixMulOnHost, one thread, double accumulation;
- *   naive    16×16 blocks, one dot product per element of C;
+ *   naive    16×16 blocks, one dot product per element of C (naive-bt: with
+ *            B read from its transposed copy);
  *   tiled    TILE×TILE blocks; each phase copies a tile of A and of B into
- *            local arrays (the shared-memory analogue), then accumulates;
- *   fast     large blocks (128×128 or 64×64), 8-deep slices of k, an
- *            accumulator array per block (the registers of all its threads);
+ *            local arrays (the shared-memory analogue), then accumulates
+ *            (tiled-bt: B's tile copied, transposed, from rows of Bᵀ);
+ *   reg1d … async, wmma-*: block tiles with an accumulator array, in
+ *            matmul_blocked.c;
  *   cublas   the distribution's BLAS (OpenBLAS) in FP32, loaded at run time;
  *            without one, the reference product (double accumulation);
  *   wgmma-tf32  128×256 blocks, 32-deep slices of k whose elements are
@@ -28,19 +30,6 @@
 
 #define NAIVE_BLOCK 16
 #define MAX_TILE 32
-#define FAST_BK 8
-#define FAST_MAX 128
-
-static int cdiv(int a, int b)
-{
-    return (a + b - 1) / b;
-}
-
-/* How many host threads a launch of `blocks` blocks gets. */
-static int threads_for(const cpu_mm_problem *p, long long blocks)
-{
-    return blocks < p->threads ? (int)blocks : p->threads;
-}
 
 /* ---- cpu: MatrixMulOnHost ---- */
 
@@ -70,7 +59,7 @@ static void host_run(const cpu_mm_problem *p)
 }
 /* show-source: end */
 
-const cpu_mm_impl cpu_mm_host = { host_configure, host_run };
+const cpu_mm_impl cpu_mm_host = { host_configure, host_run, NULL };
 
 /* ---- naive: one dot product per element, 16×16 blocks ---- */
 
@@ -80,7 +69,7 @@ const cpu_mm_impl cpu_mm_host = { host_configure, host_run };
 CL_HOT static void naive_block(long long blk, void *arg)
 {
     const cpu_mm_problem *p = arg;
-    int gx = cdiv(p->n, NAIVE_BLOCK);
+    int gx = cpu_mm_cdiv(p->n, NAIVE_BLOCK);
     int row0 = (int)(blk / gx) * NAIVE_BLOCK, col0 = (int)(blk % gx) * NAIVE_BLOCK;
     int width = p->n - col0 < NAIVE_BLOCK ? p->n - col0 : NAIVE_BLOCK;     /* threads inside C */
     for (int ty = 0; ty < NAIVE_BLOCK && row0 + ty < p->m; ty++) {
@@ -100,20 +89,48 @@ CL_HOT static void naive_block(long long blk, void *arg)
 
 static void naive_configure(const cpu_mm_problem *p, cl_matmul_result *out)
 {
-    int gx = cdiv(p->n, NAIVE_BLOCK), gy = cdiv(p->m, NAIVE_BLOCK);
+    int gx = cpu_mm_cdiv(p->n, NAIVE_BLOCK), gy = cpu_mm_cdiv(p->m, NAIVE_BLOCK);
     out->launch = cl_launch_2d(gx, gy, NAIVE_BLOCK, NAIVE_BLOCK, 0, 1);
     out->global_loads = cl_matmul_loads_naive(p->m, p->n, p->k);
     snprintf(out->impl, sizeof out->impl, "host: %d threads over %lld blocks of 16×16",
-             threads_for(p, (long long)gx * gy), (long long)gx * gy);
+             cpu_mm_threads_for(p, (long long)gx * gy), (long long)gx * gy);
 }
 
 static void naive_run(const cpu_mm_problem *p)
 {
-    long long blocks = (long long)cdiv(p->n, NAIVE_BLOCK) * cdiv(p->m, NAIVE_BLOCK);
+    long long blocks = (long long)cpu_mm_cdiv(p->n, NAIVE_BLOCK) * cpu_mm_cdiv(p->m, NAIVE_BLOCK);
     cl_parallel_for(blocks, p->threads, naive_block, (void *)p);
 }
 
-const cpu_mm_impl cpu_mm_naive = { naive_configure, naive_run };
+const cpu_mm_impl cpu_mm_naive = { naive_configure, naive_run, NULL };
+
+/* naive-bt: the same blocks, the column of B each "thread" reads now a row of
+ * Bᵀ, k floats from its neighbour's: the GPU's uncoalesced walk. Each element
+ * still sums its products in the order q = 0, 1, 2, ... */
+CL_HOT static void naive_bt_block(long long blk, void *arg)
+{
+    const cpu_mm_problem *p = arg;
+    int gx = cpu_mm_cdiv(p->n, NAIVE_BLOCK);
+    int row0 = (int)(blk / gx) * NAIVE_BLOCK, col0 = (int)(blk % gx) * NAIVE_BLOCK;
+    int width = p->n - col0 < NAIVE_BLOCK ? p->n - col0 : NAIVE_BLOCK;     /* threads inside C */
+    const float *bt = p->b + (size_t)col0 * p->k;
+    for (int ty = 0; ty < NAIVE_BLOCK && row0 + ty < p->m; ty++) {
+        const float *arow = p->a + (size_t)(row0 + ty) * p->k;
+        float s[NAIVE_BLOCK] = { 0 };
+        for (int q = 0; q < p->k; q++)
+            for (int tx = 0; tx < width; tx++)
+                s[tx] += arow[q] * bt[(size_t)tx * p->k + q];
+        memcpy(p->c + (size_t)(row0 + ty) * p->n + col0, s, (size_t)width * sizeof *s);
+    }
+}
+
+static void naive_bt_run(const cpu_mm_problem *p)
+{
+    long long blocks = (long long)cpu_mm_cdiv(p->n, NAIVE_BLOCK) * cpu_mm_cdiv(p->m, NAIVE_BLOCK);
+    cl_parallel_for(blocks, p->threads, naive_bt_block, (void *)p);
+}
+
+const cpu_mm_impl cpu_mm_naive_bt = { naive_configure, naive_bt_run, NULL };
 
 /* ---- tiled: TILE×TILE tiles of A and B in local arrays ---- */
 
@@ -150,31 +167,53 @@ static void tile_product(int t, float (*acc)[MAX_TILE], float (*as)[MAX_TILE], f
                 acc[ty][tx] += as[ty][i] * bs[i][tx];
 }
 
+/* tiled-bt's loads: "thread" (ty, tx) reads element tx of row ty of the Bᵀ
+ * tile (consecutive addresses for consecutive tx) and stores it transposed. */
+static void tile_of_bt(const cpu_mm_problem *p, int ph, int col0, float (*bs)[MAX_TILE])
+{
+    const int t = p->tile;
+    for (int ty = 0; ty < t; ty++)
+        for (int tx = 0; tx < t; tx++) {
+            int btrow = col0 + ty, kk = ph * t + tx;
+            bs[tx][ty] = btrow < p->n && kk < p->k ? p->b[(size_t)btrow * p->k + kk] : 0.0f;
+        }
+}
+
+typedef struct tiled_job {
+    const cpu_mm_problem *p;
+    bool bt;                        /* B's tiles come from Bᵀ (tiled-bt) */
+} tiled_job;
+
 CL_HOT static void tiled_block(long long blk, void *arg)
 {
-    const cpu_mm_problem *p = arg;
+    const tiled_job *job = arg;
+    const cpu_mm_problem *p = job->p;
     const int t = p->tile;
-    int gx = cdiv(p->n, t);
+    int gx = cpu_mm_cdiv(p->n, t);
     int row0 = (int)(blk / gx) * t, col0 = (int)(blk % gx) * t;
     float as[MAX_TILE][MAX_TILE], bs[MAX_TILE][MAX_TILE], acc[MAX_TILE][MAX_TILE];
     for (int ty = 0; ty < t; ty++)
         memset(acc[ty], 0, (size_t)t * sizeof(float));      /* the block's own: small tiles make many blocks */
-    for (int ph = 0; ph < cdiv(p->k, t); ph++) {
+    for (int ph = 0; ph < cpu_mm_cdiv(p->k, t); ph++) {
         /* "threads" (ty, tx) load one element of each tile, zero outside the matrices (a tile wholly
          * inside both is copied row by row: the same elements) */
         if (row0 + t <= p->m && col0 + t <= p->n && (ph + 1) * t <= p->k) {
             for (int ty = 0; ty < t; ty++) {
                 memcpy(as[ty], p->a + (size_t)(row0 + ty) * p->k + (size_t)ph * t, (size_t)t * sizeof(float));
-                memcpy(bs[ty], p->b + (size_t)(ph * t + ty) * p->n + col0, (size_t)t * sizeof(float));
+                if (!job->bt)
+                    memcpy(bs[ty], p->b + (size_t)(ph * t + ty) * p->n + col0, (size_t)t * sizeof(float));
             }
         } else {
             for (int ty = 0; ty < t; ty++)
                 for (int tx = 0; tx < t; tx++) {
                     int row = row0 + ty, col = col0 + tx, ka = ph * t + tx, kb = ph * t + ty;
                     as[ty][tx] = row < p->m && ka < p->k ? p->a[(size_t)row * p->k + ka] : 0.0f;
-                    bs[ty][tx] = kb < p->k && col < p->n ? p->b[(size_t)kb * p->n + col] : 0.0f;
+                    if (!job->bt)
+                        bs[ty][tx] = kb < p->k && col < p->n ? p->b[(size_t)kb * p->n + col] : 0.0f;
                 }
         }
+        if (job->bt)
+            tile_of_bt(p, ph, col0, bs);
         /* the first __syncthreads: every tile element is in place */
         if (t == 16)                /* each with t a constant, inlined */
             tile_rows(16, acc, as, bs);
@@ -194,99 +233,39 @@ CL_HOT static void tiled_block(long long blk, void *arg)
 
 static void tiled_configure(const cpu_mm_problem *p, cl_matmul_result *out)
 {
-    int t = p->tile, gx = cdiv(p->n, t), gy = cdiv(p->m, t);
+    int t = p->tile, gx = cpu_mm_cdiv(p->n, t), gy = cpu_mm_cdiv(p->m, t);
     out->launch = cl_launch_2d(gx, gy, t, t, 2 * (size_t)t * t * sizeof(float), 1);
     out->global_loads = cl_matmul_loads_blocked(p->m, p->n, p->k, t, t);
     snprintf(out->impl, sizeof out->impl, "host: %d threads over %lld blocks of %d×%d",
-             threads_for(p, (long long)gx * gy), (long long)gx * gy, t, t);
+             cpu_mm_threads_for(p, (long long)gx * gy), (long long)gx * gy, t, t);
+}
+
+static void tiled_run_of(const cpu_mm_problem *p, bool bt)
+{
+    tiled_job job = { p, bt };
+    long long blocks = (long long)cpu_mm_cdiv(p->n, p->tile) * cpu_mm_cdiv(p->m, p->tile);
+    cl_parallel_for(blocks, p->threads, tiled_block, &job);
 }
 
 static void tiled_run(const cpu_mm_problem *p)
 {
-    long long blocks = (long long)cdiv(p->n, p->tile) * cdiv(p->m, p->tile);
-    cl_parallel_for(blocks, p->threads, tiled_block, (void *)p);
+    tiled_run_of(p, false);
 }
 
-const cpu_mm_impl cpu_mm_tiled = { tiled_configure, tiled_run };
-
-/* ---- fast: block tiles with an accumulator array ---- */
-
-typedef struct fast_job {
-    const cpu_mm_problem *p;
-    int bm, bn;
-} fast_job;
-
-CL_HOT static void fast_block(long long blk, void *arg)
+/* tiled-bt: the GPU kernel's B tile has a padding column (TILE×(TILE+1)) */
+static void tiled_bt_configure(const cpu_mm_problem *p, cl_matmul_result *out)
 {
-    const fast_job *f = arg;
-    const cpu_mm_problem *p = f->p;
-    const int bm = f->bm, bn = f->bn;
-    int gx = cdiv(p->n, bn);
-    int row0 = (int)(blk / gx) * bm, col0 = (int)(blk % gx) * bn;
-    /* A's slice is stored k-major (transposed), as the GPU kernel stores it */
-    float as[FAST_BK][FAST_MAX], bs[FAST_BK][FAST_MAX];
-    static _Thread_local float acc[FAST_MAX * FAST_MAX];
-    memset(acc, 0, (size_t)bm * bn * sizeof *acc);
-    for (int k0 = 0; k0 < p->k; k0 += FAST_BK) {
-        for (int kk = 0; kk < FAST_BK; kk++) {
-            int q = k0 + kk;
-            for (int r = 0; r < bm; r++)
-                as[kk][r] = q < p->k && row0 + r < p->m ? p->a[(size_t)(row0 + r) * p->k + q] : 0.0f;
-            for (int c = 0; c < bn; c++)
-                bs[kk][c] = q < p->k && col0 + c < p->n ? p->b[(size_t)q * p->n + col0 + c] : 0.0f;
-        }
-        for (int kk = 0; kk < FAST_BK; kk++)
-            for (int r = 0; r < bm; r++) {
-                float a = as[kk][r];
-                float *accrow = acc + (size_t)r * bn;
-                for (int c = 0; c < bn; c++)
-                    accrow[c] += a * bs[kk][c];
-            }
-    }
-    for (int r = 0; r < bm && row0 + r < p->m; r++)
-        for (int c = 0; c < bn && col0 + c < p->n; c++)
-            p->c[(size_t)(row0 + r) * p->n + col0 + c] = acc[(size_t)r * bn + c];
+    tiled_configure(p, out);
+    out->launch.smem_bytes = ((size_t)p->tile * p->tile + (size_t)p->tile * (p->tile + 1)) * sizeof(float);
 }
 
-static void fast_configure_bm(const cpu_mm_problem *p, cl_matmul_result *out, int bm)
+static void tiled_bt_run(const cpu_mm_problem *p)
 {
-    int gx = cdiv(p->n, bm), gy = cdiv(p->m, bm);
-    /* (bm/8)² GPU threads of 8×8 micro-tiles; the local slices play shared memory */
-    out->launch = cl_launch_2d(gx, gy, (bm / 8) * (bm / 8), 1, 2 * (size_t)FAST_BK * bm * sizeof(float), 1);
-    out->global_loads = cl_matmul_loads_blocked(p->m, p->n, p->k, bm, bm);
-    snprintf(out->impl, sizeof out->impl, "host: %d threads over %lld blocks of %d×%d, k slices of %d",
-             threads_for(p, (long long)gx * gy), (long long)gx * gy, bm, bm, FAST_BK);
+    tiled_run_of(p, true);
 }
 
-static void fast_run_bm(const cpu_mm_problem *p, int bm)
-{
-    fast_job f = { p, bm, bm };
-    long long blocks = (long long)cdiv(p->n, bm) * cdiv(p->m, bm);
-    cl_parallel_for(blocks, p->threads, fast_block, &f);
-}
-
-static void fast_configure(const cpu_mm_problem *p, cl_matmul_result *out)
-{
-    fast_configure_bm(p, out, 128);
-}
-
-static void fast_run(const cpu_mm_problem *p)
-{
-    fast_run_bm(p, 128);
-}
-
-static void fast64_configure(const cpu_mm_problem *p, cl_matmul_result *out)
-{
-    fast_configure_bm(p, out, 64);
-}
-
-static void fast64_run(const cpu_mm_problem *p)
-{
-    fast_run_bm(p, 64);
-}
-
-const cpu_mm_impl cpu_mm_fast = { fast_configure, fast_run };
-const cpu_mm_impl cpu_mm_fast64 = { fast64_configure, fast64_run };
+const cpu_mm_impl cpu_mm_tiled = { tiled_configure, tiled_run, NULL };
+const cpu_mm_impl cpu_mm_tiled_bt = { tiled_bt_configure, tiled_bt_run, NULL };
 
 /* ---- the reference where there is no BLAS: double accumulation, one row of C per task ---- */
 
@@ -319,7 +298,7 @@ static void reference_configure(const cpu_mm_problem *p, cl_matmul_result *out)
     out->global_loads = 0;
     snprintf(out->impl, sizeof out->impl,
              "CPU reference standing in for cuBLAS: %d threads, double accumulation",
-             threads_for(p, p->m));
+             cpu_mm_threads_for(p, p->m));
 }
 
 static void reference_run(const cpu_mm_problem *p)
@@ -407,77 +386,4 @@ static void blas_run(const cpu_mm_problem *p)
                p->c, p->n);
 }
 
-const cpu_mm_impl cpu_mm_blas = { blas_configure, blas_run };
-
-/* ---- wgmma-tf32: 128×256 blocks of TF32 products ---- */
-
-#define WGMMA_BM 128
-#define WGMMA_BN 256
-#define WGMMA_BK 32
-
-/* x rounded to the nearest TF32 value (10-bit mantissa, ties to even): what a
- * tensor core multiplies. Infinities and NaNs stay as they are. */
-static inline float tf32_round(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    if ((u & 0x7f800000u) == 0x7f800000u)
-        return x;
-    u += 0x0fffu + ((u >> 13) & 1u);
-    u &= 0xffffe000u;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
-/* One block: each 32-deep slice of A (stored k-major) and of B is copied in TF32
- * (the GPU's TMA copies, the tensor cores' rounding), then multiplied out into
- * an accumulator array (the two consumer warpgroups' registers). A product of
- * two TF32 values is exact in float, so only the sums round, as on the GPU. */
-CL_HOT static void wgmma_block(long long blk, void *arg)
-{
-    const cpu_mm_problem *p = arg;
-    int gx = cdiv(p->n, WGMMA_BN);
-    int row0 = (int)(blk / gx) * WGMMA_BM, col0 = (int)(blk % gx) * WGMMA_BN;
-    int rows = p->m - row0 < WGMMA_BM ? p->m - row0 : WGMMA_BM;
-    int cols = p->n - col0 < WGMMA_BN ? p->n - col0 : WGMMA_BN;
-    float as[WGMMA_BK][WGMMA_BM], bs[WGMMA_BK][WGMMA_BN];
-    static _Thread_local float acc[WGMMA_BM * WGMMA_BN];
-    memset(acc, 0, sizeof acc);
-    for (int k0 = 0; k0 < p->k; k0 += WGMMA_BK) {
-        int depth = p->k - k0 < WGMMA_BK ? p->k - k0 : WGMMA_BK;
-        for (int kk = 0; kk < depth; kk++) {
-            for (int r = 0; r < rows; r++)
-                as[kk][r] = tf32_round(p->a[(size_t)(row0 + r) * p->k + k0 + kk]);
-            for (int c = 0; c < cols; c++)
-                bs[kk][c] = tf32_round(p->b[(size_t)(k0 + kk) * p->n + col0 + c]);
-        }
-        for (int kk = 0; kk < depth; kk++)
-            for (int r = 0; r < rows; r++) {
-                float a = as[kk][r];
-                float *accrow = acc + (size_t)r * WGMMA_BN;
-                for (int c = 0; c < cols; c++)
-                    accrow[c] += a * bs[kk][c];
-            }
-    }
-    for (int r = 0; r < rows; r++)
-        memcpy(p->c + (size_t)(row0 + r) * p->n + col0, acc + (size_t)r * WGMMA_BN, (size_t)cols * sizeof *acc);
-}
-
-static void wgmma_configure(const cpu_mm_problem *p, cl_matmul_result *out)
-{
-    int gx = cdiv(p->n, WGMMA_BN), gy = cdiv(p->m, WGMMA_BM);
-    /* the GPU's 384 threads; its ring holds 4 stages of these slices, the analogue one */
-    out->launch = cl_launch_2d(gx, gy, 384, 1, (size_t)WGMMA_BK * (WGMMA_BM + WGMMA_BN) * sizeof(float), 1);
-    out->global_loads = cl_matmul_loads_blocked(p->m, p->n, p->k, WGMMA_BM, WGMMA_BN);
-    snprintf(out->impl, sizeof out->impl, "host: %d threads over %lld blocks of 128×256, k slices of 32 rounded "
-             "to TF32", threads_for(p, (long long)gx * gy), (long long)gx * gy);
-    snprintf(out->precision, sizeof out->precision, "tf32");
-}
-
-static void wgmma_run(const cpu_mm_problem *p)
-{
-    long long blocks = (long long)cdiv(p->n, WGMMA_BN) * cdiv(p->m, WGMMA_BM);
-    cl_parallel_for(blocks, p->threads, wgmma_block, (void *)p);
-}
-
-const cpu_mm_impl cpu_mm_wgmma_tf32 = { wgmma_configure, wgmma_run };
+const cpu_mm_impl cpu_mm_blas = { blas_configure, blas_run, NULL };

@@ -2,9 +2,12 @@
  * that every variant shares.
  *
  * The variants are the contract's rows (matmul.h); cuda_impl says what runs
- * each. The runner describes the launch first (so a grid too large for the device
- * is refused before any allocation), allocates A, B, C and an L2-flush
- * buffer (and the scratch memory a variant asks for), generates A and B on the device from the seed, fills C with NaN so
+ * each. The runner refuses a CL_MATMUL_SM80 variant on an older device and
+ * describes the launch first (so a grid too large for the device is refused
+ * before any allocation), allocates A, B, C, an L2-flush buffer and the scratch
+ * memory a variant asks for, generates A and B on the device from the seed (Bᵀ
+ * in B's place for a CL_MATMUL_BT variant, from the same generator: the same
+ * product), fills C with NaN so
  * that an element no thread writes fails the check, runs the warm-up
  * launches, then times each rep with CUDA events around the kernel only,
  * after reading a buffer twice the size of L2 so that no rep starts with
@@ -24,9 +27,21 @@ static const mm_gpu_impl *cuda_impl(int v)
     switch (v) {
     case CL_VARIANT_STUDENT: return &mm_gpu_student;
     case CL_MATMUL_V_NAIVE: return &mm_gpu_naive;
+    case CL_MATMUL_V_NAIVE_BT: return &mm_gpu_naive_bt;
     case CL_MATMUL_V_TILED: return &mm_gpu_tiled;
+    case CL_MATMUL_V_TILED_BT: return &mm_gpu_tiled_bt;
+    case CL_MATMUL_V_REG1D: return &mm_gpu_reg1d;
+    case CL_MATMUL_V_REG2D: return &mm_gpu_reg2d;
+    case CL_MATMUL_V_VEC4: return &mm_gpu_vec4;
+    case CL_MATMUL_V_WARPTILE: return &mm_gpu_warptile;
     case CL_MATMUL_V_FAST: return &mm_gpu_fast;
     case CL_MATMUL_V_FAST64: return &mm_gpu_fast64;
+    case CL_MATMUL_V_SWIZZLE: return &mm_gpu_swizzle;
+    case CL_MATMUL_V_ASYNC: return &mm_gpu_async;
+    case CL_MATMUL_V_ASYNC64: return &mm_gpu_async64;
+    case CL_MATMUL_V_WMMA_TF32: return &mm_gpu_wmma_tf32;
+    case CL_MATMUL_V_WMMA_FP16: return &mm_gpu_wmma_fp16;
+    case CL_MATMUL_V_WMMA_BF16: return &mm_gpu_wmma_bf16;
     case CL_MATMUL_V_CUBLAS: return &mm_gpu_cublas;
     case CL_MATMUL_V_CUBLAS_TF32: return &mm_gpu_cublas_tf32;
     case CL_MATMUL_V_WGMMA_TF32: return &mm_gpu_wgmma_tf32;
@@ -65,6 +80,33 @@ int mm_describe(const void *func, dim3 grid, dim3 block, cl_launch *l, char *err
     return cl_cuda_describe(func, grid, block, l, err);
 }
 
+int mm_dynamic_smem(const void *func, int bytes, char *err)
+{
+    cudaError_t rc = cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    if (rc == cudaSuccess)
+        rc = cudaFuncSetAttribute(func, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                  (int)cudaSharedmemCarveoutMaxShared);
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "shared memory per block", rc);
+}
+
+/* CL_MATMUL_SM80 variants on an older device: refused before anything is allocated. */
+static int needs_sm80(const cl_variant *v, char *err)
+{
+    int dev = 0, major = 0, minor = 0;
+    cudaError_t rc = cudaGetDevice(&dev);
+    if (rc == cudaSuccess)
+        rc = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    if (rc == cudaSuccess)
+        rc = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    if (rc != cudaSuccess)
+        return cl_cuda_fail(err, "compute capability", rc);
+    if (major >= 8)
+        return 0;
+    snprintf(err, CL_ERR_LEN, "%s needs compute capability 8.0 or later (cp.async, TF32 and BF16 tensor cores); "
+             "this device is %d.%d", v->name, major, minor);
+    return -1;
+}
+
 /* ---- a student's kernel: one thread per element of C ---- */
 
 static dim3 student_grid(const mm_problem *p)
@@ -95,17 +137,22 @@ const mm_gpu_impl mm_gpu_student = { student_prepare, student_launch };
 
 /* ---- inputs ---- */
 
-__global__ void mm_fill_kernel(float *p, long long count, uint64_t seed, int is_b)
+enum mm_input { MM_A, MM_B, MM_BT };
+
+/* A, B, or Bᵀ (n×k: element i is B[i mod k][i / k]), from the generators of matmul.h. */
+__global__ void mm_fill_kernel(float *p, long long count, uint64_t seed, int which, int n, int k)
 {
     long long stride = (long long)gridDim.x * blockDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride)
-        p[i] = is_b ? cl_matmul_b(seed, (uint64_t)i) : cl_matmul_a(seed, (uint64_t)i);
+        p[i] = which == MM_A ? cl_matmul_a(seed, (uint64_t)i)
+             : which == MM_B ? cl_matmul_b(seed, (uint64_t)i)
+                             : cl_matmul_b(seed, (uint64_t)(i % k) * (uint64_t)n + (uint64_t)(i / k));
 }
 
-static int fill(float *p, long long count, uint64_t seed, int is_b, char *err)
+static int fill(float *p, long long count, uint64_t seed, int which, const cl_matmul_args *a, char *err)
 {
     long long blocks = (count + 255) / 256;
-    mm_fill_kernel<<<(unsigned)(blocks < 65536 ? blocks : 65536), 256>>>(p, count, seed, is_b);
+    mm_fill_kernel<<<(unsigned)(blocks < 65536 ? blocks : 65536), 256>>>(p, count, seed, which, a->n, a->k);
     return mm_launched("generating inputs", err);
 }
 
@@ -136,7 +183,9 @@ static int sentinel(const cl_matmul_args *a, float *c, char *err)
     return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "cudaMemset C", rc);
 }
 
-static int setup(const cl_matmul_args *a, size_t scratch, mm_buffers *d, char *err)
+/* bt: B is made as Bᵀ (n×k), in B's buffer, for a CL_MATMUL_BT variant; scratch: the bytes of
+ * the variant's own buffer (mm_gpu_impl.scratch), 0 for none. */
+static int setup(const cl_matmul_args *a, size_t scratch, bool bt, mm_buffers *d, char *err)
 {
     size_t na = (size_t)a->m * a->k, nb = (size_t)a->k * a->n, nc = (size_t)a->m * a->n;
     if (cl_cuda_alloc((void **)&d->a, na * sizeof(float), "matrix A", err) ||
@@ -149,7 +198,7 @@ static int setup(const cl_matmul_args *a, size_t scratch, mm_buffers *d, char *e
     /* a student's warm-up runs on other inputs: a kernel that kept its first
      * result somewhere and copies it afterwards fails the check */
     uint64_t seed = a->student ? a->seed ^ CL_STUDENT_WARMUP_SALT : a->seed;
-    if (fill(d->a, (long long)na, seed, 0, err) || fill(d->b, (long long)nb, seed, 1, err))
+    if (fill(d->a, (long long)na, seed, MM_A, a, err) || fill(d->b, (long long)nb, seed, bt ? MM_BT : MM_B, a, err))
         return -1;
     return sentinel(a, d->c, err);
 }
@@ -167,7 +216,7 @@ static int timed(const mm_gpu_impl *impl, const mm_problem *p, const cl_matmul_a
         return -1;
     if (student) {
         long long na = (long long)a->m * a->k, nb = (long long)a->k * a->n;
-        if (fill(d->a, na, a->seed, 0, err) || fill(d->b, nb, a->seed, 1, err))
+        if (fill(d->a, na, a->seed, MM_A, a, err) || fill(d->b, nb, a->seed, MM_B, a, err))
             return -1;
     }
     cl_times *t = &out->times;
@@ -199,16 +248,17 @@ static int cuda_matmul_run(int v, const cl_matmul_args *a, cl_matmul_result *out
         snprintf(err, CL_ERR_LEN, "a student variant without its kernel");
         return -1;
     }
+    unsigned flags = student ? 0 : cl_matmul_variants[v].flags;
     snprintf(out->config, sizeof out->config, "%s", student ? cl_matmul_student.launch : cl_matmul_variants[v].launch);
-    snprintf(out->precision, sizeof out->precision, "%s",
-             !student && cl_matmul_variants[v].flags & CL_MATMUL_TF32 ? "tf32" : "fp32");
+    snprintf(out->precision, sizeof out->precision, "%s", cl_matmul_flags_precision(flags));
     mm_problem p = { a->m, a->n, a->k, a->tile, NULL, NULL, NULL, a->student, NULL };
-    if ((student && cl_cuda_student_func(a->student, &p.student_func, err)) || impl->prepare(&p, out, err))
+    if (((flags & CL_MATMUL_SM80) && needs_sm80(&cl_matmul_variants[v], err)) ||
+        (student && cl_cuda_student_func(a->student, &p.student_func, err)) || impl->prepare(&p, out, err))
         return -1;
 
     mm_buffers d;
     memset(&d, 0, sizeof d);
-    int rc = setup(a, impl->scratch ? impl->scratch(&p) : 0, &d, err);
+    int rc = setup(a, impl->scratch ? impl->scratch(&p) : 0, (flags & CL_MATMUL_BT) != 0, &d, err);
     if (rc == 0) {
         p.a = d.a, p.b = d.b, p.c = d.c, p.scratch = d.scratch;
         if (student)

@@ -17,7 +17,7 @@
 
 struct mm_problem {
     int m, n, k, tile;
-    const float *a, *b;             /* device, row-major */
+    const float *a, *b;             /* device, row-major; for a CL_MATMUL_BT variant b holds Bᵀ (n×k) */
     float *c;
     const cl_student_kernel *student;   /* CL_VARIANT_STUDENT: the kernel, and its loaded handle */
     const void *student_func;
@@ -38,7 +38,17 @@ int mm_describe(const void *func, dim3 grid, dim3 block, cl_launch *l, char *err
 /* The error of the launch just made, if any. */
 int mm_launched(const char *what, char *err);
 
+/* cudaFuncSetAttribute(func, MaxDynamicSharedMemorySize, bytes), with the
+ * carveout at its largest so that the blocks the registers allow also fit in
+ * shared memory; 0, or -1 with err set. */
+int mm_dynamic_smem(const void *func, int bytes, char *err);
+
 extern const mm_gpu_impl mm_gpu_student, mm_gpu_naive, mm_gpu_tiled, mm_gpu_fast, mm_gpu_fast64, mm_gpu_cublas,
     mm_gpu_cublas_tf32, mm_gpu_wgmma_tf32;
+extern const mm_gpu_impl mm_gpu_naive_bt, mm_gpu_tiled_bt;                       /* matmul_corner.cu */
+extern const mm_gpu_impl mm_gpu_reg1d, mm_gpu_reg2d, mm_gpu_vec4;                /* matmul_regblock.cu */
+extern const mm_gpu_impl mm_gpu_warptile;                                        /* matmul_warptile.cu */
+extern const mm_gpu_impl mm_gpu_swizzle, mm_gpu_async, mm_gpu_async64;           /* matmul_async.cu */
+extern const mm_gpu_impl mm_gpu_wmma_tf32, mm_gpu_wmma_fp16, mm_gpu_wmma_bf16;   /* matmul_wmma.cu */
 
 #endif

@@ -1,5 +1,7 @@
-/* matmul_fast.cu — register blocking: the step after the lecture's tiled
- * kernel that brings plain FP32 code close to cuBLAS.
+/* matmul_fast.cu — register blocking with double buffering: the rung after
+ * warptile that brings plain FP32 code close to cuBLAS (fast, and fast64 with
+ * 64×64 tiles), and the same kernel with its transposed tile of A
+ * XOR-swizzled instead of padded (swizzle).
  *
  * Each block computes a BM×BN tile of C; each of its threads an 8×8
  * micro-tile held in 64 registers. Per 8-deep slice of k a thread reads 8
@@ -28,6 +30,7 @@
 #include <stdio.h>
 
 #include "matmul_cuda.h"
+#include "matmul_device.h"
 
 /* show-source: matmul fast,fast64 */
 template <int BM, int BN, int BK>
@@ -46,42 +49,6 @@ struct mm_fast_shape {
     static_assert(LOADS_A >= 1 && LOADS_B >= 1 && BM * BK % (4 * THREADS) == 0 &&
                   BK * BN % (4 * THREADS) == 0, "tile loads split evenly into float4s");
 };
-
-/* Four floats of row `row` of a rows×cols matrix from column col (a multiple of
- * 4), zeros outside; one 16-byte load when rows are 16-byte aligned. */
-__device__ __forceinline__ float4 mm_load4(const float *__restrict__ M, int rows, int cols, int row,
-                                           int col, bool vec)
-{
-    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (row < rows && col < cols) {
-        const float *src = M + (size_t)row * cols + col;
-        if (vec) {
-            v = __ldg(reinterpret_cast<const float4 *>(src));
-        } else {
-            v.x = __ldg(src);
-            if (col + 1 < cols) v.y = __ldg(src + 1);
-            if (col + 2 < cols) v.z = __ldg(src + 2);
-            if (col + 3 < cols) v.w = __ldg(src + 3);
-        }
-    }
-    return v;
-}
-
-__device__ __forceinline__ void mm_store4(float *__restrict__ C, int m, int n, int row, int col,
-                                          float4 v, bool vec)
-{
-    if (row >= m || col >= n)
-        return;
-    float *dst = C + (size_t)row * n + col;
-    if (vec) {
-        *reinterpret_cast<float4 *>(dst) = v;
-    } else {
-        dst[0] = v.x;
-        if (col + 1 < n) dst[1] = v.y;
-        if (col + 2 < n) dst[2] = v.z;
-        if (col + 3 < n) dst[3] = v.w;
-    }
-}
 
 template <int BM, int BN, int BK>
 __global__ void __launch_bounds__(mm_fast_shape<BM, BN, BK>::THREADS, mm_fast_shape<BM, BN, BK>::MIN_BLOCKS)
@@ -173,6 +140,102 @@ mm_fast_kernel(const float *__restrict__ A, const float *__restrict__ B, float *
 }
 /* show-source: end */
 
+/* show-source: matmul swizzle */
+/* Where fast pads each row of the transposed A tile by 4 floats, swizzle XORs
+ * the column: column r of row kk is stored at r ^ 16 in rows 4…7. A thread
+ * stores its float4 of A into rows c…c+3 (c = 0 or 4) of column r; the warp's
+ * 16 values of r meet the same 16 banks in rows kk and kk+4, and the XOR sends
+ * rows 4…7 to the other 16. Reads stay float4s (the XOR moves whole groups of
+ * 16 floats), and no shared memory goes to padding. */
+template <int BK>
+__device__ __forceinline__ int mm_swizzle_col(int kk, int r)
+{
+    static_assert(BK == 8, "two float4s of A per row of the tile: rows 0…3 and 4…7");
+    return r ^ ((kk & 4) << 2);
+}
+
+template <int BM, int BN, int BK>
+__global__ void __launch_bounds__(mm_fast_shape<BM, BN, BK>::THREADS, mm_fast_shape<BM, BN, BK>::MIN_BLOCKS)
+mm_swizzle_kernel(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C,
+                  int m, int n, int k)
+{
+    typedef mm_fast_shape<BM, BN, BK> S;
+    __shared__ __align__(16) float As[2][BK][BM];
+    __shared__ __align__(16) float Bs[2][BK][BN];
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int tx = (warp % S::WARPS_N) * 8 + lane % 8;
+    const int ty = (warp / S::WARPS_N) * 4 + lane / 8;
+    const int bm = blockIdx.y * BM, bn = blockIdx.x * BN;
+    const bool vec_a = (k & 3) == 0, vec_b = (n & 3) == 0;
+    float4 ra[S::LOADS_A], rb[S::LOADS_B];
+    float acc[8][8] = {{0.f}};
+
+    auto load = [&](int k0) {
+#pragma unroll
+        for (int i = 0; i < S::LOADS_A; i++) {
+            int f = tid + i * S::THREADS;
+            ra[i] = mm_load4(A, m, k, bm + f / (BK / 4), k0 + f % (BK / 4) * 4, vec_a);
+        }
+#pragma unroll
+        for (int i = 0; i < S::LOADS_B; i++) {
+            int f = tid + i * S::THREADS;
+            rb[i] = mm_load4(B, k, n, k0 + f / (BN / 4), bn + f % (BN / 4) * 4, vec_b);
+        }
+    };
+    auto store = [&](int buf) {
+#pragma unroll
+        for (int i = 0; i < S::LOADS_A; i++) {
+            int f = tid + i * S::THREADS, r = f / (BK / 4), c = f % (BK / 4) * 4;
+            As[buf][c + 0][mm_swizzle_col<BK>(c + 0, r)] = ra[i].x;
+            As[buf][c + 1][mm_swizzle_col<BK>(c + 1, r)] = ra[i].y;
+            As[buf][c + 2][mm_swizzle_col<BK>(c + 2, r)] = ra[i].z;
+            As[buf][c + 3][mm_swizzle_col<BK>(c + 3, r)] = ra[i].w;
+        }
+#pragma unroll
+        for (int i = 0; i < S::LOADS_B; i++) {
+            int f = tid + i * S::THREADS;
+            *reinterpret_cast<float4 *>(&Bs[buf][f / (BN / 4)][f % (BN / 4) * 4]) = rb[i];
+        }
+    };
+
+    const int slices = (k + BK - 1) / BK;
+    load(0);
+    store(0);
+    __syncthreads();
+    for (int s = 0; s < slices; s++) {
+        const int cur = s & 1;
+        if (s + 1 < slices)
+            load((s + 1) * BK);
+#pragma unroll
+        for (int kk = 0; kk < BK; kk++) {
+            float4 a0 = *reinterpret_cast<const float4 *>(&As[cur][kk][mm_swizzle_col<BK>(kk, ty * 4)]);
+            float4 a1 = *reinterpret_cast<const float4 *>(&As[cur][kk][mm_swizzle_col<BK>(kk, BM / 2 + ty * 4)]);
+            float4 b0 = *reinterpret_cast<const float4 *>(&Bs[cur][kk][tx * 4]);
+            float4 b1 = *reinterpret_cast<const float4 *>(&Bs[cur][kk][BN / 2 + tx * 4]);
+            const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+            const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+                    acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
+        if (s + 1 < slices)
+            store(cur ^ 1);
+        __syncthreads();
+    }
+
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        int row = bm + (i < 4 ? ty * 4 + i : BM / 2 + ty * 4 + i - 4);
+        mm_store4(C, m, n, row, bn + tx * 4, make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]), vec_b);
+        mm_store4(C, m, n, row, bn + BN / 2 + tx * 4,
+                  make_float4(acc[i][4], acc[i][5], acc[i][6], acc[i][7]), vec_b);
+    }
+}
+/* show-source: end */
+
 /* ---- the variants ---- */
 
 template <int BM, int BN, int BK>
@@ -196,5 +259,23 @@ static int fast_launch(const mm_problem *p, char *err)
     return mm_launched("mm_fast_kernel", err);
 }
 
+static int swizzle_prepare(const mm_problem *p, cl_matmul_result *out, char *err)
+{
+    typedef mm_fast_shape<128, 128, 8> S;
+    out->global_loads = cl_matmul_loads_blocked(p->m, p->n, p->k, 128, 128);
+    snprintf(out->impl, sizeof out->impl, "mm_swizzle_kernel<128,128,8>: %d threads, 8×8 outputs each, "
+             "A's transposed tile XOR-swizzled instead of padded", S::THREADS);
+    dim3 grid((unsigned)((p->n + 127) / 128), (unsigned)((p->m + 127) / 128), 1);
+    return mm_describe((const void *)mm_swizzle_kernel<128, 128, 8>, grid, dim3(S::THREADS, 1, 1), &out->launch, err);
+}
+
+static int swizzle_launch(const mm_problem *p, char *err)
+{
+    dim3 grid((unsigned)((p->n + 127) / 128), (unsigned)((p->m + 127) / 128), 1);
+    mm_swizzle_kernel<128, 128, 8><<<grid, mm_fast_shape<128, 128, 8>::THREADS>>>(p->a, p->b, p->c, p->m, p->n, p->k);
+    return mm_launched("mm_swizzle_kernel", err);
+}
+
 const mm_gpu_impl mm_gpu_fast = { fast_prepare<128, 128, 8>, fast_launch<128, 128, 8> };
 const mm_gpu_impl mm_gpu_fast64 = { fast_prepare<64, 64, 8>, fast_launch<64, 64, 8> };
+const mm_gpu_impl mm_gpu_swizzle = { swizzle_prepare, swizzle_launch };

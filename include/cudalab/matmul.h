@@ -40,7 +40,12 @@ CL_HD float cl_matmul_b(uint64_t seed, uint64_t i)
 }
 
 /* X(id, name, launch on a GPU, what it teaches, flags): one row per variant, in
- * the order `--variant all` runs them (family.h says what is derived from it). */
+ * the order `--variant all` runs them (family.h says what is derived from it).
+ * The FP32 ladder climbs one step a row, siboehm/SGEMM_CUDA style: naive,
+ * tiled (shared memory), reg1d and reg2d (register blocking), vec4 (float4
+ * loads), warptile (a warp owns a sub-tile), fast (double buffering), swizzle
+ * (XOR-swizzled shared memory), async (cp.async pipeline). The -bt rows are
+ * the lecture's corner turning; the wmma rows its tensor cores. */
 #define CL_MATMUL_VARIANTS(X)                                                                       \
     X(CL_MATMUL_V_CPU, "cpu", "one host thread, triple loop",                                      \
       "the lecture's MatrixMulOnHost: a row of A times a column of B for each element, "           \
@@ -48,16 +53,65 @@ CL_HD float cl_matmul_b(uint64_t seed, uint64_t i)
     X(CL_MATMUL_V_NAIVE, "naive", "16×16 threads per block, one thread per element of C; "         \
       "grid ⌈n/16⌉×⌈m/16⌉",                                                                        \
       "each thread reads a row of A and a column of B from global memory: 2 loads per 2 flops", 0) \
+    X(CL_MATMUL_V_NAIVE_BT, "naive-bt", "16×16 threads per block, one thread per element of C, B "  \
+      "read from Bᵀ (n×k, row-major); grid ⌈n/16⌉×⌈m/16⌉",                                         \
+      "B stored transposed: the 32 threads of a warp read Bᵀ k floats apart, one DRAM burst each " \
+      "where naive's share one (uncoalesced)", CL_MATMUL_BT)                                        \
     X(CL_MATMUL_V_TILED, "tiled", "TILE×TILE threads per block, one per element of C; TILE×TILE "  \
       "tiles of A and B in shared memory; grid ⌈n/TILE⌉×⌈m/TILE⌉",                                 \
       "shared-memory tiling with two __syncthreads per phase: global traffic divided by TILE",     \
       CL_V_TILE)                                                                                    \
+    X(CL_MATMUL_V_TILED_BT, "tiled-bt", "TILE×TILE threads per block, one per element of C; B's "  \
+      "tile read along rows of Bᵀ, stored transposed in shared memory; grid ⌈n/TILE⌉×⌈m/TILE⌉",     \
+      "corner turning: a warp reads consecutive addresses of Bᵀ and writes the tile transposed "   \
+      "into shared memory, so B's loads stay coalesced", CL_V_TILE | CL_MATMUL_BT)                 \
+    X(CL_MATMUL_V_REG1D, "reg1d", "512 threads per block, a 64×64 tile of C per block, 8 elements " \
+      "of a column per thread; grid ⌈n/64⌉×⌈m/64⌉",                                                \
+      "1D register blocking: each value of B read from shared memory serves 8 multiply-adds from " \
+      "registers", 0)                                                                               \
+    X(CL_MATMUL_V_REG2D, "reg2d", "256 threads per block, a 128×128 tile of C per block, 8×8 per "  \
+      "thread; grid ⌈n/128⌉×⌈m/128⌉",                                                              \
+      "2D register blocking: 8 values of A and 8 of B in registers make 64 multiply-adds (CGMA "   \
+      "128)", 0)                                                                                    \
+    X(CL_MATMUL_V_VEC4, "vec4", "256 threads per block, a 128×128 tile of C per block, 8×8 per "    \
+      "thread; grid ⌈n/128⌉×⌈m/128⌉",                                                              \
+      "float4 loads: 16 bytes per thread from global memory, A's tile stored transposed so a "     \
+      "thread's 8 values of A are two 16-byte shared loads", 0)                                     \
+    X(CL_MATMUL_V_WARPTILE, "warptile", "256 threads per block, a 128×128 tile of C per block, "    \
+      "32×64 per warp, 2×2 micro-tiles of 4×4 per thread; grid ⌈n/128⌉×⌈m/128⌉",                   \
+      "warptiling: each warp owns a sub-tile, so its threads read neighbouring float4s of shared " \
+      "memory (no bank conflicts) and write whole 128-byte lines of C", 0)                          \
     X(CL_MATMUL_V_FAST, "fast", "256 threads per block, a 128×128 tile of C per block, 8×8 per "   \
       "thread; grid ⌈n/128⌉×⌈m/128⌉",                                                              \
-      "register blocking, float4 loads and double-buffered shared memory: CGMA 128", 0)            \
+      "the warp-tiled kernel plus double buffering: the next slice is loaded into registers "      \
+      "while this one is multiplied out, one __syncthreads per slice", 0)                           \
     X(CL_MATMUL_V_FAST64, "fast64", "64 threads per block, a 64×64 tile of C per block, 8×8 per "  \
       "thread; grid ⌈n/64⌉×⌈m/64⌉",                                                                \
       "the fast kernel with 64×64 block tiles: 4× more blocks to fill the SMs on small matrices", 0) \
+    X(CL_MATMUL_V_SWIZZLE, "swizzle", "256 threads per block, a 128×128 tile of C per block, 8×8 per " \
+      "thread, double-buffered; grid ⌈n/128⌉×⌈m/128⌉",                                             \
+      "XOR swizzle instead of padding: the column of A's transposed tile is XORed per row, so the " \
+      "transposing stores spread over all 32 banks with no shared memory spent on padding", 0)     \
+    X(CL_MATMUL_V_ASYNC, "async", "256 threads per block, a 128×128 tile of C per block, 32×64 "   \
+      "per warp, 8×8 per thread, 4 stages of 16 KiB; grid ⌈n/128⌉×⌈m/128⌉; sm_80+",               \
+      "asynchronous copies: cp.async moves tiles global→shared without registers, 3 slices in "    \
+      "flight while one is multiplied out; A row-major, swizzled", CL_MATMUL_SM80)                  \
+    X(CL_MATMUL_V_ASYNC64, "async64", "128 threads per block, a 64×64 tile of C per block, 32×32 " \
+      "per warp, 8×4 per thread, 4 stages of 8 KiB; grid ⌈n/64⌉×⌈m/64⌉; sm_80+",                   \
+      "the async kernel with 64×64 tiles: 4× more blocks, for matrices too small to fill the SMs " \
+      "with 128×128 tiles", CL_MATMUL_SM80)                                                         \
+    X(CL_MATMUL_V_WMMA_TF32, "wmma-tf32", "256 threads per block, a 128×128 tile of C per block, " \
+      "64×32 per warp as 4×2 WMMA fragments of 16×16×8; grid ⌈n/128⌉×⌈m/128⌉; sm_80+",             \
+      "tensor cores through WMMA: A and B rounded to TF32 (10-bit mantissa) as tiles are stored, " \
+      "products accumulated in FP32", CL_MATMUL_TF32 | CL_MATMUL_SM80)                              \
+    X(CL_MATMUL_V_WMMA_FP16, "wmma-fp16", "256 threads per block, a 128×128 tile of C per block, " \
+      "64×32 per warp as 4×2 WMMA fragments of 16×16×16; grid ⌈n/128⌉×⌈m/128⌉",                   \
+      "tensor cores on FP16: A and B rounded to half precision (10-bit mantissa, 5-bit exponent), " \
+      "half the bytes of TF32 in shared memory, products accumulated in FP32", CL_MATMUL_FP16)     \
+    X(CL_MATMUL_V_WMMA_BF16, "wmma-bf16", "256 threads per block, a 128×128 tile of C per block, " \
+      "64×32 per warp as 4×2 WMMA fragments of 16×16×16; grid ⌈n/128⌉×⌈m/128⌉; sm_80+",            \
+      "tensor cores on BF16: FP32's exponent with a 7-bit mantissa, so 8× the rounding error of "  \
+      "FP16 but no overflow; products accumulated in FP32", CL_MATMUL_BF16 | CL_MATMUL_SM80)       \
     X(CL_MATMUL_V_CUBLAS, "cublas", "chosen by cuBLAS",                                            \
       "cublasSgemm in FP32 (CUBLAS_DEFAULT_MATH): the reference", CL_V_LIBRARY)                    \
     X(CL_MATMUL_V_CUBLAS_TF32, "cublas-tf32", "chosen by cuBLAS",                                  \
@@ -69,11 +123,18 @@ CL_HD float cl_matmul_b(uint64_t seed, uint64_t i)
       "swizzled tiles into a 4-stage mbarrier ring while two consumer warpgroups run wgmma on "    \
       "TF32 tensor cores (H100, sm_90a only)", CL_MATMUL_TF32 | CL_MATMUL_SM90A)
 
-/* The family's own variant flags: multiplies in TF32 (10-bit mantissa) on a GPU; */
-#define CL_MATMUL_TF32 CL_V_FAMILY
+/* The family's own variant flags. The first three say what a GPU multiplies
+ * in (its inputs rounded to that format, FP32 accumulation); none: FP32. */
+#define CL_MATMUL_TF32 CL_V_FAMILY          /* TF32: 10-bit mantissa, FP32's exponent */
+#define CL_MATMUL_FP16 (CL_V_FAMILY << 1)   /* IEEE half: 10-bit mantissa, 5-bit exponent */
+#define CL_MATMUL_BF16 (CL_V_FAMILY << 2)   /* bfloat16: 7-bit mantissa, FP32's exponent */
+#define CL_MATMUL_BT   (CL_V_FAMILY << 3)   /* reads B stored transposed (Bᵀ, n×k row-major), made
+                                               from the same generator: the same product */
+#define CL_MATMUL_SM80 (CL_V_FAMILY << 4)   /* needs compute capability 8.0 (cp.async, TF32 and BF16
+                                               tensor cores): refused on older GPUs */
 /* runs only on a compute capability 9.0 GPU (Hopper's sm_90a instructions): `--variant all` leaves
  * it out on other GPUs, and naming it there is the backend's clear error. */
-#define CL_MATMUL_SM90A (CL_V_FAMILY << 1)
+#define CL_MATMUL_SM90A (CL_V_FAMILY << 5)
 
 enum cl_matmul_variant_id { CL_MATMUL_VARIANTS(CL_VARIANT_ID) CL_MATMUL_NVARIANTS };
 
@@ -115,9 +176,11 @@ typedef struct cl_matmul_result {
     char impl[128];                 /* what ran, in words ("cublasSgemm, CUBLAS_DEFAULT_MATH") */
     char config[160];               /* the launch in words: the row's on a GPU, the analogue's on the CPU */
     char precision[8];              /* what the run computed in: "fp32" (cuBLAS, and the CPU's
-                                     * stand-in for it, cblas_sgemm), "tf32" (checked with the looser
-                                     * tolerance), "fp64" (the host loop, and the stand-in where no
-                                     * BLAS is installed: the double-precision reference) */
+                                     * stand-in for it, cblas_sgemm), "tf32", "fp16" or "bf16" (inputs
+                                     * rounded to that format, FP32 accumulation: checked with that
+                                     * format's looser tolerance), "fp64" (the host loop, and the
+                                     * stand-in where no BLAS is installed: the double-precision
+                                     * reference) */
 } cl_matmul_result;
 
 typedef struct cl_matmul_ops {
@@ -157,6 +220,32 @@ CL_HD double cl_matmul_loads_blocked(int m, int n, int k, int bm, int bn)
 #define CL_MATMUL_TOL_FP32_FREI  1e-6
 #define CL_MATMUL_TOL_TF32       5e-3
 
+/* What a run's inputs were rounded to before they were multiplied (FP32
+ * accumulation in every case). X(id, precision name, significand bits p,
+ * counting the implicit one): the unit roundoff is u = 2^-p. */
+#define CL_MATMUL_FORMATS(X)                                                                        \
+    X(CL_MATMUL_FMT_FP32, "fp32", 24)                                                               \
+    X(CL_MATMUL_FMT_TF32, "tf32", 11)                                                               \
+    X(CL_MATMUL_FMT_FP16, "fp16", 11)                                                               \
+    X(CL_MATMUL_FMT_BF16, "bf16", 8)
+#define CL_MATMUL_FMT_ID_(id, name, bits) id,
+typedef enum cl_matmul_format { CL_MATMUL_FORMATS(CL_MATMUL_FMT_ID_) CL_MATMUL_NFORMATS } cl_matmul_format;
+
+/* The format of a run's precision field ("tf32", "fp16", "bf16"); FP32 for
+ * "fp32" and "fp64" (a double accumulation of float inputs) and anything else. */
+cl_matmul_format cl_matmul_format_of(const char *precision);
+
+/* The precision a GPU variant computes in, from its row's flags: "tf32",
+ * "fp16", "bf16" or "fp32". */
+static inline const char *cl_matmul_flags_precision(unsigned flags)
+{
+    return flags & CL_MATMUL_TF32 ? "tf32" : flags & CL_MATMUL_FP16 ? "fp16" : flags & CL_MATMUL_BF16 ? "bf16" : "fp32";
+}
+
+/* The check's tolerance for a format: FP32's (full product or Freivalds), or
+ * for a rounded format CL_MATMUL_TOL_TF32 · 2^(11-p) (cpu/matmul_check.c says why). */
+double cl_matmul_tolerance(cl_matmul_format f, bool full);
+
 typedef struct cl_matmul_check {
     bool passed;
     const char *method;             /* "full fp64 product" or "freivalds x3" (static strings) */
@@ -169,12 +258,14 @@ typedef struct cl_matmul_check {
     double first_value, first_expected;
 } cl_matmul_check;
 
-/* Fills a (m×k) and b (k×n) from the seed, with host threads. */
-void cl_matmul_fill(float *a, float *b, int m, int n, int k, uint64_t seed);
+/* Fills a (m×k) and b (k×n) from the seed, with host threads. With
+ * transposed, b receives Bᵀ instead (n×k row-major: b[j·k + i] = B[i][j]). */
+void cl_matmul_fill(float *a, float *b, int m, int n, int k, uint64_t seed, bool transposed);
 
-/* Checks c (m×n) against A·B regenerated from seed; tf32 picks the looser tolerance.
+/* Checks c (m×n) against A·B regenerated from seed, with the tolerance of the
+ * format the run's inputs were rounded to (cl_matmul_tolerance).
  * Returns 0, or -1 with err set when host memory runs out. */
-int cl_matmul_verify(int m, int n, int k, uint64_t seed, const float *c, bool tf32,
+int cl_matmul_verify(int m, int n, int k, uint64_t seed, const float *c, cl_matmul_format fmt,
                      cl_matmul_check *out, char *err);
 
 #ifdef __cplusplus

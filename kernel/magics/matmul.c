@@ -1,6 +1,7 @@
 /* matmul.c — the %matmul magic: C = A·B in float32 on the GPU (or its CPU
- * analogue), from the lecture's naive kernel through shared-memory tiling to
- * register blocking and cuBLAS, each run timed, modelled and checked.
+ * analogue), from the lecture's naive kernel through shared-memory tiling,
+ * register blocking and tensor cores to cuBLAS, each run timed, modelled and
+ * checked (with the tolerance of the format its inputs were rounded to).
  *
  * run() validates everything a sweep will need before any point runs (variant
  * names, TILE_WIDTHs, sizes against device memory, host memory and int range),
@@ -219,7 +220,7 @@ static int matmul_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *us
     json_t *run = run_json(env, &t, t.variant, &a, r);
     sweep_add_conditions(ctx, run);
     add_cgma_dram(env, run, &a);
-    bool tf32 = strcmp(r->precision, "tf32") == 0;
+    cl_matmul_format fmt = cl_matmul_format_of(r->precision);
     free(r);
     if (t.student) {
         student_run_json(&sl, run);
@@ -227,7 +228,7 @@ static int matmul_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *us
     }
     if (env->check) {
         cl_matmul_check c;
-        int rc = cl_matmul_verify(a.m, a.n, a.k, a.seed, a.c, tf32, &c, err);
+        int rc = cl_matmul_verify(a.m, a.n, a.k, a.seed, a.c, fmt, &c, err);
         free(a.c);
         if (rc != 0) {
             json_decref(run);
@@ -281,13 +282,16 @@ static const char *const matmul_examples[] = {
     "%matmul --size 2048 --variant tiled --tile 2,4,8,16,32",
     "%matmul --size 4096 --variant all --sort",
     "%matmul --size 512,1024,2048,4096 --variant fast,cublas",
+    "%matmul --size 4096 --variant reg1d,reg2d,vec4,warptile,fast,swizzle,async,cublas",
+    "%matmul --size 2048 --variant wmma-tf32,wmma-fp16,wmma-bf16,cublas-tf32",
+    "%matmul --size 2048 --variant naive,naive-bt,tiled,tiled-bt --tile 16",
     "%matmul --m 1000 --n 300 --k 77 --variant all",
     NULL,
 };
 
 const magic_spec magic_matmul = {
     .name = "matmul",
-    .summary = "Time C = A·B (float32) from the naive kernel to tiling, register blocking and cuBLAS",
+    .summary = "Time C = A·B (float32) from the naive kernel to tiling, register blocking, tensor cores and cuBLAS",
     .description =
         "Multiplies A (m×k) by B (k×n), row-major float32, generated on the device from --seed, "
         "and times each variant with CUDA events (median of --reps after --warmup). Sizes need "
@@ -295,20 +299,25 @@ const magic_spec magic_matmul = {
         "The variants form a ladder (table below): the host loop as the baseline, one thread "
         "per element (CGMA 1.0: bound by memory), shared-memory tiling (each element read once "
         "per block and reused TILE times: CGMA = TILE; sweep --tile to watch the traffic fall "
-        "and occupancy change), register blocking, and cuBLAS as the reference, in FP32 and on "
-        "TF32 tensor cores (faster than the FP32 peak, less exact, so checked with a looser "
-        "tolerance); on a Hopper GPU (sm_90a), wgmma-tf32 does by hand what cuBLAS's TF32 kernels do "
-        "there: warpgroup MMA fed by TMA, its time including the transposed copy of B it needs. "
-        "--variant all runs every one (the host loop only where it is within the "
-        "host-work limit, wgmma-tf32 only on a compute capability 9.0 GPU or the CPU).\n\n"
+        "and occupancy change), then one step a row as in siboehm/SGEMM_CUDA: register blocking "
+        "in 1D and 2D, float4 loads, warptiling, double buffering (fast), an XOR-swizzled tile, and "
+        "cp.async pipelines; cuBLAS FP32 is the reference. naive-bt and tiled-bt read B stored "
+        "transposed: uncoalesced, then coalesced again by corner turning. The wmma variants and "
+        "cublas-tf32 run on tensor cores with A and B rounded to TF32, FP16 or BF16 (faster than "
+        "the FP32 peak, less exact, so checked with their format's looser tolerance); on a Hopper "
+        "GPU (sm_90a), wgmma-tf32 does by hand what cuBLAS's TF32 kernels do there: warpgroup MMA "
+        "fed by TMA, its time including the transposed copy of B it needs. --variant all runs every "
+        "one (the host loop only where it is within the host-work limit, wgmma-tf32 only on a "
+        "compute capability 9.0 GPU or the CPU).\n\n"
         "Each run reports GFLOP/s = 2·m·n·k / median time, the percentage of the FP32 peak "
         "(2 × SMs × cores per SM × clock), the launch (grid, block, shared memory, registers per "
         "thread) and the traffic model: global loads and CGMA = flops per global load.\n\n"
         "Every run is checked unless --no-check: up to 512³ multiply-adds against the full "
         "double-precision product, beyond that by Freivalds' test (C·r against A·(B·r) for 3 random "
         "vectors). The error is measured against the scale of each dot product, Σ|a·b|; "
-        "tolerances: 1e-5 (full) and 1e-6 (Freivalds) for FP32, 5e-3 for TF32. A wrong result "
-        "fails the cell.",
+        "tolerances: 1e-5 (full) and 1e-6 (Freivalds) for FP32; for inputs rounded to a p-bit "
+        "significand about ten unit roundoffs, 5e-3·2^(11-p): 5e-3 for TF32 and FP16, 4e-2 for BF16. "
+        "A wrong result fails the cell.",
     .flags = matmul_flags,
     .mode = MAGIC_LINE,
     .where = MAGIC_WORKER,

@@ -170,11 +170,17 @@ mm_dims mm_point_dims(const json_t *pt)
                                        and global access a checked call; 256³ in 0.18 s on 2 cores) */
 
 static const double mm_rates[CL_MATMUL_NVARIANTS] = {
-    [CL_MATMUL_V_NAIVE] = 2.4e9, [CL_MATMUL_V_FAST] = 1.2e10, [CL_MATMUL_V_FAST64] = 1e10,
+    [CL_MATMUL_V_NAIVE] = 2.4e9, [CL_MATMUL_V_NAIVE_BT] = 2.4e9, [CL_MATMUL_V_FAST] = 1.2e10,
+    [CL_MATMUL_V_FAST64] = 1e10,
+    /* the other blocked analogues (cpu/matmul_kernels.c): 0.9e10 to 1.15e10 at 1024³ */
+    [CL_MATMUL_V_REG1D] = 9e9, [CL_MATMUL_V_REG2D] = 9e9, [CL_MATMUL_V_VEC4] = 9e9, [CL_MATMUL_V_WARPTILE] = 9e9,
+    [CL_MATMUL_V_SWIZZLE] = 9e9, [CL_MATMUL_V_ASYNC] = 9e9, [CL_MATMUL_V_ASYNC64] = 9e9,
+    [CL_MATMUL_V_WMMA_TF32] = 9e9, [CL_MATMUL_V_WMMA_FP16] = 9e9, [CL_MATMUL_V_WMMA_BF16] = 9e9,
     [CL_MATMUL_V_CUBLAS] = 1.8e10, [CL_MATMUL_V_CUBLAS_TF32] = 1.8e10,      /* OpenBLAS's sgemm */
     [CL_MATMUL_V_WGMMA_TF32] = 9e9,         /* its analogue: about 3/4 of fast's, rounding every element it copies */
 };
-/* CL_V_TILE variants: by TILE_WIDTH (the small tiles pay a phase's overhead for a few products) */
+/* CL_V_TILE variants (tiled, and tiled-bt at about the same rate): by TILE_WIDTH (the small tiles pay a
+ * phase's overhead for a few products) */
 static const struct { int tile; double per_core; } mm_tiled_rates[] = {
     {2, 3.3e8}, {4, 1.3e9}, {8, 8e9}, {16, 7.5e9}, {32, 2.2e10},
 };

@@ -1,6 +1,8 @@
 """%matmul on a CUDA device: every variant correct at odd sizes, the check methods, the launch
-and traffic model of each kernel, TF32 labelled, refusals before allocation; Hopper's wgmma-tf32
-correct at awkward shapes on a compute capability 9.0 GPU and refused clearly on any other.
+and traffic model of each kernel, TF32 labelled, refusals before allocation; the FP32 ladder, the
+corner-turning pair and the WMMA kernels at awkward shapes and at 1024³, each checked with the
+tolerance of its input format; Hopper's wgmma-tf32 correct at awkward shapes on a compute
+capability 9.0 GPU and refused clearly on any other.
 
 Skipped (with the reason %device gives) when `cudalab --run '%device' --json` reports the CPU
 backend, unless CUDALAB_REQUIRE_GPU=1: then they fail loudly. Needs only the CLI (no Jupyter)."""
@@ -17,6 +19,11 @@ REPO = Path(__file__).resolve().parents[2]
 GPU_VARIANTS = ["naive", "tiled", "fast", "fast64", "cublas", "cublas-tf32"]
 OWN_KERNELS = ["naive", "tiled", "fast", "fast64"]
 HOPPER_ONLY = ["wgmma-tf32"]        # CL_MATMUL_SM90A: in `all` on a compute capability 9.0 GPU only
+# the FP32 ladder, the corner-turning pair and the WMMA tensor-core variants (input format, tolerance)
+LADDER = ["reg1d", "reg2d", "vec4", "warptile", "swizzle", "async", "async64"]
+CORNER = ["naive-bt", "tiled-bt"]
+TENSOR_CORES = {"wmma-tf32": ("tf32", 5e-3), "wmma-fp16": ("fp16", 5e-3), "wmma-bf16": ("bf16", 4e-2)}
+NEW_KERNELS = CORNER + LADDER + list(TENSOR_CORES)
 
 
 def binary() -> Path:
@@ -80,7 +87,7 @@ def test_every_variant_correct_at_odd_sizes(dims: str) -> None:
 def test_freivalds_beyond_512_cubed_and_model(gpu: dict) -> None:
     doc = matmul("%matmul --size 640 --variant all --tile 32 --reps 3")
     runs = {r["variant"]: r for r in doc["runs"]}
-    assert set(runs) == {"cpu", *GPU_VARIANTS, *(HOPPER_ONLY if hopper(gpu) else [])}
+    assert set(runs) == {"cpu", *GPU_VARIANTS, *NEW_KERNELS, *(HOPPER_ONLY if hopper(gpu) else [])}
     assert runs["cpu"]["backend"] == "cpu" and runs["cpu"]["precision"] == "fp64"
     for v in GPU_VARIANTS:
         assert runs[v]["check"] == {**runs[v]["check"], "passed": True, "method": "freivalds x3"}
@@ -102,6 +109,57 @@ def test_freivalds_beyond_512_cubed_and_model(gpu: dict) -> None:
     assert runs["cublas-tf32"]["precision"] == "tf32"
     assert runs["cublas-tf32"]["check"]["tol"] == pytest.approx(5e-3)
     assert runs["cublas"]["check"]["tol"] == pytest.approx(1e-6)
+
+
+def expected(variant: str) -> tuple[str, float]:
+    """(precision, tolerance of its full check) of a variant's run."""
+    return TENSOR_CORES.get(variant, ("fp32", 1e-5))
+
+
+@pytest.mark.parametrize("dims", ["--m 1000 --n 1003 --k 997", "--size 1", "--m 513 --n 257 --k 1025",
+                                  "--m 130 --n 67 --k 3", "--m 64 --n 128 --k 64"])
+def test_new_kernels_correct_at_awkward_shapes(dims: str) -> None:
+    """Every rung of the ladder, the corner-turning pair and the WMMA kernels at shapes no tile divides
+    (k and n odd: the scalar paths where rows are not 16-byte aligned), one that all tiles divide, and
+    1×1×1; tiled-bt at every TILE_WIDTH."""
+    doc = matmul(f"%matmul {dims} --variant {','.join(NEW_KERNELS)} --tile 2,4,8,16,32 --reps 2 --warmup 1")
+    runs = doc["runs"]
+    assert [(r["variant"], r["tile"]) for r in runs] == \
+        [(v, t) for v in NEW_KERNELS for t in ((2, 4, 8, 16, 32) if v == "tiled-bt" else (None,))]
+    for r in runs:
+        precision, tol = expected(r["variant"])
+        assert r["backend"] == "cuda" and r["precision"] == precision, r
+        assert r["check"]["passed"] is True, r
+        if r["check"]["method"] == "full fp64 product":
+            assert r["check"]["tol"] == pytest.approx(tol)
+        assert r["time_ms"]["median"] > 0 and r["launch"]["regs_per_thread"] > 0, r
+
+
+def test_new_kernels_at_1024_cubed_and_launches() -> None:
+    """At 1024³ (Freivalds' check): every new kernel passes; the launches are the ones the contract
+    describes (threads, grid, dynamic shared memory of the cp.async stages) within 128 registers where
+    two blocks (or four of 128 threads) must fit on an SM; the tensor cores err as their format does."""
+    doc = matmul(f"%matmul --size 1024 --variant {','.join(NEW_KERNELS)} --tile 16 --reps 3")
+    runs = {r["variant"]: r for r in doc["runs"]}
+    for v, r in runs.items():
+        precision, tol = expected(v)
+        assert r["check"]["passed"] is True and r["check"]["method"] == "freivalds x3", r
+        assert r["precision"] == precision
+        if v in TENSOR_CORES:
+            assert r["check"]["tol"] == pytest.approx(tol) and r["check"]["max_rel_err"] > 1e-6, r
+    launches = {"reg1d": (512, 16), "reg2d": (256, 8), "vec4": (256, 8), "warptile": (256, 8), "swizzle": (256, 8),
+                "async": (256, 8), "async64": (128, 16), "wmma-tf32": (256, 8), "wmma-fp16": (256, 8),
+                "wmma-bf16": (256, 8)}
+    for v, (threads, blocks) in launches.items():
+        launch = runs[v]["launch"]
+        assert launch["block"] == [threads, 1, 1] and launch["grid"] == [blocks, blocks, 1], (v, launch)
+    for v in ("warptile", "swizzle", "async", "async64", "wmma-tf32", "wmma-fp16", "wmma-bf16"):
+        assert runs[v]["launch"]["regs_per_thread"] <= 128, runs[v]["launch"]
+    assert runs["async"]["launch"]["smem_per_block"] == 4 * 16 * 256 * 4
+    assert runs["async64"]["launch"]["smem_per_block"] == 4 * 16 * 128 * 4
+    assert runs["tiled-bt"]["launch"]["smem_per_block"] == (16 * 16 + 16 * 17) * 4
+    assert runs["async"]["model"]["cgma"] == pytest.approx(128.0)
+    assert runs["async64"]["model"]["cgma"] == pytest.approx(64.0)
 
 
 def test_results_deterministic_given_seed() -> None:

@@ -14,7 +14,13 @@ import pytest
 from conftest import load_schema, magic_doc, run_cell as run
 
 SCHEMA = load_schema("matmul")
-VARIANTS = ["cpu", "naive", "tiled", "fast", "fast64", "cublas", "cublas-tf32", "wgmma-tf32"]
+VARIANTS = ["cpu", "naive", "naive-bt", "tiled", "tiled-bt", "reg1d", "reg2d", "vec4", "warptile", "fast", "fast64",
+            "swizzle", "async", "async64", "wmma-tf32", "wmma-fp16", "wmma-bf16", "cublas", "cublas-tf32",
+            "wgmma-tf32"]
+TILED = ["tiled", "tiled-bt"]                   # the variants that honour --tile
+# the FP32 ladder between tiled and cuBLAS, and the tensor-core variants with their input formats
+LADDER = ["reg1d", "reg2d", "vec4", "warptile", "fast", "fast64", "swizzle", "async", "async64"]
+TENSOR_CORES = {"wmma-tf32": ("tf32", 5e-3), "wmma-fp16": ("fp16", 5e-3), "wmma-bf16": ("bf16", 4e-2)}
 TILES = [2, 4, 8, 16, 32]
 QUICK = "--reps 2 --warmup 0"
 
@@ -40,13 +46,13 @@ def test_every_variant_and_tile_checked(dims):
     doc = matmul_doc(f"%matmul {dims} --variant all --tile {','.join(map(str, TILES))} {QUICK}")
     runs = doc["runs"]
     assert [(r["variant"], r["tile"]) for r in runs] == \
-        [("cpu", None), ("naive", None)] + [("tiled", t) for t in TILES] + \
-        [(v, None) for v in VARIANTS[3:]]
+        [(v, t) for v in VARIANTS for t in (TILES if v in TILED else [None])]
     for r in runs:
         assert r["backend"] == "cpu"
         assert r["check"]["passed"] is True, r
         assert r["check"]["method"] == "full fp64 product"
-        tol = 5e-3 if r["variant"] == "wgmma-tf32" else 1e-5     # TF32 products: the looser tolerance
+        precision, tol = {**TENSOR_CORES, "wgmma-tf32": ("tf32", 5e-3)}.get(r["variant"], (r["precision"], 1e-5))
+        assert r["precision"] == precision
         assert r["check"]["tol"] == pytest.approx(tol)
         assert r["check"]["max_rel_err"] <= tol
         assert r["time_ms"]["reps"] == 2
@@ -105,6 +111,59 @@ def test_wgmma_tf32_in_help():
     rc, _, out, err = run("%help matmul", json_mode=False)
     assert rc == 0 and err == ""
     assert "wgmma-tf32" in out and "warpgroup MMA" in out
+
+
+def test_ladder_traffic_model_and_launch():
+    """Each rung reports its GPU kernel's launch (block tile, threads, shared memory) and the traffic
+    model of its block tile: CGMA = 2·BM·BN/(BM+BN) where the tiles divide."""
+    doc = matmul_doc(f"%matmul --size 256 --variant {','.join(LADDER)} {QUICK}")
+    runs = {r["variant"]: r for r in doc["runs"]}
+    tiles = {"reg1d": 64, "fast64": 64, "async64": 64}
+    threads = {"reg1d": 512, "fast64": 64, "async64": 128}
+    smem = {"async": 4 * 16 * 256 * 4, "async64": 4 * 16 * 128 * 4, "swizzle": 2 * 8 * 256 * 4}
+    for v in LADDER:
+        r, t = runs[v], tiles.get(v, 128)
+        assert r["precision"] == "fp32" and r["check"]["passed"] is True, r
+        assert r["model"]["cgma"] == pytest.approx(t), v
+        assert r["launch"]["grid"] == [256 // t, 256 // t, 1], v
+        assert r["launch"]["block"] == [threads.get(v, 256), 1, 1], v
+        if v in smem:
+            assert r["launch"]["smem_per_block"] == smem[v], v
+        assert r["launch"]["config"], v
+
+
+@pytest.mark.parametrize("variant", sorted(TENSOR_CORES))
+def test_tensor_core_analogues_lose_their_formats_precision(variant):
+    """The wmma analogues round A and B to the format as tiles are copied: the run says its precision,
+    the check uses that format's tolerance (about 10 unit roundoffs), and the error is real: far above
+    what FP32 would be allowed."""
+    precision, tol = TENSOR_CORES[variant]
+    doc = matmul_doc(f"%matmul --m 96 --n 80 --k 200 --variant {variant},fast {QUICK}")
+    r, fp32 = doc["runs"]
+    assert r["precision"] == precision and f"rounded to {precision}" in r["impl"], r
+    assert r["check"]["passed"] is True and r["check"]["tol"] == pytest.approx(tol)
+    assert r["check"]["max_rel_err"] > 2 * 1e-5, r["check"]       # FP32's tolerance would fail it
+    assert fp32["check"]["max_rel_err"] < 1e-5 and fp32["check"]["tol"] == pytest.approx(1e-5)
+    # bf16 keeps 3 bits fewer than fp16: its error is several times larger
+    if variant == "wmma-bf16":
+        half = matmul_doc(f"%matmul --m 96 --n 80 --k 200 --variant wmma-fp16 {QUICK}")["runs"][0]
+        assert r["check"]["max_rel_err"] > 3 * half["check"]["max_rel_err"]
+
+
+def test_corner_turning_variants():
+    """naive-bt and tiled-bt read Bᵀ, made from the same generator: the same product and check; tiled-bt
+    honours --tile, and its tile of B has a padding column."""
+    doc = matmul_doc(f"%matmul --m 50 --n 70 --k 90 --variant naive-bt,tiled-bt,tiled --tile 8,16 {QUICK}")
+    runs = {(r["variant"], r["tile"]): r for r in doc["runs"]}
+    assert set(runs) == {("naive-bt", None), ("tiled-bt", 8), ("tiled-bt", 16), ("tiled", 8), ("tiled", 16)}
+    for r in runs.values():
+        assert r["check"]["passed"] is True and r["check"]["max_rel_err"] < 1e-5 and r["precision"] == "fp32"
+    assert runs[("naive-bt", None)]["model"]["cgma"] == pytest.approx(1.0)
+    for t in (8, 16):
+        bt, tiled = runs[("tiled-bt", t)], runs[("tiled", t)]
+        assert bt["model"]["global_loads"] == pytest.approx(tiled["model"]["global_loads"])
+        assert bt["launch"]["smem_per_block"] == (t * t + t * (t + 1)) * 4
+        assert "Bᵀ" in bt["launch"]["config"]
 
 
 @pytest.mark.parametrize("blas", ["none", "/nonexistent/libblas.so"])
@@ -193,8 +252,11 @@ def test_text_table_and_sort():
 def test_help():
     rc, _, out, err = run("%help matmul", json_mode=False)
     assert rc == 0 and err == ""
-    for word in ("--size", "--tile", "--variant", "Freivalds", "CGMA", "cublas-tf32", "--no-check"):
+    for word in ("--size", "--tile", "--variant", "Freivalds", "CGMA", "cublas-tf32", "--no-check",
+                 "corner turning", "XOR swizzle", "cp.async", "warptiling", "WMMA"):
         assert word in out, word
+    for v in VARIANTS:
+        assert re.search(rf"^\s*{re.escape(v)}\s", out, re.M), v
 
 
 # ---------------------------------------------------------------- errors

@@ -153,7 +153,7 @@ static void select_expands_all_and_refuses(void **state)
     assert_null(family_select(&ctx, &matmul_family, given, all_but_host, NULL, "cuda"));
     assert_string_equal(ctx.error.ename, "UsageError");
     assert_non_null(strstr(ctx.error.evalue, "--variant cpu is not available on the cuda backend "
-                                             "(it has: naive, tiled, fast"));
+                                             "(it has: naive, naive-bt, tiled, tiled-bt, reg1d"));
     json_decref(given);
 }
 

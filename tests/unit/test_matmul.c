@@ -18,6 +18,7 @@
 #include "lang/lang.h"
 #include "magic/magic.h"
 #include "cudalab/matmul.h"
+#include "../cpu/matmul_cpu.h"
 
 #include "magic_sink.h"
 
@@ -87,16 +88,17 @@ static void every_variant_matches_the_product(void **state)
                     break;
                 cl_matmul_result r;
                 float *c = run_cpu(v->name, m, n, k, tiles[t], &r);
-                bool tf32 = strcmp(r.precision, "tf32") == 0;   /* inputs with 10-bit mantissas */
+                /* the wmma analogues round A and B: their format's tolerance, against Σ|a·b| ≤ k */
+                cl_matmul_format fmt = cl_matmul_format_of(r.precision);
                 for (size_t i = 0; i < (size_t)m * n; i++) {
-                    double tol = (tf32 ? 2e-3 : 1e-5) * (k + 1);
+                    double tol = fmt == CL_MATMUL_FMT_FP32 ? 1e-5 * (k + 1) : cl_matmul_tolerance(fmt, true) * k;
                     if (!(fabs(c[i] - want[i]) <= tol))
                         fail_msg("%s tile %d %dx%dx%d: C[%zu] = %g, want %g", v->name, tiles[t], m, n,
                                  k, i, c[i], want[i]);
                 }
                 cl_matmul_check chk;
                 char err[CL_ERR_LEN];
-                assert_int_equal(cl_matmul_verify(m, n, k, 5, c, tf32, &chk, err), 0);
+                assert_int_equal(cl_matmul_verify(m, n, k, 5, c, fmt, &chk, err), 0);
                 if (!chk.passed)
                     fail_msg("%s: check failed, max_rel_err %g", v->name, chk.max_rel_err);
                 assert_int_equal(r.times.reps, 1);
@@ -168,24 +170,24 @@ static void check_catches_wrong_elements(void **state)
     char err[CL_ERR_LEN];
     /* full product: one element off by one unit of its dot product's scale / k */
     float *c = product_of(50, 40, 30, 9);
-    assert_int_equal(cl_matmul_verify(50, 40, 30, 9, c, false, &chk, err), 0);
+    assert_int_equal(cl_matmul_verify(50, 40, 30, 9, c, CL_MATMUL_FMT_FP32, &chk, err), 0);
     assert_true(chk.passed);
     assert_string_equal(chk.method, "full fp64 product");
     assert_true(chk.max_rel_err < 1e-6);
     c[17 * 40 + 3] += 0.25f;
-    assert_int_equal(cl_matmul_verify(50, 40, 30, 9, c, false, &chk, err), 0);
+    assert_int_equal(cl_matmul_verify(50, 40, 30, 9, c, CL_MATMUL_FMT_FP32, &chk, err), 0);
     assert_false(chk.passed);
     assert_int_equal(chk.worst_row, 17);
     assert_int_equal(chk.worst_col, 3);
     /* NaN never passes, and is reported as non-finite */
     c[17 * 40 + 3] = NAN;
-    assert_int_equal(cl_matmul_verify(50, 40, 30, 9, c, false, &chk, err), 0);
+    assert_int_equal(cl_matmul_verify(50, 40, 30, 9, c, CL_MATMUL_FMT_FP32, &chk, err), 0);
     assert_false(chk.passed);
     assert_true(isnan(chk.max_rel_err));
     /* the wrong seed is a wrong product */
     free(c);
     c = product_of(50, 40, 30, 9);
-    assert_int_equal(cl_matmul_verify(50, 40, 30, 10, c, false, &chk, err), 0);
+    assert_int_equal(cl_matmul_verify(50, 40, 30, 10, c, CL_MATMUL_FMT_FP32, &chk, err), 0);
     assert_false(chk.passed);
     free(c);
 }
@@ -198,22 +200,22 @@ static void freivalds_beyond_512_cubed(void **state)
     float *c = run_cpu("cublas", m, n, k, 16, &r);
     cl_matmul_check chk;
     char err[CL_ERR_LEN];
-    assert_int_equal(cl_matmul_verify(m, n, k, 5, c, false, &chk, err), 0);
+    assert_int_equal(cl_matmul_verify(m, n, k, 5, c, CL_MATMUL_FMT_FP32, &chk, err), 0);
     assert_string_equal(chk.method, "freivalds x3");
     assert_true(chk.passed);
     assert_true(chk.tol == CL_MATMUL_TOL_FP32_FREI);
     assert_int_equal(chk.worst_col, -1);
     c[(size_t)599 * n + 519] += 0.5f;           /* one wrong element in the last row */
-    assert_int_equal(cl_matmul_verify(m, n, k, 5, c, false, &chk, err), 0);
+    assert_int_equal(cl_matmul_verify(m, n, k, 5, c, CL_MATMUL_FMT_FP32, &chk, err), 0);
     assert_false(chk.passed);
     assert_int_equal(chk.worst_row, 599);
     c[(size_t)599 * n + 519] = INFINITY;
-    assert_int_equal(cl_matmul_verify(m, n, k, 5, c, false, &chk, err), 0);
+    assert_int_equal(cl_matmul_verify(m, n, k, 5, c, CL_MATMUL_FMT_FP32, &chk, err), 0);
     assert_false(chk.passed);
     assert_true(isnan(chk.max_rel_err));
     /* TF32's tolerance is looser, and stated */
     c[(size_t)599 * n + 519] = 0;
-    assert_int_equal(cl_matmul_verify(10, 10, 10, 5, c, true, &chk, err), 0);
+    assert_int_equal(cl_matmul_verify(10, 10, 10, 5, c, CL_MATMUL_FMT_TF32, &chk, err), 0);
     assert_true(chk.tol == CL_MATMUL_TOL_TF32);
     free(c);
 }
@@ -222,7 +224,7 @@ static void generator_and_threads(void **state)
 {
     (void)state;
     float a[6 * 7], b[7 * 5];
-    cl_matmul_fill(a, b, 6, 5, 7, 3);
+    cl_matmul_fill(a, b, 6, 5, 7, 3, false);
     for (int i = 0; i < 42; i++) {
         assert_true(a[i] == cl_matmul_a(3, (uint64_t)i));
         assert_true(a[i] != 0 && a[i] >= -1 && a[i] < 1);
@@ -231,6 +233,77 @@ static void generator_and_threads(void **state)
         assert_true(b[i] == cl_matmul_b(3, (uint64_t)i));
     assert_true(cl_matmul_a(3, 0) != cl_matmul_b(3, 0));
     assert_true(cl_matmul_a(3, 0) != cl_matmul_a(4, 0));
+}
+
+/* Bᵀ from the same generator: the corner-turning variants' input, the same product. */
+static void transposed_fill(void **state)
+{
+    (void)state;
+    float a[6 * 7], bt[5 * 7];
+    cl_matmul_fill(a, bt, 6, 5, 7, 3, true);
+    for (int i = 0; i < 42; i++)
+        assert_true(a[i] == cl_matmul_a(3, (uint64_t)i));
+    for (int j = 0; j < 5; j++)
+        for (int i = 0; i < 7; i++)
+            assert_true(bt[j * 7 + i] == cl_matmul_b(3, (uint64_t)(i * 5 + j)));
+}
+
+/* The roundings of the wmma analogues, at ties and at the ends of FP16's range. */
+static void rounding_to_formats(void **state)
+{
+    (void)state;
+    /* TF32 keeps 10 mantissa bits, ties away from zero (cvt.rna) */
+    assert_true(cpu_mm_round(CL_MATMUL_FMT_TF32, 1.0f + 0x1p-11f) == 1.0f + 0x1p-10f);
+    assert_true(cpu_mm_round(CL_MATMUL_FMT_TF32, -(1.0f + 0x1p-11f)) == -(1.0f + 0x1p-10f));
+    assert_true(cpu_mm_round(CL_MATMUL_FMT_TF32, 1.0f + 0x1p-12f) == 1.0f);
+    /* FP16: 10 bits, ties to even; subnormals in steps of 2^-24; past 65504 infinity */
+    assert_true(cpu_mm_round(CL_MATMUL_FMT_FP16, 1.0f + 0x1p-11f) == 1.0f);
+    assert_true(cpu_mm_round(CL_MATMUL_FMT_FP16, 1.0f + 3 * 0x1p-11f) == 1.0f + 0x1p-9f);
+    assert_true(cpu_mm_round(CL_MATMUL_FMT_FP16, 0.1f) == 0.0999755859375f);
+    assert_true(cpu_mm_round(CL_MATMUL_FMT_FP16, 0x1p-20f + 0x1p-25f) == 0x1p-20f);
+    assert_true(cpu_mm_round(CL_MATMUL_FMT_FP16, 3 * 0x1p-25f) == 0x1p-23f);
+    assert_true(cpu_mm_round(CL_MATMUL_FMT_FP16, 65504.0f) == 65504.0f);
+    assert_true(isinf(cpu_mm_round(CL_MATMUL_FMT_FP16, 70000.0f)));
+    /* BF16: 7 bits, ties to even, FP32's range */
+    assert_true(cpu_mm_round(CL_MATMUL_FMT_BF16, 1.0f + 0x1p-8f) == 1.0f);
+    assert_true(cpu_mm_round(CL_MATMUL_FMT_BF16, 1.0f + 3 * 0x1p-8f) == 1.0f + 0x1p-6f);
+    assert_true(cpu_mm_round(CL_MATMUL_FMT_BF16, 1e30f) != 1e30f && fabsf(cpu_mm_round(CL_MATMUL_FMT_BF16, 1e30f) / 1e30f - 1) < 0x1p-8f);
+    assert_true(cpu_mm_round(CL_MATMUL_FMT_FP32, 0.1f) == 0.1f);
+    assert_true(isnan(cpu_mm_round(CL_MATMUL_FMT_BF16, NAN)));
+    /* names and tolerances: about 10 unit roundoffs, 5e-3 for an 11-bit significand as cuBLAS TF32 had */
+    assert_int_equal(cl_matmul_format_of("bf16"), CL_MATMUL_FMT_BF16);
+    assert_int_equal(cl_matmul_format_of("fp16"), CL_MATMUL_FMT_FP16);
+    assert_int_equal(cl_matmul_format_of("fp64"), CL_MATMUL_FMT_FP32);
+    assert_true(cl_matmul_tolerance(CL_MATMUL_FMT_TF32, true) == CL_MATMUL_TOL_TF32);
+    assert_true(cl_matmul_tolerance(CL_MATMUL_FMT_FP16, false) == CL_MATMUL_TOL_TF32);
+    assert_true(cl_matmul_tolerance(CL_MATMUL_FMT_BF16, true) == 8 * CL_MATMUL_TOL_TF32);
+    assert_true(cl_matmul_tolerance(CL_MATMUL_FMT_FP32, true) == CL_MATMUL_TOL_FP32);
+    assert_true(cl_matmul_tolerance(CL_MATMUL_FMT_FP32, false) == CL_MATMUL_TOL_FP32_FREI);
+    assert_string_equal(cl_matmul_flags_precision(cl_matmul_variants[CL_MATMUL_V_WMMA_BF16].flags), "bf16");
+    assert_string_equal(cl_matmul_flags_precision(cl_matmul_variants[CL_MATMUL_V_ASYNC].flags), "fp32");
+}
+
+/* The wmma analogues lose what their format loses: more than FP32's tolerance, within theirs. */
+static void rounded_formats_lose_precision(void **state)
+{
+    (void)state;
+    static const struct { const char *name, *precision; } runs[] = {
+        {"wmma-tf32", "tf32"}, {"wmma-fp16", "fp16"}, {"wmma-bf16", "bf16"}, {"async", "fp32"} };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        cl_matmul_result r;
+        float *c = run_cpu(runs[i].name, 70, 90, 110, 16, &r);
+        assert_string_equal(r.precision, runs[i].precision);
+        cl_matmul_format fmt = cl_matmul_format_of(r.precision);
+        cl_matmul_check chk;
+        char err[CL_ERR_LEN];
+        assert_int_equal(cl_matmul_verify(70, 90, 110, 5, c, fmt, &chk, err), 0);
+        assert_true(chk.passed);
+        if (fmt == CL_MATMUL_FMT_FP32)
+            assert_true(chk.max_rel_err < CL_MATMUL_TOL_FP32);
+        else
+            assert_true(chk.max_rel_err > 10 * CL_MATMUL_TOL_FP32);
+        free(c);
+    }
 }
 
 /* ---- the magic ---- */
@@ -245,10 +318,16 @@ static void magic_all_variants_cpu(void **state)
     assert_int_equal(run_quiet("%matmul --m 33 --n 17 --k 9 --variant all --tile 4,8 --reps 2 --warmup 0",
                               cl_cpu_backend(), &s, &ctx), 0);
     const json_t *runs = json_object_get(s.doc, "runs");
-    /* cpu, naive, tiled×2, fast, fast64, cublas, cublas-tf32, wgmma-tf32: untiled variants once */
-    assert_int_equal(json_array_size(runs), 9);
-    const char *want[] = {"cpu", "naive", "tiled", "tiled", "fast", "fast64", "cublas", "cublas-tf32", "wgmma-tf32"};
-    for (size_t i = 0; i < 9; i++) {
+    /* the contract's rows in order, the CL_V_TILE ones (tiled, tiled-bt) at tiles 4 and 8, the others once */
+    const char *want[2 * CL_MATMUL_NVARIANTS];
+    size_t nwant = 0;
+    for (int v = 0; v < CL_MATMUL_NVARIANTS; v++) {
+        want[nwant++] = cl_matmul_variants[v].name;
+        if (cl_matmul_variants[v].flags & CL_V_TILE)
+            want[nwant++] = cl_matmul_variants[v].name;
+    }
+    assert_int_equal(json_array_size(runs), nwant);
+    for (size_t i = 0; i < nwant; i++) {
         const json_t *r = run_at(&s, i);
         assert_string_equal(json_string_value(json_object_get(r, "variant")), want[i]);
         assert_string_equal(json_string_value(json_object_get(r, "backend")), "cpu");
@@ -258,8 +337,9 @@ static void magic_all_variants_cpu(void **state)
         assert_true(json_is_number(json_object_get(r, "gflops")));
         assert_non_null(json_object_get(json_object_get(r, "model"), "smem_per_block"));
     }
-    assert_int_equal(json_integer_value(json_object_get(run_at(&s, 2), "tile")), 4);
-    assert_int_equal(json_integer_value(json_object_get(run_at(&s, 3), "tile")), 8);
+    assert_string_equal(want[3], "tiled");     /* cpu, naive, naive-bt, tiled at 4, tiled at 8 */
+    assert_int_equal(json_integer_value(json_object_get(run_at(&s, 3), "tile")), 4);
+    assert_int_equal(json_integer_value(json_object_get(run_at(&s, 4), "tile")), 8);
     assert_true(json_is_null(json_object_get(run_at(&s, 1), "tile")));
     assert_string_equal(json_string_value(json_object_get(run_at(&s, 0), "precision")), "fp64");
     assert_string_equal(json_string_value(json_object_get(run_at(&s, 1), "precision")), "fp32");
@@ -579,6 +659,9 @@ int main(void)
         cmocka_unit_test(check_catches_wrong_elements),
         cmocka_unit_test(freivalds_beyond_512_cubed),
         cmocka_unit_test(generator_and_threads),
+        cmocka_unit_test(transposed_fill),
+        cmocka_unit_test(rounding_to_formats),
+        cmocka_unit_test(rounded_formats_lose_precision),
         cmocka_unit_test(magic_all_variants_cpu),
         cmocka_unit_test(magic_refusals),
         cmocka_unit_test(magic_fake_gpu),

@@ -1,0 +1,139 @@
+/* matmul_blocked.c — the CPU analogues of the register-blocked %matmul kernels
+ * (reg1d, reg2d, vec4, warptile, fast, fast64, swizzle, async, async64) and of
+ * the tensor-core ones (wmma-tf32, wmma-fp16, wmma-bf16).
+ *
+ * One analogue for all of them, shaped by each GPU kernel's launch
+ * (cpu_mm_shape): host threads take the kernel's blocks (128×128 or 64×64
+ * tiles of C, dealt round-robin), and each steps k in the kernel's slices,
+ * copying the slice of A (transposed, as fast stores it) and of B into local
+ * arrays, the shared-memory analogue, then accumulating into an array that
+ * plays the registers of all the block's threads. The wmma analogues round A
+ * and B to TF32, FP16 or BF16 as they copy the tiles, as the GPU kernels do
+ * when they store them in shared memory: the precision lost is the GPU's.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/cpu_common.h"
+#include "matmul_cpu.h"
+
+#define BLOCKED_BK_MAX 16
+#define BLOCKED_MAX 256
+
+static uint32_t bits_of(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static float float_of(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+float cpu_mm_round(cl_matmul_format f, float x)
+{
+    uint32_t u = bits_of(x);
+    if (!isfinite(x))
+        return x;
+    switch (f) {
+    case CL_MATMUL_FMT_TF32:        /* 10 of the 23 mantissa bits; half a unit added to the magnitude: ties away */
+        return float_of((u + 0x1000u) & ~0x1FFFu);
+    case CL_MATMUL_FMT_BF16:        /* 7 of 23, to nearest even */
+        return float_of((u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u);
+    case CL_MATMUL_FMT_FP16:
+        if (fabsf(x) >= 65520.0f)   /* rounds past the largest half, 65504 */
+            return copysignf(INFINITY, x);
+        if (fabsf(x) < 0x1p-14f)    /* subnormal halves: multiples of 2^-24 (rintf: to nearest even) */
+            return rintf(x * 0x1p24f) * 0x1p-24f;
+        return float_of((u + 0xFFFu + ((u >> 13) & 1u)) & ~0x1FFFu);
+    default:
+        return x;
+    }
+}
+
+/* An element of A or B as a tile copy stores it: rounded to the shape's
+ * format, as the wmma kernels round when they store tiles in shared memory. */
+static inline float tile_value(const cpu_mm_shape *s, float x)
+{
+    return s->round == CL_MATMUL_FMT_FP32 ? x : cpu_mm_round(s->round, x);
+}
+
+CL_HOT static void blocked_block(long long blk, void *arg)
+{
+    const cpu_mm_problem *p = arg;
+    const cpu_mm_shape *s = p->shape;
+    const int bm = s->bm, bn = s->bn, bk = s->bk;
+    int gx = cpu_mm_cdiv(p->n, bn);
+    int row0 = (int)(blk / gx) * bm, col0 = (int)(blk % gx) * bn;
+    /* A's slice is stored k-major (transposed), as the fast kernel stores it */
+    float as[BLOCKED_BK_MAX][BLOCKED_MAX], bs[BLOCKED_BK_MAX][BLOCKED_MAX];
+    static _Thread_local float acc[BLOCKED_MAX * BLOCKED_MAX];
+    memset(acc, 0, (size_t)bm * bn * sizeof *acc);
+    for (int k0 = 0; k0 < p->k; k0 += bk) {
+        for (int kk = 0; kk < bk; kk++) {
+            int q = k0 + kk;
+            for (int r = 0; r < bm; r++)
+                as[kk][r] = q < p->k && row0 + r < p->m ? tile_value(s, p->a[(size_t)(row0 + r) * p->k + q]) : 0.0f;
+            for (int c = 0; c < bn; c++)
+                bs[kk][c] = q < p->k && col0 + c < p->n ? tile_value(s, p->b[(size_t)q * p->n + col0 + c]) : 0.0f;
+        }
+        for (int kk = 0; kk < bk; kk++)
+            for (int r = 0; r < bm; r++) {
+                float a = as[kk][r];
+                float *accrow = acc + (size_t)r * bn;
+                for (int c = 0; c < bn; c++)
+                    accrow[c] += a * bs[kk][c];
+            }
+    }
+    for (int r = 0; r < bm && row0 + r < p->m; r++)
+        for (int c = 0; c < bn && col0 + c < p->n; c++)
+            p->c[(size_t)(row0 + r) * p->n + col0 + c] = acc[(size_t)r * bn + c];
+}
+
+static void blocked_configure(const cpu_mm_problem *p, cl_matmul_result *out)
+{
+    const cpu_mm_shape *s = p->shape;
+    int gx = cpu_mm_cdiv(p->n, s->bn), gy = cpu_mm_cdiv(p->m, s->bm);
+    out->launch = cl_launch_2d(gx, gy, s->threads, 1, s->smem, 1);
+    out->global_loads = cl_matmul_loads_blocked(p->m, p->n, p->k, s->bm, s->bn);
+    int len = snprintf(out->impl, sizeof out->impl, "host: %d threads over %lld blocks of %d×%d, k slices of %d",
+                       cpu_mm_threads_for(p, (long long)gx * gy), (long long)gx * gy, s->bm, s->bn, s->bk);
+    if (s->round != CL_MATMUL_FMT_FP32) {
+        static const char *const names[CL_MATMUL_NFORMATS] = {
+            [CL_MATMUL_FMT_TF32] = "tf32", [CL_MATMUL_FMT_FP16] = "fp16", [CL_MATMUL_FMT_BF16] = "bf16" };
+        snprintf(out->impl + len, sizeof out->impl - (size_t)len, ", A and B rounded to %s", names[s->round]);
+        snprintf(out->precision, sizeof out->precision, "%s", names[s->round]);
+    }
+}
+
+static void blocked_run(const cpu_mm_problem *p)
+{
+    long long blocks = (long long)cpu_mm_cdiv(p->n, p->shape->bn) * cpu_mm_cdiv(p->m, p->shape->bm);
+    cl_parallel_for(blocks, p->threads, blocked_block, (void *)p);
+}
+
+/* The GPU kernels' launches: block tile, slice, threads and shared memory (cuda/matmul_*.cu). */
+#define BLOCKED(name, bm, bn, bk, threads, smem, round)                                                 \
+    static const cpu_mm_shape name##_shape = { bm, bn, bk, threads, smem, round };                     \
+    const cpu_mm_impl cpu_mm_##name = { blocked_configure, blocked_run, &name##_shape };
+BLOCKED(reg1d, 64, 64, 8, 512, 2 * 64 * 8 * 4, CL_MATMUL_FMT_FP32)
+BLOCKED(reg2d, 128, 128, 8, 256, 2 * 128 * 8 * 4, CL_MATMUL_FMT_FP32)
+BLOCKED(vec4, 128, 128, 8, 256, 2 * 128 * 8 * 4, CL_MATMUL_FMT_FP32)
+BLOCKED(warptile, 128, 128, 16, 256, 16 * (132 + 128) * 4, CL_MATMUL_FMT_FP32)
+BLOCKED(fast, 128, 128, 8, 256, 2 * 8 * (132 + 128) * 4, CL_MATMUL_FMT_FP32)
+BLOCKED(fast64, 64, 64, 8, 64, 2 * 8 * (68 + 64) * 4, CL_MATMUL_FMT_FP32)
+BLOCKED(swizzle, 128, 128, 8, 256, 2 * 8 * (128 + 128) * 4, CL_MATMUL_FMT_FP32)
+BLOCKED(async, 128, 128, 16, 256, 4 * 16 * (128 + 128) * 4, CL_MATMUL_FMT_FP32)
+BLOCKED(async64, 64, 64, 16, 128, 4 * 16 * (64 + 64) * 4, CL_MATMUL_FMT_FP32)
+BLOCKED(wmma_tf32, 128, 128, 16, 256, 2 * (128 * 20 + 16 * 132) * 4, CL_MATMUL_FMT_TF32)
+BLOCKED(wmma_fp16, 128, 128, 16, 256, 2 * (128 * 24 + 16 * 136) * 2, CL_MATMUL_FMT_FP16)
+BLOCKED(wmma_bf16, 128, 128, 16, 256, 2 * (128 * 24 + 16 * 136) * 2, CL_MATMUL_FMT_BF16)
+/* Hopper's 128×256 tiles: 4 stages of 32-deep slices of A and Bᵀ on the GPU (matmul_wgmma.cu) */
+BLOCKED(wgmma_tf32, 128, 256, 16, 384, 4 * 32 * (128 + 256) * 4, CL_MATMUL_FMT_TF32)
+#undef BLOCKED
