@@ -63,7 +63,7 @@ static const struct cpu_mm_row {
     [CL_MATMUL_V_CUBLAS] = {"the system's BLAS (cblas_sgemm, FP32) standing in for cuBLAS", &cpu_mm_blas},
     [CL_MATMUL_V_CUBLAS_TF32] = {"the system's BLAS (cblas_sgemm, FP32) standing in for cuBLAS TF32: a CPU has "
                                  "no TF32", &cpu_mm_blas},
-    [CL_MATMUL_V_WGMMA_TF32] = {"128×256 blocks dealt to host threads, k in slices of 32 copied to local arrays "
+    [CL_MATMUL_V_WGMMA_TF32] = {"128×256 blocks dealt to host threads, k in slices of 16 copied to local arrays "
                                 "rounded to TF32 (10-bit mantissa), float products and sums", &cpu_mm_wgmma_tf32},
 };
 
