@@ -112,8 +112,7 @@ static int needs_sm80(const cl_variant *v, char *err)
 static dim3 student_grid(const mm_problem *p)
 {
     dim3 block = cl_cuda_student_block(p->student);
-    return cl_cuda_student_grid(p->student, dim3((unsigned)((p->n + block.x - 1) / block.x),
-                                                 (unsigned)((p->m + block.y - 1) / block.y), 1));
+    return cl_cuda_student_grid(p->student, mm_grid(p, (int)block.y, (int)block.x));
 }
 
 static int student_prepare(const mm_problem *p, cl_matmul_result *out, char *err)

@@ -208,7 +208,7 @@ typedef mm_async_shape<64, 64, 16, 32, 32> swz64;
 template <class S>
 static dim3 swz_grid(const mm_problem *p)
 {
-    return dim3((unsigned)((p->n + S::BN - 1) / S::BN), (unsigned)((p->m + S::BM - 1) / S::BM), 1);
+    return mm_grid(p, S::BM, S::BN);
 }
 
 template <class S>

@@ -63,12 +63,6 @@ __global__ void mm_tiled_bt_kernel(const float *A, const float *Bt, float *C, in
 }
 /* show-source: end */
 
-typedef void (*mm_kernel_fn)(const float *, const float *, float *, int, int, int);
-
-static dim3 grid_for(const mm_problem *p, int rows, int cols)
-{
-    return dim3((unsigned)((p->n + cols - 1) / cols), (unsigned)((p->m + rows - 1) / rows), 1);
-}
 
 /* ---- naive-bt ---- */
 
@@ -76,13 +70,13 @@ static int naive_bt_prepare(const mm_problem *p, cl_matmul_result *out, char *er
 {
     out->global_loads = cl_matmul_loads_naive(p->m, p->n, p->k);
     snprintf(out->impl, sizeof out->impl, "mm_naive_bt_kernel, one thread per element of C, B read from Bᵀ");
-    return mm_describe((const void *)mm_naive_bt_kernel, grid_for(p, NAIVE_BLOCK, NAIVE_BLOCK),
+    return mm_describe((const void *)mm_naive_bt_kernel, mm_grid(p, NAIVE_BLOCK, NAIVE_BLOCK),
                        dim3(NAIVE_BLOCK, NAIVE_BLOCK, 1), &out->launch, err);
 }
 
 static int naive_bt_launch(const mm_problem *p, char *err)
 {
-    mm_naive_bt_kernel<<<grid_for(p, NAIVE_BLOCK, NAIVE_BLOCK), dim3(NAIVE_BLOCK, NAIVE_BLOCK, 1)>>>(
+    mm_naive_bt_kernel<<<mm_grid(p, NAIVE_BLOCK, NAIVE_BLOCK), dim3(NAIVE_BLOCK, NAIVE_BLOCK, 1)>>>(
         p->a, p->b, p->c, p->m, p->n, p->k);
     return mm_launched("mm_naive_bt_kernel", err);
 }
@@ -111,14 +105,14 @@ static int tiled_bt_prepare(const mm_problem *p, cl_matmul_result *out, char *er
     }
     out->global_loads = cl_matmul_loads_blocked(p->m, p->n, p->k, p->tile, p->tile);
     snprintf(out->impl, sizeof out->impl, "mm_tiled_bt_kernel<%d>, B's tile corner-turned from Bᵀ", p->tile);
-    return mm_describe((const void *)f, grid_for(p, p->tile, p->tile), dim3(p->tile, p->tile, 1),
+    return mm_describe((const void *)f, mm_grid(p, p->tile, p->tile), dim3(p->tile, p->tile, 1),
                        &out->launch, err);
 }
 
 static int tiled_bt_launch(const mm_problem *p, char *err)
 {
     mm_kernel_fn f = tiled_bt_kernel(p->tile);
-    f<<<grid_for(p, p->tile, p->tile), dim3(p->tile, p->tile, 1)>>>(p->a, p->b, p->c, p->m, p->n, p->k);
+    f<<<mm_grid(p, p->tile, p->tile), dim3(p->tile, p->tile, 1)>>>(p->a, p->b, p->c, p->m, p->n, p->k);
     return mm_launched("mm_tiled_bt_kernel", err);
 }
 

@@ -35,6 +35,13 @@ struct mm_gpu_impl {
 
 /* The launch description (cl_cuda_describe), after checking the grid against the device's limits. */
 int mm_describe(const void *func, dim3 grid, dim3 block, cl_launch *l, char *err);
+/* The grid of rows×cols tiles of C that covers p's m×n. */
+static inline dim3 mm_grid(const mm_problem *p, int rows, int cols)
+{
+    return dim3((unsigned)((p->n + cols - 1) / cols), (unsigned)((p->m + rows - 1) / rows), 1);
+}
+/* A plain kernel's signature (A, B, C, m, n, k): the tiled ones, one instance per TILE_WIDTH. */
+typedef void (*mm_kernel_fn)(const float *, const float *, float *, int, int, int);
 /* The error of the launch just made, if any. */
 int mm_launched(const char *what, char *err);
 

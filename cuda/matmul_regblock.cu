@@ -175,10 +175,6 @@ mm_vec4_kernel(const float *__restrict__ A, const float *__restrict__ B, float *
 #define REG2D_BM 128
 #define REG2D_BK 8
 
-static dim3 grid_for(const mm_problem *p, int bm, int bn)
-{
-    return dim3((unsigned)((p->n + bn - 1) / bn), (unsigned)((p->m + bm - 1) / bm), 1);
-}
 
 static int reg1d_prepare(const mm_problem *p, cl_matmul_result *out, char *err)
 {
@@ -186,14 +182,14 @@ static int reg1d_prepare(const mm_problem *p, cl_matmul_result *out, char *err)
     out->global_loads = cl_matmul_loads_blocked(p->m, p->n, p->k, bm, bm);
     snprintf(out->impl, sizeof out->impl, "mm_reg1d_kernel<%d,%d,%d,%d>: %d threads, %d outputs of a column each",
              bm, bm, REG1D_BK, REG1D_TM, bm * bm / REG1D_TM, REG1D_TM);
-    return mm_describe((const void *)mm_reg1d_kernel<REG1D_BM, REG1D_BM, REG1D_BK, REG1D_TM>, grid_for(p, bm, bm),
+    return mm_describe((const void *)mm_reg1d_kernel<REG1D_BM, REG1D_BM, REG1D_BK, REG1D_TM>, mm_grid(p, bm, bm),
                        dim3(bm * bm / REG1D_TM, 1, 1), &out->launch, err);
 }
 
 static int reg1d_launch(const mm_problem *p, char *err)
 {
     mm_reg1d_kernel<REG1D_BM, REG1D_BM, REG1D_BK, REG1D_TM>
-        <<<grid_for(p, REG1D_BM, REG1D_BM), REG1D_BM * REG1D_BM / REG1D_TM>>>(p->a, p->b, p->c, p->m, p->n, p->k);
+        <<<mm_grid(p, REG1D_BM, REG1D_BM), REG1D_BM * REG1D_BM / REG1D_TM>>>(p->a, p->b, p->c, p->m, p->n, p->k);
     return mm_launched("mm_reg1d_kernel", err);
 }
 
@@ -203,14 +199,14 @@ static int reg2d_prepare(const mm_problem *p, cl_matmul_result *out, char *err)
     out->global_loads = cl_matmul_loads_blocked(p->m, p->n, p->k, bm, bm);
     snprintf(out->impl, sizeof out->impl, "mm_reg2d_kernel<%d,%d,%d,8,8>: %d threads, 8×8 outputs each",
              bm, bm, REG2D_BK, bm * bm / 64);
-    return mm_describe((const void *)mm_reg2d_kernel<REG2D_BM, REG2D_BM, REG2D_BK, 8, 8>, grid_for(p, bm, bm),
+    return mm_describe((const void *)mm_reg2d_kernel<REG2D_BM, REG2D_BM, REG2D_BK, 8, 8>, mm_grid(p, bm, bm),
                        dim3(bm * bm / 64, 1, 1), &out->launch, err);
 }
 
 static int reg2d_launch(const mm_problem *p, char *err)
 {
     mm_reg2d_kernel<REG2D_BM, REG2D_BM, REG2D_BK, 8, 8>
-        <<<grid_for(p, REG2D_BM, REG2D_BM), REG2D_BM * REG2D_BM / 64>>>(p->a, p->b, p->c, p->m, p->n, p->k);
+        <<<mm_grid(p, REG2D_BM, REG2D_BM), REG2D_BM * REG2D_BM / 64>>>(p->a, p->b, p->c, p->m, p->n, p->k);
     return mm_launched("mm_reg2d_kernel", err);
 }
 
@@ -220,14 +216,14 @@ static int vec4_prepare(const mm_problem *p, cl_matmul_result *out, char *err)
     out->global_loads = cl_matmul_loads_blocked(p->m, p->n, p->k, bm, bm);
     snprintf(out->impl, sizeof out->impl, "mm_vec4_kernel<%d,%d,%d>: %d threads, 8×8 outputs each, float4 loads",
              bm, bm, REG2D_BK, bm * bm / 64);
-    return mm_describe((const void *)mm_vec4_kernel<REG2D_BM, REG2D_BM, REG2D_BK>, grid_for(p, bm, bm),
+    return mm_describe((const void *)mm_vec4_kernel<REG2D_BM, REG2D_BM, REG2D_BK>, mm_grid(p, bm, bm),
                        dim3(bm * bm / 64, 1, 1), &out->launch, err);
 }
 
 static int vec4_launch(const mm_problem *p, char *err)
 {
     mm_vec4_kernel<REG2D_BM, REG2D_BM, REG2D_BK>
-        <<<grid_for(p, REG2D_BM, REG2D_BM), REG2D_BM * REG2D_BM / 64>>>(p->a, p->b, p->c, p->m, p->n, p->k);
+        <<<mm_grid(p, REG2D_BM, REG2D_BM), REG2D_BM * REG2D_BM / 64>>>(p->a, p->b, p->c, p->m, p->n, p->k);
     return mm_launched("mm_vec4_kernel", err);
 }
 

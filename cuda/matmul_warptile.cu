@@ -102,7 +102,7 @@ typedef mm_warptile_shape<WT_BM, WT_BM, WT_BK, WT_WM, WT_WN> wt_shape;
 
 static dim3 warptile_grid(const mm_problem *p)
 {
-    return dim3((unsigned)((p->n + WT_BM - 1) / WT_BM), (unsigned)((p->m + WT_BM - 1) / WT_BM), 1);
+    return mm_grid(p, WT_BM, WT_BM);
 }
 
 static int warptile_prepare(const mm_problem *p, cl_matmul_result *out, char *err)

@@ -212,7 +212,7 @@ static const char *const wmma_what[] = {
 
 static dim3 wmma_grid(const mm_problem *p)
 {
-    return dim3((unsigned)((p->n + MM_WMMA_BN - 1) / MM_WMMA_BN), (unsigned)((p->m + MM_WMMA_BM - 1) / MM_WMMA_BM), 1);
+    return mm_grid(p, MM_WMMA_BM, MM_WMMA_BN);
 }
 
 template <int F>
