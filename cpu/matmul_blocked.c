@@ -20,7 +20,8 @@
 #include "matmul_cpu.h"
 
 #define BLOCKED_BK_MAX 16
-#define BLOCKED_MAX 256
+#define BLOCKED_MAX 256     /* the widest block tile (wgmma-tf32's 128×256) */
+#define BLOCKED_BAND 32     /* rows of a block accumulated at a time */
 
 static uint32_t bits_of(float x)
 {
@@ -71,29 +72,35 @@ CL_HOT static void blocked_block(long long blk, void *arg)
     const int bm = s->bm, bn = s->bn, bk = s->bk;
     int gx = cpu_mm_cdiv(p->n, bn);
     int row0 = (int)(blk / gx) * bm, col0 = (int)(blk % gx) * bn;
-    /* A's slice is stored k-major (transposed), as the fast kernel stores it */
-    float as[BLOCKED_BK_MAX][BLOCKED_MAX], bs[BLOCKED_BK_MAX][BLOCKED_MAX];
-    static _Thread_local float acc[BLOCKED_MAX * BLOCKED_MAX];
-    memset(acc, 0, (size_t)bm * bn * sizeof *acc);
-    for (int k0 = 0; k0 < p->k; k0 += bk) {
-        for (int kk = 0; kk < bk; kk++) {
-            int q = k0 + kk;
-            for (int r = 0; r < bm; r++)
-                as[kk][r] = q < p->k && row0 + r < p->m ? tile_value(s, p->a[(size_t)(row0 + r) * p->k + q]) : 0.0f;
-            for (int c = 0; c < bn; c++)
-                bs[kk][c] = q < p->k && col0 + c < p->n ? tile_value(s, p->b[(size_t)q * p->n + col0 + c]) : 0.0f;
-        }
-        for (int kk = 0; kk < bk; kk++)
-            for (int r = 0; r < bm; r++) {
-                float a = as[kk][r];
-                float *accrow = acc + (size_t)r * bn;
+    /* A's slice is stored k-major (transposed), as the fast kernel stores it. The block's rows go
+     * through in bands of BLOCKED_BAND, so the accumulators fit on the stack: thread-local ones
+     * of a 128×256 tile (128 KiB in every thread of the process, the kernel's included) left no
+     * room in a 256 KiB thread stack. Each element still sums its products in k order. */
+    float as[BLOCKED_BK_MAX][BLOCKED_BAND], bs[BLOCKED_BK_MAX][BLOCKED_MAX];
+    float acc[BLOCKED_BAND * BLOCKED_MAX];
+    for (int r0 = 0; r0 < bm && row0 + r0 < p->m; r0 += BLOCKED_BAND) {
+        int rows = bm - r0 < BLOCKED_BAND ? bm - r0 : BLOCKED_BAND;
+        memset(acc, 0, (size_t)rows * bn * sizeof *acc);
+        for (int k0 = 0; k0 < p->k; k0 += bk) {
+            for (int kk = 0; kk < bk; kk++) {
+                int q = k0 + kk, row = row0 + r0;
+                for (int r = 0; r < rows; r++)
+                    as[kk][r] = q < p->k && row + r < p->m ? tile_value(s, p->a[(size_t)(row + r) * p->k + q]) : 0.0f;
                 for (int c = 0; c < bn; c++)
-                    accrow[c] += a * bs[kk][c];
+                    bs[kk][c] = q < p->k && col0 + c < p->n ? tile_value(s, p->b[(size_t)q * p->n + col0 + c]) : 0.0f;
             }
+            for (int kk = 0; kk < bk; kk++)
+                for (int r = 0; r < rows; r++) {
+                    float a = as[kk][r];
+                    float *accrow = acc + (size_t)r * bn;
+                    for (int c = 0; c < bn; c++)
+                        accrow[c] += a * bs[kk][c];
+                }
+        }
+        for (int r = 0; r < rows && row0 + r0 + r < p->m; r++)
+            for (int c = 0; c < bn && col0 + c < p->n; c++)
+                p->c[(size_t)(row0 + r0 + r) * p->n + col0 + c] = acc[(size_t)r * bn + c];
     }
-    for (int r = 0; r < bm && row0 + r < p->m; r++)
-        for (int c = 0; c < bn && col0 + c < p->n; c++)
-            p->c[(size_t)(row0 + r) * p->n + col0 + c] = acc[(size_t)r * bn + c];
 }
 
 static void blocked_configure(const cpu_mm_problem *p, cl_matmul_result *out)

@@ -80,8 +80,8 @@ static int point(magic_ctx *ctx, const json_t *p, json_t *runs, void *user)
 }
 
 static const sweep_column cols[] = {
-    { "variant", "variant" }, { "size", "size" }, { "tile", "tile" }, { "gflops", "GFLOP/s" },
-    { "check.passed", "check" }, { NULL, NULL },
+    {.path = "variant", .header = "variant"}, {.path = "size", .header = "size"}, {.path = "tile", .header = "tile"},
+    {.path = "gflops", .header = "GFLOP/s"}, {.path = "check.passed", .header = "check"}, {.path = NULL},
 };
 static const sweep_spec spec = { .magic = "fake", .title = "Fake", .metric = "gflops", .metric_label = "GFLOP/s",
                                  .columns = cols, .run_point = point };
