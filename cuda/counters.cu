@@ -182,45 +182,52 @@ static bool load_cupti(void)
     return true;
 }
 
-/* The metrics into a fresh host object: all at once, else one by one, keeping those this chip has
- * (a metric a newer or older chip lacks leaves its fields NaN, not the whole run uncounted). */
+/* A fresh host object for the chip (the one before, if any, released). */
+static bool new_host(const char *chip, const uint8_t *avail)
+{
+    if (cp.host) {
+        CUpti_Profiler_Host_Deinitialize_Params d = { CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE };
+        d.pHostObject = cp.host;
+        cupti.cuptiProfilerHostDeinitialize(&d);
+        cp.host = NULL;
+    }
+    CUpti_Profiler_Host_Initialize_Params hi = { CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE };
+    hi.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+    hi.pChipName = chip;
+    hi.pCounterAvailabilityImage = avail;
+    CUPTI_TRY("cuptiProfilerHostInitialize", cupti.cuptiProfilerHostInitialize(&hi));
+    cp.host = hi.pHostObject;
+    return true;
+}
+
+static bool config_add(const char **names, int count)
+{
+    CUpti_Profiler_Host_ConfigAddMetrics_Params add = { CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE };
+    add.pHostObject = cp.host;
+    add.ppMetricNames = names;
+    add.numMetrics = (size_t)count;
+    return cupti.cuptiProfilerHostConfigAddMetrics(&add) == CUPTI_SUCCESS;
+}
+
+/* The metrics into the host object: all at once, else (one is unknown to this chip) one by one on a
+ * fresh object, keeping those it has: a metric a newer or older chip lacks leaves its fields NaN,
+ * not the whole run uncounted. */
 static bool add_metrics(const char *chip, const uint8_t *avail)
 {
-    for (int pass = 0; pass < 2; pass++) {
-        if (cp.host) {
-            CUpti_Profiler_Host_Deinitialize_Params d = { CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE };
-            d.pHostObject = cp.host;
-            cupti.cuptiProfilerHostDeinitialize(&d);
-            cp.host = NULL;
-        }
-        CUpti_Profiler_Host_Initialize_Params hi = { CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE };
-        hi.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-        hi.pChipName = chip;
-        hi.pCounterAvailabilityImage = avail;
-        CUPTI_TRY("cuptiProfilerHostInitialize", cupti.cuptiProfilerHostInitialize(&hi));
-        cp.host = hi.pHostObject;
-        cp.nmetrics = 0;
-        for (int m = 0; m < M_COUNT; m++) {
-            CUpti_Profiler_Host_ConfigAddMetrics_Params add = { CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE };
-            add.pHostObject = cp.host;
-            add.ppMetricNames = pass == 0 ? metric_names : &metric_names[m];
-            add.numMetrics = pass == 0 ? M_COUNT : 1;
-            bool ok = cupti.cuptiProfilerHostConfigAddMetrics(&add) == CUPTI_SUCCESS;
-            if (pass == 0 && !ok)
-                break;                          /* one of them is unknown: find which, one by one */
-            if (pass == 0) {
-                for (int i = 0; i < M_COUNT; i++)
-                    cp.index[i] = i, cp.metrics[i] = metric_names[i];
-                cp.nmetrics = M_COUNT;
-                return true;
-            }
-            cp.index[m] = ok ? cp.nmetrics : -1;
-            if (ok)
-                cp.metrics[cp.nmetrics++] = metric_names[m];
-        }
-        if (pass == 1 && cp.nmetrics > 0)
-            return true;
+    if (!new_host(chip, avail))
+        return false;
+    bool all = config_add(metric_names, M_COUNT);
+    if (!all && !new_host(chip, avail))
+        return false;
+    cp.nmetrics = 0;
+    for (int m = 0; m < M_COUNT; m++) {
+        bool ok = all || config_add(&metric_names[m], 1);
+        cp.index[m] = ok ? cp.nmetrics : -1;
+        if (ok)
+            cp.metrics[cp.nmetrics++] = metric_names[m];
     }
+    if (cp.nmetrics > 0)
+        return true;
     snprintf(cp.why, sizeof cp.why, "this GPU's counters have none of the metrics --counters reads");
     return false;
 }

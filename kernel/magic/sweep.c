@@ -342,27 +342,31 @@ static bool column_shown(const sweep_column *c, const json_t *runs)
     return false;
 }
 
+#define TABLE_MAX_COLUMNS 64        /* a family's columns and the counters', with room to spare */
+
 /* The runs table: every run from `from` on, as run or (sorted) by the metric; a column with
- * only_with appears when some run has that number (sweep_counter_columns: what was counted). */
+ * only_with appears when some run has that number (sweep_counter_columns: what was counted),
+ * decided once per table, not once per cell. */
 static void add_runs_table(json_t *view, const sweep_spec *s, const json_t *runs, int sorted, size_t from,
                            const char *caption)
 {
-    const sweep_column *parts[2] = { s->columns, sweep_counter_columns };
+    const sweep_column *parts[2] = { s->columns, sweep_counter_columns }, *shown[TABLE_MAX_COLUMNS];
+    size_t ncols = 0;
     json_t *cols = json_array();
     for (int p = 0; p < 2; p++)
-        for (const sweep_column *c = parts[p]; c->path; c++)
-            if (column_shown(c, runs))
+        for (const sweep_column *c = parts[p]; c->path && ncols < TABLE_MAX_COLUMNS; c++)
+            if (column_shown(c, runs)) {
+                shown[ncols++] = c;
                 json_array_append_new(cols, json_string(c->header));
+            }
     json_t *table = view_add_table(view, caption, cols);
     size_t n = json_array_size(runs), *order = sweep_run_order(s, runs, sorted);
     if (!order)
         return;
     for (size_t i = from; i < n; i++) {
         json_t *row = json_array();
-        for (int p = 0; p < 2; p++)
-            for (const sweep_column *c = parts[p]; c->path; c++)
-                if (column_shown(c, runs))
-                    json_array_append_new(row, cell_of(json_array_get(runs, order[i]), c));
+        for (size_t c = 0; c < ncols; c++)
+            json_array_append_new(row, cell_of(json_array_get(runs, order[i]), shown[c]));
         view_table_row(table, row);
     }
     free(order);

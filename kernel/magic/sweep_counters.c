@@ -85,10 +85,13 @@ void sweep_counters_note(json_t *view, const json_t *runs)
 {
     size_t n = json_array_size(runs);
     for (size_t i = 0; i < n; i++) {
-        const char *why = unavailable_reason(json_array_get(runs, i)), *before = NULL;
-        for (size_t j = 0; why && j < i && !before; j++)
-            before = unavailable_reason(json_array_get(runs, j));
-        if (!why || (before && strcmp(before, why) == 0))
+        const char *why = unavailable_reason(json_array_get(runs, i));
+        bool said = false;
+        for (size_t j = 0; why && j < i && !said; j++) {
+            const char *before = unavailable_reason(json_array_get(runs, j));
+            said = before && strcmp(before, why) == 0;
+        }
+        if (!why || said)
             continue;               /* counted, or said already */
         char note[600], who[200] = "";
         size_t count = 0, len = 0;
