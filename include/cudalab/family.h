@@ -32,6 +32,9 @@ extern "C" {
 #define CL_V_LIBRARY 0x8u   /* a library call (cuBLAS, CUB); the CPU backend stands in with its reference */
 #define CL_V_RUNTIME 0x10u  /* its code arrives at run time (a student's %%kernel): not in a backend's
                                table, registered with the framework (family_register) */
+#define CL_V_BROKEN  0x20u  /* broken on purpose, for the debugging lecture (with CL_V_RUNTIME: shipped as
+                               source, kernel/student/broken.c): left out of `all`; a wrong result is its
+                               expected answer, reported without failing the cell */
 #define CL_V_FAMILY  0x100u /* first bit a family may use for its own facts */
 
 typedef struct cl_variant {

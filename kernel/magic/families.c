@@ -45,9 +45,17 @@ typedef struct runtime_variant {
 static runtime_variant runtime[FAMILY_MAX_RUNTIME];
 static size_t nruntime;
 
+static size_t broken_count(const family_spec *f)
+{
+    size_t n = 0;
+    while (f->broken && f->broken[n].v.name)
+        n++;
+    return n;
+}
+
 size_t family_count(const family_spec *f)
 {
-    size_t n = f->nvariants;
+    size_t n = f->nvariants + broken_count(f);
     for (size_t i = 0; i < nruntime; i++)
         n += runtime[i].family == f;
     return n;
@@ -58,6 +66,9 @@ const cl_variant *family_variant(const family_spec *f, size_t i)
     if (i < f->nvariants)
         return &f->variants[i];
     i -= f->nvariants;
+    if (i < broken_count(f))
+        return &f->broken[i].v;
+    i -= broken_count(f);
     for (size_t k = 0; k < nruntime; k++)
         if (runtime[k].family == f && i-- == 0)
             return &runtime[k].v;
@@ -71,6 +82,14 @@ int family_index(const family_spec *f, const char *name)
         if (strcmp(v->name, name) == 0)
             return (int)i;
     return -1;
+}
+
+const family_broken *family_broken_find(const family_spec *f, const char *name)
+{
+    for (size_t i = 0; name && f->broken && f->broken[i].v.name; i++)
+        if (strcmp(f->broken[i].v.name, name) == 0)
+            return &f->broken[i];
+    return NULL;
 }
 
 int family_builtin(const family_spec *f, const char *name)
@@ -98,7 +117,7 @@ static void runtime_free(runtime_variant *r)
 int family_register(magic_ctx *ctx, const family_spec *f, const cl_variant *v)
 {
     int at = family_index(f, v->name);
-    if (strcmp(v->name, "all") == 0 || (at >= 0 && (size_t)at < f->nvariants))
+    if (strcmp(v->name, "all") == 0 || (at >= 0 && (size_t)at < f->nvariants) || family_broken_find(f, v->name))
         return magic_error(ctx, "UsageError", "'%s': %%%s already has a variant of that name "
                            "(choose another)", v->name, f->magic);
     runtime_variant *slot = NULL;
@@ -187,9 +206,10 @@ json_t *family_select(magic_ctx *ctx, const family_spec *f, const json_t *given,
         const char *name = json_string_value(g);
         const cl_variant *v;
         if (name && strcmp(name, "all") == 0) {
-            /* every built-in variant: a student's kernel runs when named */
+            /* every built-in variant: a student's kernel, or one broken on purpose, runs when named */
             for (size_t k = 0; (v = family_variant(f, k)); k++)
-                if (!(v->flags & CL_V_RUNTIME) && available(v, k, user) && !family_list_has(out, v->name))
+                if (!(v->flags & (CL_V_RUNTIME | CL_V_BROKEN)) && available(v, k, user) &&
+                    !family_list_has(out, v->name))
                     json_array_append_new(out, json_string(v->name));
             continue;
         }

@@ -23,6 +23,17 @@
 #include "cudalab/student.h"
 #include "magic/magic.h"
 
+/* A variant broken on purpose (CL_V_BROKEN): a kernel a student could have
+ * written, shipped as source in the family's student signature, that runs as
+ * students' kernels do (NVRTC on a GPU, the CPU runner without one). */
+typedef struct family_broken {
+    cl_variant v;               /* its row: name (a C identifier: the kernel's), launch, the bug in
+                                   words; flags CL_V_RUNTIME | CL_V_BROKEN and what it honours */
+    const char *source;         /* the kernel, in the family's student signature */
+    const char *nondeterministic; /* the run's fields that change from run to run where the bug
+                                     shows (comma-separated paths), beside the times */
+} family_broken;
+
 typedef struct family_spec {
     const char *magic;              /* "matmul": the magic that runs the family */
     const cl_variant *variants;     /* the contract's table: cl_<family>_variants */
@@ -36,6 +47,9 @@ typedef struct family_spec {
      * check; NULL for the others. */
     const cl_student_contract *student_2d;
     const char *quick_2d;
+    /* The family's variants broken on purpose (kernel/student/broken.c), ended by a row
+     * whose name is NULL; NULL for none. */
+    const family_broken *broken;
 } family_spec;
 
 /* The family a magic runs (the one its --variant flag names), or NULL. */
@@ -55,11 +69,14 @@ const family_spec *family_next_taking_kernels(size_t *at);
 #define FAMILY_MAX_RUNTIME 64
 
 /* Every variant of f: the contract's rows (indexes < f->nvariants, equal to the
- * family's enum ids), then those registered at run time. */
+ * family's enum ids), then its broken ones (f->broken), then those registered
+ * at run time. */
 size_t family_count(const family_spec *f);
 const cl_variant *family_variant(const family_spec *f, size_t i);
 /* The index of a variant by name, or -1. */
 int family_index(const family_spec *f, const char *name);
+/* The variant broken on purpose of that name, or NULL. */
+const family_broken *family_broken_find(const family_spec *f, const char *name);
 /* The id of one of the contract's own rows (what the backends implement, by
  * id) by name; -1 for a run-time variant or none. */
 int family_builtin(const family_spec *f, const char *name);
@@ -68,8 +85,8 @@ int family_builtin(const family_spec *f, const char *name);
 int family_point_variant(magic_ctx *ctx, const family_spec *f, const json_t *point);
 /* Adds a variant whose code arrives at run time (CL_V_RUNTIME is set on the
  * copy kept); name and texts are copied. Replaces a runtime variant of the
- * same name. 0, or -1 with a UsageError when the name is a built-in variant's
- * or "all", or the registry is full. */
+ * same name. 0, or -1 with a UsageError when the name is a built-in or broken
+ * variant's or "all", or the registry is full. */
 int family_register(magic_ctx *ctx, const family_spec *f, const cl_variant *v);
 /* Forgets every runtime variant (tests; a session restart). */
 void family_forget_runtime(void);

@@ -115,6 +115,58 @@ static int add_kernel_cell(magic_ctx *ctx, const family_spec *f, const char *var
     return 0;
 }
 
+/* A variant broken on purpose: its source as shipped (kernel/student/broken.c),
+ * and with --as-kernel a %%kernel cell of it under a name of the student's,
+ * to fix. */
+static int show_broken(magic_ctx *ctx, const family_spec *f, const family_broken *b, int as_kernel)
+{
+    static const char file[] = "kernel/student/broken.c";
+    char title[200];
+    snprintf(title, sizeof title, "%%%s --variant %s (broken on purpose): %s", f->magic, b->v.name, file);
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:[s]}", "magic", f->magic, "variant", b->v.name, "source",
+                            b->source, "language", "cuda", "file", file, "files", file);
+    json_t *view = view_new(title);
+    view_add_note(view, b->v.teaches);
+    json_array_append_new(json_object_get(view, "blocks"),
+                          json_pack("{s:s, s:s, s:s}", "type", "code", "language", "cuda", "text", b->source));
+    if (as_kernel) {
+        char *cell = NULL;
+        size_t size, name_len = strlen(b->v.name);
+        FILE *out = open_memstream(&cell, &size);
+        if (!out) {
+            json_decref(doc);
+            json_decref(view);
+            return magic_error(ctx, "MemoryError", "out of memory");
+        }
+        fprintf(out, "%%%%kernel --for %s --name %s_fixed\n// cudalab's %s, broken on purpose: find the bug "
+                "and fix it\n", f->magic, b->v.name, b->v.name);
+        for (const char *p = b->source; *p;) {
+            size_t n = strcspn(p, "\n");
+            const char *bug = memmem(p, n, "// BUG", 6);
+            size_t keep = bug ? (size_t)(bug - p) : n;
+            while (bug && keep > 0 && p[keep - 1] == ' ')
+                keep--;
+            const char *name = memmem(p, keep, b->v.name, name_len);
+            if (name && name[name_len] == '(')          /* the kernel's own name: the student's copy's */
+                fprintf(out, "%.*s%s_fixed%.*s\n", (int)(name - p), p, b->v.name,
+                        (int)(keep - (size_t)(name - p) - name_len), name + name_len);
+            else if (keep > 0 || !bug)
+                fprintf(out, "%.*s\n", (int)keep, p);
+            p += n + (p[n] == '\n');
+        }
+        fclose(out);
+        json_object_set_new(doc, "kernel_cell", json_string(cell));
+        json_object_set_new(view, "next_input", json_string(cell));
+        view_add_note(view, "the next input cell now holds this %%kernel cell (shown here too, for a "
+                            "frontend that does not fill it):");
+        json_array_append_new(json_object_get(view, "blocks"),
+                              json_pack("{s:s, s:s, s:s}", "type", "code", "language", "cuda", "text", cell));
+        free(cell);
+    }
+    magic_result(ctx, doc, view);
+    return 0;
+}
+
 int show_source_run(magic_ctx *ctx, const json_t *params, const family_spec *f)
 {
     const char *variant = json_string_value(json_object_get(params, "show_source"));
@@ -130,6 +182,9 @@ int show_source_run(magic_ctx *ctx, const json_t *params, const family_spec *f)
     if (i < 0)
         return magic_error(ctx, "UsageError", "--show-source %s: %%%s has no variant %s; its variants: %s",
                            variant, f->magic, variant, names);
+    const family_broken *broken = family_broken_find(f, variant);
+    if (broken)
+        return show_broken(ctx, f, broken, as_kernel);
     if (family_variant(f, (size_t)i)->flags & CL_V_RUNTIME)
         return magic_error(ctx, "UsageError", "--show-source %s: %s is your own kernel; its source is the "
                            "%%%%kernel cell that defined it (built-in variants: %s)", variant, variant, names);

@@ -319,6 +319,8 @@ static json_t *cell_of(const json_t *run, const sweep_column *c)
     const json_t *v = sweep_path_get(run, path);
     if (json_is_number(v) && c->scale > 0)
         return json_real(json_number_value(v) / c->scale);
+    if (strstr(path, "passed") && sweep_broken_cell(run))
+        return json_string(sweep_broken_cell(run));
     if (json_is_boolean(v) && strstr(path, "passed"))
         return json_string(json_is_true(v) ? "ok" : "FAILED");
     if (json_is_array(v) || json_is_object(v)) {
@@ -519,6 +521,7 @@ static json_t *make_view(magic_ctx *ctx, const sweep_state *st, const json_t *ru
     add_unsettled_note(view, st, runs);
     add_slowed_note(view, runs);
     sweep_counters_note(view, runs);
+    sweep_broken_notes(view, st->spec, runs);
     if (chart->why[0])
         view_add_note(view, chart->why);
     add_runs_table(view, st->spec, runs, json_is_true(json_object_get(st->pts.params, "sort")), 0, NULL);
@@ -598,7 +601,7 @@ static int report_failed_checks(magic_ctx *ctx, const sweep_spec *s, const json_
     size_t i, failed = 0, first = 0;
     json_t *run;
     json_array_foreach(runs, i, run)
-        if (json_is_false(sweep_path_get(run, "check.passed")) && failed++ == 0)
+        if (json_is_false(sweep_path_get(run, "check.passed")) && !sweep_broken_expected(run) && failed++ == 0)
             first = i;
     if (!failed)
         return 0;
@@ -639,12 +642,15 @@ int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *u
             ctx->counters = json_is_true(json_object_get(pp, "counters"));
             if (ctx->backend && ctx->backend->set_counters)
                 ctx->backend->set_counters(ctx->counters);
+            size_t before = json_array_size(runs);
             rc = s->run_point(ctx, pp, runs, user);
             if (rc != 0 && ctx->turn_interrupted) {
                 /* a wait for a timed turn (MAGIC_TIMED) ended by an interrupt: not the backend's error */
                 error_clear(&ctx->error);
                 rc = magic_error(ctx, "KeyboardInterrupt", "%%%s interrupted while waiting for other kernels' "
                                  "timed runs", s->magic);
+            } else {
+                rc = sweep_broken_point(ctx, s, pp, rc, runs, before);
             }
         }
         ctx->counters = false;

@@ -50,6 +50,20 @@ extern const sweep_column sweep_counter_columns[];
 /* The notes of a counted sweep: how the counts were taken, and why a run has none. */
 void sweep_counters_note(json_t *view, const json_t *runs);
 
+/* ---- variants broken on purpose (sweep_broken.c) ---- */
+/* After a point ran (rc its result; runs[from..] its runs): the runs of a variant
+ * broken on purpose marked as expected wrong, with their outcome; a run the CPU
+ * runner or a guard stopped becomes a run that says so. Returns rc, or 0 when its
+ * error was the bug found. */
+int sweep_broken_point(magic_ctx *ctx, const sweep_spec *s, const json_t *point, int rc, json_t *runs,
+                       size_t from);
+/* Whether a run is expected wrong (its failed check fails no cell). */
+bool sweep_broken_expected(const json_t *run);
+/* The check cell of such a run ("wrong (expected)", ...), or NULL for any other run. */
+const char *sweep_broken_cell(const json_t *run);
+/* A note per broken variant and outcome: the bug, what happened, what was found. */
+void sweep_broken_notes(json_t *view, const sweep_spec *s, const json_t *runs);
+
 /* ---- the chart (sweep_chart.c) ----
  * Which chart a finished sweep gets, decided once from what it varies and
  * what it measured (sweep.h states the rule), then drawn from that decision:

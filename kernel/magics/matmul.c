@@ -19,6 +19,7 @@
 #include "magic/show_source.h"
 #include "magic/sweep.h"
 #include "magics/matmul_internal.h"
+#include "student/broken.h"
 #include "student/run.h"
 #include "student/sanitize.h"
 
@@ -34,6 +35,7 @@ const family_spec matmul_family = {
     .student = &cl_matmul_student,
     .quick = "--m 67 --n 33 --k 129",
     .runs_student = runs_student,
+    .broken = broken_matmul,
 };
 
 #define TILE_TEXT_(t) " " #t

@@ -21,6 +21,7 @@
 #include "magic/show_source.h"
 #include "magic/sweep.h"
 #include "cudalab/vecadd.h"
+#include "student/broken.h"
 #include "student/sanitize.h"
 #include "student/run.h"
 #include "student/store.h"
@@ -37,6 +38,7 @@ static const family_spec vecadd_family = {
     .student = &cl_vecadd_student,
     .quick = "--size 100003",
     .runs_student = runs_student,
+    .broken = broken_vecadd,
 };
 
 /* The built-in kernel's threads per block when --block is not given. */

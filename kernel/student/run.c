@@ -151,7 +151,7 @@ json_t *student_resources_json(const student_resources *r)
 
 void student_run_json(const student_launch *l, json_t *run)
 {
-    json_object_set_new(run, "source", json_string("student"));
+    json_object_set_new(run, "source", json_string(l->def->broken ? "broken on purpose" : "student"));
     json_object_set_new(run, "source_hash", json_string(l->def->hash));
     json_object_set_new(run, "compile", json_pack("{s:s, s:O, s:f, s:b}", "arch", l->build.arch, "options",
                                                   l->build.options, "ms", l->build.ms, "cached", l->build.cached));
@@ -207,14 +207,21 @@ static const struct {
     {"shared memory", "less shared memory per block: smaller tiles or a smaller --smem"},
 };
 
+/* "your kernel " before a student's kernel's name; nothing before one broken on purpose. */
+static const char *whose(const student_def *d)
+{
+    return d->broken ? "" : "your kernel ";
+}
+
 /* The CPU runner's findings, one per line, as the traceback. */
 static int cpu_runner_failed(magic_ctx *ctx, const student_launch *l, const char *point, const char *err)
 {
     bool timeout = strstr(err, "launch limit") != NULL;
     /* the first finding whole (err holds CL_ERR_LEN bytes of it) */
     size_t first = strcspn(l->diagnosis, "\n");
-    magic_error(ctx, timeout ? "TimeoutError" : "KernelError", "your kernel %s failed on the CPU runner (%s): %.*s",
-                l->def->name, point, first ? (int)first : (int)strlen(err), first ? l->diagnosis : err);
+    magic_error(ctx, timeout ? "TimeoutError" : "KernelError", "%s%s failed on the CPU runner (%s): %.*s",
+                whose(l->def), l->def->name, point, first ? (int)first : (int)strlen(err),
+                first ? l->diagnosis : err);
     json_t *tb = json_array();
     for (const char *p = l->diagnosis; *p;) {
         size_t n = strcspn(p, "\n");
@@ -237,8 +244,8 @@ int student_run_failed(magic_ctx *ctx, const student_launch *l, const char *poin
         return cpu_runner_failed(ctx, l, point, err);
     const char *name = l->def->name;
     bool timeout = strstr(err, "launch limit") != NULL, outside = strstr(err, " wrote outside ") != NULL;
-    magic_error(ctx, timeout ? "TimeoutError" : outside ? "CheckError" : "CudaError", "your kernel %s failed (%s): %s",
-                name, point, err);
+    magic_error(ctx, timeout ? "TimeoutError" : outside ? "CheckError" : "CudaError", "%s%s failed (%s): %s",
+                whose(l->def), name, point, err);
     json_t *tb = json_array();
     for (size_t i = 0; i < sizeof fault_hints / sizeof fault_hints[0]; i++)
         if (strstr(err, fault_hints[i].says)) {

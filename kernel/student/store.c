@@ -33,11 +33,36 @@ int student_name_ok(magic_ctx *ctx, const family_spec *f, const char *name)
     if (!ident)
         return magic_error(ctx, "UsageError", "--name '%.*s': a kernel's name is a C identifier of at most "
                            "%d characters", NAME_MAX_BYTES, name ? name : "", NAME_MAX_BYTES);
-    if (strcmp(name, "all") == 0 || family_builtin(f, name) >= 0)
+    if (strcmp(name, "all") == 0 || family_builtin(f, name) >= 0 || family_broken_find(f, name))
         return magic_error(ctx, "UsageError", "--name %s: %%%s has a variant of that name already (%s); "
                            "choose another name for your kernel", name, f->magic,
-                           strcmp(name, "all") == 0 ? "`all` runs every built-in variant" : "a built-in one");
+                           strcmp(name, "all") == 0 ? "`all` runs every built-in variant"
+                           : family_broken_find(f, name) ? "one broken on purpose" : "a built-in one");
     return 0;
+}
+
+/* The definitions of the variants broken on purpose that have run in this process. */
+static student_def shipped[FAMILY_MAX_RUNTIME];
+static size_t nshipped;
+
+static const student_def *shipped_find(const char *name)
+{
+    for (size_t i = 0; i < nshipped; i++)
+        if (strcmp(shipped[i].name, name) == 0)
+            return &shipped[i];
+    size_t at = 0;
+    const family_spec *f;
+    const family_broken *b = NULL;
+    while (!b && (f = family_next_taking_kernels(&at)))
+        b = family_broken_find(f, name);
+    if (!b || nshipped == FAMILY_MAX_RUNTIME)
+        return NULL;
+    /* the source's own lines: its line 1 is the kernel's line 1, as --show-source shows it */
+    student_def d = { (char *)b->v.name, f, (char *)b->source, json_pack("{s:i}", "first_line", 1), "",
+                      student_uses_tile(b->source), 1, f->student, f->quick, b };
+    sha256_hex(d.source, strlen(d.source), d.hash);
+    shipped[nshipped] = d;
+    return &shipped[nshipped++];
 }
 
 const student_def *student_find(const char *name)
@@ -45,7 +70,7 @@ const student_def *student_find(const char *name)
     for (size_t i = 0; name && i < ndefs; i++)
         if (strcmp(defs[i].name, name) == 0)
             return &defs[i];
-    return NULL;
+    return name ? shipped_find(name) : NULL;
 }
 
 size_t student_count(void)
@@ -88,7 +113,7 @@ int student_define(magic_ctx *ctx, const family_spec *f, const char *name, const
         return magic_error(ctx, "UsageError", "--dim 2: kernels for %%%s are one-dimensional (%%stencil takes "
                            "2D kernels)", f->magic);
     student_def fresh = { strdup(name), f, strdup(source), json_deep_copy(options), "", student_uses_tile(source),
-                          shape, shape == 2 ? f->student_2d : f->student, shape == 2 ? f->quick_2d : f->quick };
+                          shape, shape == 2 ? f->student_2d : f->student, shape == 2 ? f->quick_2d : f->quick, NULL };
     if (!fresh.name || !fresh.source || !fresh.options) {
         def_free(&fresh);
         return magic_error(ctx, "MemoryError", "out of memory");
@@ -131,8 +156,8 @@ int student_attach(magic_ctx *ctx, const command *cmd, json_t **kernels)
     json_t *v;
     json_array_foreach(list, i, v) {
         const student_def *d = student_find(json_string_value(v));
-        if (!d)
-            continue;
+        if (!d || d->broken)
+            continue;               /* the worker has the broken ones of its own */
         if (!*kernels)
             *kernels = json_object();
         json_object_set_new(*kernels, d->name, json_pack("{s:s, s:s, s:O}", "for", d->family->magic,

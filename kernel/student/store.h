@@ -27,6 +27,8 @@ typedef struct student_def {
     int dim;                        /* the %%kernel line's --dim: 2 for a family's 2D shape */
     const cl_student_contract *contract;    /* what it implements: its family's, of its --dim */
     const char *quick;              /* the family magic's flags of its quick check (family_spec.quick) */
+    const family_broken *broken;    /* a variant broken on purpose, shipped with cudalab (not the
+                                       student's: never in the store's list), or NULL */
 } student_def;
 
 /* Defines (or redefines) a kernel and registers its variant. 0, or -1 with
@@ -36,6 +38,8 @@ int student_define(magic_ctx *ctx, const family_spec *f, const char *name, const
                    const json_t *options);
 /* Forgets one kernel (its variant too); no-op when unknown. */
 void student_drop(const char *name);
+/* A student's kernel by name, or a variant broken on purpose (its definition
+ * made on first use and kept for the process's life), or NULL. */
 const student_def *student_find(const char *name);
 size_t student_count(void);
 const student_def *student_at(size_t i);
@@ -48,7 +52,7 @@ int student_attach(magic_ctx *ctx, const struct command *cmd, json_t **kernels);
 int student_install(magic_ctx *ctx, const json_t *kernels);
 
 /* The name rule: a C identifier of at most 64 bytes that is not a built-in
- * variant of f nor `all`. 0, or -1 with a UsageError. */
+ * or broken variant of f nor `all`. 0, or -1 with a UsageError. */
 int student_name_ok(magic_ctx *ctx, const family_spec *f, const char *name);
 
 #endif
