@@ -118,9 +118,10 @@ static json_t *one_doc(const magic_spec *m)
     if (fam) {
         variants = json_array();
         for (size_t i = 0; (v = family_variant(fam, i)); i++)
-            json_array_append_new(variants, json_pack("{s:s, s:s, s:s, s:b}", "name", v->name, "launch",
+            json_array_append_new(variants, json_pack("{s:s, s:s, s:s, s:b, s:b}", "name", v->name, "launch",
                                                       v->launch, "teaches", v->teaches, "yours",
-                                                      (v->flags & CL_V_RUNTIME) != 0));
+                                                      (v->flags & (CL_V_RUNTIME | CL_V_BROKEN)) == CL_V_RUNTIME,
+                                                      "broken", (v->flags & CL_V_BROKEN) != 0));
     }
     return json_pack("{s:s, s:s, s:s, s:o, s:o, s:b, s:b, s:o, s:o, s:o, s:o}",
                      "magic", "help", "topic", m->name, "usage", usage,

@@ -148,10 +148,11 @@ static void variants_text(FILE *out, const family_spec *fam)
     for (size_t i = 0; (v = family_variant(fam, i)); i++)
         if (width(v->name) > w)
             w = width(v->name);
-    fprintf(out, "\nVariants (--variant; all runs every one):\n");
+    fprintf(out, "\nVariants (--variant; all runs every one but those broken on purpose):\n");
     for (size_t i = 0; (v = family_variant(fam, i)); i++)
         fprintf(out, "  %s%*s  %s%s (launch: %s)\n", v->name, (int)(w - width(v->name)), "", v->teaches,
-                v->flags & CL_V_RUNTIME ? " [yours]" : "", v->launch);
+                v->flags & CL_V_BROKEN ? " [broken on purpose: a wrong result is expected]"
+                : v->flags & CL_V_RUNTIME ? " [yours]" : "", v->launch);
     if (fam->student)
         student_text(out, fam);
 }

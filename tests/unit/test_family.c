@@ -17,8 +17,19 @@
 #include "lang/lang.h"
 #include "magic/families.h"
 #include "magic_sink.h"
+#include "student/broken.h"
 
 extern const family_spec matmul_family;
+
+/* %matmul's variants broken on purpose: after the contract's rows, before students' kernels. */
+static size_t nbroken(void)
+{
+    size_t n = 0;
+    while (broken_matmul[n].v.name)
+        n++;
+    return n;
+}
+#define SHIPPED (CL_MATMUL_NVARIANTS + nbroken())
 
 static int teardown(void **state)
 {
@@ -30,11 +41,18 @@ static int teardown(void **state)
 static void contract_rows_in_enum_order(void **state)
 {
     (void)state;
-    assert_int_equal(family_count(&matmul_family), CL_MATMUL_NVARIANTS);
+    assert_int_equal(family_count(&matmul_family), SHIPPED);
     assert_string_equal(family_variant(&matmul_family, CL_MATMUL_V_TILED)->name, "tiled");
     assert_int_equal(family_index(&matmul_family, "cublas-tf32"), CL_MATMUL_V_CUBLAS_TF32);
     assert_int_equal(family_index(&matmul_family, "nope"), -1);
-    assert_null(family_variant(&matmul_family, CL_MATMUL_NVARIANTS));
+    /* the broken ones: after the contract's rows, run from source, not the backend's */
+    const cl_variant *broken = family_variant(&matmul_family, CL_MATMUL_NVARIANTS);
+    assert_string_equal(broken->name, "missing_sync");
+    assert_true((broken->flags & CL_V_BROKEN) && (broken->flags & CL_V_RUNTIME));
+    assert_int_equal(family_builtin(&matmul_family, "missing_sync"), -1);
+    assert_ptr_equal(family_broken_find(&matmul_family, "missing_sync"), &broken_matmul[0]);
+    assert_null(family_broken_find(&matmul_family, "tiled"));
+    assert_null(family_variant(&matmul_family, SHIPPED));
     assert_true(cl_matmul_variants[CL_MATMUL_V_TILED].flags & CL_V_TILE);
     assert_true(cl_matmul_variants[CL_MATMUL_V_CPU].flags & CL_V_HOST);
 }
@@ -54,8 +72,9 @@ static void runtime_variant_reaches_parser_and_help(void **state)
     const flag_spec *f = variant_flag();
     assert_non_null(f);
     assert_string_equal(flag_choice(f, 0), "cpu");
-    assert_string_equal(flag_choice(f, CL_MATMUL_NVARIANTS), "all");
-    assert_null(flag_choice(f, CL_MATMUL_NVARIANTS + 1));
+    assert_string_equal(flag_choice(f, CL_MATMUL_NVARIANTS), "missing_sync");
+    assert_string_equal(flag_choice(f, SHIPPED), "all");
+    assert_null(flag_choice(f, SHIPPED + 1));
 
     command *c;
     parse_error e;
@@ -65,12 +84,12 @@ static void runtime_variant_reaches_parser_and_help(void **state)
     magic_ctx ctx = {0};
     cl_variant mine = {"mytiled", "TILE×TILE threads", "a student's tiled kernel", CL_V_TILE};
     assert_int_equal(family_register(&ctx, &matmul_family, &mine), 0);
-    assert_int_equal(family_count(&matmul_family), CL_MATMUL_NVARIANTS + 1);
-    const cl_variant *v = family_variant(&matmul_family, CL_MATMUL_NVARIANTS);
+    assert_int_equal(family_count(&matmul_family), SHIPPED + 1);
+    const cl_variant *v = family_variant(&matmul_family, SHIPPED);
     assert_true(v->flags & CL_V_RUNTIME);
     assert_true(v->name != mine.name);          /* copied */
-    assert_string_equal(flag_choice(f, CL_MATMUL_NVARIANTS), "mytiled");
-    assert_string_equal(flag_choice(f, CL_MATMUL_NVARIANTS + 1), "all");
+    assert_string_equal(flag_choice(f, SHIPPED), "mytiled");
+    assert_string_equal(flag_choice(f, SHIPPED + 1), "all");
 
     int n = cell_parse("%matmul --variant mytiled,tiled", &c, &e);
     assert_int_equal(n, 1);
@@ -90,12 +109,14 @@ static void runtime_variant_reaches_parser_and_help(void **state)
     /* registering again replaces; a built-in name or "all" is refused */
     mine.teaches = "second version";
     assert_int_equal(family_register(&ctx, &matmul_family, &mine), 0);
-    assert_int_equal(family_count(&matmul_family), CL_MATMUL_NVARIANTS + 1);
-    assert_string_equal(family_variant(&matmul_family, CL_MATMUL_NVARIANTS)->teaches, "second version");
+    assert_int_equal(family_count(&matmul_family), SHIPPED + 1);
+    assert_string_equal(family_variant(&matmul_family, SHIPPED)->teaches, "second version");
     cl_variant clash = {"tiled", "", "", 0};
     assert_int_equal(family_register(&ctx, &matmul_family, &clash), -1);
     assert_string_equal(ctx.error.ename, "UsageError");
     clash.name = "all";
+    assert_int_equal(family_register(&ctx, &matmul_family, &clash), -1);
+    clash.name = "missing_sync";                /* nor the name of one broken on purpose */
     assert_int_equal(family_register(&ctx, &matmul_family, &clash), -1);
 }
 
@@ -134,7 +155,8 @@ static void select_expands_all_and_refuses(void **state)
     json_decref(got);
     json_decref(given);
 
-    /* no predicate: `all` is the contract's own rows; a run-time variant runs when named */
+    /* no predicate: `all` is the contract's own rows (not the broken ones); a run-time variant runs
+     * when named */
     cl_variant mine = {"mine", "", "", 0};
     assert_int_equal(family_register(&ctx, &matmul_family, &mine), 0);
     given = json_string("all");
