@@ -133,7 +133,12 @@ const char *sweep_broken_cell(const json_t *run)
 static void wrong_text(const json_t *check, char *buf, size_t len)
 {
     const char *first = json_string_value(json_object_get(check, "first_wrong"));
-    size_t o = (size_t)snprintf(buf, len, "%s", first ? first : "see the check column");
+    const char *method = json_string_value(json_object_get(check, "method"));
+    const json_t *err = json_object_get(check, "max_rel_err");
+    size_t o = first ? (size_t)snprintf(buf, len, "%s", first)
+             : json_is_number(err) ? (size_t)snprintf(buf, len, "%s found a relative error of %.3g",
+                                                      method ? method : "the check", json_number_value(err))
+             : (size_t)snprintf(buf, len, "see the check column");
     const json_t *want = json_object_get(check, "expected_total"), *got = json_object_get(check, "counted_total");
     if (json_is_integer(want) && json_is_integer(got) && json_integer_value(got) < json_integer_value(want) && o < len) {
         json_int_t lost = json_integer_value(want) - json_integer_value(got);
