@@ -33,6 +33,7 @@ def test_lost_update_is_stopped_at_the_race_and_the_cell_succeeds(kc):
     jsonschema.validate(doc, load_schema("histo"))
     ours, broken = doc["runs"]
     assert ours["check"]["passed"] is True and "expected" not in ours
+    assert ours["check"]["counted_total"] == ours["check"]["expected_total"] > 0
     assert broken["variant"] == "lost_update" and broken["source"] == "broken on purpose"
     assert broken["expected"] == "wrong" and broken["outcome"] == "stopped" and broken["time_ms"] is None
     assert broken["size"] == 100003 and broken["dist"] == "skewed"        # the table's columns, from the point
