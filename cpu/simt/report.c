@@ -280,7 +280,13 @@ static void explain_one(out *o, const cl_simt_launch *l, int kind, const cl_simt
             say(o, strcmp(rest, "war") == 0 ? " had read it" : " had written it");
             at_line(o, other_line);
         }
-        if (shared)
+        if (shared && line > 0 && line == other_line && !several(&f->other))
+            /* one line both wrote and read it: a non-atomic ++ of a shared counter, or a tree step
+             * whose threads are out of step; which, only the line itself says */
+            say(o, ", with no __syncthreads() between them and no atomic: if that line adds to a shared "
+                   "counter (++, +=), updates are lost (use atomicAdd); if one thread writes what another "
+                   "reads there, a barrier is missing");
+        else if (shared)
             say(o, ", with no __syncthreads() between them: a barrier is missing");
         else
             say(o, ", with no atomic operation: on a GPU one of the updates is lost (use atomicAdd)");
