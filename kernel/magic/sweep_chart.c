@@ -186,7 +186,7 @@ json_t *sweep_chart_view(const sweep_state *st, const json_t *runs, const json_t
     json_t *view = view_new(NULL);
     int log_x = x && powers_of_two(json_object_get(st->pts.params, x));
     json_t *chart = view_add_chart(view, sweep_chart_kind_name(c->kind), title, x_label, st->spec->metric_label,
-                                   log_x);
+                                   log_x ? VIEW_LOG_X : 0);
     size_t *order = sweep_run_order(st->spec, runs, !x && json_is_true(json_object_get(st->pts.params, "sort")));
     for (size_t k = 0; order && k < json_array_size(runs); k++) {
         size_t i = order[k];
