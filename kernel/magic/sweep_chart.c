@@ -67,8 +67,7 @@ static double work_of(const json_t *run, double metric)
     return json_is_number(ms) ? metric * json_number_value(ms) * 1e6 : INFINITY;
 }
 
-/* x as a table cell shows it. */
-static void real_text(double x, char *buf, size_t len)
+void sweep_real_text(double x, char *buf, size_t len)
 {
     json_t *v = json_real(x);
     render_number(v, buf, len);
@@ -118,8 +117,8 @@ void sweep_chart_choose(const sweep_state *st, const json_t *runs, const json_t 
     }
     if (hi - lo <= SWEEP_CHART_MIN_SPREAD * fmax(fabs(hi), fabs(lo))) {
         char a[32], b[32];
-        real_text(lo, a, sizeof a);
-        real_text(hi, b, sizeof b);
+        sweep_real_text(lo, a, sizeof a);
+        sweep_real_text(hi, b, sizeof b);
         if (strcmp(a, b) == 0)
             snprintf(c->why, sizeof c->why, "no chart: every %s is %s", s->metric_label, a);
         else
@@ -144,8 +143,7 @@ static void dims_text(const json_t *v, char *buf, size_t len)
                                  (long long)json_integer_value(json_array_get(v, i)));
 }
 
-/* "tiled, 16": the values of the varying flags at a point, other than skip. */
-static void series_name(const sweep_state *st, const json_t *point, const char *skip, char *buf, size_t len)
+void sweep_point_name(const sweep_state *st, const json_t *point, const char *skip, char *buf, size_t len)
 {
     buf[0] = '\0';
     for (size_t i = 0; i < st->pts.nvarying; i++) {
@@ -196,7 +194,7 @@ json_t *sweep_chart_view(const sweep_state *st, const json_t *runs, const json_t
         if (!isfinite(y) || !point)
             continue;
         char name[256];
-        series_name(st, point, x, name, sizeof name);
+        sweep_point_name(st, point, x, name, sizeof name);
         /* a run that does not use the x flag (a library variant in a tile sweep)
          * says so with null or by leaving it out: it is not plotted at a made-up x */
         const json_t *xv = x ? json_object_get(run, x) : NULL;
