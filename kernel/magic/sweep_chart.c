@@ -150,6 +150,8 @@ void sweep_point_name(const sweep_state *st, const json_t *point, const char *sk
         if (skip && strcmp(st->pts.varying[i], skip) == 0)
             continue;
         const json_t *v = json_object_get(point, st->pts.varying[i]);
+        if (!v)
+            continue;
         char val[64];
         if (json_is_string(v))
             snprintf(val, sizeof val, "%s", json_string_value(v));

@@ -88,8 +88,8 @@ const char *sweep_chart_kind_name(sweep_chart_kind k);
 /* The chart's view (new reference), NULL for SWEEP_CHART_NONE. */
 json_t *sweep_chart_view(const sweep_state *st, const json_t *runs, const json_t *points, const sweep_chart_choice *c);
 
-/* "tiled, 16": the values of the varying flags at a point, other than skip (NULL: none); the
- * magic's name where none varies. */
+/* "tiled, 16": the values of the varying flags at a point, other than skip (NULL: none) and those
+ * the point lacks; the magic's name where that leaves none. */
 void sweep_point_name(const sweep_state *st, const json_t *point, const char *skip, char *buf, size_t len);
 /* x as a table cell shows it. */
 void sweep_real_text(double x, char *buf, size_t len);

@@ -159,14 +159,21 @@ void sweep_roofline_note(json_t *view, const json_t *roofline, const json_t *run
     sweep_reasons_note(view, runs, left_off_reason, "left off the roofline");
 }
 
-/* What a run's point is labelled by: the varying flags' values, or its variant where none varies. */
+/* What a run's point is labelled by: the varying flags' values, less those the run does not use (a
+ * tile of the naive kernel, which its document says with null), or its variant where none varies. */
 static void point_label(const sweep_state *st, const json_t *run, const json_t *point, char *buf, size_t len)
 {
     const char *variant = json_string_value(json_object_get(run, "variant"));
-    if (st->pts.nvarying == 0 && variant)
+    if (st->pts.nvarying == 0 && variant) {
         snprintf(buf, len, "%s", variant);
-    else
-        sweep_point_name(st, point, NULL, buf, len);
+        return;
+    }
+    json_t *used = json_copy((json_t *)point);
+    for (size_t i = 0; i < st->pts.nvarying; i++)
+        if (json_is_null(json_object_get(run, st->pts.varying[i])))
+            json_object_del(used, st->pts.varying[i]);
+    sweep_point_name(st, used, NULL, buf, len);
+    json_decref(used);
 }
 
 /* The roofs as two lines meeting at the ridge point, over x from lo to hi. */
