@@ -12,10 +12,12 @@
  * sends a handful of small messages), and emits one final result, with every
  * run, that replaces the progress display:
  *   doc  = {"magic", "backend", "backend_note", "device": {...}, "params": {...},
- *           "runs": [ {...}, ... ], "sweep": {"varying": [flag, ...], "points": N}}
+ *           "runs": [ {...}, ... ], "sweep": {"varying": [flag, ...], "points": N},
+ *           "roofline": {...} under --roofline (the roofs; each run has its own)}
  *   view = title, notes (backend, PTX warning), a table of the runs (sortable by
  *          the metric with --sort), and a chart of the metric where it shows
- *          something (below; Vega-Lite + SVG fallback in the bundle).
+ *          something (below; Vega-Lite + SVG fallback in the bundle), and under
+ *          --roofline the runs under the device's roofs in one more chart.
  * A run whose "check" object has "passed": false makes the cell fail after the
  * table is shown (ename "CheckError").
  */

@@ -196,7 +196,7 @@ static void add_roofs(json_t *chart, const json_t *roofline, double lo, double h
 }
 
 /* The roofs, then each run with a point as a labelled marker in the series of its intensity's
- * source, the x axis two powers of two wider than the points and the ridge on either side. */
+ * source; the roofs reach a power of two beyond the points and the ridge on either side. */
 json_t *sweep_roofline_view(const sweep_state *st, const json_t *runs, const json_t *points, const json_t *roofline,
                             const json_t *device)
 {
@@ -220,7 +220,7 @@ json_t *sweep_roofline_view(const sweep_state *st, const json_t *runs, const jso
     json_t *view = view_new(NULL);
     json_t *chart = view_add_chart(view, "line", title, "arithmetic intensity (FLOP/byte)", "GFLOP/s",
                                    VIEW_LOG_X | VIEW_LOG_Y);
-    add_roofs(chart, roofline, lo / 4, hi * 4);
+    add_roofs(chart, roofline, lo / 2, hi * 2);
     json_array_foreach(runs, i, run) {
         const json_t *r = json_object_get(run, "roofline");
         const json_t *x = json_object_get(r, "intensity");
