@@ -122,6 +122,13 @@ static const char *left_off_reason(const json_t *run)
     return json_string_value(json_object_get(json_object_get(run, "roofline"), "left_off"));
 }
 
+/* Whether the roofs' bandwidth is the one a copy measured. */
+static bool measured(const json_t *roofline)
+{
+    const char *source = json_string_value(json_object_get(roofline, "bandwidth_source"));
+    return source && strcmp(source, "measured") == 0;
+}
+
 /* Whether some run has a point. */
 static bool placed(const json_t *runs)
 {
@@ -148,11 +155,10 @@ void sweep_roofline_note(json_t *view, const json_t *roofline, const json_t *run
         sweep_real_text(json_number_value(peak), gflops, sizeof gflops);
         sweep_real_text(json_number_value(bw), gbs, sizeof gbs);
         sweep_real_text(json_number_value(json_object_get(roofline, "ridge_intensity")), ridge, sizeof ridge);
-        bool measured = strcmp(json_string_value(json_object_get(roofline, "bandwidth_source")), "measured") == 0;
         snprintf(note, sizeof note, "roofline: roofs at the FP32 peak, %s GFLOP/s, and the %s, %s GB/s (ridge at "
                  "%s FLOP/byte); each run at its FLOPs per byte of device memory (model: the family's traffic "
                  "model; counters: as counted) and its GFLOP/s; %% of roof = GFLOP/s ÷ min(peak, bandwidth × "
-                 "intensity)", gflops, measured ? "measured copy bandwidth" : "theoretical bandwidth (no copy was "
+                 "intensity)", gflops, measured(roofline) ? "measured copy bandwidth" : "theoretical bandwidth (no copy was "
                  "measured)", gbs, ridge);
         view_add_note(view, note);
     }
@@ -213,10 +219,9 @@ json_t *sweep_roofline_view(const sweep_state *st, const json_t *runs, const jso
         }
     }
     const char *name = json_string_value(json_object_get(device, "name"));
-    bool measured = strcmp(json_string_value(json_object_get(roofline, "bandwidth_source")), "measured") == 0;
     char title[160];
     snprintf(title, sizeof title, "Roofline on %s (FP32 peak, %s bandwidth)", name ? name : "?",
-             measured ? "measured" : "theoretical");
+             measured(roofline) ? "measured" : "theoretical");
     json_t *view = view_new(NULL);
     json_t *chart = view_add_chart(view, "line", title, "arithmetic intensity (FLOP/byte)", "GFLOP/s",
                                    VIEW_LOG_X | VIEW_LOG_Y);

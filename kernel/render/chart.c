@@ -79,6 +79,7 @@ static int point_read(struct chart *c, const json_t *p, struct chart_point *pt)
     return isfinite(pt->xv) && (!c->log_x || pt->xv > 0) && (!c->log_y || pt->yv > 0);
 }
 
+/* How the block draws a line chart's series: "mark" as it names one, else both. */
 static enum chart_mark mark_of(const struct chart *c, const json_t *series)
 {
     const char *name = json_string_value(json_object_get(series, "mark"));
