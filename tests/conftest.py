@@ -765,14 +765,15 @@ def magic_doc(magic: str, cell: str, schema: dict, env: dict[str, str] | None = 
 
 def load_schema(name: str) -> dict:
     """tests/schemas/NAME.schema.json, with what every family's runs share in its $defs: `counters`
-    (counters.schema.json, a run's --counters), and a stopped run of a variant broken on purpose
+    (counters.schema.json, a run's --counters), `roofline` (roofline.schema.json, a run's --roofline,
+    the document's roofs in its own $defs), and a stopped run of a variant broken on purpose
     (broken.schema.json) as the other shape a run may have."""
     folder = Path(__file__).resolve().parent / "schemas"
     schema = json.loads((folder / f"{name}.schema.json").read_text())
-    for shared_name in ("counters", "broken"):
-        shared = json.loads((folder / f"{shared_name}.schema.json").read_text())
+    for part in ("counters", "roofline", "broken"):
+        shared = json.loads((folder / f"{part}.schema.json").read_text())
         shared.pop("$id", None), shared.pop("$schema", None)
-        schema.setdefault("$defs", {})[shared_name] = shared
+        schema.setdefault("$defs", {})[part] = shared
     runs = schema.get("properties", {}).get("runs")
     if runs and "items" in runs:
         run = runs["items"]

@@ -347,15 +347,16 @@ static bool column_shown(const sweep_column *c, const json_t *runs)
 #define TABLE_MAX_COLUMNS 64        /* a family's columns and the counters', with room to spare */
 
 /* The runs table: every run from `from` on, as run or (sorted) by the metric; a column with
- * only_with appears when some run has that number (sweep_counter_columns: what was counted),
- * decided once per table, not once per cell. */
+ * only_with appears when some run has that number (sweep_counter_columns: what was counted;
+ * sweep_roofline_columns: a run's % of its roof), decided once per table, not once per cell. */
 static void add_runs_table(json_t *view, const sweep_spec *s, const json_t *runs, int sorted, size_t from,
                            const char *caption)
 {
-    const sweep_column *parts[2] = { s->columns, sweep_counter_columns }, *shown[TABLE_MAX_COLUMNS];
+    const sweep_column *parts[] = { s->columns, sweep_counter_columns, sweep_roofline_columns };
+    const sweep_column *shown[TABLE_MAX_COLUMNS];
     size_t ncols = 0;
     json_t *cols = json_array();
-    for (int p = 0; p < 2; p++)
+    for (size_t p = 0; p < sizeof parts / sizeof parts[0]; p++)
         for (const sweep_column *c = parts[p]; c->path && ncols < TABLE_MAX_COLUMNS; c++)
             if (column_shown(c, runs)) {
                 shown[ncols++] = c;
@@ -399,6 +400,38 @@ static void add_notes(json_t *view, const sweep_spec *spec, magic_ctx *ctx, cons
     }
 }
 
+void sweep_reasons_note(json_t *view, const json_t *runs, const char *(*reason)(const json_t *run),
+                        const char *what)
+{
+    size_t n = json_array_size(runs);
+    for (size_t i = 0; i < n; i++) {
+        const char *why = reason(json_array_get(runs, i));
+        bool said = false;
+        for (size_t j = 0; why && j < i && !said; j++) {
+            const char *before = reason(json_array_get(runs, j));
+            said = before && strcmp(before, why) == 0;
+        }
+        if (!why || said)
+            continue;               /* no reason, or said already */
+        char note[600], who[200] = "";
+        size_t count = 0, len = 0;
+        for (size_t j = i; j < n; j++) {
+            const json_t *run = json_array_get(runs, j);
+            const char *other = reason(run), *name = json_string_value(json_object_get(run, "variant"));
+            if (!other || strcmp(other, why) != 0)
+                continue;
+            count++;
+            if (name && len < sizeof who - 40 && !strstr(who, name))
+                len += (size_t)snprintf(who + len, sizeof who - len, "%s%s", len ? ", " : "", name);
+        }
+        if (count == n)
+            snprintf(note, sizeof note, "%s: %s", what, why);
+        else
+            snprintf(note, sizeof note, "%s for %s: %s", what, who, why);
+        view_add_note(view, note);
+    }
+}
+
 /* The parameters a run's document repeats: params without the flags that make
  * a command something other than runs (--show-source, --as-kernel,
  * --sanitize), which no run uses. New reference. */
@@ -412,7 +445,7 @@ static json_t *doc_params(const json_t *params)
 }
 
 static json_t *make_doc(magic_ctx *ctx, const sweep_state *st, json_t *runs, json_t *device,
-                        const sweep_chart_choice *chart)
+                        const sweep_chart_choice *chart, const json_t *roofline)
 {
     json_t *varying = json_array();
     for (size_t i = 0; i < st->pts.nvarying; i++)
@@ -439,6 +472,8 @@ static json_t *make_doc(magic_ctx *ctx, const sweep_state *st, json_t *runs, jso
         json_object_set_new(doc, "timing", timing);
     else
         json_decref(timing);
+    if (roofline)
+        json_object_set(doc, "roofline", (json_t *)roofline);
     return doc;
 }
 
@@ -507,7 +542,7 @@ static void add_slowed_note(json_t *view, const json_t *runs)
 }
 
 static json_t *make_view(magic_ctx *ctx, const sweep_state *st, const json_t *runs, const json_t *device,
-                         const sweep_chart_choice *chart)
+                         const sweep_chart_choice *chart, const json_t *roofline)
 {
     char title[160];
     const char *dev = json_string_value(json_object_get(device, "name"));
@@ -522,6 +557,7 @@ static json_t *make_view(magic_ctx *ctx, const sweep_state *st, const json_t *ru
     add_slowed_note(view, runs);
     sweep_counters_note(view, runs);
     sweep_broken_notes(view, st->spec, runs);
+    sweep_roofline_note(view, roofline, runs);
     if (chart->why[0])
         view_add_note(view, chart->why);
     add_runs_table(view, st->spec, runs, json_is_true(json_object_get(st->pts.params, "sort")), 0, NULL);
@@ -665,8 +701,9 @@ int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *u
         sweep_chart_choice chart = { .kind = SWEEP_CHART_NONE };
         if (st.pts.count > 1)
             sweep_chart_choose(&st, runs, points, &chart);
-        json_t *view = make_view(ctx, &st, runs, device, &chart);
-        json_t *doc = make_doc(ctx, &st, runs, device, &chart);
+        json_t *roofline = sweep_roofline_apply(&st, runs, device);
+        json_t *view = make_view(ctx, &st, runs, device, &chart, roofline);
+        json_t *doc = make_doc(ctx, &st, runs, device, &chart, roofline);
         if (st.pts.count > 1) {
             magic_progress(ctx, pr.display_id, doc, view, RESULT_FINAL);
             json_t *chart_view = sweep_chart_view(&st, runs, points, &chart);
@@ -675,6 +712,10 @@ int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *u
         } else {
             magic_result(ctx, doc, view);
         }
+        json_t *roofline_view = roofline ? sweep_roofline_view(&st, runs, points, roofline, device) : NULL;
+        if (roofline_view)
+            magic_result(ctx, NULL, roofline_view);
+        json_decref(roofline);
         rc = report_failed_checks(ctx, s, runs);
     }
     json_decref(runs);

@@ -12,10 +12,12 @@
  * sends a handful of small messages), and emits one final result, with every
  * run, that replaces the progress display:
  *   doc  = {"magic", "backend", "backend_note", "device": {...}, "params": {...},
- *           "runs": [ {...}, ... ], "sweep": {"varying": [flag, ...], "points": N}}
+ *           "runs": [ {...}, ... ], "sweep": {"varying": [flag, ...], "points": N},
+ *           "roofline": {...} under --roofline (the roofs; each run has its own)}
  *   view = title, notes (backend, PTX warning), a table of the runs (sortable by
  *          the metric with --sort), and a chart of the metric where it shows
- *          something (below; Vega-Lite + SVG fallback in the bundle).
+ *          something (below; Vega-Lite + SVG fallback in the bundle), and under
+ *          --roofline the runs under the device's roofs in one more chart.
  * A run whose "check" object has "passed": false makes the cell fail after the
  * table is shown (ename "CheckError").
  */
@@ -150,6 +152,7 @@ typedef int (*sweep_point_fn)(magic_ctx *ctx, const json_t *params, json_t *runs
     SWEEP_FORCE_FLAG, \
     SWEEP_BACKEND_FLAG, \
     SWEEP_COUNTERS_FLAG, \
+    SWEEP_ROOFLINE_FLAG, \
     {.name = "shared-timing", .type = FLAG_BOOL, .def = "false", \
      .help = "time alongside other kernels' commands (by default each point's timed runs have the GPU to " \
              "themselves, and the wait is reported apart)"}
@@ -161,6 +164,26 @@ typedef int (*sweep_point_fn)(magic_ctx *ctx, const json_t *params, json_t *runs
              "occupancy, shared-memory bank conflicts, sectors per global load, warp execution efficiency " \
              "and FP32 operations, read from the GPU's performance counters (CUPTI) while each variant runs " \
              "again, untimed (once per pass the counters need); shown beside the lecture's model"}
+
+/* --roofline: each run as a point under the device's roofs (sweep_roofline.c), one run or a sweep. */
+#define SWEEP_ROOFLINE_FLAG \
+    {.name = "roofline", .type = FLAG_BOOL, .def = "false", \
+     .help = "also draw the roofline: the device's FP32 peak and its memory bandwidth (the measured copy " \
+             "bandwidth where there is one, else the theoretical) as the roofs, each run at its arithmetic " \
+             "intensity (FLOPs per byte of device memory: counted under --counters, else the family's model) " \
+             "and the GFLOP/s it achieved; the table gets each run's % of its roof, the document each run's " \
+             "roofline and the roofs"}
+
+/* A run's floating-point work by its family's model, for its point on the roofline (--roofline). */
+typedef struct sweep_flops {
+    double flop;                /* FP32 operations of one run (an FMA is two, as the counters count it) */
+    double bytes;               /* device memory they read and write by the family's traffic model; 0: it
+                                   has none (a library's kernels), so only counters can place the run */
+    double gflops;              /* achieved: flop over the run's median time (its kernels', copies apart) */
+    const char *why;            /* set instead where the run does no FP32 work the roof bounds: why */
+} sweep_flops;
+/* Fills f from a run of the family: 0, or -1 with f->why set. */
+typedef int (*sweep_flops_fn)(const json_t *run, sweep_flops *f);
 
 /* --backend cpu: the command runs on the CPU backend where a GPU is present
  * (ours as CPU analogues, students' kernels on the CPU runner); the device
@@ -188,6 +211,8 @@ typedef struct sweep_spec {
                                    says "<title> of <it>"), or NULL: "<title> on <device name>" */
     host_work_fn host_work;     /* NULL: the points cost the host nothing worth counting */
     const char *size_flag;      /* the param that sets the work ("size"): named in a refusal */
+    sweep_flops_fn flops;       /* --roofline: a run's FLOPs and bytes; NULL: the family does no floating-
+                                   point work (its runs are left off, their GB/s is their measure) */
 } sweep_spec;
 
 /* Runs the whole sweep and reports through ctx. Returns 0 or -1 (error set). */
@@ -237,7 +262,8 @@ double stats_median(const cl_times *t);
 json_t *launch_json(const cl_launch *l);
 
 /* The "device" object of a result document for the backend in ctx (name, cc, arch,
- * sms, peak_fp32_gflops, peak_bandwidth_gbs, measured_bandwidth_gbs, ptx_jit). */
+ * sms, peak_fp32_gflops, peak_bandwidth_gbs, measured_bandwidth_gbs, ptx_jit): also the
+ * roofs of --roofline. */
 json_t *sweep_device_json(magic_ctx *ctx);
 
 #endif

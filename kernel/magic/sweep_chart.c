@@ -67,8 +67,7 @@ static double work_of(const json_t *run, double metric)
     return json_is_number(ms) ? metric * json_number_value(ms) * 1e6 : INFINITY;
 }
 
-/* x as a table cell shows it. */
-static void real_text(double x, char *buf, size_t len)
+void sweep_real_text(double x, char *buf, size_t len)
 {
     json_t *v = json_real(x);
     render_number(v, buf, len);
@@ -118,8 +117,8 @@ void sweep_chart_choose(const sweep_state *st, const json_t *runs, const json_t 
     }
     if (hi - lo <= SWEEP_CHART_MIN_SPREAD * fmax(fabs(hi), fabs(lo))) {
         char a[32], b[32];
-        real_text(lo, a, sizeof a);
-        real_text(hi, b, sizeof b);
+        sweep_real_text(lo, a, sizeof a);
+        sweep_real_text(hi, b, sizeof b);
         if (strcmp(a, b) == 0)
             snprintf(c->why, sizeof c->why, "no chart: every %s is %s", s->metric_label, a);
         else
@@ -144,14 +143,15 @@ static void dims_text(const json_t *v, char *buf, size_t len)
                                  (long long)json_integer_value(json_array_get(v, i)));
 }
 
-/* "tiled, 16": the values of the varying flags at a point, other than skip. */
-static void series_name(const sweep_state *st, const json_t *point, const char *skip, char *buf, size_t len)
+void sweep_point_name(const sweep_state *st, const json_t *point, const char *skip, char *buf, size_t len)
 {
     buf[0] = '\0';
     for (size_t i = 0; i < st->pts.nvarying; i++) {
         if (skip && strcmp(st->pts.varying[i], skip) == 0)
             continue;
         const json_t *v = json_object_get(point, st->pts.varying[i]);
+        if (!v)
+            continue;
         char val[64];
         if (json_is_string(v))
             snprintf(val, sizeof val, "%s", json_string_value(v));
@@ -186,7 +186,7 @@ json_t *sweep_chart_view(const sweep_state *st, const json_t *runs, const json_t
     json_t *view = view_new(NULL);
     int log_x = x && powers_of_two(json_object_get(st->pts.params, x));
     json_t *chart = view_add_chart(view, sweep_chart_kind_name(c->kind), title, x_label, st->spec->metric_label,
-                                   log_x);
+                                   log_x ? VIEW_LOG_X : 0);
     size_t *order = sweep_run_order(st->spec, runs, !x && json_is_true(json_object_get(st->pts.params, "sort")));
     for (size_t k = 0; order && k < json_array_size(runs); k++) {
         size_t i = order[k];
@@ -196,7 +196,7 @@ json_t *sweep_chart_view(const sweep_state *st, const json_t *runs, const json_t
         if (!isfinite(y) || !point)
             continue;
         char name[256];
-        series_name(st, point, x, name, sizeof name);
+        sweep_point_name(st, point, x, name, sizeof name);
         /* a run that does not use the x flag (a library variant in a tile sweep)
          * says so with null or by leaving it out: it is not plotted at a made-up x */
         const json_t *xv = x ? json_object_get(run, x) : NULL;

@@ -44,6 +44,11 @@ double sweep_metric_of(const sweep_spec *s, const json_t *run);
  * out of memory. */
 size_t *sweep_run_order(const sweep_spec *s, const json_t *runs, int sorted);
 
+/* One note per distinct reason reason() gives for some runs (NULL: none): "WHAT: why" when every
+ * run has it, else "WHAT for a, b: why", naming their variants (--counters, --roofline). */
+void sweep_reasons_note(json_t *view, const json_t *runs, const char *(*reason)(const json_t *run),
+                        const char *what);
+
 /* ---- --counters (sweep_counters.c) ---- */
 /* The columns every counted table ends with (each shown where some run has its count). */
 extern const sweep_column sweep_counter_columns[];
@@ -64,6 +69,20 @@ const char *sweep_broken_cell(const json_t *run);
 /* A note per broken variant and outcome: the bug, what happened, what was found. */
 void sweep_broken_notes(json_t *view, const sweep_spec *s, const json_t *runs);
 
+/* ---- --roofline (sweep_roofline.c) ---- */
+/* The column a roofline adds to the table (shown where some run has a point under roofs). */
+extern const sweep_column sweep_roofline_columns[];
+/* Under --roofline (NULL without it): sets each run's "roofline" (its point and bound under the
+ * device's roofs, or "left_off": why) and returns the document's (new reference): the roofs,
+ * {"peak_fp32_gflops", "bandwidth_gbs", "bandwidth_source", "ridge_intensity"}. */
+json_t *sweep_roofline_apply(const sweep_state *st, json_t *runs, const json_t *device);
+/* The notes of a roofline (nothing for NULL): which numbers the roofs are, why a run has no point. */
+void sweep_roofline_note(json_t *view, const json_t *roofline, const json_t *runs);
+/* The roofline chart's view (new reference), NULL where the roofs or every point are unknown;
+ * points[i] holds the sweep point of runs[i]. */
+json_t *sweep_roofline_view(const sweep_state *st, const json_t *runs, const json_t *points, const json_t *roofline,
+                            const json_t *device);
+
 /* ---- the chart (sweep_chart.c) ----
  * Which chart a finished sweep gets, decided once from what it varies and
  * what it measured (sweep.h states the rule), then drawn from that decision:
@@ -82,6 +101,12 @@ void sweep_chart_choose(const sweep_state *st, const json_t *runs, const json_t 
 const char *sweep_chart_kind_name(sweep_chart_kind k);
 /* The chart's view (new reference), NULL for SWEEP_CHART_NONE. */
 json_t *sweep_chart_view(const sweep_state *st, const json_t *runs, const json_t *points, const sweep_chart_choice *c);
+
+/* "tiled, 16": the values of the varying flags at a point, other than skip (NULL: none) and those
+ * the point lacks; the magic's name where that leaves none. */
+void sweep_point_name(const sweep_state *st, const json_t *point, const char *skip, char *buf, size_t len);
+/* x as a table cell shows it. */
+void sweep_real_text(double x, char *buf, size_t len);
 
 /* Milliseconds on a monotonic clock; a unit test may point it at its own. */
 extern double (*sweep_clock_ms)(void);

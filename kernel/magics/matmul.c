@@ -244,6 +244,27 @@ static int matmul_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *us
     return 0;
 }
 
+/* --roofline: 2·m·n·k FLOPs over the lecture's global loads, 4 bytes each, so that the model's
+ * intensity is CGMA / 4 and the memory roof at --bandwidth's GB/s is the lecture's bound (C's
+ * stores, one per 2k FLOPs, are left out as the CGMA leaves them). A library's kernels have no
+ * model: only --counters places them. */
+static int matmul_flops(const json_t *run, sweep_flops *f)
+{
+    const char *precision = json_string_value(json_object_get(run, "precision"));
+    const json_t *loads = json_object_get(json_object_get(run, "model"), "global_loads");
+    if (precision && strcmp(precision, "fp64") == 0)
+        f->why = "arithmetic in double: the roof is the FP32 peak";
+    else if (!precision || strcmp(precision, "fp32") != 0)
+        f->why = "tensor cores, on inputs rounded to a narrower format: the FP32 peak does not bound them";
+    if (f->why)
+        return -1;
+    f->flop = 2.0 * (double)json_integer_value(json_object_get(run, "m")) *
+              (double)json_integer_value(json_object_get(run, "n")) * (double)json_integer_value(json_object_get(run, "k"));
+    f->bytes = json_is_number(loads) ? 4 * json_number_value(loads) : 0;
+    f->gflops = json_number_value(json_object_get(run, "gflops"));
+    return 0;
+}
+
 /* ---- the command ---- */
 
 static const sweep_spec matmul_sweep = {
@@ -255,6 +276,7 @@ static const sweep_spec matmul_sweep = {
     .run_point = matmul_point,
     .host_work = mm_host_work,
     .size_flag = "size",
+    .flops = matmul_flops,
 };
 
 static int matmul_run(magic_ctx *ctx, const json_t *params, const char *body)

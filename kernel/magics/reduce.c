@@ -275,6 +275,7 @@ static const sweep_spec reduce_sweep = {
     .run_point = rd_point,
     .host_work = rd_host_work,
     .size_flag = "size",
+    .flops = rd_flops,
 };
 
 static int reduce_run(magic_ctx *ctx, const json_t *params, const char *body)

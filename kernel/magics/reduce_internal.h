@@ -46,6 +46,9 @@ int rd_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user);
 /* What one point makes the host do (the sweep's host_work hook; user is the rd_env). */
 host_work rd_host_work(magic_ctx *ctx, const json_t *pt, void *user);
 
+/* A run's FLOPs and bytes for --roofline (the sweep's flops hook). */
+int rd_flops(const json_t *run, sweep_flops *f);
+
 /* The check object of one result (cpu/reduce_ref.c's reference, cached in env).
  * NULL with the error set when the reference could not be computed. */
 json_t *rd_check(magic_ctx *ctx, rd_env *env, const cl_reduce_args *a, const cl_reduce_result *r);

@@ -170,11 +170,17 @@ static double host_bandwidth(rd_env *env)
     return env->host_bw_gbs;
 }
 
+/* The bytes a run reads: its n elements, 4 bytes each (its GB/s, and its roofline's model). */
+static double rd_bytes(double n)
+{
+    return n * 4.0;
+}
+
 static json_t *run_json(rd_env *env, json_t *block, const char *backend_name, const cl_reduce_args *a,
                         const cl_reduce_result *r, const cl_variant *row, const char *config)
 {
     double median = stats_median(&r->times);
-    double gbs = median > 0 ? (double)a->n * 4.0 / (median * 1e6) : 0;
+    double gbs = median > 0 ? rd_bytes((double)a->n) / (median * 1e6) : 0;
     double bw = strcmp(backend_name, "cpu") == 0 && env->backend != cl_cpu_backend()
                     ? host_bandwidth(env) : env->bw_gbs;
     json_t *run = json_pack("{s:s, s:I, s:s, s:s, s:o, s:s, s:s}", "variant", row->name, "size",
@@ -193,6 +199,26 @@ static json_t *run_json(rd_env *env, json_t *block, const char *backend_name, co
     json_object_set_new(run, "launch", launch);
     json_object_set_new(run, "launch_final", r->final.kernels > 0 ? launch_json(&r->final) : json_null());
     return run;
+}
+
+/* A float sum of n elements is n - 1 additions over the n floats read; int sums, and max and min
+ * (compares, not the adds, multiplies and FMAs a roofline counts), do no FLOPs. */
+int rd_flops(const json_t *run, sweep_flops *f)
+{
+    const char *dtype = json_string_value(json_object_get(run, "dtype"));
+    const char *op = json_string_value(json_object_get(run, "op"));
+    if (!dtype || strcmp(dtype, "float") != 0)
+        f->why = "an integer reduction: no floating-point work";
+    else if (!op || strcmp(op, "sum") != 0)
+        f->why = "a max or min compares: no FLOPs as a roofline counts them (adds, multiplies, FMAs)";
+    if (f->why)
+        return -1;
+    double n = (double)json_integer_value(json_object_get(run, "size"));
+    double median = json_number_value(json_object_get(json_object_get(run, "time_ms"), "median"));
+    f->flop = n - 1;
+    f->bytes = rd_bytes(n);
+    f->gflops = median > 0 ? f->flop / (median * 1e6) : 0;
+    return 0;
 }
 
 /* ---- a student's kernel ---- */

@@ -410,6 +410,7 @@ static const sweep_spec stencil_sweep = {
     .run_point = st_point,
     .host_work = st_host_work,
     .size_flag = "size",
+    .flops = st_flops,
 };
 
 static int stencil_run(magic_ctx *ctx, const json_t *params, const char *body)

@@ -57,4 +57,7 @@ int st_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user);
 /* What one point makes the host do (the sweep's host_work hook; user is the st_env). */
 host_work st_host_work(magic_ctx *ctx, const json_t *pt, void *user);
 
+/* A run's FLOPs and bytes for --roofline (the sweep's flops hook). */
+int st_flops(const json_t *run, sweep_flops *f);
+
 #endif

@@ -185,6 +185,21 @@ static json_t *run_json(const st_env *env, int v, const char *name, const char *
     return run;
 }
 
+/* --roofline: an output's terms are one fmaf each (stencil.h), two FLOPs as the counters count an
+ * FMA, over the floats the lecture's model reads for it and the one it writes; a student's kernel
+ * has no model, so only --counters places it. */
+int st_flops(const json_t *run, sweep_flops *f)
+{
+    double outputs = (double)json_integer_value(json_object_get(run, "width")) *
+                     (double)json_integer_value(json_object_get(run, "height"));
+    const json_t *reads = json_object_get(json_object_get(run, "model"), "global_reads_per_output");
+    double median = json_number_value(json_object_get(json_object_get(run, "time_ms"), "median"));
+    f->flop = 2.0 * (double)json_array_size(json_object_get(run, "weights")) * outputs;
+    f->bytes = json_is_number(reads) ? outputs * (json_number_value(reads) + 1) * 4 : 0;
+    f->gflops = median > 0 ? f->flop / (median * 1e6) : 0;
+    return 0;
+}
+
 /* The launch arguments of a point (weights into w); returns the filter's name for the run object. */
 static const char *point_args(const st_env *env, const json_t *pt, cl_stencil_args *a, float *w)
 {

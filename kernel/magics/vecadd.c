@@ -368,6 +368,23 @@ static int va_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     return 0;
 }
 
+/* --roofline: add is one FLOP an element over the bytes its kernel reads and writes, at the kernel's
+ * time (the copies are not the kernel's work); daxpy computes in double. */
+static int va_flops(const json_t *run, sweep_flops *f)
+{
+    const char *op = json_string_value(json_object_get(run, "op"));
+    if (!op || strcmp(op, "add") != 0) {
+        f->why = "daxpy computes in double: the roof is the FP32 peak";
+        return -1;
+    }
+    double n = (double)json_integer_value(json_object_get(run, "size"));
+    double ms = json_number_value(json_object_get(json_object_get(run, "kernel_ms"), "median"));
+    f->flop = n;
+    f->bytes = json_number_value(json_object_get(json_object_get(run, "bytes"), "kernel"));
+    f->gflops = ms > 0 ? n / (ms * 1e6) : 0;
+    return 0;
+}
+
 /* ---- host work (the framework's limit, sweep.h) ----
  * Elements per CPU-second, measured on a 2-core AMD EPYC host (differences of
  * CPU time between runs of 1 and 4 reps of 2^25 elements, and with and
@@ -442,7 +459,7 @@ static int vecadd_run(magic_ctx *ctx, const json_t *params, const char *body)
     sweep_spec spec = {
         .magic = "vecadd", .title = env.title, .metric = "transfer_pct",
         .metric_label = "% of time moving data", .columns = vecadd_columns, .run_point = va_point,
-        .host_work = va_host_work, .size_flag = "size",
+        .host_work = va_host_work, .size_flag = "size", .flops = va_flops,
     };
     int rc = sweep_run(ctx, &spec, p, &env);
     json_decref(env.student_firsts);

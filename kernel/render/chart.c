@@ -28,6 +28,11 @@ const char *chart_colour(size_t i)
     return palette[i % chart_ncolours()];
 }
 
+/* The block's names of a series' marks ("mark"), CHART_MARK_BOTH's only in the Vega-Lite data. */
+static const char *const mark_names[] = {
+    [CHART_MARK_BOTH] = "both", [CHART_MARK_LINE] = "line", [CHART_MARK_POINT] = "point",
+};
+
 /* ---- reading ---- */
 
 static const char *label(const json_t *block, const char *key)
@@ -60,6 +65,7 @@ static int point_read(struct chart *c, const json_t *p, struct chart_point *pt)
     pt->yv = json_number_value(pt->y);
     pt->xv = 0;
     pt->cat = 0;
+    pt->label = NULL;
     if (c->kind == CHART_BAR) {
         if (!json_is_string(pt->x))
             return 0;
@@ -69,11 +75,22 @@ static int point_read(struct chart *c, const json_t *p, struct chart_point *pt)
     if (!json_is_number(pt->x))
         return 0;
     pt->xv = json_number_value(pt->x);
-    return isfinite(pt->xv) && (!c->log_x || pt->xv > 0);
+    pt->label = json_string_value(json_array_get(p, 2));
+    return isfinite(pt->xv) && (!c->log_x || pt->xv > 0) && (!c->log_y || pt->yv > 0);
 }
 
-/* Appends pt to the series called name, which is created when new. */
-static int series_add(struct chart *c, const char *name, const struct chart_point *pt)
+/* How the block draws a line chart's series: "mark" as it names one, else both. */
+static enum chart_mark mark_of(const struct chart *c, const json_t *series)
+{
+    const char *name = json_string_value(json_object_get(series, "mark"));
+    for (int m = CHART_MARK_LINE; c->kind == CHART_LINE && name && m <= CHART_MARK_POINT; m++)
+        if (strcmp(name, mark_names[m]) == 0)
+            return (enum chart_mark)m;
+    return CHART_MARK_BOTH;
+}
+
+/* Appends pt to the series called name, which is created (drawn with mark) when new. */
+static int series_add(struct chart *c, const char *name, enum chart_mark mark, const struct chart_point *pt)
 {
     struct chart_series *s = NULL;
     for (size_t i = 0; i < c->nseries && !s; i++)
@@ -85,7 +102,7 @@ static int series_add(struct chart *c, const char *name, const struct chart_poin
             return -1;
         c->series = more;
         s = &c->series[c->nseries++];
-        *s = (struct chart_series){ .name = name };
+        *s = (struct chart_series){ .name = name, .mark = mark };
     }
     struct chart_point *pts = realloc(s->points, (s->npoints + 1) * sizeof *pts);
     if (!pts)
@@ -141,6 +158,7 @@ int chart_read(const json_t *block, struct chart *c)
     c->x_label = label(block, "x_label");
     c->y_label = label(block, "y_label");
     c->log_x = c->kind == CHART_LINE && json_is_true(json_object_get(block, "log_x"));
+    c->log_y = c->kind == CHART_LINE && json_is_true(json_object_get(block, "log_y"));
 
     const json_t *series = json_object_get(block, "series");
     size_t order = 0;
@@ -151,7 +169,7 @@ int chart_read(const json_t *block, struct chart *c)
         for (size_t j = 0; j < json_array_size(points) && c->npoints < CHART_MAX_POINTS; j++) {
             struct chart_point pt = { .order = order++ };
             if (point_read(c, json_array_get(points, j), &pt)
-                && series_add(c, name ? name : "", &pt) != 0) {
+                && series_add(c, name ? name : "", mark_of(c, s), &pt) != 0) {
                 chart_free(c);
                 return -1;
             }
@@ -171,6 +189,16 @@ int chart_shown(const json_t *block)
         && (strcmp(kind, "line") == 0 || strcmp(kind, "bar") == 0);
 }
 
+/* Whether some point has a label. */
+static int labelled(const struct chart *c)
+{
+    for (size_t i = 0; i < c->nseries; i++)
+        for (size_t j = 0; j < c->series[i].npoints; j++)
+            if (c->series[i].points[j].label)
+                return 1;
+    return 0;
+}
+
 /* ---- the textual form ---- */
 
 json_t *chart_table(const json_t *block)
@@ -178,23 +206,29 @@ json_t *chart_table(const json_t *block)
     struct chart c;
     if (!chart_shown(block) || chart_read(block, &c) != 0)
         return NULL;
-    int named = c.nseries > 1;
+    int named = c.nseries > 1, labels = labelled(&c);
     json_t *table = json_pack("{s:s, s:[]}", "type", "table", "rows");
     json_t *rows = json_object_get(table, "rows");
     if (c.title)
         json_object_set_new(table, "title", json_string(c.title));
     if (c.npoints == 0)
         json_array_append_new(rows, json_pack("[s]", "(no data)"));
-    else
-        json_object_set_new(table, "columns", named
-            ? json_pack("[s,s,s]", "series", c.x_label ? c.x_label : "x", c.y_label ? c.y_label : "y")
-            : json_pack("[s,s]", c.x_label ? c.x_label : "x", c.y_label ? c.y_label : "y"));
+    else {
+        json_t *columns = named ? json_pack("[s]", "series") : json_array();
+        json_array_append_new(columns, json_string(c.x_label ? c.x_label : "x"));
+        json_array_append_new(columns, json_string(c.y_label ? c.y_label : "y"));
+        if (labels)
+            json_array_append_new(columns, json_string("label"));
+        json_object_set_new(table, "columns", columns);
+    }
     for (size_t i = 0; i < c.nseries; i++) {
         const struct chart_series *s = &c.series[i];
         for (size_t j = 0; j < s->npoints; j++) {
             json_t *row = named ? json_pack("[s]", s->name) : json_array();
             json_array_append_new(row, json_deep_copy(s->points[j].x));
             json_array_append_new(row, json_deep_copy(s->points[j].y));
+            if (labels)
+                json_array_append_new(row, s->points[j].label ? json_string(s->points[j].label) : json_null());
             json_array_append_new(rows, row);
         }
     }
@@ -220,15 +254,30 @@ static json_t *categories(const struct chart *c)
     return a;
 }
 
+/* Whether the spec needs a layer a mark: series drawn differently, or labels beside the markers. */
+static int layered(const struct chart *c)
+{
+    for (size_t i = 0; i < c->nseries; i++)
+        if (c->series[i].mark != CHART_MARK_BOTH)
+            return 1;
+    return labelled(c);
+}
+
+/* Each point with its series, and in a layered spec its series' mark and its label. */
 static json_t *vl_values(const struct chart *c)
 {
     json_t *values = json_array();
+    int layers = layered(c);
     for (size_t i = 0; i < c->nseries; i++)
         for (size_t j = 0; j < c->series[i].npoints; j++) {
             const struct chart_point *p = &c->series[i].points[j];
-            json_array_append_new(values, json_pack("{s:s, s:o, s:o}", "series", c->series[i].name,
-                                                    "x", json_deep_copy(p->x),
-                                                    "y", json_deep_copy(p->y)));
+            json_t *v = json_pack("{s:s, s:o, s:o}", "series", c->series[i].name, "x", json_deep_copy(p->x),
+                                  "y", json_deep_copy(p->y));
+            if (layers)
+                json_object_set_new(v, "mark", json_string(mark_names[c->series[i].mark]));
+            if (p->label)
+                json_object_set_new(v, "label", json_string(p->label));
+            json_array_append_new(values, v);
         }
     return values;
 }
@@ -254,7 +303,10 @@ static json_t *vl_x(const struct chart *c)
 
 static json_t *vl_y(const struct chart *c)
 {
-    return json_pack("{s:s, s:s, s:s?}", "field", "y", "type", "quantitative", "title", c->y_label);
+    json_t *y = json_pack("{s:s, s:s, s:s?}", "field", "y", "type", "quantitative", "title", c->y_label);
+    if (c->log_y)
+        json_object_set_new(y, "scale", json_pack("{s:s, s:i}", "type", "log", "base", 2));
+    return y;
 }
 
 /* One colour per series, the SVG's, in the SVG's order. */
@@ -274,11 +326,30 @@ static json_t *vl_colour(const struct chart *c)
 
 static json_t *vl_tooltip(const struct chart *c)
 {
-    return json_pack("[{s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}]",
-                     "field", "series", "type", "nominal",
-                     "field", "x", "type", c->kind == CHART_BAR ? "nominal" : "quantitative",
-                     "title", c->x_label ? c->x_label : "x",
-                     "field", "y", "type", "quantitative", "title", c->y_label ? c->y_label : "y");
+    json_t *tooltip = json_pack("[{s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}]",
+                                "field", "series", "type", "nominal",
+                                "field", "x", "type", c->kind == CHART_BAR ? "nominal" : "quantitative",
+                                "title", c->x_label ? c->x_label : "x",
+                                "field", "y", "type", "quantitative", "title", c->y_label ? c->y_label : "y");
+    if (labelled(c))
+        json_array_append_new(tooltip, json_pack("{s:s, s:s}", "field", "label", "type", "nominal"));
+    return tooltip;
+}
+
+/* The layers of a layered spec, as the SVG draws them: the lines of the series drawn with one, the
+ * markers of those drawn with them (with the tooltips), and the labels beside their markers. */
+static json_t *vl_layers(const struct chart *c)
+{
+    return json_pack("[{s:[{s:{s:s, s:[s, s]}}], s:{s:s}},"
+                     " {s:[{s:{s:s, s:[s, s]}}], s:{s:s, s:b}, s:{s:o}},"
+                     " {s:[{s:s}], s:{s:s, s:s, s:i, s:i}, s:{s:{s:s, s:s}}}]",
+                     "transform", "filter", "field", "mark", "oneOf", "line", "both",
+                     "mark", "type", "line",
+                     "transform", "filter", "field", "mark", "oneOf", "point", "both",
+                     "mark", "type", "point", "filled", 1, "encoding", "tooltip", vl_tooltip(c),
+                     "transform", "filter", "isValid(datum.label)",
+                     "mark", "type", "text", "align", "left", "dx", 7, "dy", -7,
+                     "encoding", "text", "field", "label", "type", "nominal");
 }
 
 /* A horizontal bar chart's height: a row a bar, at most CHART_MAX_PLOT_H in
@@ -298,19 +369,25 @@ json_t *chart_vegalite(const json_t *block)
     struct chart c;
     chart_read(block, &c);                  /* not a chart: an empty line chart */
     /* horizontal bars: the categories run down the y axis, the values along x */
-    json_t *encoding = json_pack("{s:o, s:o, s:o, s:o}", c.horizontal ? "y" : "x", vl_x(&c),
-                                 c.horizontal ? "x" : "y", vl_y(&c), "color", vl_colour(&c),
-                                 "tooltip", vl_tooltip(&c));
+    json_t *encoding = json_pack("{s:o, s:o, s:o}", c.horizontal ? "y" : "x", vl_x(&c),
+                                 c.horizontal ? "x" : "y", vl_y(&c), "color", vl_colour(&c));
+    json_t *spec = json_pack("{s:s, s:s*, s:i, s:o, s:{s:o}}",
+        "$schema", "https://vega.github.io/schema/vega-lite/v5.json",
+        "title", c.title, "width", 560, "height", vl_height(&c),
+        "data", "values", vl_values(&c));
+    if (layered(&c)) {
+        json_object_set_new(spec, "encoding", encoding);
+        json_object_set_new(spec, "layer", vl_layers(&c));
+        chart_free(&c);
+        return spec;
+    }
+    json_object_set_new(encoding, "tooltip", vl_tooltip(&c));
     if (c.kind == CHART_BAR && c.nseries > 1)
         json_object_set_new(encoding, c.horizontal ? "yOffset" : "xOffset", json_pack("{s:s, s:s, s:o}",
             "field", "series", "type", "nominal", "sort", series_names(&c)));
-    json_t *spec = json_pack("{s:s, s:s*, s:i, s:o, s:{s:o}, s:o, s:o}",
-        "$schema", "https://vega.github.io/schema/vega-lite/v5.json",
-        "title", c.title, "width", 560, "height", vl_height(&c),
-        "data", "values", vl_values(&c),
-        "mark", c.kind == CHART_BAR ? json_pack("{s:s}", "type", "bar")
-                                    : json_pack("{s:s, s:b}", "type", "line", "point", 1),
-        "encoding", encoding);
+    json_object_set_new(spec, "mark", c.kind == CHART_BAR ? json_pack("{s:s}", "type", "bar")
+                                                          : json_pack("{s:s, s:b}", "type", "line", "point", 1));
+    json_object_set_new(spec, "encoding", encoding);
     chart_free(&c);
     return spec;
 }

@@ -19,6 +19,10 @@ enum { CHART_MAX_POINTS = 10000 };
 
 enum chart_kind { CHART_LINE, CHART_BAR };
 
+/* How a line chart draws a series: its line with a marker a point (the default), the line alone
+ * (a bound: a roofline's roofs) or the markers alone (measurements no line joins: its runs). */
+enum chart_mark { CHART_MARK_BOTH, CHART_MARK_LINE, CHART_MARK_POINT };
+
 /* More bars (points) than this are drawn horizontally, a compact row each with its
  * label beside it, so that a sweep of 16 variants stays a short picture
  * instead of a wall of slanted labels. */
@@ -30,12 +34,14 @@ enum { CHART_BAR_ROW = 14, CHART_MAX_PLOT_H = 280 };
 struct chart_point {
     const json_t *x, *y;        /* borrowed from the block, as given */
     double xv, yv;              /* their values (xv: line charts only) */
+    const char *label;          /* line charts: drawn beside the marker ([x, y, "label"]), or NULL */
     size_t cat;                 /* bar charts: index into chart.cats */
     size_t order;               /* position in the block: sorting stays stable */
 };
 
 struct chart_series {
     const char *name;           /* "" when the block gives none */
+    enum chart_mark mark;       /* line charts: as the series' first appearance in the block says */
     struct chart_point *points; /* line charts: sorted by x */
     size_t npoints;
 };
@@ -44,7 +50,7 @@ struct chart {
     enum chart_kind kind;
     const char *title;          /* NULL when absent or empty, like the labels */
     const char *x_label, *y_label;
-    int log_x;                  /* line charts only; every x is then > 0 */
+    int log_x, log_y;           /* line charts only; every x (y) is then > 0 */
     int x_integral;             /* line charts: every x is a whole number, so ticks are too */
     int horizontal;             /* bar charts of more than CHART_VERTICAL_MAX_BARS points */
     struct chart_series *series;

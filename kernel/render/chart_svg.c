@@ -21,7 +21,7 @@
 #include "render/layout.h"
 
 enum { WIDTH = 640, HEIGHT = 360, ROW_H = 18 };
-enum { TITLE_CHARS = 72, LEGEND_CHARS = 24, CAT_CHARS = 16, HBAR_LABEL_CHARS = 24 };
+enum { TITLE_CHARS = 72, LEGEND_CHARS = 24, CAT_CHARS = 16, HBAR_LABEL_CHARS = 24, POINT_LABEL_CHARS = 20 };
 enum { BOTTOM_H = 32 };                     /* below the plot: tick labels and the margin */
 #define CHAR_W 7.0                          /* a 12 px sans-serif character, roughly */
 
@@ -181,6 +181,10 @@ static void tooltip(FILE *f, const struct chart *c, const struct chart_series *s
         put(f, s->name);
         fputc('\n', f);
     }
+    if (p->label) {
+        put(f, p->label);
+        fputc('\n', f);
+    }
     put(f, c->x_label ? c->x_label : "x");
     fputs(" = ", f);
     put(f, json_is_string(p->x) ? json_string_value(p->x) : x);
@@ -251,7 +255,7 @@ static void draw_axes(FILE *f, const struct frame *fr, const struct chart_axis *
     fprintf(f, "<g stroke=\"%s\" stroke-width=\"1\">\n", AXIS);
     line(f, fr->x0, fr->y1, fr->x1, fr->y1);
     line(f, fr->x0, fr->y0, fr->x0, fr->y1);
-    if (y->lo < 0 && y->hi > 0) {           /* bars grow up and down from zero */
+    if (!y->log && y->lo < 0 && y->hi > 0) {    /* bars grow up and down from zero */
         double zero = px_y(fr, chart_axis_frac(y, 0));
         line(f, fr->x0, zero, fr->x1, zero);
     }
@@ -292,12 +296,33 @@ static void draw_categories(FILE *f, const struct chart *c, const struct frame *
     fputs("</g>\n", f);
 }
 
-/* Lines first, then every marker above every line. */
+/* The labels of a series' markers, in its colour: right of the marker, or left of it in the
+ * plot's right third, where the text would run into the legend. */
+static void draw_point_labels(FILE *f, const struct chart_series *s, size_t i, const struct frame *fr,
+                              const struct chart_axis *x, const struct chart_axis *y)
+{
+    fprintf(f, "<g fill=\"%s\" font-size=\"11\">\n", chart_colour(i));
+    for (size_t j = 0; j < s->npoints; j++) {
+        if (!s->points[j].label)
+            continue;
+        char buf[POINT_LABEL_CHARS * 4 + 8];
+        double t = chart_axis_value_frac(x, s->points[j].xv), px = px_x(fr, t);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\"%s>", t > 2.0 / 3 ? px - 7 : px + 7,
+                px_y(fr, chart_axis_value_frac(y, s->points[j].yv)) - 7, t > 2.0 / 3 ? " text-anchor=\"end\"" : "");
+        put(f, clip(s->points[j].label, POINT_LABEL_CHARS, 1, buf, sizeof buf));
+        fputs("</text>\n", f);
+    }
+    fputs("</g>\n", f);
+}
+
+/* Lines first, then every marker above every line, then the markers' labels. */
 static void draw_lines(FILE *f, const struct chart *c, const struct frame *fr,
                        const struct chart_axis *x, const struct chart_axis *y)
 {
     for (size_t i = 0; i < c->nseries; i++) {
         const struct chart_series *s = &c->series[i];
+        if (s->mark == CHART_MARK_POINT)
+            continue;
         fprintf(f, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"2\" stroke-linejoin=\"round\" d=\"",
                 chart_colour(i));
         for (size_t j = 0; j < s->npoints; j++)
@@ -307,6 +332,8 @@ static void draw_lines(FILE *f, const struct chart *c, const struct frame *fr,
     }
     for (size_t i = 0; i < c->nseries; i++) {
         const struct chart_series *s = &c->series[i];
+        if (s->mark == CHART_MARK_LINE)
+            continue;
         fprintf(f, "<g fill=\"%s\" stroke=\"#ffffff\" stroke-width=\"1\">\n", chart_colour(i));
         for (size_t j = 0; j < s->npoints; j++) {
             fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\">",
@@ -317,6 +344,9 @@ static void draw_lines(FILE *f, const struct chart *c, const struct frame *fr,
         }
         fputs("</g>\n", f);
     }
+    for (size_t i = 0; i < c->nseries; i++)
+        if (c->series[i].mark != CHART_MARK_LINE)
+            draw_point_labels(f, &c->series[i], i, fr, x, y);
 }
 
 /* Grouped bars: each category's band holds one bar a series, in series order. */
@@ -353,11 +383,13 @@ static void draw_legend(FILE *f, const struct chart *c, const struct frame *fr)
     for (size_t i = 0; i < shown; i++) {
         double y = fr->y0 + 6 + i * ROW_H;
         const char *colour = chart_colour(i);
-        if (c->kind == CHART_LINE)
-            fprintf(f, "<path stroke=\"%s\" stroke-width=\"2\" d=\"M%.1f %.1f h18\"/>"
-                       "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>\n",
-                    colour, lx, y, lx + 9, y, colour);
-        else
+        if (c->kind == CHART_LINE) {
+            if (c->series[i].mark != CHART_MARK_POINT)
+                fprintf(f, "<path stroke=\"%s\" stroke-width=\"2\" d=\"M%.1f %.1f h18\"/>", colour, lx, y);
+            if (c->series[i].mark != CHART_MARK_LINE)
+                fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>", lx + 9, y, colour);
+            fputc('\n', f);
+        } else
             fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n",
                     lx + 3, y - 6, colour);
         char buf[LEGEND_CHARS * 4 + 8];
@@ -443,7 +475,8 @@ static void draw_hbars(FILE *f, const struct chart *c, const struct frame *fr, c
 
 static void draw_plot(FILE *f, const struct chart *c, int height)
 {
-    double xlo = INFINITY, xhi = -INFINITY, ylo = 0, yhi = 0;   /* y always shows zero */
+    /* a linear y always shows zero; a log2 one spans the points */
+    double xlo = INFINITY, xhi = -INFINITY, ylo = c->log_y ? INFINITY : 0, yhi = c->log_y ? -INFINITY : 0;
     for (size_t i = 0; i < c->nseries; i++)
         for (size_t j = 0; j < c->series[i].npoints; j++) {
             const struct chart_point *p = &c->series[i].points[j];
@@ -453,7 +486,10 @@ static void draw_plot(FILE *f, const struct chart *c, int height)
             yhi = fmax(yhi, p->yv);
         }
     struct chart_axis x, y;
-    chart_axis_linear(&y, ylo, yhi, 0);
+    if (c->log_y)
+        chart_axis_log2(&y, ylo, yhi);
+    else
+        chart_axis_linear(&y, ylo, yhi, 0);
     if (c->log_x)
         chart_axis_log2(&x, xlo, xhi);
     else

@@ -21,9 +21,14 @@
  *      {"type": "chart", "kind": "line" | "bar",
  *       "title": "GFLOP/s by tile", "x_label": "tile", "y_label": "GFLOP/s",   each optional
  *       "log_x": false,                                 line: x on a log2 axis
- *       "series": [{"name": "tiled", "points": [[x, y], ...]}, ...]}
- *    ]}                                                 line: x a number; bar: x a category
- *                                                       (a string), several series = grouped bars
+ *       "log_y": false,                                 line, optional: y on a log2 axis
+ *       "series": [{"name": "tiled", "points": [[x, y], ...],
+ *                   "mark": "line" | "point"}, ...]}    line, optional: the line alone (a bound)
+ *    ]}                                                 or the markers alone; absent: both
+ *                                                       line: x a number, [x, y, "label"] draws
+ *                                                       the label beside the marker; bar: x a
+ *                                                       category (a string), several series =
+ *                                                       grouped bars
  * Numbers are right-aligned, text left-aligned. text/plain is deterministic:
  * the same view always gives the same bytes.
  *
@@ -35,7 +40,7 @@
  * chart block and nothing else is published as a picture instead: text/plain,
  * image/svg+xml and application/vnd.vegalite.v5+json, and no text/html, so that
  * JupyterLab shows the interactive chart and nbconvert the SVG. Points that are
- * not [x, y] of the right types are skipped (so is x <= 0 on a log2 axis), series
+ * not [x, y] of the right types are skipped (so is x or y <= 0 on a log2 axis), series
  * of the same name are one; a chart block without a known kind is left out.
  */
 #ifndef CUDALAB_RENDER_H
@@ -85,10 +90,18 @@ void view_add_text(json_t *view, const char *text);
 
 /* A chart block of kind "line" or "bar" (else NULL and nothing added), to be
  * filled with view_chart_point; returned borrowed from the view. Titles and
- * labels may be NULL. view_chart_point appends [x, y] to the series called
- * series, created at the end when new; x is stolen, a non-finite y is dropped. */
+ * labels may be NULL; log_axes is 0 or VIEW_LOG_X and VIEW_LOG_Y or'ed (line
+ * charts). view_chart_point appends [x, y] to the series called series,
+ * created at the end when new; x is stolen, a non-finite y is dropped.
+ * view_chart_labelled_point appends [x, y, label] (label NULL: [x, y]).
+ * view_chart_series creates the series drawn with mark ("line" or "point"),
+ * or gives an existing one that mark: before its points, for the order. */
+enum { VIEW_LOG_X = 1, VIEW_LOG_Y = 2 };
 json_t *view_add_chart(json_t *view, const char *kind, const char *title, const char *x_label,
-                       const char *y_label, int log_x);
+                       const char *y_label, int log_axes);
 void view_chart_point(json_t *chart, const char *series, json_t *x /* stolen */, double y);
+void view_chart_labelled_point(json_t *chart, const char *series, json_t *x /* stolen */, double y,
+                               const char *label);
+void view_chart_series(json_t *chart, const char *series, const char *mark);
 
 #endif

@@ -104,7 +104,7 @@ void view_add_text(json_t *view, const char *text)
 /* ---- charts ---- */
 
 json_t *view_add_chart(json_t *view, const char *kind, const char *title, const char *x_label,
-                       const char *y_label, int log_x)
+                       const char *y_label, int log_axes)
 {
     if (!kind || (strcmp(kind, "line") != 0 && strcmp(kind, "bar") != 0)
         || !json_is_array(json_object_get(view, "blocks")))
@@ -114,7 +114,8 @@ json_t *view_add_chart(json_t *view, const char *kind, const char *title, const 
         || (title && json_object_set_new(chart, "title", text_value(title)) != 0)
         || (x_label && json_object_set_new(chart, "x_label", text_value(x_label)) != 0)
         || (y_label && json_object_set_new(chart, "y_label", text_value(y_label)) != 0)
-        || json_object_set_new(chart, "log_x", json_boolean(log_x)) != 0
+        || json_object_set_new(chart, "log_x", json_boolean(log_axes & VIEW_LOG_X)) != 0
+        || ((log_axes & VIEW_LOG_Y) && json_object_set_new(chart, "log_y", json_true()) != 0)
         || json_object_set_new(chart, "series", json_array()) != 0) {
         json_decref(chart);
         return NULL;
@@ -142,10 +143,23 @@ static json_t *chart_series(json_t *chart, const char *name)
     return json_array_append_new(all, s) == 0 ? s : NULL;
 }
 
-void view_chart_point(json_t *chart, const char *series, json_t *x, double y)
+void view_chart_series(json_t *chart, const char *series, const char *mark)
+{
+    json_t *s = series && mark ? chart_series(chart, series) : NULL;
+    (void)json_object_set_new(s, "mark", json_string(mark));
+}
+
+void view_chart_labelled_point(json_t *chart, const char *series, json_t *x, double y, const char *label)
 {
     json_t *s = x && series && isfinite(y) ? chart_series(chart, series) : NULL;
     json_t *point = s ? json_pack("[O, f]", x, y) : NULL;
     json_decref(x);
+    if (point && label)
+        (void)json_array_append_new(point, text_value(label));
     (void)json_array_append_new(json_object_get(s, "points"), point);
+}
+
+void view_chart_point(json_t *chart, const char *series, json_t *x, double y)
+{
+    view_chart_labelled_point(chart, series, x, y, NULL);
 }

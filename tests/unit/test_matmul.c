@@ -2,7 +2,7 @@
  * independent double product at odd sizes, the check (full and Freivalds)
  * catching wrong, missing and non-finite elements, the generator, and the
  * magic end to end: documents, `all`, tiles, refusals before allocation, and
- * a fake CUDA backend whose runs fail or lie.
+ * a fake CUDA backend whose runs fail, lie or count, and place them under roofs.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -553,6 +553,77 @@ static void magic_counters(void **state)
     sink_free(&s, &ctx);
 }
 
+/* The counting GPU with a memory clock: a theoretical bandwidth of 2 × 1 GHz × 256 bits = 64 GB/s
+ * beside its 512 GFLOP/s, so the ridge lies at 8 FLOP/byte (no copy is measured). */
+static int fake_props_roofs(int dev, cl_device_props *p, char *err)
+{
+    int rc = fake_props(dev, p, err);
+    p->mem_clock_khz = 1000000, p->mem_bus_width_bits = 256;
+    return rc;
+}
+static const cl_backend fake_roofed_backend = {
+    .name = "cuda", .abi = CL_BACKEND_ABI, .device_count = fake_count, .device_props = fake_props_roofs,
+    .versions = fake_versions, .matmul = &fake_ops, .set_counters = fake_set_counters, .counters = fake_counters,
+};
+
+static double number_at(const json_t *o, const char *key)
+{
+    return json_number_value(json_object_get(o, key));
+}
+
+/* --roofline where only the counters can place a run (the fake's runs have no traffic model), under
+ * the theoretical bandwidth; tensor cores and the host loop left off with their reasons; and a device
+ * with no bandwidth at all: no chart, saying why. */
+static void magic_roofline(void **state)
+{
+    (void)state;
+    sink s;
+    magic_ctx ctx;
+    fake_mode = 0;
+    assert_int_equal(run_quiet("%matmul --size 16 --variant cpu,fast,cublas-tf32 --reps 1 --warmup 0 --counters "
+                               "--roofline", &fake_roofed_backend, &s, &ctx), 0);
+    const json_t *roofs = json_object_get(s.doc, "roofline");
+    assert_true(number_at(roofs, "peak_fp32_gflops") == 512 && number_at(roofs, "bandwidth_gbs") == 64);
+    assert_string_equal(json_string_value(json_object_get(roofs, "bandwidth_source")), "theoretical");
+    assert_true(number_at(roofs, "ridge_intensity") == 8);
+    const json_t *fast = json_object_get(run_at(&s, 1), "roofline");
+    assert_string_equal(json_string_value(json_object_get(fast, "intensity_source")), "counters");
+    assert_true(fabs(number_at(fast, "intensity") - 8192.0 / 5120) < 1e-12);   /* FLOPs over DRAM bytes */
+    assert_true(number_at(fast, "gflops") == number_at(run_at(&s, 1), "gflops"));
+    assert_true(fabs(number_at(fast, "bound_gflops") - 64 * 1.6) < 1e-9);
+    assert_true(fabs(number_at(fast, "pct_of_bound") - 100 * number_at(fast, "gflops") / (64 * 1.6)) < 1e-9);
+    assert_string_equal(json_string_value(json_object_get(fast, "bound")), "memory");
+    assert_non_null(strstr(json_string_value(json_object_get(json_object_get(run_at(&s, 0), "roofline"),
+                                                             "left_off")), "host CPU"));
+    assert_non_null(strstr(json_string_value(json_object_get(json_object_get(run_at(&s, 2), "roofline"),
+                                                             "left_off")), "tensor cores"));
+    assert_true(has_column(s.view, "% of roof"));
+    assert_true(has_note(s.view, "the theoretical bandwidth (no copy was measured), 64 GB/s (ridge at 8 FLOP/byte)"));
+    assert_true(has_note(s.view, "left off the roofline for cublas-tf32: tensor cores"));
+    assert_int_equal(s.charts, 1);              /* the roofline; two runs have no sweep chart */
+    sink_free(&s, &ctx);
+
+    /* no counts and no model: no point; no bandwidth: no roofs, no chart */
+    assert_int_equal(run_quiet("%matmul --size 16 --variant fast --reps 1 --warmup 0 --roofline", &fake_backend,
+                               &s, &ctx), 0);
+    roofs = json_object_get(s.doc, "roofline");
+    assert_true(json_is_null(json_object_get(roofs, "bandwidth_gbs")) &&
+                json_is_null(json_object_get(roofs, "ridge_intensity")));
+    assert_non_null(strstr(json_string_value(json_object_get(json_object_get(run_at(&s, 0), "roofline"),
+                                                             "left_off")), "no traffic model"));
+    assert_true(has_note(s.view, "no roofline chart: the device reports no memory bandwidth"));
+    assert_false(has_column(s.view, "% of roof"));
+    assert_int_equal(s.charts, 0);
+    sink_free(&s, &ctx);
+
+    /* not asked: nothing */
+    assert_int_equal(run_quiet("%matmul --size 16 --variant fast --reps 1 --warmup 0", &fake_roofed_backend, &s,
+                               &ctx), 0);
+    assert_null(json_object_get(s.doc, "roofline"));
+    assert_null(json_object_get(run_at(&s, 0), "roofline"));
+    sink_free(&s, &ctx);
+}
+
 static void magic_fake_gpu(void **state)
 {
     (void)state;
@@ -678,6 +749,7 @@ int main(void)
         cmocka_unit_test(magic_refusals),
         cmocka_unit_test(magic_fake_gpu),
         cmocka_unit_test(magic_counters),
+        cmocka_unit_test(magic_roofline),
         cmocka_unit_test(magic_sm90a_only_where_it_runs),
     };
     return cmocka_run_group_tests_name("matmul", tests, NULL, NULL);

@@ -2,7 +2,8 @@
  * the exact Vega-Lite spec of small charts, the SVG checked without a parser
  * (tags balanced, text escaped, one path and one marker per point, log2
  * ticks), the textual form, the MIME bundle of chart-only and mixed views,
- * the builders, and malformed charts that must degrade, never crash.
+ * the builders, malformed charts that must degrade, never crash, and a
+ * roofline's log-log chart of lines alone and labelled markers alone.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -731,6 +732,90 @@ static void test_too_many_points(void **state)
     json_decref(view);
 }
 
+/* ---- log-log, marks and labels (a roofline) ---- */
+
+/* Two roofs drawn as lines alone, runs as labelled markers alone, both axes log2. */
+static json_t *tiny_roofline(json_t *view)
+{
+    json_t *c = view_add_chart(view, "line", "Roofline", "FLOP/byte", "GFLOP/s", VIEW_LOG_X | VIEW_LOG_Y);
+    view_chart_series(c, "memory roof", "line");
+    view_chart_point(c, "memory roof", json_real(0.125), 4);
+    view_chart_point(c, "memory roof", json_real(2), 64);
+    view_chart_series(c, "compute roof", "line");
+    view_chart_point(c, "compute roof", json_real(2), 64);
+    view_chart_point(c, "compute roof", json_real(16), 64);
+    view_chart_series(c, "model", "point");
+    view_chart_labelled_point(c, "model", json_real(0.25), 6, "naive");
+    view_chart_labelled_point(c, "model", json_real(4), 40, "tiled, <16>");
+    return c;
+}
+
+static void test_roofline_chart(void **state)
+{
+    json_t *view = view_new(NULL);
+    json_t *c = tiny_roofline(view);
+    expect_dump(c,
+        "{\"type\":\"chart\",\"kind\":\"line\",\"title\":\"Roofline\",\"x_label\":\"FLOP/byte\","
+        "\"y_label\":\"GFLOP/s\",\"log_x\":true,\"log_y\":true,\"series\":["
+        "{\"name\":\"memory roof\",\"points\":[[0.125,4.0],[2.0,64.0]],\"mark\":\"line\"},"
+        "{\"name\":\"compute roof\",\"points\":[[2.0,64.0],[16.0,64.0]],\"mark\":\"line\"},"
+        "{\"name\":\"model\",\"points\":[[0.25,6.0,\"naive\"],[4.0,40.0,\"tiled, <16>\"]],\"mark\":\"point\"}]}");
+
+    /* the SVG: a path per roof and no marker on it, a marker per run and no path through them,
+     * each run's label beside it (escaped), y ticks powers of two (no zero line) */
+    char *svg = chart_svg(c);
+    expect_well_formed(svg);
+    assert_int_equal(count(svg, "stroke-linejoin=\"round\" d=\"M"), 2);
+    assert_int_equal(count(svg, "r=\"4\"><title>"), 2);
+    assert_non_null(strstr(svg, "<title>model\nnaive\nFLOP/byte = 0.25\nGFLOP/s = 6</title></circle>"));
+    assert_non_null(strstr(svg, ">naive</text>"));
+    assert_non_null(strstr(svg, ">tiled, &lt;16&gt;</text>"));
+    char labels[16][16];
+    double xs[16];
+    size_t n = group_texts(svg, "text-anchor=\"end\">", labels, xs, 16);
+    const char *want_y[] = { "4", "8", "16", "32", "64" };
+    assert_int_equal(n, 5);
+    for (size_t i = 0; i < n; i++)
+        assert_string_equal(labels[i], want_y[i]);
+    /* the legend: lines alone for the roofs, a marker alone for the runs */
+    assert_int_equal(count(svg, " h18\"/>\n"), 2);
+    assert_int_equal(count(svg, " r=\"4\" fill=\"#009E73\"/>\n"), 1);
+    free(svg);
+
+    /* Vega-Lite: the same, as layers: lines, markers with tooltips, labels */
+    json_t *spec = chart_vegalite(c);
+    assert_null(json_object_get(spec, "mark"));
+    expect_dump(json_object_get(json_object_get(spec, "encoding"), "y"),
+                "{\"field\":\"y\",\"type\":\"quantitative\",\"title\":\"GFLOP/s\",\"scale\":{\"type\":\"log\",\"base\":2}}");
+    json_t *values = json_object_get(json_object_get(spec, "data"), "values");
+    assert_int_equal(json_array_size(values), 6);
+    expect_dump(json_array_get(values, 0), "{\"series\":\"memory roof\",\"x\":0.125,\"y\":4.0,\"mark\":\"line\"}");
+    expect_dump(json_array_get(values, 4),
+                "{\"series\":\"model\",\"x\":0.25,\"y\":6.0,\"mark\":\"point\",\"label\":\"naive\"}");
+    json_t *layers = json_object_get(spec, "layer");
+    assert_int_equal(json_array_size(layers), 3);
+    expect_dump(json_object_get(json_array_get(layers, 0), "transform"),
+                "[{\"filter\":{\"field\":\"mark\",\"oneOf\":[\"line\",\"both\"]}}]");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(json_array_get(layers, 2), "mark"), "type")),
+                        "text");
+    json_decref(spec);
+
+    /* the textual form names each run */
+    char *text = render_text(view);
+    assert_non_null(strstr(text, "series        FLOP/byte  GFLOP/s  label\n"));
+    assert_non_null(strstr(text, "model              0.25        6  naive\n"));
+    free(text);
+    json_decref(view);
+
+    /* y <= 0 has no place on a log axis: skipped, as x <= 0 on one */
+    json_t *bad = parse("{\"type\": \"chart\", \"kind\": \"line\", \"log_y\": true, \"series\":"
+                        " [{\"name\": \"s\", \"mark\": \"blob\", \"points\": [[1, 0], [2, -1], [3, 2, 7]]}]}");
+    spec = chart_vegalite(bad);
+    expect_dump(json_object_get(json_object_get(spec, "data"), "values"), "[{\"series\":\"s\",\"x\":3,\"y\":2}]");
+    json_decref(spec);
+    json_decref(bad);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -751,6 +836,7 @@ int main(void)
         cmocka_unit_test(test_builders_on_bad_input),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_too_many_points),
+        cmocka_unit_test(test_roofline_chart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
