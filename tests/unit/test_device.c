@@ -17,7 +17,7 @@
 
 #include "magic/magic.h"
 #include "exec/backend_load.h"
-#include "magics/occupancy_model.h"
+#include "magic/occupancy_model.h"
 #include "cudalab/simt.h"
 
 #include "magic_sink.h"

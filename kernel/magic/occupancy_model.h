@@ -3,8 +3,8 @@
  * Exact on every backend; the kernel's alone (cudalab/occupancy.h has what
  * crosses the backend boundary, and says how the model counts).
  */
-#ifndef CUDALAB_MAGICS_OCCUPANCY_MODEL_H
-#define CUDALAB_MAGICS_OCCUPANCY_MODEL_H
+#ifndef CUDALAB_MAGIC_OCCUPANCY_MODEL_H
+#define CUDALAB_MAGIC_OCCUPANCY_MODEL_H
 
 #include <stdbool.h>
 #include <stddef.h>

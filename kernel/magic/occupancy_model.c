@@ -9,7 +9,7 @@
 
 #include "cudalab/cpu_model.h"
 #include "cudalab/occupancy.h"
-#include "magics/occupancy_model.h"
+#include "magic/occupancy_model.h"
 
 static int64_t ceil_div(int64_t a, int64_t b)
 {
