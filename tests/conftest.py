@@ -765,12 +765,14 @@ def magic_doc(magic: str, cell: str, schema: dict, env: dict[str, str] | None = 
 
 def load_schema(name: str) -> dict:
     """tests/schemas/NAME.schema.json, with what every family's runs share in its $defs: `counters`
-    (counters.schema.json, a run's --counters)."""
+    (counters.schema.json, a run's --counters) and `launch_occupancy` (launch_occupancy.schema.json,
+    its launch.occupancy under --launch)."""
     folder = Path(__file__).resolve().parent / "schemas"
     schema = json.loads((folder / f"{name}.schema.json").read_text())
-    shared = json.loads((folder / "counters.schema.json").read_text())
-    shared.pop("$id", None), shared.pop("$schema", None)
-    schema.setdefault("$defs", {})["counters"] = shared
+    for part in ("counters", "launch_occupancy"):
+        shared = json.loads((folder / f"{part}.schema.json").read_text())
+        shared.pop("$id", None), shared.pop("$schema", None)
+        schema.setdefault("$defs", {})[part] = shared
     return schema
 
 

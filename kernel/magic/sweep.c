@@ -315,6 +315,8 @@ size_t *sweep_run_order(const sweep_spec *s, const json_t *runs, int sorted)
 
 static json_t *cell_of(const json_t *run, const sweep_column *c)
 {
+    if (c->cell)
+        return c->cell(run);
     const char *path = c->path;
     const json_t *v = sweep_path_get(run, path);
     if (json_is_number(v) && c->scale > 0)
@@ -342,20 +344,30 @@ static bool column_shown(const sweep_column *c, const json_t *runs)
     return false;
 }
 
-#define TABLE_MAX_COLUMNS 64        /* a family's columns and the counters', with room to spare */
+#define TABLE_MAX_COLUMNS 64        /* a family's columns, the counters' and the launch's, with room to spare */
+
+static bool header_shown(const sweep_column *const *shown, size_t n, const char *header)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(shown[i]->header, header) == 0)
+            return true;
+    return false;
+}
 
 /* The runs table: every run from `from` on, as run or (sorted) by the metric; a column with
- * only_with appears when some run has that number (sweep_counter_columns: what was counted),
- * decided once per table, not once per cell. */
+ * only_with appears when some run has that number (sweep_counter_columns: what was counted;
+ * sweep_launch_columns: --launch), decided once per table, not once per cell. A family's own
+ * column keeps its header (%histo's block and grid): the shared ones do not repeat it. */
 static void add_runs_table(json_t *view, const sweep_spec *s, const json_t *runs, int sorted, size_t from,
                            const char *caption)
 {
-    const sweep_column *parts[2] = { s->columns, sweep_counter_columns }, *shown[TABLE_MAX_COLUMNS];
+    const sweep_column *parts[3] = { s->columns, sweep_counter_columns, sweep_launch_columns },
+                       *shown[TABLE_MAX_COLUMNS];
     size_t ncols = 0;
     json_t *cols = json_array();
-    for (int p = 0; p < 2; p++)
+    for (int p = 0; p < 3; p++)
         for (const sweep_column *c = parts[p]; c->path && ncols < TABLE_MAX_COLUMNS; c++)
-            if (column_shown(c, runs)) {
+            if (column_shown(c, runs) && !header_shown(shown, ncols, c->header)) {
                 shown[ncols++] = c;
                 json_array_append_new(cols, json_string(c->header));
             }
@@ -393,6 +405,37 @@ static void add_notes(json_t *view, const sweep_spec *spec, magic_ctx *ctx, cons
         char note[200];
         snprintf(note, sizeof note, "running %s: no SASS was built for this GPU, so the first "
                  "launches include JIT compilation", json_string_value(json_object_get(device, "arch")));
+        view_add_note(view, note);
+    }
+}
+
+void sweep_note_reasons(json_t *view, const json_t *runs, const char *(*reason)(const json_t *run), const char *what)
+{
+    size_t n = json_array_size(runs);
+    for (size_t i = 0; i < n; i++) {
+        const char *why = reason(json_array_get(runs, i));
+        bool said = false;
+        for (size_t j = 0; why && j < i && !said; j++) {
+            const char *before = reason(json_array_get(runs, j));
+            said = before && strcmp(before, why) == 0;
+        }
+        if (!why || said)
+            continue;
+        char note[600], who[200] = "";
+        size_t count = 0, len = 0;
+        for (size_t j = i; j < n; j++) {
+            const json_t *run = json_array_get(runs, j);
+            const char *other = reason(run), *name = json_string_value(json_object_get(run, "variant"));
+            if (!other || strcmp(other, why) != 0)
+                continue;
+            count++;
+            if (name && len < sizeof who - 40 && !strstr(who, name))
+                len += (size_t)snprintf(who + len, sizeof who - len, "%s%s", len ? ", " : "", name);
+        }
+        if (count == n)
+            snprintf(note, sizeof note, "%s: %s", what, why);
+        else
+            snprintf(note, sizeof note, "%s for %s: %s", what, who, why);
         view_add_note(view, note);
     }
 }
@@ -519,9 +562,12 @@ static json_t *make_view(magic_ctx *ctx, const sweep_state *st, const json_t *ru
     add_unsettled_note(view, st, runs);
     add_slowed_note(view, runs);
     sweep_counters_note(view, runs);
+    sweep_launch_note(view, runs);
     if (chart->why[0])
         view_add_note(view, chart->why);
     add_runs_table(view, st->spec, runs, json_is_true(json_object_get(st->pts.params, "sort")), 0, NULL);
+    if (st->spec->more_tables)
+        st->spec->more_tables(view, runs);
     return view;
 }
 
@@ -639,7 +685,9 @@ int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *u
             ctx->counters = json_is_true(json_object_get(pp, "counters"));
             if (ctx->backend && ctx->backend->set_counters)
                 ctx->backend->set_counters(ctx->counters);
+            size_t before = json_array_size(runs);
             rc = s->run_point(ctx, pp, runs, user);
+            sweep_add_launch(ctx, s, pp, runs, before);
             if (rc != 0 && ctx->turn_interrupted) {
                 /* a wait for a timed turn (MAGIC_TIMED) ended by an interrupt: not the backend's error */
                 error_clear(&ctx->error);

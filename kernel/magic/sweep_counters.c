@@ -83,33 +83,7 @@ static const char *unavailable_reason(const json_t *run)
 
 void sweep_counters_note(json_t *view, const json_t *runs)
 {
-    size_t n = json_array_size(runs);
-    for (size_t i = 0; i < n; i++) {
-        const char *why = unavailable_reason(json_array_get(runs, i));
-        bool said = false;
-        for (size_t j = 0; why && j < i && !said; j++) {
-            const char *before = unavailable_reason(json_array_get(runs, j));
-            said = before && strcmp(before, why) == 0;
-        }
-        if (!why || said)
-            continue;               /* counted, or said already */
-        char note[600], who[200] = "";
-        size_t count = 0, len = 0;
-        for (size_t j = i; j < n; j++) {
-            const json_t *run = json_array_get(runs, j);
-            const char *other = unavailable_reason(run), *name = json_string_value(json_object_get(run, "variant"));
-            if (!other || strcmp(other, why) != 0)
-                continue;
-            count++;
-            if (name && len < sizeof who - 40 && !strstr(who, name))
-                len += (size_t)snprintf(who + len, sizeof who - len, "%s%s", len ? ", " : "", name);
-        }
-        if (count == n)
-            snprintf(note, sizeof note, "counters unavailable: %s", why);
-        else
-            snprintf(note, sizeof note, "counters unavailable for %s: %s", who, why);
-        view_add_note(view, note);
-    }
+    sweep_note_reasons(view, runs, unavailable_reason, "counters unavailable");
     if (sweep_counted(runs))
         view_add_note(view, "counters: each variant run again, untimed, under the GPU's performance counters "
                       "(CUPTI: one run per pass the counters need, each from a flushed L2 as a timed run)");
