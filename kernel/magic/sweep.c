@@ -567,7 +567,7 @@ static json_t *make_view(magic_ctx *ctx, const sweep_state *st, const json_t *ru
         view_add_note(view, chart->why);
     add_runs_table(view, st->spec, runs, json_is_true(json_object_get(st->pts.params, "sort")), 0, NULL);
     if (st->spec->more_tables)
-        st->spec->more_tables(view, runs);
+        st->spec->more_tables(view, st->pts.params, runs);
     return view;
 }
 

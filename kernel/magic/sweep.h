@@ -199,8 +199,9 @@ typedef struct sweep_spec {
                                    says "<title> of <it>"), or NULL: "<title> on <device name>" */
     host_work_fn host_work;     /* NULL: the points cost the host nothing worth counting */
     const char *size_flag;      /* the param that sets the work ("size"): named in a refusal */
-    void (*more_tables)(json_t *view, const json_t *runs);  /* tables the final result shows below the runs
-                                                               table (%reduce --steps); NULL: none */
+    /* Tables the final result shows below the runs table, from the command's params and its runs
+     * (%reduce --steps); NULL: none. */
+    void (*more_tables)(json_t *view, const json_t *params, const json_t *runs);
 } sweep_spec;
 
 /* Runs the whole sweep and reports through ctx. Returns 0 or -1 (error set). */
