@@ -9,6 +9,7 @@
  * convergent tree retires whole warps, but once the stride is below 32 its one warp left
  * diverges as much as the divergent tree's warps do.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -89,6 +90,21 @@ int rd_tree_steps(int v, unsigned block, rd_step steps[RD_MAX_STEPS])
     return n;
 }
 
+/* A step's counts under the document's names and the table's headers, in the table's order. */
+static const struct {
+    const char *key, *header;
+    size_t at;
+} step_fields[] = {
+    {"stride", "stride", offsetof(rd_step, stride)},
+    {"active_threads", "active threads", offsetof(rd_step, active_threads)},
+    {"active_warps", "active warps", offsetof(rd_step, active_warps)},
+    {"full_warps", "full warps", offsetof(rd_step, full_warps)},
+    {"divergent_warps", "divergent warps", offsetof(rd_step, divergent_warps)},
+    {"idle_warps", "idle warps", offsetof(rd_step, idle_warps)},
+    {"wasted_lanes", "wasted lanes", offsetof(rd_step, wasted_lanes)},
+};
+#define NFIELDS (sizeof step_fields / sizeof step_fields[0])
+
 json_t *rd_steps_json(int v, unsigned block)
 {
     rd_step s[RD_MAX_STEPS];
@@ -96,38 +112,36 @@ json_t *rd_steps_json(int v, unsigned block)
     if (n == 0)
         return NULL;
     json_t *a = json_array();
-    for (int i = 0; i < n; i++)
-        json_array_append_new(a, json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "step", i + 1, "stride",
-                                           (json_int_t)s[i].stride, "active_threads", (json_int_t)s[i].active_threads,
-                                           "active_warps", (json_int_t)s[i].active_warps, "full_warps",
-                                           (json_int_t)s[i].full_warps, "divergent_warps",
-                                           (json_int_t)s[i].divergent_warps, "idle_warps",
-                                           (json_int_t)s[i].idle_warps, "wasted_lanes",
-                                           (json_int_t)s[i].wasted_lanes));
+    for (int i = 0; i < n; i++) {
+        json_t *step = json_pack("{s:i}", "step", i + 1);
+        for (size_t f = 0; f < NFIELDS; f++)
+            json_object_set_new(step, step_fields[f].key,
+                                json_integer(*(const unsigned *)((const char *)&s[i] + step_fields[f].at)));
+        json_array_append_new(a, step);
+    }
     return a;
 }
 
 /* ---- the tables ---- */
-
-static const char *const step_columns[] = {"step", "stride", "active_threads", "active_warps", "full_warps",
-                                           "divergent_warps", "idle_warps", "wasted_lanes"};
 
 static void add_table(json_t *view, const json_t *run)
 {
     const char *variant = json_string_value(json_object_get(run, "variant"));
     json_int_t block = json_integer_value(json_object_get(run, "block"));
     char caption[200];
-    snprintf(caption, sizeof caption, "%s, block %" JSON_INTEGER_FORMAT " (%" JSON_INTEGER_FORMAT " warps), step "
-             "by step: %s", variant, block, block / WARP, tree_of(family_builtin(&reduce_family, variant))->rule);
-    json_t *t = view_add_table(view, caption, json_pack("[s,s,s,s,s,s,s,s]", "step", "stride", "active threads",
-                                                        "active warps", "full warps", "divergent warps",
-                                                        "idle warps", "idle lanes in active warps"));
+    snprintf(caption, sizeof caption, "%s, block %" JSON_INTEGER_FORMAT " (%" JSON_INTEGER_FORMAT " warp%s), step "
+             "by step: %s", variant, block, block / WARP, block > WARP ? "s" : "",
+             tree_of(family_builtin(&reduce_family, variant))->rule);
+    json_t *headers = json_pack("[s]", "step");
+    for (size_t f = 0; f < NFIELDS; f++)
+        json_array_append_new(headers, json_string(step_fields[f].header));
+    json_t *t = view_add_table(view, caption, headers);
     size_t i;
     const json_t *step;
     json_array_foreach(json_object_get(run, "steps"), i, step) {
-        json_t *row = json_array();
-        for (size_t c = 0; c < sizeof step_columns / sizeof step_columns[0]; c++)
-            json_array_append(row, json_object_get(step, step_columns[c]));
+        json_t *row = json_pack("[O]", json_object_get(step, "step"));
+        for (size_t f = 0; f < NFIELDS; f++)
+            json_array_append(row, json_object_get(step, step_fields[f].key));
         view_table_row(t, row);
     }
 }

@@ -141,7 +141,7 @@ def test_reduce_steps_for_a_block_of_256(kc):
 def test_reduce_steps_once_per_variant_and_block(kc):
     text, doc = ok(kc, "%reduce --size 512,4096 --variant convergent --block 32,1024 --steps --reps 1 --warmup 0")
     assert [len(run["steps"]) for run in doc["runs"]] == [5, 10, 5, 10]
-    assert text.count("convergent, block 32 (1 warps), step by step") == 1
+    assert text.count("convergent, block 32 (1 warp), step by step") == 1
     assert text.count("convergent, block 1024 (32 warps), step by step") == 1
 
 
