@@ -309,6 +309,7 @@ static const char *const reduce_examples[] = {
     "%reduce --size 2^24",
     "%reduce --size 2^26 --variant divergent,convergent,fast,cub --sort",
     "%reduce --size 2^26 --variant convergent --block 32,64,128,256,512,1024",
+    "%reduce --size 512 --variant divergent,convergent --steps",
     "%reduce --size 1000,1000000,1000003,2^26 --variant fast,cub",
     "%reduce --size 2^26 --dtype float,int --op sum,max,min --variant fast,cub",
     NULL,
