@@ -119,7 +119,7 @@ static json_t *occupancy_json(magic_ctx *ctx, const family_spec *f, const json_t
     const cl_occ_device *d = launch_device(ctx, &source);
     const char *why = not_launched(f, run, launch);
     json_t *o = json_pack("{s:n, s:n, s:I, s:n, s:n, s:b, s:s, s:n}", "pct", "warps_per_sm", "max_warps_per_sm",
-                          (json_int_t)(d->max_threads_sm / (d->warp > 0 ? d->warp : 32)), "blocks_per_sm",
+                          (json_int_t)(d->max_threads_sm / d->warp), "blocks_per_sm",
                           "limiter", "regs_counted", 0, "device", source, "note");
     if (why) {
         json_object_set_new(o, "note", json_string(why));
