@@ -158,7 +158,8 @@ static int cpu_vecadd_run(const cl_vecadd_args *a, cl_vecadd_result *out, char *
     }
     if (a->check)
         cl_vecadd_verify(a, hout, out);
-    out->launch = cl_launch_2d((uint64_t)threads, 1, 1, 1, 0, 1);
+    /* the GPU kernel's launch, not the host threads that emulate it */
+    out->launch = cl_launch_2d((a->n + (uint64_t)a->block - 1) / (uint64_t)a->block, 1, a->block, 1, 0, 1);
     snprintf(out->impl, sizeof out->impl, "CPU analogue: memcpy stands in for the host<->device copies "
              "(%s is only a label here), %d host threads for the kernel", a->pinned ? "pinned" : "pageable",
              threads);

@@ -766,11 +766,12 @@ def magic_doc(magic: str, cell: str, schema: dict, env: dict[str, str] | None = 
 def load_schema(name: str) -> dict:
     """tests/schemas/NAME.schema.json, with what every family's runs share in its $defs: `counters`
     (counters.schema.json, a run's --counters), `roofline` (roofline.schema.json, a run's --roofline,
-    the document's roofs in its own $defs), and a stopped run of a variant broken on purpose
+    the document's roofs in its own $defs), `launch_occupancy` (launch_occupancy.schema.json, its
+    launch.occupancy under --launch), and a stopped run of a variant broken on purpose
     (broken.schema.json) as the other shape a run may have."""
     folder = Path(__file__).resolve().parent / "schemas"
     schema = json.loads((folder / f"{name}.schema.json").read_text())
-    for part in ("counters", "roofline", "broken"):
+    for part in ("counters", "roofline", "launch_occupancy", "broken"):
         shared = json.loads((folder / f"{part}.schema.json").read_text())
         shared.pop("$id", None), shared.pop("$schema", None)
         schema.setdefault("$defs", {})[part] = shared

@@ -10,7 +10,7 @@
  *
  * Read by: the CPU backend's device_props (cpu/device_cpu.c), hence %device,
  * %grid's limits and %occupancy's SM on the CPU backend; the occupancy model's
- * default device (kernel/magics/occupancy_model.c); and the CPU runner's
+ * default device (kernel/magic/occupancy_model.c); and the CPU runner's
  * limits on a student's launch (cudalab/simt.h). Change a number here and
  * all of them change together. Plain macros: the runner's C, the kernel's C
  * and nvcc all include this header.

@@ -1,7 +1,7 @@
 /* occupancy.h — the occupancy family (%occupancy) across the backend ABI:
  * the query of our real kernels' attributes through the CUDA occupancy API
  * (cuda/occupancy.cu), and the list of kernels --kernel can name. The
- * arithmetic model beside it is the kernel's (kernel/magics/occupancy_model.h):
+ * arithmetic model beside it is the kernel's (kernel/magic/occupancy_model.h):
  *
  * The model: a block is resident when the SM has room for its threads (in
  * whole warps), a block slot, its registers and its shared memory; the

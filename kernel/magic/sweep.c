@@ -315,6 +315,8 @@ size_t *sweep_run_order(const sweep_spec *s, const json_t *runs, int sorted)
 
 static json_t *cell_of(const json_t *run, const sweep_column *c)
 {
+    if (c->cell)
+        return c->cell(run);
     const char *path = c->path;
     const json_t *v = sweep_path_get(run, path);
     if (json_is_number(v) && c->scale > 0)
@@ -344,21 +346,32 @@ static bool column_shown(const sweep_column *c, const json_t *runs)
     return false;
 }
 
-#define TABLE_MAX_COLUMNS 64        /* a family's columns and the counters', with room to spare */
+#define TABLE_MAX_COLUMNS 64        /* a family's columns, the counters' and the launch's, with room to spare */
+
+static bool header_shown(const sweep_column *const *shown, size_t n, const char *header)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(shown[i]->header, header) == 0)
+            return true;
+    return false;
+}
 
 /* The runs table: every run from `from` on, as run or (sorted) by the metric; a column with
  * only_with appears when some run has that number (sweep_counter_columns: what was counted;
- * sweep_roofline_columns: a run's % of its roof), decided once per table, not once per cell. */
+ * sweep_roofline_columns: a run's % of its roof; sweep_launch_columns: --launch), decided once per
+ * table, not once per cell. A family's own column keeps its header (%histo's block and grid): the
+ * shared ones do not repeat it. */
 static void add_runs_table(json_t *view, const sweep_spec *s, const json_t *runs, int sorted, size_t from,
                            const char *caption)
 {
-    const sweep_column *parts[] = { s->columns, sweep_counter_columns, sweep_roofline_columns };
+    const sweep_column *parts[] = { s->columns, sweep_counter_columns, sweep_roofline_columns,
+                                    sweep_launch_columns };
     const sweep_column *shown[TABLE_MAX_COLUMNS];
     size_t ncols = 0;
     json_t *cols = json_array();
     for (size_t p = 0; p < sizeof parts / sizeof parts[0]; p++)
         for (const sweep_column *c = parts[p]; c->path && ncols < TABLE_MAX_COLUMNS; c++)
-            if (column_shown(c, runs)) {
+            if (column_shown(c, runs) && !header_shown(shown, ncols, c->header)) {
                 shown[ncols++] = c;
                 json_array_append_new(cols, json_string(c->header));
             }
@@ -558,9 +571,12 @@ static json_t *make_view(magic_ctx *ctx, const sweep_state *st, const json_t *ru
     sweep_counters_note(view, runs);
     sweep_broken_notes(view, st->spec, runs);
     sweep_roofline_note(view, roofline, runs);
+    sweep_launch_note(view, runs);
     if (chart->why[0])
         view_add_note(view, chart->why);
     add_runs_table(view, st->spec, runs, json_is_true(json_object_get(st->pts.params, "sort")), 0, NULL);
+    if (st->spec->more_tables)
+        st->spec->more_tables(view, st->pts.params, runs);
     return view;
 }
 
@@ -680,6 +696,7 @@ int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *u
                 ctx->backend->set_counters(ctx->counters);
             size_t before = json_array_size(runs);
             rc = s->run_point(ctx, pp, runs, user);
+            sweep_add_launch(ctx, s, pp, runs, before);
             if (rc != 0 && ctx->turn_interrupted) {
                 /* a wait for a timed turn (MAGIC_TIMED) ended by an interrupt: not the backend's error */
                 error_clear(&ctx->error);

@@ -64,6 +64,8 @@ typedef struct sweep_column {
     double scale;               /* a number is shown divided by it (1e6: bytes as MB); 0: as it is */
     const char *only_with;      /* a path: the column is shown only when some run has a number there
                                    (a model beside a --counters count); NULL: always */
+    json_t *(*cell)(const json_t *run);  /* the cell worked out from the run (new reference), where the value
+                                            at path is not what to show (--launch's "16×16"); NULL: that value */
 } sweep_column;
 
 /* ---- host work ----
@@ -153,6 +155,7 @@ typedef int (*sweep_point_fn)(magic_ctx *ctx, const json_t *params, json_t *runs
     SWEEP_BACKEND_FLAG, \
     SWEEP_COUNTERS_FLAG, \
     SWEEP_ROOFLINE_FLAG, \
+    SWEEP_LAUNCH_FLAG, \
     {.name = "shared-timing", .type = FLAG_BOOL, .def = "false", \
      .help = "time alongside other kernels' commands (by default each point's timed runs have the GPU to " \
              "themselves, and the wait is reported apart)"}
@@ -184,6 +187,13 @@ typedef struct sweep_flops {
 } sweep_flops;
 /* Fills f from a run of the family: 0, or -1 with f->why set. */
 typedef int (*sweep_flops_fn)(const json_t *run, sweep_flops *f);
+/* --launch: each run's launch and the occupancy it allows, as columns (sweep_launch.c). */
+#define SWEEP_LAUNCH_FLAG \
+    {.name = "launch", .type = FLAG_BOOL, .def = "false", \
+     .help = "also show each run's launch: grid, block, registers per thread, shared memory per block, and " \
+             "the occupancy they allow in theory (resident warps per SM of the most, and what limits them: " \
+             "threads, block slots, registers or shared memory), as %occupancy computes it for this device; " \
+             "a library call or host code has none, and the CPU backend's analogues no registers"}
 
 /* --backend cpu: the command runs on the CPU backend where a GPU is present
  * (ours as CPU analogues, students' kernels on the CPU runner); the device
@@ -213,6 +223,9 @@ typedef struct sweep_spec {
     const char *size_flag;      /* the param that sets the work ("size"): named in a refusal */
     sweep_flops_fn flops;       /* --roofline: a run's FLOPs and bytes; NULL: the family does no floating-
                                    point work (its runs are left off, their GB/s is their measure) */
+    /* Tables the final result shows below the runs table, from the command's params and its runs
+     * (%reduce --steps); NULL: none. */
+    void (*more_tables)(json_t *view, const json_t *params, const json_t *runs);
 } sweep_spec;
 
 /* Runs the whole sweep and reports through ctx. Returns 0 or -1 (error set). */

@@ -1,7 +1,8 @@
 /* sweep_internal.h — private to kernel/magic/sweep*.c and host_work.c: the
  * points of a sweep (the cartesian product of the list-valued params, walked
  * like an odometer with the last flag fastest), the clock that progress
- * updates are throttled by, reading runs, and the chart (sweep_chart.c).
+ * updates are throttled by, reading runs, notes, --counters and --launch, and
+ * the chart (sweep_chart.c).
  */
 #ifndef CUDALAB_MAGICS_SWEEP_INTERNAL_H
 #define CUDALAB_MAGICS_SWEEP_INTERNAL_H
@@ -82,6 +83,15 @@ void sweep_roofline_note(json_t *view, const json_t *roofline, const json_t *run
  * points[i] holds the sweep point of runs[i]. */
 json_t *sweep_roofline_view(const sweep_state *st, const json_t *runs, const json_t *points, const json_t *roofline,
                             const json_t *device);
+
+/* ---- --launch (sweep_launch.c) ---- */
+/* The columns of a table under --launch (shown where some run has launch.occupancy). */
+extern const sweep_column sweep_launch_columns[];
+/* Under the point's --launch: launch.occupancy in each run from `from` on, the theoretical occupancy of
+ * its launch on this device (%occupancy's arithmetic), or nulls and a note saying why there is none. */
+void sweep_add_launch(magic_ctx *ctx, const sweep_spec *s, const json_t *point, json_t *runs, size_t from);
+/* The notes of a table under --launch: where the occupancy comes from, and why a run has none. */
+void sweep_launch_note(json_t *view, const json_t *runs);
 
 /* ---- the chart (sweep_chart.c) ----
  * Which chart a finished sweep gets, decided once from what it varies and

@@ -17,7 +17,7 @@
 #include "lang/lang.h"
 #include "magic/families.h"
 #include "magic/magic.h"
-#include "magics/occupancy_model.h"
+#include "magic/occupancy_model.h"
 #include "student/compile.h"
 #include "student/nvrtc.h"
 #include "student/run.h"

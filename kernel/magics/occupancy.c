@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "cudalab/occupancy.h"
-#include "magics/occupancy_model.h"
+#include "magic/occupancy_model.h"
 #include "magic/sweep.h"
 
 #define OCC_NAME_(id, name, threads, what) name,

@@ -49,6 +49,11 @@ static const flag_spec reduce_flags[] = {
      .help = "threads per block of the first pass (256 by default): a power of two, 32..1024; your "
              "kernels any block (default: the %%kernel line's); a list sweeps"},
     FAMILY_VARIANT_FLAG(&reduce_family, "all"),
+    {.name = "steps", .type = FLAG_BOOL, .def = "false",
+     .help = "also show the block's tree step by step (divergent, convergent, multiblock; for the run's "
+             "--block), counted thread by thread with the kernel's own condition: per stride, the threads that "
+             "add, the warps with at least one of them (each issues the step), the full, divergent and idle "
+             "warps, and the idle lanes the active warps carry; in each run's steps"},
     STUDENT_RUN_FLAGS,
     STUDENT_GRID_FLAG,
     SWEEP_MEASURE_FLAGS("seed of the generated input",
@@ -276,6 +281,7 @@ static const sweep_spec reduce_sweep = {
     .host_work = rd_host_work,
     .size_flag = "size",
     .flops = rd_flops,
+    .more_tables = rd_steps_tables,
 };
 
 static int reduce_run(magic_ctx *ctx, const json_t *params, const char *body)
@@ -304,6 +310,7 @@ static const char *const reduce_examples[] = {
     "%reduce --size 2^24",
     "%reduce --size 2^26 --variant divergent,convergent,fast,cub --sort",
     "%reduce --size 2^26 --variant convergent --block 32,64,128,256,512,1024",
+    "%reduce --size 512 --variant divergent,convergent --steps",
     "%reduce --size 1000,1000000,1000003,2^26 --variant fast,cub",
     "%reduce --size 2^26 --dtype float,int --op sum,max,min --variant fast,cub",
     NULL,

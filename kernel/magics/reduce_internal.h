@@ -49,6 +49,32 @@ host_work rd_host_work(magic_ctx *ctx, const json_t *pt, void *user);
 /* A run's FLOPs and bytes for --roofline (the sweep's flops hook). */
 int rd_flops(const json_t *run, sweep_flops *f);
 
+/* ---- --steps (reduce_steps.c) ---- */
+
+/* One step of a block's tree, counted thread by thread by the kernel's condition. */
+typedef struct rd_step {
+    unsigned stride;
+    unsigned active_threads;        /* threads that add at this step */
+    unsigned active_warps;          /* warps with at least one of them: each issues the step */
+    unsigned full_warps;            /* ... with all 32 */
+    unsigned divergent_warps;       /* active, not full */
+    unsigned idle_warps;            /* none active: they wait at the barrier */
+    unsigned wasted_lanes;          /* lanes of the active warps that do not add */
+} rd_step;
+
+/* Steps of the largest block's tree: log2(1024). */
+#define RD_MAX_STEPS 10
+
+/* The block tree of variant v's first pass (divergent; convergent and multiblock: the convergent
+ * tree) for `block` threads (a power of two from 32 to 1024), in the kernel's order; the number of
+ * steps, 0 for a variant without one. */
+int rd_tree_steps(int v, unsigned block, rd_step steps[RD_MAX_STEPS]);
+/* A run's "steps": [{step, stride, active_threads, active_warps, full_warps, divergent_warps,
+ * idle_warps, wasted_lanes}, ...], or NULL for a variant without a block tree. */
+json_t *rd_steps_json(int v, unsigned block);
+/* Under --steps, one table per variant and block below the runs table (sweep_spec.more_tables). */
+void rd_steps_tables(json_t *view, const json_t *params, const json_t *runs);
+
 /* The check object of one result (cpu/reduce_ref.c's reference, cached in env).
  * NULL with the error set when the reference could not be computed. */
 json_t *rd_check(magic_ctx *ctx, rd_env *env, const cl_reduce_args *a, const cl_reduce_result *r);

@@ -358,6 +358,9 @@ int rd_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     }
     json_t *run = run_json(env, uses_block(v) ? json_integer(a.block) : json_null(), backend_name, &a, r,
                            &cl_reduce_variants[v], cl_reduce_variants[v].launch);
+    json_t *steps = json_is_true(json_object_get(pt, "steps")) ? rd_steps_json(v, (unsigned)a.block) : NULL;
+    if (steps)
+        json_object_set_new(run, "steps", steps);
     sweep_add_conditions(ctx, run);
     json_t *check = env->check ? rd_check(ctx, env, &a, r)
                                : check_skipped_json();

@@ -1,6 +1,7 @@
 /* test_device.c — %device against a fake H100-like backend and the real CPU
- * backend, and backend_select's fallbacks (each in a forked child, since the
- * choice is cached once per process).
+ * backend, the occupancy model's device read from each (with the shared
+ * memory a launch finds reserved per block), and backend_select's fallbacks
+ * (each in a forked child, since the choice is cached once per process).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -17,7 +18,7 @@
 
 #include "magic/magic.h"
 #include "exec/backend_load.h"
-#include "magics/occupancy_model.h"
+#include "magic/occupancy_model.h"
 #include "cudalab/simt.h"
 
 #include "magic_sink.h"
@@ -464,6 +465,38 @@ static void test_cpu_model_is_one_device(void **state)
     assert_int_equal(b.warp, p.warp_size);
 }
 
+/* A Turing GPU: the driver reserves no shared memory per block before sm_80. */
+static int turing_props(int dev, cl_device_props *out, char *err)
+{
+    fake_props(0, out, err);
+    out->cc_major = 7;
+    out->cc_minor = 5;
+    out->max_threads_per_sm = 1024;
+    return 0;
+}
+
+static const cl_backend turing_backend = {
+    .name = "cuda", .abi = CL_BACKEND_ABI,
+    .device_count = fake_count, .device_props = turing_props, .versions = fake_versions,
+};
+
+/* A launch that ran (a sweep's --launch) meets the driver's reserve per block; the lecture's
+ * exercises (%occupancy, cl_occ_device_of) leave it out. */
+static void test_launched_device_reserves_smem(void **state)
+{
+    cl_occ_device d;
+    assert_non_null(strstr(cl_occ_device_launched(&fake_backend, 0, &d), "an SM of this GPU"));
+    assert_int_equal(d.smem_reserved, 1024);
+    assert_int_equal(d.max_threads_sm, 2048);
+    cl_occ_device_launched(&turing_backend, 0, &d);
+    assert_int_equal(d.smem_reserved, 0);
+    assert_int_equal(d.max_threads_sm, 1024);
+    cl_occ_device_launched(cl_cpu_backend(), 0, &d);
+    assert_int_equal(d.smem_reserved, CL_CPU_MODEL_SMEM_RESERVED);
+    cl_occ_device_of(&fake_backend, 0, &d);
+    assert_int_equal(d.smem_reserved, 0);
+}
+
 static void test_cpu_index_error(void **state)
 {
     sink c;
@@ -563,6 +596,7 @@ int main(void)
         cmocka_unit_test(test_cpu_index_error),
         cmocka_unit_test(test_cpu_props_bad_index),
         cmocka_unit_test(test_cpu_model_is_one_device),
+        cmocka_unit_test(test_launched_device_reserves_smem),
         cmocka_unit_test(test_select_forced_cpu),
         cmocka_unit_test(test_select_missing_library),
         cmocka_unit_test(test_select_library_without_symbol),

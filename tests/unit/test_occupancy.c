@@ -1,4 +1,4 @@
-/* test_occupancy.c — the occupancy model (kernel/magics/occupancy_model.c)
+/* test_occupancy.c — the occupancy model (kernel/magic/occupancy_model.c)
  * on every worked number of the lecture, the register allocation
  * granularity, the limit errors, the spread of a grid over the SMs, and the
  * CPU backend's --kernel refusal.
@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "cudalab/occupancy.h"
-#include "magics/occupancy_model.h"
+#include "magic/occupancy_model.h"
 
 extern const cl_occupancy_ops cl_cpu_occupancy_ops;
 

@@ -9,7 +9,7 @@
 
 #include "cudalab/cpu_model.h"
 #include "cudalab/occupancy.h"
-#include "magics/occupancy_model.h"
+#include "magic/occupancy_model.h"
 
 static int64_t ceil_div(int64_t a, int64_t b)
 {
@@ -156,4 +156,17 @@ const char *cl_occ_device_of(const cl_backend *b, int dev, cl_occ_device *d)
     if (strcmp(b->name, "cpu") == 0)
         return CL_CPU_MODEL_SM ", one per logical CPU in the CPU device model";
     return "an SM of this GPU (cudaGetDeviceProperties)";
+}
+
+const char *cl_occ_device_launched(const cl_backend *b, int dev, cl_occ_device *d)
+{
+    const char *source = cl_occ_device_of(b, dev, d);
+    cl_device_props p;
+    char err[CL_ERR_LEN];
+    memset(&p, 0, sizeof p);
+    /* cudaDevAttrReservedSharedMemoryPerBlock: 1 KiB on sm_8x and sm_9x, 0 on Volta and Turing; the CPU
+     * device model (cc 0.0 here) is an sm_90 */
+    bool before_ampere = b && b->device_props(dev, &p, err) == 0 && p.cc_major > 0 && p.cc_major < 8;
+    d->smem_reserved = before_ampere ? 0 : CL_CPU_MODEL_SMEM_RESERVED;
+    return source;
 }

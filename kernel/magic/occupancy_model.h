@@ -3,8 +3,8 @@
  * Exact on every backend; the kernel's alone (cudalab/occupancy.h has what
  * crosses the backend boundary, and says how the model counts).
  */
-#ifndef CUDALAB_MAGICS_OCCUPANCY_MODEL_H
-#define CUDALAB_MAGICS_OCCUPANCY_MODEL_H
+#ifndef CUDALAB_MAGIC_OCCUPANCY_MODEL_H
+#define CUDALAB_MAGIC_OCCUPANCY_MODEL_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -65,5 +65,9 @@ void cl_occ_device_default(cl_occ_device *d);
 /* The model's device for a backend: its device 0 where it is a GPU that
  * answers, else the default; returns where the numbers come from, in words. */
 const char *cl_occ_device_of(const cl_backend *b, int dev, cl_occ_device *d);
+/* The same for a launch that ran there (a sweep's --launch): with the shared
+ * memory the driver keeps per resident block, which the lecture's exercises
+ * leave out (smem_reserved 0): 1 KiB from sm_80 on, none on sm_7x. */
+const char *cl_occ_device_launched(const cl_backend *b, int dev, cl_occ_device *d);
 
 #endif
