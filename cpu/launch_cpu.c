@@ -15,8 +15,10 @@ static void status(cl_launch_status *s, int code, const char *name, const char *
     snprintf(s->text, sizeof s->text, "%s", text);
 }
 
-/* cudaError_t's numbers for what a launch's checks report */
-enum { CUDA_SUCCESS = 0, CUDA_INVALID_VALUE = 1, CUDA_INVALID_CONFIGURATION = 9 };
+/* cudaError_t's numbers. CUDA 13's runtime (the toolkit cudalab builds with) reports every launch
+ * past a limit, block, grid or shared memory, as cudaErrorInvalidValue: an H100 said so for --block
+ * 2048 and --grid 1x70000, where older runtimes said cudaErrorInvalidConfiguration. */
+enum { CUDA_SUCCESS = 0, CUDA_INVALID_VALUE = 1 };
 
 static int launch_run(const cl_launch_args *a, cl_launch_result *r, char *err)
 {
@@ -33,10 +35,7 @@ static int launch_run(const cl_launch_args *a, cl_launch_result *r, char *err)
     }
     r->expected = threads < CL_LAUNCH_MAX_OUT ? threads : CL_LAUNCH_MAX_OUT;
     r->modelled = 1;
-    if (!dims_ok || per_block > p.max_threads_per_block)
-        status(&r->last_error, CUDA_INVALID_CONFIGURATION, "cudaErrorInvalidConfiguration",
-               "invalid configuration argument");
-    else if (a->smem > p.smem_per_block)
+    if (!dims_ok || per_block > p.max_threads_per_block || a->smem > p.smem_per_block)
         status(&r->last_error, CUDA_INVALID_VALUE, "cudaErrorInvalidValue", "invalid argument");
     else
         status(&r->last_error, CUDA_SUCCESS, "cudaSuccess", "no error");

@@ -32,7 +32,7 @@ typedef struct cl_launch_args {
 /* One CUDA call's answer: its cudaError_t as a number, name and text. */
 typedef struct cl_launch_status {
     int code;                       /* 0: cudaSuccess */
-    char name[CL_LAUNCH_NAME_LEN];  /* "cudaErrorInvalidConfiguration" */
+    char name[CL_LAUNCH_NAME_LEN];  /* "cudaErrorInvalidValue" */
     char text[CL_LAUNCH_TEXT_LEN];  /* cudaGetErrorString: "invalid configuration argument" */
 } cl_launch_status;
 

@@ -97,6 +97,18 @@ static json_t *source_doc(const family_spec *f, const char *variant, const char 
                      source, "language", language, "file", file, "files", files);
 }
 
+/* cell (freed here) as --as-kernel's: in doc, the next input, and shown. */
+static void put_kernel_cell(char *cell, json_t *doc, json_t *view)
+{
+    json_object_set_new(doc, "kernel_cell", json_string(cell));
+    json_object_set_new(view, "next_input", json_string(cell));
+    view_add_note(view, "the next input cell now holds this %%kernel cell (shown here too, for a "
+                        "frontend that does not fill it):");
+    json_array_append_new(json_object_get(view, "blocks"),
+                          json_pack("{s:s, s:s, s:s}", "type", "code", "language", "cuda", "text", cell));
+    free(cell);
+}
+
 /* The kernel cell of --as-kernel, added to doc and view; -1 with an error. */
 static int add_kernel_cell(magic_ctx *ctx, const family_spec *f, const char *variant, json_t *doc,
                            json_t *view)
@@ -105,14 +117,37 @@ static int add_kernel_cell(magic_ctx *ctx, const family_spec *f, const char *var
     char *cell = show_source_kernel_cell(f->magic, variant, why, sizeof why);
     if (!cell)
         return magic_error(ctx, "UsageError", "--as-kernel: %s", why);
-    json_object_set_new(doc, "kernel_cell", json_string(cell));
-    json_object_set_new(view, "next_input", json_string(cell));
-    view_add_note(view, "the next input cell now holds this %%kernel cell (shown here too, for a "
-                        "frontend that does not fill it):");
-    json_array_append_new(json_object_get(view, "blocks"),
-                          json_pack("{s:s, s:s, s:s}", "type", "code", "language", "cuda", "text", cell));
-    free(cell);
+    put_kernel_cell(cell, doc, view);
     return 0;
+}
+
+/* The exercise made from a variant broken on purpose: a %%kernel cell of its source under
+ * the name NAME_fixed, without its "// BUG" marks. New string, or NULL (out of memory). */
+static char *broken_exercise(const family_spec *f, const family_broken *b)
+{
+    char *cell = NULL;
+    size_t size, name_len = strlen(b->v.name);
+    FILE *out = open_memstream(&cell, &size);
+    if (!out)
+        return NULL;
+    fprintf(out, "%%%%kernel --for %s --name %s_fixed\n// cudalab's %s, broken on purpose: find the bug "
+            "and fix it\n", f->magic, b->v.name, b->v.name);
+    for (const char *p = b->source; *p;) {
+        size_t n = strcspn(p, "\n");
+        const char *bug = memmem(p, n, "// BUG", 6);
+        size_t keep = bug ? (size_t)(bug - p) : n;
+        while (bug && keep > 0 && p[keep - 1] == ' ')
+            keep--;
+        const char *name = memmem(p, keep, b->v.name, name_len);
+        if (name && name[name_len] == '(')          /* the kernel's own name: the student's copy's */
+            fprintf(out, "%.*s%s_fixed%.*s\n", (int)(name - p), p, b->v.name,
+                    (int)(keep - (size_t)(name - p) - name_len), name + name_len);
+        else if (keep > 0 || !bug)
+            fprintf(out, "%.*s\n", (int)keep, p);
+        p += n + (p[n] == '\n');
+    }
+    fclose(out);
+    return cell;
 }
 
 /* A variant broken on purpose: its source as shipped (kernel/student/broken.c),
@@ -130,38 +165,13 @@ static int show_broken(magic_ctx *ctx, const family_spec *f, const family_broken
     json_array_append_new(json_object_get(view, "blocks"),
                           json_pack("{s:s, s:s, s:s}", "type", "code", "language", "cuda", "text", b->source));
     if (as_kernel) {
-        char *cell = NULL;
-        size_t size, name_len = strlen(b->v.name);
-        FILE *out = open_memstream(&cell, &size);
-        if (!out) {
+        char *cell = broken_exercise(f, b);
+        if (!cell) {
             json_decref(doc);
             json_decref(view);
             return magic_error(ctx, "MemoryError", "out of memory");
         }
-        fprintf(out, "%%%%kernel --for %s --name %s_fixed\n// cudalab's %s, broken on purpose: find the bug "
-                "and fix it\n", f->magic, b->v.name, b->v.name);
-        for (const char *p = b->source; *p;) {
-            size_t n = strcspn(p, "\n");
-            const char *bug = memmem(p, n, "// BUG", 6);
-            size_t keep = bug ? (size_t)(bug - p) : n;
-            while (bug && keep > 0 && p[keep - 1] == ' ')
-                keep--;
-            const char *name = memmem(p, keep, b->v.name, name_len);
-            if (name && name[name_len] == '(')          /* the kernel's own name: the student's copy's */
-                fprintf(out, "%.*s%s_fixed%.*s\n", (int)(name - p), p, b->v.name,
-                        (int)(keep - (size_t)(name - p) - name_len), name + name_len);
-            else if (keep > 0 || !bug)
-                fprintf(out, "%.*s\n", (int)keep, p);
-            p += n + (p[n] == '\n');
-        }
-        fclose(out);
-        json_object_set_new(doc, "kernel_cell", json_string(cell));
-        json_object_set_new(view, "next_input", json_string(cell));
-        view_add_note(view, "the next input cell now holds this %%kernel cell (shown here too, for a "
-                            "frontend that does not fill it):");
-        json_array_append_new(json_object_get(view, "blocks"),
-                              json_pack("{s:s, s:s, s:s}", "type", "code", "language", "cuda", "text", cell));
-        free(cell);
+        put_kernel_cell(cell, doc, view);
     }
     magic_result(ctx, doc, view);
     return 0;

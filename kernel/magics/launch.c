@@ -196,8 +196,9 @@ const magic_spec magic_launch = {
         "cudaGetLastError() says so (reading it clears it). The result shows each call's answer, whether "
         "the kernel ran, the limit the launch broke, and the lecture's CUDA_CALL macro. A failed launch "
         "is what the magic shows: the cell succeeds, and %assert can check it "
-        "(launch.last_error.name == \"cudaErrorInvalidConfiguration\"). On the CPU backend nothing is "
-        "launched: the checks CUDA makes are made against the GPU model's limits.",
+        "(launch.last_error.name == \"cudaErrorInvalidValue\": CUDA 13 reports every launch past a "
+        "limit so). On the CPU backend nothing is launched: the checks CUDA makes are made against the "
+        "GPU model's limits.",
     .flags = launch_flags,
     .mode = MAGIC_LINE,
     .where = MAGIC_WORKER,
