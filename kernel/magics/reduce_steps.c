@@ -186,7 +186,7 @@ void rd_steps_tables(json_t *view, const json_t *params, const json_t *runs)
         if (tree_of(v))
             tlen += (size_t)snprintf(trees + tlen, sizeof trees - tlen, "%s%s", tlen ? ", " : "",
                                      cl_reduce_variants[v].name);
-    char note[400];
+    char note[sizeof without + sizeof trees + 160];
     snprintf(note, sizeof note, "no steps for %s: only %s reduce a block with a shared-memory tree (fast adds "
              "with warp shuffles, where every lane runs every step)", without, trees);
     view_add_note(view, note);
