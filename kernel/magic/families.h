@@ -30,8 +30,8 @@ typedef struct family_broken {
     cl_variant v;               /* its row: name (a C identifier: the kernel's), launch, the bug in
                                    words; flags CL_V_RUNTIME | CL_V_BROKEN and what it honours */
     const char *source;         /* the kernel, in the family's student signature */
-    const char *nondeterministic; /* the run's fields that change from run to run where the bug
-                                     shows (comma-separated paths), beside the times */
+    const char *const *nondeterministic; /* the run's fields that change from run to run where the
+                                            bug shows, beside the times; NULL-terminated */
 } family_broken;
 
 typedef struct family_spec {

@@ -72,6 +72,19 @@ static int svg_height(const struct chart *c)
     return (int)((c->title ? 44 : 16) + hbar_plot_h(c) + BOTTOM_H + (c->y_label ? 20 : 0));
 }
 
+/* The plot's right edge, and the legend beside it when there are several series. */
+static void place_legend(struct frame *fr, const struct chart *c)
+{
+    fr->x1 = WIDTH - 24;
+    fr->legend_x = 0;
+    if (c->nseries > 1) {
+        size_t chars = widest_name(c, 0);
+        chars = chars < LEGEND_CHARS ? chars : LEGEND_CHARS;
+        fr->x1 = WIDTH - (12 + 24 + chars * CHAR_W + 12);
+        fr->legend_x = fr->x1 + 12;
+    }
+}
+
 /* Horizontal bars: labels on the left, values along the bottom. */
 static void frame_place_h(struct frame *fr, const struct chart *c)
 {
@@ -80,15 +93,8 @@ static void frame_place_h(struct frame *fr, const struct chart *c)
     fr->y0 = c->title ? 44 : 16;
     fr->y1 = fr->y0 + hbar_plot_h(c);
     fr->x0 = 10 + (c->x_label ? 22 : 0) + chars * CHAR_W + 8;
-    fr->x1 = WIDTH - 24;
-    fr->legend_x = 0;
     fr->rotate = 0;
-    if (c->nseries > 1) {
-        size_t names = widest_name(c, 0);
-        names = names < LEGEND_CHARS ? names : LEGEND_CHARS;
-        fr->x1 = WIDTH - (12 + 24 + names * CHAR_W + 12);
-        fr->legend_x = fr->x1 + 12;
-    }
+    place_legend(fr, c);
 }
 
 static void frame_place(struct frame *fr, const struct chart *c, const struct chart_axis *y)
@@ -99,14 +105,7 @@ static void frame_place(struct frame *fr, const struct chart *c, const struct ch
     }
     fr->y0 = c->title ? 44 : 16;
     fr->x0 = 10 + (c->y_label ? 22 : 0) + widest_tick(y) + 8;
-    fr->x1 = WIDTH - 24;
-    fr->legend_x = 0;
-    if (c->nseries > 1) {
-        size_t chars = widest_name(c, 0);
-        chars = chars < LEGEND_CHARS ? chars : LEGEND_CHARS;
-        fr->x1 = WIDTH - (12 + 24 + chars * CHAR_W + 12);
-        fr->legend_x = fr->x1 + 12;
-    }
+    place_legend(fr, c);
     double ticks_h = 22;
     fr->rotate = 0;
     if (c->kind == CHART_BAR && c->ncats > 0) {

@@ -37,7 +37,7 @@ const family_broken broken_matmul[] = {
      "    if (row < M && col < N)\n"
      "        C[row * N + col] = sum;\n"
      "}\n",
-     "check"},
+     (const char *const[]){"check", NULL}},
     {{NULL, NULL, NULL, 0}, NULL, NULL},
 };
 
@@ -63,7 +63,7 @@ const family_broken broken_histo[] = {
      "    if (threadIdx.x < 7)\n"
      "        atomicAdd(&histo[threadIdx.x], bins[threadIdx.x]);\n"
      "}\n",
-     "check,bins"},
+     (const char *const[]){"check", "bins", NULL}},
     {{NULL, NULL, NULL, 0}, NULL, NULL},
 };
 
@@ -79,6 +79,6 @@ const family_broken broken_vecadd[] = {
      "    if (i <= n)  // BUG: one past the end (the fix: i < n)\n"
      "        C[i] = A[i] + B[i];\n"
      "}\n",
-     ""},
+     (const char *const[]){NULL}},
     {{NULL, NULL, NULL, 0}, NULL, NULL},
 };
