@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define CL_BACKEND_ABI 9
+#define CL_BACKEND_ABI 10
 #define CL_ERR_LEN 256
 
 /* Properties of one device, as the lectures use them. Zero means "unknown". */
@@ -107,7 +107,8 @@ typedef struct cl_counters {
  * lacks is simply NULL there. selftest: test-only operations (%selftest,
  * reachable only with CUDALAB_TESTING=1). */
 #define CL_FAMILIES(X) \
-    X(reduce) X(matmul) X(histo) X(selftest) X(grid) X(occupancy) X(vecadd) X(coalesce) X(stencil) X(launch)
+    X(reduce) X(matmul) X(histo) X(selftest) X(grid) X(occupancy) X(vecadd) X(coalesce) X(stencil) X(launch) \
+    X(latency)
 
 #define CL_FAMILY_FIELD_(f) const struct cl_##f##_ops *f;
 #define CL_FAMILY_FORWARD_(f) struct cl_##f##_ops;

@@ -575,8 +575,6 @@ static json_t *make_view(magic_ctx *ctx, const sweep_state *st, const json_t *ru
     if (chart->why[0])
         view_add_note(view, chart->why);
     add_runs_table(view, st->spec, runs, json_is_true(json_object_get(st->pts.params, "sort")), 0, NULL);
-    if (st->spec->more_tables)
-        st->spec->more_tables(view, st->pts.params, runs);
     return view;
 }
 
@@ -721,6 +719,8 @@ int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *u
         json_t *roofline = sweep_roofline_apply(&st, runs, device);
         json_t *view = make_view(ctx, &st, runs, device, &chart, roofline);
         json_t *doc = make_doc(ctx, &st, runs, device, &chart, roofline);
+        if (s->more_results)
+            s->more_results(doc, view, st.pts.params, runs, user);
         if (st.pts.count > 1) {
             magic_progress(ctx, pr.display_id, doc, view, RESULT_FINAL);
             json_t *chart_view = sweep_chart_view(&st, runs, points, &chart);

@@ -223,9 +223,10 @@ typedef struct sweep_spec {
     const char *size_flag;      /* the param that sets the work ("size"): named in a refusal */
     sweep_flops_fn flops;       /* --roofline: a run's FLOPs and bytes; NULL: the family does no floating-
                                    point work (its runs are left off, their GB/s is their measure) */
-    /* Tables the final result shows below the runs table, from the command's params and its runs
-     * (%reduce --steps); NULL: none. */
-    void (*more_tables)(json_t *view, const json_t *params, const json_t *runs);
+    /* What the family adds to the final result from the command's params, its runs and the
+     * sweep's user pointer: tables below the runs table in view (%reduce --steps), parts of doc
+     * (%hiding's model); NULL: nothing. */
+    void (*more_results)(json_t *doc, json_t *view, const json_t *params, const json_t *runs, void *user);
 } sweep_spec;
 
 /* Runs the whole sweep and reports through ctx. Returns 0 or -1 (error set). */

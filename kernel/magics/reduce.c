@@ -281,7 +281,7 @@ static const sweep_spec reduce_sweep = {
     .host_work = rd_host_work,
     .size_flag = "size",
     .flops = rd_flops,
-    .more_tables = rd_steps_tables,
+    .more_results = rd_steps_tables,
 };
 
 static int reduce_run(magic_ctx *ctx, const json_t *params, const char *body)

@@ -72,8 +72,8 @@ int rd_tree_steps(int v, unsigned block, rd_step steps[RD_MAX_STEPS]);
 /* A run's "steps": [{step, stride, active_threads, active_warps, full_warps, divergent_warps,
  * idle_warps, wasted_lanes}, ...], or NULL for a variant without a block tree. */
 json_t *rd_steps_json(int v, unsigned block);
-/* Under --steps, one table per variant and block below the runs table (sweep_spec.more_tables). */
-void rd_steps_tables(json_t *view, const json_t *params, const json_t *runs);
+/* Under --steps, one table per variant and block below the runs table (sweep_spec.more_results). */
+void rd_steps_tables(json_t *doc, json_t *view, const json_t *params, const json_t *runs, void *user);
 
 /* The check object of one result (cpu/reduce_ref.c's reference, cached in env).
  * NULL with the error set when the reference could not be computed. */

@@ -161,8 +161,10 @@ static bool shown_before(const json_t *runs, size_t i)
     return false;
 }
 
-void rd_steps_tables(json_t *view, const json_t *params, const json_t *runs)
+void rd_steps_tables(json_t *doc, json_t *view, const json_t *params, const json_t *runs, void *user)
 {
+    (void)doc;
+    (void)user;
     if (!json_is_true(json_object_get(params, "steps")))
         return;
     view_add_note(view, "steps: a warp with at least one active thread issues the step for all its 32 lanes, "
