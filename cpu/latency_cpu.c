@@ -143,11 +143,6 @@ static double host_mhz(void)
 
 static int chase(const cl_latency_args *a, cl_latency_result *r, char *err)
 {
-    static const uint64_t defaults[] = {
-#define LAT_WS_(id, key, memory, decl, scope, life, ws) ws,
-        CL_LATENCY_LEVELS(LAT_WS_)
-#undef LAT_WS_
-    };
     static const char *const stands_in[] = {
         [CL_LAT_SHARED] = ", standing in for shared memory (on the GPU a part of the SM's L1)",
         [CL_LAT_LOCAL] = ", as local memory is L1-cached device memory on the GPU",
@@ -156,7 +151,7 @@ static int chase(const cl_latency_args *a, cl_latency_result *r, char *err)
     memset(r, 0, sizeof *r);
     int level = a->level;
     bool global = level == CL_LAT_L1 || level == CL_LAT_L2 || level == CL_LAT_DRAM;
-    uint64_t ws = a->working_set ? a->working_set : defaults[level];
+    uint64_t ws = a->working_set ? a->working_set : cl_latency_default_ws(level);
     if (level == CL_LAT_DRAM && !a->working_set)  /* past this host's caches, whatever they are */
         ws = 4 * host_cache_max() > HOST_DRAM_MIN ? 4 * host_cache_max() : HOST_DRAM_MIN;
     size_t line = global ? HOST_LINE : sizeof(void *);

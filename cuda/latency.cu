@@ -132,14 +132,19 @@ static uint32_t *word_links(uint64_t slots, uint64_t seed, char *err)
     return next;
 }
 
+/* The current device's properties: 0, or -1 with err. */
+static int current_props(cudaDeviceProp *prop, char *err)
+{
+    int dev = 0;
+    cudaError_t rc = cudaGetDevice(&dev);
+    if (rc == cudaSuccess)
+        rc = cudaGetDeviceProperties(prop, dev);
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "device properties", rc);
+}
+
 static int level_defaults(const cl_latency_args *a, uint64_t *ws, char *err)
 {
-    static const uint64_t defaults[] = {
-#define LAT_WS_(id, key, memory, decl, scope, life, ws) ws,
-        CL_LATENCY_LEVELS(LAT_WS_)
-#undef LAT_WS_
-    };
-    *ws = a->working_set ? a->working_set : defaults[a->level];
+    *ws = a->working_set ? a->working_set : cl_latency_default_ws(a->level);
     if ((a->level == CL_LAT_LOCAL && *ws != CL_LAT_LOCAL_BYTES) || (a->level == CL_LAT_CONSTANT && *ws > CL_LAT_CONST_MAX))
         return snprintf(err, CL_ERR_LEN, "a working set of %llu bytes is past the %s chase's array",
                         (unsigned long long)*ws, a->level == CL_LAT_LOCAL ? "local" : "constant"), -1;
@@ -157,13 +162,10 @@ static int chase(const cl_latency_args *a, cl_latency_result *r, char *err)
     if (level != CL_LAT_REGISTER && slots < 2)
         return snprintf(err, CL_ERR_LEN, "a working set of %llu bytes holds fewer than 2 slots",
                         (unsigned long long)ws), -1;
-    int dev = 0;
     cudaDeviceProp prop;
-    cudaError_t rc = cudaGetDevice(&dev);
-    if (rc == cudaSuccess)
-        rc = cudaGetDeviceProperties(&prop, dev);
-    if (rc != cudaSuccess)
-        return cl_cuda_fail(err, "device properties", rc);
+    if (current_props(&prop, err))
+        return -1;
+    cudaError_t rc;
     /* a warm-up lap only where the lap can stay cached: it would only churn a working set past L2 */
     int warm = slots && ws <= (uint64_t)prop.l2CacheSize && slots < (1u << 20) ? (int)slots : 0;
     r->working_set = level == CL_LAT_REGISTER ? 0 : ws;
@@ -321,13 +323,10 @@ static int stream(const cl_stream_args *a, cl_stream_result *r, char *err)
     memset(r, 0, sizeof *r);
     if (a->ilp != 1 && a->ilp != 2 && a->ilp != 4 && a->ilp != 8)
         return snprintf(err, CL_ERR_LEN, "--ilp %d: 1, 2, 4 or 8", a->ilp), -1;
-    int dev = 0;
     cudaDeviceProp prop;
-    cudaError_t rc = cudaGetDevice(&dev);
-    if (rc == cudaSuccess)
-        rc = cudaGetDeviceProperties(&prop, dev);
-    if (rc != cudaSuccess)
-        return cl_cuda_fail(err, "device properties", rc);
+    if (current_props(&prop, err))
+        return -1;
+    cudaError_t rc;
     int warps_sm_max = prop.maxThreadsPerMultiProcessor / 32, warps_block_max = prop.maxThreadsPerBlock / 32;
     if (a->warps_per_sm < 1 || a->warps_per_sm > warps_sm_max)
         return snprintf(err, CL_ERR_LEN, "%d warps per SM: this device holds 1 to %d", a->warps_per_sm,

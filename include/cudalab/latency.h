@@ -62,6 +62,17 @@ typedef enum cl_latency_level { CL_LATENCY_LEVELS(CL_LAT_ID_) CL_LAT_NLEVELS } c
 #define CL_LAT_LOCAL_BYTES 512u
 #define CL_LAT_CONST_MAX (32u << 10)
 
+/* The level's own working set (CL_LATENCY_LEVELS), bytes. */
+static inline uint64_t cl_latency_default_ws(int level)
+{
+    static const uint64_t ws[CL_LAT_NLEVELS] = {
+#define CL_LAT_WS_(id, key, memory, decl, scope, life, bytes) [id] = bytes,
+        CL_LATENCY_LEVELS(CL_LAT_WS_)
+#undef CL_LAT_WS_
+    };
+    return level >= 0 && level < CL_LAT_NLEVELS ? ws[level] : 0;
+}
+
 typedef struct cl_latency_args {
     int level;                  /* cl_latency_level */
     uint64_t working_set;       /* bytes the cycle spans (0: the level's default) */
