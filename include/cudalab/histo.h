@@ -152,6 +152,10 @@ CL_HD int cl_histo_nbins(int mode, int width)
  * bytes never reads it, and the compiler drops it). The CPU analogues report
  * these figures for the same parameters. */
 #define CL_HISTO_WARP 32
+/* fast's threads per block where --block is not given (the others': 256): 2 blocks of 1024 per SM
+ * (64 warps) keep more loads in flight than 6 of 256, each block with its 32 KiB of lane copies;
+ * on an H100 at 2^28 bytes 2946 GB/s against 2812 (88% of the peak against 84%). */
+#define CL_HISTO_FAST_BLOCK 1024
 #define CL_HISTO_LUT_BYTES 256
 
 CL_HD size_t cl_histo_smem_dynamic(int variant, int nbins, int block)

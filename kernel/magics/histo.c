@@ -77,7 +77,7 @@ static const flag_spec histo_flags[] = {
      .help = "letters per bin with --bins letters (4: a-d, e-h, ..., y-z)"},
     FAMILY_VARIANT_FLAG(&histo_family, "all"),
     {.name = "block", .type = FLAG_DIMS, .imin = 1, .imax = 1024, .opts = FLAG_LIST,
-     .help = "threads per block (default 256): a multiple of 32 for the built-in variants, which "
+     .help = "threads per block (default 256; fast 1024): a multiple of 32 for the built-in variants, which "
              "are 1D; your kernels take any block, 2D and 3D too (default: the %%kernel line's)"},
     {.name = "grid", .type = FLAG_INT, .def = "0", .imin = 0, .imax = 2147483647, .opts = FLAG_LIST,
      .help = "blocks; 0 = SMs x blocks resident per SM (your kernels: the %%kernel line's --grid, "
@@ -265,7 +265,8 @@ static void args_from(const json_t *params, const histo_run_ctx *hc, cl_histo_ar
     a->dist = a->text ? 0 : choice_index(dist_choices, get_str(params, "dist"));
     a->mode = strcmp(get_str(params, "bins"), "letters") == 0 ? CL_HISTO_LETTERS : CL_HISTO_BYTES;
     a->width = a->mode == CL_HISTO_LETTERS ? (int)get_int(params, "bin_width") : 1;
-    a->block = block_x(json_object_get(params, "block"));
+    a->block = a->variant == CL_HISTO_V_fast && !hc->block_given ? CL_HISTO_FAST_BLOCK
+                                                                 : block_x(json_object_get(params, "block"));
     a->grid = (int)get_int(params, "grid");
     a->warmup = (int)get_int(params, "warmup");
     a->reps = sweep_reps(params);
