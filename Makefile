@@ -144,8 +144,8 @@ $(CUDA_LIB): $(CUDA_SRC:cuda/%.cu=$(BUILD)/obj/cuda/%.o)
 	@$(if $(Q),echo "  LINK    $@",true)
 	$(Q)$(NVCC) -shared $(GENCODE) -cudart static -o $@ $^ -lcublas -Xlinker -rpath,$(CUDA_HOME)/lib64
 
-$(BUILD)/obj/simt-runtime/%.o: cpu/simt/runtime/%.c cpu/simt/runtime/internal.h include/cudalab/simt.h \
-                               include/cudalab/cpu_model.h
+$(BUILD)/obj/simt-runtime/%.o: cpu/simt/runtime/%.c cpu/simt/runtime/internal.h cpu/simt/runtime/request.h \
+                               include/cudalab/simt.h include/cudalab/cpu_model.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $< (runner)",true)
 	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -Iinclude -c $< -o $@
@@ -177,7 +177,10 @@ $(BUILD)/obj/kernel/magic/show_source.o: $(SHOW_SOURCE_GEN)
 $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJ)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  TEST    $@",true)
-	$(Q)$(CC) $(CFLAGS) -o $@ $< $(CORE_OBJ) $(LDFLAGS) $(LDLIBS) -lcmocka
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(filter %.o,$^) $(LDFLAGS) $(LDLIBS) -lcmocka
+
+# a unit test of the CPU runner's own arithmetic links that runtime object too
+$(BUILD)/tests/test_simt_counts: $(BUILD)/obj/simt-runtime/request.o
 
 setup:
 	@./scripts/setup.sh test

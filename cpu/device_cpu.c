@@ -17,6 +17,7 @@
 #include "common/cpu_common.h"
 #include "cudalab/backend.h"
 #include "cudalab/cpu_model.h"
+#include "simt/simt_launch.h"
 
 static int cpu_device_count(int *count, char *err)
 {
@@ -178,8 +179,8 @@ static const cl_backend cpu_backend = {
     NULL,                       /* and always in use */
     NULL,                       /* its analogues count their reps themselves */
     NULL,                       /* the host clock times them: no device clocks, no events */
-    NULL,                       /* no hardware counters: a run asked for them says so */
-    NULL,
+    cl_cpu_set_counters,        /* no hardware counters: a student's kernel's simulated by the CPU runner */
+    cl_cpu_counters,
     CL_FAMILIES(CL_BACKEND_OPS_CPU_)
 };
 

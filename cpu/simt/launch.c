@@ -211,6 +211,7 @@ int simt_launch(simt_arena *a, const cl_student_kernel *k, const unsigned grid[3
     h->dyn_smem = dyn_smem;
     h->limit_ms = k->limit_ms > 0 ? k->limit_ms : 5000;
     h->mem_limit = a->bytes * 2 + (3ull << 30);
+    h->count = a->count;
     h->nargs = (uint32_t)nargs;
     memcpy(h->args, args, (size_t)nargs * sizeof *args);
     h->next_block = 0;
@@ -276,6 +277,40 @@ void simt_student_block(const cl_student_kernel *k, unsigned block[3])
         block[i] = k->block[i] > 0 ? (unsigned)k->block[i] : 1;
 }
 
+/* How many launch limits a counted launch may take: counting an access costs up to about twice
+ * what checking it does, so a kernel of nothing but loads runs about three times as long. */
+#define COUNTED_LIMITS 4
+
+/* --counters: one more launch, counted (cpu/simt/runtime/count.c), after the timed ones: they
+ * have shown that the kernel ends within the launch limit, so the counted one may take longer for
+ * its counting, and a kernel the runner stops costs no counted launch. One that fails leaves the
+ * run's counters unavailable with the reason, never the run failed; the output it left half
+ * written, which the family checks, is made again by one more plain launch. 0, or -1 with err
+ * (k->diagnosis filled) when that launch fails. */
+static int counted_launch(simt_arena *a, const cl_student_kernel *k, const unsigned grid[3], const unsigned block[3],
+                          size_t dyn_smem, const cl_simt_arg *args, int nargs, simt_before_fn before, void *ctx,
+                          char *err)
+{
+    cl_student_kernel counted = *k;
+    if (counted.limit_ms > 0)
+        counted.limit_ms *= COUNTED_LIMITS;
+    char why[CL_ERR_LEN] = "";
+    double ms = 0;
+    if (before)
+        before(a, ctx);
+    a->count = true;
+    int rc = simt_launch(a, &counted, grid, block, dyn_smem, args, nargs, &ms, why);
+    a->count = false;
+    if (rc == 0) {
+        simt_counters_took(&a->hdr->report.counts);
+        return 0;
+    }
+    simt_counters_failed(why);
+    if (before)
+        before(a, ctx);
+    return simt_launch(a, k, grid, block, dyn_smem, args, nargs, &ms, err);
+}
+
 int simt_run_student(simt_arena *a, const cl_student_kernel *k, const unsigned grid_rule[3], size_t dyn_smem,
                      const cl_simt_arg *args, int nargs, int reps, simt_before_fn before, void *ctx,
                      cl_times *times, cl_launch *launch, char *err)
@@ -299,5 +334,5 @@ int simt_run_student(simt_arena *a, const cl_student_kernel *k, const unsigned g
             return -1;
         times->ms[times->reps++] = (float)ms;
     }
-    return 0;
+    return simt_counters_due() ? counted_launch(a, k, grid, block, dyn_smem, args, nargs, before, ctx, err) : 0;
 }

@@ -15,9 +15,11 @@
 #ifndef CUDALAB_CPU_SIMT_H
 #define CUDALAB_CPU_SIMT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cudalab/backend.h"
 #include "cudalab/measure.h"
 #include "cudalab/simt.h"
 #include "cudalab/student.h"
@@ -36,6 +38,7 @@ typedef struct simt_arena {
     uint64_t bytes;
     cl_simt_launch *hdr;
     void *host[CL_SIMT_MAX_BUFFERS];  /* each buffer, where the parent fills and reads it */
+    bool count;                     /* the next launch is the counted one of --counters */
 } simt_arena;
 
 /* Lays out n buffers (at most CL_SIMT_MAX_BUFFERS) in a new arena. 0, or -1
@@ -70,14 +73,28 @@ typedef struct simt_fill {
 void simt_fill_before(simt_arena *a, void *ctx);
 
 /* A family's student run: k's block, its grid or the family's rule, then
- * min(reps, CL_SIMT_MAX_REPS) launches, each after before(a, ctx). Times and the
- * launch as the run reports them. 0, or -1 with err (k->diagnosis filled). */
+ * min(reps, CL_SIMT_MAX_REPS) launches, each after before(a, ctx), and under
+ * --counters one more, counted (simt_counters_due). Times and the launch as
+ * the run reports them. 0, or -1 with err (k->diagnosis filled). */
 int simt_run_student(simt_arena *a, const cl_student_kernel *k, const unsigned grid_rule[3], size_t dyn_smem,
                      const cl_simt_arg *args, int nargs, int reps, simt_before_fn before, void *ctx,
                      cl_times *times, cl_launch *launch, char *err);
 
 /* The block a student's kernel runs with (its dimensions, missing ones 1). */
 void simt_student_block(const cl_student_kernel *k, unsigned block[3]);
+
+/* ---- --counters (counters.c): the CPU backend's simulated counts ---- */
+/* cl_backend.set_counters and cl_backend.counters of the CPU backend. Reading a run's counters
+ * ends its account: the next run starts uncounted. */
+void cl_cpu_set_counters(int on);
+int cl_cpu_counters(cl_counters *out);
+/* Whether the current run still wants its counted launch (--counters, none made yet). */
+bool simt_counters_due(void);
+/* The counted launch's outcome: its report's counts, or why it failed (err). */
+void simt_counters_took(const cl_simt_counts *c);
+void simt_counters_failed(const char *err);
+/* A counted launch's counts under --counters' names (CL_COUNTERS). */
+void simt_counters_of(const cl_simt_counts *c, cl_counters *out);
 
 /* The report's findings in words, one per line, each with its count
  * (cpu/simt/report.c). runner: the executable, for the lines of its

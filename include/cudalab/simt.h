@@ -7,7 +7,8 @@
  * maps it, runs the grid (blocks dealt to a few sandboxed processes, each
  * block's threads as fibers on one host thread), checks every load and store
  * of the student's code against the buffers, shared memory and the other
- * threads, and writes what it found into the header's report. Expected
+ * threads, and writes what it found into the header's report (and, for the
+ * launch --counters adds, what it counted). Expected
  * results never enter the arena: the parent checks the output after the
  * runner has exited, so nothing the student's code does can forge a pass.
  *
@@ -26,7 +27,7 @@ extern "C" {
 #endif
 
 #define CL_SIMT_MAGIC 0x434c73696d74ull     /* "CLsimt" */
-#define CL_SIMT_VERSION 1
+#define CL_SIMT_VERSION 2
 #define CL_SIMT_MAX_BUFFERS 6
 #define CL_SIMT_MAX_ARGS 12
 #define CL_SIMT_NAME_LEN 24
@@ -115,11 +116,39 @@ typedef struct cl_simt_finding {
     char what[CL_SIMT_TEXT_LEN];    /* a shared array's name and shape, an assert's text, a signal */
 } cl_simt_finding;
 
+/* --counters on the CPU runner. What a counted launch (cl_simt_launch.count) did, summed over
+ * the runner's processes: warp-wide requests as cpu/simt/runtime/count.c groups lanes' accesses
+ * into them, and the distinct sectors of global memory read and written. The CPU backend turns
+ * them into --counters' names (cpu/simt/counters.c); CL_SIMT_COUNTS_MODEL is the model in words,
+ * for whoever reads the counts (the run's document and the view's note). */
+#define CL_SIMT_SECTOR_BYTES 32     /* the unit global memory moves in (an L1/L2 sector) */
+#define CL_SIMT_COUNTS_MODEL                                                                        \
+    "counted on the CPU runner, not measured: the k-th access a lane makes at an instruction joins " \
+    "its warp's k-th request there (until the warp's lanes meet at a barrier or warp operation); "  \
+    "sectors/load: distinct 32-byte sectors per warp-wide global load; bank conflicts: per shared " \
+    "load or store, the most distinct 4-byte words one of 32 banks holds, less the wavefronts the " \
+    "words need at least (same word: a broadcast); warp eff: active lanes per warp-wide memory "    \
+    "request (memory instructions only); DRAM: each 32-byte sector read or written once per launch " \
+    "(an L2 as large as the data); no cache hit rates, occupancy or FLOPs"
+
+typedef struct cl_simt_counts {
+    uint64_t requests;              /* warp-wide memory requests: global, shared, atomic */
+    uint64_t active_lanes;          /* lanes that took part in them */
+    uint64_t global_loads;          /* warp-wide global loads (not atomics) */
+    uint64_t global_load_sectors;   /* distinct 32-byte sectors they touched, each load's own */
+    uint64_t shared_requests;       /* warp-wide shared loads and stores (not atomics) */
+    uint64_t bank_conflicts;        /* their extra wavefronts (warp_bank_conflicts) */
+    uint64_t read_sectors;          /* distinct sectors of the buffers read in the launch */
+    uint64_t written_sectors;       /* and written (an atomic does both) */
+    uint64_t uncounted;             /* accesses past the request table's bound: left out */
+} cl_simt_counts;
+
 typedef struct cl_simt_report {
     volatile uint32_t lock;         /* a spin lock between the runner's processes */
     uint32_t done;                  /* the runner finished the grid (1) */
     double ms;                      /* wall time of the grid */
     cl_simt_finding findings[CL_SIMT_NKINDS];
+    cl_simt_counts counts;          /* a counted launch's (count = 1) */
 } cl_simt_report;
 
 typedef struct cl_simt_launch {
@@ -131,6 +160,7 @@ typedef struct cl_simt_launch {
     uint64_t dyn_smem;              /* bytes of extern __shared__ per block */
     double limit_ms;                /* the runner stops itself past this (the parent kills at 2×) */
     uint64_t mem_limit;             /* bytes of address space per process */
+    uint32_t count;                 /* 1: also count the launch's requests (--counters; slower) */
     uint32_t nbuffers, nargs;
     cl_simt_buffer buffers[CL_SIMT_MAX_BUFFERS];
     cl_simt_arg args[CL_SIMT_MAX_ARGS];

@@ -160,13 +160,16 @@ typedef int (*sweep_point_fn)(magic_ctx *ctx, const json_t *params, json_t *runs
      .help = "time alongside other kernels' commands (by default each point's timed runs have the GPU to " \
              "themselves, and the wait is reported apart)"}
 
-/* --counters: each run again under the GPU's performance counters (never a timed one). */
+/* --counters: each run again under the GPU's performance counters, or the CPU runner's simulation of
+ * them (never a timed one). */
 #define SWEEP_COUNTERS_FLAG \
     {.name = "counters", .type = FLAG_BOOL, .def = "false", \
      .help = "also count what each run did: DRAM bytes read and written, L2 and L1 hit rates, achieved " \
              "occupancy, shared-memory bank conflicts, sectors per global load, warp execution efficiency " \
              "and FP32 operations, read from the GPU's performance counters (CUPTI) while each variant runs " \
-             "again, untimed (once per pass the counters need); shown beside the lecture's model"}
+             "again, untimed (once per pass the counters need); shown beside the lecture's model. Without a " \
+             "GPU, your kernels (and the broken variants) are counted by the CPU runner instead: sectors, " \
+             "bank conflicts, warp efficiency and DRAM bytes of a simulation, under the same names"}
 
 /* --roofline: each run as a point under the device's roofs (sweep_roofline.c), one run or a sweep. */
 #define SWEEP_ROOFLINE_FLAG \

@@ -1,15 +1,18 @@
 /* sweep_counters.c — --counters in a run's document and in the sweep's table.
  *
  * The backend counts one more, untimed run of each variant (cl_backend.set_counters, counters:
- * CUPTI on a GPU); this file writes what it counted under the result document's stable names
- * (CL_COUNTERS in cudalab/backend.h), or "unavailable" with the reason, and gives the table its
- * columns. A family adds its own columns that set a model beside a count (matmul: the lecture's
- * global loads beside the DRAM bytes) with sweep_column.counted.
+ * CUPTI on a GPU, the CPU runner's simulation of a student's kernel without one); this file writes
+ * what it counted under the result document's stable names (CL_COUNTERS in cudalab/backend.h),
+ * with its source ("hardware (...)" or "simulation (...)", a simulation's model beside it as
+ * "note"), or "unavailable" with the reason, and gives the table its columns. A family adds its
+ * own columns that set a model beside a count (matmul: the lecture's global loads beside the DRAM
+ * bytes) with sweep_column.counted.
  */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "cudalab/simt.h"
 #include "render/render.h"
 #include "magic/sweep.h"
 #include "magic/sweep_internal.h"
@@ -25,6 +28,10 @@ const sweep_column sweep_counter_columns[] = {
     {.path = "counters.warp_execution_efficiency_pct", .header = "warp eff %", .only_with = "counters.warp_execution_efficiency_pct"},
     {.path = NULL},
 };
+
+/* How a count's source begins: read from a GPU's counters, or simulated (the CPU runner). */
+#define HARDWARE "hardware"
+#define SIMULATED "simulation"
 
 static json_t *real_or_null(double x)
 {
@@ -60,18 +67,23 @@ void sweep_add_counters(magic_ctx *ctx, json_t *run)
 #undef CL_COUNTER_JSON_
         double dram = c.dram_read_bytes + c.dram_write_bytes;
         json_object_set_new(j, "flop_per_dram_byte", real_or_null(dram > 0 ? c.flop / dram : NAN));
+        if (strncmp(c.source, SIMULATED, strlen(SIMULATED)) == 0)
+            json_object_set_new(j, "note", json_string(CL_SIMT_COUNTS_MODEL));
     }
     json_object_set_new(run, "counters", j);
 }
 
-/* Whether any run has counts (not only "unavailable"). */
-static bool sweep_counted(const json_t *runs)
+/* Whether any run has counts (not only "unavailable") from a source that begins with how. */
+static bool sweep_counted(const json_t *runs, const char *how)
 {
     size_t i;
     const json_t *run;
-    json_array_foreach(runs, i, run)
-        if (json_is_number(json_object_get(json_object_get(run, "counters"), "passes")))
+    json_array_foreach(runs, i, run) {
+        const json_t *c = json_object_get(run, "counters");
+        const char *src = json_string_value(json_object_get(c, "source"));
+        if (json_is_number(json_object_get(c, "passes")) && src && strncmp(src, how, strlen(how)) == 0)
             return true;
+    }
     return false;
 }
 
@@ -84,7 +96,9 @@ static const char *unavailable_reason(const json_t *run)
 void sweep_counters_note(json_t *view, const json_t *runs)
 {
     sweep_reasons_note(view, runs, unavailable_reason, "counters unavailable");
-    if (sweep_counted(runs))
+    if (sweep_counted(runs, HARDWARE))
         view_add_note(view, "counters: each variant run again, untimed, under the GPU's performance counters "
                       "(CUPTI: one run per pass the counters need, each from a flushed L2 as a timed run)");
+    if (sweep_counted(runs, SIMULATED))
+        view_add_note(view, "counters: each kernel run again, untimed, " CL_SIMT_COUNTS_MODEL);
 }

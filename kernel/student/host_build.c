@@ -26,16 +26,19 @@
 
 #define CELL_FILE "cell"
 #define ENTRY_FILE "cudalab-entry"
-#define BUILD_FORMAT "2"            /* bump when what a runner is changes */
+#define BUILD_FORMAT "3"            /* bump when what a runner is changes */
 #define COMPILE_LIMIT_S 120
 #define LOG_MAX (32u << 10)
 
 /* The host compiler's options: every access instrumented (-fsanitize=thread,
  * whose calls our runtime answers; libtsan is never linked), DWARF 4 (whose
- * line table names the #line file, "cell", for addr2line), fixed addresses. */
+ * line table names the #line file, "cell", for addr2line), fixed addresses,
+ * and no jump threading: it copies the code after a branch into each path, so
+ * that an access the lanes of a warp make together after an if would be two
+ * instructions, which --counters' requests (cpu/simt/runtime/count.c) keep apart. */
 static const char *const host_flags[] = {
     "-std=c++17", "-O2", "-gdwarf-4", "-w", "-fsanitize=thread", "--param", "tsan-instrument-func-entry-exit=0",
-    "-fno-exceptions", "-fno-rtti", "-no-pie", "-fno-pie",
+    "-fno-thread-jumps", "-fno-exceptions", "-fno-rtti", "-no-pie", "-fno-pie",
 };
 
 /* ---- where things are ---- */

@@ -1,6 +1,7 @@
 """The CPU runner's own runtime under valgrind memcheck (CUDALAB_RUNNER_VALGRIND=1 runs each runner
-under it): fibers switching stacks at every barrier, warp shuffles, shared and global checks, a
-finding's report and a fault all stay clean. Skipped where valgrind is not installed."""
+under it): fibers switching stacks at every barrier, warp shuffles, shared and global checks, the
+counting of --counters, a finding's report and a fault all stay clean. Skipped where valgrind is not
+installed."""
 from __future__ import annotations
 
 import shutil
@@ -43,9 +44,10 @@ def kc(start_kernel):
 def test_runner_is_clean_under_valgrind(kc):
     c, text, _ = compiled(kc, TILED.replace("--name mytiled", "--name mytiled --no-check"))
     assert c["status"] == "ok", text
-    c, text, doc = cell(kc, "%matmul --m 40 --n 24 --k 33 --variant mytiled --reps 1", timeout=300)
+    c, text, doc = cell(kc, "%matmul --m 40 --n 24 --k 33 --variant mytiled --reps 1 --counters", timeout=300)
     assert c["status"] == "ok", text
     assert doc["runs"][0]["check"]["passed"] is True
+    assert doc["runs"][0]["counters"]["source"] == "simulation (CPU runner)"
     # a finding (the missing barrier's race) and a fault (past the end of C) are clean too
     bugs = TILED.replace("--name mytiled", "--name mybug --no-check").replace("mytiled(", "mybug(") \
         .replace("        __syncthreads();\n    }", "    }").replace("    if (row < M && col < N)\n", "")
@@ -54,6 +56,7 @@ def test_runner_is_clean_under_valgrind(kc):
     assert c["status"] == "error" and c["ename"] == "KernelError", c.get("evalue")
     assert "valgrind" not in c["evalue"]
     assert compiled(kc, SHUFFLE)[0]["status"] == "ok"
-    c, text, doc = cell(kc, "%reduce --size 3000 --variant myshfl --reps 1", timeout=300)
+    c, text, doc = cell(kc, "%reduce --size 3000 --variant myshfl --reps 1 --counters", timeout=300)
     assert c["status"] == "ok", text
     assert doc["runs"][0]["check"]["passed"] is True
+    assert doc["runs"][0]["counters"]["source"] == "simulation (CPU runner)"

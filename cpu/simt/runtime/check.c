@@ -457,11 +457,16 @@ static void access_check(uintptr_t a, unsigned size, uint32_t how, void *ret)
         return;                     /* static initialisation, before any thread */
     uint64_t pc = (uint64_t)(uintptr_t)ret;
     t->last_pc = pc;
-    if (a - sh_lo < SHARED_BYTES)
+    /* an access that returns from its check was inside its memory: counted under --counters */
+    if (a - sh_lo < SHARED_BYTES) {
         shared_access(a, size, how, pc);
-    else if (a - arena_lo < arena_hi - arena_lo)
+        if (count_on)
+            count_access(a - sh_lo, size, how, pc, true);
+    } else if (a - arena_lo < arena_hi - arena_lo) {
         global_access(a, size, how, pc);
-    else if (a - (uintptr_t)__executable_start < (uintptr_t)(end - __executable_start))
+        if (count_on)
+            count_access(a - arena_lo, size, how, pc, false);
+    } else if (a - (uintptr_t)__executable_start < (uintptr_t)(end - __executable_start))
         return;
     else {
         finding(CL_SIMT_WILD, thread_key(), pc, how, -1, (int64_t)a, NULL, NULL);

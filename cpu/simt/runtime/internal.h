@@ -1,6 +1,7 @@
 /* internal.h — the runner's own declarations (cpu/simt/runtime/): the state
  * of the process that runs blocks, shared by the scheduler (sched.c), the
- * memory checks (check.c), the fibers (fiber.c) and the process (runner.c).
+ * memory checks (check.c), the fibers (fiber.c), the counting of --counters
+ * (count.c) and the process (runner.c).
  *
  * One runner process runs one block at a time on one host thread; each of
  * the block's threads is a fiber. Nothing here is touched by two host threads.
@@ -94,6 +95,21 @@ void *check_shared_alloc(int id, size_t elem, size_t align, const char *name, in
 /* The shared memory of this launch, for the fiber stacks' and the shadows' ranges. */
 extern uintptr_t stack_lo, stack_hi;    /* all fiber stacks */
 
+/* ---- --counters (count.c) ---- */
+/* The launch is counted (cl_simt_launch.count): the checks call count_access. */
+extern bool count_on;
+/* Reads the header's count; when set, the tables and the bitmaps shared by the processes (call
+ * before forking). 0, or -1. */
+int count_init(void);
+/* A checked access of the running thread: offset from the arena's start (global) or the block's
+ * shared memory's (shared), size bytes, CL_SIMT_READ / WRITE / ATOMIC, at the code address pc. */
+void count_access(uintptr_t offset, unsigned size, uint32_t how, uint64_t pc, bool shared);
+/* Every live lane of warp w (of every warp: block) is at one point: its requests are complete. */
+void count_flush_warp(uint32_t w);
+void count_flush_block(void);
+/* The process has run its blocks: its totals into the report. */
+void count_finish(void);
+
 /* ---- findings (runner.c) ---- */
 /* Where the running thread is. */
 void where_now(cl_simt_where *w, uint64_t pc, uint32_t access);
@@ -101,6 +117,8 @@ void where_now(cl_simt_where *w, uint64_t pc, uint32_t access);
 void report_finding(int kind, uint64_t key, const cl_simt_finding *f);
 /* The running thread stops here (a fault): the block goes on without it, the launch is failed. */
 void thread_fault(void) __attribute__((noreturn));
+/* Adds a process's counts to the report's (count.c). */
+void report_add_counts(const cl_simt_counts *c);
 /* Ends the process after a fatal finding (timeout, crash). */
 void runner_exit(int code) __attribute__((noreturn));
 

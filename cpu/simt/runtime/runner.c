@@ -9,7 +9,8 @@
  * What goes wrong ends as a finding in the arena's report, never as a crash
  * nobody explains: a fault or a trap in the student's code names the thread
  * and the place; a thread past the time limit is stopped where it loops; a
- * forbidden system call is named by number.
+ * forbidden system call is named by number. A launch counted for --counters
+ * (count.c) adds each process's counts to the same report.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -91,6 +92,22 @@ void report_finding(int kind, uint64_t key, const cl_simt_finding *f)
     unlock();
     if (fatal(kind))
         stop_everyone();
+}
+
+void report_add_counts(const cl_simt_counts *c)
+{
+    cl_simt_counts *sum = &launch->report.counts;
+    lock();
+    sum->requests += c->requests;
+    sum->active_lanes += c->active_lanes;
+    sum->global_loads += c->global_loads;
+    sum->global_load_sectors += c->global_load_sectors;
+    sum->shared_requests += c->shared_requests;
+    sum->bank_conflicts += c->bank_conflicts;
+    sum->read_sectors += c->read_sectors;
+    sum->written_sectors += c->written_sectors;
+    sum->uncounted += c->uncounted;
+    unlock();
 }
 
 void runner_exit(int code)
@@ -325,7 +342,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "cudalab runner: usage: %s ARENA_FD (a launch prepared by cudalab)\n", argv[0]);
         return 2;
     }
-    if (check_init() != 0 || sched_init() != 0 || install_signals() != 0) {
+    if (check_init() != 0 || sched_init() != 0 || count_init() != 0 || install_signals() != 0) {
         fprintf(stderr, "cudalab runner: out of memory setting up the launch\n");
         return 2;
     }
@@ -343,6 +360,7 @@ int main(int argc, char **argv)
             if (sandbox() != 0)
                 _exit(2);
             sched_run_blocks();
+            count_finish();
             runner_exit(0);
         }
         if (p > 0)
@@ -353,6 +371,7 @@ int main(int argc, char **argv)
         return 2;
     }
     sched_run_blocks();
+    count_finish();
     for (uint32_t i = 0; i < nkids; i++) {
         int st = 0;
         while (waitpid(kids[i], &st, 0) < 0 && errno == EINTR)

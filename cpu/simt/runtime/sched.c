@@ -149,6 +149,7 @@ static void barrier_release(void)
         t->warp_out = (uint64_t)preds;
     }
     blk.at_barrier = 0;
+    count_flush_block();
 }
 
 static int block_sync(int pred, int line)
@@ -247,6 +248,7 @@ static void warp_release(uint32_t w)
     }
     wp->waiting = 0;
     wp->sync++;
+    count_flush_warp(w);
 }
 
 /* mask is not read: the lanes that take part are the warp's live ones (a lane
@@ -303,7 +305,9 @@ static void thread_left(sim_thread *t)
 {
     blk.live--;
     uint32_t w = t->linear / 32;
-    if (blk.warps[w].waiting > 0 && (uint32_t)blk.warps[w].waiting == warp_live(w))
+    if (warp_live(w) == 0)
+        count_flush_warp(w);
+    else if (blk.warps[w].waiting > 0 && (uint32_t)blk.warps[w].waiting == warp_live(w))
         warp_release(w);
     if (blk.at_barrier > 0 && blk.at_barrier == blk.live)
         barrier_release();
@@ -385,6 +389,7 @@ static void run_block(uint64_t linear)
             break;
         }
     }
+    count_flush_block();            /* (every warp's end flushed it, unless the block was stopped) */
 }
 
 int sched_run_blocks(void)

@@ -1,0 +1,87 @@
+/* counters.c — --counters on the CPU backend: a student's kernel counted by the CPU runner.
+ *
+ * A CPU has no counters of a GPU's memory system, but the runner sees every access of a student's
+ * kernel (a %%kernel cell, a variant broken on purpose), so the run that --counters adds is a
+ * launch that also groups them into warp-wide requests (cpu/simt/runtime/count.c); this file keeps
+ * the current run's account and gives its counts the names the hardware's have (CL_COUNTERS), with
+ * the source "simulation (CPU runner)". What the simulation does not model (caches' hit rates,
+ * occupancy, FLOPs) stays NaN: null in the document, "-" in the table. The CPU analogues of the
+ * built-in variants run no kernel the runner could watch: their runs say so.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "simt_launch.h"
+
+#define SOURCE "simulation (CPU runner)"
+#define NOT_RUN "the CPU backend has no hardware counters, and simulates them only for kernels on its " \
+                "CPU runner (a %%kernel cell's, a broken variant's): not for its analogue of this variant " \
+                "(run on a GPU)"
+
+static bool wanted;
+static bool tried;                  /* the current run made its counted launch */
+static cl_counters current;
+
+static void new_run(void)
+{
+    memset(&current, 0, sizeof current);
+    snprintf(current.unavailable, sizeof current.unavailable, "%s", NOT_RUN);
+    tried = false;
+}
+
+void cl_cpu_set_counters(int on)
+{
+    wanted = on != 0;
+    new_run();
+}
+
+int cl_cpu_counters(cl_counters *out)
+{
+    if (!wanted)
+        return -1;
+    *out = current;
+    new_run();
+    return 0;
+}
+
+bool simt_counters_due(void)
+{
+    return wanted && !tried;
+}
+
+void simt_counters_took(const cl_simt_counts *c)
+{
+    tried = true;
+    simt_counters_of(c, &current);
+}
+
+void simt_counters_failed(const char *err)
+{
+    tried = true;
+    snprintf(current.unavailable, sizeof current.unavailable, "the counted launch on the CPU runner failed: %s",
+             err);
+}
+
+static double ratio(uint64_t num, uint64_t den)
+{
+    return den ? (double)num / (double)den : NAN;
+}
+
+void simt_counters_of(const cl_simt_counts *c, cl_counters *out)
+{
+    memset(out, 0, sizeof *out);
+    out->measured = 1;
+    out->passes = 1;
+    if (c->uncounted)
+        snprintf(out->source, sizeof out->source, "simulation (CPU runner; truncated: %llu accesses not counted)",
+                 (unsigned long long)c->uncounted);
+    else
+        snprintf(out->source, sizeof out->source, SOURCE);
+    out->dram_read_bytes = (double)c->read_sectors * CL_SIMT_SECTOR_BYTES;
+    out->dram_write_bytes = (double)c->written_sectors * CL_SIMT_SECTOR_BYTES;
+    out->l2_hit_pct = out->l1_hit_pct = out->achieved_occupancy_pct = out->flop = NAN;
+    out->shared_bank_conflicts = (double)c->bank_conflicts;
+    out->global_load_sectors_per_request = ratio(c->global_load_sectors, c->global_loads);
+    out->warp_execution_efficiency_pct = 100 * ratio(c->active_lanes, CL_CPU_MODEL_WARP * c->requests);
+}

@@ -1,0 +1,230 @@
+/* count.c — --counters on the CPU runner: what a launch would have asked of a GPU's memory
+ * system, counted while it runs (only the one launch the CPU backend marks as counted, so that
+ * timed launches pay one branch per access for it).
+ *
+ * A GPU serves a warp's access as one request for all its active lanes; here the lanes run one
+ * after another (each a fiber, until it waits), so their accesses are grouped back into requests:
+ * the k-th access a lane makes at an instruction (the return address of the compiler's check
+ * call, one per access in the code; a load and a store apart) joins its warp's k-th request at
+ * that instruction. In convergent code that is exactly the warp's request; where lanes diverge,
+ * the lanes that took a branch meet in its requests, in the order they made them. Counting
+ * restarts at each point every live lane of the warp has reached together (a __syncthreads(), a
+ * warp operation, the warp's end), where the warp's requests are complete: they are flushed into
+ * the process's totals there (request.c's arithmetic).
+ *
+ * Until then each lane logs its accesses at an instruction in order, so that request k is the
+ * k-th entry of every lane's log that has one: a lane runs alone for long stretches, and its own
+ * log is written in sequence. A request is opened by its first lane, at most OPEN_MAX of them in
+ * a process at once (a lane's loop of thousands of loads before a barrier fits): past that, an
+ * instruction opens no more until its warp's next flush, and its later accesses are left out
+ * ("uncounted", and the counts say so), so that every request counted is whole: the first ones of
+ * each instruction.
+ *
+ * Global memory's traffic is modelled as compulsory: each distinct 32-byte sector of the buffers
+ * read (written) in the launch counts once (an L2 as large as the data), in bitmaps shared by the
+ * processes that run blocks.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "internal.h"
+#include "request.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define SITES 64                    /* instructions a warp tracks between two flushes (a power of 2) */
+#define OPEN_MAX (1u << 16)         /* requests open at once in a process: logs of 32 lanes × 8 bytes
+                                       each, 16 MiB (twice that as they grow) */
+#define LOG_KEPT 16                 /* a lane's log up to this long stays allocated after a flush
+                                       (a tile's loop between barriers) for the next instruction there */
+
+/* What an instruction does: the totals it feeds. */
+enum { GLOBAL_LOAD, GLOBAL_STORE, GLOBAL_ATOMIC, SHARED_ACCESS, SHARED_ATOMIC };
+
+/* One lane's accesses at one instruction, since its warp's last flush. */
+typedef struct lane_log {
+    uint32_t seen;                  /* accesses made: the next one's request */
+    uint32_t logged;                /* of which the first logged are in the log */
+    uint32_t cap;
+    uint64_t *log;                  /* offset << 16 | bytes, in the order the lane made them */
+} lane_log;
+
+/* A warp's instructions, found by their key (pc << 3 | kind; 0: a free slot, its logs kept for
+ * the next): the keys apart, so that finding one reads one cache line. */
+typedef struct warp_table {
+    uint64_t key[SITES];
+    uint32_t opened[SITES];         /* requests opened at the instruction */
+    bool closed[SITES];             /* past OPEN_MAX: it opens no more until the flush */
+    lane_log lanes[SITES][WARP_LANES];
+    bool used;                      /* anything to flush */
+} warp_table;
+
+bool count_on;
+static warp_table *tables;          /* one per warp of the block */
+static uint32_t open_requests;      /* opened in every warp's table of the process */
+static cl_simt_counts mine;         /* this process's totals, added to the report at its end */
+static uint64_t *read_map, *write_map;  /* a bit per sector of the arena, shared by the processes */
+
+int count_init(void)
+{
+    count_on = launch->count != 0;
+    if (!count_on)
+        return 0;
+    tables = calloc(blk.nwarps, sizeof *tables);
+    size_t words = (launch->arena_bytes / CL_SIMT_SECTOR_BYTES + 63) / 64;
+    read_map = mmap(NULL, words * 8, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    write_map = mmap(NULL, words * 8, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return tables && read_map != MAP_FAILED && write_map != MAP_FAILED ? 0 : -1;
+}
+
+/* The sectors of [offset, offset + size) into map; the ones no process had marked, counted. A
+ * marked bit is only read: the processes share the map, and a write to a word every one of them
+ * reads would send its cache line back and forth at each access. */
+static void mark_sectors(uint64_t *map, uint64_t offset, unsigned size, uint64_t *fresh)
+{
+    for (uint64_t s = offset / CL_SIMT_SECTOR_BYTES; s <= (offset + size - 1) / CL_SIMT_SECTOR_BYTES; s++) {
+        uint64_t bit = 1ull << (s % 64), *word = &map[s / 64];
+        if (!(__atomic_load_n(word, __ATOMIC_RELAXED) & bit) && !(__atomic_fetch_or(word, bit, __ATOMIC_RELAXED) & bit))
+            (*fresh)++;
+    }
+}
+
+#define KIND_BITS 3                 /* a key's low bits: its kind */
+
+/* The slot of (pc, kind) in t, claimed if new; -1 when every slot is taken. */
+static int site_of(warp_table *t, uint64_t pc, uint32_t kind)
+{
+    uint64_t key = pc << KIND_BITS | kind;  /* code addresses are far below 2^61 */
+    for (uint32_t i = 0; i < SITES; i++) {
+        uint32_t at = (uint32_t)((key * 0x9E3779B97F4A7C15ull >> 58 ^ i) & (SITES - 1));
+        if (t->key[at] == key)
+            return (int)at;
+        if (t->key[at] == 0) {
+            t->key[at] = key;
+            return (int)at;
+        }
+    }
+    return -1;
+}
+
+/* Appends entry to a lane's log: false when memory ran out. */
+static bool log_access(lane_log *g, uint64_t entry)
+{
+    if (g->logged == g->cap) {
+        uint32_t cap = g->cap ? 2 * g->cap : LOG_KEPT;
+        uint64_t *log = realloc(g->log, cap * sizeof *log);
+        if (!log)
+            return false;
+        g->log = log, g->cap = cap;
+    }
+    g->log[g->logged++] = entry;
+    return true;
+}
+
+/* Whether request k at slot at of t is open, opening it (k is then the next one) when there is
+ * room. */
+static bool request_open(warp_table *t, int at, uint32_t k)
+{
+    if (k < t->opened[at])
+        return true;
+    if (t->closed[at] || open_requests >= OPEN_MAX) {
+        t->closed[at] = true;
+        return false;
+    }
+    t->opened[at]++;
+    open_requests++;
+    return true;
+}
+
+void count_access(uintptr_t offset, unsigned size, uint32_t how, uint64_t pc, bool shared)
+{
+    uint32_t kind = shared ? (how & CL_SIMT_ATOMIC ? SHARED_ATOMIC : SHARED_ACCESS)
+                           : how & CL_SIMT_ATOMIC ? GLOBAL_ATOMIC : how & CL_SIMT_WRITE ? GLOBAL_STORE : GLOBAL_LOAD;
+    if (!shared) {
+        if (kind != GLOBAL_STORE)
+            mark_sectors(read_map, offset, size, &mine.read_sectors);
+        if (kind != GLOBAL_LOAD)
+            mark_sectors(write_map, offset, size, &mine.written_sectors);
+    }
+    warp_table *t = &tables[blk.cur->linear / WARP_LANES];
+    int at = site_of(t, pc, kind);
+    if (at < 0) {
+        mine.uncounted++;
+        return;
+    }
+    t->used = true;
+    /* an access is numbered whether or not it could be logged; a lane whose log missed one logs
+     * no more here (its log must stay the prefix of its accesses that request k indexes) */
+    lane_log *g = &t->lanes[at][blk.cur->linear % WARP_LANES];
+    uint32_t k = g->seen++;
+    uint64_t entry = (uint64_t)offset << 16 | (size < LANE_BYTES_MAX ? size : LANE_BYTES_MAX);
+    if (g->logged != k || !request_open(t, at, k) || !log_access(g, entry))
+        mine.uncounted++;
+}
+
+static void tally(uint32_t kind, const warp_request *r)
+{
+    mine.requests++;
+    mine.active_lanes += (uint64_t)__builtin_popcount(r->mask);
+    if (kind == GLOBAL_LOAD) {
+        mine.global_loads++;
+        mine.global_load_sectors += warp_sectors(r);
+    } else if (kind == SHARED_ACCESS) {
+        mine.shared_requests++;
+        mine.bank_conflicts += warp_bank_conflicts(r);
+    }
+}
+
+/* The n requests of one instruction: request k is the k-th entry of every lane's log that has one. */
+static void flush_site(uint32_t kind, uint32_t n, lane_log *lanes)
+{
+    for (uint32_t k = 0; k < n; k++) {
+        warp_request r;
+        r.mask = 0;
+        for (uint32_t l = 0; l < WARP_LANES; l++)
+            if (lanes[l].logged > k) {
+                r.mask |= 1u << l;
+                r.offset[l] = (uint32_t)(lanes[l].log[k] >> 16);
+                r.bytes[l] = (uint16_t)lanes[l].log[k];
+            }
+        tally(kind, &r);
+    }
+    for (uint32_t l = 0; l < WARP_LANES; l++) {
+        lane_log *g = &lanes[l];
+        g->seen = g->logged = 0;
+        if (g->cap > LOG_KEPT) {
+            free(g->log);
+            g->log = NULL, g->cap = 0;
+        }
+    }
+}
+
+void count_flush_warp(uint32_t w)
+{
+    warp_table *t = count_on ? &tables[w] : NULL;
+    if (!t || !t->used)
+        return;
+    for (uint32_t i = 0; i < SITES; i++)
+        if (t->key[i]) {
+            flush_site((uint32_t)(t->key[i] & ((1u << KIND_BITS) - 1)), t->opened[i], t->lanes[i]);
+            open_requests -= t->opened[i];
+            t->key[i] = 0, t->opened[i] = 0, t->closed[i] = false;
+        }
+    t->used = false;
+}
+
+void count_flush_block(void)
+{
+    for (uint32_t w = 0; count_on && w < blk.nwarps; w++)
+        count_flush_warp(w);
+}
+
+void count_finish(void)
+{
+    if (!count_on)
+        return;
+    count_flush_block();
+    report_add_counts(&mine);
+}
