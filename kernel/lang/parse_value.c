@@ -223,10 +223,24 @@ static json_t *list_item(const flag_spec *f, const char *piece, const char *whol
                   : fail(msg, len, "--%s: empty item in the list '%.*s'", f->name, utf8_clip(whole, QUOTE_MAX), whole);
 }
 
-/* A comma list: every item parsed alone; an empty item is a typo. */
+/* A comma list: every item parsed alone; an empty item is a typo. In a text list of NAME=VALUE
+ * items (-D), an item without '=' is one more value of the NAME before it: UNROLL=1,2,4 is
+ * UNROLL=1, UNROLL=2 and UNROLL=4, as the help writes it. */
 static json_t *list_value(const flag_spec *f, const char *text, char *msg, size_t len)
 {
-    return split_value(f, text, ",", list_item, msg, len);
+    json_t *list = split_value(f, text, ",", list_item, msg, len), *v;
+    const char *name = NULL;
+    size_t i, name_len = 0;
+    json_array_foreach(f->type == FLAG_STRING ? list : NULL, i, v) {
+        const char *item = json_string_value(v), *eq = strchr(item, '=');
+        if (eq) {
+            name = item;
+            name_len = (size_t)(eq - item);
+        } else if (name) {
+            json_array_set_new(list, i, json_sprintf("%.*s=%s", (int)name_len, name, item));
+        }
+    }
+    return list;
 }
 
 json_t *flag_value_parse(const flag_spec *f, const char *text, char *msg, size_t len)

@@ -32,6 +32,7 @@ static const flag_spec variants_flag = {.name = "variant", .type = FLAG_CHOICE, 
 static const flag_spec block_flag = {.name = "block", .type = FLAG_DIMS, .imin = 1, .imax = 1024};
 static const flag_spec check_flag = {.name = "check", .type = FLAG_BOOL};
 static const flag_spec title_flag = {.name = "title", .type = FLAG_STRING};
+static const flag_spec define_flag = {.name = "define", .type = FLAG_STRING, .opts = FLAG_LIST};
 static const flag_spec width_flag = {.name = "bin-width", .type = FLAG_INT, .def = "2^4", .imin = 1, .imax = 64};
 static const flag_spec broken_flag = {.name = "broken", .type = FLAG_INT, .def = "lots", .imin = 1, .imax = 9};
 
@@ -343,6 +344,11 @@ static void lists(void **state)
     refused(&tile_flag, ",8", "--tile: empty item in the list ',8'");
     refused(&tile_flag, "8,99", "--tile must be between 1 and 64 (got 99)");
     refused(&size_flag, "8,16", "--size takes one value, not a list (got '8,16')");
+    /* -D: a value without its NAME= belongs to the NAME before it */
+    value_is(&define_flag, "UNROLL=1,2,4", "[\"UNROLL=1\",\"UNROLL=2\",\"UNROLL=4\"]");
+    value_is(&define_flag, "A=1,B=2,3", "[\"A=1\",\"B=2\",\"B=3\"]");
+    value_is(&define_flag, "FAST,X=1", "[\"FAST\",\"X=1\"]");
+    value_is(&define_flag, "UNROLL=4", "\"UNROLL=4\"");
 }
 
 /* ---- defaults and keys ---- */
