@@ -12,7 +12,8 @@ A benchmark, not a test: it asserts nothing; it exits 0 when it could measure (t
 1 when the CLI failed or a check failed, and 0 with a note when there is no GPU. Uses only the
 standard library, so it also runs with the GPU machine's plain python3. About a minute on an H100,
 most of it the sequential cpu variant on 256 MiB.
-Usage: python3 bench/histo.py [--size 2^28] [--reps N] [--block 256] [--bins bytes|letters]
+Usage: python3 bench/histo.py [--size 2^28] [--reps N] [--block B] [--bins bytes|letters]
+(--block: every variant at B; by default each its own: 256, fast 1024)
 """
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", default="2^28")
     ap.add_argument("--reps", default="auto")
-    ap.add_argument("--block", default="256")
+    ap.add_argument("--block", default=None)
     ap.add_argument("--bins", default="bytes", choices=("bytes", "letters"))
     args = ap.parse_args()
 
@@ -64,7 +65,7 @@ def main() -> int:
     common.print_bandwidth("histo", d, peak=True)
 
     doc = run_cell(f"%histo --size {args.size} --variant all --dist {','.join(DISTS)} "
-                   f"--bins {args.bins} --block {args.block} --reps {args.reps} --warmup 3")
+                   f"--bins {args.bins}{f' --block {args.block}' if args.block else ''} --reps {args.reps} --warmup 3")
     size = doc["runs"][0]["size"]
     failed = common.any_check_failed(doc["runs"])
     goals = []
