@@ -193,7 +193,7 @@ static const flag_spec latency_flags[] = {
     {.name = "level", .short_name = 'l', .type = FLAG_CHOICE, .def = NULL, .choices = level_choices,
      .opts = FLAG_LIST, .help = "the rows to measure (default all): register, shared, local, constant, and "
                                 "global memory's l1 (loads cached in L1), l2 (L1 bypassed) and dram (past the L2)"},
-    {.name = "working-set", .short_name = 'w', .type = FLAG_INT, .def = NULL, .imin = 1, .imax = 1ll << 34,
+    {.name = "working-set", .short_name = 'w', .type = FLAG_INT, .def = NULL, .imin = 1, .imax = 1ll << 32,
      .opts = FLAG_LIST, .help = "bytes the chase's cycle spans instead of the level's own (4K, 16M, 1G): a list on "
                                 "--level l1 draws the latency against it, the steps of L1, L2 and DRAM"},
     SWEEP_SEED_FLAG("seed of the random cycle"),
