@@ -47,11 +47,17 @@ static int cache_field(int i, const char *name, char *buf, size_t len)
     return ok ? 0 : -1;
 }
 
-/* The data and unified caches of CPU 0, smallest first: how many (at most max). */
-static int host_caches(host_cache *c, int max)
+/* The data and unified caches of CPU 0, smallest first, into *c: how many. Read from sysfs once
+ * per process (a chase and a sweep's every point ask again). */
+static int host_caches(const host_cache **c)
 {
-    int n = 0;
-    for (int i = 0; i < 8 && n < max; i++) {
+    static host_cache caches[8];
+    static int n = -1;
+    *c = caches;
+    if (n >= 0)
+        return n;
+    n = 0;
+    for (int i = 0; i < 8 && n < 8; i++) {
         char type[32], level[8], size[32];
         if (cache_field(i, "type", type, sizeof type) || cache_field(i, "level", level, sizeof level) ||
             cache_field(i, "size", size, sizeof size))
@@ -61,7 +67,7 @@ static int host_caches(host_cache *c, int max)
         char *end;
         uint64_t b = strtoull(size, &end, 10);
         b <<= *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
-        c[n++] = (host_cache){atoi(level), b};
+        caches[n++] = (host_cache){atoi(level), b};
     }
     return n;
 }
@@ -69,8 +75,8 @@ static int host_caches(host_cache *c, int max)
 /* "host L2 cache (1 MiB)" for the smallest cache that holds ws, else "host DRAM (past the 32 MiB L3)". */
 static void host_level(uint64_t ws, char *buf, size_t len)
 {
-    host_cache c[8];
-    int n = host_caches(c, 8);
+    const host_cache *c;
+    int n = host_caches(&c);
     for (int i = 0; i < n; i++)
         if (ws <= c[i].bytes) {
             snprintf(buf, len, "host L%d cache (%llu KiB)", c[i].level, (unsigned long long)(c[i].bytes >> 10));
@@ -86,8 +92,8 @@ static void host_level(uint64_t ws, char *buf, size_t len)
 /* The largest host cache, bytes (32 MiB when sysfs does not say). */
 static uint64_t host_cache_max(void)
 {
-    host_cache c[8];
-    int n = host_caches(c, 8);
+    const host_cache *c;
+    int n = host_caches(&c);
     return n ? c[n - 1].bytes : 32u << 20;
 }
 
