@@ -28,55 +28,11 @@
 
 /* ---- the host's caches ---- */
 
-typedef struct host_cache {
-    int level;
-    uint64_t bytes;
-} host_cache;
-
-/* The first word of sysfs file index<i>/<name> of CPU 0's caches into buf: 0, or -1. */
-static int cache_field(int i, const char *name, char *buf, size_t len)
-{
-    char path[96];
-    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/%s", i, name);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    int ok = fgets(buf, (int)len, f) != NULL;
-    fclose(f);
-    buf[strcspn(buf, " \n")] = '\0';
-    return ok ? 0 : -1;
-}
-
-/* The data and unified caches of CPU 0, smallest first, into *c: how many. Read from sysfs once
- * per process (a chase and a sweep's every point ask again). */
-static int host_caches(const host_cache **c)
-{
-    static host_cache caches[8];
-    static int n = -1;
-    *c = caches;
-    if (n >= 0)
-        return n;
-    n = 0;
-    for (int i = 0; i < 8 && n < 8; i++) {
-        char type[32], level[8], size[32];
-        if (cache_field(i, "type", type, sizeof type) || cache_field(i, "level", level, sizeof level) ||
-            cache_field(i, "size", size, sizeof size))
-            break;
-        if (strcmp(type, "Instruction") == 0)
-            continue;
-        char *end;
-        uint64_t b = strtoull(size, &end, 10);
-        b <<= *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
-        caches[n++] = (host_cache){atoi(level), b};
-    }
-    return n;
-}
-
 /* "host L2 cache (1 MiB)" for the smallest cache that holds ws, else "host DRAM (past the 32 MiB L3)". */
 static void host_level(uint64_t ws, char *buf, size_t len)
 {
-    const host_cache *c;
-    int n = host_caches(&c);
+    const cl_host_cache *c;
+    int n = cl_host_caches(&c);
     for (int i = 0; i < n; i++)
         if (ws <= c[i].bytes) {
             snprintf(buf, len, "host L%d cache (%llu KiB)", c[i].level, (unsigned long long)(c[i].bytes >> 10));
@@ -87,14 +43,6 @@ static void host_level(uint64_t ws, char *buf, size_t len)
                  c[n - 1].level);
     else
         snprintf(buf, len, "host memory (the caches' sizes are unknown)");
-}
-
-/* The largest host cache, bytes (32 MiB when sysfs does not say). */
-static uint64_t host_cache_max(void)
-{
-    const host_cache *c;
-    int n = host_caches(&c);
-    return n ? c[n - 1].bytes : 32u << 20;
 }
 
 /* ---- the chase ---- */
@@ -159,7 +107,7 @@ static int chase(const cl_latency_args *a, cl_latency_result *r, char *err)
     bool global = level == CL_LAT_L1 || level == CL_LAT_L2 || level == CL_LAT_DRAM;
     uint64_t ws = a->working_set ? a->working_set : cl_latency_default_ws(level);
     if (level == CL_LAT_DRAM && !a->working_set)  /* past this host's caches, whatever they are */
-        ws = 4 * host_cache_max() > HOST_DRAM_MIN ? 4 * host_cache_max() : HOST_DRAM_MIN;
+        ws = 4 * cl_host_cache_max() > HOST_DRAM_MIN ? 4 * cl_host_cache_max() : HOST_DRAM_MIN;
     size_t line = global ? HOST_LINE : sizeof(void *);
     uint64_t slots = level == CL_LAT_REGISTER ? 0 : ws / line;
     if (level != CL_LAT_REGISTER && slots < 2)
@@ -179,7 +127,7 @@ static int chase(const cl_latency_args *a, cl_latency_result *r, char *err)
     free(next);
     double mhz = host_mhz();
     void *p = buf;
-    if (slots && ws <= host_cache_max())
+    if (slots && ws <= cl_host_cache_max())
         p = chase_steps(p, (long long)slots);    /* a warm-up lap, where the lap can stay cached */
     volatile double sink = 0;
     for (r->cycles.reps = 0; cl_rep_more(a->reps, &r->cycles); r->cycles.reps++) {
@@ -261,8 +209,8 @@ static int stream(const cl_stream_args *a, cl_stream_result *r, char *err)
     memset(r, 0, sizeof *r);
     int chains = a->warps_per_sm * a->ilp;
     uint64_t bytes = a->n * sizeof(float);
-    if (bytes < 4 * host_cache_max())
-        bytes = 4 * host_cache_max();           /* loads that the caches would serve hide nothing */
+    if (bytes < 4 * cl_host_cache_max())
+        bytes = 4 * cl_host_cache_max();           /* loads that the caches would serve hide nothing */
     uint64_t slots = bytes / HOST_LINE;
     if (slots < (uint64_t)chains * 2)
         return snprintf(err, CL_ERR_LEN, "%llu floats are too few for %d chases", (unsigned long long)a->n,

@@ -1,5 +1,5 @@
 /* cpu_common.h — what every file of the CPU backend shares: the host clock,
- * the host thread pool (a parallel-for), the launch an analogue reports, and
+ * the host thread pool (a parallel-for), the host's caches, the launch an analogue reports, and
  * (through cudalab/host.h, which the kernel reads too) the thread count and
  * the cancellation flag that long CPU loops poll. One of each, so that every
  * analogue times, splits work and stops the same way.
@@ -48,6 +48,20 @@ int cl_parallel_for(long long count, int threads, void (*fn)(long long i, void *
  * is 0. Returns the number of ranges (at least 1). */
 typedef void (*cl_range_fn)(uint64_t first, uint64_t last, void *ctx);
 int cl_parallel_ranges(uint64_t count, int threads, cl_range_fn fn, void *ctx);
+
+/* ---- the host's caches (cpu/common/cpu_caches.c) ---- */
+
+typedef struct cl_host_cache {
+    int level;                      /* 1, 2, 3 */
+    uint64_t bytes;
+} cl_host_cache;
+
+/* The data and unified caches of CPU 0, smallest first, into *c (static storage): how many (0 when
+ * sysfs does not say). Read from sysfs once per process. */
+int cl_host_caches(const cl_host_cache **c);
+
+/* The largest host cache, bytes (32 MiB when sysfs does not say). */
+uint64_t cl_host_cache_max(void);
 
 /* ---- hot loops ----
  * CL_HOT on the function that holds an analogue's inner loops: on x86-64,

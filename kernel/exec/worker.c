@@ -196,7 +196,8 @@ int worker_exec(const magic_spec *m, const json_t *given, const json_t *cpu_defa
                 magic_ctx *ctx)
 {
     static char note[512];
-    ctx->backend_note = note;
+    ctx->backend_note = ctx->note_buf = note;
+    ctx->note_len = sizeof note;
     /* --backend (SWEEP_BACKEND_FLAG): the CPU backend on request, without waiting for a GPU; a GPU, or an
      * error saying why there is none */
     const char *want = json_string_value(json_object_get(given, "backend"));
@@ -234,12 +235,11 @@ int worker_exec(const magic_spec *m, const json_t *given, const json_t *cpu_defa
      * where the CPU computes for a simulated GPU (CUDALAB_TEST_FAKE_GPU), which stands for a GPU */
     char changed[300] = "";
     int gpus = 0;
-    bool on_cpu = ctx->backend == cl_cpu_backend() && (want_cpu || (backend_gpus(&gpus), gpus == 0));
-    json_t *params = on_cpu ? params_cpu_defaults(m, given, cpu_defaulted, changed, sizeof changed)
-                            : json_incref((json_t *)given);
+    ctx->cpu_defaults = ctx->backend == cl_cpu_backend() && (want_cpu || (backend_gpus(&gpus), gpus == 0));
+    json_t *params = ctx->cpu_defaults ? params_cpu_defaults(m, given, cpu_defaulted, changed, sizeof changed)
+                                       : json_incref((json_t *)given);
     if (changed[0])
-        snprintf(note + strlen(note), sizeof note - strlen(note), "%sCPU defaults: %s", note[0] ? "; " : "",
-                 changed);
+        magic_cpu_default(ctx, changed);
     sharing_begin(ctx, want_cpu, json_is_true(json_object_get(params, "shared_timing")));
     int rc = m->run(ctx, params, body);
     sharing_end();
@@ -384,6 +384,11 @@ int worker_main(int fd)
     char note[512];
     const cl_backend *b = backend_select(note, sizeof note);
     kinfo("worker: backend %s%s%s", b ? b->name : "none yet", note[0] ? ": " : "", note);
+    /* and on the CPU, measure now the host's copy bandwidth that the first memory-bound cell compares
+     * to (a GPU's waits for its first cell: it would hold device memory that another kernel may need) */
+    double gbs;
+    if (b == cl_cpu_backend() && b->copy_bandwidth)
+        b->copy_bandwidth(&gbs, NULL);
     double idle_s = idle_limit_s(), since = monotonic_ms();
     for (;;) {
         /* holding a GPU slot, idle, while another kernel waits for one: let it go (the kernel starts a

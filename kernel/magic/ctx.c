@@ -86,6 +86,16 @@ int magic_turn_take(magic_ctx *ctx, char *err)
     return rc;
 }
 
+void magic_cpu_default(magic_ctx *ctx, const char *what)
+{
+    if (!ctx->note_buf)
+        return;
+    size_t used = strlen(ctx->note_buf);
+    bool first = !strstr(ctx->note_buf, "CPU defaults: ");
+    snprintf(ctx->note_buf + used, ctx->note_len - used, "%s%s", first ? (used ? "; CPU defaults: " : "CPU defaults: ")
+             : ", ", what);
+}
+
 int magic_copy_bandwidth(magic_ctx *ctx, const cl_backend *b, double *gbs, char *err)
 {
     if (!b->copy_bandwidth) {

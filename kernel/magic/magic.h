@@ -118,7 +118,12 @@ typedef struct magic_ctx {
     const magic_out *out;
     void *impl;
     const cl_backend *backend;      /* worker-side: the backend that runs; NULL in the kernel process */
-    const char *backend_note;       /* why this backend (e.g. the CUDA error that made us fall back) */
+    const char *backend_note;       /* why this backend (e.g. the CUDA error that made us fall back), and the
+                                     * CPU's defaults that the command took (magic_cpu_default) */
+    char *note_buf;                 /* backend_note's own buffer of note_len bytes where it can grow; NULL */
+    size_t note_len;
+    bool cpu_defaults;              /* the CPU backend runs for want of a GPU: a default the user left may
+                                     * be the CPU's (flag_spec.cpu_def, magic_cpu_default) */
     const struct result_store *results; /* the session's results (%assert), where there are any */
     struct recording *recording;    /* the session's recorded GPU results (grade/recorded.h), where there is
                                      * a session (the kernel process); NULL elsewhere */
@@ -156,6 +161,9 @@ typedef struct magic_ctx {
 } magic_ctx;
 
 void magic_stream(magic_ctx *ctx, const char *name, const char *text);
+/* Says in the backend note that the command took a CPU default, WHAT as "--size 2^22 (2^24 on a GPU)":
+ * what params_cpu_defaults did for the flags with a cpu_def, for a default a magic sets itself. */
+void magic_cpu_default(magic_ctx *ctx, const char *what);
 #define RESULT_ECHO_MAX 1024     /* bytes of a long string parameter that a result repeats */
 /* Reports the command's result (doc and view stolen; a long input in
  * doc.params is cut to RESULT_ECHO_MAX bytes, its length and digest). */

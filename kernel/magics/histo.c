@@ -62,7 +62,7 @@ static const char *const bins_choices[] = {"bytes", "letters", NULL};
  * (and its CPU reference) serves every variant in turn. */
 static const flag_spec histo_flags[] = {
     {.name = "size", .short_name = 'n', .type = FLAG_INT, .imin = 1, .imax = MAX_SIZE_FLAG,
-     .opts = FLAG_LIST, .help = "random input bytes, generated on the device (default 2^24)"},
+     .opts = FLAG_LIST, .help = "random input bytes, generated on the device (default 2^24; 2^22 on the CPU backend)"},
     {.name = "dist", .type = FLAG_CHOICE, .choices = dist_choices, .opts = FLAG_LIST,
      .help = "random input: uniform (all 256 byte values), text (English-like letters and "
              "spaces) or skewed (90% one byte: atomic contention) (default uniform)"},
