@@ -8,6 +8,11 @@
  * sum_k |a_ik·b_kj|, not against |c_ij|, which can be close to zero by
  * cancellation: float32 accumulation gives errors of about 1e-7 of that scale,
  * while a wrong tile or a missing phase gives 1/k or more.
+ *
+ * A check is part of every cell's wall time: the three vectors go through A,
+ * B and C in one pass each, and the last A and B regenerated are kept for the
+ * next check of the same problem (a student reruns one size, a sweep checks
+ * every variant of it) up to CHECK_KEEP_BYTES.
  */
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +24,9 @@
 #include "cudalab/matmul.h"
 
 #define FREIVALDS_VECTORS 3
+/* A and B regenerated are kept between checks up to this size (both: 2048² at FP32): the worker
+ * holds no more than that for a faster next cell. */
+#define CHECK_KEEP_BYTES ((size_t)32 << 20)
 /* Freivalds' vectors come from their own part of the seeded stream. */
 #define FREIVALDS_STREAM (3ull << 62)
 
@@ -92,9 +100,9 @@ typedef struct verify_job {
     long long m, n, k;
     double *row_rel, *row_abs;      /* per row of C: worst relative and absolute error */
     long long *row_col;             /* and the column where the relative one was seen */
-    /* Freivalds */
-    const double *r;                /* Freivalds: the random vector (n) */
-    double *br, *babs;              /* B·r and |B|·|r| (k) */
+    /* Freivalds, FREIVALDS_VECTORS vectors at once, each array vector-major */
+    const double *r;                /* the random vectors (n each) */
+    double *br, *babs;              /* B·r and |B|·|r| (k each) */
 } verify_job;
 
 /* Records err/scale for one element; a NaN or infinity in C wins over any number. */
@@ -153,35 +161,41 @@ static void full_row(long long i, void *arg)
         free(s);
 }
 
-/* (B·r)_p and (|B|·|r|)_p for one row p of B. */
+/* (B·r)_p and (|B|·|r|)_p for one row p of B, for every vector. */
 static void freivalds_br(long long p, void *arg)
 {
     const verify_job *v = arg;
-    double s = 0, t = 0;
+    double s[FREIVALDS_VECTORS] = {0}, t[FREIVALDS_VECTORS] = {0};
     const float *brow = v->b + p * v->n;
-    for (long long j = 0; j < v->n; j++) {
-        s += brow[j] * v->r[j];
-        t += fabs(brow[j] * v->r[j]);
+    for (long long j = 0; j < v->n; j++)
+        for (int q = 0; q < FREIVALDS_VECTORS; q++) {
+            double x = brow[j] * v->r[q * v->n + j];
+            s[q] += x;
+            t[q] += fabs(x);
+        }
+    for (int q = 0; q < FREIVALDS_VECTORS; q++) {
+        v->br[q * v->k + p] = s[q];
+        v->babs[q * v->k + p] = t[q];
     }
-    v->br[p] = s;
-    v->babs[p] = t;
 }
 
-/* Row i: (C·r)_i against (A·(B·r))_i, scaled by (|A|·|B|·|r|)_i. Keeps the worst
- * over the vectors already seen. */
+/* Row i: (C·r)_i against (A·(B·r))_i, scaled by (|A|·|B|·|r|)_i, the worst over the vectors. */
 static void freivalds_row(long long i, void *arg)
 {
     const verify_job *v = arg;
-    double cr = 0, abr = 0, scale = 0;
+    double cr[FREIVALDS_VECTORS] = {0}, abr[FREIVALDS_VECTORS] = {0}, scale[FREIVALDS_VECTORS] = {0};
     for (long long j = 0; j < v->n; j++)
-        cr += v->c[i * v->n + j] * v->r[j];
-    for (long long p = 0; p < v->k; p++) {
-        abr += v->a[i * v->k + p] * v->br[p];
-        scale += fabs(v->a[i * v->k + p]) * v->babs[p];
-    }
-    double rel = v->row_rel[i], abs_err = v->row_abs[i];
-    long long where = v->row_col[i];
-    track(cr, abr, scale, -1, &rel, &abs_err, &where);
+        for (int q = 0; q < FREIVALDS_VECTORS; q++)
+            cr[q] += v->c[i * v->n + j] * v->r[q * v->n + j];
+    for (long long p = 0; p < v->k; p++)
+        for (int q = 0; q < FREIVALDS_VECTORS; q++) {
+            abr[q] += v->a[i * v->k + p] * v->br[q * v->k + p];
+            scale[q] += fabs(v->a[i * v->k + p]) * v->babs[q * v->k + p];
+        }
+    double rel = 0, abs_err = 0;
+    long long where = -1;
+    for (int q = 0; q < FREIVALDS_VECTORS; q++)
+        track(cr[q], abr[q], scale[q], -1, &rel, &abs_err, &where);
     v->row_rel[i] = rel;
     v->row_abs[i] = abs_err;
     v->row_col[i] = where;
@@ -243,27 +257,54 @@ static void first_wrong(const verify_job *v, double tol, cl_matmul_check *out)
 
 static int freivalds(verify_job *v, uint64_t seed, char *err)
 {
-    double *vec = malloc(((size_t)v->n + 2 * (size_t)v->k) * sizeof *vec);
+    size_t q = FREIVALDS_VECTORS;
+    double *vec = malloc(q * ((size_t)v->n + 2 * (size_t)v->k) * sizeof *vec);
     if (!vec) {
         snprintf(err, CL_ERR_LEN, "out of host memory for Freivalds' vectors");
         return -1;
     }
     v->r = vec;
-    v->br = vec + v->n;
-    v->babs = vec + v->n + v->k;
-    for (long long i = 0; i < v->m; i++) {
-        v->row_rel[i] = 0;
-        v->row_abs[i] = 0;
-        v->row_col[i] = -1;
-    }
-    for (int t = 0; t < FREIVALDS_VECTORS; t++) {
-        for (long long j = 0; j < v->n; j++)
-            vec[j] = cl_uniform(seed, FREIVALDS_STREAM + (uint64_t)t * (uint64_t)v->n + (uint64_t)j);
-        cl_parallel_for(v->k, 0, freivalds_br, v);
-        cl_parallel_for(v->m, 0, freivalds_row, v);
-    }
+    v->br = vec + q * v->n;
+    v->babs = v->br + q * v->k;
+    for (uint64_t j = 0; j < q * (uint64_t)v->n; j++)     /* vector t's j: draw t·n + j, as one at a time */
+        vec[j] = cl_uniform(seed, FREIVALDS_STREAM + j);
+    cl_parallel_for(v->k, 0, freivalds_br, v);
+    cl_parallel_for(v->m, 0, freivalds_row, v);
     free(vec);
     return 0;
+}
+
+/* The last A and B regenerated (B after A) and their problem, while they fit CHECK_KEEP_BYTES. */
+static struct {
+    float *a;
+    int m, n, k;
+    uint64_t seed;
+} kept;
+
+/* A and B of the problem (row-major, B after A), regenerated from the seed or kept from the last
+ * check of the same problem; NULL when out of memory. Release with inputs_done. */
+static float *inputs(int m, int n, int k, uint64_t seed)
+{
+    if (kept.a && kept.m == m && kept.n == n && kept.k == k && kept.seed == seed)
+        return kept.a;
+    free(kept.a);
+    kept.a = NULL;
+    float *a = malloc(((size_t)m * k + (size_t)k * n) * sizeof *a);
+    if (a)
+        cl_matmul_fill(a, a + (size_t)m * k, m, n, k, seed, false);
+    return a;
+}
+
+static void inputs_done(float *a, int m, int n, int k, uint64_t seed)
+{
+    if (a == kept.a)
+        return;
+    if (((size_t)m * k + (size_t)k * n) * sizeof *a > CHECK_KEEP_BYTES) {
+        free(a);
+        return;
+    }
+    kept.a = a;
+    kept.m = m, kept.n = n, kept.k = k, kept.seed = seed;
 }
 
 int cl_matmul_verify(int m, int n, int k, uint64_t seed, const float *c, cl_matmul_format fmt,
@@ -271,11 +312,12 @@ int cl_matmul_verify(int m, int n, int k, uint64_t seed, const float *c, cl_matm
 {
     memset(out, 0, sizeof *out);
     bool full = (double)m * n * k <= CL_MATMUL_FULL_CHECK_MAX;
-    float *a = malloc(((size_t)m * k + (size_t)k * n) * sizeof *a);
+    float *a = inputs(m, n, k, seed);
     double *rows = malloc((size_t)m * 2 * sizeof *rows);
     long long *cols = malloc((size_t)m * sizeof *cols);
     if (!a || !rows || !cols) {
-        free(a);
+        if (a)
+            inputs_done(a, m, n, k, seed);
         free(rows);
         free(cols);
         snprintf(err, CL_ERR_LEN, "out of host memory regenerating A and B for the check "
@@ -283,7 +325,6 @@ int cl_matmul_verify(int m, int n, int k, uint64_t seed, const float *c, cl_matm
         return -1;
     }
     float *b = a + (size_t)m * k;
-    cl_matmul_fill(a, b, m, n, k, seed, false);
     verify_job v = { .a = a, .b = b, .c = c, .m = m, .n = n, .k = k,
                      .row_rel = rows, .row_abs = rows + m, .row_col = cols };
     int rc = 0;
@@ -300,7 +341,7 @@ int cl_matmul_verify(int m, int n, int k, uint64_t seed, const float *c, cl_matm
         if (full && !out->passed)
             first_wrong(&v, out->tol, out);
     }
-    free(a);
+    inputs_done(a, m, n, k, seed);
     free(rows);
     free(cols);
     return rc;

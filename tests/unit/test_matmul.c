@@ -189,6 +189,11 @@ static void check_catches_wrong_elements(void **state)
     c = product_of(50, 40, 30, 9);
     assert_int_equal(cl_matmul_verify(50, 40, 30, 10, c, CL_MATMUL_FMT_FP32, &chk, err), 0);
     assert_false(chk.passed);
+    /* the inputs kept between checks follow the problem, back and forth */
+    assert_int_equal(cl_matmul_verify(50, 40, 30, 9, c, CL_MATMUL_FMT_FP32, &chk, err), 0);
+    assert_true(chk.passed);
+    assert_int_equal(cl_matmul_verify(50, 40, 31, 9, c, CL_MATMUL_FMT_FP32, &chk, err), 0);
+    assert_false(chk.passed);
     free(c);
 }
 
