@@ -121,7 +121,11 @@ static void copy_props(const cudaDeviceProp *p, cl_device_props *out)
     out->integrated = p->integrated;
 }
 
-static int cuda_device_props(int dev, cl_device_props *out, char *err)
+/* What a device is does not change while the process runs: read once per device (cudaGetDeviceProperties
+ * takes about a millisecond, and a cell asks several times), its free memory every time. */
+#define KEPT_DEVICES 16
+
+static int read_props(int dev, cl_device_props *out, char *err)
 {
     memset(out, 0, sizeof *out);
     out->index = dev;
@@ -141,7 +145,22 @@ static int cuda_device_props(int dev, cl_device_props *out, char *err)
     rc = cudaDeviceGetPCIBusId(out->pci_bus_id, (int)sizeof out->pci_bus_id, dev);
     if (rc != cudaSuccess)
         return cl_cuda_fail(err, "cudaDeviceGetPCIBusId", rc);
+    return 0;
+}
 
+static int cuda_device_props(int dev, cl_device_props *out, char *err)
+{
+    static cl_device_props kept[KEPT_DEVICES];
+    static bool read[KEPT_DEVICES];
+    bool keep = dev >= 0 && dev < KEPT_DEVICES;
+    if (keep && read[dev])
+        *out = kept[dev];
+    else if (read_props(dev, out, err) != 0)
+        return -1;
+    else if (keep) {
+        kept[dev] = *out;
+        read[dev] = true;
+    }
     return device_free_mem(dev, &out->free_mem, err);
 }
 
