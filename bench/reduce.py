@@ -11,7 +11,7 @@ for float sum and int sum: the fastest non-library variant at 100% of CUB's GB/s
 A benchmark, not a test: it asserts nothing; it exits 0 when it could measure (target met or not),
 1 when the CLI failed or a check failed, and 0 with a note when there is no GPU. Uses only the
 standard library, so it also runs with the GPU machine's plain python3. About half a minute on an H100.
-Usage: python3 bench/reduce.py [--size 2^26] [--reps N] [--block 256]
+Usage: python3 bench/reduce.py [--size 2^26] [--reps N] [--block B]
 """
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", default="2^16,2^20,2^26")
     ap.add_argument("--reps", default="auto")
-    ap.add_argument("--block", default="256")
+    ap.add_argument("--block", help="every variant's threads per block (default: each its own)")
     args = ap.parse_args()
 
     d = common.gpu_device("reduce", "%reduce --size 1024 --variant fast --reps 1 --warmup 0")
@@ -60,7 +60,7 @@ def main() -> int:
     common.print_bandwidth("reduce", d, peak=True)
 
     doc = run_cell(f"%reduce --size {args.size} --variant all --dtype float,int --op sum,max "
-                   f"--block {args.block} --reps {args.reps} --warmup 3")
+                   + (f"--block {args.block} " if args.block else "") + f"--reps {args.reps} --warmup 3")
     failed = common.any_check_failed(doc["runs"])
     goals = []
     for size in sorted({r["size"] for r in doc["runs"]}):

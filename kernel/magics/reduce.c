@@ -46,7 +46,7 @@ static const flag_spec reduce_flags[] = {
     {.name = "op", .type = FLAG_CHOICE, .def = "sum", .choices = op_choices, .opts = FLAG_LIST,
      .help = "sum, max or min"},
     {.name = "block", .type = FLAG_DIMS, .imin = 1, .imax = 1024, .opts = FLAG_LIST,
-     .help = "threads per block of the first pass (256 by default): a power of two, 32..1024; your "
+     .help = "threads per block of the first pass (256 by default; fast 1024): a power of two, 32..1024; your "
              "kernels any block (default: the %%kernel line's); a list sweeps"},
     FAMILY_VARIANT_FLAG(&reduce_family, "all"),
     {.name = "steps", .type = FLAG_BOOL, .def = "false",

@@ -111,7 +111,7 @@ def test_defaults():
     doc = reduce_doc("%reduce --variant cpu --reps 1 --warmup 0")
     p = doc["params"]
     assert p["size"] == 2 ** 24 and p["op"] == "sum" and p["dtype"] == "float" and p["block"] is None
-    assert doc["runs"][0]["block"] is None     # cpu takes no block; the others run 256 when none is given
+    assert doc["runs"][0]["block"] is None     # cpu takes no block; fast runs 1024 and the trees 256 when none is given
     assert p["seed"] == 1 and p["check"] is True and p["sort"] is False
     assert doc["runs"][0]["check"]["passed"] is True
     # the variant default is every variant; reps and warmup default to 5 and 1 on the CPU (20 and 3 on a GPU)
@@ -120,6 +120,11 @@ def test_defaults():
     d = docs[0]
     assert d["params"]["variant"] == VARIANTS and d["params"]["reps"] == 5 and d["params"]["warmup"] == 1
     assert all(r["time_ms"]["reps"] == 5 for r in d["runs"])
+    # without --block: fast's own 1024, the trees 256; a --block given is every variant's
+    blocks = {r["variant"]: r["block"] for r in d["runs"]}
+    assert blocks["fast"] == 1024 and blocks["convergent"] == 256 and blocks["cub"] is None
+    d = reduce_doc(f"%reduce --size 1000 --variant fast,convergent --block 128 {QUICK}")
+    assert [r["block"] for r in d["runs"]] == [128, 128]
 
 
 def test_deterministic_given_seed():
