@@ -7,8 +7,8 @@
  * alone cannot saturate a socket's memory), best of a few reps after one that
  * faults the pages in. GB/s counts the bytes read and the bytes written (1e9
  * B/s). Measured once per process, and at a device worker's start
- * (cpu/device_cpu.c), while the user reads: a fixed 256 MiB took a quarter of
- * a second of every first cell.
+ * (kernel/exec/worker.c), while the user reads: a fixed 256 MiB took a quarter
+ * of a second of every first cell.
  */
 #include <stdio.h>
 #include <stdlib.h>
