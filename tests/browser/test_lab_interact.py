@@ -38,18 +38,23 @@ def lab(tmp_path_factory: pytest.TempPathFactory):
 
 
 def _widget_tiles(cell) -> list[str]:
-    """The tile column of the table inside the widget's Output ([] while none is shown)."""
+    """The tile column of the table inside the widget's Output ([] while none is shown, or while the
+    re-run's result replaces it: a table found can be gone before its cells are read)."""
+    from selenium.common.exceptions import StaleElementReferenceException
     By = _by()
-    tables = cell.find_elements(By.CSS_SELECTOR, ".widget-output table")
-    if not tables:
+    try:
+        tables = cell.find_elements(By.CSS_SELECTOR, ".widget-output table")
+        if not tables:
+            return []
+        headers = [th.text.strip() for th in tables[0].find_elements(By.CSS_SELECTOR, "th")]
+        if "tile" not in headers:
+            return []
+        col = headers.index("tile")
+        return [tds[col].text.strip() for tds in
+                (r.find_elements(By.CSS_SELECTOR, "td") for r in tables[0].find_elements(By.CSS_SELECTOR, "tr"))
+                if len(tds) > col]
+    except StaleElementReferenceException:
         return []
-    headers = [th.text.strip() for th in tables[0].find_elements(By.CSS_SELECTOR, "th")]
-    if "tile" not in headers:
-        return []
-    col = headers.index("tile")
-    return [tds[col].text.strip() for tds in
-            (r.find_elements(By.CSS_SELECTOR, "td") for r in tables[0].find_elements(By.CSS_SELECTOR, "tr"))
-            if len(tds) > col]
 
 
 def test_interact_slider_reruns_in_place(lab: Lab, browser, tmp_path_factory: pytest.TempPathFactory):
