@@ -121,12 +121,15 @@ typedef int (*sweep_point_fn)(magic_ctx *ctx, const json_t *params, json_t *runs
 /* The flags every timed magic shares, with one default and range for all of
  * them (each magic says in its help what a run is): in a flag_spec table,
  *   SWEEP_SEED_FLAG("seed of the generated input"),
- *   SWEEP_TIMING_FLAGS("timed runs per point", "untimed runs before them"), */
+ *   SWEEP_TIMING_FLAGS("timed runs per point", "untimed runs before them"),
+ * or SWEEP_REPS_FLAG alone where a run warms itself up. */
 #define SWEEP_SEED_FLAG(help_) \
     {.name = "seed", .type = FLAG_INT, .def = "1", .imin = 0, .imax = INT64_MAX, .help = (help_)}
-#define SWEEP_TIMING_FLAGS(reps_help, warmup_help) \
+#define SWEEP_REPS_FLAG(reps_help) \
     {.name = "reps", .type = FLAG_INT, .def = "auto", .cpu_def = SWEEP_CPU_REPS, .imin = 1, .imax = CL_MAX_REPS, \
-     .word = "auto", .help = reps_help SWEEP_REPS_AUTO_HELP}, \
+     .word = "auto", .help = reps_help SWEEP_REPS_AUTO_HELP}
+#define SWEEP_TIMING_FLAGS(reps_help, warmup_help) \
+    SWEEP_REPS_FLAG(reps_help), \
     {.name = "warmup", .type = FLAG_INT, .def = "3", .cpu_def = "1", .imin = 0, .imax = 100, .help = (warmup_help)}
 
 /* What --reps auto means, said once for every timed magic's help. */

@@ -197,8 +197,7 @@ static const flag_spec latency_flags[] = {
      .opts = FLAG_LIST, .help = "bytes the chase's cycle spans instead of the level's own (4K, 16M, 1G): a list on "
                                 "--level l1 draws the latency against it, the steps of L1, L2 and DRAM"},
     SWEEP_SEED_FLAG("seed of the random cycle"),
-    {.name = "reps", .type = FLAG_INT, .def = "auto", .cpu_def = SWEEP_CPU_REPS, .imin = 1, .imax = CL_MAX_REPS,
-     .word = "auto", .help = "timed chases of 8192 steps per row" SWEEP_REPS_AUTO_HELP},
+    SWEEP_REPS_FLAG("timed chases of 8192 steps per row"),
     SWEEP_BACKEND_FLAG,
     {.name = NULL},
 };
