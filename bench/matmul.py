@@ -25,7 +25,7 @@ import sys
 import common
 from common import check_text, clock_text, fmt, print_goals, print_table, reps_text
 
-GPU_VARIANTS = ("naive,naive-bt,tiled,tiled-bt,reg1d,reg2d,vec4,warptile,fast,fast64,swizzle,async,async64,"
+GPU_VARIANTS = ("naive,naive-bt,tiled,tiled-bt,reg1d,reg2d,vec4,warptile,fast,fast64,swizzle,async,async64,wide,"
                 "wmma-tf32,wmma-fp16,wmma-bf16,cublas,cublas-tf32")
 # (name, flags, goal: % of cuBLAS FP32 for the fastest own FP32 variant, or None; the same for the
 # fastest own TF32 variant against cuBLAS TF32)

@@ -1,5 +1,5 @@
 /* matmul_blocked.c — the CPU analogues of the register-blocked %matmul kernels
- * (reg1d, reg2d, vec4, warptile, fast, fast64, swizzle, async, async64) and of
+ * (reg1d, reg2d, vec4, warptile, fast, fast64, swizzle, async, async64, wide) and of
  * the tensor-core ones (wmma-tf32, wmma-fp16, wmma-bf16).
  *
  * One analogue for all of them, shaped by each GPU kernel's launch
@@ -138,6 +138,7 @@ BLOCKED(fast64, 64, 64, 8, 64, 2 * 8 * (68 + 64) * 4, CL_MATMUL_FMT_FP32)
 BLOCKED(swizzle, 128, 128, 8, 256, 2 * 8 * (128 + 128) * 4, CL_MATMUL_FMT_FP32)
 BLOCKED(async, 128, 128, 16, 256, 4 * 16 * (128 + 128) * 4, CL_MATMUL_FMT_FP32)
 BLOCKED(async64, 64, 64, 16, 128, 4 * 16 * (64 + 64) * 4, CL_MATMUL_FMT_FP32)
+BLOCKED(wide, 128, 256, 16, 256, 3 * 16 * (132 + 256) * 4, CL_MATMUL_FMT_FP32)
 BLOCKED(wmma_tf32, 128, 128, 16, 256, 2 * (128 * 20 + 16 * 132) * 4, CL_MATMUL_FMT_TF32)
 BLOCKED(wmma_fp16, 128, 128, 16, 256, 2 * (128 * 24 + 16 * 136) * 2, CL_MATMUL_FMT_FP16)
 BLOCKED(wmma_bf16, 128, 128, 16, 256, 2 * (128 * 24 + 16 * 136) * 2, CL_MATMUL_FMT_BF16)

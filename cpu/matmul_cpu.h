@@ -35,7 +35,7 @@ typedef struct cpu_mm_impl {
 extern const cpu_mm_impl cpu_mm_host, cpu_mm_naive, cpu_mm_naive_bt, cpu_mm_tiled, cpu_mm_tiled_bt, cpu_mm_blas;
 /* Block tiles with an accumulator array, one per register-blocked GPU variant (matmul_blocked.c). */
 extern const cpu_mm_impl cpu_mm_reg1d, cpu_mm_reg2d, cpu_mm_vec4, cpu_mm_warptile, cpu_mm_fast, cpu_mm_fast64,
-    cpu_mm_swizzle, cpu_mm_async, cpu_mm_async64, cpu_mm_wmma_tf32, cpu_mm_wmma_fp16, cpu_mm_wmma_bf16,
+    cpu_mm_swizzle, cpu_mm_async, cpu_mm_async64, cpu_mm_wide, cpu_mm_wmma_tf32, cpu_mm_wmma_fp16, cpu_mm_wmma_bf16,
     cpu_mm_wgmma_tf32;
 
 static inline int cpu_mm_cdiv(int a, int b)

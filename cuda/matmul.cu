@@ -39,6 +39,7 @@ static const mm_gpu_impl *cuda_impl(int v)
     case CL_MATMUL_V_SWIZZLE: return &mm_gpu_swizzle;
     case CL_MATMUL_V_ASYNC: return &mm_gpu_async;
     case CL_MATMUL_V_ASYNC64: return &mm_gpu_async64;
+    case CL_MATMUL_V_WIDE: return &mm_gpu_wide;
     case CL_MATMUL_V_WMMA_TF32: return &mm_gpu_wmma_tf32;
     case CL_MATMUL_V_WMMA_FP16: return &mm_gpu_wmma_fp16;
     case CL_MATMUL_V_WMMA_BF16: return &mm_gpu_wmma_bf16;

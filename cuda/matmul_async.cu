@@ -105,47 +105,6 @@ __device__ __forceinline__ void mm_swz_store(float *__restrict__ C, int m, int n
 /* show-source: end */
 
 /* show-source: matmul async,async64 */
-/* Four floats of row `row` of a rows×cols matrix from column col into shared
- * memory at dst, without registers: one 16-byte cp.async (L2 only: .cg) where
- * rows are 16-byte aligned, else four 4-byte ones; a source size of 0 bytes
- * zero-fills what lies outside the matrix (and reads nothing: M stands in). */
-__device__ __forceinline__ void mm_cp_async4(float *dst, const float *__restrict__ M, int rows, int cols, int row,
-                                             int col, bool vec)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    if (vec) {
-        const bool in = row < rows && col < cols;
-        const float *src = in ? M + (size_t)row * cols + col : M;
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(in ? 16 : 0));
-    } else {
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-            const bool in = row < rows && col + e < cols;
-            const float *src = in ? M + (size_t)row * cols + col + e : M;
-            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(s + 4 * e), "l"(src), "r"(in ? 4 : 0));
-        }
-    }
-#endif
-}
-
-/* The copies issued since the last commit become one group ... */
-__device__ __forceinline__ void mm_cp_async_commit()
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.commit_group;" ::);
-#endif
-}
-
-/* ... and this waits until at most N groups are still in flight. */
-template <int N>
-__device__ __forceinline__ void mm_cp_async_wait()
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group %0;" ::"n"(N));
-#endif
-}
-
 /* STAGES slices in shared memory (dynamic: STAGES · S::STAGE_FLOATS floats). */
 template <class S, int STAGES>
 __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS)

@@ -56,6 +56,7 @@ extern const mm_gpu_impl mm_gpu_naive_bt, mm_gpu_tiled_bt;                      
 extern const mm_gpu_impl mm_gpu_reg1d, mm_gpu_reg2d, mm_gpu_vec4;                /* matmul_regblock.cu */
 extern const mm_gpu_impl mm_gpu_warptile;                                        /* matmul_warptile.cu */
 extern const mm_gpu_impl mm_gpu_swizzle, mm_gpu_async, mm_gpu_async64;           /* matmul_async.cu */
+extern const mm_gpu_impl mm_gpu_wide;                                            /* matmul_wide.cu */
 extern const mm_gpu_impl mm_gpu_wmma_tf32, mm_gpu_wmma_fp16, mm_gpu_wmma_bf16;   /* matmul_wmma.cu */
 
 #endif

@@ -20,7 +20,7 @@ GPU_VARIANTS = ["naive", "tiled", "fast", "fast64", "cublas", "cublas-tf32"]
 OWN_KERNELS = ["naive", "tiled", "fast", "fast64"]
 HOPPER_ONLY = ["wgmma-tf32"]        # CL_MATMUL_SM90A: in `all` on a compute capability 9.0 GPU only
 # the FP32 ladder, the corner-turning pair and the WMMA tensor-core variants (input format, tolerance)
-LADDER = ["reg1d", "reg2d", "vec4", "warptile", "swizzle", "async", "async64"]
+LADDER = ["reg1d", "reg2d", "vec4", "warptile", "swizzle", "async", "async64", "wide"]
 CORNER = ["naive-bt", "tiled-bt"]
 TENSOR_CORES = {"wmma-tf32": ("tf32", 5e-3), "wmma-fp16": ("fp16", 5e-3), "wmma-bf16": ("bf16", 4e-2)}
 NEW_KERNELS = CORNER + LADDER + list(TENSOR_CORES)
@@ -160,6 +160,12 @@ def test_new_kernels_at_1024_cubed_and_launches() -> None:
     assert runs["tiled-bt"]["launch"]["smem_per_block"] == (16 * 16 + 16 * 17) * 4
     assert runs["async"]["model"]["cgma"] == pytest.approx(128.0)
     assert runs["async64"]["model"]["cgma"] == pytest.approx(64.0)
+    # wide: 128×256 tiles (1024 divides them: the instance without bounds tests), all 255 registers
+    wide = runs["wide"]["launch"]
+    assert wide["block"] == [256, 1, 1] and wide["grid"] == [4, 8, 1], wide
+    assert wide["smem_per_block"] == 3 * 16 * (132 + 256) * 4 and wide["regs_per_thread"] <= 255, wide
+    assert "no edges" in runs["wide"]["impl"]
+    assert runs["wide"]["model"]["cgma"] == pytest.approx(2 * 128 * 256 / (128 + 256))
 
 
 def test_results_deterministic_given_seed() -> None:
@@ -210,11 +216,12 @@ def test_reps_auto_until_the_median_settles_and_the_conditions_beside() -> None:
 @pytest.mark.parametrize("dims", ["--size 2048", "--m 1000 --n 1003 --k 997", "--size 1",
                                   "--m 513 --n 257 --k 1025", "--m 129 --n 65 --k 3",
                                   "--m 300 --n 200 --k 6", "--m 200 --n 300 --k 100",
-                                  "--m 4097 --n 1 --k 33"])
+                                  "--m 4097 --n 1 --k 33", "--m 1100 --n 2600 --k 40"])
 def test_wgmma_tf32_correct_at_awkward_shapes(gpu: dict, dims: str) -> None:
     """Partial tiles in every direction, k below one slice, k a multiple of 4 but not of the 32-deep
     slice (TMA's zeros past k), k not a multiple of 4 (A and Bᵀ padded: three kernels), an odd number
-    of row tiles (a cluster's second block outside C), odd n (C written element by element)."""
+    of row tiles (a cluster's second block outside C), odd n (C written element by element), more
+    column tiles than one group of 8 and a last group of 3 (mmw_tile's order)."""
     if not hopper(gpu):
         pytest.skip(f"wgmma-tf32 needs a compute capability 9.0 GPU; this is {gpu['devices'][0].get('cc')}")
     doc = matmul(f"%matmul {dims} --variant wgmma-tf32 --reps 2 --warmup 1")

@@ -15,11 +15,11 @@ from conftest import load_schema, magic_doc, run_cell as run
 
 SCHEMA = load_schema("matmul")
 VARIANTS = ["cpu", "naive", "naive-bt", "tiled", "tiled-bt", "reg1d", "reg2d", "vec4", "warptile", "fast", "fast64",
-            "swizzle", "async", "async64", "wmma-tf32", "wmma-fp16", "wmma-bf16", "cublas", "cublas-tf32",
+            "swizzle", "async", "async64", "wide", "wmma-tf32", "wmma-fp16", "wmma-bf16", "cublas", "cublas-tf32",
             "wgmma-tf32"]
 TILED = ["tiled", "tiled-bt"]                   # the variants that honour --tile
 # the FP32 ladder between tiled and cuBLAS, and the tensor-core variants with their input formats
-LADDER = ["reg1d", "reg2d", "vec4", "warptile", "fast", "fast64", "swizzle", "async", "async64"]
+LADDER = ["reg1d", "reg2d", "vec4", "warptile", "fast", "fast64", "swizzle", "async", "async64", "wide"]
 TENSOR_CORES = {"wmma-tf32": ("tf32", 5e-3), "wmma-fp16": ("fp16", 5e-3), "wmma-bf16": ("bf16", 4e-2)}
 TILES = [2, 4, 8, 16, 32]
 QUICK = "--reps 2 --warmup 0"
@@ -118,14 +118,15 @@ def test_ladder_traffic_model_and_launch():
     model of its block tile: CGMA = 2·BM·BN/(BM+BN) where the tiles divide."""
     doc = matmul_doc(f"%matmul --size 256 --variant {','.join(LADDER)} {QUICK}")
     runs = {r["variant"]: r for r in doc["runs"]}
-    tiles = {"reg1d": 64, "fast64": 64, "async64": 64}
+    tiles = {"reg1d": (64, 64), "fast64": (64, 64), "async64": (64, 64), "wide": (128, 256)}   # BM, BN
     threads = {"reg1d": 512, "fast64": 64, "async64": 128}
-    smem = {"async": 4 * 16 * 256 * 4, "async64": 4 * 16 * 128 * 4, "swizzle": 2 * 8 * 256 * 4}
+    smem = {"async": 4 * 16 * 256 * 4, "async64": 4 * 16 * 128 * 4, "swizzle": 2 * 8 * 256 * 4,
+            "wide": 3 * 16 * (132 + 256) * 4}
     for v in LADDER:
-        r, t = runs[v], tiles.get(v, 128)
+        r, (bm, bn) = runs[v], tiles.get(v, (128, 128))
         assert r["precision"] == "fp32" and r["check"]["passed"] is True, r
-        assert r["model"]["cgma"] == pytest.approx(t), v
-        assert r["launch"]["grid"] == [256 // t, 256 // t, 1], v
+        assert r["model"]["cgma"] == pytest.approx(2 * bm * bn / (bm + bn)), v
+        assert r["launch"]["grid"] == [256 // bn, 256 // bm, 1], v
         assert r["launch"]["block"] == [threads.get(v, 256), 1, 1], v
         if v in smem:
             assert r["launch"]["smem_per_block"] == smem[v], v

@@ -19,7 +19,7 @@ RESULT_MIME = "application/vnd.cudalab.result+json"
 
 VARIANTS = {
     "matmul": ["cpu", "naive", "naive-bt", "tiled", "tiled-bt", "reg1d", "reg2d", "vec4", "warptile", "fast", "fast64",
-               "swizzle", "async", "async64", "wmma-tf32", "wmma-fp16", "wmma-bf16", "cublas", "cublas-tf32",
+               "swizzle", "async", "async64", "wide", "wmma-tf32", "wmma-fp16", "wmma-bf16", "cublas", "cublas-tf32",
                "wgmma-tf32"],
     "histo": ["cpu", "sectioned", "interleaved", "privatized", "warp", "fast", "cub"],
     "reduce": ["cpu", "divergent", "convergent", "multiblock", "fast", "cub"],
