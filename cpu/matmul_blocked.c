@@ -19,7 +19,7 @@
 #include "common/cpu_common.h"
 #include "matmul_cpu.h"
 
-#define BLOCKED_BK_MAX 16
+#define BLOCKED_BK_MAX 32     /* the deepest slice (wide's 32) */
 #define BLOCKED_MAX 256     /* the widest block tile (wgmma-tf32's 128×256) */
 #define BLOCKED_BAND 32     /* rows of a block accumulated at a time */
 
@@ -138,7 +138,7 @@ BLOCKED(fast64, 64, 64, 8, 64, 2 * 8 * (68 + 64) * 4, CL_MATMUL_FMT_FP32)
 BLOCKED(swizzle, 128, 128, 8, 256, 2 * 8 * (128 + 128) * 4, CL_MATMUL_FMT_FP32)
 BLOCKED(async, 128, 128, 16, 256, 4 * 16 * (128 + 128) * 4, CL_MATMUL_FMT_FP32)
 BLOCKED(async64, 64, 64, 16, 128, 4 * 16 * (64 + 64) * 4, CL_MATMUL_FMT_FP32)
-BLOCKED(wide, 128, 256, 16, 256, 3 * 16 * (132 + 256) * 4, CL_MATMUL_FMT_FP32)
+BLOCKED(wide, 128, 256, 32, 256, 2 * 32 * (132 + 256) * 4, CL_MATMUL_FMT_FP32)
 BLOCKED(wmma_tf32, 128, 128, 16, 256, 2 * (128 * 20 + 16 * 132) * 4, CL_MATMUL_FMT_TF32)
 BLOCKED(wmma_fp16, 128, 128, 16, 256, 2 * (128 * 24 + 16 * 136) * 2, CL_MATMUL_FMT_FP16)
 BLOCKED(wmma_bf16, 128, 128, 16, 256, 2 * (128 * 24 + 16 * 136) * 2, CL_MATMUL_FMT_BF16)

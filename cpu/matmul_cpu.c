@@ -51,7 +51,7 @@ static const struct cpu_mm_row {
                            "array", &cpu_mm_async},
     [CL_MATMUL_V_ASYNC64] = {"64×64 blocks dealt to host threads, k in slices of 16, a local accumulator "
                              "array", &cpu_mm_async64},
-    [CL_MATMUL_V_WIDE] = {"128×256 blocks dealt to host threads, k in slices of 16, a local accumulator "
+    [CL_MATMUL_V_WIDE] = {"128×256 blocks dealt to host threads, k in slices of 32, a local accumulator "
                           "array", &cpu_mm_wide},
     [CL_MATMUL_V_WMMA_TF32] = {"128×128 blocks dealt to host threads, k in slices of 16, A and B rounded to TF32 "
                                "as they are copied: TF32 tensor cores' precision",

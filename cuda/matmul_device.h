@@ -55,18 +55,13 @@ __device__ __forceinline__ void mm_store4(float *__restrict__ C, int m, int n, i
 /* Four floats of row `row` of a rows×cols matrix from column col into shared
  * memory at dst, without registers: one 16-byte cp.async (L2 only: .cg) where
  * rows are 16-byte aligned, else four 4-byte ones; a source size of 0 bytes
- * zero-fills what lies outside the matrix (and reads nothing: M stands in).
- * EDGES false: the caller knows the four floats lie inside M and its rows are
- * 16-byte aligned, and the copy tests nothing. */
-template <bool EDGES = true>
+ * zero-fills what lies outside the matrix (and reads nothing: M stands in). */
 __device__ __forceinline__ void mm_cp_async4(float *dst, const float *__restrict__ M, int rows, int cols, int row,
                                              int col, bool vec)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    if (!EDGES) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(M + (size_t)row * cols + col));
-    } else if (vec) {
+    if (vec) {
         const bool in = row < rows && col < cols;
         const float *src = in ? M + (size_t)row * cols + col : M;
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(in ? 16 : 0));
@@ -81,21 +76,33 @@ __device__ __forceinline__ void mm_cp_async4(float *dst, const float *__restrict
 #endif
 }
 
-/* One float, M[row][col], into shared memory at dst (zero outside M unless EDGES
- * is false): how wide moves A into its transposed place. */
-template <bool EDGES = true>
+/* One float, M[row][col], into shared memory at dst, zero outside M: how wide
+ * moves A into its transposed place. */
 __device__ __forceinline__ void mm_cp_async1(float *dst, const float *__restrict__ M, int rows, int cols, int row,
                                              int col)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    if (!EDGES) {
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(s), "l"(M + (size_t)row * cols + col));
-    } else {
-        const bool in = row < rows && col < cols;
-        const float *src = in ? M + (size_t)row * cols + col : M;
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(s), "l"(src), "r"(in ? 4 : 0));
-    }
+    const bool in = row < rows && col < cols;
+    const float *src = in ? M + (size_t)row * cols + col : M;
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
+                 "l"(src), "r"(in ? 4 : 0));
+#endif
+}
+
+/* BYTES (4 or 16) from src, known to lie inside its matrix, into shared memory
+ * at dst: the copy tests nothing (and the caller keeps src's address at hand,
+ * so a copy costs no index arithmetic). */
+template <int BYTES>
+__device__ __forceinline__ void mm_cp_async_in(float *dst, const float *src)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    static_assert(BYTES == 4 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+    if (BYTES == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
+                     "l"(src));
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
+                     "l"(src));
 #endif
 }
 

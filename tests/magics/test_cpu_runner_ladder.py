@@ -26,18 +26,21 @@ static inline float4 make_float4(float x, float y, float z, float w) { float4 v 
 #endif
 """
 # cp.async, as what it does: the same copies, made at once
-SYNC_COPIES = """template <bool EDGES = true>
-__device__ __forceinline__ void mm_cp_async4(float *dst, const float *__restrict__ M, int rows, int cols,
+SYNC_COPIES = """__device__ __forceinline__ void mm_cp_async4(float *dst, const float *__restrict__ M, int rows, int cols,
                                              int row, int col, bool vec)
 {
     for (int e = 0; e < 4; e++)
         dst[e] = row < rows && col + e < cols ? M[(size_t)row * cols + col + e] : 0.0f;
 }
-template <bool EDGES = true>
 __device__ __forceinline__ void mm_cp_async1(float *dst, const float *__restrict__ M, int rows, int cols,
                                              int row, int col)
 {
     *dst = row < rows && col < cols ? M[(size_t)row * cols + col] : 0.0f;
+}
+template <int BYTES> __device__ __forceinline__ void mm_cp_async_in(float *dst, const float *src)
+{
+    for (int e = 0; e < BYTES / 4; e++)
+        dst[e] = src[e];
 }
 __device__ __forceinline__ void mm_cp_async_commit() {}
 template <int N> __device__ __forceinline__ void mm_cp_async_wait() {}
@@ -105,7 +108,7 @@ def kernels() -> dict[str, tuple[str, int, int, int]]:
     src = instance("".join(regions("cuda/matmul_wide.cu", "wide")),
                    "template <bool EDGES>\n__global__ void __launch_bounds__(MMWD_THREADS, 1)\nmm_wide_kernel(",
                    "constexpr bool EDGES = true;", "mywide")
-    out["wide"] = (device_helpers("wide") + SYNC_COPIES + src, (128, 256), 256, 3 * 16 * (132 + 256) * 4)
+    out["wide"] = (device_helpers("wide") + SYNC_COPIES + src, (128, 256), 256, 2 * 32 * (132 + 256) * 4)
     return out
 
 

@@ -121,7 +121,7 @@ def test_ladder_traffic_model_and_launch():
     tiles = {"reg1d": (64, 64), "fast64": (64, 64), "async64": (64, 64), "wide": (128, 256)}   # BM, BN
     threads = {"reg1d": 512, "fast64": 64, "async64": 128}
     smem = {"async": 4 * 16 * 256 * 4, "async64": 4 * 16 * 128 * 4, "swizzle": 2 * 8 * 256 * 4,
-            "wide": 3 * 16 * (132 + 256) * 4}
+            "wide": 2 * 32 * (132 + 256) * 4}
     for v in LADDER:
         r, (bm, bn) = runs[v], tiles.get(v, (128, 128))
         assert r["precision"] == "fp32" and r["check"]["passed"] is True, r
