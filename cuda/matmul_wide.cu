@@ -156,13 +156,18 @@ mm_wide_kernel(const float *__restrict__ A, const float *__restrict__ B, float *
     }
     mm_cp_async_wait<0>();
 
+    /* C: rows of 4×4 blocks, a warp's 8 lanes of a row writing 128 contiguous bytes */
 #pragma unroll
     for (int i = 0; i < MMWD_TM; i++) {
         const int row = bm + a_off + (i / 4) * 16 + i % 4;
 #pragma unroll
-        for (int j = 0; j < MMWD_TN / 4; j++)
-            mm_store4(C, m, n, row, bn + b_off + j * 32,
-                      make_float4(acc[i][4 * j], acc[i][4 * j + 1], acc[i][4 * j + 2], acc[i][4 * j + 3]), vec_b);
+        for (int j = 0; j < MMWD_TN / 4; j++) {
+            const float4 v = make_float4(acc[i][4 * j], acc[i][4 * j + 1], acc[i][4 * j + 2], acc[i][4 * j + 3]);
+            if (EDGES)
+                mm_store4(C, m, n, row, bn + b_off + j * 32, v, vec_b);
+            else
+                *reinterpret_cast<float4 *>(C + (size_t)row * n + bn + b_off + j * 32) = v;
+        }
     }
 #endif
 }
