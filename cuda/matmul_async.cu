@@ -1,4 +1,4 @@
-/* matmul_async.cu — the top of the FP32 ladder: the swizzled, warp-tiled
+/* matmul_async.cu — the FP32 ladder's cp.async rung: the swizzled, warp-tiled
  * kernel fed by cp.async in a 4-stage pipeline (async: 128×128 tiles; async64:
  * 64×64 tiles, 4× the blocks for matrices that 128×128 tiles leave SMs idle on).
  *

@@ -96,7 +96,7 @@ template <int BYTES>
 __device__ __forceinline__ void mm_cp_async_in(float *dst, const float *src)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    static_assert(BYTES == 4 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+    static_assert(BYTES == 4 || BYTES == 16, "one float, or four");
     if (BYTES == 16)
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
                      "l"(src));

@@ -6,8 +6,8 @@
  * Why wider: with 8×8 per thread, every k a warp reads 4 float4s of shared
  * memory for 64 FMAs a thread, and the shared-memory pipe is nearly as busy
  * as the FMA pipe (on an H100 each 16-byte warp read takes about 3 of its
- * cycles). 16×8 per thread reads 6 float4s for 128 FMAs: a third fewer reads
- * per FMA. The price is registers: 128 accumulators and two sets of fragments
+ * cycles). 16×8 per thread reads 6 float4s for 128 FMAs: a quarter fewer
+ * reads per FMA. The price is registers: 128 accumulators and two sets of fragments
  * (about 210 registers a thread), so one block of 256 threads per SM, and its 8
  * warps hide latency by the independence of their 128 FMAs rather than by
  * numbers.
@@ -29,13 +29,13 @@
  *  - Fragments are double-buffered in registers: the 16 + 8 values of k+1
  *    are read from shared memory before the 128 FMAs of k, so no FMA waits
  *    on a shared load. The FMAs go column by column (each value of B meets
- *    the 16 of A): the compiler then needs about 210 registers, not 255, and
- *    at 4096³ it ran 1.5% faster than row by row (with 16-deep slices in 3
- *    stages, 3% faster than those).
- * Edges: where m is not a multiple of 128, n of 256 or k of 16 (or a row of B
- * is not 16-byte aligned), the EDGES instance runs: its copies outside A or B
- * zero-fill (cp.async's source size 0) and C is written only inside m×n. The
- * other instance has no bounds tests in its loop.
+ *    the 16 of A): the compiler then needs about 210 registers, not 255. At
+ *    4096³ on an H100, 32-deep slices in 2 stages in this order ran 1.5%
+ *    faster than 16-deep slices in 3 stages, and 3% faster than the same
+ *    slices row by row.
+ * Edges: where m is not a multiple of 128, n of 256 or k of 32, the EDGES
+ * instance runs: its copies outside A or B zero-fill (cp.async's source size
+ * 0) and C is written only inside m×n. The other instance tests no bounds.
  */
 #include <stdio.h>
 
@@ -55,6 +55,8 @@
 #define MMWD_A_STAGE (MMWD_BK * MMWD_AS_LD)
 #define MMWD_STAGE (MMWD_A_STAGE + MMWD_BK * MMWD_BN)      /* floats */
 #define MMWD_SMEM (MMWD_STAGES * MMWD_STAGE * 4)            /* bytes */
+#define MMWD_A_ROWS (MMWD_THREADS / 8)          /* rows of A's slice a pass of copies covers: 8 k a row */
+#define MMWD_B_ROWS (MMWD_THREADS * 4 / MMWD_BN)    /* rows of B's slice a pass covers: 4 floats a copy */
 
 /* The fragments of one k of a stage: 16 values of A, 8 of B. */
 __device__ __forceinline__ void mmwd_fragments(const float *As, const float *Bs, int kk, int a_off, int b_off,
@@ -87,33 +89,34 @@ mm_wide_kernel(const float *__restrict__ A, const float *__restrict__ B, float *
     const bool vec_b = (n & 3) == 0;
     const int slices = (k + MMWD_BK - 1) / MMWD_BK;
 
-    /* Slice sl into stage st. A: this thread copies k = a_k + 8c of rows a_row + 32r;
-     * B: 16 bytes of rows b_row + 4r at column b_col. Without EDGES the sources
+    /* Slice sl into stage st. A: this thread copies k = a_k + 8c of rows a_row + A_ROWS·r;
+     * B: 16 bytes of rows b_row + B_ROWS·r at column b_col. Without EDGES the sources
      * are this thread's first ones (slice 0, r = c = 0) plus constant steps. */
-    const int a_row = 4 * warp + lane / 8, a_k = lane % 8, b_row = tid / 64, b_col = (tid % 64) * 4;
-    const float *const a_src = A + (size_t)(bm + a_row) * k + a_k, *const b_src = B + (size_t)b_row * n + bn + b_col;
-    const size_t a_step = (size_t)32 * k, b_step = (size_t)4 * n;
+    const int a_row = 4 * warp + lane / 8, a_k = lane % 8;
+    const int b_row = tid / (MMWD_BN / 4), b_col = (tid % (MMWD_BN / 4)) * 4;
+    const float *const a_src = EDGES ? A : A + (size_t)(bm + a_row) * k + a_k;
+    const float *const b_src = EDGES ? B : B + (size_t)b_row * n + bn + b_col;
+    const size_t a_step = (size_t)MMWD_A_ROWS * k, b_step = (size_t)MMWD_B_ROWS * n;
     auto copy = [&](int st, int sl) {
         float *As = mmwd_stages + st * MMWD_STAGE, *Bs = As + MMWD_A_STAGE;
         const int k0 = sl * MMWD_BK;
 #pragma unroll
-        for (int r = 0; r < MMWD_BM / 32; r++)
+        for (int r = 0; r < MMWD_BM / MMWD_A_ROWS; r++)
 #pragma unroll
             for (int c = 0; c < MMWD_BK / 8; c++) {
-                float *dst = As + (a_k + 8 * c) * MMWD_AS_LD + a_row + 32 * r;
+                float *dst = As + (a_k + 8 * c) * MMWD_AS_LD + a_row + MMWD_A_ROWS * r;
                 if (EDGES)
-                    mm_cp_async1(dst, A, m, k, bm + a_row + 32 * r, k0 + a_k + 8 * c);
+                    mm_cp_async1(dst, A, m, k, bm + a_row + MMWD_A_ROWS * r, k0 + a_k + 8 * c);
                 else
                     mm_cp_async_in<4>(dst, a_src + r * a_step + k0 + 8 * c);
             }
-        const float *b_slice = b_src + (size_t)k0 * n;
 #pragma unroll
-        for (int r = 0; r < MMWD_BK / 4; r++) {
-            float *dst = Bs + (b_row + 4 * r) * MMWD_BN + b_col;
+        for (int r = 0; r < MMWD_BK / MMWD_B_ROWS; r++) {
+            float *dst = Bs + (b_row + MMWD_B_ROWS * r) * MMWD_BN + b_col;
             if (EDGES)
-                mm_cp_async4(dst, B, k, n, k0 + b_row + 4 * r, bn + b_col, vec_b);
+                mm_cp_async4(dst, B, k, n, k0 + b_row + MMWD_B_ROWS * r, bn + b_col, vec_b);
             else
-                mm_cp_async_in<16>(dst, b_slice + r * b_step);
+                mm_cp_async_in<16>(dst, b_src + (size_t)k0 * n + r * b_step);
         }
     };
 
