@@ -151,15 +151,15 @@ static int read_props(int dev, cl_device_props *out, char *err)
 static int cuda_device_props(int dev, cl_device_props *out, char *err)
 {
     static cl_device_props kept[KEPT_DEVICES];
-    static bool read[KEPT_DEVICES];
+    static bool known[KEPT_DEVICES];
     bool keep = dev >= 0 && dev < KEPT_DEVICES;
-    if (keep && read[dev])
+    if (keep && known[dev])
         *out = kept[dev];
     else if (read_props(dev, out, err) != 0)
         return -1;
     else if (keep) {
         kept[dev] = *out;
-        read[dev] = true;
+        known[dev] = true;
     }
     return device_free_mem(dev, &out->free_mem, err);
 }

@@ -213,7 +213,7 @@ static int chase(const cl_latency_args *a, cl_latency_result *r, char *err)
         goto done;
     }
     /* each rep of a global chase goes on from where the last one stopped: a rep that walked the same
-     * 8192 lines again would find them in L2, whatever the working set */
+     * CL_LAT_STEPS lines again would find them in L2, whatever the working set */
     from = (uint64_t)d_ws;
     for (r->cycles.reps = 0; cl_rep_more(a->reps, &r->cycles); r->cycles.reps++) {
         switch (level) {

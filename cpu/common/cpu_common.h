@@ -1,8 +1,8 @@
 /* cpu_common.h — what every file of the CPU backend shares: the host clock,
- * the host thread pool (a parallel-for), the host's caches, the launch an analogue reports, and
- * (through cudalab/host.h, which the kernel reads too) the thread count and
- * the cancellation flag that long CPU loops poll. One of each, so that every
- * analogue times, splits work and stops the same way.
+ * the host thread pool (a parallel-for), the host's caches, the launch an
+ * analogue reports, and (through cudalab/host.h, which the kernel reads too)
+ * the thread count and the cancellation flag that long CPU loops poll. One of
+ * each, so that every analogue times, splits work and stops the same way.
  *
  * Included as "common/cpu_common.h" from cpu/, and by the unit tests.
  */

@@ -86,6 +86,11 @@ int magic_turn_take(magic_ctx *ctx, char *err)
     return rc;
 }
 
+const char *magic_backend_ename(const cl_backend *b)
+{
+    return strcmp(b->name, "cpu") == 0 ? "RuntimeError" : "CudaError";
+}
+
 void magic_cpu_default(magic_ctx *ctx, const char *what)
 {
     if (!ctx->note_buf)

@@ -191,6 +191,9 @@ int magic_turn_give(magic_ctx *ctx, int rc);
  * or -1 with err set (or empty when b does not measure it). */
 int magic_copy_bandwidth(magic_ctx *ctx, const cl_backend *b, double *gbs, char *err);
 
+/* The error name of a backend's failure: RuntimeError on the CPU backend, CudaError on a GPU's. */
+const char *magic_backend_ename(const cl_backend *b);
+
 /* Records an error and returns -1, so run() can `return magic_error(...)`. */
 int magic_error(magic_ctx *ctx, const char *ename, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

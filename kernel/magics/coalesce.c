@@ -415,7 +415,7 @@ static int co_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
         char line[160];
         point_line(pt, &a, line, sizeof line);
         rc = def ? student_run_failed(ctx, &sl, line, err)
-                 : magic_error(ctx, strcmp(ctx->backend->name, "cpu") == 0 ? "RuntimeError" : "CudaError",
+                 : magic_error(ctx, magic_backend_ename(ctx->backend),
                                "%%coalesce %s (stride %" PRIu64 ", size %" PRIu64 "): %s", name, a.stride, a.n, err);
     } else {
         json_t *run = run_json(ctx, env, pt, name, traversal, &a, r);

@@ -325,7 +325,7 @@ static int run_mapping(magic_ctx *ctx, const json_t *params, const cl_grid_plan 
         return magic_error(ctx, "MemoryError", "out of host memory");
     if (MAGIC_TIMED(ctx, err, ops->run(&a, r, err)) != 0) {
         free(r);
-        return magic_error(ctx, strcmp(ctx->backend->name, "cpu") ? "CudaError" : "RuntimeError",
+        return magic_error(ctx, magic_backend_ename(ctx->backend),
                            "%%grid --run: %s", err);
     }
     bool check = json_is_true(json_object_get(params, "check"));

@@ -20,14 +20,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/text.h"
 #include "cudalab/latency.h"
 #include "magic/families.h"
 #include "magic/magic.h"
 #include "magic/sweep.h"
 #include "render/render.h"
 
-/* The share of the best bandwidth at which the latency counts as hidden. */
-#define HIDDEN_SHARE 0.9
+/* The share of the best bandwidth at which the latency counts as hidden, in percent. */
+#define HIDDEN_PCT 90
 
 static const sweep_column hiding_columns[] = {
     {.path = "warps_per_sm", .header = "warps / SM"},
@@ -79,7 +80,7 @@ static int hd_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
         return magic_error(ctx, "MemoryError", "%%hiding: out of host memory");
     if (MAGIC_TIMED(ctx, err, env->ops->stream(&a, r, err)) != 0) {
         free(r);
-        return magic_error(ctx, strcmp(ctx->backend->name, "cpu") ? "CudaError" : "RuntimeError",
+        return magic_error(ctx, magic_backend_ename(ctx->backend),
                            "%%hiding --warps %d --ilp %d: %s", a.warps_per_sm, a.ilp, err);
     }
     double ms = stats_median(&r->times), gbs = ms > 0 ? r->bytes / (ms * 1e6) : 0;
@@ -123,7 +124,7 @@ static void lecture_table(json_t *doc, json_t *view, const json_t *params)
 }
 
 /* Little's law per --ilp: the loads in flight the sweep's best bandwidth needs at the measured DRAM
- * latency, as warps per SM, beside the fewest warps that measured HIDDEN_SHARE of that best. */
+ * latency, as warps per SM, beside the fewest warps that measured HIDDEN_PCT% of that best. */
 static void little_table(json_t *doc, json_t *view, const json_t *runs, const hd_env *env)
 {
     if (env->dram_ns <= 0) {
@@ -135,7 +136,7 @@ static void little_table(json_t *doc, json_t *view, const json_t *runs, const hd
     json_t *per_ilp = json_array(), *table = view_add_table(
         view, "Little's law on this device: loads in flight = bandwidth x latency",
         json_pack("[s, s, s, s, s, s]", "loads / thread", "best GB/s", "DRAM latency ns", "bytes in flight / SM",
-                  "warps needed / SM", "measured: 90% of best at"));
+                  "warps needed / SM", "measured: " STR(HIDDEN_PCT) "% of best at"));
     size_t i, j;
     const json_t *run, *other;
     json_array_foreach(runs, i, run) {
@@ -153,7 +154,7 @@ static void little_table(json_t *doc, json_t *view, const json_t *runs, const hd
         json_array_foreach(runs, j, other) {
             json_int_t w = json_integer_value(json_object_get(other, "warps_per_sm"));
             if (json_integer_value(json_object_get(other, "ilp")) == ilp &&
-                json_number_value(json_object_get(other, "gbs")) >= HIDDEN_SHARE * best && (!knee || w < knee))
+                json_number_value(json_object_get(other, "gbs")) >= HIDDEN_PCT / 100.0 * best && (!knee || w < knee))
                 knee = w;
         }
         /* GB/s x ns = bytes */
@@ -178,7 +179,8 @@ static void little_table(json_t *doc, json_t *view, const json_t *runs, const hd
         }
     char note[240];
     snprintf(note, sizeof note, "a warp's load brings in %g bytes, so warps needed = bytes in flight per SM / (%g x "
-             "loads per thread); the last column is the fewest --warps whose GB/s reached 90%% of the best",
+             "loads per thread); the last column is the fewest --warps whose GB/s reached " STR(HIDDEN_PCT)
+             "%% of the best",
              env->warp_load_bytes, env->warp_load_bytes);
     view_add_note(view, note);
 }
@@ -311,7 +313,7 @@ const magic_spec magic_hiding = {
         "--ilp independent loads in flight before it uses one, one run per point; GB/s rises with the "
         "warps until the loads in flight cover bandwidth x latency (Little's law) and then stays flat. "
         "Below the runs: both reckonings, Little's law with this device's DRAM latency (a %latency "
-        "chase) and the sweep's best GB/s, beside the fewest warps that measured 90% of it. Timing: "
+        "chase) and the sweep's best GB/s, beside the fewest warps that measured " STR(HIDDEN_PCT) "% of it. Timing: "
         "CUDA events around the kernel, the L2 flushed before each rep; the check adds up what the "
         "threads read. Without a GPU the CPU backend follows warps x ilp independent pointer chases in "
         "one host thread: a core hides latency with loads in flight too, as many as its L1 can track.",

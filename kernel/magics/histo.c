@@ -404,7 +404,7 @@ static int histo_point(magic_ctx *ctx, const json_t *params, json_t *runs, void 
         if (!r)
             return magic_error(ctx, "MemoryError", "out of memory");
         free(r);
-        return magic_error(ctx, strcmp(be->name, "cpu") ? "CudaError" : "RuntimeError",
+        return magic_error(ctx, magic_backend_ename(be),
                            "%%histo --variant %s: %s", get_str(params, "variant"), err);
     }
     json_t *run = run_object(ctx, be, params, &a, r);

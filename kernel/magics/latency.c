@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/text.h"
 #include "cudalab/latency.h"
 #include "magic/families.h"
 #include "magic/magic.h"
@@ -97,7 +98,7 @@ static int lat_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
         return magic_error(ctx, "MemoryError", "%%latency: out of host memory");
     if (MAGIC_TIMED(ctx, err, env->ops->chase(&a, r, err)) != 0) {
         free(r);
-        return magic_error(ctx, strcmp(ctx->backend->name, "cpu") ? "CudaError" : "RuntimeError",
+        return magic_error(ctx, magic_backend_ename(ctx->backend),
                            "%%latency --level %s: %s", levels[level].key, err);
     }
     const lat_level *l = &levels[level];
@@ -197,7 +198,7 @@ static const flag_spec latency_flags[] = {
      .opts = FLAG_LIST, .help = "bytes the chase's cycle spans instead of the level's own (4K, 16M, 1G): a list on "
                                 "--level l1 draws the latency against it, the steps of L1, L2 and DRAM"},
     SWEEP_SEED_FLAG("seed of the random cycle"),
-    SWEEP_REPS_FLAG("timed chases of 8192 steps per row"),
+    SWEEP_REPS_FLAG("timed chases of " STR(CL_LAT_STEPS) " steps per row"),
     SWEEP_BACKEND_FLAG,
     {.name = NULL},
 };
@@ -218,7 +219,8 @@ const magic_spec magic_latency = {
         "leaves out: how long a load from each memory takes on this device. One thread follows a random "
         "cycle through the memory, p = next[p], so each load's address is the value of the one before and "
         "no two are in flight together: the time per step is the latency, in SM clock cycles (clock64) "
-        "and nanoseconds (the global timer), the median of --reps chases of 8192 steps after a warm-up "
+        "and nanoseconds (the global timer), the median of --reps chases of " STR(CL_LAT_STEPS)
+        " steps after a warm-up "
         "lap. register times a chain of dependent FMAs; shared, local (an automatic array indexed at run "
         "time, which the compiler must place in local memory: device memory, cached in L1) and constant "
         "chase their own memory; global memory is chased three times: l1 (ld.global.ca, 16 KiB: L1 hits), "

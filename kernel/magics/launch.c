@@ -109,7 +109,7 @@ static int launch_run(magic_ctx *ctx, const json_t *params, const char *body)
                            "shows a launch's checks, not a workload)", threads, LAUNCH_MAX_THREADS);
     cl_launch_result r;
     if (be->launch->run(&a, &r, err) != 0)
-        return magic_error(ctx, strcmp(be->name, "cpu") ? "CudaError" : "RuntimeError", "%%launch: %s", err);
+        return magic_error(ctx, magic_backend_ename(be), "%%launch: %s", err);
 
     dims_text(a.block, block, sizeof block);
     dims_text(a.grid, grid, sizeof grid);

@@ -328,7 +328,7 @@ int mm_env_init(magic_ctx *ctx, json_t *params, mm_env *env)
     cl_device_props dev, hp;
     memset(&hp, 0, sizeof hp);
     if (env->backend->device_props(ctx->device, &dev, err) != 0)
-        return magic_error(ctx, strcmp(env->backend->name, "cpu") ? "CudaError" : "RuntimeError",
+        return magic_error(ctx, magic_backend_ename(env->backend),
                            "device %d: %s", ctx->device, err);
     if (host->device_props(0, &hp, err) != 0)
         memset(&hp, 0, sizeof hp);  /* unknown host: no host peak, no host memory limit */

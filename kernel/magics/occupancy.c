@@ -194,7 +194,7 @@ static int occ_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
             return magic_error(ctx, "RuntimeError", "the %s backend was built without %%occupancy",
                                ctx->backend->name);
         if (ctx->backend->occupancy->query(id, (int)k.threads, &q, err) != 0)
-            return magic_error(ctx, strcmp(ctx->backend->name, "cpu") ? "CudaError" : "RuntimeError",
+            return magic_error(ctx, magic_backend_ename(ctx->backend),
                                "%%occupancy --kernel %s --threads %" PRId64 ": %s", kname, k.threads, err);
         k.regs = q.regs;
         k.smem = q.smem_static + q.smem_dynamic;

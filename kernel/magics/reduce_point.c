@@ -353,7 +353,7 @@ int rd_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
         return magic_error(ctx, "MemoryError", "out of host memory");
     if (MAGIC_TIMED(ctx, err, ops->run(v, &a, r, err)) != 0) {
         free(r);
-        return magic_error(ctx, strcmp(backend_name, "cpu") == 0 ? "RuntimeError" : "CudaError",
+        return magic_error(ctx, magic_backend_ename(host ? cl_cpu_backend() : env->backend),
                            "%%reduce --variant %s (size %llu): %s", cl_reduce_variants[v].name,
                            (unsigned long long)a.n, err);
     }

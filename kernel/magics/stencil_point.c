@@ -311,7 +311,7 @@ int st_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
         char line[160];
         point_line(&a, filter, line, sizeof line);
         rc = def ? student_run_failed(ctx, &sl, line, err)
-                 : magic_error(ctx, strcmp(env->backend->name, "cpu") ? "CudaError" : "RuntimeError",
+                 : magic_error(ctx, magic_backend_ename(env->backend),
                                "%%stencil --variant %s: %s", name, err);
     }
     if (rc != 0) {

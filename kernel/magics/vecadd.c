@@ -318,7 +318,7 @@ static int va_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
         if (!r)
             return magic_error(ctx, "MemoryError", "out of host memory");
         free(r);
-        return magic_error(ctx, strcmp(ctx->backend->name, "cpu") == 0 ? "RuntimeError" : "CudaError",
+        return magic_error(ctx, magic_backend_ename(ctx->backend),
                            "%%vecadd --variant %s --op %s --memory %s (size %" PRIu64 "): %s", variant, opname,
                            memory, a.n, err);
     }
