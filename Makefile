@@ -80,16 +80,18 @@ GENCODE_90A := $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(patsubst 90,90a
 UNIT_SRC   := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-# The CPU runner's runtime (cpu/simt/runtime/): kernel/student/host_build.c links it into each
-# student kernel's runner executable, and compiles the kernel against its prelude. Never built with
-# $(SAN): runners are linked by the host compiler without the sanitizers' runtimes.
+# The CPU runner (cpu/simt/runtime/): one executable that loads each student kernel's compiled
+# object itself (kernel/student/host_build.c compiles the kernel against its prelude and asks it to
+# audit the object). Not position independent, so the objects' 32-bit references reach it, and its
+# symbols exported, so that it binds an object's calls of the runtime by name. Never built with
+# $(SAN): the sanitizers' runtimes would be code the student's object could reach.
 SIMT_DIR     := $(BUILD)/lib/cudalab/simt
-SIMT_LIB     := $(SIMT_DIR)/libcudalab_simt.a
+SIMT_RUNNER  := $(SIMT_DIR)/cudalab-runner
 SIMT_PRELUDE := $(SIMT_DIR)/cudalab_simt.h
 SIMT_SRC     := $(sort $(wildcard cpu/simt/runtime/*.c))
 SIMT_OBJ     := $(SIMT_SRC:cpu/simt/runtime/%.c=$(BUILD)/obj/simt-runtime/%.o)
 
-SIMT_TARGETS = $(SIMT_LIB) $(SIMT_PRELUDE)
+SIMT_TARGETS = $(SIMT_RUNNER) $(SIMT_PRELUDE)
 ifeq ($(NVCC),)
 ALL_TARGETS = $(BIN) $(SIMT_TARGETS) cpu-only-note
 else
@@ -150,9 +152,10 @@ $(BUILD)/obj/simt-runtime/%.o: cpu/simt/runtime/%.c cpu/simt/runtime/internal.h 
 	@$(if $(Q),echo "  CC      $< (runner)",true)
 	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -Iinclude -c $< -o $@
 
-$(SIMT_LIB): $(SIMT_OBJ)
+$(SIMT_RUNNER): $(SIMT_OBJ)
 	@mkdir -p $(dir $@)
-	$(Q)rm -f $@ && ar rcs $@ $^
+	@$(if $(Q),echo "  LINK    $@",true)
+	$(Q)$(CC) -no-pie -rdynamic -o $@ $^ -Wl,--no-as-needed -lm -ldl
 
 $(SIMT_PRELUDE): cpu/simt/runtime/cudalab_simt.h
 	@mkdir -p $(dir $@)

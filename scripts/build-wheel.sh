@@ -16,7 +16,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
 [ -x "$build/bin/cudalab" ] || { echo "build-wheel: $build/bin/cudalab is missing: run make first" >&2; exit 1; }
-[ -f "$build/lib/cudalab/simt/libcudalab_simt.a" ] ||
+[ -x "$build/lib/cudalab/simt/cudalab-runner" ] ||
     { echo "build-wheel: $build/lib/cudalab/simt is missing: run make first" >&2; exit 1; }
 "$py" -c 'import auditwheel, setuptools' 2>/dev/null ||
     { echo "build-wheel: $py lacks auditwheel or setuptools: run scripts/setup.sh test" >&2; exit 1; }
@@ -36,7 +36,8 @@ find "$stage/python" -name __pycache__ -prune -exec rm -rf {} +
 native="$stage/python/cudalab/_native"
 mkdir -p "$native/bin" "$native/lib/cudalab/simt" "$native/share/jupyter/kernelspecs"
 install -m 755 "$build/bin/cudalab" "$native/bin/"
-install -m 644 "$build/lib/cudalab/simt/"* "$native/lib/cudalab/simt/"
+install -m 755 "$build/lib/cudalab/simt/cudalab-runner" "$native/lib/cudalab/simt/"
+install -m 644 "$build/lib/cudalab/simt/cudalab_simt.h" "$native/lib/cudalab/simt/"
 cuda=no
 if [ -f "$build/lib/cudalab/libcudalab_cuda.so" ]; then
     install -m 755 "$build/lib/cudalab/libcudalab_cuda.so" "$native/lib/cudalab/"

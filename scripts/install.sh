@@ -18,7 +18,7 @@ fi
 
 if [ "$mode" = uninstall ]; then
     rm -f "$prefix/bin/cudalab" "$prefix/lib/cudalab/libcudalab_cuda.so" \
-          "$prefix/lib/cudalab/simt/libcudalab_simt.a" "$prefix/lib/cudalab/simt/cudalab_simt.h"
+          "$prefix/lib/cudalab/simt/cudalab-runner" "$prefix/lib/cudalab/simt/cudalab_simt.h"
     rmdir "$prefix/lib/cudalab/simt" "$prefix/lib/cudalab" 2>/dev/null || true
     rm -rf "$kdir"
     echo "removed cudalab from $prefix and its kernelspec $kdir"
@@ -35,7 +35,8 @@ fi
 simt="$(dirname "$bin")/../lib/cudalab/simt"
 if [ -d "$simt" ]; then
     install -d "$prefix/lib/cudalab/simt"
-    install -m 644 "$simt/libcudalab_simt.a" "$simt/cudalab_simt.h" "$prefix/lib/cudalab/simt/"
+    install -m 755 "$simt/cudalab-runner" "$prefix/lib/cudalab/simt/"
+    install -m 644 "$simt/cudalab_simt.h" "$prefix/lib/cudalab/simt/"
 fi
 "$(dirname "$0")/install-kernelspec.sh" "$prefix/bin/cudalab" "$kdir"
 echo "installed cudalab into $prefix; check with: jupyter kernelspec list (make uninstall removes it)"

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -128,61 +130,139 @@ static int refuse_launch(const unsigned grid[3], const unsigned block[3], size_t
 
 /* ---- the runner process ---- */
 
-static pid_t spawn(const char *runner, int fd)
+/* What the runner says on READY_FD before the kernel starts (at most this much is read). */
+#define READY_MAX 8192
+
+/* The runner (k->host_runner) on the arena and k->host_object: the child in its own session
+ * (the parent kills its group whole) and dead with its parent; the arena as fd 3, the object as
+ * fd 4, the write end of the ready pipe as fd 5, stdout as it is (the worker's captured output,
+ * under its cap), nothing else, and an empty environment. -1, or the child's pid. */
+static pid_t spawn(const char *runner, int arena_fd, int object_fd, int ready_fd)
 {
     pid_t p = fork();
     if (p != 0)
         return p;
-    /* the child: its own process group (the parent kills it whole), dead with
-     * its parent, the arena as fd 3 and nothing else but the output streams */
-    setpgid(0, 0);
+    setsid();
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    int null = open("/dev/null", O_RDONLY);
-    if (null >= 0)
-        dup2(null, 0);
-    if (fd == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(fd, 3) < 0)   /* dup2 onto itself keeps close-on-exec */
+    int null = open("/dev/null", O_RDWR);
+    if (null < 0 || dup2(null, 0) < 0 || dup2(null, 2) < 0)
         _exit(126);
-    for (int i = 4; i < 1024; i++)
+    /* copies above every fd in use first, so that no dup2 onto 3..5 overwrites a source */
+    int from[3] = { fcntl(arena_fd, F_DUPFD, 100), fcntl(object_fd, F_DUPFD, 100), fcntl(ready_fd, F_DUPFD, 100) };
+    for (int i = 0; i < 3; i++)
+        if (from[i] < 0 || dup2(from[i], 3 + i) < 0)
+            _exit(126);
+    for (int i = 6; i < 1024; i++)
         close(i);
     /* CUDALAB_RUNNER_VALGRIND=1: the runner under valgrind memcheck (the runtime's own test: fibers and
      * checks stay clean; an error ends it with status VALGRIND_STATUS) */
     const char *vg = getenv("CUDALAB_RUNNER_VALGRIND");
     if (vg && strcmp(vg, "1") == 0)
-        execlp("valgrind", "valgrind", "-q", "--error-exitcode=" VALGRIND_STATUS, runner, "3", (char *)NULL);
-    else
-        execl(runner, runner, "3", (char *)NULL);
+        execlp("valgrind", "valgrind", "-q", "--error-exitcode=" VALGRIND_STATUS, runner, "3", "4", "5", (char *)NULL);
+    char *const argv[] = { (char *)runner, "3", "4", "5", NULL };
+    char *const envp[] = { NULL };
+    execve(runner, argv, envp);
     _exit(127);
 }
 
-/* Waits for the runner, killing its group past the deadline or on an interrupt.
- * 0 with its status, or -1 (killed: *why says which). */
-static int wait_runner(pid_t p, double limit_ms, int *status, const char **why)
+static double now_ms(void)
 {
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    long nap_us = 200;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The runner's life as the parent sees it: what it said, and when the kernel started and ended. */
+typedef struct runner_watch {
+    char said[READY_MAX + 1];
+    size_t said_len;
+    double start_ms, end_ms;        /* 0 until seen */
+} runner_watch;
+
+/* Waits for the runner p: reads READY_FD until its end (the kernel starts), then waits for p's exit
+ * (a pidfd where the kernel has them, for an exact end; else short naps), killing its group past
+ * the deadline or on an interrupt. 0 with its status, or -1 (killed: *why says which). */
+static int wait_runner(pid_t p, int ready, double limit_ms, runner_watch *w, int *status, const char **why)
+{
+    double t0 = now_ms();
+    int pidfd = (int)syscall(SYS_pidfd_open, p, 0);
     for (;;) {
-        pid_t r = waitpid(p, status, WNOHANG);
-        if (r == p)
-            return 0;
-        if (r < 0 && errno != EINTR) {
-            *why = "lost";
-            return -1;
+        struct pollfd fds[2] = { { ready, POLLIN, 0 }, { pidfd, POLLIN, 0 } };
+        int nfds = 0;
+        struct pollfd *at = fds;
+        if (ready >= 0)
+            nfds++;
+        else
+            at = &fds[1];
+        if (pidfd >= 0)
+            nfds++;
+        int r = nfds ? poll(at, (nfds_t)nfds, pidfd >= 0 ? 10 : 1)
+                     : nanosleep(&(struct timespec){ 0, 100000 }, NULL);   /* no pidfd: short naps */
+        if (r < 0 && errno != EINTR)
+            break;
+        if (ready >= 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+            char chunk[1024];
+            ssize_t n = read(ready, chunk, sizeof chunk);
+            if (n > 0) {
+                size_t keep = READY_MAX - w->said_len < (size_t)n ? READY_MAX - w->said_len : (size_t)n;
+                memcpy(w->said + w->said_len, chunk, keep);
+                w->said_len += keep;
+                w->said[w->said_len] = '\0';
+            } else if (n == 0 || errno != EINTR) {
+                w->start_ms = now_ms();     /* every copy closed: the first student instruction is next */
+                close(ready);
+                ready = -1;
+            }
         }
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        double ms = (double)(now.tv_sec - t0.tv_sec) * 1e3 + (double)(now.tv_nsec - t0.tv_nsec) / 1e6;
-        bool late = ms > limit_ms, cancel = cl_cancel_requested();
+        pid_t done = waitpid(p, status, WNOHANG);
+        if (done == p) {
+            w->end_ms = now_ms();
+            if (ready >= 0)
+                close(ready);
+            if (pidfd >= 0)
+                close(pidfd);
+            return 0;
+        }
+        if (done < 0 && errno != EINTR) {
+            *why = "lost";
+            break;
+        }
+        bool late = now_ms() - t0 > limit_ms, cancel = cl_cancel_requested();
         if (late || cancel) {
             kill(-p, SIGKILL);
             kill(p, SIGKILL);
             waitpid(p, status, 0);
             *why = cancel ? "interrupted" : "late";
-            return -1;
+            break;
         }
-        struct timespec nap = { 0, nap_us * 1000 };
-        nanosleep(&nap, NULL);
-        if (nap_us < 10000)
-            nap_us *= 2;
+    }
+    if (ready >= 0)
+        close(ready);
+    if (pidfd >= 0)
+        close(pidfd);
+    return -1;
+}
+
+/* The runner's words before the start: "layers A,B,C" into the kernel's sandbox list, "section ADDR
+ * SIZE NAME" into code; a "refused WHY" line (the object failed its load) into refused. */
+static void read_said(const runner_watch *w, const cl_student_kernel *k, simt_code *code, char *refused, size_t len)
+{
+    for (const char *p = w->said; *p;) {
+        size_t n = strcspn(p, "\n");
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), p);
+        unsigned long long addr, size;
+        char name[64];
+        if (strncmp(line, "layers ", 7) == 0 && k->sandbox && k->sandbox_len)
+            snprintf(k->sandbox, k->sandbox_len, "%s", line + 7);
+        else if (strncmp(line, "refused ", 8) == 0)
+            snprintf(refused, len, "%s", line + 8);
+        else if (sscanf(line, "section %llx %llx %63s", &addr, &size, name) == 3 && code->nsections < SIMT_MAX_SECTIONS) {
+            snprintf(code->sections[code->nsections].name, sizeof code->sections[0].name, "%s", name);
+            code->sections[code->nsections].addr = addr;
+            code->sections[code->nsections++].size = size;
+        }
+        p += n + (p[n] == '\n');
     }
 }
 
@@ -191,7 +271,7 @@ int simt_launch(simt_arena *a, const cl_student_kernel *k, const unsigned grid[3
 {
     if (k->diagnosis && k->diagnosis_len)
         k->diagnosis[0] = '\0';
-    if (!k->host_runner) {
+    if (!k->host_runner || !k->host_object) {
         snprintf(err, CL_ERR_LEN, "%s was not built for the CPU runner", k->name);
         return -1;
     }
@@ -217,18 +297,38 @@ int simt_launch(simt_arena *a, const cl_student_kernel *k, const unsigned grid[3
     h->next_block = 0;
     memset(&h->report, 0, sizeof h->report);
 
+    int object = open(k->host_object, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int ready[2] = { -1, -1 };
+    if (object < 0 || pipe2(ready, O_CLOEXEC) != 0) {
+        snprintf(err, CL_ERR_LEN, "cannot start the CPU runner: %s", strerror(errno));
+        if (object >= 0)
+            close(object);
+        return -1;
+    }
     fflush(stdout);
-    pid_t p = spawn(k->host_runner, a->fd);
+    pid_t p = spawn(k->host_runner, a->fd, object, ready[1]);
+    close(object);
+    close(ready[1]);
     if (p < 0) {
+        close(ready[0]);
         snprintf(err, CL_ERR_LEN, "cannot start the CPU runner: %s", strerror(errno));
         return -1;
     }
     int status = 0;
     const char *why = NULL;
-    int waited = wait_runner(p, h->limit_ms * 2 + 2000, &status, &why);
+    static runner_watch w;
+    memset(&w, 0, sizeof w);
+    int waited = wait_runner(p, ready[0], h->limit_ms * 2 + 2000, &w, &status, &why);
     kill(-p, SIGKILL);              /* whatever of its process group is left (it forks the block runners) */
+    simt_code code = { .object = k->host_object };
+    char refused[512] = "";
+    read_said(&w, k, &code, refused, sizeof refused);
     if (waited != 0 && strcmp(why, "interrupted") == 0) {
         snprintf(err, CL_ERR_LEN, "interrupted");
+        return -1;
+    }
+    if (*refused) {
+        snprintf(err, CL_ERR_LEN, "the CPU runner refused %s: %s", k->name, refused);
         return -1;
     }
     bool findings = false;
@@ -236,8 +336,8 @@ int simt_launch(simt_arena *a, const cl_student_kernel *k, const unsigned grid[3
         findings |= h->report.findings[i].count > 0;
     if (findings) {
         char none[1];
-        simt_explain(h, k->host_runner, k->diagnosis ? k->diagnosis : none,
-                     k->diagnosis ? k->diagnosis_len : sizeof none, err);
+        simt_explain(h, &code, k->diagnosis ? k->diagnosis : none, k->diagnosis ? k->diagnosis_len : sizeof none,
+                     err);
         return -1;
     }
     if (waited != 0) {
@@ -245,7 +345,7 @@ int simt_launch(simt_arena *a, const cl_student_kernel *k, const unsigned grid[3
                  "(an endless loop?)", h->limit_ms);
         return -1;
     }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !h->report.done) {
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !h->report.done || !w.start_ms) {
         if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
             snprintf(err, CL_ERR_LEN, "cannot run the CPU runner %s", k->host_runner);
         else if (WIFEXITED(status) && WEXITSTATUS(status) == atoi(VALGRIND_STATUS))
@@ -254,12 +354,14 @@ int simt_launch(simt_arena *a, const cl_student_kernel *k, const unsigned grid[3
         else if (WIFSIGNALED(status))
             snprintf(err, CL_ERR_LEN, "the CPU runner ended by signal %d (%s)", WTERMSIG(status),
                      WTERMSIG(status) == SIGKILL ? "its memory limit?" : strsignal(WTERMSIG(status)));
+        else if (WIFEXITED(status) && WEXITSTATUS(status) == 2)
+            snprintf(err, CL_ERR_LEN, "the CPU runner could not close its sandbox, so it ran nothing");
         else
-            snprintf(err, CL_ERR_LEN, "the CPU runner failed (exit status %d; the kernel's log says why)",
-                     WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+            snprintf(err, CL_ERR_LEN, "the CPU runner failed (exit status %d)", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
         return -1;
     }
-    *ms = h->report.ms;
+    /* the harness's clock: from the runner's last word before the kernel to its exit */
+    *ms = w.end_ms - w.start_ms;
     return 0;
 }
 

@@ -45,10 +45,16 @@ static void want_pc(line_map *m, uint64_t pc)
     m->line[m->n++] = 0;
 }
 
-/* One addr2line for every address; lines of files other than the cell stay 0. */
-static void resolve(line_map *m, const char *runner)
+/* The lines of the addresses in one code section of the object: one addr2line, each address as
+ * an offset in that section (-j); lines of files other than the cell stay 0. */
+static void resolve_section(line_map *m, const simt_code *code, int sec)
 {
-    if (!m->n)
+    uint64_t lo = code->sections[sec].addr, hi = lo + code->sections[sec].size;
+    int idx[MAX_PCS], n = 0;
+    for (int i = 0; i < m->n; i++)
+        if (m->pc[i] - 1 >= lo && m->pc[i] - 1 < hi)
+            idx[n++] = i;
+    if (!n)
         return;
     int out[2];
     if (pipe(out) != 0)
@@ -58,17 +64,19 @@ static void resolve(line_map *m, const char *runner)
         dup2(out[1], 1);
         close(out[0]);
         close(out[1]);
-        char *argv[MAX_PCS + 8];
+        char *argv[MAX_PCS + 10];
         char addrs[MAX_PCS][24];
         int a = 0;
         argv[a++] = "addr2line";
         argv[a++] = "-a";           /* each address first, then its frames: */
         argv[a++] = "-i";           /* an atomic inlined from the prelude still has the cell's line */
+        argv[a++] = "-j";
+        argv[a++] = (char *)code->sections[sec].name;
         argv[a++] = "-e";
-        argv[a++] = (char *)runner;
-        for (int i = 0; i < m->n; i++) {
+        argv[a++] = (char *)code->object;
+        for (int i = 0; i < n; i++) {
             /* the call's own line: the address just before the return address */
-            snprintf(addrs[i], sizeof addrs[i], "%#" PRIx64, m->pc[i] - 1);
+            snprintf(addrs[i], sizeof addrs[i], "%#" PRIx64, m->pc[idx[i]] - 1 - lo);
             argv[a++] = addrs[i];
         }
         argv[a] = NULL;
@@ -86,12 +94,12 @@ static void resolve(line_map *m, const char *runner)
         }
         /* "DIR/cell:17 (discriminator 3)": the innermost frame in the cell wins */
         char *colon = strrchr(buf, ':');
-        if (i < 0 || i >= m->n || m->line[i] || !colon)
+        if (i < 0 || i >= n || m->line[idx[i]] || !colon)
             continue;
         *colon = '\0';
         const char *base = strrchr(buf, '/') ? strrchr(buf, '/') + 1 : buf;
         if (strcmp(base, CELL_FILE) == 0)
-            m->line[i] = atoi(colon + 1);
+            m->line[idx[i]] = atoi(colon + 1);
     }
     if (f)
         fclose(f);
@@ -99,6 +107,12 @@ static void resolve(line_map *m, const char *runner)
         close(out[0]);
     if (p > 0)
         waitpid(p, NULL, 0);
+}
+
+static void resolve(line_map *m, const simt_code *code)
+{
+    for (int s = 0; code && code->object && s < code->nsections; s++)
+        resolve_section(m, code, s);
 }
 
 static int line_of(const line_map *m, uint64_t pc)
@@ -331,7 +345,7 @@ static void explain_one(out *o, const cl_simt_launch *l, int kind, const cl_simt
         break;
     case CL_SIMT_TRAP:
         thread_at(o, l, &f->at);
-        say(o, " called __trap()");
+        say(o, " %s", f->what);
         at_line(o, line);
         break;
     case CL_SIMT_ASSERT:
@@ -366,7 +380,7 @@ static void explain_one(out *o, const cl_simt_launch *l, int kind, const cl_simt
         say(o, " (%" PRIu64 " in all)", f->count);
 }
 
-void simt_explain(const cl_simt_launch *l, const char *runner, char *buf, size_t len, char *err)
+void simt_explain(const cl_simt_launch *l, const simt_code *code, char *buf, size_t len, char *err)
 {
     line_map m = { .n = 0 };
     for (int k = 0; k < CL_SIMT_NKINDS; k++)
@@ -374,7 +388,7 @@ void simt_explain(const cl_simt_launch *l, const char *runner, char *buf, size_t
             want_pc(&m, l->report.findings[k].at.pc);
             want_pc(&m, l->report.findings[k].other.pc);
         }
-    resolve(&m, runner);
+    resolve(&m, code);
     out o = { buf, len, 0 };
     if (len)
         buf[0] = '\0';

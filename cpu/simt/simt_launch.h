@@ -46,9 +46,11 @@ typedef struct simt_arena {
 int simt_arena_open(simt_arena *a, const simt_buffer *b, int n, char *err);
 void simt_arena_close(simt_arena *a);
 
-/* Runs k (its host_runner) over grid × block with dyn_smem bytes of extern
- * __shared__ and the arguments in the contract's order. 0 with the grid's
- * wall time in *ms; -1 with a one-line err when the launch is refused (limits)
+/* Runs k (the runner k->host_runner loading k->host_object) over grid × block
+ * with dyn_smem bytes of extern __shared__ and the arguments in the contract's
+ * order. 0 with the grid's wall time in *ms, measured here (from the runner's
+ * last word before the kernel to its exit), and the sandbox's layers in
+ * k->sandbox; -1 with a one-line err when the launch is refused (limits)
  * or the runner found something, and then the whole report in k->diagnosis. */
 int simt_launch(simt_arena *a, const cl_student_kernel *k, const unsigned grid[3], const unsigned block[3],
                 size_t dyn_smem, const cl_simt_arg *args, int nargs, double *ms, char *err);
@@ -96,9 +98,21 @@ void simt_counters_failed(const char *err);
 /* A counted launch's counts under --counters' names (CL_COUNTERS). */
 void simt_counters_of(const cl_simt_counts *c, cl_counters *out);
 
+/* Where a launch's code lay, as the runner said before the kernel started: the student's object
+ * and the addresses its code sections were loaded at, for the cell lines of a finding's address. */
+#define SIMT_MAX_SECTIONS 64
+typedef struct simt_code {
+    const char *object;
+    struct {
+        char name[64];
+        uint64_t addr, size;
+    } sections[SIMT_MAX_SECTIONS];
+    int nsections;
+} simt_code;
+
 /* The report's findings in words, one per line, each with its count
- * (cpu/simt/report.c). runner: the executable, for the lines of its
- * addresses. Returns the headline (the first finding) in err. */
-void simt_explain(const cl_simt_launch *l, const char *runner, char *out, size_t len, char *err);
+ * (cpu/simt/report.c). code: where the kernel's code lay (NULL: unknown), for
+ * the lines of its addresses. Returns the headline (the first finding) in err. */
+void simt_explain(const cl_simt_launch *l, const simt_code *code, char *out, size_t len, char *err);
 
 #endif

@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 #define CL_SIMT_MAGIC 0x434c73696d74ull     /* "CLsimt" */
-#define CL_SIMT_VERSION 2
+#define CL_SIMT_VERSION 3
 #define CL_SIMT_MAX_BUFFERS 6
 #define CL_SIMT_MAX_ARGS 12
 #define CL_SIMT_NAME_LEN 24
@@ -37,6 +37,7 @@ extern "C" {
  * arena), and those of the device the CPU backend presents (cpu_model.h). */
 #define CL_SIMT_MAX_THREADS (1ull << 24)        /* threads in a grid */
 #define CL_SIMT_MAX_ARENA (1ull << 30)          /* bytes of buffers */
+#define CL_SIMT_MAX_OBJECT (64 << 20)           /* bytes of a compiled kernel the runner loads */
 #define CL_SIMT_MAX_BLOCK_THREADS CL_CPU_MODEL_MAX_THREADS_PER_BLOCK
 #define CL_SIMT_MAX_BLOCK_Z CL_CPU_MODEL_MAX_BLOCK_Z
 #define CL_SIMT_STATIC_SMEM CL_CPU_MODEL_SMEM_PER_BLOCK        /* static __shared__ per block */
@@ -145,8 +146,7 @@ typedef struct cl_simt_counts {
 
 typedef struct cl_simt_report {
     volatile uint32_t lock;         /* a spin lock between the runner's processes */
-    uint32_t done;                  /* the runner finished the grid (1) */
-    double ms;                      /* wall time of the grid */
+    uint32_t done;                  /* the runner finished the grid (1); its time is the parent's to take */
     cl_simt_finding findings[CL_SIMT_NKINDS];
     cl_simt_counts counts;          /* a counted launch's (count = 1) */
 } cl_simt_report;

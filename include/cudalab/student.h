@@ -46,14 +46,19 @@ typedef struct cl_student_kernel {
                                (%stencil: the block's tile with its halo) */
     double limit_ms;        /* a launch still running after this long is abandoned: the run
                                fails, the device is marked unusable and the worker leaves */
-    /* The CPU backend's: the runner executable built from the same source with
-     * the CUDA model's prelude (kernel/student/host_build.c; cpu/simt/), or NULL. */
+    /* The CPU backend's: the runner executable (cpu/simt/runtime/) and the object
+     * it loads, built from the same source with the CUDA model's prelude
+     * (kernel/student/host_build.c), or NULL. */
     const char *host_runner;
+    const char *host_object;
     int host_one_process;   /* the source has __device__ variables: every block in one process */
     /* Where a backend explains a failed run at length (the CPU runner's
      * findings, one per line), for the cell's traceback; NULL: nowhere. */
     char *diagnosis;
     size_t diagnosis_len;
+    /* Where the CPU backend says which sandbox layers a launch ran under ("a,b,c"); NULL: nowhere. */
+    char *sandbox;
+    size_t sandbox_len;
 } cl_student_kernel;
 
 #ifdef __cplusplus

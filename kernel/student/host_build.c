@@ -1,10 +1,14 @@
-/* host_build.c — a student's kernel built into a CPU runner executable (see host_build.h).
+/* host_build.c — a student's kernel built into an object the CPU runner loads (see host_build.h).
  *
  * The translation unit: the prelude, the cell's source under `#line N "cell"`
  * with its __shared__ declarations rewritten (shared_rewrite.c), then an entry
  * that calls the kernel with the launch's arguments, derived from the family
  * contract's parameter types. The host compiler runs in a child process with
- * its diagnostics on a pipe; its errors come back with the cell's lines.
+ * its diagnostics on a pipe; its errors come back with the cell's lines. The
+ * object is never linked: the runner audits it (`cudalab-runner --check`,
+ * the same code that loads it at each launch) before it enters the cache, and
+ * what it refuses (a constructor, a call of a host function …) is the cell's
+ * CompileError.
  */
 #include "student/host_build.h"
 
@@ -26,9 +30,10 @@
 
 #define CELL_FILE "cell"
 #define ENTRY_FILE "cudalab-entry"
-#define BUILD_FORMAT "3"            /* bump when what a runner is changes */
+#define BUILD_FORMAT "4"            /* bump when what a build is changes */
 #define COMPILE_LIMIT_S 120
 #define LOG_MAX (32u << 10)
+#define RUNNER_FILE "cudalab-runner"
 
 /* The host compiler's options: every access instrumented (-fsanitize=thread,
  * whose calls our runtime answers; libtsan is never linked), DWARF 4 (whose
@@ -39,18 +44,22 @@
 static const char *const host_flags[] = {
     "-std=c++17", "-O2", "-gdwarf-4", "-w", "-fsanitize=thread", "--param", "tsan-instrument-func-entry-exit=0",
     "-fno-thread-jumps", "-fno-exceptions", "-fno-rtti", "-no-pie", "-fno-pie",
+    /* what the runner's loader binds nothing for: distributions' hardening defaults (a stack
+     * protector's guard, fortified libc calls, CET notes), unwind tables, guarded statics, commons */
+    "-fno-stack-protector", "-U_FORTIFY_SOURCE", "-fcf-protection=none", "-fno-asynchronous-unwind-tables",
+    "-fno-unwind-tables", "-fno-threadsafe-statics", "-fno-common",
 };
 
 /* ---- where things are ---- */
 
-/* <dir of the executable>/../lib/cudalab/simt: the runtime and its prelude. */
+/* <dir of the executable>/../lib/cudalab/simt: the runner and its prelude. */
 static int runtime_dir(char *buf, size_t len)
 {
     char dir[PATH_MAX - 64];
     if (exe_dir(dir, sizeof dir) != 0 || snprintf(buf, len, "%s/../lib/cudalab/simt", dir) >= (int)len)
         return -1;
     char probe[PATH_MAX + 32];
-    snprintf(probe, sizeof probe, "%s/libcudalab_simt.a", buf);
+    snprintf(probe, sizeof probe, "%s/" RUNNER_FILE, buf);
     return access(probe, R_OK) == 0 ? 0 : -1;
 }
 
@@ -158,7 +167,7 @@ static char *entry_text(const char *name, const char *types)
     if (!s)
         return NULL;
     int n = snprintf(s, cap, "\n#line 1 \"" ENTRY_FILE "\"\nextern \"C\" __attribute__((no_sanitize_thread)) "
-                     "void cl_simt_entry(void *const *a) { %s(", name);
+                     "void __cudalab_entry(void *const *a) { %s(", name);
     const char *p = types;
     for (int i = 0; *p; i++) {
         size_t len = strcspn(p, ",");
@@ -268,7 +277,7 @@ int host_build_runner(magic_ctx *ctx, const student_source *src, const student_o
     double t0 = monotonic_ms();
     char rt[PATH_MAX - 64], cxx[PATH_MAX], dir[PATH_MAX - 128];
     if (runtime_dir(rt, sizeof rt) != 0)
-        return magic_error(ctx, "RuntimeError", "%s cannot run without a GPU: the CPU runner's runtime "
+        return magic_error(ctx, "RuntimeError", "%s cannot run without a GPU: the CPU runner "
                            "(lib/cudalab/simt beside the cudalab binary) is missing: rebuild with make", src->name);
     if (host_compiler(cxx, sizeof cxx) != 0)
         return magic_error(ctx, "RuntimeError", "%s cannot run without a GPU: the CPU runner compiles your kernel "
@@ -286,12 +295,12 @@ int host_build_runner(magic_ctx *ctx, const student_source *src, const student_o
     if (!unit)
         return magic_error(ctx, "MemoryError", "out of memory building %s for the CPU runner", src->name);
 
-    /* the key: the unit, the options that reach it, the compiler, the runtime */
-    char lib[PATH_MAX], prelude_hash[SHA256_HEX_LEN + 1], lib_hash[SHA256_HEX_LEN + 1], key[SHA256_HEX_LEN + 1];
-    snprintf(lib, sizeof lib, "%s/libcudalab_simt.a", rt);
+    /* the key: the unit, the options that reach it, the compiler, the runner (which audits and loads) */
+    char prelude_hash[SHA256_HEX_LEN + 1], lib_hash[SHA256_HEX_LEN + 1], key[SHA256_HEX_LEN + 1];
+    snprintf(out->runner, sizeof out->runner, "%s/" RUNNER_FILE, rt);
     char prelude[PATH_MAX];
     snprintf(prelude, sizeof prelude, "%s/cudalab_simt.h", rt);
-    hash_file(lib, lib_hash);
+    hash_file(out->runner, lib_hash);
     hash_file(prelude, prelude_hash);
     char *defines = json_dumps(o->defines ? o->defines : json_array(), JSON_COMPACT);
     size_t klen = strlen(unit) + 1024 + (defines ? strlen(defines) : 0);
@@ -310,7 +319,7 @@ int host_build_runner(magic_ctx *ctx, const student_source *src, const student_o
         free(unit);
         return magic_error(ctx, "RuntimeError", "cannot make a directory for CPU runners (%s)", dir);
     }
-    snprintf(out->path, sizeof out->path, "%s/cpu-%.40s", dir, key);
+    snprintf(out->path, sizeof out->path, "%s/cpu-%.40s.o", dir, key);
     if (file_exists(out->path)) {
         free(defines);
         free(unit);
@@ -319,10 +328,9 @@ int host_build_runner(magic_ctx *ctx, const student_source *src, const student_o
         return 0;
     }
 
-    /* compile: the unit as a file (its #line directives name the cell), then link */
-    char source[PATH_MAX + 32], tmp[PATH_MAX + 32];
+    /* compile: the unit as a file (its #line directives name the cell), then the runner's audit */
+    char source[PATH_MAX + 32];
     snprintf(source, sizeof source, "%s.%d.cpp", out->path, (int)getpid());
-    snprintf(tmp, sizeof tmp, "%s.%d.tmp", out->path, (int)getpid());
     FILE *f = fopen(source, "w");
     if (!f || fputs(unit, f) < 0 || fclose(f) != 0) {
         free(defines);
@@ -361,17 +369,9 @@ int host_build_runner(magic_ctx *ctx, const student_source *src, const student_o
     argv[a] = NULL;
     char *log = NULL;
     int rc = run_tool(argv, &log);
-    if (rc == 0) {
-        /* linked apart: the driver would bring libtsan in with -fsanitize=thread, and our runtime answers
-         * the instrumentation's calls instead */
-        char *link[] = { cxx, "-no-pie", object, lib, "-lm", "-o", tmp, NULL };
-        free(log);
-        rc = run_tool(link, &log);
-    }
-    unlink(object);
     unlink(source);
     if (rc != 0) {
-        unlink(tmp);
+        unlink(object);
         json_t *lines = cell_errors(log);
         magic_error(ctx, "CompileError", "%s compiles with NVRTC but not for the CPU runner (%s)%s", src->name,
                     rc < 0 ? "the compiler did not finish" : "the host compiler's words below",
@@ -382,9 +382,22 @@ int host_build_runner(magic_ctx *ctx, const student_source *src, const student_o
         return -1;
     }
     free(log);
-    if (rename(tmp, out->path) != 0) {
-        unlink(tmp);
-        return magic_error(ctx, "RuntimeError", "cannot keep the CPU runner of %s: %s", src->name, strerror(errno));
+    /* the runner's audit: what it would refuse to load, refused now, in the student's words */
+    char *check[] = { out->runner, "--check", object, NULL };
+    char *why = NULL;
+    if (run_tool(check, &why) != 0) {
+        unlink(object);
+        const char *text = why && *why ? why : "what the runner cannot load";
+        magic_error(ctx, "CompileError", "%s cannot run on the CPU runner: its compiled code has %.*s (nothing of a "
+                    "kernel may run but the kernel, launched)", src->name, (int)strcspn(text, "\n"), text);
+        free(why);
+        return -1;
+    }
+    free(why);
+    if (rename(object, out->path) != 0) {
+        unlink(object);
+        return magic_error(ctx, "RuntimeError", "cannot keep the CPU runner's build of %s: %s", src->name,
+                           strerror(errno));
     }
     out->ms = monotonic_ms() - t0;
     return 0;

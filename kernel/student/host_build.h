@@ -2,10 +2,10 @@
  *
  * Where there is no GPU, the source NVRTC accepted is compiled a second time,
  * by the host C++ compiler, against the CUDA model's prelude (cpu/simt/
- * runtime/cudalab_simt.h) with -fsanitize=thread's calls on every access, and
- * linked with the runner's runtime into an executable of its own, which the
- * CPU backend starts for each launch (cpu/simt/). NVRTC is the gate: what runs
- * here also compiles for a GPU. Builds are cached beside NVRTC's, by a hash of
+ * runtime/cudalab_simt.h) with -fsanitize=thread's calls on every access,
+ * into an object that the runner (cpu/simt/runtime/) audits once here and
+ * loads at each launch: never linked, so nothing of it runs but the kernel.
+ * NVRTC is the gate: what runs here also compiles for a GPU. Builds are cached beside NVRTC's, by a hash of
  * the translation unit, the options, the compiler and the runtime.
  */
 #ifndef CUDALAB_STUDENT_HOST_BUILD_H
@@ -18,7 +18,8 @@
 #include "student/compile.h"
 
 typedef struct host_build {
-    char path[PATH_MAX];            /* the runner executable */
+    char path[PATH_MAX];            /* the audited object, in the cache */
+    char runner[PATH_MAX];          /* the runner that loads it (lib/cudalab/simt/cudalab-runner) */
     bool one_process;               /* __device__ variables: the blocks share one process */
     bool cached;
     double ms;

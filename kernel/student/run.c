@@ -127,8 +127,11 @@ int student_prepare(magic_ctx *ctx, const student_def *d, const json_t *point, i
             student_launch_free(out);
             return -1;
         }
-        k->host_runner = out->host.path;
+        k->host_runner = out->host.runner;
+        k->host_object = out->host.path;
         k->host_one_process = out->host.one_process;
+        k->sandbox = out->sandbox;
+        k->sandbox_len = sizeof out->sandbox;
     }
     json_decref(defines);
     return 0;
@@ -162,8 +165,19 @@ void student_run_json(const student_launch *l, json_t *run)
 
 json_t *student_runner_json(const student_launch *l)
 {
-    return json_pack("{s:f, s:b, s:b}", "ms", l->host.ms, "cached", l->host.cached, "one_process",
-                     l->host.one_process);
+    json_t *runner = json_pack("{s:f, s:b, s:b}", "ms", l->host.ms, "cached", l->host.cached, "one_process",
+                               l->host.one_process);
+    if (!l->sandbox[0])
+        return runner;              /* not launched (yet) */
+    json_t *layers = json_array();
+    for (const char *p = l->sandbox; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n)
+            json_array_append_new(layers, json_stringn(p, n));
+        p += n + (p[n] == ',');
+    }
+    json_object_set_new(runner, "sandbox", layers);
+    return runner;
 }
 
 json_t *student_first_values(const json_t *params, const char *const *keys)

@@ -65,6 +65,7 @@ typedef struct student_launch {
     host_build host;                /* the CPU backend's runner (host.path empty on a GPU) */
     cl_student_kernel kernel;       /* points into build, host and def */
     char diagnosis[STUDENT_DIAGNOSIS_LEN];  /* the backend's long explanation of a failed run */
+    char sandbox[256];              /* the CPU runner's sandbox layers at the last launch ("a,b,c") */
 } student_launch;
 
 /* The compute capability to compile for (90 for sm_90): the backend's device
@@ -77,7 +78,8 @@ void student_launch_free(student_launch *l);
 /* {"source": "student", "source_hash", "compile": {...}, "resources": {...}} merged into a run object. */
 void student_run_json(const student_launch *l, json_t *run);
 json_t *student_resources_json(const student_resources *r);
-/* The CPU runner's build of l: {"ms", "cached", "one_process"} (its host compile and link). */
+/* The CPU runner's build of l and its last launch: {"ms", "cached", "one_process"} (its host
+ * compile and audit), "sandbox": the layers the launch ran under. */
 json_t *student_runner_json(const student_launch *l);
 
 /* Flags that only student kernels honour (keys, NULL-terminated: "define", and

@@ -82,7 +82,7 @@ def test_wheel_is_manylinux_with_its_libraries(venv):
     runtime and the C libraries, and whose installed binary finds those libraries in the wheel."""
     assert re.fullmatch(r"cudalab-[\w.]+-py3-none-manylinux_2_\d+_x86_64\.whl", venv.wheel.name), venv.wheel.name
     names = zipfile.ZipFile(venv.wheel).namelist()
-    for need in ("cudalab/_native/bin/cudalab", "cudalab/_native/lib/cudalab/simt/libcudalab_simt.a",
+    for need in ("cudalab/_native/bin/cudalab", "cudalab/_native/lib/cudalab/simt/cudalab-runner",
                  "cudalab/_native/lib/cudalab/simt/cudalab_simt.h",
                  "cudalab/_native/share/jupyter/kernelspecs/cudalab/logo-64x64.png"):
         assert need in names, f"{need} is missing from {venv.wheel.name}"

@@ -57,7 +57,7 @@ static void out_of_bounds_names_the_element_past_the_end(void **state)
     f->buffer = 2;
     f->elem = 67 * 33;
     char text[2048], err[CL_ERR_LEN];
-    simt_explain(&l, "/nonexistent", text, sizeof text, err);
+    simt_explain(&l, NULL, text, sizeof text, err);
     assert_contains(err, "out-of-bounds access: thread (0,3) of block (0,4) wrote C[67][0] at line 19, past the end "
                          "of C (67×33)");
     assert_contains(err, "(639 in all)");
@@ -79,7 +79,7 @@ static void a_vector_before_its_start(void **state)
     f->at = (cl_simt_where){.block = {0, 0, 0}, .thread = {0, 0, 0}, .access = CL_SIMT_READ, .line = 5};
     f->elem = -1;
     char text[1024], err[CL_ERR_LEN];
-    simt_explain(&l, "/nonexistent", text, sizeof text, err);
+    simt_explain(&l, NULL, text, sizeof text, err);
     assert_contains(err, "thread 0 of block 0 read in[-1] at line 5, before the start of in (1000 elements)");
     assert_null(strstr(err, "in all"));     /* one finding: no count */
 }
@@ -103,7 +103,7 @@ static void two_writers_in_grid_order_and_every_kind_listed(void **state)
     r->buffer = -1;
     snprintf(r->what, sizeof r->what, "As[0][0]|raw");
     char text[4096], err[CL_ERR_LEN];
-    simt_explain(&l, "/nonexistent", text, sizeof text, err);
+    simt_explain(&l, NULL, text, sizeof text, err);
     /* the kinds in the report's order: the race first, so it is the headline */
     assert_contains(err, "data race on shared memory: thread (1,0) of block (0,0) read As[0][0] at line 16 while "
                          "thread (0,0) of block (0,0) had written it at line 12, with no __syncthreads() between them");
@@ -135,7 +135,7 @@ static void barriers_deadlocks_and_faults(void **state)
     a->at = (cl_simt_where){.block = {1, 0, 0}, .thread = {2, 0, 0}, .line = 8};
     snprintf(a->what, sizeof a->what, "i < n");
     char text[4096], err[CL_ERR_LEN];
-    simt_explain(&l, "/nonexistent", text, sizeof text, err);
+    simt_explain(&l, NULL, text, sizeof text, err);
     assert_contains(err, "assertion `i < n` failed in thread 2 of block 1 at line 8");
     assert_contains(text, "launch limit: the kernel ran past 1000 ms on the CPU runner; thread 7 of block 3 was "
                           "running");
@@ -168,7 +168,7 @@ static void launch_refuses_what_a_gpu_would(void **state)
     char err[CL_ERR_LEN], diag[256];
     simt_buffer one = {"out", 4096, 4, CL_SIMT_OUT, 0, 0};
     assert_int_equal(simt_arena_open(&a, &one, 1, err), 0);
-    cl_student_kernel k = {.name = "mine", .host_runner = "/nonexistent", .diagnosis = diag,
+    cl_student_kernel k = {.name = "mine", .host_runner = "/nonexistent", .host_object = "/dev/null", .diagnosis = diag,
                            .diagnosis_len = sizeof diag};
     double ms = 0;
     unsigned grid[3] = {1, 1, 1}, big[3] = {64, 32, 1}, ok[3] = {32, 1, 1}, many[3] = {1 << 20, 64, 1};

@@ -134,8 +134,28 @@ void *cl_simt_dyn_shared(unsigned elem, unsigned align, const char *name, int li
 void cl_simt_trap(int line) __attribute__((noreturn));
 void cl_simt_assert_fail(const char *expr, int line) __attribute__((noreturn));
 long long cl_simt_clock(void);
-/* The student's kernel with the launch's arguments (generated after the source). */
-void cl_simt_entry(void *const *args);
+/* printf as a kernel calls it: to the runner's stdout, refusing %n (a store no check sees). */
+int cl_simt_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- the student's object (object.c) ---- */
+#define OBJECT_MAX_SECTIONS 64
+typedef struct object_section {
+    char name[64];
+    uint64_t addr, size;            /* where the code section lies in the image */
+} object_section;
+typedef struct object_image {
+    void *base;
+    size_t bytes;
+    void (*entry)(void *const *args);   /* __cudalab_entry: the kernel with the launch's arguments */
+    object_section sections[OBJECT_MAX_SECTIONS];
+    int nsections;
+} object_image;
+/* Checks the relocatable object file[0, len) and loads it below 2 GiB: code read-only and
+ * executable, its references bound to the runtime, libm and the checked stand-ins. Nothing of it
+ * runs. 0, or -1 with what the student must change in why. */
+int object_load(const void *file, size_t len, object_image *img, char *why, size_t why_len);
+/* The loaded kernel's entry (sched.c calls it for every thread). */
+extern void (*student_entry)(void *const *args);
 /* The warp's synchronisations so far, for the race checks. */
 uint32_t sched_warp_sync(uint32_t linear);
 extern uintptr_t cur_stack_lo, cur_stack_bytes;

@@ -1,10 +1,18 @@
 /* runner.c — the process that runs one launch of a student's kernel on the
- * CPU: `RUNNER FD` maps the arena the CPU backend prepared (include/cudalab/
- * simt.h), checks its header, forks the processes that share the grid's
- * blocks, and closes each of them into a sandbox before any student code
- * runs: limits on time, memory and processes, and a seccomp filter that
- * allows writing to the output streams, memory management and little else,
- * so the code can open no file, start no program and reach no network.
+ * CPU: `RUNNER ARENA_FD OBJECT_FD READY_FD` maps the arena the CPU backend
+ * prepared (include/cudalab/simt.h), loads the student's compiled object
+ * itself (object.c: audited, nothing of it runs), isolates itself (its own
+ * namespaces where the host permits, an empty filesystem root, no file
+ * descriptors but stdout), says on READY_FD which sandbox layers are on and
+ * where the kernel's code lies, forks the processes that share the grid's
+ * blocks, and closes each of them into the rest of the sandbox before the
+ * first student instruction: limits on time, memory, files and processes, no
+ * new privileges, and a seccomp filter that allows writing to stdout, memory
+ * without execute permission and little else. Closing READY_FD is the
+ * parent's signal that the kernel starts: the parent owns the clock, from
+ * that moment to the runner's exit; nothing the runner writes is a time.
+ * `RUNNER --check OBJECT` runs the same load and says why an object is
+ * refused (kernel/student/host_build.c asks it at build time).
  *
  * What goes wrong ends as a finding in the arena's report, never as a crash
  * nobody explains: a fault or a trap in the student's code names the thread
@@ -18,6 +26,9 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -41,6 +53,7 @@
 
 cl_simt_launch *launch;
 unsigned char *arena;
+void (*student_entry)(void *const *args);
 
 /* ---- findings ---- */
 
@@ -152,12 +165,30 @@ static void stop_thread(int kind, int line, const char *fmt, ...)
 
 void cl_simt_trap(int line)
 {
-    stop_thread(CL_SIMT_TRAP, line, "__trap()");
+    stop_thread(CL_SIMT_TRAP, line, "called __trap()");
 }
 
 void cl_simt_assert_fail(const char *expr, int line)
 {
     stop_thread(CL_SIMT_ASSERT, line, "%s", expr);
+}
+
+int cl_simt_printf(const char *fmt, ...)
+{
+    for (const char *p = fmt; (p = strchr(p, '%'));) {
+        p++;
+        p += strspn(p, "0123456789.-+ #'*$hlLqjzt");
+        if (*p == 'n')
+            stop_thread(CL_SIMT_TRAP, 0, "called printf with %%n, a store through the format that the CPU runner "
+                        "cannot check");
+        if (*p)
+            p++;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vprintf(fmt, ap);
+    va_end(ap);
+    return n;
 }
 
 long long cl_simt_clock(void)
@@ -241,11 +272,7 @@ static int install_signals(void)
 
 #if defined(__x86_64__)
 #define SANDBOX_ARCH AUDIT_ARCH_X86_64
-#elif defined(__aarch64__)
-#define SANDBOX_ARCH AUDIT_ARCH_AARCH64
 #endif
-
-#define ALLOW(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
 
 #if defined(__has_include)
 #if __has_include(<valgrind/valgrind.h>)
@@ -256,6 +283,83 @@ static int install_signals(void)
 #define RUNNING_ON_VALGRIND 0
 #endif
 
+/* The layers in place, for the run's document (READY_FD), in the order they go on. */
+static char layers[512];
+
+static void layer(const char *name)
+{
+    size_t n = strlen(layers);
+    snprintf(layers + n, sizeof layers - n, "%s%s", n ? "," : "", name);
+}
+
+static int write_file(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = write(fd, text, strlen(text));
+    close(fd);
+    return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/* Namespaces, where the host permits: a user namespace (root inside maps to the caller, who keeps
+ * no privilege outside), then no network, a private mount table whose root is an empty read-only
+ * tmpfs, and no System V IPC. Each is optional; what took is said. Before the blocks fork, so that
+ * every process of the launch is inside. */
+static void isolate(void)
+{
+    uid_t uid = getuid();
+    gid_t gid = getgid();
+    if (unshare(CLONE_NEWUSER) == 0) {
+        char map[64];
+        write_file("/proc/self/setgroups", "deny");
+        snprintf(map, sizeof map, "0 %u 1", (unsigned)uid);
+        bool mapped = write_file("/proc/self/uid_map", map) == 0;
+        snprintf(map, sizeof map, "0 %u 1", (unsigned)gid);
+        mapped = write_file("/proc/self/gid_map", map) == 0 && mapped;
+        layer(mapped ? "user-namespace" : "user-namespace-unmapped");
+    }
+    if (unshare(CLONE_NEWNET) == 0)
+        layer("network-namespace");
+    if (unshare(CLONE_NEWIPC) == 0)
+        layer("ipc-namespace");
+    if (unshare(CLONE_NEWNS) == 0) {
+        layer("mount-namespace");
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+            mount("cudalab-empty", "/", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555") == 0 &&
+            chdir("/") == 0 && chroot(".") == 0 && chdir("/") == 0)
+            layer("empty-root");
+    }
+}
+
+/* Every descriptor but stdout closed (stdin and stderr included: a kernel's words go to stdout,
+ * which the worker caps); keep: one more to leave open (READY_FD until the blocks start), or -1. */
+static void close_fds(int keep)
+{
+    for (int fd = 0; fd < 1024; fd++)
+        if (fd != 1 && fd != keep)
+            close(fd);
+}
+
+#define ALLOW(sys) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (sys), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+/* sys allowed when its argument arg (low 32 bits) is value */
+#define ALLOW_ARG_IS(sys, arg, value)                                                                      \
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (sys), 0, 3),                                                      \
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[arg])),                          \
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (value), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),      \
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
+/* sys allowed when its argument arg (low 32 bits) has none of the bits mask, else trapped */
+#define ALLOW_ARG_WITHOUT(sys, arg, mask)                                                                  \
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (sys), 0, 4),                                                      \
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[arg])),                          \
+    BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, (mask), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),        \
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+
+/* The launch's limits and its system call filter, in this process; the last thing before the
+ * student's code. What may be called: writes to stdout (printf), memory without execute permission
+ * (the stacks, malloc), the signals the runtime handles (a fault, the time limit), the clock,
+ * waiting for the block processes, and exit. Nothing that names a path, another process, a socket
+ * or a program. */
 static int sandbox(void)
 {
     double limit_s = launch->limit_ms / 1000.0;
@@ -266,10 +370,14 @@ static int sandbox(void)
     struct rlimit as = { launch->mem_limit, launch->mem_limit };
     struct rlimit none = { 0, 0 };
     if (setrlimit(RLIMIT_CPU, &cpu) != 0 || (!valgrind && setrlimit(RLIMIT_AS, &as) != 0) ||
-        setrlimit(RLIMIT_CORE, &none) != 0 || (!valgrind && setrlimit(RLIMIT_NOFILE, &(struct rlimit){ 3, 3 }) != 0))
+        setrlimit(RLIMIT_CORE, &none) != 0 || setrlimit(RLIMIT_FSIZE, &none) != 0 ||
+        (!valgrind && setrlimit(RLIMIT_NOFILE, &(struct rlimit){ 2, 2 }) != 0) ||
+        setrlimit(RLIMIT_NPROC, &none) != 0 || setrlimit(RLIMIT_MEMLOCK, &none) != 0)
         return -1;
     struct itimerval it = { { 0, 0 }, { (time_t)limit_s, (suseconds_t)((limit_s - (time_t)limit_s) * 1e6) } };
     if (launch->limit_ms > 0 && setitimer(ITIMER_REAL, &it, NULL) != 0)
+        return -1;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
         return -1;
 #ifdef SANDBOX_ARCH
     struct sock_filter filter[] = {
@@ -277,20 +385,25 @@ static int sandbox(void)
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SANDBOX_ARCH, 1, 0),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        ALLOW(SYS_read), ALLOW(SYS_write), ALLOW(SYS_writev), ALLOW(SYS_exit), ALLOW(SYS_exit_group),
-        ALLOW(SYS_rt_sigreturn), ALLOW(SYS_rt_sigprocmask), ALLOW(SYS_brk), ALLOW(SYS_mmap), ALLOW(SYS_munmap),
-        ALLOW(SYS_mremap), ALLOW(SYS_madvise), ALLOW(SYS_futex), ALLOW(SYS_clock_gettime),
-        ALLOW(SYS_gettimeofday), ALLOW(SYS_sched_yield), ALLOW(SYS_getpid), ALLOW(SYS_gettid),
-        ALLOW(SYS_wait4), ALLOW(SYS_tgkill), ALLOW(SYS_nanosleep), ALLOW(SYS_clock_nanosleep),
-        ALLOW(SYS_newfstatat), ALLOW(SYS_fstat), ALLOW(SYS_close),
+        ALLOW_ARG_IS(SYS_write, 0, 1),
+        ALLOW_ARG_IS(SYS_writev, 0, 1),
+        ALLOW_ARG_WITHOUT(SYS_mmap, 2, PROT_EXEC),
+        ALLOW_ARG_WITHOUT(SYS_mprotect, 2, PROT_EXEC),
+        ALLOW_ARG_IS(SYS_madvise, 2, MADV_DONTNEED),
+        ALLOW(SYS_exit), ALLOW(SYS_exit_group), ALLOW(SYS_rt_sigreturn), ALLOW(SYS_rt_sigprocmask),
+        ALLOW(SYS_brk), ALLOW(SYS_munmap), ALLOW(SYS_mremap), ALLOW(SYS_futex), ALLOW(SYS_clock_gettime),
+        ALLOW(SYS_gettimeofday), ALLOW(SYS_sched_yield), ALLOW(SYS_wait4), ALLOW(SYS_nanosleep),
+        ALLOW(SYS_clock_nanosleep), ALLOW(SYS_getpid), ALLOW(SYS_gettid), ALLOW(SYS_fstat),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
     };
     struct sock_fprog prog = { (unsigned short)(sizeof filter / sizeof filter[0]), filter };
     if (valgrind)
         return 0;
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-        syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0)
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0)
         return -1;
+#else
+    if (!valgrind)
+        return -1;                  /* no filter for this machine: the runner refuses to run */
 #endif
     return 0;
 }
@@ -326,50 +439,122 @@ static int map_arena(int fd)
     return 0;
 }
 
-static double now_ms(void)
+/* The object on fd, read whole (at most CL_SIMT_MAX_OBJECT bytes), and loaded. 0, or -1 with why. */
+static int load_object(int fd, object_image *img, char *why, size_t len)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 || st.st_size > CL_SIMT_MAX_OBJECT) {
+        snprintf(why, len, "the compiled kernel is missing or larger than %d MiB", CL_SIMT_MAX_OBJECT >> 20);
+        return -1;
+    }
+    unsigned char *buf = malloc((size_t)st.st_size);
+    size_t got = 0;
+    while (buf && got < (size_t)st.st_size) {
+        ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    int rc = buf && got == (size_t)st.st_size ? object_load(buf, got, img, why, len) : -1;
+    if (rc != 0 && (!buf || got != (size_t)st.st_size))
+        snprintf(why, len, "cannot read the compiled kernel");
+    free(buf);
+    return rc;
+}
+
+/* Writes all of text to fd (the parent reads READY_FD while the runner starts). */
+static void say_all(int fd, const char *text)
+{
+    for (size_t n = strlen(text); n;) {
+        ssize_t w = write(fd, text, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        text += w;
+        n -= (size_t)w;
+    }
+}
+
+/* The blocks this process takes, inside the sandbox; never returns. */
+static void run_sandboxed(int ready)
+{
+    close(ready);                   /* the parent's clock starts when the last copy is closed */
+    if (sandbox() != 0)
+        _exit(2);
+    sched_run_blocks();
+    count_finish();
+    runner_exit(0);
 }
 
 int main(int argc, char **argv)
 {
     static char outbuf[1 << 14];
+    char why[512] = "";
+    object_image img;
+    if (argc == 3 && strcmp(argv[1], "--check") == 0) {
+        if (load_object(open(argv[2], O_RDONLY | O_NOFOLLOW | O_CLOEXEC), &img, why, sizeof why) != 0) {
+            printf("%s\n", why);
+            return 1;
+        }
+        return 0;
+    }
     /* line-buffered stdout with our buffer: printf needs no system call but write */
     setvbuf(stdout, outbuf, _IOLBF, sizeof outbuf);
-    if (argc != 2 || map_arena(atoi(argv[1])) != 0) {
-        fprintf(stderr, "cudalab runner: usage: %s ARENA_FD (a launch prepared by cudalab)\n", argv[0]);
+    int ready = argc == 4 ? atoi(argv[3]) : -1;
+    if (argc != 4 || ready < 3 || map_arena(atoi(argv[1])) != 0) {
+        fprintf(stderr, "cudalab runner: usage: %s ARENA_FD OBJECT_FD READY_FD (a launch prepared by cudalab), "
+                "or --check OBJECT\n", argv[0]);
         return 2;
     }
+    if (load_object(atoi(argv[2]), &img, why, sizeof why) != 0) {
+        dprintf(ready, "refused %s\n", why);
+        return 2;
+    }
+    student_entry = img.entry;
+    layer("audited-object");
     if (check_init() != 0 || sched_init() != 0 || count_init() != 0 || install_signals() != 0) {
-        fprintf(stderr, "cudalab runner: out of memory setting up the launch\n");
+        dprintf(ready, "refused out of memory setting up the launch\n");
         return 2;
     }
+    isolate();
+    close_fds(ready);
+    layer("no-descriptors");
+    layer("empty-environment");
+    if (!RUNNING_ON_VALGRIND)
+        layer("seccomp");
+    layer("no-new-privileges");
+    layer("limits");
+    /* what the parent reads before the start: the layers, and where the kernel's code lies (for the
+     * lines of a finding's address) */
+    char msg[4096];
+    int n = snprintf(msg, sizeof msg, "layers %s\n", layers);
+    for (int i = 0; i < img.nsections && n < (int)sizeof msg - 128; i++)
+        n += snprintf(msg + n, sizeof msg - (size_t)n, "section %" PRIx64 " %" PRIx64 " %s\n",
+                      img.sections[i].addr, img.sections[i].size, img.sections[i].name);
+    say_all(ready, msg);
+
     uint64_t blocks = (uint64_t)launch->grid[0] * launch->grid[1] * launch->grid[2];
     uint32_t procs = launch->procs ? launch->procs : 1;
     if (procs > blocks)
         procs = (uint32_t)blocks;
-    double t0 = now_ms();
     pid_t kids[64];
     uint32_t nkids = 0;
     for (uint32_t i = 1; i < procs && nkids < 64; i++) {
         pid_t p = fork();
         if (p == 0) {
             prctl(PR_SET_PDEATHSIG, SIGKILL);   /* never outlives the launch's first process */
-            if (sandbox() != 0)
-                _exit(2);
-            sched_run_blocks();
-            count_finish();
-            runner_exit(0);
+            run_sandboxed(ready);
         }
         if (p > 0)
             kids[nkids++] = p;
     }
-    if (sandbox() != 0) {
-        fprintf(stderr, "cudalab runner: the sandbox could not be set up (%s)\n", strerror(errno));
+    close(ready);
+    if (sandbox() != 0)
         return 2;
-    }
     sched_run_blocks();
     count_finish();
     for (uint32_t i = 0; i < nkids; i++) {
@@ -392,7 +577,6 @@ int main(int argc, char **argv)
             report_finding(CL_SIMT_CRASH, UINT64_MAX, &f);
         }
     }
-    launch->report.ms = now_ms() - t0;
     launch->report.done = 1;
     runner_exit(0);
 }

@@ -317,7 +317,7 @@ static void thread_entry(void *arg)
 {
     fiber_started();
     sim_thread *t = arg;
-    cl_simt_entry(arg_ptrs);
+    student_entry(arg_ptrs);
     t->state = T_DONE;
     thread_left(t);
     fiber_switch(&t->f, &fiber_main);
