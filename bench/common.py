@@ -121,9 +121,10 @@ RESULT = "application/vnd.cudalab.result+json"
 
 
 @contextlib.contextmanager
-def session(env: dict[str, str] | None = None) -> Iterator[object]:
-    """A client of a fresh kernel (the binary under test, a private kernelspec and kernel cache), or
-    None after saying why when jupyter_client is missing (the benchmark then skips, succeeding)."""
+def session(env: dict[str, str] | None = None, program: Path | None = None) -> Iterator[object]:
+    """A client of a fresh kernel (program, else the binary under test; a private kernelspec and
+    kernel cache), or None after saying why when jupyter_client is missing (the benchmark then
+    skips, succeeding)."""
     try:
         from jupyter_client import KernelManager
     except ImportError:
@@ -133,7 +134,7 @@ def session(env: dict[str, str] | None = None) -> Iterator[object]:
     spec = tempfile.mkdtemp()
     os.makedirs(f"{spec}/kernels/cudalab")
     with open(f"{spec}/kernels/cudalab/kernel.json", "w") as f:
-        json.dump({"argv": [str(binary()), "-f", "{connection_file}"], "display_name": "cudalab",
+        json.dump({"argv": [str(program or binary()), "-f", "{connection_file}"], "display_name": "cudalab",
                    "language": "cuda"}, f)
     os.environ["JUPYTER_PATH"] = spec
     km = KernelManager(kernel_name="cudalab")
