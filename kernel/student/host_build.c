@@ -150,17 +150,21 @@ static char *unit_text(const student_source *src, const char *rewritten)
 
 /* ---- the compiler's words ---- */
 
-/* The compiler's errors about the cell, as "line N: message" lines, and our notes (HOST_TOOL_NOTE).
- * Nothing else is quoted: a line about another file could hold what the compiler read there. */
+/* The compiler's errors about the cell, as "line N: message" lines (each once, the first
+ * cell_errors_max of them), and our notes (HOST_TOOL_NOTE). Nothing else is quoted: a line about
+ * another file could hold what the compiler read there. */
 static json_t *cell_errors(const char *log)
 {
+    enum { cell_errors_max = 30 };
     json_t *lines = json_array();
     bool elsewhere = false;         /* errors that are not about the cell's lines */
+    int more = 0;
     for (const char *p = log; p && *p;) {
         size_t n = strcspn(p, "\n");
         const char *at = strstr(p, CELL_FILE ":");
         int line = 0, col = 0, used = 0;
         char kind[16] = "";
+        json_t *said = NULL;
         if (strncmp(p, HOST_TOOL_NOTE, strlen(HOST_TOOL_NOTE)) == 0) {
             const char *text = p + strlen(HOST_TOOL_NOTE);
             json_array_append_new(lines, json_sprintf("%.*s", (int)(p + n - text), text));
@@ -168,17 +172,27 @@ static json_t *cell_errors(const char *log)
                    sscanf(at, CELL_FILE ":%d:%d: %15[a-z ]:%n", &line, &col, kind, &used) >= 3 && used > 0) {
             const char *msg = at + used + (at[used] == ' ');
             if (strncmp(kind, "note", 4) != 0)
-                json_array_append_new(lines, json_sprintf("line %d: %.*s", line, (int)(p + n - msg), msg));
+                said = json_sprintf("line %d: %.*s", line, (int)(p + n - msg), msg);
         } else if (at && at < p + n && at > p && at[-1] == ' ' && sscanf(at, CELL_FILE ":%d: %n", &line, &used) >= 1 &&
                    used > 0 && strncmp(at + used, "undefined reference to ", 23) == 0) {
             /* the linker, through the object's line table: a name the cell uses and nothing defines */
             const char *msg = at + used;
-            json_array_append_new(lines, json_sprintf("line %d: %.*s", line, (int)(p + n - msg), msg));
+            said = json_sprintf("line %d: %.*s", line, (int)(p + n - msg), msg);
         } else {
             elsewhere |= n > 0;
         }
+        bool seen = false;
+        for (size_t i = 0; said && !seen && i < json_array_size(lines); i++)
+            seen = json_equal(said, json_array_get(lines, (size_t)i));
+        if (said && !seen && json_array_size(lines) < cell_errors_max)
+            json_array_append(lines, said);
+        else
+            more += said && !seen;
+        json_decref(said);
         p += n + (p[n] == '\n');
     }
+    if (more)
+        json_array_append_new(lines, json_sprintf("(and %d more)", more));
     if (json_array_size(lines) == 0 && log && *log)
         json_array_append_new(lines, json_string(elsewhere ? "the host compiler's errors are not about your "
                                                              "cell's lines (they are not shown)"
