@@ -96,7 +96,8 @@ static void close_range_from(unsigned lo, unsigned hi)
     if (hi < lo || syscall(SYS_close_range, lo, hi, 0) == 0)
         return;
     struct rlimit nofile;           /* a kernel before 5.9: one by one, up to the descriptor limit */
-    unsigned top = getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < 65536 ? (unsigned)nofile.rlim_cur : 65536;
+    unsigned top = getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < 65536 ? (unsigned)nofile.rlim_cur
+                                                                                     : 65536;
     for (unsigned fd = lo; fd <= hi && fd < top; fd++)
         close((int)fd);
 }

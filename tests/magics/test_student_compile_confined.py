@@ -142,8 +142,8 @@ ASM = [
     ("plain", "", '    asm volatile("membar.gl;");\n', 4),
     ("__asm__", "", '#ifdef CUDALAB_CPU_RUNNER\n    __asm__ __volatile__("mfence");\n#endif\n', 5),
     ("made by a macro", "#define FENCE() a##sm volatile(\"membar.gl;\")\n#define GO FENCE\n", "    GO();\n", 6),
-    ("file-scope .incbin", '#ifdef CUDALAB_CPU_RUNNER\n#define HIDE(x) __as##m__(x)\nHIDE(".incbin \\"/etc/shadow\\"");\n'
-     "#endif\n", "", 4),
+    ("file-scope .incbin",
+     '#ifdef CUDALAB_CPU_RUNNER\n#define HIDE(x) __as##m__(x)\nHIDE(".incbin \\"/etc/shadow\\"");\n#endif\n', "", 4),
 ]
 
 
@@ -211,3 +211,16 @@ def test_kernel_ending_during_a_long_compile_leaves_no_compiler(start_kernel, ca
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
     assert_no_compiler_left(scratch)
+
+
+def test_allowed_headers_compile_and_a_gpu_only_one_says_so(start_kernel, cache_dir, scratch):
+    _, kc = start(start_kernel, cache_dir, scratch)
+    # the prelude stands for the CUDA runtime's headers: they are empty on the CPU runner
+    headers = "#include <cuda_runtime.h>\n%:include <device_launch_parameters.h>\n"
+    c, _, doc = compiled(kc, kernel_cell("withhdr", headers))
+    assert c["status"] == "ok" and doc["check"]["passed"] is True, c
+    c, _, _ = compiled(kc, kernel_cell("usesfp16", "#include <cuda_fp16.h>\n"))
+    assert c["status"] == "error" and c["ename"] == "CompileError", c
+    assert "<cuda_fp16.h>: half precision (__half) has no CPU runner counterpart: run this kernel on a GPU " \
+           "(--backend cuda)" in c["traceback"], c
+    next_cell_works(kc)

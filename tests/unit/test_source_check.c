@@ -170,8 +170,8 @@ static void asm_is_found_from_the_cell_on(void **state)
     assert_int_equal(asm_line(PRELUDE_II "# 2 \"cell\"\n# 1 \"x.h\" 1\n__asm (\"\");\n", why, sizeof why), 0);
     assert_non_null(strstr(why, "a header the cell includes"));
     /* a raw string spanning lines is skipped, and the lines after it still counted */
-    assert_int_equal(asm_line(PRELUDE_II "# 2 \"cell\"\nconst char *s = R\"x(asm\n asm )x\"; int a;\n\n__asm__(\"\");\n",
-                              why, sizeof why), 5);
+    assert_int_equal(asm_line(PRELUDE_II "# 2 \"cell\"\nconst char *s = R\"x(asm\n asm )x\"; int a;\n\n"
+                              "__asm__(\"\");\n", why, sizeof why), 5);
     /* no cell, nothing searched */
     assert_int_equal(asm_line(PRELUDE_II "int b; __asm__(\"\");\n", why, sizeof why), -1);
 }
