@@ -3,11 +3,13 @@
 #include "student/host_tool.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "student/confine.h"
 #include "student/source_check.h"
@@ -167,6 +169,45 @@ static int compile_checked(char *const argv[], size_t argc, size_t c_at, size_t 
     return rc;
 }
 
+/* argv with its relative paths made absolute (the tool starts in the private directory): -o's, -I's
+ * and every other operand that names an existing file; NULL when memory runs out. Free with
+ * free_args(). */
+static char **absolute_args(char *const argv[], size_t argc)
+{
+    char cwd[PATH_MAX];
+    char **out = calloc(argc + 1, sizeof *out);
+    if (!out || !getcwd(cwd, sizeof cwd)) {
+        free(out);
+        return NULL;
+    }
+    for (size_t i = 0; i < argc; i++) {
+        const char *a = argv[i], *prev = i ? argv[i - 1] : "";
+        bool value = strcmp(prev, "-x") == 0 || strcmp(prev, "--param") == 0;
+        bool operand = i > 0 && a[0] != '-' && a[0] != '/' && !value &&
+                       (strcmp(prev, "-o") == 0 || access(a, F_OK) == 0);
+        bool include = strncmp(a, "-I", 2) == 0 && a[2] && a[2] != '/';
+        size_t n = strlen(cwd) + strlen(a) + 4;
+        if ((operand || include) && (out[i] = malloc(n)))
+            snprintf(out[i], n, operand ? "%s/%s" : "-I%s/%s", cwd, operand ? a : a + 2);
+        else
+            out[i] = strdup(a);
+        if (!out[i]) {
+            for (size_t k = 0; k < i; k++)
+                free(out[k]);
+            free(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+static void free_args(char **args)
+{
+    for (size_t i = 0; args && args[i]; i++)
+        free(args[i]);
+    free(args);
+}
+
 int host_tool_run(char *const argv[], char **log, double default_wall_s, const char *cell)
 {
     *log = NULL;
@@ -179,7 +220,16 @@ int host_tool_run(char *const argv[], char **log, double default_wall_s, const c
     }
     /* a compile: -c, -x c++ SOURCE, -o OBJECT */
     size_t argc = 0, c_at = 0, src_at = 0, obj_at = 0;
-    for (; argv[argc]; argc++) {
+    while (argv[argc])
+        argc++;
+    char **given = argv[0] ? absolute_args(argv, argc) : NULL;
+    if (!given) {
+        confine_dir_remove(&d);
+        note(log, "out of memory starting the host compiler");
+        return -1;
+    }
+    argv = given;
+    for (argc = 0; argv[argc]; argc++) {
         if (strcmp(argv[argc], "-c") == 0)
             c_at = argc;
         else if (strcmp(argv[argc], "-o") == 0 && argv[argc + 1])
@@ -201,5 +251,6 @@ int host_tool_run(char *const argv[], char **log, double default_wall_s, const c
         confine_result_free(&r);
     }
     confine_dir_remove(&d);
+    free_args(given);
     return rc;
 }
