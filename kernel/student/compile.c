@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "base/text.h"
 #include "student/nvrtc.h"
+#include "student/source_check.h"
 
 #define CELL_FILE "cell"            /* the student's source in diagnostics */
 #define OURS_FILE "cudalab"         /* the lines we add after it */
@@ -587,6 +588,12 @@ int student_compile(magic_ctx *ctx, const student_source *src, const student_opt
 {
     memset(out, 0, sizeof *out);
     double t0 = monotonic_ms();
+    /* before either compiler sees the cell: NVRTC and the host compiler read the files its directives
+     * name, and quote them in their diagnostics */
+    source_refusal refusal;
+    if (source_check_cell(src->text, src->first_line, &refusal) != 0)
+        return magic_error(ctx, "CompileError", "%s is not compiled: line %d: %s", src->name, refusal.line,
+                           refusal.reason);
     char err[600];
     if (nvrtc_load(err, sizeof err) != 0)
         return magic_error(ctx, "RuntimeError", "%s cannot be compiled here: %s", src->name, err);

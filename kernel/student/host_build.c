@@ -26,6 +26,7 @@
 #include "base/clock.h"
 #include "base/digest.h"
 #include "base/text.h"
+#include "student/host_tool.h"
 #include "student/shared_rewrite.h"
 
 #define CELL_FILE "cell"
@@ -89,56 +90,13 @@ static int host_compiler(char *buf, size_t len)
 
 /* ---- running a program ---- */
 
-/* Runs argv with stdout and stderr into *log (up to LOG_MAX bytes, the caller
- * frees). Returns the exit status, or -1 when it could not run or ran past
- * COMPILE_LIMIT_S. */
+/* Runs the host compiler (argv) confined, with stdout and stderr into *log (the caller frees), a
+ * compile checked for inline asm before it is compiled (student/host_tool.h). Returns the exit status
+ * (1 with a note when asm was found), or -1 when it could not run or did not finish within
+ * COMPILE_LIMIT_S ($CUDALAB_COMPILE_TIMEOUT), a note in the log saying why. */
 static int run_tool(char *const argv[], char **log)
 {
-    *log = NULL;
-    int pipefd[2];
-    if (pipe(pipefd) != 0)
-        return -1;
-    pid_t p = fork();
-    if (p < 0) {
-        close(pipefd[0]);
-        close(pipefd[1]);
-        return -1;
-    }
-    if (p == 0) {
-        setpgid(0, 0);
-        dup2(pipefd[1], 1);
-        dup2(pipefd[1], 2);
-        close(pipefd[0]);
-        close(pipefd[1]);
-        int null = open("/dev/null", O_RDONLY);
-        if (null >= 0)
-            dup2(null, 0);
-        alarm(COMPILE_LIMIT_S);
-        execvp(argv[0], argv);
-        _exit(127);
-    }
-    close(pipefd[1]);
-    char *buf = malloc(LOG_MAX + 1);
-    size_t used = 0;
-    char scratch[4096];
-    for (;;) {
-        ssize_t n = read(pipefd[0], scratch, sizeof scratch);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        size_t take = buf && used < LOG_MAX ? ((size_t)n < LOG_MAX - used ? (size_t)n : LOG_MAX - used) : 0;
-        if (take)
-            memcpy(buf + used, scratch, take), used += take;
-    }
-    close(pipefd[0]);
-    if (buf)
-        buf[used] = '\0';
-    *log = buf;
-    int st = 0;
-    while (waitpid(p, &st, 0) < 0 && errno == EINTR)
-        ;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return host_tool_run(argv, log, COMPILE_LIMIT_S, CELL_FILE);
 }
 
 /* The compiler's version line, once per process (part of the cache key). */
@@ -201,34 +159,53 @@ static char *unit_text(const student_source *src, const char *rewritten)
 
 /* ---- the compiler's words ---- */
 
-/* The compiler's errors about the cell, as "line N: message" lines. */
+/* The compiler's errors about the cell, as "line N: message" lines (each once, the first
+ * cell_errors_max of them), and our notes (HOST_TOOL_NOTE). Nothing else is quoted: a line about
+ * another file could hold what the compiler read there. */
 static json_t *cell_errors(const char *log)
 {
+    enum { cell_errors_max = 30 };
     json_t *lines = json_array();
+    bool elsewhere = false;         /* errors that are not about the cell's lines */
+    int more = 0;
     for (const char *p = log; p && *p;) {
         size_t n = strcspn(p, "\n");
         const char *at = strstr(p, CELL_FILE ":");
-        if (at && at < p + n && (at == p || at[-1] == '/')) {
-            int line = 0, col = 0;
-            char kind[16] = "";
-            int used = 0;
-            if (sscanf(at, CELL_FILE ":%d:%d: %15[a-z ]:%n", &line, &col, kind, &used) >= 3 && used > 0 &&
-                strncmp(kind, "note", 4) != 0) {
-                const char *msg = at + used + (at[used] == ' ');
-                json_array_append_new(lines, json_sprintf("line %d: %.*s", line, (int)(p + n - msg), msg));
-            }
+        int line = 0, col = 0, used = 0;
+        char kind[16] = "";
+        json_t *said = NULL;
+        if (strncmp(p, HOST_TOOL_NOTE, strlen(HOST_TOOL_NOTE)) == 0) {
+            const char *text = p + strlen(HOST_TOOL_NOTE);
+            json_array_append_new(lines, json_sprintf("%.*s", (int)(p + n - text), text));
+        } else if (at && at < p + n && (at == p || at[-1] == '/') &&
+                   sscanf(at, CELL_FILE ":%d:%d: %15[a-z ]:%n", &line, &col, kind, &used) >= 3 && used > 0) {
+            const char *msg = at + used + (at[used] == ' ');
+            if (strncmp(kind, "note", 4) != 0)
+                said = json_sprintf("line %d: %.*s", line, (int)(p + n - msg), msg);
+        } else if (at && at < p + n && at > p && at[-1] == ' ' && sscanf(at, CELL_FILE ":%d: %n", &line, &used) >= 1 &&
+                   used > 0 && strncmp(at + used, "undefined reference to ", 23) == 0) {
+            /* the linker, through the object's line table: a name the cell uses and nothing defines */
+            const char *msg = at + used;
+            said = json_sprintf("line %d: %.*s", line, (int)(p + n - msg), msg);
+        } else {
+            elsewhere |= n > 0;
         }
+        bool seen = false;
+        for (size_t i = 0; said && !seen && i < json_array_size(lines); i++)
+            seen = json_equal(said, json_array_get(lines, (size_t)i));
+        if (said && !seen && json_array_size(lines) < cell_errors_max)
+            json_array_append(lines, said);
+        else
+            more += said && !seen;
+        json_decref(said);
         p += n + (p[n] == '\n');
     }
-    if (json_array_size(lines) == 0 && log && *log) {
-        /* not about the cell (the runtime, the linker): the first lines as they are */
-        const char *p = log;
-        for (int i = 0; i < 6 && *p; i++) {
-            size_t n = strcspn(p, "\n");
-            json_array_append_new(lines, json_sprintf("%.*s", (int)(n > 300 ? 300 : n), p));
-            p += n + (p[n] == '\n');
-        }
-    }
+    if (more)
+        json_array_append_new(lines, json_sprintf("(and %d more)", more));
+    if (json_array_size(lines) == 0 && log && *log)
+        json_array_append_new(lines, json_string(elsewhere ? "the host compiler's errors are not about your "
+                                                             "cell's lines (they are not shown)"
+                                                           : "the host compiler gave no message about your cell"));
     return lines;
 }
 
