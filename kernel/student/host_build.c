@@ -158,7 +158,7 @@ static char *entry_text(const char *name, const char *types)
     if (!s)
         return NULL;
     int n = snprintf(s, cap, "\n#line 1 \"" ENTRY_FILE "\"\nextern \"C\" __attribute__((no_sanitize_thread)) "
-                     "void cl_simt_entry(void *const *a) { %s(", name);
+                     "void __cudalab_entry(void *const *a) { %s(", name);
     const char *p = types;
     for (int i = 0; *p; i++) {
         size_t len = strcspn(p, ",");

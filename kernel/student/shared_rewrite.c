@@ -12,7 +12,7 @@
 #include <string.h>
 
 #define MAX_SHARED 64           /* ids 0..63: the runtime's table of declaration sites */
-#define MAX_DIMS 4              /* what cl_simt_shared reads */
+#define MAX_DIMS 4              /* what __cudalab_shared reads */
 #define MAX_TYPE_TOKENS 256     /* a declaration's type, templates included */
 
 /* ---- a growing string ---- */
@@ -606,11 +606,11 @@ static void put_dims(const rewriter *rw, const declarator *d, sbuf *dims, sbuf *
     }
 }
 
-/* The call that places one static declarator: cl_simt_shared(ID, sizeof, ALIGN, "NAME", __LINE__, NDIMS, ...). */
+/* The call that places one static declarator: __cudalab_shared(ID, sizeof, ALIGN, "NAME", __LINE__, NDIMS, ...). */
 static void put_call(const rewriter *rw, const shared_decl *sd, const declarator *d, int id, const char *elem,
                      const char *args, sbuf *b)
 {
-    sb_printf(b, "cl_simt_shared(%d, sizeof(%s), ", id, elem);
+    sb_printf(b, "__cudalab_shared(%d, sizeof(%s), ", id, elem);
     put_align(rw, sd, elem, b);
     sb_printf(b, ", \"%.*s\", __LINE__, %d%s)", (int)tok_len(rw, d->name), tok_text(rw, d->name), d->ndims, args);
 }
@@ -654,7 +654,7 @@ static void put_dynamic(const rewriter *rw, const shared_decl *sd, bool file_sco
     const char *name = tok_text(rw, d->name);
     int len = (int)tok_len(rw, d->name);
     sbuf call = { 0 };
-    sb_printf(&call, "(%s *)cl_simt_dyn_shared(sizeof(%s), ", e, e);
+    sb_printf(&call, "(%s *)__cudalab_dyn_shared(sizeof(%s), ", e, e);
     put_align(rw, sd, e, &call);
     sb_printf(&call, ", \"%.*s\", __LINE__)", len, name);
     if (file_scope)

@@ -1,15 +1,15 @@
 /* shared_rewrite.h — a student's kernel source made ready for the CPU runner:
  * every __shared__ declaration rewritten into a call to the runtime
- * (cpu/simt/runtime/cudalab_simt.h declares cl_simt_shared and
- * cl_simt_dyn_shared), so that each array is placed apart, with red zones,
+ * (cpu/simt/runtime/cudalab_simt.h declares __cudalab_shared and
+ * __cudalab_dyn_shared), so that each array is placed apart, with red zones,
  * once per block, and is known by its name and shape in error messages.
  *
  * Function scope (one id per declarator, in source order, 0..63):
  *     __shared__ float t[TILE][TILE+1];
- *  -> float (&t)[TILE][TILE+1] = *(float (*)[TILE][TILE+1])cl_simt_shared(0, sizeof(float),
+ *  -> float (&t)[TILE][TILE+1] = *(float (*)[TILE][TILE+1])__cudalab_shared(0, sizeof(float),
  *         alignof(float), "t", __LINE__, 2, (unsigned)(TILE), (unsigned)(TILE+1));
  *     extern __shared__ float dyn[];
- *  -> float *const dyn = (float *)cl_simt_dyn_shared(sizeof(float), alignof(float), "dyn", __LINE__);
+ *  -> float *const dyn = (float *)__cudalab_dyn_shared(sizeof(float), alignof(float), "dyn", __LINE__);
  * At file scope an accessor function takes the declaration's place, and a
  * #define NAME line after its line (then a #line directive) sends every use
  * through it.

@@ -81,7 +81,7 @@ static int inserted_lines(const char *out)
         char line[1024];
         snprintf(line, sizeof line, "%.*s", (int)(eol - l), l);
         n += strncmp(line, "#line ", 6) == 0 ||
-             (strncmp(line, "#define ", 8) == 0 && (strstr(line, "(cl_shared_") || strstr(line, "cl_simt_dyn_shared")));
+             (strncmp(line, "#define ", 8) == 0 && (strstr(line, "(cl_shared_") || strstr(line, "__cudalab_dyn_shared")));
         l = *eol ? eol + 1 : eol;
     }
     return n;
@@ -100,7 +100,7 @@ static int line_holding(const char *out, const char *needle)
 }
 
 #define TILE_CALL(ID, NAME) \
-    "float (&" NAME ")[TILE][TILE] = *(float (*)[TILE][TILE])cl_simt_shared(" #ID ", sizeof(float), " \
+    "float (&" NAME ")[TILE][TILE] = *(float (*)[TILE][TILE])__cudalab_shared(" #ID ", sizeof(float), " \
     "alignof(float), \"" NAME "\", __LINE__, 2, (unsigned)(TILE), (unsigned)(TILE));"
 
 /* ---- function scope ---- */
@@ -129,10 +129,10 @@ static void several_declarators_share_a_line(void **state)
                        "}\n");
     assert_rewrites_to("void f() { __shared__ int a[BLOCK+1], n, b[2*R + 16][4]; }",
                        "void f() { "
-                       "int (&a)[BLOCK+1] = *(int (*)[BLOCK+1])cl_simt_shared(0, sizeof(int), alignof(int), \"a\", "
+                       "int (&a)[BLOCK+1] = *(int (*)[BLOCK+1])__cudalab_shared(0, sizeof(int), alignof(int), \"a\", "
                        "__LINE__, 1, (unsigned)(BLOCK+1)); "
-                       "int &n = *(int *)cl_simt_shared(1, sizeof(int), alignof(int), \"n\", __LINE__, 0); "
-                       "int (&b)[2*R + 16][4] = *(int (*)[2*R + 16][4])cl_simt_shared(2, sizeof(int), alignof(int), "
+                       "int &n = *(int *)__cudalab_shared(1, sizeof(int), alignof(int), \"n\", __LINE__, 0); "
+                       "int (&b)[2*R + 16][4] = *(int (*)[2*R + 16][4])__cudalab_shared(2, sizeof(int), alignof(int), "
                        "\"b\", __LINE__, 2, (unsigned)(2*R + 16), (unsigned)(4)); }");
 }
 
@@ -140,7 +140,7 @@ static void a_scalar(void **state)
 {
     (void)state;
     assert_rewrites_to("void f() {\n\t__shared__ float total;\n}",
-                       "void f() {\n\tfloat &total = *(float *)cl_simt_shared(0, sizeof(float), alignof(float), "
+                       "void f() {\n\tfloat &total = *(float *)__cudalab_shared(0, sizeof(float), alignof(float), "
                        "\"total\", __LINE__, 0);\n}");
 }
 
@@ -148,7 +148,7 @@ static void a_pointer(void **state)
 {
     (void)state;
     assert_rewrites_to("void f() { __shared__ float *rows[4]; }",
-                       "void f() { float * (&rows)[4] = *(float * (*)[4])cl_simt_shared(0, sizeof(float *), "
+                       "void f() { float * (&rows)[4] = *(float * (*)[4])__cudalab_shared(0, sizeof(float *), "
                        "alignof(float *), \"rows\", __LINE__, 1, (unsigned)(4)); }");
 }
 
@@ -156,9 +156,9 @@ static void template_types(void **state)
 {
     (void)state;
     assert_rewrites_to("void f() { __shared__ Pair<int, float> t[3], u; }",
-                       "void f() { Pair<int, float> (&t)[3] = *(Pair<int, float> (*)[3])cl_simt_shared(0, "
+                       "void f() { Pair<int, float> (&t)[3] = *(Pair<int, float> (*)[3])__cudalab_shared(0, "
                        "sizeof(Pair<int, float>), alignof(Pair<int, float>), \"t\", __LINE__, 1, (unsigned)(3)); "
-                       "Pair<int, float> &u = *(Pair<int, float> *)cl_simt_shared(1, sizeof(Pair<int, float>), "
+                       "Pair<int, float> &u = *(Pair<int, float> *)__cudalab_shared(1, sizeof(Pair<int, float>), "
                        "alignof(Pair<int, float>), \"u\", __LINE__, 0); }");
 }
 
@@ -167,24 +167,24 @@ static void volatile_and_unsigned_int_types(void **state)
     (void)state;
     assert_rewrites_to("void f() { __shared__ volatile unsigned int hist[256]; }",
                        "void f() { volatile unsigned int (&hist)[256] = *(volatile unsigned int (*)[256])"
-                       "cl_simt_shared(0, sizeof(volatile unsigned int), alignof(volatile unsigned int), \"hist\", "
+                       "__cudalab_shared(0, sizeof(volatile unsigned int), alignof(volatile unsigned int), \"hist\", "
                        "__LINE__, 1, (unsigned)(256)); }");
     /* the qualifier before __shared__, a vector type, const after the type */
     assert_rewrites_to("void f() { volatile __shared__ int s[32]; }",
-                       "void f() { volatile int (&s)[32] = *(volatile int (*)[32])cl_simt_shared(0, "
+                       "void f() { volatile int (&s)[32] = *(volatile int (*)[32])__cudalab_shared(0, "
                        "sizeof(volatile int), alignof(volatile int), \"s\", __LINE__, 1, (unsigned)(32)); }");
     assert_rewrites_to("void f() { __shared__ float4 v[8]; }",
-                       "void f() { float4 (&v)[8] = *(float4 (*)[8])cl_simt_shared(0, sizeof(float4), "
+                       "void f() { float4 (&v)[8] = *(float4 (*)[8])__cudalab_shared(0, sizeof(float4), "
                        "alignof(float4), \"v\", __LINE__, 1, (unsigned)(8)); }");
     assert_rewrites_to("void f() { __shared__ int const  c[2]; }",
-                       "void f() { int const (&c)[2] = *(int const (*)[2])cl_simt_shared(0, sizeof(int const), "
+                       "void f() { int const (&c)[2] = *(int const (*)[2])__cudalab_shared(0, sizeof(int const), "
                        "alignof(int const), \"c\", __LINE__, 1, (unsigned)(2)); }");
 }
 
 static void static_before_or_after_shared(void **state)
 {
     (void)state;
-    const char *want = "void f() { float (&x)[4] = *(float (*)[4])cl_simt_shared(0, sizeof(float), alignof(float), "
+    const char *want = "void f() { float (&x)[4] = *(float (*)[4])__cudalab_shared(0, sizeof(float), alignof(float), "
                        "\"x\", __LINE__, 1, (unsigned)(4)); }";
     assert_rewrites_to("void f() { static __shared__ float x[4]; }", want);
     assert_rewrites_to("void f() { __shared__ static float x[4]; }", want);
@@ -194,7 +194,7 @@ static void static_before_or_after_shared(void **state)
 static void align_gives_the_alignment(void **state)
 {
     (void)state;
-    const char *want = "void f() { float (&a)[8] = *(float (*)[8])cl_simt_shared(0, sizeof(float), 16, \"a\", "
+    const char *want = "void f() { float (&a)[8] = *(float (*)[8])__cudalab_shared(0, sizeof(float), 16, \"a\", "
                        "__LINE__, 1, (unsigned)(8)); }";
     assert_rewrites_to("void f() { __shared__ __align__(16) float a[8]; }", want);
     assert_rewrites_to("void f() { __align__(16) __shared__ float a[8]; }", want);
@@ -206,10 +206,10 @@ static void extern_is_the_dynamic_memory(void **state)
 {
     (void)state;
     assert_rewrites_to("__global__ void k() {\n    extern __shared__ float buf[];\n}\n",
-                       "__global__ void k() {\n    float *const buf = (float *)cl_simt_dyn_shared(sizeof(float), "
+                       "__global__ void k() {\n    float *const buf = (float *)__cudalab_dyn_shared(sizeof(float), "
                        "alignof(float), \"buf\", __LINE__);\n}\n");
     assert_rewrites_to("void k() { extern __shared__ __align__(16) unsigned char raw[]; }",
-                       "void k() { unsigned char *const raw = (unsigned char *)cl_simt_dyn_shared("
+                       "void k() { unsigned char *const raw = (unsigned char *)__cudalab_dyn_shared("
                        "sizeof(unsigned char), 16, \"raw\", __LINE__); }");
 }
 
@@ -221,10 +221,10 @@ static void ids_in_source_order(void **state)
                           "__global__ void b() { __shared__ int y[2], z[3]; if (1) { __shared__ int w; } }\n",
                           &n);
     assert_int_equal(n, 4);
-    assert_non_null(strstr(out, "cl_simt_shared(0, sizeof(int), alignof(int), \"x\""));
-    assert_non_null(strstr(out, "cl_simt_shared(1, sizeof(int), alignof(int), \"y\""));
-    assert_non_null(strstr(out, "cl_simt_shared(2, sizeof(int), alignof(int), \"z\""));
-    assert_non_null(strstr(out, "cl_simt_shared(3, sizeof(int), alignof(int), \"w\""));
+    assert_non_null(strstr(out, "__cudalab_shared(0, sizeof(int), alignof(int), \"x\""));
+    assert_non_null(strstr(out, "__cudalab_shared(1, sizeof(int), alignof(int), \"y\""));
+    assert_non_null(strstr(out, "__cudalab_shared(2, sizeof(int), alignof(int), \"z\""));
+    assert_non_null(strstr(out, "__cudalab_shared(3, sizeof(int), alignof(int), \"w\""));
     free(out);
 }
 
@@ -239,7 +239,7 @@ static void sixty_four_is_the_most(void **state)
     int n;
     char *out = rewritten(src, &n);
     assert_int_equal(n, 64);
-    assert_non_null(strstr(out, "cl_simt_shared(63, sizeof(int), alignof(int), \"a63\""));
+    assert_non_null(strstr(out, "__cudalab_shared(63, sizeof(int), alignof(int), \"a63\""));
     free(out);
     /* the 65th, on line 66 */
     snprintf(src + at, sizeof src - at, "    __shared__ int one_more;\n}\n");
@@ -265,14 +265,14 @@ static void a_declaration_over_lines_keeps_them(void **state)
                        "    a[0] = 0;\n"
                        "}\n",
                        "void f() {\n"
-                       "    float (&a)[4] = *(float (*)[4])cl_simt_shared(0, sizeof(float), alignof(float), \"a\", "
+                       "    float (&a)[4] = *(float (*)[4])__cudalab_shared(0, sizeof(float), alignof(float), \"a\", "
                        "__LINE__, 1, (unsigned)(4));\n"
                        "\n"
                        "    a[0] = 0;\n"
                        "}\n");
     /* a size over lines and a comment inside read on one line */
     assert_rewrites_to("void f() { __shared__ int b[BLOCK /* pad */ +\n 1]; }",
-                       "void f() { int (&b)[BLOCK + 1] = *(int (*)[BLOCK + 1])cl_simt_shared(0, sizeof(int), "
+                       "void f() { int (&b)[BLOCK + 1] = *(int (*)[BLOCK + 1])__cudalab_shared(0, sizeof(int), "
                        "alignof(int), \"b\", __LINE__, 1, (unsigned)(BLOCK + 1));\n }");
 }
 
@@ -288,7 +288,7 @@ static void file_scope_array_through_an_accessor(void **state)
     assert_string_equal(r.text,
                         "#define N 8\n"
                         "static inline float (&cl_shared_grid())[N][N + 1] { return *(float (*)[N][N + 1])"
-                        "cl_simt_shared(0, sizeof(float), alignof(float), \"grid\", __LINE__, 2, (unsigned)(N), "
+                        "__cudalab_shared(0, sizeof(float), alignof(float), \"grid\", __LINE__, 2, (unsigned)(N), "
                         "(unsigned)(N + 1)); }  // one per block\n"
                         "#define grid (cl_shared_grid())\n"
                         "#line 7 \"cell\"\n"
@@ -298,7 +298,7 @@ static void file_scope_array_through_an_accessor(void **state)
     shared_rewrite_free(&r);
     /* static is dropped; a scalar's accessor returns a reference */
     assert_rewrites_to("static __shared__ int flag;\n",
-                       "static inline int &cl_shared_flag() { return *(int *)cl_simt_shared(0, sizeof(int), "
+                       "static inline int &cl_shared_flag() { return *(int *)__cudalab_shared(0, sizeof(int), "
                        "alignof(int), \"flag\", __LINE__, 0); }\n"
                        "#define flag (cl_shared_flag())\n"
                        "#line 2 \"cell\"\n");
@@ -316,7 +316,7 @@ static void file_scope_extern_through_a_define(void **state)
     assert_int_equal(shared_rewrite_source(src, 3, "my \"cell\"", &r, err, sizeof err), 0);
     assert_string_equal(r.text,
                         "\n"
-                        "#define dyn ((double *)cl_simt_dyn_shared(sizeof(double), alignof(double), \"dyn\", "
+                        "#define dyn ((double *)__cudalab_dyn_shared(sizeof(double), alignof(double), \"dyn\", "
                         "__LINE__))\n"
                         "#line 4 \"my \\\"cell\\\"\"\n"
                         "__global__ void k() {\n"
@@ -370,7 +370,7 @@ static void namespaces_are_file_scope(void **state)
     assert_non_null(strstr(out, "\n#define t (cl_shared_t())\n#line 3 \"cell\"\n}\n"));
     free(out);
     out = rewritten("struct S { int x; };\n__global__ void k() { __shared__ S s[4]; }\n", NULL);
-    assert_non_null(strstr(out, "S (&s)[4] = *(S (*)[4])cl_simt_shared(0"));
+    assert_non_null(strstr(out, "S (&s)[4] = *(S (*)[4])__cudalab_shared(0"));
     free(out);
 }
 
@@ -409,7 +409,7 @@ static void code_after_a_comment_or_string_is_read(void **state)
                           "__shared__ int g[3];\n",
                           NULL);
     /* the braces in the literals and the comment did not count: x is local, g global */
-    assert_non_null(strstr(out, "    int (&x)[2] = *(int (*)[2])cl_simt_shared(0,"));
+    assert_non_null(strstr(out, "    int (&x)[2] = *(int (*)[2])__cudalab_shared(0,"));
     assert_non_null(strstr(out, "static inline int (&cl_shared_g())[3]"));
     free(out);
 }
@@ -563,8 +563,8 @@ static void gxx_sees_the_cell_lines(void **state)
     assert_int_equal(shared_rewrite_source(src, 11, "cell", &r, err, sizeof err), 0);
     FILE *gxx = popen("g++ -std=c++17 -fsyntax-only -x c++ -", "w");
     assert_non_null(gxx);
-    fprintf(gxx, "extern \"C\" void *cl_simt_shared(int, unsigned, unsigned, const char *, int, int, ...);\n"
-                 "extern \"C\" void *cl_simt_dyn_shared(unsigned, unsigned, const char *, int);\n"
+    fprintf(gxx, "extern \"C\" void *__cudalab_shared(int, unsigned, unsigned, const char *, int, int, ...);\n"
+                 "extern \"C\" void *__cudalab_dyn_shared(unsigned, unsigned, const char *, int);\n"
                  "#line 11 \"cell\"\n%s", r.text);
     int status = pclose(gxx);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)

@@ -9,7 +9,7 @@
  * The runtime behind it is cpu/simt/runtime/. Barriers and warp operations
  * are macros so that each call carries its cell line (__LINE__ under the
  * cell's #line). __shared__ declarations are rewritten before compiling into
- * calls to cl_simt_shared, so each array is placed, checked and named apart.
+ * calls to __cudalab_shared, so each array is placed, checked and named apart.
  */
 #ifndef CUDALAB_SIMT_PRELUDE_H
 #define CUDALAB_SIMT_PRELUDE_H
@@ -28,17 +28,17 @@ extern "C" {
 int printf(const char *, ...);
 void *malloc(size_t);
 void free(void *);
-void cl_simt_syncthreads(int line);
-int cl_simt_syncthreads_count(int pred, int line);
-int cl_simt_syncthreads_and(int pred, int line);
-int cl_simt_syncthreads_or(int pred, int line);
-unsigned long long cl_simt_warp(int op, unsigned mask, unsigned long long value, int arg, int width, int line);
-unsigned cl_simt_activemask(void);
-void *cl_simt_shared(int id, unsigned elem, unsigned align, const char *name, int line, int ndims, ...);
-void *cl_simt_dyn_shared(unsigned elem, unsigned align, const char *name, int line);
-void cl_simt_trap(int line) __attribute__((noreturn));
-void cl_simt_assert_fail(const char *expr, int line) __attribute__((noreturn));
-long long cl_simt_clock(void);
+void __cudalab_syncthreads(int line);
+int __cudalab_syncthreads_count(int pred, int line);
+int __cudalab_syncthreads_and(int pred, int line);
+int __cudalab_syncthreads_or(int pred, int line);
+unsigned long long __cudalab_warp(int op, unsigned mask, unsigned long long value, int arg, int width, int line);
+unsigned __cudalab_activemask(void);
+void *__cudalab_shared(int id, unsigned elem, unsigned align, const char *name, int line, int ndims, ...);
+void *__cudalab_dyn_shared(unsigned elem, unsigned align, const char *name, int line);
+void __cudalab_trap(int line) __attribute__((noreturn));
+void __cudalab_assert_fail(const char *expr, int line) __attribute__((noreturn));
+long long __cudalab_clock(void);
 }
 
 /* ---- qualifiers ---- */
@@ -87,21 +87,21 @@ extern "C" const dim3 blockDim, gridDim;
 #define warpSize 32
 
 /* ---- barriers and warps ---- */
-#define __syncthreads() cl_simt_syncthreads(__LINE__)
-#define __syncthreads_count(p) cl_simt_syncthreads_count((p) != 0, __LINE__)
-#define __syncthreads_and(p) cl_simt_syncthreads_and((p) != 0, __LINE__)
-#define __syncthreads_or(p) cl_simt_syncthreads_or((p) != 0, __LINE__)
+#define __syncthreads() __cudalab_syncthreads(__LINE__)
+#define __syncthreads_count(p) __cudalab_syncthreads_count((p) != 0, __LINE__)
+#define __syncthreads_and(p) __cudalab_syncthreads_and((p) != 0, __LINE__)
+#define __syncthreads_or(p) __cudalab_syncthreads_or((p) != 0, __LINE__)
 #define __threadfence() __atomic_thread_fence(__ATOMIC_SEQ_CST)
 #define __threadfence_block() __atomic_thread_fence(__ATOMIC_SEQ_CST)
 #define __threadfence_system() __atomic_thread_fence(__ATOMIC_SEQ_CST)
 #define __nanosleep(ns) ((void)(ns))
-#define __trap() cl_simt_trap(__LINE__)
-#define __brkpt() cl_simt_trap(__LINE__)
+#define __trap() __cudalab_trap(__LINE__)
+#define __brkpt() __cudalab_trap(__LINE__)
 #undef assert
-#define assert(e) ((e) ? (void)0 : cl_simt_assert_fail(#e, __LINE__))
-#define clock() ((long)cl_simt_clock())
-#define clock64() cl_simt_clock()
-#define __activemask() cl_simt_activemask()
+#define assert(e) ((e) ? (void)0 : __cudalab_assert_fail(#e, __LINE__))
+#define clock() ((long)__cudalab_clock())
+#define clock64() __cudalab_clock()
+#define __activemask() __cudalab_activemask()
 
 enum { CL_W_SYNC, CL_W_SHFL, CL_W_SHFL_UP, CL_W_SHFL_DOWN, CL_W_SHFL_XOR, CL_W_BALLOT, CL_W_ANY, CL_W_ALL,
        CL_W_REDUCE_ADD };
@@ -111,7 +111,7 @@ template <class T> static inline T cl_shfl(int op, int line, unsigned mask, T v,
     static_assert(sizeof(T) <= 8, "a warp shuffle moves at most 8 bytes");
     unsigned long long bits = 0;
     memcpy(&bits, &v, sizeof v);
-    bits = cl_simt_warp(op, mask, bits, arg, width, line);
+    bits = __cudalab_warp(op, mask, bits, arg, width, line);
     T r;
     memcpy(&r, &bits, sizeof r);
     return r;
@@ -120,11 +120,11 @@ template <class T> static inline T cl_shfl(int op, int line, unsigned mask, T v,
 #define __shfl_up_sync(m, v, d, ...) cl_shfl(CL_W_SHFL_UP, __LINE__, (m), (v), (d), ##__VA_ARGS__)
 #define __shfl_down_sync(m, v, d, ...) cl_shfl(CL_W_SHFL_DOWN, __LINE__, (m), (v), (d), ##__VA_ARGS__)
 #define __shfl_xor_sync(m, v, x, ...) cl_shfl(CL_W_SHFL_XOR, __LINE__, (m), (v), (x), ##__VA_ARGS__)
-#define __syncwarp(...) ((void)cl_simt_warp(CL_W_SYNC, 0xffffffffu, 0, 0, 32, __LINE__))
-#define __ballot_sync(m, p) ((unsigned)cl_simt_warp(CL_W_BALLOT, (m), (p) != 0, 0, 32, __LINE__))
-#define __any_sync(m, p) ((int)cl_simt_warp(CL_W_ANY, (m), (p) != 0, 0, 32, __LINE__))
-#define __all_sync(m, p) ((int)cl_simt_warp(CL_W_ALL, (m), (p) != 0, 0, 32, __LINE__))
-#define __reduce_add_sync(m, v) ((unsigned)cl_simt_warp(CL_W_REDUCE_ADD, (m), (unsigned)(v), 0, 32, __LINE__))
+#define __syncwarp(...) ((void)__cudalab_warp(CL_W_SYNC, 0xffffffffu, 0, 0, 32, __LINE__))
+#define __ballot_sync(m, p) ((unsigned)__cudalab_warp(CL_W_BALLOT, (m), (p) != 0, 0, 32, __LINE__))
+#define __any_sync(m, p) ((int)__cudalab_warp(CL_W_ANY, (m), (p) != 0, 0, 32, __LINE__))
+#define __all_sync(m, p) ((int)__cudalab_warp(CL_W_ALL, (m), (p) != 0, 0, 32, __LINE__))
+#define __reduce_add_sync(m, v) ((unsigned)__cudalab_warp(CL_W_REDUCE_ADD, (m), (unsigned)(v), 0, 32, __LINE__))
 
 /* ---- atomics: the compiler's __atomic builtins, which the runtime checks and does ---- */
 #define CL_ATOMIC_INT(T)                                                                                   \

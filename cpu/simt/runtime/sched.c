@@ -168,22 +168,22 @@ static int block_sync(int pred, int line)
     return (int)t->warp_out;
 }
 
-void cl_simt_syncthreads(int line)
+void __cudalab_syncthreads(int line)
 {
     block_sync(0, line);
 }
 
-int cl_simt_syncthreads_count(int pred, int line)
+int __cudalab_syncthreads_count(int pred, int line)
 {
     return block_sync(pred != 0, line);
 }
 
-int cl_simt_syncthreads_and(int pred, int line)
+int __cudalab_syncthreads_and(int pred, int line)
 {
     return block_sync(pred != 0, line) == (int)blk.live;
 }
 
-int cl_simt_syncthreads_or(int pred, int line)
+int __cudalab_syncthreads_or(int pred, int line)
 {
     return block_sync(pred != 0, line) > 0;
 }
@@ -253,7 +253,7 @@ static void warp_release(uint32_t w)
 
 /* mask is not read: the lanes that take part are the warp's live ones (a lane
  * that returned no longer counts, as a warp's exited threads on a GPU). */
-uint64_t cl_simt_warp(int op, unsigned mask, uint64_t value, int arg, int width, int line)
+uint64_t __cudalab_warp(int op, unsigned mask, uint64_t value, int arg, int width, int line)
 {
     sim_thread *t = blk.cur;
     uint32_t w = t->linear / 32;
@@ -282,7 +282,7 @@ uint64_t cl_simt_warp(int op, unsigned mask, uint64_t value, int arg, int width,
     return t->warp_out;
 }
 
-unsigned cl_simt_activemask(void)
+unsigned __cudalab_activemask(void)
 {
     uint32_t w = blk.cur->linear / 32, m = 0;
     for (uint32_t l = 0; l < warp_lanes(w); l++) {
@@ -317,7 +317,7 @@ static void thread_entry(void *arg)
 {
     fiber_started();
     sim_thread *t = arg;
-    cl_simt_entry(arg_ptrs);
+    __cudalab_entry(arg_ptrs);
     t->state = T_DONE;
     thread_left(t);
     fiber_switch(&t->f, &fiber_main);
