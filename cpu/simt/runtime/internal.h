@@ -131,6 +131,8 @@ uint64_t __cudalab_warp(int op, unsigned mask, uint64_t value, int arg, int widt
 unsigned __cudalab_activemask(void);
 void *__cudalab_shared(int id, unsigned elem, unsigned align, const char *name, int line, int ndims, ...);
 void *__cudalab_dyn_shared(unsigned elem, unsigned align, const char *name, int line);
+/* Points the reference of file-scope declaration id at placed (check.c). */
+void __cudalab_shared_bind(int id, void *placed);
 void __cudalab_trap(int line) __attribute__((noreturn));
 void __cudalab_assert_fail(const char *expr, int line) __attribute__((noreturn));
 long long __cudalab_clock(void);

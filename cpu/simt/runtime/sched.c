@@ -190,6 +190,7 @@ int __cudalab_syncthreads_or(int pred, int line)
 
 /* ---- warp operations ---- */
 
+/* the prelude's __cudalab_w_* (cudalab_simt.h), in its order */
 enum { W_SYNC, W_SHFL, W_SHFL_UP, W_SHFL_DOWN, W_SHFL_XOR, W_BALLOT, W_ANY, W_ALL, W_REDUCE_ADD };
 
 static uint32_t warp_first(uint32_t w) { return w * 32; }
