@@ -26,19 +26,29 @@
 /* ---- the program ---- */
 
 /* The source, then a compile-time check that the kernel's parameter types
- * are the contract's (const dropped: an input may be written without it). */
+ * are the contract's (const dropped: an input may be written without it).
+ * The check follows the student's code, so every name it uses is a keyword
+ * or reserved (__cudalab_…) and #undef-ed first: a `#define F 16` or
+ * `#define value 1` in the cell cannot reach it. */
 static char *program_text(const student_source *s)
 {
     static const char trailer[] =
         "\n#line 1 \"" OURS_FILE "\"\n"
-        "template <class A, class B> struct cudalab_same_ { static const bool value = false; };\n"
-        "template <class A> struct cudalab_same_<A, A> { static const bool value = true; };\n"
-        "template <class T> struct cudalab_in_ { typedef T type; };\n"
-        "template <class T> struct cudalab_in_<const T *> { typedef T *type; };\n"
-        "template <class F> struct cudalab_sig_ { static const bool ok = false; };\n"
-        "template <class... P> struct cudalab_sig_<void(P...)> { static const bool ok =\n"
-        "    cudalab_same_<void(typename cudalab_in_<P>::type...), void(%s)>::value; };\n"
-        "static_assert(cudalab_sig_<decltype(%s)>::ok, \"" SIGNATURE_TAG "\");\n";
+        "#undef __cudalab_same\n#undef __cudalab_in\n#undef __cudalab_sig\n#undef __cudalab_A\n"
+        "#undef __cudalab_B\n#undef __cudalab_T\n#undef __cudalab_F\n#undef __cudalab_P\n"
+        "#undef __cudalab_value\n#undef __cudalab_type\n#undef __cudalab_ok\n"
+        "template <class __cudalab_A, class __cudalab_B> struct __cudalab_same\n"
+        "{ static const bool __cudalab_value = false; };\n"
+        "template <class __cudalab_A> struct __cudalab_same<__cudalab_A, __cudalab_A>\n"
+        "{ static const bool __cudalab_value = true; };\n"
+        "template <class __cudalab_T> struct __cudalab_in { typedef __cudalab_T __cudalab_type; };\n"
+        "template <class __cudalab_T> struct __cudalab_in<const __cudalab_T *>\n"
+        "{ typedef __cudalab_T *__cudalab_type; };\n"
+        "template <class __cudalab_F> struct __cudalab_sig { static const bool __cudalab_ok = false; };\n"
+        "template <class... __cudalab_P> struct __cudalab_sig<void(__cudalab_P...)> {\n"
+        "    static const bool __cudalab_ok = __cudalab_same<void(typename __cudalab_in<__cudalab_P>::__cudalab_type...),\n"
+        "                                                    void(%s)>::__cudalab_value; };\n"
+        "static_assert(__cudalab_sig<decltype(%s)>::__cudalab_ok, \"" SIGNATURE_TAG "\");\n";
     size_t n = strlen(s->text) + strlen(trailer) + strlen(s->contract->types) + strlen(s->name) + 64;
     char *p = malloc(n);
     if (!p)

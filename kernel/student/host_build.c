@@ -117,15 +117,21 @@ static const char *compiler_version(const char *cxx)
 
 /* ---- the translation unit ---- */
 
-/* "float *, float *, int" → the entry's call: NAME(*(float * *)a[0], *(float * *)a[1], *(int *)a[2]) */
+/* "float *, float *, int" → the entry the runner calls in each thread:
+ *     __cudalab_entry(void *const *__cudalab_args) { __cudalab_place_file_shared(0);
+ *         NAME(*(float * *)__cudalab_args[0], *(float * *)__cudalab_args[1], *(int *)__cudalab_args[2]); }
+ * It follows the student's code: its names are keywords or reserved, and
+ * #undef-ed first, so that no #define of the cell's reaches it. */
 static char *entry_text(const char *name, const char *types)
 {
-    size_t cap = strlen(types) * 3 + strlen(name) + 256;
+    size_t cap = strlen(types) * 3 + strlen(name) + 512;
     char *s = malloc(cap);
     if (!s)
         return NULL;
-    int n = snprintf(s, cap, "\n#line 1 \"" ENTRY_FILE "\"\nextern \"C\" __attribute__((no_sanitize_thread)) "
-                     "void __cudalab_entry(void *const *a) { %s(", name);
+    int n = snprintf(s, cap, "\n#line 1 \"" ENTRY_FILE "\"\n#undef __cudalab_entry\n#undef __cudalab_args\n"
+                     "#undef __cudalab_place_file_shared\nextern \"C\" __attribute__((__no_sanitize_thread__)) "
+                     "void __cudalab_entry(void *const *__cudalab_args) { __cudalab_place_file_shared(0); %s(",
+                     name);
     const char *p = types;
     for (int i = 0; *p; i++) {
         size_t len = strcspn(p, ",");
@@ -134,7 +140,7 @@ static char *entry_text(const char *name, const char *types)
             t++, len--;
         while (len && t[len - 1] == ' ')
             len--;
-        n += snprintf(s + n, cap - (size_t)n, "%s*(%.*s *)a[%d]", i ? ", " : "", (int)len, t, i);
+        n += snprintf(s + n, cap - (size_t)n, "%s*(%.*s *)__cudalab_args[%d]", i ? ", " : "", (int)len, t, i);
         p = t + len;
         while (*p == ' ' || *p == ',')
             p++;

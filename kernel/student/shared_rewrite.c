@@ -12,7 +12,7 @@
 #include <string.h>
 
 #define MAX_SHARED 64           /* ids 0..63: the runtime's table of declaration sites */
-#define MAX_DIMS 4              /* what cl_simt_shared reads */
+#define MAX_DIMS 4              /* what __cudalab_shared reads */
 #define MAX_TYPE_TOKENS 256     /* a declaration's type, templates included */
 
 /* ---- a growing string ---- */
@@ -308,6 +308,8 @@ typedef struct rewriter {
     size_t nedits, capedits;
     int nshared;
     bool device_globals;
+    sbuf file_places;           /* file scope: each declaration's placement, declared again after the source */
+    sbuf file_binds;            /* and the calls that bind its slot */
     char *err;
     size_t err_len;
 } rewriter;
@@ -606,13 +608,19 @@ static void put_dims(const rewriter *rw, const declarator *d, sbuf *dims, sbuf *
     }
 }
 
-/* The call that places one static declarator: cl_simt_shared(ID, sizeof, ALIGN, "NAME", __LINE__, NDIMS, ...). */
+/* The call that places one static declarator, at cell line `line` (0: __LINE__, the call's own):
+ * "NAME"_cudalab_shared(ID, sizeof, ALIGN, LINE, NDIMS, ...). The prelude's literal operator names
+ * the runtime: an identifier of ours here would be open to the student's #defines. */
 static void put_call(const rewriter *rw, const shared_decl *sd, const declarator *d, int id, const char *elem,
-                     const char *args, sbuf *b)
+                     const char *args, int line, sbuf *b)
 {
-    sb_printf(b, "cl_simt_shared(%d, sizeof(%s), ", id, elem);
+    sb_printf(b, "\"%.*s\"_cudalab_shared(%d, sizeof(%s), ", (int)tok_len(rw, d->name), tok_text(rw, d->name), id,
+              elem);
     put_align(rw, sd, elem, b);
-    sb_printf(b, ", \"%.*s\", __LINE__, %d%s)", (int)tok_len(rw, d->name), tok_text(rw, d->name), d->ndims, args);
+    if (line > 0)
+        sb_printf(b, ", %d, %d%s)", line, d->ndims, args);
+    else
+        sb_printf(b, ", __LINE__, %d%s)", d->ndims, args);
 }
 
 /* One declarator at function scope: a reference to the runtime's placement. */
@@ -625,27 +633,49 @@ static void put_local(const rewriter *rw, const shared_decl *sd, const declarato
         sb_printf(b, "%s (&%.*s)%s = *(%s (*)%s)", elem, len, name, dims, elem, dims);
     else
         sb_printf(b, "%s &%.*s = *(%s *)", elem, len, name, elem);
-    put_call(rw, sd, d, id, elem, args, b);
+    put_call(rw, sd, d, id, elem, args, 0, b);
     sb_puts(b, ";");
 }
 
-/* One declarator at file scope: an accessor function, and the #define that sends the name through it. */
-static void put_global(const rewriter *rw, const shared_decl *sd, const declarator *d, int id, const char *elem,
-                       const char *dims, const char *args, sbuf *b, sbuf *after)
+/* The lines after a file-scope declaration's line that make NAME its slot:
+ *     #undef __cudalab_shared_place_ID / __cudalab_shared_slot_ID
+ *     extern "C" void *__cudalab_shared_place_ID() { return PLACEMENT; }
+ *     extern "C" ELEM (&__cudalab_shared_slot_ID)DIMS;
+ *     #define NAME __cudalab_shared_slot_ID
+ * NAME stays one identifier, so a parameter or local called NAME declares its
+ * own (as NVRTC reads it); the slot is a reference the entry binds to the
+ * block's placement (__cudalab_place_file_shared, written after the source).
+ * C linkage: the slot is the runtime's symbol, and the placement is found
+ * from outside a namespace the declaration may be in. */
+static void put_slot(rewriter *rw, const declarator *d, int id, const char *elem, const char *dims,
+                     const char *placement, sbuf *after)
 {
-    const char *name = tok_text(rw, d->name);
-    int len = (int)tok_len(rw, d->name);
-    if (d->ndims)
-        sb_printf(b, "static inline %s (&cl_shared_%.*s())%s { return *(%s (*)%s)", elem, len, name, dims, elem, dims);
+    sb_printf(after, "#undef __cudalab_shared_place_%d\n#undef __cudalab_shared_slot_%d\n", id, id);
+    sb_printf(after, "extern \"C\" void *__cudalab_shared_place_%d() { return %s; }\n", id, placement);
+    if (dims)
+        sb_printf(after, "extern \"C\" %s (&__cudalab_shared_slot_%d)%s;\n", elem, id, dims);
     else
-        sb_printf(b, "static inline %s &cl_shared_%.*s() { return *(%s *)", elem, len, name, elem);
-    put_call(rw, sd, d, id, elem, args, b);
-    sb_puts(b, "; }");
-    sb_printf(after, "#define %.*s (cl_shared_%.*s())\n", len, name, len, name);
+        sb_printf(after, "extern \"C\" %s &__cudalab_shared_slot_%d;\n", elem, id);
+    sb_printf(after, "#define %.*s __cudalab_shared_slot_%d\n", (int)tok_len(rw, d->name), tok_text(rw, d->name), id);
+    sb_printf(&rw->file_places, "#undef __cudalab_shared_place_%d\nextern \"C\" void *__cudalab_shared_place_%d();\n",
+              id, id);
+    sb_printf(&rw->file_binds, " __cudalab_shared_bind(%d, __cudalab_shared_place_%d());", id, id);
 }
 
-/* extern __shared__ TYPE NAME[]: the launch's dynamic shared memory. */
-static void put_dynamic(const rewriter *rw, const shared_decl *sd, bool file_scope, sbuf *b, sbuf *after)
+/* One declarator at file scope: its slot (the declaration itself leaves nothing on its line). */
+static void put_global(rewriter *rw, const shared_decl *sd, const declarator *d, int id, const char *elem,
+                       const char *dims, const char *args, sbuf *after)
+{
+    sbuf call = { 0 };
+    put_call(rw, sd, d, id, elem, args, rw->lx.tok[d->name].line, &call);
+    put_slot(rw, d, id, elem, d->ndims ? dims : NULL, call.p ? call.p : "", after);
+    after->failed |= call.failed;
+    free(call.p);
+}
+
+/* extern __shared__ TYPE NAME[]: the launch's dynamic shared memory (at file
+ * scope through a slot, which takes an id). */
+static void put_dynamic(rewriter *rw, const shared_decl *sd, bool file_scope, sbuf *b, sbuf *after)
 {
     const declarator *d = &sd->d[0];
     sbuf elem = { 0 };
@@ -654,13 +684,16 @@ static void put_dynamic(const rewriter *rw, const shared_decl *sd, bool file_sco
     const char *name = tok_text(rw, d->name);
     int len = (int)tok_len(rw, d->name);
     sbuf call = { 0 };
-    sb_printf(&call, "(%s *)cl_simt_dyn_shared(sizeof(%s), ", e, e);
+    sb_printf(&call, "\"%.*s\"_cudalab_dyn_shared(sizeof(%s), ", len, name, e);
     put_align(rw, sd, e, &call);
-    sb_printf(&call, ", \"%.*s\", __LINE__)", len, name);
     if (file_scope)
-        sb_printf(after, "#define %.*s (%s)\n", len, name, call.p ? call.p : "");
+        sb_printf(&call, ", %d)", rw->lx.tok[d->name].line);
     else
-        sb_printf(b, "%s *const %.*s = %s;", e, len, name, call.p ? call.p : "");
+        sb_puts(&call, ", __LINE__)");
+    if (file_scope)
+        put_slot(rw, d, rw->nshared++, e, "[]", call.p ? call.p : "", after);
+    else
+        sb_printf(b, "%s *const %.*s = (%s *)%s;", e, len, name, e, call.p ? call.p : "");
     b->failed |= elem.failed || call.failed;
     free(elem.p);
     free(call.p);
@@ -705,7 +738,7 @@ static size_t rewrite_declaration(rewriter *rw, size_t first, size_t shared_at, 
     *status = 0;
     if (read_declaration(rw, first, shared_at, sd) != 0) {
         *status = unreadable(rw, line);
-    } else if (!sd->is_extern && rw->nshared + (int)sd->ndecl > MAX_SHARED) {
+    } else if ((!sd->is_extern || file_scope) && rw->nshared + (int)sd->ndecl > MAX_SHARED) {
         *status = fail(rw, line, "more than %d __shared__ declarations (the CPU runner places at most %d "
                        "arrays per kernel source)", MAX_SHARED, MAX_SHARED);
     } else {
@@ -717,12 +750,13 @@ static size_t rewrite_declaration(rewriter *rw, size_t first, size_t shared_at, 
             put_elem(rw, sd, &sd->d[k], &elem);
             put_dims(rw, &sd->d[k], &dims, &args);
             const char *e = elem.p ? elem.p : "", *ds = dims.p ? dims.p : "", *as = args.p ? args.p : "";
-            if (k > 0)
-                sb_puts(&text, " ");
-            if (file_scope)
-                put_global(rw, sd, &sd->d[k], rw->nshared++, e, ds, as, &text, &after);
-            else
+            if (file_scope) {
+                put_global(rw, sd, &sd->d[k], rw->nshared++, e, ds, as, &after);
+            } else {
+                if (k > 0)
+                    sb_puts(&text, " ");
                 put_local(rw, sd, &sd->d[k], rw->nshared++, e, ds, as, &text);
+            }
             text.failed |= elem.failed || dims.failed || args.failed;
             free(elem.p);
             free(dims.p);
@@ -908,6 +942,29 @@ static char *assemble(const rewriter *rw, int first_line, const char *file)
     return text;
 }
 
+/* After the source, when it has file-scope __shared__ declarations: the
+ * overload of the prelude's __cudalab_place_file_shared that the entry calls
+ * before the kernel, binding every slot to the running block's placement.
+ * Its names are #undef-ed first: the student's #defines end with the source. */
+static char *with_file_places(rewriter *rw, char *text)
+{
+    if (!text || rw->file_binds.len == 0)
+        return text;
+    bool failed = rw->file_places.failed || rw->file_binds.failed;
+    sbuf b = { 0 };
+    size_t n = strlen(text);
+    sb_printf(&b, "%s%s#undef __cudalab_place_file_shared\n#undef __cudalab_shared_bind\n%s", text,
+              n && text[n - 1] == '\n' ? "" : "\n", rw->file_places.p ? rw->file_places.p : "");
+    sb_printf(&b, "static inline void __cudalab_place_file_shared(int) {%s }\n", rw->file_binds.p);
+    free(text);
+    char *out = sb_take(&b);
+    if (failed) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
 int shared_rewrite_source(const char *src, int first_line, const char *file, shared_rewrite *out, char *err,
                           size_t err_len)
 {
@@ -916,7 +973,7 @@ int shared_rewrite_source(const char *src, int first_line, const char *file, sha
         err[0] = '\0';
     rewriter rw = { .src = src, .err = err, .err_len = err_len };
     int rc = lex(src, first_line, &rw.lx) != 0 ? out_of_memory(&rw) : walk(&rw);
-    if (rc == 0 && !(out->text = assemble(&rw, first_line, file ? file : "")))
+    if (rc == 0 && !(out->text = with_file_places(&rw, assemble(&rw, first_line, file ? file : ""))))
         rc = out_of_memory(&rw);
     if (rc == 0) {
         out->nshared = rw.nshared;
@@ -927,6 +984,8 @@ int shared_rewrite_source(const char *src, int first_line, const char *file, sha
         free(rw.edits[k].after);
     }
     free(rw.edits);
+    free(rw.file_places.p);
+    free(rw.file_binds.p);
     free(rw.lx.tok);
     free(rw.lx.breaks);
     return rc;

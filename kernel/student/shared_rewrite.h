@@ -1,18 +1,23 @@
 /* shared_rewrite.h — a student's kernel source made ready for the CPU runner:
- * every __shared__ declaration rewritten into a call to the runtime
- * (cpu/simt/runtime/cudalab_simt.h declares cl_simt_shared and
- * cl_simt_dyn_shared), so that each array is placed apart, with red zones,
- * once per block, and is known by its name and shape in error messages.
+ * every __shared__ declaration rewritten into a call to the runtime (through
+ * the literal operators the prelude, cpu/simt/runtime/cudalab_simt.h,
+ * declares: a literal's suffix is out of the reach of the student's macros),
+ * so that each array is placed apart, with red zones, once per block, and is
+ * known by its name and shape in error messages.
  *
  * Function scope (one id per declarator, in source order, 0..63):
  *     __shared__ float t[TILE][TILE+1];
- *  -> float (&t)[TILE][TILE+1] = *(float (*)[TILE][TILE+1])cl_simt_shared(0, sizeof(float),
- *         alignof(float), "t", __LINE__, 2, (unsigned)(TILE), (unsigned)(TILE+1));
+ *  -> float (&t)[TILE][TILE+1] = *(float (*)[TILE][TILE+1])"t"_cudalab_shared(0, sizeof(float),
+ *         alignof(float), __LINE__, 2, (unsigned)(TILE), (unsigned)(TILE+1));
  *     extern __shared__ float dyn[];
- *  -> float *const dyn = (float *)cl_simt_dyn_shared(sizeof(float), alignof(float), "dyn", __LINE__);
- * At file scope an accessor function takes the declaration's place, and a
- * #define NAME line after its line (then a #line directive) sends every use
- * through it.
+ *  -> float *const dyn = (float *)"dyn"_cudalab_dyn_shared(sizeof(float), alignof(float), __LINE__);
+ * At file scope (extern too, which then takes an id) the declaration leaves
+ * its line, and after that line (then a #line directive) come its placement
+ * function, its slot (a C-linkage reference the runtime holds) and
+ * `#define NAME __cudalab_shared_slot_ID`: one identifier for another, so
+ * that a parameter or local of that name still declares its own. After the
+ * source, __cudalab_place_file_shared(int), which the entry calls before the
+ * kernel, binds every slot to the running block's placement.
  *
  * Every line of the source keeps its number, so the compiler's diagnostics
  * and __LINE__ still name the cell's lines. Comments, string and character

@@ -72,7 +72,8 @@ static int lines_of(const char *s)
     return n;
 }
 
-/* Lines of out that the rewrite added: a #line, or a #define through the runtime. */
+/* Lines of out that the rewrite added: a #line, or a file-scope declaration's
+ * lines (#undef, placement, slot, #define NAME __cudalab_shared_slot_ID). */
 static int inserted_lines(const char *out)
 {
     int n = 0;
@@ -80,8 +81,9 @@ static int inserted_lines(const char *out)
         const char *eol = strchr(l, '\n') ? strchr(l, '\n') : l + strlen(l);
         char line[1024];
         snprintf(line, sizeof line, "%.*s", (int)(eol - l), l);
-        n += strncmp(line, "#line ", 6) == 0 ||
-             (strncmp(line, "#define ", 8) == 0 && (strstr(line, "(cl_shared_") || strstr(line, "cl_simt_dyn_shared")));
+        n += strncmp(line, "#line ", 6) == 0 || strstr(line, "__cudalab_shared_place_") ||
+             strstr(line, "__cudalab_shared_slot_") || strstr(line, "__cudalab_place_file_shared") ||
+             strstr(line, "#undef __cudalab_shared_bind");
         l = *eol ? eol + 1 : eol;
     }
     return n;
@@ -100,8 +102,8 @@ static int line_holding(const char *out, const char *needle)
 }
 
 #define TILE_CALL(ID, NAME) \
-    "float (&" NAME ")[TILE][TILE] = *(float (*)[TILE][TILE])cl_simt_shared(" #ID ", sizeof(float), " \
-    "alignof(float), \"" NAME "\", __LINE__, 2, (unsigned)(TILE), (unsigned)(TILE));"
+    "float (&" NAME ")[TILE][TILE] = *(float (*)[TILE][TILE])\"" NAME "\"_cudalab_shared(" #ID ", sizeof(float), " \
+    "alignof(float), __LINE__, 2, (unsigned)(TILE), (unsigned)(TILE));"
 
 /* ---- function scope ---- */
 
@@ -129,37 +131,37 @@ static void several_declarators_share_a_line(void **state)
                        "}\n");
     assert_rewrites_to("void f() { __shared__ int a[BLOCK+1], n, b[2*R + 16][4]; }",
                        "void f() { "
-                       "int (&a)[BLOCK+1] = *(int (*)[BLOCK+1])cl_simt_shared(0, sizeof(int), alignof(int), \"a\", "
+                       "int (&a)[BLOCK+1] = *(int (*)[BLOCK+1])\"a\"_cudalab_shared(0, sizeof(int), alignof(int), "
                        "__LINE__, 1, (unsigned)(BLOCK+1)); "
-                       "int &n = *(int *)cl_simt_shared(1, sizeof(int), alignof(int), \"n\", __LINE__, 0); "
-                       "int (&b)[2*R + 16][4] = *(int (*)[2*R + 16][4])cl_simt_shared(2, sizeof(int), alignof(int), "
-                       "\"b\", __LINE__, 2, (unsigned)(2*R + 16), (unsigned)(4)); }");
+                       "int &n = *(int *)\"n\"_cudalab_shared(1, sizeof(int), alignof(int), __LINE__, 0); "
+                       "int (&b)[2*R + 16][4] = *(int (*)[2*R + 16][4])\"b\"_cudalab_shared(2, sizeof(int), alignof(int), "
+                       "__LINE__, 2, (unsigned)(2*R + 16), (unsigned)(4)); }");
 }
 
 static void a_scalar(void **state)
 {
     (void)state;
     assert_rewrites_to("void f() {\n\t__shared__ float total;\n}",
-                       "void f() {\n\tfloat &total = *(float *)cl_simt_shared(0, sizeof(float), alignof(float), "
-                       "\"total\", __LINE__, 0);\n}");
+                       "void f() {\n\tfloat &total = *(float *)\"total\"_cudalab_shared(0, sizeof(float), alignof(float), "
+                       "__LINE__, 0);\n}");
 }
 
 static void a_pointer(void **state)
 {
     (void)state;
     assert_rewrites_to("void f() { __shared__ float *rows[4]; }",
-                       "void f() { float * (&rows)[4] = *(float * (*)[4])cl_simt_shared(0, sizeof(float *), "
-                       "alignof(float *), \"rows\", __LINE__, 1, (unsigned)(4)); }");
+                       "void f() { float * (&rows)[4] = *(float * (*)[4])\"rows\"_cudalab_shared(0, sizeof(float *), "
+                       "alignof(float *), __LINE__, 1, (unsigned)(4)); }");
 }
 
 static void template_types(void **state)
 {
     (void)state;
     assert_rewrites_to("void f() { __shared__ Pair<int, float> t[3], u; }",
-                       "void f() { Pair<int, float> (&t)[3] = *(Pair<int, float> (*)[3])cl_simt_shared(0, "
-                       "sizeof(Pair<int, float>), alignof(Pair<int, float>), \"t\", __LINE__, 1, (unsigned)(3)); "
-                       "Pair<int, float> &u = *(Pair<int, float> *)cl_simt_shared(1, sizeof(Pair<int, float>), "
-                       "alignof(Pair<int, float>), \"u\", __LINE__, 0); }");
+                       "void f() { Pair<int, float> (&t)[3] = *(Pair<int, float> (*)[3])\"t\"_cudalab_shared(0, "
+                       "sizeof(Pair<int, float>), alignof(Pair<int, float>), __LINE__, 1, (unsigned)(3)); "
+                       "Pair<int, float> &u = *(Pair<int, float> *)\"u\"_cudalab_shared(1, sizeof(Pair<int, float>), "
+                       "alignof(Pair<int, float>), __LINE__, 0); }");
 }
 
 static void volatile_and_unsigned_int_types(void **state)
@@ -167,25 +169,25 @@ static void volatile_and_unsigned_int_types(void **state)
     (void)state;
     assert_rewrites_to("void f() { __shared__ volatile unsigned int hist[256]; }",
                        "void f() { volatile unsigned int (&hist)[256] = *(volatile unsigned int (*)[256])"
-                       "cl_simt_shared(0, sizeof(volatile unsigned int), alignof(volatile unsigned int), \"hist\", "
+                       "\"hist\"_cudalab_shared(0, sizeof(volatile unsigned int), alignof(volatile unsigned int), "
                        "__LINE__, 1, (unsigned)(256)); }");
     /* the qualifier before __shared__, a vector type, const after the type */
     assert_rewrites_to("void f() { volatile __shared__ int s[32]; }",
-                       "void f() { volatile int (&s)[32] = *(volatile int (*)[32])cl_simt_shared(0, "
-                       "sizeof(volatile int), alignof(volatile int), \"s\", __LINE__, 1, (unsigned)(32)); }");
+                       "void f() { volatile int (&s)[32] = *(volatile int (*)[32])\"s\"_cudalab_shared(0, "
+                       "sizeof(volatile int), alignof(volatile int), __LINE__, 1, (unsigned)(32)); }");
     assert_rewrites_to("void f() { __shared__ float4 v[8]; }",
-                       "void f() { float4 (&v)[8] = *(float4 (*)[8])cl_simt_shared(0, sizeof(float4), "
-                       "alignof(float4), \"v\", __LINE__, 1, (unsigned)(8)); }");
+                       "void f() { float4 (&v)[8] = *(float4 (*)[8])\"v\"_cudalab_shared(0, sizeof(float4), "
+                       "alignof(float4), __LINE__, 1, (unsigned)(8)); }");
     assert_rewrites_to("void f() { __shared__ int const  c[2]; }",
-                       "void f() { int const (&c)[2] = *(int const (*)[2])cl_simt_shared(0, sizeof(int const), "
-                       "alignof(int const), \"c\", __LINE__, 1, (unsigned)(2)); }");
+                       "void f() { int const (&c)[2] = *(int const (*)[2])\"c\"_cudalab_shared(0, sizeof(int const), "
+                       "alignof(int const), __LINE__, 1, (unsigned)(2)); }");
 }
 
 static void static_before_or_after_shared(void **state)
 {
     (void)state;
-    const char *want = "void f() { float (&x)[4] = *(float (*)[4])cl_simt_shared(0, sizeof(float), alignof(float), "
-                       "\"x\", __LINE__, 1, (unsigned)(4)); }";
+    const char *want = "void f() { float (&x)[4] = *(float (*)[4])\"x\"_cudalab_shared(0, sizeof(float), alignof(float), "
+                       "__LINE__, 1, (unsigned)(4)); }";
     assert_rewrites_to("void f() { static __shared__ float x[4]; }", want);
     assert_rewrites_to("void f() { __shared__ static float x[4]; }", want);
     assert_rewrites_to("void f() { __shared__ float x[4]; }", want);
@@ -194,7 +196,7 @@ static void static_before_or_after_shared(void **state)
 static void align_gives_the_alignment(void **state)
 {
     (void)state;
-    const char *want = "void f() { float (&a)[8] = *(float (*)[8])cl_simt_shared(0, sizeof(float), 16, \"a\", "
+    const char *want = "void f() { float (&a)[8] = *(float (*)[8])\"a\"_cudalab_shared(0, sizeof(float), 16, "
                        "__LINE__, 1, (unsigned)(8)); }";
     assert_rewrites_to("void f() { __shared__ __align__(16) float a[8]; }", want);
     assert_rewrites_to("void f() { __align__(16) __shared__ float a[8]; }", want);
@@ -206,11 +208,11 @@ static void extern_is_the_dynamic_memory(void **state)
 {
     (void)state;
     assert_rewrites_to("__global__ void k() {\n    extern __shared__ float buf[];\n}\n",
-                       "__global__ void k() {\n    float *const buf = (float *)cl_simt_dyn_shared(sizeof(float), "
-                       "alignof(float), \"buf\", __LINE__);\n}\n");
+                       "__global__ void k() {\n    float *const buf = (float *)\"buf\"_cudalab_dyn_shared(sizeof(float), "
+                       "alignof(float), __LINE__);\n}\n");
     assert_rewrites_to("void k() { extern __shared__ __align__(16) unsigned char raw[]; }",
-                       "void k() { unsigned char *const raw = (unsigned char *)cl_simt_dyn_shared("
-                       "sizeof(unsigned char), 16, \"raw\", __LINE__); }");
+                       "void k() { unsigned char *const raw = (unsigned char *)\"raw\"_cudalab_dyn_shared("
+                       "sizeof(unsigned char), 16, __LINE__); }");
 }
 
 static void ids_in_source_order(void **state)
@@ -221,10 +223,10 @@ static void ids_in_source_order(void **state)
                           "__global__ void b() { __shared__ int y[2], z[3]; if (1) { __shared__ int w; } }\n",
                           &n);
     assert_int_equal(n, 4);
-    assert_non_null(strstr(out, "cl_simt_shared(0, sizeof(int), alignof(int), \"x\""));
-    assert_non_null(strstr(out, "cl_simt_shared(1, sizeof(int), alignof(int), \"y\""));
-    assert_non_null(strstr(out, "cl_simt_shared(2, sizeof(int), alignof(int), \"z\""));
-    assert_non_null(strstr(out, "cl_simt_shared(3, sizeof(int), alignof(int), \"w\""));
+    assert_non_null(strstr(out, "\"x\"_cudalab_shared(0, sizeof(int), alignof(int)"));
+    assert_non_null(strstr(out, "\"y\"_cudalab_shared(1, sizeof(int), alignof(int)"));
+    assert_non_null(strstr(out, "\"z\"_cudalab_shared(2, sizeof(int), alignof(int)"));
+    assert_non_null(strstr(out, "\"w\"_cudalab_shared(3, sizeof(int), alignof(int)"));
     free(out);
 }
 
@@ -239,7 +241,7 @@ static void sixty_four_is_the_most(void **state)
     int n;
     char *out = rewritten(src, &n);
     assert_int_equal(n, 64);
-    assert_non_null(strstr(out, "cl_simt_shared(63, sizeof(int), alignof(int), \"a63\""));
+    assert_non_null(strstr(out, "\"a63\"_cudalab_shared(63, sizeof(int), alignof(int)"));
     free(out);
     /* the 65th, on line 66 */
     snprintf(src + at, sizeof src - at, "    __shared__ int one_more;\n}\n");
@@ -265,18 +267,26 @@ static void a_declaration_over_lines_keeps_them(void **state)
                        "    a[0] = 0;\n"
                        "}\n",
                        "void f() {\n"
-                       "    float (&a)[4] = *(float (*)[4])cl_simt_shared(0, sizeof(float), alignof(float), \"a\", "
+                       "    float (&a)[4] = *(float (*)[4])\"a\"_cudalab_shared(0, sizeof(float), alignof(float), "
                        "__LINE__, 1, (unsigned)(4));\n"
                        "\n"
                        "    a[0] = 0;\n"
                        "}\n");
     /* a size over lines and a comment inside read on one line */
     assert_rewrites_to("void f() { __shared__ int b[BLOCK /* pad */ +\n 1]; }",
-                       "void f() { int (&b)[BLOCK + 1] = *(int (*)[BLOCK + 1])cl_simt_shared(0, sizeof(int), "
-                       "alignof(int), \"b\", __LINE__, 1, (unsigned)(BLOCK + 1));\n }");
+                       "void f() { int (&b)[BLOCK + 1] = *(int (*)[BLOCK + 1])\"b\"_cudalab_shared(0, sizeof(int), "
+                       "alignof(int), __LINE__, 1, (unsigned)(BLOCK + 1));\n }");
 }
 
-static void file_scope_array_through_an_accessor(void **state)
+/* What follows a file-scope declaration's line for id ID: its placement and
+ * slot, the name #defined to the slot. */
+#define SLOT_LINES(ID, NAME, ELEM, DIMS, PLACEMENT)                                                      \
+    "#undef __cudalab_shared_place_" #ID "\n#undef __cudalab_shared_slot_" #ID "\n"                       \
+    "extern \"C\" void *__cudalab_shared_place_" #ID "() { return " PLACEMENT "; }\n"                     \
+    "extern \"C\" " ELEM " (&__cudalab_shared_slot_" #ID ")" DIMS ";\n"                                    \
+    "#define " NAME " __cudalab_shared_slot_" #ID "\n"
+
+static void file_scope_array_through_a_slot(void **state)
 {
     (void)state;
     const char *src = "#define N 8\n"
@@ -285,26 +295,30 @@ static void file_scope_array_through_an_accessor(void **state)
     shared_rewrite r;
     char err[256];
     assert_int_equal(shared_rewrite_source(src, 5, "cell", &r, err, sizeof err), 0);
+    /* the declaration leaves its line; the lines after it name its cell line, 6 */
     assert_string_equal(r.text,
                         "#define N 8\n"
-                        "static inline float (&cl_shared_grid())[N][N + 1] { return *(float (*)[N][N + 1])"
-                        "cl_simt_shared(0, sizeof(float), alignof(float), \"grid\", __LINE__, 2, (unsigned)(N), "
-                        "(unsigned)(N + 1)); }  // one per block\n"
-                        "#define grid (cl_shared_grid())\n"
+                        "  // one per block\n"
+                        SLOT_LINES(0, "grid", "float", "[N][N + 1]",
+                                   "\"grid\"_cudalab_shared(0, sizeof(float), alignof(float), 6, 2, (unsigned)(N), "
+                                   "(unsigned)(N + 1))")
                         "#line 7 \"cell\"\n"
-                        "__global__ void k() { grid[0][0] = 1; }\n");
+                        "__global__ void k() { grid[0][0] = 1; }\n"
+                        "#undef __cudalab_place_file_shared\n#undef __cudalab_shared_bind\n"
+                        "#undef __cudalab_shared_place_0\nextern \"C\" void *__cudalab_shared_place_0();\n"
+                        "static inline void __cudalab_place_file_shared(int) {"
+                        " __cudalab_shared_bind(0, __cudalab_shared_place_0()); }\n");
     assert_int_equal(r.nshared, 1);
     assert_int_equal(lines_of(r.text) - inserted_lines(r.text), lines_of(src));
     shared_rewrite_free(&r);
-    /* static is dropped; a scalar's accessor returns a reference */
-    assert_rewrites_to("static __shared__ int flag;\n",
-                       "static inline int &cl_shared_flag() { return *(int *)cl_simt_shared(0, sizeof(int), "
-                       "alignof(int), \"flag\", __LINE__, 0); }\n"
-                       "#define flag (cl_shared_flag())\n"
-                       "#line 2 \"cell\"\n");
+    /* static is dropped; a scalar's slot is a reference to it */
+    char *out = rewritten("static __shared__ int flag;\n", NULL);
+    assert_non_null(strstr(out, "extern \"C\" int &__cudalab_shared_slot_0;\n#define flag __cudalab_shared_slot_0\n"));
+    assert_non_null(strstr(out, "return \"flag\"_cudalab_shared(0, sizeof(int), alignof(int), 1, 0); }"));
+    free(out);
 }
 
-static void file_scope_extern_through_a_define(void **state)
+static void file_scope_extern_through_a_slot(void **state)
 {
     (void)state;
     const char *src = "extern __shared__ double dyn[];\n"
@@ -316,13 +330,17 @@ static void file_scope_extern_through_a_define(void **state)
     assert_int_equal(shared_rewrite_source(src, 3, "my \"cell\"", &r, err, sizeof err), 0);
     assert_string_equal(r.text,
                         "\n"
-                        "#define dyn ((double *)cl_simt_dyn_shared(sizeof(double), alignof(double), \"dyn\", "
-                        "__LINE__))\n"
+                        SLOT_LINES(0, "dyn", "double", "[]",
+                                   "\"dyn\"_cudalab_dyn_shared(sizeof(double), alignof(double), 3)")
                         "#line 4 \"my \\\"cell\\\"\"\n"
                         "__global__ void k() {\n"
                         "    dyn[threadIdx.x] = 0;\n"
-                        "}\n");
-    assert_int_equal(r.nshared, 0);
+                        "}\n"
+                        "#undef __cudalab_place_file_shared\n#undef __cudalab_shared_bind\n"
+                        "#undef __cudalab_shared_place_0\nextern \"C\" void *__cudalab_shared_place_0();\n"
+                        "static inline void __cudalab_place_file_shared(int) {"
+                        " __cudalab_shared_bind(0, __cudalab_shared_place_0()); }\n");
+    assert_int_equal(r.nshared, 1);     /* a file-scope extern takes an id: its slot's */
     assert_int_equal(lines_of(r.text) - inserted_lines(r.text), lines_of(src));
     shared_rewrite_free(&r);
 }
@@ -341,13 +359,12 @@ static void file_scope_defines_wait_for_the_line_end(void **state)
     char err[256];
     assert_int_equal(shared_rewrite_source(src, 10, "cell", &r, err, sizeof err), 0);
     assert_int_equal(lines_of(r.text) - inserted_lines(r.text), lines_of(src));
-    /* both accessors on the first line; the newline inside b's declaration ends it */
-    assert_int_equal(line_holding(r.text, "static inline int (&cl_shared_b())[3]"), 1);
-    assert_int_equal(line_holding(r.text, "#define a (cl_shared_a())"), 2);
-    assert_int_equal(line_holding(r.text, "#define b (cl_shared_b())"), 3);
-    assert_int_equal(line_holding(r.text, "#line 11 \"cell\""), 4);
-    assert_int_equal(line_holding(r.text, " /* still"), 5);
-    assert_int_equal(line_holding(r.text, "__global__ void k()"), 7);
+    /* both declarations leave the first line; the newline inside b's declaration ends it */
+    assert_int_equal(line_holding(r.text, "#define a __cudalab_shared_slot_0"), 6);
+    assert_int_equal(line_holding(r.text, "#define b __cudalab_shared_slot_1"), 11);
+    assert_int_equal(line_holding(r.text, "#line 11 \"cell\""), 12);
+    assert_int_equal(line_holding(r.text, " /* still"), 13);
+    assert_int_equal(line_holding(r.text, "__global__ void k()"), 15);
     shared_rewrite_free(&r);
     /* a comment that runs on past the line: the #define waits for the end of its line */
     const char *src2 = "__shared__ int c[2]; /* runs\n"
@@ -356,9 +373,9 @@ static void file_scope_defines_wait_for_the_line_end(void **state)
     assert_int_equal(shared_rewrite_source(src2, 10, "cell", &r, err, sizeof err), 0);
     assert_int_equal(lines_of(r.text) - inserted_lines(r.text), lines_of(src2));
     assert_int_equal(line_holding(r.text, "  on */ int x;"), 2);
-    assert_int_equal(line_holding(r.text, "#define c (cl_shared_c())"), 3);
-    assert_int_equal(line_holding(r.text, "#line 12 \"cell\""), 4);
-    assert_int_equal(line_holding(r.text, "int y;"), 5);
+    assert_int_equal(line_holding(r.text, "#define c __cudalab_shared_slot_0"), 7);
+    assert_int_equal(line_holding(r.text, "#line 12 \"cell\""), 8);
+    assert_int_equal(line_holding(r.text, "int y;"), 9);
     shared_rewrite_free(&r);
 }
 
@@ -366,11 +383,11 @@ static void namespaces_are_file_scope(void **state)
 {
     (void)state;
     char *out = rewritten("namespace lab {\n__shared__ int t[4];\n}\n", NULL);
-    assert_non_null(strstr(out, "static inline int (&cl_shared_t())[4]"));
-    assert_non_null(strstr(out, "\n#define t (cl_shared_t())\n#line 3 \"cell\"\n}\n"));
+    assert_non_null(strstr(out, "extern \"C\" int (&__cudalab_shared_slot_0)[4];\n"
+                                "#define t __cudalab_shared_slot_0\n#line 3 \"cell\"\n}\n"));
     free(out);
     out = rewritten("struct S { int x; };\n__global__ void k() { __shared__ S s[4]; }\n", NULL);
-    assert_non_null(strstr(out, "S (&s)[4] = *(S (*)[4])cl_simt_shared(0"));
+    assert_non_null(strstr(out, "S (&s)[4] = *(S (*)[4])\"s\"_cudalab_shared(0"));
     free(out);
 }
 
@@ -409,8 +426,8 @@ static void code_after_a_comment_or_string_is_read(void **state)
                           "__shared__ int g[3];\n",
                           NULL);
     /* the braces in the literals and the comment did not count: x is local, g global */
-    assert_non_null(strstr(out, "    int (&x)[2] = *(int (*)[2])cl_simt_shared(0,"));
-    assert_non_null(strstr(out, "static inline int (&cl_shared_g())[3]"));
+    assert_non_null(strstr(out, "    int (&x)[2] = *(int (*)[2])\"x\"_cudalab_shared(0,"));
+    assert_non_null(strstr(out, "extern \"C\" int (&__cudalab_shared_slot_1)[3];"));
     free(out);
 }
 
@@ -532,7 +549,7 @@ static void gxx_compiles_a_rewritten_tiled_matmul(void **state)
     shared_rewrite r;
     char err[256];
     assert_int_equal(shared_rewrite_source(matmul_cell, 2, "cell", &r, err, sizeof err), 0);
-    assert_int_equal(r.nshared, 5);
+    assert_int_equal(r.nshared, 6);        /* the file-scope extern takes one too */
     assert_true(r.device_globals);
 
     FILE *gxx = popen("g++ -std=c++17 -fsyntax-only -I cpu/simt/runtime -x c++ -", "w");
@@ -561,11 +578,9 @@ static void gxx_sees_the_cell_lines(void **state)
     shared_rewrite r;
     char err[256];
     assert_int_equal(shared_rewrite_source(src, 11, "cell", &r, err, sizeof err), 0);
-    FILE *gxx = popen("g++ -std=c++17 -fsyntax-only -x c++ -", "w");
+    FILE *gxx = popen("g++ -std=c++17 -fsyntax-only -I cpu/simt/runtime -x c++ -", "w");
     assert_non_null(gxx);
-    fprintf(gxx, "extern \"C\" void *cl_simt_shared(int, unsigned, unsigned, const char *, int, int, ...);\n"
-                 "extern \"C\" void *cl_simt_dyn_shared(unsigned, unsigned, const char *, int);\n"
-                 "#line 11 \"cell\"\n%s", r.text);
+    fprintf(gxx, "#include \"cudalab_simt.h\"\n#line 11 \"cell\"\n%s", r.text);
     int status = pclose(gxx);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         fail_msg("g++ refused (or the lines moved):\n%s", r.text);
@@ -587,8 +602,8 @@ int main(void)
         cmocka_unit_test(ids_in_source_order),
         cmocka_unit_test(sixty_four_is_the_most),
         cmocka_unit_test(a_declaration_over_lines_keeps_them),
-        cmocka_unit_test(file_scope_array_through_an_accessor),
-        cmocka_unit_test(file_scope_extern_through_a_define),
+        cmocka_unit_test(file_scope_array_through_a_slot),
+        cmocka_unit_test(file_scope_extern_through_a_slot),
         cmocka_unit_test(file_scope_defines_wait_for_the_line_end),
         cmocka_unit_test(namespaces_are_file_scope),
         cmocka_unit_test(not_code_is_left_alone),

@@ -132,8 +132,8 @@ static void catastrophic_error_is_an_error(void **state)
 
 /* --name mytiled whose cell has (const float *A, const float *B, float *C, int M, int N). */
 static const char log_signature[] =
-    "cudalab(8): error: static assertion failed with \"cudalab-signature\"\n"
-    "  static_assert(cudalab_sig_<decltype(mytiled)>::ok, \"cudalab-signature\");\n"
+    "cudalab(15): error: static assertion failed with \"cudalab-signature\"\n"
+    "  static_assert(__cudalab_sig<decltype(mytiled)>::__cudalab_ok, \"cudalab-signature\");\n"
     "  ^\n"
     "\n"
     "1 error detected in the compilation of \"cell\".\n";
@@ -155,11 +155,11 @@ static void wrong_signature_names_the_expected_one(void **state)
 /* --name mine, and the cell defines only `other`. */
 static const char log_undefined[] =
     "cudalab(8): error: identifier \"mine\" is undefined\n"
-    "  static_assert(cudalab_sig_<decltype(mine)>::ok, \"cudalab-signature\");\n"
+    "  static_assert(__cudalab_sig<decltype(mine)>::__cudalab_ok, \"cudalab-signature\");\n"
     "                                      ^\n"
     "\n"
-    "cudalab(8): error: static assertion failed with \"cudalab-signature\"\n"
-    "  static_assert(cudalab_sig_<decltype(mine)>::ok, \"cudalab-signature\");\n"
+    "cudalab(15): error: static assertion failed with \"cudalab-signature\"\n"
+    "  static_assert(__cudalab_sig<decltype(mine)>::__cudalab_ok, \"cudalab-signature\");\n"
     "  ^\n"
     "\n"
     "__nv_name_map(2): error: Error in parsing name expression for lowered name lookup. Input name "

@@ -204,6 +204,26 @@ void *check_shared_alloc(int id, size_t elem, size_t align, const char *name, in
     return (void *)lo;
 }
 
+/* The references a file-scope __shared__ name is #defined to (kernel/student/shared_rewrite.c:
+ * NAME -> __cudalab_shared_slot_ID, so that a parameter or local of that name still declares its
+ * own), one per declaration id; the student's entry binds each to the block's placement before the
+ * kernel runs. */
+#define SLOT(n) void *__cudalab_shared_slot_##n;
+#define SLOT_ADDRESS(n) &__cudalab_shared_slot_##n,
+#define TEN_SLOTS(X, d) X(d##0) X(d##1) X(d##2) X(d##3) X(d##4) X(d##5) X(d##6) X(d##7) X(d##8) X(d##9)
+#define ALL_SLOTS(X)                                                                                   \
+    X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) TEN_SLOTS(X, 1) TEN_SLOTS(X, 2) TEN_SLOTS(X, 3) \
+    TEN_SLOTS(X, 4) TEN_SLOTS(X, 5) X(60) X(61) X(62) X(63)
+ALL_SLOTS(SLOT)
+static void **const slots[] = { ALL_SLOTS(SLOT_ADDRESS) };
+_Static_assert(sizeof slots / sizeof slots[0] == MAX_SHARED_VARS, "a slot per declaration id");
+
+void __cudalab_shared_bind(int id, void *placed)
+{
+    if (id >= 0 && id < MAX_SHARED_VARS)
+        *slots[id] = placed;
+}
+
 /* The declaration an address belongs to or is nearest to, for messages. */
 static const shvar *shared_var_near(uintptr_t a)
 {

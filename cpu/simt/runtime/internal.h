@@ -123,19 +123,21 @@ void report_add_counts(const cl_simt_counts *c);
 void runner_exit(int code) __attribute__((noreturn));
 
 /* ---- what the prelude (cudalab_simt.h) calls, with the cell line of the call ---- */
-void cl_simt_syncthreads(int line);
-int cl_simt_syncthreads_count(int pred, int line);
-int cl_simt_syncthreads_and(int pred, int line);
-int cl_simt_syncthreads_or(int pred, int line);
-uint64_t cl_simt_warp(int op, unsigned mask, uint64_t value, int arg, int width, int line);
-unsigned cl_simt_activemask(void);
-void *cl_simt_shared(int id, unsigned elem, unsigned align, const char *name, int line, int ndims, ...);
-void *cl_simt_dyn_shared(unsigned elem, unsigned align, const char *name, int line);
-void cl_simt_trap(int line) __attribute__((noreturn));
-void cl_simt_assert_fail(const char *expr, int line) __attribute__((noreturn));
-long long cl_simt_clock(void);
+void __cudalab_syncthreads(int line);
+int __cudalab_syncthreads_count(int pred, int line);
+int __cudalab_syncthreads_and(int pred, int line);
+int __cudalab_syncthreads_or(int pred, int line);
+uint64_t __cudalab_warp(int op, unsigned mask, uint64_t value, int arg, int width, int line);
+unsigned __cudalab_activemask(void);
+void *__cudalab_shared(int id, unsigned elem, unsigned align, const char *name, int line, int ndims, ...);
+void *__cudalab_dyn_shared(unsigned elem, unsigned align, const char *name, int line);
+/* Points the reference of file-scope declaration id at placed (check.c). */
+void __cudalab_shared_bind(int id, void *placed);
+void __cudalab_trap(int line) __attribute__((noreturn));
+void __cudalab_assert_fail(const char *expr, int line) __attribute__((noreturn));
+long long __cudalab_clock(void);
 /* printf as a kernel calls it: to the runner's stdout, refusing %n (a store no check sees). */
-int cl_simt_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int __cudalab_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- the student's object (object.c) ---- */
 #define OBJECT_MAX_SECTIONS 64

@@ -9,7 +9,7 @@
  * student reads: constructors and destructors (init/fini arrays, .ctors,
  * .dtors), indirect functions, thread-local storage, a definition of a name
  * the runner keeps for itself, a reference to anything but the runtime's own
- * entry points (cl_simt_*, __tsan_*, __cudalab_*, the built-in variables),
+ * entry points (__cudalab_*, __tsan_*, the built-in variables),
  * libm and a few checked stand-ins (printf without %n, malloc, memcpy …).
  * The same code serves the build's audit (`RUNNER --check FD`), so what the
  * audit accepts is exactly what a launch loads.
@@ -38,6 +38,7 @@
 #define PAGE 4096u
 #define STUB_BYTES 16u              /* jmp *0(%rip); .quad target (also the GOT slot); padding */
 #define ENTRY_NAME "__cudalab_entry"
+#define BUILD_NAMES "__cudalab_shared_place_"
 /* The one constructor a -fsanitize=thread object has: GCC's module constructor, which calls
  * __tsan_init (an empty function of ours). Accepted and never run. */
 #define TSAN_CTOR_NAME "_sub_I_00099_0"
@@ -60,7 +61,7 @@ static int refuse(char *why, size_t len, const char *fmt, ...)
 /* Names of the runtime the prelude calls or reads: resolved in the runner itself. */
 static bool runtime_name(const char *n)
 {
-    static const char *const prefixes[] = { "cl_simt_", "__cudalab_", "__tsan_" };
+    static const char *const prefixes[] = { "__cudalab_", "__tsan_" };
     static const char *const names[] = { "threadIdx", "blockIdx", "blockDim", "gridDim" };
     for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
         if (strncmp(n, prefixes[i], strlen(prefixes[i])) == 0)
@@ -83,7 +84,9 @@ static const struct {
     { "memcpy", (void *)__tsan_memcpy },
     { "memmove", (void *)__tsan_memmove },
     { "memset", (void *)__tsan_memset },
-    { "printf", (void *)cl_simt_printf },
+    { "printf", (void *)__cudalab_printf },
+    { "puts", (void *)puts },                   /* printf("text\n"), as the compiler rewrites it */
+    { "putchar", (void *)putchar },
     { "malloc", (void *)malloc },
     { "free", (void *)free },
 };
@@ -329,6 +332,8 @@ static int audit(const object *o, layout *l, char *why, size_t wl)
             entry = s->st_shndx < o->eh->e_shnum && type == STT_FUNC;
             continue;
         }
+        if (strncmp(n, BUILD_NAMES, strlen(BUILD_NAMES)) == 0)
+            continue;               /* what the build adds for file-scope __shared__ (shared_rewrite.c) */
         if (runtime_name(n) || dlsym(RTLD_DEFAULT, n))
             return refuse(why, wl, "a definition of %s, a name the C library or the CPU runner already has "
                           "(nothing may stand in for them)", n);

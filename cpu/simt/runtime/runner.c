@@ -131,7 +131,7 @@ void runner_exit(int code)
 
 /* ---- what the prelude calls ---- */
 
-void *cl_simt_shared(int id, unsigned elem, unsigned align, const char *name, int line, int ndims, ...)
+void *__cudalab_shared(int id, unsigned elem, unsigned align, const char *name, int line, int ndims, ...)
 {
     unsigned dims[4] = {0};
     va_list ap;
@@ -142,7 +142,7 @@ void *cl_simt_shared(int id, unsigned elem, unsigned align, const char *name, in
     return check_shared_alloc(id, elem, align, name, ndims, dims, line, false);
 }
 
-void *cl_simt_dyn_shared(unsigned elem, unsigned align, const char *name, int line)
+void *__cudalab_dyn_shared(unsigned elem, unsigned align, const char *name, int line)
 {
     return check_shared_alloc(-1, elem, align, name, 0, NULL, line, true);
 }
@@ -163,17 +163,17 @@ static void stop_thread(int kind, int line, const char *fmt, ...)
     thread_fault();
 }
 
-void cl_simt_trap(int line)
+void __cudalab_trap(int line)
 {
     stop_thread(CL_SIMT_TRAP, line, "called __trap()");
 }
 
-void cl_simt_assert_fail(const char *expr, int line)
+void __cudalab_assert_fail(const char *expr, int line)
 {
     stop_thread(CL_SIMT_ASSERT, line, "%s", expr);
 }
 
-int cl_simt_printf(const char *fmt, ...)
+int __cudalab_printf(const char *fmt, ...)
 {
     for (const char *p = fmt; (p = strchr(p, '%'));) {
         p++;
@@ -191,7 +191,7 @@ int cl_simt_printf(const char *fmt, ...)
     return n;
 }
 
-long long cl_simt_clock(void)
+long long __cudalab_clock(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -168,28 +168,29 @@ static int block_sync(int pred, int line)
     return (int)t->warp_out;
 }
 
-void cl_simt_syncthreads(int line)
+void __cudalab_syncthreads(int line)
 {
     block_sync(0, line);
 }
 
-int cl_simt_syncthreads_count(int pred, int line)
+int __cudalab_syncthreads_count(int pred, int line)
 {
     return block_sync(pred != 0, line);
 }
 
-int cl_simt_syncthreads_and(int pred, int line)
+int __cudalab_syncthreads_and(int pred, int line)
 {
     return block_sync(pred != 0, line) == (int)blk.live;
 }
 
-int cl_simt_syncthreads_or(int pred, int line)
+int __cudalab_syncthreads_or(int pred, int line)
 {
     return block_sync(pred != 0, line) > 0;
 }
 
 /* ---- warp operations ---- */
 
+/* the prelude's __cudalab_w_* (cudalab_simt.h), in its order */
 enum { W_SYNC, W_SHFL, W_SHFL_UP, W_SHFL_DOWN, W_SHFL_XOR, W_BALLOT, W_ANY, W_ALL, W_REDUCE_ADD };
 
 static uint32_t warp_first(uint32_t w) { return w * 32; }
@@ -253,7 +254,7 @@ static void warp_release(uint32_t w)
 
 /* mask is not read: the lanes that take part are the warp's live ones (a lane
  * that returned no longer counts, as a warp's exited threads on a GPU). */
-uint64_t cl_simt_warp(int op, unsigned mask, uint64_t value, int arg, int width, int line)
+uint64_t __cudalab_warp(int op, unsigned mask, uint64_t value, int arg, int width, int line)
 {
     sim_thread *t = blk.cur;
     uint32_t w = t->linear / 32;
@@ -282,7 +283,7 @@ uint64_t cl_simt_warp(int op, unsigned mask, uint64_t value, int arg, int width,
     return t->warp_out;
 }
 
-unsigned cl_simt_activemask(void)
+unsigned __cudalab_activemask(void)
 {
     uint32_t w = blk.cur->linear / 32, m = 0;
     for (uint32_t l = 0; l < warp_lanes(w); l++) {
