@@ -13,13 +13,17 @@ tests of a run (so that the correct kernel each test ends with is built once). A
   * `assert_refused` — the build refused the cell: a CompileError that names what it found and says
     that it is the CPU runner's rule;
   * `LaunchWatch` — the launch processes seen while a cell ran, with their seccomp mode, no-new-privs
-    flag and CPU-time limit, so a test can say whether the sandbox was on while the student's code ran.
+    flag and CPU-time limit, so a test can say whether the sandbox was on while the student's code ran;
+  * `processes_naming` and `kill_left` — the processes that name a test's private directory (an attack's
+    daemon, wherever it went in the process tree), killed by pid and described, for tests that run the
+    kernel through another program (nbgrader).
 
 Test modules import these with `from redteam import ...` (tests/ is on sys.path, as for conftest).
 """
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 import uuid
@@ -118,27 +122,38 @@ def is_worker(p: psutil.Process) -> bool:
         return False
 
 
+def alive(procs) -> list[psutil.Process]:
+    """Those of procs still running (a zombie has ended)."""
+    out = []
+    for p in procs:
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except psutil.Error:
+            pass
+    return out
+
+
+def processes_naming(token: str, exclude: tuple[int, ...] = ()) -> list[psutil.Process]:
+    """Every running process (this one and exclude aside) with token in its command line: an attack's
+    daemon names the test's private directory, wherever in the process tree it went."""
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        if p.pid == os.getpid() or p.pid in exclude:
+            continue
+        if any(token in arg for arg in (p.info["cmdline"] or [])):
+            found.append(p)
+    return alive(found)
+
+
 def stray_processes(pair: KernelPair, site: Site) -> list[psutil.Process]:
     """Processes alive that the kernel did not have before any cell ran: descendants of the kernel other
     than its worker, and any process whose command line names the site (an attack's daemon that left
     the kernel's tree)."""
-    found: dict[int, psutil.Process] = {}
-    for p in psutil.Process(pair.pid).children(recursive=True):
-        if not is_worker(p):
-            found[p.pid] = p
-    for p in psutil.process_iter(["cmdline"]):
-        if p.pid in (os.getpid(), pair.pid) or p.pid in found:
-            continue
-        if any(site.token in arg for arg in (p.info["cmdline"] or [])):
-            found[p.pid] = p
-    alive = []
-    for p in found.values():
-        try:
-            if p.status() != psutil.STATUS_ZOMBIE:
-                alive.append(p)
-        except psutil.Error:
-            pass
-    return alive
+    found = {p.pid: p for p in psutil.Process(pair.pid).children(recursive=True) if not is_worker(p)}
+    for p in processes_naming(site.token, exclude=(pair.pid,)):
+        found.setdefault(p.pid, p)
+    return alive(found.values())
 
 
 def describe(p: psutil.Process) -> str:
@@ -148,14 +163,14 @@ def describe(p: psutil.Process) -> str:
         return f"pid {p.pid} (gone)"
 
 
-def assert_no_process_left(pair: KernelPair, site: Site, linger: float = LINGER_S) -> None:
-    """No process of the attack outlives its cell (given `linger` seconds to go); any found is killed
-    (by pid) before the test fails, so a failing test leaves nothing running either."""
+def kill_left(find, linger: float = LINGER_S) -> list[str]:
+    """Waits up to linger seconds for the processes find() returns to go; kills (by pid) those that
+    stay and says which they were, so a failing test leaves nothing running either."""
     deadline = time.monotonic() + linger
-    left = stray_processes(pair, site)
+    left = find()
     while left and time.monotonic() < deadline:
         time.sleep(0.05)
-        left = stray_processes(pair, site)
+        left = find()
     described = [describe(p) for p in left]
     for p in left:
         try:
@@ -163,7 +178,13 @@ def assert_no_process_left(pair: KernelPair, site: Site, linger: float = LINGER_
         except psutil.Error:
             pass
     psutil.wait_procs(left, timeout=3)
-    assert not described, "processes left behind by the cell: " + "; ".join(described)
+    return described
+
+
+def assert_no_process_left(pair: KernelPair, site: Site, linger: float = LINGER_S) -> None:
+    """No process of the attack outlives its cell (given `linger` seconds to go)."""
+    left = kill_left(lambda: stray_processes(pair, site), linger)
+    assert not left, "processes left behind by the cell: " + "; ".join(left)
 
 
 # ---------------------------------------------------------------- what a cell said
@@ -216,11 +237,7 @@ class Attack:
 
     def __exit__(self, exc_type, *_) -> None:
         if exc_type is not None:            # the test failed already: still leave nothing running
-            for p in stray_processes(self.pair, self.site):
-                try:
-                    p.kill()
-                except psutil.Error:
-                    pass
+            kill_left(lambda: stray_processes(self.pair, self.site), linger=0)
             return
         assert_contained(self.pair, self.site, self.files, self.log_size, self.log_growth_max)
 
@@ -273,8 +290,16 @@ def _proc_state(pid: int) -> tuple[int | None, int | None, str | None]:
     return seccomp, nnp, cpu
 
 
-# the host toolchain the build runs: not a launch
-TOOLCHAIN = {"g++", "c++", "gcc", "cc", "cc1plus", "cc1", "as", "ld", "ld.bfd", "ld.gold", "collect2"}
+# the host toolchain the build runs (and any wrapper that confines it): not a launch
+TOOLCHAIN = re.compile(r"(.*-)?(g\+\+|c\+\+|gcc|cc|cc1plus|cc1|as|ld|ld\.bfd|ld\.gold|collect2)(-[\d.]+)?")
+TOOLCHAIN_ARG = re.compile(r".*\.(cpp|cc|o|a)$|.*[gc]\+\+.*")
+
+
+def is_toolchain(p: psutil.Process) -> bool:
+    try:
+        return bool(TOOLCHAIN.fullmatch(p.name())) or any(TOOLCHAIN_ARG.fullmatch(a) for a in p.cmdline()[1:])
+    except psutil.Error:
+        return True
 
 
 class LaunchWatch:
@@ -294,7 +319,7 @@ class LaunchWatch:
             return
         for p in procs:
             try:
-                if is_worker(p) or p.name() in TOOLCHAIN:
+                if is_worker(p) or is_toolchain(p):
                     continue
                 cmd = " ".join(p.cmdline())
             except psutil.Error:
