@@ -304,7 +304,7 @@ def test_same_cell_twice_is_cached(start_kernel, tmp_path):
     names = sorted(p.name for p in cache.iterdir())
     runners = [n for n in names if n.startswith("cpu-")]
     files = [n for n in names if not n.startswith("cpu-")]
-    assert len(runners) == 1 and re.fullmatch(r"cpu-[0-9a-f]{40}", runners[0]), names   # the CPU runner's executable
+    assert len(runners) == 1 and re.fullmatch(r"cpu-[0-9a-f]{40}\.o", runners[0]), names   # the audited object the CPU runner loads
     assert len(files) == 2, names               # NVRTC's cubin and its facts
     stem = files[0].rsplit(".", 1)[0]
     assert re.fullmatch(r"[0-9a-f]{64}", stem)

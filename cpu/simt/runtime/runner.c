@@ -325,7 +325,8 @@ static void isolate(void)
         layer("ipc-namespace");
     if (unshare(CLONE_NEWNS) == 0) {
         layer("mount-namespace");
-        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+        /* (the first mount's type is ignored; valgrind wants one all the same) */
+        if (mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) == 0 &&
             mount("cudalab-empty", "/", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555") == 0 &&
             chdir("/") == 0 && chroot(".") == 0 && chdir("/") == 0)
             layer("empty-root");
