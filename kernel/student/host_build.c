@@ -13,14 +13,10 @@
 #include "student/host_build.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -33,7 +29,6 @@
 #define ENTRY_FILE "cudalab-entry"
 #define BUILD_FORMAT "4"            /* bump when what a build is changes */
 #define COMPILE_LIMIT_S 120
-#define LOG_MAX (32u << 10)
 #define RUNNER_FILE "cudalab-runner"
 
 /* The host compiler's options: every access instrumented (-fsanitize=thread,
@@ -356,9 +351,18 @@ int host_build_runner(magic_ctx *ctx, const student_source *src, const student_o
     if (rc != 0) {
         unlink(object);
         json_t *lines = cell_errors(log);
-        magic_error(ctx, "CompileError", "%s compiles with NVRTC but not for the CPU runner (%s)%s", src->name,
-                    rc < 0 ? "the compiler did not finish" : "the host compiler's words below",
-                    json_array_size(lines) ? "" : ": no message");
+        /* the tool's own word (inline asm, a limit met) says it best; else the compiler's, below */
+        const char *note = log ? strstr(log, HOST_TOOL_NOTE) : NULL;
+        while (note && note != log && note[-1] != '\n')
+            note = strstr(note + 1, HOST_TOOL_NOTE);
+        if (note) {
+            note += strlen(HOST_TOOL_NOTE);
+            magic_error(ctx, "CompileError", "%s cannot run on the CPU runner: %.*s", src->name,
+                        (int)strcspn(note, "\n"), note);
+        } else {
+            magic_error(ctx, "CompileError", "%s compiles with NVRTC but not for the CPU runner (%s)", src->name,
+                        rc < 0 ? "the compiler did not finish" : "the host compiler's words below");
+        }
         json_decref(ctx->traceback);
         ctx->traceback = lines;
         free(log);
