@@ -114,11 +114,15 @@ static int directory_open(directory *d, char *why, size_t len)
         return fail_into(why, len, "cannot make the admission directory %s: %s (" ADMISSION_DIR_ENV " names "
                          "another)", d->path, strerror(errno));
     int fd = open(d->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return fail_into(why, len, "the admission directory %s cannot be used: %s", d->path,
-                         errno == ELOOP ? "it is a symbolic link, and cudalab follows none there"
-                         : errno == ENOTDIR ? "it is not a directory" : strerror(errno));
     struct stat st;
+    if (fd < 0) {
+        /* a link is ENOTDIR or ELOOP, as the kernel sees O_DIRECTORY|O_NOFOLLOW */
+        int e = errno;
+        bool link = e == ELOOP || (e == ENOTDIR && lstat(d->path, &st) == 0 && S_ISLNK(st.st_mode));
+        return fail_into(why, len, "the admission directory %s cannot be used: %s", d->path,
+                         link ? "it is a symbolic link, and cudalab follows none there"
+                         : e == ENOTDIR ? "it is not a directory" : strerror(e));
+    }
     if (made)
         (void)fchmod(fd, PRIVATE_MODE);   /* just made, ours: past the umask */
     if (fstat(fd, &st) != 0) {
