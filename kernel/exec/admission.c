@@ -558,17 +558,29 @@ bool admission_wanted(void)
 
 /* ---- timed-run turns ---- */
 
+/* Whether fd is the file name in d is now (not one removed or replaced since it was opened). */
+static bool still_there(const directory *d, const char *name, int fd)
+{
+    struct stat now, was;
+    return fstatat(d->fd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 && fstat(fd, &was) == 0 &&
+           now.st_dev == was.st_dev && now.st_ino == was.st_ino;
+}
+
+/* KEY.turn, opened (kept open from one turn to the next while it is the directory's). */
 static int turn_open(const char *key, error_info *err)
 {
-    if (turn_fd >= 0 && strcmp(turn_key, key) == 0)
-        return 0;
-    if (turn_fd >= 0)
-        close(turn_fd);
-    turn_fd = -1;
     directory d;
     char why[PATH_MAX + 200], name[ADMISSION_KEY_LEN + 16];
     snprintf(name, sizeof name, "%s.turn", key);
-    if (directory_open(&d, why, sizeof why) == 0) {
+    bool usable = directory_open(&d, why, sizeof why) == 0;
+    if (usable && turn_fd >= 0 && strcmp(turn_key, key) == 0 && still_there(&d, name, turn_fd)) {
+        directory_close(&d);
+        return 0;
+    }
+    if (turn_fd >= 0)
+        close(turn_fd);
+    turn_fd = -1;
+    if (usable) {
         turn_fd = lock_open(&d, name, why, sizeof why);
         directory_close(&d);
     }
@@ -591,7 +603,7 @@ static int waited_too_long(error_info *err, const admission_gpu *gpu, double lim
     char where[64] = "";
     if (ahead > 0)
         snprintf(where, sizeof where, " (%d ahead)", ahead);
-    return error_set(err, "GPUBusyError", "waited %.0f s for %s on the %s%s and gave up (" ADMISSION_WAIT_ENV
+    return error_set(err, "GPUBusyError", "waited %g s for %s on the %s%s and gave up (" ADMISSION_WAIT_ENV
                      " sets the wait)", limit_ms / 1e3, what, strcmp(gpu->key, "cpu") == 0 ? "CPU" : "GPU",
                      where);
 }
