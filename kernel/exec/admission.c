@@ -1,4 +1,16 @@
-/* admission.c — the GPUs' slots, queues and turns as locked files (see admission.h). */
+/* admission.c — the GPUs' slots, queues and turns as locked files (see admission.h).
+ *
+ * Nothing found in the directory is trusted: other users (a shared directory)
+ * and other programs of the user may have put anything there. So the directory
+ * is opened once per use without following a link and its owner and mode
+ * checked (directory_open); every file in it is reached through that
+ * descriptor, never by a path that a link could redirect, and opened
+ * O_NOFOLLOW|O_NONBLOCK (a FIFO does not block) then checked with fstat (a
+ * regular file with one name); only files this process has just made are
+ * chmod'ed; the capacity file counts only when its directory's owner wrote it;
+ * a ticket counts only while its file is its claimant's and its process lives;
+ * and every wait ends after the limit the caller gives.
+ */
 #include "exec/admission.h"
 
 #include <ctype.h>
@@ -7,6 +19,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,13 +30,16 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/text.h"
 #include "magic/magic.h"
 
 /* How a kernel's recent GPU time places its tickets: it counts fully when
  * fresh and half as much USAGE_HALF_LIFE_S later. */
 #define USAGE_HALF_LIFE_S 30.0
-/* A dead waiter's ticket is noticed (and removed) within this long. */
+/* A waiter's ticket that nobody holds locked is noticed (and removed) within this long. */
 #define PROBE_EVERY_MS 1000.0
+#define PRIVATE_MODE 0700           /* the user's own directory */
+#define SHARED_MODE 01777           /* root's directory, shared by several users: each one's files are their own */
 
 static int held_fd = -1, held_index = -1;
 static char held_key[ADMISSION_KEY_LEN];
@@ -58,7 +74,22 @@ void admission_key(const char *pci_bus_id, char *key, size_t len)
     key[w < len ? w : len - 1] = '\0';
 }
 
-static int directory(char *buf, size_t len)
+double admission_wait_limit_ms(void)
+{
+    const char *e = getenv(ADMISSION_WAIT_ENV);
+    return (e && *e && atof(e) >= 0 ? atof(e) : ADMISSION_WAIT_DEFAULT_S) * 1e3;
+}
+
+/* ---- the directory, and the files in it ---- */
+
+typedef struct directory {
+    int fd;                         /* O_DIRECTORY|O_NOFOLLOW; every file is reached through it */
+    bool shared;                    /* root's SHARED_MODE directory; else the user's own PRIVATE_MODE one */
+    uid_t owner;
+    char path[PATH_MAX - NAME_MAX - 2];
+} directory;
+
+static int directory_path(char *buf, size_t len)
 {
     const char *dir = getenv("CUDALAB_ADMISSION_DIR"), *run = getenv("XDG_RUNTIME_DIR");
     int n;
@@ -67,132 +98,262 @@ static int directory(char *buf, size_t len)
     else if (run && *run)
         n = snprintf(buf, len, "%s/cudalab-admission", run);
     else
-        n = snprintf(buf, len, "/tmp/cudalab-admission-%u", (unsigned)getuid());
-    if (n <= 0 || (size_t)n >= len)
-        return -1;
-    /* one user's own directory: private; a shared one is made by the host, mode 1777 */
-    if (mkdir(buf, 0700) != 0 && errno != EEXIST)
-        return -1;
-    return 0;
+        n = snprintf(buf, len, "/tmp/cudalab-admission-%u", (unsigned)geteuid());
+    return n <= 0 || (size_t)n >= len ? -1 : 0;
 }
 
-/* <dir>/queue: writable by every user of a shared directory, and not sticky,
- * so that anyone who finds a dead waiter's ticket can remove it. */
-static int queue_dir(char *buf, size_t len)
+/* Opens the admission directory (making the user's own when missing) and
+ * checks whose it is: 0, or -1 with why naming it and what is wrong. */
+static int directory_open(directory *d, char *why, size_t len)
 {
-    if (directory(buf, len) != 0 || strlen(buf) + sizeof "/queue" > len)
-        return -1;
-    strcat(buf, "/queue");
-    if (mkdir(buf, 0777) == 0)
-        (void)chmod(buf, 0777);     /* past the umask: every user of a shared directory queues here */
-    else if (errno != EEXIST)
-        return -1;
-    return 0;
-}
-
-/* Opens (creating) KEY.what for locking; readable by all, so that other users
- * of a shared directory can lock it too. */
-static int open_file(const char *key, const char *what, int flags, char *why, size_t len)
-{
-    char dir[PATH_MAX - 64], path[PATH_MAX];
-    if (directory(dir, sizeof dir) != 0) {
-        snprintf(why, len, "no admission directory (CUDALAB_ADMISSION_DIR): %s", strerror(errno));
-        return -1;
+    d->fd = -1;
+    if (directory_path(d->path, sizeof d->path) != 0)
+        return fail_into(why, len, "the admission directory's path is too long (" ADMISSION_DIR_ENV ")");
+    bool made = mkdir(d->path, PRIVATE_MODE) == 0;
+    if (!made && errno != EEXIST)
+        return fail_into(why, len, "cannot make the admission directory %s: %s (" ADMISSION_DIR_ENV " names "
+                         "another)", d->path, strerror(errno));
+    int fd = open(d->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0) {
+        /* a link is ENOTDIR or ELOOP, as the kernel sees O_DIRECTORY|O_NOFOLLOW */
+        int e = errno;
+        bool link = e == ELOOP || (e == ENOTDIR && lstat(d->path, &st) == 0 && S_ISLNK(st.st_mode));
+        return fail_into(why, len, "the admission directory %s cannot be used: %s", d->path,
+                         link ? "it is a symbolic link, and cudalab follows none there"
+                         : e == ENOTDIR ? "it is not a directory" : strerror(e));
     }
-    snprintf(path, sizeof path, "%s/%s.%s", dir, key, what);
-    int fd = open(path, flags | O_CREAT | O_CLOEXEC, 0666);
+    if (made)
+        (void)fchmod(fd, PRIVATE_MODE);   /* just made, ours: past the umask */
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return fail_into(why, len, "the admission directory %s cannot be used: %s", d->path, strerror(errno));
+    }
+    uid_t me = geteuid();
+    mode_t mode = st.st_mode & 07777;
+    if (st.st_uid == me && mode == PRIVATE_MODE) {
+        d->shared = false;
+    } else if (st.st_uid == 0 && mode == SHARED_MODE) {
+        d->shared = true;
+    } else {
+        close(fd);
+        return fail_into(why, len, "the admission directory %s belongs to uid %u with mode %04o: cudalab trusts "
+                         "only your own (uid %u, mode %04o) or root's shared one (mode %04o)", d->path,
+                         (unsigned)st.st_uid, (unsigned)mode, (unsigned)me, PRIVATE_MODE, SHARED_MODE);
+    }
+    d->fd = fd;
+    d->owner = st.st_uid;
+    return 0;
+}
+
+static void directory_close(directory *d)
+{
+    if (d->fd >= 0)
+        close(d->fd);
+    d->fd = -1;
+}
+
+/* What is wrong with the file st describes for admission's use, or NULL: a
+ * regular file with no other name (a hard link could stand for a victim's
+ * file), in the user's own directory the user's. */
+static const char *file_wrong(const directory *d, const struct stat *st)
+{
+    if (!S_ISREG(st->st_mode))
+        return "it is not a regular file";
+    if (st->st_nlink != 1)
+        return "it has other names (hard links)";
+    if (!d->shared && st->st_uid != geteuid())
+        return "it belongs to another user";
+    return NULL;
+}
+
+/* The mode of a file made here: in a shared directory the other users lock it too (read-only is enough). */
+static mode_t made_mode(const directory *d)
+{
+    return d->shared ? 0644 : 0600;
+}
+
+/* Opens name in d for flock, making it when it is missing; -1 with why. */
+static int lock_open(const directory *d, const char *name, char *why, size_t len)
+{
+    int fd = openat(d->fd, name, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, made_mode(d));
+    if (fd >= 0) {
+        (void)fchmod(fd, made_mode(d));   /* just made, ours: past the umask */
+        return fd;
+    }
+    if (errno == EEXIST)
+        fd = openat(d->fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
-        snprintf(why, len, "cannot open %s: %s", path, strerror(errno));
-    else
-        (void)fchmod(fd, 0666);     /* ours when we created it; another user's file keeps its mode */
+        return fail_into(why, len, "cannot use %s/%s: %s", d->path, name,
+                         errno == ELOOP ? "it is a symbolic link" : strerror(errno));
+    struct stat st;
+    const char *wrong = fstat(fd, &st) != 0 ? strerror(errno) : file_wrong(d, &st);
+    if (wrong) {
+        close(fd);
+        return fail_into(why, len, "cannot use %s/%s: %s", d->path, name, wrong);
+    }
     return fd;
 }
 
-static int slots(const char *key)
+/* ---- capacity ---- */
+
+/* N as the GPU's memory gives it (what the first worker records); 0 when unknown. */
+static int capacity_of_memory(const admission_gpu *gpu)
 {
-    const char *env = getenv("CUDALAB_GPU_CONTEXTS");
-    if (env && atoi(env) > 0)
-        return atoi(env);
-    char why[200];
-    int fd = open_file(key, "capacity", O_RDONLY, why, sizeof why), n = 0;
-    if (fd >= 0) {
-        char buf[32] = "";
+    if (gpu->total_mem == 0)
+        return 0;
+    int n = (int)((double)gpu->total_mem / (ADMISSION_GIB_PER_CONTEXT * 1073741824.0));
+    return n < 4 ? 4 : n > ADMISSION_MAX_SLOTS ? ADMISSION_MAX_SLOTS : n;
+}
+
+/* KEY.capacity's N when the directory's owner wrote it and nobody else could
+ * have (not group- or world-writable); 0 otherwise. */
+static int capacity_recorded(const directory *d, const char *key)
+{
+    char name[ADMISSION_KEY_LEN + 16];
+    snprintf(name, sizeof name, "%s.capacity", key);
+    int fd = openat(d->fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), n = 0;
+    if (fd < 0)
+        return 0;
+    struct stat st;
+    char buf[32] = "";
+    if (fstat(fd, &st) == 0 && !file_wrong(d, &st) && st.st_uid == d->owner && !(st.st_mode & 022)) {
         ssize_t r = read(fd, buf, sizeof buf - 1);
         n = r > 0 ? atoi(buf) : 0;
-        close(fd);
+    } else {
+        static bool said;           /* slots() reads it at every scan: said once */
+        if (!said)
+            klog("admission: %s/%s ignored: not written by the directory's owner alone", d->path, name);
+        said = true;
     }
-    return n > 0 ? n : ADMISSION_DEFAULT_SLOTS;
+    close(fd);
+    return n < 0 ? 0 : n > ADMISSION_MAX_SLOTS ? ADMISSION_MAX_SLOTS : n;
+}
+
+static int slots(const directory *d, const admission_gpu *gpu)
+{
+    const char *env = getenv("CUDALAB_GPU_CONTEXTS");
+    int n = env ? atoi(env) : 0;
+    if (n > 0)
+        return n > ADMISSION_MAX_SLOTS ? ADMISSION_MAX_SLOTS : n;
+    if ((n = capacity_recorded(d, gpu->key)) > 0 || (n = capacity_of_memory(gpu)) > 0)
+        return n;
+    return ADMISSION_DEFAULT_SLOTS;
 }
 
 void admission_set_capacity(const admission_gpu *gpu)
 {
-    char why[200];
-    int fd = open_file(gpu->key, "capacity", O_RDWR, why, sizeof why);
-    if (fd < 0 || gpu->total_mem == 0) {
-        if (fd >= 0)
-            close(fd);
+    directory d;
+    char why[PATH_MAX + 200], tmp[64], name[ADMISSION_KEY_LEN + 16], buf[32];
+    int n = capacity_of_memory(gpu);
+    if (n == 0 || directory_open(&d, why, sizeof why) != 0)
+        return;
+    if (d.owner != geteuid()) {       /* only the directory's owner records (root, for a shared one) */
+        directory_close(&d);
         return;
     }
-    int n = (int)((double)gpu->total_mem / (ADMISSION_GIB_PER_CONTEXT * 1073741824.0));
-    char buf[32];
-    int w = snprintf(buf, sizeof buf, "%d\n", n < 4 ? 4 : n);
-    if (ftruncate(fd, 0) != 0 || write(fd, buf, (size_t)w) != w)
-        klog("admission: cannot record %s's capacity", gpu->key);
-    close(fd);
+    /* a fresh file renamed into place: whatever had the name (a link, anything) is replaced, never written */
+    snprintf(tmp, sizeof tmp, ".capacity-%d-%08lx", (int)getpid(), (unsigned long)random());
+    snprintf(name, sizeof name, "%s.capacity", gpu->key);
+    int fd = openat(d.fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    int w = snprintf(buf, sizeof buf, "%d\n", n);
+    bool ok = fd >= 0 && fchmod(fd, 0644) == 0 && write(fd, buf, (size_t)w) == w;
+    if (fd >= 0)
+        close(fd);
+    if (!ok || renameat(d.fd, tmp, d.fd, name) != 0) {
+        klog("admission: cannot record %s's capacity in %s", gpu->key, d.path);
+        unlinkat(d.fd, tmp, 0);
+    }
+    directory_close(&d);
 }
 
 /* ---- tickets ---- */
 
-/* Whether the ticket file at path has a living owner; a dead one's is removed. */
-static bool alive(const char *qdir, const char *name)
+/* A ticket's name: KEY.Q.PLACE.BYTES.UID.PIDNS.PID.SALT (hex place and bytes:
+ * the names sort by place). UID is who claims it (the file must be theirs),
+ * PIDNS and PID the process that waits (alive, where its pid namespace is
+ * this one: containers have their own). */
+typedef struct ticket_name {
+    unsigned long long place, bytes;
+    unsigned uid;
+    unsigned long pidns;
+    int pid;
+} ticket_name;
+
+static unsigned long pid_namespace(void)
 {
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", qdir, name);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    static unsigned long ns = ULONG_MAX;
+    struct stat st;
+    if (ns == ULONG_MAX)
+        ns = stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long)st.st_ino : 0;
+    return ns;
+}
+
+/* Parses the part of a ticket's name after its "KEY.Q." prefix; false when it is no ticket's. */
+static bool ticket_parse(const char *rest, ticket_name *t)
+{
+    unsigned salt;
+    int end = -1;
+    sscanf(rest, "%16llx.%16llx.%u.%lu.%d.%8x%n", &t->place, &t->bytes, &t->uid, &t->pidns, &t->pid, &salt, &end);
+    return end > 0 && rest[end] == '\0' && t->pid > 0;
+}
+
+/* Whether the ticket (its parsed name, its file st) may be a living waiter's:
+ * the file is the user's its name claims (in the user's own directory, the
+ * user's), and its process is alive where that can be told. */
+static bool ticket_plausible(const directory *d, const ticket_name *t, const struct stat *st)
+{
+    if (!S_ISREG(st->st_mode) || st->st_uid != t->uid || (!d->shared && t->uid != geteuid()))
+        return false;
+    if (t->pidns != 0 && t->pidns == pid_namespace())
+        return kill(t->pid, 0) == 0 || errno == EPERM;
+    return true;
+}
+
+/* Whether the ticket's owner holds it locked (it waits); a dead one's ticket is removed where we may. */
+static bool ticket_locked(const directory *d, const char *name, const struct stat *st)
+{
+    int fd = openat(d->fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return false;               /* gone meanwhile */
     bool locked = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-    if (!locked)
-        unlink(path);               /* its owner died while waiting */
     close(fd);
+    if (!locked && st->st_uid == geteuid())
+        unlinkat(d->fd, name, 0);   /* its owner died while waiting */
     return locked;
-}
-
-/* The bytes a memory ticket (KEY.m.PLACE.BYTES.ID) asks for. */
-static double ticket_bytes(const char *name)
-{
-    const char *p = strchr(name, '.');
-    for (int dots = 1; p && dots < 3; dots++)
-        p = strchr(p + 1, '.');
-    return p ? (double)strtoull(p + 1, NULL, 16) : 0;
 }
 
 /* The live tickets of queue q ('c' context, 't' turn, 'm' memory) on key:
  * those placed before mine (all of them when mine is NULL), and in *bytes
- * (when not NULL) the memory they ask for. Each ticket ahead is probed for a
- * living owner at most every PROBE_EVERY_MS (per process), so a dead waiter
- * holds nobody up for long. -1 when the queue cannot be read. */
-static int scan_ahead(const char *key, char q, const char *mine, double *bytes)
+ * (when not NULL) the memory they ask for. Every scan passes over tickets
+ * that cannot be a waiter's (ticket_plausible); the lock of each is probed at
+ * most every PROBE_EVERY_MS (per process), so a dead waiter holds nobody up
+ * for long. -1 when the directory cannot be read. */
+static int scan_ahead(const directory *d, const char *key, char q, const char *mine, double *bytes)
 {
     static double probed_at = -PROBE_EVERY_MS;
-    char qdir[PATH_MAX - NAME_MAX - 2], prefix[ADMISSION_KEY_LEN + 4];
-    if (queue_dir(qdir, sizeof qdir) != 0)
+    char prefix[ADMISSION_KEY_LEN + 4];
+    int dfd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *dir = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!dir) {
+        if (dfd >= 0)
+            close(dfd);
         return -1;
-    DIR *d = opendir(qdir);
-    if (!d)
-        return -1;
+    }
     bool probe = monotonic_ms() - probed_at >= PROBE_EVERY_MS;
     int n = snprintf(prefix, sizeof prefix, "%s.%c.", key, q), ahead = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        if (strncmp(e->d_name, prefix, (size_t)n) != 0 || (mine && strcmp(e->d_name, mine) >= 0))
+    for (struct dirent *e; (e = readdir(dir));) {
+        ticket_name t;
+        struct stat st;
+        if (strncmp(e->d_name, prefix, (size_t)n) != 0 || (mine && strcmp(e->d_name, mine) >= 0) ||
+            !ticket_parse(e->d_name + n, &t) || fstatat(d->fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !ticket_plausible(d, &t, &st) || (probe && !ticket_locked(d, e->d_name, &st)))
             continue;
-        if (!probe || alive(qdir, e->d_name)) {
-            ahead++;
-            if (bytes)
-                *bytes += ticket_bytes(e->d_name);
-        }
+        ahead++;
+        if (bytes)
+            *bytes += (double)t.bytes;
     }
-    closedir(d);
+    closedir(dir);
     if (probe)
         probed_at = monotonic_ms();
     return ahead;
@@ -200,7 +361,13 @@ static int scan_ahead(const char *key, char q, const char *mine, double *bytes)
 
 static int count_ahead(const char *key, char q, const char *mine)
 {
-    return scan_ahead(key, q, mine, NULL);
+    directory d;
+    char why[PATH_MAX + 200];
+    if (directory_open(&d, why, sizeof why) != 0)
+        return -1;
+    int n = scan_ahead(&d, key, q, mine, NULL);
+    directory_close(&d);
+    return n;
 }
 
 /* A ticket in queue q on key, placed at now plus this kernel's recent GPU
@@ -209,8 +376,9 @@ static int count_ahead(const char *key, char q, const char *mine)
  * its owner lives. */
 static int ticket_make(const char *key, char q, unsigned long long bytes, ticket *t)
 {
-    char qdir[PATH_MAX - NAME_MAX - 2], tmp[PATH_MAX], path[PATH_MAX];
-    if (queue_dir(qdir, sizeof qdir) != 0)
+    directory d;
+    char why[PATH_MAX + 200], tmp[64];
+    if (directory_open(&d, why, sizeof why) != 0)
         return -1;
     static bool seeded;
     if (!seeded) {                  /* two containers' workers may share a pid; their salts differ */
@@ -219,29 +387,32 @@ static int ticket_make(const char *key, char q, unsigned long long bytes, ticket
     }
     unsigned salt = (unsigned)random();
     unsigned long long place = (unsigned long long)((monotonic_ms() + usage_now()) * 1e3);
-    if (q == 'm')
-        snprintf(t->name, sizeof t->name, "%s.m.%016llx.%016llx.%08x%08x", key, place, bytes, (unsigned)getpid(), salt);
-    else
-        snprintf(t->name, sizeof t->name, "%s.%c.%016llx.%08x%08x", key, q, place, (unsigned)getpid(), salt);
-    snprintf(tmp, sizeof tmp, "%s/.new-%d-%08x", qdir, (int)getpid(), salt);
-    snprintf(path, sizeof path, "%s/%s", qdir, t->name);
-    t->fd = open(tmp, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (t->fd < 0)
-        return -1;
-    if (flock(t->fd, LOCK_EX) != 0 || rename(tmp, path) != 0) {
-        unlink(tmp);
-        close(t->fd);
-        return -1;
+    snprintf(t->name, sizeof t->name, "%s.%c.%016llx.%016llx.%u.%lu.%d.%08x", key, q, place, bytes,
+             (unsigned)geteuid(), pid_namespace(), (int)getpid(), salt);
+    snprintf(tmp, sizeof tmp, ".new-%d-%08x", (int)getpid(), salt);
+    t->fd = openat(d.fd, tmp, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, made_mode(&d));
+    int rc = -1;
+    if (t->fd >= 0) {
+        (void)fchmod(t->fd, made_mode(&d));     /* just made, ours: others probe its lock */
+        if (flock(t->fd, LOCK_EX) == 0 && renameat(d.fd, tmp, d.fd, t->name) == 0) {
+            rc = 0;
+        } else {
+            unlinkat(d.fd, tmp, 0);
+            close(t->fd);
+            t->fd = -1;
+        }
     }
-    return 0;
+    directory_close(&d);
+    return rc;
 }
 
 static void ticket_drop(ticket *t)
 {
-    char qdir[PATH_MAX - NAME_MAX - 2], path[PATH_MAX];
-    if (queue_dir(qdir, sizeof qdir) == 0) {
-        snprintf(path, sizeof path, "%s/%s", qdir, t->name);
-        unlink(path);
+    directory d;
+    char why[PATH_MAX + 200];
+    if (directory_open(&d, why, sizeof why) == 0) {
+        unlinkat(d.fd, t->name, 0);
+        directory_close(&d);
     }
     close(t->fd);
     t->fd = -1;
@@ -292,21 +463,22 @@ bool admission_held(void)
     return held_fd >= 0;
 }
 
-/* Slot i of key, opened for locking; -1 when it cannot be. */
-static int open_slot(const char *key, int i, char *why, size_t len)
+/* Slot i of key, opened for locking; -1 when it cannot be (why says so). */
+static int open_slot(const directory *d, const char *key, int i, char *why, size_t len)
 {
-    char what[32];
-    snprintf(what, sizeof what, "slot%d", i);
-    return open_file(key, what, O_RDONLY, why, len);
+    char name[ADMISSION_KEY_LEN + 16];
+    snprintf(name, sizeof name, "%s.slot%d", key, i);
+    return lock_open(d, name, why, len);
 }
 
-/* How many of key's n slots are held now (a probe: a shared lock tried and dropped). */
-static int slots_held(const char *key, int n)
+/* How many of key's n slots are held now (a probe: a shared lock tried and
+ * dropped); a slot file that cannot be used counts as held. */
+static int slots_held(const directory *d, const char *key, int n)
 {
     int held = 0;
-    char why[200];
+    char why[PATH_MAX + 200];
     for (int i = 0; i < n; i++) {
-        int fd = open_slot(key, i, why, sizeof why);
+        int fd = open_slot(d, key, i, why, sizeof why);
         if (fd < 0 || flock(fd, LOCK_SH | LOCK_NB) != 0)
             held++;
         if (fd >= 0)
@@ -321,18 +493,16 @@ int admission_take(const admission_gpu *gpus, int n, int *which, char *why, size
         *which = held_index;
         return 0;
     }
-    char dir[PATH_MAX];
-    if (directory(dir, sizeof dir) != 0) {
-        snprintf(why, len, "no admission directory (CUDALAB_ADMISSION_DIR): %s", strerror(errno));
+    directory d;
+    if (directory_open(&d, why, len) != 0)
         return -1;
-    }
     /* the GPUs this worker may take a slot on now: those with more free slots than waiters ahead of it
      * (the first F in line take F free slots at once), the freest first; ties go round by pid */
     int order[ADMISSION_MAX_GPUS], free_of[ADMISSION_MAX_GPUS], cap[ADMISSION_MAX_GPUS], m = 0, queued = 0, total = 0;
     for (int k = 0; k < n && k < ADMISSION_MAX_GPUS; k++) {
-        int g = (k + (int)getpid()) % n, ahead = count_ahead(gpus[g].key, 'c', my_ticket(gpus[g].key));
-        total += cap[g] = slots(gpus[g].key);
-        if (ahead >= cap[g] || ahead >= (free_of[g] = cap[g] - slots_held(gpus[g].key, cap[g]))) {
+        int g = (k + (int)getpid()) % n, ahead = scan_ahead(&d, gpus[g].key, 'c', my_ticket(gpus[g].key), NULL);
+        total += cap[g] = slots(&d, &gpus[g]);
+        if (ahead >= cap[g] || ahead >= (free_of[g] = cap[g] - slots_held(&d, gpus[g].key, cap[g]))) {
             queued += ahead > 0;
             continue;
         }
@@ -343,21 +513,26 @@ int admission_take(const admission_gpu *gpus, int n, int *which, char *why, size
         }
         order[at] = g;
     }
+    char unusable[PATH_MAX + 200] = "";
     for (int k = 0; k < m && free_of[order[k]] > 0; k++) {
         int g = order[k];
         for (int i = 0; i < cap[g]; i++) {
-            int fd = open_slot(gpus[g].key, i, why, len);
+            int fd = open_slot(&d, gpus[g].key, i, unusable, sizeof unusable);
             if (fd < 0)
-                return -1;
+                continue;           /* a slot file another user spoiled: one slot fewer, no more */
             if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
                 held_fd = fd, held_index = g, *which = g;
                 snprintf(held_key, sizeof held_key, "%s", gpus[g].key);
+                directory_close(&d);
                 admission_queue_leave();    /* in before its context is made: the next in line may go */
                 return 0;
             }
             close(fd);
         }
     }
+    directory_close(&d);
+    if (unusable[0])
+        klog("admission: %s", unusable);
     if (queued == n)
         snprintf(why, len, "the GPU is busy: other kernels wait for its CUDA contexts");
     else if (n == 1)
@@ -383,15 +558,37 @@ bool admission_wanted(void)
 
 /* ---- timed-run turns ---- */
 
-static int turn_open(const char *key)
+/* Whether fd is the file name in d is now (not one removed or replaced since it was opened). */
+static bool still_there(const directory *d, const char *name, int fd)
 {
-    if (turn_fd >= 0 && strcmp(turn_key, key) == 0)
+    struct stat now, was;
+    return fstatat(d->fd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 && fstat(fd, &was) == 0 &&
+           now.st_dev == was.st_dev && now.st_ino == was.st_ino;
+}
+
+/* KEY.turn, opened (kept open from one turn to the next while it is the directory's). */
+static int turn_open(const char *key, error_info *err)
+{
+    directory d;
+    char why[PATH_MAX + 200], name[ADMISSION_KEY_LEN + 16];
+    snprintf(name, sizeof name, "%s.turn", key);
+    bool usable = directory_open(&d, why, sizeof why) == 0;
+    if (usable && turn_fd >= 0 && strcmp(turn_key, key) == 0 && still_there(&d, name, turn_fd)) {
+        directory_close(&d);
         return 0;
+    }
     if (turn_fd >= 0)
         close(turn_fd);
-    char why[200];
+    turn_fd = -1;
+    if (usable) {
+        turn_fd = lock_open(&d, name, why, sizeof why);
+        directory_close(&d);
+    }
+    if (turn_fd < 0)
+        return error_set(err, "AdmissionError", "cannot take a timed turn: %s; --shared-timing times alongside "
+                         "other kernels without one", why);
     snprintf(turn_key, sizeof turn_key, "%s", key);
-    return (turn_fd = open_file(key, "turn", O_RDONLY, why, sizeof why)) >= 0 ? 0 : -1;
+    return 0;
 }
 
 static void nap_ms(double ms)
@@ -400,7 +597,19 @@ static void nap_ms(double ms)
     nanosleep(&t, NULL);
 }
 
-int admission_turn(const admission_gpu *gpu, bool take, double *waited_ms, admission_show_fn *show, void *arg)
+/* The error of a wait that ran out (limit_ms, CUDALAB_GPU_WAIT) while ahead others stood before it. */
+static int waited_too_long(error_info *err, const admission_gpu *gpu, double limit_ms, int ahead, const char *what)
+{
+    char where[64] = "";
+    if (ahead > 0)
+        snprintf(where, sizeof where, " (%d ahead)", ahead);
+    return error_set(err, "GPUBusyError", "waited %g s for %s on the %s%s and gave up (" ADMISSION_WAIT_ENV
+                     " sets the wait)", limit_ms / 1e3, what, strcmp(gpu->key, "cpu") == 0 ? "CPU" : "GPU",
+                     where);
+}
+
+int admission_turn(const admission_gpu *gpu, bool take, double limit_ms, double *waited_ms, admission_show_fn *show,
+                   void *arg, error_info *err)
 {
     if (!take) {
         if (turn_fd >= 0 && turn_since > 0) {
@@ -413,46 +622,46 @@ int admission_turn(const admission_gpu *gpu, bool take, double *waited_ms, admis
     }
     double t0 = monotonic_ms();
     *waited_ms = 0;
-    if (turn_open(gpu->key) != 0)
-        return 0;                   /* no directory: time alongside, as without admission */
+    if (turn_open(gpu->key, err) != 0)
+        return -1;
     if (count_ahead(gpu->key, 't', NULL) == 0 && flock(turn_fd, LOCK_EX | LOCK_NB) == 0) {
         turn_since = monotonic_ms();
         return 0;
     }
     ticket t;
-    if (ticket_make(gpu->key, 't', 0, &t) != 0) {
-        flock(turn_fd, LOCK_EX);    /* no queue: wait on the lock itself */
-        turn_since = monotonic_ms();
-        *waited_ms = turn_since - t0;
-        return 0;
-    }
-    int shown = -1, ahead = -1;
+    bool queued = ticket_make(gpu->key, 't', 0, &t) == 0;   /* else no queue: the lock alone, in no order */
+    int shown = -1, ahead = queued ? -1 : 0, rc = 0;
     double shown_at = 0, scanned_at = -1e9;
     for (;;) {
         /* the queue is read less often the further back one stands (a class of 200 reads it at once);
          * the next in line tries the lock every millisecond */
         double now = monotonic_ms();
-        if (now - scanned_at >= (ahead <= 0 ? 20.0 : 10.0 + 5.0 * ahead)) {
+        if (queued && now - scanned_at >= (ahead <= 0 ? 20.0 : 10.0 + 5.0 * ahead)) {
             ahead = count_ahead(gpu->key, 't', t.name);
             scanned_at = now;
         }
-        if (ahead == 0 && flock(turn_fd, LOCK_EX | LOCK_NB) == 0)
+        if (ahead <= 0 && flock(turn_fd, LOCK_EX | LOCK_NB) == 0)
             break;
         if (magic_cancelled()) {
-            ticket_drop(&t);
-            *waited_ms = monotonic_ms() - t0;
-            return -1;
+            rc = error_set(err, "KeyboardInterrupt", "interrupted while waiting for other kernels' timed runs");
+            break;
+        }
+        if (now - t0 >= limit_ms) {
+            rc = waited_too_long(err, gpu, limit_ms, ahead, "other kernels' timed runs");
+            break;
         }
         if (show && (ahead != shown || now - shown_at >= 1000)) {
             show(ahead, now - t0, arg);
             shown = ahead, shown_at = now;
         }
-        nap_ms(ahead == 0 ? 1 : 5);
+        nap_ms(ahead <= 0 ? 1 : 5);
     }
-    ticket_drop(&t);
-    turn_since = monotonic_ms();
-    *waited_ms = turn_since - t0;
-    return 0;
+    if (queued)
+        ticket_drop(&t);
+    if (rc == 0)
+        turn_since = monotonic_ms();
+    *waited_ms = monotonic_ms() - t0;
+    return rc;
 }
 
 /* ---- device memory ---- */
@@ -469,11 +678,18 @@ static double memory_budget(const admission_gpu *gpu, bool alone)
         return atof(cap) * 1073741824.0;
     if (gpu->total_mem == 0)
         return 0;
-    int held = alone ? 1 : slots_held(gpu->key, slots(gpu->key));
+    int held = 1;
+    directory d;
+    char why[PATH_MAX + 200];
+    if (!alone && directory_open(&d, why, sizeof why) == 0) {
+        held = slots_held(&d, gpu->key, slots(&d, gpu));
+        directory_close(&d);
+    }
     return (double)gpu->total_mem * ADMISSION_MEM_SHARE - (held < 1 ? 1 : held) * ADMISSION_CONTEXT_BYTES;
 }
 
-int admission_reserve(const admission_gpu *gpu, double bytes, double *budget, admission_show_fn *show, void *arg)
+int admission_reserve(const admission_gpu *gpu, double bytes, double limit_ms, double *budget,
+                      admission_show_fn *show, void *arg, error_info *err)
 {
     if (reservation.fd >= 0 && reserved_bytes >= bytes)
         return 0;                   /* a command's later, smaller point: already covered */
@@ -489,14 +705,22 @@ int admission_reserve(const admission_gpu *gpu, double bytes, double *budget, ad
         return 2;                   /* no queue: allocate as without admission */
     for (int shown = -1;;) {
         double ahead_bytes = 0, room = memory_budget(gpu, false);
-        int ahead = scan_ahead(gpu->key, 'm', reservation.name, &ahead_bytes);
+        directory d;
+        char why[PATH_MAX + 200];
+        int ahead = -1;
+        if (directory_open(&d, why, sizeof why) == 0) {
+            ahead = scan_ahead(&d, gpu->key, 'm', reservation.name, &ahead_bytes);
+            directory_close(&d);
+        }
         if (ahead < 0 || ahead_bytes + bytes <= room)
             break;
-        if (magic_cancelled()) {
-            admission_unreserve();
-            return -1;
-        }
         double now = monotonic_ms();
+        if (magic_cancelled() || now - t0 >= limit_ms) {
+            admission_unreserve();
+            if (magic_cancelled())
+                return error_set(err, "KeyboardInterrupt", "interrupted while waiting for device memory");
+            return waited_too_long(err, gpu, limit_ms, ahead, "device memory beside other kernels' commands");
+        }
         if (show && (ahead != shown || now - shown_at >= 1000)) {
             show(ahead, now - t0, arg);
             shown = ahead, shown_at = now;
@@ -518,14 +742,16 @@ void admission_unreserve(void)
 
 int admission_count(const admission_gpu *gpu, admission_census *out)
 {
-    char dir[PATH_MAX];
+    directory d;
+    char why[PATH_MAX + 200];
     memset(out, 0, sizeof *out);
-    if (directory(dir, sizeof dir) != 0)
+    if (directory_open(&d, why, sizeof why) != 0)
         return -1;
-    out->slots = slots(gpu->key);
-    out->held = slots_held(gpu->key, out->slots);
-    out->waiting_context = count_ahead(gpu->key, 'c', NULL);
-    out->waiting_turn = count_ahead(gpu->key, 't', NULL);
+    out->slots = slots(&d, gpu);
+    out->held = slots_held(&d, gpu->key, out->slots);
+    out->waiting_context = scan_ahead(&d, gpu->key, 'c', NULL, NULL);
+    out->waiting_turn = scan_ahead(&d, gpu->key, 't', NULL, NULL);
     out->mine = held_fd >= 0 && strcmp(held_key, gpu->key) == 0;
+    directory_close(&d);
     return out->waiting_context < 0 || out->waiting_turn < 0 ? -1 : 0;
 }

@@ -187,22 +187,28 @@ static const cl_backend *cuda_open(const cl_backend *b, int dev, char *why, size
     return b;
 }
 
+/* Whether the last try found an admission directory that cannot be used or trusted (backend_refused). */
+static bool refused;
+
 /* A slot on one of the GPUs before its context (admission.h): false with
- * *busy and the reason when none is free now; a directory that cannot be
- * used is logged and does not stop anything (the first GPU is used). */
+ * *busy and the reason when none is free now, or when the admission
+ * directory cannot be used or trusted (refused: no GPU without admission, and
+ * no CPU answering for it). */
 static bool admitted(int *dev, char *why, size_t len, bool *busy)
 {
-    char reason[300];
+    char reason[PATH_MAX + 400];
     int rc = admission_take(gpus, ngpus, dev, reason, sizeof reason);
-    if (rc < 0) {
-        klog("admission: %s: going on without it", reason);
-        *dev = 0;
-    }
-    if (rc == 1) {
+    refused = rc < 0;
+    if (rc != 0) {
         note_set(why, len, "%s", reason);
         *busy = true;
     }
-    return rc != 1;
+    return rc == 0;
+}
+
+bool backend_refused(void)
+{
+    return refused && !chosen;
 }
 
 /* CUDALAB_TESTING=1 CUDALAB_TEST_GPU_BUSY_S=S: the first S seconds of the

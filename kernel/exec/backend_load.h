@@ -37,6 +37,9 @@
 const cl_backend *backend_select(char *note, size_t len);
 /* Whether backend_select has chosen (a context exists, or the CPU). */
 bool backend_chosen(void);
+/* Whether backend_select's NULL is for an admission directory that cannot be
+ * used or trusted (its note says which and why): not worth waiting for. */
+bool backend_refused(void);
 /* For a command that runs nothing on a device (%grid without --run, %occupancy
  * on flags): the chosen backend, else one that answers device queries without
  * a context or a slot (the CUDA library, or the CPU's), never waiting. */

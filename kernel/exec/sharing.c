@@ -87,7 +87,7 @@ static int take_turn(magic_ctx *ctx, bool take, double *waited_ms)
     const admission_gpu *dev = turn_device;
     turn_wait t = { ctx, strcmp(dev->key, "cpu") == 0 ? "CPU" : "GPU" };
     run_progress_wait(take);
-    int rc = admission_turn(dev, take, waited_ms, turn_show, &t);
+    int rc = admission_turn(dev, take, admission_wait_limit_ms(), waited_ms, turn_show, &t, &ctx->turn_error);
     run_progress_wait(false);
     if (take && turn_line.shown) {
         char line[300];
@@ -101,15 +101,12 @@ static int take_turn(magic_ctx *ctx, bool take, double *waited_ms)
 
 /* ---- waiting for a GPU ---- */
 
-#define GPU_WAIT_ENV "CUDALAB_GPU_WAIT"
-#define GPU_WAIT_DEFAULT_S 120.0
 #define GPU_RETRY_MS 100            /* near the front of the queue; further back, GPU_RETRY_BACK_MS */
 #define GPU_RETRY_BACK_MS 250
 
 int sharing_wait_for_gpu(magic_ctx *ctx, char *note, size_t len, double *startup_ms)
 {
-    const char *e = getenv(GPU_WAIT_ENV);
-    double limit_s = e && *e && atof(e) >= 0 ? atof(e) : GPU_WAIT_DEFAULT_S, t0 = monotonic_ms();
+    double limit_s = admission_wait_limit_ms() / 1e3, t0 = monotonic_ms();
     char first[512], line[800], where[64];
     snprintf(first, sizeof first, "%s", note);
     int n, shown = -2;
@@ -124,14 +121,19 @@ int sharing_wait_for_gpu(magic_ctx *ctx, char *note, size_t len, double *startup
             break;
         }
         int rc = 0, ahead = admission_queue_ahead();
-        if (magic_cancelled())
+        if (backend_refused())
+            rc = magic_error(ctx, "AdmissionError", "%s; the cell did not run (not on the CPU either): --backend "
+                             "cpu runs it on the CPU", note);
+        else if (magic_cancelled())
             rc = magic_error(ctx, "KeyboardInterrupt", "interrupted while waiting for the GPU (%s)", note);
         else if (monotonic_ms() - t0 >= limit_s * 1e3)
             rc = magic_error(ctx, "GPUBusyError", "the GPU gave this kernel no room in %.0f s (%s); the cell did "
                              "not run (not on the CPU either): run it again, or let fewer kernels hold the GPU "
-                             "(" GPU_WAIT_ENV " sets the wait)", limit_s, first);
+                             "(" ADMISSION_WAIT_ENV " sets the wait)", limit_s, first);
         if (rc) {
             admission_queue_leave();
+            if (!w.shown)
+                return rc;          /* refused at once: nothing was waited for */
             snprintf(line, sizeof line, "gave up waiting for the GPU after %.1f s", (monotonic_ms() - t0) / 1e3);
             wait_line_say(ctx, &w, line);
             return rc;
@@ -194,7 +196,7 @@ static int reserve_memory(magic_ctx *ctx, double bytes, double *most)
         return 2;                   /* no GPU slot held: nothing shared to budget */
     double t0 = monotonic_ms();
     run_progress_wait(true);
-    int rc = admission_reserve(turn_device, bytes, most, memory_show, ctx);
+    int rc = admission_reserve(turn_device, bytes, admission_wait_limit_ms(), most, memory_show, ctx, &ctx->error);
     run_progress_wait(false);
     if (rc == 0 && memory_line.shown) {
         char line[160];

@@ -14,7 +14,8 @@
 /* The GPU is there but busy: waits in its queue, saying so live on the
  * cell ("waiting for the GPU: 3 commands ahead (…)"), for at most
  * CUDALAB_GPU_WAIT seconds (120); an interrupt ends the wait and leaves the
- * queue. 0 with ctx->backend set and in *startup_ms what opening the GPU
+ * queue; an admission directory that cannot be used or trusted ends it at
+ * once (AdmissionError). 0 with ctx->backend set and in *startup_ms what opening the GPU
  * took at the end; or -1 with the error in ctx. note: the reason it is busy
  * (backend_select's), updated. */
 int sharing_wait_for_gpu(magic_ctx *ctx, char *note, size_t len, double *startup_ms);

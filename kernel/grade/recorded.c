@@ -1,11 +1,12 @@
 /* recorded.c — a session's recorded GPU results (recorded.h): the file's
  * checks, its commands by key, what a CPU run is shown beside, and record
  * mode's writer. Runs in the kernel process; reads and writes small files
- * (RECORDED_MAX_BYTES at most), never a device.
+ * (RECORDED_MAX_BYTES at most; only regular ones are read), never a device.
  */
 #include <dirent.h>
 #include <stdarg.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,16 +137,68 @@ static json_t *index_commands(const json_t *f)
     return by_key;
 }
 
+/* What a file that is not a regular one is, for the message that refuses it. */
+static const char *file_kind(mode_t mode)
+{
+    return S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO" : S_ISCHR(mode) ? "a character device"
+         : S_ISBLK(mode) ? "a block device" : S_ISSOCK(mode) ? "a socket" : "not a regular file";
+}
+
+/* The file's bytes (*n of them; a new buffer), read from a regular file of at
+ * most RECORDED_MAX_BYTES: opened without following a link or waiting (a FIFO,
+ * a device), checked with fstat before a byte is read, and read no further
+ * than the size it had then. NULL with err set. */
+static char *read_bounded(const char *path, size_t *n, error_info *err)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return error_set(err, errno == ENOENT ? "FileNotFoundError" : "ValueError", "%s: %s", path,
+                         errno == ELOOP ? "a symbolic link; recorded results are read from a regular file only"
+                                        : strerror(errno)), NULL;
+    struct stat st;
+    char *buf = NULL;
+    if (fstat(fd, &st) != 0)
+        error_set(err, "ValueError", "%s: %s", path, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        error_set(err, "ValueError", "%s is %s; recorded results are read from a regular file only", path,
+                  file_kind(st.st_mode));
+    else if (st.st_size > (off_t)RECORDED_MAX_BYTES)
+        error_set(err, "ValueError", "%s is %lld bytes, more than recorded results may be (%u MiB)", path,
+                  (long long)st.st_size, RECORDED_MAX_BYTES >> 20);
+    else if (!(buf = malloc((size_t)st.st_size + 1)))
+        error_set(err, "MemoryError", "out of memory");
+    size_t room = buf ? (size_t)st.st_size + 1 : 0;    /* one byte more tells a file that grew */
+    *n = 0;
+    while (buf && *n < room) {
+        ssize_t r = read(fd, buf + *n, room - *n);
+        if (r == 0)
+            break;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 || *n + (size_t)r == room) {
+            if (r < 0)
+                error_set(err, "ValueError", "%s: %s", path, strerror(errno));
+            else
+                error_set(err, "ValueError", "%s grew while it was read: run %%recorded again", path);
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        *n += (size_t)r;
+    }
+    close(fd);
+    return buf;
+}
+
 static json_t *load_file(const char *path, error_info *err)
 {
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return error_set(err, "FileNotFoundError", "%s: %s", path, strerror(errno)), NULL;
-    if (st.st_size > (off_t)RECORDED_MAX_BYTES)
-        return error_set(err, "ValueError", "%s is %lld bytes, more than recorded results may be (%u MiB)", path,
-                         (long long)st.st_size, RECORDED_MAX_BYTES >> 20), NULL;
+    size_t n;
+    char *bytes = read_bounded(path, &n, err);
+    if (!bytes)
+        return NULL;
     json_error_t je;
-    json_t *f = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    json_t *f = json_loadb(bytes, n, JSON_REJECT_DUPLICATES, &je);
+    free(bytes);
     if (!f)
         return error_set(err, "ValueError", "%s is not valid JSON: line %d, column %d: %s", path, je.line,
                          je.column, je.text), NULL;

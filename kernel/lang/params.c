@@ -49,6 +49,13 @@ int param_name_check(const char *name, size_t n, char *why, size_t len)
     return 0;
 }
 
+/* The limit on the session's parameters, said where a definition meets it. */
+static int table_full(char *why, size_t len)
+{
+    return fail_into(why, len, "a session holds at most %d parameters; redefine one of them instead",
+                     PARAM_COUNT_MAX);
+}
+
 static param *find(const char *name, size_t n)
 {
     for (size_t i = 0; i < count; i++)
@@ -71,8 +78,7 @@ int param_set(const char *name, const char *value, char *why, size_t len)
     param *p = find(name, strlen(name));
     size_t old = p ? strlen(p->value) : 0;
     if (!p && count == PARAM_COUNT_MAX)
-        return fail_into(why, len, "a session holds at most %d parameters; redefine one of them instead",
-                         PARAM_COUNT_MAX);
+        return table_full(why, len);
     if (total - old + vn > PARAM_TOTAL_MAX)
         return fail_into(why, len, "the session's parameters hold at most %u KiB of values together",
                          PARAM_TOTAL_MAX >> 10);
@@ -174,6 +180,15 @@ const char *param_scope_get(const param_scope *s, const char *name, size_t n)
     return p ? p->value : NULL;
 }
 
+static bool in_cell(const param_scope *s, const char *name);
+
+int param_scope_room(const param_scope *s, const char *name, char *why, size_t len)
+{
+    if (in_cell(s, name) || find(name, strlen(name)) || count + s->fresh < PARAM_COUNT_MAX)
+        return 0;
+    return table_full(why, len);
+}
+
 int param_scope_define(param_scope *s, const char *name, const char *value)
 {
     for (size_t i = 0; i < s->n; i++)
@@ -200,6 +215,7 @@ int param_scope_define(param_scope *s, const char *name, const char *value)
     }
     s->names[s->n] = n;
     s->values[s->n++] = v;
+    s->fresh += !find(name, strlen(name));
     return 0;
 }
 

@@ -52,12 +52,17 @@ int param_value_check(const char *name, size_t value_len, char *why, size_t len)
 typedef struct param_scope {
     char **names, **values;         /* owned: what this cell's earlier %param lines define */
     size_t n;
+    size_t fresh;                   /* how many of the names the session's table does not have yet */
 } param_scope;
 
 /* The value name (n bytes, not NUL-terminated) has in the scope: this cell's
  * own definitions first, then the session's. NULL when it has none. */
 const char *param_scope_get(const param_scope *s, const char *name, size_t n);
-/* Records a definition of a %param line parsed earlier in the cell. 0, or -1. */
+/* Whether one more %param line of the cell may define name: with the
+ * session's parameters, at most PARAM_COUNT_MAX. 0, or -1 with why (the
+ * limit, as param_set says it). */
+int param_scope_room(const param_scope *s, const char *name, char *why, size_t len);
+/* Records a definition of a %param line parsed earlier in the cell. 0, or -1 (out of memory). */
 int param_scope_define(param_scope *s, const char *name, const char *value);
 void param_scope_free(param_scope *s);
 /* "size, tile, variant" (the scope's names, this cell's first), or

@@ -176,6 +176,8 @@ static json_t *param_params(const logical *l, const lexed *lx, param_scope *scop
     json_t *params = json_pack("{s:s, s:s}", "name", name, "value", value);
     if (!params)
         fail_at(err, l, SIZE_MAX, "UsageError", "the value of %s is not valid UTF-8", name);
+    else if (param_scope_room(scope, name, msg, sizeof msg) != 0)
+        fail_at(err, l, SIZE_MAX, "UsageError", "%%param %s: %s", name, msg);
     else if (param_scope_define(scope, name, value) != 0)
         fail_at(err, l, SIZE_MAX, "MemoryError", "out of memory");
     else

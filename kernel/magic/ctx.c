@@ -79,10 +79,8 @@ int magic_turn_take(magic_ctx *ctx, char *err)
         return 0;
     int rc = ctx->turn(ctx, true, &waited);
     ctx->turn_wait_ms += waited;
-    if (rc != 0) {
-        ctx->turn_interrupted = true;
-        snprintf(err, CL_ERR_LEN, "interrupted while waiting for other kernels' timed runs");
-    }
+    if (rc != 0)
+        snprintf(err, CL_ERR_LEN, "%.*s", utf8_clip(ctx->turn_error.evalue, CL_ERR_LEN - 1), ctx->turn_error.evalue);
     return rc;
 }
 

@@ -243,9 +243,13 @@ int magic_memory_fit(magic_ctx *ctx, const mem_need *n)
     int r = ctx->reserve && strcmp(n->where, "device") == 0 ? ctx->reserve(ctx, n->bytes, &most) : 2;
     if (r == 0)
         return 0;
-    if (r < 0)
-        return magic_error(ctx, "KeyboardInterrupt", "%s: interrupted while waiting for %s of device memory",
-                           n->what, need);
+    if (r < 0) {
+        /* the wait's own error (a copy: the message is written again into ctx, naming what waited) */
+        error_info why = ctx->error;
+        if (!why.ename[0])
+            error_set(&why, "KeyboardInterrupt", "interrupted while waiting for it");
+        return magic_error(ctx, why.ename, "%s: %s of device memory: %s", n->what, need, why.evalue);
+    }
     if (r == 1) {
         format_bytes(most, have, sizeof have);
         return magic_error(ctx, "MemoryError", "%s needs %s of device memory%s%s%s; this device has %s for one "

@@ -86,13 +86,14 @@ typedef struct magic_spec {
      * may give what the worker needs beside its params in *kernels (the
      * definitions of the student kernels it names: a new reference, or NULL);
      * settled, once the worker has answered, gets the error's ename, NULL on
-     * success. */
+     * success; when the worker succeeded, its -1 (the error in ctx) fails the
+     * command still (what it keeps could not be kept). */
     int (*attach)(struct magic_ctx *ctx, const struct command *cmd, json_t **kernels);
     /* A worker magic that may run nothing on the device says when (false):
      * it then never waits for a GPU, and asks device limits only (%grid
      * without --run). NULL: it always runs on the device. */
     bool (*needs_device)(const json_t *params);
-    void (*settled)(const struct command *cmd, const char *ename);
+    int (*settled)(struct magic_ctx *ctx, const struct command *cmd, const char *ename);
 } magic_spec;
 
 /* ---- registry (registry.c) ---- */
@@ -136,13 +137,14 @@ typedef struct magic_ctx {
     /* Fair timing where kernels share the device: turn(ctx, true, &waited)
      * gives this command the device alone for one timed run (other kernels'
      * timed runs wait meanwhile), turn(ctx, false, NULL) gives it back; 0, or
-     * -1 when interrupted while waiting. NULL where nobody shares the device
+     * -1 with turn_error set (interrupted, waited past CUDALAB_GPU_WAIT, or an
+     * admission directory it cannot trust). NULL where nobody shares the device
      * (the CLI) or --shared-timing asked to time alongside. Called through
      * MAGIC_TIMED. */
     int (*turn)(struct magic_ctx *ctx, bool take, double *waited_ms);
     bool shared;                    /* the device is shared: the document says how its runs were timed */
     double turn_wait_ms;            /* what this command's turns waited, apart from every time */
-    bool turn_interrupted;          /* an interrupt ended a wait for a turn */
+    error_info turn_error;          /* why a wait for a turn ended without one (ename "" when none) */
     double startup_ms;              /* the worker's start on the device (a context) this command paid; 0: none */
     /* How the host's kernels share each GPU now (%device): an array of
      * {device, contexts, held, waiting_for_context, waiting_for_turn,
@@ -151,7 +153,8 @@ typedef struct magic_ctx {
     /* Device memory for this command where the device is shared: waits, said
      * live, until what it needs fits beside what the others hold. 0: reserved;
      * 1: more than one command may ever hold (*most: that); 2: nothing to
-     * reserve (the check against free memory applies); -1: interrupted.
+     * reserve (the check against free memory applies); -1 with the error set
+     * (interrupted, or no room within CUDALAB_GPU_WAIT).
      * NULL: no sharing. Called by magic_memory_fit. */
     int (*reserve)(struct magic_ctx *ctx, double bytes, double *most);
     /* Where a long command says how far it is (the worker's progress line, run_progress.h): the

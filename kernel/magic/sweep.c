@@ -695,11 +695,11 @@ int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *u
             size_t before = json_array_size(runs);
             rc = s->run_point(ctx, pp, runs, user);
             sweep_add_launch(ctx, s, pp, runs, before);
-            if (rc != 0 && ctx->turn_interrupted) {
-                /* a wait for a timed turn (MAGIC_TIMED) ended by an interrupt: not the backend's error */
+            if (rc != 0 && ctx->turn_error.ename[0]) {
+                /* a wait for a timed turn (MAGIC_TIMED) that ended without one (an interrupt, CUDALAB_GPU_WAIT,
+                 * an admission directory not to be trusted): not the backend's error */
                 error_clear(&ctx->error);
-                rc = magic_error(ctx, "KeyboardInterrupt", "%%%s interrupted while waiting for other kernels' "
-                                 "timed runs", s->magic);
+                rc = magic_error(ctx, ctx->turn_error.ename, "%%%s %s", s->magic, ctx->turn_error.evalue);
             } else {
                 rc = sweep_broken_point(ctx, s, pp, rc, runs, before);
             }

@@ -85,28 +85,31 @@ static int kernel_attach(magic_ctx *ctx, const command *cmd, json_t **kernels)
     *kernels = NULL;
     char name[128];
     const family_spec *f = family_of(ctx, cmd->params);
+    /* the store's limit, before the worker compiles a kernel that could not be kept */
     if (!f || name_of(ctx, cmd->params, cmd->body, name, sizeof name) != 0 ||
-        student_name_ok(ctx, f, name) != 0)
+        student_name_ok(ctx, f, name) != 0 || student_room(ctx, name) != 0)
         return -1;
     student_drop(name);             /* until this version compiles, the name runs nothing */
     return 0;
 }
 
-static void kernel_settled(const command *cmd, const char *ename)
+static int kernel_settled(magic_ctx *ctx, const command *cmd, const char *ename)
 {
     /* compiled: kept even when its quick check failed or faulted (on a GPU, or
      * found wrong by the CPU runner: KernelError), so that the student can run
      * and debug it */
     bool compiled = !ename || strcmp(ename, "CheckError") == 0 || strcmp(ename, "CudaError") == 0 ||
                     strcmp(ename, "TimeoutError") == 0 || strcmp(ename, "KernelError") == 0;
-    magic_ctx quiet = {0};
     char name[128];
-    const family_spec *f = family_of(&quiet, cmd->params);
-    if (!compiled || !f || name_of(&quiet, cmd->params, cmd->body, name, sizeof name) != 0)
-        return;
+    if (!compiled)
+        return 0;
+    const family_spec *f = family_of(ctx, cmd->params);
+    if (!f || name_of(ctx, cmd->params, cmd->body, name, sizeof name) != 0)
+        return -1;
     json_t *def = definition(cmd->params, cmd->body_line);
-    student_define(&quiet, f, name, cmd->body, def);
+    int rc = student_define(ctx, f, name, cmd->body, def);
     json_decref(def);
+    return rc;
 }
 
 /* ---- in the worker ---- */

@@ -107,11 +107,19 @@ static void cell_finish(shell_session *s)
     session_resume(s);
 }
 
-/* A worker command has its answer: its settled step (magic.h). */
-static void command_settled(const command *cmd, const char *ename)
+/* A worker command has its answer: its settled step (magic.h). 0, or -1 with the error in ctx. */
+static int command_settled(magic_ctx *ctx, const command *cmd, const char *ename)
 {
-    if (cmd->magic->settled)
-        cmd->magic->settled(cmd, ename);
+    return cmd->magic->settled ? cmd->magic->settled(ctx, cmd, ename) : 0;
+}
+
+/* The settled step of a command that already failed: its own error is the cell's. */
+static void settled_after_error(const command *cmd, const char *ename)
+{
+    magic_ctx quiet = { 0 };
+    if (command_settled(&quiet, cmd, ename) != 0)
+        klog("%%%s settled after %s: %s: %s", cmd->magic->name, ename, quiet.error.ename, quiet.error.evalue);
+    json_decref(quiet.traceback);
 }
 
 /* The command's line as a traceback quotes it: a line of a 50 MB cell is cut. */
@@ -151,7 +159,7 @@ static int send_command(shell_session *s, const command *cmd)
     json_decref(kernels);
     if (rc != 0) {
         fail_command(s, cmd, "WorkerError", "cannot start the device worker (see the kernel log)", NULL);
-        command_settled(cmd, "WorkerError");
+        settled_after_error(cmd, "WorkerError");
     }
     return rc;
 }
@@ -219,7 +227,7 @@ static void fail_stopped(shell_session *s, const char *how)
     json_decref(c->error);
     c->error = NULL;
     fail_command(s, cmd, c->stop_ename, evalue, NULL);
-    command_settled(cmd, c->stop_ename);
+    settled_after_error(cmd, c->stop_ename);
 }
 
 void shell_on_worker_frame(shell_session *s, json_t *f)
@@ -260,9 +268,12 @@ void shell_on_worker_frame(shell_session *s, json_t *f)
             const char *evalue = json_string_value(json_object_get(err, "evalue"));
             fail_command(s, cell_cmd(c), ename ? ename : "Error", evalue ? evalue : "",
                          json_object_get(err, "traceback"));
-            command_settled(cell_cmd(c), ename ? ename : "Error");
+            settled_after_error(cell_cmd(c), ename ? ename : "Error");
         } else {
-            command_settled(cell_cmd(c), NULL);
+            magic_ctx ctx = { .out = &cell_out, .impl = s, .results = s->results, .recording = s->recording };
+            if (command_settled(&ctx, cell_cmd(c), NULL) != 0)
+                fail_command(s, cell_cmd(c), ctx.error.ename, ctx.error.evalue, ctx.traceback);
+            json_decref(ctx.traceback);
         }
         json_decref(err);
         if (c->error) {
@@ -295,7 +306,7 @@ void shell_on_worker_exit(shell_session *s, const char *how)
         json_decref(c->error);
         c->error = NULL;
         fail_command(s, cmd, "WorkerDied", evalue, NULL);
-        command_settled(cmd, "WorkerDied");
+        settled_after_error(cmd, "WorkerDied");
     }
     cell_finish(s);
 }

@@ -83,6 +83,15 @@ const student_def *student_at(size_t i)
     return i < ndefs ? &defs[i] : NULL;
 }
 
+int student_room(magic_ctx *ctx, const char *name)
+{
+    if (ndefs < FAMILY_MAX_RUNTIME || student_find(name))
+        return 0;
+    return magic_error(ctx, "UsageError", "a session holds at most %d kernels of its own, and this one has %d: "
+                       "give this cell the --name of one of them to replace it (%%kernels lists them), or restart "
+                       "the kernel to start over", FAMILY_MAX_RUNTIME, FAMILY_MAX_RUNTIME);
+}
+
 /* Re-registers every kernel's variant: the family registry mirrors the store. */
 static int reregister(magic_ctx *ctx)
 {
@@ -103,10 +112,9 @@ int student_define(magic_ctx *ctx, const family_spec *f, const char *name, const
 {
     if (student_name_ok(ctx, f, name) != 0)
         return -1;
+    if (student_room(ctx, name) != 0)
+        return -1;
     student_def *d = (student_def *)student_find(name);
-    if (!d && ndefs == FAMILY_MAX_RUNTIME)
-        return magic_error(ctx, "UsageError", "this session has %d kernels of its own already; "
-                           "restart the kernel to start over", FAMILY_MAX_RUNTIME);
     const json_t *dim = json_object_get(options, "dim");
     int shape = json_is_integer(dim) ? (int)json_integer_value(dim) : 1;
     if (shape == 2 && !f->student_2d)

@@ -36,6 +36,10 @@ typedef struct student_def {
  * 2D shape, the store full). */
 int student_define(magic_ctx *ctx, const family_spec *f, const char *name, const char *source,
                    const json_t *options);
+/* Whether the store has room for a kernel named name (a new one, or one it
+ * holds: redefined in place). 0, or -1 with the error in ctx naming the limit
+ * (FAMILY_MAX_RUNTIME kernels a session). */
+int student_room(magic_ctx *ctx, const char *name);
 /* Forgets one kernel (its variant too); no-op when unknown. */
 void student_drop(const char *name);
 /* A student's kernel by name, or a variant broken on purpose (its definition

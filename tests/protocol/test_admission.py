@@ -6,6 +6,7 @@ slot as for a GPU, then the CPU computes) in a private admission directory."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from queue import Empty
@@ -57,7 +58,8 @@ def said_while_running(kc, msg_id: str, needle: str, timeout: float = 30) -> lis
 
 
 def queue_files(tmp_path) -> list[str]:
-    return sorted(os.listdir(tmp_path / "admission" / "queue"))
+    """The tickets in the admission directory (KEY.Q.PLACE…, admission.h): none once every wait has ended."""
+    return sorted(f for f in os.listdir(tmp_path / "admission") if re.match(r"[^.]+\.[ctm]\.", f))
 
 
 # ---------------------------------------------------------------- contexts and their queue
