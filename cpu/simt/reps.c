@@ -1,7 +1,8 @@
 /* reps.c — a family's student run on the CPU runner (see simt_launch.h): its
- * reps, each on inputs of its own and with its output poisoned, every one but
- * the last checked against the family's CPU reference right after its launch,
- * and the counted launch of --counters.
+ * reps, each on inputs of its own and with its output poisoned, each checked
+ * against the family's CPU reference right after its launch (but the last,
+ * whose output the family's own check sees), and the counted launch of
+ * --counters.
  *
  * Time and correctness belong to the harness: a kernel that keeps an answer
  * for the run's own inputs, leaves a launch unwritten or otherwise returns a
@@ -120,8 +121,10 @@ int simt_run_student(simt_arena *a, const cl_student_kernel *k, const unsigned g
     launch->smem_bytes = dyn_smem;
     launch->kernels = 1;
     int n = reps == CL_REPS_AUTO || reps > CL_SIMT_MAX_REPS ? CL_SIMT_MAX_REPS : reps < 1 ? 1 : reps;
+    /* under --counters the family checks the counted launch's output, not the last rep's */
+    bool counted = simt_counters_due();
     times->reps = 0;
-    /* the first rep before the last that returned a wrong result, and why in words */
+    /* the first rep that returned a wrong result, and why in words */
     int wrong = -1;
     char why[CL_ERR_LEN] = "", what[CL_ERR_LEN];
     for (int r = 0; r < n; r++) {
@@ -136,35 +139,38 @@ int simt_run_student(simt_arena *a, const cl_student_kernel *k, const unsigned g
         cl_rep_done();
         if (ops->landed)
             ops->landed(a, ctx);
-        if (r == n - 1)
-            break;                  /* the run's own inputs: the family checks what the run returns */
+        if (r == n - 1 && !counted)
+            break;                  /* what the run returns: the family checks it */
         int c = ops->check(a, ctx, rs, what);
         if (c < 0) {
             snprintf(err, CL_ERR_LEN, "%s", what);
             return -1;
         }
-        if (c > 0) {
+        if (c > 0 && wrong < 0) {
             if (rep_wrong(a, ops, ctx, seed, r, n, what, why) != 0) {
                 snprintf(err, CL_ERR_LEN, "%s", why);
                 return -1;
             }
             wrong = r;
-            r = n - 2;              /* straight to the last rep: it decides who says what is wrong */
+            if (r < n - 2)
+                r = n - 2;          /* straight to the last rep: with it, what the run returns decides */
         }
     }
-    if (wrong >= 0) {
-        /* right on the run's own inputs after a wrong rep: a result that depends on which launch
-         * it is (an answer kept for those inputs, a launch left unwritten, a race); wrong there too:
-         * a wrong kernel, which the family's check describes as it does any */
-        int c = ops->check(a, ctx, seed, what);
-        if (c < 0) {
-            snprintf(err, CL_ERR_LEN, "%s", what);
-            return -1;
-        }
-        if (c == 0) {
-            snprintf(err, CL_ERR_LEN, "%s", why);
-            return -1;
-        }
+    if (counted && counted_launch(a, k, grid, block, dyn_smem, args, nargs, ops, err) != 0)
+        return -1;
+    if (wrong < 0)
+        return 0;
+    /* a rep was wrong, and what the run returns (the run's own inputs) is right: a result that
+     * depends on which launch it is (an answer kept for those inputs, a launch left unwritten, a
+     * race), the rep's error; wrong too: a wrong kernel, which the family's check describes as any */
+    int c = ops->check(a, ctx, seed, what);
+    if (c < 0) {
+        snprintf(err, CL_ERR_LEN, "%s", what);
+        return -1;
     }
-    return simt_counters_due() ? counted_launch(a, k, grid, block, dyn_smem, args, nargs, ops, err) : 0;
+    if (c == 0) {
+        snprintf(err, CL_ERR_LEN, "%s", why);
+        return -1;
+    }
+    return 0;
 }

@@ -68,10 +68,11 @@ typedef struct simt_fill {
 
 /* A family's part in its student run: every rep gets inputs of its own, made
  * from a seed of its own (simt_rep_seed) before the launch and outside its
- * time, and a poisoned output; every rep but the last is checked against the
- * family's CPU reference of its inputs right after its launch. The last rep
- * runs on the run's own seed, so what the run returns is what the family's
- * own check (in its magic) sees. ctx: the family's state. */
+ * time, and a poisoned output, and is checked against the family's CPU
+ * reference of its inputs right after its launch. The last rep runs on the
+ * run's own seed: what the run returns (its output, or under --counters the
+ * counted launch's on the same inputs) is left to the family's own check in
+ * its magic, unchanged. ctx: the family's state. */
 typedef struct simt_rep_ops {
     /* The inputs of seed, into the arena. 0, or -1 with err. */
     int (*prepare)(simt_arena *a, void *ctx, uint64_t seed, char *err);
@@ -99,12 +100,12 @@ uint64_t simt_rep_seed(uint64_t seed, int r, int n);
 /* A family's student run: k's block, its grid or the family's rule, then
  * min(reps, CL_SIMT_MAX_REPS) launches as simt_rep_ops says, and under
  * --counters one more on the last rep's inputs, counted (simt_counters_due).
- * Times and the launch as the run reports them. 0 (the last rep's output in
+ * Times and the launch as the run reports them. 0 (what the run returns in
  * the arena), or -1 with err: a launch failed (k->diagnosis filled), or a rep
- * before the last returned a wrong result while the last returned the right
- * one (err "rep R of N returned a wrong result: ..." or "rep R of N returned a
- * result of other inputs (rep Q's)"). A kernel wrong on the run's own inputs
- * too returns 0: the family's check says what is wrong, as for any wrong kernel. */
+ * returned a wrong result while what the run returns is right (err "rep R of
+ * N returned a wrong result: ..." or "rep R of N returned a result of other
+ * inputs (rep Q's)"). A kernel wrong on the run's own inputs too returns 0:
+ * the family's check says what is wrong, as for any wrong kernel. */
 int simt_run_student(simt_arena *a, const cl_student_kernel *k, const unsigned grid_rule[3], size_t dyn_smem,
                      const cl_simt_arg *args, int nargs, int reps, uint64_t seed, const simt_rep_ops *ops,
                      void *ctx, cl_times *times, cl_launch *launch, char *err);
