@@ -162,3 +162,36 @@ def test_histo_of_a_text_passes_every_rep(kc):
     assert c["status"] == "ok", text
     runs = {r["variant"]: r for r in doc["runs"]}
     assert runs["myhisto"]["check"]["passed"] is True and runs["myhisto"]["time_ms"]["reps"] == REPS
+
+
+GRID_STRIDE_SUM = """%%kernel --for reduce --name NAME --block 128 --grid 4 NOCHECK
+__global__ void NAME(const float *input, float *partial, int n)
+{
+    __shared__ float sh[128];
+    float x = 0.0f;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+        x += input[i];
+    sh[threadIdx.x] = x;
+    for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
+        __syncthreads();
+        if (threadIdx.x < stride) sh[threadIdx.x] += sh[threadIdx.x + stride];
+    }
+    BODY
+}
+"""
+
+
+def test_reduce_under_grid_checks_every_reps_total(kc):
+    """Under --grid the partials have no sections of their own: each rep's total is checked."""
+    honest = "if (threadIdx.x == 0) partial[blockIdx.x] = sh[0];"
+    defined(kc, source(GRID_STRIDE_SUM, "gsum", body=honest + '\n    if (blockIdx.x == 0 && threadIdx.x == 0) '
+                       'printf("IN0=%.9g\\n", input[0]);'))
+    in0 = printed(kc, "%reduce --size 5000 --variant gsum --reps 1", "IN0")[0]
+    c, text, doc = cell(kc, "%reduce --size 5000 --variant gsum --reps 3")
+    assert c["status"] == "ok", text
+    assert doc["runs"][0]["check"]["passed"] is True and doc["runs"][0]["time_ms"]["reps"] == REPS
+    # block 0's partial doubled on any inputs but the run's own
+    defined(kc, source(GRID_STRIDE_SUM, "gcheat", checked=False, body=honest + f"\n    if (threadIdx.x == 0 && "
+                       f"input[0] != {in0}f) partial[blockIdx.x] = 2.0f * sh[0];"))
+    assert_rep_error(kc, "%reduce --size 5000 --variant gcheat --reps 3", "gcheat",
+                     f"rep 1 of {REPS} returned a wrong result: the sum of the partials = ")
