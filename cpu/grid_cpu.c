@@ -8,7 +8,9 @@
  * A student's picture kernel (a->student) runs on the CPU runner of the CUDA
  * model (cpu/simt/) with the GPU's launch: Pin and Pout (Pout[row][col]) in
  * an arena, the grid the plan computes from its block (--grid overrides),
- * Pout NaN-filled before every launch and copied back for the host's check.
+ * Pin new and Pout NaN-filled before every launch, every launch but the last
+ * (the run's own seed) checked after it, the last's Pout copied back for the
+ * host's check.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +63,30 @@ static uint64_t map_once(const cl_grid_args *a, uint32_t *count, int nthreads)
 
 /* ---- a student's picture kernel, on the CPU runner ---- */
 
+/* Its reps (simt_rep_ops): Pin of the rep's seed; Pout against 2 * Pin (cl_grid_picture_check). */
+static int student_prepare(simt_arena *ar, void *ctx, uint64_t seed, char *err)
+{
+    const cl_grid_args *a = ctx;
+    float *pin = ar->host[0];
+    (void)err;
+    for (uint64_t i = 0; i < (uint64_t)a->data[0] * (uint64_t)a->data[1]; i++)
+        pin[i] = cl_uniform(seed, i);
+    return 0;
+}
+
+static int student_check(simt_arena *ar, void *ctx, uint64_t seed, char *what)
+{
+    const cl_grid_args *a = ctx;
+    const float *pout = ar->host[1];
+    uint64_t width = (uint64_t)a->data[0], wrong, never;
+    int64_t first = cl_grid_picture_check(pout, width, (uint64_t)a->data[1], seed, &wrong, &never);
+    if (first < 0)
+        return 0;
+    simt_wrong_element(what, pout[first], 2.0f * cl_uniform(seed, (uint64_t)first), "Pout[%llu][%llu]",
+                       (unsigned long long)((uint64_t)first / width), (unsigned long long)((uint64_t)first % width));
+    return 1;
+}
+
 /* As the CUDA side (cuda/grid.cu): the picture cl_uniform(seed, i), the grid
  * ceil(width/block.x) x ceil(height/block.y) of the kernel's block. */
 static int cpu_grid_picture(const cl_grid_args *a, cl_grid_result *out, char *err)
@@ -79,9 +105,6 @@ static int cpu_grid_picture(const cl_grid_args *a, cl_grid_result *out, char *er
     simt_arena ar;
     if (simt_arena_open(&ar, bufs, 2, err) != 0)
         return -1;
-    float *pin = ar.host[0];
-    for (uint64_t i = 0; i < n; i++)
-        pin[i] = cl_uniform(a->seed, i);
     unsigned block[3];
     simt_student_block(k, block);
     unsigned rule[3] = { (unsigned)(((uint64_t)width + block[0] - 1) / block[0]),
@@ -90,7 +113,8 @@ static int cpu_grid_picture(const cl_grid_args *a, cl_grid_result *out, char *er
         { CL_SIMT_ARG_BUFFER, 0, { 0 } }, { CL_SIMT_ARG_BUFFER, 1, { 0 } },
         { CL_SIMT_ARG_I32, 0, { .i32 = (int32_t)width } }, { CL_SIMT_ARG_I32, 0, { .i32 = (int32_t)height } },
     };
-    int rc = simt_run_student(&ar, k, rule, k->dyn_smem, args, 4, a->reps, simt_fill_before, &(simt_fill){ 1, SIMT_NAN }, &out->times,
+    static const simt_rep_ops reps = { student_prepare, NULL, student_check, { 1, SIMT_NAN } };
+    int rc = simt_run_student(&ar, k, rule, k->dyn_smem, args, 4, a->reps, a->seed, &reps, (void *)a, &out->times,
                               &out->launch, err);
     if (rc == 0 && a->pout)
         memcpy(a->pout, ar.host[1], n * sizeof(float));

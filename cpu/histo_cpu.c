@@ -13,7 +13,7 @@
  * many writers per bin (atomics: a plain ++ from two threads is named as the
  * lost update); its grid is --grid, else 4 blocks per host core, as the
  * analogues' (a GPU's is SMs x resident blocks); at most CL_SIMT_MAX_REPS
- * launches.
+ * launches, each on data of its own (a text: relabelled but on the last).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,6 +126,82 @@ static void describe(const cl_histo_args *a, const cpu_histo *h, int nthreads, c
 
 /* ---- a student's kernel, on the CPU runner ---- */
 
+/* A student's run: its arguments, the text copy's time, and room for a rep's text. */
+typedef struct student_run {
+    const cl_histo_args *a;
+    double h2d_ms;
+    uint8_t *text;                  /* a rep's relabelled text, made for its check (NULL until then) */
+} student_run;
+
+/* A rep's input when the run counts a text: the text itself on the run's own
+ * seed, else the text with its letters relabelled by a permutation of the
+ * alphabet drawn from the rep's seed (case kept): the same length, words and
+ * runs of equal letters, as much contention on a bin, other counts. */
+static void relabelled_text(const cl_histo_args *a, uint64_t seed, uint8_t *out)
+{
+    if (seed == a->seed) {
+        memcpy(out, a->text, a->n);
+        return;
+    }
+    uint8_t to[26];
+    for (int i = 0; i < 26; i++)
+        to[i] = (uint8_t)i;
+    for (int i = 25; i > 0; i--) {          /* Fisher-Yates */
+        int j = (int)(cl_hash(seed, (uint64_t)i) % (uint64_t)(i + 1));
+        uint8_t t = to[i];
+        to[i] = to[j];
+        to[j] = t;
+    }
+    for (uint64_t i = 0; i < a->n; i++) {
+        uint8_t c = a->text[i];
+        out[i] = c >= 'a' && c <= 'z' ? (uint8_t)('a' + to[c - 'a']) : c >= 'A' && c <= 'Z' ? (uint8_t)('A' + to[c - 'A']) : c;
+    }
+}
+
+/* Its reps (simt_rep_ops): the data of the rep's seed (generated, or the text relabelled); the bins
+ * against the exact histogram of that data (cl_histo_reference). */
+static int student_prepare(simt_arena *ar, void *ctx, uint64_t seed, char *err)
+{
+    student_run *s = ctx;
+    const cl_histo_args *a = s->a;
+    (void)err;
+    if (!a->text) {
+        cl_histo_fill(ar->host[0], a->n, seed, a->dist);
+    } else if (seed == a->seed) {
+        double t0 = cl_now_ms();
+        memcpy(ar->host[0], a->text, a->n);     /* the text's copy to the "device" */
+        s->h2d_ms = cl_now_ms() - t0;
+    } else {
+        relabelled_text(a, seed, ar->host[0]);
+    }
+    return 0;
+}
+
+static int student_check(simt_arena *ar, void *ctx, uint64_t seed, char *what)
+{
+    student_run *s = ctx;
+    cl_histo_args at = *s->a;
+    at.seed = seed;
+    if (at.text) {
+        if (!s->text && !(s->text = malloc(at.n))) {
+            snprintf(what, CL_ERR_LEN, "out of host memory for a rep's text (%llu bytes)", (unsigned long long)at.n);
+            return -1;
+        }
+        relabelled_text(s->a, seed, s->text);
+        at.text = s->text;
+    }
+    uint64_t want[CL_HISTO_MAX_BINS];
+    if (cl_histo_reference(&at, want, what) != 0)
+        return -1;
+    const uint32_t *bins = ar->host[1];
+    for (int b = 0; b < cl_histo_nbins(at.mode, at.width); b++)
+        if (bins[b] != want[b]) {
+            simt_wrong_element(what, bins[b], (double)want[b], "histo[%d]", b);
+            return 1;
+        }
+    return 0;
+}
+
 static int cpu_histo_student(const cl_histo_args *a, cl_histo_result *r, char *err)
 {
     const cl_student_kernel *k = a->student;
@@ -144,13 +220,6 @@ static int cpu_histo_student(const cl_histo_args *a, cl_histo_result *r, char *e
     simt_arena ar;
     if (simt_arena_open(&ar, bufs, 2, err) != 0)
         return -1;
-    if (a->text) {
-        double t0 = cl_now_ms();
-        memcpy(ar.host[0], a->text, a->n);      /* the text's copy to the "device" */
-        r->times.h2d_ms = cl_now_ms() - t0;
-    } else {
-        cl_histo_fill(ar.host[0], a->n, a->seed, a->dist);
-    }
     /* a fixed grid, not one per host core: the same kernel then meets the same bytes in the same threads
      * on every machine, so a finding names the same thread everywhere (and grades the same) */
     unsigned rule[3] = { a->grid > 0 ? (unsigned)a->grid : SIMT_HISTO_GRID, 1, 1 };
@@ -158,10 +227,12 @@ static int cpu_histo_student(const cl_histo_args *a, cl_histo_result *r, char *e
         { CL_SIMT_ARG_BUFFER, 0, { 0 } }, { CL_SIMT_ARG_U64, 0, { .u64 = a->n } },
         { CL_SIMT_ARG_BUFFER, 1, { 0 } },
     };
-    double h2d = r->times.h2d_ms;
-    int rc = simt_run_student(&ar, k, rule, k->dyn_smem, args, 3, a->reps, simt_fill_before, &(simt_fill){ 1, 0 }, &r->times,
+    student_run s = { a, 0, NULL };
+    static const simt_rep_ops reps = { student_prepare, NULL, student_check, { 1, 0 } };
+    int rc = simt_run_student(&ar, k, rule, k->dyn_smem, args, 3, a->reps, a->seed, &reps, &s, &r->times,
                               &r->launch, err);
-    r->times.h2d_ms = h2d;
+    r->times.h2d_ms = s.h2d_ms;
+    free(s.text);
     if (rc == 0) {
         const uint32_t *bins = ar.host[1];
         r->nbins = nbins;

@@ -76,6 +76,31 @@ static bool cpu_matmul_has(int v)
 
 /* ---- a student's kernel, on the CPU runner ---- */
 
+/* Its reps (simt_rep_ops): A and B of the rep's seed; C against their product (cl_matmul_verify). */
+static int student_prepare(simt_arena *ar, void *ctx, uint64_t seed, char *err)
+{
+    const cl_matmul_args *a = ctx;
+    (void)err;
+    cl_matmul_fill(ar->host[0], ar->host[1], a->m, a->n, a->k, seed, false);
+    return 0;
+}
+
+static int student_check(simt_arena *ar, void *ctx, uint64_t seed, char *what)
+{
+    const cl_matmul_args *a = ctx;
+    cl_matmul_check c;
+    if (cl_matmul_verify(a->m, a->n, a->k, seed, ar->host[2], CL_MATMUL_FMT_FP32, &c, what) != 0)
+        return -1;
+    if (c.passed)
+        return 0;
+    if (c.first_row >= 0)
+        simt_wrong_element(what, c.first_value, c.first_expected, "C[%lld][%lld]", c.first_row, c.first_col);
+    else
+        snprintf(what, CL_ERR_LEN, "C off by %.3g of a dot product's scale (%s, tolerance %.3g)", c.max_rel_err,
+                 c.method, c.tol);
+    return 1;
+}
+
 static int cpu_matmul_student(const cl_matmul_args *a, cl_matmul_result *out, char *err)
 {
     const cl_student_kernel *k = a->student;
@@ -88,7 +113,6 @@ static int cpu_matmul_student(const cl_matmul_args *a, cl_matmul_result *out, ch
     simt_arena ar;
     if (simt_arena_open(&ar, bufs, 3, err) != 0)
         return -1;
-    cl_matmul_fill(ar.host[0], ar.host[1], a->m, a->n, a->k, a->seed, false);
     unsigned block[3];
     simt_student_block(k, block);
     unsigned rule[3] = { (unsigned)((a->n + block[0] - 1) / block[0]), (unsigned)((a->m + block[1] - 1) / block[1]), 1 };
@@ -97,7 +121,8 @@ static int cpu_matmul_student(const cl_matmul_args *a, cl_matmul_result *out, ch
         { CL_SIMT_ARG_I32, 0, { .i32 = a->m } }, { CL_SIMT_ARG_I32, 0, { .i32 = a->n } },
         { CL_SIMT_ARG_I32, 0, { .i32 = a->k } },
     };
-    int rc = simt_run_student(&ar, k, rule, k->dyn_smem, args, 6, a->reps, simt_fill_before, &(simt_fill){ 2, SIMT_NAN }, &out->times,
+    static const simt_rep_ops reps = { student_prepare, NULL, student_check, { 2, SIMT_NAN } };
+    int rc = simt_run_student(&ar, k, rule, k->dyn_smem, args, 6, a->reps, a->seed, &reps, (void *)a, &out->times,
                               &out->launch, err);
     if (rc == 0 && a->c)
         memcpy(a->c, ar.host[2], nc * sizeof(float));

@@ -12,7 +12,8 @@
  * A student's kernel (CL_VARIANT_STUDENT, a float sum) runs on the CPU runner
  * of the CUDA model (cpu/simt/): input read-only, one partial per block with
  * one writer, the partials NaN before every launch (as the GPU's sentinel),
- * ⌈n/2B⌉ blocks unless --grid, at most CL_SIMT_MAX_REPS launches; the
+ * ⌈n/2B⌉ blocks unless --grid, at most CL_SIMT_MAX_REPS launches (each on an
+ * input of its own, checked: simt_rep_ops); the
  * partials come back to a->partials and are added in double. A write past the
  * grid's partials is the runner's finding, so there are no guard partials.
  */
@@ -124,6 +125,44 @@ static void describe(const cpu_run *r, cl_reduce_result *out)
 
 /* ---- a student's kernel, on the CPU runner ---- */
 
+/* A student's run: its arguments and the partials its grid writes. */
+typedef struct student_run {
+    const cl_reduce_args *a;
+    uint64_t npart, section;        /* section: each partial's by the launch rule, 0 under --grid */
+} student_run;
+
+/* Its reps (simt_rep_ops): the input of the rep's seed; by the launch rule every partial against its
+ * section's sum, under --grid (no sections) the partials' total against the input's, as the
+ * magic's checks (cl_reduce_partials_check, a total being one partial of one section). */
+static int student_prepare(simt_arena *ar, void *ctx, uint64_t seed, char *err)
+{
+    const student_run *s = ctx;
+    (void)err;
+    cpu_reduce_fill(ar->host[0], s->a->n, CL_REDUCE_FLOAT, seed, cl_cpu_threads_for(s->a->n));
+    return 0;
+}
+
+static int student_check(simt_arena *ar, void *ctx, uint64_t seed, char *what)
+{
+    const student_run *s = ctx;
+    const float *partials = ar->host[1];
+    cl_reduce_partial_check pc = { -1, 0, 0 };
+    if (s->section) {
+        cl_reduce_partials_check(s->a->n, seed, s->section, partials, s->npart, &pc);
+        if (pc.index >= 0)
+            simt_wrong_element(what, pc.got, pc.want, "partial[%lld]", (long long)pc.index);
+    } else {
+        double sum = 0;
+        for (uint64_t b = 0; b < s->npart; b++)
+            sum += partials[b];
+        float total = (float)sum;
+        cl_reduce_partials_check(s->a->n, seed, s->a->n, &total, 1, &pc);
+        if (pc.index >= 0)
+            simt_wrong_element(what, sum, pc.want, "the sum of the partials");
+    }
+    return pc.index >= 0;
+}
+
 static int cpu_reduce_student(const cl_reduce_args *a, cl_reduce_result *out, char *err)
 {
     const cl_student_kernel *k = a->student;
@@ -152,12 +191,13 @@ static int cpu_reduce_student(const cl_reduce_args *a, cl_reduce_result *out, ch
     simt_arena ar;
     if (simt_arena_open(&ar, bufs, 2, err) != 0)
         return -1;
-    cpu_reduce_fill(ar.host[0], a->n, CL_REDUCE_FLOAT, a->seed, cl_cpu_threads_for(a->n));
     cl_simt_arg args[3] = {
         { CL_SIMT_ARG_BUFFER, 0, { 0 } }, { CL_SIMT_ARG_BUFFER, 1, { 0 } },
         { CL_SIMT_ARG_I32, 0, { .i32 = (int32_t)a->n } },
     };
-    int rc = simt_run_student(&ar, k, rule, k->dyn_smem, args, 3, a->reps, simt_fill_before, &(simt_fill){ 1, SIMT_NAN }, &out->times,
+    student_run s = { a, npart, k->grid[0] > 0 ? 0 : section };
+    static const simt_rep_ops reps = { student_prepare, NULL, student_check, { 1, SIMT_NAN } };
+    int rc = simt_run_student(&ar, k, rule, k->dyn_smem, args, 3, a->reps, a->seed, &reps, &s, &out->times,
                               &out->launch, err);
     if (rc == 0) {
         memcpy(a->partials, ar.host[1], npart * sizeof(float));

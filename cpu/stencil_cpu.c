@@ -20,7 +20,8 @@
  * A student's kernel (CL_VARIANT_STUDENT) runs on the CPU runner of the CUDA
  * model (cpu/simt/) with the GPU's launch: in, out and w in an arena, the
  * launch rule's grid, the tile with its halo as dynamic shared memory unless
- * --smem, out NaN-filled before every launch.
+ * --smem, in new and out NaN-filled before every launch, every launch but the
+ * last (the run's own seed) checked after it.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -281,6 +282,35 @@ static size_t block_outputs(const cl_stencil_args *a)
 
 /* ---- a student's kernel, on the CPU runner ---- */
 
+/* Its reps (simt_rep_ops): in of the rep's seed (w is the stencil's, the same every rep); out against
+ * the reference of that input (cl_stencil_verify). */
+static int student_prepare(simt_arena *ar, void *ctx, uint64_t seed, char *err)
+{
+    const cl_stencil_args *a = ctx;
+    float *in = ar->host[0];
+    (void)err;
+    for (uint64_t i = 0; i < a->nx * a->ny; i++)
+        in[i] = cl_uniform(seed, i);
+    return 0;
+}
+
+static int student_check(simt_arena *ar, void *ctx, uint64_t seed, char *what)
+{
+    cl_stencil_args at = *(const cl_stencil_args *)ctx;
+    cl_stencil_check c;
+    at.seed = seed;
+    if (cl_stencil_verify(&at, ar->host[1], &c, what) != 0)
+        return -1;
+    if (!c.mismatches)
+        return 0;
+    if (at.dim == 1)
+        simt_wrong_element(what, c.got, c.want, "out[%llu]", (unsigned long long)c.first_bad);
+    else
+        simt_wrong_element(what, c.got, c.want, "out[%llu][%llu]", (unsigned long long)(c.first_bad / at.nx),
+                           (unsigned long long)(c.first_bad % at.nx));
+    return 1;
+}
+
 /* As the CUDA side (cuda/stencil.cu): in, out and w named as the signature
  * names them (2D: out[row][col]), the grid by the launch rule (1D: one thread
  * per output whatever the block's shape; --grid overrides), the block's tile
@@ -303,9 +333,6 @@ static int cpu_stencil_student(const cl_stencil_args *a, float *host_out, cl_ste
     simt_arena ar;
     if (simt_arena_open(&ar, bufs, 3, err) != 0)
         return -1;
-    float *in = ar.host[0];
-    for (uint64_t i = 0; i < n; i++)
-        in[i] = cl_uniform(a->seed, i);
     memcpy(ar.host[2], a->weights, nw * sizeof(float));
     unsigned block[3];
     simt_student_block(k, block);
@@ -323,7 +350,8 @@ static int cpu_stencil_student(const cl_stencil_args *a, float *host_out, cl_ste
     if (a->dim == 2)
         args[nargs++] = (cl_simt_arg){ CL_SIMT_ARG_I32, 0, { .i32 = (int32_t)a->ny } };
     args[nargs++] = (cl_simt_arg){ CL_SIMT_ARG_I32, 0, { .i32 = a->radius } };
-    int rc = simt_run_student(&ar, k, rule, smem, args, nargs, a->reps, simt_fill_before, &(simt_fill){ 1, SIMT_NAN }, &res->times,
+    static const simt_rep_ops reps = { student_prepare, NULL, student_check, { 1, SIMT_NAN } };
+    int rc = simt_run_student(&ar, k, rule, smem, args, nargs, a->reps, a->seed, &reps, (void *)a, &res->times,
                               &res->launch, err);
     if (rc == 0 && host_out)
         memcpy(host_out, ar.host[1], n * sizeof(float));

@@ -11,7 +11,7 @@
  * (cpu/simt/): A, B and C live in its arena, A and B read-only, each element
  * of C with one writer; each rep copies the inputs in (H2D), fills C with the
  * sentinel, launches ⌈n/threads per block⌉ blocks and copies C back (D2H), at
- * most CL_SIMT_MAX_REPS times. A write past the end of C is the runner's finding,
+ * most CL_SIMT_MAX_REPS times, each rep on inputs of its own (simt_rep_ops). A write past the end of C is the runner's finding,
  * so there are no guard elements here.
  */
 #include <math.h>
@@ -50,6 +50,50 @@ static void kernel_range(uint64_t first, uint64_t last, void *ctx)
 
 /* ---- a student's kernel, on the CPU runner ---- */
 
+/* A student's run: the host's inputs and output, and the copies' times rep by rep. */
+typedef struct student_run {
+    const cl_vecadd_args *a;
+    cl_vecadd_result *out;
+    float *hx, *hy, *hout;
+    size_t bytes;
+} student_run;
+
+/* Its reps (simt_rep_ops): the rep's inputs made on the host, then copied in (H2D, timed);
+ * C copied back (D2H, timed); C against A + B of the rep's seed (cl_vecadd_verify). */
+static int student_prepare(simt_arena *ar, void *ctx, uint64_t seed, char *err)
+{
+    student_run *s = ctx;
+    (void)err;
+    cl_vecadd_fill(CL_VECADD_ADD, s->a->n, seed, s->hx, s->hy);
+    double t0 = cl_now_ms();
+    memcpy(ar->host[0], s->hx, s->bytes);
+    memcpy(ar->host[1], s->hy, s->bytes);
+    s->out->h2d.ms[s->out->h2d.reps++] = (float)(cl_now_ms() - t0);
+    return 0;
+}
+
+static void student_landed(simt_arena *ar, void *ctx)
+{
+    student_run *s = ctx;
+    double t0 = cl_now_ms();
+    memcpy(s->hout, ar->host[2], s->bytes);
+    s->out->d2h.ms[s->out->d2h.reps++] = (float)(cl_now_ms() - t0);
+}
+
+static int student_check(simt_arena *ar, void *ctx, uint64_t seed, char *what)
+{
+    const student_run *s = ctx;
+    cl_vecadd_args at = *s->a;
+    cl_vecadd_result r;
+    memset(&r, 0, sizeof r);
+    at.seed = seed;
+    cl_vecadd_verify(&at, ar->host[2], &r);
+    if (!r.mismatches)
+        return 0;
+    simt_wrong_element(what, r.got, r.want, "C[%llu]", (unsigned long long)r.first_bad);
+    return 1;
+}
+
 static int cpu_vecadd_student(const cl_vecadd_args *a, cl_vecadd_result *out, char *err)
 {
     const cl_student_kernel *k = a->student;
@@ -63,16 +107,15 @@ static int cpu_vecadd_student(const cl_vecadd_args *a, cl_vecadd_result *out, ch
         { "B", bytes, 4, CL_SIMT_IN, 0, 0 },
         { "C", bytes, 4, CL_SIMT_OUT | CL_SIMT_ONE_WRITER, 0, 0 },
     };
-    float *hx = malloc(bytes), *hy = malloc(bytes), *hout = malloc(bytes);
+    student_run s = { a, out, malloc(bytes), malloc(bytes), malloc(bytes), bytes };
     simt_arena ar;
     int rc = -1;
-    if (!hx || !hy || !hout) {
+    if (!s.hx || !s.hy || !s.hout) {
         snprintf(err, CL_ERR_LEN, "out of host memory for %%vecadd (%.1f MiB)", 3.0 * (double)bytes / 1048576.0);
         goto done;
     }
     if (simt_arena_open(&ar, bufs, 3, err) != 0)
         goto done;
-    cl_vecadd_fill(CL_VECADD_ADD, a->n, a->seed, hx, hy);
     unsigned block[3];
     simt_student_block(k, block);
     uint64_t threads = (uint64_t)block[0] * block[1] * block[2];
@@ -82,36 +125,20 @@ static int cpu_vecadd_student(const cl_vecadd_args *a, cl_vecadd_result *out, ch
         { CL_SIMT_ARG_BUFFER, 0, { 0 } }, { CL_SIMT_ARG_BUFFER, 1, { 0 } }, { CL_SIMT_ARG_BUFFER, 2, { 0 } },
         { CL_SIMT_ARG_I32, 0, { .i32 = (int32_t)a->n } },
     };
-    int reps = a->reps == CL_REPS_AUTO || a->reps > CL_SIMT_MAX_REPS ? CL_SIMT_MAX_REPS : a->reps < 1 ? 1 : a->reps;
-    rc = 0;
-    for (int r = 0; r < reps && rc == 0; r++) {
-        cl_times one;
-        double t0 = cl_now_ms();
-        memcpy(ar.host[0], hx, bytes);
-        memcpy(ar.host[1], hy, bytes);
-        double t1 = cl_now_ms();
-        rc = simt_run_student(&ar, k, rule, k->dyn_smem, args, 4, 1, simt_fill_before, &(simt_fill){ 2, SIMT_NAN }, &one, &out->launch,
-                              err);
-        if (rc != 0)
-            break;
-        double t2 = cl_now_ms();
-        memcpy(hout, ar.host[2], bytes);
-        double t3 = cl_now_ms();
-        out->h2d.ms[r] = (float)(t1 - t0);
-        out->kernel.ms[r] = one.ms[0];
-        out->d2h.ms[r] = (float)(t3 - t2);
-        out->h2d.reps = out->kernel.reps = out->d2h.reps = r + 1;
-        cl_rep_done();
-    }
+    static const simt_rep_ops reps = { student_prepare, student_landed, student_check, { 2, SIMT_NAN } };
+    rc = simt_run_student(&ar, k, rule, k->dyn_smem, args, 4, a->reps, a->seed, &reps, &s, &out->kernel,
+                          &out->launch, err);
+    if (rc == 0)
+        memcpy(s.hout, ar.host[2], bytes);  /* the last launch's: the counted one under --counters */
     simt_arena_close(&ar);
     if (rc == 0 && a->check)
-        cl_vecadd_verify(a, hout, out);
+        cl_vecadd_verify(a, s.hout, out);
     snprintf(out->impl, sizeof out->impl, "your kernel %s on the CPU runner (every access checked, CPU times); "
              "memcpy stands in for the host<->device copies", k->name);
 done:
-    free(hx);
-    free(hy);
-    free(hout);
+    free(s.hx);
+    free(s.hy);
+    free(s.hout);
     return rc;
 }
 

@@ -59,11 +59,7 @@ int simt_launch(simt_arena *a, const cl_student_kernel *k, const unsigned grid[3
 #define SIMT_CONFIG "the CPU runner: threads as fibers with real barriers, blocks in host processes, " \
                     "every access checked (CPU times)"
 
-/* What a family's run does before each launch (refill its output with the
- * sentinel, zero its bins): arena and the family's own state. */
-typedef void (*simt_before_fn)(simt_arena *a, void *ctx);
-
-/* What simt_fill_before writes before each launch: every byte of one buffer
+/* What is written over a buffer before each launch: every byte of it
  * (SIMT_NAN: a NaN in every float, which no kernel computes, so an element a
  * launch leaves unwritten fails the check; 0: bins counted from zero). */
 typedef struct simt_fill {
@@ -71,16 +67,50 @@ typedef struct simt_fill {
     unsigned char byte;
 } simt_fill;
 #define SIMT_NAN 0xFF
-/* A simt_before_fn whose ctx is a const simt_fill *. */
-void simt_fill_before(simt_arena *a, void *ctx);
+
+/* A family's part in its student run: every rep gets inputs of its own, made
+ * from a seed of its own (simt_rep_seed) before the launch and outside its
+ * time, and a poisoned output, and is checked against the family's CPU
+ * reference of its inputs right after its launch. The last rep runs on the
+ * run's own seed: what the run returns (its output, or under --counters the
+ * counted launch's on the same inputs) is left to the family's own check in
+ * its magic, unchanged. ctx: the family's state. */
+typedef struct simt_rep_ops {
+    /* The inputs of seed, into the arena. 0, or -1 with err. */
+    int (*prepare)(simt_arena *a, void *ctx, uint64_t seed, char *err);
+    /* After every timed launch, before its check (NULL: nothing): what the
+     * family does with the output as the rep's own work (vecadd's timed copy back). */
+    void (*landed)(simt_arena *a, void *ctx);
+    /* The output in the arena against the reference of seed's inputs: 0 when
+     * right, 1 when wrong with the first wrong element in what ("C[3][4] =
+     * 0, expected 1.25"), -1 when it cannot be checked, with why in what. */
+    int (*check)(simt_arena *a, void *ctx, uint64_t seed, char *what);
+    simt_fill poison;               /* the output, before every launch */
+} simt_rep_ops;
+
+/* A rep's wrong element in words, into what (CL_ERR_LEN bytes): "C[3][4] = 0,
+ * expected 1.25", a NaN as "nan (never written?)" (the poison). element: the
+ * element's name, as printf's format and arguments. */
+void simt_wrong_element(char *what, double got, double want, const char *element, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* The seed of rep r (from 0) of n of a run of seed: the run's own for the
+ * last, for each other one derived from it and from r. The one rule for every
+ * family on the CPU runner. */
+uint64_t simt_rep_seed(uint64_t seed, int r, int n);
 
 /* A family's student run: k's block, its grid or the family's rule, then
- * min(reps, CL_SIMT_MAX_REPS) launches, each after before(a, ctx), and under
- * --counters one more, counted (simt_counters_due). Times and the launch as
- * the run reports them. 0, or -1 with err (k->diagnosis filled). */
+ * min(reps, CL_SIMT_MAX_REPS) launches as simt_rep_ops says, and under
+ * --counters one more on the last rep's inputs, counted (simt_counters_due).
+ * Times and the launch as the run reports them. 0 (what the run returns in
+ * the arena), or -1 with err: a launch failed (k->diagnosis filled), or a rep
+ * returned a wrong result while what the run returns is right (err "rep R of
+ * N returned a wrong result: ..." or "rep R of N returned a result of other
+ * inputs (rep Q's)"). A kernel wrong on the run's own inputs too returns 0:
+ * the family's check says what is wrong, as for any wrong kernel. */
 int simt_run_student(simt_arena *a, const cl_student_kernel *k, const unsigned grid_rule[3], size_t dyn_smem,
-                     const cl_simt_arg *args, int nargs, int reps, simt_before_fn before, void *ctx,
-                     cl_times *times, cl_launch *launch, char *err);
+                     const cl_simt_arg *args, int nargs, int reps, uint64_t seed, const simt_rep_ops *ops,
+                     void *ctx, cl_times *times, cl_launch *launch, char *err);
 
 /* The block a student's kernel runs with (its dimensions, missing ones 1). */
 void simt_student_block(const cl_student_kernel *k, unsigned block[3]);

@@ -252,8 +252,26 @@ static int cpu_runner_failed(magic_ctx *ctx, const student_launch *l, const char
     return -1;
 }
 
+/* Whether err is a rep's failed check: "rep R of N ..." (cpu/simt/reps.c on the CPU runner, the
+ * family runners on a GPU): a result that depends on which launch it is, the kernel's fault. */
+static bool rep_check_failed(const char *err)
+{
+    int r, n, end = 0;
+    return sscanf(err, "rep %d of %d %n", &r, &n, &end) == 2 && end > 0 && r >= 1 && r <= n;
+}
+
 int student_run_failed(magic_ctx *ctx, const student_launch *l, const char *point, const char *err)
 {
+    if (rep_check_failed(err)) {
+        magic_error(ctx, "CheckError", "%s%s failed (%s): %s", whose(l->def), l->def->name, point, err);
+        json_t *tb = json_array();
+        json_array_append_new(tb, json_string("every rep runs on inputs of its own and is checked: a kernel must "
+                                              "compute each launch's result from that launch's inputs (no answer "
+                                              "kept from another run, no launch left unwritten)"));
+        json_decref(ctx->traceback);
+        ctx->traceback = tb;
+        return -1;
+    }
     if (l->kernel.host_runner)
         return cpu_runner_failed(ctx, l, point, err);
     const char *name = l->def->name;
