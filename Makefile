@@ -24,6 +24,9 @@
 #   make asan       the kernel built with ASan+UBSan (build-asan/)
 #   make valgrind   a scripted session under valgrind memcheck
 #
+#   OFFLINE=1       (make test-gpu|bench|grade) on a GPU machine without network: the binaries prebuilt
+#                   in build/, the wheels of scripts/offline-bundle.sh in .whl/TARGET, libzmq in .zmqlib
+#
 # Variables: NVCC (path or empty to force a CPU-only build), CUDA_ARCHS (default: the local GPUs'
 # compute capabilities as nvidia-smi reports them, else Turing..Hopper: 75 80 86 89 90; make wheel
 # always builds the full list), WERROR=1 (warnings are errors; CI sets it).

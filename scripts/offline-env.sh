@@ -36,11 +36,10 @@ done
 libs=$(cd "$libs" && pwd)
 export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 for f in "${need[@]}"; do
-    case $f in
-        *.so|*/bin/*)
-            missing=$(ldd "$f" 2>/dev/null | awk '/not found/ { print $1 }' | tr '\n' ' ')
-            [ -z "$missing" ] || fail "$f needs ${missing}which neither this machine nor $libs has: add them to OFFLINE_ZMQ_LIBS (scripts/offline-bundle.sh)" ;;
-    esac
+    [ "$(head -c 4 "$f")" = $'\x7fELF' ] || continue     # the executables and shared libraries
+    missing=$(ldd "$f" 2>/dev/null | awk '/not found/ { print $1 }' | tr '\n' ' ')
+    [ -z "$missing" ] || fail "$f needs ${missing}which neither this machine's library path nor $libs holds" \
+        "(libzmq's: OFFLINE_ZMQ_LIBS in scripts/offline-bundle.sh; CUDA's: LD_LIBRARY_PATH=the toolkit's lib64)"
 done
 
 ls "$wheels"/*.whl >/dev/null 2>&1 ||
