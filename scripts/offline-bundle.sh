@@ -52,9 +52,16 @@ for t in "${targets[@]}"; do
     [ -n "${TOP[$t]:-}" ] || { echo "offline-bundle: no target '$t' (test-gpu, bench, grade)" >&2; exit 2; }
 done
 
-py=${PYTHON:-$(command -v python3.12 || { command -v pyenv >/dev/null && ls -d "$(pyenv root)"/versions/3.12*/bin/python3.12 2>/dev/null | tail -n 1; } || command -v python3)}
-[ -n "$py" ] && "$py" -m pip --version >/dev/null 2>&1 ||
-    { echo "offline-bundle: no Python with pip (PYTHON=...)" >&2; exit 1; }
+# the first Python with pip among PYTHON, a python$OFFLINE_PY (on PATH or pyenv's) and python3
+candidates=("${PYTHON:-}" "python$OFFLINE_PY")
+command -v pyenv >/dev/null && candidates+=("$(pyenv root)"/versions/"$OFFLINE_PY"*/bin/python"$OFFLINE_PY")
+candidates+=(python3)
+py=""
+for c in "${candidates[@]}"; do
+    [ -n "$c" ] && "$c" -m pip --version >/dev/null 2>&1 && { py=$c; break; }
+    [ -z "${PYTHON:-}" ] || { echo "offline-bundle: PYTHON=$PYTHON has no pip" >&2; exit 1; }
+done
+[ -n "$py" ] || { echo "offline-bundle: no Python with pip (PYTHON=...)" >&2; exit 1; }
 pyver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 [ "$pyver" = "$OFFLINE_PY" ] ||
     echo "offline-bundle: note: $py is Python $pyver: dependencies' markers are evaluated for $pyver, not $OFFLINE_PY"
