@@ -24,6 +24,9 @@
 #   make asan       the kernel built with ASan+UBSan (build-asan/)
 #   make valgrind   a scripted session under valgrind memcheck
 #
+#   OFFLINE=1       (make test-gpu|bench|grade) on a GPU machine without network: the binaries prebuilt
+#                   in build/, the wheels of scripts/offline-bundle.sh in .whl/TARGET, libzmq in .zmqlib
+#
 # Variables: NVCC (path or empty to force a CPU-only build), CUDA_ARCHS (default: the local GPUs'
 # compute capabilities as nvidia-smi reports them, else Turing..Hopper: 75 80 86 89 90; make wheel
 # always builds the full list), WERROR=1 (warnings are errors; CI sets it).
@@ -199,7 +202,8 @@ test-unit: $(UNIT_BIN)
 # `%load_ext cudalab` in ipykernel and the pip wheel in a fresh virtualenv (tests/package) (GPU
 # tests, the browser test without chromium or chromedriver, and the wheel's without PyPI, skip,
 # saying why).
-PYTEST := $(VENV)/bin/python -m pytest -q -p no:cacheprovider
+PYTEST_ARGS := -m pytest -q -p no:cacheprovider
+PYTEST := $(VENV)/bin/python $(PYTEST_ARGS)
 test: setup
 	@$(MAKE) --no-print-directory -j$$(nproc) all
 	@$(MAKE) --no-print-directory test-unit
@@ -211,25 +215,52 @@ test: setup
 	$(PYTEST) -rsfE tests/protocol tests/conformance tests/magics tests/frontends tests/notebooks tests/nbgrader tests/deploy tests/package tests/gpu \
 	    tests/browser
 
-test-gpu: setup
-	@$(MAKE) --no-print-directory -j$$(nproc) all
-	CUDALAB_REQUIRE_GPU=1 $(PYTEST) tests/gpu
+# ---- test-gpu, bench, grade: here (set up and built by make) or on a GPU machine without network ----
+# OFFLINE=1: nothing is installed or built. The binaries are the ones in $(BUILD)/bin and $(BUILD)/lib,
+# built by `make CUDA_ARCHS=90` on a machine with network; the Python packages are the wheels
+# scripts/offline-bundle.sh put in $(OFFLINE_WHEELS)/TARGET, which scripts/offline-env.sh installs
+# for $(PYTHON) into $(BUILD)/offline/TARGET; libzmq comes from $(OFFLINE_LIBS) (LD_LIBRARY_PATH).
+# TARGET_PYTHON: the Python that runs the target ($@ in the recipe); TARGET_READY: the binaries built
+# (offline: checked, and the wheels installed); TARGET_SETUP: the venv's set-up, online.
+OFFLINE        ?=
+OFFLINE_WHEELS ?= .whl
+OFFLINE_LIBS   ?= .zmqlib
+ifeq ($(OFFLINE),1)
+TARGET_PYTHON   = scripts/offline-env.sh --wheels $(OFFLINE_WHEELS)/$@ --libs $(OFFLINE_LIBS) \
+                  --site $(BUILD)/offline/$@ --python $(PYTHON) \
+                  $(addprefix --need ,$(filter-out cpu-only-note,$(ALL_TARGETS))) -- $(PYTHON)
+TARGET_READY    = @$(TARGET_PYTHON) -c ''
+TARGET_SETUP   :=
+else ifeq ($(filter-out 0,$(OFFLINE)),)
+TARGET_PYTHON   = $(VENV)/bin/python
+TARGET_READY    = @$(MAKE) --no-print-directory -j$$(nproc) all
+TARGET_SETUP   := setup
+else
+$(error OFFLINE=$(OFFLINE): OFFLINE=1 for a GPU machine without network, else leave it out)
+endif
+
+test-gpu: $(TARGET_SETUP)
+	$(TARGET_READY)
+	CUDALAB_REQUIRE_GPU=1 $(TARGET_PYTHON) $(PYTEST_ARGS) tests/gpu
 
 # nbgrader (requirements-grade.txt) on top of the lab's packages; the kernelspec and the kernel's time
 # limits are set by the script (CUDALAB_KERNEL_TIMEOUT=2 ends the sample kernel that never finishes)
 grade:
+ifneq ($(OFFLINE),1)
 	@./scripts/setup.sh lab
 	@$(VENV)/bin/python -c 'import nbgrader' 2>/dev/null || \
 	    $(VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-grade.txt
-	@$(MAKE) --no-print-directory -j$$(nproc) all
-	$(VENV)/bin/python tests/nbgrader/grade_samples.py --binary $(BIN) --out $(BUILD)/grade --jobs $(JOBS)
+endif
+	$(TARGET_READY)
+	$(TARGET_PYTHON) tests/nbgrader/grade_samples.py --binary $(BIN) --out $(BUILD)/grade --jobs $(JOBS)
 
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan SAN="$(ASAN_FLAGS)" NVCC= CFLAGS="-O1 -g" build-asan/bin/cudalab
 
-bench: setup all
-	@set -e; for b in $(filter-out bench/common.py,$(wildcard bench/*.py)); do echo "== $$b"; $(VENV)/bin/python $$b; done
+bench: $(TARGET_SETUP)
+	$(TARGET_READY)
+	@set -e; for b in $(filter-out bench/common.py,$(wildcard bench/*.py)); do echo "== $$b"; $(TARGET_PYTHON) $$b; done
 
 kernelspec: all
 	@./scripts/install-kernelspec.sh "$(abspath $(BIN))" "$(VENV)/share/jupyter/kernels/cudalab"
