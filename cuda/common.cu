@@ -2,6 +2,7 @@
  * of one rep (L2 flush, the hold, events), shared by the families' runners. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/random.h>
 #include <time.h>
 #include <string.h>
 
@@ -342,4 +343,117 @@ int cl_cuda_time_stop(const cl_cuda_timing *t, float *ms, const char *what, char
     if (rep_hook)
         rep_hook();
     return 0;
+}
+
+/* ---- the reps' inputs, and the check that each rep computed its own (common.h) ---- */
+
+/* 64 random bits from the host: nothing a kernel can read or foresee. */
+static uint64_t host_random(void)
+{
+    uint64_t v = 0;
+    if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v) {     /* no entropy yet (early boot): the clock */
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        v = cl_hash((uint64_t)ts.tv_nsec, (uint64_t)ts.tv_sec);
+    }
+    return v;
+}
+
+int cl_cuda_reps_init(cl_cuda_reps *r, uint64_t seed, int reps, const void *out, size_t bytes, double atol,
+                      char *err)
+{
+    memset(r, 0, sizeof *r);
+    r->seed = seed;
+    r->salt = host_random();
+    /* the reps that surely run: the count asked for, or cl_rep_more's minimum under --reps auto */
+    int sure = reps == CL_REPS_AUTO ? CL_REPS_AUTO_MIN : reps;
+    sure = sure < 1 ? 1 : sure > CL_MAX_REPS ? CL_MAX_REPS : sure;
+    r->secret = (int)(host_random() % (uint64_t)sure);
+    r->out = out;
+    r->bytes = bytes;
+    r->atol = atol;
+    if (cl_cuda_alloc(&r->copy, bytes, "copy of a timed rep's output", err) ||
+        cl_cuda_alloc((void **)&r->differ, sizeof *r->differ, "count of differing values", err))
+        return -1;
+    return 0;
+}
+
+bool cl_cuda_reps_is_secret(const cl_cuda_reps *r, int rep)
+{
+    return rep == r->secret;
+}
+
+uint64_t cl_cuda_reps_seed(const cl_cuda_reps *r, int rep)
+{
+    if (rep == CL_CUDA_REP_FINAL || rep == r->secret)
+        return r->seed;
+    uint64_t s = cl_hash(r->seed ^ r->salt, (uint64_t)(int64_t)rep);
+    return s == r->seed ? s ^ 1 : s;
+}
+
+int cl_cuda_reps_keep(cl_cuda_reps *r, int rep, char *err)
+{
+    if (rep != r->secret)
+        return 0;
+    cudaError_t rc = cudaMemcpyAsync(r->copy, r->out, r->bytes, cudaMemcpyDeviceToDevice, 0);
+    if (rc != cudaSuccess)
+        return cl_cuda_fail(err, "copying a timed rep's output aside", rc);
+    r->kept = true;
+    return 0;
+}
+
+/* Counts the 32-bit words of a and b that differ: bit for bit when atol is 0, else as floats
+ * further apart than atol (a NaN differs from anything but the same NaN). */
+__global__ static void reps_differ_kernel(const uint32_t *a, const uint32_t *b, size_t n, float atol,
+                                          unsigned long long *differ)
+{
+    unsigned long long mine = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t x = a[i], y = b[i];
+        if (x == y)
+            continue;
+        float fx = __uint_as_float(x), fy = __uint_as_float(y);
+        mine += atol == 0.0f || !(fabsf(fx - fy) <= atol);     /* NaN: the comparison is false */
+    }
+    if (mine)
+        atomicAdd(differ, mine);
+}
+
+int cl_cuda_reps_check(cl_cuda_reps *r, int reps_run, char *err)
+{
+    if (!r->kept) {     /* cl_cuda_reps_init chose r* among the reps that surely run */
+        snprintf(err, CL_ERR_LEN, "the harness's checked rep %d did not run (%d timed reps): an error in cudalab",
+                 r->secret + 1, reps_run);
+        return -1;
+    }
+    size_t n = r->bytes / 4;
+    cudaError_t rc = cudaMemsetAsync(r->differ, 0, sizeof *r->differ, 0);
+    if (rc != cudaSuccess)
+        return cl_cuda_fail(err, "comparing a timed rep's output", rc);
+    size_t blocks = (n + 255) / 256;
+    reps_differ_kernel<<<(unsigned)(blocks < 1 ? 1 : blocks > 4096 ? 4096 : blocks), 256>>>(
+        (const uint32_t *)r->copy, (const uint32_t *)r->out, n, (float)r->atol, r->differ);
+    if ((rc = cudaGetLastError()) != cudaSuccess)
+        return cl_cuda_fail(err, "comparing a timed rep's output", rc);
+    /* the final launch is queued before the comparison: the wait is within the launch limit */
+    if (cl_cuda_synchronize("the launch after the timed reps", err))
+        return -1;
+    unsigned long long differ = 0;
+    if ((rc = cudaMemcpy(&differ, r->differ, sizeof differ, cudaMemcpyDeviceToHost)) != cudaSuccess)
+        return cl_cuda_fail(err, "comparing a timed rep's output", rc);
+    if (differ == 0)
+        return 0;
+    snprintf(err, CL_ERR_LEN, "rep %d of %d returned a result of other inputs (%llu of its %zu values differ "
+             "from what the same inputs gave in a launch after the timed reps): the kernel must compute each "
+             "launch's result from that launch's inputs, not keep or skip work across launches",
+             r->secret + 1, reps_run, differ, n);
+    return -1;
+}
+
+void cl_cuda_reps_free(cl_cuda_reps *r)
+{
+    cudaFree(r->copy);
+    cudaFree(r->differ);
+    r->copy = NULL;
+    r->differ = NULL;
 }

@@ -103,6 +103,61 @@ bool cl_cuda_abandoned(void);
 /* Waits for everything queued on the device, within the limit. */
 int cl_cuda_synchronize(const char *what, char *err);
 
+/* ---- the reps' inputs, and the check that each rep computed its own ----
+ * One place for every family's runner, built-in variants and students' kernels alike: a kernel
+ * must not be able to fake its time by keeping an answer across launches (a naive matmul that
+ * computed C once into a __device__ array and copied it afterwards measured 70x faster with its
+ * check passed). So every launch but two runs on inputs of its own, generated on the device from
+ * cl_cuda_reps_seed before the L2 flush (outside the timed window), with the output poisoned
+ * before it as the family's check expects: the warm-up and counted launches (CL_CUDA_REP_WARMUP)
+ * and every timed rep but one. That one, rep r* (secret), chosen with getrandom among the timed
+ * reps that surely run (cl_rep_more's minimum under --reps auto), runs on the run's own seed, and
+ * so does one untimed launch after the timed loop (CL_CUDA_REP_FINAL), whose output is the run's
+ * result, copied back and checked by the family as before. cl_cuda_reps_keep copies r*'s output
+ * aside (device to device, after its timed window); cl_cuda_reps_check compares it with the
+ * final output: a kernel that replays an earlier answer, skips work on later launches or is
+ * honest only on its last one returned at r* something other than the same inputs give at the
+ * end, and the run fails with "rep R of N returned a result of other inputs (…)". A kernel that
+ * does less on some reps is caught when r* is one of them: with half the reps faked (enough to
+ * move the median) that is at least one run in two, and r* is secret. The final launch is not
+ * timed, so under --reps auto the loop need not know its last rep in advance. */
+#define CL_CUDA_REP_WARMUP (-1)         /* the warm-up and counted launches */
+#define CL_CUDA_REP_FINAL (-2)          /* the untimed launch after the timed reps: the run's result */
+
+typedef struct cl_cuda_reps {
+    uint64_t seed;                      /* the run's: rep r*'s and the final launch's inputs */
+    uint64_t salt;                      /* random, per run: the other launches' seeds */
+    int secret;                         /* r*, a timed rep's index (0-based) */
+    bool kept;                          /* r* ran and its output is in copy */
+    const void *out;                    /* the output a launch leaves (device), bytes long */
+    size_t bytes;                       /* a multiple of 4 */
+    double atol;                        /* 0: compared bit for bit; else as floats, within atol */
+    void *copy;                         /* r*'s output (device) */
+    unsigned long long *differ;         /* device: how many values differ */
+} cl_cuda_reps;
+
+/* Readies r for a run of `reps` timed reps (a count, or CL_REPS_AUTO) on `seed`, whose launches
+ * leave their result in out (device, bytes long, a multiple of 4: a float or integer array, or a
+ * single value); atol: 0 for an exact comparison (integers, and results every launch computes in
+ * one order), else the absolute difference two honest launches on the same inputs may show for a
+ * float (summation order, atomics). Allocates r*'s copy; 0, or -1 with err set (then and after a
+ * run, cl_cuda_reps_free). */
+int cl_cuda_reps_init(cl_cuda_reps *r, uint64_t seed, int reps, const void *out, size_t bytes, double atol,
+                      char *err);
+/* The seed of a launch's inputs: timed rep `rep` (0-based), CL_CUDA_REP_WARMUP or
+ * CL_CUDA_REP_FINAL. The run's seed for r* and the final launch; for every other, a seed that
+ * is not the run's and that the kernel cannot foresee. */
+uint64_t cl_cuda_reps_seed(const cl_cuda_reps *r, int rep);
+/* Whether timed rep `rep` runs on the run's own inputs (it is r*). */
+bool cl_cuda_reps_is_secret(const cl_cuda_reps *r, int rep);
+/* After timed rep `rep` is timed (outside its window): r*'s output copied aside. 0, or -1 with err. */
+int cl_cuda_reps_keep(cl_cuda_reps *r, int rep, char *err);
+/* After the final launch has been queued (it and the comparison run within the launch limit):
+ * 0 when r*'s kept output matches the final one, else -1 with "rep R of N returned a result of
+ * other inputs (…)" in err, N being the timed reps run (the count starts at 1). */
+int cl_cuda_reps_check(cl_cuda_reps *r, int reps_run, char *err);
+void cl_cuda_reps_free(cl_cuda_reps *r);
+
 /* ---- cuda/counters.cu: --counters, through CUPTI's range profiler (opened at run time) ---- */
 /* cl_backend.set_counters and cl_backend.counters. */
 void cl_cuda_set_counters(int on);

@@ -10,10 +10,13 @@
  * through cl_grid_map_kernel_ptr.
  *
  * A student's picture kernel (a->student) runs on a picture of the data's
- * shape generated from the seed, on the same grid unless its --grid says
- * otherwise: Pout between guard bytes, set to NaN before every launch (warm-up
- * on a salted picture), under the kernel's launch limit; Pout is copied back
- * for the host's exact check.
+ * shape generated on the device, on the same grid unless its --grid says
+ * otherwise: Pout between guard bytes, set to NaN before every launch, under
+ * the kernel's launch limit. Each launch gets a picture of its own
+ * (cl_cuda_reps in common.h: one secret rep and an untimed launch after the
+ * timed reps get the seed's, and their Pout must agree bit for bit); Pout is
+ * copied back from that last launch for the host's exact check. The mapping
+ * kernel has no input: its counters are zeroed before every rep.
  */
 #include <cuda_runtime.h>
 
@@ -152,6 +155,7 @@ typedef struct picture {
     size_t n;
     int width, height;
     cl_cuda_timing t;
+    cl_cuda_reps reps;                  /* each launch's picture; the secret rep's Pout */
 } picture;
 
 static int picture_fill(const picture *p, uint64_t seed, char *err)
@@ -161,8 +165,13 @@ static int picture_fill(const picture *p, uint64_t seed, char *err)
     return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "generating the picture", rc);
 }
 
-static int picture_rep(picture *p, int r, float *ms, char *err)
+/* One launch: a timed rep's (ms not NULL: timed between the events) or the final one
+ * (CL_CUDA_REP_FINAL) on a picture of its own first, a warm-up or counted one (CL_CUDA_REP_WARMUP)
+ * on the warm-up's; Pout set to NaN, the L2 flushed, the kernel launched. */
+static int picture_rep(picture *p, int rep, float *ms, char *err)
 {
+    if (rep != CL_CUDA_REP_WARMUP && picture_fill(p, cl_cuda_reps_seed(&p->reps, rep), err))
+        return -1;
     cudaError_t rc = cudaMemsetAsync(p->pout, 0xFF, p->n * sizeof(float), 0);
     if (rc != cudaSuccess)
         return cl_cuda_fail(err, "cudaMemsetAsync of Pout", rc);
@@ -170,7 +179,9 @@ static int picture_rep(picture *p, int r, float *ms, char *err)
     if (cl_cuda_flush_l2(&p->t, "L2 flush", err) || (ms && cl_cuda_time_start(&p->t, err)) ||
         cl_cuda_student_launch(p->k, p->func, p->grid, p->block, args, err))
         return -1;
-    return ms ? cl_cuda_time_stop(&p->t, ms, p->k->name, err) : 0;
+    if (!ms)
+        return 0;
+    return cl_cuda_time_stop(&p->t, ms, p->k->name, err) || cl_cuda_reps_keep(&p->reps, rep, err) ? -1 : 0;
 }
 
 static int picture_run(picture *p, const cl_grid_args *a, cl_grid_result *out, char *err)
@@ -188,17 +199,22 @@ static int picture_run(picture *p, const cl_grid_args *a, cl_grid_result *out, c
         cl_cuda_student_describe(p->k, p->func, p->grid, p->block, &out->launch, err) ||
         cl_cuda_timing_init(&p->t, err) || cl_cuda_alloc((void **)&p->pin, p->n * sizeof(float), "Pin", err) ||
         cl_cuda_guarded_alloc(&p->pout_base, (void **)&p->pout, p->n * sizeof(float), "Pout", err) ||
-        picture_fill(p, a->seed ^ CL_STUDENT_WARMUP_SALT, err))
+        cl_cuda_reps_init(&p->reps, a->seed, a->reps, p->pout, p->n * sizeof(float), 0, err) ||
+        picture_fill(p, cl_cuda_reps_seed(&p->reps, CL_CUDA_REP_WARMUP), err))
         return -1;
     cl_cuda_set_limit(p->k->limit_ms, p->k->name);
     int rc = 0;
     for (int w = 0; w < (a->warmup < 1 ? 1 : a->warmup) && rc == 0; w++)
-        rc = picture_rep(p, w, NULL, err);
+        rc = picture_rep(p, CL_CUDA_REP_WARMUP, NULL, err);
     if (rc == 0)
         rc = cl_cuda_synchronize("warm-up runs", err) ||
-             cl_cuda_counted(&p->t, err, [&] { return picture_rep(p, 0, NULL, err); }) || picture_fill(p, a->seed, err);
-    for (cl_times *tm = &out->times; rc == 0 && cl_rep_more(a->reps, tm); tm->reps += rc == 0)
+             cl_cuda_counted(&p->t, err, [&] { return picture_rep(p, CL_CUDA_REP_WARMUP, NULL, err); });
+    cl_times *tm = &out->times;
+    for (; rc == 0 && cl_rep_more(a->reps, tm); tm->reps += rc == 0)
         rc = picture_rep(p, tm->reps, &tm->ms[tm->reps], err);
+    /* Pout: the seed's picture once more, untimed, and the secret rep's compared with it */
+    if (rc == 0)
+        rc = picture_rep(p, CL_CUDA_REP_FINAL, NULL, err) || cl_cuda_reps_check(&p->reps, tm->reps, err);
     cl_cuda_set_limit(0, NULL);
     if (rc != 0 || cl_cuda_abandoned() || cl_cuda_guard_check(p->k, p->pout_base, p->n * sizeof(float), "Pout", err))
         return -1;
@@ -224,6 +240,7 @@ static int cuda_grid_run(const cl_grid_args *a, cl_grid_result *out, char *err)
         cudaFree(p.pin);
         cudaFree(p.pout_base);
         cl_cuda_timing_free(&p.t);
+        cl_cuda_reps_free(&p.reps);
         return rc;
     }
     grid_state st;

@@ -6,8 +6,11 @@
  * flushed by writing a scratch buffer twice its size, outside the events, so
  * a size that fits in L2 is still read from device memory. Events bracket the
  * variant's kernels only (both passes; for CUB, its DeviceReduce call with
- * temp storage allocated beforehand). The result is copied back once, after
- * the last rep: every rep computes the same value.
+ * temp storage allocated beforehand). Each timed rep reduces an input of its
+ * own, generated before its flush (cl_cuda_reps in common.h): one secret rep
+ * and an untimed launch after the timed reps reduce the run's input, and
+ * their results must agree. The result is copied back once, from that last
+ * launch.
  *
  * A student's kernel (CL_VARIANT_STUDENT, float sum) runs through the same
  * reps under its launch limit: one pass of ⌈n/2B⌉ blocks writing one partial
@@ -18,6 +21,7 @@
 #include <cuda_runtime.h>
 #include <cub/cub.cuh>
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -75,6 +79,7 @@ typedef struct run_state {
     const void *student_func;       /* a student's kernel: its handle and launch */
     dim3 grid, block;
     size_t npart;                   /* its partials (the grid's blocks) */
+    cl_cuda_reps reps;              /* each launch's input; the secret rep's result */
 } run_state;
 
 static void run_free(run_state *st)
@@ -84,6 +89,7 @@ static void run_free(run_state *st)
     cudaFree(st->out);
     cudaFree(st->temp);
     cl_cuda_timing_free(&st->t);
+    cl_cuda_reps_free(&st->reps);
 }
 
 static int launch(int v, const reduce_plan *p, const cl_reduce_args *a, run_state *st, char *err)
@@ -100,20 +106,34 @@ static int launch(int v, const reduce_plan *p, const cl_reduce_args *a, run_stat
     return rc == cudaSuccess ? 0 : cl_cuda_fail(err, v == CL_REDUCE_CUB ? "cub::DeviceReduce" : "kernel launch", rc);
 }
 
-/* Flush, then one launch; timed between the events when ms is not NULL. A
- * student's partials and their guards get the sentinel first. */
-static int one_rep(int v, const reduce_plan *p, const cl_reduce_args *a, run_state *st, int r,
+/* The input of launch `rep` (cl_cuda_reps_seed). */
+static int fill(const cl_reduce_args *a, run_state *st, int rep, char *err)
+{
+    cudaError_t rc = reduce_fill(st->in, a->n, a->dtype, cl_cuda_reps_seed(&st->reps, rep), 0);
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "input generation", rc);
+}
+
+/* One launch: a timed rep's (ms not NULL: timed between the events) or the final one
+ * (CL_CUDA_REP_FINAL) on an input of its own first; a warm-up or counted one
+ * (CL_CUDA_REP_WARMUP) on the warm-up's. Then the output gets the sentinel (a student's
+ * partials with their guards), the L2 is flushed and the variant launched. */
+static int one_rep(int v, const reduce_plan *p, const cl_reduce_args *a, run_state *st, int rep,
                    float *ms, char *err)
 {
     cudaError_t rc;
-    if (v == CL_VARIANT_STUDENT &&
-        (rc = cudaMemsetAsync(st->part, 0xFF, (st->npart + CL_REDUCE_GUARD) * sizeof(float), 0)) != cudaSuccess)
-        return cl_cuda_fail(err, "filling the partials with the sentinel", rc);
+    if (rep != CL_CUDA_REP_WARMUP && fill(a, st, rep, err))
+        return -1;
+    if ((rc = v == CL_VARIANT_STUDENT
+                  ? cudaMemsetAsync(st->part, 0xFF, (st->npart + CL_REDUCE_GUARD) * sizeof(float), 0)
+                  : cudaMemsetAsync(st->out, 0xFF, 8, 0)) != cudaSuccess)
+        return cl_cuda_fail(err, "filling the output with the sentinel", rc);
     if (cl_cuda_flush_l2(&st->t, "L2 flush", err) || (ms && cl_cuda_time_start(&st->t, err)))
         return -1;
     if (launch(v, p, a, st, err))
         return -1;
-    return ms ? cl_cuda_time_stop(&st->t, ms, "reduction kernel", err) : 0;
+    if (!ms)
+        return 0;
+    return cl_cuda_time_stop(&st->t, ms, "reduction kernel", err) || cl_cuda_reps_keep(&st->reps, rep, err) ? -1 : 0;
 }
 
 /* Warm-up and timed reps (a student's kernel under its launch limit). */
@@ -122,17 +142,34 @@ static int all_reps(int v, const reduce_plan *p, const cl_reduce_args *a, run_st
 {
     if (a->student)
         cl_cuda_set_limit(a->student->limit_ms, a->student->name);
-    int rc = 0;
+    int rc = fill(a, st, CL_CUDA_REP_WARMUP, err);
     for (int w = 0; w < a->warmup && rc == 0; w++)
-        rc = one_rep(v, p, a, st, w, NULL, err);
+        rc = one_rep(v, p, a, st, CL_CUDA_REP_WARMUP, NULL, err);
     if (rc == 0)
-        rc = cl_cuda_counted(&st->t, err, [&] { return one_rep(v, p, a, st, a->warmup, NULL, err); });
-    for (cl_times *tm = &out->times; rc == 0 && cl_rep_more(a->reps, tm); tm->reps += rc == 0)
+        rc = cl_cuda_counted(&st->t, err, [&] { return one_rep(v, p, a, st, CL_CUDA_REP_WARMUP, NULL, err); });
+    cl_times *tm = &out->times;
+    for (; rc == 0 && cl_rep_more(a->reps, tm); tm->reps += rc == 0)
         rc = one_rep(v, p, a, st, tm->reps, &tm->ms[tm->reps], err);
+    /* the result: the run's input once more, untimed, and the secret rep's compared with it */
+    if (rc == 0)
+        rc = one_rep(v, p, a, st, CL_CUDA_REP_FINAL, NULL, err) || cl_cuda_reps_check(&st->reps, tm->reps, err);
     if (rc == 0 && a->student)
         rc = cl_cuda_synchronize("your kernel", err);
     cl_cuda_set_limit(0, NULL);
     return rc;
+}
+
+/* What two honest launches on the same input may differ by, in one value: exact for integers,
+ * a minimum or a maximum; for a float sum the check's rtol · sqrt(Σx²) (|x| < 1) of the sum,
+ * or of a student's section (any order within it: atomics). */
+static double rerun_atol(const cl_reduce_args *a, const run_state *student)
+{
+    if (a->dtype != CL_REDUCE_FLOAT || a->op != CL_REDUCE_SUM)
+        return 0;
+    double terms = student ? (double)cl_reduce_student_section((int)(student->block.x * student->block.y *
+                                                                      student->block.z))
+                           : (double)a->n;
+    return 1e-5 * log2(terms + 1) * sqrt(terms);
 }
 
 /* ---- a student's kernel ---- */
@@ -262,10 +299,9 @@ static int cuda_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out
         if (cl_cuda_alloc(&st.temp, st.temp_bytes, "CUB temp storage", err))
             goto done;
     }
-    if ((crc = reduce_fill(st.in, a->n, a->dtype, a->seed, 0)) != cudaSuccess) {
-        cl_cuda_fail(err, "input generation", crc);
+    if (cl_cuda_reps_init(&st.reps, a->seed, a->reps, student ? st.part : st.out,
+                          student ? st.npart * sizeof(float) : acc, rerun_atol(a, student ? &st : NULL), err))
         goto done;
-    }
     if (all_reps(v, &p, a, &st, out, err)) {
         if (cl_cuda_abandoned())
             return -1;              /* the kernel still runs: nothing else may touch the device */
