@@ -378,11 +378,6 @@ int cl_cuda_reps_init(cl_cuda_reps *r, uint64_t seed, int reps, const void *out,
     return 0;
 }
 
-bool cl_cuda_reps_is_secret(const cl_cuda_reps *r, int rep)
-{
-    return rep == r->secret;
-}
-
 uint64_t cl_cuda_reps_seed(const cl_cuda_reps *r, int rep)
 {
     if (rep == CL_CUDA_REP_FINAL || rep == r->secret)

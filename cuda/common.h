@@ -148,8 +148,6 @@ int cl_cuda_reps_init(cl_cuda_reps *r, uint64_t seed, int reps, const void *out,
  * CL_CUDA_REP_FINAL. The run's seed for r* and the final launch; for every other, a seed that
  * is not the run's and that the kernel cannot foresee. */
 uint64_t cl_cuda_reps_seed(const cl_cuda_reps *r, int rep);
-/* Whether timed rep `rep` runs on the run's own inputs (it is r*). */
-bool cl_cuda_reps_is_secret(const cl_cuda_reps *r, int rep);
 /* After timed rep `rep` is timed (outside its window): r*'s output copied aside. 0, or -1 with err. */
 int cl_cuda_reps_keep(cl_cuda_reps *r, int rep, char *err);
 /* After the final launch has been queued (it and the comparison run within the launch limit):
