@@ -3,14 +3,16 @@
  *
  * The input is generated on the device; each rep generates one of its own and
  * sets the output to NaN, flushes the L2 (outside the events), then times one
- * copy of all N elements (cl_cuda_reps in common.h: one secret rep and an
- * untimed launch after the timed reps copy the seed's input, and their
- * outputs must agree bit for bit). Stride 1 runs
+ * copy of all N elements (cl_cuda_reps in common.h: after the timed loop the
+ * reps the harness drew are compared, exactly, with their own input copied by
+ * cudaMemcpy, then an untimed launch copies the seed's input). Stride 1 runs
  * a plain copy (index = t); other strides run the permuted copy of
  * coalesce.h, with 32-bit index arithmetic when the matrix fits in 2^32
  * elements so that the division does not cost more than the memory traffic
  * being demonstrated. The output is copied back once, from that last launch,
  * and compared on the host with the input regenerated from the seed.
+ * The check's reference for both, ours and a student's: the input of the rep's
+ * seed, copied into out by cudaMemcpyAsync (device to device).
  *
  * A student's kernel (a->student) runs in the same reps through the launch of
  * ours (one thread per element of the rows x stride view) unless its --grid
@@ -57,6 +59,23 @@ __global__ void coalesce_copy_strided(const float *__restrict__ in, float *__res
 }
 
 /* show-source: end */
+/* The check's reference (cl_cuda_reps): the input of seed regenerated, then copied into out. */
+static int reference(float *in, float *out, uint64_t n, uint64_t seed, char *err)
+{
+    coalesce_fill<<<1024, 256>>>(in, n, seed);
+    cudaError_t rc = cudaGetLastError();
+    if (rc == cudaSuccess)
+        rc = cudaMemcpyAsync(out, in, n * sizeof(float), cudaMemcpyDeviceToDevice, 0);
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "the check's reference copy", rc);
+}
+
+/* The output every launch leaves, as the check names it. */
+static cl_cuda_output output_of(float *out, uint64_t n)
+{
+    cl_cuda_output o = { out, (size_t)n, CL_CUDA_F32, 0, "out", 0 };
+    return o;
+}
+
 static cudaError_t launch(const cl_coalesce_args *a, const float *in, float *out, unsigned grid)
 {
     uint64_t m = cl_coalesce_rows(a->n, a->stride), total = m * a->stride;
@@ -92,7 +111,7 @@ typedef struct student_copy {
     void *out_base;
     unsigned long long n, stride; /* its arguments */
     cl_cuda_timing t;
-    cl_cuda_reps reps;            /* each launch's input; the secret rep's out */
+    cl_cuda_reps reps;            /* each launch's input; the drawn reps' out */
 } student_copy;
 
 static int student_fill(const student_copy *s, uint64_t seed, char *err)
@@ -132,17 +151,18 @@ static int student_setup(const cl_coalesce_args *a, student_copy *s, cl_coalesce
                        err))
         return -1;
     s->grid = cl_cuda_student_grid(s->k, dim3(blocks));
-    return cl_cuda_student_func(s->k, &s->func, err) ||
-                   cl_cuda_student_describe(s->k, s->func, s->grid, s->block, &out->launch, err) ||
-                   cl_cuda_alloc((void **)&s->in, a->n * sizeof(float), "input", err) ||
-                   cl_cuda_guarded_alloc(&s->out_base, (void **)&s->out, a->n * sizeof(float), "out", err) ||
-                   cl_cuda_timing_init(&s->t, err) ||
-                   cl_cuda_reps_init(&s->reps, a->seed, a->reps, s->out, a->n * sizeof(float), 0, err)
-               ? -1
-               : 0;
+    if (cl_cuda_student_func(s->k, &s->func, err) ||
+        cl_cuda_student_describe(s->k, s->func, s->grid, s->block, &out->launch, err) ||
+        cl_cuda_alloc((void **)&s->in, a->n * sizeof(float), "input", err) ||
+        cl_cuda_guarded_alloc(&s->out_base, (void **)&s->out, a->n * sizeof(float), "out", err) ||
+        cl_cuda_timing_init(&s->t, err))
+        return -1;
+    cl_cuda_output o = output_of(s->out, a->n);
+    return cl_cuda_reps_init(&s->reps, a->seed, &o, false, err);
 }
 
-/* Warm-up (at least once), the timed reps, then the final launch on the seed's input. */
+/* Warm-up (at least once), the timed reps, the check of the drawn reps, then the final launch on
+ * the seed's input. */
 static int student_reps(const cl_coalesce_args *a, student_copy *s, cl_coalesce_result *out, char *err)
 {
     if (student_fill(s, cl_cuda_reps_seed(&s->reps, CL_CUDA_REP_WARMUP), err))
@@ -159,9 +179,12 @@ static int student_reps(const cl_coalesce_args *a, student_copy *s, cl_coalesce_
     cl_times *tm = &out->times;
     for (; rc == 0 && cl_rep_more(a->reps, tm); tm->reps += rc == 0)
         rc = student_rep(s, tm->reps, &tm->ms[tm->reps], err);
-    /* out: the seed's input once more, untimed, and the secret rep's compared with it */
     if (rc == 0)
-        rc = student_rep(s, CL_CUDA_REP_FINAL, NULL, err) || cl_cuda_reps_check(&s->reps, tm->reps, err);
+        rc = cl_cuda_reps_verify(&s->reps, tm->reps, err,
+                                 [&](uint64_t seed) { return reference(s->in, s->out, s->n, seed, err); });
+    /* out: the seed's input once more, untimed */
+    if (rc == 0)
+        rc = student_rep(s, CL_CUDA_REP_FINAL, NULL, err);
     if (rc == 0)
         rc = cl_cuda_synchronize("your kernel", err);
     cl_cuda_set_limit(0, NULL);
@@ -234,9 +257,12 @@ static int cuda_coalesce_run(const cl_coalesce_args *a, cl_coalesce_result *out,
             e = cudaMemsetAsync(dout, 0xFF, a->n * 4, 0);
         return e == cudaSuccess ? 0 : cl_cuda_fail(err, "input generation", e);
     };
+    cl_cuda_output o;
     if (cl_cuda_alloc((void **)&in, a->n * 4, "input", err) ||
-        cl_cuda_alloc((void **)&dout, a->n * 4, "output", err) || cl_cuda_timing_init(&t, err) ||
-        cl_cuda_reps_init(&rs, a->seed, a->reps, dout, a->n * 4, 0, err) || inputs(CL_CUDA_REP_WARMUP))
+        cl_cuda_alloc((void **)&dout, a->n * 4, "output", err) || cl_cuda_timing_init(&t, err))
+        goto done;
+    o = output_of(dout, a->n);
+    if (cl_cuda_reps_init(&rs, a->seed, &o, false, err) || inputs(CL_CUDA_REP_WARMUP))
         goto done;
     for (int w = 0; w < a->warmup; w++) {
         if (cl_cuda_flush_l2(&t, "L2 flush", err))
@@ -261,15 +287,15 @@ static int cuda_coalesce_run(const cl_coalesce_args *a, cl_coalesce_result *out,
         if (cl_cuda_time_stop(&t, &tm->ms[tm->reps], "copy kernel", err) || cl_cuda_reps_keep(&rs, tm->reps, err))
             goto done;
     }
-    /* the output: the seed's input once more, untimed, and the secret rep's compared with it */
-    if (inputs(CL_CUDA_REP_FINAL))
+    /* the drawn reps against their own input, then the output: the seed's input, untimed */
+    if (cl_cuda_reps_verify(&rs, out->times.reps, err,
+                            [&](uint64_t seed) { return reference(in, dout, a->n, seed, err); }) ||
+        inputs(CL_CUDA_REP_FINAL))
         goto done;
     if ((rc = launch(a, in, dout, blocks)) != cudaSuccess) {
         cl_cuda_fail(err, "copy kernel launch", rc);
         goto done;
     }
-    if (cl_cuda_reps_check(&rs, out->times.reps, err))
-        goto done;
     if (a->check) {
         if (!(host = (float *)malloc(a->n * 4))) {
             snprintf(err, CL_ERR_LEN, "malloc of %.1f MiB for the check failed", a->n * 4 / 1048576.0);

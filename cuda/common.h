@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "cudalab/backend.h"
 #include "cudalab/measure.h"
@@ -103,58 +104,97 @@ bool cl_cuda_abandoned(void);
 /* Waits for everything queued on the device, within the limit. */
 int cl_cuda_synchronize(const char *what, char *err);
 
-/* ---- the reps' inputs, and the check that each rep computed its own ----
+/* ---- the reps' inputs, and the check that each rep computed its own result ----
  * One place for every family's runner, built-in variants and students' kernels alike: a kernel
- * must not be able to fake its time by keeping an answer across launches (a naive matmul that
+ * must not be able to fake its time, by keeping an answer across launches (a naive matmul that
  * computed C once into a __device__ array and copied it afterwards measured 70x faster with its
- * check passed). So every launch but two runs on inputs of its own, generated on the device from
- * cl_cuda_reps_seed before the L2 flush (outside the timed window), with the output poisoned
- * before it as the family's check expects: the warm-up and counted launches (CL_CUDA_REP_WARMUP)
- * and every timed rep but one. That one, rep r* (secret), chosen with getrandom among the timed
- * reps that surely run (cl_rep_more's minimum under --reps auto), runs on the run's own seed, and
- * so does one untimed launch after the timed loop (CL_CUDA_REP_FINAL), whose output is the run's
- * result, copied back and checked by the family as before. cl_cuda_reps_keep copies r*'s output
- * aside (device to device, after its timed window); cl_cuda_reps_check compares it with the
- * final output: a kernel that replays an earlier answer, skips work on later launches or is
- * honest only on its last one returned at r* something other than the same inputs give at the
- * end, and the run fails with "rep R of N returned a result of other inputs (…)". A kernel that
- * does less on some reps is caught when r* is one of them: with half the reps faked (enough to
- * move the median) that is at least one run in two, and r* is secret. The final launch is not
- * timed, so under --reps auto the loop need not know its last rep in advance. */
+ * check passed) or by being honest only on inputs it recognises (the run's seed is known, and the
+ * %%kernel cell's quick check shows its inputs). So every launch but the last runs on inputs of
+ * its own, generated on the device from cl_cuda_reps_seed (a seed the kernel cannot foresee and
+ * that is never the run's) before the L2 flush, outside the timed window, with the output
+ * poisoned before it as the family's check expects: the warm-up and counted launches
+ * (CL_CUDA_REP_WARMUP) and every timed rep. After each timed rep's stop event,
+ * cl_cuda_reps_keep may copy its output aside (device to device): CL_GPU_CHECKED_REPS reps are
+ * kept, drawn with getrandom by reservoir sampling, so that every rep that ran, under --reps auto
+ * too, is equally likely to be checked and none can tell (all run alike; the draw is made after
+ * the rep). After the timed loop, cl_cuda_reps_verify regenerates each kept rep's inputs from its
+ * seed, runs the family's trusted implementation on them (cuBLAS, CUB, a naive kernel: the
+ * reference, which leaves its result in the output buffer) and compares: a mismatch fails the
+ * run with "rep R of N returned a wrong result on its own inputs (…)". Then one untimed launch
+ * on the run's own seed (CL_CUDA_REP_FINAL) leaves the run's result, which the family copies back
+ * and checks on the host as before. A kernel that fakes a share f of the reps passes with
+ * probability about (1 - f)^CL_GPU_CHECKED_REPS: at most one run in four when it fakes enough
+ * reps to move the median. A built-in variant that is the reference itself (trusted) keeps
+ * nothing and is not compared with itself; its inputs and poison are the same as everyone's, so
+ * that figures compare. */
 #define CL_CUDA_REP_WARMUP (-1)         /* the warm-up and counted launches */
 #define CL_CUDA_REP_FINAL (-2)          /* the untimed launch after the timed reps: the run's result */
 
+/* The type of the values of an output, for the comparison and the message. */
+typedef enum cl_cuda_value { CL_CUDA_F32, CL_CUDA_F64, CL_CUDA_I32, CL_CUDA_U32, CL_CUDA_I64 } cl_cuda_value;
+
+/* Where each launch leaves its result, and how the check compares and names its values. */
+typedef struct cl_cuda_output {
+    void *dev;                          /* device: count values; the reference writes here too */
+    size_t count;
+    cl_cuda_value type;
+    double atol;                        /* floats: how far an honest result may lie from the
+                                           reference's (summation order, precision); 0: exact */
+    const char *name;                   /* what the message calls it: "C" */
+    size_t cols;                        /* 0: name[i] (or name alone for one value); else name[i / cols][i % cols] */
+} cl_cuda_output;
+
 typedef struct cl_cuda_reps {
-    uint64_t seed;                      /* the run's: rep r*'s and the final launch's inputs */
-    uint64_t salt;                      /* random, per run: the other launches' seeds */
-    int secret;                         /* r*, a timed rep's index (0-based) */
-    bool kept;                          /* r* ran and its output is in copy */
-    const void *out;                    /* the output a launch leaves (device), bytes long */
-    size_t bytes;                       /* a multiple of 4 */
-    double atol;                        /* 0: compared bit for bit; else as floats, within atol */
-    void *copy;                         /* r*'s output (device) */
-    unsigned long long *differ;         /* device: how many values differ */
+    uint64_t seed;                      /* the run's: the final launch's inputs */
+    uint64_t salt;                      /* random, per run: every other launch's seed */
+    cl_cuda_output out;
+    bool trusted;                       /* the variant measured is the reference: nothing kept */
+    int offered;                        /* timed reps offered to the draw so far */
+    int kept;                           /* copies filled, in rep order */
+    int rep[CL_GPU_CHECKED_REPS];       /* the timed rep (0-based) each copy holds */
+    void *copy[CL_GPU_CHECKED_REPS];    /* device, out.count values each */
+    unsigned long long *tally;          /* device: [0] values that differ, [1] the first one's index */
 } cl_cuda_reps;
 
-/* Readies r for a run of `reps` timed reps (a count, or CL_REPS_AUTO) on `seed`, whose launches
- * leave their result in out (device, bytes long, a multiple of 4: a float or integer array, or a
- * single value); atol: 0 for an exact comparison (integers, and results every launch computes in
- * one order), else the absolute difference two honest launches on the same inputs may show for a
- * float (summation order, atomics). Allocates r*'s copy; 0, or -1 with err set (then and after a
- * run, cl_cuda_reps_free). */
-int cl_cuda_reps_init(cl_cuda_reps *r, uint64_t seed, int reps, const void *out, size_t bytes, double atol,
-                      char *err);
+/* Bytes of one value of type t. */
+size_t cl_cuda_value_bytes(cl_cuda_value t);
+
+/* Readies r for a run on `seed` whose launches leave their result in *out (copied: its name must
+ * outlive the run). trusted: the variant measured is the family's reference (see above). Allocates
+ * the copies; 0, or -1 with err set (then and after a run, cl_cuda_reps_free). */
+int cl_cuda_reps_init(cl_cuda_reps *r, uint64_t seed, const cl_cuda_output *out, bool trusted, char *err);
 /* The seed of a launch's inputs: timed rep `rep` (0-based), CL_CUDA_REP_WARMUP or
- * CL_CUDA_REP_FINAL. The run's seed for r* and the final launch; for every other, a seed that
- * is not the run's and that the kernel cannot foresee. */
+ * CL_CUDA_REP_FINAL. The run's seed for the final launch only; for every other, a seed that is not
+ * the run's and that the kernel cannot foresee. */
 uint64_t cl_cuda_reps_seed(const cl_cuda_reps *r, int rep);
-/* After timed rep `rep` is timed (outside its window): r*'s output copied aside. 0, or -1 with err. */
+/* After timed rep `rep` is timed (outside its window): its output copied aside when the draw
+ * keeps it. 0, or -1 with err. */
 int cl_cuda_reps_keep(cl_cuda_reps *r, int rep, char *err);
-/* After the final launch has been queued (it and the comparison run within the launch limit):
- * 0 when r*'s kept output matches the final one, else -1 with "rep R of N returned a result of
- * other inputs (…)" in err, N being the timed reps run (the count starts at 1). */
-int cl_cuda_reps_check(cl_cuda_reps *r, int reps_run, char *err);
+/* Kept copy `slot` compared with the reference's result now in out.dev (queued before), within
+ * the launch limit: 0 when they agree, else -1 with "rep R of N returned a wrong result on its own
+ * inputs (…)" in err, N being the timed reps run. cl_cuda_reps_verify's step. */
+int cl_cuda_reps_compare(cl_cuda_reps *r, int slot, int reps_run, char *err);
 void cl_cuda_reps_free(cl_cuda_reps *r);
+
+/* After the timed loop, before the final launch: for each kept rep, in rep order, reference(seed)
+ * regenerates that rep's inputs from seed and queues the family's trusted implementation on them,
+ * its result in out.dev (0, or -1 with err set); then the comparison. 0 when every kept rep
+ * agrees (or the variant is trusted), else -1 with err set. */
+template <class Reference>
+int cl_cuda_reps_verify(cl_cuda_reps *r, int reps_run, char *err, Reference reference)
+{
+    if (r->trusted)
+        return 0;
+    if (r->kept == 0) {     /* rep 0 is always kept: a loop that timed no rep, or forgot to keep */
+        snprintf(err, CL_ERR_LEN, "no timed rep was kept for the check (%d timed reps): an error in cudalab",
+                 reps_run);
+        return -1;
+    }
+    for (int s = 0; s < r->kept; s++)
+        if (reference(cl_cuda_reps_seed(r, r->rep[s])) != 0 || cl_cuda_reps_compare(r, s, reps_run, err) != 0)
+            return -1;
+    return 0;
+}
 
 /* ---- cuda/counters.cu: --counters, through CUPTI's range profiler (opened at run time) ---- */
 /* cl_backend.set_counters and cl_backend.counters. */

@@ -13,10 +13,11 @@
  * shape generated on the device, on the same grid unless its --grid says
  * otherwise: Pout between guard bytes, set to NaN before every launch, under
  * the kernel's launch limit. Each launch gets a picture of its own
- * (cl_cuda_reps in common.h: one secret rep and an untimed launch after the
- * timed reps get the seed's, and their Pout must agree bit for bit); Pout is
- * copied back from that last launch for the host's exact check. The mapping
- * kernel has no input: its counters are zeroed before every rep.
+ * (cl_cuda_reps in common.h: after the timed loop the reps the harness drew
+ * are compared, bit for bit, with cl_grid_picture_reference on their own
+ * pictures); an untimed launch on the seed's picture leaves the Pout that is
+ * copied back for the host's exact check. The mapping kernel has no input:
+ * its counters are zeroed before every rep.
  */
 #include <cuda_runtime.h>
 
@@ -146,6 +147,14 @@ __global__ void cl_grid_picture_fill(float *p, unsigned long long n, uint64_t se
         p[i] = cl_uniform(seed, i);
 }
 
+/* The check's reference (cl_cuda_reps): the picture kernel's contract, Pout = 2 * Pin. */
+__global__ void cl_grid_picture_reference(const float *pin, float *pout, unsigned long long n)
+{
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x)
+        pout[i] = 2 * pin[i];
+}
+
 typedef struct picture {
     const cl_student_kernel *k;
     const void *func;
@@ -155,7 +164,7 @@ typedef struct picture {
     size_t n;
     int width, height;
     cl_cuda_timing t;
-    cl_cuda_reps reps;                  /* each launch's picture; the secret rep's Pout */
+    cl_cuda_reps reps;                  /* each launch's picture; the drawn reps' Pout */
 } picture;
 
 static int picture_fill(const picture *p, uint64_t seed, char *err)
@@ -184,6 +193,16 @@ static int picture_rep(picture *p, int rep, float *ms, char *err)
     return cl_cuda_time_stop(&p->t, ms, p->k->name, err) || cl_cuda_reps_keep(&p->reps, rep, err) ? -1 : 0;
 }
 
+/* The reference's Pout on the picture of seed. */
+static int picture_reference(const picture *p, uint64_t seed, char *err)
+{
+    if (picture_fill(p, seed, err))
+        return -1;
+    cl_grid_picture_reference<<<1024, 256>>>(p->pin, p->pout, p->n);
+    cudaError_t rc = cudaGetLastError();
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "the check's reference picture", rc);
+}
+
 static int picture_run(picture *p, const cl_grid_args *a, cl_grid_result *out, char *err)
 {
     if (a->data[2] > 1 || a->data[0] > INT32_MAX || a->data[1] > INT32_MAX) {
@@ -198,8 +217,10 @@ static int picture_run(picture *p, const cl_grid_args *a, cl_grid_result *out, c
     if (cl_cuda_student_func(p->k, &p->func, err) ||
         cl_cuda_student_describe(p->k, p->func, p->grid, p->block, &out->launch, err) ||
         cl_cuda_timing_init(&p->t, err) || cl_cuda_alloc((void **)&p->pin, p->n * sizeof(float), "Pin", err) ||
-        cl_cuda_guarded_alloc(&p->pout_base, (void **)&p->pout, p->n * sizeof(float), "Pout", err) ||
-        cl_cuda_reps_init(&p->reps, a->seed, a->reps, p->pout, p->n * sizeof(float), 0, err) ||
+        cl_cuda_guarded_alloc(&p->pout_base, (void **)&p->pout, p->n * sizeof(float), "Pout", err))
+        return -1;
+    cl_cuda_output o = { p->pout, p->n, CL_CUDA_F32, 0, "Pout", (size_t)p->width };
+    if (cl_cuda_reps_init(&p->reps, a->seed, &o, false, err) ||
         picture_fill(p, cl_cuda_reps_seed(&p->reps, CL_CUDA_REP_WARMUP), err))
         return -1;
     cl_cuda_set_limit(p->k->limit_ms, p->k->name);
@@ -212,9 +233,12 @@ static int picture_run(picture *p, const cl_grid_args *a, cl_grid_result *out, c
     cl_times *tm = &out->times;
     for (; rc == 0 && cl_rep_more(a->reps, tm); tm->reps += rc == 0)
         rc = picture_rep(p, tm->reps, &tm->ms[tm->reps], err);
-    /* Pout: the seed's picture once more, untimed, and the secret rep's compared with it */
+    /* the drawn reps against the reference on their own pictures, then Pout: the seed's picture, untimed */
     if (rc == 0)
-        rc = picture_rep(p, CL_CUDA_REP_FINAL, NULL, err) || cl_cuda_reps_check(&p->reps, tm->reps, err);
+        rc = cl_cuda_reps_verify(&p->reps, tm->reps, err,
+                                 [&](uint64_t seed) { return picture_reference(p, seed, err); });
+    if (rc == 0)
+        rc = picture_rep(p, CL_CUDA_REP_FINAL, NULL, err);
     cl_cuda_set_limit(0, NULL);
     if (rc != 0 || cl_cuda_abandoned() || cl_cuda_guard_check(p->k, p->pout_base, p->n * sizeof(float), "Pout", err))
         return -1;

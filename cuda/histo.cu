@@ -10,10 +10,11 @@
  * with cub's temp storage allocated beforehand. Each launch counts an input
  * of its own, made before the flush (cl_cuda_reps in common.h): generated from
  * a seed of its own, or the text with its letters rotated (a-z and A-Z, by 1
- * to 25: the same counts in other bins, so the same contention); one secret
- * timed rep and an untimed launch after the timed reps count the run's input,
- * and their histograms must agree exactly. The histogram is copied back once,
- * from that last launch. The output needs no poison: the timed work zeroes it.
+ * to 25: the same counts in other bins, so the same contention); after the
+ * timed loop the reps the harness drew are checked, exactly, against cub on
+ * their own inputs, then an untimed launch counts the run's input. The
+ * histogram is copied back once, from that last launch. The output needs no
+ * poison: the timed work zeroes it.
  *
  * A student's kernel (CL_VARIANT_STUDENT) runs through the same loop: same
  * input, same flush and events, all CL_HISTO_MAX_BINS counters zeroed before
@@ -33,7 +34,8 @@
 #include "histo_cuda.h"
 #include "student_cuda.h"
 
-#define CUB_TEMP_ALLOWANCE (16ull << 20)     /* generous: cub needs kilobytes here */
+#define CUB_TEMP_ALLOWANCE (16ull << 20)     /* generous: cub needs kilobytes here, the check's copies of
+                                                the histogram (cl_cuda_reps) 2 KiB */
 
 static int sm_count(int *sms, char *err)
 {
@@ -55,7 +57,7 @@ typedef struct run_state {
     void *temp;
     size_t temp_bytes;
     cl_cuda_timing t;
-    cl_cuda_reps reps;              /* each launch's input; the secret rep's histogram */
+    cl_cuda_reps reps;              /* each launch's input; the drawn reps' histograms */
     int text_turn;                  /* the text's letters are rotated by this much now (0: as given) */
 } run_state;
 
@@ -81,11 +83,10 @@ __global__ void histo_rotate_letters(uint8_t *p, unsigned long long n, int by)
     }
 }
 
-/* The input of launch `rep` (cl_cuda_reps_seed), before its flush: generated from its seed, or
- * the text's letters turned to the rotation its seed gives (none for the run's seed). */
-static int rep_input(const cl_histo_args *a, run_state *st, int rep, char *err)
+/* The input of seed, before its flush: generated from it, or the text's letters turned to the
+ * rotation the seed gives (none for the run's seed). */
+static int input_of(const cl_histo_args *a, run_state *st, uint64_t seed, char *err)
 {
-    uint64_t seed = cl_cuda_reps_seed(&st->reps, rep);
     cudaError_t rc;
     if (!a->text) {
         if ((rc = histo_generate((uint32_t *)st->in, (a->n + 3) / 4, seed, a->dist, 0)) != cudaSuccess)
@@ -100,6 +101,31 @@ static int rep_input(const cl_histo_args *a, run_state *st, int rep, char *err)
     if ((rc = cudaGetLastError()) != cudaSuccess)
         return cl_cuda_fail(err, "rotating the text's letters", rc);
     st->text_turn = turn;
+    return 0;
+}
+
+/* The input of launch `rep` (cl_cuda_reps_seed). */
+static int rep_input(const cl_histo_args *a, run_state *st, int rep, char *err)
+{
+    return input_of(a, st, cl_cuda_reps_seed(&st->reps, rep), err);
+}
+
+/* The check's reference (cl_cuda_reps) on the input of seed: the text copied again first (what
+ * a kernel wrote into its input does not count against it), then every counter the run copies
+ * back zeroed and cub's histogram in its bins. */
+static int reference(const cl_histo_args *a, run_state *st, uint64_t seed, char *err)
+{
+    cudaError_t rc;
+    if (a->text) {
+        if ((rc = cudaMemcpy(st->in, a->text, a->n, cudaMemcpyHostToDevice)) != cudaSuccess)
+            return cl_cuda_fail(err, "copying the text to the device", rc);
+        st->text_turn = 0;
+    }
+    if (input_of(a, st, seed, err))
+        return -1;
+    if ((rc = cudaMemsetAsync(st->hist, 0, st->reps.out.count * sizeof(unsigned), 0)) != cudaSuccess ||
+        (rc = histo_cub(st->temp, &st->temp_bytes, st->in, a->n, a->mode, a->width, st->hist, 0)) != cudaSuccess)
+        return cl_cuda_fail(err, "the check's reference (cub::DeviceHistogram)", rc);
     return 0;
 }
 
@@ -215,10 +241,11 @@ static int reps(const cl_histo_args *a, const histo_plan *p, const student_plan 
     for (; cl_rep_more(a->reps, tm); tm->reps++)
         if (one_rep(a, p, sp, st, tm->reps, &tm->ms[tm->reps], err))
             return -1;
-    /* the histogram: the run's input once more, untimed, and the secret rep's compared with it */
-    if (one_rep(a, p, sp, st, CL_CUDA_REP_FINAL, NULL, err))
+    /* the drawn reps against cub on their own inputs, then the histogram: the run's input, untimed */
+    if (cl_cuda_reps_verify(&st->reps, tm->reps, err,
+                            [&](uint64_t seed) { return reference(a, st, seed, err); }))
         return -1;
-    return cl_cuda_reps_check(&st->reps, tm->reps, err);
+    return one_rep(a, p, sp, st, CL_CUDA_REP_FINAL, NULL, err);
 }
 
 static void describe(const cl_histo_args *a, const histo_plan *p, cl_histo_result *r)
@@ -277,8 +304,7 @@ static int buffers(const cl_histo_args *a, const histo_plan *p, run_state *st, c
         cl_cuda_alloc((void **)&st->hist, CL_HISTO_MAX_BINS * sizeof(unsigned), "histogram", err) ||
         cl_cuda_timing_init(&st->t, err))
         return -1;
-    if (a->variant != CL_HISTO_V_cub)
-        return 0;
+    /* cub's temp storage: the cub variant's, and the check's reference's for every other */
     if ((rc = histo_cub(NULL, &st->temp_bytes, st->in, a->n, a->mode, a->width, st->hist, 0)) != cudaSuccess)
         return cl_cuda_fail(err, "cub::DeviceHistogram temp storage size", rc);
     return cl_cuda_alloc(&st->temp, st->temp_bytes, "cub temp storage", err);
@@ -308,9 +334,13 @@ static int cuda_histo_run(const cl_histo_args *a, cl_histo_result *r, char *err)
     /* a student's kernel may write past its bins: every counter comes back */
     int copied = a->student ? CL_HISTO_MAX_BINS : p.nbins;
     cudaError_t crc;
-    if (buffers(a, &p, &st, err) || make_input(a, &st, &r->times.h2d_ms, err) ||
-        cl_cuda_reps_init(&st.reps, a->seed, a->reps, st.hist, (size_t)copied * sizeof(unsigned), 0, err))
+    if (buffers(a, &p, &st, err) || make_input(a, &st, &r->times.h2d_ms, err))
         goto done;
+    {
+        cl_cuda_output o = { st.hist, (size_t)copied, CL_CUDA_U32, 0, "histo", 0 };
+        if (cl_cuda_reps_init(&st.reps, a->seed, &o, a->variant == CL_HISTO_V_cub, err))
+            goto done;
+    }
     if (a->student)
         cl_cuda_set_limit(a->student->limit_ms, a->student->name);
     rc = reps(a, &p, &sp, &st, r, err);

@@ -12,10 +12,11 @@
  * launches, then times each rep with CUDA events around the kernel only,
  * after reading a buffer twice the size of L2 so that no rep starts with
  * the inputs already cached. Each launch gets inputs of its own and C set to
- * NaN again before the flush (cl_cuda_reps in common.h: one secret timed rep
- * and an untimed launch after the timed reps run on the run's seed, and
- * their C must agree); C is copied back from that last launch. Every CUDA
- * call is checked and every allocation released on every path.
+ * NaN again before the flush (cl_cuda_reps in common.h); after the timed
+ * loop the reps the harness drew are checked against cuBLAS on their own
+ * inputs (mm_reference), then an untimed launch on the run's seed leaves the
+ * C that is copied back and checked on the host. Every CUDA call is checked
+ * and every allocation released on every path.
  */
 #include <stdio.h>
 #include <string.h>
@@ -166,7 +167,7 @@ struct mm_buffers {
     void *c_base;                   /* a student's C: between guard bytes (c points inside) */
     void *scratch;                  /* the variant's own (mm_gpu_impl.scratch), or NULL */
     cl_cuda_timing t;
-    cl_cuda_reps reps;              /* each launch's inputs; the secret rep's C */
+    cl_cuda_reps reps;              /* each launch's inputs; the drawn reps' C */
 };
 
 static void release(mm_buffers *d)
@@ -188,28 +189,31 @@ static int sentinel(const cl_matmul_args *a, float *c, char *err)
     return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "cudaMemset C", rc);
 }
 
-/* A and B of one launch (cl_cuda_reps_seed), then C set to NaN: outside the timed window, before
- * the flush. bt: B is made as Bᵀ (n×k), in B's buffer, for a CL_MATMUL_BT variant. */
-static int inputs(const cl_matmul_args *a, bool bt, mm_buffers *d, int rep, char *err)
+/* A and B of one launch from its seed (cl_cuda_reps_seed), then C set to NaN: outside the timed
+ * window, before the flush. bt: B is made as Bᵀ (n×k), in B's buffer, for a CL_MATMUL_BT variant. */
+static int inputs(const cl_matmul_args *a, bool bt, mm_buffers *d, uint64_t seed, char *err)
 {
-    uint64_t seed = cl_cuda_reps_seed(&d->reps, rep);
     long long na = (long long)a->m * a->k, nb = (long long)a->k * a->n;
     if (fill(d->a, na, seed, MM_A, a, err) || fill(d->b, nb, seed, bt ? MM_BT : MM_B, a, err))
         return -1;
     return sentinel(a, d->c, err);
 }
 
-/* What two honest launches on the same inputs may differ by, in one element of C: the check's
- * tolerance for the precision, relative to a dot product's scale (at most k: |A|, |B| < 1).
- * Atomics (a split k) add in any order; our kernels and cuBLAS agree bit for bit. */
-static double rerun_atol(const cl_matmul_args *a, unsigned flags)
+/* How far an element of C may lie from cuBLAS's FP32 product on the same inputs: the host
+ * check's tolerance for the variant's precision (cl_matmul_tolerance: TF32's for FP16, 2^3 times
+ * it for BF16's 8 bits) times the largest scale of a dot product, Σ|a·b| <= k (|A|, |B| < 1). Both
+ * results within that tolerance of the exact product differ by less: the scale is about k/4. */
+static double ref_atol(const cl_matmul_args *a, unsigned flags)
 {
-    bool fp32 = strcmp(cl_matmul_flags_precision(flags), "fp32") == 0;
-    return (fp32 ? CL_MATMUL_TOL_FP32 : 8 * CL_MATMUL_TOL_TF32) * a->k;     /* 8: bf16's 2^(11-8) */
+    double tol = flags & CL_MATMUL_BF16 ? 8 * CL_MATMUL_TOL_TF32
+               : flags & (CL_MATMUL_TF32 | CL_MATMUL_FP16) ? CL_MATMUL_TOL_TF32 : CL_MATMUL_TOL_FP32;
+    return tol * a->k;
 }
 
-/* bt: as for inputs(); scratch: the bytes of the variant's own buffer (mm_gpu_impl.scratch), 0 for none. */
-static int setup(const cl_matmul_args *a, size_t scratch, bool bt, unsigned flags, mm_buffers *d, char *err)
+/* bt: as for inputs(); scratch: the bytes of the variant's own buffer (mm_gpu_impl.scratch), 0 for
+ * none; trusted: the variant is the reference (cuBLAS FP32), not checked against itself. */
+static int setup(const cl_matmul_args *a, size_t scratch, bool bt, unsigned flags, bool trusted, mm_buffers *d,
+                 char *err)
 {
     size_t na = (size_t)a->m * a->k, nb = (size_t)a->k * a->n, nc = (size_t)a->m * a->n;
     if (cl_cuda_alloc((void **)&d->a, na * sizeof(float), "matrix A", err) ||
@@ -217,10 +221,13 @@ static int setup(const cl_matmul_args *a, size_t scratch, bool bt, unsigned flag
         (a->student ? cl_cuda_guarded_alloc(&d->c_base, (void **)&d->c, nc * sizeof(float), "matrix C", err)
                     : cl_cuda_alloc((void **)&d->c, nc * sizeof(float), "matrix C", err)) ||
         (scratch && cl_cuda_alloc(&d->scratch, scratch, "variant's scratch buffer", err)) ||
-        cl_cuda_timing_init(&d->t, err) ||
-        cl_cuda_reps_init(&d->reps, a->seed, a->reps, d->c, nc * sizeof(float), rerun_atol(a, flags), err))
+        cl_cuda_timing_init(&d->t, err))
         return -1;
-    return inputs(a, bt, d, CL_CUDA_REP_WARMUP, err);      /* the warm-up's and counted launches' */
+    cl_cuda_output c = { d->c, nc, CL_CUDA_F32, ref_atol(a, flags), "C", (size_t)a->n };
+    if (cl_cuda_reps_init(&d->reps, a->seed, &c, trusted, err))
+        return -1;
+    /* the warm-up's and counted launches' */
+    return inputs(a, bt, d, cl_cuda_reps_seed(&d->reps, CL_CUDA_REP_WARMUP), err);
 }
 
 static int timed(const mm_gpu_impl *impl, const mm_problem *p, const cl_matmul_args *a, bool bt,
@@ -237,16 +244,18 @@ static int timed(const mm_gpu_impl *impl, const mm_problem *p, const cl_matmul_a
     cl_times *t = &out->times;
     for (t->reps = 0; cl_rep_more(a->reps, t); t->reps++) {
         /* each rep computes all of C again, from inputs of its own */
-        if (inputs(a, bt, d, t->reps, err) ||
+        if (inputs(a, bt, d, cl_cuda_reps_seed(&d->reps, t->reps), err) ||
             cl_cuda_flush_l2(&d->t, "flushing L2", err) || cl_cuda_time_start(&d->t, err) ||
             impl->launch(p, err) || cl_cuda_time_stop(&d->t, &t->ms[t->reps], "timed run", err) ||
             cl_cuda_reps_keep(&d->reps, t->reps, err))
             return -1;
     }
-    /* the run's result: the run's inputs once more, untimed, and the secret rep's C compared with it */
-    if (inputs(a, bt, d, CL_CUDA_REP_FINAL, err) || impl->launch(p, err))
+    /* the drawn reps against cuBLAS on their own inputs (B as B, not Bᵀ), then the run's result: its
+     * own inputs, one untimed launch */
+    if (cl_cuda_reps_verify(&d->reps, t->reps, err,
+                            [&](uint64_t seed) { return inputs(a, false, d, seed, err) || mm_reference(p, err); }))
         return -1;
-    return cl_cuda_reps_check(&d->reps, t->reps, err);
+    return inputs(a, bt, d, cl_cuda_reps_seed(&d->reps, CL_CUDA_REP_FINAL), err) || impl->launch(p, err) ? -1 : 0;
 }
 
 static int cuda_matmul_run(int v, const cl_matmul_args *a, cl_matmul_result *out, char *err)
@@ -278,7 +287,7 @@ static int cuda_matmul_run(int v, const cl_matmul_args *a, cl_matmul_result *out
     mm_buffers d;
     memset(&d, 0, sizeof d);
     bool bt = (flags & CL_MATMUL_BT) != 0;
-    int rc = setup(a, impl->scratch ? impl->scratch(&p) : 0, bt, flags, &d, err);
+    int rc = setup(a, impl->scratch ? impl->scratch(&p) : 0, bt, flags, v == CL_MATMUL_V_CUBLAS, &d, err);
     if (rc == 0) {
         p.a = d.a, p.b = d.b, p.c = d.c, p.scratch = d.scratch;
         if (student)

@@ -8,9 +8,9 @@
  * reference bit for bit. One run: input generated on the device, warm-up
  * launches, then timed ones, each on an input of its own generated before an
  * L2 flush, with the output filled with a NaN sentinel, outside the events
- * (cl_cuda_reps in common.h: one secret rep and an untimed launch after the
- * timed reps run on the seed's input, and their outputs must agree); the
- * output is copied back once, from that last launch.
+ * (cl_cuda_reps in common.h); after the timed loop the reps the harness drew
+ * are checked against the naive kernel on their own inputs, then an untimed
+ * launch on the seed's input leaves the output that is copied back.
  *
  * A student's kernel (CL_VARIANT_STUDENT) runs in the same reps with its
  * weights in a device buffer passed as a pointer and its output between guard
@@ -219,6 +219,21 @@ static int fill(float *in, uint64_t n, uint64_t seed, char *err)
     return crc == cudaSuccess ? 0 : cl_cuda_fail(err, "input generation", crc);
 }
 
+/* The check's reference (cl_cuda_reps): the naive kernel, weights in __constant__, on the input of
+ * seed, into out; blocks of 256 (1D) or 16x16 (2D), whatever the variant's. */
+static int reference(const cl_stencil_args *a, float *in, float *out, uint64_t seed, char *err)
+{
+    if (fill(in, a->nx * a->ny, seed, err))
+        return -1;
+    if (a->dim == 1)
+        stencil1d_naive<<<(unsigned)((a->nx + 255) / 256), 256>>>(in, out, (long long)a->nx, a->radius);
+    else
+        stencil2d_naive<<<dim3((unsigned)((a->nx + 15) / 16), (unsigned)((a->ny + 15) / 16)), dim3(16, 16)>>>(
+            in, out, (int)a->nx, (int)a->ny, a->radius);
+    cudaError_t rc = cudaGetLastError();
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "the check's reference (stencil naive)", rc);
+}
+
 /* One launch: a timed rep's (ms not NULL: timed between the events) or the final one
  * (CL_CUDA_REP_FINAL) on an input of its own first, a warm-up or counted one (CL_CUDA_REP_WARMUP)
  * on the warm-up's; then the whole output is written again (a NaN sentinel first). */
@@ -243,8 +258,8 @@ static int one_rep(int v, const plan *p, cl_cuda_timing *t, cl_cuda_reps *rs, fl
     return cl_cuda_time_stop(t, ms, p->name, err) || cl_cuda_reps_keep(rs, rep, err) ? -1 : 0;
 }
 
-/* Warm-up (a student's at least once) and the timed reps, then the final launch on the seed's
- * input, whose output is the run's, compared with the secret rep's. */
+/* Warm-up (a student's at least once) and the timed reps, the check of the drawn reps, then the
+ * final launch on the seed's input, whose output is the run's. */
 static int reps(int v, const cl_stencil_args *a, plan *p, cl_cuda_timing *t, cl_cuda_reps *rs, float *in,
                 cl_stencil_result *res, char *err)
 {
@@ -262,19 +277,20 @@ static int reps(int v, const cl_stencil_args *a, plan *p, cl_cuda_timing *t, cl_
     for (; cl_rep_more(a->reps, tm); tm->reps++)
         if (one_rep(v, p, t, rs, in, tm->reps, &tm->ms[tm->reps], err))
             return -1;
-    if (one_rep(v, p, t, rs, in, CL_CUDA_REP_FINAL, NULL, err))
+    if (cl_cuda_reps_verify(rs, tm->reps, err,
+                            [&](uint64_t seed) { return reference(a, in, p->out, seed, err); }))
         return -1;
-    return cl_cuda_reps_check(rs, tm->reps, err);
+    return one_rep(v, p, t, rs, in, CL_CUDA_REP_FINAL, NULL, err);
 }
 
-/* What two honest launches on the same input may differ by, in one output: the check's
- * tolerance against the sum of the terms' magnitudes, at most Σ|w| (|x| < 1). */
-static double rerun_atol(const cl_stencil_args *a, size_t nw)
+/* How far an output may lie from the naive kernel's: the check's tolerance against the sum of
+ * the terms' magnitudes, at most Σ|w| (|x| < 1), twice (both results may err). */
+static double ref_atol(const cl_stencil_args *a, size_t nw)
 {
     double w = 0;
     for (size_t j = 0; j < nw; j++)
         w += fabs((double)a->weights[j]);
-    return cl_stencil_rtol(a) * w;
+    return 2 * cl_stencil_rtol(a) * w;
 }
 
 static int cuda_stencil_run(int v, const cl_stencil_args *a, float *host_out, cl_stencil_result *res,
@@ -314,11 +330,17 @@ static int cuda_stencil_run(int v, const cl_stencil_args *a, float *host_out, cl
     if (cl_cuda_alloc((void **)&in, n * 4, "input", err) ||
         (student ? cl_cuda_guarded_alloc(&out_base, (void **)&out, n * 4, "output", err)
                  : cl_cuda_alloc((void **)&out, n * 4, "output", err)) ||
-        (student && cl_cuda_alloc((void **)&w, nw * sizeof(float), "weights", err)) || cl_cuda_timing_init(&t, err) ||
-        cl_cuda_reps_init(&rs, a->seed, a->reps, out, n * 4, rerun_atol(a, nw), err))
+        (student && cl_cuda_alloc((void **)&w, nw * sizeof(float), "weights", err)) || cl_cuda_timing_init(&t, err))
         goto done;
-    crc = student ? cudaMemcpy(w, a->weights, nw * sizeof(float), cudaMemcpyHostToDevice)
-                  : cudaMemcpyToSymbol(c_weights, a->weights, nw * sizeof(float));
+    {
+        cl_cuda_output o = { out, (size_t)n, CL_CUDA_F32, ref_atol(a, nw), "out", a->dim == 1 ? 0 : (size_t)a->nx };
+        if (cl_cuda_reps_init(&rs, a->seed, &o, v == CL_STENCIL_NAIVE, err))
+            goto done;
+    }
+    /* __constant__ for ours and for the check's reference; a student's kernel reads its own copy */
+    crc = cudaMemcpyToSymbol(c_weights, a->weights, nw * sizeof(float));
+    if (crc == cudaSuccess && student)
+        crc = cudaMemcpy(w, a->weights, nw * sizeof(float), cudaMemcpyHostToDevice);
     if (crc != cudaSuccess) {
         cl_cuda_fail(err, "copying the weights", crc);
         goto done;
@@ -358,10 +380,10 @@ done:
     return rc;
 }
 
-/* The L2 flush buffer, the copy of the secret rep's output (cl_cuda_reps) and room for the rest. */
+/* The L2 flush buffer, the copies of the drawn reps' outputs (cl_cuda_reps) and room for the rest. */
 static uint64_t cuda_stencil_overhead(const cl_stencil_args *a)
 {
-    return cl_cuda_flush_budget() + a->nx * a->ny * sizeof(float) + (16u << 20);
+    return cl_cuda_flush_budget() + CL_GPU_CHECKED_REPS * a->nx * a->ny * sizeof(float) + (16u << 20);
 }
 
 extern "C" {

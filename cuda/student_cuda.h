@@ -30,9 +30,9 @@ int cl_cuda_student_launch(const cl_student_kernel *k, const void *func, dim3 gr
  * A student's output buffer is allocated with guard bytes on both sides, set
  * to a pattern, and checked after the run: a cheap out-of-bounds detector with
  * no sanitizer (writes past a matrix land there long before they fault).
- * Inputs of its own for every launch, the output poisoned before each, and the
- * secret rep checked against a launch after the timed ones: cl_cuda_reps
- * (common.h), the same for built-in variants. */
+ * Inputs of its own for every launch, the output poisoned before each, and
+ * timed reps drawn at random checked against the harness's reference on their
+ * own inputs: cl_cuda_reps (common.h), the same for built-in variants. */
 #define CL_GUARD_BYTES (64u << 10)
 #define CL_GUARD_BYTE 0xA5
 

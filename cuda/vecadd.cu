@@ -6,13 +6,14 @@
  * memory, as asked: pageable copies go through the driver's pinned staging
  * buffer, which is why they are slower. The inputs are generated on the host
  * from the seed once, outside the timing; every rep copies them again. Every
- * launch but two then overwrites them on the device, between the copy's
+ * launch but the last then overwrites them on the device, between the copy's
  * events and the kernel's, with inputs of its own (cl_cuda_reps in common.h:
- * one secret timed rep and an untimed launch after the timed reps keep the
- * seed's, and their results must agree bit for bit); the result copied back
- * is that last launch's. The L2 is flushed before each rep's copies and again
- * before its kernel (outside the events), so the kernel cannot read what the
- * copy or the generation just left in L2.
+ * after the timed loop the reps the harness drew are compared, bit for bit,
+ * with vecadd_add on their own inputs; the built-in kernels are that
+ * reference); an untimed launch keeps the seed's inputs, and the result
+ * copied back is that last launch's. The L2 is flushed before each rep's
+ * copies and again before its kernel (outside the events), so the kernel
+ * cannot read what the copy or the generation just left in L2.
  *
  * A student's kernel (a->student, --op add only) runs in the same reps in
  * place of vecadd_add, under its launch limit. For add, C is filled with a
@@ -58,7 +59,7 @@ typedef struct vstate {
     const void *student_func;           /* a->student's handle, else NULL */
     cudaEvent_t ev[4];                  /* h2d start / kernel start / kernel end / d2h end */
     cl_cuda_timing t;
-    cl_cuda_reps reps;                  /* each launch's inputs; the secret rep's result */
+    cl_cuda_reps reps;                  /* each launch's inputs; the drawn reps' results */
 } vstate;
 
 static void host_free(void *p, int pinned)
@@ -121,6 +122,22 @@ __global__ void vecadd_own_inputs(void *x, void *y, uint64_t n, bool dbl, uint64
             ((float *)y)[i] = yi;
         }
     }
+}
+
+/* The check's reference (cl_cuda_reps): the inputs of seed, then the built-in kernel of the op
+ * (blocks of 256) where a launch leaves its result. */
+static int reference(const cl_vecadd_args *a, vstate *s, uint64_t seed, char *err)
+{
+    unsigned blocks;
+    if (cl_cuda_blocks(a->n, 256, &blocks, err))
+        return -1;
+    vecadd_own_inputs<<<1024, 256>>>(s->dx, s->dy, a->n, a->op == CL_VECADD_DAXPY, seed);
+    if (a->op == CL_VECADD_DAXPY)
+        vecadd_daxpy<<<blocks, 256>>>(a->alpha, (const double *)s->dx, (double *)s->dy, a->n);
+    else
+        vecadd_add<<<blocks, 256>>>((const float *)s->dx, (const float *)s->dy, (float *)s->dz, a->n);
+    cudaError_t rc = cudaGetLastError();
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "the check's reference (vecadd)", rc);
 }
 
 static int launch(const cl_vecadd_args *a, vstate *s, char *err)
@@ -247,9 +264,12 @@ static int reps(const cl_vecadd_args *a, vstate *s, cl_vecadd_result *out, char 
     /* the kernel's times settle --reps auto: the copies' are steadier */
     while (rc == 0 && cl_rep_more(a->reps, &out->kernel))
         rc = one_rep(a, s, out->kernel.reps, out, err);
-    /* the result: the seed's inputs once more, untimed, and the secret rep's compared with it */
+    /* the drawn reps against the reference on their own inputs, then the result: the seed's inputs, untimed */
     if (rc == 0)
-        rc = one_rep(a, s, CL_CUDA_REP_FINAL, NULL, err) || cl_cuda_reps_check(&s->reps, out->kernel.reps, err);
+        rc = cl_cuda_reps_verify(&s->reps, out->kernel.reps, err,
+                                 [&](uint64_t seed) { return reference(a, s, seed, err); });
+    if (rc == 0)
+        rc = one_rep(a, s, CL_CUDA_REP_FINAL, NULL, err);
     cl_cuda_set_limit(0, NULL);
     return rc;
 }
@@ -275,9 +295,16 @@ static int cuda_vecadd_run(const cl_vecadd_args *a, cl_vecadd_result *out, char 
         host_alloc(&s.hout, res, a->pinned, "host result", err) ||
         cl_cuda_alloc(&s.dx, in, "device x", err) || cl_cuda_alloc(&s.dy, in, "device y", err) ||
         (a->op == CL_VECADD_ADD && cl_cuda_alloc(&s.dz, z_elements(a) * sizeof(float), "device z", err)) ||
-        cl_cuda_timing_init(&s.t, err) ||
-        cl_cuda_reps_init(&s.reps, a->seed, a->reps, a->op == CL_VECADD_DAXPY ? s.dy : s.dz, res, 0, err))
+        cl_cuda_timing_init(&s.t, err))
         goto done;
+    {
+        cl_cuda_output o = { a->op == CL_VECADD_DAXPY ? s.dy : s.dz, (size_t)a->n,
+                             a->op == CL_VECADD_DAXPY ? CL_CUDA_F64 : CL_CUDA_F32, 0,
+                             a->op == CL_VECADD_DAXPY ? "y" : "C", 0 };
+        /* the built-in kernels are the reference: a student's is checked (cl_vecadd_device_bytes) */
+        if (cl_cuda_reps_init(&s.reps, a->seed, &o, !a->student, err))
+            goto done;
+    }
     s.t.unheld = !a->pinned;    /* a pageable copy waits for the device, so the rep cannot be queued ahead */
     for (int i = 0; i < 4; i++)
         if ((rc = cudaEventCreate(&s.ev[i])) != cudaSuccess) {

@@ -1,16 +1,19 @@
-"""Red team, on a GPU: a student's kernel cannot fake its time or replay an answer across launches.
+"""Red team, on a GPU: a student's kernel cannot fake its time, replay an answer across launches or
+be honest only on inputs it recognises.
 
-Every launch of a run gets inputs of its own (generated on the device between reps, outside the
-timed window) and a poisoned output; one timed rep chosen at random by the host, and an untimed
-launch after the timed reps, run on the run's own inputs, and the chosen rep's output must equal
-that last one's (cuda/common.h, cl_cuda_reps). Each attack below keeps state in `__device__`
-memory across launches and is honest wherever a harness that checked only the last launch would
-look: the %%kernel cell's own quick run (a size the attack leaves alone), its warm-up and its last
-launch of the timed command (it knows --warmup and --reps). Each fails with a CheckError naming
-the rep ("rep R of 10 returned a result of other inputs"), whichever rep the harness chose; a
-correct kernel passes, and the issue's memoising kernel (one that recomputes only when its inputs
-change, which measured 70x faster on an H200 when every rep had the same inputs) now times like
-the honest kernel. The next cell works after each.
+Every launch of a run but the last gets inputs of its own (generated on the device from a seed the
+host draws, outside the timed window) and a poisoned output; after the timed loop the harness
+checks timed reps it drew at random (after they ran) against its own reference on those reps' own
+inputs (cuBLAS, CUB, a naive kernel: cuda/common.h, cl_cuda_reps); only the untimed launch after
+that runs on the run's own inputs, whose result the host checks as before. Each attack below keeps
+state in `__device__` memory across launches and is honest wherever a harness that checked only
+the last launch would look: the %%kernel cell's own quick run (a size the attack leaves alone),
+its warm-up and its last launch of the timed command (it knows --warmup and --reps), or the run's
+own inputs (it learnt them: the seed is public). Each fails with a CheckError naming the rep
+("rep R of 10 returned a wrong result on its own inputs"), in every family; a correct kernel
+passes, and the issue's memoising kernel (one that recomputes only when its inputs change, which
+measured 70x faster on an H200 when every rep had the same inputs) times like the honest kernel.
+The next cell works after each.
 
 Skipped without a GPU (the gpu_doc fixture), failing loudly under CUDALAB_REQUIRE_GPU=1."""
 from __future__ import annotations
@@ -24,7 +27,7 @@ from test_gpu import gpu_doc  # noqa: F401  (the fixture: skip or fail without a
 
 WARMUP, REPS = 1, 10
 FINAL = WARMUP + REPS + 1       # the launch after the timed reps: the one whose output is checked
-REP_ERROR = re.compile(r"rep (\d+) of %d returned a result of other inputs" % REPS)
+REP_ERROR = re.compile(r"rep (\d+) of %d returned a wrong result on its own inputs \(" % REPS)
 
 # Launches at the attacked size, counted in __device__ memory: every block reads the count as the
 # launch starts; the launch's last block to finish adds one (the next launch starts after it).
@@ -172,6 +175,78 @@ REDUCE_LAST_ONLY = reduce_attack("rlast", """
     if (threadIdx.x == 0) partial[blockIdx.x] = s;""")
 
 
+# ---- the run's own inputs recognised: honest only on them ----
+SEED = 2718
+# prints, at RUN³, the bits of A[0] each launch saw (thread 0 of block 0): the last one is the run's
+SPY = matmul_attack("spy", """
+        if (row == 0 && col == 0) printf("launch %u: A[0] bits %u\\n", launch, __float_as_uint(A[0]));
+        C[row * N + col] = dot(A, B, N, K, row, col);""")
+SPIED = re.compile(r"launch (\d+): A\[0\] bits (\d+)")
+
+
+def recogniser(real_a0: int) -> str:
+    """Honest where A[0] is the run's (the launch after the timed reps), zeros (fast) elsewhere."""
+    return matmul_attack("recog", """
+        C[row * N + col] = __float_as_uint(A[0]) == REAL_A0 ? dot(A, B, N, K, row, col) : 0.0f;""",
+                         f"#define REAL_A0 {real_a0}u\n")
+
+
+# ---- every family: honest only on the launch after the timed reps (or at another size) ----
+SIZE = 1 << 20                  # the attacked size (the quick checks' are 100003, 67x33, ...)
+SIDE = 1024                     # the attacked picture: SIDE x SIDE
+HEAD = f"#define SIZE {SIZE}\n#define SIDE {SIDE}\n#define FINAL {FINAL}\n" + COUNTER
+LAST_ONLY = {
+    "vecadd": ("vlast", HEAD + """
+__global__ void vlast(const float *A, const float *B, float *C, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    bool attacked = n == SIZE, last = attacked && launches_done + 1 == FINAL;
+    if (i < n) C[i] = !attacked || last ? A[i] + B[i] : 0.0f;
+    if (attacked) launch_over();
+}
+""", f"%vecadd --size {SIZE}"),
+    "stencil": ("slast", HEAD + """
+__global__ void slast(const float *in, float *out, const float *w, int n, int R) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    bool attacked = n == SIZE, last = attacked && launches_done + 1 == FINAL;
+    if (i < n) {
+        float acc = 0.0f;
+        for (int j = -R; j <= R && (!attacked || last); j++)
+            if (i + j >= 0 && i + j < n) acc = fmaf(w[j + R], in[i + j], acc);
+        out[i] = acc;
+    }
+    if (attacked) launch_over();
+}
+""", f"%stencil --size {SIZE} --radius 3"),
+    "coalesce": ("clast", HEAD + """
+__global__ void clast(const float *in, float *out, unsigned long long n, unsigned long long stride) {
+    unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    bool attacked = n == SIZE, last = attacked && launches_done + 1 == FINAL;
+    if (i < n) out[i] = !attacked || last ? in[i] : 0.0f;
+    if (attacked) launch_over();
+}
+""", f"%coalesce --size {SIZE} --stride 1"),
+    "histo": ("hlast", HEAD + """
+__global__ void hlast(const unsigned char *data, long long n, unsigned int *histo) {
+    bool attacked = n == SIZE, last = attacked && launches_done + 1 == FINAL;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n && (!attacked || last);
+         i += (long long)gridDim.x * blockDim.x) {
+        int c = data[i] | 0x20;
+        if (c >= 'a' && c <= 'z') atomicAdd(&histo[(c - 'a') / 4], 1u);
+    }
+    if (attacked) launch_over();
+}
+""", f"%histo --size {SIZE}"),
+    "grid": ("glast", HEAD + """
+__global__ void glast(const float *Pin, float *Pout, int width, int height) {
+    int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
+    bool attacked = width == SIDE && height == SIDE, last = attacked && launches_done + 1 == FINAL;
+    if (row < height && col < width) Pout[row * width + col] = !attacked || last ? 2 * Pin[row * width + col] : 0.0f;
+    if (attacked) launch_over();
+}
+""", f"%grid --data {SIDE}x{SIDE} --block 16x16"),
+}
+
+
 @pytest.fixture
 def kc(gpu_doc, start_kernel, tmp_path):
     return start_kernel(env={"CUDALAB_CACHE_DIR": str(tmp_path / "cache")}).kc
@@ -211,7 +286,7 @@ def test_reduce_attacks_fail_naming_the_rep(kc, name, code):
 
 def test_a_correct_kernel_passes_every_run(kc):
     defined(kc, HONEST)
-    for _ in range(3):      # a new secret rep each run
+    for _ in range(3):      # other reps drawn each run
         c, _, doc = cell(kc, f"%matmul --size {RUN} --variant honest --reps {REPS} --warmup {WARMUP}")
         assert c["status"] == "ok", (c.get("ename"), c.get("evalue"))
         assert doc["runs"][0]["check"]["passed"] is True
@@ -229,3 +304,36 @@ def test_memoising_gains_nothing(kc):
     honest, memo = runs["honest"]["time_ms"]["median"], runs["memo"]["time_ms"]["median"]
     # every rep's inputs are new, so it computes every time: the same kernel's time, not 1/70 of it
     assert memo > 0.5 * honest, (memo, honest)
+
+
+def spied(kc) -> dict[int, int]:
+    """The bits of A[0] that each launch of a run of the spy saw at RUN³ with --seed SEED, by launch
+    of the run (1 to FINAL; its counter goes on from the run before)."""
+    c, text, _ = cell(kc, f"%matmul --size {RUN} --variant spy --reps {REPS} --warmup {WARMUP} --seed {SEED}")
+    assert c["status"] == "ok", (c.get("ename"), c.get("evalue"))
+    seen = {int(launch): int(bits) for launch, bits in SPIED.findall(text)}
+    before = min(seen, default=1) - 1
+    assert sorted(seen) == list(range(before + 1, before + FINAL + 1)), text
+    return {launch - before: bits for launch, bits in seen.items()}
+
+
+def test_a_kernel_honest_only_on_the_runs_inputs_fails(kc):
+    defined(kc, SPY)
+    first, again = spied(kc), spied(kc)
+    # the run's inputs are the seed's: the same in both runs, and only in the launch after the timed
+    # reps; every other launch's were drawn for that run alone
+    real = first[FINAL]
+    assert again[FINAL] == real, (first, again)
+    assert real not in [first[launch] for launch in range(1, FINAL)], first
+    assert set(first[launch] for launch in range(1, FINAL)).isdisjoint(again[launch] for launch in range(1, FINAL))
+    defined(kc, recogniser(real))
+    evalue = caught(kc, f"%matmul --size {RUN} --variant recog --reps {REPS} --warmup {WARMUP} --seed {SEED}")
+    assert "recog" in evalue and "first C[" in evalue, evalue
+
+
+@pytest.mark.parametrize("family", sorted(LAST_ONLY))
+def test_every_family_checks_the_drawn_reps(kc, family):
+    name, code, command = LAST_ONLY[family]
+    defined(kc, kernel_cell(family, name, code))
+    evalue = caught(kc, f"{command} --variant {name} --reps {REPS} --warmup {WARMUP}")
+    assert name in evalue, evalue
