@@ -179,12 +179,11 @@ static int student_reps(const cl_coalesce_args *a, student_copy *s, cl_coalesce_
     cl_times *tm = &out->times;
     for (; rc == 0 && cl_rep_more(a->reps, tm); tm->reps += rc == 0)
         rc = student_rep(s, tm->reps, &tm->ms[tm->reps], err);
+    /* the drawn reps against their own input; out: the seed's input, untimed */
     if (rc == 0)
         rc = cl_cuda_reps_verify(&s->reps, tm->reps, err,
-                                 [&](uint64_t seed) { return reference(s->in, s->out, s->n, seed, err); });
-    /* out: the seed's input once more, untimed */
-    if (rc == 0)
-        rc = student_rep(s, CL_CUDA_REP_FINAL, NULL, err);
+                                 [&](uint64_t seed) { return reference(s->in, s->out, s->n, seed, err); },
+                                 [&] { return student_rep(s, CL_CUDA_REP_FINAL, NULL, err); });
     if (rc == 0)
         rc = cl_cuda_synchronize("your kernel", err);
     cl_cuda_set_limit(0, NULL);
@@ -257,6 +256,13 @@ static int cuda_coalesce_run(const cl_coalesce_args *a, cl_coalesce_result *out,
             e = cudaMemsetAsync(dout, 0xFF, a->n * 4, 0);
         return e == cudaSuccess ? 0 : cl_cuda_fail(err, "input generation", e);
     };
+    /* the final launch: the seed's input, untimed (cl_cuda_reps_verify runs it) */
+    auto last = [&] {
+        if (inputs(CL_CUDA_REP_FINAL))
+            return -1;
+        cudaError_t e = launch(a, in, dout, blocks);
+        return e == cudaSuccess ? 0 : cl_cuda_fail(err, "copy kernel launch", e);
+    };
     cl_cuda_output o;
     if (cl_cuda_alloc((void **)&in, a->n * 4, "input", err) ||
         cl_cuda_alloc((void **)&dout, a->n * 4, "output", err) || cl_cuda_timing_init(&t, err))
@@ -287,15 +293,10 @@ static int cuda_coalesce_run(const cl_coalesce_args *a, cl_coalesce_result *out,
         if (cl_cuda_time_stop(&t, &tm->ms[tm->reps], "copy kernel", err) || cl_cuda_reps_keep(&rs, tm->reps, err))
             goto done;
     }
-    /* the drawn reps against their own input, then the output: the seed's input, untimed */
+    /* the drawn reps against their own input; the output: the seed's input, untimed */
     if (cl_cuda_reps_verify(&rs, out->times.reps, err,
-                            [&](uint64_t seed) { return reference(in, dout, a->n, seed, err); }) ||
-        inputs(CL_CUDA_REP_FINAL))
+                            [&](uint64_t seed) { return reference(in, dout, a->n, seed, err); }, last))
         goto done;
-    if ((rc = launch(a, in, dout, blocks)) != cudaSuccess) {
-        cl_cuda_fail(err, "copy kernel launch", rc);
-        goto done;
-    }
     if (a->check) {
         if (!(host = (float *)malloc(a->n * 4))) {
             snprintf(err, CL_ERR_LEN, "malloc of %.1f MiB for the check failed", a->n * 4 / 1048576.0);

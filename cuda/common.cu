@@ -477,10 +477,9 @@ static void format_value(cl_cuda_value t, const unsigned char *bytes, char *buf,
     }
 }
 
-int cl_cuda_reps_compare(cl_cuda_reps *r, int slot, int reps_run, char *err)
+int cl_cuda_reps_differ(cl_cuda_reps *r, int slot, unsigned long long tally[2], char *err)
 {
     const cl_cuda_output *o = &r->out;
-    size_t vb = cl_cuda_value_bytes(o->type);
     cudaError_t rc = cudaMemsetAsync(r->tally, 0, sizeof *r->tally, 0);
     if (rc == cudaSuccess)
         rc = cudaMemsetAsync(r->tally + 1, 0xFF, sizeof *r->tally, 0);
@@ -496,14 +495,19 @@ int cl_cuda_reps_compare(cl_cuda_reps *r, int slot, int reps_run, char *err)
         return cl_cuda_fail(err, "checking a timed rep's output", rc);
     if (cl_cuda_synchronize("checking a timed rep's output", err))
         return -1;
-    unsigned long long tally[2];
-    if ((rc = cudaMemcpy(tally, r->tally, sizeof tally, cudaMemcpyDeviceToHost)) != cudaSuccess)
+    if ((rc = cudaMemcpy(tally, r->tally, 2 * sizeof *r->tally, cudaMemcpyDeviceToHost)) != cudaSuccess)
         return cl_cuda_fail(err, "checking a timed rep's output", rc);
-    if (tally[0] == 0)
-        return 0;
+    return 0;
+}
+
+int cl_cuda_reps_finding(const cl_cuda_reps *r, int slot, const unsigned long long tally[2], int reps_run,
+                         char *finding, char *err)
+{
+    const cl_cuda_output *o = &r->out;
+    size_t vb = cl_cuda_value_bytes(o->type), i = (size_t)tally[1];
     unsigned char got[8] = {0}, want[8] = {0};
-    size_t i = (size_t)tally[1];
     const unsigned char *kept = (const unsigned char *)r->copy[slot], *ref = (const unsigned char *)o->dev;
+    cudaError_t rc;
     if ((rc = cudaMemcpy(got, kept + i * vb, vb, cudaMemcpyDeviceToHost)) != cudaSuccess ||
         (rc = cudaMemcpy(want, ref + i * vb, vb, cudaMemcpyDeviceToHost)) != cudaSuccess)
         return cl_cuda_fail(err, "checking a timed rep's output", rc);
@@ -519,9 +523,16 @@ int cl_cuda_reps_compare(cl_cuda_reps *r, int slot, int reps_run, char *err)
     if (o->atol > 0 && len > 0 && (size_t)len < sizeof what)
         snprintf(what + len, sizeof what - (size_t)len, " ± %.3g", o->atol);
     /* CL_ERR_LEN is short: the why in a few words (common.h says more) */
-    snprintf(err, CL_ERR_LEN, "rep %d of %d returned a wrong result on its own inputs (%s): each launch must "
-             "compute its result from its own inputs", r->rep[slot] + 1, reps_run, what);
-    return -1;
+    snprintf(finding, CL_ERR_LEN, "rep %d of %d returned a wrong result on its own inputs (%s), the last launch a "
+             "right one: work kept or skipped across launches, or a race?", r->rep[slot] + 1, reps_run, what);
+    return 0;
+}
+
+int cl_cuda_reps_hold(cl_cuda_reps *r, int slot, char *err)
+{
+    cudaError_t rc = cudaMemcpyAsync(r->copy[slot], r->out.dev, r->out.count * cl_cuda_value_bytes(r->out.type),
+                                     cudaMemcpyDeviceToDevice, 0);
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "holding the reference's result", rc);
 }
 
 void cl_cuda_reps_free(cl_cuda_reps *r)

@@ -119,12 +119,15 @@ int cl_cuda_synchronize(const char *what, char *err);
  * too, is equally likely to be checked and none can tell (all run alike; the draw is made after
  * the rep). After the timed loop, cl_cuda_reps_verify regenerates each kept rep's inputs from its
  * seed, runs the family's trusted implementation on them (cuBLAS, CUB, a naive kernel: the
- * reference, which leaves its result in the output buffer) and compares: a mismatch fails the
- * run with "rep R of N returned a wrong result on its own inputs (…)". Then one untimed launch
+ * reference, which leaves its result in the output buffer) and compares; then one untimed launch
  * on the run's own seed (CL_CUDA_REP_FINAL) leaves the run's result, which the family copies back
- * and checks on the host as before. A kernel that fakes a share f of the reps passes with
- * probability about (1 - f)^CL_GPU_CHECKED_REPS: at most one run in four when it fakes enough
- * reps to move the median. A built-in variant that is the reference itself (trusted) keeps
+ * and checks on the host as before. A kept rep that differs fails the run with "rep R of N
+ * returned a wrong result on its own inputs (…)" when the run's own result is right (the
+ * reference's on the seed); a kernel wrong on the run's inputs too is a plain bug, and the run
+ * goes on so that the family's check names it in its own terms (the check fails the run). A
+ * kernel that fakes a share f of the reps passes with probability about
+ * (1 - f)^CL_GPU_CHECKED_REPS: at most one run in four when it fakes enough reps to move the
+ * median. A built-in variant that is the reference itself (trusted) keeps
  * nothing and is not compared with itself; its inputs and poison are the same as everyone's, so
  * that figures compare. */
 #define CL_CUDA_REP_WARMUP (-1)         /* the warm-up and counted launches */
@@ -170,30 +173,51 @@ uint64_t cl_cuda_reps_seed(const cl_cuda_reps *r, int rep);
 /* After timed rep `rep` is timed (outside its window): its output copied aside when the draw
  * keeps it. 0, or -1 with err. */
 int cl_cuda_reps_keep(cl_cuda_reps *r, int rep, char *err);
-/* Kept copy `slot` compared with the reference's result now in out.dev (queued before), within
- * the launch limit: 0 when they agree, else -1 with "rep R of N returned a wrong result on its own
- * inputs (…)" in err, N being the timed reps run. cl_cuda_reps_verify's step. */
-int cl_cuda_reps_compare(cl_cuda_reps *r, int slot, int reps_run, char *err);
+/* cl_cuda_reps_verify's steps. differ: kept copy `slot` compared with what out.dev holds now
+ * (queued before), within the launch limit: tally[0] values differ, the first at tally[1]; 0, or
+ * -1 with err set. finding: "rep R of N returned a wrong result on its own inputs (…)" into
+ * finding (CL_ERR_LEN bytes) for the slot's rep from its tally, N the timed reps run; 0, or -1
+ * with err set. hold: out.dev copied into copy `slot` (the slot's rep is done with). */
+int cl_cuda_reps_differ(cl_cuda_reps *r, int slot, unsigned long long tally[2], char *err);
+int cl_cuda_reps_finding(const cl_cuda_reps *r, int slot, const unsigned long long tally[2], int reps_run,
+                         char *finding, char *err);
+int cl_cuda_reps_hold(cl_cuda_reps *r, int slot, char *err);
 void cl_cuda_reps_free(cl_cuda_reps *r);
 
-/* After the timed loop, before the final launch: for each kept rep, in rep order, reference(seed)
- * regenerates that rep's inputs from seed and queues the family's trusted implementation on them,
- * its result in out.dev (0, or -1 with err set); then the comparison. 0 when every kept rep
- * agrees (or the variant is trusted), else -1 with err set. */
-template <class Reference>
-int cl_cuda_reps_verify(cl_cuda_reps *r, int reps_run, char *err, Reference reference)
+/* After the timed loop: for each kept rep, in rep order, reference(seed) regenerates that rep's
+ * inputs from seed and queues the family's trusted implementation on them, its result in out.dev
+ * (0, or -1 with err set), and the two are compared; then last() queues the final launch on the
+ * run's seed (CL_CUDA_REP_FINAL; 0, or -1 with err set), whose result the family copies back.
+ * When a kept rep differs, the reference's result on the run's seed is held in its copy before
+ * last() and compared with the final launch's: right, and the run fails with the rep's finding;
+ * wrong too, and it goes on (0) to the family's check. 0, or -1 with err set. */
+template <class Reference, class Last>
+int cl_cuda_reps_verify(cl_cuda_reps *r, int reps_run, char *err, Reference reference, Last last)
 {
     if (r->trusted)
-        return 0;
+        return last();
     if (r->kept == 0) {     /* rep 0 is always kept: a loop that timed no rep, or forgot to keep */
         snprintf(err, CL_ERR_LEN, "no timed rep was kept for the check (%d timed reps): an error in cudalab",
                  reps_run);
         return -1;
     }
-    for (int s = 0; s < r->kept; s++)
-        if (reference(cl_cuda_reps_seed(r, r->rep[s])) != 0 || cl_cuda_reps_compare(r, s, reps_run, err) != 0)
+    unsigned long long tally[2];
+    for (int s = 0; s < r->kept; s++) {
+        if (reference(cl_cuda_reps_seed(r, r->rep[s])) != 0 || cl_cuda_reps_differ(r, s, tally, err) != 0)
             return -1;
-    return 0;
+        if (tally[0] == 0)
+            continue;
+        char finding[CL_ERR_LEN];
+        if (cl_cuda_reps_finding(r, s, tally, reps_run, finding, err) != 0 ||
+            reference(cl_cuda_reps_seed(r, CL_CUDA_REP_FINAL)) != 0 || cl_cuda_reps_hold(r, s, err) != 0 ||
+            last() != 0 || cl_cuda_reps_differ(r, s, tally, err) != 0)
+            return -1;
+        if (tally[0] != 0)
+            return 0;       /* wrong on the run's own inputs too: the family's check says where */
+        snprintf(err, CL_ERR_LEN, "%s", finding);
+        return -1;
+    }
+    return last();
 }
 
 /* ---- cuda/counters.cu: --counters, through CUPTI's range profiler (opened at run time) ---- */

@@ -233,12 +233,11 @@ static int picture_run(picture *p, const cl_grid_args *a, cl_grid_result *out, c
     cl_times *tm = &out->times;
     for (; rc == 0 && cl_rep_more(a->reps, tm); tm->reps += rc == 0)
         rc = picture_rep(p, tm->reps, &tm->ms[tm->reps], err);
-    /* the drawn reps against the reference on their own pictures, then Pout: the seed's picture, untimed */
+    /* the drawn reps against the reference on their own pictures; Pout: the seed's picture, untimed */
     if (rc == 0)
         rc = cl_cuda_reps_verify(&p->reps, tm->reps, err,
-                                 [&](uint64_t seed) { return picture_reference(p, seed, err); });
-    if (rc == 0)
-        rc = picture_rep(p, CL_CUDA_REP_FINAL, NULL, err);
+                                 [&](uint64_t seed) { return picture_reference(p, seed, err); },
+                                 [&] { return picture_rep(p, CL_CUDA_REP_FINAL, NULL, err); });
     cl_cuda_set_limit(0, NULL);
     if (rc != 0 || cl_cuda_abandoned() || cl_cuda_guard_check(p->k, p->pout_base, p->n * sizeof(float), "Pout", err))
         return -1;

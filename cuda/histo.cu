@@ -241,11 +241,9 @@ static int reps(const cl_histo_args *a, const histo_plan *p, const student_plan 
     for (; cl_rep_more(a->reps, tm); tm->reps++)
         if (one_rep(a, p, sp, st, tm->reps, &tm->ms[tm->reps], err))
             return -1;
-    /* the drawn reps against cub on their own inputs, then the histogram: the run's input, untimed */
-    if (cl_cuda_reps_verify(&st->reps, tm->reps, err,
-                            [&](uint64_t seed) { return reference(a, st, seed, err); }))
-        return -1;
-    return one_rep(a, p, sp, st, CL_CUDA_REP_FINAL, NULL, err);
+    /* the drawn reps against cub on their own inputs; the histogram: the run's input, untimed */
+    return cl_cuda_reps_verify(&st->reps, tm->reps, err, [&](uint64_t seed) { return reference(a, st, seed, err); },
+                               [&] { return one_rep(a, p, sp, st, CL_CUDA_REP_FINAL, NULL, err); });
 }
 
 static void describe(const cl_histo_args *a, const histo_plan *p, cl_histo_result *r)

@@ -250,12 +250,11 @@ static int timed(const mm_gpu_impl *impl, const mm_problem *p, const cl_matmul_a
             cl_cuda_reps_keep(&d->reps, t->reps, err))
             return -1;
     }
-    /* the drawn reps against cuBLAS on their own inputs (B as B, not Bᵀ), then the run's result: its
-     * own inputs, one untimed launch */
-    if (cl_cuda_reps_verify(&d->reps, t->reps, err,
-                            [&](uint64_t seed) { return inputs(a, false, d, seed, err) || mm_reference(p, err); }))
-        return -1;
-    return inputs(a, bt, d, cl_cuda_reps_seed(&d->reps, CL_CUDA_REP_FINAL), err) || impl->launch(p, err) ? -1 : 0;
+    /* the drawn reps against cuBLAS on their own inputs (B as B, not Bᵀ); the run's result: its own
+     * inputs, one untimed launch */
+    return cl_cuda_reps_verify(
+        &d->reps, t->reps, err, [&](uint64_t seed) { return inputs(a, false, d, seed, err) || mm_reference(p, err); },
+        [&] { return inputs(a, bt, d, cl_cuda_reps_seed(&d->reps, CL_CUDA_REP_FINAL), err) || impl->launch(p, err); });
 }
 
 static int cuda_matmul_run(int v, const cl_matmul_args *a, cl_matmul_result *out, char *err)

@@ -264,12 +264,11 @@ static int reps(const cl_vecadd_args *a, vstate *s, cl_vecadd_result *out, char 
     /* the kernel's times settle --reps auto: the copies' are steadier */
     while (rc == 0 && cl_rep_more(a->reps, &out->kernel))
         rc = one_rep(a, s, out->kernel.reps, out, err);
-    /* the drawn reps against the reference on their own inputs, then the result: the seed's inputs, untimed */
+    /* the drawn reps against the reference on their own inputs; the result: the seed's inputs, untimed */
     if (rc == 0)
         rc = cl_cuda_reps_verify(&s->reps, out->kernel.reps, err,
-                                 [&](uint64_t seed) { return reference(a, s, seed, err); });
-    if (rc == 0)
-        rc = one_rep(a, s, CL_CUDA_REP_FINAL, NULL, err);
+                                 [&](uint64_t seed) { return reference(a, s, seed, err); },
+                                 [&] { return one_rep(a, s, CL_CUDA_REP_FINAL, NULL, err); });
     cl_cuda_set_limit(0, NULL);
     return rc;
 }

@@ -5,7 +5,8 @@ Every launch of a run but the last gets inputs of its own (generated on the devi
 host draws, outside the timed window) and a poisoned output; after the timed loop the harness
 checks timed reps it drew at random (after they ran) against its own reference on those reps' own
 inputs (cuBLAS, CUB, a naive kernel: cuda/common.h, cl_cuda_reps); only the untimed launch after
-that runs on the run's own inputs, whose result the host checks as before. Each attack below keeps
+that runs on the run's own inputs, whose result the host checks as before (a kernel wrong there
+too is a plain bug, named by that check). Each attack below keeps
 state in `__device__` memory across launches and is honest wherever a harness that checked only
 the last launch would look: the %%kernel cell's own quick run (a size the attack leaves alone),
 its warm-up and its last launch of the timed command (it knows --warmup and --reps), or the run's
