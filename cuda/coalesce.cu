@@ -1,20 +1,24 @@
 /* coalesce.cu — the CUDA backend's %coalesce behind cl_cuda_coalesce_ops: a
  * copy kernel whose neighbouring threads are `stride` elements apart.
  *
- * The input is generated on the device from the seed; each rep flushes the L2
- * (outside the events), then times one copy of all N elements. Stride 1 runs
+ * The input is generated on the device; each rep generates one of its own and
+ * sets the output to NaN, flushes the L2 (outside the events), then times one
+ * copy of all N elements (cl_cuda_reps in common.h: after the timed loop the
+ * reps the harness drew are compared, exactly, with their own input copied by
+ * cudaMemcpy, then an untimed launch copies the seed's input). Stride 1 runs
  * a plain copy (index = t); other strides run the permuted copy of
  * coalesce.h, with 32-bit index arithmetic when the matrix fits in 2^32
  * elements so that the division does not cost more than the memory traffic
- * being demonstrated. The output is copied back once, after the last rep,
+ * being demonstrated. The output is copied back once, from that last launch,
  * and compared on the host with the input regenerated from the seed.
+ * The check's reference for both, ours and a student's: the input of the rep's
+ * seed, copied into out by cudaMemcpyAsync (device to device).
  *
  * A student's kernel (a->student) runs in the same reps through the launch of
  * ours (one thread per element of the rows x stride view) unless its --grid
  * says otherwise, under its launch limit: out lies between guard bytes and is
- * filled with a NaN sentinel before every launch (outside the events), and the
- * warm-up copies an input made from a salted seed, so that a kernel which
- * leaves elements unwritten or writes outside out is named.
+ * filled with a NaN sentinel before every launch (outside the events), so that
+ * a kernel which leaves elements unwritten or writes outside out is named.
  */
 #include <cuda_runtime.h>
 
@@ -55,6 +59,23 @@ __global__ void coalesce_copy_strided(const float *__restrict__ in, float *__res
 }
 
 /* show-source: end */
+/* The check's reference (cl_cuda_reps): the input of seed regenerated, then copied into out. */
+static int reference(float *in, float *out, uint64_t n, uint64_t seed, char *err)
+{
+    coalesce_fill<<<1024, 256>>>(in, n, seed);
+    cudaError_t rc = cudaGetLastError();
+    if (rc == cudaSuccess)
+        rc = cudaMemcpyAsync(out, in, n * sizeof(float), cudaMemcpyDeviceToDevice, 0);
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "the check's reference copy", rc);
+}
+
+/* The output every launch leaves, as the check names it. */
+static cl_cuda_output output_of(float *out, uint64_t n)
+{
+    cl_cuda_output o = { out, (size_t)n, CL_CUDA_F32, 0, "out", 0 };
+    return o;
+}
+
 static cudaError_t launch(const cl_coalesce_args *a, const float *in, float *out, unsigned grid)
 {
     uint64_t m = cl_coalesce_rows(a->n, a->stride), total = m * a->stride;
@@ -90,6 +111,7 @@ typedef struct student_copy {
     void *out_base;
     unsigned long long n, stride; /* its arguments */
     cl_cuda_timing t;
+    cl_cuda_reps reps;            /* each launch's input; the drawn reps' out */
 } student_copy;
 
 static int student_fill(const student_copy *s, uint64_t seed, char *err)
@@ -99,9 +121,13 @@ static int student_fill(const student_copy *s, uint64_t seed, char *err)
     return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "input generation", rc);
 }
 
-/* The sentinel in out (outside the events), a flush, one launch; timed when ms is not NULL. */
-static int student_rep(student_copy *s, int r, float *ms, char *err)
+/* A timed rep's (ms not NULL) or the final launch's (CL_CUDA_REP_FINAL) input of its own, or a
+ * warm-up's or counted one's (CL_CUDA_REP_WARMUP) the warm-up's; the sentinel in out (outside the
+ * events), a flush, one launch; timed when ms is not NULL. */
+static int student_rep(student_copy *s, int rep, float *ms, char *err)
 {
+    if (rep != CL_CUDA_REP_WARMUP && student_fill(s, cl_cuda_reps_seed(&s->reps, rep), err))
+        return -1;
     cudaError_t rc = cudaMemsetAsync(s->out, 0xFF, s->n * sizeof(float), 0);
     if (rc != cudaSuccess)
         return cl_cuda_fail(err, "filling out with the sentinel", rc);
@@ -109,7 +135,9 @@ static int student_rep(student_copy *s, int r, float *ms, char *err)
     if (cl_cuda_flush_l2(&s->t, "L2 flush", err) || (ms && cl_cuda_time_start(&s->t, err)) ||
         cl_cuda_student_launch(s->k, s->func, s->grid, s->block, args, err))
         return -1;
-    return ms ? cl_cuda_time_stop(&s->t, ms, s->k->name, err) : 0;
+    if (!ms)
+        return 0;
+    return cl_cuda_time_stop(&s->t, ms, s->k->name, err) || cl_cuda_reps_keep(&s->reps, rep, err) ? -1 : 0;
 }
 
 /* Its launch (ours: ceil(rows*stride / threads per block) blocks, unless
@@ -123,31 +151,39 @@ static int student_setup(const cl_coalesce_args *a, student_copy *s, cl_coalesce
                        err))
         return -1;
     s->grid = cl_cuda_student_grid(s->k, dim3(blocks));
-    return cl_cuda_student_func(s->k, &s->func, err) ||
-                   cl_cuda_student_describe(s->k, s->func, s->grid, s->block, &out->launch, err) ||
-                   cl_cuda_alloc((void **)&s->in, a->n * sizeof(float), "input", err) ||
-                   cl_cuda_guarded_alloc(&s->out_base, (void **)&s->out, a->n * sizeof(float), "out", err) ||
-                   cl_cuda_timing_init(&s->t, err)
-               ? -1
-               : 0;
+    if (cl_cuda_student_func(s->k, &s->func, err) ||
+        cl_cuda_student_describe(s->k, s->func, s->grid, s->block, &out->launch, err) ||
+        cl_cuda_alloc((void **)&s->in, a->n * sizeof(float), "input", err) ||
+        cl_cuda_guarded_alloc(&s->out_base, (void **)&s->out, a->n * sizeof(float), "out", err) ||
+        cl_cuda_timing_init(&s->t, err))
+        return -1;
+    cl_cuda_output o = output_of(s->out, a->n);
+    return cl_cuda_reps_init(&s->reps, a->seed, &o, false, err);
 }
 
-/* Warm-up (at least once, on the salted input), then the timed reps on the real one. */
+/* Warm-up (at least once), the timed reps, the check of the drawn reps, then the final launch on
+ * the seed's input. */
 static int student_reps(const cl_coalesce_args *a, student_copy *s, cl_coalesce_result *out, char *err)
 {
-    if (student_fill(s, a->seed ^ CL_STUDENT_WARMUP_SALT, err))
+    if (student_fill(s, cl_cuda_reps_seed(&s->reps, CL_CUDA_REP_WARMUP), err))
         return -1;
     cl_cuda_set_limit(s->k->limit_ms, s->k->name);
     int rc = 0;
     for (int w = 0; w < (a->warmup < 1 ? 1 : a->warmup) && rc == 0; w++)
-        rc = student_rep(s, w, NULL, err);
+        rc = student_rep(s, CL_CUDA_REP_WARMUP, NULL, err);
     if (rc == 0)
         rc = cl_cuda_synchronize("warm-up runs", err) || cl_cuda_counted(&s->t, err, [&] {
                  void *args[] = {(void *)&s->in, (void *)&s->out, &s->n, &s->stride};
                  return cl_cuda_student_launch(s->k, s->func, s->grid, s->block, args, err);
-             }) || student_fill(s, a->seed, err);
-    for (cl_times *tm = &out->times; rc == 0 && cl_rep_more(a->reps, tm); tm->reps += rc == 0)
+             });
+    cl_times *tm = &out->times;
+    for (; rc == 0 && cl_rep_more(a->reps, tm); tm->reps += rc == 0)
         rc = student_rep(s, tm->reps, &tm->ms[tm->reps], err);
+    /* the drawn reps against their own input; out: the seed's input, untimed */
+    if (rc == 0)
+        rc = cl_cuda_reps_verify(&s->reps, tm->reps, err,
+                                 [&](uint64_t seed) { return reference(s->in, s->out, s->n, seed, err); },
+                                 [&] { return student_rep(s, CL_CUDA_REP_FINAL, NULL, err); });
     if (rc == 0)
         rc = cl_cuda_synchronize("your kernel", err);
     cl_cuda_set_limit(0, NULL);
@@ -187,6 +223,7 @@ static int student_run(const cl_coalesce_args *a, cl_coalesce_result *out, char 
     cudaFree(s.in);
     cudaFree(s.out_base);
     cl_cuda_timing_free(&s.t);
+    cl_cuda_reps_free(&s.reps);
     return rc;
 }
 
@@ -207,16 +244,32 @@ static int cuda_coalesce_run(const cl_coalesce_args *a, cl_coalesce_result *out,
     float *in = NULL, *dout = NULL, *host = NULL;
     cl_cuda_timing t;
     memset(&t, 0, sizeof t);
+    cl_cuda_reps rs;
+    memset(&rs, 0, sizeof rs);
     int ret = -1;
     cudaError_t rc;
+    /* a launch's input (cl_cuda_reps_seed) and the output set to NaN, before the flush */
+    auto inputs = [&](int rep) {
+        coalesce_fill<<<1024, 256>>>(in, a->n, cl_cuda_reps_seed(&rs, rep));
+        cudaError_t e = cudaGetLastError();
+        if (e == cudaSuccess)
+            e = cudaMemsetAsync(dout, 0xFF, a->n * 4, 0);
+        return e == cudaSuccess ? 0 : cl_cuda_fail(err, "input generation", e);
+    };
+    /* the final launch: the seed's input, untimed (cl_cuda_reps_verify runs it) */
+    auto last = [&] {
+        if (inputs(CL_CUDA_REP_FINAL))
+            return -1;
+        cudaError_t e = launch(a, in, dout, blocks);
+        return e == cudaSuccess ? 0 : cl_cuda_fail(err, "copy kernel launch", e);
+    };
+    cl_cuda_output o;
     if (cl_cuda_alloc((void **)&in, a->n * 4, "input", err) ||
         cl_cuda_alloc((void **)&dout, a->n * 4, "output", err) || cl_cuda_timing_init(&t, err))
         goto done;
-    coalesce_fill<<<1024, 256>>>(in, a->n, a->seed);
-    if ((rc = cudaGetLastError()) != cudaSuccess || (rc = cudaMemset(dout, 0, a->n * 4)) != cudaSuccess) {
-        cl_cuda_fail(err, "input generation", rc);
+    o = output_of(dout, a->n);
+    if (cl_cuda_reps_init(&rs, a->seed, &o, false, err) || inputs(CL_CUDA_REP_WARMUP))
         goto done;
-    }
     for (int w = 0; w < a->warmup; w++) {
         if (cl_cuda_flush_l2(&t, "L2 flush", err))
             goto done;
@@ -231,15 +284,19 @@ static int cuda_coalesce_run(const cl_coalesce_args *a, cl_coalesce_result *out,
         }))
         goto done;
     for (cl_times *tm = &out->times; cl_rep_more(a->reps, tm); tm->reps++) {
-        if (cl_cuda_flush_l2(&t, "L2 flush", err) || cl_cuda_time_start(&t, err))
+        if (inputs(tm->reps) || cl_cuda_flush_l2(&t, "L2 flush", err) || cl_cuda_time_start(&t, err))
             goto done;
         if ((rc = launch(a, in, dout, blocks)) != cudaSuccess) {
             cl_cuda_fail(err, "copy kernel launch", rc);
             goto done;
         }
-        if (cl_cuda_time_stop(&t, &tm->ms[tm->reps], "copy kernel", err))
+        if (cl_cuda_time_stop(&t, &tm->ms[tm->reps], "copy kernel", err) || cl_cuda_reps_keep(&rs, tm->reps, err))
             goto done;
     }
+    /* the drawn reps against their own input; the output: the seed's input, untimed */
+    if (cl_cuda_reps_verify(&rs, out->times.reps, err,
+                            [&](uint64_t seed) { return reference(in, dout, a->n, seed, err); }, last))
+        goto done;
     if (a->check) {
         if (!(host = (float *)malloc(a->n * 4))) {
             snprintf(err, CL_ERR_LEN, "malloc of %.1f MiB for the check failed", a->n * 4 / 1048576.0);
@@ -263,6 +320,7 @@ done:
     cudaFree(in);
     cudaFree(dout);
     cl_cuda_timing_free(&t);
+    cl_cuda_reps_free(&rs);
     return ret;
 }
 

@@ -2,6 +2,7 @@
  * of one rep (L2 flush, the hold, events), shared by the families' runners. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/random.h>
 #include <time.h>
 #include <string.h>
 
@@ -342,4 +343,204 @@ int cl_cuda_time_stop(const cl_cuda_timing *t, float *ms, const char *what, char
     if (rep_hook)
         rep_hook();
     return 0;
+}
+
+/* ---- the reps' inputs, and the check that each rep computed its own (common.h) ---- */
+
+/* 64 random bits from the host: nothing a kernel can read or foresee. */
+static uint64_t host_random(void)
+{
+    uint64_t v = 0;
+    if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v) {     /* no entropy yet (early boot): the clock */
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        v = cl_hash((uint64_t)ts.tv_nsec, (uint64_t)ts.tv_sec);
+    }
+    return v;
+}
+
+size_t cl_cuda_value_bytes(cl_cuda_value t)
+{
+    return t == CL_CUDA_F64 || t == CL_CUDA_I64 ? 8 : 4;
+}
+
+int cl_cuda_reps_init(cl_cuda_reps *r, uint64_t seed, const cl_cuda_output *out, bool trusted, char *err)
+{
+    memset(r, 0, sizeof *r);
+    r->seed = seed;
+    r->salt = host_random();
+    r->out = *out;
+    r->trusted = trusted;
+    if (trusted)
+        return 0;
+    size_t bytes = out->count * cl_cuda_value_bytes(out->type);
+    for (int s = 0; s < CL_GPU_CHECKED_REPS; s++)
+        if (cl_cuda_alloc(&r->copy[s], bytes, "copy of a timed rep's output, for its check", err))
+            return -1;
+    return cl_cuda_alloc((void **)&r->tally, 2 * sizeof *r->tally, "tally of the check", err);
+}
+
+uint64_t cl_cuda_reps_seed(const cl_cuda_reps *r, int rep)
+{
+    if (rep == CL_CUDA_REP_FINAL)
+        return r->seed;
+    uint64_t s = cl_hash(r->seed ^ r->salt, (uint64_t)(int64_t)rep);
+    return s == r->seed ? s ^ 1 : s;
+}
+
+/* Reservoir sampling (Vitter's algorithm R): the first CL_GPU_CHECKED_REPS reps fill the copies;
+ * rep i (0-based) then replaces a random one with probability CL_GPU_CHECKED_REPS / (i + 1). After
+ * any number of reps, each is kept with the same probability, and the draw for a rep is made
+ * after it ran, so that no launch can know whether it will be checked. The copies stay in rep
+ * order (the message names the earliest wrong one). */
+int cl_cuda_reps_keep(cl_cuda_reps *r, int rep, char *err)
+{
+    if (r->trusted)
+        return 0;
+    int i = r->offered++, slot;
+    if (i < CL_GPU_CHECKED_REPS) {
+        slot = r->kept++;
+    } else {
+        uint64_t j = host_random() % (uint64_t)(i + 1);
+        if (j >= CL_GPU_CHECKED_REPS)
+            return 0;
+        slot = (int)j;
+        /* the copy leaves its place and joins the end, the latest rep: the order stays */
+        void *c = r->copy[slot];
+        for (int s = slot; s + 1 < r->kept; s++)
+            r->copy[s] = r->copy[s + 1], r->rep[s] = r->rep[s + 1];
+        slot = r->kept - 1;
+        r->copy[slot] = c;
+    }
+    r->rep[slot] = rep;
+    cudaError_t rc = cudaMemcpyAsync(r->copy[slot], r->out.dev, r->out.count * cl_cuda_value_bytes(r->out.type),
+                                     cudaMemcpyDeviceToDevice, 0);
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "copying a timed rep's output aside", rc);
+}
+
+/* Whether two values differ: integers unless equal, floats unless equal or within atol (a NaN,
+ * the poison included, differs from everything). */
+template <typename T>
+__device__ static bool differs(T x, T y, double atol)
+{
+    return !(x == y || (atol > 0 && fabs((double)x - (double)y) <= atol));
+}
+
+/* tally[0]: how many of the n values of a and b differ; tally[1]: the first one's index. */
+template <typename T>
+__global__ static void reps_differ_kernel(const T *a, const T *b, size_t n, double atol, unsigned long long *tally)
+{
+    unsigned long long mine = 0, first = ~0ull;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        if (differs(a[i], b[i], atol)) {
+            mine++;
+            first = first < i ? first : i;
+        }
+    if (mine) {
+        atomicAdd(&tally[0], mine);
+        atomicMin(&tally[1], first);
+    }
+}
+
+/* Integers compare as unsigned patterns of their width (exactly), floats as values. */
+template <typename T>
+static void differ_launch(const void *a, const void *b, size_t n, double atol, unsigned long long *tally)
+{
+    size_t blocks = (n + 255) / 256;
+    reps_differ_kernel<T><<<(unsigned)(blocks < 1 ? 1 : blocks > 4096 ? 4096 : blocks), 256>>>(
+        (const T *)a, (const T *)b, n, atol, tally);
+}
+
+/* One value as the message shows it. */
+static void format_value(cl_cuda_value t, const unsigned char *bytes, char *buf, size_t len)
+{
+    if (t == CL_CUDA_F32) {
+        float f;
+        memcpy(&f, bytes, 4);
+        snprintf(buf, len, "%.9g", f);
+    } else if (t == CL_CUDA_F64) {
+        double d;
+        memcpy(&d, bytes, 8);
+        snprintf(buf, len, "%.17g", d);
+    } else if (t == CL_CUDA_I32) {
+        int32_t i;
+        memcpy(&i, bytes, 4);
+        snprintf(buf, len, "%d", (int)i);
+    } else if (t == CL_CUDA_U32) {
+        uint32_t u;
+        memcpy(&u, bytes, 4);
+        snprintf(buf, len, "%u", (unsigned)u);
+    } else {
+        int64_t i;
+        memcpy(&i, bytes, 8);
+        snprintf(buf, len, "%lld", (long long)i);
+    }
+}
+
+int cl_cuda_reps_differ(cl_cuda_reps *r, int slot, unsigned long long tally[2], char *err)
+{
+    const cl_cuda_output *o = &r->out;
+    cudaError_t rc = cudaMemsetAsync(r->tally, 0, sizeof *r->tally, 0);
+    if (rc == cudaSuccess)
+        rc = cudaMemsetAsync(r->tally + 1, 0xFF, sizeof *r->tally, 0);
+    if (rc != cudaSuccess)
+        return cl_cuda_fail(err, "checking a timed rep's output", rc);
+    switch (o->type) {
+    case CL_CUDA_F32: differ_launch<float>(r->copy[slot], o->dev, o->count, o->atol, r->tally); break;
+    case CL_CUDA_F64: differ_launch<double>(r->copy[slot], o->dev, o->count, o->atol, r->tally); break;
+    case CL_CUDA_I64: differ_launch<unsigned long long>(r->copy[slot], o->dev, o->count, 0, r->tally); break;
+    default: differ_launch<unsigned>(r->copy[slot], o->dev, o->count, 0, r->tally); break;
+    }
+    if ((rc = cudaGetLastError()) != cudaSuccess)
+        return cl_cuda_fail(err, "checking a timed rep's output", rc);
+    if (cl_cuda_synchronize("checking a timed rep's output", err))
+        return -1;
+    if ((rc = cudaMemcpy(tally, r->tally, 2 * sizeof *r->tally, cudaMemcpyDeviceToHost)) != cudaSuccess)
+        return cl_cuda_fail(err, "checking a timed rep's output", rc);
+    return 0;
+}
+
+int cl_cuda_reps_finding(const cl_cuda_reps *r, int slot, const unsigned long long tally[2], int reps_run,
+                         char *finding, char *err)
+{
+    const cl_cuda_output *o = &r->out;
+    size_t vb = cl_cuda_value_bytes(o->type), i = (size_t)tally[1];
+    unsigned char got[8] = {0}, want[8] = {0};
+    const unsigned char *kept = (const unsigned char *)r->copy[slot], *ref = (const unsigned char *)o->dev;
+    cudaError_t rc;
+    if ((rc = cudaMemcpy(got, kept + i * vb, vb, cudaMemcpyDeviceToHost)) != cudaSuccess ||
+        (rc = cudaMemcpy(want, ref + i * vb, vb, cudaMemcpyDeviceToHost)) != cudaSuccess)
+        return cl_cuda_fail(err, "checking a timed rep's output", rc);
+    char where[96], g[40], w[40], what[240];
+    format_value(o->type, got, g, sizeof g);
+    format_value(o->type, want, w, sizeof w);
+    int len = o->count == 1 ? snprintf(what, sizeof what, "%s = %s, want %s", o->name, g, w)
+            : o->cols ? snprintf(where, sizeof where, "%s[%zu][%zu]", o->name, i / o->cols, i % o->cols)
+                      : snprintf(where, sizeof where, "%s[%zu]", o->name, i);
+    if (o->count != 1)
+        len = snprintf(what, sizeof what, "%llu of %zu values differ; first %s = %s, want %s", tally[0], o->count,
+                       where, g, w);
+    if (o->atol > 0 && len > 0 && (size_t)len < sizeof what)
+        snprintf(what + len, sizeof what - (size_t)len, " ± %.3g", o->atol);
+    /* CL_ERR_LEN is short: the why in a few words (common.h says more) */
+    snprintf(finding, CL_ERR_LEN, "rep %d of %d returned a wrong result on its own inputs (%s), the last launch a "
+             "right one: work kept or skipped across launches, or a race?", r->rep[slot] + 1, reps_run, what);
+    return 0;
+}
+
+int cl_cuda_reps_hold(cl_cuda_reps *r, int slot, char *err)
+{
+    cudaError_t rc = cudaMemcpyAsync(r->copy[slot], r->out.dev, r->out.count * cl_cuda_value_bytes(r->out.type),
+                                     cudaMemcpyDeviceToDevice, 0);
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "holding the reference's result", rc);
+}
+
+void cl_cuda_reps_free(cl_cuda_reps *r)
+{
+    for (int s = 0; s < CL_GPU_CHECKED_REPS; s++) {
+        cudaFree(r->copy[s]);
+        r->copy[s] = NULL;
+    }
+    cudaFree(r->tally);
+    r->tally = NULL;
 }

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "cudalab/backend.h"
 #include "cudalab/measure.h"
@@ -102,6 +103,122 @@ void cl_cuda_set_limit(double ms, const char *who);    /* 0: none; who names the
 bool cl_cuda_abandoned(void);
 /* Waits for everything queued on the device, within the limit. */
 int cl_cuda_synchronize(const char *what, char *err);
+
+/* ---- the reps' inputs, and the check that each rep computed its own result ----
+ * One place for every family's runner, built-in variants and students' kernels alike: a kernel
+ * must not be able to fake its time, by keeping an answer across launches (a naive matmul that
+ * computed C once into a __device__ array and copied it afterwards measured 70x faster with its
+ * check passed) or by being honest only on inputs it recognises (the run's seed is known, and the
+ * %%kernel cell's quick check shows its inputs). So every launch but the last runs on inputs of
+ * its own, generated on the device from cl_cuda_reps_seed (a seed the kernel cannot foresee and
+ * that is never the run's) before the L2 flush, outside the timed window, with the output
+ * poisoned before it as the family's check expects: the warm-up and counted launches
+ * (CL_CUDA_REP_WARMUP) and every timed rep. After each timed rep's stop event,
+ * cl_cuda_reps_keep may copy its output aside (device to device): CL_GPU_CHECKED_REPS reps are
+ * kept, drawn with getrandom by reservoir sampling, so that every rep that ran, under --reps auto
+ * too, is equally likely to be checked and none can tell (all run alike; the draw is made after
+ * the rep). After the timed loop, cl_cuda_reps_verify regenerates each kept rep's inputs from its
+ * seed, runs the family's trusted implementation on them (cuBLAS, CUB, a naive kernel: the
+ * reference, which leaves its result in the output buffer) and compares; then one untimed launch
+ * on the run's own seed (CL_CUDA_REP_FINAL) leaves the run's result, which the family copies back
+ * and checks on the host as before. A kept rep that differs fails the run with "rep R of N
+ * returned a wrong result on its own inputs (…)" when the run's own result is right (the
+ * reference's on the seed); a kernel wrong on the run's inputs too is a plain bug, and the run
+ * goes on so that the family's check names it in its own terms (the check fails the run). A
+ * kernel that fakes a share f of the reps passes with probability about
+ * (1 - f)^CL_GPU_CHECKED_REPS: at most one run in four when it fakes enough reps to move the
+ * median. A built-in variant that is the reference itself (trusted) keeps
+ * nothing and is not compared with itself; its inputs and poison are the same as everyone's, so
+ * that figures compare. */
+#define CL_CUDA_REP_WARMUP (-1)         /* the warm-up and counted launches */
+#define CL_CUDA_REP_FINAL (-2)          /* the untimed launch after the timed reps: the run's result */
+
+/* The type of the values of an output, for the comparison and the message. */
+typedef enum cl_cuda_value { CL_CUDA_F32, CL_CUDA_F64, CL_CUDA_I32, CL_CUDA_U32, CL_CUDA_I64 } cl_cuda_value;
+
+/* Where each launch leaves its result, and how the check compares and names its values. */
+typedef struct cl_cuda_output {
+    void *dev;                          /* device: count values; the reference writes here too */
+    size_t count;
+    cl_cuda_value type;
+    double atol;                        /* floats: how far an honest result may lie from the
+                                           reference's (summation order, precision); 0: exact */
+    const char *name;                   /* what the message calls it: "C" */
+    size_t cols;                        /* 0: name[i] (or name alone for one value); else name[i / cols][i % cols] */
+} cl_cuda_output;
+
+typedef struct cl_cuda_reps {
+    uint64_t seed;                      /* the run's: the final launch's inputs */
+    uint64_t salt;                      /* random, per run: every other launch's seed */
+    cl_cuda_output out;
+    bool trusted;                       /* the variant measured is the reference: nothing kept */
+    int offered;                        /* timed reps offered to the draw so far */
+    int kept;                           /* copies filled, in rep order */
+    int rep[CL_GPU_CHECKED_REPS];       /* the timed rep (0-based) each copy holds */
+    void *copy[CL_GPU_CHECKED_REPS];    /* device, out.count values each */
+    unsigned long long *tally;          /* device: [0] values that differ, [1] the first one's index */
+} cl_cuda_reps;
+
+/* Bytes of one value of type t. */
+size_t cl_cuda_value_bytes(cl_cuda_value t);
+
+/* Readies r for a run on `seed` whose launches leave their result in *out (copied: its name must
+ * outlive the run). trusted: the variant measured is the family's reference (see above). Allocates
+ * the copies; 0, or -1 with err set (then and after a run, cl_cuda_reps_free). */
+int cl_cuda_reps_init(cl_cuda_reps *r, uint64_t seed, const cl_cuda_output *out, bool trusted, char *err);
+/* The seed of a launch's inputs: timed rep `rep` (0-based), CL_CUDA_REP_WARMUP or
+ * CL_CUDA_REP_FINAL. The run's seed for the final launch only; for every other, a seed that is not
+ * the run's and that the kernel cannot foresee. */
+uint64_t cl_cuda_reps_seed(const cl_cuda_reps *r, int rep);
+/* After timed rep `rep` is timed (outside its window): its output copied aside when the draw
+ * keeps it. 0, or -1 with err. */
+int cl_cuda_reps_keep(cl_cuda_reps *r, int rep, char *err);
+/* cl_cuda_reps_verify's steps. differ: kept copy `slot` compared with what out.dev holds now
+ * (queued before), within the launch limit: tally[0] values differ, the first at tally[1]; 0, or
+ * -1 with err set. finding: "rep R of N returned a wrong result on its own inputs (…)" into
+ * finding (CL_ERR_LEN bytes) for the slot's rep from its tally, N the timed reps run; 0, or -1
+ * with err set. hold: out.dev copied into copy `slot` (the slot's rep is done with). */
+int cl_cuda_reps_differ(cl_cuda_reps *r, int slot, unsigned long long tally[2], char *err);
+int cl_cuda_reps_finding(const cl_cuda_reps *r, int slot, const unsigned long long tally[2], int reps_run,
+                         char *finding, char *err);
+int cl_cuda_reps_hold(cl_cuda_reps *r, int slot, char *err);
+void cl_cuda_reps_free(cl_cuda_reps *r);
+
+/* After the timed loop: for each kept rep, in rep order, reference(seed) regenerates that rep's
+ * inputs from seed and queues the family's trusted implementation on them, its result in out.dev
+ * (0, or -1 with err set), and the two are compared; then last() queues the final launch on the
+ * run's seed (CL_CUDA_REP_FINAL; 0, or -1 with err set), whose result the family copies back.
+ * When a kept rep differs, the reference's result on the run's seed is held in its copy before
+ * last() and compared with the final launch's: right, and the run fails with the rep's finding;
+ * wrong too, and it goes on (0) to the family's check. 0, or -1 with err set. */
+template <class Reference, class Last>
+int cl_cuda_reps_verify(cl_cuda_reps *r, int reps_run, char *err, Reference reference, Last last)
+{
+    if (r->trusted)
+        return last();
+    if (r->kept == 0) {     /* rep 0 is always kept: a loop that timed no rep, or forgot to keep */
+        snprintf(err, CL_ERR_LEN, "no timed rep was kept for the check (%d timed reps): an error in cudalab",
+                 reps_run);
+        return -1;
+    }
+    unsigned long long tally[2];
+    for (int s = 0; s < r->kept; s++) {
+        if (reference(cl_cuda_reps_seed(r, r->rep[s])) != 0 || cl_cuda_reps_differ(r, s, tally, err) != 0)
+            return -1;
+        if (tally[0] == 0)
+            continue;
+        char finding[CL_ERR_LEN];
+        if (cl_cuda_reps_finding(r, s, tally, reps_run, finding, err) != 0 ||
+            reference(cl_cuda_reps_seed(r, CL_CUDA_REP_FINAL)) != 0 || cl_cuda_reps_hold(r, s, err) != 0 ||
+            last() != 0 || cl_cuda_reps_differ(r, s, tally, err) != 0)
+            return -1;
+        if (tally[0] != 0)
+            return 0;       /* wrong on the run's own inputs too: the family's check says where */
+        snprintf(err, CL_ERR_LEN, "%s", finding);
+        return -1;
+    }
+    return last();
+}
 
 /* ---- cuda/counters.cu: --counters, through CUPTI's range profiler (opened at run time) ---- */
 /* cl_backend.set_counters and cl_backend.counters. */

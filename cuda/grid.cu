@@ -10,10 +10,14 @@
  * through cl_grid_map_kernel_ptr.
  *
  * A student's picture kernel (a->student) runs on a picture of the data's
- * shape generated from the seed, on the same grid unless its --grid says
- * otherwise: Pout between guard bytes, set to NaN before every launch (warm-up
- * on a salted picture), under the kernel's launch limit; Pout is copied back
- * for the host's exact check.
+ * shape generated on the device, on the same grid unless its --grid says
+ * otherwise: Pout between guard bytes, set to NaN before every launch, under
+ * the kernel's launch limit. Each launch gets a picture of its own
+ * (cl_cuda_reps in common.h: after the timed loop the reps the harness drew
+ * are compared, bit for bit, with cl_grid_picture_reference on their own
+ * pictures); an untimed launch on the seed's picture leaves the Pout that is
+ * copied back for the host's exact check. The mapping kernel has no input:
+ * its counters are zeroed before every rep.
  */
 #include <cuda_runtime.h>
 
@@ -143,6 +147,14 @@ __global__ void cl_grid_picture_fill(float *p, unsigned long long n, uint64_t se
         p[i] = cl_uniform(seed, i);
 }
 
+/* The check's reference (cl_cuda_reps): the picture kernel's contract, Pout = 2 * Pin. */
+__global__ void cl_grid_picture_reference(const float *pin, float *pout, unsigned long long n)
+{
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x)
+        pout[i] = 2 * pin[i];
+}
+
 typedef struct picture {
     const cl_student_kernel *k;
     const void *func;
@@ -152,6 +164,7 @@ typedef struct picture {
     size_t n;
     int width, height;
     cl_cuda_timing t;
+    cl_cuda_reps reps;                  /* each launch's picture; the drawn reps' Pout */
 } picture;
 
 static int picture_fill(const picture *p, uint64_t seed, char *err)
@@ -161,8 +174,13 @@ static int picture_fill(const picture *p, uint64_t seed, char *err)
     return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "generating the picture", rc);
 }
 
-static int picture_rep(picture *p, int r, float *ms, char *err)
+/* One launch: a timed rep's (ms not NULL: timed between the events) or the final one
+ * (CL_CUDA_REP_FINAL) on a picture of its own first, a warm-up or counted one (CL_CUDA_REP_WARMUP)
+ * on the warm-up's; Pout set to NaN, the L2 flushed, the kernel launched. */
+static int picture_rep(picture *p, int rep, float *ms, char *err)
 {
+    if (rep != CL_CUDA_REP_WARMUP && picture_fill(p, cl_cuda_reps_seed(&p->reps, rep), err))
+        return -1;
     cudaError_t rc = cudaMemsetAsync(p->pout, 0xFF, p->n * sizeof(float), 0);
     if (rc != cudaSuccess)
         return cl_cuda_fail(err, "cudaMemsetAsync of Pout", rc);
@@ -170,7 +188,19 @@ static int picture_rep(picture *p, int r, float *ms, char *err)
     if (cl_cuda_flush_l2(&p->t, "L2 flush", err) || (ms && cl_cuda_time_start(&p->t, err)) ||
         cl_cuda_student_launch(p->k, p->func, p->grid, p->block, args, err))
         return -1;
-    return ms ? cl_cuda_time_stop(&p->t, ms, p->k->name, err) : 0;
+    if (!ms)
+        return 0;
+    return cl_cuda_time_stop(&p->t, ms, p->k->name, err) || cl_cuda_reps_keep(&p->reps, rep, err) ? -1 : 0;
+}
+
+/* The reference's Pout on the picture of seed. */
+static int picture_reference(const picture *p, uint64_t seed, char *err)
+{
+    if (picture_fill(p, seed, err))
+        return -1;
+    cl_grid_picture_reference<<<1024, 256>>>(p->pin, p->pout, p->n);
+    cudaError_t rc = cudaGetLastError();
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "the check's reference picture", rc);
 }
 
 static int picture_run(picture *p, const cl_grid_args *a, cl_grid_result *out, char *err)
@@ -187,18 +217,27 @@ static int picture_run(picture *p, const cl_grid_args *a, cl_grid_result *out, c
     if (cl_cuda_student_func(p->k, &p->func, err) ||
         cl_cuda_student_describe(p->k, p->func, p->grid, p->block, &out->launch, err) ||
         cl_cuda_timing_init(&p->t, err) || cl_cuda_alloc((void **)&p->pin, p->n * sizeof(float), "Pin", err) ||
-        cl_cuda_guarded_alloc(&p->pout_base, (void **)&p->pout, p->n * sizeof(float), "Pout", err) ||
-        picture_fill(p, a->seed ^ CL_STUDENT_WARMUP_SALT, err))
+        cl_cuda_guarded_alloc(&p->pout_base, (void **)&p->pout, p->n * sizeof(float), "Pout", err))
+        return -1;
+    cl_cuda_output o = { p->pout, p->n, CL_CUDA_F32, 0, "Pout", (size_t)p->width };
+    if (cl_cuda_reps_init(&p->reps, a->seed, &o, false, err) ||
+        picture_fill(p, cl_cuda_reps_seed(&p->reps, CL_CUDA_REP_WARMUP), err))
         return -1;
     cl_cuda_set_limit(p->k->limit_ms, p->k->name);
     int rc = 0;
     for (int w = 0; w < (a->warmup < 1 ? 1 : a->warmup) && rc == 0; w++)
-        rc = picture_rep(p, w, NULL, err);
+        rc = picture_rep(p, CL_CUDA_REP_WARMUP, NULL, err);
     if (rc == 0)
         rc = cl_cuda_synchronize("warm-up runs", err) ||
-             cl_cuda_counted(&p->t, err, [&] { return picture_rep(p, 0, NULL, err); }) || picture_fill(p, a->seed, err);
-    for (cl_times *tm = &out->times; rc == 0 && cl_rep_more(a->reps, tm); tm->reps += rc == 0)
+             cl_cuda_counted(&p->t, err, [&] { return picture_rep(p, CL_CUDA_REP_WARMUP, NULL, err); });
+    cl_times *tm = &out->times;
+    for (; rc == 0 && cl_rep_more(a->reps, tm); tm->reps += rc == 0)
         rc = picture_rep(p, tm->reps, &tm->ms[tm->reps], err);
+    /* the drawn reps against the reference on their own pictures; Pout: the seed's picture, untimed */
+    if (rc == 0)
+        rc = cl_cuda_reps_verify(&p->reps, tm->reps, err,
+                                 [&](uint64_t seed) { return picture_reference(p, seed, err); },
+                                 [&] { return picture_rep(p, CL_CUDA_REP_FINAL, NULL, err); });
     cl_cuda_set_limit(0, NULL);
     if (rc != 0 || cl_cuda_abandoned() || cl_cuda_guard_check(p->k, p->pout_base, p->n * sizeof(float), "Pout", err))
         return -1;
@@ -224,6 +263,7 @@ static int cuda_grid_run(const cl_grid_args *a, cl_grid_result *out, char *err)
         cudaFree(p.pin);
         cudaFree(p.pout_base);
         cl_cuda_timing_free(&p.t);
+        cl_cuda_reps_free(&p.reps);
         return rc;
     }
     grid_state st;

@@ -7,8 +7,14 @@
  * L2 is flushed by writing a buffer twice its size, outside the events. The
  * events bracket what computing a histogram takes: zeroing the output and the
  * variant's kernel, or cub's HistogramEven call (which zeroes its own output),
- * with cub's temp storage allocated beforehand. The histogram is copied back
- * once, after the last rep.
+ * with cub's temp storage allocated beforehand. Each launch counts an input
+ * of its own, made before the flush (cl_cuda_reps in common.h): generated from
+ * a seed of its own, or the text with its letters rotated (a-z and A-Z, by 1
+ * to 25: the same counts in other bins, so the same contention); after the
+ * timed loop the reps the harness drew are checked, exactly, against cub on
+ * their own inputs, then an untimed launch counts the run's input. The
+ * histogram is copied back once, from that last launch. The output needs no
+ * poison: the timed work zeroes it.
  *
  * A student's kernel (CL_VARIANT_STUDENT) runs through the same loop: same
  * input, same flush and events, all CL_HISTO_MAX_BINS counters zeroed before
@@ -28,7 +34,8 @@
 #include "histo_cuda.h"
 #include "student_cuda.h"
 
-#define CUB_TEMP_ALLOWANCE (16ull << 20)     /* generous: cub needs kilobytes here */
+#define CUB_TEMP_ALLOWANCE (16ull << 20)     /* generous: cub needs kilobytes here, the check's copies of
+                                                the histogram (cl_cuda_reps) 2 KiB */
 
 static int sm_count(int *sms, char *err)
 {
@@ -50,6 +57,8 @@ typedef struct run_state {
     void *temp;
     size_t temp_bytes;
     cl_cuda_timing t;
+    cl_cuda_reps reps;              /* each launch's input; the drawn reps' histograms */
+    int text_turn;                  /* the text's letters are rotated by this much now (0: as given) */
 } run_state;
 
 static void run_free(run_state *st)
@@ -58,6 +67,66 @@ static void run_free(run_state *st)
     cudaFree(st->hist);
     cudaFree(st->temp);
     cl_cuda_timing_free(&st->t);
+    cl_cuda_reps_free(&st->reps);
+}
+
+/* Rotates every letter of p by `by` places, a-z and A-Z each in itself. */
+__global__ void histo_rotate_letters(uint8_t *p, unsigned long long n, int by)
+{
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        int c = p[i];
+        if (c >= 'a' && c <= 'z')
+            p[i] = (uint8_t)('a' + (c - 'a' + by) % 26);
+        else if (c >= 'A' && c <= 'Z')
+            p[i] = (uint8_t)('A' + (c - 'A' + by) % 26);
+    }
+}
+
+/* The input of seed, before its flush: generated from it, or the text's letters turned to the
+ * rotation the seed gives (none for the run's seed). */
+static int input_of(const cl_histo_args *a, run_state *st, uint64_t seed, char *err)
+{
+    cudaError_t rc;
+    if (!a->text) {
+        if ((rc = histo_generate((uint32_t *)st->in, (a->n + 3) / 4, seed, a->dist, 0)) != cudaSuccess)
+            return cl_cuda_fail(err, "input generator", rc);
+        return 0;
+    }
+    int turn = seed == a->seed ? 0 : 1 + (int)(seed % 25);
+    int by = (turn - st->text_turn + 26) % 26;
+    if (by == 0)
+        return 0;
+    histo_rotate_letters<<<1024, 256>>>(st->in, (unsigned long long)a->n, by);
+    if ((rc = cudaGetLastError()) != cudaSuccess)
+        return cl_cuda_fail(err, "rotating the text's letters", rc);
+    st->text_turn = turn;
+    return 0;
+}
+
+/* The input of launch `rep` (cl_cuda_reps_seed). */
+static int rep_input(const cl_histo_args *a, run_state *st, int rep, char *err)
+{
+    return input_of(a, st, cl_cuda_reps_seed(&st->reps, rep), err);
+}
+
+/* The check's reference (cl_cuda_reps) on the input of seed: the text copied again first (what
+ * a kernel wrote into its input does not count against it), then every counter the run copies
+ * back zeroed and cub's histogram in its bins. */
+static int reference(const cl_histo_args *a, run_state *st, uint64_t seed, char *err)
+{
+    cudaError_t rc;
+    if (a->text) {
+        if ((rc = cudaMemcpy(st->in, a->text, a->n, cudaMemcpyHostToDevice)) != cudaSuccess)
+            return cl_cuda_fail(err, "copying the text to the device", rc);
+        st->text_turn = 0;
+    }
+    if (input_of(a, st, seed, err))
+        return -1;
+    if ((rc = cudaMemsetAsync(st->hist, 0, st->reps.out.count * sizeof(unsigned), 0)) != cudaSuccess ||
+        (rc = histo_cub(st->temp, &st->temp_bytes, st->in, a->n, a->mode, a->width, st->hist, 0)) != cudaSuccess)
+        return cl_cuda_fail(err, "the check's reference (cub::DeviceHistogram)", rc);
+    return 0;
 }
 
 /* The input on the device: generated, or the text copied (timed into *h2d_ms). */
@@ -134,12 +203,15 @@ static cudaError_t work(const cl_histo_args *a, const histo_plan *p, run_state *
     return rc != cudaSuccess ? rc : histo_launch(p, st->in, a->n, st->hist, 0);
 }
 
-/* Flush, then one histogram; timed between the events when ms is not NULL. */
-static int one_rep(const cl_histo_args *a, const histo_plan *p, const student_plan *sp, run_state *st, int r,
+/* A timed rep's (ms not NULL: timed between the events) or the final launch's (CL_CUDA_REP_FINAL)
+ * input of its own, or a warm-up's or counted one's (CL_CUDA_REP_WARMUP) the warm-up's; flush,
+ * then one histogram. */
+static int one_rep(const cl_histo_args *a, const histo_plan *p, const student_plan *sp, run_state *st, int rep,
                    float *ms, char *err)
 {
     cudaError_t rc;
-    if (cl_cuda_flush_l2(&st->t, "L2 flush", err) || (ms && cl_cuda_time_start(&st->t, err)))
+    if ((rep != CL_CUDA_REP_WARMUP && rep_input(a, st, rep, err)) ||
+        cl_cuda_flush_l2(&st->t, "L2 flush", err) || (ms && cl_cuda_time_start(&st->t, err)))
         return -1;
     if (a->student) {
         if (student_work(a, sp, st, err))
@@ -148,23 +220,30 @@ static int one_rep(const cl_histo_args *a, const histo_plan *p, const student_pl
         return cl_cuda_fail(err, a->variant == CL_HISTO_V_cub ? "cub::DeviceHistogram" : "kernel launch",
                             rc);
     }
-    return ms ? cl_cuda_time_stop(&st->t, ms, "histogram kernel", err) : 0;
+    if (!ms)
+        return 0;
+    return cl_cuda_time_stop(&st->t, ms, "histogram kernel", err) || cl_cuda_reps_keep(&st->reps, rep, err) ? -1 : 0;
 }
 
 /* Warm-up, then the timed reps (a student's kernel under its launch limit). */
 static int reps(const cl_histo_args *a, const histo_plan *p, const student_plan *sp, run_state *st,
                 cl_histo_result *r, char *err)
 {
+    if (rep_input(a, st, CL_CUDA_REP_WARMUP, err))
+        return -1;
     for (int i = 0; i < a->warmup; i++)
-        if (one_rep(a, p, sp, st, i, NULL, err))
+        if (one_rep(a, p, sp, st, CL_CUDA_REP_WARMUP, NULL, err))
             return -1;
     if ((a->warmup > 0 && cl_cuda_synchronize("warm-up runs", err)) ||
-        cl_cuda_counted(&st->t, err, [&] { return one_rep(a, p, sp, st, a->warmup, NULL, err); }))
+        cl_cuda_counted(&st->t, err, [&] { return one_rep(a, p, sp, st, CL_CUDA_REP_WARMUP, NULL, err); }))
         return -1;
-    for (cl_times *tm = &r->times; cl_rep_more(a->reps, tm); tm->reps++)
-        if (one_rep(a, p, sp, st, a->warmup + tm->reps, &tm->ms[tm->reps], err))
+    cl_times *tm = &r->times;
+    for (; cl_rep_more(a->reps, tm); tm->reps++)
+        if (one_rep(a, p, sp, st, tm->reps, &tm->ms[tm->reps], err))
             return -1;
-    return 0;
+    /* the drawn reps against cub on their own inputs; the histogram: the run's input, untimed */
+    return cl_cuda_reps_verify(&st->reps, tm->reps, err, [&](uint64_t seed) { return reference(a, st, seed, err); },
+                               [&] { return one_rep(a, p, sp, st, CL_CUDA_REP_FINAL, NULL, err); });
 }
 
 static void describe(const cl_histo_args *a, const histo_plan *p, cl_histo_result *r)
@@ -223,8 +302,7 @@ static int buffers(const cl_histo_args *a, const histo_plan *p, run_state *st, c
         cl_cuda_alloc((void **)&st->hist, CL_HISTO_MAX_BINS * sizeof(unsigned), "histogram", err) ||
         cl_cuda_timing_init(&st->t, err))
         return -1;
-    if (a->variant != CL_HISTO_V_cub)
-        return 0;
+    /* cub's temp storage: the cub variant's, and the check's reference's for every other */
     if ((rc = histo_cub(NULL, &st->temp_bytes, st->in, a->n, a->mode, a->width, st->hist, 0)) != cudaSuccess)
         return cl_cuda_fail(err, "cub::DeviceHistogram temp storage size", rc);
     return cl_cuda_alloc(&st->temp, st->temp_bytes, "cub temp storage", err);
@@ -256,6 +334,11 @@ static int cuda_histo_run(const cl_histo_args *a, cl_histo_result *r, char *err)
     cudaError_t crc;
     if (buffers(a, &p, &st, err) || make_input(a, &st, &r->times.h2d_ms, err))
         goto done;
+    {
+        cl_cuda_output o = { st.hist, (size_t)copied, CL_CUDA_U32, 0, "histo", 0 };
+        if (cl_cuda_reps_init(&st.reps, a->seed, &o, a->variant == CL_HISTO_V_cub, err))
+            goto done;
+    }
     if (a->student)
         cl_cuda_set_limit(a->student->limit_ms, a->student->name);
     rc = reps(a, &p, &sp, &st, r, err);

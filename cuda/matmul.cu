@@ -11,8 +11,12 @@
  * that an element no thread writes fails the check, runs the warm-up
  * launches, then times each rep with CUDA events around the kernel only,
  * after reading a buffer twice the size of L2 so that no rep starts with
- * the inputs already cached. C is copied back after timing. Every CUDA call
- * is checked and every allocation released on every path.
+ * the inputs already cached. Each launch gets inputs of its own and C set to
+ * NaN again before the flush (cl_cuda_reps in common.h); after the timed
+ * loop the reps the harness drew are checked against cuBLAS on their own
+ * inputs (mm_reference), then an untimed launch on the run's seed leaves the
+ * C that is copied back and checked on the host. Every CUDA call is checked
+ * and every allocation released on every path.
  */
 #include <stdio.h>
 #include <string.h>
@@ -163,6 +167,7 @@ struct mm_buffers {
     void *c_base;                   /* a student's C: between guard bytes (c points inside) */
     void *scratch;                  /* the variant's own (mm_gpu_impl.scratch), or NULL */
     cl_cuda_timing t;
+    cl_cuda_reps reps;              /* each launch's inputs; the drawn reps' C */
 };
 
 static void release(mm_buffers *d)
@@ -173,6 +178,7 @@ static void release(mm_buffers *d)
     cudaFree(d->c_base ? d->c_base : d->c);
     cudaFree(d->scratch);
     cl_cuda_timing_free(&d->t);
+    cl_cuda_reps_free(&d->reps);
     (void)cudaGetLastError();
 }
 
@@ -183,9 +189,31 @@ static int sentinel(const cl_matmul_args *a, float *c, char *err)
     return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "cudaMemset C", rc);
 }
 
-/* bt: B is made as Bᵀ (n×k), in B's buffer, for a CL_MATMUL_BT variant; scratch: the bytes of
- * the variant's own buffer (mm_gpu_impl.scratch), 0 for none. */
-static int setup(const cl_matmul_args *a, size_t scratch, bool bt, mm_buffers *d, char *err)
+/* A and B of one launch from its seed (cl_cuda_reps_seed), then C set to NaN: outside the timed
+ * window, before the flush. bt: B is made as Bᵀ (n×k), in B's buffer, for a CL_MATMUL_BT variant. */
+static int inputs(const cl_matmul_args *a, bool bt, mm_buffers *d, uint64_t seed, char *err)
+{
+    long long na = (long long)a->m * a->k, nb = (long long)a->k * a->n;
+    if (fill(d->a, na, seed, MM_A, a, err) || fill(d->b, nb, seed, bt ? MM_BT : MM_B, a, err))
+        return -1;
+    return sentinel(a, d->c, err);
+}
+
+/* How far an element of C may lie from cuBLAS's FP32 product on the same inputs: the host
+ * check's tolerance for the variant's precision (cl_matmul_tolerance: TF32's for FP16, 2^3 times
+ * it for BF16's 8 bits) times the largest scale of a dot product, Σ|a·b| <= k (|A|, |B| < 1). Both
+ * results within that tolerance of the exact product differ by less: the scale is about k/4. */
+static double ref_atol(const cl_matmul_args *a, unsigned flags)
+{
+    double tol = flags & CL_MATMUL_BF16 ? 8 * CL_MATMUL_TOL_TF32
+               : flags & (CL_MATMUL_TF32 | CL_MATMUL_FP16) ? CL_MATMUL_TOL_TF32 : CL_MATMUL_TOL_FP32;
+    return tol * a->k;
+}
+
+/* bt: as for inputs(); scratch: the bytes of the variant's own buffer (mm_gpu_impl.scratch), 0 for
+ * none; trusted: the variant is the reference (cuBLAS FP32), not checked against itself. */
+static int setup(const cl_matmul_args *a, size_t scratch, bool bt, unsigned flags, bool trusted, mm_buffers *d,
+                 char *err)
 {
     size_t na = (size_t)a->m * a->k, nb = (size_t)a->k * a->n, nc = (size_t)a->m * a->n;
     if (cl_cuda_alloc((void **)&d->a, na * sizeof(float), "matrix A", err) ||
@@ -195,39 +223,38 @@ static int setup(const cl_matmul_args *a, size_t scratch, bool bt, mm_buffers *d
         (scratch && cl_cuda_alloc(&d->scratch, scratch, "variant's scratch buffer", err)) ||
         cl_cuda_timing_init(&d->t, err))
         return -1;
-    /* a student's warm-up runs on other inputs: a kernel that kept its first
-     * result somewhere and copies it afterwards fails the check */
-    uint64_t seed = a->student ? a->seed ^ CL_STUDENT_WARMUP_SALT : a->seed;
-    if (fill(d->a, (long long)na, seed, MM_A, a, err) || fill(d->b, (long long)nb, seed, bt ? MM_BT : MM_B, a, err))
+    cl_cuda_output c = { d->c, nc, CL_CUDA_F32, ref_atol(a, flags), "C", (size_t)a->n };
+    if (cl_cuda_reps_init(&d->reps, a->seed, &c, trusted, err))
         return -1;
-    return sentinel(a, d->c, err);
+    /* the warm-up's and counted launches' */
+    return inputs(a, bt, d, cl_cuda_reps_seed(&d->reps, CL_CUDA_REP_WARMUP), err);
 }
 
-static int timed(const mm_gpu_impl *impl, const mm_problem *p, const cl_matmul_args *a,
+static int timed(const mm_gpu_impl *impl, const mm_problem *p, const cl_matmul_args *a, bool bt,
                  mm_buffers *d, cl_matmul_result *out, char *err)
 {
     bool student = a->student != NULL;
-    /* a student's kernel always warms up once, on the salted inputs of setup() */
+    /* a student's kernel always warms up once, on the inputs setup() made for the warm-up */
     for (int w = 0; w < (student && a->warmup < 1 ? 1 : a->warmup); w++)
         if (impl->launch(p, err))
             return -1;
     if (cl_cuda_synchronize("warm-up runs", err) != 0 ||
         cl_cuda_counted(&d->t, err, [&] { return impl->launch(p, err); }))
         return -1;
-    if (student) {
-        long long na = (long long)a->m * a->k, nb = (long long)a->k * a->n;
-        if (fill(d->a, na, a->seed, MM_A, a, err) || fill(d->b, nb, a->seed, MM_B, a, err))
-            return -1;
-    }
     cl_times *t = &out->times;
     for (t->reps = 0; cl_rep_more(a->reps, t); t->reps++) {
-        /* each of a student's reps must write all of C again */
-        if ((student && sentinel(a, d->c, err)) ||
+        /* each rep computes all of C again, from inputs of its own */
+        if (inputs(a, bt, d, cl_cuda_reps_seed(&d->reps, t->reps), err) ||
             cl_cuda_flush_l2(&d->t, "flushing L2", err) || cl_cuda_time_start(&d->t, err) ||
-            impl->launch(p, err) || cl_cuda_time_stop(&d->t, &t->ms[t->reps], "timed run", err))
+            impl->launch(p, err) || cl_cuda_time_stop(&d->t, &t->ms[t->reps], "timed run", err) ||
+            cl_cuda_reps_keep(&d->reps, t->reps, err))
             return -1;
     }
-    return 0;
+    /* the drawn reps against cuBLAS on their own inputs (B as B, not Bᵀ); the run's result: its own
+     * inputs, one untimed launch */
+    return cl_cuda_reps_verify(
+        &d->reps, t->reps, err, [&](uint64_t seed) { return inputs(a, false, d, seed, err) || mm_reference(p, err); },
+        [&] { return inputs(a, bt, d, cl_cuda_reps_seed(&d->reps, CL_CUDA_REP_FINAL), err) || impl->launch(p, err); });
 }
 
 static int cuda_matmul_run(int v, const cl_matmul_args *a, cl_matmul_result *out, char *err)
@@ -258,12 +285,13 @@ static int cuda_matmul_run(int v, const cl_matmul_args *a, cl_matmul_result *out
 
     mm_buffers d;
     memset(&d, 0, sizeof d);
-    int rc = setup(a, impl->scratch ? impl->scratch(&p) : 0, (flags & CL_MATMUL_BT) != 0, &d, err);
+    bool bt = (flags & CL_MATMUL_BT) != 0;
+    int rc = setup(a, impl->scratch ? impl->scratch(&p) : 0, bt, flags, v == CL_MATMUL_V_CUBLAS, &d, err);
     if (rc == 0) {
         p.a = d.a, p.b = d.b, p.c = d.c, p.scratch = d.scratch;
         if (student)
             cl_cuda_set_limit(a->student->limit_ms, a->student->name);
-        rc = timed(impl, &p, a, &d, out, err);
+        rc = timed(impl, &p, a, bt, &d, out, err);
         cl_cuda_set_limit(0, NULL);
     }
     if (cl_cuda_abandoned())

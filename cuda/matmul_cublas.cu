@@ -1,6 +1,7 @@
 /* matmul_cublas.cu — the reference: cublasSgemm, in plain FP32
  * (CUBLAS_DEFAULT_MATH: no TF32) and on TF32 tensor cores
- * (CUBLAS_TF32_TENSOR_OP_MATH), which %matmul labels and checks more loosely.
+ * (CUBLAS_TF32_TENSOR_OP_MATH), which %matmul labels and checks more loosely;
+ * and in FP32 the harness's reference for the check of timed reps (mm_reference).
  *
  * cuBLAS is column-major. A row-major m×n matrix is the same memory as a
  * column-major n×m one, its transpose, so row-major C = A·B is column-major
@@ -62,6 +63,30 @@ static int fp32_prepare(const mm_problem *p, cl_matmul_result *out, char *err)
 static int tf32_prepare(const mm_problem *p, cl_matmul_result *out, char *err)
 {
     return cublas_prepare(p, out, err, true);
+}
+
+/* The reference (matmul_cuda.h): FP32 math on the shared handle, whose mode is the variant's
+ * (set by its prepare, before its launches) and is given back after. */
+int mm_reference(const mm_problem *p, char *err)
+{
+    if (!mm_handle && cublasCreate(&mm_handle) != CUBLAS_STATUS_SUCCESS) {
+        mm_handle = NULL;
+        mm_problem tiled = *p;
+        tiled.tile = 16;
+        return mm_gpu_tiled.launch(&tiled, err);
+    }
+    cublasMath_t mode = CUBLAS_DEFAULT_MATH;
+    cublasStatus_t st = cublasGetMathMode(mm_handle, &mode);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasSetMathMode(mm_handle, CUBLAS_DEFAULT_MATH);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasSetStream(mm_handle, 0);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return cublas_fail(err, "the reference's cuBLAS math mode", st);
+    int rc = cublas_launch(p, err);
+    if ((st = cublasSetMathMode(mm_handle, mode)) != CUBLAS_STATUS_SUCCESS && rc == 0)
+        rc = cublas_fail(err, "cublasSetMathMode", st);
+    return rc;
 }
 
 const mm_gpu_impl mm_gpu_cublas = { fp32_prepare, cublas_launch };

@@ -50,6 +50,11 @@ int mm_launched(const char *what, char *err);
  * shared memory; 0, or -1 with err set. */
 int mm_dynamic_smem(const void *func, int bytes, char *err);
 
+/* The harness's reference for the check of timed reps (common.h, cl_cuda_reps): p's C = A·B (B as
+ * B, never Bᵀ) by cublasSgemm in FP32, or by the tiled kernel (TILE 16) where cuBLAS cannot start.
+ * 0, or -1 with err set. */
+int mm_reference(const mm_problem *p, char *err);
+
 extern const mm_gpu_impl mm_gpu_student, mm_gpu_naive, mm_gpu_tiled, mm_gpu_fast, mm_gpu_fast64, mm_gpu_cublas,
     mm_gpu_cublas_tf32, mm_gpu_wgmma_tf32;
 extern const mm_gpu_impl mm_gpu_naive_bt, mm_gpu_tiled_bt;                       /* matmul_corner.cu */

@@ -6,8 +6,12 @@
  * flushed by writing a scratch buffer twice its size, outside the events, so
  * a size that fits in L2 is still read from device memory. Events bracket the
  * variant's kernels only (both passes; for CUB, its DeviceReduce call with
- * temp storage allocated beforehand). The result is copied back once, after
- * the last rep: every rep computes the same value.
+ * temp storage allocated beforehand). Each launch reduces an input of its
+ * own, generated before its flush (cl_cuda_reps in common.h); after the timed
+ * loop the reps the harness drew are checked against CUB on their own inputs
+ * (a student's partials against the sums of their sections, in double), then
+ * an untimed launch reduces the run's input. The result is copied back once,
+ * from that last launch.
  *
  * A student's kernel (CL_VARIANT_STUDENT, float sum) runs through the same
  * reps under its launch limit: one pass of ⌈n/2B⌉ blocks writing one partial
@@ -18,6 +22,7 @@
 #include <cuda_runtime.h>
 #include <cub/cub.cuh>
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -75,6 +80,7 @@ typedef struct run_state {
     const void *student_func;       /* a student's kernel: its handle and launch */
     dim3 grid, block;
     size_t npart;                   /* its partials (the grid's blocks) */
+    cl_cuda_reps reps;              /* each launch's input; the drawn reps' results */
 } run_state;
 
 static void run_free(run_state *st)
@@ -84,6 +90,7 @@ static void run_free(run_state *st)
     cudaFree(st->out);
     cudaFree(st->temp);
     cl_cuda_timing_free(&st->t);
+    cl_cuda_reps_free(&st->reps);
 }
 
 static int launch(int v, const reduce_plan *p, const cl_reduce_args *a, run_state *st, char *err)
@@ -100,20 +107,73 @@ static int launch(int v, const reduce_plan *p, const cl_reduce_args *a, run_stat
     return rc == cudaSuccess ? 0 : cl_cuda_fail(err, v == CL_REDUCE_CUB ? "cub::DeviceReduce" : "kernel launch", rc);
 }
 
-/* Flush, then one launch; timed between the events when ms is not NULL. A
- * student's partials and their guards get the sentinel first. */
-static int one_rep(int v, const reduce_plan *p, const cl_reduce_args *a, run_state *st, int r,
+/* The input of launch `rep` (cl_cuda_reps_seed). */
+static int fill(const cl_reduce_args *a, run_state *st, int rep, char *err)
+{
+    cudaError_t rc = reduce_fill(st->in, a->n, a->dtype, cl_cuda_reps_seed(&st->reps, rep), 0);
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "input generation", rc);
+}
+
+/* ---- the reference for the check of drawn reps (cl_cuda_reps) ---- */
+
+/* A student's partials as the contract defines them: partial[b] = the sum of input[section·b,
+ * section·b + section) ∩ [0, n), added in double, one warp per partial. */
+__global__ static void reduce_sections_kernel(const float *in, unsigned long long n, unsigned long long section,
+                                              float *partial, unsigned long long count)
+{
+    unsigned lane = threadIdx.x % 32;
+    unsigned long long warp = (blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x) / 32;
+    unsigned long long warps = gridDim.x * (unsigned long long)blockDim.x / 32;
+    for (unsigned long long b = warp; b < count; b += warps) {      /* the same b in a whole warp */
+        unsigned long long lo = b * section, hi = lo + section < n ? lo + section : n;
+        double sum = 0;
+        for (unsigned long long i = lo + lane; i < hi; i += 32)
+            sum += in[i];
+        for (int o = 16; o > 0; o /= 2)
+            sum += __shfl_down_sync(0xffffffffu, sum, o);
+        if (lane == 0)
+            partial[b] = (float)sum;
+    }
+}
+
+/* The reference's result on the input of seed, where the variant leaves its own: CUB into out,
+ * or for a student's kernel its partials' sums. */
+static int reference(int v, const cl_reduce_args *a, run_state *st, uint64_t seed, char *err)
+{
+    cudaError_t rc = reduce_fill(st->in, a->n, a->dtype, seed, 0);
+    if (rc == cudaSuccess && v == CL_VARIANT_STUDENT) {
+        uint64_t section = cl_reduce_student_section((int)(st->block.x * st->block.y * st->block.z));
+        size_t blocks = (st->npart + 7) / 8;      /* 8 warps a block */
+        reduce_sections_kernel<<<(unsigned)(blocks < 8192 ? blocks : 8192), 256>>>(
+            (const float *)st->in, a->n, section, (float *)st->part, st->npart);
+        rc = cudaGetLastError();
+    } else if (rc == cudaSuccess) {
+        rc = cub_reduce(a, st->temp, &st->temp_bytes, st->in, st->out, 0);
+    }
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "the check's reference reduction", rc);
+}
+
+/* One launch: a timed rep's (ms not NULL: timed between the events) or the final one
+ * (CL_CUDA_REP_FINAL) on an input of its own first; a warm-up or counted one
+ * (CL_CUDA_REP_WARMUP) on the warm-up's. Then the output gets the sentinel (a student's
+ * partials with their guards), the L2 is flushed and the variant launched. */
+static int one_rep(int v, const reduce_plan *p, const cl_reduce_args *a, run_state *st, int rep,
                    float *ms, char *err)
 {
     cudaError_t rc;
-    if (v == CL_VARIANT_STUDENT &&
-        (rc = cudaMemsetAsync(st->part, 0xFF, (st->npart + CL_REDUCE_GUARD) * sizeof(float), 0)) != cudaSuccess)
-        return cl_cuda_fail(err, "filling the partials with the sentinel", rc);
+    if (rep != CL_CUDA_REP_WARMUP && fill(a, st, rep, err))
+        return -1;
+    if ((rc = v == CL_VARIANT_STUDENT
+                  ? cudaMemsetAsync(st->part, 0xFF, (st->npart + CL_REDUCE_GUARD) * sizeof(float), 0)
+                  : cudaMemsetAsync(st->out, 0xFF, 8, 0)) != cudaSuccess)
+        return cl_cuda_fail(err, "filling the output with the sentinel", rc);
     if (cl_cuda_flush_l2(&st->t, "L2 flush", err) || (ms && cl_cuda_time_start(&st->t, err)))
         return -1;
     if (launch(v, p, a, st, err))
         return -1;
-    return ms ? cl_cuda_time_stop(&st->t, ms, "reduction kernel", err) : 0;
+    if (!ms)
+        return 0;
+    return cl_cuda_time_stop(&st->t, ms, "reduction kernel", err) || cl_cuda_reps_keep(&st->reps, rep, err) ? -1 : 0;
 }
 
 /* Warm-up and timed reps (a student's kernel under its launch limit). */
@@ -122,17 +182,45 @@ static int all_reps(int v, const reduce_plan *p, const cl_reduce_args *a, run_st
 {
     if (a->student)
         cl_cuda_set_limit(a->student->limit_ms, a->student->name);
-    int rc = 0;
+    int rc = fill(a, st, CL_CUDA_REP_WARMUP, err);
     for (int w = 0; w < a->warmup && rc == 0; w++)
-        rc = one_rep(v, p, a, st, w, NULL, err);
+        rc = one_rep(v, p, a, st, CL_CUDA_REP_WARMUP, NULL, err);
     if (rc == 0)
-        rc = cl_cuda_counted(&st->t, err, [&] { return one_rep(v, p, a, st, a->warmup, NULL, err); });
-    for (cl_times *tm = &out->times; rc == 0 && cl_rep_more(a->reps, tm); tm->reps += rc == 0)
+        rc = cl_cuda_counted(&st->t, err, [&] { return one_rep(v, p, a, st, CL_CUDA_REP_WARMUP, NULL, err); });
+    cl_times *tm = &out->times;
+    for (; rc == 0 && cl_rep_more(a->reps, tm); tm->reps += rc == 0)
         rc = one_rep(v, p, a, st, tm->reps, &tm->ms[tm->reps], err);
+    /* the drawn reps against the reference on their own inputs; the result: the run's input, untimed */
+    if (rc == 0)
+        rc = cl_cuda_reps_verify(&st->reps, tm->reps, err,
+                                 [&](uint64_t seed) { return reference(v, a, st, seed, err); },
+                                 [&] { return one_rep(v, p, a, st, CL_CUDA_REP_FINAL, NULL, err); });
     if (rc == 0 && a->student)
         rc = cl_cuda_synchronize("your kernel", err);
     cl_cuda_set_limit(0, NULL);
     return rc;
+}
+
+/* Where a launch leaves its result, and how far it may lie from the reference's: exact for
+ * integers, a minimum or a maximum; for a float sum (of all n, or of a student's section, in any
+ * order: atomics) twice the host check's tolerance, rtol·max(|sum|, sqrt(Σx²)) with rtol =
+ * 1e-5·log2(terms) (both results may err), taking |sum| up to 2·sqrt(terms) (|x| < 1: 3.5
+ * standard deviations). */
+static cl_cuda_output result_of(int v, const cl_reduce_args *a, const run_state *st)
+{
+    bool fsum = a->dtype == CL_REDUCE_FLOAT && a->op == CL_REDUCE_SUM;
+    if (v == CL_VARIANT_STUDENT) {
+        double terms = (double)cl_reduce_student_section((int)(st->block.x * st->block.y * st->block.z));
+        double atol = 4e-5 * fmax(log2(terms), 1) * sqrt(terms);
+        cl_cuda_output o = { st->part, st->npart, CL_CUDA_F32, atol, "partial", 0 };
+        return o;
+    }
+    double terms = (double)a->n;
+    cl_cuda_value type = a->dtype == CL_REDUCE_FLOAT ? CL_CUDA_F32
+                       : reduce_acc_bytes(a->op, a->dtype) == 8 ? CL_CUDA_I64 : CL_CUDA_I32;
+    const char *name = a->op == CL_REDUCE_SUM ? "the sum" : a->op == CL_REDUCE_MAX ? "the maximum" : "the minimum";
+    cl_cuda_output o = { st->out, 1, type, fsum ? 4e-5 * fmax(log2(terms), 1) * sqrt(terms) : 0, name, 0 };
+    return o;
 }
 
 /* ---- a student's kernel ---- */
@@ -254,7 +342,7 @@ static int cuda_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out
         cl_cuda_alloc(&st.part, part_bytes, "partials", err) ||
         cl_cuda_alloc(&st.out, 8, "result", err) || cl_cuda_timing_init(&st.t, err))
         goto done;
-    if (v == CL_REDUCE_CUB) {
+    if (!student) {     /* CUB's temp storage: the cub variant's, and the reference's for the others */
         if ((crc = cub_reduce(a, NULL, &st.temp_bytes, st.in, st.out, 0)) != cudaSuccess) {
             cl_cuda_fail(err, "cub::DeviceReduce (temp storage size)", crc);
             goto done;
@@ -262,9 +350,10 @@ static int cuda_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out
         if (cl_cuda_alloc(&st.temp, st.temp_bytes, "CUB temp storage", err))
             goto done;
     }
-    if ((crc = reduce_fill(st.in, a->n, a->dtype, a->seed, 0)) != cudaSuccess) {
-        cl_cuda_fail(err, "input generation", crc);
-        goto done;
+    {
+        cl_cuda_output res = result_of(v, a, &st);
+        if (cl_cuda_reps_init(&st.reps, a->seed, &res, v == CL_REDUCE_CUB, err))
+            goto done;
     }
     if (all_reps(v, &p, a, &st, out, err)) {
         if (cl_cuda_abandoned())
@@ -302,12 +391,13 @@ done:
     return rc;
 }
 
-/* Partials for the smallest block (32: one per 64 elements), the L2 flush
- * buffer and CUB's temp storage (a few MiB at most). */
+/* Partials for the smallest block (32: one per 64 elements), and as many again for each rep the
+ * check keeps (a student's partials are its output), the L2 flush buffer and CUB's temp storage
+ * (a few MiB at most). */
 static uint64_t cuda_reduce_overhead(const cl_reduce_args *a)
 {
     uint64_t partials = (a->n + 63) / 64 * reduce_acc_bytes(a->op, a->dtype);
-    return partials + cl_cuda_flush_budget() + (16u << 20);
+    return (1 + CL_GPU_CHECKED_REPS) * partials + cl_cuda_flush_budget() + (16u << 20);
 }
 
 extern "C" {

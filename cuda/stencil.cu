@@ -5,17 +5,20 @@
  * same weight at the same time, which the constant cache broadcasts. Ghost
  * cells outside the array are 0 (zero padding). Each term is added with
  * fmaf in the order stencil.h states, so the output equals the host
- * reference bit for bit. One run: input generated on the device from the
- * seed, warm-up launches, then timed ones, each after an L2 flush outside the
- * events; the output is copied back once, after the last rep.
+ * reference bit for bit. One run: input generated on the device, warm-up
+ * launches, then timed ones, each on an input of its own generated before an
+ * L2 flush, with the output filled with a NaN sentinel, outside the events
+ * (cl_cuda_reps in common.h); after the timed loop the reps the harness drew
+ * are checked against the naive kernel on their own inputs, then an untimed
+ * launch on the seed's input leaves the output that is copied back.
  *
  * A student's kernel (CL_VARIANT_STUDENT) runs in the same reps with its
- * weights in a device buffer passed as a pointer, its output between guard
- * bytes and filled with a NaN sentinel before every launch, and its warm-up on
- * salted input, under its launch limit.
+ * weights in a device buffer passed as a pointer and its output between guard
+ * bytes, under its launch limit.
  */
 #include <cuda_runtime.h>
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -216,12 +219,32 @@ static int fill(float *in, uint64_t n, uint64_t seed, char *err)
     return crc == cudaSuccess ? 0 : cl_cuda_fail(err, "input generation", crc);
 }
 
-/* One launch; a student's writes its whole output again (a NaN sentinel first). */
-static int one_rep(int v, const plan *p, cl_cuda_timing *t, int r, float *ms, char *err)
+/* The check's reference (cl_cuda_reps): the naive kernel, weights in __constant__, on the input of
+ * seed, into out; blocks of 256 (1D) or 16x16 (2D), whatever the variant's. */
+static int reference(const cl_stencil_args *a, float *in, float *out, uint64_t seed, char *err)
+{
+    if (fill(in, a->nx * a->ny, seed, err))
+        return -1;
+    if (a->dim == 1)
+        stencil1d_naive<<<(unsigned)((a->nx + 255) / 256), 256>>>(in, out, (long long)a->nx, a->radius);
+    else
+        stencil2d_naive<<<dim3((unsigned)((a->nx + 15) / 16), (unsigned)((a->ny + 15) / 16)), dim3(16, 16)>>>(
+            in, out, (int)a->nx, (int)a->ny, a->radius);
+    cudaError_t rc = cudaGetLastError();
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "the check's reference (stencil naive)", rc);
+}
+
+/* One launch: a timed rep's (ms not NULL: timed between the events) or the final one
+ * (CL_CUDA_REP_FINAL) on an input of its own first, a warm-up or counted one (CL_CUDA_REP_WARMUP)
+ * on the warm-up's; then the whole output is written again (a NaN sentinel first). */
+static int one_rep(int v, const plan *p, cl_cuda_timing *t, cl_cuda_reps *rs, float *in, int rep, float *ms,
+                   char *err)
 {
     cudaError_t rc;
     uint64_t n = p->a->nx * p->a->ny;
-    if (v == CL_VARIANT_STUDENT && (rc = cudaMemsetAsync(p->out, 0xFF, n * sizeof(float), 0)) != cudaSuccess)
+    if (rep != CL_CUDA_REP_WARMUP && fill(in, n, cl_cuda_reps_seed(rs, rep), err))
+        return -1;
+    if ((rc = cudaMemsetAsync(p->out, 0xFF, n * sizeof(float), 0)) != cudaSuccess)
         return cl_cuda_fail(err, "cudaMemsetAsync of the output", rc);
     if (cl_cuda_flush_l2(t, "L2 flush", err) || (ms && cl_cuda_time_start(t, err)))
         return -1;
@@ -230,27 +253,42 @@ static int one_rep(int v, const plan *p, cl_cuda_timing *t, int r, float *ms, ch
         snprintf(what, sizeof what, "launching %s", p->name);
         return cl_cuda_fail(err, what, rc);
     }
-    return ms ? cl_cuda_time_stop(t, ms, p->name, err) : 0;
+    if (!ms)
+        return 0;
+    return cl_cuda_time_stop(t, ms, p->name, err) || cl_cuda_reps_keep(rs, rep, err) ? -1 : 0;
 }
 
-/* Warm-up (a student's at least once, on salted input) and the timed reps. */
-static int reps(int v, const cl_stencil_args *a, plan *p, cl_cuda_timing *t, float *in, cl_stencil_result *res,
-                char *err)
+/* Warm-up (a student's at least once) and the timed reps, the check of the drawn reps, then the
+ * final launch on the seed's input, whose output is the run's. */
+static int reps(int v, const cl_stencil_args *a, plan *p, cl_cuda_timing *t, cl_cuda_reps *rs, float *in,
+                cl_stencil_result *res, char *err)
 {
     bool student = v == CL_VARIANT_STUDENT;
     uint64_t n = a->nx * a->ny;
-    if (fill(in, n, student ? a->seed ^ CL_STUDENT_WARMUP_SALT : a->seed, err))
+    if (fill(in, n, cl_cuda_reps_seed(rs, CL_CUDA_REP_WARMUP), err))
         return -1;
     for (int w = 0; w < (student && a->warmup < 1 ? 1 : a->warmup); w++)
-        if (one_rep(v, p, t, w, NULL, err))
+        if (one_rep(v, p, t, rs, in, CL_CUDA_REP_WARMUP, NULL, err))
             return -1;
-    if (cl_cuda_counted(t, err, [&] { return one_rep(v, p, t, 0, NULL, err); }) ||
-        (student && (cl_cuda_synchronize("warm-up runs", err) || fill(in, n, a->seed, err))))
+    if (cl_cuda_counted(t, err, [&] { return one_rep(v, p, t, rs, in, CL_CUDA_REP_WARMUP, NULL, err); }) ||
+        (student && cl_cuda_synchronize("warm-up runs", err)))
         return -1;
-    for (cl_times *tm = &res->times; cl_rep_more(a->reps, tm); tm->reps++)
-        if (one_rep(v, p, t, tm->reps, &tm->ms[tm->reps], err))
+    cl_times *tm = &res->times;
+    for (; cl_rep_more(a->reps, tm); tm->reps++)
+        if (one_rep(v, p, t, rs, in, tm->reps, &tm->ms[tm->reps], err))
             return -1;
-    return 0;
+    return cl_cuda_reps_verify(rs, tm->reps, err, [&](uint64_t seed) { return reference(a, in, p->out, seed, err); },
+                               [&] { return one_rep(v, p, t, rs, in, CL_CUDA_REP_FINAL, NULL, err); });
+}
+
+/* How far an output may lie from the naive kernel's: the check's tolerance against the sum of
+ * the terms' magnitudes, at most Σ|w| (|x| < 1), twice (both results may err). */
+static double ref_atol(const cl_stencil_args *a, size_t nw)
+{
+    double w = 0;
+    for (size_t j = 0; j < nw; j++)
+        w += fabs((double)a->weights[j]);
+    return 2 * cl_stencil_rtol(a) * w;
 }
 
 static int cuda_stencil_run(int v, const cl_stencil_args *a, float *host_out, cl_stencil_result *res,
@@ -281,6 +319,8 @@ static int cuda_stencil_run(int v, const cl_stencil_args *a, float *host_out, cl
     void *out_base = NULL;            /* a student's output: between guard bytes */
     cl_cuda_timing t;
     memset(&t, 0, sizeof t);
+    cl_cuda_reps rs;
+    memset(&rs, 0, sizeof rs);
     int rc = -1;
     cudaError_t crc;
     cudaFuncAttributes fa;
@@ -290,8 +330,15 @@ static int cuda_stencil_run(int v, const cl_stencil_args *a, float *host_out, cl
                  : cl_cuda_alloc((void **)&out, n * 4, "output", err)) ||
         (student && cl_cuda_alloc((void **)&w, nw * sizeof(float), "weights", err)) || cl_cuda_timing_init(&t, err))
         goto done;
-    crc = student ? cudaMemcpy(w, a->weights, nw * sizeof(float), cudaMemcpyHostToDevice)
-                  : cudaMemcpyToSymbol(c_weights, a->weights, nw * sizeof(float));
+    {
+        cl_cuda_output o = { out, (size_t)n, CL_CUDA_F32, ref_atol(a, nw), "out", a->dim == 1 ? 0 : (size_t)a->nx };
+        if (cl_cuda_reps_init(&rs, a->seed, &o, v == CL_STENCIL_NAIVE, err))
+            goto done;
+    }
+    /* __constant__ for ours and for the check's reference; a student's kernel reads its own copy */
+    crc = cudaMemcpyToSymbol(c_weights, a->weights, nw * sizeof(float));
+    if (crc == cudaSuccess && student)
+        crc = cudaMemcpy(w, a->weights, nw * sizeof(float), cudaMemcpyHostToDevice);
     if (crc != cudaSuccess) {
         cl_cuda_fail(err, "copying the weights", crc);
         goto done;
@@ -303,7 +350,7 @@ static int cuda_stencil_run(int v, const cl_stencil_args *a, float *host_out, cl
     p.in = in, p.out = out, p.w = w;
     if (student)
         cl_cuda_set_limit(a->student->limit_ms, a->student->name);
-    rc = reps(v, a, &p, &t, in, res, err);
+    rc = reps(v, a, &p, &t, &rs, in, res, err);
     cl_cuda_set_limit(0, NULL);
     if (cl_cuda_abandoned())
         return -1;                    /* the kernel still runs: nothing else may touch the device */
@@ -327,13 +374,14 @@ done:
     cudaFree(out_base ? out_base : out);
     cudaFree(w);
     cl_cuda_timing_free(&t);
+    cl_cuda_reps_free(&rs);
     return rc;
 }
 
+/* The L2 flush buffer, the copies of the drawn reps' outputs (cl_cuda_reps) and room for the rest. */
 static uint64_t cuda_stencil_overhead(const cl_stencil_args *a)
 {
-    (void)a;
-    return cl_cuda_flush_budget() + (16u << 20);
+    return cl_cuda_flush_budget() + CL_GPU_CHECKED_REPS * a->nx * a->ny * sizeof(float) + (16u << 20);
 }
 
 extern "C" {

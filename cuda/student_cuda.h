@@ -29,11 +29,11 @@ int cl_cuda_student_launch(const cl_student_kernel *k, const void *func, dim3 gr
 /* ---- an honest harness ----
  * A student's output buffer is allocated with guard bytes on both sides, set
  * to a pattern, and checked after the run: a cheap out-of-bounds detector with
- * no sanitizer (writes past a matrix land there long before they fault). */
+ * no sanitizer (writes past a matrix land there long before they fault).
+ * Inputs of its own for every launch, the output poisoned before each, and
+ * timed reps drawn at random checked against the harness's reference on their
+ * own inputs: cl_cuda_reps (common.h), the same for built-in variants. */
 #define CL_GUARD_BYTES (64u << 10)
-/* The seed of a student's warm-up inputs: seed ^ this. A kernel that kept its
- * first result and copies it afterwards fails the check. */
-#define CL_STUDENT_WARMUP_SALT 0x5EED5A17ull
 #define CL_GUARD_BYTE 0xA5
 
 /* *user points at `bytes` usable bytes between two guards; *base is what cudaFree takes. */

@@ -5,9 +5,15 @@
  * The host buffers are page-locked (cudaMallocHost) or ordinary malloc
  * memory, as asked: pageable copies go through the driver's pinned staging
  * buffer, which is why they are slower. The inputs are generated on the host
- * from the seed once, outside the timing; every rep copies them again. The L2
- * is flushed before each rep's copies and again before its kernel (outside
- * the events), so the kernel cannot read what the copy just left in L2.
+ * from the seed once, outside the timing; every rep copies them again. Every
+ * launch but the last then overwrites them on the device, between the copy's
+ * events and the kernel's, with inputs of its own (cl_cuda_reps in common.h:
+ * after the timed loop the reps the harness drew are compared, bit for bit,
+ * with vecadd_add on their own inputs; the built-in kernels are that
+ * reference); an untimed launch keeps the seed's inputs, and the result
+ * copied back is that last launch's. The L2 is flushed before each rep's
+ * copies and again before its kernel (outside the events), so the kernel
+ * cannot read what the copy or the generation just left in L2.
  *
  * A student's kernel (a->student, --op add only) runs in the same reps in
  * place of vecadd_add, under its launch limit. For add, C is filled with a
@@ -53,6 +59,7 @@ typedef struct vstate {
     const void *student_func;           /* a->student's handle, else NULL */
     cudaEvent_t ev[4];                  /* h2d start / kernel start / kernel end / d2h end */
     cl_cuda_timing t;
+    cl_cuda_reps reps;                  /* each launch's inputs; the drawn reps' results */
 } vstate;
 
 static void host_free(void *p, int pinned)
@@ -97,6 +104,40 @@ static void vstate_free(vstate *s)
         if (s->ev[i])
             cudaEventDestroy(s->ev[i]);
     cl_cuda_timing_free(&s->t);
+    cl_cuda_reps_free(&s->reps);
+}
+
+/* A launch's own inputs over the copied ones: x and y uniform in [-1, 1) from seed, as the host's
+ * are from the run's (the values need not be the host generator's: only the seed's launches are
+ * checked against it). */
+__global__ void vecadd_own_inputs(void *x, void *y, uint64_t n, bool dbl, uint64_t seed)
+{
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+        float xi = cl_uniform(seed, 2 * i), yi = cl_uniform(seed, 2 * i + 1);
+        if (dbl) {
+            ((double *)x)[i] = xi;
+            ((double *)y)[i] = yi;
+        } else {
+            ((float *)x)[i] = xi;
+            ((float *)y)[i] = yi;
+        }
+    }
+}
+
+/* The check's reference (cl_cuda_reps): the inputs of seed, then the built-in kernel of the op
+ * (blocks of 256) where a launch leaves its result. */
+static int reference(const cl_vecadd_args *a, vstate *s, uint64_t seed, char *err)
+{
+    unsigned blocks;
+    if (cl_cuda_blocks(a->n, 256, &blocks, err))
+        return -1;
+    vecadd_own_inputs<<<1024, 256>>>(s->dx, s->dy, a->n, a->op == CL_VECADD_DAXPY, seed);
+    if (a->op == CL_VECADD_DAXPY)
+        vecadd_daxpy<<<blocks, 256>>>(a->alpha, (const double *)s->dx, (double *)s->dy, a->n);
+    else
+        vecadd_add<<<blocks, 256>>>((const float *)s->dx, (const float *)s->dy, (float *)s->dz, a->n);
+    cudaError_t rc = cudaGetLastError();
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "the check's reference (vecadd)", rc);
 }
 
 static int launch(const cl_vecadd_args *a, vstate *s, char *err)
@@ -136,9 +177,11 @@ static int guard_check(const cl_vecadd_args *a, const vstate *s, int64_t *hit, c
     return 0;
 }
 
-/* One rep: flush, H2D (x, y), sentinel in C, flush, kernel, D2H (the
- * result). With ms, the three phases' times go to out's arrays at index r. */
-static int one_rep(const cl_vecadd_args *a, vstate *s, int r, cl_vecadd_result *out, char *err)
+/* One launch: flush, H2D (x, y), the launch's own inputs unless it runs on the seed's
+ * (cl_cuda_reps_seed), sentinel in C, flush, kernel, D2H (the result). rep: a timed rep's index,
+ * CL_CUDA_REP_WARMUP or CL_CUDA_REP_FINAL. With out (timed reps), the three phases' times go to
+ * out's arrays at index rep. */
+static int one_rep(const cl_vecadd_args *a, vstate *s, int rep, cl_vecadd_result *out, char *err)
 {
     size_t in = (size_t)(cl_vecadd_in_bytes(a->op) / 2 * a->n), res = (size_t)(cl_vecadd_out_bytes(a->op) * a->n);
     void *dres = a->op == CL_VECADD_DAXPY ? s->dy : s->dz;
@@ -150,6 +193,12 @@ static int one_rep(const cl_vecadd_args *a, vstate *s, int r, cl_vecadd_result *
         return cl_cuda_fail(err, "cudaMemcpy host to device", rc);
     if ((rc = cudaEventRecord(s->ev[0], 0)) != cudaSuccess)
         return cl_cuda_fail(err, "cudaEventRecord", rc);
+    uint64_t seed = cl_cuda_reps_seed(&s->reps, rep);
+    if (seed != a->seed) {
+        vecadd_own_inputs<<<1024, 256>>>(s->dx, s->dy, a->n, a->op == CL_VECADD_DAXPY, seed);
+        if ((rc = cudaGetLastError()) != cudaSuccess)
+            return cl_cuda_fail(err, "generating a rep's inputs", rc);
+    }
     if (a->op == CL_VECADD_ADD &&
         (rc = cudaMemsetAsync(s->dz, 0xFF, z_elements(a) * sizeof(float), 0)) != cudaSuccess)
         return cl_cuda_fail(err, "filling C with the sentinel", rc);
@@ -169,12 +218,12 @@ static int one_rep(const cl_vecadd_args *a, vstate *s, int r, cl_vecadd_result *
         return -1;
     if (!out)
         return 0;
-    if ((rc = cudaEventElapsedTime(&out->h2d.ms[r], s->t.e0, s->ev[0])) != cudaSuccess ||
-        (rc = cudaEventElapsedTime(&out->kernel.ms[r], s->ev[1], s->ev[2])) != cudaSuccess ||
-        (rc = cudaEventElapsedTime(&out->d2h.ms[r], s->ev[2], s->ev[3])) != cudaSuccess)
+    if ((rc = cudaEventElapsedTime(&out->h2d.ms[rep], s->t.e0, s->ev[0])) != cudaSuccess ||
+        (rc = cudaEventElapsedTime(&out->kernel.ms[rep], s->ev[1], s->ev[2])) != cudaSuccess ||
+        (rc = cudaEventElapsedTime(&out->d2h.ms[rep], s->ev[2], s->ev[3])) != cudaSuccess)
         return cl_cuda_fail(err, "cudaEventElapsedTime", rc);
-    out->h2d.reps = out->kernel.reps = out->d2h.reps = r + 1;
-    return 0;
+    out->h2d.reps = out->kernel.reps = out->d2h.reps = rep + 1;
+    return cl_cuda_reps_keep(&s->reps, rep, err);
 }
 
 /* The launch: the built-in kernel's ⌈n/B⌉ blocks of --block, or a student's
@@ -209,12 +258,17 @@ static int reps(const cl_vecadd_args *a, vstate *s, cl_vecadd_result *out, char 
         cl_cuda_set_limit(a->student->limit_ms, a->student->name);
     int rc = 0;
     for (int w = 0; w < a->warmup && rc == 0; w++)
-        rc = one_rep(a, s, w, NULL, err);
+        rc = one_rep(a, s, CL_CUDA_REP_WARMUP, NULL, err);
     if (rc == 0)
         rc = cl_cuda_counted(&s->t, err, [&] { return launch(a, s, err); });   /* the inputs are there */
     /* the kernel's times settle --reps auto: the copies' are steadier */
     while (rc == 0 && cl_rep_more(a->reps, &out->kernel))
         rc = one_rep(a, s, out->kernel.reps, out, err);
+    /* the drawn reps against the reference on their own inputs; the result: the seed's inputs, untimed */
+    if (rc == 0)
+        rc = cl_cuda_reps_verify(&s->reps, out->kernel.reps, err,
+                                 [&](uint64_t seed) { return reference(a, s, seed, err); },
+                                 [&] { return one_rep(a, s, CL_CUDA_REP_FINAL, NULL, err); });
     cl_cuda_set_limit(0, NULL);
     return rc;
 }
@@ -242,6 +296,14 @@ static int cuda_vecadd_run(const cl_vecadd_args *a, cl_vecadd_result *out, char 
         (a->op == CL_VECADD_ADD && cl_cuda_alloc(&s.dz, z_elements(a) * sizeof(float), "device z", err)) ||
         cl_cuda_timing_init(&s.t, err))
         goto done;
+    {
+        cl_cuda_output o = { a->op == CL_VECADD_DAXPY ? s.dy : s.dz, (size_t)a->n,
+                             a->op == CL_VECADD_DAXPY ? CL_CUDA_F64 : CL_CUDA_F32, 0,
+                             a->op == CL_VECADD_DAXPY ? "y" : "C", 0 };
+        /* the built-in kernels are the reference: a student's is checked (cl_vecadd_device_bytes) */
+        if (cl_cuda_reps_init(&s.reps, a->seed, &o, !a->student, err))
+            goto done;
+    }
     s.t.unheld = !a->pinned;    /* a pageable copy waits for the device, so the rep cannot be queued ahead */
     for (int i = 0; i < 4; i++)
         if ((rc = cudaEventCreate(&s.ev[i])) != cudaSuccess) {

@@ -36,6 +36,11 @@ extern "C" {
 #define CL_REPS_SETTLED 0.01
 #define CL_REPS_AUTO_BUDGET_MS 2000.0
 
+/* On a GPU, the timed reps whose results the harness checks after the timed loop against its own
+ * reference on the same inputs (cuda/common.h, cl_cuda_reps, says how they are drawn). Each keeps
+ * a device copy of the run's output until then: memory budgets count that many copies. */
+#define CL_GPU_CHECKED_REPS 2
+
 /* splitmix64 of (seed, i): the same 64 random bits on host and device. */
 CL_HD uint64_t cl_hash(uint64_t seed, uint64_t i)
 {

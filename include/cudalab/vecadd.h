@@ -107,10 +107,15 @@ typedef struct cl_vecadd_ops {
     bool runs_student;
 } cl_vecadd_ops;
 
-/* Bytes per element: host->device, device->host, and kept on the device. */
+/* Bytes per element: host->device, device->host, and kept on the device by a run: x, y, and z for
+ * add, plus for a student's kernel (add only) the copies of C that the check of its timed reps
+ * keeps on a GPU (CL_GPU_CHECKED_REPS; the built-in kernels are the check's reference: none). */
 static inline uint64_t cl_vecadd_in_bytes(cl_vecadd_op op) { return op == CL_VECADD_DAXPY ? 16 : 8; }
 static inline uint64_t cl_vecadd_out_bytes(cl_vecadd_op op) { return op == CL_VECADD_DAXPY ? 8 : 4; }
-static inline uint64_t cl_vecadd_device_bytes(cl_vecadd_op op) { return op == CL_VECADD_DAXPY ? 16 : 12; }
+static inline uint64_t cl_vecadd_device_bytes(cl_vecadd_op op, bool student)
+{
+    return op == CL_VECADD_DAXPY ? 16 : 12 + (student ? 4 * CL_GPU_CHECKED_REPS : 0);
+}
 
 /* The inputs, on the host: x from even counters, y from odd ones. */
 static inline float cl_vecadd_xf(uint64_t seed, uint64_t i) { return cl_uniform(seed, 2 * i); }

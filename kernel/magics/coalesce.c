@@ -129,7 +129,8 @@ static int check_size(magic_ctx *ctx, const char *what, uint64_t n)
         return check_fit(ctx, what, n, 8, 64 << 20, dev.free_mem, "host");
     if (cl_cpu_backend()->device_props(0, &host, err) != 0)
         return magic_error(ctx, "RuntimeError", "host: %s", err);
-    return check_fit(ctx, what, n, 8, 2.0 * dev.l2_bytes, dev.free_mem, "device") ||
+    /* in and out, and the copies of out that the check of timed reps keeps */
+    return check_fit(ctx, what, n, 4.0 * (2 + CL_GPU_CHECKED_REPS), 2.0 * dev.l2_bytes, dev.free_mem, "device") ||
            check_fit(ctx, what, n, 4, 0, host.free_mem, "host");
 }
 

@@ -386,8 +386,13 @@ static int run_picture(magic_ctx *ctx, const json_t *params, const cl_grid_plan 
                            "(WIDTHxHEIGHT; 1D data is one row)", d->name);
     uint64_t n = (uint64_t)p->elements, seed = (uint64_t)json_integer_value(json_object_get(params, "seed"));
     char fit[64];
-    snprintf(fit, sizeof fit, "largest picture that fits: %.0f pixels", (double)free_mem / 8.0);
-    mem_need need = {"--data", "Pin and Pout, 4 bytes a pixel each", "device", 8.0 * (double)n, (double)free_mem, fit};
+    /* Pin and Pout, and on a GPU the copies of Pout that the check of its timed reps keeps */
+    bool gpu = strcmp(ctx->backend->name, "cpu") != 0;
+    double per = 4.0 * (2 + (gpu ? CL_GPU_CHECKED_REPS : 0));
+    snprintf(fit, sizeof fit, "largest picture that fits: %.0f pixels", (double)free_mem / per);
+    mem_need need = {"--data", gpu ? "Pin, Pout and the check's copies of Pout, 4 bytes a pixel each"
+                                   : "Pin and Pout, 4 bytes a pixel each", "device", per * (double)n,
+                     (double)free_mem, fit};
     if (magic_memory_fit(ctx, &need) != 0 || check_host_work(ctx, params, p, picture_host_work) != 0)
         return -1;
     float *pout = malloc(n * sizeof *pout);

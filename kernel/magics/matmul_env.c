@@ -35,10 +35,11 @@ static const json_t *list_at(const json_t *v, size_t i)
     return json_is_array(v) ? json_array_get(v, i) : v;
 }
 
-/* The largest N with A, B and C of N×N floats in `bytes`, and within 32-bit indexing. */
-static long long largest_square(double bytes)
+/* The largest N with `matrices` N×N floats in `bytes` (A, B and C, and on a GPU the copies of C
+ * that the check of timed reps keeps), and within 32-bit indexing. */
+static long long largest_square(double bytes, int matrices)
 {
-    long long fit = bytes > 0 ? (long long)floor(sqrt(bytes / 12.0)) : 0;
+    long long fit = bytes > 0 ? (long long)floor(sqrt(bytes / (4.0 * matrices))) : 0;
     return fit < INDEX_SQUARE_MAX ? fit : INDEX_SQUARE_MAX;
 }
 
@@ -259,14 +260,15 @@ static int check_point(magic_ctx *ctx, const mm_env *env, const mm_limits *lim, 
     double bytes = 4.0 * ((double)d.m * d.k + (double)d.k * d.n + (double)d.m * d.n);
     if (lim->device) {
         snprintf(fit, sizeof fit, "largest square size that fits: %lld",
-                 largest_square(lim->device_free - lim->device_reserve));
-        mem_need need = {what, "A, B and C, plus twice the L2 to flush it between runs", "device",
-                         bytes + lim->device_reserve, lim->device_free, fit};
+                 largest_square(lim->device_free - lim->device_reserve, 3 + CL_GPU_CHECKED_REPS));
+        mem_need need = {what, "A, B and C, the check's copies of C, plus twice the L2 to flush it between runs",
+                         "device", bytes + 4.0 * CL_GPU_CHECKED_REPS * d.m * d.n + lim->device_reserve,
+                         lim->device_free, fit};
         if (magic_memory_fit(ctx, &need) != 0)
             return -1;
     }
     if (lim->host_run || env->check) {
-        snprintf(fit, sizeof fit, "largest square size that fits: %lld", largest_square(lim->host_free));
+        snprintf(fit, sizeof fit, "largest square size that fits: %lld", largest_square(lim->host_free, 3));
         mem_need need = {what, lim->host_run ? "A, B and C, to run on the host"
                                              : "A, B and C, for the check; --no-check skips it",
                          "host", bytes, lim->host_free, fit};

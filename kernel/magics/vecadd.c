@@ -217,14 +217,22 @@ static int validate(magic_ctx *ctx, json_t *params)
     if (gpu && cl_cpu_backend()->device_props(0, &host, err) != 0)
         return magic_error(ctx, "RuntimeError", "host: %s", err);
     json_t *sizes = sweep_as_list(json_object_get(params, "size")), *ops = sweep_as_list(json_object_get(params, "op"));
-    double per = 12;                                /* the largest op in the list decides */
-    json_array_foreach(ops, i, v)
-        if (strcmp(json_string_value(v), "daxpy") == 0)
-            per = 16;
+    json_t *variants = sweep_as_list(json_object_get(params, "variant"));
+    bool student = false;                           /* a student's kernel among them: its check's copies */
+    json_array_foreach(variants, i, v)
+        student = student || family_builtin(&vecadd_family, json_string_value(v)) < 0;
+    json_decref(variants);
+    double per = 12, device_per = 0;                /* the largest op in the list decides */
+    json_array_foreach(ops, i, v) {
+        cl_vecadd_op op = strcmp(json_string_value(v), "daxpy") == 0 ? CL_VECADD_DAXPY : CL_VECADD_ADD;
+        per = op == CL_VECADD_DAXPY ? 16 : per;
+        double d = (double)cl_vecadd_device_bytes(op, student);
+        device_per = d > device_per ? d : device_per;
+    }
     json_array_foreach(sizes, i, v) {
         uint64_t n = (uint64_t)json_integer_value(v);
         if (gpu) {
-            if ((rc = check_fit(ctx, n, per, 2.0 * dev.l2_bytes, dev.free_mem, "device")) ||
+            if ((rc = check_fit(ctx, n, device_per, 2.0 * dev.l2_bytes, dev.free_mem, "device")) ||
                 (rc = check_fit(ctx, n, per, 0, host.free_mem, "host")))
                 break;
         } else if ((rc = check_fit(ctx, n, 2 * per, 0, dev.free_mem, "host"))) {

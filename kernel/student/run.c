@@ -276,8 +276,10 @@ int student_run_failed(magic_ctx *ctx, const student_launch *l, const char *poin
         return cpu_runner_failed(ctx, l, point, err);
     const char *name = l->def->name;
     bool timeout = strstr(err, "launch limit") != NULL, outside = strstr(err, " wrote outside ") != NULL;
-    magic_error(ctx, timeout ? "TimeoutError" : outside ? "CheckError" : "CudaError", "%s%s failed (%s): %s",
-                whose(l->def), name, point, err);
+    int rep, reps, at = 0;      /* "rep R of N …": a timed rep's result checked wrong (cuda/common.h) */
+    bool wrong_rep = sscanf(err, "rep %d of %d%n", &rep, &reps, &at) == 2 && err[at] == ' ';
+    magic_error(ctx, timeout ? "TimeoutError" : outside || wrong_rep ? "CheckError" : "CudaError",
+                "%s%s failed (%s): %s", whose(l->def), name, point, err);
     json_t *tb = json_array();
     for (size_t i = 0; i < sizeof fault_hints / sizeof fault_hints[0]; i++)
         if (strstr(err, fault_hints[i].says)) {

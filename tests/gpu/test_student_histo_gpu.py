@@ -135,8 +135,8 @@ def test_missing_barrier_before_the_merge(gpu_doc, start_kernel):
     c, doc = run(kc, f"%histo --variant nosync --dist skewed,uniform --size {2**22} --reps 3 --warmup 0")
     if c["status"] == "ok":
         assert all(r["check"]["passed"] for r in doc["runs"])
-    else:
-        assert_check_error(c)
+    else:       # the run's histogram wrong, or only a timed rep's (cuda/common.h checks reps drawn at random)
+        assert_check_error(c, re.compile(FIRST_WRONG.pattern + r"|rep \d of 3 returned a wrong result .*or a race"))
 
 
 def test_no_grid_stride_loop_counts_part_of_the_input(gpu_doc, start_kernel):
