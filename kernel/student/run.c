@@ -257,7 +257,7 @@ static int cpu_runner_failed(magic_ctx *ctx, const student_launch *l, const char
 static bool rep_check_failed(const char *err)
 {
     int r, n, end = 0;
-    return sscanf(err, "rep %d of %d %n", &r, &n, &end) == 2 && end > 0 && r >= 1 && r <= n;
+    return sscanf(err, "rep %d of %d%n", &r, &n, &end) == 2 && err[end] == ' ' && r >= 1 && r <= n;
 }
 
 int student_run_failed(magic_ctx *ctx, const student_launch *l, const char *point, const char *err)
@@ -276,9 +276,7 @@ int student_run_failed(magic_ctx *ctx, const student_launch *l, const char *poin
         return cpu_runner_failed(ctx, l, point, err);
     const char *name = l->def->name;
     bool timeout = strstr(err, "launch limit") != NULL, outside = strstr(err, " wrote outside ") != NULL;
-    int rep, reps, at = 0;      /* "rep R of N …": a timed rep's result checked wrong (cuda/common.h) */
-    bool wrong_rep = sscanf(err, "rep %d of %d%n", &rep, &reps, &at) == 2 && err[at] == ' ';
-    magic_error(ctx, timeout ? "TimeoutError" : outside || wrong_rep ? "CheckError" : "CudaError",
+    magic_error(ctx, timeout ? "TimeoutError" : outside ? "CheckError" : "CudaError",
                 "%s%s failed (%s): %s", whose(l->def), name, point, err);
     json_t *tb = json_array();
     for (size_t i = 0; i < sizeof fault_hints / sizeof fault_hints[0]; i++)
