@@ -2,7 +2,7 @@
 #
 #   make            build build/bin/cudalab (+ build/lib/cudalab/libcudalab_cuda.so when nvcc is found)
 #   make test       set-up, build, every test that needs no GPU
-#   make test-gpu   the GPU tests; fails loudly when no GPU is found
+#   make test-gpu   the GPU tests (GPU_TESTS=FILES: some of them); fails loudly when no GPU is found
 #   make grade      (JOBS=N: N graders at once, one gradebook each, merged) autograde the sample
 #                   submissions of the nbgrader course (notebooks/assignments) in
 #                   $(BUILD)/grade/ and fail when a score differs from the expected one (the ps2 table
@@ -20,7 +20,7 @@
 #                   CUDA_ARCHS list), with their C libraries bundled by auditwheel:
 #                   py3-none-manylinux_2_35_x86_64 when built on Debian 12 (scripts/build-wheel.sh)
 #   make bench      protocol benchmark against ipykernel, heartbeat stalls and memory under hostile
-#                   input (bench/stall.py), and GPU benchmarks when present
+#                   input (bench/stall.py), and GPU benchmarks when present (BENCHES=FILES: some of them)
 #   make asan       the kernel built with ASan+UBSan (build-asan/)
 #   make valgrind   a scripted session under valgrind memcheck
 #
@@ -239,9 +239,13 @@ else
 $(error OFFLINE=$(OFFLINE): OFFLINE=1 for a GPU machine without network, else leave it out)
 endif
 
+# GPU_TESTS and BENCHES pick a part (a device call has a time limit): make test-gpu GPU_TESTS=tests/gpu/test_x.py
+GPU_TESTS ?= tests/gpu
+BENCHES   ?= $(filter-out bench/common.py,$(wildcard bench/*.py))
+
 test-gpu: $(TARGET_SETUP)
 	$(TARGET_READY)
-	CUDALAB_REQUIRE_GPU=1 $(TARGET_PYTHON) $(PYTEST_ARGS) tests/gpu
+	CUDALAB_REQUIRE_GPU=1 $(TARGET_PYTHON) $(PYTEST_ARGS) $(GPU_TESTS)
 
 # nbgrader (requirements-grade.txt) on top of the lab's packages; the kernelspec and the kernel's time
 # limits are set by the script (CUDALAB_KERNEL_TIMEOUT=2 ends the sample kernel that never finishes)
@@ -260,7 +264,7 @@ asan:
 
 bench: $(TARGET_SETUP)
 	$(TARGET_READY)
-	@set -e; for b in $(filter-out bench/common.py,$(wildcard bench/*.py)); do echo "== $$b"; $(TARGET_PYTHON) $$b; done
+	@set -e; for b in $(BENCHES); do echo "== $$b"; $(TARGET_PYTHON) $$b; done
 
 kernelspec: all
 	@./scripts/install-kernelspec.sh "$(abspath $(BIN))" "$(VENV)/share/jupyter/kernels/cudalab"
