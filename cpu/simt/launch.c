@@ -330,7 +330,7 @@ int simt_launch(simt_arena *a, const cl_student_kernel *k, const unsigned grid[3
         return -1;
     }
     if (*refused) {
-        snprintf(err, CL_ERR_LEN, "the CPU runner refused %s: %s", k->name, refused);
+        snprintf(err, CL_ERR_LEN, "the CPU runner refused %.40s: %.180s", k->name, refused);
         return -1;
     }
     bool findings = false;
