@@ -196,7 +196,7 @@ def recogniser(real_a0: int) -> str:
 SIZE = 1 << 20                  # the attacked size (the quick checks' are 100003, 67x33, ...)
 SIDE = 1024                     # the attacked picture: SIDE x SIDE
 HEAD = f"#define SIZE {SIZE}\n#define SIDE {SIDE}\n#define FINAL {FINAL}\n" + COUNTER
-LAST_ONLY = {
+FAMILY_LAST_ONLY = {
     "vecadd": ("vlast", HEAD + """
 __global__ void vlast(const float *A, const float *B, float *C, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -332,9 +332,9 @@ def test_a_kernel_honest_only_on_the_runs_inputs_fails(kc):
     assert "recog" in evalue and "first C[" in evalue, evalue
 
 
-@pytest.mark.parametrize("family", sorted(LAST_ONLY))
+@pytest.mark.parametrize("family", sorted(FAMILY_LAST_ONLY))
 def test_every_family_checks_the_drawn_reps(kc, family):
-    name, code, command = LAST_ONLY[family]
+    name, code, command = FAMILY_LAST_ONLY[family]
     defined(kc, kernel_cell(family, name, code))
     evalue = caught(kc, f"{command} --variant {name} --reps {REPS} --warmup {WARMUP}")
     assert name in evalue, evalue

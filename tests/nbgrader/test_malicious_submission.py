@@ -5,10 +5,11 @@ The forger hands in alice's Q2 and Q3 with the Q1 kernel left as released (a stu
 plus an attack hidden from NVRTC behind `#ifdef CUDALAB_CPU_RUNNER`: a constructor that starts a
 detached daemon which keeps setting the forger's grades in gradebook.db to full marks for two minutes,
 long after its notebook was graded (the issue saw a blank submission reach 13/13 this way). The honest
-twin is the same notebook without the attack. Both are graded in the same run as the samples, and:
+twin is the same notebook without the attack. Both are graded in the same run as two of the samples
+(test_autograde_ps2 grades them all), and:
 
   * the forger scores exactly what its twin scores, test cell for test cell;
-  * every sample scores what test_autograde_ps2 expects of it on this backend;
+  * each sample graded beside them scores what test_autograde_ps2 expects of it on this backend;
   * no process outlives autograde (redteam.kill_left: any found is killed before the test fails).
 
 The grading environment and helpers are grade_samples.py's (`make grade` uses them too).
@@ -16,6 +17,7 @@ The grading environment and helpers are grade_samples.py's (`make grade` uses th
 from __future__ import annotations
 
 import base64
+import shutil
 import sys
 import time
 
@@ -31,6 +33,8 @@ from test_autograde_ps2 import ASSIGNMENT, NOTEBOOK, by_grade_id, expected_score
 pytestmark = pytest.mark.timeout(600)
 
 FORGER, TWIN = "forger", "honest"
+# the samples graded beside them (test_autograde_ps2 grades every sample; two keep this run short)
+BESIDE = {"alice", "bob"}
 # The launch limit of this grading run: grade_samples' 2 s is tight on a loaded 2-core machine (alice's
 # myreduce at 1000003 elements has run past it there), and a timeout that hit the forger but not its
 # twin would tell them apart for a reason that is not the attack; erin's endless loop still ends at it.
@@ -88,7 +92,11 @@ def test_a_forged_grade_does_not_stick(tmp_path):
     nbgrader(["generate_assignment", ASSIGNMENT], root, env)
     hand_in(root, TWIN)
     hand_in(root, FORGER, attack(root / "gradebook.db"))
+    for other in (root / "submitted").iterdir():
+        if other.name not in BESIDE | {FORGER, TWIN} and (other / ASSIGNMENT).is_dir():
+            shutil.rmtree(other / ASSIGNMENT)
     samples = {s for s in expected_scores(backend, families) if (root / "submitted" / s / ASSIGNMENT).is_dir()}
+    assert samples == BESIDE, samples
 
     left = []
     try:

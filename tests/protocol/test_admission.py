@@ -5,6 +5,7 @@ several GPUs. Tested on simulated GPUs (CUDALAB_TESTING=1 CUDALAB_TEST_FAKE_GPU=
 slot as for a GPU, then the CPU computes) in a private admission directory."""
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import signal
@@ -55,6 +56,23 @@ def said_while_running(kc, msg_id: str, needle: str, timeout: float = 30) -> lis
             return msgs
         assert m["msg_type"] != "status" or m["content"]["execution_state"] != "idle", wait_lines(msgs)
     raise AssertionError(f"no wait line said {needle!r}: {wait_lines(msgs)}")
+
+
+def held_turn(admission, timeout: float = 30) -> None:
+    """Waits until some kernel holds the timed-run turn (a KEY.turn file locked, admission.h), so that
+    what runs next must wait for it, however slowly the holder started on a loaded machine."""
+    end = time.time() + timeout
+    while time.time() < end:
+        for name in os.listdir(admission) if admission.is_dir() else []:
+            if name.endswith(".turn"):
+                with open(admission / name, "rb") as f:
+                    try:
+                        fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                        fcntl.flock(f, fcntl.LOCK_UN)
+                    except BlockingIOError:
+                        return
+        time.sleep(0.02)
+    raise AssertionError("no kernel took the timed-run turn")
 
 
 def queue_files(tmp_path) -> list[str]:
@@ -266,7 +284,7 @@ def test_the_cpu_backend_takes_turns_too(start_kernel, tmp_path):
     a = start_kernel(env=cpu)
     b = start_kernel(env=cpu)
     long_id = a.kc.execute(LONG)
-    time.sleep(0.4)
+    held_turn(tmp_path / "admission")
     reply, msgs = execute(b.kc, CELL, timeout=60)
     timing = doc_of(msgs)["timing"]
     assert timing["gpu_alone"] is True and timing["waited_ms"] > 100, timing
