@@ -171,7 +171,7 @@ def test_a_daemon_started_by_a_constructor_does_not_outlive_the_cell(pair, site)
 INTERPOSED = {
     "clock_gettime": 'struct timespec; extern "C" int clock_gettime(int, struct timespec *ts) '
                      '{ ((long *)ts)[0] = 1; ((long *)ts)[1] = 0; return 0; }',
-    "cl_simt_clock": 'extern "C" long long cl_simt_clock(void) { return 0; }',
+    "__cudalab_clock": 'extern "C" long long __cudalab_clock(void) { return 0; }',
     "syscall": 'extern "C" long syscall(long, ...) { return 0; }',
     "setrlimit": 'extern "C" int setrlimit(int, const void *) { return 0; }',
     "prctl": 'extern "C" int prctl(int, ...) { return 0; }',
