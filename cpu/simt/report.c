@@ -2,8 +2,10 @@
  * which block, at which line of the cell, touched which element (decoded as
  * the family names its arrays: C[4][7], bins[3], As[0][15]), and what to try.
  *
- * The runner reports code addresses; addr2line (binutils, which the host
- * compiler brings) turns those of the student's code into cell lines. An
+ * The runner reports code addresses and where it loaded the student's object's
+ * code sections; addr2line (binutils, which the host compiler brings) turns
+ * an address in one of them, as an offset in that section of the object, into
+ * a cell line. An
  * address inside the runtime (a check, a barrier) is not the student's line:
  * the runner's record of the thread's last access stands in for it.
  */

@@ -94,8 +94,9 @@ enum cl_simt_kind { CL_SIMT_FINDINGS(CL_SIMT_ID_) CL_SIMT_NKINDS };
 /* How an access touched memory. */
 enum { CL_SIMT_READ = 1, CL_SIMT_WRITE = 2, CL_SIMT_ATOMIC = 4 };
 
-/* A thread at a place in the student's code (pc: an address in the runner
- * executable, mapped to a cell line by the parent; 0 when unknown). */
+/* A thread at a place in the student's code (pc: an address in the runner,
+ * in the student's loaded object or the runtime, mapped to a cell line by the
+ * parent through the object's code sections; 0 when unknown). */
 typedef struct cl_simt_where {
     uint32_t block[3], thread[3];
     uint64_t pc;
