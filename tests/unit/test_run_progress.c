@@ -104,11 +104,13 @@ static void the_thread_says_the_reps_and_ends_the_line(void **state)
     ctx.run_point(&ctx, 0, 1, point);
     nap_ms(600);
     assert_int_equal(said.shows, 0);               /* nothing in the first second */
+    /* the three reps well before the first line (at 1 s), which must count them all; the next line
+     * (at 2 s) not yet due */
     for (int r = 0; r < 3; r++) {
         cl_rep_done();
-        nap_ms(200);
+        nap_ms(50);
     }
-    nap_ms(700);
+    nap_ms(1100);
     assert_int_equal(said.shows, 1);
     assert_non_null(strstr(said.last, "running %matmul: rep 3 of 10; "));
     assert_non_null(strstr(said.last, "left (interrupt to stop)"));
