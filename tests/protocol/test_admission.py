@@ -13,6 +13,7 @@ import time
 from queue import Empty
 
 import psutil
+import pytest
 
 from conftest import execute, kernel_children, streams, wait_gone, wait_lines
 
@@ -259,6 +260,7 @@ def test_timed_runs_take_turns(start_kernel, tmp_path):
     assert a.kc.get_shell_msg(timeout=60)["parent_header"]["msg_id"] == long_id
 
 
+@pytest.mark.timeout(240)          # six host-loop points: over a minute under make test's ASan build
 def test_a_sweep_does_not_starve_a_single_run(start_kernel, tmp_path):
     """Round robin by GPU time: a kernel that has just had a timed turn queues behind one that has not,
     so a single run waits for one of a long sweep's points, not for the whole sweep."""
