@@ -72,7 +72,7 @@ def tensor_core_table(title: str, runs: list[dict]) -> float | None:
     ref = next((r for r in runs if r["variant"] == "cublas-tf32"), None)
     ref_gflops = ref["gflops"] if ref else None
     rows = [("variant", "precision", "median ms", "GFLOP/s", "% of FP32 peak", "% of cuBLAS TF32", "max rel err",
-             "tol", "check")]
+             "tolerance", "check")]
     best = None
     for r in runs:
         if r["precision"] not in TENSOR_CORE_PRECISIONS and r["variant"] != "cublas-tf32":
@@ -82,7 +82,7 @@ def tensor_core_table(title: str, runs: list[dict]) -> float | None:
         err = check.get("max_rel_err")
         rows.append((label(r), r["precision"], fmt(r["time_ms"]["median"], 3), fmt(r["gflops"], 0),
                      fmt(r.get("pct_of_peak")), fmt(pct), "-" if err is None else f"{err:.2e}",
-                     f"{check['tol']:.0e}" if "tol" in check else "-", check_text(check)))
+                     f"{check['tolerance']:.0e}" if check.get("tolerance") is not None else "-", check_text(check)))
         if own(r) and r["precision"] == "tf32" and pct is not None:
             best = pct if best is None else max(best, pct)
     print_table(title, rows, left=(0, 1, 8))

@@ -203,7 +203,7 @@ static void freivalds_row(long long i, void *arg)
 
 /* A NaN anywhere (C not finite, or a row that could not be checked) makes the
  * whole check NaN, which never passes; the first such row is the one reported. */
-static void reduce_rows(const verify_job *v, cl_matmul_check *out)
+static void reduce_rows(const verify_job *v, double tol, cl_matmul_check *out)
 {
     bool nan_seen = false;
     out->max_rel_err = 0;
@@ -221,13 +221,17 @@ static void reduce_rows(const verify_job *v, cl_matmul_check *out)
         if (v->row_abs[i] > out->max_abs_err)
             out->max_abs_err = v->row_abs[i];
     }
+    out->wrong_rows = 0;
+    for (long long i = 0; i < v->m; i++)
+        out->wrong_rows += !(v->row_rel[i] <= tol);
     if (nan_seen)
         out->max_abs_err = NAN;
 }
 
 /* The first element of C (row-major) outside the tolerance: what a student
- * reads first ("C[3][64] = 12.0, expected 11.5"). Rows are recomputed one by
- * one, serially: only after a full check failed, so the product is small. */
+ * reads first ("C[3][64] = 12.0, expected 11.5"), and how many are. Rows are
+ * recomputed one by one, serially: only after a full check failed, so the
+ * product is small. */
 static void first_wrong(const verify_job *v, double tol, cl_matmul_check *out)
 {
     out->first_row = out->first_col = -1;
@@ -235,7 +239,8 @@ static void first_wrong(const verify_job *v, double tol, cl_matmul_check *out)
     if (!s)
         return;
     double *t = s + v->n;
-    for (long long i = 0; i < v->m && out->first_row < 0; i++) {
+    out->wrong = 0;
+    for (long long i = 0; i < v->m; i++) {
         memset(s, 0, 2 * (size_t)v->n * sizeof *s);
         for (long long p = 0; p < v->k; p++)
             for (long long j = 0; j < v->n; j++) {
@@ -245,10 +250,9 @@ static void first_wrong(const verify_job *v, double tol, cl_matmul_check *out)
             }
         for (long long j = 0; j < v->n; j++) {
             double got = v->c[i * v->n + j];
-            if (!isfinite(got) || !(fabs(got - s[j]) / t[j] <= tol)) {
+            if ((!isfinite(got) || !(fabs(got - s[j]) / t[j] <= tol)) && out->wrong++ == 0) {
                 out->first_row = i, out->first_col = j;
                 out->first_value = got, out->first_expected = s[j];
-                break;
             }
         }
     }
@@ -333,9 +337,10 @@ int cl_matmul_verify(int m, int n, int k, uint64_t seed, const float *c, cl_matm
     else
         rc = freivalds(&v, seed, err);
     if (rc == 0) {
-        reduce_rows(&v, out);
-        out->method = full ? "full fp64 product" : "freivalds x3";
         out->tol = cl_matmul_tolerance(fmt, full);
+        reduce_rows(&v, out->tol, out);
+        out->method = full ? "full fp64 product" : "freivalds x3";
+        out->wrong = out->wrong_rows;
         out->passed = out->max_rel_err <= out->tol;     /* false for NaN */
         out->first_row = out->first_col = -1;
         if (full && !out->passed)

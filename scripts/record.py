@@ -31,6 +31,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from schemas import load_schema  # scripts/schemas.py: the same loader the tests use
+
 REPO = Path(__file__).resolve().parents[1]
 SCHEMAS = REPO / "tests" / "schemas"
 sys.path.insert(0, str(REPO / "scripts"))
@@ -62,7 +64,7 @@ def validate(path: Path) -> list[str]:
             schema = SCHEMAS / f"{d['magic']}.schema.json" if d else None
             if schema and schema.exists():
                 try:
-                    jsonschema.validate(d, json.loads(schema.read_text()))
+                    jsonschema.validate(d, load_schema(d["magic"]))
                 except jsonschema.ValidationError as e:
                     problems.append(f"{path.name}: {c['key']!r}: {e.message}")
     return problems

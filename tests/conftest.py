@@ -45,6 +45,9 @@ import zmq
 from jupyter_client import BlockingKernelClient, KernelManager
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))
+from schemas import load_schema  # noqa: E402  (scripts/schemas.py: one loader for tests and record.py)
+
 KERNELSPEC_TEMPLATE = REPO / "share" / "jupyter" / "kernelspecs" / "cudalab" / "kernel.json"
 DELIM = b"<IDS|MSG>"
 TIMEOUT = 10.0            # seconds to wait for any one expected message
@@ -761,29 +764,6 @@ def magic_doc(magic: str, cell: str, schema: dict, env: dict[str, str] | None = 
     assert len(found) == 1, docs
     jsonschema.validate(found[0], schema)
     return found[0]
-
-
-def load_schema(name: str) -> dict:
-    """tests/schemas/NAME.schema.json, with what every family's runs share in its $defs: `counters`
-    (counters.schema.json, a run's --counters), `roofline` (roofline.schema.json, a run's --roofline,
-    the document's roofs in its own $defs), `launch_occupancy` (launch_occupancy.schema.json, its
-    launch.occupancy under --launch), and a stopped run of a variant broken on purpose
-    (broken.schema.json) as the other shape a run may have."""
-    folder = Path(__file__).resolve().parent / "schemas"
-    schema = json.loads((folder / f"{name}.schema.json").read_text())
-    for part in ("counters", "roofline", "launch_occupancy", "broken"):
-        shared = json.loads((folder / f"{part}.schema.json").read_text())
-        shared.pop("$id", None), shared.pop("$schema", None)
-        schema.setdefault("$defs", {})[part] = shared
-    runs = schema.get("properties", {}).get("runs")
-    if runs and "items" in runs:
-        run = runs["items"]
-        if "$ref" in run:
-            run = schema["$defs"][run["$ref"].rsplit("/", 1)[1]]
-        for field in ("expected", "outcome", "nondeterministic", "found"):     # a broken variant's finished run
-            run.setdefault("properties", {})[field] = {"$ref": f"#/$defs/broken/$defs/{field}"}
-        runs["items"] = {"anyOf": [runs["items"], {"$ref": "#/$defs/broken"}]}
-    return schema
 
 
 def gpu_visible() -> bool:

@@ -262,6 +262,9 @@ typedef struct cl_matmul_check {
     long long first_row, first_col; /* the first wrong element in row-major order (full check
                                      * only), -1 when none is known */
     double first_value, first_expected;
+    long long wrong;                /* elements outside the tolerance (full check), or rows of C whose
+                                     * random-vector products are (Freivalds: it cannot tell elements) */
+    long long wrong_rows;           /* rows of C outside the tolerance */
 } cl_matmul_check;
 
 /* Fills a (m×k) and b (k×n) from the seed, with host threads. With

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "magic/check.h"
 #include "base/text.h"
 #include "grade/expr_internal.h"
 #include "lang/parse_internal.h"
@@ -309,6 +310,14 @@ static int missing_field(ev *x, const node *n, const json_t *obj, const char *la
 {
     char s[120], keys[300] = "";
     ev_src(x, n->a, s, sizeof s);
+    /* a check's field as the families spelled it before the check was one document (magic/check.h) */
+    bool check = json_object_get(obj, "passed") && json_object_get(obj, "method");
+    bool run = json_object_get(obj, "check") != NULL;
+    const char *more = NULL, *now = check || run ? check_renamed(n->name, &more) : NULL;
+    if (now && (check ? strcmp(n->name, "found") != 0 : strcmp(n->name, "found") == 0))
+        return ev_fail(x, "LookupError", "%s%s%s has no field '%s': the check is one document in every family "
+                       "now; did you mean %s?%s%s%s", s, label ? " " : "", label ? label : "", n->name, now,
+                       more ? " (" : "", more ? more : "", more ? ")" : "");
     suggest sg;
     suggest_init(&sg, n->name);
     size_t at = 0;

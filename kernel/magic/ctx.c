@@ -86,7 +86,26 @@ int magic_turn_take(magic_ctx *ctx, char *err)
 
 const char *magic_backend_ename(const cl_backend *b)
 {
-    return strcmp(b->name, "cpu") == 0 ? "RuntimeError" : "CudaError";
+    return !b || strcmp(b->name, "cpu") == 0 ? "RuntimeError" : "CudaError";
+}
+
+double magic_peak_fp32_gflops(const cl_device_props *p)
+{
+    return 2.0 * p->sm_count * p->cores_per_sm * (double)p->clock_khz / 1e6;
+}
+
+double magic_peak_bandwidth_gbs(const cl_device_props *p)
+{
+    return 2.0 * (double)p->mem_clock_khz * 1e3 * (p->mem_bus_width_bits / 8.0) / 1e9;
+}
+
+int magic_device_props(magic_ctx *ctx, cl_device_props *out)
+{
+    char err[CL_ERR_LEN] = "";
+    memset(out, 0, sizeof *out);
+    if (ctx->backend->device_props(ctx->device, out, err) != 0)
+        return magic_error(ctx, magic_backend_ename(ctx->backend), "device %d: %s", ctx->device, err);
+    return 0;
 }
 
 void magic_cpu_default(magic_ctx *ctx, const char *what)

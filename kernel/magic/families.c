@@ -279,3 +279,14 @@ uint64_t fit_largest(double (*bytes)(uint64_t n, const void *arg), const void *a
     }
     return lo;
 }
+
+const void *family_ops(const family_spec *f, const cl_backend *b)
+{
+    return b && f->ops_at ? *(const void *const *)((const char *)b + f->ops_at) : NULL;
+}
+
+bool family_runs_student(const family_spec *f, const cl_backend *b)
+{
+    const void *ops = family_ops(f, b);
+    return ops && *(const bool *)((const char *)ops + f->runs_student_at);
+}

@@ -41,7 +41,10 @@ typedef struct family_spec {
     const cl_student_contract *student; /* what a student's %%kernel for it implements, or NULL */
     const char *quick;              /* the flags of %%kernel's quick check at a small awkward
                                        size ("--m 67 --n 33 --k 129"), with the student's variant */
-    bool (*runs_student)(const cl_backend *b);  /* whether b runs students' kernels of the family */
+    /* Where a backend keeps the family's ops (offsetof(cl_backend, matmul)), and where those
+     * say whether they run students' kernels: FAMILY_OPS sets both. */
+    size_t ops_at, runs_student_at;
+    const char *sources;            /* what builds the family's backends, for the error of one without it */
     /* A family whose kernels also come in a second shape (%stencil --dim 2: a
      * 2D convolution): what a %%kernel --dim 2 cell implements, and its quick
      * check; NULL for the others. */
@@ -51,6 +54,15 @@ typedef struct family_spec {
      * whose name is NULL; NULL for none. */
     const family_broken *broken;
 } family_spec;
+
+/* family_spec's ops_at and runs_student_at: the family's member of cl_backend and its ops' type. */
+#define FAMILY_OPS(member, ops_type) \
+    .ops_at = offsetof(cl_backend, member), .runs_student_at = offsetof(ops_type, runs_student)
+
+/* The backend b's ops of the family f (NULL where b was built without it). */
+const void *family_ops(const family_spec *f, const cl_backend *b);
+/* Whether b runs students' kernels of the family f. */
+bool family_runs_student(const family_spec *f, const cl_backend *b);
 
 /* The family a magic runs (the one its --variant flag names), or NULL. */
 const family_spec *family_of_magic(const magic_spec *m);

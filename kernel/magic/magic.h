@@ -196,6 +196,14 @@ int magic_copy_bandwidth(magic_ctx *ctx, const cl_backend *b, double *gbs, char 
 
 /* The error name of a backend's failure: RuntimeError on the CPU backend, CudaError on a GPU's. */
 const char *magic_backend_ename(const cl_backend *b);
+/* A device's theoretical peaks from its properties: FP32 GFLOP/s (one FMA, 2 FLOPs, per FP32
+ * lane per cycle) and memory GB/s (DDR: two transfers per memory clock, bus width / 8 bytes
+ * each); 0 where a factor is unknown. */
+double magic_peak_fp32_gflops(const cl_device_props *p);
+double magic_peak_bandwidth_gbs(const cl_device_props *p);
+/* The properties of the device the command runs on (ctx->device of ctx->backend), zeroed first:
+ * 0, or -1 with the backend's error in ctx ("device 0: ..."). */
+int magic_device_props(magic_ctx *ctx, cl_device_props *out);
 
 /* Records an error and returns -1, so run() can `return magic_error(...)`. */
 int magic_error(magic_ctx *ctx, const char *ename, const char *fmt, ...)

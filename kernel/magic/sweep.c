@@ -111,11 +111,6 @@ json_t *launch_json(const cl_launch *l)
 
 /* ---- params ---- */
 
-json_t *check_skipped_json(void)
-{
-    return json_pack("{s:n, s:s}", "passed", "method", "skipped (--no-check)");
-}
-
 json_t *sweep_as_list(const json_t *v)
 {
     return json_is_array(v) ? json_incref((json_t *)v) : json_pack("[O]", v);
@@ -137,8 +132,7 @@ static json_t *device_summary(magic_ctx *ctx, const cl_backend *b, int dev)
     double bw = 0;
     if (magic_copy_bandwidth(ctx, b, &bw, err))
         bw = 0;
-    double peak_flops = 2.0 * p.sm_count * p.cores_per_sm * p.clock_khz / 1e6;
-    double peak_bw = 2.0 * p.mem_clock_khz * 1e3 * (p.mem_bus_width_bits / 8.0) / 1e9;
+    double peak_flops = magic_peak_fp32_gflops(&p), peak_bw = magic_peak_bandwidth_gbs(&p);
     json_t *d = json_pack("{s:s, s:s, s:s, s:i, s:b}", "backend", b->name, "name", p.name, "arch",
                           v.arch, "sms", p.sm_count, "ptx_jit", strstr(v.arch, "PTX") != NULL);
     json_object_set_new(d, "cc", p.cc_major ? json_sprintf("%d.%d", p.cc_major, p.cc_minor) : json_null());

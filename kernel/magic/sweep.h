@@ -210,9 +210,6 @@ static const char *const sweep_backend_choices[] = {"cuda", "cpu", NULL};
      .help = "where to run, instead of the GPU when there is one: cpu (our kernels' CPU analogues, yours on " \
              "the CPU runner, which explains their bugs); cuda insists on a GPU"}
 
-/* The "check" object of a run under --no-check: {"passed": null, "method": "skipped (--no-check)"}. */
-json_t *check_skipped_json(void);
-
 typedef struct sweep_spec {
     const char *magic;          /* "reduce" */
     const char *title;          /* "Reduction" */

@@ -6,10 +6,11 @@
  *   - "wrong": the check caught the bug, as a lecture wants it to;
  *   - "right": the bug did not show in this run (a race the warps did not hit, an
  *     off-by-one the size left no thread for); on a GPU, racecheck is asked about
- *     a kernel with shared memory, and its findings go in "found";
+ *     a kernel with shared memory, and its findings go in check.tools.racecheck;
  *   - "stopped": the CPU runner stopped the kernel at the bug (or the guard past
  *     an output caught a write outside it): the run is that error and its
- *     findings, since there is no result to check.
+ *     findings (check.tools["cpu-runner"] or check.tools.harness), since there
+ *     is no result to check.
  * The view gets a note per variant saying which, and what was found.
  */
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 
 #include "render/render.h"
+#include "magic/check.h"
 #include "magic/families.h"
 #include "magic/sweep.h"
 #include "magic/sweep_internal.h"
@@ -69,12 +71,17 @@ static json_t *racecheck(magic_ctx *ctx, const student_def *d, const json_t *poi
  * says of the table's own columns (its size, its block). */
 static json_t *stopped_run(magic_ctx *ctx, const sweep_spec *s, const json_t *point)
 {
-    json_t *run = json_pack("{s:O, s:s, s:s, s:n, s:{s:b, s:s, s:s, s:o}}", "variant",
-                            json_object_get(point, "variant"), "backend",
+    /* KernelError: the CPU runner found the bug; CheckError: the harness's guard past an output did */
+    json_t *check = check_new(false, "none: the kernel was stopped", -1);
+    json_object_del(check, "tolerance");
+    json_object_del(check, "wrong");
+    json_object_set_new(check, "error", json_string(ctx->error.evalue));
+    check_tool(check, strcmp(ctx->error.ename, "KernelError") == 0 ? "cpu-runner" : "harness",
+               json_pack("{s:s, s:o}", "status", "failed", "findings",
+                         ctx->traceback ? json_incref(ctx->traceback) : json_array()));
+    json_t *run = json_pack("{s:O, s:s, s:s, s:n, s:o}", "variant", json_object_get(point, "variant"), "backend",
                             ctx->backend ? ctx->backend->name : "?", "source", "broken on purpose", "time_ms",
-                            "check", "passed", 0, "method", "none: the kernel was stopped", "error",
-                            ctx->error.evalue, "findings",
-                            ctx->traceback ? json_incref(ctx->traceback) : json_array());
+                            "check", check);
     json_object_set_new(run, "outcome", json_string("stopped"));
     for (const sweep_column *c = s->columns; c->path; c++) {
         const json_t *v = json_object_get(point, c->path);
@@ -113,7 +120,7 @@ int sweep_broken_point(magic_ctx *ctx, const sweep_spec *s, const json_t *point,
                                                                                 ? "right" : "unchecked"));
         json_t *found = json_is_true(passed) ? racecheck(ctx, student_find(b->v.name), point) : NULL;
         if (found)
-            json_object_set_new(run, "found", found);
+            check_tool(json_object_get(run, "check"), "racecheck", found);
     }
     return 0;
 }
@@ -141,6 +148,16 @@ static void wrong_text(const json_t *check, char *buf, size_t len)
         snprintf(buf + o, len - o, "; %lld of %lld counts lost (%.2g%%)", (long long)lost,
                  (long long)json_integer_value(want), 100.0 * (double)lost / (double)json_integer_value(want));
     }
+}
+
+/* The findings of the tool that stopped a run (its check has that one tool). */
+static const json_t *stopped_findings(const json_t *check)
+{
+    const char *tool;
+    json_t *report;
+    json_object_foreach((json_t *)json_object_get(check, "tools"), tool, report)
+        return json_object_get(report, "findings");
+    return NULL;
 }
 
 /* The lines of found (a racecheck result) or of a stopped run's findings, under head. */
@@ -177,11 +194,11 @@ static void note_run(json_t *view, const family_broken *b, const json_t *run)
         const char *err = json_string_value(json_object_get(check, "error"));
         snprintf(note + at, sizeof note - at, "It was stopped, as expected: %s", err ? err : "?");
         view_add_note(view, note);
-        const json_t *findings = json_object_get(check, "findings");
+        const json_t *findings = stopped_findings(check);
         if (json_array_size(findings) > 0)
             add_lines(view, "what was found:", findings);
     } else if (strcmp(outcome, "right") == 0) {
-        const json_t *found = json_object_get(run, "found");
+        const json_t *found = sweep_path_get(run, "check.tools.racecheck");
         const char *status = json_string_value(json_object_get(found, "status"));
         snprintf(note + at, sizeof note - at, "Its result came out right this time: the bug did not show in this "
                  "run%s", !found ? ""

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "magic/check.h"
 #include "cudalab/simt.h"
 #include "render/render.h"
 #include "magic/sweep.h"
@@ -32,11 +33,6 @@ const sweep_column sweep_counter_columns[] = {
 /* How a count's source begins: read from a GPU's counters, or simulated (the CPU runner). */
 #define HARDWARE "hardware"
 #define SIMULATED "simulation"
-
-static json_t *real_or_null(double x)
-{
-    return isfinite(x) ? json_real(x) : json_null();
-}
 
 static json_t *unavailable(const char *why)
 {
@@ -62,11 +58,11 @@ void sweep_add_counters(magic_ctx *ctx, json_t *run)
         j = unavailable(c.unavailable);
     else {
         j = json_pack("{s:s, s:i}", "source", c.source, "passes", c.passes);
-#define CL_COUNTER_JSON_(name) json_object_set_new(j, #name, real_or_null(c.name));
+#define CL_COUNTER_JSON_(name) json_object_set_new(j, #name, json_real_or_null(c.name));
         CL_COUNTERS(CL_COUNTER_JSON_)
 #undef CL_COUNTER_JSON_
         double dram = c.dram_read_bytes + c.dram_write_bytes;
-        json_object_set_new(j, "flop_per_dram_byte", real_or_null(dram > 0 ? c.flop / dram : NAN));
+        json_object_set_new(j, "flop_per_dram_byte", json_real_or_null(dram > 0 ? c.flop / dram : NAN));
         if (strncmp(c.source, SIMULATED, strlen(SIMULATED)) == 0)
             json_object_set_new(j, "note", json_string(CL_SIMT_COUNTS_MODEL));
     }

@@ -48,7 +48,7 @@ static roofs roofs_of(const json_t *device)
     return r;
 }
 
-static json_t *real_or_null(double x)
+static json_t *positive_or_null(double x)
 {
     return isfinite(x) && x > 0 ? json_real(x) : json_null();
 }
@@ -111,9 +111,9 @@ json_t *sweep_roofline_apply(const sweep_state *st, json_t *runs, const json_t *
     json_t *run;
     json_array_foreach(runs, i, run)
         json_object_set_new(run, "roofline", run_roofline(st->spec, run, backend, &r));
-    json_t *doc = json_pack("{s:o, s:o, s:o}", "peak_fp32_gflops", real_or_null(r.peak_gflops),
-                            "bandwidth_gbs", real_or_null(r.bandwidth_gbs), "ridge_intensity",
-                            real_or_null(r.peak_gflops / r.bandwidth_gbs));
+    json_t *doc = json_pack("{s:o, s:o, s:o}", "peak_fp32_gflops", positive_or_null(r.peak_gflops),
+                            "bandwidth_gbs", positive_or_null(r.bandwidth_gbs), "ridge_intensity",
+                            positive_or_null(r.peak_gflops / r.bandwidth_gbs));
     json_object_set_new(doc, "bandwidth_source", r.bandwidth_gbs > 0
                         ? json_string(r.measured ? "measured" : "theoretical") : json_null());
     return doc;

@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "magic/family_run.h"
+#include "magic/check.h"
 #include "magic/families.h"
 #include "cudalab/coalesce.h"
 #include "render/render.h"
@@ -30,18 +32,14 @@
 
 static const char *const layout_choices[] = {"row", "col", NULL};
 
-static bool runs_student(const cl_backend *b)
-{
-    return b->coalesce && b->coalesce->runs_student;
-}
-
 static const family_spec coalesce_family = {
     .magic = "coalesce",
     .variants = cl_coalesce_variants,
     .nvariants = CL_COALESCE_NVARIANTS,
     .student = &cl_coalesce_student,
     .quick = "--size 100003 --stride 7",
-    .runs_student = runs_student,
+    FAMILY_OPS(coalesce, cl_coalesce_ops),
+    .sources = "cuda/coalesce.cu and cpu/coalesce_cpu.c",
 };
 
 /* Flag order is sweep order: stride first, so the chart's x axis is the stride
@@ -121,10 +119,9 @@ static int check_size(magic_ctx *ctx, const char *what, uint64_t n)
 {
     char err[CL_ERR_LEN] = "";
     cl_device_props dev, host;
-    memset(&dev, 0, sizeof dev);
     memset(&host, 0, sizeof host);
-    if (ctx->backend->device_props(ctx->device, &dev, err) != 0)
-        return magic_error(ctx, "CudaError", "device %d: %s", ctx->device, err);
+    if (magic_device_props(ctx, &dev) != 0)
+        return -1;
     if (strcmp(ctx->backend->name, "cpu") == 0)
         return check_fit(ctx, what, n, 8, 64 << 20, dev.free_mem, "host");
     if (cl_cpu_backend()->device_props(0, &host, err) != 0)
@@ -178,7 +175,7 @@ static int check_variant(magic_ctx *ctx, const char *name, const json_t *layouts
         return 0;
     int b = family_builtin(&coalesce_family, name);
     if (b < 0)
-        return student_find(name) && !runs_student(ctx->backend) ? student_refuse_backend(ctx, name) : 0;
+        return student_find(name) && !family_runs_student(&coalesce_family, ctx->backend) ? student_refuse_backend(ctx, name) : 0;
     if (!layouts && b != CL_COALESCE_STRIDE)
         return magic_error(ctx, "UsageError", "--variant %s: row and col are the traversals of the matrix "
                            "experiment (--layout %s --rows R --cols C); the stride experiment's own is stride",
@@ -307,24 +304,21 @@ static bool point_runs(const co_env *env, const json_t *pt, int traversal)
 /* The check: every element exact; a student's out NaN-filled and guarded too. */
 static json_t *check_json(bool student, const cl_coalesce_result *r)
 {
-    json_t *check = json_pack("{s:b, s:s, s:I}", "passed", r->mismatches == 0, "method",
-                              student ? "exact: every element of out against the input regenerated from the seed on "
-                                        "the host; out filled with NaN before every rep and guarded past both ends"
-                                      : "exact: every copied element against the input regenerated from the seed "
-                                        "on the host",
-                              "mismatches", (json_int_t)r->mismatches);
+    json_t *check = check_new(true, student ? "exact: every element of out against the input regenerated from the "
+                                              "seed on the host; out filled with NaN before every rep and guarded "
+                                              "past both ends"
+                                            : "exact: every copied element against the input regenerated from the "
+                                              "seed on the host", 0);
     if (student)
         json_object_set_new(check, "never_written", json_integer((json_int_t)r->unwritten));
     if (!r->mismatches)
         return check;
-    json_object_set_new(check, "first_bad", json_pack("{s:I, s:f, s:f}", "index", (json_int_t)r->first_bad,
-                                                      "got", (double)r->got, "want", (double)r->want));
-    json_object_set_new(check, "first_wrong",
-                        r->got != r->got
-                            ? json_sprintf("out[%" PRIu64 "] was never written (expected %.9g)", r->first_bad,
-                                           (double)r->want)
-                            : json_sprintf("out[%" PRIu64 "] = %.9g, expected %.9g", r->first_bad, (double)r->got,
-                                           (double)r->want));
+    check_wrong(check, r->mismatches, json_pack("{s:I}", "index", (json_int_t)r->first_bad), r->got, r->want);
+    if (r->got != r->got)
+        check_first_wrong(check, "out[%" PRIu64 "] was never written (expected %.9g)", r->first_bad, (double)r->want);
+    else
+        check_first_wrong(check, "out[%" PRIu64 "] = %.9g, expected %.9g", r->first_bad, (double)r->got,
+                          (double)r->want);
     return check;
 }
 
@@ -379,7 +373,7 @@ static json_t *run_json(magic_ctx *ctx, const co_env *env, const json_t *pt, con
     json_object_set_new(launch, "config", json_string(a->student ? cl_coalesce_student.launch
                                                                  : cl_coalesce_variants[traversal].launch));
     json_object_set_new(run, "launch", launch);
-    json_object_set_new(run, "check", env->check ? check_json(a->student != NULL, r) : check_skipped_json());
+    json_object_set_new(run, "check", env->check ? check_json(a->student != NULL, r) : check_skipped());
     return run;
 }
 
@@ -494,21 +488,11 @@ static const sweep_spec coalesce_sweep = {
     .host_work = co_host_work, .size_flag = "size",
 };
 
-static int coalesce_run(magic_ctx *ctx, const json_t *params, const char *body)
+static int co_prepare(magic_ctx *ctx, const json_t *given, json_t *p, void *env_)
 {
-    (void)body;
-    int shown = show_source_run(ctx, params, &coalesce_family);
-    if (shown != 1)
-        return shown;
-    if (json_is_true(json_object_get(params, "sanitize")))
-        return student_sanitize_command(ctx, &coalesce_family, params);
-    if (!ctx->backend)
-        return magic_error(ctx, "RuntimeError", "%%coalesce runs in the device worker: no backend here");
-    if (!ctx->backend->coalesce)
-        return magic_error(ctx, "RuntimeError", "the %s backend was built without %%coalesce "
-                           "(rebuild with cuda/coalesce.cu and cpu/coalesce_cpu.c)", ctx->backend->name);
-    json_t *p = json_deep_copy(params);
-    co_env env = {
+    (void)given;
+    co_env *env = env_;
+    *env = (co_env){
         .ops = ctx->backend->coalesce,
         .seed = (uint64_t)json_integer_value(json_object_get(p, "seed")),
         .reps = sweep_reps(p),
@@ -516,17 +500,28 @@ static int coalesce_run(magic_ctx *ctx, const json_t *params, const char *body)
         .check = json_is_true(json_object_get(p, "check")),
     };
     char err[CL_ERR_LEN];
-    if (magic_copy_bandwidth(ctx, ctx->backend, &env.bw_gbs, err) != 0)
-        env.bw_gbs = 0;
+    if (magic_copy_bandwidth(ctx, ctx->backend, &env->bw_gbs, err) != 0)
+        env->bw_gbs = 0;
+    if (plan(ctx, p) != 0)
+        return -1;
     static const char *const student_only[] = {"define", NULL};
-    int rc = plan(ctx, p);
-    if (rc == 0) {
-        env.student_firsts = student_first_values(p, student_only);
-        rc = sweep_run(ctx, &coalesce_sweep, p, &env);
-        json_decref(env.student_firsts);
-    }
-    json_decref(p);
-    return rc;
+    env->student_firsts = student_first_values(p, student_only);
+    return 0;
+}
+
+static void co_release(void *env)
+{
+    json_decref(((co_env *)env)->student_firsts);
+}
+
+static const family_command coalesce_command = {
+    .family = &coalesce_family, .sweep = &coalesce_sweep, .sanitize = student_sanitize_command,
+    .env_size = sizeof(co_env), .prepare = co_prepare, .release = co_release,
+};
+
+static int coalesce_run(magic_ctx *ctx, const json_t *params, const char *body)
+{
+    return family_run(ctx, &coalesce_command, params, body);
 }
 
 static const char *const coalesce_examples[] = {

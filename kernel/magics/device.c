@@ -28,17 +28,6 @@ static const flag_spec device_flags[] = {
 
 /* ---- derived numbers ---- */
 
-/* One FMA (2 FLOPs) per FP32 lane per cycle. 0 when a factor is unknown. */
-static double peak_fp32_gflops(const cl_device_props *p)
-{
-    return 2.0 * p->sm_count * p->cores_per_sm * (double)p->clock_khz / 1e6;
-}
-
-/* DDR: two transfers per memory clock, bus_width/8 bytes each. */
-static double peak_bandwidth_gbs(const cl_device_props *p)
-{
-    return 2.0 * (double)p->mem_clock_khz * 1e3 * (p->mem_bus_width_bits / 8.0) / 1e9;
-}
 
 static int khz_to_mhz(int khz)
 {
@@ -138,8 +127,8 @@ static json_t *device_doc(const cl_device_props *p, const cl_versions *v, bool i
     json_object_set_new(d, "async_engines", is_gpu ? json_integer(p->async_engines) : json_null());
     json_object_set_new(d, "ecc", is_gpu ? json_boolean(p->ecc) : json_null());
     json_object_set_new(d, "pci_bus_id", known_str(p->pci_bus_id));
-    json_object_set_new(d, "peak_fp32_gflops", known_real(peak_fp32_gflops(p)));
-    json_object_set_new(d, "peak_bandwidth_gbs", known_real(peak_bandwidth_gbs(p)));
+    json_object_set_new(d, "peak_fp32_gflops", known_real(magic_peak_fp32_gflops(p)));
+    json_object_set_new(d, "peak_bandwidth_gbs", known_real(magic_peak_bandwidth_gbs(p)));
     return d;
 }
 
@@ -237,7 +226,7 @@ static void limit_rows(json_t *t, const cl_device_props *p)
 static void peak_rows(json_t *t, const cl_device_props *p, bool is_gpu)
 {
     char v[64];
-    double flops = peak_fp32_gflops(p), bw = peak_bandwidth_gbs(p);
+    double flops = magic_peak_fp32_gflops(p), bw = magic_peak_bandwidth_gbs(p);
     if (flops > 0) {
         fmt_rate(flops, "GFLOP/s", v, sizeof v);
         rowf(t, "peak FP32", "%s (2 × %lld %s × %d MHz%s)", v,
@@ -350,7 +339,7 @@ static int device_run(magic_ctx *ctx, const json_t *params, const char *body)
     char err[CL_ERR_LEN] = "";
     int count = 0;
     if (be->device_count(&count, err) != 0)
-        return magic_error(ctx, "CudaError", "%s", err);
+        return magic_error(ctx, magic_backend_ename(be), "%s", err);
 
     const json_t *jindex = json_object_get(params, "index");
     bool one = json_is_integer(jindex);
@@ -372,7 +361,7 @@ static int device_run(magic_ctx *ctx, const json_t *params, const char *body)
         if (be->device_props(i, &p, err) != 0 || be->versions(i, &ver, err) != 0) {
             json_decref(devices);
             json_decref(view);
-            return magic_error(ctx, "CudaError", "device %d: %s", i, err);
+            return magic_error(ctx, magic_backend_ename(be), "device %d: %s", i, err);
         }
         p.index = i;
         json_array_append_new(devices, device_doc(&p, &ver, is_gpu));

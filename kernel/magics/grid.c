@@ -11,10 +11,12 @@
  * on the same plan and implies --run; doc.runs holds one run per variant.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "magic/check.h"
 #include "cudalab/cpu_model.h"
 #include "cudalab/grid.h"
 #include "magics/grid_plan.h"
@@ -26,18 +28,14 @@
 #include "student/sanitize.h"
 #include "student/store.h"
 
-static bool runs_student(const cl_backend *b)
-{
-    return b->grid && b->grid->runs_student;
-}
-
 static const family_spec grid_family = {
     .magic = "grid",
     .variants = cl_grid_variants,
     .nvariants = CL_GRID_NVARIANTS,
     .student = &cl_grid_student,
     .quick = "--data 67x33 --block 16x16",
-    .runs_student = runs_student,
+    FAMILY_OPS(grid, cl_grid_ops),
+    .sources = "cuda/grid.cu and cpu/grid_cpu.c",
 };
 
 static const flag_spec grid_flags[] = {
@@ -294,6 +292,21 @@ static int check_host_work(magic_ctx *ctx, const json_t *params, const cl_grid_p
     return rc;
 }
 
+/* The check of --run: a count array, every element visited exactly once and
+ * the idle threads as the plan predicts; which element went wrong is not kept. */
+static json_t *map_check(const cl_grid_result *r, const cl_grid_plan *p, bool ok)
+{
+    json_t *c = check_new(ok, "count array: every element visited exactly once, idle threads as predicted", 0);
+    json_object_set_new(c, "visited_once", json_integer((json_int_t)r->visited_once));
+    json_object_set_new(c, "never", json_integer((json_int_t)r->never));
+    json_object_set_new(c, "multiple", json_integer((json_int_t)r->multiple));
+    json_object_set_new(c, "idle_threads", json_integer((json_int_t)r->idle_threads));
+    json_object_set_new(c, "idle_expected", json_integer((json_int_t)p->idle));
+    if (!ok)
+        check_wrong(c, r->never + r->multiple + (r->idle_threads != (uint64_t)p->idle), NULL, NAN, NAN);
+    return c;
+}
+
 static int run_mapping(magic_ctx *ctx, const json_t *params, const cl_grid_plan *p, uint64_t free_mem,
                        json_t *doc, json_t *view)
 {
@@ -334,13 +347,7 @@ static int run_mapping(magic_ctx *ctx, const json_t *params, const cl_grid_plan 
     json_t *run = json_pack("{s:s, s:s, s:s, s:o, s:o}", "variant", "map", "backend", ctx->backend->name, "impl",
                             r->impl, "time_ms", stats_json(&r->times), "launch", launch_json(&r->launch));
     sweep_add_conditions(ctx, run);
-    json_object_set_new(run, "check", check
-        ? json_pack("{s:b, s:s, s:I, s:I, s:I, s:I, s:I}", "passed", ok, "method",
-                    "count array: every element visited exactly once, idle threads as predicted",
-                    "visited_once", (json_int_t)r->visited_once, "never", (json_int_t)r->never,
-                    "multiple", (json_int_t)r->multiple, "idle_threads", (json_int_t)r->idle_threads,
-                    "idle_expected", (json_int_t)p->idle)
-        : check_skipped_json());
+    json_object_set_new(run, "check", check ? map_check(r, p, ok) : check_skipped());
     json_array_append_new(json_object_get(doc, "runs"), run);
     char c[300];
     snprintf(c, sizeof c, "--run on %s: median %.4f ms over %d reps; %s", ctx->backend->name,
@@ -359,19 +366,20 @@ static json_t *picture_check(const cl_grid_plan *p, uint64_t seed, const float *
 {
     uint64_t width = (uint64_t)p->data[0], height = (uint64_t)p->data[1], wrong, never;
     int64_t bad = cl_grid_picture_check(pout, width, height, seed, &wrong, &never);
-    json_t *c = json_pack("{s:b, s:s, s:I, s:I, s:I}", "passed", bad < 0, "method",
-                          "exact: every pixel of Pout against 2 * Pin on the host; Pout filled with NaN before "
-                          "every launch and guarded past both ends", "pixels", (json_int_t)(width * height),
-                          "wrong", (json_int_t)wrong, "never_written", (json_int_t)never);
+    json_t *c = check_new(bad < 0, "exact: every pixel of Pout against 2 * Pin on the host; Pout filled with NaN "
+                          "before every launch and guarded past both ends", 0);
+    json_object_set_new(c, "pixels", json_integer((json_int_t)(width * height)));
+    json_object_set_new(c, "never_written", json_integer((json_int_t)never));
     first[0] = '\0';
     if (bad >= 0) {
         uint64_t row = (uint64_t)bad / width, col = (uint64_t)bad % width;
         float want = 2.0f * cl_uniform(seed, (uint64_t)bad), got = pout[bad];
+        check_wrong(c, wrong, json_pack("{s:I, s:I}", "row", (json_int_t)row, "col", (json_int_t)col), got, want);
         if (got != got)
             snprintf(first, len, "Pout[%" PRIu64 "][%" PRIu64 "] was never written (expected %.9g)", row, col, want);
         else
             snprintf(first, len, "Pout[%" PRIu64 "][%" PRIu64 "] = %.9g, expected %.9g", row, col, got, want);
-        json_object_set_new(c, "first_wrong", json_string(first));
+        check_first_wrong(c, "%s", first);
     }
     return c;
 }
@@ -427,7 +435,7 @@ static int run_picture(magic_ctx *ctx, const json_t *params, const cl_grid_plan 
         student_run_json(&sl, run);
         json_object_set_new(json_object_get(run, "launch"), "config", json_string(cl_grid_student.launch));
         bool check = json_is_true(json_object_get(params, "check"));
-        json_t *c = check ? picture_check(p, seed, pout, first, len) : check_skipped_json();
+        json_t *c = check ? picture_check(p, seed, pout, first, len) : check_skipped();
         rc = check && json_is_false(json_object_get(c, "passed"));
         json_object_set_new(run, "check", c);
         json_array_append_new(json_object_get(doc, "runs"), run);
@@ -454,7 +462,7 @@ static json_t *variants_of(magic_ctx *ctx, const json_t *params, bool *students)
     json_array_foreach(names, i, v)
         if (family_builtin(&grid_family, json_string_value(v)) < 0) {
             *students = true;
-            if (!ctx->backend || !runs_student(ctx->backend)) {
+            if (!ctx->backend || !family_runs_student(&grid_family, ctx->backend)) {
                 student_refuse_backend(ctx, json_string_value(v));
                 json_decref(names);
                 return NULL;

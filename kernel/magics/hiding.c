@@ -22,6 +22,7 @@
 
 #include "base/text.h"
 #include "cudalab/latency.h"
+#include "magic/check.h"
 #include "magic/families.h"
 #include "magic/magic.h"
 #include "magic/sweep.h"
@@ -56,13 +57,17 @@ typedef struct hd_env {
 static json_t *check_json(const cl_stream_args *a, const cl_stream_result *r, bool cpu)
 {
     /* float sums per thread, added in double: well inside n x 2^-20 of the host's double sum */
-    double tol = (double)a->n * 0x1p-20;
-    if (cpu)
-        return json_pack("{s:b, s:s}", "passed", r->sum == r->want, "method",
-                         "exact: every chase ends where next[] says one walked alone would");
-    return json_pack("{s:b, s:s, s:f, s:f}", "passed", fabs(r->sum - r->want) <= tol, "method",
-                     "the threads' sums added up against the host's double sum of the input, within n x 2^-20",
-                     "sum", r->sum, "want", r->want);
+    double tol = cpu ? 0 : (double)a->n * 0x1p-20;
+    json_t *c = check_new(true, cpu ? "exact: every chase ends where next[] says one walked alone would"
+                                    : "the threads' sums added up against the host's double sum of the input, "
+                                      "within n x 2^-20 (tolerance: that absolute bound)", tol);
+    if (!cpu) {
+        json_object_set_new(c, "sum", json_real_or_null(r->sum));
+        json_object_set_new(c, "want", json_real_or_null(r->want));
+    }
+    if (!(fabs(r->sum - r->want) <= tol))
+        check_wrong(c, 1, json_object(), r->sum, r->want);
+    return c;
 }
 
 static int hd_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
@@ -94,7 +99,7 @@ static int hd_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     json_object_set_new(run, "gbs", json_real(gbs));
     json_object_set_new(run, "pct_of_bandwidth", env->bw_gbs > 0 ? json_real(100.0 * gbs / env->bw_gbs) : json_null());
     json_object_set_new(run, "check", env->check ? check_json(&a, r, strcmp(ctx->backend->name, "cpu") == 0)
-                                                 : check_skipped_json());
+                                                 : check_skipped());
     env->warp_load_bytes = r->warp_load_bytes;
     env->sms = r->sms;
     free(r);
@@ -211,7 +216,7 @@ static int plan(magic_ctx *ctx, json_t *p)
     cl_device_props dev = {0};
     char err[CL_ERR_LEN] = "";
     if (ctx->backend->device_props(ctx->device, &dev, err) != 0)
-        return magic_error(ctx, "CudaError", "%%hiding: the device's limits: %s", err);
+        return magic_error(ctx, magic_backend_ename(ctx->backend), "%%hiding: the device's limits: %s", err);
     int max = dev.max_threads_per_sm / 32;
     json_t *warps = json_object_get(p, "warps"), *v;
     size_t i;

@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include "cudalab/histo.h"
+#include "magic/family_run.h"
+#include "magic/check.h"
 #include "magic/magic.h"
 #include "magic/show_source.h"
 #include "magic/sweep.h"
@@ -33,11 +35,6 @@
  * contended: racing increments lose updates there, visibly. */
 #define CONTENDED_SHARE 0.10
 
-static bool runs_student(const cl_backend *b)
-{
-    return b->histo && b->histo->runs_student;
-}
-
 const family_spec histo_family = {
     .magic = "histo",
     .variants = cl_histo_variants,
@@ -45,7 +42,8 @@ const family_spec histo_family = {
     .student = &cl_histo_student,
     /* awkward size, 90% of the bytes in one bin: a lost update cannot hide */
     .quick = "--size 100003 --dist skewed",
-    .runs_student = runs_student,
+    FAMILY_OPS(histo, cl_histo_ops),
+    .sources = "cuda/histo*.cu and cpu/histo*.c",
     .broken = broken_histo,
 };
 
@@ -206,28 +204,27 @@ static json_t *check_json(const histo_run_ctx *hc, const cl_histo_result *r, con
         if (r->counts[b] != 0 && past++ == 0)
             first_past = b;
     /* counted below expected: updates lost (a race); above: counted twice, or bytes that are no letter */
-    json_t *c = json_pack("{s:b,s:o,s:i,s:i,s:I,s:I}", "passed", bad == 0 && past == 0,
-                          "method", method_json(hc, a, r->nbins, total),
-                          "bins_compared", r->nbins, "mismatched_bins", bad,
-                          "expected_total", (json_int_t)total, "counted_total", (json_int_t)counted);
+    json_t *c = check_new(true, NULL, 0);
+    json_object_set_new(c, "method", method_json(hc, a, r->nbins, total));
+    json_object_set_new(c, "bins_compared", json_integer(r->nbins));
+    json_object_set_new(c, "expected_total", json_integer((json_int_t)total));
+    json_object_set_new(c, "counted_total", json_integer((json_int_t)counted));
     char label[16];
     if (first >= 0) {
         histo_bin_label(a->mode, a->width, first, label, sizeof label);
-        json_object_set_new(c, "first_mismatch", json_pack("{s:s,s:I,s:I}", "bin", label,
-                            "got", (json_int_t)r->counts[first],
-                            "expected", (json_int_t)hc->ref[first]));
+        check_wrong_int(c, (uint64_t)(bad + past), json_pack("{s:s, s:i}", "bin", label, "index", first),
+                        (long long)r->counts[first], (long long)hc->ref[first]);
+    } else if (first_past >= 0) {
+        check_wrong_int(c, (uint64_t)past, json_pack("{s:i}", "index", first_past), (long long)r->counts[first_past],
+                        0);
     }
     /* a write past the bins first: it explains the wrong bins too */
-    if (first >= 0 && first_past < 0) {
-        json_object_set_new(c, "first_wrong", json_sprintf("histo[%d] (%s) = %llu, expected %llu", first, label,
-                                                           (unsigned long long)r->counts[first],
-                                                           (unsigned long long)hc->ref[first]));
-    } else if (first_past >= 0) {
-        json_object_set_new(c, "first_wrong", json_sprintf("histo[%d] = %llu, past the %d bins (histo[0..%d]): "
-                                                           "a write outside the histogram", first_past,
-                                                           (unsigned long long)r->counts[first_past],
-                                                           r->nbins, r->nbins - 1));
-    }
+    if (first >= 0 && first_past < 0)
+        check_first_wrong(c, "histo[%d] (%s) = %llu, expected %llu", first, label,
+                          (unsigned long long)r->counts[first], (unsigned long long)hc->ref[first]);
+    else if (first_past >= 0)
+        check_first_wrong(c, "histo[%d] = %llu, past the %d bins (histo[0..%d]): a write outside the histogram",
+                          first_past, (unsigned long long)r->counts[first_past], r->nbins, r->nbins - 1);
     if (past)
         json_object_set_new(c, "written_past_bins", json_integer(past));
     return c;
@@ -417,7 +414,7 @@ static int histo_point(magic_ctx *ctx, const json_t *params, json_t *runs, void 
         free(r);
         return -1;
     }
-    json_object_set_new(run, "check", hc->check ? check_json(hc, r, &a) : check_skipped_json());
+    json_object_set_new(run, "check", hc->check ? check_json(hc, r, &a) : check_skipped());
     json_array_append_new(runs, run);
     free(r);
     return 0;
@@ -499,43 +496,36 @@ static const sweep_spec histo_sweep = {
     .size_flag = "size",
 };
 
-static int histo_run(magic_ctx *ctx, const json_t *params, const char *body)
+static int histo_prepare(magic_ctx *ctx, const json_t *given, json_t *p, void *env)
 {
-    int shown = show_source_run(ctx, params, &histo_family);
-    if (shown != 1)
-        return shown;
-    if (json_is_true(json_object_get(params, "sanitize")))
-        return student_sanitize_command(ctx, &histo_family, params);
-    if (!ctx->backend)
-        return magic_error(ctx, "RuntimeError", "%%histo runs in the device worker: no backend here");
-    const cl_histo_ops *ops = ctx->backend->histo;
-    if (!ops || !ops->run)
-        return magic_error(ctx, "RuntimeError", "the %s backend has no histogram family (%s)",
-                           ctx->backend->name, strcmp(ctx->backend->name, "cpu")
-                           ? "libcudalab_cuda.so was built without cuda/histo.cu"
-                           : "cudalab was built without cpu/histo_cpu.c");
-    json_t *p = histo_params(ctx, params, body);
-    if (!p)
-        return -1;
-    histo_run_ctx *hc = calloc(1, sizeof *hc);
-    if (!hc) {
-        json_decref(p);
-        return magic_error(ctx, "MemoryError", "out of memory");
-    }
+    (void)ctx;
+    histo_run_ctx *hc = env;
     hc->text = get_str(p, "text");
     hc->check = json_is_true(json_object_get(p, "check"));
     const json_t *blocks = json_object_get(p, "block");
     hc->first_block = block_x(json_is_array(blocks) && json_is_array(json_array_get(blocks, 0))
                                   ? json_array_get(blocks, 0) : blocks);
     hc->first_grid = first_int(json_object_get(p, "grid"));
-    hc->block_given = !json_is_null(json_object_get(params, "block"));
+    hc->block_given = !json_is_null(json_object_get(given, "block"));
     static const char *const student_only[] = {"define", NULL};
     hc->student_firsts = student_first_values(p, student_only);
-    int rc = histo_sweep_run(ctx, &histo_sweep, p, hc);
-    json_decref(hc->student_firsts);
-    free(hc);
-    json_decref(p);
-    return rc;
+    return 0;
+}
+
+static void histo_release(void *env)
+{
+    json_decref(((histo_run_ctx *)env)->student_firsts);
+}
+
+static const family_command histo_command = {
+    .family = &histo_family, .sweep = &histo_sweep, .sanitize = student_sanitize_command,
+    .params = histo_params, .env_size = sizeof(histo_run_ctx), .prepare = histo_prepare,
+    .release = histo_release, .run_sweep = histo_sweep_run,
+};
+
+static int histo_run(magic_ctx *ctx, const json_t *params, const char *body)
+{
+    return family_run(ctx, &histo_command, params, body);
 }
 
 static const char *const histo_examples[] = {

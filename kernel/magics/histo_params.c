@@ -178,7 +178,7 @@ static int check_students(magic_ctx *ctx, const json_t *p)
                            "of %d letters (a-d, e-h, ..., y-z: --bin-width %d), not --bin-width %lld "
                            "(%%help kernel)", d->name, CL_HISTO_STUDENT_WIDTH, CL_HISTO_STUDENT_WIDTH,
                            width);
-    if (!histo_family.runs_student(ctx->backend))
+    if (!family_runs_student(&histo_family, ctx->backend))
         return student_refuse_backend(ctx, d->name);
     return 0;
 }
@@ -282,11 +282,7 @@ json_t *histo_params(magic_ctx *ctx, const json_t *params, const char *body)
     json_t *p = copy;
     const cl_histo_ops *ops = ctx->backend->histo;
     cl_device_props props;
-    char err[CL_ERR_LEN] = "";
-    memset(&props, 0, sizeof props);
-    int rc = 0;
-    if (ctx->backend->device_props(ctx->device, &props, err) != 0)
-        rc = magic_error(ctx, "CudaError", "device %d: %s", ctx->device, err);
+    int rc = magic_device_props(ctx, &props);
     if (rc == 0)
         rc = each_item(ctx, json_object_get(p, "size"), ops, props.free_mem, check_size);
     if (rc != 0) {

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "lang/lang.h"
+#include "magic/check.h"
 #include "magic/families.h"
 #include "magic/magic.h"
 #include "magic/occupancy_model.h"
@@ -260,7 +261,7 @@ static int kernel_run(magic_ctx *ctx, const json_t *params, const char *body)
     char quick[600] = "", skipped[400] = "";
     if (!json_is_true(json_object_get(params, "check"))) {
         snprintf(skipped, sizeof skipped, "skipped (--no-check)");
-    } else if (!f->runs_student(ctx->backend)) {
+    } else if (!family_runs_student(f, ctx->backend)) {
         snprintf(skipped, sizeof skipped, "not run: your kernels run on a GPU, and this worker runs on the %s "
                  "backend%s%s", ctx->backend->name, ctx->backend_note && *ctx->backend_note ? ": " : "",
                  ctx->backend_note ? ctx->backend_note : "");
@@ -270,8 +271,8 @@ static int kernel_run(magic_ctx *ctx, const json_t *params, const char *body)
         fault_tb = ctx->traceback;
         error_clear(&ctx->error);
         ctx->traceback = NULL;
-        check = json_pack("{s:b, s:s, s:o}", "passed", 0, "method", "quick check",
-                          "error", json_sprintf("%s: %s", fault.ename, fault.evalue));
+        check = check_new(false, "quick check", -1);
+        json_object_set_new(check, "error", json_sprintf("%s: %s", fault.ename, fault.evalue));
     }
     /* a kernel with __shared__ gets racecheck once per build: a missing
      * __syncthreads() often passes the check by luck */
@@ -283,7 +284,7 @@ static int kernel_run(magic_ctx *ctx, const json_t *params, const char *body)
                    ? json_pack("{s:s, s:s, s:[]}", "tool", "cpu-runner", "status", "passed", "findings")
                    : student_racecheck_cached(d, sl.build.key);
     if (race)
-        json_object_set_new(check, "racecheck", race);
+        check_tool(check, json_string_value(json_object_get(race, "tool")), race);
     json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:s}", "magic", "kernel", "name", name, "for",
                             f->magic, "source", "student", "source_hash", d->hash, "arch", sl.build.arch,
                             "modelled", modelled, "nvrtc", nvrtc_version());

@@ -100,7 +100,7 @@ static int launch_run(magic_ctx *ctx, const json_t *params, const char *body)
     cl_device_props p = {0};
     char err[CL_ERR_LEN] = "";
     if (be->device_props(ctx->device, &p, err) != 0)
-        return magic_error(ctx, "CudaError", "%%launch: the device's limits: %s", err);
+        return magic_error(ctx, magic_backend_ename(ctx->backend), "%%launch: the device's limits: %s", err);
     char block[48], grid[48], limit[400], call[160];
     broken_limit(&a, &p, limit, sizeof limit);
     long long threads = (long long)a.block[0] * a.block[1] * a.block[2] * a.grid[0] * a.grid[1] * a.grid[2];

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "magic/family_run.h"
+#include "magic/check.h"
 #include "cudalab/matmul.h"
 #include "magic/show_source.h"
 #include "magic/sweep.h"
@@ -23,18 +25,14 @@
 #include "student/run.h"
 #include "student/sanitize.h"
 
-static bool runs_student(const cl_backend *b)
-{
-    return b->matmul && b->matmul->runs_student;
-}
-
 const family_spec matmul_family = {
     .magic = "matmul",
     .variants = cl_matmul_variants,
     .nvariants = CL_MATMUL_NVARIANTS,
     .student = &cl_matmul_student,
     .quick = "--m 67 --n 33 --k 129",
-    .runs_student = runs_student,
+    FAMILY_OPS(matmul, cl_matmul_ops),
+    .sources = "cuda/matmul*.cu and cpu/matmul*.c",
     .broken = broken_matmul,
 };
 
@@ -93,11 +91,6 @@ static const sweep_column matmul_columns[] = {
 
 /* ---- one point ---- */
 
-static json_t *real_or_null(double v)
-{
-    return isfinite(v) ? json_real(v) : json_null();
-}
-
 /* The lecture's bound: a kernel that does cgma FLOPs per 4-byte load cannot beat bandwidth / 4 × cgma. */
 static double bound_gflops(double bandwidth_gbs, double cgma)
 {
@@ -119,17 +112,24 @@ static json_t *model_json(const mm_env *env, const cl_matmul_args *a, const cl_m
     return m;
 }
 
+/* The check: the worst relative error against the tolerance; where the full product was checked, every
+ * element outside it is counted and the first is named; Freivalds' test counts the rows that fail. */
 static json_t *check_json(const cl_matmul_check *c)
 {
-    json_t *j = json_pack("{s:b, s:s, s:o, s:o, s:f}", "passed", c->passed, "method", c->method,
-                          "max_rel_err", real_or_null(c->max_rel_err), "max_abs_err",
-                          real_or_null(c->max_abs_err), "tol", c->tol);
+    json_t *j = check_new(c->passed, c->method, c->tol);
+    json_object_set_new(j, "max_rel_err", json_real_or_null(c->max_rel_err));
+    json_object_set_new(j, "max_abs_err", json_real_or_null(c->max_abs_err));
     json_object_set_new(j, "nonfinite", json_boolean(isnan(c->max_rel_err)));
-    if (c->first_row >= 0)
-        json_object_set_new(j, "first_wrong",
-                            json_sprintf("C[%lld][%lld] = %.9g%s, expected %.9g", c->first_row, c->first_col,
-                                         isnan(c->first_value) ? fabs(c->first_value) : c->first_value, isnan(c->first_value) ? " (never written?)" : "",
-                                         c->first_expected));
+    if (c->first_row >= 0) {
+        check_wrong(j, (uint64_t)c->wrong, json_pack("{s:I, s:I}", "row", (json_int_t)c->first_row, "col",
+                                                     (json_int_t)c->first_col), c->first_value, c->first_expected);
+        check_first_wrong(j, "C[%lld][%lld] = %.9g%s, expected %.9g", c->first_row, c->first_col,
+                          isnan(c->first_value) ? fabs(c->first_value) : c->first_value,
+                          isnan(c->first_value) ? " (never written?)" : "", c->first_expected);
+    } else if (!c->passed) {
+        check_wrong(j, (uint64_t)(c->wrong > 0 ? c->wrong : 1), json_pack("{s:I}", "row", (json_int_t)c->worst_row),
+                    NAN, NAN);
+    }
     json_object_set_new(j, "worst", c->worst_col >= 0
                                         ? json_pack("[I,I]", (json_int_t)c->worst_row, (json_int_t)c->worst_col)
                                         : json_pack("[I]", (json_int_t)c->worst_row));
@@ -215,8 +215,7 @@ static int matmul_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *us
         if (!r)
             return magic_error(ctx, "MemoryError", "out of host memory");
         free(r);
-        return magic_error(ctx, t.is_host || strcmp(t.backend_name, "cpu") == 0 ? "RuntimeError"
-                                                                                 : "CudaError",
+        return magic_error(ctx, t.is_host ? "RuntimeError" : magic_backend_ename(ctx->backend),
                            "%%matmul --variant %s (m=%d, n=%d, k=%d): %s", name, a.m, a.n, a.k, err);
     }
     json_t *run = run_json(env, &t, t.variant, &a, r);
@@ -238,7 +237,7 @@ static int matmul_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *us
         }
         json_object_set_new(run, "check", check_json(&c));
     } else {
-        json_object_set_new(run, "check", check_skipped_json());
+        json_object_set_new(run, "check", check_skipped());
     }
     json_array_append_new(runs, run);
     return 0;
@@ -279,26 +278,25 @@ static const sweep_spec matmul_sweep = {
     .flops = matmul_flops,
 };
 
+static int mm_prepare(magic_ctx *ctx, const json_t *given, json_t *p, void *env)
+{
+    (void)given;
+    return mm_env_init(ctx, p, env);
+}
+
+static void mm_release(void *env)
+{
+    mm_env_free(env);
+}
+
+static const family_command matmul_command = {
+    .family = &matmul_family, .sweep = &matmul_sweep, .sanitize = student_sanitize_command,
+    .env_size = sizeof(mm_env), .prepare = mm_prepare, .release = mm_release,
+};
+
 static int matmul_run(magic_ctx *ctx, const json_t *params, const char *body)
 {
-    int shown = show_source_run(ctx, params, &matmul_family);
-    if (shown != 1)
-        return shown;
-    if (!ctx->backend)
-        return magic_error(ctx, "RuntimeError", "%%matmul runs in the device worker: no backend here");
-    if (!ctx->backend->matmul)
-        return magic_error(ctx, "RuntimeError", "the %s backend was built without %%matmul "
-                           "(rebuild libcudalab_cuda.so with cuda/matmul*.cu)", ctx->backend->name);
-    if (json_is_true(json_object_get(params, "sanitize")))
-        return student_sanitize_command(ctx, &matmul_family, params);
-    json_t *p = json_deep_copy(params);
-    mm_env env;
-    int rc = mm_env_init(ctx, p, &env);
-    if (rc == 0)
-        rc = sweep_run(ctx, &matmul_sweep, p, &env);
-    mm_env_free(&env);
-    json_decref(p);
-    return rc;
+    return family_run(ctx, &matmul_command, params, body);
 }
 
 static const char *const matmul_examples[] = {

@@ -20,11 +20,6 @@
 
 static const int built_tiles[] = CL_MATMUL_TILES;
 
-static double peak_of(const cl_device_props *p)
-{
-    return 2.0 * p->sm_count * p->cores_per_sm * (double)p->clock_khz / 1e6;
-}
-
 static size_t list_len(const json_t *v)
 {
     return json_is_array(v) ? json_array_size(v) : 1;
@@ -83,7 +78,7 @@ static bool runs_here(const cl_variant *v, size_t index, void *user)
 
 static bool runs_student_here(const mm_env *env)
 {
-    return matmul_family.runs_student(env->backend);
+    return family_runs_student(&matmul_family, env->backend);
 }
 
 /* --variant as an array without duplicates (family_select); `all` brings in
@@ -334,8 +329,8 @@ int mm_env_init(magic_ctx *ctx, json_t *params, mm_env *env)
                            "device %d: %s", ctx->device, err);
     if (host->device_props(0, &hp, err) != 0)
         memset(&hp, 0, sizeof hp);  /* unknown host: no host peak, no host memory limit */
-    env->peak_gflops = peak_of(&dev);
-    env->host_peak_gflops = peak_of(&hp);
+    env->peak_gflops = magic_peak_fp32_gflops(&dev);
+    env->host_peak_gflops = magic_peak_fp32_gflops(&hp);
     env->sm90a_here = strcmp(env->backend->name, "cpu") == 0 || (dev.cc_major == 9 && dev.cc_minor == 0);
 
     static const char *const student_only[] = {"block", "define", NULL};

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "magic/family_run.h"
 #include "render/render.h"
 #include "magic/show_source.h"
 #include "magic/sweep.h"
@@ -20,18 +21,14 @@
 #include "student/run.h"
 #include "student/store.h"
 
-static bool runs_student(const cl_backend *b)
-{
-    return b->reduce && b->reduce->runs_student;
-}
-
 const family_spec reduce_family = {
     .magic = "reduce",
     .variants = cl_reduce_variants,
     .nvariants = CL_REDUCE_NVARIANTS,
     .student = &cl_reduce_student,
     .quick = "--size 100003",
-    .runs_student = runs_student,
+    FAMILY_OPS(reduce, cl_reduce_ops),
+    .sources = "cuda/reduce*.cu and cpu/reduce*.c",
 };
 
 static const char *const op_choices[] = {"sum", "max", "min", NULL};
@@ -92,7 +89,7 @@ static int expand_variants(magic_ctx *ctx, json_t *params, const rd_env *env)
     json_array_foreach(given, i, v) {
         const char *name = json_string_value(v);
         if (student_find(name)) {
-            if (!runs_student(env->backend)) {
+            if (!family_runs_student(&reduce_family, env->backend)) {
                 rc = student_refuse_backend(ctx, name);
                 break;
             }
@@ -218,10 +215,9 @@ static int check_sizes(magic_ctx *ctx, const json_t *params, rd_env *env)
 {
     char err[CL_ERR_LEN] = "";
     cl_device_props dev, hostp;
-    memset(&dev, 0, sizeof dev);
     memset(&hostp, 0, sizeof hostp);
-    if (env->backend->device_props(ctx->device, &dev, err) != 0)
-        return magic_error(ctx, "CudaError", "device %d: %s", ctx->device, err);
+    if (magic_device_props(ctx, &dev) != 0)
+        return -1;
     bool gpu = env->ops != env->host_ops, want_cpu = false, want_dev = false;
     size_t i;
     json_t *v;
@@ -246,8 +242,10 @@ static int check_sizes(magic_ctx *ctx, const json_t *params, rd_env *env)
     return rc;
 }
 
-static int env_init(magic_ctx *ctx, json_t *params, rd_env *env)
+static int env_init(magic_ctx *ctx, const json_t *given, json_t *params, void *env_)
 {
+    (void)given;
+    rd_env *env = env_;
     memset(env, 0, sizeof *env);
     env->backend = ctx->backend;
     env->ops = ctx->backend->reduce;
@@ -284,26 +282,20 @@ static const sweep_spec reduce_sweep = {
     .more_results = rd_steps_tables,
 };
 
+static void rd_release(void *env)
+{
+    json_decref(((rd_env *)env)->student_firsts);
+}
+
+/* env_init resolves "all" in the parameters, in place */
+static const family_command reduce_command = {
+    .family = &reduce_family, .sweep = &reduce_sweep, .sanitize = student_sanitize_command,
+    .env_size = sizeof(rd_env), .prepare = env_init, .release = rd_release,
+};
+
 static int reduce_run(magic_ctx *ctx, const json_t *params, const char *body)
 {
-    int shown = show_source_run(ctx, params, &reduce_family);
-    if (shown != 1)
-        return shown;
-    if (json_is_true(json_object_get(params, "sanitize")))
-        return student_sanitize_command(ctx, &reduce_family, params);
-    if (!ctx->backend)
-        return magic_error(ctx, "RuntimeError", "%%reduce runs in the device worker: no backend here");
-    if (!ctx->backend->reduce)
-        return magic_error(ctx, "RuntimeError", "the %s backend was built without %%reduce "
-                           "(rebuild libcudalab_cuda.so with cuda/reduce*.cu)", ctx->backend->name);
-    json_t *p = json_deep_copy(params);     /* env_init resolves "all" in place */
-    rd_env env;
-    int rc = env_init(ctx, p, &env);
-    if (rc == 0)
-        rc = sweep_run(ctx, &reduce_sweep, p, &env);
-    json_decref(env.student_firsts);
-    json_decref(p);
-    return rc;
+    return family_run(ctx, &reduce_command, params, body);
 }
 
 static const char *const reduce_examples[] = {
@@ -334,7 +326,7 @@ const magic_spec magic_reduce = {
         "Integer sums accumulate in int64 on the device (no N that fits in memory can overflow). "
         "Every run is checked unless --no-check, against a double-precision host reduction of the "
         "same seeded input: exactly for int and for float max/min; float sums within "
-        "rtol = 1e-5·log2(N) of max(|sum|, sqrt(Σx²)) (the check object shows rtol and the error). "
+        "rtol = 1e-5·log2(N) of max(|sum|, sqrt(Σx²)) (the check object shows rtol as its tolerance, and the error). "
         "Each run also reports the value, the launch (grid, block, shared memory, registers, "
         "kernels) and, for two-pass variants, the second pass's launch. Without a GPU every "
         "variant runs its CPU analogue (host threads stand in for blocks) and cub runs the CPU "

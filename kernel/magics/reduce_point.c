@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "magic/check.h"
 #include "magic/sweep.h"
 #include "magics/reduce_internal.h"
 #include "student/run.h"
@@ -44,11 +45,6 @@ static cl_reduce_op op_of(const char *s)
 /* ---- the check ---- */
 
 /* jansson has no NaN or infinity: a result that is one shows as null. */
-static json_t *real_or_null(double v)
-{
-    return isfinite(v) ? json_real(v) : json_null();
-}
-
 static int reference(magic_ctx *ctx, rd_env *env, const cl_reduce_args *a)
 {
     if (env->ref_valid && env->ref_n == a->n && env->ref_dtype == a->dtype)
@@ -63,6 +59,8 @@ static int reference(magic_ctx *ctx, rd_env *env, const cl_reduce_args *a)
     return 0;
 }
 
+/* A reduction has one answer: wrong.count is 0 or 1, first the total ({} where
+ * it is) or, for a student's kernel, its first wrong partial (student_check). */
 json_t *rd_check(magic_ctx *ctx, rd_env *env, const cl_reduce_args *a, const cl_reduce_result *r)
 {
     if (reference(ctx, env, a) != 0)
@@ -71,31 +69,35 @@ json_t *rd_check(magic_ctx *ctx, rd_env *env, const cl_reduce_args *a, const cl_
     if (a->dtype == CL_REDUCE_INT) {
         int64_t want = a->op == CL_REDUCE_SUM ? ref->isum : a->op == CL_REDUCE_MAX ? ref->imax : ref->imin;
         int64_t diff = r->ivalue - want;
-        return json_pack("{s:b, s:s, s:I, s:I}", "passed", r->ivalue == want, "method",
-                         "exact: int64 reference on the host", "reference", (json_int_t)want,
-                         "abs_err", (json_int_t)(diff < 0 ? -diff : diff));
+        json_t *c = check_new(true, "exact: int64 reference on the host", 0);
+        json_object_set_new(c, "reference", json_integer(want));
+        json_object_set_new(c, "abs_err", json_integer(diff < 0 ? -diff : diff));
+        if (r->ivalue != want)
+            check_wrong_int(c, 1, json_object(), r->ivalue, want);
+        return c;
     }
     double want = a->op == CL_REDUCE_SUM ? ref->sum : a->op == CL_REDUCE_MAX ? ref->max : ref->min;
     double err = fabs(r->fvalue - want);
-    json_t *c = json_object();
+    json_t *c;
+    bool ok;
     if (a->op != CL_REDUCE_SUM) {
-        json_object_set_new(c, "passed", json_boolean(r->fvalue == want));
-        json_object_set_new(c, "method", json_string("exact: the same floats' max/min on the host"));
+        ok = r->fvalue == want;
+        c = check_new(ok, "exact: the same floats' max/min on the host", 0);
     } else {
         double lg = log2((double)a->n);
         double rtol = 1e-5 * (lg > 1 ? lg : 1);
         double norm = sqrt(ref->sum_sq);
         double scale = fabs(want) > norm ? fabs(want) : norm;
-        json_object_set_new(c, "passed", json_boolean(isfinite(r->fvalue) && err <= rtol * scale));
-        json_object_set_new(c, "method", json_string(
-            "double-precision reference on the host: |value - ref| <= rtol * scale, "
-            "scale = max(|ref|, sqrt(sum x^2)), rtol = 1e-5 * log2(N)"));
-        json_object_set_new(c, "rel_err", real_or_null(scale > 0 ? err / scale : 0.0));
-        json_object_set_new(c, "rtol", json_real(rtol));
+        ok = isfinite(r->fvalue) && err <= rtol * scale;
+        c = check_new(ok, "double-precision reference on the host: |value - ref| <= rtol * scale, "
+                          "scale = max(|ref|, sqrt(sum x^2)), rtol = 1e-5 * log2(N)", rtol);
+        json_object_set_new(c, "rel_err", json_real_or_null(scale > 0 ? err / scale : 0.0));
         json_object_set_new(c, "scale", json_real(scale));
     }
     json_object_set_new(c, "reference", json_real(want));
-    json_object_set_new(c, "abs_err", real_or_null(err));
+    json_object_set_new(c, "abs_err", json_real_or_null(err));
+    if (!ok)
+        check_wrong(c, 1, json_object(), r->fvalue, want);
     return c;
 }
 
@@ -192,7 +194,7 @@ static json_t *run_json(rd_env *env, json_t *block, const char *backend_name, co
     json_object_set_new(run, "gbs", json_real(gbs));
     json_object_set_new(run, "bandwidth_gbs", bw > 0 ? json_real(bw) : json_null());
     json_object_set_new(run, "pct_of_bandwidth", bw > 0 ? json_real(100.0 * gbs / bw) : json_null());
-    json_object_set_new(run, "value", a->dtype == CL_REDUCE_FLOAT ? real_or_null(r->fvalue)
+    json_object_set_new(run, "value", a->dtype == CL_REDUCE_FLOAT ? json_real_or_null(r->fvalue)
                                                                  : json_integer(r->ivalue));
     json_t *launch = r->launch.kernels > 0 ? launch_json(&r->launch) : json_object();
     json_object_set_new(launch, "config", json_string(config));
@@ -253,31 +255,27 @@ static void student_check(const cl_reduce_args *a, const cl_student_kernel *k, c
 {
     json_object_set_new(check, "partials", json_integer((json_int_t)r->partials));
     json_object_set_new(check, "out_of_bounds", r->guard_hit >= 0 ? json_integer(r->guard_hit) : json_null());
-    const char *first = NULL;
-    char buf[256];
     cl_reduce_partial_check pc = {-1, 0, 0};
     if (r->guard_hit >= 0) {
-        snprintf(buf, sizeof buf, "partial[%lld] was written, past the grid's %llu blocks", (long long)r->guard_hit,
-                 (unsigned long long)r->partials);
-        first = buf;
-    } else if (k->grid[0] == 0) {
+        check_wrong(check, 1, json_pack("{s:I}", "partial", (json_int_t)r->guard_hit), NAN, NAN);
+        check_first_wrong(check, "partial[%lld] was written, past the grid's %llu blocks", (long long)r->guard_hit,
+                          (unsigned long long)r->partials);
+        return;
+    }
+    if (k->grid[0] == 0) {
         cl_reduce_partials_check(a->n, a->seed, cl_reduce_student_section(threads_of(k)), a->partials, r->partials,
                                  &pc);
         if (pc.index >= 0) {
-            snprintf(buf, sizeof buf, "partial[%lld] = %.9g%s, expected %.9g", (long long)pc.index,
-                     isnan(pc.got) ? fabs(pc.got) : pc.got, isnan(pc.got) ? " (never written?)" : "", pc.want);
-            first = buf;
+            check_wrong(check, 1, json_pack("{s:I}", "partial", (json_int_t)pc.index), pc.got, pc.want);
+            check_first_wrong(check, "partial[%lld] = %.9g%s, expected %.9g", (long long)pc.index,
+                              isnan(pc.got) ? fabs(pc.got) : pc.got, isnan(pc.got) ? " (never written?)" : "",
+                              pc.want);
+            return;
         }
     }
-    if (!first && json_is_false(json_object_get(check, "passed"))) {
-        snprintf(buf, sizeof buf, "the sum of the partials = %.9g, expected %.9g", r->fvalue,
-                 json_real_value(json_object_get(check, "reference")));
-        first = buf;
-    }
-    if (first) {
-        json_object_set_new(check, "passed", json_false());
-        json_object_set_new(check, "first_wrong", json_string(first));
-    }
+    if (json_is_false(json_object_get(check, "passed")))
+        check_first_wrong(check, "the sum of the partials = %.9g, expected %.9g", r->fvalue,
+                          json_real_value(json_object_get(check, "reference")));
 }
 
 static int student_point(magic_ctx *ctx, rd_env *env, const student_def *def, const json_t *pt, cl_reduce_args *a,
@@ -305,7 +303,7 @@ static int student_point(magic_ctx *ctx, rd_env *env, const student_def *def, co
                                cl_reduce_student.launch);
         sweep_add_conditions(ctx, run);
         student_run_json(&sl, run);
-        json_t *check = env->check ? rd_check(ctx, env, a, r) : check_skipped_json();
+        json_t *check = env->check ? rd_check(ctx, env, a, r) : check_skipped();
         if (check && env->check)
             student_check(a, &sl.kernel, r, check);
         if (check) {
@@ -364,7 +362,7 @@ int rd_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
         json_object_set_new(run, "steps", steps);
     sweep_add_conditions(ctx, run);
     json_t *check = env->check ? rd_check(ctx, env, &a, r)
-                               : check_skipped_json();
+                               : check_skipped();
     free(r);
     if (!check) {
         json_decref(run);

@@ -73,7 +73,7 @@ static int stalled_rep(magic_ctx *ctx, const cl_selftest_ops *ops, long long sta
         return magic_error(ctx, "UsageError", "the %s backend has no timing hold",
                            ctx->backend ? ctx->backend->name : "selected");
     if (ops->stalled_rep((double)stall_ms, &ms, &lapsed, err))
-        return magic_error(ctx, "CudaError", "%s", err);
+        return magic_error(ctx, magic_backend_ename(ctx->backend), "%s", err);
     json_t *doc = json_pack("{s:s, s:I, s:f, s:i}", "magic", "selftest", "stall_ms", (json_int_t)stall_ms,
                             "timed_ms", (double)ms, "holds_lapsed", lapsed);
     json_t *view = view_new("selftest stalled rep");
@@ -107,12 +107,12 @@ static int run_selftest(magic_ctx *ctx, const json_t *params, const char *body)
                                ctx->backend ? ctx->backend->name : "selected");
         if (ops->spin((double)get(params, "spin"), err))
             return magic_cancelled() ? magic_error(ctx, "KeyboardInterrupt", "spin cancelled")
-                                     : magic_error(ctx, "CudaError", "%s", err);
+                                     : magic_error(ctx, magic_backend_ename(ctx->backend), "%s", err);
     }
     if (get(params, "stall_host") > 0 && stalled_rep(ctx, ops, get(params, "stall_host")))
         return -1;
     if (json_is_true(json_object_get(params, "fault")) && ops && ops->fault(err))
-        return magic_error(ctx, "CudaError", "%s", err);
+        return magic_error(ctx, magic_backend_ename(ctx->backend), "%s", err);
     if (json_is_true(json_object_get(params, "segfault")))
         raise(SIGSEGV);
     if (json_is_true(json_object_get(params, "abort")))

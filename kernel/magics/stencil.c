@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "magic/family_run.h"
 #include "render/render.h"
 #include "magic/show_source.h"
 #include "magic/sweep.h"
@@ -26,18 +27,14 @@
 #include "student/sanitize.h"
 #include "student/store.h"
 
-static bool runs_student(const cl_backend *b)
-{
-    return b->stencil && b->stencil->runs_student;
-}
-
 const family_spec stencil_family = {
     .magic = "stencil",
     .variants = cl_stencil_variants,
     .nvariants = CL_STENCIL_NVARIANTS,
     .student = &cl_stencil_student,
     .quick = "--size 100003 --radius 5",
-    .runs_student = runs_student,
+    FAMILY_OPS(stencil, cl_stencil_ops),
+    .sources = "cuda/stencil.cu and cpu/stencil_cpu.c",
     .student_2d = &cl_stencil_student_2d,
     .quick_2d = "--dim 2 --size 67x33 --filter gauss5",
 };
@@ -212,7 +209,7 @@ static int expand_variants(magic_ctx *ctx, json_t *params, st_env *env)
         }
         if (!env->student)
             env->student = d->name;
-        if (!runs_student(env->backend))
+        if (!family_runs_student(&stencil_family, env->backend))
             rc = student_refuse_backend(ctx, d->name);
         else if (d->dim != env->dim)
             rc = magic_error(ctx, "UsageError", "%s is a %dD kernel (%%%%kernel --dim %d): run it with --dim %d",
@@ -413,29 +410,30 @@ static const sweep_spec stencil_sweep = {
     .flops = st_flops,
 };
 
+static int st_prepare(magic_ctx *ctx, const json_t *given, json_t *p, void *env_)
+{
+    (void)given;
+    st_env *env = env_;
+    if (env_init(ctx, p, env) != 0)
+        return -1;
+    static const char *const student_only[] = {"define", NULL};
+    env->student_firsts = student_first_values(p, student_only);
+    return 0;
+}
+
+static void st_release(void *env)
+{
+    json_decref(((st_env *)env)->student_firsts);
+}
+
+static const family_command stencil_command = {
+    .family = &stencil_family, .sweep = &stencil_sweep, .sanitize = student_sanitize_command,
+    .env_size = sizeof(st_env), .prepare = st_prepare, .release = st_release,
+};
+
 static int stencil_run(magic_ctx *ctx, const json_t *params, const char *body)
 {
-    int shown = show_source_run(ctx, params, &stencil_family);
-    if (shown != 1)
-        return shown;
-    if (json_is_true(json_object_get(params, "sanitize")))
-        return student_sanitize_command(ctx, &stencil_family, params);
-    if (!ctx->backend)
-        return magic_error(ctx, "RuntimeError", "%%stencil runs in the device worker: no backend here");
-    if (!ctx->backend->stencil)
-        return magic_error(ctx, "RuntimeError", "the %s backend was built without %%stencil "
-                           "(rebuild libcudalab_cuda.so with cuda/stencil.cu)", ctx->backend->name);
-    json_t *p = json_deep_copy(params);
-    st_env env;
-    int rc = env_init(ctx, p, &env);
-    if (rc == 0) {
-        static const char *const student_only[] = {"define", NULL};
-        env.student_firsts = student_first_values(p, student_only);
-        rc = sweep_run(ctx, &stencil_sweep, p, &env);
-        json_decref(env.student_firsts);
-    }
-    json_decref(p);
-    return rc;
+    return family_run(ctx, &stencil_command, params, body);
 }
 
 static const char *const stencil_examples[] = {

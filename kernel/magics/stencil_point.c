@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "magic/check.h"
 #include "magic/sweep.h"
 #include "magics/stencil_internal.h"
 #include "student/run.h"
@@ -63,11 +64,6 @@ int st_point_weights(const st_env *env, int radius, const char *filter, float *w
 
 /* ---- the run object ---- */
 
-static json_t *real_or_null(double v)
-{
-    return isfinite(v) ? json_real(v) : json_null();
-}
-
 /* The reads-per-output model for the run's block; a student's kernel reads
  * what it reads: the model then shows only ours for comparison. */
 static json_t *model_json(int v, const cl_stencil_args *a, const int *block, size_t smem)
@@ -105,40 +101,35 @@ static json_t *weights_json(const cl_stencil_args *a)
     return arr;
 }
 
-/* "out[i] = X, expected Y" (2D: out[row][col]), or never written (still the NaN sentinel). */
-static json_t *first_wrong(const cl_stencil_args *a, const cl_stencil_check *c)
+/* The check: every element (or a sample) within rtol of the host's; the first wrong one named as
+ * out[i] or out[row][col], "never written" where it still holds the NaN sentinel. */
+static json_t *check_json(const cl_stencil_args *a, const cl_stencil_check *c)
 {
+    json_t *o = check_new(true, a->student ? "host reference: |out - ref| <= rtol * sum|w*x| per element, rtol "
+                                             "allowing any summation order; out filled with NaN before every rep"
+                                           : "host reference, same summation order with fmaf: |out - ref| <= rtol * "
+                                             "sum|w*x| per element (a correct result is bit-exact)", c->rtol);
+    json_object_set_new(o, "elements", json_integer((json_int_t)(a->nx * a->ny)));
+    json_object_set_new(o, "checked", json_integer((json_int_t)c->checked));
+    json_object_set_new(o, "sampled", json_boolean(c->sampled));
+    json_object_set_new(o, "bit_exact", json_integer((json_int_t)c->bit_exact));
+    json_object_set_new(o, "max_abs_err", json_real_or_null(c->max_abs_err));
+    json_object_set_new(o, "max_rel_err", json_real_or_null(c->max_rel_err));
+    if (!c->mismatches)
+        return o;
+    uint64_t i = c->first_bad, row = i / a->nx, col = i % a->nx;
+    check_wrong(o, c->mismatches, a->dim == 1 ? json_pack("{s:I}", "index", (json_int_t)i)
+                                              : json_pack("{s:I, s:I}", "row", (json_int_t)row, "col", (json_int_t)col),
+                c->got, c->want);
     char where[64];
-    uint64_t i = c->first_bad;
     if (a->dim == 1)
         snprintf(where, sizeof where, "out[%llu]", (unsigned long long)i);
     else
-        snprintf(where, sizeof where, "out[%llu][%llu]", (unsigned long long)(i / a->nx),
-                 (unsigned long long)(i % a->nx));
+        snprintf(where, sizeof where, "out[%llu][%llu]", (unsigned long long)row, (unsigned long long)col);
     if (isnan(c->got))
-        return json_sprintf("%s was never written (expected %.9g)", where, c->want);
-    return json_sprintf("%s = %.9g, expected %.9g", where, c->got, c->want);
-}
-
-static json_t *check_json(const cl_stencil_args *a, const cl_stencil_check *c)
-{
-    json_t *o = json_pack("{s:b, s:s, s:f, s:I, s:I, s:b, s:I, s:I}", "passed", c->mismatches == 0, "method",
-                          a->student ? "host reference: |out - ref| <= rtol * sum|w*x| per element, rtol "
-                                       "allowing any summation order; out filled with NaN before every rep"
-                                     : "host reference, same summation order with fmaf: |out - ref| <= rtol * "
-                                       "sum|w*x| per element (a correct result is bit-exact)",
-                          "rtol", c->rtol, "elements", (json_int_t)(a->nx * a->ny), "checked",
-                          (json_int_t)c->checked, "sampled", c->sampled, "mismatches",
-                          (json_int_t)c->mismatches, "bit_exact", (json_int_t)c->bit_exact);
-    json_object_set_new(o, "max_abs_err", real_or_null(c->max_abs_err));
-    json_object_set_new(o, "max_rel_err", real_or_null(c->max_rel_err));
-    if (c->mismatches) {
-        uint64_t i = c->first_bad;
-        json_object_set_new(o, "first_bad", a->dim == 1 ? json_pack("[I]", (json_int_t)i)
-                                                        : json_pack("[I,I]", (json_int_t)(i % a->nx),
-                                                                    (json_int_t)(i / a->nx)));
-        json_object_set_new(o, "first_wrong", first_wrong(a, c));
-    }
+        check_first_wrong(o, "%s was never written (expected %.9g)", where, c->want);
+    else
+        check_first_wrong(o, "%s = %.9g, expected %.9g", where, c->got, c->want);
     return o;
 }
 
@@ -328,7 +319,7 @@ int st_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
         student_run_json(&sl, run);
     json_t *check;
     if (!env->check) {
-        check = check_skipped_json();
+        check = check_skipped();
     } else {
         cl_stencil_check c;
         if (cl_stencil_verify(&a, out, &c, err) != 0) {

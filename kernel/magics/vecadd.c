@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "magic/family_run.h"
+#include "magic/check.h"
 #include "magic/families.h"
 #include "render/render.h"
 #include "magic/show_source.h"
@@ -26,18 +28,14 @@
 #include "student/run.h"
 #include "student/store.h"
 
-static bool runs_student(const cl_backend *b)
-{
-    return b->vecadd && b->vecadd->runs_student;
-}
-
 static const family_spec vecadd_family = {
     .magic = "vecadd",
     .variants = cl_vecadd_variants,
     .nvariants = CL_VECADD_NVARIANTS,
     .student = &cl_vecadd_student,
     .quick = "--size 100003",
-    .runs_student = runs_student,
+    FAMILY_OPS(vecadd, cl_vecadd_ops),
+    .sources = "cuda/vecadd.cu and cpu/vecadd_cpu.c",
     .broken = broken_vecadd,
 };
 
@@ -101,6 +99,7 @@ typedef struct va_env {
     double transfer_ms, total_ms;   /* sums of the medians over the runs so far: the headline */
     json_t *student_firsts;         /* the built-in kernel runs at these values of -D only */
     char title[160];
+    sweep_spec sweep;               /* the command's sweep, titled by title */
 } va_env;
 
 /* ---- validation ---- */
@@ -134,7 +133,7 @@ static int expand_variants(magic_ctx *ctx, json_t *params)
     size_t i;
     json_t *v;
     json_array_foreach(names, i, v)
-        if (student_find(json_string_value(v)) && !runs_student(ctx->backend)) {
+        if (student_find(json_string_value(v)) && !family_runs_student(&vecadd_family, ctx->backend)) {
             json_decref(names);
             return student_refuse_backend(ctx, json_string_value(v));
         }
@@ -209,10 +208,9 @@ static int validate(magic_ctx *ctx, json_t *params)
         return rc;
     char err[CL_ERR_LEN] = "";
     cl_device_props dev, host;
-    memset(&dev, 0, sizeof dev);
     memset(&host, 0, sizeof host);
-    if (ctx->backend->device_props(ctx->device, &dev, err) != 0)
-        return magic_error(ctx, "CudaError", "device %d: %s", ctx->device, err);
+    if (magic_device_props(ctx, &dev) != 0)
+        return -1;
     bool gpu = strcmp(ctx->backend->name, "cpu") != 0;
     if (gpu && cl_cpu_backend()->device_props(0, &host, err) != 0)
         return magic_error(ctx, "RuntimeError", "host: %s", err);
@@ -263,28 +261,26 @@ static json_t *block_json(const cl_vecadd_args *a)
     return json_pack("[i, i, i]", b[0], b[1], b[2]);
 }
 
-/* The check object: every element exact, and for add the guards after C intact. */
+/* The check: every element exact, and for add the guards after C intact (a
+ * write past its end is one more wrong value, at its index). */
 static json_t *check_json(const cl_vecadd_args *a, bool student, const cl_vecadd_result *r)
 {
-    json_t *check = json_pack("{s:b, s:s, s:f, s:I}", "passed", r->mismatches == 0 && r->guard_hit < 0, "method",
-                              a->op == CL_VECADD_DAXPY
+    json_t *check = check_new(true, a->op == CL_VECADD_DAXPY
                                   ? "exact (tolerance 0): every element against fma(a, x, y) on the host, "
                                     "inputs regenerated from the seed; both sides use one correctly rounded fma"
                                   : "exact (tolerance 0): every element against x + y in float on the host, "
                                     "inputs regenerated from the seed; one correctly rounded add; C filled "
-                                    "with a sentinel before every rep and guarded past its end",
-                              "tolerance", 0.0, "mismatches", (json_int_t)r->mismatches);
+                                    "with a sentinel before every rep and guarded past its end", 0);
     const char *out = student ? "C" : a->op == CL_VECADD_DAXPY ? "y" : "z";
+    uint64_t wrong = r->mismatches + (r->guard_hit >= 0);
     if (r->mismatches) {
-        json_object_set_new(check, "first_bad", json_pack("{s:I, s:f, s:f}", "index", (json_int_t)r->first_bad,
-                                                          "got", r->got, "want", r->want));
-        json_object_set_new(check, "first_wrong",
-                            json_sprintf("%s[%" PRIu64 "] = %.9g%s, expected %.9g", out, r->first_bad,
-                                         isnan(r->got) ? fabs(r->got) : r->got, isnan(r->got) ? " (never written?)" : "", r->want));
+        check_wrong(check, wrong, json_pack("{s:I}", "index", (json_int_t)r->first_bad), r->got, r->want);
+        check_first_wrong(check, "%s[%" PRIu64 "] = %.9g%s, expected %.9g", out, r->first_bad,
+                          isnan(r->got) ? fabs(r->got) : r->got, isnan(r->got) ? " (never written?)" : "", r->want);
     } else if (r->guard_hit >= 0) {
-        json_object_set_new(check, "first_wrong",
-                            json_sprintf("%s[%" PRId64 "] was written, past the end of %s (n = %" PRIu64 "): "
-                                         "a missing bounds check (if (i < n))?", out, r->guard_hit, out, a->n));
+        check_wrong(check, wrong, json_pack("{s:I}", "index", (json_int_t)r->guard_hit), NAN, NAN);
+        check_first_wrong(check, "%s[%" PRId64 "] was written, past the end of %s (n = %" PRIu64 "): "
+                          "a missing bounds check (if (i < n))?", out, r->guard_hit, out, a->n);
     }
     if (a->op == CL_VECADD_ADD)
         json_object_set_new(check, "out_of_bounds", r->guard_hit >= 0 ? json_integer(r->guard_hit) : json_null());
@@ -363,7 +359,7 @@ static int va_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     json_t *launch = launch_json(&r->launch);
     json_object_set_new(launch, "config", json_string(def ? cl_vecadd_student.launch : cl_vecadd_op_rows[a.op].launch));
     json_object_set_new(run, "launch", launch);
-    json_t *check = env->check ? check_json(&a, def != NULL, r) : check_skipped_json();
+    json_t *check = env->check ? check_json(&a, def != NULL, r) : check_skipped();
     json_object_set_new(run, "check", check);
     json_array_append_new(runs, run);
     free(r);
@@ -432,47 +428,58 @@ static host_work va_host_work(magic_ctx *ctx, const json_t *pt, void *user)
 
 /* ---- the command ---- */
 
-static int vecadd_run(magic_ctx *ctx, const json_t *params, const char *body)
+static const sweep_spec vecadd_sweep = {
+    .magic = "vecadd", .metric = "transfer_pct", .metric_label = "% of time moving data",
+    .columns = vecadd_columns, .run_point = va_point, .host_work = va_host_work, .size_flag = "size",
+    .flops = va_flops,
+};
+
+static int va_prepare(magic_ctx *ctx, const json_t *given, json_t *p, void *env_)
 {
-    (void)body;
-    int shown = show_source_run(ctx, params, &vecadd_ops);
-    if (shown != 1)
-        return shown;
-    if (json_is_true(json_object_get(params, "sanitize")))
-        return student_sanitize_command(ctx, &vecadd_family, params);
-    if (!ctx->backend)
-        return magic_error(ctx, "RuntimeError", "%%vecadd runs in the device worker: no backend here");
-    if (!ctx->backend->vecadd)
-        return magic_error(ctx, "RuntimeError", "the %s backend was built without %%vecadd "
-                           "(rebuild with cuda/vecadd.cu and cpu/vecadd_cpu.c)", ctx->backend->name);
-    json_t *p = json_deep_copy(params);     /* validate resolves --variant in place */
-    if (validate(ctx, p)) {
-        json_decref(p);
+    (void)given;
+    va_env *env = env_;
+    if (validate(ctx, p) != 0)      /* resolves --variant in place */
         return -1;
-    }
     static const char *const student_only[] = {"define", NULL};
-    va_env env = {
+    *env = (va_env){
         .ops = ctx->backend->vecadd,
-        .seed = (uint64_t)json_integer_value(json_object_get(params, "seed")),
-        .reps = sweep_reps(params),
-        .warmup = (int)json_integer_value(json_object_get(params, "warmup")),
-        .check = json_is_true(json_object_get(params, "check")),
-        .alpha = json_number_value(json_object_get(params, "alpha")),
-        .student_firsts = student_first_values(params, student_only),
+        .seed = (uint64_t)json_integer_value(json_object_get(p, "seed")),
+        .reps = sweep_reps(p),
+        .warmup = (int)json_integer_value(json_object_get(p, "warmup")),
+        .check = json_is_true(json_object_get(p, "check")),
+        .alpha = json_number_value(json_object_get(p, "alpha")),
+        .student_firsts = student_first_values(p, student_only),
+        .sweep = vecadd_sweep,
     };
     char err[CL_ERR_LEN];
-    if (magic_copy_bandwidth(ctx, ctx->backend, &env.bw_gbs, err) != 0)
-        env.bw_gbs = 0;             /* kernel_pct_of_bandwidth is null then, nothing else changes */
-    snprintf(env.title, sizeof env.title, "Vector add");
-    sweep_spec spec = {
-        .magic = "vecadd", .title = env.title, .metric = "transfer_pct",
-        .metric_label = "% of time moving data", .columns = vecadd_columns, .run_point = va_point,
-        .host_work = va_host_work, .size_flag = "size", .flops = va_flops,
-    };
-    int rc = sweep_run(ctx, &spec, p, &env);
-    json_decref(env.student_firsts);
-    json_decref(p);
-    return rc;
+    if (magic_copy_bandwidth(ctx, ctx->backend, &env->bw_gbs, err) != 0)
+        env->bw_gbs = 0;            /* kernel_pct_of_bandwidth is null then, nothing else changes */
+    snprintf(env->title, sizeof env->title, "Vector add");
+    env->sweep.title = env->title;  /* the headline, updated after every point */
+    return 0;
+}
+
+static void va_release(void *env)
+{
+    json_decref(((va_env *)env)->student_firsts);
+}
+
+/* The sweep of this command: its spec lives in env, whose title the points update. */
+static int va_sweep(magic_ctx *ctx, const sweep_spec *s, const json_t *p, void *env)
+{
+    (void)s;
+    return sweep_run(ctx, &((va_env *)env)->sweep, p, env);
+}
+
+static const family_command vecadd_command = {
+    .family = &vecadd_family, .shown = &vecadd_ops, .sweep = &vecadd_sweep,
+    .sanitize = student_sanitize_command, .env_size = sizeof(va_env), .prepare = va_prepare,
+    .release = va_release, .run_sweep = va_sweep,
+};
+
+static int vecadd_run(magic_ctx *ctx, const json_t *params, const char *body)
+{
+    return family_run(ctx, &vecadd_command, params, body);
 }
 
 static const char *const vecadd_examples[] = {

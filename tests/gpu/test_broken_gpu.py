@@ -40,7 +40,7 @@ def test_missing_sync_is_wrong_or_found_by_racecheck(gpu_doc, kernel):
     assert run["expected"] == "wrong" and run["outcome"] in ("wrong", "right"), run
     if run["outcome"] == "right":
         # the warps did not drift apart in this run: racecheck sees the race anyway
-        found = run["found"]
+        found = run["check"]["tools"]["racecheck"]
         assert found["tool"] == "racecheck" and found["status"] in ("failed", "unavailable"), found
         if found["status"] == "failed":
             assert "hazard" in " ".join(found["findings"]).lower(), found

@@ -107,8 +107,8 @@ def test_freivalds_beyond_512_cubed_and_model(gpu: dict) -> None:
     # plain FP32 cannot beat the FP32 peak; cuBLAS FP32 is the fastest FP32 here or close to it
     assert 0 < runs["cublas"]["pct_of_peak"] < 100
     assert runs["cublas-tf32"]["precision"] == "tf32"
-    assert runs["cublas-tf32"]["check"]["tol"] == pytest.approx(5e-3)
-    assert runs["cublas"]["check"]["tol"] == pytest.approx(1e-6)
+    assert runs["cublas-tf32"]["check"]["tolerance"] == pytest.approx(5e-3)
+    assert runs["cublas"]["check"]["tolerance"] == pytest.approx(1e-6)
 
 
 def expected(variant: str) -> tuple[str, float]:
@@ -131,7 +131,7 @@ def test_new_kernels_correct_at_awkward_shapes(dims: str) -> None:
         assert r["backend"] == "cuda" and r["precision"] == precision, r
         assert r["check"]["passed"] is True, r
         if r["check"]["method"] == "full fp64 product":
-            assert r["check"]["tol"] == pytest.approx(tol)
+            assert r["check"]["tolerance"] == pytest.approx(tol)
         assert r["time_ms"]["median"] > 0 and r["launch"]["regs_per_thread"] > 0, r
 
 
@@ -146,7 +146,7 @@ def test_new_kernels_at_1024_cubed_and_launches() -> None:
         assert r["check"]["passed"] is True and r["check"]["method"] == "freivalds x3", r
         assert r["precision"] == precision
         if v in TENSOR_CORES:
-            assert r["check"]["tol"] == pytest.approx(tol) and r["check"]["max_rel_err"] > 1e-6, r
+            assert r["check"]["tolerance"] == pytest.approx(tol) and r["check"]["max_rel_err"] > 1e-6, r
     launches = {"reg1d": (512, 16), "reg2d": (256, 8), "vec4": (256, 8), "warptile": (256, 8), "swizzle": (256, 8),
                 "async": (256, 8), "async64": (128, 16), "wmma-tf32": (256, 8), "wmma-fp16": (256, 8),
                 "wmma-bf16": (256, 8)}
@@ -227,7 +227,7 @@ def test_wgmma_tf32_correct_at_awkward_shapes(gpu: dict, dims: str) -> None:
     doc = matmul(f"%matmul {dims} --variant wgmma-tf32 --reps 2 --warmup 1")
     r = doc["runs"][0]
     assert r["backend"] == "cuda" and r["precision"] == "tf32"
-    assert r["check"]["passed"] is True and r["check"]["tol"] == pytest.approx(5e-3), r["check"]
+    assert r["check"]["passed"] is True and r["check"]["tolerance"] == pytest.approx(5e-3), r["check"]
     assert r["launch"]["block"] == [384, 1, 1] and r["launch"]["smem_per_block"] >= 4 * 48 * 1024
     assert r["launch"]["kernels"] == (3 if r["k"] % 4 else 2)      # Bᵀ (and padded A) are timed too
     assert r["launch"]["grid"] == [-(-r["n"] // 256), -(-r["m"] // 256) * 2, 1]

@@ -65,7 +65,7 @@ def test_copies_pass_beside_stride(kc):
     assert len(doc["runs"]) == 2 * 2 * 3
     assert doc["sweep"]["varying"] == ["stride", "block", "variant"]
     for r in doc["runs"]:
-        assert r["check"]["passed"] is True and r["check"]["mismatches"] == 0, r
+        assert r["check"]["passed"] is True and r["check"]["wrong"]["count"] == 0, r
         assert r["time_ms"]["median"] > 0 and r["gbs"] > 0 and r["backend"] == "cuda"
         s, b = r["stride"], r["block"]
         # launched as ours: one thread per element of the ceil(n/s) x s view
@@ -133,8 +133,8 @@ def test_wrong_value_is_named(kc):
                      .replace("out[i] = in[i];", "out[i] = i == 17 ? -in[i] : in[i];"))
     assert c["ename"] == "CheckError", c
     assert "out[17] = " in c["evalue"] and ", expected " in c["evalue"], c
-    assert doc["check"]["mismatches"] == 1 and doc["check"]["first_bad"]["index"] == 17
-    assert doc["check"]["first_bad"]["got"] == -doc["check"]["first_bad"]["want"]
+    assert doc["check"]["wrong"]["count"] == 1 and doc["check"]["wrong"]["first"]["at"] == {"index": 17}
+    assert doc["check"]["wrong"]["first"]["got"] == -doc["check"]["wrong"]["first"]["want"]
     next_cell_works(kc)
 
 

@@ -128,7 +128,7 @@ def test_a_correct_kernel_checks_times_and_sweeps_beside_the_builtin(session):
     doc = doc_of(msgs, "kernel")
     assert doc["check"]["passed"] is True and doc["modelled"] is False
     assert doc["resources"]["registers"] > 0 and doc["resources"]["static_smem"] == 2 * 16 * 16 * 4
-    assert doc["check"]["racecheck"]["status"] in ("passed", "unavailable")
+    assert doc["check"]["tools"]["racecheck"]["status"] in ("passed", "unavailable")
     doc = doc_of(ok(kc, "%matmul --m 129 --n 65 --k 257 --variant tiled,mytiled --tile 8,16,32 --reps 3"), "matmul")
     mine = [r for r in doc["runs"] if r["variant"] == "mytiled"]
     assert [r["tile"] for r in mine] == [8, 16, 32]
@@ -162,7 +162,7 @@ def test_a_missing_barrier_is_found_by_racecheck(session):
     error(session, NAIVE_NO_BOUNDS, ("CheckError", "CudaError"))
     c, msgs = run(session, NO_SYNC)
     doc = doc_of(msgs, "kernel")
-    race = doc["check"]["racecheck"]
+    race = doc["check"]["tools"]["racecheck"]
     assert race["status"] == "failed", race
     text = "\n".join(race["findings"])
     # the reads of the inner loop race with the next phase's writes of the tiles

@@ -98,7 +98,7 @@ def test_1d_kernels_pass_beside_ours(kc):
     doc = defined(kc, "halo", TILED_1D)
     assert doc["resources"]["static_smem"] == 0
     # racecheck ran on the kernel with shared memory
-    assert doc["check"]["racecheck"]["status"] in ("passed", "unavailable"), doc["check"]
+    assert doc["check"]["tools"]["racecheck"]["status"] in ("passed", "unavailable"), doc["check"]
     c, _, doc = cell(kc, "%stencil --size 100003 --radius 1,7,64 --block 128,256 "
                          "--variant naive,tiled,direct,halo --reps 2 --warmup 1")
     assert c["status"] == "ok", c
@@ -176,7 +176,7 @@ def test_half_precision_accumulation_is_rejected(kc):
 def test_missing_syncthreads_in_the_tiled_kernel(kc):
     body = TILED_1D.replace("halo(", "racy(").replace("    __syncthreads();\n", "")
     c, _, doc = cell(kc, kernel_cell("stencil", "racy", body))
-    race = doc["check"].get("racecheck", {}).get("status")
+    race = doc["check"].get("tools", {}).get("racecheck", {}).get("status")
     if c["status"] == "ok":                         # passed by luck, and no racecheck on this machine
         assert race == "unavailable", doc["check"]
     else:                                           # a wrong result, or racecheck names the race

@@ -26,7 +26,7 @@ def test_ops_and_memory(gpu, size):
     for r in doc["runs"]:
         assert r["backend"] == "cuda" and r["impl"].startswith("CUDA: ")
         assert r["launch"]["grid"][0] == (size + 255) // 256 and r["launch"]["regs_per_thread"] > 0
-        assert r["check"]["mismatches"] == 0 and r["check"]["tolerance"] == 0
+        assert r["check"]["wrong"]["count"] == 0 and r["check"]["tolerance"] == 0
         for p in ("h2d", "kernel", "d2h"):
             assert r[f"{p}_ms"]["median"] > 0 and r[f"{p}_gbs"] > 0
         assert 0 < r["transfer_pct"] < 100

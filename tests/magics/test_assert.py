@@ -70,6 +70,11 @@ def test_false_assert_says_what_was_compared(kc):
     ("%assert matmull.m", "LookupError", "did you mean matmul?"),
     ("%score matmul[variant=tiled].variant", "TypeError", "a score must be a number"),
     ("%assert 1 = 1", "SyntaxError", "'=' is not a comparison"),
+    # the check's old spellings, before it was one document in every family, name the new one
+    ("%assert matmul[variant=tiled].check.tol < 1", "LookupError", "did you mean check.tolerance?"),
+    ("%assert matmul[variant=tiled].check.first_mismatch.bin == 'a'", "LookupError",
+     "did you mean check.wrong.first? (its bin is check.wrong.first.at.bin"),
+    ("%assert matmul[variant=tiled].found", "LookupError", "did you mean check.tools.racecheck?"),
     ("%assert", "SyntaxError", "an expression is missing"),
 ])
 def test_bad_checks_are_clear_errors(kc, code, ename, text):

@@ -24,7 +24,7 @@ def test_default_strides():
     assert [r["model"]["sectors_per_warp"] for r in runs] == [4, 8, 16, 32, 32, 32]
     assert [r["model"]["traffic_per_useful_byte"] for r in runs] == [1, 2, 4, 8, 8, 8]
     for r in runs:
-        assert r["check"]["passed"] is True and r["check"]["mismatches"] == 0
+        assert r["check"]["passed"] is True and r["check"]["wrong"]["count"] == 0
         assert r["variant"] == "stride" and r["layout"] is None and r["size"] == 2 ** 18
         assert r["gbs"] == pytest.approx(8 * 2 ** 18 / (r["time_ms"]["median"] * 1e6), rel=1e-9)
         if r["bandwidth_gbs"]:

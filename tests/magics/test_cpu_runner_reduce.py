@@ -120,7 +120,7 @@ def test_lecture_reductions_pass_beside_ours(kc):
     for code in (convergent("myconv"), DIVERGENT, SHUFFLE, UNROLLED.replace("NAME", "mywarp").replace("LAST_WARP", SYNCED_WARP)):
         c, text, doc = compiled(kc, code)
         assert c["status"] == "ok", text
-        assert doc["check"]["passed"] is True and doc["check"]["racecheck"]["status"] == "passed"
+        assert doc["check"]["passed"] is True and doc["check"]["tools"]["cpu-runner"]["status"] == "passed"
     # an awkward size: 9999 = 19 · 512 + 271, the last block half empty
     c, text, doc = cell(kc, "%reduce --size 9999 --variant convergent,myconv,mydiv,myshfl,mywarp --reps 4")
     assert c["status"] == "ok", text

@@ -35,13 +35,13 @@ def test_vecadd_kernel_passes_beside_ours(kc):
     c, text, doc = compiled(kc, kernel("myadd", GOOD))
     assert c["status"] == "ok", text
     assert doc["check"]["passed"] is True
-    assert doc["check"]["racecheck"]["tool"] == "cpu-runner"
+    assert doc["check"]["tools"]["cpu-runner"]["status"] == "passed"
     # an awkward size and block: ⌈1000/96⌉ = 11 blocks, the last one partly past n
     c, text, doc = cell(kc, "%vecadd --size 1000 --variant myadd --block 96 --reps 5")
     assert c["status"] == "ok", text
     mine = doc["runs"][0]
     assert mine["source"] == "student" and mine["backend"] == "cpu"
-    assert mine["check"]["passed"] is True and mine["check"]["mismatches"] == 0
+    assert mine["check"]["passed"] is True and mine["check"]["wrong"]["count"] == 0
     assert mine["launch"]["grid"][0] == 11 and mine["launch"]["block"] == [96, 1, 1]
     assert mine["impl"].startswith("your kernel myadd on the CPU runner")
     assert mine["kernel_ms"]["reps"] == 3        # at most 3 launches on the runner, whatever --reps says

@@ -145,7 +145,7 @@ def test_correct_kernel_compiles_and_reports(kc):
     assert doc["block"] == [16, 16, 1]
     # no GPU: the quick check ran on the CPU runner, which checked every access for races too
     assert doc["check"]["passed"] is True, doc["check"]
-    assert doc["check"]["racecheck"] == {"tool": "cpu-runner", "status": "passed", "findings": []}
+    assert doc["check"]["tools"] == {"cpu-runner": {"tool": "cpu-runner", "status": "passed", "findings": []}}
     assert "the CPU runner: no race in shared or global memory" in shown_text(msgs)
     assert "registers per thread" in shown_text(msgs)
     assert streams(msgs, "stderr") == []

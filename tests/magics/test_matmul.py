@@ -53,7 +53,7 @@ def test_every_variant_and_tile_checked(dims):
         assert r["check"]["method"] == "full fp64 product"
         precision, tol = {**TENSOR_CORES, "wgmma-tf32": ("tf32", 5e-3)}.get(r["variant"], (r["precision"], 1e-5))
         assert r["precision"] == precision
-        assert r["check"]["tol"] == pytest.approx(tol)
+        assert r["check"]["tolerance"] == pytest.approx(tol)
         assert r["check"]["max_rel_err"] <= tol
         assert r["time_ms"]["reps"] == 2
         flops = 2.0 * r["m"] * r["n"] * r["k"]
@@ -99,7 +99,7 @@ def test_wgmma_tf32_analogue_rounds_to_tf32(dims):
     runs = {r["variant"]: r for r in doc["runs"]}
     r = runs["wgmma-tf32"]
     assert r["backend"] == "cpu" and r["precision"] == "tf32"
-    assert r["check"]["passed"] is True and r["check"]["tol"] == pytest.approx(5e-3), r["check"]
+    assert r["check"]["passed"] is True and r["check"]["tolerance"] == pytest.approx(5e-3), r["check"]
     assert "tf32" in r["impl"].lower() and "TF32" in r["launch"]["config"]
     assert r["launch"]["block"] == [384, 1, 1]
     assert r["model"]["global_loads"] > 0
@@ -142,9 +142,9 @@ def test_tensor_core_analogues_lose_their_formats_precision(variant):
     doc = matmul_doc(f"%matmul --m 96 --n 80 --k 200 --variant {variant},fast {QUICK}")
     r, fp32 = doc["runs"]
     assert r["precision"] == precision and f"rounded to {precision}" in r["impl"], r
-    assert r["check"]["passed"] is True and r["check"]["tol"] == pytest.approx(tol)
+    assert r["check"]["passed"] is True and r["check"]["tolerance"] == pytest.approx(tol)
     assert r["check"]["max_rel_err"] > 2 * 1e-5, r["check"]       # FP32's tolerance would fail it
-    assert fp32["check"]["max_rel_err"] < 1e-5 and fp32["check"]["tol"] == pytest.approx(1e-5)
+    assert fp32["check"]["max_rel_err"] < 1e-5 and fp32["check"]["tolerance"] == pytest.approx(1e-5)
     # bf16 keeps 3 bits fewer than fp16: its error is several times larger
     if variant == "wmma-bf16":
         half = matmul_doc(f"%matmul --m 96 --n 80 --k 200 --variant wmma-fp16 {QUICK}")["runs"][0]
@@ -192,7 +192,7 @@ def test_freivalds_beyond_512_cubed():
     doc = matmul_doc("%matmul --m 600 --n 520 --k 450 --variant fast --reps 1 --warmup 0")
     c = doc["runs"][0]["check"]
     assert c["method"] == "freivalds x3" and c["passed"] is True
-    assert c["tol"] == pytest.approx(1e-6) and len(c["worst"]) == 1
+    assert c["tolerance"] == pytest.approx(1e-6) and len(c["worst"]) == 1
 
 
 def test_m_n_k_override_size():

@@ -20,7 +20,7 @@ def stencil_doc(cell: str) -> dict:
 def assert_exact(r: dict) -> None:
     c = r["check"]
     assert c["passed"] is True, r
-    assert c["mismatches"] == 0 and c["checked"] == c["elements"] == r["width"] * r["height"]
+    assert c["wrong"] == {"count": 0, "first": None} and c["checked"] == c["elements"] == r["width"] * r["height"]
     assert c["bit_exact"] == c["checked"], c        # same order, same fmaf: bit for bit
     assert c["max_abs_err"] == 0 and c["sampled"] is False
 

@@ -113,7 +113,7 @@ def test_cpu_backend_runs_a_student_kernel(kc, line, runs):
     assert c["status"] == "ok", c
     assert [(r["variant"], r["stride"]) for r in doc["runs"]] == runs
     for r in doc["runs"]:
-        assert r["backend"] == "cpu" and r["check"]["passed"] is True and r["check"]["mismatches"] == 0, r
+        assert r["backend"] == "cpu" and r["check"]["passed"] is True and r["check"]["wrong"]["count"] == 0, r
         if r["variant"] == "mycopy":
             assert r["source"] == "student" and r["impl"].startswith("your kernel mycopy on the CPU runner")
             assert r["check"]["never_written"] == 0 and r["block"] == 256

@@ -21,7 +21,7 @@ def vecadd_doc(cell: str) -> dict:
 def test_op_and_memory(op, memory):
     doc = vecadd_doc(f"%vecadd --size 100003 --op {op} --memory {memory} {QUICK}")
     (r,) = doc["runs"]
-    assert r["check"]["passed"] is True and r["check"]["mismatches"] == 0
+    assert r["check"]["passed"] is True and r["check"]["wrong"]["count"] == 0
     assert r["check"]["tolerance"] == 0 and "exact" in r["check"]["method"]
     assert r["op"] == op and r["variant"] == "builtin" and r["memory"] == memory and r["backend"] == "cpu"
     assert "memcpy stands in" in r["impl"]

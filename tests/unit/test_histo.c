@@ -322,7 +322,7 @@ static void magic_every_variant_sweep(void **state)
     for (size_t i = 0; i < n; i++) {
         const json_t *run = run_at(&c, i), *check = json_object_get(run, "check");
         assert_true(json_is_true(json_object_get(check, "passed")));
-        assert_int_equal(json_integer_value(json_object_get(check, "mismatched_bins")), 0);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(check, "wrong"), "count")), 0);
         assert_string_equal(run_str(run, "backend"), "cpu");
         assert_string_equal(run_str(run, "bin_mode"), "bytes");
         assert_true(json_is_null(json_object_get(run, "bin_width")));
@@ -517,11 +517,12 @@ static void magic_failed_check(void **state)
     assert_non_null(c.doc);                 /* the table is still shown */
     const json_t *check = json_object_get(run_at(&c, 0), "check");
     assert_true(json_is_false(json_object_get(check, "passed")));
-    assert_int_equal(json_integer_value(json_object_get(check, "mismatched_bins")), 1);
-    const json_t *first = json_object_get(check, "first_mismatch");
-    assert_string_equal(json_string_value(json_object_get(first, "bin")), "0x03");
+    const json_t *wrong = json_object_get(check, "wrong"), *first = json_object_get(wrong, "first");
+    assert_int_equal(json_integer_value(json_object_get(wrong, "count")), 1);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(first, "at"), "bin")), "0x03");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(first, "at"), "index")), 3);
     assert_int_equal(json_integer_value(json_object_get(first, "got")),
-                     json_integer_value(json_object_get(first, "expected")) + 1);
+                     json_integer_value(json_object_get(first, "want")) + 1);
     assert_true(json_is_null(json_object_get(run_at(&c, 0), "pct_of_bandwidth")));
     sink_free(&c, &ctx);
     /* the cpu variant runs on the CPU backend whatever the backend: it passes */

@@ -642,7 +642,7 @@ static void magic_fake_gpu(void **state)
     assert_string_equal(json_string_value(json_object_get(run_at(&s, 1), "backend")), "cuda");
     const json_t *tf32 = run_at(&s, 2);
     assert_string_equal(json_string_value(json_object_get(tf32, "precision")), "tf32");
-    assert_true(json_real_value(json_object_get(json_object_get(tf32, "check"), "tol")) == CL_MATMUL_TOL_TF32);
+    assert_true(json_real_value(json_object_get(json_object_get(tf32, "check"), "tolerance")) == CL_MATMUL_TOL_TF32);
     /* % of the fake's peak: 2 × 2 SMs × 128 cores × 1 GHz = 512 GFLOP/s */
     double g = json_number_value(json_object_get(run_at(&s, 1), "gflops"));
     double pct = json_number_value(json_object_get(run_at(&s, 1), "pct_of_peak"));

@@ -213,7 +213,7 @@ static void check_tolerance(void **state)
     r.fvalue = ref.sum + 1e-3;                       /* well inside 1.6e-4 * ~148 */
     json_t *c = rd_check(&ctx, &env, &a, &r);
     assert_true(json_is_true(json_object_get(c, "passed")));
-    assert_true(fabs(json_real_value(json_object_get(c, "rtol")) - 1.6e-4) < 1e-12);
+    assert_true(fabs(json_real_value(json_object_get(c, "tolerance")) - 1.6e-4) < 1e-12);
     json_decref(c);
     r.fvalue = ref.sum + 0.5;                        /* one element lost */
     c = rd_check(&ctx, &env, &a, &r);

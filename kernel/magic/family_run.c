@@ -1,0 +1,45 @@
+/* family_run.c — a timed family's command in one order for every family (family_run.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "magic/family_run.h"
+#include "magic/show_source.h"
+
+/* The backend runs the family, or the error that says why not. */
+static int backend_ready(magic_ctx *ctx, const family_spec *f)
+{
+    if (!ctx->backend)
+        return magic_error(ctx, "RuntimeError", "%%%s runs in the device worker: no backend here", f->magic);
+    if (!family_ops(f, ctx->backend))
+        return magic_error(ctx, "RuntimeError", "the %s backend was built without %%%s (rebuild with %s)",
+                           ctx->backend->name, f->magic, f->sources);
+    return 0;
+}
+
+int family_run(magic_ctx *ctx, const family_command *cmd, const json_t *params, const char *body)
+{
+    const family_spec *f = cmd->family;
+    int rc = show_source_run(ctx, params, cmd->shown ? cmd->shown : f);
+    if (rc != 1)
+        return rc;
+    if (cmd->sanitize && json_is_true(json_object_get(params, "sanitize")))
+        return cmd->sanitize(ctx, f, params);
+    if (backend_ready(ctx, f) != 0)
+        return -1;
+    json_t *p = cmd->params ? cmd->params(ctx, params, body) : json_deep_copy(params);
+    if (!p)
+        return ctx->error.ename[0] ? -1 : magic_error(ctx, "MemoryError", "out of memory");
+    void *env = calloc(1, cmd->env_size ? cmd->env_size : 1);
+    if (!env) {
+        json_decref(p);
+        return magic_error(ctx, "MemoryError", "out of memory");
+    }
+    rc = cmd->prepare ? cmd->prepare(ctx, params, p, env) : 0;
+    if (rc == 0)
+        rc = cmd->run_sweep ? cmd->run_sweep(ctx, cmd->sweep, p, env) : sweep_run(ctx, cmd->sweep, p, env);
+    if (cmd->release)
+        cmd->release(env);
+    free(env);
+    json_decref(p);
+    return rc;
+}
