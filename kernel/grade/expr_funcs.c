@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/text.h"
 #include "grade/expr_internal.h"
-#include "lang/parse_internal.h"
 
 /* What a function is called with. */
 typedef struct call {

@@ -23,13 +23,15 @@
  */
 #include <ctype.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/text.h"
 #include "grade/expr_internal.h"
-#include "lang/parse_internal.h"
+#include "lang/lex.h"
+#include "magic/magic.h"
 
 enum tk {
     T_END, T_NUM, T_STR, T_NAME, T_LP, T_RP, T_LB, T_RB, T_COMMA, T_DOT, T_ASSIGN,

@@ -9,7 +9,7 @@
 
 #include "base/text.h"
 #include "grade/expr_internal.h"
-#include "lang/parse_internal.h"
+#include "lang/lang.h"
 
 /* ---- runs ---- */
 

@@ -14,7 +14,6 @@
 #include "base/text.h"
 #include "grade/recorded.h"
 #include "render/render.h"
-#include "lang/parse_internal.h"
 #include "shell/interact.h"
 #include "shell/session.h"
 

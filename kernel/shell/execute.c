@@ -17,7 +17,7 @@
 #include "base/log.h"
 #include "base/text.h"
 #include "lang/interact.h"
-#include "lang/parse_internal.h"
+#include "lang/lang.h"
 #include "shell/interact.h"
 #include "shell/session.h"
 
