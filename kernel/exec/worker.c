@@ -22,7 +22,7 @@
 #include "exec/sharing.h"
 #include "base/clock.h"
 #include "base/log.h"
-#include "base/text.h"
+#include "base/utf8.h"
 #include "student/hooks.h"
 #include "student/store.h"
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/text.h"
+#include "base/utf8.h"
 #include "grade/expr_internal.h"
 #include "lang/lang.h"
 

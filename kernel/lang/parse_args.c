@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "lang/parse_internal.h"
 
 #define QUOTE_MAX 60

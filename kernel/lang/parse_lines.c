@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "lang/parse_internal.h"
 
 void logical_free(logical *l)
@@ -87,9 +88,7 @@ void locate(const logical *l, size_t at, parse_error *err)
     while (k + 1 < l->nseg && l->seg[k + 1] <= at)
         k++;
     err->line = l->line + k;
-    err->column = 1;
-    for (size_t i = l->seg[k]; i < at && i < l->len; i++)
-        err->column += ((unsigned char)l->text[i] & 0xC0) != 0x80;
+    err->column = 1 + (int)utf8_chars_n(l->text + l->seg[k], (at < l->len ? at : l->len) - l->seg[k]);
     const char *p = l->phys[k];
     size_t n = strcspn(p, "\n");
     copy_source(err, p, n - (n > 0 && p[n - 1] == '\r'));

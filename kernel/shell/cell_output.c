@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/text.h"
+#include "base/utf8.h"
 #include "grade/recorded.h"
 #include "render/render.h"
 #include "shell/interact.h"

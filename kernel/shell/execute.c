@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "base/text.h"
+#include "base/utf8.h"
 #include "lang/interact.h"
 #include "lang/lang.h"
 #include "shell/interact.h"
