@@ -19,7 +19,7 @@ static size_t doubled(size_t cap, size_t need, size_t limit)
     return c <= limit ? c : 0;
 }
 
-int buf_reserve(buf *b, size_t extra)
+int strbuf_reserve(strbuf *b, size_t extra)
 {
     if (b->failed)
         return -1;
@@ -41,28 +41,28 @@ int buf_reserve(buf *b, size_t extra)
     return 0;
 }
 
-void buf_put_end(buf *b, size_t n)
+void strbuf_put_end(strbuf *b, size_t n)
 {
     b->len += n;
     b->data[b->len] = '\0';
 }
 
-int buf_append(buf *b, const void *bytes, size_t n)
+int strbuf_append(strbuf *b, const void *bytes, size_t n)
 {
-    if (buf_reserve(b, n) != 0)
+    if (strbuf_reserve(b, n) != 0)
         return -1;
     if (n)
         memcpy(b->data + b->len, bytes, n);
-    buf_put_end(b, n);
+    strbuf_put_end(b, n);
     return 0;
 }
 
-int buf_puts(buf *b, const char *s)
+int strbuf_puts(strbuf *b, const char *s)
 {
-    return buf_append(b, s, strlen(s));
+    return strbuf_append(b, s, strlen(s));
 }
 
-int buf_vprintf(buf *b, const char *fmt, va_list ap)
+int strbuf_vprintf(strbuf *b, const char *fmt, va_list ap)
 {
     va_list again;
     va_copy(again, ap);
@@ -70,7 +70,7 @@ int buf_vprintf(buf *b, const char *fmt, va_list ap)
     int rc = -1;
     if (n < 0)
         b->failed = true;
-    else if (buf_reserve(b, (size_t)n) == 0) {
+    else if (strbuf_reserve(b, (size_t)n) == 0) {
         vsnprintf(b->data + b->len, (size_t)n + 1, fmt, again);
         b->len += (size_t)n;
         rc = 0;
@@ -79,16 +79,16 @@ int buf_vprintf(buf *b, const char *fmt, va_list ap)
     return rc;
 }
 
-int buf_printf(buf *b, const char *fmt, ...)
+int strbuf_printf(strbuf *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int rc = buf_vprintf(b, fmt, ap);
+    int rc = strbuf_vprintf(b, fmt, ap);
     va_end(ap);
     return rc;
 }
 
-void buf_reset(buf *b)
+void strbuf_reset(strbuf *b)
 {
     b->len = 0;
     b->failed = false;
@@ -96,19 +96,19 @@ void buf_reset(buf *b)
         b->data[0] = '\0';
 }
 
-char *buf_take(buf *b)
+char *strbuf_take(strbuf *b)
 {
     char *s = b->failed ? NULL : b->data ? b->data : strdup("");
     if (b->failed)
         free(b->data);
-    *b = BUF_INIT;
+    *b = STRBUF_INIT;
     return s;
 }
 
-void buf_free(buf *b)
+void strbuf_free(strbuf *b)
 {
     free(b->data);
-    *b = BUF_INIT;
+    *b = STRBUF_INIT;
 }
 
 int array_grow(void *items_ptr, size_t *cap, size_t need, size_t size)

@@ -1,12 +1,12 @@
 /* buf.h — growable memory below every layer: a byte buffer that text is
  * appended to (bytes, strings, printf) and a typed array's growth.
  *
- * Ownership, stated as jansson states references: a buf owns its data; data is
+ * Ownership, stated as jansson states references: a strbuf owns its data; data is
  * borrowed by whoever reads it, valid until the next call that changes the
- * buffer; buf_take hands it over (a new string: the caller frees it) and leaves
+ * buffer; strbuf_take hands it over (a new string: the caller frees it) and leaves
  * the buffer empty. An append that runs out of memory (or past SIZE_MAX) sets
  * failed and changes nothing; every later append is dropped, so a writer
- * appends freely and checks once, at buf_take or through failed.
+ * appends freely and checks once, at strbuf_take or through failed.
  */
 #ifndef CUDALAB_BASE_BUF_H
 #define CUDALAB_BASE_BUF_H
@@ -15,37 +15,37 @@
 #include <stdarg.h>
 #include <stddef.h>
 
-typedef struct buf {
+typedef struct strbuf {
     char *data;         /* len bytes and a NUL after them; NULL until something is appended; owned */
     size_t len;
     size_t cap;         /* bytes allocated at data */
     bool failed;        /* an append failed: the bytes before it are kept, every later one dropped */
-} buf;
+} strbuf;
 
 /* An empty buffer; nothing to free until an append. */
-#define BUF_INIT ((buf){ 0 })
+#define STRBUF_INIT ((strbuf){ 0 })
 
 /* Appends n bytes (they may hold NULs); 0, or -1 with failed set. */
-int buf_append(buf *b, const void *bytes, size_t n);
+int strbuf_append(strbuf *b, const void *bytes, size_t n);
 /* Appends the string s. */
-int buf_puts(buf *b, const char *s);
+int strbuf_puts(strbuf *b, const char *s);
 /* Appends the formatted text. */
-int buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int buf_vprintf(buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+int strbuf_printf(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int strbuf_vprintf(strbuf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /* Room for extra more bytes (and the NUL) at data + len, for a read() into it:
- * the caller adds what it wrote to len and writes the NUL (buf_put_end). 0, or
+ * the caller adds what it wrote to len and writes the NUL (strbuf_put_end). 0, or
  * -1 with failed set. */
-int buf_reserve(buf *b, size_t extra);
+int strbuf_reserve(strbuf *b, size_t extra);
 /* After a write of its own into the reserved room: len += n, and the NUL. */
-void buf_put_end(buf *b, size_t n);
+void strbuf_put_end(strbuf *b, size_t n);
 /* Empties the buffer, keeping its memory, and forgets a failure. */
-void buf_reset(buf *b);
+void strbuf_reset(strbuf *b);
 /* The text, handed over: a new string the caller frees ("" when nothing was
  * appended), or NULL when an append failed (what it had is freed). The buffer
- * is left empty (BUF_INIT). */
-char *buf_take(buf *b);
-/* Frees what the buffer owns; it is left empty (BUF_INIT). */
-void buf_free(buf *b);
+ * is left empty (STRBUF_INIT). */
+char *strbuf_take(strbuf *b);
+/* Frees what the buffer owns; it is left empty (STRBUF_INIT). */
+void strbuf_free(strbuf *b);
 
 /* A typed array's growth: room for need items of size bytes in the array at
  * *items_ptr (a T ** passed as void *), whose capacity *cap (in items) doubles,

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/utf8.h"
 #include "lang/parse_internal.h"
 
@@ -26,14 +27,8 @@ void logical_free(logical *l)
 
 static int append(logical *l, const char *s, size_t n)
 {
-    if (l->len + n + 1 > l->cap) {
-        size_t cap = (l->len + n + 1) * 2;
-        char *grown = realloc(l->text, cap);
-        if (!grown)
-            return -1;
-        l->text = grown;
-        l->cap = cap;
-    }
+    if (array_grow(&l->text, &l->cap, l->len + n + 1, 1) != 0)
+        return -1;
     memcpy(l->text + l->len, s, n);
     l->len += n;
     l->text[l->len] = '\0';

@@ -29,7 +29,7 @@
 static void cell_free(struct cell *c)
 {
     wire_msg_free(&c->req.msg);
-    free(c->pend);
+    strbuf_free(&c->pend);
     commands_free(c->cmds, c->ncmds);
     commands_free(c->sub, c->sub ? 1 : 0);
     json_decref(c->error);

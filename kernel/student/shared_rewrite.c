@@ -11,75 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+
 #define MAX_SHARED 64           /* ids 0..63: the runtime's table of declaration sites */
 #define MAX_DIMS 4              /* what __cudalab_shared reads */
 #define MAX_TYPE_TOKENS 256     /* a declaration's type, templates included */
-
-/* ---- a growing string ---- */
-
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    bool failed;                /* out of memory: everything after is dropped */
-} sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n)
-{
-    if (b->failed)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->failed = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void sb_puts(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0 || b->failed)
-        return;
-    char *tmp = malloc((size_t)n + 1);
-    if (!tmp) {
-        b->failed = true;
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(tmp, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    sb_put(b, tmp, (size_t)n);
-    free(tmp);
-}
-
-/* The text so far, handed over (an empty string when nothing was written). */
-static char *sb_take(sbuf *b)
-{
-    if (!b->p && !b->failed)
-        sb_put(b, "", 0);
-    if (b->failed) {
-        free(b->p);
-        return NULL;
-    }
-    char *p = b->p;
-    *b = (sbuf){ 0 };
-    return p;
-}
 
 /* ---- tokens ---- */
 
@@ -120,15 +56,9 @@ static void add_token(lexed *lx, tk_kind kind, size_t at, size_t end, int line)
 {
     if (lx->failed)
         return;
-    if (lx->n == lx->cap) {
-        size_t cap = lx->cap ? lx->cap * 2 : 256;
-        token *t = realloc(lx->tok, cap * sizeof *t);
-        if (!t) {
-            lx->failed = true;
-            return;
-        }
-        lx->tok = t;
-        lx->cap = cap;
+    if (array_grow(&lx->tok, &lx->cap, lx->n + 1, sizeof *lx->tok) != 0) {
+        lx->failed = true;
+        return;
     }
     lx->tok[lx->n++] = (token){ kind, at, end, line };
 }
@@ -137,15 +67,9 @@ static void add_break(lexed *lx, size_t at)
 {
     if (lx->failed)
         return;
-    if (lx->nbreaks == lx->capb) {
-        size_t cap = lx->capb ? lx->capb * 2 : 256;
-        size_t *b = realloc(lx->breaks, cap * sizeof *b);
-        if (!b) {
-            lx->failed = true;
-            return;
-        }
-        lx->breaks = b;
-        lx->capb = cap;
+    if (array_grow(&lx->breaks, &lx->capb, lx->nbreaks + 1, sizeof *lx->breaks) != 0) {
+        lx->failed = true;
+        return;
     }
     lx->breaks[lx->nbreaks++] = at;
 }
@@ -308,8 +232,8 @@ typedef struct rewriter {
     size_t nedits, capedits;
     int nshared;
     bool device_globals;
-    sbuf file_places;           /* file scope: each declaration's placement, declared again after the source */
-    sbuf file_binds;            /* and the calls that bind its slot */
+    strbuf file_places;           /* file scope: each declaration's placement, declared again after the source */
+    strbuf file_binds;            /* and the calls that bind its slot */
     char *err;
     size_t err_len;
 } rewriter;
@@ -374,22 +298,22 @@ static size_t matching(const rewriter *rw, size_t i)
 /* Appends tokens idx[0..n) as the source writes them, one space where the
  * source has any gap (whitespace, a comment, a dropped token), so that a
  * type or a size spread over lines reads on one. */
-static void put_tokens(const rewriter *rw, const size_t *idx, size_t n, sbuf *b)
+static void put_tokens(const rewriter *rw, const size_t *idx, size_t n, strbuf *b)
 {
     for (size_t k = 0; k < n; k++) {
         if (k > 0 && (idx[k] != idx[k - 1] + 1 || rw->lx.tok[idx[k]].at != rw->lx.tok[idx[k - 1]].end))
-            sb_puts(b, " ");
-        sb_put(b, tok_text(rw, idx[k]), tok_len(rw, idx[k]));
+            strbuf_puts(b, " ");
+        strbuf_append(b, tok_text(rw, idx[k]), tok_len(rw, idx[k]));
     }
 }
 
 /* Tokens [from, to) the same way. */
-static void put_range(const rewriter *rw, size_t from, size_t to, sbuf *b)
+static void put_range(const rewriter *rw, size_t from, size_t to, strbuf *b)
 {
     for (size_t k = from; k < to; k++) {
         if (k > from && rw->lx.tok[k].at != rw->lx.tok[k - 1].end)
-            sb_puts(b, " ");
-        sb_put(b, tok_text(rw, k), tok_len(rw, k));
+            strbuf_puts(b, " ");
+        strbuf_append(b, tok_text(rw, k), tok_len(rw, k));
     }
 }
 
@@ -477,14 +401,8 @@ static size_t read_specifiers(rewriter *rw, size_t i, size_t shared_at, shared_d
 
 static declarator *new_declarator(shared_decl *sd)
 {
-    if (sd->ndecl == sd->capdecl) {
-        size_t cap = sd->capdecl ? sd->capdecl * 2 : 4;
-        declarator *d = realloc(sd->d, cap * sizeof *d);
-        if (!d)
-            return NULL;
-        sd->d = d;
-        sd->capdecl = cap;
-    }
+    if (array_grow(&sd->d, &sd->capdecl, sd->ndecl + 1, sizeof *sd->d) != 0)
+        return NULL;
     declarator *d = &sd->d[sd->ndecl++];
     memset(d, 0, sizeof *d);
     return d;
@@ -578,33 +496,33 @@ static int read_declaration(rewriter *rw, size_t first, size_t shared_at, shared
 /* ---- writing one declaration ---- */
 
 /* A declarator's element type: the declaration's type and its own pointer part. */
-static void put_elem(const rewriter *rw, const shared_decl *sd, const declarator *d, sbuf *b)
+static void put_elem(const rewriter *rw, const shared_decl *sd, const declarator *d, strbuf *b)
 {
     put_tokens(rw, sd->type, sd->ntype, b);
     if (d->nptr) {
-        sb_puts(b, " ");
+        strbuf_puts(b, " ");
         put_tokens(rw, d->ptr, d->nptr, b);
     }
 }
 
-static void put_align(const rewriter *rw, const shared_decl *sd, const char *elem, sbuf *b)
+static void put_align(const rewriter *rw, const shared_decl *sd, const char *elem, strbuf *b)
 {
     if (sd->align[0] < sd->align[1])
         put_range(rw, sd->align[0], sd->align[1], b);
     else
-        sb_printf(b, "alignof(%s)", elem);
+        strbuf_printf(b, "alignof(%s)", elem);
 }
 
 /* "[E1][E2]" into dims, ", (unsigned)(E1), (unsigned)(E2)" into args. */
-static void put_dims(const rewriter *rw, const declarator *d, sbuf *dims, sbuf *args)
+static void put_dims(const rewriter *rw, const declarator *d, strbuf *dims, strbuf *args)
 {
     for (int j = 0; j < d->ndims; j++) {
-        sbuf e = { 0 };
+        strbuf e = STRBUF_INIT;
         put_range(rw, d->dim[j][0], d->dim[j][1], &e);
-        sb_printf(dims, "[%s]", e.p ? e.p : "");
-        sb_printf(args, ", (unsigned)(%s)", e.p ? e.p : "");
+        strbuf_printf(dims, "[%s]", e.data ? e.data : "");
+        strbuf_printf(args, ", (unsigned)(%s)", e.data ? e.data : "");
         dims->failed |= e.failed;
-        free(e.p);
+        strbuf_free(&e);
     }
 }
 
@@ -612,29 +530,29 @@ static void put_dims(const rewriter *rw, const declarator *d, sbuf *dims, sbuf *
  * "NAME"_cudalab_shared(ID, sizeof, ALIGN, LINE, NDIMS, ...). The prelude's literal operator names
  * the runtime: an identifier of ours here would be open to the student's #defines. */
 static void put_call(const rewriter *rw, const shared_decl *sd, const declarator *d, int id, const char *elem,
-                     const char *args, int line, sbuf *b)
+                     const char *args, int line, strbuf *b)
 {
-    sb_printf(b, "\"%.*s\"_cudalab_shared(%d, sizeof(%s), ", (int)tok_len(rw, d->name), tok_text(rw, d->name), id,
+    strbuf_printf(b, "\"%.*s\"_cudalab_shared(%d, sizeof(%s), ", (int)tok_len(rw, d->name), tok_text(rw, d->name), id,
               elem);
     put_align(rw, sd, elem, b);
     if (line > 0)
-        sb_printf(b, ", %d, %d%s)", line, d->ndims, args);
+        strbuf_printf(b, ", %d, %d%s)", line, d->ndims, args);
     else
-        sb_printf(b, ", __LINE__, %d%s)", d->ndims, args);
+        strbuf_printf(b, ", __LINE__, %d%s)", d->ndims, args);
 }
 
 /* One declarator at function scope: a reference to the runtime's placement. */
 static void put_local(const rewriter *rw, const shared_decl *sd, const declarator *d, int id, const char *elem,
-                      const char *dims, const char *args, sbuf *b)
+                      const char *dims, const char *args, strbuf *b)
 {
     const char *name = tok_text(rw, d->name);
     int len = (int)tok_len(rw, d->name);
     if (d->ndims)
-        sb_printf(b, "%s (&%.*s)%s = *(%s (*)%s)", elem, len, name, dims, elem, dims);
+        strbuf_printf(b, "%s (&%.*s)%s = *(%s (*)%s)", elem, len, name, dims, elem, dims);
     else
-        sb_printf(b, "%s &%.*s = *(%s *)", elem, len, name, elem);
+        strbuf_printf(b, "%s &%.*s = *(%s *)", elem, len, name, elem);
     put_call(rw, sd, d, id, elem, args, 0, b);
-    sb_puts(b, ";");
+    strbuf_puts(b, ";");
 }
 
 /* The lines after a file-scope declaration's line that make NAME its slot:
@@ -648,72 +566,64 @@ static void put_local(const rewriter *rw, const shared_decl *sd, const declarato
  * C linkage: the slot is the runtime's symbol, and the placement is found
  * from outside a namespace the declaration may be in. */
 static void put_slot(rewriter *rw, const declarator *d, int id, const char *elem, const char *dims,
-                     const char *placement, sbuf *after)
+                     const char *placement, strbuf *after)
 {
-    sb_printf(after, "#undef __cudalab_shared_place_%d\n#undef __cudalab_shared_slot_%d\n", id, id);
-    sb_printf(after, "extern \"C\" void *__cudalab_shared_place_%d() { return %s; }\n", id, placement);
+    strbuf_printf(after, "#undef __cudalab_shared_place_%d\n#undef __cudalab_shared_slot_%d\n", id, id);
+    strbuf_printf(after, "extern \"C\" void *__cudalab_shared_place_%d() { return %s; }\n", id, placement);
     if (dims)
-        sb_printf(after, "extern \"C\" %s (&__cudalab_shared_slot_%d)%s;\n", elem, id, dims);
+        strbuf_printf(after, "extern \"C\" %s (&__cudalab_shared_slot_%d)%s;\n", elem, id, dims);
     else
-        sb_printf(after, "extern \"C\" %s &__cudalab_shared_slot_%d;\n", elem, id);
-    sb_printf(after, "#define %.*s __cudalab_shared_slot_%d\n", (int)tok_len(rw, d->name), tok_text(rw, d->name), id);
-    sb_printf(&rw->file_places, "#undef __cudalab_shared_place_%d\nextern \"C\" void *__cudalab_shared_place_%d();\n",
+        strbuf_printf(after, "extern \"C\" %s &__cudalab_shared_slot_%d;\n", elem, id);
+    strbuf_printf(after, "#define %.*s __cudalab_shared_slot_%d\n", (int)tok_len(rw, d->name), tok_text(rw, d->name), id);
+    strbuf_printf(&rw->file_places, "#undef __cudalab_shared_place_%d\nextern \"C\" void *__cudalab_shared_place_%d();\n",
               id, id);
-    sb_printf(&rw->file_binds, " __cudalab_shared_bind(%d, __cudalab_shared_place_%d());", id, id);
+    strbuf_printf(&rw->file_binds, " __cudalab_shared_bind(%d, __cudalab_shared_place_%d());", id, id);
 }
 
 /* One declarator at file scope: its slot (the declaration itself leaves nothing on its line). */
 static void put_global(rewriter *rw, const shared_decl *sd, const declarator *d, int id, const char *elem,
-                       const char *dims, const char *args, sbuf *after)
+                       const char *dims, const char *args, strbuf *after)
 {
-    sbuf call = { 0 };
+    strbuf call = { 0 };
     put_call(rw, sd, d, id, elem, args, rw->lx.tok[d->name].line, &call);
-    put_slot(rw, d, id, elem, d->ndims ? dims : NULL, call.p ? call.p : "", after);
+    put_slot(rw, d, id, elem, d->ndims ? dims : NULL, call.data ? call.data : "", after);
     after->failed |= call.failed;
-    free(call.p);
+    strbuf_free(&call);
 }
 
 /* extern __shared__ TYPE NAME[]: the launch's dynamic shared memory (at file
  * scope through a slot, which takes an id). */
-static void put_dynamic(rewriter *rw, const shared_decl *sd, bool file_scope, sbuf *b, sbuf *after)
+static void put_dynamic(rewriter *rw, const shared_decl *sd, bool file_scope, strbuf *b, strbuf *after)
 {
     const declarator *d = &sd->d[0];
-    sbuf elem = { 0 };
+    strbuf elem = { 0 };
     put_elem(rw, sd, d, &elem);
-    const char *e = elem.p ? elem.p : "";
+    const char *e = elem.data ? elem.data : "";
     const char *name = tok_text(rw, d->name);
     int len = (int)tok_len(rw, d->name);
-    sbuf call = { 0 };
-    sb_printf(&call, "\"%.*s\"_cudalab_dyn_shared(sizeof(%s), ", len, name, e);
+    strbuf call = { 0 };
+    strbuf_printf(&call, "\"%.*s\"_cudalab_dyn_shared(sizeof(%s), ", len, name, e);
     put_align(rw, sd, e, &call);
     if (file_scope)
-        sb_printf(&call, ", %d)", rw->lx.tok[d->name].line);
+        strbuf_printf(&call, ", %d)", rw->lx.tok[d->name].line);
     else
-        sb_puts(&call, ", __LINE__)");
+        strbuf_puts(&call, ", __LINE__)");
     if (file_scope)
-        put_slot(rw, d, rw->nshared++, e, "[]", call.p ? call.p : "", after);
+        put_slot(rw, d, rw->nshared++, e, "[]", call.data ? call.data : "", after);
     else
-        sb_printf(b, "%s *const %.*s = (%s *)%s;", e, len, name, e, call.p ? call.p : "");
+        strbuf_printf(b, "%s *const %.*s = (%s *)%s;", e, len, name, e, call.data ? call.data : "");
     b->failed |= elem.failed || call.failed;
-    free(elem.p);
-    free(call.p);
+    strbuf_free(&elem);
+    strbuf_free(&call);
 }
 
-static int add_edit(rewriter *rw, size_t at, size_t end, sbuf *text, sbuf *after)
+static int add_edit(rewriter *rw, size_t at, size_t end, strbuf *text, strbuf *after)
 {
     bool failed = text->failed || after->failed;
-    edit e = { at, end, sb_take(text), after->len ? sb_take(after) : NULL };
-    free(after->p);
-    *after = (sbuf){ 0 };
-    if (!failed && e.text && rw->nedits == rw->capedits) {
-        size_t cap = rw->capedits ? rw->capedits * 2 : 16;
-        edit *more = realloc(rw->edits, cap * sizeof *more);
-        failed = !more;
-        if (more) {
-            rw->edits = more;
-            rw->capedits = cap;
-        }
-    }
+    edit e = { at, end, strbuf_take(text), after->len ? strbuf_take(after) : NULL };
+    strbuf_free(after);
+    if (!failed && e.text)
+        failed = array_grow(&rw->edits, &rw->capedits, rw->nedits + 1, sizeof *rw->edits) != 0;
     if (failed || !e.text) {
         free(e.text);
         free(e.after);
@@ -742,25 +652,25 @@ static size_t rewrite_declaration(rewriter *rw, size_t first, size_t shared_at, 
         *status = fail(rw, line, "more than %d __shared__ declarations (the CPU runner places at most %d "
                        "arrays per kernel source)", MAX_SHARED, MAX_SHARED);
     } else {
-        sbuf text = { 0 }, after = { 0 };
+        strbuf text = { 0 }, after = { 0 };
         if (sd->is_extern)
             put_dynamic(rw, sd, file_scope, &text, &after);
         for (size_t k = 0; !sd->is_extern && k < sd->ndecl; k++) {
-            sbuf elem = { 0 }, dims = { 0 }, args = { 0 };
+            strbuf elem = { 0 }, dims = { 0 }, args = { 0 };
             put_elem(rw, sd, &sd->d[k], &elem);
             put_dims(rw, &sd->d[k], &dims, &args);
-            const char *e = elem.p ? elem.p : "", *ds = dims.p ? dims.p : "", *as = args.p ? args.p : "";
+            const char *e = elem.data ? elem.data : "", *ds = dims.data ? dims.data : "", *as = args.data ? args.data : "";
             if (file_scope) {
                 put_global(rw, sd, &sd->d[k], rw->nshared++, e, ds, as, &after);
             } else {
                 if (k > 0)
-                    sb_puts(&text, " ");
+                    strbuf_puts(&text, " ");
                 put_local(rw, sd, &sd->d[k], rw->nshared++, e, ds, as, &text);
             }
             text.failed |= elem.failed || dims.failed || args.failed;
-            free(elem.p);
-            free(dims.p);
-            free(args.p);
+            strbuf_free(&elem);
+            strbuf_free(&dims);
+            strbuf_free(&args);
         }
         if (add_edit(rw, rw->lx.tok[first].at, rw->lx.tok[sd->semi].end, &text, &after) != 0)
             *status = out_of_memory(rw);
@@ -866,8 +776,8 @@ static int walk(rewriter *rw)
 /* ---- the output ---- */
 
 typedef struct writer {
-    sbuf out;
-    sbuf pending;               /* #define lines waiting for the end of the current line */
+    strbuf out;
+    strbuf pending;               /* #define lines waiting for the end of the current line */
     int line;                   /* the cell line being written */
     const char *file;
 } writer;
@@ -875,24 +785,24 @@ typedef struct writer {
 /* A newline of the source: written, then any #define lines waiting for it and a #line back to the numbering. */
 static void end_line(writer *w)
 {
-    sb_puts(&w->out, "\n");
+    strbuf_puts(&w->out, "\n");
     w->line++;
     if (w->pending.len) {
-        sb_put(&w->out, w->pending.p, w->pending.len);
+        strbuf_append(&w->out, w->pending.data, w->pending.len);
         w->pending.len = 0;
-        sb_printf(&w->out, "#line %d \"", w->line);
+        strbuf_printf(&w->out, "#line %d \"", w->line);
         for (const char *f = w->file; *f; f++) {
             if (*f == '"' || *f == '\\')
-                sb_puts(&w->out, "\\");
-            sb_put(&w->out, f, 1);
+                strbuf_puts(&w->out, "\\");
+            strbuf_append(&w->out, f, 1);
         }
-        sb_puts(&w->out, "\"\n");
+        strbuf_puts(&w->out, "\"\n");
     }
 }
 
 static void copy_text(writer *w, const char *s, size_t from, size_t to)
 {
-    sb_put(&w->out, s + from, to - from);
+    strbuf_append(&w->out, s + from, to - from);
     w->line += count_lines(s, from, to);
 }
 
@@ -912,9 +822,9 @@ static char *assemble(const rewriter *rw, int first_line, const char *file)
         if (next_edit <= next_break && e < rw->nedits) {
             const edit *ed = &rw->edits[e++];
             copy_text(&w, s, pos, ed->at);
-            sb_puts(&w.out, ed->text);
+            strbuf_puts(&w.out, ed->text);
             if (ed->after)
-                sb_puts(&w.pending, ed->after);
+                strbuf_puts(&w.pending, ed->after);
             for (size_t k = ed->at; k < ed->end; k++)
                 if (s[k] == '\n')
                     end_line(&w);
@@ -929,12 +839,12 @@ static char *assemble(const rewriter *rw, int first_line, const char *file)
         }
     }
     if (w.pending.len) {        /* the source ends on the declaration's line */
-        sb_puts(&w.out, "\n");
-        sb_put(&w.out, w.pending.p, w.pending.len);
+        strbuf_puts(&w.out, "\n");
+        strbuf_append(&w.out, w.pending.data, w.pending.len);
     }
     bool failed = w.pending.failed;
-    free(w.pending.p);
-    char *text = sb_take(&w.out);
+    strbuf_free(&w.pending);
+    char *text = strbuf_take(&w.out);
     if (failed) {
         free(text);
         return NULL;
@@ -951,13 +861,13 @@ static char *with_file_places(rewriter *rw, char *text)
     if (!text || rw->file_binds.len == 0)
         return text;
     bool failed = rw->file_places.failed || rw->file_binds.failed;
-    sbuf b = { 0 };
+    strbuf b = { 0 };
     size_t n = strlen(text);
-    sb_printf(&b, "%s%s#undef __cudalab_place_file_shared\n#undef __cudalab_shared_bind\n%s", text,
-              n && text[n - 1] == '\n' ? "" : "\n", rw->file_places.p ? rw->file_places.p : "");
-    sb_printf(&b, "static inline void __cudalab_place_file_shared(int) {%s }\n", rw->file_binds.p);
+    strbuf_printf(&b, "%s%s#undef __cudalab_place_file_shared\n#undef __cudalab_shared_bind\n%s", text,
+              n && text[n - 1] == '\n' ? "" : "\n", rw->file_places.data ? rw->file_places.data : "");
+    strbuf_printf(&b, "static inline void __cudalab_place_file_shared(int) {%s }\n", rw->file_binds.data);
     free(text);
-    char *out = sb_take(&b);
+    char *out = strbuf_take(&b);
     if (failed) {
         free(out);
         return NULL;
@@ -984,8 +894,8 @@ int shared_rewrite_source(const char *src, int first_line, const char *file, sha
         free(rw.edits[k].after);
     }
     free(rw.edits);
-    free(rw.file_places.p);
-    free(rw.file_binds.p);
+    strbuf_free(&rw.file_places);
+    strbuf_free(&rw.file_binds);
     free(rw.lx.tok);
     free(rw.lx.breaks);
     return rc;

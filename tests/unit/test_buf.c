@@ -1,5 +1,5 @@
 /* test_buf.c — kernel/base's growable memory (buf.h) and UTF-8 helpers (utf8.h):
- * appends of bytes, strings and printf, ownership handed over by buf_take, a
+ * appends of bytes, strings and printf, ownership handed over by strbuf_take, a
  * failed append that keeps what was there and drops what follows (sizes past
  * SIZE_MAX, and one no allocator grants), a typed array's doubling, and
  * characters counted, found, encoded and cut on their boundaries.
@@ -22,16 +22,16 @@
 static void appends_and_takes(void **state)
 {
     (void)state;
-    buf b = BUF_INIT;
-    char *empty = buf_take(&b);          /* nothing appended: "", still the caller's to free */
+    strbuf b = STRBUF_INIT;
+    char *empty = strbuf_take(&b);          /* nothing appended: "", still the caller's to free */
     assert_string_equal(empty, "");
     free(empty);
-    assert_int_equal(buf_puts(&b, "ab"), 0);
-    assert_int_equal(buf_append(&b, "c\0d", 3), 0);      /* bytes, a NUL among them */
-    assert_int_equal(buf_printf(&b, "[%d %s]", 42, "x"), 0);
+    assert_int_equal(strbuf_puts(&b, "ab"), 0);
+    assert_int_equal(strbuf_append(&b, "c\0d", 3), 0);      /* bytes, a NUL among them */
+    assert_int_equal(strbuf_printf(&b, "[%d %s]", 42, "x"), 0);
     assert_int_equal(b.len, 11);
     assert_memory_equal(b.data, "abc\0d[42 x]", 12);      /* and a NUL after them */
-    char *s = buf_take(&b);
+    char *s = strbuf_take(&b);
     assert_memory_equal(s, "abc\0d[42 x]", 12);
     assert_null(b.data);                                  /* handed over: the buffer is empty */
     assert_int_equal(b.len, 0);
@@ -41,78 +41,78 @@ static void appends_and_takes(void **state)
 static void grows_past_many_doublings(void **state)
 {
     (void)state;
-    buf b = BUF_INIT;
+    strbuf b = STRBUF_INIT;
     for (int i = 0; i < 100000; i++)
-        assert_int_equal(buf_printf(&b, "%05d", i), 0);
+        assert_int_equal(strbuf_printf(&b, "%05d", i), 0);
     assert_int_equal(b.len, 500000);
     assert_true(b.cap > b.len);
     assert_memory_equal(b.data + 5 * 99999, "99999", 6);
     /* a printf longer than any stack buffer */
-    buf_reset(&b);
-    assert_int_equal(buf_printf(&b, "%*s|", 100000, "x"), 0);
+    strbuf_reset(&b);
+    assert_int_equal(strbuf_printf(&b, "%*s|", 100000, "x"), 0);
     assert_int_equal(b.len, 100001);
     assert_string_equal(b.data + 99999, "x|");
-    buf_free(&b);
+    strbuf_free(&b);
     assert_null(b.data);
 }
 
 static void reserve_for_a_read(void **state)
 {
     (void)state;
-    buf b = BUF_INIT;
-    buf_puts(&b, "head:");
-    assert_int_equal(buf_reserve(&b, 1000), 0);
+    strbuf b = STRBUF_INIT;
+    strbuf_puts(&b, "head:");
+    assert_int_equal(strbuf_reserve(&b, 1000), 0);
     assert_true(b.cap >= b.len + 1000 + 1);
     memset(b.data + b.len, 'r', 700);                    /* what a read() wrote */
-    buf_put_end(&b, 700);
+    strbuf_put_end(&b, 700);
     assert_int_equal(b.len, 705);
     assert_int_equal(strlen(b.data), 705);
-    buf_free(&b);
+    strbuf_free(&b);
 }
 
 static void reset_keeps_memory_and_forgets_failure(void **state)
 {
     (void)state;
-    buf b = BUF_INIT;
-    buf_puts(&b, "first");
+    strbuf b = STRBUF_INIT;
+    strbuf_puts(&b, "first");
     char *mem = b.data;
-    buf_reserve(&b, SIZE_MAX);
+    strbuf_reserve(&b, SIZE_MAX);
     assert_true(b.failed);
-    buf_reset(&b);
+    strbuf_reset(&b);
     assert_false(b.failed);
     assert_ptr_equal(b.data, mem);
     assert_string_equal(b.data, "");
-    assert_int_equal(buf_puts(&b, "second"), 0);
+    assert_int_equal(strbuf_puts(&b, "second"), 0);
     assert_string_equal(b.data, "second");
-    buf_free(&b);
+    strbuf_free(&b);
 }
 
 /* Past SIZE_MAX, or more than an allocator grants: the append fails, what was
- * there stays, what follows is dropped, and buf_take says so with NULL. */
+ * there stays, what follows is dropped, and strbuf_take says so with NULL. */
 static void a_failed_append_keeps_what_was_there(void **state)
 {
     (void)state;
     const size_t absurd[] = { SIZE_MAX, SIZE_MAX - 3, UNGRANTABLE };
     for (size_t i = 0; i < sizeof absurd / sizeof absurd[0]; i++) {
-        buf b = BUF_INIT;
-        buf_puts(&b, "abc");
+        strbuf b = STRBUF_INIT;
+        strbuf_puts(&b, "abc");
         size_t cap = b.cap;
-        assert_int_equal(buf_reserve(&b, absurd[i]), -1);
+        assert_int_equal(strbuf_reserve(&b, absurd[i]), -1);
         assert_true(b.failed);
         assert_int_equal(b.cap, cap);
         assert_string_equal(b.data, "abc");
-        assert_int_equal(buf_puts(&b, "more"), -1);       /* dropped, even though it would fit */
-        assert_int_equal(buf_printf(&b, "%d", 1), -1);
+        assert_int_equal(strbuf_puts(&b, "more"), -1);       /* dropped, even though it would fit */
+        assert_int_equal(strbuf_printf(&b, "%d", 1), -1);
         assert_string_equal(b.data, "abc");
-        assert_null(buf_take(&b));                        /* freed, and said */
+        assert_null(strbuf_take(&b));                        /* freed, and said */
         assert_null(b.data);
         assert_false(b.failed);
     }
-    buf b = BUF_INIT;
-    buf_puts(&b, "x");
-    assert_int_equal(buf_append(&b, "y", SIZE_MAX - 1), -1);   /* len + n + NUL past SIZE_MAX */
+    strbuf b = STRBUF_INIT;
+    strbuf_puts(&b, "x");
+    assert_int_equal(strbuf_append(&b, "y", SIZE_MAX - 1), -1);   /* len + n + NUL past SIZE_MAX */
     assert_string_equal(b.data, "x");
-    buf_free(&b);
+    strbuf_free(&b);
 }
 
 static void array_grows_by_doubling(void **state)

@@ -28,6 +28,8 @@
 
 #include <cmocka.h>
 
+#include "base/buf.h"
+
 #define ORDER_MARK "    kernel/: "
 #define MAX_UNITS 32            /* folders of kernel/ and main.c */
 
@@ -35,27 +37,19 @@ typedef struct layers {
     char name[MAX_UNITS][64];
     int level[MAX_UNITS];
     int n;
-    char *report;               /* what is wrong, a line each; owned */
-    size_t report_len;
+    strbuf report;              /* what is wrong, a line each */
     int problems;
 } layers;
 
 static void problem(layers *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void problem(layers *l, const char *fmt, ...)
 {
-    char line[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    strbuf_vprintf(&l->report, fmt, ap);
     va_end(ap);
-    size_t add = strlen(line) + 1;
-    char *grown = realloc(l->report, l->report_len + add + 1);
-    assert_non_null(grown);
-    l->report = grown;
-    memcpy(l->report + l->report_len, line, add - 1);
-    l->report[l->report_len + add - 1] = '\n';
-    l->report_len += add;
-    l->report[l->report_len] = '\0';
+    strbuf_puts(&l->report, "\n");
+    assert_false(l->report.failed);
     l->problems++;
 }
 
@@ -296,10 +290,10 @@ static void kernel_includes_go_down(void **state)
     layers l;
     int problems = check_tree(source_root(), &l);
     if (problems)
-        print_error("%s", l.report);
+        print_error("%s", l.report.data);
     assert_int_equal(problems, 0);
     assert_true(l.n >= 2);
-    free(l.report);
+    strbuf_free(&l.report);
 }
 
 /* ---- the check itself, on a tree made for it ---- */
@@ -349,8 +343,8 @@ static int fake_problems(const char *expect)
     layers l;
     int n = check_tree(fake, &l);
     if (expect)
-        assert_non_null(l.report && strstr(l.report, expect) ? l.report : NULL);
-    free(l.report);
+        assert_non_null(l.report.data && strstr(l.report.data, expect) ? l.report.data : NULL);
+    strbuf_free(&l.report);
     return n;
 }
 
