@@ -2,7 +2,7 @@
 #include <stdio.h>
 
 #include "base/error.h"
-#include "base/text.h"
+#include "base/utf8.h"
 
 int error_setv(error_info *e, const char *ename, const char *fmt, va_list ap)
 {

@@ -1,7 +1,6 @@
 /* text.c — small text utilities every layer uses: "did you mean" (edit
- * distance and the nearest candidate), UTF-8-safe clipping (user text quoted
- * in an error must stay valid UTF-8 for the JSON it goes into), and the one
- * byte-count formatter of the kernel's messages.
+ * distance and the nearest candidate), a message cut at a UTF-8 boundary
+ * (fail_into), and the one byte-count formatter of the kernel's messages.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -12,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/text.h"
+#include "base/utf8.h"
 
 /* Levenshtein distance over bytes, two rows. SIZE_MAX if out of memory. */
 size_t edit_distance(const char *a, const char *b)
@@ -63,29 +63,6 @@ void suggest_add(suggest *s, const char *candidate)
         s->best = candidate;
         s->dist = d;
     }
-}
-
-int utf8_clip(const char *s, size_t max)
-{
-    size_t n = strnlen(s, max);
-    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-        n--;
-    return (int)n;
-}
-
-void utf8_trim(char *buf)
-{
-    size_t len = strlen(buf), j = len;
-    while (j > 0 && len - j < 3 && ((unsigned char)buf[j - 1] & 0xC0) == 0x80)
-        j--;
-    if (j == 0)
-        return;
-    unsigned char lead = (unsigned char)buf[j - 1];
-    if (lead < 0xC0)
-        return;
-    size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
-    if (len - (j - 1) < want)
-        buf[j - 1] = '\0';
 }
 
 void format_bytes(double b, char *buf, size_t len)

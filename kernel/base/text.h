@@ -1,5 +1,6 @@
-/* text.h — text utilities below every layer: suggestions, UTF-8 clipping,
- * byte counts for people. No dependency on anything else in the kernel. */
+/* text.h — text utilities below every layer: suggestions, messages cut at a
+ * UTF-8 boundary (the UTF-8 helpers themselves are in utf8.h), byte counts for
+ * people. No dependency on anything else in the kernel. */
 #ifndef CUDALAB_BASE_TEXT_H
 #define CUDALAB_BASE_TEXT_H
 
@@ -17,11 +18,6 @@ typedef struct suggest {
 } suggest;
 void suggest_init(suggest *s, const char *word);
 void suggest_add(suggest *s, const char *candidate);
-
-/* The longest prefix of s of at most max bytes that ends on a UTF-8 boundary. */
-int utf8_clip(const char *s, size_t max);
-/* Drops an incomplete UTF-8 sequence at the end of buf (after snprintf cut it). */
-void utf8_trim(char *buf);
 
 /* Writes the formatted message into buf (len bytes, cut at a UTF-8
  * boundary) and returns -1, so that a function reporting into a caller's

@@ -3,7 +3,7 @@
  * Nothing found in the directory is trusted: other users (a shared directory)
  * and other programs of the user may have put anything there. So the directory
  * is opened once per use without following a link and its owner and mode
- * checked (directory_open); every file in it is reached through that
+ * checked (admission_dir.c); every file in it is reached through that
  * descriptor, never by a path that a link could redirect, and opened
  * O_NOFOLLOW|O_NONBLOCK (a FIFO does not block) then checked with fstat (a
  * regular file with one name); only files this process has just made are
@@ -32,14 +32,13 @@
 #include "base/log.h"
 #include "base/text.h"
 #include "magic/magic.h"
+#include "exec/admission_dir.h"
 
 /* How a kernel's recent GPU time places its tickets: it counts fully when
  * fresh and half as much USAGE_HALF_LIFE_S later. */
 #define USAGE_HALF_LIFE_S 30.0
 /* A waiter's ticket that nobody holds locked is noticed (and removed) within this long. */
 #define PROBE_EVERY_MS 1000.0
-#define PRIVATE_MODE 0700           /* the user's own directory */
-#define SHARED_MODE 01777           /* root's directory, shared by several users: each one's files are their own */
 
 static int held_fd = -1, held_index = -1;
 static char held_key[ADMISSION_KEY_LEN];
@@ -80,121 +79,6 @@ double admission_wait_limit_ms(void)
     return (e && *e && atof(e) >= 0 ? atof(e) : ADMISSION_WAIT_DEFAULT_S) * 1e3;
 }
 
-/* ---- the directory, and the files in it ---- */
-
-typedef struct directory {
-    int fd;                         /* O_DIRECTORY|O_NOFOLLOW; every file is reached through it */
-    bool shared;                    /* root's SHARED_MODE directory; else the user's own PRIVATE_MODE one */
-    uid_t owner;
-    char path[PATH_MAX - NAME_MAX - 2];
-} directory;
-
-static int directory_path(char *buf, size_t len)
-{
-    const char *dir = getenv("CUDALAB_ADMISSION_DIR"), *run = getenv("XDG_RUNTIME_DIR");
-    int n;
-    if (dir && *dir)
-        n = snprintf(buf, len, "%s", dir);
-    else if (run && *run)
-        n = snprintf(buf, len, "%s/cudalab-admission", run);
-    else
-        n = snprintf(buf, len, "/tmp/cudalab-admission-%u", (unsigned)geteuid());
-    return n <= 0 || (size_t)n >= len ? -1 : 0;
-}
-
-/* Opens the admission directory (making the user's own when missing) and
- * checks whose it is: 0, or -1 with why naming it and what is wrong. */
-static int directory_open(directory *d, char *why, size_t len)
-{
-    d->fd = -1;
-    if (directory_path(d->path, sizeof d->path) != 0)
-        return fail_into(why, len, "the admission directory's path is too long (" ADMISSION_DIR_ENV ")");
-    bool made = mkdir(d->path, PRIVATE_MODE) == 0;
-    if (!made && errno != EEXIST)
-        return fail_into(why, len, "cannot make the admission directory %s: %s (" ADMISSION_DIR_ENV " names "
-                         "another)", d->path, strerror(errno));
-    int fd = open(d->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0) {
-        /* a link is ENOTDIR or ELOOP, as the kernel sees O_DIRECTORY|O_NOFOLLOW */
-        int e = errno;
-        bool link = e == ELOOP || (e == ENOTDIR && lstat(d->path, &st) == 0 && S_ISLNK(st.st_mode));
-        return fail_into(why, len, "the admission directory %s cannot be used: %s", d->path,
-                         link ? "it is a symbolic link, and cudalab follows none there"
-                         : e == ENOTDIR ? "it is not a directory" : strerror(e));
-    }
-    if (made)
-        (void)fchmod(fd, PRIVATE_MODE);   /* just made, ours: past the umask */
-    if (fstat(fd, &st) != 0) {
-        close(fd);
-        return fail_into(why, len, "the admission directory %s cannot be used: %s", d->path, strerror(errno));
-    }
-    uid_t me = geteuid();
-    mode_t mode = st.st_mode & 07777;
-    if (st.st_uid == me && mode == PRIVATE_MODE) {
-        d->shared = false;
-    } else if (st.st_uid == 0 && mode == SHARED_MODE) {
-        d->shared = true;
-    } else {
-        close(fd);
-        return fail_into(why, len, "the admission directory %s belongs to uid %u with mode %04o: cudalab trusts "
-                         "only your own (uid %u, mode %04o) or root's shared one (mode %04o)", d->path,
-                         (unsigned)st.st_uid, (unsigned)mode, (unsigned)me, PRIVATE_MODE, SHARED_MODE);
-    }
-    d->fd = fd;
-    d->owner = st.st_uid;
-    return 0;
-}
-
-static void directory_close(directory *d)
-{
-    if (d->fd >= 0)
-        close(d->fd);
-    d->fd = -1;
-}
-
-/* What is wrong with the file st describes for admission's use, or NULL: a
- * regular file with no other name (a hard link could stand for a victim's
- * file), in the user's own directory the user's. */
-static const char *file_wrong(const directory *d, const struct stat *st)
-{
-    if (!S_ISREG(st->st_mode))
-        return "it is not a regular file";
-    if (st->st_nlink != 1)
-        return "it has other names (hard links)";
-    if (!d->shared && st->st_uid != geteuid())
-        return "it belongs to another user";
-    return NULL;
-}
-
-/* The mode of a file made here: in a shared directory the other users lock it too (read-only is enough). */
-static mode_t made_mode(const directory *d)
-{
-    return d->shared ? 0644 : 0600;
-}
-
-/* Opens name in d for flock, making it when it is missing; -1 with why. */
-static int lock_open(const directory *d, const char *name, char *why, size_t len)
-{
-    int fd = openat(d->fd, name, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, made_mode(d));
-    if (fd >= 0) {
-        (void)fchmod(fd, made_mode(d));   /* just made, ours: past the umask */
-        return fd;
-    }
-    if (errno == EEXIST)
-        fd = openat(d->fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return fail_into(why, len, "cannot use %s/%s: %s", d->path, name,
-                         errno == ELOOP ? "it is a symbolic link" : strerror(errno));
-    struct stat st;
-    const char *wrong = fstat(fd, &st) != 0 ? strerror(errno) : file_wrong(d, &st);
-    if (wrong) {
-        close(fd);
-        return fail_into(why, len, "cannot use %s/%s: %s", d->path, name, wrong);
-    }
-    return fd;
-}
-
 /* ---- capacity ---- */
 
 /* N as the GPU's memory gives it (what the first worker records); 0 when unknown. */
@@ -208,7 +92,7 @@ static int capacity_of_memory(const admission_gpu *gpu)
 
 /* KEY.capacity's N when the directory's owner wrote it and nobody else could
  * have (not group- or world-writable); 0 otherwise. */
-static int capacity_recorded(const directory *d, const char *key)
+static int capacity_recorded(const admission_dir *d, const char *key)
 {
     char name[ADMISSION_KEY_LEN + 16];
     snprintf(name, sizeof name, "%s.capacity", key);
@@ -217,7 +101,7 @@ static int capacity_recorded(const directory *d, const char *key)
         return 0;
     struct stat st;
     char buf[32] = "";
-    if (fstat(fd, &st) == 0 && !file_wrong(d, &st) && st.st_uid == d->owner && !(st.st_mode & 022)) {
+    if (fstat(fd, &st) == 0 && !admission_file_wrong(d, &st) && st.st_uid == d->owner && !(st.st_mode & 022)) {
         ssize_t r = read(fd, buf, sizeof buf - 1);
         n = r > 0 ? atoi(buf) : 0;
     } else {
@@ -230,7 +114,7 @@ static int capacity_recorded(const directory *d, const char *key)
     return n < 0 ? 0 : n > ADMISSION_MAX_SLOTS ? ADMISSION_MAX_SLOTS : n;
 }
 
-static int slots(const directory *d, const admission_gpu *gpu)
+static int slots(const admission_dir *d, const admission_gpu *gpu)
 {
     const char *env = getenv("CUDALAB_GPU_CONTEXTS");
     int n = env ? atoi(env) : 0;
@@ -243,13 +127,13 @@ static int slots(const directory *d, const admission_gpu *gpu)
 
 void admission_set_capacity(const admission_gpu *gpu)
 {
-    directory d;
+    admission_dir d;
     char why[PATH_MAX + 200], tmp[64], name[ADMISSION_KEY_LEN + 16], buf[32];
     int n = capacity_of_memory(gpu);
-    if (n == 0 || directory_open(&d, why, sizeof why) != 0)
+    if (n == 0 || admission_dir_open(&d, why, sizeof why) != 0)
         return;
     if (d.owner != geteuid()) {       /* only the directory's owner records (root, for a shared one) */
-        directory_close(&d);
+        admission_dir_close(&d);
         return;
     }
     /* a fresh file renamed into place: whatever had the name (a link, anything) is replaced, never written */
@@ -264,7 +148,7 @@ void admission_set_capacity(const admission_gpu *gpu)
         klog("admission: cannot record %s's capacity in %s", gpu->key, d.path);
         unlinkat(d.fd, tmp, 0);
     }
-    directory_close(&d);
+    admission_dir_close(&d);
 }
 
 /* ---- tickets ---- */
@@ -301,7 +185,7 @@ static bool ticket_parse(const char *rest, ticket_name *t)
 /* Whether the ticket (its parsed name, its file st) may be a living waiter's:
  * the file is the user's its name claims (in the user's own directory, the
  * user's), and its process is alive where that can be told. */
-static bool ticket_plausible(const directory *d, const ticket_name *t, const struct stat *st)
+static bool ticket_plausible(const admission_dir *d, const ticket_name *t, const struct stat *st)
 {
     if (!S_ISREG(st->st_mode) || st->st_uid != t->uid || (!d->shared && t->uid != geteuid()))
         return false;
@@ -311,7 +195,7 @@ static bool ticket_plausible(const directory *d, const ticket_name *t, const str
 }
 
 /* Whether the ticket's owner holds it locked (it waits); a dead one's ticket is removed where we may. */
-static bool ticket_locked(const directory *d, const char *name, const struct stat *st)
+static bool ticket_locked(const admission_dir *d, const char *name, const struct stat *st)
 {
     int fd = openat(d->fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
@@ -329,7 +213,7 @@ static bool ticket_locked(const directory *d, const char *name, const struct sta
  * that cannot be a waiter's (ticket_plausible); the lock of each is probed at
  * most every PROBE_EVERY_MS (per process), so a dead waiter holds nobody up
  * for long. -1 when the directory cannot be read. */
-static int scan_ahead(const directory *d, const char *key, char q, const char *mine, double *bytes)
+static int scan_ahead(const admission_dir *d, const char *key, char q, const char *mine, double *bytes)
 {
     static double probed_at = -PROBE_EVERY_MS;
     char prefix[ADMISSION_KEY_LEN + 4];
@@ -361,12 +245,12 @@ static int scan_ahead(const directory *d, const char *key, char q, const char *m
 
 static int count_ahead(const char *key, char q, const char *mine)
 {
-    directory d;
+    admission_dir d;
     char why[PATH_MAX + 200];
-    if (directory_open(&d, why, sizeof why) != 0)
+    if (admission_dir_open(&d, why, sizeof why) != 0)
         return -1;
     int n = scan_ahead(&d, key, q, mine, NULL);
-    directory_close(&d);
+    admission_dir_close(&d);
     return n;
 }
 
@@ -376,9 +260,9 @@ static int count_ahead(const char *key, char q, const char *mine)
  * its owner lives. */
 static int ticket_make(const char *key, char q, unsigned long long bytes, ticket *t)
 {
-    directory d;
+    admission_dir d;
     char why[PATH_MAX + 200], tmp[64];
-    if (directory_open(&d, why, sizeof why) != 0)
+    if (admission_dir_open(&d, why, sizeof why) != 0)
         return -1;
     static bool seeded;
     if (!seeded) {                  /* two containers' workers may share a pid; their salts differ */
@@ -390,10 +274,10 @@ static int ticket_make(const char *key, char q, unsigned long long bytes, ticket
     snprintf(t->name, sizeof t->name, "%s.%c.%016llx.%016llx.%u.%lu.%d.%08x", key, q, place, bytes,
              (unsigned)geteuid(), pid_namespace(), (int)getpid(), salt);
     snprintf(tmp, sizeof tmp, ".new-%d-%08x", (int)getpid(), salt);
-    t->fd = openat(d.fd, tmp, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, made_mode(&d));
+    t->fd = openat(d.fd, tmp, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, admission_made_mode(&d));
     int rc = -1;
     if (t->fd >= 0) {
-        (void)fchmod(t->fd, made_mode(&d));     /* just made, ours: others probe its lock */
+        (void)fchmod(t->fd, admission_made_mode(&d));     /* just made, ours: others probe its lock */
         if (flock(t->fd, LOCK_EX) == 0 && renameat(d.fd, tmp, d.fd, t->name) == 0) {
             rc = 0;
         } else {
@@ -402,17 +286,17 @@ static int ticket_make(const char *key, char q, unsigned long long bytes, ticket
             t->fd = -1;
         }
     }
-    directory_close(&d);
+    admission_dir_close(&d);
     return rc;
 }
 
 static void ticket_drop(ticket *t)
 {
-    directory d;
+    admission_dir d;
     char why[PATH_MAX + 200];
-    if (directory_open(&d, why, sizeof why) == 0) {
+    if (admission_dir_open(&d, why, sizeof why) == 0) {
         unlinkat(d.fd, t->name, 0);
-        directory_close(&d);
+        admission_dir_close(&d);
     }
     close(t->fd);
     t->fd = -1;
@@ -464,16 +348,16 @@ bool admission_held(void)
 }
 
 /* Slot i of key, opened for locking; -1 when it cannot be (why says so). */
-static int open_slot(const directory *d, const char *key, int i, char *why, size_t len)
+static int open_slot(const admission_dir *d, const char *key, int i, char *why, size_t len)
 {
     char name[ADMISSION_KEY_LEN + 16];
     snprintf(name, sizeof name, "%s.slot%d", key, i);
-    return lock_open(d, name, why, len);
+    return admission_lock_open(d, name, why, len);
 }
 
 /* How many of key's n slots are held now (a probe: a shared lock tried and
  * dropped); a slot file that cannot be used counts as held. */
-static int slots_held(const directory *d, const char *key, int n)
+static int slots_held(const admission_dir *d, const char *key, int n)
 {
     int held = 0;
     char why[PATH_MAX + 200];
@@ -493,8 +377,8 @@ int admission_take(const admission_gpu *gpus, int n, int *which, char *why, size
         *which = held_index;
         return 0;
     }
-    directory d;
-    if (directory_open(&d, why, len) != 0)
+    admission_dir d;
+    if (admission_dir_open(&d, why, len) != 0)
         return -1;
     /* the GPUs this worker may take a slot on now: those with more free slots than waiters ahead of it
      * (the first F in line take F free slots at once), the freest first; ties go round by pid */
@@ -523,14 +407,14 @@ int admission_take(const admission_gpu *gpus, int n, int *which, char *why, size
             if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
                 held_fd = fd, held_index = g, *which = g;
                 snprintf(held_key, sizeof held_key, "%s", gpus[g].key);
-                directory_close(&d);
+                admission_dir_close(&d);
                 admission_queue_leave();    /* in before its context is made: the next in line may go */
                 return 0;
             }
             close(fd);
         }
     }
-    directory_close(&d);
+    admission_dir_close(&d);
     if (unusable[0])
         klog("admission: %s", unusable);
     if (queued == n)
@@ -559,7 +443,7 @@ bool admission_wanted(void)
 /* ---- timed-run turns ---- */
 
 /* Whether fd is the file name in d is now (not one removed or replaced since it was opened). */
-static bool still_there(const directory *d, const char *name, int fd)
+static bool still_there(const admission_dir *d, const char *name, int fd)
 {
     struct stat now, was;
     return fstatat(d->fd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 && fstat(fd, &was) == 0 &&
@@ -569,20 +453,20 @@ static bool still_there(const directory *d, const char *name, int fd)
 /* KEY.turn, opened (kept open from one turn to the next while it is the directory's). */
 static int turn_open(const char *key, error_info *err)
 {
-    directory d;
+    admission_dir d;
     char why[PATH_MAX + 200], name[ADMISSION_KEY_LEN + 16];
     snprintf(name, sizeof name, "%s.turn", key);
-    bool usable = directory_open(&d, why, sizeof why) == 0;
+    bool usable = admission_dir_open(&d, why, sizeof why) == 0;
     if (usable && turn_fd >= 0 && strcmp(turn_key, key) == 0 && still_there(&d, name, turn_fd)) {
-        directory_close(&d);
+        admission_dir_close(&d);
         return 0;
     }
     if (turn_fd >= 0)
         close(turn_fd);
     turn_fd = -1;
     if (usable) {
-        turn_fd = lock_open(&d, name, why, sizeof why);
-        directory_close(&d);
+        turn_fd = admission_lock_open(&d, name, why, sizeof why);
+        admission_dir_close(&d);
     }
     if (turn_fd < 0)
         return error_set(err, "AdmissionError", "cannot take a timed turn: %s; --shared-timing times alongside "
@@ -679,11 +563,11 @@ static double memory_budget(const admission_gpu *gpu, bool alone)
     if (gpu->total_mem == 0)
         return 0;
     int held = 1;
-    directory d;
+    admission_dir d;
     char why[PATH_MAX + 200];
-    if (!alone && directory_open(&d, why, sizeof why) == 0) {
+    if (!alone && admission_dir_open(&d, why, sizeof why) == 0) {
         held = slots_held(&d, gpu->key, slots(&d, gpu));
-        directory_close(&d);
+        admission_dir_close(&d);
     }
     return (double)gpu->total_mem * ADMISSION_MEM_SHARE - (held < 1 ? 1 : held) * ADMISSION_CONTEXT_BYTES;
 }
@@ -705,12 +589,12 @@ int admission_reserve(const admission_gpu *gpu, double bytes, double limit_ms, d
         return 2;                   /* no queue: allocate as without admission */
     for (int shown = -1;;) {
         double ahead_bytes = 0, room = memory_budget(gpu, false);
-        directory d;
+        admission_dir d;
         char why[PATH_MAX + 200];
         int ahead = -1;
-        if (directory_open(&d, why, sizeof why) == 0) {
+        if (admission_dir_open(&d, why, sizeof why) == 0) {
             ahead = scan_ahead(&d, gpu->key, 'm', reservation.name, &ahead_bytes);
-            directory_close(&d);
+            admission_dir_close(&d);
         }
         if (ahead < 0 || ahead_bytes + bytes <= room)
             break;
@@ -742,16 +626,16 @@ void admission_unreserve(void)
 
 int admission_count(const admission_gpu *gpu, admission_census *out)
 {
-    directory d;
+    admission_dir d;
     char why[PATH_MAX + 200];
     memset(out, 0, sizeof *out);
-    if (directory_open(&d, why, sizeof why) != 0)
+    if (admission_dir_open(&d, why, sizeof why) != 0)
         return -1;
     out->slots = slots(&d, gpu);
     out->held = slots_held(&d, gpu->key, out->slots);
     out->waiting_context = scan_ahead(&d, gpu->key, 'c', NULL, NULL);
     out->waiting_turn = scan_ahead(&d, gpu->key, 't', NULL, NULL);
     out->mine = held_fd >= 0 && strcmp(held_key, gpu->key) == 0;
-    directory_close(&d);
+    admission_dir_close(&d);
     return out->waiting_context < 0 || out->waiting_turn < 0 ? -1 : 0;
 }

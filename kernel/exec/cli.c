@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "render/render.h"
 #include "grade/results.h"
 #include "exec/worker.h"
@@ -113,25 +114,17 @@ char *cli_read_file(const char *path)
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (!f)
         return NULL;
-    size_t len = 0, cap = 4096;
-    char *buf = malloc(cap);
+    strbuf text = STRBUF_INIT;
     size_t r;
-    while (buf && (r = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-        len += r;
-        if (cap - len < 2) {
-            char *nb = cap < (64u << 20) ? realloc(buf, cap * 2) : NULL;
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
+    do {
+        if (text.len >= CLI_FILE_MAX - 1 || strbuf_reserve(&text, 4096) != 0) {
+            text.failed = true;         /* too big to be a cell, or out of memory */
+            break;
         }
-    }
+        r = fread(text.data + text.len, 1, text.cap - text.len - 1, f);
+        strbuf_put_end(&text, r);
+    } while (r > 0);
     if (f != stdin)
         fclose(f);
-    if (buf)
-        buf[len] = '\0';
-    return buf;
+    return strbuf_take(&text);
 }

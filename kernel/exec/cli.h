@@ -7,7 +7,9 @@
 /* Runs a cell, printing results to stdout and errors to stderr.
  * Returns the exit code: 0 ok, 1 a command failed, 2 the cell did not parse. */
 int cli_run_cell(const char *cell, bool json_mode);
-/* Reads a whole file ("-" = stdin), at most 64 MiB. Caller frees; NULL on error. */
+#define CLI_FILE_MAX (64u << 20)     /* the bytes of a cell read from a file */
+
+/* Reads a whole file ("-" = stdin), less than CLI_FILE_MAX bytes. Caller frees; NULL on error. */
 char *cli_read_file(const char *path);
 
 #endif

@@ -1,5 +1,6 @@
 /* frame.c — length-prefixed JSON frames over a pipe or socketpair (see frame.h). */
 #include "exec/frame.h"
+#include "base/buf.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -95,14 +96,8 @@ long frame_fill(frame_reader *r, int fd)
         r->len -= r->off;
         r->off = 0;
     }
-    if (r->cap - r->len < 65536) {
-        size_t cap = r->cap ? r->cap * 2 : 65536;
-        char *nb = realloc(r->buf, cap);
-        if (!nb)
-            return -1;
-        r->buf = nb;
-        r->cap = cap;
-    }
+    if (array_grow(&r->buf, &r->cap, r->len + 65536, 1) != 0)   /* room for a read of 64 KiB at least */
+        return -1;
     ssize_t n;
     do
         n = read(fd, r->buf + r->len, r->cap - r->len);

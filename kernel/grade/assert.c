@@ -14,12 +14,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/text.h"
 #include "magic/magic.h"
 #include "render/render.h"
 #include "grade/expr.h"
 #include "grade/expr_funcs.h"
 #include "grade/recorded.h"
-#include "lang/parse_internal.h"
+#include "lang/lex.h"
 
 static int check_expr(const char *text, char *msg, size_t len, size_t *at)
 {

@@ -18,7 +18,7 @@
  * numbers (2^20, 64K as in flags), 'strings' or "strings", true false null.
  * Functions: the rows of expr_funcs.h (abs, min, count...). '#' ends
  * the expression (a comment). Strings know the escapes of the cell language's
- * double quotes (ESCAPES_TEXT in parse_internal.h); any other is an error.
+ * double quotes (ESCAPES_TEXT in lang/lex.h); any other is an error.
  *
  * Arithmetic on integers is exact in 64 bits (a result beyond them becomes a
  * float); a result beyond the largest double is an OverflowError, never an

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/text.h"
+#include "base/utf8.h"
 #include "grade/expr_internal.h"
 
 int ev_fail(ev *x, const char *ename, const char *fmt, ...)

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/text.h"
+#include "base/utf8.h"
 #include "grade/expr_internal.h"
 
 #define WHERE_MAX 12

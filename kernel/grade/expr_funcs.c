@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+#include "base/text.h"
 #include "grade/expr_internal.h"
-#include "lang/parse_internal.h"
 
 /* What a function is called with. */
 typedef struct call {
@@ -61,13 +62,8 @@ static int numbers_of(call *c)
                 return ev_fail(c->x, "TypeError", "%s() needs numbers: %s holds %s (%s)", n->name,
                                ev_src(c->x, n->args[a], s, sizeof s), jv_type(j), t);
             }
-            if (c->count == cap) {
-                cap = cap ? cap * 2 : 16;
-                const json_t **g = realloc(c->nums, cap * sizeof *g);
-                if (!g)
-                    return ev_fail(c->x, "MemoryError", "out of memory");
-                c->nums = g;
-            }
+            if (array_grow(&c->nums, &cap, c->count + 1, sizeof *c->nums) != 0)
+                return ev_fail(c->x, "MemoryError", "out of memory");
             c->nums[c->count++] = j;
         }
     }

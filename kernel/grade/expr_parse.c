@@ -23,13 +23,16 @@
  */
 #include <ctype.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/text.h"
+#include "base/utf8.h"
 #include "grade/expr_internal.h"
-#include "lang/parse_internal.h"
+#include "lang/lex.h"
+#include "magic/magic.h"
 
 enum tk {
     T_END, T_NUM, T_STR, T_NAME, T_LP, T_RP, T_LB, T_RB, T_COMMA, T_DOT, T_ASSIGN,
@@ -106,11 +109,6 @@ static size_t number_end(const char *s, size_t i, size_t len)
     return i;
 }
 
-static int char_bytes(unsigned char c)
-{
-    return c < 0xC0 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-}
-
 /* Decodes the string body s[i..j) into buf; fails at a bad or unknown escape. */
 static size_t string_body(parser *p, size_t i, size_t j, char *buf)
 {
@@ -126,7 +124,7 @@ static size_t string_body(parser *p, size_t i, size_t j, char *buf)
         if (used < 0) {
             fail(p, i, "%s", why);
         } else if (used == 0) {
-            int c = char_bytes((unsigned char)p->s[i + 1]);
+            int c = (int)utf8_char_bytes(p->s[i + 1]);
             c = utf8_clip(p->s + i + 1, (size_t)c < j - i - 1 ? (size_t)c : j - i - 1);
             fail(p, i, "unknown escape \\%.*s in a string; the escapes are %s (write \\\\ for a "
                  "backslash)", c, p->s + i + 1, ESCAPES_TEXT);

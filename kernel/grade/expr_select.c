@@ -9,8 +9,9 @@
 
 #include "magic/check.h"
 #include "base/text.h"
+#include "base/utf8.h"
 #include "grade/expr_internal.h"
-#include "lang/parse_internal.h"
+#include "lang/lang.h"
 
 /* ---- runs ---- */
 

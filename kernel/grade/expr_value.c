@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/text.h"
+#include "base/utf8.h"
 #include "grade/expr_internal.h"
 
 void val_clear(val *v)

@@ -1,5 +1,6 @@
 /* results.c — the session's result documents, newest first (see results.h). */
 #include "grade/results.h"
+#include "base/buf.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -56,14 +57,8 @@ void results_record(result_store *rs, const json_t *doc, int cell)
         return;
     size_t bytes = json_dumpb(doc, NULL, 0, JSON_COMPACT);
     make_room(rs, bytes);
-    if (rs->n == rs->cap) {
-        size_t cap = rs->cap ? 2 * rs->cap : 64;
-        struct kept *nv = realloc(rs->v, cap * sizeof *nv);
-        if (!nv)
-            return;
-        rs->v = nv;
-        rs->cap = cap;
-    }
+    if (array_grow(&rs->v, &rs->cap, rs->n + 1, sizeof *rs->v) != 0)
+        return;
     rs->v[rs->n++] = (struct kept){ json_incref((json_t *)doc), cell, bytes };
     rs->bytes += bytes;
 }

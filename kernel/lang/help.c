@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "magic/families.h"
 #include "magic/magic.h"
 #include "render/render.h"

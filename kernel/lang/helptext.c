@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "lang/parse_internal.h"
 
 #define COLS 5
@@ -24,15 +25,6 @@ static void add(char *buf, size_t len, const char *fmt, ...)
     vsnprintf(buf + used, len - used, fmt, ap);
     va_end(ap);
     utf8_trim(buf);
-}
-
-/* Characters, not bytes, so UTF-8 text lines up. */
-static size_t width(const char *s)
-{
-    size_t w = 0;
-    for (; *s; s++)
-        w += ((unsigned char)*s & 0xC0) != 0x80;
-    return w;
 }
 
 static size_t nflags(const magic_spec *m)
@@ -146,11 +138,11 @@ static void variants_text(FILE *out, const family_spec *fam)
     size_t w = 0;
     const cl_variant *v;
     for (size_t i = 0; (v = family_variant(fam, i)); i++)
-        if (width(v->name) > w)
-            w = width(v->name);
+        if (utf8_chars(v->name) > w)
+            w = utf8_chars(v->name);
     fprintf(out, "\nVariants (--variant; all runs every one but those broken on purpose):\n");
     for (size_t i = 0; (v = family_variant(fam, i)); i++)
-        fprintf(out, "  %s%*s  %s%s (launch: %s)\n", v->name, (int)(w - width(v->name)), "", v->teaches,
+        fprintf(out, "  %s%*s  %s%s (launch: %s)\n", v->name, (int)(w - utf8_chars(v->name)), "", v->teaches,
                 v->flags & CL_V_BROKEN ? " [broken on purpose: a wrong result is expected]"
                 : v->flags & CL_V_RUNTIME ? " [yours]" : "", v->launch);
     if (fam->student)
@@ -246,15 +238,15 @@ static void flags_table(FILE *out, const magic_spec *m)
             lists |= (f->opts & FLAG_LIST) != 0;
         }
         for (int c = 0; c < COLS - 1; c++)
-            if (width(cell[r][c]) > w[c])
-                w[c] = width(cell[r][c]);
+            if (utf8_chars(cell[r][c]) > w[c])
+                w[c] = utf8_chars(cell[r][c]);
     }
     fprintf(out, "\nFlags:\n");
     for (size_t r = 0; r <= n; r++) {
         const char *help = r ? m->flags[r - 1].help : head[COLS - 1];
         char line[1024] = "  ";
         for (int c = 0; c < COLS - 1; c++)
-            add(line, sizeof line, "%s%*s  ", cell[r][c], (int)(w[c] - width(cell[r][c])), "");
+            add(line, sizeof line, "%s%*s  ", cell[r][c], (int)(w[c] - utf8_chars(cell[r][c])), "");
         size_t end = strlen(line);
         while (!(help && help[0]) && end > 0 && line[end - 1] == ' ')
             line[--end] = '\0';

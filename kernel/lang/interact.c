@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "lang/interact.h"
+#include "base/utf8.h"
 #include "lang/parse_internal.h"
 
 #define QUOTE_MAX 60
@@ -67,18 +68,6 @@ static int control_from(interact_plan *p, const flag_spec *f, const json_t *list
     return 0;
 }
 
-/* Where column col (1-based, in characters) of text is, in bytes. */
-static size_t column_byte(const char *text, int col)
-{
-    size_t i = 0;
-    for (int n = 1; text[i] && n < col; n++) {
-        i++;
-        while ((text[i] & 0xC0) == 0x80)
-            i++;
-    }
-    return i;
-}
-
 int interact_plan_parse(const char *text, interact_plan *p, error_info *err, size_t *at)
 {
     memset(p, 0, sizeof *p);
@@ -89,7 +78,7 @@ int interact_plan_parse(const char *text, interact_plan *p, error_info *err, siz
     int n = cell_parse(text ? text : "", &cmds, &perr);
     if (n < 0) {
         if (perr.line == 1 && perr.column > 0)
-            *at = column_byte(text, perr.column);
+            *at = utf8_offset(text, (size_t)perr.column - 1);  /* column: 1-based, in characters */
         return error_set(err, perr.error.ename, "%s", perr.error.evalue);
     }
     if (n != 1) {                       /* a line: one command at most (newlines are joined before) */

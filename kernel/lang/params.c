@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "lang/params.h"
+#include "base/utf8.h"
 #include "lang/parse_internal.h"
 
 typedef struct param {

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "lang/params.h"
 #include "lang/parse_internal.h"
 

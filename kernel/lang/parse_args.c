@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+#include "base/utf8.h"
 #include "lang/parse_internal.h"
 
 #define QUOTE_MAX 60
@@ -231,14 +233,8 @@ static int positional(args *a, int i)
                            q, t->text, a->m->name, usage);
     }
     size_t add = strlen(t->text), need = a->text_len + add + 2;
-    if (need > a->text_cap) {
-        size_t cap = need > 2 * a->text_cap ? need : 2 * a->text_cap;
-        char *grown = realloc(a->text, cap);
-        if (!grown)
-            return usage_error(a, t->start, "out of memory");
-        a->text = grown;
-        a->text_cap = cap;
-    }
+    if (array_grow(&a->text, &a->text_cap, need, 1) != 0)
+        return usage_error(a, t->start, "out of memory");
     if (a->text_len)
         a->text[a->text_len++] = ' ';
     memcpy(a->text + a->text_len, t->text, add + 1);

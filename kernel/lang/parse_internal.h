@@ -1,5 +1,6 @@
 /* parse_internal.h — the pieces of the magic parser, shared between its files
- * and with the unit tests. Nothing outside kernel/lang/ and tests/ includes it.
+ * and with the unit tests. Nothing outside kernel/lang/ and tests/ includes it
+ * (tests/unit/test_layers.c checks): the rest of the kernel uses lang.h and lex.h.
  *
  *   parse.c         a cell -> commands (cell_parse, cell_completeness)
  *   parse_lines.c   a cell's physical lines -> logical lines, error positions
@@ -20,6 +21,7 @@
 
 #include "base/text.h"
 #include "lang/lang.h"
+#include "lang/lex.h"
 #include "magic/families.h"
 #include "magic/magic.h"
 
@@ -60,24 +62,8 @@ typedef struct lexed {
     char why[160];          /* LEX_ESCAPE: what is wrong with it */
 } lexed;
 
-/* The escapes of quoted text, in the cell language's double quotes and in
- * %assert/%score strings: the same list, the same code points. */
-#define ESCAPES_TEXT "\\\\ \\' \\\" \\n \\t \\r \\xHH \\uHHHH \\UHHHHHHHH"
-
-/* Decodes the escape at s[0] == '\\' (n bytes available): \\ \' \" \n \t \r,
- * \xHH \uHHHH \UHHHHHHHH as the UTF-8 of that code point, and a backslash
- * before a newline as nothing (a line continued inside quotes). Returns the
- * bytes it takes from s, with *outn bytes in out; 0 when s[1] starts no escape
- * (the caller decides: kept as typed, or an error); -1 with why set when it is
- * malformed, NUL, a surrogate or past U+10FFFF. */
-int escape_decode(const char *s, size_t n, char out[4], size_t *outn, char *why, size_t whylen);
-
 /* Tokenizes s. Returns 0, or -1 when out of memory (lx is then empty). */
 int lex_line(const char *s, lexed *lx);
-/* Where the expression text s ends: at a '#' outside quotes (in which a
- * backslash escapes the next character, in both kinds), or at its NUL;
- * *open says a quote is still open there. */
-size_t expr_text_end(const char *s, bool *open);
 /* How a raw magic's line s ends when its text (an expression) starts at byte
  * from: LEX_BACKSLASH (with *at) when a backslash is its last character but
  * blanks, outside quotes and comment; else LEX_DONE, an open quote being the
@@ -150,19 +136,6 @@ json_t *flag_default_value(const flag_spec *f, char *msg, size_t len);
 
 /* The params key of a flag: '-' -> '_'. */
 void flag_key(const flag_spec *f, char *buf, size_t len);
-
-/* ---- parse_number.c ---- */
-
-enum num_status { NUM_OK, NUM_SYNTAX, NUM_FRACTION, NUM_OVERFLOW, NUM_NONFINITE };
-
-/* 1024, -5, +7, 1_000_000, 2^20, 64K, 1.5Mi, 1e6, 2.5e3. Exact: a value
- * outside int64 is NUM_OVERFLOW, never wrapped or rounded; 2.5 is NUM_FRACTION.
- * (Only a mantissa with more than 19 significant digits is refused as
- * overflow even where a negative exponent would bring it back in range.) */
-enum num_status number_int(const char *s, long long *out);
-/* strtod over the whole string, with 1_000.5 separators; no hex. nan and
- * inf are NUM_NONFINITE, 1e999 NUM_OVERFLOW (tiny values round to 0). */
-enum num_status number_float(const char *s, double *out);
 
 /* ---- params.c ---- */
 

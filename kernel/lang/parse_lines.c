@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+#include "base/utf8.h"
 #include "lang/parse_internal.h"
 
 void logical_free(logical *l)
@@ -25,14 +27,8 @@ void logical_free(logical *l)
 
 static int append(logical *l, const char *s, size_t n)
 {
-    if (l->len + n + 1 > l->cap) {
-        size_t cap = (l->len + n + 1) * 2;
-        char *grown = realloc(l->text, cap);
-        if (!grown)
-            return -1;
-        l->text = grown;
-        l->cap = cap;
-    }
+    if (array_grow(&l->text, &l->cap, l->len + n + 1, 1) != 0)
+        return -1;
     memcpy(l->text + l->len, s, n);
     l->len += n;
     l->text[l->len] = '\0';
@@ -87,9 +83,7 @@ void locate(const logical *l, size_t at, parse_error *err)
     while (k + 1 < l->nseg && l->seg[k + 1] <= at)
         k++;
     err->line = l->line + k;
-    err->column = 1;
-    for (size_t i = l->seg[k]; i < at && i < l->len; i++)
-        err->column += ((unsigned char)l->text[i] & 0xC0) != 0x80;
+    err->column = 1 + (int)utf8_chars_n(l->text + l->seg[k], (at < l->len ? at : l->len) - l->seg[k]);
     const char *p = l->phys[k];
     size_t n = strcspn(p, "\n");
     copy_source(err, p, n - (n > 0 && p[n - 1] == '\r'));

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/utf8.h"
 #include "lang/parse_internal.h"
 
 #define QUOTE_MAX 60                /* bytes of user text quoted in a message */

@@ -29,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+#include "base/utf8.h"
 #include "lang/params.h"
 #include "lang/parse_internal.h"
 
@@ -43,15 +45,9 @@ static void put(out *o, const char *s, size_t n)
     subst_text *t = o->t;
     if (o->oom)
         return;
-    if (t->len + n + 1 > o->cap) {
-        size_t cap = (t->len + n + 1) * 2;
-        char *grown = realloc(t->text, cap);
-        if (!grown) {
-            o->oom = true;
-            return;
-        }
-        t->text = grown;
-        o->cap = cap;
+    if (array_grow(&t->text, &o->cap, t->len + n + 1, 1) != 0) {
+        o->oom = true;
+        return;
     }
     memcpy(t->text + t->len, s, n);
     t->len += n;
@@ -64,15 +60,9 @@ static void span(out *o, size_t from, size_t to, size_t out_from)
     subst_text *t = o->t;
     if (o->oom)
         return;
-    if (t->nspan == o->span_cap) {
-        size_t cap = o->span_cap ? 2 * o->span_cap : 8;
-        subst_span *grown = realloc(t->span, cap * sizeof *grown);
-        if (!grown) {
-            o->oom = true;
-            return;
-        }
-        t->span = grown;
-        o->span_cap = cap;
+    if (array_grow(&t->span, &o->span_cap, t->nspan + 1, sizeof *t->span) != 0) {
+        o->oom = true;
+        return;
     }
     t->span[t->nspan++] = (subst_span){ from, to, out_from, t->len };
 }

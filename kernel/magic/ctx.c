@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/text.h"
 #include "base/digest.h"
+#include "base/utf8.h"
 #include "magic/magic.h"
 #include "cudalab/host.h"
 

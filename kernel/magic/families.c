@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/text.h"
+#include "base/utf8.h"
 #include "magic/families.h"
 #include "magic/sweep.h"
 

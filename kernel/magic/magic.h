@@ -3,7 +3,8 @@
  * Each magic is described exactly once by a magic_spec: its name, summary,
  * flags with their types, defaults, ranges and help. That one description feeds
  * the parser and validator (parse.c), %help, complete_request and
- * inspect_request. Adding a magic = one file here + one line in registry.c.
+ * inspect_request. Adding a magic = its file in kernel/magics/ + one line in
+ * kernel/magics/registry.c.
  *
  * A magic's run() receives validated parameters as a JSON object (every flag
  * present, defaults filled in, keys with '-' turned into '_', comma lists as
@@ -96,7 +97,8 @@ typedef struct magic_spec {
     int (*settled)(struct magic_ctx *ctx, const struct command *cmd, const char *ename);
 } magic_spec;
 
-/* ---- registry (registry.c) ---- */
+/* ---- registry (kernel/magics/registry.c: the list lives where the magics are known, above
+ * the framework; the framework and the layers between only look magics up through these) ---- */
 const magic_spec *const *magic_all(size_t *count);
 const magic_spec *magic_find(const char *name);
 

@@ -21,10 +21,8 @@
 #include "magic/check.h"
 #include "magic/families.h"
 #include "magic/sweep.h"
+#include "magic/student_hooks.h"
 #include "magic/sweep_internal.h"
-#include "student/run.h"
-#include "student/sanitize.h"
-#include "student/store.h"
 
 static const family_broken *broken_of(const sweep_spec *s, const json_t *run_or_point)
 {
@@ -46,24 +44,6 @@ static json_t *nondeterministic(const family_broken *b)
     for (const char *const *p = b->nondeterministic; p && *p; p++)
         json_array_append_new(out, json_string(*p));
     return out;
-}
-
-/* racecheck of the broken kernel at its quick-check size, from the cache when
- * it has run before: what the GPU did not show. NULL where there is nothing to
- * ask (no shared memory, the CPU runner, a sanitized process). */
-static json_t *racecheck(magic_ctx *ctx, const student_def *d, const json_t *point)
-{
-    if (getenv(SANITIZE_ENV) || (ctx->backend && strcmp(ctx->backend->name, "cpu") == 0))
-        return NULL;
-    const json_t *tile = json_object_get(point, "tile");
-    student_launch sl;
-    if (student_prepare(ctx, d, point, json_is_integer(tile) ? (int)json_integer_value(tile) : 0, &sl) != 0) {
-        error_clear(&ctx->error);
-        return NULL;
-    }
-    json_t *r = student_racecheck_cached(d, sl.build.key);
-    student_launch_free(&sl);
-    return r;
 }
 
 /* The run of a broken kernel that its run stopped (ctx's error): the error and
@@ -118,7 +98,9 @@ int sweep_broken_point(magic_ctx *ctx, const sweep_spec *s, const json_t *point,
         const json_t *passed = sweep_path_get(run, "check.passed");
         json_object_set_new(run, "outcome", json_string(json_is_false(passed) ? "wrong" : json_is_true(passed)
                                                                                 ? "right" : "unchecked"));
-        json_t *found = json_is_true(passed) ? racecheck(ctx, student_find(b->v.name), point) : NULL;
+        /* racecheck (student/, through its hook) of what the GPU did not show */
+        const magic_student_hooks *st = magic_student();
+        json_t *found = json_is_true(passed) && st->racecheck ? st->racecheck(ctx, b->v.name, point) : NULL;
         if (found)
             check_tool(json_object_get(run, "check"), "racecheck", found);
     }

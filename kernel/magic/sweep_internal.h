@@ -112,6 +112,19 @@ const char *sweep_chart_kind_name(sweep_chart_kind k);
 /* The chart's view (new reference), NULL for SWEEP_CHART_NONE. */
 json_t *sweep_chart_view(const sweep_state *st, const json_t *runs, const json_t *points, const sweep_chart_choice *c);
 
+/* ---- the document and the view of a finished sweep (sweep_view.c) ---- */
+/* The runs table into view: runs[from..] in run order, or (sorted) by the metric; caption NULL
+ * for the whole table's. */
+void sweep_add_runs_table(json_t *view, const sweep_spec *s, const json_t *runs, int sorted, size_t from,
+                          const char *caption);
+/* The notes every view of the sweep starts with (the backend's, the device's). */
+void sweep_add_notes(json_t *view, const sweep_spec *spec, magic_ctx *ctx, const json_t *device);
+/* The result document and its view (new references). */
+json_t *sweep_make_doc(magic_ctx *ctx, const sweep_state *st, json_t *runs, json_t *device,
+                       const sweep_chart_choice *chart, const json_t *roofline);
+json_t *sweep_make_view(magic_ctx *ctx, const sweep_state *st, const json_t *runs, const json_t *device,
+                        const sweep_chart_choice *chart, const json_t *roofline);
+
 /* "tiled, 16": the values of the varying flags at a point, other than skip (NULL: none) and those
  * the point lacks; the magic's name where that leaves none. */
 void sweep_point_name(const sweep_state *st, const json_t *point, const char *skip, char *buf, size_t len);

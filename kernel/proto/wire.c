@@ -1,5 +1,6 @@
 /* wire.c — decode and encode Jupyter multipart messages (see wire.h). */
 #include "proto/wire.h"
+#include "base/buf.h"
 
 #include <errno.h>
 #include <math.h>
@@ -182,14 +183,8 @@ int wire_recv(void *sock, blob **frames)
         if (n >= WIRE_MAX_FRAMES)
             overflow = true;        /* keep draining the parts, keep none */
         if (!overflow) {
-            if (n == cap) {
-                cap = cap ? 2 * cap : 8;
-                blob *nb = realloc(b, cap * sizeof *b);
-                if (!nb)
-                    overflow = true;
-                else
-                    b = nb;
-            }
+            if (array_grow(&b, &cap, n + 1, sizeof *b) != 0)
+                overflow = true;
         }
         if (!overflow) {
             size_t len = zmq_msg_size(&part);

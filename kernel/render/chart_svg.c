@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "render/render.h"
 #include "render/chart.h"
 #include "render/layout.h"
@@ -33,7 +34,7 @@ static double widest_tick(const struct chart_axis *a)
     for (size_t i = 0; i < a->nticks; i++) {
         char label[64];
         chart_axis_label(a, i, label, sizeof label);
-        size_t n = layout_utf8_width(label);
+        size_t n = utf8_chars(label);
         w = n > w ? n : w;
     }
     return w * CHAR_W;
@@ -51,7 +52,7 @@ static size_t widest_name(const struct chart *c, int cats)
 {
     size_t w = 0, n = cats ? c->ncats : c->nseries;
     for (size_t i = 0; i < n; i++) {
-        size_t k = layout_utf8_width(cats ? c->cats[i] : c->series[i].name);
+        size_t k = utf8_chars(cats ? c->cats[i] : c->series[i].name);
         w = k > w ? k : w;
     }
     return w;
@@ -138,21 +139,12 @@ static void put(FILE *f, const char *s)
     layout_escape(f, s, 1);
 }
 
-/* Where the k-th character of s starts (its end when s is shorter). */
-static const char *nth_char(const char *s, size_t k)
-{
-    for (size_t chars = 0; *s; s++)
-        if (((unsigned char)*s & 0xC0) != 0x80 && chars++ == k)
-            break;
-    return s;
-}
-
 /* s cut to at most max characters, whole ones, a "…" standing for what is
  * left out: at the end, or in the middle where names differ at both ends
  * ("tiled, 1024, float"). Written into buf when cut. */
 static const char *clip(const char *s, size_t max, int middle, char *buf, size_t len)
 {
-    size_t width = layout_utf8_width(s);
+    size_t width = utf8_chars(s);
     if (len < 12)
         return s;
     if (max > (len - 4) / 4)
@@ -160,10 +152,10 @@ static const char *clip(const char *s, size_t max, int middle, char *buf, size_t
     if (width <= max || max == 0)
         return s;
     size_t head = middle ? (max - 1) / 2 : max - 1, tail = max - 1 - head;
-    size_t n = (size_t)(nth_char(s, head) - s);
+    size_t n = utf8_offset(s, head);
     memcpy(buf, s, n);
     memcpy(buf + n, "\u2026", 3);
-    const char *rest = nth_char(s, width - tail);
+    const char *rest = s + utf8_offset(s, width - tail);
     memcpy(buf + n + 3, rest, strlen(rest) + 1);
     return buf;
 }

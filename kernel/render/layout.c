@@ -167,14 +167,6 @@ int layout_text_shown(const char *text)
     return text && text[strspn(text, "\n")] != '\0';
 }
 
-size_t layout_utf8_width(const char *s)
-{
-    size_t w = 0;
-    for (; *s; s++)
-        w += ((unsigned char)*s & 0xC0) != 0x80;
-    return w;
-}
-
 void layout_escape(FILE *f, const char *s, int xml)
 {
     for (; *s; s++) {

@@ -68,8 +68,6 @@ void layout_hidden_message(const struct table *t, char *buf, size_t len);
 /* A text block of nothing but newlines is left out, in text and HTML alike. */
 int layout_text_shown(const char *text);
 
-/* Display width in code points: "µs" and "×" are one character each. */
-size_t layout_utf8_width(const char *s);
 
 /* Writes s with everything escaped that could leave an element or an
  * attribute (& < > " '). xml: also replaces the control characters XML 1.0

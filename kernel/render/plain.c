@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "render/render.h"
 #include "render/chart.h"
 #include "render/layout.h"
@@ -87,7 +88,7 @@ static void text_cell(struct text_out *o, const json_t *v, const struct text_col
 {
     struct cell c;
     layout_cell_open(&c, v);
-    size_t w = layout_utf8_width(c.s);
+    size_t w = utf8_chars(c.s);
     size_t pad = col->width > w ? col->width - w : 0;
     int right = header || c.align == ALIGN_COLUMN ? col->right : c.align == ALIGN_RIGHT;
     if (right)
@@ -114,7 +115,7 @@ static void widen(struct text_col *cols, size_t ncols, const json_t *row)
     for (size_t j = 0; j < ncols && j < json_array_size(row); j++) {
         struct cell c;
         layout_cell_open(&c, json_array_get(row, j));
-        size_t w = layout_utf8_width(c.s);
+        size_t w = utf8_chars(c.s);
         if (w > cols[j].width)
             cols[j].width = w;
         layout_cell_done(&c);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <zmq.h>
 
+#include "base/buf.h"
 #include "base/clock.h"
 #include "base/log.h"
 
@@ -26,9 +27,11 @@ typedef struct timer {
 
 struct loop {
     source *src;
-    int nsrc, capsrc;
+    int nsrc;
+    size_t capsrc, capitems;
     timer *tim;
-    int ntim, captim;
+    int ntim;
+    size_t captim;
     zmq_pollitem_t *items;      /* one per source, rebuilt each turn from src */
     loop_fn before;
     void *before_data;
@@ -50,31 +53,12 @@ void loop_free(loop *l)
     free(l);
 }
 
-/* Makes room for one more element of size sz in *v (n used, *cap allocated). */
-static int grow(void **v, int n, int *cap, size_t sz)
-{
-    if (n < *cap)
-        return 0;
-    int c = *cap ? 2 * *cap : 8;
-    void *nv = realloc(*v, (size_t)c * sz);
-    if (!nv)
-        return -1;
-    *v = nv;
-    *cap = c;
-    return 0;
-}
-
 int loop_source_add(loop *l, void *sock, int fd, int events, loop_source_fn fn, void *data)
 {
-    int cap = l->capsrc;
-    if (grow((void **)&l->src, l->nsrc, &l->capsrc, sizeof *l->src))
+    size_t need = (size_t)l->nsrc + 1;
+    if (array_grow(&l->src, &l->capsrc, need, sizeof *l->src) != 0 ||
+        array_grow(&l->items, &l->capitems, need, sizeof *l->items) != 0)
         return -1;
-    if (cap != l->capsrc) {
-        zmq_pollitem_t *items = realloc(l->items, (size_t)l->capsrc * sizeof *items);
-        if (!items)
-            return -1;
-        l->items = items;
-    }
     l->src[l->nsrc] = (source){ sock, sock ? -1 : fd, events, 0, -1, fn, data };
     return l->nsrc++;
 }
@@ -95,7 +79,7 @@ void loop_source_events(loop *l, int id, int events)
 
 int loop_timer_add(loop *l, loop_fn fn, void *data)
 {
-    if (grow((void **)&l->tim, l->ntim, &l->captim, sizeof *l->tim))
+    if (array_grow(&l->tim, &l->captim, (size_t)l->ntim + 1, sizeof *l->tim) != 0)
         return -1;
     l->tim[l->ntim] = (timer){ 0, fn, data };
     return l->ntim++;

@@ -11,50 +11,41 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/text.h"
+#include "base/utf8.h"
 #include "grade/recorded.h"
 #include "render/render.h"
-#include "lang/parse_internal.h"
 #include "shell/interact.h"
 #include "shell/session.h"
 
 void stream_flush(shell_session *s)
 {
     struct cell *c = s->cell;
-    if (!c || c->pend_len == 0)
+    if (!c || c->pend.len == 0)
         return;
-    json_t *text = json_stringn(c->pend, c->pend_len);
+    json_t *text = json_stringn(c->pend.data, c->pend.len);
     if (!text)      /* a command split a UTF-8 sequence across writes: keep what is valid */
         text = json_stringn_nocheck("", 0);
     if (c->ia)      /* a %interact run: into its widget's Output */
         interact_collect_stream(s, c->pend_name, text);
     else
         session_publish(s, &c->req.msg, "stream", json_pack("{s:s, s:o}", "name", c->pend_name, "text", text));
-    c->pend_len = 0;
+    strbuf_reset(&c->pend);
     c->flush_at_ms = 0;
 }
 
 static void stream_append(shell_session *s, const char *name, const char *text, size_t len)
 {
     struct cell *c = s->cell;
-    if (c->pend_len && strcmp(c->pend_name, name) != 0)
+    if (c->pend.len && strcmp(c->pend_name, name) != 0)
         stream_flush(s);                    /* keep stdout and stderr in order */
-    if (c->pend_len + len > c->pend_cap) {
-        size_t cap = c->pend_cap ? c->pend_cap : 4096;
-        while (cap < c->pend_len + len)
-            cap *= 2;
-        char *nb = realloc(c->pend, cap);
-        if (!nb)
-            return;
-        c->pend = nb;
-        c->pend_cap = cap;
+    if (strbuf_append(&c->pend, text, len) != 0) {
+        c->pend.failed = false;             /* out of memory: this piece is lost, not those after it */
+        return;
     }
-    memcpy(c->pend + c->pend_len, text, len);
-    c->pend_len += len;
     snprintf(c->pend_name, sizeof c->pend_name, "%s", name);
     if (c->flush_at_ms == 0)
         c->flush_at_ms = session_now_ms(s) + STREAM_FLUSH_MS;
-    if (c->pend_len >= STREAM_FLUSH_BYTES)
+    if (c->pend.len >= STREAM_FLUSH_BYTES)
         stream_flush(s);
 }
 

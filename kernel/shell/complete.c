@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "grade/expr.h"
 #include "lang/interact.h"
 #include "lang/params.h"
@@ -17,25 +18,10 @@
 #include "magic/magic.h"
 #include "shell/session.h"
 
-/* Byte offset of code point cp in s (clamped to the end). */
-static size_t cp_to_byte(const char *s, long cp)
+/* Byte offset of a frontend's cursor_pos (in characters; a negative one is 0). */
+static size_t cursor_byte(const char *code, json_int_t cp)
 {
-    size_t i = 0;
-    for (long n = 0; s[i] && n < cp; n++) {
-        i++;
-        while ((s[i] & 0xC0) == 0x80)
-            i++;
-    }
-    return i;
-}
-
-static long byte_to_cp(const char *s, size_t byte)
-{
-    long n = 0;
-    for (size_t i = 0; i < byte && s[i]; i++)
-        if ((s[i] & 0xC0) != 0x80)
-            n++;
-    return n;
+    return utf8_offset(code, cp > 0 ? (size_t)cp : 0);
 }
 
 /* The line around byte offset pos: [*start, *end). */
@@ -269,7 +255,7 @@ enum handled handle_complete(shell_session *s, shell_request *req)
     const json_t *cp = json_object_get(req->msg.content, "cursor_pos");
     if (!code)
         code = "";
-    size_t pos = json_is_integer(cp) ? cp_to_byte(code, (long)json_integer_value(cp)) : strlen(code);
+    size_t pos = json_is_integer(cp) ? cursor_byte(code, json_integer_value(cp)) : strlen(code);
     size_t ls, le, from = pos;
     line_at(code, pos, &ls, &le);
     json_t *matches = json_array();
@@ -281,8 +267,8 @@ enum handled handle_complete(shell_session *s, shell_request *req)
     free(line);
     session_reply(s, req, "complete_reply",
                  json_pack("{s:s, s:o, s:I, s:I, s:{}}", "status", "ok", "matches", matches,
-                           "cursor_start", (json_int_t)byte_to_cp(code, from), "cursor_end",
-                           (json_int_t)byte_to_cp(code, pos), "metadata"));
+                           "cursor_start", (json_int_t)utf8_chars_n(code, from), "cursor_end",
+                           (json_int_t)utf8_chars_n(code, pos), "metadata"));
     return HANDLED_DONE;
 }
 
@@ -292,7 +278,7 @@ enum handled handle_inspect(shell_session *s, shell_request *req)
     const json_t *cp = json_object_get(req->msg.content, "cursor_pos");
     if (!code)
         code = "";
-    size_t pos = json_is_integer(cp) ? cp_to_byte(code, (long)json_integer_value(cp)) : 0;
+    size_t pos = json_is_integer(cp) ? cursor_byte(code, json_integer_value(cp)) : 0;
     size_t ls, le;
     line_at(code, pos, &ls, &le);
     char *line = strndup(code + ls, le - ls);

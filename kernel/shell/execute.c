@@ -15,9 +15,9 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "base/text.h"
+#include "base/utf8.h"
 #include "lang/interact.h"
-#include "lang/parse_internal.h"
+#include "lang/lang.h"
 #include "shell/interact.h"
 #include "shell/session.h"
 
@@ -29,7 +29,7 @@
 static void cell_free(struct cell *c)
 {
     wire_msg_free(&c->req.msg);
-    free(c->pend);
+    strbuf_free(&c->pend);
     commands_free(c->cmds, c->ncmds);
     commands_free(c->sub, c->sub ? 1 : 0);
     json_decref(c->error);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/digest.h"
 #include "shell/session.h"
 
@@ -90,15 +91,9 @@ void history_add(struct history *h, int line, const char *input)
     if (!copy)
         return;
     make_room(h, strlen(copy));
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? 2 * h->cap : 64;
-        struct hentry *nv = realloc(h->v, cap * sizeof *nv);
-        if (!nv) {
-            free(copy);
-            return;
-        }
-        h->v = nv;
-        h->cap = cap;
+    if (array_grow(&h->v, &h->cap, h->n + 1, sizeof *h->v) != 0) {
+        free(copy);
+        return;
     }
     h->v[h->n++] = (struct hentry){ line, copy, NULL };
     h->bytes += strlen(copy);

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "base/text.h"
+#include "base/utf8.h"
 #include "lang/interact.h"
 #include "proto/msg.h"
 #include "shell/interact.h"

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/log.h"
 #include "grade/recorded.h"
 #include "shell/interact.h"
@@ -49,16 +50,10 @@ bool shell_cell_running(const shell_session *s)
 
 void session_hold(shell_session *s, shell_request *req)
 {
-    if (s->nheld == s->held_cap) {
-        size_t cap = s->held_cap ? s->held_cap * 2 : 16;
-        shell_request *grown = realloc(s->held, cap * sizeof *grown);
-        if (!grown) {
-            klog("out of memory holding a %s: dropped", req->msg.msg_type);
-            wire_msg_free(&req->msg);
-            return;
-        }
-        s->held = grown;
-        s->held_cap = cap;
+    if (array_grow(&s->held, &s->held_cap, s->nheld + 1, sizeof *s->held) != 0) {
+        klog("out of memory holding a %s: dropped", req->msg.msg_type);
+        wire_msg_free(&req->msg);
+        return;
     }
     s->held[s->nheld++] = *req;
     memset(&req->msg, 0, sizeof req->msg);

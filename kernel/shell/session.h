@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/buf.h"
 #include "grade/results.h"
 #include "magic/magic.h"
 #include "shell/shell.h"
@@ -60,8 +61,7 @@ struct cell {
     double kill_at_ms;          /* when a stopping worker is killed */
     size_t stream_bytes;        /* output so far, against lim.max_output */
     bool stream_capped;
-    char *pend;                 /* stream text not yet sent, of stream pend_name */
-    size_t pend_len, pend_cap;
+    strbuf pend;                /* stream text not yet sent, of stream pend_name */
     char pend_name[8];
     double flush_at_ms;         /* when pending text must go out, 0 = none pending */
 };

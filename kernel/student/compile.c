@@ -14,6 +14,7 @@
 #include "base/digest.h"
 #include "base/log.h"
 #include "base/text.h"
+#include "base/utf8.h"
 #include "student/nvrtc.h"
 #include "student/source_check.h"
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/text.h"
+#include "base/utf8.h"
 
 typedef struct nvrtc_program_ *nvrtc_program;
 

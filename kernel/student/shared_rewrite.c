@@ -1,8 +1,8 @@
 /* shared_rewrite.c — __shared__ declarations rewritten for the CPU runner
- * (see shared_rewrite.h): a lexer that knows where the code is (not in
- * comments, literals or directives), each declaration read token by token,
- * and the output put together from the source and the edits so that every
- * line keeps its number. */
+ * (see shared_rewrite.h): over the tokens of cuda_lex.c (which knows where
+ * the code is: not in comments, literals or directives), each declaration
+ * read token by token, and the output put together from the source and the
+ * edits so that every line keeps its number. */
 #include "student/shared_rewrite.h"
 
 #include <stdarg.h>
@@ -11,287 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+#include "student/cuda_lex.h"
+
 #define MAX_SHARED 64           /* ids 0..63: the runtime's table of declaration sites */
 #define MAX_DIMS 4              /* what __cudalab_shared reads */
 #define MAX_TYPE_TOKENS 256     /* a declaration's type, templates included */
-
-/* ---- a growing string ---- */
-
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    bool failed;                /* out of memory: everything after is dropped */
-} sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n)
-{
-    if (b->failed)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->failed = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void sb_puts(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0 || b->failed)
-        return;
-    char *tmp = malloc((size_t)n + 1);
-    if (!tmp) {
-        b->failed = true;
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(tmp, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    sb_put(b, tmp, (size_t)n);
-    free(tmp);
-}
-
-/* The text so far, handed over (an empty string when nothing was written). */
-static char *sb_take(sbuf *b)
-{
-    if (!b->p && !b->failed)
-        sb_put(b, "", 0);
-    if (b->failed) {
-        free(b->p);
-        return NULL;
-    }
-    char *p = b->p;
-    *b = (sbuf){ 0 };
-    return p;
-}
-
-/* ---- tokens ---- */
-
-typedef enum { TK_IDENT, TK_NUMBER, TK_STRING, TK_PUNCT, TK_DIRECTIVE } tk_kind;
-
-typedef struct token {
-    tk_kind kind;
-    size_t at, end;             /* offsets into the source */
-    int line;                   /* the cell line it starts on */
-} token;
-
-typedef struct lexed {
-    token *tok;
-    size_t n, cap;
-    size_t *breaks;             /* offsets of the newlines that end a line of code (not in a comment) */
-    size_t nbreaks, capb;
-    bool failed;
-} lexed;
-
-static bool is_ident_start(char c) { return c == '_' || c == '$' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-static bool is_digit(char c) { return c >= '0' && c <= '9'; }
-static bool is_ident_char(char c) { return is_ident_start(c) || is_digit(c); }
-static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
-
-/* A backslash that splices the next line onto this one (\ newline, or \ CR LF). */
-static size_t splice_len(const char *s, size_t i)
-{
-    if (s[i] != '\\')
-        return 0;
-    if (s[i + 1] == '\n')
-        return 2;
-    if (s[i + 1] == '\r' && s[i + 2] == '\n')
-        return 3;
-    return 0;
-}
-
-static void add_token(lexed *lx, tk_kind kind, size_t at, size_t end, int line)
-{
-    if (lx->failed)
-        return;
-    if (lx->n == lx->cap) {
-        size_t cap = lx->cap ? lx->cap * 2 : 256;
-        token *t = realloc(lx->tok, cap * sizeof *t);
-        if (!t) {
-            lx->failed = true;
-            return;
-        }
-        lx->tok = t;
-        lx->cap = cap;
-    }
-    lx->tok[lx->n++] = (token){ kind, at, end, line };
-}
-
-static void add_break(lexed *lx, size_t at)
-{
-    if (lx->failed)
-        return;
-    if (lx->nbreaks == lx->capb) {
-        size_t cap = lx->capb ? lx->capb * 2 : 256;
-        size_t *b = realloc(lx->breaks, cap * sizeof *b);
-        if (!b) {
-            lx->failed = true;
-            return;
-        }
-        lx->breaks = b;
-        lx->capb = cap;
-    }
-    lx->breaks[lx->nbreaks++] = at;
-}
-
-/* The end of a comment starting at i ("//" or "/ *"); a // comment stops
- * before its newline (which ends the line), a spliced one runs on. */
-static size_t skip_comment(const char *s, size_t i)
-{
-    if (s[i + 1] == '*') {
-        const char *e = strstr(s + i + 2, "*/");
-        return e ? (size_t)(e - s) + 2 : strlen(s);
-    }
-    for (i += 2; s[i] && s[i] != '\n'; i++)
-        if (splice_len(s, i))
-            i += splice_len(s, i) - 1;
-    return i;
-}
-
-/* The end of a "..." or '...' literal starting at i; an unterminated one ends at its line's end. */
-static size_t skip_literal(const char *s, size_t i)
-{
-    char q = s[i];
-    for (i++; s[i] && s[i] != '\n'; i++) {
-        if (s[i] == '\\' && s[i + 1])
-            i++;
-        else if (s[i] == q)
-            return i + 1;
-    }
-    return i;
-}
-
-/* The end of a raw string R"delim( ... )delim" whose quote is at i. */
-static size_t skip_raw_string(const char *s, size_t i)
-{
-    size_t d = i + 1;
-    while (s[d] && s[d] != '(' && d - i <= 17)
-        d++;
-    if (s[d] != '(')
-        return skip_literal(s, i);
-    char close[20];
-    snprintf(close, sizeof close, ")%.*s\"", (int)(d - i - 1), s + i + 1);
-    const char *e = strstr(s + d, close);
-    return e ? (size_t)(e - s) + strlen(close) : strlen(s);
-}
-
-/* Whether the identifier [at, end) is a raw string's prefix (R, u8R, uR, UR, LR). */
-static bool raw_prefix(const char *s, size_t at, size_t end)
-{
-    size_t n = end - at;
-    return s[end] == '"' && s[end - 1] == 'R' &&
-           (n == 1 || (n == 2 && strchr("uUL", s[at])) || (n == 3 && s[at] == 'u' && s[at + 1] == '8'));
-}
-
-/* The end of a preprocessor line starting at i ('#'), before its newline:
- * spliced lines and comments that run over lines belong to it. */
-static size_t skip_directive(const char *s, size_t i)
-{
-    while (s[i] && s[i] != '\n') {
-        if (splice_len(s, i))
-            i += splice_len(s, i);
-        else if (s[i] == '/' && (s[i + 1] == '*' || s[i + 1] == '/'))
-            i = skip_comment(s, i);
-        else if (s[i] == '"' || s[i] == '\'')
-            i = skip_literal(s, i);
-        else
-            i++;
-    }
-    return i;
-}
-
-/* A pp-number: digits, letters, dots, digit separators, exponent signs. */
-static size_t skip_number(const char *s, size_t i)
-{
-    for (i++;; i++) {
-        if ((s[i] == '+' || s[i] == '-') && strchr("eEpP", s[i - 1]))
-            continue;
-        if (!(is_ident_char(s[i]) || s[i] == '.' || (s[i] == '\'' && is_ident_char(s[i + 1]))))
-            return i;
-    }
-}
-
-static int count_lines(const char *s, size_t from, size_t to)
-{
-    int n = 0;
-    for (size_t i = from; i < to; i++)
-        n += s[i] == '\n';
-    return n;
-}
-
-/* Cuts the source into tokens (comments and whitespace dropped, a directive
- * one token) and notes where lines of code end. */
-static int lex(const char *s, int first_line, lexed *lx)
-{
-    size_t i = 0, counted = 0;
-    int line = first_line;
-    bool line_start = true;     /* only blanks (or comments) so far on this line: a '#' starts a directive */
-    while (s[i]) {
-        char c = s[i];
-        if (c == '\n') {
-            add_break(lx, i++);
-            line_start = true;
-            continue;
-        }
-        if (is_blank(c)) {
-            i++;
-            continue;
-        }
-        if (splice_len(s, i)) {
-            i += splice_len(s, i);
-            continue;
-        }
-        if (c == '/' && (s[i + 1] == '/' || s[i + 1] == '*')) {
-            i = skip_comment(s, i);
-            continue;
-        }
-        line += count_lines(s, counted, i);
-        counted = i;
-        size_t end;
-        tk_kind kind;
-        if (c == '#' && line_start) {
-            end = skip_directive(s, i);
-            kind = TK_DIRECTIVE;
-        } else if (is_ident_start(c)) {
-            for (end = i + 1; is_ident_char(s[end]); end++)
-                ;
-            kind = TK_IDENT;
-            if (raw_prefix(s, i, end)) {
-                end = skip_raw_string(s, end);
-                kind = TK_STRING;
-            }
-        } else if (is_digit(c) || (c == '.' && is_digit(s[i + 1]))) {
-            end = skip_number(s, i);
-            kind = TK_NUMBER;
-        } else if (c == '"' || c == '\'') {
-            end = skip_literal(s, i);
-            kind = TK_STRING;
-        } else {
-            end = i + (c == ':' && s[i + 1] == ':' ? 2 : 1);
-            kind = TK_PUNCT;
-        }
-        add_token(lx, kind, i, end, line);
-        line_start = false;
-        i = end;
-    }
-    return lx->failed ? -1 : 0;
-}
 
 /* ---- the rewriter ---- */
 
@@ -308,8 +33,8 @@ typedef struct rewriter {
     size_t nedits, capedits;
     int nshared;
     bool device_globals;
-    sbuf file_places;           /* file scope: each declaration's placement, declared again after the source */
-    sbuf file_binds;            /* and the calls that bind its slot */
+    strbuf file_places;           /* file scope: each declaration's placement, declared again after the source */
+    strbuf file_binds;            /* and the calls that bind its slot */
     char *err;
     size_t err_len;
 } rewriter;
@@ -374,22 +99,22 @@ static size_t matching(const rewriter *rw, size_t i)
 /* Appends tokens idx[0..n) as the source writes them, one space where the
  * source has any gap (whitespace, a comment, a dropped token), so that a
  * type or a size spread over lines reads on one. */
-static void put_tokens(const rewriter *rw, const size_t *idx, size_t n, sbuf *b)
+static void put_tokens(const rewriter *rw, const size_t *idx, size_t n, strbuf *b)
 {
     for (size_t k = 0; k < n; k++) {
         if (k > 0 && (idx[k] != idx[k - 1] + 1 || rw->lx.tok[idx[k]].at != rw->lx.tok[idx[k - 1]].end))
-            sb_puts(b, " ");
-        sb_put(b, tok_text(rw, idx[k]), tok_len(rw, idx[k]));
+            strbuf_puts(b, " ");
+        strbuf_append(b, tok_text(rw, idx[k]), tok_len(rw, idx[k]));
     }
 }
 
 /* Tokens [from, to) the same way. */
-static void put_range(const rewriter *rw, size_t from, size_t to, sbuf *b)
+static void put_range(const rewriter *rw, size_t from, size_t to, strbuf *b)
 {
     for (size_t k = from; k < to; k++) {
         if (k > from && rw->lx.tok[k].at != rw->lx.tok[k - 1].end)
-            sb_puts(b, " ");
-        sb_put(b, tok_text(rw, k), tok_len(rw, k));
+            strbuf_puts(b, " ");
+        strbuf_append(b, tok_text(rw, k), tok_len(rw, k));
     }
 }
 
@@ -477,14 +202,8 @@ static size_t read_specifiers(rewriter *rw, size_t i, size_t shared_at, shared_d
 
 static declarator *new_declarator(shared_decl *sd)
 {
-    if (sd->ndecl == sd->capdecl) {
-        size_t cap = sd->capdecl ? sd->capdecl * 2 : 4;
-        declarator *d = realloc(sd->d, cap * sizeof *d);
-        if (!d)
-            return NULL;
-        sd->d = d;
-        sd->capdecl = cap;
-    }
+    if (array_grow(&sd->d, &sd->capdecl, sd->ndecl + 1, sizeof *sd->d) != 0)
+        return NULL;
     declarator *d = &sd->d[sd->ndecl++];
     memset(d, 0, sizeof *d);
     return d;
@@ -578,33 +297,33 @@ static int read_declaration(rewriter *rw, size_t first, size_t shared_at, shared
 /* ---- writing one declaration ---- */
 
 /* A declarator's element type: the declaration's type and its own pointer part. */
-static void put_elem(const rewriter *rw, const shared_decl *sd, const declarator *d, sbuf *b)
+static void put_elem(const rewriter *rw, const shared_decl *sd, const declarator *d, strbuf *b)
 {
     put_tokens(rw, sd->type, sd->ntype, b);
     if (d->nptr) {
-        sb_puts(b, " ");
+        strbuf_puts(b, " ");
         put_tokens(rw, d->ptr, d->nptr, b);
     }
 }
 
-static void put_align(const rewriter *rw, const shared_decl *sd, const char *elem, sbuf *b)
+static void put_align(const rewriter *rw, const shared_decl *sd, const char *elem, strbuf *b)
 {
     if (sd->align[0] < sd->align[1])
         put_range(rw, sd->align[0], sd->align[1], b);
     else
-        sb_printf(b, "alignof(%s)", elem);
+        strbuf_printf(b, "alignof(%s)", elem);
 }
 
 /* "[E1][E2]" into dims, ", (unsigned)(E1), (unsigned)(E2)" into args. */
-static void put_dims(const rewriter *rw, const declarator *d, sbuf *dims, sbuf *args)
+static void put_dims(const rewriter *rw, const declarator *d, strbuf *dims, strbuf *args)
 {
     for (int j = 0; j < d->ndims; j++) {
-        sbuf e = { 0 };
+        strbuf e = STRBUF_INIT;
         put_range(rw, d->dim[j][0], d->dim[j][1], &e);
-        sb_printf(dims, "[%s]", e.p ? e.p : "");
-        sb_printf(args, ", (unsigned)(%s)", e.p ? e.p : "");
+        strbuf_printf(dims, "[%s]", e.data ? e.data : "");
+        strbuf_printf(args, ", (unsigned)(%s)", e.data ? e.data : "");
         dims->failed |= e.failed;
-        free(e.p);
+        strbuf_free(&e);
     }
 }
 
@@ -612,29 +331,29 @@ static void put_dims(const rewriter *rw, const declarator *d, sbuf *dims, sbuf *
  * "NAME"_cudalab_shared(ID, sizeof, ALIGN, LINE, NDIMS, ...). The prelude's literal operator names
  * the runtime: an identifier of ours here would be open to the student's #defines. */
 static void put_call(const rewriter *rw, const shared_decl *sd, const declarator *d, int id, const char *elem,
-                     const char *args, int line, sbuf *b)
+                     const char *args, int line, strbuf *b)
 {
-    sb_printf(b, "\"%.*s\"_cudalab_shared(%d, sizeof(%s), ", (int)tok_len(rw, d->name), tok_text(rw, d->name), id,
+    strbuf_printf(b, "\"%.*s\"_cudalab_shared(%d, sizeof(%s), ", (int)tok_len(rw, d->name), tok_text(rw, d->name), id,
               elem);
     put_align(rw, sd, elem, b);
     if (line > 0)
-        sb_printf(b, ", %d, %d%s)", line, d->ndims, args);
+        strbuf_printf(b, ", %d, %d%s)", line, d->ndims, args);
     else
-        sb_printf(b, ", __LINE__, %d%s)", d->ndims, args);
+        strbuf_printf(b, ", __LINE__, %d%s)", d->ndims, args);
 }
 
 /* One declarator at function scope: a reference to the runtime's placement. */
 static void put_local(const rewriter *rw, const shared_decl *sd, const declarator *d, int id, const char *elem,
-                      const char *dims, const char *args, sbuf *b)
+                      const char *dims, const char *args, strbuf *b)
 {
     const char *name = tok_text(rw, d->name);
     int len = (int)tok_len(rw, d->name);
     if (d->ndims)
-        sb_printf(b, "%s (&%.*s)%s = *(%s (*)%s)", elem, len, name, dims, elem, dims);
+        strbuf_printf(b, "%s (&%.*s)%s = *(%s (*)%s)", elem, len, name, dims, elem, dims);
     else
-        sb_printf(b, "%s &%.*s = *(%s *)", elem, len, name, elem);
+        strbuf_printf(b, "%s &%.*s = *(%s *)", elem, len, name, elem);
     put_call(rw, sd, d, id, elem, args, 0, b);
-    sb_puts(b, ";");
+    strbuf_puts(b, ";");
 }
 
 /* The lines after a file-scope declaration's line that make NAME its slot:
@@ -648,72 +367,64 @@ static void put_local(const rewriter *rw, const shared_decl *sd, const declarato
  * C linkage: the slot is the runtime's symbol, and the placement is found
  * from outside a namespace the declaration may be in. */
 static void put_slot(rewriter *rw, const declarator *d, int id, const char *elem, const char *dims,
-                     const char *placement, sbuf *after)
+                     const char *placement, strbuf *after)
 {
-    sb_printf(after, "#undef __cudalab_shared_place_%d\n#undef __cudalab_shared_slot_%d\n", id, id);
-    sb_printf(after, "extern \"C\" void *__cudalab_shared_place_%d() { return %s; }\n", id, placement);
+    strbuf_printf(after, "#undef __cudalab_shared_place_%d\n#undef __cudalab_shared_slot_%d\n", id, id);
+    strbuf_printf(after, "extern \"C\" void *__cudalab_shared_place_%d() { return %s; }\n", id, placement);
     if (dims)
-        sb_printf(after, "extern \"C\" %s (&__cudalab_shared_slot_%d)%s;\n", elem, id, dims);
+        strbuf_printf(after, "extern \"C\" %s (&__cudalab_shared_slot_%d)%s;\n", elem, id, dims);
     else
-        sb_printf(after, "extern \"C\" %s &__cudalab_shared_slot_%d;\n", elem, id);
-    sb_printf(after, "#define %.*s __cudalab_shared_slot_%d\n", (int)tok_len(rw, d->name), tok_text(rw, d->name), id);
-    sb_printf(&rw->file_places, "#undef __cudalab_shared_place_%d\nextern \"C\" void *__cudalab_shared_place_%d();\n",
+        strbuf_printf(after, "extern \"C\" %s &__cudalab_shared_slot_%d;\n", elem, id);
+    strbuf_printf(after, "#define %.*s __cudalab_shared_slot_%d\n", (int)tok_len(rw, d->name), tok_text(rw, d->name), id);
+    strbuf_printf(&rw->file_places, "#undef __cudalab_shared_place_%d\nextern \"C\" void *__cudalab_shared_place_%d();\n",
               id, id);
-    sb_printf(&rw->file_binds, " __cudalab_shared_bind(%d, __cudalab_shared_place_%d());", id, id);
+    strbuf_printf(&rw->file_binds, " __cudalab_shared_bind(%d, __cudalab_shared_place_%d());", id, id);
 }
 
 /* One declarator at file scope: its slot (the declaration itself leaves nothing on its line). */
 static void put_global(rewriter *rw, const shared_decl *sd, const declarator *d, int id, const char *elem,
-                       const char *dims, const char *args, sbuf *after)
+                       const char *dims, const char *args, strbuf *after)
 {
-    sbuf call = { 0 };
+    strbuf call = { 0 };
     put_call(rw, sd, d, id, elem, args, rw->lx.tok[d->name].line, &call);
-    put_slot(rw, d, id, elem, d->ndims ? dims : NULL, call.p ? call.p : "", after);
+    put_slot(rw, d, id, elem, d->ndims ? dims : NULL, call.data ? call.data : "", after);
     after->failed |= call.failed;
-    free(call.p);
+    strbuf_free(&call);
 }
 
 /* extern __shared__ TYPE NAME[]: the launch's dynamic shared memory (at file
  * scope through a slot, which takes an id). */
-static void put_dynamic(rewriter *rw, const shared_decl *sd, bool file_scope, sbuf *b, sbuf *after)
+static void put_dynamic(rewriter *rw, const shared_decl *sd, bool file_scope, strbuf *b, strbuf *after)
 {
     const declarator *d = &sd->d[0];
-    sbuf elem = { 0 };
+    strbuf elem = { 0 };
     put_elem(rw, sd, d, &elem);
-    const char *e = elem.p ? elem.p : "";
+    const char *e = elem.data ? elem.data : "";
     const char *name = tok_text(rw, d->name);
     int len = (int)tok_len(rw, d->name);
-    sbuf call = { 0 };
-    sb_printf(&call, "\"%.*s\"_cudalab_dyn_shared(sizeof(%s), ", len, name, e);
+    strbuf call = { 0 };
+    strbuf_printf(&call, "\"%.*s\"_cudalab_dyn_shared(sizeof(%s), ", len, name, e);
     put_align(rw, sd, e, &call);
     if (file_scope)
-        sb_printf(&call, ", %d)", rw->lx.tok[d->name].line);
+        strbuf_printf(&call, ", %d)", rw->lx.tok[d->name].line);
     else
-        sb_puts(&call, ", __LINE__)");
+        strbuf_puts(&call, ", __LINE__)");
     if (file_scope)
-        put_slot(rw, d, rw->nshared++, e, "[]", call.p ? call.p : "", after);
+        put_slot(rw, d, rw->nshared++, e, "[]", call.data ? call.data : "", after);
     else
-        sb_printf(b, "%s *const %.*s = (%s *)%s;", e, len, name, e, call.p ? call.p : "");
+        strbuf_printf(b, "%s *const %.*s = (%s *)%s;", e, len, name, e, call.data ? call.data : "");
     b->failed |= elem.failed || call.failed;
-    free(elem.p);
-    free(call.p);
+    strbuf_free(&elem);
+    strbuf_free(&call);
 }
 
-static int add_edit(rewriter *rw, size_t at, size_t end, sbuf *text, sbuf *after)
+static int add_edit(rewriter *rw, size_t at, size_t end, strbuf *text, strbuf *after)
 {
     bool failed = text->failed || after->failed;
-    edit e = { at, end, sb_take(text), after->len ? sb_take(after) : NULL };
-    free(after->p);
-    *after = (sbuf){ 0 };
-    if (!failed && e.text && rw->nedits == rw->capedits) {
-        size_t cap = rw->capedits ? rw->capedits * 2 : 16;
-        edit *more = realloc(rw->edits, cap * sizeof *more);
-        failed = !more;
-        if (more) {
-            rw->edits = more;
-            rw->capedits = cap;
-        }
-    }
+    edit e = { at, end, strbuf_take(text), after->len ? strbuf_take(after) : NULL };
+    strbuf_free(after);
+    if (!failed && e.text)
+        failed = array_grow(&rw->edits, &rw->capedits, rw->nedits + 1, sizeof *rw->edits) != 0;
     if (failed || !e.text) {
         free(e.text);
         free(e.after);
@@ -742,25 +453,25 @@ static size_t rewrite_declaration(rewriter *rw, size_t first, size_t shared_at, 
         *status = fail(rw, line, "more than %d __shared__ declarations (the CPU runner places at most %d "
                        "arrays per kernel source)", MAX_SHARED, MAX_SHARED);
     } else {
-        sbuf text = { 0 }, after = { 0 };
+        strbuf text = { 0 }, after = { 0 };
         if (sd->is_extern)
             put_dynamic(rw, sd, file_scope, &text, &after);
         for (size_t k = 0; !sd->is_extern && k < sd->ndecl; k++) {
-            sbuf elem = { 0 }, dims = { 0 }, args = { 0 };
+            strbuf elem = { 0 }, dims = { 0 }, args = { 0 };
             put_elem(rw, sd, &sd->d[k], &elem);
             put_dims(rw, &sd->d[k], &dims, &args);
-            const char *e = elem.p ? elem.p : "", *ds = dims.p ? dims.p : "", *as = args.p ? args.p : "";
+            const char *e = elem.data ? elem.data : "", *ds = dims.data ? dims.data : "", *as = args.data ? args.data : "";
             if (file_scope) {
                 put_global(rw, sd, &sd->d[k], rw->nshared++, e, ds, as, &after);
             } else {
                 if (k > 0)
-                    sb_puts(&text, " ");
+                    strbuf_puts(&text, " ");
                 put_local(rw, sd, &sd->d[k], rw->nshared++, e, ds, as, &text);
             }
             text.failed |= elem.failed || dims.failed || args.failed;
-            free(elem.p);
-            free(dims.p);
-            free(args.p);
+            strbuf_free(&elem);
+            strbuf_free(&dims);
+            strbuf_free(&args);
         }
         if (add_edit(rw, rw->lx.tok[first].at, rw->lx.tok[sd->semi].end, &text, &after) != 0)
             *status = out_of_memory(rw);
@@ -866,8 +577,8 @@ static int walk(rewriter *rw)
 /* ---- the output ---- */
 
 typedef struct writer {
-    sbuf out;
-    sbuf pending;               /* #define lines waiting for the end of the current line */
+    strbuf out;
+    strbuf pending;               /* #define lines waiting for the end of the current line */
     int line;                   /* the cell line being written */
     const char *file;
 } writer;
@@ -875,25 +586,25 @@ typedef struct writer {
 /* A newline of the source: written, then any #define lines waiting for it and a #line back to the numbering. */
 static void end_line(writer *w)
 {
-    sb_puts(&w->out, "\n");
+    strbuf_puts(&w->out, "\n");
     w->line++;
     if (w->pending.len) {
-        sb_put(&w->out, w->pending.p, w->pending.len);
+        strbuf_append(&w->out, w->pending.data, w->pending.len);
         w->pending.len = 0;
-        sb_printf(&w->out, "#line %d \"", w->line);
+        strbuf_printf(&w->out, "#line %d \"", w->line);
         for (const char *f = w->file; *f; f++) {
             if (*f == '"' || *f == '\\')
-                sb_puts(&w->out, "\\");
-            sb_put(&w->out, f, 1);
+                strbuf_puts(&w->out, "\\");
+            strbuf_append(&w->out, f, 1);
         }
-        sb_puts(&w->out, "\"\n");
+        strbuf_puts(&w->out, "\"\n");
     }
 }
 
 static void copy_text(writer *w, const char *s, size_t from, size_t to)
 {
-    sb_put(&w->out, s + from, to - from);
-    w->line += count_lines(s, from, to);
+    strbuf_append(&w->out, s + from, to - from);
+    w->line += cuda_count_lines(s, from, to);
 }
 
 /* The source with the edits in place: their newlines kept, code newlines
@@ -912,9 +623,9 @@ static char *assemble(const rewriter *rw, int first_line, const char *file)
         if (next_edit <= next_break && e < rw->nedits) {
             const edit *ed = &rw->edits[e++];
             copy_text(&w, s, pos, ed->at);
-            sb_puts(&w.out, ed->text);
+            strbuf_puts(&w.out, ed->text);
             if (ed->after)
-                sb_puts(&w.pending, ed->after);
+                strbuf_puts(&w.pending, ed->after);
             for (size_t k = ed->at; k < ed->end; k++)
                 if (s[k] == '\n')
                     end_line(&w);
@@ -929,12 +640,12 @@ static char *assemble(const rewriter *rw, int first_line, const char *file)
         }
     }
     if (w.pending.len) {        /* the source ends on the declaration's line */
-        sb_puts(&w.out, "\n");
-        sb_put(&w.out, w.pending.p, w.pending.len);
+        strbuf_puts(&w.out, "\n");
+        strbuf_append(&w.out, w.pending.data, w.pending.len);
     }
     bool failed = w.pending.failed;
-    free(w.pending.p);
-    char *text = sb_take(&w.out);
+    strbuf_free(&w.pending);
+    char *text = strbuf_take(&w.out);
     if (failed) {
         free(text);
         return NULL;
@@ -951,13 +662,13 @@ static char *with_file_places(rewriter *rw, char *text)
     if (!text || rw->file_binds.len == 0)
         return text;
     bool failed = rw->file_places.failed || rw->file_binds.failed;
-    sbuf b = { 0 };
+    strbuf b = { 0 };
     size_t n = strlen(text);
-    sb_printf(&b, "%s%s#undef __cudalab_place_file_shared\n#undef __cudalab_shared_bind\n%s", text,
-              n && text[n - 1] == '\n' ? "" : "\n", rw->file_places.p ? rw->file_places.p : "");
-    sb_printf(&b, "static inline void __cudalab_place_file_shared(int) {%s }\n", rw->file_binds.p);
+    strbuf_printf(&b, "%s%s#undef __cudalab_place_file_shared\n#undef __cudalab_shared_bind\n%s", text,
+              n && text[n - 1] == '\n' ? "" : "\n", rw->file_places.data ? rw->file_places.data : "");
+    strbuf_printf(&b, "static inline void __cudalab_place_file_shared(int) {%s }\n", rw->file_binds.data);
     free(text);
-    char *out = sb_take(&b);
+    char *out = strbuf_take(&b);
     if (failed) {
         free(out);
         return NULL;
@@ -972,7 +683,7 @@ int shared_rewrite_source(const char *src, int first_line, const char *file, sha
     if (err && err_len)
         err[0] = '\0';
     rewriter rw = { .src = src, .err = err, .err_len = err_len };
-    int rc = lex(src, first_line, &rw.lx) != 0 ? out_of_memory(&rw) : walk(&rw);
+    int rc = cuda_lex(src, first_line, &rw.lx) != 0 ? out_of_memory(&rw) : walk(&rw);
     if (rc == 0 && !(out->text = with_file_places(&rw, assemble(&rw, first_line, file ? file : ""))))
         rc = out_of_memory(&rw);
     if (rc == 0) {
@@ -984,8 +695,8 @@ int shared_rewrite_source(const char *src, int first_line, const char *file, sha
         free(rw.edits[k].after);
     }
     free(rw.edits);
-    free(rw.file_places.p);
-    free(rw.file_binds.p);
+    strbuf_free(&rw.file_places);
+    strbuf_free(&rw.file_binds);
     free(rw.lx.tok);
     free(rw.lx.breaks);
     return rc;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "magic/magic.h"
 #include "lang/parse_internal.h"
 

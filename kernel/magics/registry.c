@@ -1,6 +1,9 @@
-/* registry.c — the list of magics. Adding a magic = its file in kernel/magics/
- * plus one entry in MAGICS below, kept in alphabetical order so that %help
- * lists them sorted without sorting at run time.
+/* registry.c — the list of magics (magic_all, magic_find of magic/magic.h).
+ * It lives here, above the framework, where every magic is known: those of this
+ * folder and those of lang/ (%help, %interact) and grade/ (%assert, %score,
+ * %recorded). Adding a magic = its file in kernel/magics/ plus one entry in
+ * MAGICS below, kept in alphabetical order so that %help lists them sorted
+ * without sorting at run time.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -1,0 +1,29 @@
+/* student_hooks.h — what the framework asks of students' kernels.
+ *
+ * kernel/student/ sits above the framework (it includes magic/ and lang/), so
+ * nothing in kernel/magic/ includes it: the student layer fills this table and
+ * registers it (student_hooks_register, where commands run: worker_exec). Left
+ * unregistered, the framework asks nothing of students' kernels. A hook the
+ * framework needs from student/ is one more field here.
+ */
+#ifndef CUDALAB_MAGIC_STUDENT_HOOKS_H
+#define CUDALAB_MAGIC_STUDENT_HOOKS_H
+
+#include <jansson.h>
+
+#include "magic/magic.h"
+
+typedef struct magic_student_hooks {
+    /* racecheck's findings (compute-sanitizer, from its cache when it has run)
+     * for the session's kernel NAME at a sweep's POINT, as a student_sanitize
+     * result; NULL where there is nothing to ask (no shared memory, the CPU
+     * runner, a sanitized process). */
+    json_t *(*racecheck)(magic_ctx *ctx, const char *name, const json_t *point);
+} magic_student_hooks;
+
+/* Registers the table (static storage, not copied); NULL unregisters. */
+void magic_student_hooks_set(const magic_student_hooks *hooks);
+/* The registered table: never NULL (an empty one when none is), its fields NULL where not given. */
+const magic_student_hooks *magic_student(void);
+
+#endif
