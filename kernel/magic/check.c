@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/text.h"
+#include "base/utf8.h"
 #include "magic/check.h"
 
 json_t *json_real_or_null(double x)
