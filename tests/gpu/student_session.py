@@ -2,8 +2,23 @@
 family magic, each cell's reply, text and result document."""
 from __future__ import annotations
 
-from conftest import cell  # noqa: F401  (re-exported: the tests import it from here)
+from conftest import cell
 
 
 def kernel_cell(family: str, name: str, body: str, line: str = "") -> str:
     return f"%%kernel --for {family} --name {name} {line}\n{body}"
+
+
+def defined(kc, family: str, name: str, body: str, line: str = "") -> tuple[str, dict]:
+    """A correct kernel's %%kernel cell: it compiles and its quick check passes; the cell's text and document."""
+    c, text, doc = cell(kc, kernel_cell(family, name, body, line))
+    assert c["status"] == "ok", (c, text)
+    assert doc["check"]["passed"] is True, doc["check"]
+    return text, doc
+
+
+def failing(kc, family: str, name: str, body: str, line: str = "") -> tuple[dict, dict | None]:
+    """A buggy kernel's %%kernel cell: it compiles, and its quick check fails or faults."""
+    c, _, doc = cell(kc, kernel_cell(family, name, body, line))
+    assert c["status"] == "error" and c["ename"] in ("CheckError", "CudaError"), c
+    return c, doc

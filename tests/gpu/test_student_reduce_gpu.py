@@ -8,24 +8,12 @@ from __future__ import annotations
 
 import pytest
 
+from kernels import reduce_convergent
 from student_session import cell, kernel_cell
 from test_gpu import gpu_doc  # noqa: F401  (the fixture: skip or fail without a GPU)
 
-TREE = """__global__ void NAME(const float *input, float *partial, int n) {
-    __shared__ float s[1024];
-    unsigned t = threadIdx.x, i = blockIdx.x * 2 * blockDim.x + t;
-    float x = i < n ? input[i] : 0.0f;
-    if (i + blockDim.x < n) x += input[i + blockDim.x];
-    s[t] = x;
-    for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
-        SYNC
-        if (t < stride) s[t] += s[t + stride];
-    }
-    if (t == 0) partial[blockIdx.x] = s[0];
-}
-"""
-CONVERGENT = TREE.replace("NAME", "conv").replace("SYNC", "__syncthreads();")
-NO_SYNC = TREE.replace("NAME", "nosync").replace("SYNC", "")
+CONVERGENT = reduce_convergent("conv", 1024)
+NO_SYNC = reduce_convergent("nosync", 1024, sync="")
 DIVERGENT = """__global__ void div(const float *input, float *partial, int n) {
     __shared__ float s[2048];
     unsigned t = threadIdx.x, base = blockIdx.x * 2 * blockDim.x;

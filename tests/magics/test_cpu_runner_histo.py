@@ -12,37 +12,15 @@ import re
 import pytest
 
 from conftest import cell, compiled, edited, host_work_runs_s, runner_error
+from kernels import histo_interleaved, histo_privatised
 
 CPU = {"CUDALAB_BACKEND": "cpu"}
 
 # the %%kernel line is line 1
-INTERLEAVED = """%%kernel --for histo --name NAME
-__global__ void NAME(const unsigned char *data, long long n, unsigned int *histo) {
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-         i += (long long)gridDim.x * blockDim.x) {
-        int pos = (data[i] | 0x20) - 'a';
-        if (pos >= 0 && pos < 26) atomicAdd(&histo[pos / 4], 1u);
-    }
-}
-"""
+INTERLEAVED = "%%kernel --for histo --name NAME\n" + histo_interleaved("NAME")
 LINE_COUNT = 6          # the update of the global histogram
 
-PRIVATIZED = """%%kernel --for histo --name NAME
-#define NUM_BINS 7
-__global__ void NAME(const unsigned char *data, long long n, unsigned int *histo) {
-    __shared__ unsigned int histo_s[NUM_BINS];
-    for (int b = threadIdx.x; b < NUM_BINS; b += blockDim.x) histo_s[b] = 0;
-    __syncthreads();
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-         i += (long long)gridDim.x * blockDim.x) {
-        int pos = (data[i] | 0x20) - 'a';
-        if (pos >= 0 && pos < 26) atomicAdd(&histo_s[pos / 4], 1u);
-    }
-    __syncthreads();
-    for (int b = threadIdx.x; b < NUM_BINS; b += blockDim.x)
-        if (histo_s[b]) atomicAdd(&histo[b], histo_s[b]);
-}
-"""
+PRIVATIZED = "%%kernel --for histo --name NAME\n" + histo_privatised("NAME")
 LINE_ZERO, LINE_COUNT_S, LINE_MERGE = 5, 10, 14
 
 
