@@ -1,8 +1,18 @@
 """A Jupyter session on the CUDA backend for the student-kernel GPU tests: %%kernel cells, then the
-family magic, each cell's reply, text and result document."""
+family magic, each cell's reply, text and result document. A test module imports the fixtures kc and
+gpu_doc from here (kc needs gpu_doc where the test is: skip or fail without a GPU)."""
 from __future__ import annotations
 
+import pytest
+
 from conftest import cell
+from test_gpu import gpu_doc  # noqa: F401  (re-exported, for kc)
+
+
+@pytest.fixture
+def kc(gpu_doc, start_kernel):
+    """A session's client, on the CUDA backend."""
+    return start_kernel()[1]
 
 
 def kernel_cell(family: str, name: str, body: str, line: str = "") -> str:

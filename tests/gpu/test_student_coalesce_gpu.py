@@ -7,11 +7,8 @@ ceil(n/stride) x stride view); the lecture's strided copy made a %%kernel cell b
 After each failure the next cell works."""
 from __future__ import annotations
 
-import pytest
-
 import student_session
-from student_session import cell, failing, kernel_cell
-from test_gpu import gpu_doc  # noqa: F401  (the fixture: skip or fail without a GPU)
+from student_session import cell, failing, gpu_doc, kc  # noqa: F401  (gpu_doc, kc: fixtures)
 
 COPY = """__global__ void mycopy(const float *in, float *out, unsigned long long n, unsigned long long stride) {
     unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
@@ -29,11 +26,6 @@ STRIDED = """__global__ void mystrided(const float *in, float *out, unsigned lon
 """
 # the quick check: %coalesce --size 100003 --stride 7, 391 blocks of 256 = 100096 threads
 QUICK_N = 100003
-
-
-@pytest.fixture
-def kc(gpu_doc, start_kernel):
-    return start_kernel()[1]
 
 
 def defined(kc, name: str, body: str, line: str = "") -> dict:

@@ -5,16 +5,8 @@ Pout[row][col]), half the rows never written; a 3D shape is refused. After each 
 works."""
 from __future__ import annotations
 
-import pytest
-
 from kernels import picture
-from student_session import cell, failing, kernel_cell
-from test_gpu import gpu_doc  # noqa: F401  (the fixture: skip or fail without a GPU)
-
-
-@pytest.fixture
-def kc(gpu_doc, start_kernel):
-    return start_kernel()[1]
+from student_session import cell, failing, gpu_doc, kc, kernel_cell  # noqa: F401  (gpu_doc, kc: fixtures)
 
 
 def next_cell_works(kc):

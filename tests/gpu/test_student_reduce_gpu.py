@@ -9,8 +9,7 @@ from __future__ import annotations
 import pytest
 
 from kernels import reduce_convergent
-from student_session import cell, kernel_cell
-from test_gpu import gpu_doc  # noqa: F401  (the fixture: skip or fail without a GPU)
+from student_session import cell, gpu_doc, kc, kernel_cell  # noqa: F401  (gpu_doc, kc: fixtures)
 
 CONVERGENT = reduce_convergent("conv", 1024)
 NO_SYNC = reduce_convergent("nosync", 1024, sync="")
@@ -51,11 +50,6 @@ __global__ void halfsum(const float *input, float *partial, int n) {
     if (t == 0) partial[blockIdx.x] = __half2float(s[0]);
 }
 """
-
-
-@pytest.fixture
-def kc(gpu_doc, start_kernel):
-    return start_kernel()[1]
 
 
 @pytest.mark.parametrize("name, body", [("conv", CONVERGENT), ("div", DIVERGENT)])

@@ -7,11 +7,8 @@ __syncthreads() in the tiled kernel (racecheck, or the check); a 2D kernel run i
 each failure the next cell works."""
 from __future__ import annotations
 
-import pytest
-
 from kernels import stencil_1d, stencil_2d
-from student_session import cell, defined, failing
-from test_gpu import gpu_doc  # noqa: F401  (the fixture: skip or fail without a GPU)
+from student_session import cell, defined, failing, gpu_doc, kc, kernel_cell  # noqa: F401  (gpu_doc, kc: fixtures)
 
 DIRECT_1D = stencil_1d("direct")
 TILED_1D = """__global__ void halo(const float *in, float *out, const float *w, int n, int R) {
@@ -48,11 +45,6 @@ TILED_2D = """__global__ void tconv(const float *in, float *out, const float *w,
     out[row * width + col] = acc;
 }
 """
-
-
-@pytest.fixture
-def kc(gpu_doc, start_kernel):
-    return start_kernel()[1]
 
 
 def next_cell_works(kc):

@@ -85,6 +85,12 @@ def runner_error(c: dict, point: str, headline: str) -> str:
     return error_text(c)
 
 
+def run_error(kc, name: str, headline: str) -> str:
+    """name run at RUN's point: a KernelError of the CPU runner whose first finding is headline."""
+    c, _, _ = cell(kc, RUN.format(name=name))
+    return runner_error(c, "%stencil --size 1000 --radius 3", headline)
+
+
 def test_correct_kernels_pass(kc):
     c, _, doc = compiled(kc, GOOD)
     assert c["status"] == "ok", c
@@ -131,29 +137,26 @@ def test_left_bound_missing_reads_before_the_start_of_in(kc):
                  "out-of-bounds access: thread 0 of block 0 read in[-5] at line 7, before the start of in "
                  "(100003 elements)")
     # compiled, so kept: it runs, and says the same at the run's size
-    c, _, _ = cell(kc, RUN.format(name="noleft"))
-    text = runner_error(c, "%stencil --size 1000 --radius 3",
-                        "out-of-bounds access: thread 0 of block 0 read in[-3] at line 7, before the start of in "
-                        "(1000 elements) (the thread was stopped there, as a GPU would fault)")
+    text = run_error(kc, "noleft",
+                     "out-of-bounds access: thread 0 of block 0 read in[-3] at line 7, before the start of in "
+                     "(1000 elements) (the thread was stopped there, as a GPU would fault)")
     assert "(3 in all)" in text      # threads 0, 1, 2 of block 0 reach before in[0]
 
 
 def test_missing_if_writes_past_the_end_of_out(kc):
     compiled(kc, NO_IF)
-    c, _, _ = cell(kc, RUN.format(name="noif"))
-    text = runner_error(c, "%stencil --size 1000 --radius 3",
-                        "out-of-bounds access: thread 232 of block 3 wrote out[1000] at line 7, past the end of "
-                        "out (1000 elements)")
+    text = run_error(kc, "noif",
+                     "out-of-bounds access: thread 232 of block 3 wrote out[1000] at line 7, past the end of "
+                     "out (1000 elements)")
     assert "(24 in all)" in text     # threads 232..255 of the last block
 
 
 def test_tiled_without_syncthreads_is_a_shared_race_naming_both_lines(kc):
     compiled(kc, NO_SYNC)
-    c, _, _ = cell(kc, RUN.format(name="nosync"))
-    text = runner_error(c, "%stencil --size 1000 --radius 3",
-                        "data race on shared memory: thread 1 of block 0 wrote tile[1] at line 8 while thread 0 "
-                        "of block 0 had read it at line 14, with no __syncthreads() between them: a barrier is "
-                        "missing")
+    text = run_error(kc, "nosync",
+                     "data race on shared memory: thread 1 of block 0 wrote tile[1] at line 8 while thread 0 "
+                     "of block 0 had read it at line 14, with no __syncthreads() between them: a barrier is "
+                     "missing")
     # and the reads of slots not yet written, among the findings
     assert "what the CPU runner found" in text
     assert "uninitialised shared memory: thread 0 of block 0 read tile[1] at line 14 before any thread of the " \
@@ -162,20 +165,18 @@ def test_tiled_without_syncthreads_is_a_shared_race_naming_both_lines(kc):
 
 def test_halo_leaving_edge_slots_unwritten_reads_uninitialised_shared_memory(kc):
     compiled(kc, HALO)
-    c, _, _ = cell(kc, RUN.format(name="halo"))
-    text = runner_error(c, "%stencil --size 1000 --radius 3",
-                        "uninitialised shared memory: thread 0 of block 0 read tile[0] at line 12 before any "
-                        "thread of the block wrote it")
+    text = run_error(kc, "halo",
+                     "uninitialised shared memory: thread 0 of block 0 read tile[0] at line 12 before any "
+                     "thread of the block wrote it")
     # reads of the R slots left of in[0] (3 + 2 + 1 by threads 0, 1, 2) and right of in[999] (as many)
     assert "(12 in all)" in text
 
 
 def test_tile_index_past_the_dynamic_shared_array(kc):
     compiled(kc, PAST)
-    c, _, _ = cell(kc, RUN.format(name="past"))
-    runner_error(c, "%stencil --size 1000 --radius 3",
-                 "out-of-bounds shared memory: thread 255 of block 0 read tile[262] at line 15, outside __shared__ "
-                 "tile[] (extern: 262 elements, the launch's dynamic shared memory, --smem)")
+    run_error(kc, "past",
+              "out-of-bounds shared memory: thread 255 of block 0 read tile[262] at line 15, outside __shared__ "
+              "tile[] (extern: 262 elements, the launch's dynamic shared memory, --smem)")
     # --smem sizes the dynamic shared memory: too small for the tile, the correct kernel's fill overruns it
     tiled = cell(kc, "%stencil --show-source tiled --as-kernel")[2]["kernel_cell"]
     assert compiled(kc, tiled)[0]["status"] == "ok"
