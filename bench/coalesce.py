@@ -30,10 +30,9 @@ def table(title: str, runs: list[dict]) -> None:
 
 
 def main() -> int:
-    d = common.gpu_device("coalesce", "%coalesce --size 1024 --stride 1 --reps 1 --warmup 0")
+    d = common.bandwidth_device("coalesce", "%coalesce --size 1024 --stride 1 --reps 1 --warmup 0")
     if d is None:
         return 0
-    common.print_bandwidth("coalesce", d)
     s = common.run_cell("coalesce", "%coalesce --size 2^26 --stride 1,2,4,8,16,32 --reps 20 --warmup 3", strict=False)
     table("stride sweep, N = 2^26 floats (256 MiB each way)", s["runs"])
     m = common.run_cell("coalesce", "%coalesce --layout row,col --rows 8192 --cols 8192 --reps 20 --warmup 3",

@@ -5,6 +5,7 @@ library only, but for the session (jupyter_client, imported when one starts).
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -82,6 +83,24 @@ def print_bandwidth(magic: str, device: dict, peak: bool = False) -> None:
     if peak:
         line += f", peak {fmt(device.get('peak_bandwidth_gbs'), 0)} GB/s"
     print(line)
+
+
+def bandwidth_device(magic: str, cell: str, peak: bool = False) -> dict | None:
+    """gpu_device, and where there is one, the benchmark's first line (print_bandwidth)."""
+    device = gpu_device(magic, cell)
+    if device is not None:
+        print_bandwidth(magic, device, peak)
+    return device
+
+
+def sweep_arguments(doc: str, size: str, block_help: str | None = None) -> argparse.ArgumentParser:
+    """The flags of a benchmark of one family's sweep: --size (default size), --reps (auto) and --block
+    (by default none: each variant its own). doc: the benchmark's docstring (its first line describes it)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--size", default=size)
+    ap.add_argument("--reps", default="auto")
+    ap.add_argument("--block", default=None, help=block_help)
+    return ap
 
 
 def any_check_failed(runs: list[dict]) -> bool:

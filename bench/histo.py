@@ -17,7 +17,6 @@ Usage: python3 bench/histo.py [--size 2^28] [--reps N] [--block B] [--bins bytes
 """
 from __future__ import annotations
 
-import argparse
 import sys
 
 import common
@@ -52,17 +51,13 @@ def table(title: str, runs: list[dict], peak_gbs: float | None) -> float | None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--size", default="2^28")
-    ap.add_argument("--reps", default="auto")
-    ap.add_argument("--block", default=None)
+    ap = common.sweep_arguments(__doc__, "2^28")
     ap.add_argument("--bins", default="bytes", choices=("bytes", "letters"))
     args = ap.parse_args()
 
-    d = common.gpu_device("histo", "%histo --size 4096 --variant fast --reps 1 --warmup 0")
+    d = common.bandwidth_device("histo", "%histo --size 4096 --variant fast --reps 1 --warmup 0", peak=True)
     if d is None:
         return 0
-    common.print_bandwidth("histo", d, peak=True)
 
     doc = run_cell(f"%histo --size {args.size} --variant all --dist {','.join(DISTS)} "
                    f"--bins {args.bins}{f' --block {args.block}' if args.block else ''} --reps {args.reps} --warmup 3")

@@ -15,7 +15,6 @@ Usage: python3 bench/reduce.py [--size 2^26] [--reps N] [--block B]
 """
 from __future__ import annotations
 
-import argparse
 import sys
 
 import common
@@ -48,16 +47,12 @@ def table(title: str, runs: list[dict]) -> float | None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--size", default="2^16,2^20,2^26")
-    ap.add_argument("--reps", default="auto")
-    ap.add_argument("--block", help="every variant's threads per block (default: each its own)")
-    args = ap.parse_args()
+    args = common.sweep_arguments(__doc__, "2^16,2^20,2^26",
+                                  "every variant's threads per block (default: each its own)").parse_args()
 
-    d = common.gpu_device("reduce", "%reduce --size 1024 --variant fast --reps 1 --warmup 0")
+    d = common.bandwidth_device("reduce", "%reduce --size 1024 --variant fast --reps 1 --warmup 0", peak=True)
     if d is None:
         return 0
-    common.print_bandwidth("reduce", d, peak=True)
 
     doc = run_cell(f"%reduce --size {args.size} --variant all --dtype float,int --op sum,max "
                    + (f"--block {args.block} " if args.block else "") + f"--reps {args.reps} --warmup 3")

@@ -51,10 +51,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=20)
     args = ap.parse_args()
-    d = common.gpu_device("stencil", "%stencil --size 1024 --reps 1 --warmup 0")
+    d = common.bandwidth_device("stencil", "%stencil --size 1024 --reps 1 --warmup 0")
     if d is None:
         return 0
-    common.print_bandwidth("stencil", d)
     one = run_cell(f"%stencil --size 2^26 --radius 1,3,8,16,64 --block 256 --reps {args.reps} --warmup 3")
     two = run_cell(f"%stencil --dim 2 --size 4096x4096 --filter box,gauss3,gauss5,laplace4,laplace8 "
                    f"--block 16,32,32x8 --reps {args.reps} --warmup 3")

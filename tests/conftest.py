@@ -460,6 +460,22 @@ def execute(kc: BlockingKernelClient, code: str, timeout: float = TIMEOUT, **kw:
     return reply, msgs
 
 
+def quiet_ok(kc: BlockingKernelClient, code: str, timeout: float = 60, **kw: Any) -> list[dict]:
+    """A cell that succeeds with nothing on stderr: its iopub messages."""
+    reply, msgs = execute(kc, code, timeout=timeout, **kw)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    assert not streams(msgs, "stderr"), streams(msgs, "stderr")
+    return msgs
+
+
+def failed(kc: BlockingKernelClient, code: str, timeout: float = 60) -> tuple[dict, list[dict]]:
+    """A cell that fails: its reply's content and its iopub messages."""
+    reply, msgs = execute(kc, code, timeout=timeout)
+    c = reply["content"]
+    assert c["status"] == "error", c
+    return c, msgs
+
+
 def request(kc: BlockingKernelClient, msg_type: str, content: dict | None = None,
             channel: str = "shell", timeout: float = TIMEOUT) -> tuple[dict, list[dict]]:
     """Sends any request through kc's session; returns (reply, iopub messages up to idle)."""
@@ -469,6 +485,12 @@ def request(kc: BlockingKernelClient, msg_type: str, content: dict | None = None
     msgs = collect_iopub(kc, msg_id, timeout)
     reply = get_reply(kc, msg_id, timeout, channel)
     return reply, msgs
+
+
+def completions(kc: BlockingKernelClient, code: str) -> list[str]:
+    """The matches of a complete_request for code with the cursor at its end."""
+    reply, _ = request(kc, "complete_request", {"code": code, "cursor_pos": len(code)})
+    return reply["content"]["matches"]
 
 
 def outputs(msgs: list[dict]) -> list[dict]:
@@ -502,6 +524,19 @@ def host_work_runs_s(evalue: str) -> float:
     m = re.search(r"\d+ runs? \(--warmup \+ --reps\) ([0-9.e+-]+) (s|min|h|days)\b", evalue)
     assert m, evalue
     return float(m.group(1)) * {"s": 1, "min": 60, "h": 3600, "days": 86400}[m.group(2)]
+
+
+def runner_host_work_s(kc: BlockingKernelClient, run: str) -> float:
+    """The host-work estimate (seconds) of a student's kernel on the CPU runner, from the refusals of
+    run (a family command naming it) under a low CUDALAB_HOST_WORK_LIMIT: the runner makes at most 3
+    launches whatever --reps says, so --reps 3 and --reps 100 --warmup 5 are refused with one estimate."""
+    c, _, _ = cell(kc, f"{run} --reps 3 --warmup 0")
+    assert c["status"] == "error" and c["ename"] == "UsageError" and "--force" in c["evalue"], c
+    three = host_work_runs_s(c["evalue"])
+    c, _, _ = cell(kc, f"{run} --reps 100 --warmup 5")
+    assert c["status"] == "error" and c["ename"] == "UsageError", c
+    assert host_work_runs_s(c["evalue"]) == three
+    return three
 
 
 def edited(code: str, old: str | None = None, new: str = "") -> str:

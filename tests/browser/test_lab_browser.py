@@ -265,13 +265,7 @@ def browser(tmp_path_factory: pytest.TempPathFactory):
         try:
             driver.quit()
         finally:
-            _, alive = psutil.wait_procs(list(seen.values()), timeout=5)
-            for p in alive:
-                try:
-                    p.kill()
-                except psutil.NoSuchProcess:
-                    pass
-            psutil.wait_procs(alive, timeout=5)
+            kill_survivors(seen.values(), "the browser driver")
 
 
 # ---------------------------------------------------------------- the notebook, run in the page

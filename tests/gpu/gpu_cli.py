@@ -1,5 +1,5 @@
 """gpu_cli.py — what the family GPU tests share: the binary, running a cell through the
-command line, and the `gpu` fixture (skip without a GPU, or fail under CUDALAB_REQUIRE_GPU=1).
+command line, that every run's check passed, and the `gpu` fixture (skip without a GPU, or fail under CUDALAB_REQUIRE_GPU=1).
 Standard library and pytest only, so these tests also run with plain python3 and --noconftest."""
 from __future__ import annotations
 
@@ -33,6 +33,11 @@ def magic_doc(magic: str, cell: str, env: dict | None = None) -> dict:
     return next(d for d in docs if d.get("magic") == magic)
 
 
+def assert_all_passed(doc: dict) -> None:
+    bad = [r for r in doc["runs"] if r["check"]["passed"] is not True]
+    assert not bad, json.dumps(bad, indent=1)[:4000]
+
+
 @pytest.fixture(scope="module")
 def gpu() -> dict:
     reason = ""
@@ -45,8 +50,13 @@ def gpu() -> dict:
             reason = doc.get("backend_note") or f"backend is {doc.get('backend')!r}"
     except Exception as e:  # noqa: BLE001 - any failure to run is the reason
         reason, doc = f"cannot run {binary()}: {e}", {}
+    skip_without_gpu(reason)
+    return doc
+
+
+def skip_without_gpu(reason: str) -> None:
+    """Where reason says why there is no GPU: skip, or fail under CUDALAB_REQUIRE_GPU=1 (make test-gpu)."""
     if reason:
         if os.environ.get("CUDALAB_REQUIRE_GPU") == "1":
             pytest.fail(f"make test-gpu needs a GPU: {reason}", pytrace=False)
         pytest.skip(f"needs a CUDA device: {reason}")
-    return doc

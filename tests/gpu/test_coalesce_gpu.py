@@ -6,14 +6,7 @@ backend, unless CUDALAB_REQUIRE_GPU=1: then it fails loudly. Standard library an
 `python3 -m pytest --noconftest tests/gpu/test_coalesce_gpu.py` runs it on a GPU machine."""
 from __future__ import annotations
 
-import json
-
-from gpu_cli import gpu, magic_doc, run  # noqa: F401  (gpu is the fixture)
-
-
-def assert_all_passed(doc: dict) -> None:
-    bad = [r for r in doc["runs"] if r["check"]["passed"] is not True]
-    assert not bad, json.dumps(bad, indent=1)[:4000]
+from gpu_cli import assert_all_passed, gpu, magic_doc, run  # noqa: F401  (gpu is the fixture)
 
 
 def test_strides_odd_sizes(gpu):

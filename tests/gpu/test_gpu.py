@@ -5,12 +5,12 @@ backend, unless CUDALAB_REQUIRE_GPU=1 (what `make test-gpu` sets): then they fai
 from __future__ import annotations
 
 import json
-import os
 import re
 
 import pytest
 
 from conftest import cli, execute, kernel_binary
+from gpu_cli import skip_without_gpu
 
 CC = re.compile(r"^\d+\.\d+$")
 
@@ -38,10 +38,7 @@ def device_doc_from_cli() -> tuple[dict | None, str]:
 @pytest.fixture(scope="module")
 def gpu_doc(jupyter_env) -> dict:
     doc, reason = device_doc_from_cli()
-    if reason:
-        if os.environ.get("CUDALAB_REQUIRE_GPU") == "1":
-            pytest.fail(f"make test-gpu needs a GPU: {reason}", pytrace=False)
-        pytest.skip(f"needs a CUDA device: {reason}")
+    skip_without_gpu(reason)
     return doc
 
 

@@ -8,14 +8,12 @@ Skipped (with the reason %device gives) when `cudalab --run '%device' --json` re
 backend, unless CUDALAB_REQUIRE_GPU=1: then they fail loudly. Needs only the CLI (no Jupyter)."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-from pathlib import Path
-
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from gpu_cli import gpu, magic_doc, run  # noqa: F401  (gpu is the fixture)
+
+pytestmark = pytest.mark.usefixtures("gpu")     # every test: skipped, or failing, without a GPU
+
 GPU_VARIANTS = ["naive", "tiled", "fast", "fast64", "cublas", "cublas-tf32"]
 OWN_KERNELS = ["naive", "tiled", "fast", "fast64"]
 HOPPER_ONLY = ["wgmma-tf32"]        # CL_MATMUL_SM90A: in `all` on a compute capability 9.0 GPU only
@@ -26,42 +24,8 @@ TENSOR_CORES = {"wmma-tf32": ("tf32", 5e-3), "wmma-fp16": ("fp16", 5e-3), "wmma-
 NEW_KERNELS = CORNER + LADDER + list(TENSOR_CORES)
 
 
-def binary() -> Path:
-    env = os.environ.get("CUDALAB_BIN")
-    p = Path(env) if env else Path("build/bin/cudalab")
-    return p if p.is_absolute() else REPO / p
-
-
-def cli(cell: str, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([str(binary()), "--run", cell, "--json"], capture_output=True, text=True,
-                          timeout=timeout)
-
-
 def matmul(cell: str) -> dict:
-    r = cli(cell)
-    assert r.returncode == 0, f"{cell}: exit {r.returncode}: {r.stderr}"
-    assert r.stderr == "", r.stderr
-    docs = [json.loads(l) for l in r.stdout.splitlines() if l.strip()]
-    return next(d for d in docs if d.get("magic") == "matmul")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def gpu() -> dict:
-    reason = ""
-    try:
-        r = cli("%device", timeout=120)
-        doc = json.loads(r.stdout.splitlines()[0]) if r.returncode == 0 and r.stdout.strip() else None
-        if doc is None:
-            reason = f"`cudalab --run %device` exited {r.returncode}: {r.stderr.strip()}"
-        elif doc.get("backend") != "cuda":
-            reason = doc.get("backend_note") or f"backend is {doc.get('backend')!r}"
-    except (OSError, subprocess.SubprocessError, ValueError) as e:
-        doc, reason = None, f"cannot run {binary()}: {e}"
-    if reason:
-        if os.environ.get("CUDALAB_REQUIRE_GPU") == "1":
-            pytest.fail(f"the GPU tests need a GPU: {reason}", pytrace=False)
-        pytest.skip(f"needs a CUDA device: {reason}")
-    return doc
+    return magic_doc("matmul", cell)
 
 
 def hopper(gpu: dict) -> bool:
@@ -178,15 +142,15 @@ def test_results_deterministic_given_seed() -> None:
 
 
 def test_absurd_size_refused_before_allocation() -> None:
-    r = cli("%matmul --size 2^40 --variant fast")
-    assert r.returncode == 1
-    assert "MemoryError" in r.stderr and "device memory" in r.stderr and "largest square size" in r.stderr
+    rc, _, err = run("%matmul --size 2^40 --variant fast")
+    assert rc == 1
+    assert "MemoryError" in err and "device memory" in err and "largest square size" in err
 
 
 def test_grid_too_tall_is_a_clear_error() -> None:
-    r = cli("%matmul --m 300000 --n 1 --k 1 --variant tiled --tile 2 --reps 1")
-    assert r.returncode == 1
-    assert "exceeds this device" in r.stderr
+    rc, _, err = run("%matmul --m 300000 --n 1 --k 1 --variant tiled --tile 2 --reps 1")
+    assert rc == 1
+    assert "exceeds this device" in err
 
 
 def test_reps_auto_until_the_median_settles_and_the_conditions_beside() -> None:
@@ -250,8 +214,8 @@ def test_wgmma_tf32_refused_clearly_off_hopper(gpu: dict) -> None:
     """Named on another GPU: an error naming what it needs and what this is; `all` leaves it out."""
     if hopper(gpu):
         pytest.skip("a compute capability 9.0 GPU runs wgmma-tf32")
-    r = cli("%matmul --size 64 --variant wgmma-tf32 --reps 1")
-    assert r.returncode == 1, r
-    assert "CudaError" in r.stderr and "wgmma-tf32 needs a Hopper GPU (sm_90a); this is sm_" in r.stderr, r.stderr
+    rc, _, err = run("%matmul --size 64 --variant wgmma-tf32 --reps 1")
+    assert rc == 1, err
+    assert "CudaError" in err and "wgmma-tf32 needs a Hopper GPU (sm_90a); this is sm_" in err, err
     doc = matmul("%matmul --size 64 --variant all --reps 1 --warmup 0")
     assert "wgmma-tf32" not in {r["variant"] for r in doc["runs"]}

@@ -23,6 +23,7 @@ import re
 
 import pytest
 
+from kernels import reduce_tree
 from student_session import cell, kernel_cell
 from test_gpu import gpu_doc  # noqa: F401  (the fixture: skip or fail without a GPU)
 
@@ -134,15 +135,7 @@ __global__ void memo""" + MM_SIG + """ {
 RUN_N = 1 << 20
 REDUCE_HEAD = f"#define RUN_N {RUN_N}\n#define FINAL {FINAL}\n" + COUNTER + """
 __device__ float block_sum(const float *input, int n) {
-    __shared__ float s[1024];
-    unsigned t = threadIdx.x, i = blockIdx.x * 2 * blockDim.x + t;
-    float x = i < n ? input[i] : 0.0f;
-    if (i + blockDim.x < n) x += input[i + blockDim.x];
-    s[t] = x;
-    for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
-        __syncthreads();
-        if (t < stride) s[t] += s[t + stride];
-    }
+""" + reduce_tree(1024) + """\
     __syncthreads();
     return s[0];
 }

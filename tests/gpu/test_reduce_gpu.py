@@ -7,22 +7,15 @@ Uses only the standard library and pytest (no conftest helpers), so it also runs
 with plain python3: `python3 -m pytest --noconftest tests/gpu/test_reduce_gpu.py`."""
 from __future__ import annotations
 
-import json
-
 import pytest
 
 VARIANTS = ["cpu", "divergent", "convergent", "multiblock", "fast", "cub"]
 
-from gpu_cli import gpu, magic_doc, run  # noqa: E402,F401  (gpu is the fixture)
+from gpu_cli import assert_all_passed, gpu, magic_doc, run  # noqa: E402,F401  (gpu is the fixture)
 
 
 def reduce_doc(cell: str, env: dict | None = None) -> dict:
     return magic_doc("reduce", cell, env)
-
-
-def assert_all_passed(doc: dict) -> None:
-    bad = [r for r in doc["runs"] if r["check"]["passed"] is not True]
-    assert not bad, json.dumps(bad, indent=1)[:4000]
 
 
 @pytest.mark.parametrize("size", ["1", "1000003", "2^22+1"])

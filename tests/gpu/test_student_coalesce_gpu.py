@@ -7,10 +7,8 @@ ceil(n/stride) x stride view); the lecture's strided copy made a %%kernel cell b
 After each failure the next cell works."""
 from __future__ import annotations
 
-import pytest
-
-from student_session import cell, kernel_cell
-from test_gpu import gpu_doc  # noqa: F401  (the fixture: skip or fail without a GPU)
+import student_session
+from student_session import cell, failing, gpu_doc, kc  # noqa: F401  (gpu_doc, kc: fixtures)
 
 COPY = """__global__ void mycopy(const float *in, float *out, unsigned long long n, unsigned long long stride) {
     unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
@@ -30,24 +28,10 @@ STRIDED = """__global__ void mystrided(const float *in, float *out, unsigned lon
 QUICK_N = 100003
 
 
-@pytest.fixture
-def kc(gpu_doc, start_kernel):
-    return start_kernel()[1]
-
-
 def defined(kc, name: str, body: str, line: str = "") -> dict:
-    c, text, doc = cell(kc, kernel_cell("coalesce", name, body, line))
-    assert c["status"] == "ok", (c, text)
-    assert doc["check"]["passed"] is True, doc["check"]
+    text, doc = student_session.defined(kc, "coalesce", name, body, line)
     assert f"quick check (%coalesce --size {QUICK_N} --stride 7" in text
     return doc
-
-
-def failing(kc, name: str, body: str) -> tuple[dict, dict | None]:
-    """A buggy kernel's %%kernel cell: it compiles, and its quick check fails or faults."""
-    c, _, doc = cell(kc, kernel_cell("coalesce", name, body))
-    assert c["status"] == "error" and c["ename"] in ("CheckError", "CudaError"), c
-    return c, doc
 
 
 def next_cell_works(kc):
@@ -106,7 +90,7 @@ def test_as_kernel_cell_passes_at_every_stride(kc):
 
 def test_missing_bounds_check_is_named(kc):
     # 100096 threads for 100003 elements: the last 93 store past the end of out
-    c, doc = failing(kc, "nobounds", COPY.replace("mycopy(", "nobounds(").replace("if (i < n) ", ""))
+    c, doc = failing(kc, "coalesce", "nobounds", COPY.replace("mycopy(", "nobounds(").replace("if (i < n) ", ""))
     text = c["evalue"] + "\n".join(c["traceback"])
     assert "nobounds wrote outside out" in text or "illegal" in text.lower(), text
     if c["ename"] == "CheckError":
@@ -115,7 +99,7 @@ def test_missing_bounds_check_is_named(kc):
 
 
 def test_skipped_input_names_the_first_unwritten_element(kc):
-    c, doc = failing(kc, "half", COPY.replace("mycopy(", "half(").replace("if (i < n)", "if (i < n / 2)"))
+    c, doc = failing(kc, "coalesce", "half", COPY.replace("mycopy(", "half(").replace("if (i < n)", "if (i < n / 2)"))
     assert c["ename"] == "CheckError", c
     assert f"out[{QUICK_N // 2}] was never written" in c["evalue"], c
     assert doc["check"]["passed"] is False
@@ -129,7 +113,7 @@ def test_skipped_input_names_the_first_unwritten_element(kc):
 
 
 def test_wrong_value_is_named(kc):
-    c, doc = failing(kc, "wrong", COPY.replace("mycopy(", "wrong(")
+    c, doc = failing(kc, "coalesce", "wrong", COPY.replace("mycopy(", "wrong(")
                      .replace("out[i] = in[i];", "out[i] = i == 17 ? -in[i] : in[i];"))
     assert c["ename"] == "CheckError", c
     assert "out[17] = " in c["evalue"] and ", expected " in c["evalue"], c
@@ -145,7 +129,7 @@ def test_a_kernel_that_copies_once_is_caught(kc):
             .replace("    if (i < n) out[i] = in[i];\n",
                      "    if (launches > 0) return;\n    if (i < n) out[i] = in[i];\n"
                      "    if (i == 0) atomicAdd(&launches, 1ull);\n"))
-    c, _ = failing(kc, "once", body)
+    c, _ = failing(kc, "coalesce", "once", body)
     assert c["ename"] == "CheckError" and "out[0] was never written" in c["evalue"], c
     next_cell_works(kc)
 

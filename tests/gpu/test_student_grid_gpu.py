@@ -5,22 +5,8 @@ Pout[row][col]), half the rows never written; a 3D shape is refused. After each 
 works."""
 from __future__ import annotations
 
-import pytest
-
-from student_session import cell, kernel_cell
-from test_gpu import gpu_doc  # noqa: F401  (the fixture: skip or fail without a GPU)
-
-PICTURE = """__global__ void {name}(const float *Pin, float *Pout, int width, int height) {{
-    int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
-    if (row < height && col < width)
-        Pout[row * width + col] = 2.0f * Pin[row * width + col];
-}}
-"""
-
-
-@pytest.fixture
-def kc(gpu_doc, start_kernel):
-    return start_kernel()[1]
+from kernels import picture
+from student_session import cell, failing, gpu_doc, kc, kernel_cell  # noqa: F401  (gpu_doc, kc: fixtures)
 
 
 def next_cell_works(kc):
@@ -28,15 +14,8 @@ def next_cell_works(kc):
     assert c["status"] == "ok" and doc["runs"][0]["check"]["passed"] is True, c
 
 
-def failing(kc, name: str, body: str) -> dict:
-    c, _, _ = cell(kc, kernel_cell("grid", name, body))
-    assert c["status"] == "error" and c["ename"] in ("CheckError", "CudaError"), c
-    return c
-
-
-@pytest.mark.parametrize("data, block", [("76x62", "16x16"), ("1000003", "256"), ("67x33", "32x8"), ("1", "1")])
 def test_picture_kernel_passes_beside_map(kc, data, block):
-    c, _, doc = cell(kc, kernel_cell("grid", "mypic", PICTURE.format(name="mypic")))
+    c, _, doc = cell(kc, kernel_cell("grid", "mypic", picture("mypic")))
     assert c["status"] == "ok" and doc["check"]["passed"] is True, c
     c, _, doc = cell(kc, f"%grid --data {data} --block {block} --variant map,mypic --reps 3 --warmup 1")
     assert c["status"] == "ok", c
@@ -49,7 +28,7 @@ def test_picture_kernel_passes_beside_map(kc, data, block):
 
 
 def test_missing_bounds_check(kc):
-    c = failing(kc, "nobounds", PICTURE.format(name="nobounds").replace(
+    c, _ = failing(kc, "grid", "nobounds", picture("nobounds").replace(
         "if (row < height && col < width)\n        ", ""))
     text = c["evalue"] + "\n".join(c["traceback"])
     assert "wrote outside Pout" in text or "illegal" in text.lower(), text
@@ -59,20 +38,20 @@ def test_missing_bounds_check(kc):
 def test_swapped_rows_and_columns(kc):
     # reading the transposed pixel (Pout and Pin both indexed col * height + row would be a permutation
     # of a correct picture, and right)
-    c = failing(kc, "swapped", PICTURE.format(name="swapped").replace(
+    c, _ = failing(kc, "grid", "swapped", picture("swapped").replace(
         "2.0f * Pin[row * width + col]", "2.0f * Pin[col * height + row]"))
     assert c["ename"] == "CheckError" and "Pout[" in c["evalue"] and "expected" in c["evalue"], c
     next_cell_works(kc)
 
 
 def test_half_the_rows_never_written(kc):
-    c = failing(kc, "half", PICTURE.format(name="half").replace("row < height &&", "row < height / 2 &&"))
+    c, _ = failing(kc, "grid", "half", picture("half").replace("row < height &&", "row < height / 2 &&"))
     assert c["ename"] == "CheckError" and "Pout[16][0] was never written" in c["evalue"], c
     next_cell_works(kc)
 
 
 def test_3d_data_is_refused(kc):
-    assert cell(kc, kernel_cell("grid", "mypic", PICTURE.format(name="mypic")))[0]["status"] == "ok"
+    assert cell(kc, kernel_cell("grid", "mypic", picture("mypic")))[0]["status"] == "ok"
     c, _, _ = cell(kc, "%grid --data 8x8x8 --block 4x4x4 --variant mypic")
     assert c["status"] == "error" and c["ename"] == "UsageError" and "a picture is 2D" in c["evalue"], c
     next_cell_works(kc)

@@ -9,34 +9,13 @@ from __future__ import annotations
 import re
 
 from conftest import execute
+from kernels import GRID_STRIDE, LETTER_BIN, histo_interleaved, histo_privatised
 from test_gpu import gpu_doc  # noqa: F401  (the fixture: skip or fail without a GPU)
 
 RESULT = "application/vnd.cudalab.result+json"
 
-LOOP = """for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-         i += (long long)gridDim.x * blockDim.x)"""
-BIN = "int pos = (data[i] | 0x20) - 'a';"
-
-INTERLEAVED = f"""__global__ void NAME(const unsigned char *data, long long n, unsigned int *histo) {{
-    {LOOP} {{
-        {BIN}
-        if (pos >= 0 && pos < 26) atomicAdd(&histo[pos / 4], 1u);
-    }}
-}}"""
-
-PRIVATISED = f"""#define NUM_BINS 7
-__global__ void NAME(const unsigned char *data, long long n, unsigned int *histo) {{
-    __shared__ unsigned int histo_s[NUM_BINS];
-    for (int b = threadIdx.x; b < NUM_BINS; b += blockDim.x) histo_s[b] = 0;
-    __syncthreads();
-    {LOOP} {{
-        {BIN}
-        if (pos >= 0 && pos < 26) atomicAdd(&histo_s[pos / 4], 1u);
-    }}
-    SYNC
-    for (int b = threadIdx.x; b < NUM_BINS; b += blockDim.x)
-        if (histo_s[b]) atomicAdd(&histo[b], histo_s[b]);
-}}"""
+INTERLEAVED = histo_interleaved("NAME")
+PRIVATISED = histo_privatised("NAME", sync="SYNC")
 
 # histo[b]++ on the global histogram: increments that race lose updates
 NON_ATOMIC = INTERLEAVED.replace("atomicAdd(&histo[pos / 4], 1u)", "histo[pos / 4]++")
@@ -44,14 +23,16 @@ NON_ATOMIC = INTERLEAVED.replace("atomicAdd(&histo[pos / 4], 1u)", "histo[pos / 
 NO_STRIDE = f"""__global__ void NAME(const unsigned char *data, long long n, unsigned int *histo) {{
     long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (i < n) {{
-        {BIN}
+        {LETTER_BIN}
         if (pos >= 0 && pos < 26) atomicAdd(&histo[pos / 4], 1u);
     }}
-}}"""
+}}
+"""
 WRONG_BIN = INTERLEAVED.replace("histo[pos / 4]", "histo[pos % 7]")
 BYTE_BINS = f"""__global__ void NAME(const unsigned char *data, long long n, unsigned int *histo) {{
-    {LOOP} atomicAdd(&histo[data[i]], 1u);
-}}"""
+    {GRID_STRIDE} atomicAdd(&histo[data[i]], 1u);
+}}
+"""
 
 FIRST_WRONG = re.compile(r"histo\[\d+\] \([a-z]-[a-z]\) = \d+, expected \d+")
 
@@ -66,7 +47,7 @@ def result(msgs: list[dict]) -> dict:
 
 def define(kc, name: str, source: str, flags: str = "") -> dict:
     """Compiles a kernel (its quick check included); the reply's content."""
-    reply, msgs = execute(kc, f"%%kernel --for histo --name {name} {flags}\n{source.replace('NAME', name)}\n",
+    reply, msgs = execute(kc, f"%%kernel --for histo --name {name} {flags}\n{source.replace('NAME', name)}",
                           timeout=120)
     content = reply["content"]
     content["doc"] = result(msgs) if content["status"] == "ok" else None

@@ -9,18 +9,12 @@ import pytest
 
 from conftest import execute, streams
 from student_names import CASES, Case
-from student_session import cell
-from test_gpu import gpu_doc  # noqa: F401  (the fixture: skip or fail without a GPU)
+from student_session import cell, gpu_doc, kc  # noqa: F401  (gpu_doc, kc: fixtures)
 
 # the family command that runs each kernel again beside a built-in variant, at a size no block divides
 RUN = {"matmul": "%matmul --m 700 --n 500 --k 400 --variant tiled",
        "reduce": "%reduce --size 1000003 --variant convergent",
        "vecadd": "%vecadd --size 1000003 --variant builtin"}
-
-
-@pytest.fixture
-def kc(gpu_doc, start_kernel):
-    return start_kernel()[1]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

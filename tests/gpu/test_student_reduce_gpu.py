@@ -8,24 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from student_session import cell, kernel_cell
-from test_gpu import gpu_doc  # noqa: F401  (the fixture: skip or fail without a GPU)
+from kernels import reduce_convergent
+from student_session import cell, gpu_doc, kc, kernel_cell  # noqa: F401  (gpu_doc, kc: fixtures)
 
-TREE = """__global__ void NAME(const float *input, float *partial, int n) {
-    __shared__ float s[1024];
-    unsigned t = threadIdx.x, i = blockIdx.x * 2 * blockDim.x + t;
-    float x = i < n ? input[i] : 0.0f;
-    if (i + blockDim.x < n) x += input[i + blockDim.x];
-    s[t] = x;
-    for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
-        SYNC
-        if (t < stride) s[t] += s[t + stride];
-    }
-    if (t == 0) partial[blockIdx.x] = s[0];
-}
-"""
-CONVERGENT = TREE.replace("NAME", "conv").replace("SYNC", "__syncthreads();")
-NO_SYNC = TREE.replace("NAME", "nosync").replace("SYNC", "")
+CONVERGENT = reduce_convergent("conv", 1024)
+NO_SYNC = reduce_convergent("nosync", 1024, sync="")
 DIVERGENT = """__global__ void div(const float *input, float *partial, int n) {
     __shared__ float s[2048];
     unsigned t = threadIdx.x, base = blockIdx.x * 2 * blockDim.x;
@@ -63,11 +50,6 @@ __global__ void halfsum(const float *input, float *partial, int n) {
     if (t == 0) partial[blockIdx.x] = __half2float(s[0]);
 }
 """
-
-
-@pytest.fixture
-def kc(gpu_doc, start_kernel):
-    return start_kernel()[1]
 
 
 @pytest.mark.parametrize("name, body", [("conv", CONVERGENT), ("div", DIVERGENT)])

@@ -7,20 +7,10 @@ __syncthreads() in the tiled kernel (racecheck, or the check); a 2D kernel run i
 each failure the next cell works."""
 from __future__ import annotations
 
-import pytest
+from kernels import stencil_1d, stencil_2d
+from student_session import cell, defined, failing, gpu_doc, kc, kernel_cell  # noqa: F401  (gpu_doc, kc: fixtures)
 
-from student_session import cell, kernel_cell
-from test_gpu import gpu_doc  # noqa: F401  (the fixture: skip or fail without a GPU)
-
-DIRECT_1D = """__global__ void direct(const float *in, float *out, const float *w, int n, int R) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    float acc = 0.0f;
-    for (int j = -R; j <= R; j++)
-        if (i + j >= 0 && i + j < n) acc += w[j + R] * in[i + j];
-    out[i] = acc;
-}
-"""
+DIRECT_1D = stencil_1d("direct")
 TILED_1D = """__global__ void halo(const float *in, float *out, const float *w, int n, int R) {
     extern __shared__ float tile[];                 // blockDim.x + 2R floats
     int i = blockIdx.x * blockDim.x + threadIdx.x, base = blockIdx.x * blockDim.x - R;
@@ -35,19 +25,7 @@ TILED_1D = """__global__ void halo(const float *in, float *out, const float *w, 
     out[i] = acc;
 }
 """
-DIRECT_2D = """__global__ void conv(const float *in, float *out, const float *w, int width, int height, int r) {
-    int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
-    if (row >= height || col >= width) return;
-    float acc = 0.0f;
-    for (int dy = -r; dy <= r; dy++)
-        for (int dx = -r; dx <= r; dx++) {
-            int y = row + dy, x = col + dx;
-            if (y >= 0 && y < height && x >= 0 && x < width)
-                acc += w[(dy + r) * (2 * r + 1) + dx + r] * in[y * width + x];
-        }
-    out[row * width + col] = acc;
-}
-"""
+DIRECT_2D = stencil_2d("conv")
 TILED_2D = """__global__ void tconv(const float *in, float *out, const float *w, int width, int height, int r) {
     extern __shared__ float tile[];                 // (blockDim.x + 2r) x (blockDim.y + 2r) floats
     int sx = blockDim.x + 2 * r, sy = blockDim.y + 2 * r, k = 2 * r + 1;
@@ -69,33 +47,14 @@ TILED_2D = """__global__ void tconv(const float *in, float *out, const float *w,
 """
 
 
-@pytest.fixture
-def kc(gpu_doc, start_kernel):
-    return start_kernel()[1]
-
-
-def defined(kc, name: str, body: str, line: str = "") -> dict:
-    c, text, doc = cell(kc, kernel_cell("stencil", name, body, line))
-    assert c["status"] == "ok", (c, text)
-    assert doc["check"]["passed"] is True, doc["check"]
-    return doc
-
-
-def failing(kc, name: str, body: str, line: str = "") -> tuple[dict, dict | None]:
-    """A buggy kernel's %%kernel cell: it compiles, and its quick check fails or faults."""
-    c, _, doc = cell(kc, kernel_cell("stencil", name, body, line))
-    assert c["status"] == "error" and c["ename"] in ("CheckError", "CudaError"), c
-    return c, doc
-
-
 def next_cell_works(kc):
     c, _, doc = cell(kc, "%stencil --size 10007 --radius 3 --variant tiled --reps 1 --warmup 0")
     assert c["status"] == "ok" and doc["runs"][0]["check"]["passed"] is True, c
 
 
 def test_1d_kernels_pass_beside_ours(kc):
-    defined(kc, "direct", DIRECT_1D)
-    doc = defined(kc, "halo", TILED_1D)
+    defined(kc, "stencil", "direct", DIRECT_1D)
+    _, doc = defined(kc, "stencil", "halo", TILED_1D)
     assert doc["resources"]["static_smem"] == 0
     # racecheck ran on the kernel with shared memory
     assert doc["check"]["tools"]["racecheck"]["status"] in ("passed", "unavailable"), doc["check"]
@@ -118,8 +77,8 @@ def test_1d_kernels_pass_beside_ours(kc):
 
 
 def test_2d_kernels_pass_at_every_block_shape(kc):
-    defined(kc, "conv", DIRECT_2D, "--dim 2")
-    defined(kc, "tconv", TILED_2D, "--dim 2")
+    defined(kc, "stencil", "conv", DIRECT_2D, "--dim 2")
+    defined(kc, "stencil", "tconv", TILED_2D, "--dim 2")
     c, _, doc = cell(kc, "%stencil --dim 2 --size 67x45,1000x3 --filter gauss3,gauss5 --block 16,32x8,8x32 "
                          "--variant tiled,conv,tconv --reps 1 --warmup 0")
     assert c["status"] == "ok", c
@@ -133,7 +92,7 @@ def test_2d_kernels_pass_at_every_block_shape(kc):
 
 
 def test_2d_kernel_in_1d_is_refused(kc):
-    defined(kc, "conv", DIRECT_2D, "--dim 2")
+    defined(kc, "stencil", "conv", DIRECT_2D, "--dim 2")
     c, _, _ = cell(kc, "%stencil --size 1000 --variant naive,conv --reps 1 --warmup 0")
     assert c["status"] == "error" and c["ename"] == "UsageError", c
     assert "conv is a 2D kernel" in c["evalue"] and "--dim 2" in c["evalue"]
@@ -142,7 +101,7 @@ def test_2d_kernel_in_1d_is_refused(kc):
 
 def test_missing_bounds_check_is_named(kc):
     body = DIRECT_1D.replace("    if (i >= n) return;\n", "").replace("direct(", "nobounds(")
-    c, _ = failing(kc, "nobounds", body)
+    c, _ = failing(kc, "stencil", "nobounds", body)
     text = c["evalue"] + "\n".join(c["traceback"])
     assert "wrote outside out" in text or "illegal" in text.lower(), text
     next_cell_works(kc)
@@ -150,14 +109,14 @@ def test_missing_bounds_check_is_named(kc):
 
 def test_swapped_row_and_col_names_the_first_wrong_pixel(kc):
     body = DIRECT_2D.replace("conv(", "swapped(").replace("out[row * width + col]", "out[col * height + row]")
-    c, doc = failing(kc, "swapped", body, "--dim 2")
+    c, doc = failing(kc, "stencil", "swapped", body, "--dim 2")
     assert c["ename"] == "CheckError" and "out[" in c["evalue"] and "expected" in c["evalue"], c
     next_cell_works(kc)
 
 
 def test_half_the_output_never_written(kc):
     body = DIRECT_2D.replace("conv(", "half(").replace("if (row >= height", "if (row >= height / 2")
-    c, _ = failing(kc, "half", body, "--dim 2")
+    c, _ = failing(kc, "stencil", "half", body, "--dim 2")
     assert c["ename"] == "CheckError" and "was never written" in c["evalue"], c
     assert "out[16][0]" in c["evalue"], c       # 67x33: rows 0..15 written, 16 is the first missing
     next_cell_works(kc)
@@ -168,7 +127,7 @@ def test_half_precision_accumulation_is_rejected(kc):
             .replace("float acc = 0.0f;", "__half acc = __float2half(0.0f);")
             .replace("acc += w[j + R] * in[i + j];", "acc = __hadd(acc, __float2half(w[j + R] * in[i + j]));")
             .replace("out[i] = acc;", "out[i] = __half2float(acc);"))
-    c, _ = failing(kc, "fp16", body)
+    c, _ = failing(kc, "stencil", "fp16", body)
     assert c["ename"] == "CheckError" and "expected" in c["evalue"], c
     next_cell_works(kc)
 
@@ -186,7 +145,7 @@ def test_missing_syncthreads_in_the_tiled_kernel(kc):
 
 
 def test_too_much_shared_memory_is_a_clear_error(kc):
-    defined(kc, "halo", TILED_1D)
+    defined(kc, "stencil", "halo", TILED_1D)
     c, _, _ = cell(kc, "%stencil --size 10007 --radius 3 --variant halo --smem 1000000 --reps 1 --warmup 0")
     assert c["status"] == "error" and "shared memory" in c["evalue"], c
     next_cell_works(kc)

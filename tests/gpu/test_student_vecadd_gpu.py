@@ -4,31 +4,12 @@ at a size that is not a multiple of the block, is rejected (its writes past n hi
 a CheckError naming C[n + k], or a fault, a CudaError) and the next cell works."""
 from __future__ import annotations
 
-import pytest
+from kernels import vecadd
+from student_session import cell, gpu_doc, kc, kernel_cell  # noqa: F401  (gpu_doc, kc: fixtures)
 
-from student_session import cell, kernel_cell
-from test_gpu import gpu_doc  # noqa: F401  (the fixture: skip or fail without a GPU)
-
-GOOD = """__global__ void myadd(const float *A, const float *B, float *C, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) C[i] = A[i] + B[i];
-}
-"""
-NO_BOUNDS = """__global__ void nobounds(const float *A, const float *B, float *C, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    C[i] = A[i] + B[i];
-}
-"""
-HALF = """__global__ void halfadd(const float *A, const float *B, float *C, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n / 2) C[i] = A[i] + B[i];
-}
-"""
-
-
-@pytest.fixture
-def kc(gpu_doc, start_kernel):
-    return start_kernel()[1]
+GOOD = vecadd("myadd")
+NO_BOUNDS = vecadd("nobounds", "C[i] = A[i] + B[i];")
+HALF = vecadd("halfadd", "if (i < n / 2) C[i] = A[i] + B[i];")
 
 
 def test_correct_kernel_passes_beside_builtin(kc):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import execute, outputs, run_cell, streams
+from conftest import failed, outputs, quiet_ok as ok, run_cell, streams
 
 CPU = {"CUDALAB_BACKEND": "cpu"}
 QUICK = "--reps 2 --warmup 0"
@@ -18,17 +18,8 @@ def kc(start_kernel):
     return start_kernel(env=CPU)[1]
 
 
-def ok(kc, code, **kw):
-    reply, msgs = execute(kc, code, timeout=60, **kw)
-    assert reply["content"]["status"] == "ok", reply["content"]
-    assert not streams(msgs, "stderr"), streams(msgs, "stderr")
-    return msgs
-
-
 def error(kc, code):
-    reply, msgs = execute(kc, code, timeout=60)
-    c = reply["content"]
-    assert c["status"] == "error", c
+    c, msgs = failed(kc, code)
     errs = [m["content"] for m in msgs if m["msg_type"] == "error"]
     assert len(errs) == 1 and errs[0]["ename"] == c["ename"]
     return c

@@ -13,36 +13,19 @@ import jsonschema
 import pytest
 
 from conftest import cell, compiled, load_schema
+from kernels import picture
 
 H = "%%kernel --for grid --name {name}\n"
 # line 1 is the %%kernel line: the kernel's lines are numbered from 2, as the cell shows them
-PICTURE = H.format(name="mypic") + """\
-__global__ void mypic(const float *Pin, float *Pout, int width, int height) {
-    int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
-    if (row < height && col < width)
-        Pout[row * width + col] = 2.0f * Pin[row * width + col];
-}
-"""
-NO_BOUNDS = H.format(name="nobound") + """\
-__global__ void nobound(const float *Pin, float *Pout, int width, int height) {
-    int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
-    Pout[row * width + col] = 2.0f * Pin[row * width + col];
-}
-"""   # line 4 reads and writes every thread's pixel, inside the picture or not
-SWAPPED = H.format(name="swapped") + """\
-__global__ void swapped(const float *Pin, float *Pout, int width, int height) {
-    int row = blockIdx.x * blockDim.x + threadIdx.x, col = blockIdx.y * blockDim.y + threadIdx.y;
-    if (row < height && col < width)
-        Pout[row * width + col] = 2.0f * Pin[row * width + col];
-}
-"""   # x numbers the rows: the grid covers 80 rows of 64 columns, and columns 64..75 are never reached
-TRANSPOSED = H.format(name="transposed") + """\
-__global__ void transposed(const float *Pin, float *Pout, int width, int height) {
-    int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
-    if (row < height && col < width)
-        Pout[col * height + row] = 2.0f * Pin[row * width + col];
-}
-"""   # every pixel written once, in bounds, at the transposed place: only the check sees it
+PICTURE = H.format(name="mypic") + picture("mypic")
+# line 4 reads and writes every thread's pixel, inside the picture or not
+NO_BOUNDS = H.format(name="nobound") + picture("nobound").replace(
+    "    if (row < height && col < width)\n        Pout", "    Pout")
+# x numbers the rows: the grid covers 80 rows of 64 columns, and columns 64..75 are never reached
+SWAPPED = H.format(name="swapped") + picture(
+    "swapped", index="int row = blockIdx.x * blockDim.x + threadIdx.x, col = blockIdx.y * blockDim.y + threadIdx.y;")
+# every pixel written once, in bounds, at the transposed place: only the check sees it
+TRANSPOSED = H.format(name="transposed") + picture("transposed", out="Pout[col * height + row]")
 
 
 @pytest.fixture

@@ -11,38 +11,16 @@ import re
 
 import pytest
 
-from conftest import cell, compiled, edited, host_work_runs_s, runner_error
+from conftest import cell, compiled, edited, runner_error, runner_host_work_s
+from kernels import histo_interleaved, histo_privatised
 
 CPU = {"CUDALAB_BACKEND": "cpu"}
 
 # the %%kernel line is line 1
-INTERLEAVED = """%%kernel --for histo --name NAME
-__global__ void NAME(const unsigned char *data, long long n, unsigned int *histo) {
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-         i += (long long)gridDim.x * blockDim.x) {
-        int pos = (data[i] | 0x20) - 'a';
-        if (pos >= 0 && pos < 26) atomicAdd(&histo[pos / 4], 1u);
-    }
-}
-"""
+INTERLEAVED = "%%kernel --for histo --name NAME\n" + histo_interleaved("NAME")
 LINE_COUNT = 6          # the update of the global histogram
 
-PRIVATIZED = """%%kernel --for histo --name NAME
-#define NUM_BINS 7
-__global__ void NAME(const unsigned char *data, long long n, unsigned int *histo) {
-    __shared__ unsigned int histo_s[NUM_BINS];
-    for (int b = threadIdx.x; b < NUM_BINS; b += blockDim.x) histo_s[b] = 0;
-    __syncthreads();
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-         i += (long long)gridDim.x * blockDim.x) {
-        int pos = (data[i] | 0x20) - 'a';
-        if (pos >= 0 && pos < 26) atomicAdd(&histo_s[pos / 4], 1u);
-    }
-    __syncthreads();
-    for (int b = threadIdx.x; b < NUM_BINS; b += blockDim.x)
-        if (histo_s[b]) atomicAdd(&histo[b], histo_s[b]);
-}
-"""
+PRIVATIZED = "%%kernel --for histo --name NAME\n" + histo_privatised("NAME")
 LINE_ZERO, LINE_COUNT_S, LINE_MERGE = 5, 10, 14
 
 
@@ -148,9 +126,4 @@ def test_race_at_another_size_and_input(kc):
 def test_host_work_counts_three_launches_at_the_runner_rate(start_kernel):
     _, kc = start_kernel(env={**CPU, "CUDALAB_HOST_WORK_LIMIT": "0.05"})
     assert compiled(kc, variant(INTERLEAVED, "myinter"))[0]["status"] == "ok"   # under the limit
-    c, _, _ = cell(kc, "%histo --size 2^30 --variant myinter --reps 3 --warmup 0")
-    assert c["status"] == "error" and c["ename"] == "UsageError" and "--force" in c["evalue"], c
-    three = host_work_runs_s(c["evalue"])
-    c, _, _ = cell(kc, "%histo --size 2^30 --variant myinter --reps 100 --warmup 5")
-    assert c["status"] == "error" and c["ename"] == "UsageError", c
-    assert host_work_runs_s(c["evalue"]) == three
+    runner_host_work_s(kc, "%histo --size 2^30 --variant myinter")

@@ -12,16 +12,9 @@ import psutil
 import pytest
 
 from conftest import cell, compiled
+from kernels import VECADD_BODY, vecadd
 
 CPU = {"CUDALAB_BACKEND": "cpu"}
-
-VECADD = """%%kernel --for vecadd --name NAME
-HEAD__global__ void NAME(const float *A, const float *B, float *C, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    BODY
-}
-"""
-GOOD = "if (i < n) C[i] = A[i] + B[i];"
 
 # what every launch has, wherever it runs
 ALWAYS = ["audited-object", "no-descriptors", "empty-environment", "seccomp", "no-new-privileges", "limits"]
@@ -44,8 +37,8 @@ def kc(start_kernel):
     return start_kernel(env=CPU)[1]
 
 
-def kernel(name: str, body: str = GOOD, head: str = "") -> str:
-    return VECADD.replace("NAME", name).replace("BODY", body).replace("HEAD", head)
+def kernel(name: str, body: str = VECADD_BODY, head: str = "") -> str:
+    return f"%%kernel --for vecadd --name {name}\n" + vecadd(name, body, head)
 
 
 def test_every_permitted_layer_is_on(kc):

@@ -16,88 +16,55 @@ import jsonschema
 import pytest
 
 from conftest import cell, compiled, host_work_runs_s, load_schema
+from kernels import stencil_1d, stencil_2d
 
 H1 = "%%kernel --for stencil --name {name}\n"
 H2 = "%%kernel --for stencil --dim 2 --name {name}\n"
 RUN = "%stencil --size 1000 --radius 3 --variant {name} --reps 1 --warmup 0"
 
 # line 1 is the %%kernel line: the kernel's lines are numbered from 2, as the cell shows them
-GOOD = H1.format(name="mystencil") + """\
-__global__ void mystencil(const float *in, float *out, const float *w, int n, int R) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    float acc = 0.0f;
-    for (int j = -R; j <= R; j++)
-        if (i + j >= 0 && i + j < n) acc += w[j + R] * in[i + j];
-    out[i] = acc;
-}
-"""
+GOOD = H1.format(name="mystencil") + stencil_1d("mystencil")
 NO_LEFT = GOOD.replace("mystencil", "noleft").replace("if (i + j >= 0 && i + j < n)", "if (i + j < n)")  # line 7
 NO_IF = GOOD.replace("mystencil", "noif").replace("    if (i >= n) return;\n", "")                     # write: line 7
-NO_SYNC = H1.format(name="nosync") + """\
-__global__ void nosync(const float *in, float *out, const float *w, int n, int R) {
+TERMS = "    for (int j = 0; j <= 2 * R; j++)\n        acc += w[j] * tile[t + j];\n"
+
+
+def tiled(name: str, load: str, terms: str = TERMS) -> str:
+    """A tiled 1D kernel: load fills the dynamic shared tile (and defines t and i), terms add the weights."""
+    return H1.format(name=name) + f"""\
+__global__ void {name}(const float *in, float *out, const float *w, int n, int R) {{
     extern __shared__ float tile[];
+{load}    if (i >= n) return;
+    float acc = 0.0f;
+{terms}    out[i] = acc;
+}}
+"""
+
+
+# each thread loads the tile's slots t, t + B, ... (the halo included)
+LOAD = """\
     int B = blockDim.x, t = threadIdx.x;
     int base = blockIdx.x * B;
     for (int s = t; s < B + 2 * R; s += B) {
         int p = base - R + s;
         tile[s] = p >= 0 && p < n ? in[p] : 0.0f;
     }
-    int i = base + t;
-    if (i >= n) return;
-    float acc = 0.0f;
-    for (int j = 0; j <= 2 * R; j++)
-        acc += w[j] * tile[t + j];
-    out[i] = acc;
-}
-"""   # the tile written at line 8, read at line 14, no barrier between them
-HALO = H1.format(name="halo") + """\
-__global__ void halo(const float *in, float *out, const float *w, int n, int R) {
-    extern __shared__ float tile[];
+"""
+# the tile written at line 8, read at line 14, no barrier between them
+NO_SYNC = tiled("nosync", LOAD + "    int i = base + t;\n")
+# the ghost cells at the array's edges are never written (they must be 0): read at line 12
+HALO = tiled("halo", """\
     int t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
     if (i < n) tile[t + R] = in[i];
     if (t < R && i >= R) tile[t] = in[i - R];
     if (t >= blockDim.x - R && i + R < n) tile[t + 2 * R] = in[i + R];
     __syncthreads();
-    if (i >= n) return;
-    float acc = 0.0f;
-    for (int j = 0; j <= 2 * R; j++)
-        acc += w[j] * tile[t + j];
-    out[i] = acc;
-}
-"""   # the ghost cells at the array's edges are never written (they must be 0): read at line 12
-PAST = H1.format(name="past") + """\
-__global__ void past(const float *in, float *out, const float *w, int n, int R) {
-    extern __shared__ float tile[];
-    int B = blockDim.x, t = threadIdx.x;
-    int base = blockIdx.x * B;
-    for (int s = t; s < B + 2 * R; s += B) {
-        int p = base - R + s;
-        tile[s] = p >= 0 && p < n ? in[p] : 0.0f;
-    }
-    __syncthreads();
-    int i = base + t;
-    if (i >= n) return;
-    float acc = 0.0f;
-    for (int j = 0; j <= 2 * R + 1; j++)
-        acc += (j <= 2 * R ? w[j] : 0.0f) * tile[t + j];
-    out[i] = acc;
-}
-"""   # one term too many: the last thread reads one past the B + 2R floats, at line 15
-CONV = H2.format(name="myconv") + """\
-__global__ void myconv(const float *in, float *out, const float *w, int width, int height, int r) {
-    int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
-    if (row >= height || col >= width) return;
-    float acc = 0.0f;
-    for (int dy = -r; dy <= r; dy++)
-        for (int dx = -r; dx <= r; dx++) {
-            int y = row + dy, x = col + dx;
-            if (y >= 0 && y < height && x >= 0 && x < width)
-                acc += w[(dy + r) * (2 * r + 1) + dx + r] * in[y * width + x];
-        }
-    out[row * width + col] = acc;
-}
-"""
+""")
+# one term too many: the last thread reads one past the B + 2R floats, at line 15
+PAST = tiled("past", LOAD + "    __syncthreads();\n    int i = base + t;\n",
+             "    for (int j = 0; j <= 2 * R + 1; j++)\n        acc += (j <= 2 * R ? w[j] : 0.0f) * tile[t + j];\n")
+
+CONV = H2.format(name="myconv") + stencil_2d("myconv")
 NO_COL = CONV.replace("myconv", "nocol").replace("if (row >= height || col >= width) return;",
                                                  "if (row >= height) return;")    # the write: line 12
 
@@ -116,6 +83,12 @@ def runner_error(c: dict, point: str, headline: str) -> str:
     assert c["status"] == "error" and c["ename"] == "KernelError", c
     assert c["evalue"].startswith(f"your kernel ") and f"failed on the CPU runner ({point}): {headline}" in c["evalue"], c
     return error_text(c)
+
+
+def run_error(kc, name: str, headline: str) -> str:
+    """name run at RUN's point: a KernelError of the CPU runner whose first finding is headline."""
+    c, _, _ = cell(kc, RUN.format(name=name))
+    return runner_error(c, "%stencil --size 1000 --radius 3", headline)
 
 
 def test_correct_kernels_pass(kc):
@@ -164,29 +137,26 @@ def test_left_bound_missing_reads_before_the_start_of_in(kc):
                  "out-of-bounds access: thread 0 of block 0 read in[-5] at line 7, before the start of in "
                  "(100003 elements)")
     # compiled, so kept: it runs, and says the same at the run's size
-    c, _, _ = cell(kc, RUN.format(name="noleft"))
-    text = runner_error(c, "%stencil --size 1000 --radius 3",
-                        "out-of-bounds access: thread 0 of block 0 read in[-3] at line 7, before the start of in "
-                        "(1000 elements) (the thread was stopped there, as a GPU would fault)")
+    text = run_error(kc, "noleft",
+                     "out-of-bounds access: thread 0 of block 0 read in[-3] at line 7, before the start of in "
+                     "(1000 elements) (the thread was stopped there, as a GPU would fault)")
     assert "(3 in all)" in text      # threads 0, 1, 2 of block 0 reach before in[0]
 
 
 def test_missing_if_writes_past_the_end_of_out(kc):
     compiled(kc, NO_IF)
-    c, _, _ = cell(kc, RUN.format(name="noif"))
-    text = runner_error(c, "%stencil --size 1000 --radius 3",
-                        "out-of-bounds access: thread 232 of block 3 wrote out[1000] at line 7, past the end of "
-                        "out (1000 elements)")
+    text = run_error(kc, "noif",
+                     "out-of-bounds access: thread 232 of block 3 wrote out[1000] at line 7, past the end of "
+                     "out (1000 elements)")
     assert "(24 in all)" in text     # threads 232..255 of the last block
 
 
 def test_tiled_without_syncthreads_is_a_shared_race_naming_both_lines(kc):
     compiled(kc, NO_SYNC)
-    c, _, _ = cell(kc, RUN.format(name="nosync"))
-    text = runner_error(c, "%stencil --size 1000 --radius 3",
-                        "data race on shared memory: thread 1 of block 0 wrote tile[1] at line 8 while thread 0 "
-                        "of block 0 had read it at line 14, with no __syncthreads() between them: a barrier is "
-                        "missing")
+    text = run_error(kc, "nosync",
+                     "data race on shared memory: thread 1 of block 0 wrote tile[1] at line 8 while thread 0 "
+                     "of block 0 had read it at line 14, with no __syncthreads() between them: a barrier is "
+                     "missing")
     # and the reads of slots not yet written, among the findings
     assert "what the CPU runner found" in text
     assert "uninitialised shared memory: thread 0 of block 0 read tile[1] at line 14 before any thread of the " \
@@ -195,20 +165,18 @@ def test_tiled_without_syncthreads_is_a_shared_race_naming_both_lines(kc):
 
 def test_halo_leaving_edge_slots_unwritten_reads_uninitialised_shared_memory(kc):
     compiled(kc, HALO)
-    c, _, _ = cell(kc, RUN.format(name="halo"))
-    text = runner_error(c, "%stencil --size 1000 --radius 3",
-                        "uninitialised shared memory: thread 0 of block 0 read tile[0] at line 12 before any "
-                        "thread of the block wrote it")
+    text = run_error(kc, "halo",
+                     "uninitialised shared memory: thread 0 of block 0 read tile[0] at line 12 before any "
+                     "thread of the block wrote it")
     # reads of the R slots left of in[0] (3 + 2 + 1 by threads 0, 1, 2) and right of in[999] (as many)
     assert "(12 in all)" in text
 
 
 def test_tile_index_past_the_dynamic_shared_array(kc):
     compiled(kc, PAST)
-    c, _, _ = cell(kc, RUN.format(name="past"))
-    runner_error(c, "%stencil --size 1000 --radius 3",
-                 "out-of-bounds shared memory: thread 255 of block 0 read tile[262] at line 15, outside __shared__ "
-                 "tile[] (extern: 262 elements, the launch's dynamic shared memory, --smem)")
+    run_error(kc, "past",
+              "out-of-bounds shared memory: thread 255 of block 0 read tile[262] at line 15, outside __shared__ "
+              "tile[] (extern: 262 elements, the launch's dynamic shared memory, --smem)")
     # --smem sizes the dynamic shared memory: too small for the tile, the correct kernel's fill overruns it
     tiled = cell(kc, "%stencil --show-source tiled --as-kernel")[2]["kernel_cell"]
     assert compiled(kc, tiled)[0]["status"] == "ok"

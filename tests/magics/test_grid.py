@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import load_schema, magic_doc, request, run_cell as run
+from conftest import completions, load_schema, magic_doc, run_cell as run
 
 SCHEMA = load_schema("grid")
 
@@ -128,6 +128,4 @@ def test_help():
 
 def test_completion(kernel):
     _, kc = kernel
-    code = "%grid --da"
-    reply, _ = request(kc, "complete_request", {"code": code, "cursor_pos": len(code)})
-    assert "--data" in reply["content"]["matches"]
+    assert "--data" in completions(kc, "%grid --da")

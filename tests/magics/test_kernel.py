@@ -121,6 +121,12 @@ def complete(kc, code: str) -> list[str]:
     return reply["content"]["matches"]
 
 
+def naive_edited(name: str, old: str, new: str) -> tuple[str, int]:
+    """The naive kernel's cell under name with old replaced by new, and the cell line where new is."""
+    cell = kernel_cell(name, NAIVE_BODY.format(name=name).replace(old, new))
+    return cell, next(i for i, l in enumerate(cell.splitlines(), 1) if new.strip() in l)
+
+
 # ---------------------------------------------------------------- a kernel that compiles
 
 @needs_nvrtc
@@ -153,9 +159,7 @@ def test_correct_kernel_compiles_and_reports(kc):
 
 @needs_nvrtc
 def test_warning_shown_with_its_cell_line_not_on_stderr(kc):
-    body = NAIVE_BODY.format(name="mywarn").replace("    float sum = 0;\n", "    float sum = 0; int unused;\n")
-    cell = kernel_cell("mywarn", body)
-    line = next(i for i, l in enumerate(cell.splitlines(), 1) if "int unused" in l)
+    cell, line = naive_edited("mywarn", "    float sum = 0;\n", "    float sum = 0; int unused;\n")
     assert line == 5
     doc, msgs = ok(kc, cell)
     want = f'line {line}: warning: variable "unused" was declared but never referenced'
@@ -168,9 +172,7 @@ def test_warning_shown_with_its_cell_line_not_on_stderr(kc):
 
 @needs_nvrtc
 def test_compile_error_quotes_the_cell_line_and_caret(kc):
-    body = NAIVE_BODY.format(name="broken").replace("sum += A[", "sum += undefined_thing + A[")
-    cell = kernel_cell("broken", body)
-    line = next(i for i, l in enumerate(cell.splitlines(), 1) if "undefined_thing" in l)
+    cell, line = naive_edited("broken", "sum += A[", "sum += undefined_thing + A[")
     assert line == 6
     err = fails(kc, cell, "CompileError", "broken does not compile (1 error, sm_90)")
     tb = err["traceback"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import load_schema, magic_doc, request, run_cell as run
+from conftest import completions, load_schema, magic_doc, run_cell as run
 
 SCHEMA = load_schema("occupancy")
 LECTURE = "--max-blocks-sm 8 --max-threads-sm 1024 --max-threads-block 512"
@@ -135,7 +135,5 @@ def test_help():
 
 def test_completion(kernel):
     _, kc = kernel
-    code = "%occupancy --kernel reduce.f"
-    reply, _ = request(kc, "complete_request", {"code": code, "cursor_pos": len(code)})
-    matches = reply["content"]["matches"]
+    matches = completions(kc, "%occupancy --kernel reduce.f")
     assert any("reduce.fast" in m for m in matches) and any("reduce.final" in m for m in matches), matches

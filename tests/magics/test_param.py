@@ -5,7 +5,7 @@ cell before anything runs and leave the next cell working; nothing reaches stder
 and help know %param. (tests/unit/test_subst.c covers the rules one by one.)"""
 from __future__ import annotations
 
-from conftest import cell, execute, request, streams
+from conftest import cell, completions as complete, execute, streams
 
 
 def ok(kc, code: str) -> tuple[str, dict | None]:
@@ -26,11 +26,6 @@ def shown(msgs: list[dict]) -> tuple[str, dict | None]:
             text.append(c["data"].get("text/plain", ""))
             doc = c["data"].get("application/vnd.cudalab.result+json", doc)
     return "".join(text), doc
-
-
-def complete(kc, code: str) -> list[str]:
-    reply, _ = request(kc, "complete_request", {"code": code, "cursor_pos": len(code)})
-    return reply["content"]["matches"]
 
 
 def test_parameters_reach_later_cells(kernel):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import execute, outputs, streams
+from conftest import failed, outputs, quiet_ok as ok, streams
 
 CPU = {"CUDALAB_BACKEND": "cpu"}
 FIXTURES = Path(__file__).resolve().parents[1] / "notebooks" / "fixtures"
@@ -34,17 +34,8 @@ def kc(folder, start_kernel):
     return start_kernel(env=CPU)[1]
 
 
-def ok(kc, code):
-    reply, msgs = execute(kc, code, timeout=60)
-    assert reply["content"]["status"] == "ok", reply["content"]
-    assert not streams(msgs, "stderr"), streams(msgs, "stderr")
-    return msgs
-
-
 def error(kc, code):
-    reply, msgs = execute(kc, code, timeout=60)
-    c = reply["content"]
-    assert c["status"] == "error", c
+    c, msgs = failed(kc, code)
     assert not streams(msgs, "stderr")
     return c
 

@@ -142,19 +142,15 @@ def test_as_kernel_sets_the_next_input(kernel, family, variant, params):
         assert "#ifndef TILE\n#define TILE 16\n#endif\n" in cell and "template <int TILE>" not in cell
 
 
-def test_as_kernel_refused_without_a_student_form(kernel):
-    reply, _ = execute(kernel.kc, "%matmul --show-source fast --as-kernel")
+@pytest.mark.parametrize("code, why", [
+    ("%matmul --show-source fast --as-kernel", "fast has no student-signature form"),
+    ("%stencil --dim 2 --show-source tiled --as-kernel", "%stencil --dim 2 has no %%kernel cell of tiled"),
+], ids=["without a student form", "a 2d stencil"])
+def test_as_kernel_refused(kernel, code, why):
+    reply, _ = execute(kernel.kc, code)
     content = reply["content"]
     assert content["status"] == "error" and content["ename"] == "UsageError"
-    assert "fast has no student-signature form" in content["evalue"]
-    assert not content.get("payload")
-
-
-def test_as_kernel_refused_for_a_2d_stencil(kernel):
-    reply, _ = execute(kernel.kc, "%stencil --dim 2 --show-source tiled --as-kernel")
-    content = reply["content"]
-    assert content["status"] == "error" and content["ename"] == "UsageError"
-    assert "%stencil --dim 2 has no %%kernel cell of tiled" in content["evalue"]
+    assert why in content["evalue"]
     assert not content.get("payload")
 
 

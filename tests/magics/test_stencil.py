@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import load_schema, magic_doc, request, run_cell as run
+from conftest import completions, load_schema, magic_doc, run_cell as run
 
 SCHEMA = load_schema("stencil")
 QUICK = "--reps 2 --warmup 0"
@@ -227,9 +227,5 @@ def test_help_teaches():
 
 def test_completion(kernel):
     _, kc = kernel
-    code = "%stencil --fil"
-    reply, _ = request(kc, "complete_request", {"code": code, "cursor_pos": len(code)})
-    assert "--filter" in reply["content"]["matches"]
-    code = "%sten"
-    reply, _ = request(kc, "complete_request", {"code": code, "cursor_pos": len(code)})
-    assert any("stencil" in m for m in reply["content"]["matches"])
+    assert "--filter" in completions(kc, "%stencil --fil")
+    assert any("stencil" in m for m in completions(kc, "%sten"))

@@ -8,14 +8,9 @@ from __future__ import annotations
 import pytest
 
 from conftest import cell, compiled
+from kernels import picture
 
-PICTURE = """%%kernel --for grid --name mypic
-__global__ void mypic(const float *Pin, float *Pout, int width, int height) {
-    int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
-    if (row < height && col < width)
-        Pout[row * width + col] = 2.0f * Pin[row * width + col];
-}
-"""
+PICTURE = "%%kernel --for grid --name mypic\n" + picture("mypic")
 SIGNATURE = "const float *Pin, float *Pout, int width, int height"
 
 

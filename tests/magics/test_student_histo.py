@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import execute
+from kernels import count_letters
 
 CPU = {"CUDALAB_BACKEND": "cpu"}
 RESULT = "application/vnd.cudalab.result+json"
@@ -18,11 +19,7 @@ __global__ void myhist(const unsigned char *data, long long n, unsigned int *his
     __shared__ unsigned int histo_s[7];
     for (int b = threadIdx.x; b < 7; b += blockDim.x) histo_s[b] = 0;
     __syncthreads();
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-         i += (long long)gridDim.x * blockDim.x) {
-        int pos = (data[i] | 0x20) - 'a';
-        if (pos >= 0 && pos < 26) atomicAdd(&histo_s[pos / 4], 1u);
-    }
+""" + count_letters("histo_s") + """\
     __syncthreads();
     for (int b = threadIdx.x; b < 7; b += blockDim.x) atomicAdd(&histo[b], histo_s[b]);
 }

@@ -9,31 +9,10 @@ from __future__ import annotations
 import pytest
 
 from conftest import cell, compiled
+from kernels import stencil_1d, stencil_2d
 
-STENCIL_1D = """%%kernel --for stencil --name mystencil
-__global__ void mystencil(const float *in, float *out, const float *w, int n, int R) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    float acc = 0.0f;
-    for (int j = -R; j <= R; j++)
-        if (i + j >= 0 && i + j < n) acc += w[j + R] * in[i + j];
-    out[i] = acc;
-}
-"""
-CONV_2D = """%%kernel --for stencil --dim 2 --name myconv
-__global__ void myconv(const float *in, float *out, const float *w, int width, int height, int r) {
-    int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
-    if (row >= height || col >= width) return;
-    float acc = 0.0f;
-    for (int dy = -r; dy <= r; dy++)
-        for (int dx = -r; dx <= r; dx++) {
-            int y = row + dy, x = col + dx;
-            if (y >= 0 && y < height && x >= 0 && x < width)
-                acc += w[(dy + r) * (2 * r + 1) + dx + r] * in[y * width + x];
-        }
-    out[row * width + col] = acc;
-}
-"""
+STENCIL_1D = "%%kernel --for stencil --name mystencil\n" + stencil_1d("mystencil")
+CONV_2D = "%%kernel --for stencil --dim 2 --name myconv\n" + stencil_2d("myconv")
 SIG_1D = "const float *in, float *out, const float *w, int n, int R"
 SIG_2D = "const float *in, float *out, const float *w, int width, int height, int r"
 

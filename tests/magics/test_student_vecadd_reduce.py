@@ -10,28 +10,12 @@ from __future__ import annotations
 import pytest
 
 from conftest import cell, compiled, load_schema, magic_doc, run_cell as run
+from kernels import reduce_convergent, vecadd
 
-VECADD = """%%kernel --for vecadd --name myadd
-__global__ void myadd(const float *A, const float *B, float *C, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) C[i] = A[i] + B[i];
-}
-"""
-REDUCE = """%%kernel --for reduce --name mysum --block 128
-__global__ void mysum(const float *input, float *partial, int n) {
-    extern __shared__ float s[];
-    __shared__ float sh[1024];
-    unsigned t = threadIdx.x, i = blockIdx.x * 2 * blockDim.x + t;
-    float x = i < n ? input[i] : 0.0f;
-    if (i + blockDim.x < n) x += input[i + blockDim.x];
-    sh[t] = x;
-    for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
-        __syncthreads();
-        if (t < stride) sh[t] += sh[t + stride];
-    }
-    if (t == 0) partial[blockIdx.x] = sh[0];
-}
-"""
+VECADD = "%%kernel --for vecadd --name myadd\n" + vecadd("myadd")
+# an unused dynamic shared array beside the static one
+REDUCE = "%%kernel --for reduce --name mysum --block 128\n" + reduce_convergent(
+    "mysum", 1024, s="sh", head="    extern __shared__ float s[];\n")
 
 
 CPU = {"CUDALAB_BACKEND": "cpu"}

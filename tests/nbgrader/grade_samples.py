@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Iterable, Iterator
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -164,6 +165,31 @@ def grade_in_parallel(course: Path, out: Path, jobs: int, env: dict[str, str]) -
         merge_shard(shard, course)
 
 
+def gid(cell) -> str | None:
+    """A notebook cell's nbgrader grade_id (None where it has none)."""
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+def by_grade_id(nb) -> dict[str, nbformat.NotebookNode]:
+    return {gid(c): c for c in nb.cells if gid(c)}
+
+
+def locked_cells(notebook: Path, solutions: Iterable[str]) -> Iterator[tuple[nbformat.NotebookNode, dict]]:
+    """The cells of a source notebook that a student may not change, each with its nbgrader metadata,
+    after checking every cell's: each has it (its grade_id is the cell's id); a solution cell (one of
+    solutions) is the student's (unlocked, not graded), every other cell is locked."""
+    import nbformat
+
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        meta = cell.metadata.get("nbgrader")
+        assert meta and meta["grade_id"] == cell.id, f"a cell without nbgrader metadata: {cell.source[:80]!r}"
+        if meta["grade_id"] in solutions:
+            assert meta["solution"] and not meta["grade"] and not meta["locked"], meta
+            continue
+        assert meta["locked"] and not meta["solution"], meta
+        yield cell, meta
+
+
 def cell_errors(course: Path, assignment: str, notebook: str, student: str) -> dict[str, str]:
     """What each cell of an autograded notebook failed with: 'Ename: first line of the message'."""
     import nbformat
@@ -173,10 +199,10 @@ def cell_errors(course: Path, assignment: str, notebook: str, student: str) -> d
         return {}
     out = {}
     for c in nbformat.read(path, as_version=4).cells:
-        gid = c.metadata.get("nbgrader", {}).get("grade_id")
+        grade_id = gid(c)
         for o in c.get("outputs", []):
-            if o.output_type == "error" and gid:
-                out[gid] = f"{o.ename}: {o.evalue.splitlines()[0] if o.evalue else ''}"
+            if o.output_type == "error" and grade_id:
+                out[grade_id] = f"{o.ename}: {o.evalue.splitlines()[0] if o.evalue else ''}"
     return out
 
 

@@ -31,6 +31,7 @@ import nbformat
 import pytest
 
 from conftest import REPO
+from grade_samples import by_grade_id, gid, locked_cells
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -139,14 +140,6 @@ TRIES = [
     ("q3-answer", f'%histo -v privatized --block 64,256 --text "{TEXT}"', 4,
      "right: privatized alone, two block sizes"),
 ]
-
-
-def gid(cell) -> str | None:
-    return cell.metadata.get("nbgrader", {}).get("grade_id")
-
-
-def by_grade_id(nb) -> dict[str, nbformat.NotebookNode]:
-    return {gid(c): c for c in nb.cells if gid(c)}
 
 
 def cell_at(nb, grade_id: str) -> int:
@@ -292,15 +285,8 @@ def test_what_a_student_may_change():
     """In the source, every cell but the answers is locked (autograde writes it over with the source
     version): the questions, and the test cells, which hold only %assert lines and a last %score line
     (nbgrader reads any other result as full points)."""
-    nb = nbformat.read(COURSE / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
     tests = {}
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader")
-        assert meta and meta["grade_id"] == cell.id, f"a cell without nbgrader metadata: {cell.source[:80]!r}"
-        if meta["grade_id"] in SOLUTION_CELLS:
-            assert meta["solution"] and not meta["grade"] and not meta["locked"], meta
-        else:
-            assert meta["locked"] and not meta["solution"], meta
+    for cell, meta in locked_cells(COURSE / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", SOLUTION_CELLS):
         if meta["grade"]:
             assert cell.cell_type == "code"
             tests[meta["grade_id"]] = meta["points"]

@@ -25,7 +25,8 @@ import nbformat
 import pytest
 
 from conftest import REPO, kernel_binary
-from grade_samples import backend_of, copy_course, grading_env, nbgrader, student_families
+from grade_samples import (backend_of, by_grade_id, copy_course, grading_env, locked_cells, nbgrader,
+                           student_families)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -119,14 +120,6 @@ def expected_errors(backend: str, families: set[str]) -> dict[str, dict[str, obj
     return errors
 
 
-def gid(cell) -> str | None:
-    return cell.metadata.get("nbgrader", {}).get("grade_id")
-
-
-def by_grade_id(nb) -> dict[str, nbformat.NotebookNode]:
-    return {gid(c): c for c in nb.cells if gid(c)}
-
-
 def read_release(root):
     return nbformat.read(root / "release" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
 
@@ -194,15 +187,8 @@ def test_the_stubs_compile(graded):
 def test_source_cells(graded):
     """Only the kernel cells are the student's; every test cell ends in %assert (its last command's
     result would be read as the score), and a GPU-only one begins with the backend check."""
-    nb = nbformat.read(COURSE / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
     tests = {}
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader")
-        assert meta and meta["grade_id"] == cell.id, f"a cell without nbgrader metadata: {cell.source[:80]!r}"
-        if meta["grade_id"] in KERNEL_CELLS:
-            assert meta["solution"] and not meta["grade"] and not meta["locked"], meta
-            continue
-        assert meta["locked"] and not meta["solution"], meta
+    for cell, meta in locked_cells(COURSE / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", KERNEL_CELLS):
         if meta["grade"]:
             tests[meta["grade_id"]] = meta["points"]
             lines = [ln.strip() for ln in cell.source.splitlines() if ln.strip() and not ln.startswith("#")]

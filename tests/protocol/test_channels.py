@@ -27,59 +27,45 @@ def test_client_gets_iopub_welcome_for_its_subscription(kernel):
         kc.stop_channels()
 
 
-def test_each_subscription_gets_its_own_welcome(kernel):
-    km, _ = kernel
-    raw = raw_for(km.get_connection_info())
-    try:
-        sub = raw.ctx.socket(zmq.SUB)
-        sub.linger = 0
-        sub.setsockopt(zmq.SUBSCRIBE, b"kernel.")
-        sub.connect(raw.url("iopub"))
-        assert sub.poll(int(TIMEOUT * 1000)), "no iopub_welcome for topic 'kernel.'"
-        msg = raw.parse(sub.recv_multipart())
-        assert msg["msg_type"] == "iopub_welcome"
-        assert msg["content"]["subscription"] == "kernel."
-        # a second topic on the same socket: a second welcome
-        sub.setsockopt(zmq.SUBSCRIBE, b"kernel.x")
-        assert sub.poll(int(TIMEOUT * 1000))
-        topics = {raw.parse(sub.recv_multipart())["content"]["subscription"]}
-        while sub.poll(200):
-            topics.add(raw.parse(sub.recv_multipart())["content"]["subscription"])
-        assert "kernel.x" in topics
-        sub.close(0)
-    finally:
-        raw.close()
+def test_each_subscription_gets_its_own_welcome(raw):
+    sub = raw.ctx.socket(zmq.SUB)
+    sub.linger = 0
+    sub.setsockopt(zmq.SUBSCRIBE, b"kernel.")
+    sub.connect(raw.url("iopub"))
+    assert sub.poll(int(TIMEOUT * 1000)), "no iopub_welcome for topic 'kernel.'"
+    msg = raw.parse(sub.recv_multipart())
+    assert msg["msg_type"] == "iopub_welcome"
+    assert msg["content"]["subscription"] == "kernel."
+    # a second topic on the same socket: a second welcome
+    sub.setsockopt(zmq.SUBSCRIBE, b"kernel.x")
+    assert sub.poll(int(TIMEOUT * 1000))
+    topics = {raw.parse(sub.recv_multipart())["content"]["subscription"]}
+    while sub.poll(200):
+        topics.add(raw.parse(sub.recv_multipart())["content"]["subscription"])
+    assert "kernel.x" in topics
+    sub.close(0)
 
 
-def test_welcome_topic_frame_and_signature(kernel):
-    km, _ = kernel
-    raw = raw_for(km.get_connection_info())
-    try:
-        raw.socket("iopub")
-        frames = raw.recv_frames("iopub")
-        assert frames is not None
-        assert frames[0].startswith(b"kernel.") and frames[0].endswith(b".iopub_welcome"), frames[0]
-        msg = raw.parse(frames)
-        assert msg["header"]["version"].startswith("5.")
-    finally:
-        raw.close()
+def test_welcome_topic_frame_and_signature(raw):
+    raw.socket("iopub")
+    frames = raw.recv_frames("iopub")
+    assert frames is not None
+    assert frames[0].startswith(b"kernel.") and frames[0].endswith(b".iopub_welcome"), frames[0]
+    msg = raw.parse(frames)
+    assert msg["header"]["version"].startswith("5.")
 
 
-def test_iopub_topics_name_the_message_type(kernel):
-    km, kc = kernel
-    raw = raw_for(km.get_connection_info())
-    try:
-        raw.socket("iopub")
-        raw.recv("iopub")                     # welcome
-        execute(kc, "%echo topic")
-        seen = []
-        while (frames := raw.recv_frames("iopub", 0.3)) is not None:
-            seen.append((frames[0], raw.parse(frames)["msg_type"]))
-        assert seen
-        for topic, msg_type in seen:
-            assert topic.endswith(b"." + msg_type.encode()), (topic, msg_type)
-    finally:
-        raw.close()
+def test_iopub_topics_name_the_message_type(kernel, raw):
+    kc = kernel.kc
+    raw.socket("iopub")
+    raw.recv("iopub")                     # welcome
+    execute(kc, "%echo topic")
+    seen = []
+    while (frames := raw.recv_frames("iopub", 0.3)) is not None:
+        seen.append((frames[0], raw.parse(frames)["msg_type"]))
+    assert seen
+    for topic, msg_type in seen:
+        assert topic.endswith(b"." + msg_type.encode()), (topic, msg_type)
 
 
 # ---- status busy/idle around every request ----
@@ -200,19 +186,15 @@ def test_jupyter_client_heartbeat_beats(kernel):
     assert kc.is_alive()
 
 
-def test_heartbeat_and_control_answer_while_a_cell_runs(kernel):
+def test_heartbeat_and_control_answer_while_a_cell_runs(kernel, raw):
     """The loop serves control and heartbeat while a worker command is in flight."""
-    km, kc = kernel
-    raw = raw_for(km.get_connection_info())
-    try:
-        ids = [kc.execute("%device") for _ in range(5)]
-        assert raw.heartbeat(b"during") == b"during"
-        msg_id = raw.request("control", "kernel_info_request")
-        assert raw.reply("control", msg_id)["msg_type"] == "kernel_info_reply"
-        for i in ids:
-            assert get_reply(kc, i, timeout=30)["content"]["status"] == "ok"
-    finally:
-        raw.close()
+    kc = kernel.kc
+    ids = [kc.execute("%device") for _ in range(5)]
+    assert raw.heartbeat(b"during") == b"during"
+    msg_id = raw.request("control", "kernel_info_request")
+    assert raw.reply("control", msg_id)["msg_type"] == "kernel_info_reply"
+    for i in ids:
+        assert get_reply(kc, i, timeout=30)["content"]["status"] == "ok"
 
 
 # ---- two clients on one kernel ----

@@ -110,13 +110,20 @@ static void an_update_reruns_in_place(void **state)
     assert_int_equal(m->takes, 1);                                  /* what queued meanwhile was read */
 }
 
-static void changes_during_a_run_are_coalesced(void **state)
+/* The widget shown and its slider moved to index 2: that change's run is in flight. The slider's model. */
+static const char *slider_moved(mock *m)
 {
-    mock *m = *state;
     open_widget(m);
     const char *slider = model_id(m, "SelectionSliderModel");
     shell_request r = update_req(m, slider, json_integer(2));
     shell_dispatch(m->s, &r);
+    return slider;
+}
+
+static void changes_during_a_run_are_coalesced(void **state)
+{
+    mock *m = *state;
+    const char *slider = slider_moved(m);
     /* while it runs: two more changes and a kernel_info_request queue up */
     m->queued = calloc(3, sizeof *m->queued);
     m->queued[0] = update_req(m, slider, json_integer(0));
@@ -260,10 +267,7 @@ static void held_executes_abort_after_a_failed_cell(void **state)
 static void the_last_change_runs_last(void **state)
 {
     mock *m = *state;
-    open_widget(m);
-    const char *slider = model_id(m, "SelectionSliderModel");
-    shell_request r = update_req(m, slider, json_integer(2));
-    shell_dispatch(m->s, &r);
+    const char *slider = slider_moved(m);
     m->queued = calloc(3, sizeof *m->queued);
     m->queued[0] = request(m, "kernel_info_request", PORT_SHELL, json_object());
     m->queued[1] = update_req(m, slider, json_integer(1));

@@ -412,6 +412,20 @@ static void test_svg_escapes(void **state)
     json_decref(view);
 }
 
+/* A bar chart of n bars named "variant number i, tile 2^i" added to view, drawn (and well-formed). */
+static char *long_named_bars(json_t *view, int n)
+{
+    json_t *c = view_add_chart(view, "bar", NULL, NULL, NULL, 0);
+    for (int i = 0; i < n; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "variant number %d, tile %d", i, 1 << i);
+        view_chart_point(c, "GB/s", json_string(name), i);
+    }
+    char *svg = chart_svg(c);
+    expect_well_formed(svg);
+    return svg;
+}
+
 static void test_svg_long_names(void **state)
 {
     /* Cut to fit on whole characters, an ellipsis for what is left out: in the
@@ -437,28 +451,14 @@ static void test_svg_long_names(void **state)
     free(svg);
 
     /* Bar categories too long for their band are slanted and cut. */
-    c = view_add_chart(view, "bar", NULL, NULL, NULL, 0);
-    for (int i = 0; i < 8; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "variant number %d, tile %d", i, 1 << i);
-        view_chart_point(c, "GB/s", json_string(name), i);
-    }
-    svg = chart_svg(c);
-    expect_well_formed(svg);
+    svg = long_named_bars(view, 8);
     assert_int_equal(count(svg, " rotate(-35)\">variant\u2026"), 8);    /* 7 + 1 + 8 */
     assert_int_equal(count(svg, ">variant\u2026, tile 1</text>"), 1);
     assert_int_equal(count(svg, ">variant\u2026tile 128</text>"), 1);
     free(svg);
 
     /* More bars lie down: each label beside its bar, cut to 24 characters. */
-    c = view_add_chart(view, "bar", NULL, NULL, NULL, 0);
-    for (int i = 0; i < 12; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "variant number %d, tile %d", i, 1 << i);
-        view_chart_point(c, "GB/s", json_string(name), i);
-    }
-    svg = chart_svg(c);
-    expect_well_formed(svg);
+    svg = long_named_bars(view, 12);
     assert_int_equal(count(svg, "rotate(-35)"), 0);
     assert_int_equal(count(svg, ">variant number 0, tile 1</text>"), 1);
     assert_int_equal(count(svg, ">variant num\u20261, tile 2048</text>"), 1);

@@ -15,46 +15,44 @@
 #include "exec/run_progress.h"
 #include "render/render.h"
 
-static void text_before_any_rep_says_the_time_so_far(void **state)
-{
-    (void)state;
-    char t[256];
-    run_progress_text(t, sizeof t, "matmul", 2500, 0, 1, 20, 3, 0, 0);
-    assert_string_equal(t, "running %matmul: 2.5 s so far (interrupt to stop)");
-}
-
-static void text_after_reps_estimates_the_rest(void **state)
-{
-    (void)state;
-    char t[256];
+/* The line's text at a moment of a run: run_progress_text's arguments and what it must say. */
+static const struct progress_case {
+    const char *magic;
+    double elapsed_ms;
+    size_t point, points;
+    long reps, warmup;
+    unsigned long done;
+    double rep_ms;
+    const char *want;
+} progress_cases[] = {
+    /* before any rep: the time so far */
+    { "matmul", 2500, 0, 1, 20, 3, 0, 0, "running %matmul: 2.5 s so far (interrupt to stop)" },
     /* 3 warm-up + 5 timed runs in 8 s: 1 s a run, 15 timed runs left */
-    run_progress_text(t, sizeof t, "matmul", 9000, 0, 1, 20, 3, 5, 8000);
-    assert_string_equal(t, "running %matmul: rep 5 of 20; 9.0 s so far, about 15 s left (interrupt to stop)");
+    { "matmul", 9000, 0, 1, 20, 3, 5, 8000,
+      "running %matmul: rep 5 of 20; 9.0 s so far, about 15 s left (interrupt to stop)" },
     /* point 2 of 3: this point's 15 runs and one more point of 23 */
-    run_progress_text(t, sizeof t, "reduce", 130000, 1, 3, 20, 3, 5, 8000);
-    assert_string_equal(t, "running %reduce: point 2 of 3, rep 5 of 20; 2 min 10 s so far, about 38 s left "
-                           "(interrupt to stop)");
+    { "reduce", 130000, 1, 3, 20, 3, 5, 8000,
+      "running %reduce: point 2 of 3, rep 5 of 20; 2 min 10 s so far, about 38 s left (interrupt to stop)" },
     /* every rep done, the last point: the check is what runs, no estimate */
-    run_progress_text(t, sizeof t, "histo", 3000, 0, 1, 4, 0, 4, 2000);
-    assert_string_equal(t, "running %histo: rep 4 of 4; 3.0 s so far (interrupt to stop)");
-}
+    { "histo", 3000, 0, 1, 4, 0, 4, 2000, "running %histo: rep 4 of 4; 3.0 s so far (interrupt to stop)" },
+    /* a magic without reps */
+    { "kernel", 42000, 0, 1, 0, 0, 0, 0, "running %kernel: 42 s so far (interrupt to stop)" },
+    /* --reps auto: the rep it is on, and no time left (the count is not known in advance) */
+    { "matmul", 9000, 1, 2, RUN_PROGRESS_AUTO, 3, 37, 8000,
+      "running %matmul: point 2 of 2, rep 37, until the median settles; 9.0 s so far (interrupt to stop)" },
+};
 
-static void text_of_a_magic_without_reps(void **state)
+static void text_says_where_the_run_is_and_the_time(void **state)
 {
     (void)state;
-    char t[256];
-    run_progress_text(t, sizeof t, "kernel", 42000, 0, 1, 0, 0, 0, 0);
-    assert_string_equal(t, "running %kernel: 42 s so far (interrupt to stop)");
-}
-
-/* --reps auto: the rep it is on, and no time left (the count is not known in advance) */
-static void text_of_reps_auto(void **state)
-{
-    (void)state;
-    char t[256];
-    run_progress_text(t, sizeof t, "matmul", 9000, 1, 2, RUN_PROGRESS_AUTO, 3, 37, 8000);
-    assert_string_equal(t, "running %matmul: point 2 of 2, rep 37, until the median settles; 9.0 s so far "
-                           "(interrupt to stop)");
+    for (size_t i = 0; i < sizeof progress_cases / sizeof progress_cases[0]; i++) {
+        const struct progress_case *c = &progress_cases[i];
+        char t[256];
+        run_progress_text(t, sizeof t, c->magic, c->elapsed_ms, c->point, c->points, c->reps, c->warmup, c->done,
+                          c->rep_ms);
+        if (strcmp(t, c->want) != 0)
+            fail_msg("case %zu: got  %s\nwant %s", i, t, c->want);
+    }
 }
 
 /* ---- the thread, against a sink that keeps what it says ---- */
@@ -139,10 +137,7 @@ static void a_quick_command_says_nothing(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(text_before_any_rep_says_the_time_so_far),
-        cmocka_unit_test(text_after_reps_estimates_the_rest),
-        cmocka_unit_test(text_of_a_magic_without_reps),
-        cmocka_unit_test(text_of_reps_auto),
+        cmocka_unit_test(text_says_where_the_run_is_and_the_time),
         cmocka_unit_test(the_thread_says_the_reps_and_ends_the_line),
         cmocka_unit_test(a_quick_command_says_nothing),
     };
