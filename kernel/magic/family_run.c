@@ -4,6 +4,7 @@
 
 #include "magic/family_run.h"
 #include "magic/show_source.h"
+#include "magic/student_hooks.h"
 
 /* The backend runs the family, or the error that says why not. */
 static int backend_ready(magic_ctx *ctx, const family_spec *f)
@@ -22,8 +23,12 @@ int family_run(magic_ctx *ctx, const family_command *cmd, const json_t *params, 
     int rc = show_source_run(ctx, params, cmd->shown ? cmd->shown : f);
     if (rc != 1)
         return rc;
-    if (cmd->sanitize && json_is_true(json_object_get(params, "sanitize")))
-        return cmd->sanitize(ctx, f, params);
+    const magic_student_hooks *student = magic_student();
+    if (json_is_true(json_object_get(params, "sanitize"))) {
+        if (!student->sanitize)
+            return magic_error(ctx, "RuntimeError", "--sanitize: students' kernels are not served here");
+        return student->sanitize(ctx, f, params);
+    }
     if (backend_ready(ctx, f) != 0)
         return -1;
     json_t *p = cmd->params ? cmd->params(ctx, params, body) : json_deep_copy(params);
@@ -35,10 +40,15 @@ int family_run(magic_ctx *ctx, const family_command *cmd, const json_t *params, 
         return magic_error(ctx, "MemoryError", "out of memory");
     }
     rc = cmd->prepare ? cmd->prepare(ctx, params, p, env) : 0;
+    static const char *const define_only[] = {"define", NULL};
+    json_t **firsts = (json_t **)((char *)env + cmd->firsts_at);
+    if (rc == 0 && student->first_values)
+        *firsts = student->first_values(p, cmd->student_only ? cmd->student_only : define_only);
     if (rc == 0)
         rc = cmd->run_sweep ? cmd->run_sweep(ctx, cmd->sweep, p, env) : sweep_run(ctx, cmd->sweep, p, env);
     if (cmd->release)
         cmd->release(env);
+    json_decref(*firsts);
     free(env);
     json_decref(p);
     return rc;

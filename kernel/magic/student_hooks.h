@@ -13,12 +13,20 @@
 
 #include "magic/magic.h"
 
+struct family_spec;
+
 typedef struct magic_student_hooks {
     /* racecheck's findings (compute-sanitizer, from its cache when it has run)
      * for the session's kernel NAME at a sweep's POINT, as a student_sanitize
      * result; NULL where there is nothing to ask (no shared memory, the CPU
      * runner, a sanitized process). */
     json_t *(*racecheck)(magic_ctx *ctx, const char *name, const json_t *point);
+    /* --sanitize on a family's magic: compute-sanitizer's tools on the named kernels
+     * (student_sanitize_command). */
+    int (*sanitize)(magic_ctx *ctx, const struct family_spec *f, const json_t *params);
+    /* The first values of the flags only students' kernels honour (keys, NULL-terminated): a
+     * built-in variant runs at those alone (student_first_values); a new reference. */
+    json_t *(*first_values)(const json_t *params, const char *const *keys);
 } magic_student_hooks;
 
 /* Registers the table (static storage, not copied); NULL unregisters. */

@@ -502,21 +502,11 @@ static int co_prepare(magic_ctx *ctx, const json_t *given, json_t *p, void *env_
     char err[CL_ERR_LEN];
     if (magic_copy_bandwidth(ctx, ctx->backend, &env->bw_gbs, err) != 0)
         env->bw_gbs = 0;
-    if (plan(ctx, p) != 0)
-        return -1;
-    static const char *const student_only[] = {"define", NULL};
-    env->student_firsts = student_first_values(p, student_only);
-    return 0;
-}
-
-static void co_release(void *env)
-{
-    json_decref(((co_env *)env)->student_firsts);
+    return plan(ctx, p);
 }
 
 static const family_command coalesce_command = {
-    .family = &coalesce_family, .sweep = &coalesce_sweep, .sanitize = student_sanitize_command,
-    .env_size = sizeof(co_env), .prepare = co_prepare, .release = co_release,
+    .family = &coalesce_family, .sweep = &coalesce_sweep, FAMILY_ENV(co_env), .prepare = co_prepare,
 };
 
 static int coalesce_run(magic_ctx *ctx, const json_t *params, const char *body)

@@ -507,20 +507,12 @@ static int histo_prepare(magic_ctx *ctx, const json_t *given, json_t *p, void *e
                                   ? json_array_get(blocks, 0) : blocks);
     hc->first_grid = first_int(json_object_get(p, "grid"));
     hc->block_given = !json_is_null(json_object_get(given, "block"));
-    static const char *const student_only[] = {"define", NULL};
-    hc->student_firsts = student_first_values(p, student_only);
     return 0;
 }
 
-static void histo_release(void *env)
-{
-    json_decref(((histo_run_ctx *)env)->student_firsts);
-}
-
 static const family_command histo_command = {
-    .family = &histo_family, .sweep = &histo_sweep, .sanitize = student_sanitize_command,
-    .params = histo_params, .env_size = sizeof(histo_run_ctx), .prepare = histo_prepare,
-    .release = histo_release, .run_sweep = histo_sweep_run,
+    .family = &histo_family, .sweep = &histo_sweep, .params = histo_params, FAMILY_ENV(histo_run_ctx),
+    .prepare = histo_prepare, .run_sweep = histo_sweep_run,
 };
 
 static int histo_run(magic_ctx *ctx, const json_t *params, const char *body)

@@ -278,6 +278,9 @@ static const sweep_spec matmul_sweep = {
     .flops = matmul_flops,
 };
 
+/* Built-in variants run at the first --block and -D only: their launch shape is theirs. */
+static const char *const mm_student_only[] = {"block", "define", NULL};
+
 static int mm_prepare(magic_ctx *ctx, const json_t *given, json_t *p, void *env)
 {
     (void)given;
@@ -290,8 +293,8 @@ static void mm_release(void *env)
 }
 
 static const family_command matmul_command = {
-    .family = &matmul_family, .sweep = &matmul_sweep, .sanitize = student_sanitize_command,
-    .env_size = sizeof(mm_env), .prepare = mm_prepare, .release = mm_release,
+    .family = &matmul_family, .sweep = &matmul_sweep, FAMILY_ENV(mm_env), .student_only = mm_student_only,
+    .prepare = mm_prepare, .release = mm_release,
 };
 
 static int matmul_run(magic_ctx *ctx, const json_t *params, const char *body)

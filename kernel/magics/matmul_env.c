@@ -302,8 +302,6 @@ static int check_sizes(magic_ctx *ctx, const json_t *params, const mm_env *env, 
 
 void mm_env_free(mm_env *env)
 {
-    json_decref(env->student_firsts);
-    env->student_firsts = NULL;
 }
 
 int mm_env_init(magic_ctx *ctx, json_t *params, mm_env *env)
@@ -333,8 +331,6 @@ int mm_env_init(magic_ctx *ctx, json_t *params, mm_env *env)
     env->host_peak_gflops = magic_peak_fp32_gflops(&hp);
     env->sm90a_here = strcmp(env->backend->name, "cpu") == 0 || (dev.cc_major == 9 && dev.cc_minor == 0);
 
-    static const char *const student_only[] = {"block", "define", NULL};
-    env->student_firsts = student_first_values(params, student_only);
     if (expand_variants(ctx, params, env) != 0 || check_tiles(ctx, params, env) != 0)
         return -1;
 

@@ -256,8 +256,6 @@ static int env_init(magic_ctx *ctx, const json_t *given, json_t *params, void *e
     env->reps = sweep_reps(params);
     env->warmup = (int)json_integer_value(json_object_get(params, "warmup"));
     env->check = json_is_true(json_object_get(params, "check"));
-    static const char *const student_only[] = {"define", NULL};
-    env->student_firsts = student_first_values(params, student_only);
     if (expand_variants(ctx, params, env) || check_blocks(ctx, params, &env->first_block) ||
         check_sizes(ctx, params, env))
         return -1;
@@ -282,15 +280,9 @@ static const sweep_spec reduce_sweep = {
     .more_results = rd_steps_tables,
 };
 
-static void rd_release(void *env)
-{
-    json_decref(((rd_env *)env)->student_firsts);
-}
-
 /* env_init resolves "all" in the parameters, in place */
 static const family_command reduce_command = {
-    .family = &reduce_family, .sweep = &reduce_sweep, .sanitize = student_sanitize_command,
-    .env_size = sizeof(rd_env), .prepare = env_init, .release = rd_release,
+    .family = &reduce_family, .sweep = &reduce_sweep, FAMILY_ENV(rd_env), .prepare = env_init,
 };
 
 static int reduce_run(magic_ctx *ctx, const json_t *params, const char *body)

@@ -414,21 +414,11 @@ static int st_prepare(magic_ctx *ctx, const json_t *given, json_t *p, void *env_
 {
     (void)given;
     st_env *env = env_;
-    if (env_init(ctx, p, env) != 0)
-        return -1;
-    static const char *const student_only[] = {"define", NULL};
-    env->student_firsts = student_first_values(p, student_only);
-    return 0;
-}
-
-static void st_release(void *env)
-{
-    json_decref(((st_env *)env)->student_firsts);
+    return env_init(ctx, p, env);
 }
 
 static const family_command stencil_command = {
-    .family = &stencil_family, .sweep = &stencil_sweep, .sanitize = student_sanitize_command,
-    .env_size = sizeof(st_env), .prepare = st_prepare, .release = st_release,
+    .family = &stencil_family, .sweep = &stencil_sweep, FAMILY_ENV(st_env), .prepare = st_prepare,
 };
 
 static int stencil_run(magic_ctx *ctx, const json_t *params, const char *body)

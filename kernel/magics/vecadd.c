@@ -440,7 +440,6 @@ static int va_prepare(magic_ctx *ctx, const json_t *given, json_t *p, void *env_
     va_env *env = env_;
     if (validate(ctx, p) != 0)      /* resolves --variant in place */
         return -1;
-    static const char *const student_only[] = {"define", NULL};
     *env = (va_env){
         .ops = ctx->backend->vecadd,
         .seed = (uint64_t)json_integer_value(json_object_get(p, "seed")),
@@ -448,7 +447,6 @@ static int va_prepare(magic_ctx *ctx, const json_t *given, json_t *p, void *env_
         .warmup = (int)json_integer_value(json_object_get(p, "warmup")),
         .check = json_is_true(json_object_get(p, "check")),
         .alpha = json_number_value(json_object_get(p, "alpha")),
-        .student_firsts = student_first_values(p, student_only),
         .sweep = vecadd_sweep,
     };
     char err[CL_ERR_LEN];
@@ -459,11 +457,6 @@ static int va_prepare(magic_ctx *ctx, const json_t *given, json_t *p, void *env_
     return 0;
 }
 
-static void va_release(void *env)
-{
-    json_decref(((va_env *)env)->student_firsts);
-}
-
 /* The sweep of this command: its spec lives in env, whose title the points update. */
 static int va_sweep(magic_ctx *ctx, const sweep_spec *s, const json_t *p, void *env)
 {
@@ -472,9 +465,8 @@ static int va_sweep(magic_ctx *ctx, const sweep_spec *s, const json_t *p, void *
 }
 
 static const family_command vecadd_command = {
-    .family = &vecadd_family, .shown = &vecadd_ops, .sweep = &vecadd_sweep,
-    .sanitize = student_sanitize_command, .env_size = sizeof(va_env), .prepare = va_prepare,
-    .release = va_release, .run_sweep = va_sweep,
+    .family = &vecadd_family, .shown = &vecadd_ops, .sweep = &vecadd_sweep, FAMILY_ENV(va_env),
+    .prepare = va_prepare, .run_sweep = va_sweep,
 };
 
 static int vecadd_run(magic_ctx *ctx, const json_t *params, const char *body)

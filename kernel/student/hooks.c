@@ -27,7 +27,11 @@ static json_t *racecheck(magic_ctx *ctx, const char *name, const json_t *point)
     return r;
 }
 
-static const magic_student_hooks hooks = { .racecheck = racecheck };
+static const magic_student_hooks hooks = {
+    .racecheck = racecheck,
+    .sanitize = student_sanitize_command,
+    .first_values = student_first_values,
+};
 
 void student_hooks_register(void)
 {
