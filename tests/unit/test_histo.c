@@ -499,7 +499,7 @@ static void magic_absurd_sizes(void **state)
 static void magic_missing_family(void **state)
 {
     cl_backend b = fake_backend(NULL);
-    expect_error("%histo --size 100", &b, "RuntimeError", "no histogram family");
+    expect_error("%histo --size 100", &b, "RuntimeError", "backend was built without %histo (rebuild with cuda/histo");
     magic_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
     extern const magic_spec magic_histo;
