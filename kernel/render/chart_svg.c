@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/memtext.h"
 #include "base/utf8.h"
 #include "render/render.h"
 #include "render/chart.h"
@@ -506,9 +507,8 @@ char *chart_svg(const json_t *block)
 {
     struct chart c;
     chart_read(block, &c);                  /* not a chart: no points, "no data" */
-    char *buf = NULL;
-    size_t size = 0;
-    FILE *f = open_memstream(&buf, &size);
+    memtext m;
+    FILE *f = memtext_open(&m);
     if (!f) {
         chart_free(&c);
         return NULL;
@@ -522,10 +522,5 @@ char *chart_svg(const json_t *block)
                    "no data</text>\n", WIDTH / 2, HEIGHT / 2, AXIS);
     fputs("</svg>\n", f);
     chart_free(&c);
-    int failed = ferror(f);
-    if (fclose(f) != 0 || failed) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
+    return memtext_close(&m);
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/memtext.h"
 #include "render/render.h"
 
 enum tok_class { TOK_PLAIN, TOK_COMMENT, TOK_STRING, TOK_NUMBER, TOK_PREPROC, TOK_KEYWORD, TOK_TYPE, TOK_CUDA };
@@ -163,16 +164,10 @@ void highlight_code(FILE *f, const char *src)
 
 char *highlight_html(const char *src)
 {
-    char *buf = NULL;
-    size_t size = 0;
-    FILE *f = open_memstream(&buf, &size);
+    memtext m;
+    FILE *f = memtext_open(&m);
     if (!f)
         return NULL;
     highlight_code(f, src ? src : "");
-    int failed = ferror(f);
-    if (fclose(f) != 0 || failed) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
+    return memtext_close(&m);
 }

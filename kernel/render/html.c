@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/memtext.h"
 #include "render/render.h"
 #include "render/chart.h"
 #include "render/layout.h"
@@ -134,9 +135,8 @@ static void html_block(FILE *f, const json_t *block)
 
 char *render_html(const json_t *view)
 {
-    char *buf = NULL;
-    size_t size = 0;
-    FILE *f = open_memstream(&buf, &size);
+    memtext m;
+    FILE *f = memtext_open(&m);
     if (!f)
         return NULL;
 
@@ -151,11 +151,5 @@ char *render_html(const json_t *view)
     for (size_t i = 0; i < json_array_size(blocks); i++)
         html_block(f, json_array_get(blocks, i));
     fputs("</div>\n", f);
-
-    int failed = ferror(f);
-    if (fclose(f) != 0 || failed) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
+    return memtext_close(&m);
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/memtext.h"
 #include "base/utf8.h"
 #include "render/render.h"
 #include "render/chart.h"
@@ -202,9 +203,8 @@ static void text_block(struct text_out *o, const json_t *block)
 
 char *render_text(const json_t *view)
 {
-    char *buf = NULL;
-    size_t size = 0;
-    struct text_out o = { .f = open_memstream(&buf, &size) };
+    memtext m;
+    struct text_out o = { .f = memtext_open(&m) };
     if (!o.f)
         return NULL;
 
@@ -217,10 +217,5 @@ char *render_text(const json_t *view)
     for (size_t i = 0; i < json_array_size(blocks); i++)
         text_block(&o, json_array_get(blocks, i));
 
-    int failed = ferror(o.f);
-    if (fclose(o.f) != 0 || failed) {
-        free(buf);
-        return NULL;
-    }
-    return buf ? buf : strdup("");
+    return memtext_close(&m);
 }
