@@ -111,7 +111,7 @@ int sweep_broken_point(magic_ctx *ctx, const sweep_spec *s, const json_t *point,
         const json_t *passed = sweep_path_get(run, "check.passed");
         json_object_set_new(run, "outcome", json_string(json_is_false(passed) ? "wrong" : json_is_true(passed)
                                                                                 ? "right" : "unchecked"));
-        json_t *found = json_is_true(passed) ? racecheck(ctx, student_find(b->v.name), point) : NULL;
+        json_t *found = json_is_true(passed) ? racecheck(ctx, student_find(ctx->lab, b->v.name), point) : NULL;
         if (found)
             json_object_set_new(run, "found", found);
     }
