@@ -72,16 +72,17 @@ int student_name_ok(magic_ctx *ctx, const family_spec *f, const char *name)
 
 static const student_def *shipped_find(lab_session *lab, const char *name)
 {
-    student_store *st = store_of(lab);
-    for (size_t i = 0; st && i < st->nshipped; i++)
-        if (strcmp(st->shipped[i].name, name) == 0)
-            return &st->shipped[i];
+    const student_store *had = store_if_any(lab);
+    for (size_t i = 0; had && i < had->nshipped; i++)
+        if (strcmp(had->shipped[i].name, name) == 0)
+            return &had->shipped[i];
     size_t at = 0;
     const family_spec *f;
     const family_broken *b = NULL;
     while (!b && (f = family_next_taking_kernels(&at)))
         b = family_broken_find(f, name);
-    if (!b || !st || st->nshipped == FAMILY_MAX_RUNTIME)
+    student_store *st = b ? store_of(lab) : NULL;
+    if (!st || st->nshipped == FAMILY_MAX_RUNTIME)
         return NULL;
     /* the source's own lines: its line 1 is the kernel's line 1, as --show-source shows it */
     student_def d = { (char *)b->v.name, f, (char *)b->source, json_pack("{s:i}", "first_line", 1), "",
@@ -92,9 +93,9 @@ static const student_def *shipped_find(lab_session *lab, const char *name)
 }
 
 /* The student's own kernel of that name, or NULL. */
-static student_def *own_find(const lab_session *lab, const char *name)
+static student_def *own_find(lab_session *lab, const char *name)
 {
-    student_store *st = (student_store *)store_if_any(lab);
+    student_store *st = lab_part(lab, LAB_KERNELS);
     for (size_t i = 0; st && name && i < st->ndefs; i++)
         if (strcmp(st->defs[i].name, name) == 0)
             return &st->defs[i];
@@ -189,7 +190,7 @@ void student_drop(lab_session *lab, const char *name)
 /* Forgets every kernel of the session. */
 static void student_forget_all(lab_session *lab)
 {
-    student_store *st = (student_store *)store_if_any(lab);
+    student_store *st = lab_part(lab, LAB_KERNELS);
     for (size_t i = 0; st && i < st->ndefs; i++)
         def_free(&st->defs[i]);
     if (st)
