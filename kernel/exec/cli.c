@@ -18,6 +18,7 @@
 #include "base/buf.h"
 #include "render/render.h"
 #include "grade/results.h"
+#include "magic/lab_session.h"
 #include "exec/worker.h"
 
 static void cli_stream(void *impl, const char *name, const char *text)
@@ -83,17 +84,24 @@ int cli_run_cell(const char *cell, bool json_mode)
     struct sigaction sa = { .sa_handler = on_sigint, .sa_flags = SA_RESETHAND | SA_RESTART };
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
+    /* the command line's session: the cell's parameters, its kernel, the compile cache */
+    lab_session *lab = lab_session_new();
+    if (!lab) {
+        print_error("MemoryError", "out of memory", 0, "");
+        return 2;
+    }
     command *cmds;
     parse_error perr;
-    int n = cell_parse(cell, &cmds, &perr);
+    int n = cell_parse(lab, cell, &cmds, &perr);
     if (n < 0) {
         print_error(perr.error.ename, perr.error.evalue, perr.line, perr.source);
+        lab_session_free(lab);
         return 2;
     }
     int rc = 0;
     cli_session session = { .json_mode = json_mode, .results = results_new() };
     for (int i = 0; i < n && rc == 0; i++) {
-        magic_ctx ctx = { .out = &cli_out, .impl = &session, .results = session.results };
+        magic_ctx ctx = { .out = &cli_out, .impl = &session, .lab = lab, .results = session.results };
         if (worker_exec(cmds[i].magic, cmds[i].params, cmds[i].cpu_defaulted, cmds[i].body, &ctx)) {
             print_error(ctx.error.ename, ctx.error.evalue, cmds[i].line, cmds[i].source);
             size_t j;
@@ -106,6 +114,7 @@ int cli_run_cell(const char *cell, bool json_mode)
     }
     commands_free(cmds, n);
     results_free(session.results);
+    lab_session_free(lab);
     return rc;
 }
 

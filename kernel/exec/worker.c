@@ -22,7 +22,9 @@
 #include "exec/sharing.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/text.h"
 #include "base/utf8.h"
+#include "magic/lab_session.h"
 #include "student/hooks.h"
 #include "student/store.h"
 
@@ -318,12 +320,12 @@ static void forward_stdout(int fd, const json_t *req)
     free(text);
 }
 
-/* Runs one command; returns 0 to go on, 1 when the worker must exit. */
-static int run_one(int fd, const json_t *req)
+/* Runs one command in the worker's session; returns 0 to go on, 1 when the worker must exit. */
+static int run_one(int fd, lab_session *lab, const json_t *req)
 {
     const char *name = json_string_value(json_object_get(req, "magic"));
     const magic_spec *m = name ? magic_find(name) : NULL;
-    magic_ctx ctx = { .out = &pipe_out, .impl = &fd,
+    magic_ctx ctx = { .out = &pipe_out, .impl = &fd, .lab = lab,
                       .body_line = (int)json_integer_value(json_object_get(req, "body_line")) };
     bool leave = false;
     magic_cancel_reset();
@@ -371,6 +373,33 @@ static bool readable(int fd, int ms)
     return poll(&p, 1, ms) != 0;
 }
 
+/* Runs the kernel's commands until it closes the pipe (0), a command leaves
+ * the worker unusable (1), or the GPU slot is let go while idle (0). */
+static int serve(int fd, lab_session *lab)
+{
+    double idle_s = idle_limit_s(), since = monotonic_ms();
+    for (;;) {
+        /* holding a GPU slot, idle, while another kernel waits for one: let it go (the kernel starts a
+         * fresh worker, which waits its turn when a command comes) */
+        while (admission_held() && !readable(fd, 1000)) {
+            if ((monotonic_ms() - since) / 1e3 >= idle_s && admission_wanted()) {
+                kinfo("worker: idle for %.0f s while another kernel waits for the GPU: letting it go",
+                     (monotonic_ms() - since) / 1e3);
+                return 0;
+            }
+        }
+        json_t *req = frame_read(fd);
+        if (!req)
+            return 0;               /* the kernel closed the pipe: leave quietly */
+        const char *op = json_string_value(json_object_get(req, "op"));
+        int rc = op && strcmp(op, "run") == 0 ? run_one(fd, lab, req) : 0;
+        json_decref(req);
+        since = monotonic_ms();
+        if (rc)
+            return 1;
+    }
+}
+
 int worker_main(int fd)
 {
     /* the kernel asks a command to stop with SIGINT; it kills us if we don't */
@@ -391,25 +420,13 @@ int worker_main(int fd)
     double gbs;
     if (b == cl_cpu_backend() && b->copy_bandwidth)
         b->copy_bandwidth(&gbs, NULL);
-    double idle_s = idle_limit_s(), since = monotonic_ms();
-    for (;;) {
-        /* holding a GPU slot, idle, while another kernel waits for one: let it go (the kernel starts a
-         * fresh worker, which waits its turn when a command comes) */
-        while (admission_held() && !readable(fd, 1000)) {
-            if ((monotonic_ms() - since) / 1e3 >= idle_s && admission_wanted()) {
-                kinfo("worker: idle for %.0f s while another kernel waits for the GPU: letting it go",
-                     (monotonic_ms() - since) / 1e3);
-                return 0;
-            }
-        }
-        json_t *req = frame_read(fd);
-        if (!req)
-            return 0;               /* the kernel closed the pipe: leave quietly */
-        const char *op = json_string_value(json_object_get(req, "op"));
-        int rc = op && strcmp(op, "run") == 0 ? run_one(fd, req) : 0;
-        json_decref(req);
-        since = monotonic_ms();
-        if (rc)
-            return 1;
+    /* the worker's session: the student kernels each command brings (student_install), the compile cache */
+    lab_session *lab = lab_session_new();
+    if (!lab) {
+        klog("worker: out of memory");
+        return 1;
     }
+    int rc = serve(fd, lab);
+    lab_session_free(lab);
+    return rc;
 }

@@ -22,7 +22,7 @@
 #include "grade/recorded.h"
 #include "lang/lex.h"
 
-static int check_expr(const char *text, char *msg, size_t len, size_t *at)
+static int check_expr(const struct lab_session *lab, const char *text, char *msg, size_t len, size_t *at)
 {
     expr *e = expr_parse(text, msg, len, at);
     expr_free(e);

@@ -32,7 +32,7 @@ static json_t *flag_bounds(const flag_spec *f, bool max)
     return json_null();
 }
 
-static json_t *flag_doc(const flag_spec *f)
+static json_t *flag_doc(const lab_session *lab, const flag_spec *f)
 {
     char msg[256], shortname[2] = { f->short_name, '\0' };
     json_t *def = f->opts & FLAG_REQUIRED ? json_null() : flag_default_value(f, msg, sizeof msg);
@@ -40,7 +40,7 @@ static json_t *flag_doc(const flag_spec *f)
     const char *c;
     if (f->type == FLAG_CHOICE) {
         choices = json_array();
-        for (size_t i = 0; (c = flag_choice(f, i)); i++)
+        for (size_t i = 0; (c = flag_choice(lab, f, i)); i++)
             json_array_append_new(choices, json_string(c));
     }
     return json_pack("{s:s, s:o, s:s, s:o, s:b, s:o, s:o, s:o, s:b, s:o}",
@@ -81,7 +81,7 @@ static int help_list(magic_ctx *ctx)
 }
 
 /* The flags as a view table: the same cells as the text table of helptext.c. */
-static void flags_view(json_t *view, const magic_spec *m)
+static void flags_view(json_t *view, const lab_session *lab, const magic_spec *m)
 {
     if (!m->flags || !m->flags[0].name)
         return;
@@ -93,7 +93,7 @@ static void flags_view(json_t *view, const magic_spec *m)
         flag_label(f, label, sizeof label);
         snprintf(type, sizeof type, "%s%s", flag_type_name(f), f->opts & FLAG_LIST ? " list" : "");
         flag_default_text(f, def, sizeof def);
-        flag_allowed_text(f, allowed, sizeof allowed);
+        flag_allowed_text(lab, f, allowed, sizeof allowed);
         view_table_row(table, json_pack("[s,s,s,s,s]", label, type, def, allowed, f->help ? f->help : ""));
         lists |= (f->opts & FLAG_LIST) != 0;
     }
@@ -101,13 +101,13 @@ static void flags_view(json_t *view, const magic_spec *m)
         view_add_note(view, "A list type takes one value or a comma list such as 8,16,32: one run per value.");
 }
 
-static json_t *one_doc(const magic_spec *m)
+static json_t *one_doc(const lab_session *lab, const magic_spec *m)
 {
     char usage[512];
     magic_usage(m, usage, sizeof usage);
     json_t *flags = json_array(), *examples = json_array();
     for (const flag_spec *f = m->flags; f && f->name; f++)
-        json_array_append_new(flags, flag_doc(f));
+        json_array_append_new(flags, flag_doc(lab, f));
     for (int i = 0; m->examples && m->examples[i]; i++)
         json_array_append_new(examples, json_string(m->examples[i]));
     json_t *pos = m->positional ? json_pack("{s:s, s:o}", "name", m->positional, "help",
@@ -118,7 +118,7 @@ static json_t *one_doc(const magic_spec *m)
     const cl_variant *v;
     if (fam) {
         variants = json_array();
-        for (size_t i = 0; (v = family_variant(fam, i)); i++)
+        for (size_t i = 0; (v = family_variant(lab, fam, i)); i++)
             json_array_append_new(variants, json_pack("{s:s, s:s, s:s, s:b, s:b}", "name", v->name, "launch",
                                                       v->launch, "teaches", v->teaches, "yours",
                                                       (v->flags & (CL_V_RUNTIME | CL_V_BROKEN)) == CL_V_RUNTIME,
@@ -135,10 +135,10 @@ static int help_one(magic_ctx *ctx, const magic_spec *m)
 {
     char title[96];
     snprintf(title, sizeof title, "%s%s", m->mode & MAGIC_LINE ? "%" : "%%", m->name);
-    json_t *doc = one_doc(m), *view = view_new(title);
-    char *head = magic_help_head(m), *examples = magic_help_examples(m);
+    json_t *doc = one_doc(ctx->lab, m), *view = view_new(title);
+    char *head = magic_help_head(ctx->lab, m), *examples = magic_help_examples(m);
     view_add_text(view, head);
-    flags_view(view, m);
+    flags_view(view, ctx->lab, m);
     if (examples && examples[0])
         view_add_text(view, examples);
     free(head);

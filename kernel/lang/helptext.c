@@ -111,7 +111,7 @@ void flag_default_text(const flag_spec *f, char *buf, size_t len)
         snprintf(buf, len, "%s", f->type == FLAG_BOOL ? "false" : "-");
 }
 
-void flag_allowed_text(const flag_spec *f, char *buf, size_t len)
+void flag_allowed_text(const lab_session *lab, const flag_spec *f, char *buf, size_t len)
 {
     buf[0] = '\0';
     bool iset = !(f->imin == 0 && f->imax == 0), fset = !(f->fmin == 0 && f->fmax == 0);
@@ -125,7 +125,7 @@ void flag_allowed_text(const flag_spec *f, char *buf, size_t len)
         snprintf(buf, len, "1-3 positive sizes");
     else if (f->type == FLAG_CHOICE) {
         const char *c;
-        for (size_t i = 0; (c = flag_choice(f, i)); i++)
+        for (size_t i = 0; (c = flag_choice(lab, f, i)); i++)
             add(buf, len, "%s%s", i ? "|" : "", c);
     }
 }
@@ -133,15 +133,15 @@ void flag_allowed_text(const flag_spec *f, char *buf, size_t len)
 static void student_text(FILE *out, const family_spec *fam);
 
 /* The family's variants, from its contract: name, what it teaches, its launch. */
-static void variants_text(FILE *out, const family_spec *fam)
+static void variants_text(FILE *out, const lab_session *lab, const family_spec *fam)
 {
     size_t w = 0;
     const cl_variant *v;
-    for (size_t i = 0; (v = family_variant(fam, i)); i++)
+    for (size_t i = 0; (v = family_variant(lab, fam, i)); i++)
         if (utf8_chars(v->name) > w)
             w = utf8_chars(v->name);
     fprintf(out, "\nVariants (--variant; all runs every one but those broken on purpose):\n");
-    for (size_t i = 0; (v = family_variant(fam, i)); i++)
+    for (size_t i = 0; (v = family_variant(lab, fam, i)); i++)
         fprintf(out, "  %s%*s  %s%s (launch: %s)\n", v->name, (int)(w - utf8_chars(v->name)), "", v->teaches,
                 v->flags & CL_V_BROKEN ? " [broken on purpose: a wrong result is expected]"
                 : v->flags & CL_V_RUNTIME ? " [yours]" : "", v->launch);
@@ -169,7 +169,7 @@ static void student_families_text(FILE *out)
         student_text(out, fam);
 }
 
-char *magic_help_head(const magic_spec *m)
+char *magic_help_head(const lab_session *lab, const magic_spec *m)
 {
     char *text = NULL, line[1024];
     size_t size;
@@ -188,7 +188,7 @@ char *magic_help_head(const magic_spec *m)
     if (m->description && m->description[0])
         fprintf(out, "\n%s\n", m->description);
     if (family_of_magic(m))
-        variants_text(out, family_of_magic(m));
+        variants_text(out, lab, family_of_magic(m));
     if (strcmp(m->name, "kernel") == 0)
         student_families_text(out);
     if (m->positional)
@@ -215,7 +215,7 @@ char *magic_help_examples(const magic_spec *m)
 
 /* The flags of m as an aligned text table, with a header row. The help column
  * comes last and unpadded, so it is never cut whatever its length. */
-static void flags_table(FILE *out, const magic_spec *m)
+static void flags_table(FILE *out, const lab_session *lab, const magic_spec *m)
 {
     size_t n = nflags(m);
     char (*cell)[COLS - 1][200] = calloc(n + 1, sizeof *cell);
@@ -234,7 +234,7 @@ static void flags_table(FILE *out, const magic_spec *m)
             snprintf(cell[r][1], sizeof cell[r][1], "%s%s", flag_type_name(f),
                      f->opts & FLAG_LIST ? " list" : "");
             flag_default_text(f, cell[r][2], sizeof cell[r][2]);
-            flag_allowed_text(f, cell[r][3], sizeof cell[r][3]);
+            flag_allowed_text(lab, f, cell[r][3], sizeof cell[r][3]);
             lists |= (f->opts & FLAG_LIST) != 0;
         }
         for (int c = 0; c < COLS - 1; c++)
@@ -257,15 +257,15 @@ static void flags_table(FILE *out, const magic_spec *m)
     free(cell);
 }
 
-char *magic_help_text(const magic_spec *m)
+char *magic_help_text(const lab_session *lab, const magic_spec *m)
 {
-    char *head = magic_help_head(m), *examples = magic_help_examples(m), *text = NULL;
+    char *head = magic_help_head(lab, m), *examples = magic_help_examples(m), *text = NULL;
     size_t size;
     FILE *out = head && examples ? open_memstream(&text, &size) : NULL;
     if (out) {
         fputs(head, out);
         if (nflags(m) > 0)
-            flags_table(out, m);
+            flags_table(out, lab, m);
         if (examples[0])
             fprintf(out, "\n%s", examples);
         fclose(out);

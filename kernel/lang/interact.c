@@ -68,14 +68,14 @@ static int control_from(interact_plan *p, const flag_spec *f, const json_t *list
     return 0;
 }
 
-int interact_plan_parse(const char *text, interact_plan *p, error_info *err, size_t *at)
+int interact_plan_parse(const lab_session *lab, const char *text, interact_plan *p, error_info *err, size_t *at)
 {
     memset(p, 0, sizeof *p);
     *at = SIZE_MAX;
     error_clear(err);
     command *cmds = NULL;
     parse_error perr;
-    int n = cell_parse(text ? text : "", &cmds, &perr);
+    int n = cell_parse(lab, text ? text : "", &cmds, &perr);
     if (n < 0) {
         if (perr.line == 1 && perr.column > 0)
             *at = utf8_offset(text, (size_t)perr.column - 1);  /* column: 1-based, in characters */
@@ -135,11 +135,11 @@ json_t *interact_params(const interact_plan *p, const int *index)
 
 /* ---- the magic ---- */
 
-static int interact_check(const char *text, char *msg, size_t len, size_t *at)
+static int interact_check(const lab_session *lab, const char *text, char *msg, size_t len, size_t *at)
 {
     interact_plan p;
     error_info err;
-    int rc = interact_plan_parse(text, &p, &err, at);
+    int rc = interact_plan_parse(lab, text, &p, &err, at);
     if (rc != 0)
         snprintf(msg, len, "%s", err.evalue);
     interact_plan_free(&p);

@@ -41,10 +41,11 @@ typedef struct interact_plan {
     int nctl;
 } interact_plan;
 
-/* Parses the text after %interact into a plan. 0, or -1 with err set
- * (UsageError, or the wrapped command's own parse error) and *at the byte
- * offset of the culprit in text (SIZE_MAX when none). Free with interact_plan_free. */
-int interact_plan_parse(const char *text, interact_plan *p, error_info *err, size_t *at);
+/* Parses the text after %interact into a plan, in the session lab. 0, or -1
+ * with err set (UsageError, or the wrapped command's own parse error) and *at
+ * the byte offset of the culprit in text (SIZE_MAX when none). Free with
+ * interact_plan_free. */
+int interact_plan_parse(const lab_session *lab, const char *text, interact_plan *p, error_info *err, size_t *at);
 void interact_plan_free(interact_plan *p);
 
 /* The params of one run: the plan's with control k's list replaced by

@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "base/error.h"
+#include "magic/lab_session.h"
 #include "magic/magic.h"
 
 /* ---- parsing (parse.c) ---- */
@@ -36,9 +37,11 @@ typedef struct parse_error {
     char source[512];               /* the offending line */
 } parse_error;
 
-/* Parses and validates a whole cell. Returns the number of commands (>= 0) and
- * sets *out to a malloc'd array, or -1 with *err filled. Free with commands_free. */
-int cell_parse(const char *cell, command **out, parse_error *err);
+/* Parses and validates a whole cell in the session lab (its parameters, its
+ * student kernels as variants; NULL: a session with none). Returns the number
+ * of commands (>= 0) and sets *out to a malloc'd array, or -1 with *err
+ * filled. Free with commands_free. */
+int cell_parse(const lab_session *lab, const char *cell, command **out, parse_error *err);
 void commands_free(command *cmds, int n);
 /* Releases what one command owns (commands_free does it for each), leaving it zeroed. */
 void command_clear(command *cmd);
@@ -59,11 +62,12 @@ typedef struct token {
 int line_tokens(const char *line, token **out);
 void tokens_free(token *t, int n);
 
-/* "complete" | "incomplete" | "invalid", for is_complete_request. */
-const char *cell_completeness(const char *cell);
+/* "complete" | "incomplete" | "invalid", for is_complete_request (parsed in the session lab). */
+const char *cell_completeness(const lab_session *lab, const char *cell);
 
-/* Help text (plain) for one magic, and the list of all magics. Caller frees. */
-char *magic_help_text(const magic_spec *m);
+/* Help text (plain) for one magic (its variants in the session lab, which
+ * may be NULL), and the list of all magics. Caller frees. */
+char *magic_help_text(const lab_session *lab, const magic_spec *m);
 char *magic_list_text(void);
 
 /* Nearest known magic name by edit distance, or NULL when nothing is close. */

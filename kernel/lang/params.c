@@ -14,13 +14,33 @@
 #include "lang/params.h"
 #include "base/utf8.h"
 #include "lang/parse_internal.h"
+#include "magic/lab_session.h"
 
 typedef struct param {
     char *name, *value;
 } param;
 
-static param table[PARAM_COUNT_MAX];
-static size_t count, total;         /* total: bytes of all values */
+/* The session's part LAB_PARAMS. */
+typedef struct param_table {
+    param at[PARAM_COUNT_MAX];
+    size_t count, total;            /* total: bytes of all values */
+} param_table;
+
+static void table_drop(void *part)
+{
+    param_table *t = part;
+    for (size_t i = 0; i < t->count; i++) {
+        free(t->at[i].name);
+        free(t->at[i].value);
+    }
+    t->count = t->total = 0;
+}
+
+/* The session's table; NULL where it has none yet (no parameter defined). */
+static const param_table *table_of(const lab_session *lab)
+{
+    return lab_part(lab, LAB_PARAMS);
+}
 
 bool param_name_char(char c, bool first)
 {
@@ -57,30 +77,33 @@ static int table_full(char *why, size_t len)
                      PARAM_COUNT_MAX);
 }
 
-static param *find(const char *name, size_t n)
+static param *find(const param_table *t, const char *name, size_t n)
 {
-    for (size_t i = 0; i < count; i++)
-        if (strlen(table[i].name) == n && memcmp(table[i].name, name, n) == 0)
-            return &table[i];
+    for (size_t i = 0; t && i < t->count; i++)
+        if (strlen(t->at[i].name) == n && memcmp(t->at[i].name, name, n) == 0)
+            return (param *)&t->at[i];
     return NULL;
 }
 
-const char *param_get(const char *name)
+const char *param_get(const lab_session *lab, const char *name)
 {
-    const param *p = name ? find(name, strlen(name)) : NULL;
+    const param *p = name ? find(table_of(lab), name, strlen(name)) : NULL;
     return p ? p->value : NULL;
 }
 
-int param_set(const char *name, const char *value, char *why, size_t len)
+int param_set(lab_session *lab, const char *name, const char *value, char *why, size_t len)
 {
     size_t vn = strlen(value);
     if (param_name_check(name, strlen(name), why, len) != 0 || param_value_check(name, vn, why, len) != 0)
         return -1;
-    param *p = find(name, strlen(name));
+    param_table *t = lab_part_make(lab, LAB_PARAMS, sizeof *t, table_drop);
+    if (!t)
+        return fail_into(why, len, lab ? "out of memory" : "no session to hold parameters");
+    param *p = find(t, name, strlen(name));
     size_t old = p ? strlen(p->value) : 0;
-    if (!p && count == PARAM_COUNT_MAX)
+    if (!p && t->count == PARAM_COUNT_MAX)
         return table_full(why, len);
-    if (total - old + vn > PARAM_TOTAL_MAX)
+    if (t->total - old + vn > PARAM_TOTAL_MAX)
         return fail_into(why, len, "the session's parameters hold at most %u KiB of values together",
                          PARAM_TOTAL_MAX >> 10);
     char *v = strdup(value), *n = p ? NULL : strdup(name);
@@ -90,38 +113,30 @@ int param_set(const char *name, const char *value, char *why, size_t len)
         return fail_into(why, len, "out of memory");
     }
     if (!p) {
-        p = &table[count++];
+        p = &t->at[t->count++];
         p->name = n;
     } else {
         free(p->value);
     }
     p->value = v;
-    total = total - old + vn;
+    t->total = t->total - old + vn;
     return 0;
 }
 
-size_t param_count(void)
+size_t param_count(const lab_session *lab)
 {
-    return count;
+    const param_table *t = table_of(lab);
+    return t ? t->count : 0;
 }
 
-const char *param_name_at(size_t i)
+const char *param_name_at(const lab_session *lab, size_t i)
 {
-    return i < count ? table[i].name : NULL;
+    return i < param_count(lab) ? table_of(lab)->at[i].name : NULL;
 }
 
-const char *param_value_at(size_t i)
+const char *param_value_at(const lab_session *lab, size_t i)
 {
-    return i < count ? table[i].value : NULL;
-}
-
-void param_clear(void)
-{
-    for (size_t i = 0; i < count; i++) {
-        free(table[i].name);
-        free(table[i].value);
-    }
-    count = total = 0;
+    return i < param_count(lab) ? table_of(lab)->at[i].value : NULL;
 }
 
 /* ---- a %param line ---- */
@@ -177,7 +192,7 @@ const char *param_scope_get(const param_scope *s, const char *name, size_t n)
     for (size_t i = s ? s->n : 0; i-- > 0;)
         if (strlen(s->names[i]) == n && memcmp(s->names[i], name, n) == 0)
             return s->values[i];
-    const param *p = find(name, n);
+    const param *p = find(table_of(s ? s->lab : NULL), name, n);
     return p ? p->value : NULL;
 }
 
@@ -185,7 +200,8 @@ static bool in_cell(const param_scope *s, const char *name);
 
 int param_scope_room(const param_scope *s, const char *name, char *why, size_t len)
 {
-    if (in_cell(s, name) || find(name, strlen(name)) || count + s->fresh < PARAM_COUNT_MAX)
+    if (in_cell(s, name) || find(table_of(s->lab), name, strlen(name)) ||
+        param_count(s->lab) + s->fresh < PARAM_COUNT_MAX)
         return 0;
     return table_full(why, len);
 }
@@ -216,7 +232,7 @@ int param_scope_define(param_scope *s, const char *name, const char *value)
     }
     s->names[s->n] = n;
     s->values[s->n++] = v;
-    s->fresh += !find(name, strlen(name));
+    s->fresh += !find(table_of(s->lab), name, strlen(name));
     return 0;
 }
 
@@ -228,7 +244,7 @@ void param_scope_free(param_scope *s)
     }
     free(s->names);
     free(s->values);
-    memset(s, 0, sizeof *s);
+    *s = (param_scope){ .lab = s->lab };
 }
 
 /* Each name once: a cell's redefinition of a session parameter is one name. */
@@ -242,10 +258,10 @@ static bool in_cell(const param_scope *s, const char *name)
 
 void param_scope_names(const param_scope *s, char *buf, size_t len)
 {
-    size_t used = 0, shown = 0, sn = s ? s->n : 0;
+    size_t used = 0, shown = 0, sn = s ? s->n : 0, count = param_count(s ? s->lab : NULL);
     buf[0] = '\0';
     for (size_t i = 0; i < sn + count && used < len; i++) {
-        const char *name = i < sn ? s->names[i] : table[i - sn].name;
+        const char *name = i < sn ? s->names[i] : param_name_at(s->lab, i - sn);
         if (i >= sn && in_cell(s, name))
             continue;
         int w = snprintf(buf + used, len - used, "%s%s", shown ? ", " : "", name);
@@ -268,7 +284,8 @@ const char *param_scope_nearest(const param_scope *s, const char *name, size_t n
     suggest_init(&sg, word);
     for (size_t i = 0; s && i < s->n; i++)
         suggest_add(&sg, s->names[i]);
-    for (size_t i = 0; i < count; i++)
-        suggest_add(&sg, table[i].name);
+    const lab_session *lab = s ? s->lab : NULL;
+    for (size_t i = 0; i < param_count(lab); i++)
+        suggest_add(&sg, param_name_at(lab, i));
     return sg.best;
 }

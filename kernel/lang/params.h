@@ -5,14 +5,17 @@
  *   params.c   the session's table, the %param line's syntax, a cell's scope
  *   subst.c    {NAME} / $NAME in a line's text, as IPython expands line magics
  *
- * The table lives in the process that parses cells (the kernel process, or the
- * command line's), like the session's student kernels: it lasts the session.
+ * The table is a part of the session (magic/lab_session.h) in the process that
+ * parses cells (the kernel process, or the command line's), like the session's
+ * student kernels: it lasts the session and is freed with it.
  */
 #ifndef CUDALAB_LANG_PARAMS_H
 #define CUDALAB_LANG_PARAMS_H
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "magic/lab_session.h"
 
 /* The magic that defines parameters (kernel/magics/param.c). The parser
  * knows it by this name, as it knows %help for `name?`: a %param line is
@@ -26,18 +29,17 @@
 
 /* ---- the session's table ---- */
 
-/* The value of a defined parameter, or NULL. Borrowed: valid until the
- * parameter is redefined or the table cleared. */
-const char *param_get(const char *name);
-/* Defines or redefines a parameter. 0, or -1 with the reason in why (the
- * name's rule, a value too long, the table full, out of memory). */
-int param_set(const char *name, const char *value, char *why, size_t len);
-size_t param_count(void);
-/* The i-th parameter in the order of definition (i < param_count()). */
-const char *param_name_at(size_t i);
-const char *param_value_at(size_t i);
-/* Forgets every parameter (the unit tests start each case clean). */
-void param_clear(void);
+/* The value of a parameter defined in the session lab, or NULL. Borrowed:
+ * valid until the parameter is redefined or the session freed. */
+const char *param_get(const lab_session *lab, const char *name);
+/* Defines or redefines a parameter of the session lab. 0, or -1 with the
+ * reason in why (the name's rule, a value too long, the table full, out of
+ * memory). */
+int param_set(lab_session *lab, const char *name, const char *value, char *why, size_t len);
+size_t param_count(const lab_session *lab);
+/* The i-th parameter in the order of definition (i < param_count(lab)). */
+const char *param_name_at(const lab_session *lab, size_t i);
+const char *param_value_at(const lab_session *lab, size_t i);
 
 /* The name rule: letters, digits and _, not starting with a digit, at most
  * PARAM_NAME_MAX bytes. 0, or -1 with why it is not a name. */
@@ -50,6 +52,7 @@ int param_value_check(const char *name, size_t value_len, char *why, size_t len)
 /* ---- a cell's scope: the table plus the %param lines parsed so far ---- */
 
 typedef struct param_scope {
+    const lab_session *lab;         /* the session whose table the cell extends (NULL: none) */
     char **names, **values;         /* owned: what this cell's earlier %param lines define */
     size_t n;
     size_t fresh;                   /* how many of the names the session's table does not have yet */

@@ -122,7 +122,7 @@ static json_t *help_params(const logical *l, const magic_registry *reg, const he
     bool quoted[2] = { true, false };
     lexed one = { .tok = tok, .lead_quoted = quoted, .n = h->len ? 1 : 0 };
     size_t at;
-    json_t *params = args_parse(*m, &one, 0, NULL, err, &at);
+    json_t *params = args_parse(NULL, *m, &one, 0, NULL, err, &at);   /* %help's flags name no variant */
     if (!params)
         locate(l, at, err);
     free(tok[0].text);
@@ -145,7 +145,7 @@ static json_t *raw_params(const logical *l, const magic_spec *m, const param_sco
     const char *text = (expanded ? x.text : l->text) + from;
     char msg[400];
     json_t *params = NULL;
-    if (m->check && m->check(text, msg, sizeof msg, &at) != 0) {
+    if (m->check && m->check(scope->lab, text, msg, sizeof msg, &at) != 0) {
         at = at == SIZE_MAX ? SIZE_MAX : from + at;
         fail_at(err, l, expanded ? subst_origin(&x, at) : at, m->check_ename ? m->check_ename : "SyntaxError",
                 "%%%s: %s", m->name, msg);
@@ -248,7 +248,7 @@ static json_t *args_params(const logical *l, const magic_spec *m, param_scope *s
         }
         lx = &mine;
     }
-    json_t *params = args_parse(m, lx, 1, cpu_defaulted, err, &at);
+    json_t *params = args_parse(scope->lab, m, lx, 1, cpu_defaulted, err, &at);
     if (!params) {
         locate(l, at, err);
     } else if (strcmp(m->name, PARAM_MAGIC) == 0) {
@@ -353,7 +353,8 @@ static int command_from(const logical *l, const magic_registry *reg, param_scope
 
 /* ---- the cell ---- */
 
-static int cell_parse_in(const char *cell, const magic_registry *reg, command **out, parse_error *err)
+static int cell_parse_in(const lab_session *lab, const char *cell, const magic_registry *reg, command **out,
+                         parse_error *err)
 {
     memset(err, 0, sizeof *err);
     *out = NULL;
@@ -361,7 +362,7 @@ static int cell_parse_in(const char *cell, const magic_registry *reg, command **
     command *cmds = NULL;
     int n = 0, rc;
     logical l;
-    param_scope scope = { 0 };
+    param_scope scope = { .lab = lab };
     while ((rc = reader_next(&r, &l, err)) > 0) {
         bool is_cell = false;
         rc = 0;
@@ -389,17 +390,17 @@ static int cell_parse_in(const char *cell, const magic_registry *reg, command **
     return n;
 }
 
-int cell_parse_with(const char *cell, const magic_spec *(*find)(const char *),
+int cell_parse_with(const lab_session *lab, const char *cell, const magic_spec *(*find)(const char *),
                     command **out, parse_error *err)
 {
     magic_registry reg = { .find = find, .nearest = NULL };
-    return cell_parse_in(cell, &reg, out, err);
+    return cell_parse_in(lab, cell, &reg, out, err);
 }
 
-int cell_parse(const char *cell, command **out, parse_error *err)
+int cell_parse(const lab_session *lab, const char *cell, command **out, parse_error *err)
 {
     magic_registry reg = { .find = magic_find, .nearest = magic_nearest };
-    return cell_parse_in(cell, &reg, out, err);
+    return cell_parse_in(lab, cell, &reg, out, err);
 }
 
 void command_clear(command *cmd)
@@ -426,7 +427,7 @@ static bool blank(const char *s)
 
 /* Incomplete: the cell stops inside a quote or continuation, or is only a
  * valid cell magic's first line. Otherwise whatever a real parse says. */
-const char *cell_completeness(const char *cell)
+const char *cell_completeness(const lab_session *lab, const char *cell)
 {
     reader r = { .p = cell ? cell : "", .line = 1, .find = magic_find };
     parse_error err;
@@ -447,7 +448,7 @@ const char *cell_completeness(const char *cell)
     if (rc == READ_INCOMPLETE)
         return "incomplete";
     command *cmds;
-    int n = cell_parse(cell, &cmds, &err);
+    int n = cell_parse(lab, cell, &cmds, &err);
     if (n < 0)
         return "invalid";
     commands_free(cmds, n);

@@ -23,6 +23,7 @@
 #define QUOTE_MAX 60
 
 typedef struct args {
+    const lab_session *lab;         /* whose variants a --variant may name */
     const magic_spec *m;
     const lexed *lx;
     int first;                      /* index of the first argument token */
@@ -111,7 +112,7 @@ static int set_flag(args *a, const flag_spec *f, const char *value, size_t flag_
         return usage_error(a, flag_at, "--%s is given twice%s", f->name,
                            f->opts & FLAG_LIST ? "; for several values give one comma list (a,b,c)" : "");
     char msg[400], key[96];
-    json_t *v = flag_value_parse(f, value, msg, sizeof msg);
+    json_t *v = flag_value_parse(a->lab, f, value, msg, sizeof msg);
     if (!v)
         return usage_error(a, value_at, "%s", msg);
     flag_key(f, key, sizeof key);
@@ -295,10 +296,10 @@ static int finish(args *a)
     return 0;
 }
 
-json_t *args_parse(const magic_spec *m, const lexed *lx, int first, json_t **cpu_defaulted, parse_error *err,
-                   size_t *at)
+json_t *args_parse(const lab_session *lab, const magic_spec *m, const lexed *lx, int first,
+                   json_t **cpu_defaulted, parse_error *err, size_t *at)
 {
-    args a = { .m = m, .lx = lx, .first = first, .err = err, .at = at };
+    args a = { .lab = lab, .m = m, .lx = lx, .first = first, .err = err, .at = at };
     *at = SIZE_MAX;
     a.params = json_object();
     a.seen = calloc(flag_count(m) + 1, sizeof *a.seen);
@@ -351,7 +352,7 @@ json_t *params_cpu_defaults(const magic_spec *m, const json_t *params, const jso
         for (size_t j = 0; f->cpu_def && j < json_array_size(cpu_defaulted) && !wanted; j++)
             wanted = json_is_string(json_array_get(cpu_defaulted, j)) &&
                      strcmp(json_string_value(json_array_get(cpu_defaulted, j)), key) == 0;
-        json_t *v = wanted ? flag_value_parse(f, f->cpu_def, why, sizeof why) : NULL;
+        json_t *v = wanted ? flag_value_parse(NULL, f, f->cpu_def, why, sizeof why) : NULL;
         if (!v)
             continue;               /* a cpu_def that does not parse is caught by the unit tests */
         json_object_set_new(out, key, v);

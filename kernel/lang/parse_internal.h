@@ -29,7 +29,7 @@
 
 /* cell_parse with another registry lookup (the tests inject fake magics).
  * Unknown magics get no "did you mean" here: only cell_parse knows the list. */
-int cell_parse_with(const char *cell, const magic_spec *(*find)(const char *),
+int cell_parse_with(const lab_session *lab, const char *cell, const magic_spec *(*find)(const char *),
                     command **out, parse_error *err);
 
 /* ---- parse_lex.c ---- */
@@ -111,13 +111,14 @@ int fail_at(parse_error *err, const logical *l, size_t at, const char *ename, co
 
 /* ---- parse_args.c ---- */
 
-/* Validates the arguments of one command (tokens first..lx->n-1) against m.
+/* Validates the arguments of one command (tokens first..lx->n-1) against m,
+ * a --variant against the variants of the session lab.
  * Returns the params object (new reference), or NULL with err->error.ename/evalue
  * set and *at the byte offset of the culprit in the line (SIZE_MAX if none).
  * cpu_defaulted, when not NULL, receives the keys of the flags with a cpu_def
  * that took their default (a new array, or NULL when there are none). */
-json_t *args_parse(const magic_spec *m, const lexed *lx, int first, json_t **cpu_defaulted,
-                   parse_error *err, size_t *at);
+json_t *args_parse(const lab_session *lab, const magic_spec *m, const lexed *lx, int first,
+                   json_t **cpu_defaulted, parse_error *err, size_t *at);
 
 /* The params key of a magic's positional text: "TEXT" -> "text". */
 void positional_key(const magic_spec *m, char *buf, size_t len);
@@ -125,9 +126,10 @@ void positional_key(const magic_spec *m, char *buf, size_t len);
 /* ---- parse_value.c ---- */
 
 /* Parses text as the value of flag f, exactly as if the user wrote
- * --name text: comma lists, ranges and all. Returns a new reference, or NULL
- * with a one-line reason in msg. */
-json_t *flag_value_parse(const flag_spec *f, const char *text, char *msg, size_t len);
+ * --name text: comma lists, ranges and all (a family's variants: those of
+ * the session lab). Returns a new reference, or NULL with a one-line reason
+ * in msg. */
+json_t *flag_value_parse(const lab_session *lab, const flag_spec *f, const char *text, char *msg, size_t len);
 
 /* The value a flag has when the user does not give it: the parsed default,
  * false for a switch, null otherwise. NULL (msg set) when the spec's default
@@ -187,10 +189,11 @@ void magic_usage(const magic_spec *m, char *buf, size_t len);
 void flag_label(const flag_spec *f, char *buf, size_t len);     /* "-n, --size" */
 const char *flag_type_name(const flag_spec *f);                  /* "int", "choice", ... */
 void flag_default_text(const flag_spec *f, char *buf, size_t len);
-void flag_allowed_text(const flag_spec *f, char *buf, size_t len);
-/* Usage, summary, description and positional argument; then the examples.
- * The caller frees. (magic_help_text = head + flags table + examples.) */
-char *magic_help_head(const magic_spec *m);
+void flag_allowed_text(const lab_session *lab, const flag_spec *f, char *buf, size_t len);
+/* Usage, summary, description, the variants in the session lab and positional
+ * argument; then the examples. The caller frees. (magic_help_text = head +
+ * flags table + examples.) */
+char *magic_help_head(const lab_session *lab, const magic_spec *m);
 char *magic_help_examples(const magic_spec *m);
 
 #endif

@@ -99,13 +99,14 @@ static json_t *int_item(const flag_spec *f, const char *text, const char *whole,
 }
 
 /* The pieces of text between the separators seps, each parsed by item (which
- * gets the piece, the whole text and how many came before it) into an array;
- * NULL once one fails (msg says why). */
-typedef json_t *piece_parser(const flag_spec *f, const char *piece, const char *whole, size_t index,
-                             char *msg, size_t len);
+ * gets the piece, the whole text and how many came before it, and the session
+ * whose variants a choice may name) into an array; NULL once one fails (msg
+ * says why). */
+typedef json_t *piece_parser(const lab_session *lab, const flag_spec *f, const char *piece, const char *whole,
+                             size_t index, char *msg, size_t len);
 
-static json_t *split_value(const flag_spec *f, const char *text, const char *seps, piece_parser *item,
-                           char *msg, size_t len)
+static json_t *split_value(const lab_session *lab, const flag_spec *f, const char *text, const char *seps,
+                           piece_parser *item, char *msg, size_t len)
 {
     char *copy = strdup(text);
     json_t *array = json_array();
@@ -119,7 +120,7 @@ static json_t *split_value(const flag_spec *f, const char *text, const char *sep
         char *sep = strpbrk(piece, seps);
         if (sep)
             *sep = '\0';
-        json_t *v = item(f, piece, text, json_array_size(array), msg, len);
+        json_t *v = item(lab, f, piece, text, json_array_size(array), msg, len);
         if (!v || json_array_append_new(array, v) != 0) {
             json_decref(array);
             array = NULL;
@@ -133,8 +134,8 @@ static json_t *split_value(const flag_spec *f, const char *text, const char *sep
     return array;
 }
 
-static json_t *dims_item(const flag_spec *f, const char *piece, const char *whole, size_t index,
-                         char *msg, size_t len)
+static json_t *dims_item(const lab_session *lab, const flag_spec *f, const char *piece, const char *whole,
+                         size_t index, char *msg, size_t len)
 {
     return *piece && index < 3 ? int_item(f, piece, whole, msg, len) : dims_shape_error(f, whole, msg, len);
 }
@@ -142,7 +143,7 @@ static json_t *dims_item(const flag_spec *f, const char *piece, const char *whol
 /* 76x62 or 16x16x4: 1 to 3 positive integers. */
 static json_t *dims_value(const flag_spec *f, const char *text, char *msg, size_t len)
 {
-    return split_value(f, text, "xX", dims_item, msg, len);
+    return split_value(NULL, f, text, "xX", dims_item, msg, len);
 }
 
 static json_t *float_value(const flag_spec *f, const char *text, char *msg, size_t len)
@@ -179,16 +180,16 @@ static json_t *bool_value(const flag_spec *f, const char *text, char *msg, size_
                 f->name, utf8_clip(text, QUOTE_MAX), text);
 }
 
-static json_t *choice_value(const flag_spec *f, const char *text, char *msg, size_t len)
+static json_t *choice_value(const lab_session *lab, const flag_spec *f, const char *text, char *msg, size_t len)
 {
-    if (!flag_choice(f, 0))
+    if (!flag_choice(lab, f, 0))
         return fail(msg, len, "--%s has no choices in its spec", f->name);
     suggest s;
     suggest_init(&s, text);
     char allowed[320] = "";
     size_t used = 0;
     const char *c;
-    for (size_t i = 0; (c = flag_choice(f, i)); i++) {
+    for (size_t i = 0; (c = flag_choice(lab, f, i)); i++) {
         if (strcmp(text, c) == 0)
             return json_string(c);
         suggest_add(&s, c);
@@ -203,13 +204,13 @@ static json_t *choice_value(const flag_spec *f, const char *text, char *msg, siz
     return fail(msg, len, "unknown value '%.*s' for --%s; allowed: %s", q, text, f->name, allowed);
 }
 
-static json_t *one_value(const flag_spec *f, const char *text, char *msg, size_t len)
+static json_t *one_value(const lab_session *lab, const flag_spec *f, const char *text, char *msg, size_t len)
 {
     switch (f->type) {
     case FLAG_BOOL:   return bool_value(f, text, msg, len);
     case FLAG_INT:    return int_item(f, text, NULL, msg, len);
     case FLAG_FLOAT:  return float_value(f, text, msg, len);
-    case FLAG_CHOICE: return choice_value(f, text, msg, len);
+    case FLAG_CHOICE: return choice_value(lab, f, text, msg, len);
     case FLAG_DIMS:   return dims_value(f, text, msg, len);
     case FLAG_STRING: break;
     }
@@ -217,19 +218,19 @@ static json_t *one_value(const flag_spec *f, const char *text, char *msg, size_t
     return v ? v : fail(msg, len, "--%s: the text is not valid UTF-8", f->name);
 }
 
-static json_t *list_item(const flag_spec *f, const char *piece, const char *whole, size_t index,
-                         char *msg, size_t len)
+static json_t *list_item(const lab_session *lab, const flag_spec *f, const char *piece, const char *whole,
+                         size_t index, char *msg, size_t len)
 {
-    return *piece ? one_value(f, piece, msg, len)
+    return *piece ? one_value(lab, f, piece, msg, len)
                   : fail(msg, len, "--%s: empty item in the list '%.*s'", f->name, utf8_clip(whole, QUOTE_MAX), whole);
 }
 
 /* A comma list: every item parsed alone; an empty item is a typo. In a text list of NAME=VALUE
  * items (-D), an item without '=' is one more value of the NAME before it: UNROLL=1,2,4 is
  * UNROLL=1, UNROLL=2 and UNROLL=4, as the help writes it. */
-static json_t *list_value(const flag_spec *f, const char *text, char *msg, size_t len)
+static json_t *list_value(const lab_session *lab, const flag_spec *f, const char *text, char *msg, size_t len)
 {
-    json_t *list = split_value(f, text, ",", list_item, msg, len), *v;
+    json_t *list = split_value(lab, f, text, ",", list_item, msg, len), *v;
     const char *name = NULL;
     size_t i, name_len = 0;
     json_array_foreach(f->type == FLAG_STRING ? list : NULL, i, v) {
@@ -244,21 +245,21 @@ static json_t *list_value(const flag_spec *f, const char *text, char *msg, size_
     return list;
 }
 
-json_t *flag_value_parse(const flag_spec *f, const char *text, char *msg, size_t len)
+json_t *flag_value_parse(const lab_session *lab, const flag_spec *f, const char *text, char *msg, size_t len)
 {
     bool comma = strchr(text, ',') != NULL;
     if (f->opts & FLAG_LIST && f->type == FLAG_DIMS && !comma) {
         /* dimensions are an array already: a list of them is always an array
          * of arrays, so that one value is one point of a sweep, not several */
-        json_t *one = one_value(f, text, msg, len);
+        json_t *one = one_value(lab, f, text, msg, len);
         return one ? json_pack("[o]", one) : NULL;
     }
     if (f->opts & FLAG_LIST)
-        return comma ? list_value(f, text, msg, len) : one_value(f, text, msg, len);
+        return comma ? list_value(lab, f, text, msg, len) : one_value(lab, f, text, msg, len);
     if (comma && f->type != FLAG_STRING)
         return fail(msg, len, "--%s takes one value, not a list (got '%.*s')", f->name,
                     utf8_clip(text, QUOTE_MAX), text);
-    return one_value(f, text, msg, len);
+    return one_value(lab, f, text, msg, len);
 }
 
 json_t *flag_default_value(const flag_spec *f, char *msg, size_t len)
@@ -266,7 +267,7 @@ json_t *flag_default_value(const flag_spec *f, char *msg, size_t len)
     if (!f->def)
         return f->type == FLAG_BOOL ? json_false() : json_null();
     char why[400];
-    json_t *v = flag_value_parse(f, f->def, why, sizeof why);
+    json_t *v = flag_value_parse(NULL, f, f->def, why, sizeof why);     /* a default names a built-in */
     if (!v)
         fail(msg, len, "the default of --%s does not parse: %s", f->name, why);
     return v;

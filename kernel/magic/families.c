@@ -9,6 +9,7 @@
 #include "base/text.h"
 #include "base/utf8.h"
 #include "magic/families.h"
+#include "magic/lab_session.h"
 #include "magic/sweep.h"
 
 const family_spec *family_of_magic(const magic_spec *m)
@@ -36,15 +37,38 @@ const family_spec *family_next_taking_kernels(size_t *at)
     return NULL;
 }
 
-/* ---- variants registered at run time ---- */
+/* ---- variants registered at run time: the session's part LAB_VARIANTS ---- */
 
 typedef struct runtime_variant {
     const family_spec *family;
     cl_variant v;                   /* strings owned */
 } runtime_variant;
 
-static runtime_variant runtime[FAMILY_MAX_RUNTIME];
-static size_t nruntime;
+typedef struct runtime_variants {
+    runtime_variant at[FAMILY_MAX_RUNTIME];
+    size_t n;
+} runtime_variants;
+
+static void runtime_free(runtime_variant *r)
+{
+    free((char *)r->v.name);
+    free((char *)r->v.launch);
+    free((char *)r->v.teaches);
+}
+
+static void runtime_drop(void *part)
+{
+    runtime_variants *rt = part;
+    for (size_t k = 0; k < rt->n; k++)
+        runtime_free(&rt->at[k]);
+    rt->n = 0;
+}
+
+/* The session's run-time variants, or NULL where it has none yet. */
+static const runtime_variants *runtime_of(const lab_session *lab)
+{
+    return lab_part(lab, LAB_VARIANTS);
+}
 
 static size_t broken_count(const family_spec *f)
 {
@@ -54,15 +78,16 @@ static size_t broken_count(const family_spec *f)
     return n;
 }
 
-size_t family_count(const family_spec *f)
+size_t family_count(const lab_session *lab, const family_spec *f)
 {
     size_t n = f->nvariants + broken_count(f);
-    for (size_t i = 0; i < nruntime; i++)
-        n += runtime[i].family == f;
+    const runtime_variants *rt = runtime_of(lab);
+    for (size_t i = 0; rt && i < rt->n; i++)
+        n += rt->at[i].family == f;
     return n;
 }
 
-const cl_variant *family_variant(const family_spec *f, size_t i)
+const cl_variant *family_variant(const lab_session *lab, const family_spec *f, size_t i)
 {
     if (i < f->nvariants)
         return &f->variants[i];
@@ -70,16 +95,17 @@ const cl_variant *family_variant(const family_spec *f, size_t i)
     if (i < broken_count(f))
         return &f->broken[i].v;
     i -= broken_count(f);
-    for (size_t k = 0; k < nruntime; k++)
-        if (runtime[k].family == f && i-- == 0)
-            return &runtime[k].v;
+    const runtime_variants *rt = runtime_of(lab);
+    for (size_t k = 0; rt && k < rt->n; k++)
+        if (rt->at[k].family == f && i-- == 0)
+            return &rt->at[k].v;
     return NULL;
 }
 
-int family_index(const family_spec *f, const char *name)
+int family_index(const lab_session *lab, const family_spec *f, const char *name)
 {
     const cl_variant *v;
-    for (size_t i = 0; name && (v = family_variant(f, i)); i++)
+    for (size_t i = 0; name && (v = family_variant(lab, f, i)); i++)
         if (strcmp(v->name, name) == 0)
             return (int)i;
     return -1;
@@ -95,8 +121,10 @@ const family_broken *family_broken_find(const family_spec *f, const char *name)
 
 int family_builtin(const family_spec *f, const char *name)
 {
-    int i = family_index(f, name);
-    return i >= 0 && (size_t)i < f->nvariants ? i : -1;
+    for (size_t i = 0; name && i < f->nvariants; i++)
+        if (strcmp(f->variants[i].name, name) == 0)
+            return (int)i;
+    return -1;
 }
 
 int family_point_variant(magic_ctx *ctx, const family_spec *f, const json_t *point)
@@ -108,49 +136,44 @@ int family_point_variant(magic_ctx *ctx, const family_spec *f, const json_t *poi
     return v;
 }
 
-static void runtime_free(runtime_variant *r)
-{
-    free((char *)r->v.name);
-    free((char *)r->v.launch);
-    free((char *)r->v.teaches);
-}
-
 int family_register(magic_ctx *ctx, const family_spec *f, const cl_variant *v)
 {
-    int at = family_index(f, v->name);
-    if (strcmp(v->name, "all") == 0 || (at >= 0 && (size_t)at < f->nvariants) || family_broken_find(f, v->name))
+    if (strcmp(v->name, "all") == 0 || family_builtin(f, v->name) >= 0 || family_broken_find(f, v->name))
         return magic_error(ctx, "UsageError", "'%s': %%%s already has a variant of that name "
                            "(choose another)", v->name, f->magic);
+    runtime_variants *rt = lab_part_make(ctx->lab, LAB_VARIANTS, sizeof *rt, runtime_drop);
+    if (!rt)
+        return magic_error(ctx, "MemoryError", "out of memory");
     runtime_variant *slot = NULL;
-    for (size_t k = 0; k < nruntime && !slot; k++)
-        if (runtime[k].family == f && strcmp(runtime[k].v.name, v->name) == 0)
-            slot = &runtime[k];
+    for (size_t k = 0; k < rt->n && !slot; k++)
+        if (rt->at[k].family == f && strcmp(rt->at[k].v.name, v->name) == 0)
+            slot = &rt->at[k];
     if (slot)
         runtime_free(slot);
-    else if (nruntime == FAMILY_MAX_RUNTIME)
+    else if (rt->n == FAMILY_MAX_RUNTIME)
         return magic_error(ctx, "UsageError", "this session already has %d kernels of its own; "
                            "restart the kernel to start over", FAMILY_MAX_RUNTIME);
     else
-        slot = &runtime[nruntime++];
+        slot = &rt->at[rt->n++];
     slot->family = f;
     slot->v = (cl_variant){strdup(v->name), strdup(v->launch ? v->launch : ""),
                            strdup(v->teaches ? v->teaches : ""), v->flags | CL_V_RUNTIME};
     if (!slot->v.name || !slot->v.launch || !slot->v.teaches) {
         runtime_free(slot);
-        *slot = runtime[--nruntime];
+        *slot = rt->at[--rt->n];
         return magic_error(ctx, "MemoryError", "out of memory");
     }
     return 0;
 }
 
-void family_forget_runtime(void)
+void family_forget_runtime(lab_session *lab)
 {
-    for (size_t k = 0; k < nruntime; k++)
-        runtime_free(&runtime[k]);
-    nruntime = 0;
+    runtime_variants *rt = lab_part(lab, LAB_VARIANTS);
+    if (rt)
+        runtime_drop(rt);
 }
 
-const char *flag_choice(const flag_spec *fl, size_t i)
+const char *flag_choice(const lab_session *lab, const flag_spec *fl, size_t i)
 {
     if (!fl->family) {
         for (size_t k = 0; fl->choices && fl->choices[k]; k++)
@@ -158,8 +181,8 @@ const char *flag_choice(const flag_spec *fl, size_t i)
                 return fl->choices[k];
         return NULL;
     }
-    size_t n = family_count(fl->family);
-    return i < n ? family_variant(fl->family, i)->name : i == n ? "all" : NULL;
+    size_t n = family_count(lab, fl->family);
+    return i < n ? family_variant(lab, fl->family, i)->name : i == n ? "all" : NULL;
 }
 
 /* ---- --variant ---- */
@@ -175,13 +198,13 @@ bool family_list_has(const json_t *list, const char *name)
 }
 
 /* "naive, tiled, fast": what the backend has, for an error. */
-static void available_text(const family_spec *f, variant_available_fn available, void *user, char *buf,
-                           size_t len)
+static void available_text(const lab_session *lab, const family_spec *f, variant_available_fn available,
+                           void *user, char *buf, size_t len)
 {
     size_t used = 0;
     buf[0] = '\0';
     const cl_variant *v;
-    for (size_t i = 0; (v = family_variant(f, i)) && used < len; i++)
+    for (size_t i = 0; (v = family_variant(lab, f, i)) && used < len; i++)
         if (available(v, i, user))
             used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "", v->name);
     utf8_trim(buf);
@@ -208,16 +231,16 @@ json_t *family_select(magic_ctx *ctx, const family_spec *f, const json_t *given,
         const cl_variant *v;
         if (name && strcmp(name, "all") == 0) {
             /* every built-in variant: a student's kernel, or one broken on purpose, runs when named */
-            for (size_t k = 0; (v = family_variant(f, k)); k++)
+            for (size_t k = 0; (v = family_variant(ctx->lab, f, k)); k++)
                 if (!(v->flags & (CL_V_RUNTIME | CL_V_BROKEN)) && available(v, k, user) &&
                     !family_list_has(out, v->name))
                     json_array_append_new(out, json_string(v->name));
             continue;
         }
-        int at = family_index(f, name);
-        if (at < 0 || !available(family_variant(f, (size_t)at), (size_t)at, user)) {
+        int at = family_index(ctx->lab, f, name);
+        if (at < 0 || !available(family_variant(ctx->lab, f, (size_t)at), (size_t)at, user)) {
             char have[512];
-            available_text(f, available, user, have, sizeof have);
+            available_text(ctx->lab, f, available, user, have, sizeof have);
             magic_error(ctx, "UsageError", at < 0 ? "unknown --variant '%s' (%s has: %s)"
                         : "--variant %s is not available on the %s backend (it has: %s)",
                         name ? name : "?", at < 0 ? f->magic : backend, have);

@@ -21,6 +21,7 @@
 
 #include "cudalab/family.h"
 #include "cudalab/student.h"
+#include "magic/lab_session.h"
 #include "magic/magic.h"
 
 /* A variant broken on purpose (CL_V_BROKEN): a kernel a student could have
@@ -77,16 +78,17 @@ const family_spec *family_next_taking_kernels(size_t *at);
     {.name = "variant", .short_name = 'v', .type = FLAG_CHOICE, .def = (def_), .family = (family_), \
      .opts = FLAG_LIST, .help = "the variants to run (listed above), or all"}
 
-/* Variants registered at run time, across all families. */
+/* Variants registered at run time, across all families: the session's
+ * (lab_session.h), so that one session's kernels are not another's. */
 #define FAMILY_MAX_RUNTIME 64
 
 /* Every variant of f: the contract's rows (indexes < f->nvariants, equal to the
- * family's enum ids), then its broken ones (f->broken), then those registered
- * at run time. */
-size_t family_count(const family_spec *f);
-const cl_variant *family_variant(const family_spec *f, size_t i);
+ * family's enum ids), then its broken ones (f->broken), then those the session
+ * lab registered at run time (none where lab is NULL). */
+size_t family_count(const lab_session *lab, const family_spec *f);
+const cl_variant *family_variant(const lab_session *lab, const family_spec *f, size_t i);
 /* The index of a variant by name, or -1. */
-int family_index(const family_spec *f, const char *name);
+int family_index(const lab_session *lab, const family_spec *f, const char *name);
 /* The variant broken on purpose of that name, or NULL. */
 const family_broken *family_broken_find(const family_spec *f, const char *name);
 /* The id of one of the contract's own rows (what the backends implement, by
@@ -95,24 +97,24 @@ int family_builtin(const family_spec *f, const char *name);
 /* The same for a sweep point's "variant", or -1 with an error in ctx (a point
  * names a variant family_select let through: only a bug gets here). */
 int family_point_variant(magic_ctx *ctx, const family_spec *f, const json_t *point);
-/* Adds a variant whose code arrives at run time (CL_V_RUNTIME is set on the
- * copy kept); name and texts are copied. Replaces a runtime variant of the
- * same name. 0, or -1 with a UsageError when the name is a built-in or broken
- * variant's or "all", or the registry is full. */
+/* Adds to ctx's session (ctx->lab) a variant whose code arrives at run time
+ * (CL_V_RUNTIME is set on the copy kept); name and texts are copied. Replaces
+ * a runtime variant of the same name. 0, or -1 with a UsageError when the name
+ * is a built-in or broken variant's or "all", or the registry is full. */
 int family_register(magic_ctx *ctx, const family_spec *f, const cl_variant *v);
-/* Forgets every runtime variant (tests; a session restart). */
-void family_forget_runtime(void);
+/* Forgets every runtime variant of the session. */
+void family_forget_runtime(lab_session *lab);
 
 /* The i-th allowed value of a FLAG_CHOICE flag: its choices[], or for a flag
- * whose spec names a family, the family's variants and then "all". NULL past
- * the end. */
-const char *flag_choice(const flag_spec *fl, size_t i);
+ * whose spec names a family, the family's variants in the session lab and
+ * then "all". NULL past the end. */
+const char *flag_choice(const lab_session *lab, const flag_spec *fl, size_t i);
 
 /* Whether a variant runs on this command's backend: the front-end's answer. */
 typedef bool (*variant_available_fn)(const cl_variant *v, size_t index, void *user);
 
 /* --variant as given (a name or a list) -> an array of distinct variant names
- * in the order given. `all` stands for every built-in variant that `available`
+ * in the order given, among the variants of ctx's session. `all` stands for every built-in variant that `available`
  * accepts, in table order; never a run-time one: a student's kernel runs when
  * named. available NULL: the contract's rows, which every backend of the
  * family implements, and run-time ones, which the caller has refused

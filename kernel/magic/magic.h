@@ -62,6 +62,7 @@ enum magic_where {
 };
 
 struct magic_ctx;
+struct lab_session;
 struct command;
 
 typedef struct magic_spec {
@@ -77,10 +78,11 @@ typedef struct magic_spec {
     const char *const *examples;    /* NULL-terminated example lines for %help */
     /* raw: the rest of the line after the name is the positional text as typed
      * (no flags, quotes kept: an expression); check, if set, validates it when
-     * the cell is parsed, so that a typo stops the cell before anything runs:
-     * 0, or -1 with a reason in msg and the culprit's byte offset in *at. */
+     * the cell is parsed (in the session lab), so that a typo stops the cell
+     * before anything runs: 0, or -1 with a reason in msg and the culprit's
+     * byte offset in *at. */
     bool raw;
-    int (*check)(const char *text, char *msg, size_t len, size_t *at);
+    int (*check)(const struct lab_session *lab, const char *text, char *msg, size_t len, size_t *at);
     const char *check_ename;        /* what a failed check is: NULL for "SyntaxError" (an expression's typo) */
     /* A worker magic's steps in the kernel process, around the command:
      * attach, before it is sent, may refuse it (-1 with the error in ctx) and
@@ -120,6 +122,8 @@ typedef struct magic_out {
 typedef struct magic_ctx {
     const magic_out *out;
     void *impl;
+    struct lab_session *lab;        /* the session the command runs in: its parameters, student kernels,
+                                     * run-time variants and compile cache (lab_session.h) */
     const cl_backend *backend;      /* worker-side: the backend that runs; NULL in the kernel process */
     const char *backend_note;       /* why this backend (e.g. the CUDA error that made us fall back), and the
                                      * CPU's defaults that the command took (magic_cpu_default) */

@@ -66,12 +66,12 @@ char *show_source_text(const char *family, const char *variant, const char **fil
 }
 
 /* The names of f's variants, "a, b, c", for an error. */
-static void variant_names(const family_spec *f, char *buf, size_t len)
+static void variant_names(const lab_session *lab, const family_spec *f, char *buf, size_t len)
 {
     size_t at = 0;
     buf[0] = '\0';
     const cl_variant *v;
-    for (size_t i = 0; (v = family_variant(f, i)) && at < len; i++)
+    for (size_t i = 0; (v = family_variant(lab, f, i)) && at < len; i++)
         if (!(v->flags & CL_V_RUNTIME))
             at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? ", " : "", v->name);
 }
@@ -187,15 +187,15 @@ int show_source_run(magic_ctx *ctx, const json_t *params, const family_spec *f)
         return 1;
     }
     char names[400];
-    variant_names(f, names, sizeof names);
-    int i = family_index(f, variant);
+    variant_names(ctx->lab, f, names, sizeof names);
+    int i = family_index(ctx->lab, f, variant);
     if (i < 0)
         return magic_error(ctx, "UsageError", "--show-source %s: %%%s has no variant %s; its variants: %s",
                            variant, f->magic, variant, names);
     const family_broken *broken = family_broken_find(f, variant);
     if (broken)
         return show_broken(ctx, f, broken, as_kernel);
-    if (family_variant(f, (size_t)i)->flags & CL_V_RUNTIME)
+    if (family_variant(ctx->lab, f, (size_t)i)->flags & CL_V_RUNTIME)
         return magic_error(ctx, "UsageError", "--show-source %s: %s is your own kernel; its source is the "
                            "%%%%kernel cell that defined it (built-in variants: %s)", variant, variant, names);
     const char *file = NULL;

@@ -100,10 +100,11 @@ static const cl_occ_device *launch_device(magic_ctx *ctx, const char **source)
 }
 
 /* Why a run has no launch of ours to model, or NULL when it has one. */
-static const char *not_launched(const family_spec *f, const json_t *run, const json_t *launch)
+static const char *not_launched(const lab_session *lab, const family_spec *f, const json_t *run,
+                                const json_t *launch)
 {
-    int i = f ? family_index(f, json_string_value(json_object_get(run, "variant"))) : -1;
-    unsigned flags = i >= 0 ? family_variant(f, (size_t)i)->flags : 0;
+    int i = f ? family_index(lab, f, json_string_value(json_object_get(run, "variant"))) : -1;
+    unsigned flags = i >= 0 ? family_variant(lab, f, (size_t)i)->flags : 0;
     if (flags & CL_V_LIBRARY)
         return "none shown: a library call picks its own kernels and launches";
     if (flags & CL_V_HOST)
@@ -117,7 +118,7 @@ static json_t *occupancy_json(magic_ctx *ctx, const family_spec *f, const json_t
 {
     const char *source;
     const cl_occ_device *d = launch_device(ctx, &source);
-    const char *why = not_launched(f, run, launch);
+    const char *why = not_launched(ctx->lab, f, run, launch);
     json_t *o = json_pack("{s:n, s:n, s:I, s:n, s:n, s:b, s:s, s:n}", "pct", "warps_per_sm", "max_warps_per_sm",
                           (json_int_t)(d->max_threads_sm / d->warp), "blocks_per_sm",
                           "limiter", "regs_counted", 0, "device", source, "note");

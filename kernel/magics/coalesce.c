@@ -175,7 +175,7 @@ static int check_variant(magic_ctx *ctx, const char *name, const json_t *layouts
         return 0;
     int b = family_builtin(&coalesce_family, name);
     if (b < 0)
-        return student_find(name) && !family_runs_student(&coalesce_family, ctx->backend) ? student_refuse_backend(ctx, name) : 0;
+        return student_find(ctx->lab, name) && !family_runs_student(&coalesce_family, ctx->backend) ? student_refuse_backend(ctx, name) : 0;
     if (!layouts && b != CL_COALESCE_STRIDE)
         return magic_error(ctx, "UsageError", "--variant %s: row and col are the traversals of the matrix "
                            "experiment (--layout %s --rows R --cols C); the stride experiment's own is stride",
@@ -385,7 +385,7 @@ static int co_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     if (!point_runs(env, pt, traversal))
         return 0;
     const char *name = json_string_value(json_object_get(pt, "variant"));
-    const student_def *def = name && family_builtin(&coalesce_family, name) < 0 ? student_find(name) : NULL;
+    const student_def *def = name && family_builtin(&coalesce_family, name) < 0 ? student_find(ctx->lab, name) : NULL;
     if (name && !def && family_builtin(&coalesce_family, name) < 0)
         return magic_error(ctx, "RuntimeError", "%%coalesce has no variant '%s'", name);
     if (!def)

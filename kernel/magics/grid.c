@@ -528,7 +528,8 @@ static int grid_run(magic_ctx *ctx, const json_t *params, const char *body)
             const char *name = json_string_value(v);
             int one = family_builtin(&grid_family, name) >= 0
                           ? run_mapping(ctx, params, &p, free_mem, doc, view)
-                          : run_picture(ctx, params, &p, student_find(name), free_mem, doc, view, first, sizeof first);
+                          : run_picture(ctx, params, &p, student_find(ctx->lab, name), free_mem, doc, view, first,
+                                        sizeof first);
             if (one < 0) {
                 rc = -1;
                 break;

@@ -47,9 +47,9 @@ const family_spec histo_family = {
     .broken = broken_histo,
 };
 
-const student_def *histo_student(const char *name)
+const student_def *histo_student(lab_session *lab, const char *name)
 {
-    const student_def *d = name && family_builtin(&histo_family, name) < 0 ? student_find(name) : NULL;
+    const student_def *d = name && family_builtin(&histo_family, name) < 0 ? student_find(lab, name) : NULL;
     return d && d->family == &histo_family ? d : NULL;
 }
 
@@ -239,14 +239,14 @@ static int block_x(const json_t *v)
 
 /* A point's variant: a built-in's id, or CL_VARIANT_STUDENT with *student
  * set. false when it is neither. */
-static bool variant_of(const json_t *params, cl_histo_args *a, const student_def **student)
+static bool variant_of(lab_session *lab, const json_t *params, cl_histo_args *a, const student_def **student)
 {
     const char *name = get_str(params, "variant");
     *student = NULL;
     a->variant = family_builtin(&histo_family, name);
     if (a->variant >= 0)
         return true;
-    if (!(*student = histo_student(name)))
+    if (!(*student = histo_student(lab, name)))
         return false;
     a->variant = CL_VARIANT_STUDENT;
     return true;
@@ -365,7 +365,7 @@ static int histo_point(magic_ctx *ctx, const json_t *params, json_t *runs, void 
     cl_histo_args a;
     const student_def *sd;
     args_from(params, hc, &a);
-    if (!variant_of(params, &a, &sd))
+    if (!variant_of(ctx->lab, params, &a, &sd))
         return family_point_variant(ctx, &histo_family, params);
     if (runs_once(hc, &a, params))
         return 0;
@@ -449,7 +449,7 @@ static host_work histo_host_work(magic_ctx *ctx, const json_t *params, void *use
     cl_histo_args a;
     const student_def *sd;
     args_from(params, hc, &a);
-    if (!variant_of(params, &a, &sd) || runs_once(hc, &a, params))
+    if (!variant_of(ctx->lab, params, &a, &sd) || runs_once(hc, &a, params))
         return w;                   /* the point runs nothing (histo_point says why) */
     const cl_backend *be = backend_for(ctx, &a);
     double cores = host_work_cores();

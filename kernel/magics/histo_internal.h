@@ -22,7 +22,7 @@ extern const family_spec histo_family;
 struct student_def;
 /* The student kernel (%%kernel --for histo) of that name, or NULL: a built-in
  * variant, another family's kernel or none. */
-const struct student_def *histo_student(const char *name);
+const struct student_def *histo_student(struct lab_session *lab, const char *name);
 
 /* ---- histo_params.c ---- */
 

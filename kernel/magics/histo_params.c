@@ -138,7 +138,7 @@ static int resolve_block(magic_ctx *ctx, json_t *p, bool builtin_named)
 
 /* Whether --variant (a name or a list) names a student kernel of %histo, and
  * a built-in variant. */
-static void named(const json_t *variants, bool *student, bool *builtin)
+static void named(lab_session *lab, const json_t *variants, bool *student, bool *builtin)
 {
     json_t *list = sweep_as_list(variants);
     size_t i;
@@ -146,7 +146,7 @@ static void named(const json_t *variants, bool *student, bool *builtin)
     *student = *builtin = false;
     json_array_foreach(list, i, v) {
         const char *name = json_string_value(v);
-        *student |= histo_student(name) != NULL;
+        *student |= histo_student(lab, name) != NULL;
         *builtin |= strcmp(name, "all") == 0 || family_builtin(&histo_family, name) >= 0;
     }
     json_decref(list);
@@ -163,7 +163,7 @@ static int check_students(magic_ctx *ctx, const json_t *p)
     json_t *v;
     json_array_foreach(list, i, v)
         if (!d)
-            d = histo_student(json_string_value(v));
+            d = histo_student(ctx->lab, json_string_value(v));
     json_decref(list);
     if (!d)
         return 0;
@@ -187,7 +187,8 @@ static int check_students(magic_ctx *ctx, const json_t *p)
 
 
 /* Every built-in row (the magic hands cpu to the CPU backend); a student's
- * kernel only where --variant names it: `all` does not bring them in. */
+ * kernel (or one broken on purpose: the rows past the built-in ones) only
+ * where --variant names it: `all` does not bring them in. */
 static bool available(const cl_variant *v, size_t index, void *user)
 {
     if (index < histo_family.nvariants)
@@ -199,7 +200,7 @@ static bool available(const cl_variant *v, size_t index, void *user)
     json_array_foreach(list, i, g)
         found |= strcmp(json_string_value(g), v->name) == 0;
     json_decref(list);
-    return found && histo_student(v->name) != NULL;
+    return found;
 }
 
 /* --variant with `all` expanded and duplicates dropped (family_select); one
@@ -257,7 +258,7 @@ static int resolve(magic_ctx *ctx, json_t *p, const char *body)
             json_object_set_new(p, "dist", json_string("uniform"));
     }
     bool student, builtin;
-    named(json_object_get(p, "variant"), &student, &builtin);
+    named(ctx->lab, json_object_get(p, "variant"), &student, &builtin);
     if (json_is_null(json_object_get(p, "bins")))
         json_object_set_new(p, "bins", json_string(text || student ? "letters" : "bytes"));
     if (strcmp(get_str(p, "bins"), "bytes") == 0)

@@ -90,7 +90,7 @@ static int kernel_attach(magic_ctx *ctx, const command *cmd, json_t **kernels)
     if (!f || name_of(ctx, cmd->params, cmd->body, name, sizeof name) != 0 ||
         student_name_ok(ctx, f, name) != 0 || student_room(ctx, name) != 0)
         return -1;
-    student_drop(name);             /* until this version compiles, the name runs nothing */
+    student_drop(ctx->lab, name);   /* until this version compiles, the name runs nothing */
     return 0;
 }
 
@@ -200,13 +200,13 @@ static int quick_check(magic_ctx *ctx, const student_def *d, json_t **check, cha
     snprintf(what, wlen, "%s", line);
     command *cmds = NULL;
     parse_error perr;
-    int n = cell_parse(line, &cmds, &perr);
+    int n = cell_parse(ctx->lab, line, &cmds, &perr);
     if (n != 1) {
         commands_free(cmds, n > 0 ? n : 0);
         return magic_error(ctx, "InternalError", "the quick check does not parse: %s", perr.error.evalue);
     }
     capture cap = { ctx, NULL };
-    magic_ctx inner = { .out = &capture_out, .impl = &cap, .backend = ctx->backend,
+    magic_ctx inner = { .out = &capture_out, .impl = &cap, .lab = ctx->lab, .backend = ctx->backend,
                         .backend_note = ctx->backend_note };
     int rc = cmds[0].magic->run(&inner, cmds[0].params, NULL);
     commands_free(cmds, n);
@@ -238,7 +238,7 @@ static int kernel_run(magic_ctx *ctx, const json_t *params, const char *body)
     json_decref(def_opts);
     if (rc != 0)
         return -1;
-    const student_def *d = student_find(name);
+    const student_def *d = student_find(ctx->lab, name);
     bool modelled;
     student_target_cc(ctx->backend, ctx->device, &modelled);
     student_launch sl;
@@ -394,8 +394,8 @@ const magic_spec magic_kernel = {
 static int kernels_run(magic_ctx *ctx, const json_t *params, const char *body)
 {
     json_t *list = json_array(), *rows = json_array();
-    for (size_t i = 0; i < student_count(); i++) {
-        const student_def *d = student_at(i);
+    for (size_t i = 0; i < student_count(ctx->lab); i++) {
+        const student_def *d = student_at(ctx->lab, i);
         json_array_append_new(list, json_pack("{s:s, s:s, s:i, s:s, s:b}", "name", d->name, "for", d->family->magic,
                                               "dim", d->dim, "source_hash", d->hash, "tiled", d->tiled));
         json_t *family = d->dim == 2 ? json_sprintf("%s (2D)", d->family->magic) : json_string(d->family->magic);

@@ -44,9 +44,10 @@ int mm_target_of(const mm_env *env, const char *name, mm_target *out)
 {
     memset(out, 0, sizeof *out);
     out->id = family_builtin(&matmul_family, name);
-    if (out->id < 0 && (out->student = student_find(name))) {
+    if (out->id < 0 && (out->student = student_find(env->lab, name))) {
         out->id = CL_VARIANT_STUDENT;
-        out->variant = family_variant(&matmul_family, (size_t)family_index(&matmul_family, name));
+        out->variant = family_variant(env->lab, &matmul_family,
+                                      (size_t)family_index(env->lab, &matmul_family, name));
         out->ops = env->backend->matmul;
         out->backend_name = env->backend->name;
         out->is_host = strcmp(env->backend->name, "cpu") == 0;    /* the CPU runner */
@@ -92,14 +93,15 @@ static int expand_variants(magic_ctx *ctx, json_t *params, mm_env *env)
     size_t i;
     json_t *v;
     json_array_foreach(names, i, v) {
-        int id = family_index(&matmul_family, json_string_value(v));
+        int id = family_index(ctx->lab, &matmul_family, json_string_value(v));
         all |= strcmp(json_string_value(v), "all") == 0;
-        host_named |= id >= 0 && (family_variant(&matmul_family, (size_t)id)->flags & CL_V_HOST);
-        env->sm90a_named |= id >= 0 && (family_variant(&matmul_family, (size_t)id)->flags & CL_MATMUL_SM90A);
+        host_named |= id >= 0 && (family_variant(ctx->lab, &matmul_family, (size_t)id)->flags & CL_V_HOST);
+        env->sm90a_named |= id >= 0 &&
+                            (family_variant(ctx->lab, &matmul_family, (size_t)id)->flags & CL_MATMUL_SM90A);
     }
     env->cpu_optional = all && !host_named;
     json_array_foreach(names, i, v)
-        if (student_find(json_string_value(v)) && !runs_student_here(env))
+        if (student_find(ctx->lab, json_string_value(v)) && !runs_student_here(env))
             return student_refuse_backend(ctx, json_string_value(v));
     json_t *list = family_select(ctx, &matmul_family, given, runs_here, env, env->backend->name);
     if (!list)
@@ -311,6 +313,7 @@ int mm_env_init(magic_ctx *ctx, json_t *params, mm_env *env)
     if (sweep_count(ctx, params, &points) != 0)
         return -1;                  /* before check_sizes walks the cross product */
     env->backend = ctx->backend;
+    env->lab = ctx->lab;
     const cl_backend *host = cl_cpu_backend();
     env->host_ops = host->matmul;
     env->seed = (uint64_t)json_integer_value(json_object_get(params, "seed"));

@@ -16,6 +16,7 @@
 
 typedef struct mm_env {
     const cl_backend *backend;
+    lab_session *lab;               /* the command's session: its students' kernels */
     const cl_matmul_ops *host_ops;  /* the CPU backend's table: runs `cpu` whatever the backend */
     double peak_gflops;             /* FP32 peak of the backend's device 0; 0 if unknown */
     double host_peak_gflops;

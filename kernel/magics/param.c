@@ -31,21 +31,22 @@ static enum quoting quoting_of(const char *v)
 
 static int list(magic_ctx *ctx)
 {
-    size_t n = param_count(), cap = 64;
+    size_t n = param_count(ctx->lab), cap = 64;
     if (n == 0) {
         magic_stream(ctx, "stdout", "no parameters: %param NAME VALUE defines one, {NAME} uses it\n");
         return 0;
     }
     for (size_t i = 0; i < n; i++)
-        cap += strlen(param_name_at(i)) + 2 * strlen(param_value_at(i)) + 16;     /* escapes double at most */
+        /* escapes double at most */
+        cap += strlen(param_name_at(ctx->lab, i)) + 2 * strlen(param_value_at(ctx->lab, i)) + 16;
     char *text = malloc(cap), *w = text;
     if (!text)
         return magic_error(ctx, "MemoryError", "out of memory");
     for (size_t i = 0; i < n; i++) {
-        const char *v = param_value_at(i);
+        const char *v = param_value_at(ctx->lab, i);
         enum quoting q = quoting_of(v);
         w += strlen(strcpy(w, "%param "));
-        w += strlen(strcpy(w, param_name_at(i)));
+        w += strlen(strcpy(w, param_name_at(ctx->lab, i)));
         *w++ = ' ';
         if (q != AS_IS)
             *w++ = q == SINGLE ? '\'' : '"';
@@ -78,7 +79,7 @@ static int param_run(magic_ctx *ctx, const json_t *params, const char *body)
     if (!name || !value)
         return list(ctx);
     char why[300];
-    if (param_set(name, value, why, sizeof why) != 0)
+    if (param_set(ctx->lab, name, value, why, sizeof why) != 0)
         return magic_error(ctx, "UsageError", "%%param %s: %s", name, why);
     return 0;
 }

@@ -88,7 +88,7 @@ static int expand_variants(magic_ctx *ctx, json_t *params, const rd_env *env)
     int rc = 0;
     json_array_foreach(given, i, v) {
         const char *name = json_string_value(v);
-        if (student_find(name)) {
+        if (student_find(ctx->lab, name)) {
             if (!family_runs_student(&reduce_family, env->backend)) {
                 rc = student_refuse_backend(ctx, name);
                 break;

@@ -298,7 +298,8 @@ static int student_point(magic_ctx *ctx, rd_env *env, const student_def *def, co
         rc = student_run_failed(ctx, &sl, point, err);  /* before student_launch_free: the diagnosis is in sl */
     }
     if (rc == 0) {
-        const cl_variant *row = family_variant(&reduce_family, (size_t)family_index(&reduce_family, def->name));
+        const cl_variant *row = family_variant(ctx->lab, &reduce_family,
+                                               (size_t)family_index(ctx->lab, &reduce_family, def->name));
         json_t *run = run_json(env, student_block_json(&sl.kernel), env->backend->name, a, r, row,
                                cl_reduce_student.launch);
         sweep_add_conditions(ctx, run);
@@ -325,7 +326,7 @@ int rd_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
 {
     rd_env *env = user;
     const char *name = json_string_value(json_object_get(pt, "variant"));
-    const student_def *def = family_builtin(&reduce_family, name) < 0 ? student_find(name) : NULL;
+    const student_def *def = family_builtin(&reduce_family, name) < 0 ? student_find(ctx->lab, name) : NULL;
     int v = def ? CL_VARIANT_STUDENT : family_point_variant(ctx, &reduce_family, pt);
     if (v < 0 && !def)
         return -1;

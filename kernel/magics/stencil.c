@@ -202,7 +202,7 @@ static int expand_variants(magic_ctx *ctx, json_t *params, st_env *env)
     int rc = 0;
     json_array_foreach(out, i, v) {
         const student_def *d = family_builtin(&stencil_family, json_string_value(v)) < 0
-                                   ? student_find(json_string_value(v)) : NULL;
+                                   ? student_find(ctx->lab, json_string_value(v)) : NULL;
         if (!d) {
             env->builtin = true;
             continue;

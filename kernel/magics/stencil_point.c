@@ -277,7 +277,7 @@ int st_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
 {
     st_env *env = user;
     const char *name = json_string_value(json_object_get(pt, "variant"));
-    const student_def *def = family_builtin(&stencil_family, name) < 0 ? student_find(name) : NULL;
+    const student_def *def = family_builtin(&stencil_family, name) < 0 ? student_find(ctx->lab, name) : NULL;
     int v = def ? CL_VARIANT_STUDENT : family_point_variant(ctx, &stencil_family, pt);
     if (!def && v < 0)
         return -1;

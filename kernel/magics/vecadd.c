@@ -133,7 +133,7 @@ static int expand_variants(magic_ctx *ctx, json_t *params)
     size_t i;
     json_t *v;
     json_array_foreach(names, i, v)
-        if (student_find(json_string_value(v)) && !family_runs_student(&vecadd_family, ctx->backend)) {
+        if (student_find(ctx->lab, json_string_value(v)) && !family_runs_student(&vecadd_family, ctx->backend)) {
             json_decref(names);
             return student_refuse_backend(ctx, json_string_value(v));
         }
@@ -293,7 +293,7 @@ static int va_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     const char *opname = json_string_value(json_object_get(pt, "op"));
     const char *memory = json_string_value(json_object_get(pt, "memory"));
     const char *variant = json_string_value(json_object_get(pt, "variant"));
-    const student_def *def = family_builtin(&vecadd_family, variant) < 0 ? student_find(variant) : NULL;
+    const student_def *def = family_builtin(&vecadd_family, variant) < 0 ? student_find(ctx->lab, variant) : NULL;
     if (!def && !student_at_first(env->student_firsts, pt))
         return 0;                   /* the built-in kernel runs once per value of -D */
     const json_t *block = json_object_get(pt, "block");

@@ -89,10 +89,11 @@ static const flag_spec *find_flag(const magic_spec *m, const char *arg)
     return NULL;
 }
 
-static void complete_choices(json_t *out, const flag_spec *f, const char *prefix, const char *typed)
+static void complete_choices(json_t *out, const lab_session *lab, const flag_spec *f, const char *prefix,
+                             const char *typed)
 {
     const char *c;
-    for (size_t i = 0; (c = flag_choice(f, i)); i++)
+    for (size_t i = 0; (c = flag_choice(lab, f, i)); i++)
         add_prefixed(out, prefix, c, typed);
 }
 
@@ -158,7 +159,7 @@ static size_t wrapped_at(const char *line, const token *t, int n, const magic_sp
 
 /* A parameter's reference being typed ({si, $si): true with the matches, from
  * the '{' or '$'. An odd run of them opens one ($$ and {{ are literals). */
-static bool complete_param_ref(const char *line, size_t cur, json_t *out, size_t *from)
+static bool complete_param_ref(const lab_session *lab, const char *line, size_t cur, json_t *out, size_t *from)
 {
     size_t w = cur, run = 0;
     while (w > 0 && name_char(line[w - 1]))
@@ -171,9 +172,9 @@ static bool complete_param_ref(const char *line, size_t cur, json_t *out, size_t
         return false;
     char typed[PARAM_NAME_MAX + 2];
     snprintf(typed, sizeof typed, "%c%.*s", line[w - 1], (int)(cur - w), line + w);
-    for (size_t i = 0; i < param_count(); i++) {
+    for (size_t i = 0; i < param_count(lab); i++) {
         char ref[PARAM_NAME_MAX + 3];
-        snprintf(ref, sizeof ref, line[w - 1] == '{' ? "{%s}" : "$%s", param_name_at(i));
+        snprintf(ref, sizeof ref, line[w - 1] == '{' ? "{%s}" : "$%s", param_name_at(lab, i));
         if (strncmp(ref, typed, strlen(typed)) == 0)
             json_array_append_new(out, json_string(ref));
     }
@@ -181,10 +182,11 @@ static bool complete_param_ref(const char *line, size_t cur, json_t *out, size_t
     return true;
 }
 
-/* Fills matches for the word ending at byte `cur` of line; *from = where it
- * starts. in_body: the line is a cell magic's body (C++, text), not arguments. */
-static void complete_line(const char *line, size_t cur, bool in_body, const result_store *rs, json_t *out,
-                          size_t *from)
+/* Fills matches for the word ending at byte `cur` of line, in the session
+ * lab; *from = where it starts. in_body: the line is a cell magic's body (C++,
+ * text), not arguments. */
+static void complete_line(const lab_session *lab, const char *line, size_t cur, bool in_body,
+                          const result_store *rs, json_t *out, size_t *from)
 {
     char *head = strndup(line, cur);
     if (!head)
@@ -201,9 +203,9 @@ static void complete_line(const char *line, size_t cur, bool in_body, const resu
     if (in_body) {
         ;                                               /* C++ or text: nothing of ours */
     } else if (wrapped > 0) {
-        complete_line(line + wrapped, cur - wrapped, false, rs, out, from);
+        complete_line(lab, line + wrapped, cur - wrapped, false, rs, out, from);
         *from += wrapped;
-    } else if (n > 1 && complete_param_ref(head, cur, out, from)) {
+    } else if (n > 1 && complete_param_ref(lab, head, cur, out, from)) {
         ;
     } else if (n == 0 || (n == 1 && at_end)) {
         if (typed[0] == '%' || typed[0] == '\0')
@@ -211,8 +213,8 @@ static void complete_line(const char *line, size_t cur, bool in_body, const resu
     } else if (m && m->raw) {
         complete_expr(head, cur, rs, out, from);
     } else if (m && strcmp(m->name, PARAM_MAGIC) == 0 && n - at_end == 1) {  /* %param NAME */
-        for (size_t i = 0; i < param_count(); i++)
-            add_prefixed(out, "", param_name_at(i), typed);
+        for (size_t i = 0; i < param_count(lab); i++)
+            add_prefixed(out, "", param_name_at(lab, i), typed);
     } else if (typed[0] == '-' && !strchr(typed, '=') && m) {
         complete_flags(out, m, typed);
     } else if (m) {
@@ -221,12 +223,12 @@ static void complete_line(const char *line, size_t cur, bool in_body, const resu
             size_t eq = strcspn(typed, "=") + 1;
             char prefix[96];
             snprintf(prefix, sizeof prefix, "%.*s", (int)eq, typed);
-            complete_choices(out, f, prefix, typed);
+            complete_choices(out, lab, f, prefix, typed);
         } else {
             int prev = at_end ? n - 2 : n - 1;
             f = prev >= 1 ? find_flag(m, t[prev].text) : NULL;
             if (f && f->type == FLAG_CHOICE && !strchr(t[prev].text, '='))
-                complete_choices(out, f, "", typed);
+                complete_choices(out, lab, f, "", typed);
         }
     }
     tokens_free(t, n);
@@ -261,7 +263,7 @@ enum handled handle_complete(shell_session *s, shell_request *req)
     json_t *matches = json_array();
     char *line = strndup(code + ls, le - ls);
     if (line) {
-        complete_line(line, pos - ls, in_cell_body(code, ls), s->results, matches, &from);
+        complete_line(s->lab, line, pos - ls, in_cell_body(code, ls), s->results, matches, &from);
         from += ls;
     }
     free(line);
@@ -292,7 +294,7 @@ enum handled handle_inspect(shell_session *s, shell_request *req)
     free(line);
     json_t *data = json_object();
     if (m) {
-        char *help = magic_help_text(m);
+        char *help = magic_help_text(s->lab, m);
         json_object_set_new(data, "text/plain", json_string(help ? help : m->summary));
         free(help);
     }
@@ -305,7 +307,7 @@ enum handled handle_inspect(shell_session *s, shell_request *req)
 enum handled handle_is_complete(shell_session *s, shell_request *req)
 {
     const char *code = json_string_value(json_object_get(req->msg.content, "code"));
-    const char *status = code ? cell_completeness(code) : "invalid";
+    const char *status = code ? cell_completeness(s->lab, code) : "invalid";
     json_t *content = json_pack("{s:s}", "status", status);
     if (strcmp(status, "incomplete") == 0)
         json_object_set_new(content, "indent", json_string(""));

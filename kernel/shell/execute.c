@@ -114,9 +114,9 @@ static int command_settled(magic_ctx *ctx, const command *cmd, const char *ename
 }
 
 /* The settled step of a command that already failed: its own error is the cell's. */
-static void settled_after_error(const command *cmd, const char *ename)
+static void settled_after_error(shell_session *s, const command *cmd, const char *ename)
 {
-    magic_ctx quiet = { 0 };
+    magic_ctx quiet = { .lab = s->lab };
     if (command_settled(&quiet, cmd, ename) != 0)
         klog("%%%s settled after %s: %s: %s", cmd->magic->name, ename, quiet.error.ename, quiet.error.evalue);
     json_decref(quiet.traceback);
@@ -148,7 +148,8 @@ static void fail_command(shell_session *s, const command *cmd, const char *ename
 static int send_command(shell_session *s, const command *cmd)
 {
     json_t *kernels = NULL;
-    magic_ctx ctx = { .out = &cell_out, .impl = s, .results = s->results, .recording = s->recording };
+    magic_ctx ctx = { .out = &cell_out, .impl = s, .lab = s->lab, .results = s->results,
+                      .recording = s->recording };
     s->runs++;
     if (cmd->magic->attach && cmd->magic->attach(&ctx, cmd, &kernels) != 0) {
         fail_command(s, cmd, ctx.error.ename, ctx.error.evalue, ctx.traceback);
@@ -159,7 +160,7 @@ static int send_command(shell_session *s, const command *cmd)
     json_decref(kernels);
     if (rc != 0) {
         fail_command(s, cmd, "WorkerError", "cannot start the device worker (see the kernel log)", NULL);
-        settled_after_error(cmd, "WorkerError");
+        settled_after_error(s, cmd, "WorkerError");
     }
     return rc;
 }
@@ -189,8 +190,8 @@ static void cell_advance(shell_session *s)
             }
             break;
         }
-        magic_ctx ctx = { .out = &cell_out, .impl = s, .results = s->results, .recording = s->recording,
-                          .body_line = cmd->body_line };
+        magic_ctx ctx = { .out = &cell_out, .impl = s, .lab = s->lab, .results = s->results,
+                          .recording = s->recording, .body_line = cmd->body_line };
         int rc = cmd->magic->run(&ctx, cmd->params, cmd->body);
         if (rc) {
             fail_command(s, cmd, ctx.error.ename, ctx.error.evalue, ctx.traceback);
@@ -227,7 +228,7 @@ static void fail_stopped(shell_session *s, const char *how)
     json_decref(c->error);
     c->error = NULL;
     fail_command(s, cmd, c->stop_ename, evalue, NULL);
-    settled_after_error(cmd, c->stop_ename);
+    settled_after_error(s, cmd, c->stop_ename);
 }
 
 void shell_on_worker_frame(shell_session *s, json_t *f)
@@ -268,9 +269,10 @@ void shell_on_worker_frame(shell_session *s, json_t *f)
             const char *evalue = json_string_value(json_object_get(err, "evalue"));
             fail_command(s, cell_cmd(c), ename ? ename : "Error", evalue ? evalue : "",
                          json_object_get(err, "traceback"));
-            settled_after_error(cell_cmd(c), ename ? ename : "Error");
+            settled_after_error(s, cell_cmd(c), ename ? ename : "Error");
         } else {
-            magic_ctx ctx = { .out = &cell_out, .impl = s, .results = s->results, .recording = s->recording };
+            magic_ctx ctx = { .out = &cell_out, .impl = s, .lab = s->lab, .results = s->results,
+                              .recording = s->recording };
             if (command_settled(&ctx, cell_cmd(c), NULL) != 0)
                 fail_command(s, cell_cmd(c), ctx.error.ename, ctx.error.evalue, ctx.traceback);
             json_decref(ctx.traceback);
@@ -306,7 +308,7 @@ void shell_on_worker_exit(shell_session *s, const char *how)
         json_decref(c->error);
         c->error = NULL;
         fail_command(s, cmd, "WorkerDied", evalue, NULL);
-        settled_after_error(cmd, "WorkerDied");
+        settled_after_error(s, cmd, "WorkerDied");
     }
     cell_finish(s);
 }
@@ -450,7 +452,7 @@ enum handled handle_execute(shell_session *s, shell_request *req)
                        json_pack("{s:o, s:i}", "code", echoed_code(text), "execution_count", c->count));
     parse_error perr;
     c->ask_exit = asks_exit(text);
-    c->ncmds = c->ask_exit ? 0 : cell_parse(text, &c->cmds, &perr);
+    c->ncmds = c->ask_exit ? 0 : cell_parse(s->lab, text, &c->cmds, &perr);
     if (c->ask_exit) {
         cell_finish(s);
     } else if (c->ncmds < 0) {

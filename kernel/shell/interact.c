@@ -194,7 +194,7 @@ int interact_begin(shell_session *s, const command *cmd, error_info *err)
     if (!ia)
         return error_set(err, "MemoryError", "out of memory");
     size_t at;
-    if (interact_plan_parse(text, &ia->plan, err, &at) != 0) {      /* checked at parse time already */
+    if (interact_plan_parse(s->lab, text, &ia->plan, err, &at) != 0) {      /* checked at parse time already */
         interact_free(ia);
         return -1;
     }

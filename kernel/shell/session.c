@@ -7,6 +7,7 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "grade/recorded.h"
+#include "magic/lab_session.h"
 #include "shell/interact.h"
 #include "shell/session.h"
 
@@ -17,10 +18,11 @@ shell_session *shell_session_new(const shell_host *host, const shell_limits *lim
         return NULL;
     s->host = host;
     s->lim = *lim;
+    s->lab = lab_session_new();
     s->history = history_new();
     s->results = results_new();
     s->recording = recording_new();
-    if (!s->history || !s->results || !s->recording) {
+    if (!s->lab || !s->history || !s->results || !s->recording) {
         shell_session_free(s);
         return NULL;
     }
@@ -39,6 +41,7 @@ void shell_session_free(shell_session *s)
     history_free(s->history);
     results_free(s->results);
     recording_free(s->recording);
+    lab_session_free(s->lab);
     free(s);
 }
 

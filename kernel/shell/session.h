@@ -18,6 +18,7 @@ struct shell_session {
     const shell_host *host;
     shell_limits lim;
     int exec_count;
+    struct lab_session *lab;        /* what the session's cells define: parameters, student kernels (owned) */
     struct history *history;
     result_store *results;          /* the session's result documents, for %assert and %score */
     struct recording *recording;    /* the recorded GPU results %recorded named (grade/recorded.h) */

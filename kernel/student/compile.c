@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "base/text.h"
 #include "base/utf8.h"
+#include "magic/lab_session.h"
 #include "student/nvrtc.h"
 #include "student/source_check.h"
 
@@ -371,10 +372,20 @@ bool student_uses_tile(const char *text)
 
 /* ---- the cache ---- */
 
-/* The memory cache: copies of the machine code, name, warnings and resources
- * of recent builds (student_build's other fields stay empty). */
-static student_build memory[MEMORY_CACHE];
-static size_t memory_next;
+/* The memory cache, the session's part LAB_BUILDS: copies of the machine
+ * code, name, warnings and resources of recent builds (student_build's other
+ * fields stay empty). */
+typedef struct build_cache {
+    student_build at[MEMORY_CACHE];
+    size_t next;                    /* the slot the next build replaces (modulo MEMORY_CACHE) */
+} build_cache;
+
+static void cache_drop(void *part)
+{
+    build_cache *c = part;
+    for (size_t i = 0; i < MEMORY_CACHE; i++)
+        student_build_free(&c->at[i]);
+}
 
 /* Copies what a cache keeps into b; -1 (with nothing left half-made) when memory runs out. */
 static int fill_build(student_build *b, const void *cubin, size_t bytes, const char *lowered,
@@ -396,18 +407,23 @@ static int fill_build(student_build *b, const void *cubin, size_t bytes, const c
     return 0;
 }
 
-static void memory_put(const student_build *b)
+/* Keeps a copy of b in the session's cache (none when out of memory: the disk has it). */
+static void memory_put(lab_session *lab, const student_build *b)
 {
-    student_build *e = &memory[memory_next++ % MEMORY_CACHE];
+    build_cache *c = lab_part_make(lab, LAB_BUILDS, sizeof *c, cache_drop);
+    if (!c)
+        return;
+    student_build *e = &c->at[c->next++ % MEMORY_CACHE];
     student_build_free(e);
     if (fill_build(e, b->cubin, b->cubin_bytes, b->lowered, b->warnings, &b->res) == 0)
         snprintf(e->key, sizeof e->key, "%s", b->key);
 }
 
-static int memory_get(student_build *b)
+static int memory_get(const lab_session *lab, student_build *b)
 {
-    for (size_t i = 0; i < MEMORY_CACHE; i++) {
-        const student_build *e = &memory[i];
+    const build_cache *c = lab_part(lab, LAB_BUILDS);
+    for (size_t i = 0; c && i < MEMORY_CACHE; i++) {
+        const student_build *e = &c->at[i];
         if (e->cubin && strcmp(e->key, b->key) == 0)
             return fill_build(b, e->cubin, e->cubin_bytes, e->lowered, e->warnings, &e->res);
     }
@@ -627,7 +643,7 @@ int student_compile(magic_ctx *ctx, const student_source *src, const student_opt
     }
     build_key(program, out->options, out->key);
     int rc = 0;
-    bool in_memory = memory_get(out) == 0;
+    bool in_memory = memory_get(ctx->lab, out) == 0;
     if (in_memory || disk_get(out) == 0) {
         out->cached = true;
     } else {
@@ -637,7 +653,7 @@ int student_compile(magic_ctx *ctx, const student_source *src, const student_opt
             disk_put(out);
     }
     if (rc == 0 && !in_memory)
-        memory_put(out);
+        memory_put(ctx->lab, out);
     free(program);
     out->ms = monotonic_ms() - t0;
     if (rc != 0)

@@ -11,7 +11,8 @@
  * words, NVRTC's boilerplate dropped.
  *
  * Builds are cached by a hash of the program, the options, the NVRTC version
- * and the architecture: in memory for the worker's life, and on disk
+ * and the architecture: in memory for the session's life (the worker's
+ * session, magic/lab_session.h: the part LAB_BUILDS, ctx->lab), and on disk
  * ($CUDALAB_CACHE_DIR, else $XDG_CACHE_HOME/cudalab/kernels, else
  * ~/.cache/cudalab/kernels) so that re-running a notebook in a new session
  * compiles nothing.

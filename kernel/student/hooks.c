@@ -15,7 +15,7 @@ static json_t *racecheck(magic_ctx *ctx, const char *name, const json_t *point)
 {
     if (getenv(SANITIZE_ENV) || (ctx->backend && strcmp(ctx->backend->name, "cpu") == 0))
         return NULL;
-    const student_def *d = student_find(name);
+    const student_def *d = student_find(ctx->lab, name);
     const json_t *tile = json_object_get(point, "tile");
     student_launch sl;
     if (student_prepare(ctx, d, point, json_is_integer(tile) ? (int)json_integer_value(tile) : 0, &sl) != 0) {

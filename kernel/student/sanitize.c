@@ -228,7 +228,7 @@ int student_sanitize_command(magic_ctx *ctx, const family_spec *f, const json_t 
     json_t *v;
     const char *at = f->quick;       /* each kernel runs at its own quick check's size */
     json_array_foreach(names, i, v) {
-        const student_def *d = student_find(json_string_value(v));
+        const student_def *d = student_find(ctx->lab, json_string_value(v));
         if (!d)
             continue;
         at = d->quick;

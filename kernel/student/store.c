@@ -13,8 +13,15 @@
 
 #define NAME_MAX_BYTES 64
 
-static student_def defs[FAMILY_MAX_RUNTIME];
-static size_t ndefs;
+/* The session's part LAB_KERNELS: the student's definitions, and those of the
+ * variants broken on purpose that have run in the session (made on first use
+ * from the family's row: their name and source are the row's, borrowed). */
+typedef struct student_store {
+    student_def defs[FAMILY_MAX_RUNTIME];
+    size_t ndefs;
+    student_def shipped[FAMILY_MAX_RUNTIME];
+    size_t nshipped;
+} student_store;
 
 static void def_free(student_def *d)
 {
@@ -22,6 +29,28 @@ static void def_free(student_def *d)
     free(d->source);
     json_decref(d->options);
     memset(d, 0, sizeof *d);
+}
+
+static void store_drop(void *part)
+{
+    student_store *st = part;
+    for (size_t i = 0; i < st->ndefs; i++)
+        def_free(&st->defs[i]);
+    for (size_t i = 0; i < st->nshipped; i++)
+        json_decref(st->shipped[i].options);
+    st->ndefs = st->nshipped = 0;
+}
+
+/* The session's store, made on first use; NULL when out of memory (or no session). */
+static student_store *store_of(lab_session *lab)
+{
+    return lab_part_make(lab, LAB_KERNELS, sizeof(student_store), store_drop);
+}
+
+/* The store where the session has one already, else NULL: what only reads needs. */
+static const student_store *store_if_any(const lab_session *lab)
+{
+    return lab_part(lab, LAB_KERNELS);
 }
 
 int student_name_ok(magic_ctx *ctx, const family_spec *f, const char *name)
@@ -41,67 +70,74 @@ int student_name_ok(magic_ctx *ctx, const family_spec *f, const char *name)
     return 0;
 }
 
-/* The definitions of the variants broken on purpose that have run in this process. */
-static student_def shipped[FAMILY_MAX_RUNTIME];
-static size_t nshipped;
-
-static const student_def *shipped_find(const char *name)
+static const student_def *shipped_find(lab_session *lab, const char *name)
 {
-    for (size_t i = 0; i < nshipped; i++)
-        if (strcmp(shipped[i].name, name) == 0)
-            return &shipped[i];
+    const student_store *had = store_if_any(lab);
+    for (size_t i = 0; had && i < had->nshipped; i++)
+        if (strcmp(had->shipped[i].name, name) == 0)
+            return &had->shipped[i];
     size_t at = 0;
     const family_spec *f;
     const family_broken *b = NULL;
     while (!b && (f = family_next_taking_kernels(&at)))
         b = family_broken_find(f, name);
-    if (!b || nshipped == FAMILY_MAX_RUNTIME)
+    student_store *st = b ? store_of(lab) : NULL;
+    if (!st || st->nshipped == FAMILY_MAX_RUNTIME)
         return NULL;
     /* the source's own lines: its line 1 is the kernel's line 1, as --show-source shows it */
     student_def d = { (char *)b->v.name, f, (char *)b->source, json_pack("{s:i}", "first_line", 1), "",
                       student_uses_tile(b->source), 1, f->student, f->quick, b };
     sha256_hex(d.source, strlen(d.source), d.hash);
-    shipped[nshipped] = d;
-    return &shipped[nshipped++];
+    st->shipped[st->nshipped] = d;
+    return &st->shipped[st->nshipped++];
 }
 
-const student_def *student_find(const char *name)
+/* The student's own kernel of that name, or NULL. */
+static student_def *own_find(lab_session *lab, const char *name)
 {
-    for (size_t i = 0; name && i < ndefs; i++)
-        if (strcmp(defs[i].name, name) == 0)
-            return &defs[i];
-    return name ? shipped_find(name) : NULL;
+    student_store *st = lab_part(lab, LAB_KERNELS);
+    for (size_t i = 0; st && name && i < st->ndefs; i++)
+        if (strcmp(st->defs[i].name, name) == 0)
+            return &st->defs[i];
+    return NULL;
 }
 
-size_t student_count(void)
+const student_def *student_find(lab_session *lab, const char *name)
 {
-    return ndefs;
+    const student_def *d = own_find(lab, name);
+    return d ? d : name ? shipped_find(lab, name) : NULL;
 }
 
-const student_def *student_at(size_t i)
+size_t student_count(const lab_session *lab)
 {
-    return i < ndefs ? &defs[i] : NULL;
+    const student_store *st = store_if_any(lab);
+    return st ? st->ndefs : 0;
+}
+
+const student_def *student_at(const lab_session *lab, size_t i)
+{
+    return i < student_count(lab) ? &store_if_any(lab)->defs[i] : NULL;
 }
 
 int student_room(magic_ctx *ctx, const char *name)
 {
-    if (ndefs < FAMILY_MAX_RUNTIME || student_find(name))
+    if (student_count(ctx->lab) < FAMILY_MAX_RUNTIME || own_find(ctx->lab, name))
         return 0;
     return magic_error(ctx, "UsageError", "a session holds at most %d kernels of its own, and this one has %d: "
                        "give this cell the --name of one of them to replace it (%%kernels lists them), or restart "
                        "the kernel to start over", FAMILY_MAX_RUNTIME, FAMILY_MAX_RUNTIME);
 }
 
-/* Re-registers every kernel's variant: the family registry mirrors the store. */
+/* Re-registers every kernel's variant: the session's family registry mirrors its store. */
 static int reregister(magic_ctx *ctx)
 {
-    family_forget_runtime();
-    for (size_t i = 0; i < ndefs; i++) {
+    family_forget_runtime(ctx->lab);
+    for (size_t i = 0; i < student_count(ctx->lab); i++) {
+        const student_def *d = student_at(ctx->lab, i);
         char teaches[160];
-        snprintf(teaches, sizeof teaches, "your kernel (%%%%kernel, source sha256 %.12s)", defs[i].hash);
-        cl_variant v = { defs[i].name, defs[i].contract->launch, teaches,
-                         CL_V_BLOCK | (defs[i].tiled ? CL_V_TILE : 0) };
-        if (family_register(ctx, defs[i].family, &v) != 0)
+        snprintf(teaches, sizeof teaches, "your kernel (%%%%kernel, source sha256 %.12s)", d->hash);
+        cl_variant v = { d->name, d->contract->launch, teaches, CL_V_BLOCK | (d->tiled ? CL_V_TILE : 0) };
+        if (family_register(ctx, d->family, &v) != 0)
             return -1;
     }
     return 0;
@@ -114,7 +150,10 @@ int student_define(magic_ctx *ctx, const family_spec *f, const char *name, const
         return -1;
     if (student_room(ctx, name) != 0)
         return -1;
-    student_def *d = (student_def *)student_find(name);
+    student_store *st = store_of(ctx->lab);
+    if (!st)
+        return magic_error(ctx, "MemoryError", "out of memory");
+    student_def *d = own_find(ctx->lab, name);
     const json_t *dim = json_object_get(options, "dim");
     int shape = json_is_integer(dim) ? (int)json_integer_value(dim) : 1;
     if (shape == 2 && !f->student_2d)
@@ -130,29 +169,33 @@ int student_define(magic_ctx *ctx, const family_spec *f, const char *name, const
     if (d)
         def_free(d);
     else
-        d = &defs[ndefs++];
+        d = &st->defs[st->ndefs++];
     *d = fresh;
     return reregister(ctx);
 }
 
-void student_drop(const char *name)
+void student_drop(lab_session *lab, const char *name)
 {
-    student_def *d = (student_def *)student_find(name);
+    student_def *d = own_find(lab, name);
     if (!d)
         return;
+    student_store *st = store_of(lab);
     def_free(d);
-    *d = defs[--ndefs];
-    magic_ctx quiet = {0};
+    *d = st->defs[--st->ndefs];
+    magic_ctx quiet = { .lab = lab };
     reregister(&quiet);
+    json_decref(quiet.traceback);
 }
 
-/* Forgets every kernel. */
-static void student_forget_all(void)
+/* Forgets every kernel of the session. */
+static void student_forget_all(lab_session *lab)
 {
-    for (size_t i = 0; i < ndefs; i++)
-        def_free(&defs[i]);
-    ndefs = 0;
-    family_forget_runtime();
+    student_store *st = lab_part(lab, LAB_KERNELS);
+    for (size_t i = 0; st && i < st->ndefs; i++)
+        def_free(&st->defs[i]);
+    if (st)
+        st->ndefs = 0;
+    family_forget_runtime(lab);
 }
 
 int student_attach(magic_ctx *ctx, const command *cmd, json_t **kernels)
@@ -163,7 +206,7 @@ int student_attach(magic_ctx *ctx, const command *cmd, json_t **kernels)
     size_t i;
     json_t *v;
     json_array_foreach(list, i, v) {
-        const student_def *d = student_find(json_string_value(v));
+        const student_def *d = student_find(ctx->lab, json_string_value(v));
         if (!d || d->broken)
             continue;               /* the worker has the broken ones of its own */
         if (!*kernels)
@@ -177,7 +220,7 @@ int student_attach(magic_ctx *ctx, const command *cmd, json_t **kernels)
 
 int student_install(magic_ctx *ctx, const json_t *kernels)
 {
-    student_forget_all();
+    student_forget_all(ctx->lab);
     const char *name;
     json_t *k;
     json_object_foreach((json_t *)kernels, name, k) {

@@ -1,12 +1,14 @@
 /* store.h — the session's student kernels: what each %%kernel cell defined.
  *
  * The kernel process keeps the definitions (source and the %%kernel line's
- * options) for the session's life: they survive a worker that faulted and
- * restarted. Each is also a variant of its family (family_register), so the
+ * options) in its session (magic/lab_session.h, the part LAB_KERNELS) for the
+ * session's life: they survive a worker that faulted and restarted. Each is
+ * also a variant of its family in the session (family_register), so the
  * family magic's parser, completion and %help know it at once. A command that
  * names student kernels carries their definitions to the worker
  * (student_attach, the magic's attach hook), where student_install makes the
- * worker's store and registry the same; the worker compiles through its cache.
+ * worker's session's store and registry the same; the worker compiles through
+ * its session's cache.
  */
 #ifndef CUDALAB_STUDENT_STORE_H
 #define CUDALAB_STUDENT_STORE_H
@@ -31,6 +33,8 @@ typedef struct student_def {
                                        student's: never in the store's list), or NULL */
 } student_def;
 
+/* The functions that take a magic_ctx act on its session, ctx->lab. */
+
 /* Defines (or redefines) a kernel and registers its variant. 0, or -1 with
  * the error in ctx (a built-in's name, `all`, --dim 2 for a family without a
  * 2D shape, the store full). */
@@ -40,13 +44,13 @@ int student_define(magic_ctx *ctx, const family_spec *f, const char *name, const
  * holds: redefined in place). 0, or -1 with the error in ctx naming the limit
  * (FAMILY_MAX_RUNTIME kernels a session). */
 int student_room(magic_ctx *ctx, const char *name);
-/* Forgets one kernel (its variant too); no-op when unknown. */
-void student_drop(const char *name);
-/* A student's kernel by name, or a variant broken on purpose (its definition
- * made on first use and kept for the process's life), or NULL. */
-const student_def *student_find(const char *name);
-size_t student_count(void);
-const student_def *student_at(size_t i);
+/* Forgets one kernel of the session (its variant too); no-op when unknown. */
+void student_drop(lab_session *lab, const char *name);
+/* A student's kernel of the session by name, or a variant broken on purpose
+ * (its definition made on first use and kept for the session's life), or NULL. */
+const student_def *student_find(lab_session *lab, const char *name);
+size_t student_count(const lab_session *lab);
+const student_def *student_at(const lab_session *lab, size_t i);
 
 /* The definitions of the student kernels a family command's --variant names,
  * {"name": {"for", "source", "options"}}, or NULL when it names none. The

@@ -126,7 +126,7 @@ static int parse_checked(const char *cell, bool fake, bool valid_utf8)
 {
     command *cmds = (command *)1;           /* must be overwritten */
     parse_error err;
-    int n = fake ? cell_parse_with(cell, fake_find, &cmds, &err) : cell_parse(cell, &cmds, &err);
+    int n = fake ? cell_parse_with(NULL, cell, fake_find, &cmds, &err) : cell_parse(NULL, cell, &cmds, &err);
     if (n < 0) {
         check(n == -1 && cmds == NULL, "a failed parse returns -1 and no commands");
         check(in_array(err.error.ename, sizeof err.error.ename) && in_array(err.error.evalue, sizeof err.error.evalue) &&
@@ -197,7 +197,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int real = parse_checked(cell, false, valid);
     parse_checked(cell, true, valid);
 
-    const char *state = cell_completeness(cell);
+    const char *state = cell_completeness(NULL, cell);
     check(state && (strcmp(state, "complete") == 0 || strcmp(state, "incomplete") == 0 ||
                     strcmp(state, "invalid") == 0), "completeness is one of three words");
     if (real >= 0)

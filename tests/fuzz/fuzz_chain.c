@@ -145,7 +145,7 @@ static void check_cell(const char *magic, const char *text, bool expr_refused)
     snprintf(cell, len, "%s %s", magic, text);
     command *cmds = NULL;
     parse_error err;
-    int n = cell_parse(cell, &cmds, &err);
+    int n = cell_parse(NULL, cell, &cmds, &err);
     if (n < 0) {
         check(err.error.ename[0] && err.error.evalue[0], "a cell error without a name or a message");
     } else {
@@ -154,7 +154,7 @@ static void check_cell(const char *magic, const char *text, bool expr_refused)
         commands_free(cmds, n);
     }
     if (strcmp(magic, "%score") == 0) {
-        const char *c = cell_completeness(cell);
+        const char *c = cell_completeness(NULL, cell);
         check(c && (strcmp(c, "complete") == 0 || strcmp(c, "incomplete") == 0 || strcmp(c, "invalid") == 0),
               "is_complete without an answer");
     }

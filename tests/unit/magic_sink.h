@@ -16,6 +16,7 @@
 
 #include "lang/lang.h"
 #include "magic/magic.h"
+#include "test_lab.h"
 
 #define SINK_MODES_KEPT 64
 
@@ -60,11 +61,11 @@ static inline void sink_result(void *impl, json_t *doc, json_t *view, const char
 
 static const magic_out sink_out = {sink_stream, sink_result};
 
-/* An empty sink and a ctx that writes into it and runs on be. */
+/* An empty sink and a ctx that writes into it and runs on be, in the test's session (test_lab.h). */
 static inline void sink_start(sink *s, magic_ctx *ctx, const cl_backend *be)
 {
     memset(s, 0, sizeof *s);
-    *ctx = (magic_ctx){.out = &sink_out, .impl = s, .backend = be};
+    *ctx = (magic_ctx){.out = &sink_out, .impl = s, .lab = test_lab(), .backend = be};
 }
 
 /* 0 when the command ran, the magic's -1 with ctx's ename/evalue, or 2 when the
@@ -74,7 +75,7 @@ static inline int run_cell(const char *cell, const cl_backend *be, sink *s, magi
     sink_start(s, ctx, be);
     command *c;
     parse_error e;
-    int n = cell_parse(cell, &c, &e);
+    int n = cell_parse(ctx->lab, cell, &c, &e);
     if (n > 1) {                    /* parsed, but a test cell is one command */
         commands_free(c, n);
         snprintf(ctx->error.ename, sizeof ctx->error.ename, "TestError");

@@ -17,6 +17,7 @@
 
 #include "magic/magic.h"
 #include "lang/parse_internal.h"
+#include "test_lab.h"
 
 #define assert_contains(hay, needle) do {                                         \
         if (!strstr((hay), (needle)))                                             \
@@ -69,7 +70,7 @@ static inline command *ok(const char *cell, int *n)
 {
     command *c;
     parse_error e;
-    *n = cell_parse_with(cell, fake_find, &c, &e);
+    *n = cell_parse_with(test_lab(), cell, fake_find, &c, &e);
     if (*n < 0)
         fail_msg("cell %s\n  failed: %s: %s", cell, e.error.ename, e.error.evalue);
     return c;
@@ -81,7 +82,7 @@ static inline parse_error bad(const char *cell)
     static command sentinel;
     command *c = &sentinel;         /* must be reset to NULL */
     parse_error e;
-    int n = cell_parse_with(cell, fake_find, &c, &e);
+    int n = cell_parse_with(test_lab(), cell, fake_find, &c, &e);
     if (n >= 0)
         fail_msg("cell %s\n  parsed, but should fail", cell);
     assert_null(c);

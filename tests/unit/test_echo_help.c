@@ -57,7 +57,7 @@ static void usage_lines(void **state)
 
 static void help_text_of_echo(void **state)
 {
-    char *t = magic_help_text(&magic_echo);
+    char *t = magic_help_text(NULL, &magic_echo);
     assert_non_null(t);
     const char *top = "%echo [--stderr] TEXT\n%%echo [--stderr] TEXT\n"
                       "  (a cell magic: the rest of the cell is its input)\n";
@@ -68,7 +68,7 @@ static void help_text_of_echo(void **state)
                        "  --stderr  bool  false             write to the stderr stream instead of stdout\n");
     assert_null(strstr(t, " \n"));               /* no trailing blanks */
     assert_contains(t, "\nExamples:\n  %echo Tile sizes from 8 to 32:\n");
-    char *again = magic_help_text(&magic_echo);
+    char *again = magic_help_text(NULL, &magic_echo);
     assert_string_equal(t, again);                  /* deterministic */
     free(again);
     free(t);
@@ -186,16 +186,17 @@ static void help_examples_parse(void **state)
             command *cmds;
             parse_error err;
             char why[300];
-            int got = cell_parse(*ex, &cmds, &err);
+            int got = cell_parse(test_lab(), *ex, &cmds, &err);
             if (got < 1)
                 fail_msg("%%%s example '%s': %s: %s", all[i]->name, *ex, err.error.ename, err.error.evalue);
             const char *name = json_string_value(json_object_get(cmds[0].params, "name"));
             if (strcmp(cmds[0].magic->name, PARAM_MAGIC) == 0 && name &&
-                param_set(name, json_string_value(json_object_get(cmds[0].params, "value")), why, sizeof why))
+                param_set(test_lab(), name, json_string_value(json_object_get(cmds[0].params, "value")), why,
+                          sizeof why))
                 fail_msg("%%%s example '%s': %s", all[i]->name, *ex, why);
             commands_free(cmds, got);
         }
-    param_clear();
+    test_lab_reset();
 }
 
 /* Every CPU default a magic declares parses and is within its flag's range
@@ -209,7 +210,7 @@ static void cpu_defaults_parse(void **state)
             if (!f->cpu_def)
                 continue;
             char why[400];
-            json_t *v = flag_value_parse(f, f->cpu_def, why, sizeof why);
+            json_t *v = flag_value_parse(NULL, f, f->cpu_def, why, sizeof why);
             if (!v)
                 fail_msg("%%%s --%s: CPU default '%s': %s", all[i]->name, f->name, f->cpu_def, why);
             json_decref(v);

@@ -34,25 +34,25 @@ static size_t nbroken(void)
 static int teardown(void **state)
 {
     (void)state;
-    family_forget_runtime();
+    test_lab_reset();
     return 0;
 }
 
 static void contract_rows_in_enum_order(void **state)
 {
     (void)state;
-    assert_int_equal(family_count(&matmul_family), SHIPPED);
-    assert_string_equal(family_variant(&matmul_family, CL_MATMUL_V_TILED)->name, "tiled");
-    assert_int_equal(family_index(&matmul_family, "cublas-tf32"), CL_MATMUL_V_CUBLAS_TF32);
-    assert_int_equal(family_index(&matmul_family, "nope"), -1);
+    assert_int_equal(family_count(test_lab(), &matmul_family), SHIPPED);
+    assert_string_equal(family_variant(test_lab(), &matmul_family, CL_MATMUL_V_TILED)->name, "tiled");
+    assert_int_equal(family_index(test_lab(), &matmul_family, "cublas-tf32"), CL_MATMUL_V_CUBLAS_TF32);
+    assert_int_equal(family_index(test_lab(), &matmul_family, "nope"), -1);
     /* the broken ones: after the contract's rows, run from source, not the backend's */
-    const cl_variant *broken = family_variant(&matmul_family, CL_MATMUL_NVARIANTS);
+    const cl_variant *broken = family_variant(test_lab(), &matmul_family, CL_MATMUL_NVARIANTS);
     assert_string_equal(broken->name, "missing_sync");
     assert_true((broken->flags & CL_V_BROKEN) && (broken->flags & CL_V_RUNTIME));
     assert_int_equal(family_builtin(&matmul_family, "missing_sync"), -1);
     assert_ptr_equal(family_broken_find(&matmul_family, "missing_sync"), &broken_matmul[0]);
     assert_null(family_broken_find(&matmul_family, "tiled"));
-    assert_null(family_variant(&matmul_family, SHIPPED));
+    assert_null(family_variant(test_lab(), &matmul_family, SHIPPED));
     assert_true(cl_matmul_variants[CL_MATMUL_V_TILED].flags & CL_V_TILE);
     assert_true(cl_matmul_variants[CL_MATMUL_V_CPU].flags & CL_V_HOST);
 }
@@ -71,27 +71,27 @@ static void runtime_variant_reaches_parser_and_help(void **state)
     (void)state;
     const flag_spec *f = variant_flag();
     assert_non_null(f);
-    assert_string_equal(flag_choice(f, 0), "cpu");
-    assert_string_equal(flag_choice(f, CL_MATMUL_NVARIANTS), "missing_sync");
-    assert_string_equal(flag_choice(f, SHIPPED), "all");
-    assert_null(flag_choice(f, SHIPPED + 1));
+    assert_string_equal(flag_choice(test_lab(), f, 0), "cpu");
+    assert_string_equal(flag_choice(test_lab(), f, CL_MATMUL_NVARIANTS), "missing_sync");
+    assert_string_equal(flag_choice(test_lab(), f, SHIPPED), "all");
+    assert_null(flag_choice(test_lab(), f, SHIPPED + 1));
 
     command *c;
     parse_error e;
-    assert_int_equal(cell_parse("%matmul --variant mytiled", &c, &e), -1);
+    assert_int_equal(cell_parse(test_lab(), "%matmul --variant mytiled", &c, &e), -1);
     assert_non_null(strstr(e.error.evalue, "unknown value 'mytiled'"));
 
-    magic_ctx ctx = {0};
+    magic_ctx ctx = { .lab = test_lab() };
     cl_variant mine = {"mytiled", "TILE×TILE threads", "a student's tiled kernel", CL_V_TILE};
     assert_int_equal(family_register(&ctx, &matmul_family, &mine), 0);
-    assert_int_equal(family_count(&matmul_family), SHIPPED + 1);
-    const cl_variant *v = family_variant(&matmul_family, SHIPPED);
+    assert_int_equal(family_count(test_lab(), &matmul_family), SHIPPED + 1);
+    const cl_variant *v = family_variant(test_lab(), &matmul_family, SHIPPED);
     assert_true(v->flags & CL_V_RUNTIME);
     assert_true(v->name != mine.name);          /* copied */
-    assert_string_equal(flag_choice(f, SHIPPED), "mytiled");
-    assert_string_equal(flag_choice(f, SHIPPED + 1), "all");
+    assert_string_equal(flag_choice(test_lab(), f, SHIPPED), "mytiled");
+    assert_string_equal(flag_choice(test_lab(), f, SHIPPED + 1), "all");
 
-    int n = cell_parse("%matmul --variant mytiled,tiled", &c, &e);
+    int n = cell_parse(test_lab(), "%matmul --variant mytiled,tiled", &c, &e);
     assert_int_equal(n, 1);
     commands_free(c, n);
     /* no backend runs it yet (that is the runner of student kernels' job): a clear refusal */
@@ -101,7 +101,7 @@ static void runtime_variant_reaches_parser_and_help(void **state)
     assert_string_equal(run.error.ename, "UsageError");
     assert_non_null(strstr(run.error.evalue, "--variant mytiled is not available on the cpu backend"));
     sink_free(&out, &run);
-    char *help = magic_help_text(magic_find("matmul"));
+    char *help = magic_help_text(test_lab(), magic_find("matmul"));
     assert_non_null(strstr(help, "mytiled"));
     assert_non_null(strstr(help, "a student's tiled kernel [yours]"));
     free(help);
@@ -109,8 +109,8 @@ static void runtime_variant_reaches_parser_and_help(void **state)
     /* registering again replaces; a built-in name or "all" is refused */
     mine.teaches = "second version";
     assert_int_equal(family_register(&ctx, &matmul_family, &mine), 0);
-    assert_int_equal(family_count(&matmul_family), SHIPPED + 1);
-    assert_string_equal(family_variant(&matmul_family, SHIPPED)->teaches, "second version");
+    assert_int_equal(family_count(test_lab(), &matmul_family), SHIPPED + 1);
+    assert_string_equal(family_variant(test_lab(), &matmul_family, SHIPPED)->teaches, "second version");
     cl_variant clash = {"tiled", "", "", 0};
     assert_int_equal(family_register(&ctx, &matmul_family, &clash), -1);
     assert_string_equal(ctx.error.ename, "UsageError");
@@ -123,7 +123,7 @@ static void runtime_variant_reaches_parser_and_help(void **state)
 static void registry_is_bounded(void **state)
 {
     (void)state;
-    magic_ctx ctx = {0};
+    magic_ctx ctx = { .lab = test_lab() };
     char name[32];
     for (int i = 0; i < FAMILY_MAX_RUNTIME; i++) {
         snprintf(name, sizeof name, "k%d", i);
@@ -144,7 +144,7 @@ static bool all_but_host(const cl_variant *v, size_t index, void *user)
 static void select_expands_all_and_refuses(void **state)
 {
     (void)state;
-    magic_ctx ctx = {0};
+    magic_ctx ctx = { .lab = test_lab() };
     json_t *given = json_pack("[s, s, s]", "fast", "all", "fast");
     json_t *got = family_select(&ctx, &matmul_family, given, all_but_host, NULL, "cuda");
     assert_non_null(got);
@@ -182,7 +182,7 @@ static void select_expands_all_and_refuses(void **state)
 static void memory_fit_is_one_message(void **state)
 {
     (void)state;
-    magic_ctx ctx = {0};
+    magic_ctx ctx = { .lab = test_lab() };
     mem_need ok = {"--size 8", NULL, "device", 1024, 2048, NULL};
     assert_int_equal(magic_memory_fit(&ctx, &ok), 0);
     mem_need unknown = {"--size 8", NULL, "device", 1e18, 0, NULL};

@@ -424,7 +424,7 @@ static void magic_parse_errors(void **state)
     for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++) {
         command *cmds = NULL;
         parse_error perr;
-        if (cell_parse(cells[i][0], &cmds, &perr) != -1)
+        if (cell_parse(test_lab(), cells[i][0], &cmds, &perr) != -1)
             fail_msg("%s should not parse", cells[i][0]);
         if (!strstr(perr.error.evalue, cells[i][1]))
             fail_msg("%s: '%s' lacks '%s'", cells[i][0], perr.error.evalue, cells[i][1]);
@@ -542,7 +542,7 @@ static void magic_help(void **state)
 {
     const magic_spec *m = magic_find("histo");
     assert_non_null(m);
-    char *help = magic_help_text(m);
+    char *help = magic_help_text(NULL, m);
     assert_non_null(help);
     static const char *const needles[] = {"sectioned", "coalesced", "privatized", "aggregation",
                                           "bank", "HistogramEven", "--bin-width", "skewed",

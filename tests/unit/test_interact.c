@@ -13,12 +13,13 @@
 #include "lang/interact.h"
 #include "lang/lang.h"
 #include "shell/widget.h"
+#include "test_lab.h"
 
 static void plan_ok(const char *text, interact_plan *p)
 {
     error_info err;
     size_t at;
-    if (interact_plan_parse(text, p, &err, &at) != 0)
+    if (interact_plan_parse(test_lab(), text, p, &err, &at) != 0)
         fail_msg("'%s' refused: %s: %s", text, err.ename, err.evalue);
 }
 
@@ -28,7 +29,7 @@ static void plan_refused(const char *text, const char *says)
     interact_plan p;
     error_info err;
     size_t at;
-    assert_int_equal(interact_plan_parse(text, &p, &err, &at), -1);
+    assert_int_equal(interact_plan_parse(test_lab(), text, &p, &err, &at), -1);
     if (!strstr(err.evalue, says))
         fail_msg("'%s': '%s' does not say '%s'", text, err.evalue, says);
     interact_plan_free(&p);
@@ -112,7 +113,7 @@ static void an_error_points_into_the_command(void **state)
     interact_plan p;
     error_info err;
     size_t at;
-    assert_int_equal(interact_plan_parse("%matmul --size 64 --tiel 4,8", &p, &err, &at), -1);
+    assert_int_equal(interact_plan_parse(test_lab(), "%matmul --size 64 --tiel 4,8", &p, &err, &at), -1);
     assert_string_equal(err.ename, "UsageError");
     assert_int_equal(at, strlen("%matmul --size 64 "));
     interact_plan_free(&p);
@@ -122,16 +123,16 @@ static void the_cell_language_checks_it_at_parse_time(void **state)
 {
     command *cmds;
     parse_error perr;
-    int n = cell_parse("%interact %matmul --size 64 --tile 4,8  # live", &cmds, &perr);
+    int n = cell_parse(test_lab(), "%interact %matmul --size 64 --tile 4,8  # live", &cmds, &perr);
     assert_int_equal(n, 1);
     assert_true(interact_is(&cmds[0]));
     assert_non_null(strstr(json_string_value(json_object_get(cmds[0].params, "command")), "--tile 4,8"));
     commands_free(cmds, n);
-    assert_int_equal(cell_parse("%echo first\n%interact %matmul --size 64", &cmds, &perr), -1);
+    assert_int_equal(cell_parse(test_lab(), "%echo first\n%interact %matmul --size 64", &cmds, &perr), -1);
     assert_string_equal(perr.error.ename, "UsageError");
     assert_int_equal(perr.line, 2);
     assert_non_null(strstr(perr.error.evalue, "%interact: give %matmul at least one comma list"));
-    n = cell_parse("%echo a,b", &cmds, &perr);
+    n = cell_parse(test_lab(), "%echo a,b", &cmds, &perr);
     assert_false(interact_is(&cmds[0]));
     commands_free(cmds, n);
 }

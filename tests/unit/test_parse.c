@@ -211,14 +211,14 @@ static void unknown_magics(void **state)
 {
     command *c;
     parse_error e;
-    assert_int_equal(cell_parse("%ecoh hi", &c, &e), -1);
+    assert_int_equal(cell_parse(test_lab(), "%ecoh hi", &c, &e), -1);
     assert_null(c);
     assert_string_equal(e.error.ename, "UsageError");
     assert_string_equal(e.error.evalue, "unknown magic %ecoh; did you mean %echo?");
     assert_int_equal(e.line, 1);
-    assert_int_equal(cell_parse("%%ecoh\nbody", &c, &e), -1);
+    assert_int_equal(cell_parse(test_lab(), "%%ecoh\nbody", &c, &e), -1);
     assert_string_equal(e.error.evalue, "unknown magic %%ecoh; did you mean %%echo?");
-    assert_int_equal(cell_parse("%qqqqqqqq", &c, &e), -1);
+    assert_int_equal(cell_parse(test_lab(), "%qqqqqqqq", &c, &e), -1);
     assert_string_equal(e.error.evalue, "unknown magic %qqqqqqqq; %help lists them all");
     refused_as("%matmull", "unknown magic %matmull; %help lists them all");
 }
@@ -247,9 +247,9 @@ static void completeness(void **state)
         { "%echo ok\n%ecoh\n%echo \"open", "incomplete" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        if (strcmp(cell_completeness(cases[i].cell), cases[i].want) != 0)
-            fail_msg("cell_completeness(%s) = %s, want %s", cases[i].cell,
-                     cell_completeness(cases[i].cell), cases[i].want);
+        if (strcmp(cell_completeness(test_lab(), cases[i].cell), cases[i].want) != 0)
+            fail_msg("cell_completeness(test_lab(), %s) = %s, want %s", cases[i].cell,
+                     cell_completeness(test_lab(), cases[i].cell), cases[i].want);
 }
 
 static void tokens_with_offsets(void **state)

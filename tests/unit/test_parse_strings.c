@@ -16,6 +16,7 @@
 
 #include "magic/magic.h"
 #include "lang/parse_internal.h"
+#include "test_lab.h"
 
 #define assert_contains(hay, needle) do {                                         \
         if (!strstr((hay), (needle)))                                             \
@@ -39,7 +40,7 @@ static parse_error refused(const char *cell, const char *ename, const char *what
 {
     command *c = NULL;
     parse_error e;
-    int n = cell_parse(cell, &c, &e);
+    int n = cell_parse(test_lab(), cell, &c, &e);
     if (n >= 0) {
         commands_free(c, n);
         fail_msg("accepted: %.80s", cell);
@@ -75,8 +76,8 @@ static void bad_escapes_are_errors(void **state)
     refused("%histo --text \"ab\\x00\"", "SyntaxError", "means NUL");
     e = refused("%echo ok\n%echo \\\n  \"\\x00\"", "SyntaxError", "means NUL");
     assert_int_equal(e.line, 3);                    /* on the continued line, as typed */
-    assert_string_equal(cell_completeness("%echo \"\\x00\""), "invalid");
-    assert_string_equal(cell_completeness("%echo \"\\x41"), "incomplete");
+    assert_string_equal(cell_completeness(test_lab(), "%echo \"\\x00\""), "invalid");
+    assert_string_equal(cell_completeness(test_lab(), "%echo \"\\x41"), "incomplete");
 }
 
 static char *words(const char *head, const char *word, size_t n)
@@ -96,7 +97,7 @@ static void long_lines(void **state)
     char *cell = words("%echo", " a", LEX_MAX_WORDS - 1);  /* the name and LEX_MAX_WORDS - 1 words */
     command *c = NULL;
     parse_error e;
-    assert_int_equal(cell_parse(cell, &c, &e), 1);
+    assert_int_equal(cell_parse(test_lab(), cell, &c, &e), 1);
     assert_int_equal(strlen(json_string_value(json_object_get(c[0].params, "text"))), 2 * (LEX_MAX_WORDS - 1) - 1);
     commands_free(c, 1);
     free(cell);
@@ -117,7 +118,7 @@ static void long_lines(void **state)
     big = realloc(big, n + 2);
     big[n] = '\'';
     big[n + 1] = '\0';
-    assert_int_equal(cell_parse(big, &c, &e), 1);
+    assert_int_equal(cell_parse(test_lab(), big, &c, &e), 1);
     assert_int_equal(strlen(json_string_value(json_object_get(c[0].params, "text"))), 1 + (1u << 20));
     commands_free(c, 1);
     free(big);
@@ -129,19 +130,19 @@ static void raw_magics_own_their_quotes(void **state)
 {
     command *c = NULL;
     parse_error e;
-    assert_int_equal(cell_parse("%assert 'it\\'s' == \"it's\"\n%score 1 + \\\n  1 # it's", &c, &e), 2);
+    assert_int_equal(cell_parse(test_lab(), "%assert 'it\\'s' == \"it's\"\n%score 1 + \\\n  1 # it's", &c, &e), 2);
     assert_string_equal(json_string_value(json_object_get(c[0].params, "expr")), "'it\\'s' == \"it's\"");
     assert_string_equal(json_string_value(json_object_get(c[1].params, "expr")), "1 +    1 # it's");
     commands_free(c, 2);
     e = refused("%assert 'abc", "SyntaxError", "%assert: this ' quote is never closed");
     assert_int_equal(e.column, 9);
     refused("%score len(\"a\\x00\")", "SyntaxError", "the escape \\x00 means NUL");
-    assert_string_equal(cell_completeness("%assert 'abc"), "invalid");
-    assert_string_equal(cell_completeness("%echo 'abc"), "incomplete");
-    assert_string_equal(cell_completeness("%score 1 + \\"), "incomplete");
-    assert_string_equal(cell_completeness("%score 1 + \\  "), "incomplete");
-    assert_string_equal(cell_completeness("%score 1 # \\"), "complete");
-    assert_string_equal(cell_completeness("%score '1 \\"), "invalid");
+    assert_string_equal(cell_completeness(test_lab(), "%assert 'abc"), "invalid");
+    assert_string_equal(cell_completeness(test_lab(), "%echo 'abc"), "incomplete");
+    assert_string_equal(cell_completeness(test_lab(), "%score 1 + \\"), "incomplete");
+    assert_string_equal(cell_completeness(test_lab(), "%score 1 + \\  "), "incomplete");
+    assert_string_equal(cell_completeness(test_lab(), "%score 1 # \\"), "complete");
+    assert_string_equal(cell_completeness(test_lab(), "%score '1 \\"), "invalid");
 }
 
 int main(void)

@@ -53,7 +53,7 @@ static void assert_json(const json_t *v, const char *want)
 static void value_is(const flag_spec *f, const char *text, const char *want)
 {
     char msg[512] = "";
-    json_t *v = flag_value_parse(f, text, msg, sizeof msg);
+    json_t *v = flag_value_parse(NULL, f, text, msg, sizeof msg);
     if (!v)
         fail_msg("--%s %s failed: %s", f->name, text, msg);
     assert_json(v, want);
@@ -64,7 +64,7 @@ static void value_is(const flag_spec *f, const char *text, const char *want)
 static void refused(const flag_spec *f, const char *text, const char *want)
 {
     char msg[512] = "";
-    json_t *v = flag_value_parse(f, text, msg, sizeof msg);
+    json_t *v = flag_value_parse(NULL, f, text, msg, sizeof msg);
     if (v) {
         json_decref(v);
         fail_msg("--%s %s was accepted", f->name, text);

@@ -454,7 +454,7 @@ static void magic_missing_backend(void **state)
 
 static void help_text(void **state)
 {
-    char *h = magic_help_text(&magic_reduce);
+    char *h = magic_help_text(NULL, &magic_reduce);
     assert_contains(h, "divergent");
     assert_contains(h, "__shfl_down_sync");
     assert_contains(h, "second kernel");

@@ -22,6 +22,7 @@
 #include "lang/lang.h"
 #include "student/compile.h"
 #include "student/nvrtc.h"
+#include "test_lab.h"
 
 /* ---- helpers ---- */
 
@@ -419,7 +420,7 @@ static command *parsed(const char *cell, int *n)
 {
     parse_error e;
     command *c = NULL;
-    *n = cell_parse(cell, &c, &e);
+    *n = cell_parse(test_lab(), cell, &c, &e);
     if (*n != 1)
         fail_msg("'%s' does not parse: %s", cell, e.error.evalue);
     return c;

@@ -11,14 +11,14 @@
 
 static int clean(void **state)
 {
-    param_clear();
+    test_lab_reset();
     return 0;
 }
 
 static void define(const char *name, const char *value)
 {
     char why[300];
-    if (param_set(name, value, why, sizeof why) != 0)
+    if (param_set(test_lab(), name, value, why, sizeof why) != 0)
         fail_msg("param_set %s: %s", name, why);
 }
 
@@ -29,7 +29,8 @@ static const char *expand(const char *s, enum subst_mode mode)
     subst_text t;
     error_info e = { 0 };
     size_t at;
-    int rc = subst_expand(s, 0, mode, NULL, &t, &e, &at);
+    param_scope scope = { .lab = test_lab() };
+    int rc = subst_expand(s, 0, mode, &scope, &t, &e, &at);
     if (rc < 0)
         fail_msg("%s: %s: %s", s, e.ename, e.evalue);
     snprintf(got, sizeof got, "%s", rc ? t.text : s);
@@ -42,7 +43,8 @@ static error_info refused(const char *s, size_t *at)
 {
     subst_text t;
     error_info e = { 0 };
-    if (subst_expand(s, 0, SUBST_ARGS, NULL, &t, &e, at) >= 0)
+    param_scope scope = { .lab = test_lab() };
+    if (subst_expand(s, 0, SUBST_ARGS, &scope, &t, &e, at) >= 0)
         fail_msg("%s expanded, but should fail", s);
     assert_null(t.text);
     return e;
@@ -116,7 +118,8 @@ static void spans_map_back(void **state)
     subst_text t;
     error_info e;
     size_t at;
-    assert_int_equal(subst_expand(s, 0, SUBST_ARGS, NULL, &t, &e, &at), 1);
+    param_scope scope = { .lab = test_lab() };
+    assert_int_equal(subst_expand(s, 0, SUBST_ARGS, &scope, &t, &e, &at), 1);
     assert_string_equal(t.text, "x \"a b\" y $ \"a b\" z");
     assert_int_equal(subst_origin(&t, 0), 0);
     assert_int_equal(subst_origin(&t, 3), 2);          /* inside the value: its reference */
@@ -149,32 +152,32 @@ static void table_rules(void **state)
     char why[300];
     define("a", "1");
     define("a", "2");                               /* redefining replaces */
-    assert_int_equal(param_count(), 1);
-    assert_string_equal(param_get("a"), "2");
-    assert_null(param_get("b"));
-    assert_int_equal(param_set("1a", "x", why, sizeof why), -1);
+    assert_int_equal(param_count(test_lab()), 1);
+    assert_string_equal(param_get(test_lab(), "a"), "2");
+    assert_null(param_get(test_lab(), "b"));
+    assert_int_equal(param_set(test_lab(), "1a", "x", why, sizeof why), -1);
     assert_contains(why, "'1a' is not a parameter name");
-    assert_int_equal(param_set("a-b", "x", why, sizeof why), -1);
+    assert_int_equal(param_set(test_lab(), "a-b", "x", why, sizeof why), -1);
     char name[PARAM_NAME_MAX + 2];
     memset(name, 'n', sizeof name - 1);
     name[sizeof name - 1] = '\0';
-    assert_int_equal(param_set(name, "x", why, sizeof why), -1);
+    assert_int_equal(param_set(test_lab(), name, "x", why, sizeof why), -1);
     assert_contains(why, "at most 64 characters");
     for (int i = 1; i < PARAM_COUNT_MAX; i++) {
         snprintf(name, sizeof name, "p%d", i);
         define(name, "v");
     }
-    assert_int_equal(param_set("one_more", "x", why, sizeof why), -1);
+    assert_int_equal(param_set(test_lab(), "one_more", "x", why, sizeof why), -1);
     assert_contains(why, "at most 256 parameters");
     define("p1", "w");                              /* a full table still takes redefinitions */
-    param_clear();
+    test_lab_reset();
     static char big[PARAM_VALUE_MAX + 1];
     memset(big, 'x', PARAM_VALUE_MAX);
     for (int i = 0; i < (int)(PARAM_TOTAL_MAX / PARAM_VALUE_MAX); i++) {
         snprintf(name, sizeof name, "b%d", i);
         define(name, big);
     }
-    assert_int_equal(param_set("c", "x", why, sizeof why), -1);
+    assert_int_equal(param_set(test_lab(), "c", "x", why, sizeof why), -1);
     assert_contains(why, "at most 1024 KiB of values together");
 }
 
@@ -230,17 +233,17 @@ static void param_lines(void **state)
     command *c;
     parse_error e;
     /* a %param line counts for the lines below it at once; the last one wins */
-    count = cell_parse("%param size 64\n%echo {size}\n%param size \"6 4\"\n%echo $size", &c, &e);
+    count = cell_parse(test_lab(), "%param size 64\n%echo {size}\n%param size \"6 4\"\n%echo $size", &c, &e);
     assert_int_equal(count, 4);
     assert_json(c[0].params, "{\"name\":\"size\",\"value\":\"64\"}");
     assert_json(json_object_get(c[1].params, "text"), "\"64\"");
     assert_json(json_object_get(c[3].params, "text"), "\"6 4\"");
-    assert_null(param_get("size"));                 /* parsing defines nothing for the session */
+    assert_null(param_get(test_lab(), "size"));                 /* parsing defines nothing for the session */
     commands_free(c, count);
-    count = cell_parse("%param", &c, &e);
+    count = cell_parse(test_lab(), "%param", &c, &e);
     assert_json(c[0].params, "{}");
     commands_free(c, count);
-    count = cell_parse("%param x -5\n%param y -- --z\n%param z {x}", &c, &e);
+    count = cell_parse(test_lab(), "%param x -5\n%param y -- --z\n%param z {x}", &c, &e);
     assert_int_equal(count, 3);
     assert_json(c[1].params, "{\"name\":\"y\",\"value\":\"--z\"}");
     assert_json(c[2].params, "{\"name\":\"z\",\"value\":\"-5\"}");
@@ -255,7 +258,7 @@ static void param_lines(void **state)
     };
     for (size_t i = 0; i < sizeof bad_lines / sizeof bad_lines[0]; i++) {
         c = NULL;
-        assert_int_equal(cell_parse(bad_lines[i].cell, &c, &e), -1);
+        assert_int_equal(cell_parse(test_lab(), bad_lines[i].cell, &c, &e), -1);
         assert_string_equal(e.error.ename, "UsageError");
         assert_contains(e.error.evalue, bad_lines[i].why);
         assert_int_equal(e.column, bad_lines[i].column);
@@ -267,14 +270,14 @@ static void expressions_see_values(void **state)
     int count;
     command *c;
     parse_error e;
-    count = cell_parse("%param n 64\n%param w tiled\n%assert {n} == 64 and m[variant=$w].x > 0 # {nope}\n"
+    count = cell_parse(test_lab(), "%param n 64\n%param w tiled\n%assert {n} == 64 and m[variant=$w].x > 0 # {nope}\n"
                        "%score '{n}'", &c, &e);
     assert_int_equal(count, 4);
     assert_json(c[2].params, "{\"expr\":\"64 == 64 and m[variant=\\\"tiled\\\"].x > 0 # {nope}\"}");
     assert_json(c[3].params, "{\"expr\":\"'{n}'\"}");
     commands_free(c, count);
     /* an expression's error after a value points at the line as typed */
-    assert_int_equal(cell_parse("%param w tiled\n%assert {w} == )", &c, &e), -1);
+    assert_int_equal(cell_parse(test_lab(), "%param w tiled\n%assert {w} == )", &c, &e), -1);
     assert_string_equal(e.error.ename, "SyntaxError");
     assert_int_equal(e.line, 2);
     assert_int_equal(e.column, 16);
@@ -288,7 +291,7 @@ static void param_runs(void **state)
     assert_string_equal(s.out, "no parameters: %param NAME VALUE defines one, {NAME} uses it\n");
     assert_int_equal(run_quiet("%param size 2^20", NULL, &s, &ctx), 0);
     assert_string_equal(s.out, "");
-    assert_string_equal(param_get("size"), "2^20");
+    assert_string_equal(param_get(test_lab(), "size"), "2^20");
     assert_int_equal(run_quiet("%param t \"a \\\"b\\\"\\n\"", NULL, &s, &ctx), 0);
     assert_int_equal(run_quiet("%param e ''", NULL, &s, &ctx), 0);
     assert_int_equal(run_quiet("%param", NULL, &s, &ctx), 0);
@@ -297,21 +300,21 @@ static void param_runs(void **state)
     assert_int_equal(run_quiet("%param c '{z}'", NULL, &s, &ctx), 0);
     assert_int_equal(run_quiet("%param b '$$ x {y}'", NULL, &s, &ctx), 0);
     assert_int_equal(run_quiet("%param q \"it's {{x}} $$y\"", NULL, &s, &ctx), 0);
-    assert_string_equal(param_get("q"), "it's {x} $y");
+    assert_string_equal(param_get(test_lab(), "q"), "it's {x} $y");
     assert_int_equal(run_quiet("%param", NULL, &s, &ctx), 0);
     char listing[sizeof s.out], *names[8], *values[8];
     snprintf(listing, sizeof listing, "%s", s.out);
-    size_t n = param_count();
+    size_t n = param_count(test_lab());
     for (size_t i = 0; i < n; i++) {
-        names[i] = strdup(param_name_at(i));
-        values[i] = strdup(param_value_at(i));
+        names[i] = strdup(param_name_at(test_lab(), i));
+        values[i] = strdup(param_value_at(test_lab(), i));
     }
-    param_clear();
+    test_lab_reset();
     for (char *line = strtok(listing, "\n"); line; line = strtok(NULL, "\n"))
         assert_int_equal(run_quiet(line, NULL, &s, &ctx), 0);
-    assert_int_equal(param_count(), n);
+    assert_int_equal(param_count(test_lab()), n);
     for (size_t i = 0; i < n; i++) {
-        assert_string_equal(param_get(names[i]), values[i]);
+        assert_string_equal(param_get(test_lab(), names[i]), values[i]);
         free(names[i]);
         free(values[i]);
     }

@@ -174,7 +174,7 @@ static void magic_failed_check(void **state)
 static void help_text(void **state)
 {
     (void)state;
-    char *h = magic_help_text(magic_find("vecadd"));
+    char *h = magic_help_text(NULL, magic_find("vecadd"));
     assert_non_null(h);
     assert_contains(h, "pinned");
     assert_contains(h, "daxpy");

@@ -59,10 +59,12 @@ int fiber_pool_init(fiber *f, int n, size_t stack_bytes)
 #if defined(__x86_64__)
 
 /* fiber_swap(&from->sp, to->sp): pushes the callee-saved registers, the SSE
- * control word and the x87 control word, swaps stacks, pops them. */
-void fiber_swap(void **save, void *next);
+ * control word and the x87 control word, swaps stacks, pops them. Hidden, as
+ * everything of the runner's own (internal.h). */
+__attribute__((visibility("hidden"))) void fiber_swap(void **save, void *next);
 __asm__(".text\n"
         ".globl fiber_swap\n"
+        ".hidden fiber_swap\n"
         ".type fiber_swap,@function\n"
         "fiber_swap:\n"
         "    pushq %rbp\n"
@@ -89,13 +91,14 @@ __asm__(".text\n"
         ".size fiber_swap, .-fiber_swap\n"
         /* a new fiber's first return lands here: entry in r12, its argument in r13 */
         ".globl fiber_start\n"
+        ".hidden fiber_start\n"
         ".type fiber_start,@function\n"
         "fiber_start:\n"
         "    movq %r13, %rdi\n"
         "    callq *%r12\n"
         "    ud2\n"
         ".size fiber_start, .-fiber_start\n");
-void fiber_start(void);
+__attribute__((visibility("hidden"))) void fiber_start(void);
 
 void fiber_prepare(fiber *f, void (*entry)(void *), void *arg)
 {

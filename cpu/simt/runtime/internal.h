@@ -5,6 +5,16 @@
  *
  * One runner process runs one block at a time on one host thread; each of
  * the block's threads is a fiber. Nothing here is touched by two host threads.
+ *
+ * The student's object is loaded into this image, and its references resolve
+ * to the image's exported names that the loader allows (object.c:
+ * runtime_name). So the runner exports only what the prelude reaches: the
+ * entry points under the reserved prefixes (__cudalab_*, __tsan_*) and the
+ * built-in variables (threadIdx, ...). Everything declared here but those is
+ * hidden: global between the runtime's files, local to the linked runner
+ * (tests/magics/test_cpu_runner_symbols.py reads its symbols). Hidden rather
+ * than renamed under __cudalab_: a renamed runner_exit or arena would become
+ * a name the student's object could resolve.
  */
 #ifndef CUDALAB_SIMT_INTERNAL_H
 #define CUDALAB_SIMT_INTERNAL_H
@@ -14,6 +24,8 @@
 #include <stdint.h>
 
 #include "cudalab/simt.h"
+
+#pragma GCC visibility push(hidden)
 
 typedef struct { unsigned x, y, z; } cl_u3;
 
@@ -119,10 +131,10 @@ void report_finding(int kind, uint64_t key, const cl_simt_finding *f);
 void thread_fault(void) __attribute__((noreturn));
 /* Adds a process's counts to the report's (count.c). */
 void report_add_counts(const cl_simt_counts *c);
-/* Ends the process after a fatal finding (timeout, crash). */
-void runner_exit(int code) __attribute__((noreturn));
 
-/* ---- what the prelude (cudalab_simt.h) calls, with the cell line of the call ---- */
+#pragma GCC visibility pop
+
+/* ---- what the prelude (cudalab_simt.h) calls, with the cell line of the call: exported ---- */
 void __cudalab_syncthreads(int line);
 int __cudalab_syncthreads_count(int pred, int line);
 int __cudalab_syncthreads_and(int pred, int line);
@@ -138,6 +150,8 @@ void __cudalab_assert_fail(const char *expr, int line) __attribute__((noreturn))
 long long __cudalab_clock(void);
 /* printf as a kernel calls it: to the runner's stdout, refusing %n (a store no check sees). */
 int __cudalab_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#pragma GCC visibility push(hidden)
 
 /* ---- the student's object (object.c) ---- */
 #define OBJECT_MAX_SECTIONS 64
@@ -161,6 +175,8 @@ extern void (*student_entry)(void *const *args);
 /* The warp's synchronisations so far, for the race checks. */
 uint32_t sched_warp_sync(uint32_t linear);
 extern uintptr_t cur_stack_lo, cur_stack_bytes;
+
+#pragma GCC visibility pop
 
 static inline uint64_t finding_key(uint64_t block_linear, uint64_t detail)
 {

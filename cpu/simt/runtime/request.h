@@ -11,6 +11,9 @@
 
 #include "cudalab/simt.h"
 
+/* hidden: nothing of the runner's own is a name the student's object may resolve (internal.h) */
+#pragma GCC visibility push(hidden)
+
 #define WARP_LANES 32               /* a lane mask's bits */
 #define BANKS 32
 #define BANK_BYTES 4
@@ -37,5 +40,7 @@ uint32_t warp_sectors(const warp_request *r);
  * it (a broadcast): 0 for consecutive floats or one word for all, 1 for a stride of 2 floats, 31
  * for a stride of 32 (a column of a 32-wide tile). */
 uint32_t warp_bank_conflicts(const warp_request *r);
+
+#pragma GCC visibility pop
 
 #endif

@@ -123,7 +123,8 @@ void report_add_counts(const cl_simt_counts *c)
     unlock();
 }
 
-void runner_exit(int code)
+/* Ends the process after a fatal finding (timeout, crash), or when the launch is done. */
+static __attribute__((noreturn)) void runner_exit(int code)
 {
     fflush(stdout);
     _exit(code);
