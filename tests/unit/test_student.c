@@ -255,21 +255,24 @@ static const log_case stack_and_spills_of_the_entry = {
     "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n" \
     "ptxas info    : Used 10 registers, used 0 barriers\n"
 
+/* ptxas's warning on a function's minnctapersm, naming the function fn. */
+#define MINNCTAPERSM_WARNING(fn) \
+    "ptxas warning : Value of minnctapersm for entry " fn " is out of range. minnctapersm will be ignored"
+
 /* ptxas's warnings name the entry by the student's name, with no help from a demangler */
 static const log_case ptxas_warning_names_the_entry_as_written = {
-    .log = "ptxas warning : Value of minnctapersm for entry " MYTILED " is out of range. minnctapersm will be ignored\n"
+    .log = MINNCTAPERSM_WARNING(MYTILED) "\n"
            MYTILED_OF_10_REGISTERS
            "ptxas info    : Compile time = 4.625 ms\n",
     .name = "mytiled", .lowered = MYTILED,
     .errors = "[]",
-    .warnings = "[\"ptxas warning : Value of minnctapersm for entry mytiled is out of range. "
-                "minnctapersm will be ignored\"]",
+    .warnings = "[\"" MINNCTAPERSM_WARNING("mytiled") "\"]",
     .res = { .registers = 10, .known = true },
 };
 
 /* and another function through the C++ runtime NVRTC brings */
 static const log_case ptxas_warning_names_another_function_demangled = {
-    .log = "ptxas warning : Value of minnctapersm for entry _Z6helperPf is out of range. minnctapersm will be ignored\n"
+    .log = MINNCTAPERSM_WARNING("_Z6helperPf") "\n"
            MYTILED_OF_10_REGISTERS
            "ptxas info    : Compile time = 4.736 ms\n"
            "ptxas info    : Compiling entry function '_Z6helperPf' for 'sm_90'\n"
@@ -279,8 +282,7 @@ static const log_case ptxas_warning_names_another_function_demangled = {
            "ptxas info    : Compile time = 1.522 ms\n",
     .name = "mytiled", .lowered = MYTILED,
     .errors = "[]",
-    .warnings = "[\"ptxas warning : Value of minnctapersm for entry helper(float*) is out of "
-                "range. minnctapersm will be ignored\"]",
+    .warnings = "[\"" MINNCTAPERSM_WARNING("helper(float*)") "\"]",
     .res = { .registers = 10, .known = true },
     .demangles = true,
 };
