@@ -35,47 +35,24 @@ static int fake_count(int *count, char *err)
     return 0;
 }
 
-static void fake_h100(cl_device_props *p)
-{
-    snprintf(p->name, sizeof p->name, "NVIDIA H100 80GB HBM3");
-    snprintf(p->pci_bus_id, sizeof p->pci_bus_id, "0000:18:00.0");
-    p->cc_major = 9;
-    p->cc_minor = 0;
-    p->sm_count = 132;
-    p->cores_per_sm = 128;
-    p->clock_khz = 1980000;
-    p->mem_clock_khz = 2619000;
-    p->mem_bus_width_bits = 5120;
-    p->total_mem = 85029158912ull;
-    p->free_mem = 84397195264ull;
-    p->l2_bytes = 52428800;
-    p->smem_per_block = 49152;
-    p->smem_per_block_optin = 232448;
-    p->smem_per_sm = 233472;
-    p->regs_per_block = 65536;
-    p->regs_per_sm = 65536;
-    p->max_threads_per_block = 1024;
-    p->max_threads_per_sm = 2048;
-    p->max_blocks_per_sm = 32;
-    p->warp_size = 32;
-    p->max_block[0] = 1024, p->max_block[1] = 1024, p->max_block[2] = 64;
-    p->max_grid[0] = 2147483647, p->max_grid[1] = 65535, p->max_grid[2] = 65535;
-    p->async_engines = 3;
-    p->ecc = 1;
-}
+/* Device 0, as the CUDA runtime reports an H100 SXM. */
+static const cl_device_props fake_h100 = {
+    .name = "NVIDIA H100 80GB HBM3", .pci_bus_id = "0000:18:00.0",
+    .cc_major = 9, .cc_minor = 0, .sm_count = 132, .cores_per_sm = 128,
+    .clock_khz = 1980000, .mem_clock_khz = 2619000, .mem_bus_width_bits = 5120,
+    .total_mem = 85029158912ull, .free_mem = 84397195264ull, .l2_bytes = 52428800,
+    .smem_per_block = 49152, .smem_per_block_optin = 232448, .smem_per_sm = 233472,
+    .regs_per_block = 65536, .regs_per_sm = 65536,
+    .max_threads_per_block = 1024, .max_threads_per_sm = 2048, .max_blocks_per_sm = 32, .warp_size = 32,
+    .max_block = { 1024, 1024, 64 }, .max_grid = { 2147483647, 65535, 65535 },
+    .async_engines = 3, .ecc = 1,
+};
 
-/* An architecture newer than the cores table, with no memory clock reported. */
-static void fake_unknown(cl_device_props *p)
-{
-    snprintf(p->name, sizeof p->name, "Future GPU");
-    p->cc_major = 13;
-    p->sm_count = 10;
-    p->clock_khz = 1000000;
-    p->mem_bus_width_bits = 256;
-    p->total_mem = 1ull << 30;
-    p->warp_size = 32;
-    p->max_threads_per_sm = 1536;
-}
+/* Device 1: an architecture newer than the cores table, with no memory clock reported. */
+static const cl_device_props fake_unknown = {
+    .name = "Future GPU", .cc_major = 13, .sm_count = 10, .clock_khz = 1000000, .mem_bus_width_bits = 256,
+    .total_mem = 1ull << 30, .warp_size = 32, .max_threads_per_sm = 1536,
+};
 
 static int fake_props(int dev, cl_device_props *out, char *err)
 {
@@ -83,12 +60,8 @@ static int fake_props(int dev, cl_device_props *out, char *err)
         snprintf(err, CL_ERR_LEN, "an illegal memory access was encountered");
         return -1;
     }
-    memset(out, 0, sizeof *out);
+    *out = dev == 0 ? fake_h100 : fake_unknown;
     out->index = dev;
-    if (dev == 0)
-        fake_h100(out);
-    else
-        fake_unknown(out);
     return 0;
 }
 

@@ -15,86 +15,77 @@
 #include "cudalab/reduce.h"
 #include "magics/reduce_internal.h"
 
-/* {stride, active threads, active warps, full warps, divergent warps, idle warps, wasted lanes} */
-static void assert_steps(int v, unsigned block, const rd_step *want, int n)
+/* A block tree worked out by hand: the variant, the block and its steps, each
+ * {stride, active threads, active warps, full warps, divergent warps, idle
+ * warps, wasted lanes}, as many as the tree has (the rest zero). */
+typedef struct tree_case {
+    int variant;
+    unsigned block;
+    rd_step want[RD_MAX_STEPS];
+} tree_case;
+
+/* A test per case: the case is the test's state (TREE_CASE below). */
+static void tree_steps_as_worked_out(void **state)
 {
+    const tree_case *c = *state;
+    int n = 0;
+    while (n < RD_MAX_STEPS && c->want[n].stride)
+        n++;
     rd_step got[RD_MAX_STEPS];
-    assert_int_equal(rd_tree_steps(v, block, got), n);
+    assert_int_equal(rd_tree_steps(c->variant, c->block, got), n);
     for (int i = 0; i < n; i++) {
-        if (got[i].stride != want[i].stride || got[i].active_threads != want[i].active_threads ||
-            got[i].active_warps != want[i].active_warps || got[i].full_warps != want[i].full_warps ||
-            got[i].divergent_warps != want[i].divergent_warps || got[i].idle_warps != want[i].idle_warps ||
-            got[i].wasted_lanes != want[i].wasted_lanes)
+        const rd_step *w = &c->want[i];
+        if (got[i].stride != w->stride || got[i].active_threads != w->active_threads ||
+            got[i].active_warps != w->active_warps || got[i].full_warps != w->full_warps ||
+            got[i].divergent_warps != w->divergent_warps || got[i].idle_warps != w->idle_warps ||
+            got[i].wasted_lanes != w->wasted_lanes)
             fail_msg("variant %d, block %u, step %d: got {%u, %u, %u, %u, %u, %u, %u}, want {%u, %u, %u, %u, %u, "
-                     "%u, %u}", v, block, i + 1, got[i].stride, got[i].active_threads, got[i].active_warps,
-                     got[i].full_warps, got[i].divergent_warps, got[i].idle_warps, got[i].wasted_lanes,
-                     want[i].stride, want[i].active_threads, want[i].active_warps, want[i].full_warps,
-                     want[i].divergent_warps, want[i].idle_warps, want[i].wasted_lanes);
+                     "%u, %u}", c->variant, c->block, i + 1, got[i].stride, got[i].active_threads,
+                     got[i].active_warps, got[i].full_warps, got[i].divergent_warps, got[i].idle_warps,
+                     got[i].wasted_lanes, w->stride, w->active_threads, w->active_warps, w->full_warps,
+                     w->divergent_warps, w->idle_warps, w->wasted_lanes);
     }
 }
 
+#define TREE_CASE(c) { #c, tree_steps_as_worked_out, NULL, NULL, (void *)&(c) }
+
 /* t % (2*stride) == 0: every warp keeps one active lane in 2*stride up to stride 16 (all 8 warps
  * issue five steps), then whole warps drop out, each still with a single lane. */
-static void divergent_256(void **state)
-{
-    (void)state;
-    static const rd_step want[] = {
-        {1, 128, 8, 0, 8, 0, 128}, {2, 64, 8, 0, 8, 0, 192}, {4, 32, 8, 0, 8, 0, 224}, {8, 16, 8, 0, 8, 0, 240},
-        {16, 8, 8, 0, 8, 0, 248},  {32, 4, 4, 0, 4, 4, 124}, {64, 2, 2, 0, 2, 6, 62},  {128, 1, 1, 0, 1, 7, 31},
-    };
-    assert_steps(CL_REDUCE_DIVERGENT, 256, want, 8);
-}
+static const tree_case divergent_256 = { CL_REDUCE_DIVERGENT, 256, {
+    {1, 128, 8, 0, 8, 0, 128}, {2, 64, 8, 0, 8, 0, 192}, {4, 32, 8, 0, 8, 0, 224}, {8, 16, 8, 0, 8, 0, 240},
+    {16, 8, 8, 0, 8, 0, 248},  {32, 4, 4, 0, 4, 4, 124}, {64, 2, 2, 0, 2, 6, 62},  {128, 1, 1, 0, 1, 7, 31},
+}};
 
 /* t < stride: whole warps retire while the stride is 32 or more; below it the one warp left diverges. */
-static void convergent_256(void **state)
-{
-    (void)state;
-    static const rd_step want[] = {
-        {128, 128, 4, 4, 0, 4, 0}, {64, 64, 2, 2, 0, 6, 0}, {32, 32, 1, 1, 0, 7, 0}, {16, 16, 1, 0, 1, 7, 16},
-        {8, 8, 1, 0, 1, 7, 24},    {4, 4, 1, 0, 1, 7, 28},  {2, 2, 1, 0, 1, 7, 30},  {1, 1, 1, 0, 1, 7, 31},
-    };
-    assert_steps(CL_REDUCE_CONVERGENT, 256, want, 8);
-}
+static const tree_case convergent_256 = { CL_REDUCE_CONVERGENT, 256, {
+    {128, 128, 4, 4, 0, 4, 0}, {64, 64, 2, 2, 0, 6, 0}, {32, 32, 1, 1, 0, 7, 0}, {16, 16, 1, 0, 1, 7, 16},
+    {8, 8, 1, 0, 1, 7, 24},    {4, 4, 1, 0, 1, 7, 28},  {2, 2, 1, 0, 1, 7, 30},  {1, 1, 1, 0, 1, 7, 31},
+}};
 
-static void divergent_1024(void **state)
-{
-    (void)state;
-    static const rd_step want[] = {
-        {1, 512, 32, 0, 32, 0, 512},  {2, 256, 32, 0, 32, 0, 768}, {4, 128, 32, 0, 32, 0, 896},
-        {8, 64, 32, 0, 32, 0, 960},   {16, 32, 32, 0, 32, 0, 992}, {32, 16, 16, 0, 16, 16, 496},
-        {64, 8, 8, 0, 8, 24, 248},    {128, 4, 4, 0, 4, 28, 124},  {256, 2, 2, 0, 2, 30, 62},
-        {512, 1, 1, 0, 1, 31, 31},
-    };
-    assert_steps(CL_REDUCE_DIVERGENT, 1024, want, 10);
-}
+static const tree_case divergent_1024 = { CL_REDUCE_DIVERGENT, 1024, {
+    {1, 512, 32, 0, 32, 0, 512},  {2, 256, 32, 0, 32, 0, 768}, {4, 128, 32, 0, 32, 0, 896},
+    {8, 64, 32, 0, 32, 0, 960},   {16, 32, 32, 0, 32, 0, 992}, {32, 16, 16, 0, 16, 16, 496},
+    {64, 8, 8, 0, 8, 24, 248},    {128, 4, 4, 0, 4, 28, 124},  {256, 2, 2, 0, 2, 30, 62},
+    {512, 1, 1, 0, 1, 31, 31},
+}};
 
-static void convergent_1024(void **state)
-{
-    (void)state;
-    static const rd_step want[] = {
-        {512, 512, 16, 16, 0, 16, 0}, {256, 256, 8, 8, 0, 24, 0}, {128, 128, 4, 4, 0, 28, 0},
-        {64, 64, 2, 2, 0, 30, 0},     {32, 32, 1, 1, 0, 31, 0},   {16, 16, 1, 0, 1, 31, 16},
-        {8, 8, 1, 0, 1, 31, 24},      {4, 4, 1, 0, 1, 31, 28},    {2, 2, 1, 0, 1, 31, 30},
-        {1, 1, 1, 0, 1, 31, 31},
-    };
-    assert_steps(CL_REDUCE_CONVERGENT, 1024, want, 10);
-}
+static const tree_case convergent_1024 = { CL_REDUCE_CONVERGENT, 1024, {
+    {512, 512, 16, 16, 0, 16, 0}, {256, 256, 8, 8, 0, 24, 0}, {128, 128, 4, 4, 0, 28, 0},
+    {64, 64, 2, 2, 0, 30, 0},     {32, 32, 1, 1, 0, 31, 0},   {16, 16, 1, 0, 1, 31, 16},
+    {8, 8, 1, 0, 1, 31, 24},      {4, 4, 1, 0, 1, 31, 28},    {2, 2, 1, 0, 1, 31, 30},
+    {1, 1, 1, 0, 1, 31, 31},
+}};
 
 /* A block of one warp: the divergent tree never retires it, the convergent one never fills it. */
-static void one_warp(void **state)
-{
-    (void)state;
-    static const rd_step divergent[] = {
-        {1, 16, 1, 0, 1, 0, 16}, {2, 8, 1, 0, 1, 0, 24}, {4, 4, 1, 0, 1, 0, 28}, {8, 2, 1, 0, 1, 0, 30},
-        {16, 1, 1, 0, 1, 0, 31},
-    };
-    static const rd_step convergent[] = {
-        {16, 16, 1, 0, 1, 0, 16}, {8, 8, 1, 0, 1, 0, 24}, {4, 4, 1, 0, 1, 0, 28}, {2, 2, 1, 0, 1, 0, 30},
-        {1, 1, 1, 0, 1, 0, 31},
-    };
-    assert_steps(CL_REDUCE_DIVERGENT, 32, divergent, 5);
-    assert_steps(CL_REDUCE_CONVERGENT, 32, convergent, 5);
-}
+static const tree_case one_warp_divergent = { CL_REDUCE_DIVERGENT, 32, {
+    {1, 16, 1, 0, 1, 0, 16}, {2, 8, 1, 0, 1, 0, 24}, {4, 4, 1, 0, 1, 0, 28}, {8, 2, 1, 0, 1, 0, 30},
+    {16, 1, 1, 0, 1, 0, 31},
+}};
+
+static const tree_case one_warp_convergent = { CL_REDUCE_CONVERGENT, 32, {
+    {16, 16, 1, 0, 1, 0, 16}, {8, 8, 1, 0, 1, 0, 24}, {4, 4, 1, 0, 1, 0, 28}, {2, 2, 1, 0, 1, 0, 30},
+    {1, 1, 1, 0, 1, 0, 31},
+}};
 
 static void multiblock_is_the_convergent_tree(void **state)
 {
@@ -137,11 +128,12 @@ static void steps_json(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(divergent_256),
-        cmocka_unit_test(convergent_256),
-        cmocka_unit_test(divergent_1024),
-        cmocka_unit_test(convergent_1024),
-        cmocka_unit_test(one_warp),
+        TREE_CASE(divergent_256),
+        TREE_CASE(convergent_256),
+        TREE_CASE(divergent_1024),
+        TREE_CASE(convergent_1024),
+        TREE_CASE(one_warp_divergent),
+        TREE_CASE(one_warp_convergent),
         cmocka_unit_test(multiblock_is_the_convergent_tree),
         cmocka_unit_test(no_tree_no_steps),
         cmocka_unit_test(steps_json),

@@ -6,6 +6,7 @@
  * shows up here as a diff a reviewer can read.
  */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
@@ -27,6 +28,14 @@ static void expect_text(const json_t *view, const char *want)
     assert_non_null(got);
     assert_string_equal(got, want);
     free(got);
+}
+
+/* The same for a view written as JSON text. */
+static void expect_view_text(const char *view_json, const char *want)
+{
+    json_t *view = parse(view_json);
+    expect_text(view, want);
+    json_decref(view);
 }
 
 /* A table of n rows [i, "r<i>"] under columns ["i", "name"]. */
@@ -94,15 +103,13 @@ static void test_text_blocks_and_lines(void **state)
 static void test_text_no_trailing_spaces(void **state)
 {
     /* Left-aligned last column and empty trailing cells both pad with spaces. */
-    json_t *view = parse("{\"blocks\": [{\"type\": \"table\", \"columns\": [\"n\", \"name\", \"x\"],"
-                         " \"rows\": [[1, \"a\", null], [22, \"bbbbbb\", \"\"], [3, \"c \"]]}]}");
-    expect_text(view,
+    expect_view_text("{\"blocks\": [{\"type\": \"table\", \"columns\": [\"n\", \"name\", \"x\"],"
+                     " \"rows\": [[1, \"a\", null], [22, \"bbbbbb\", \"\"], [3, \"c \"]]}]}",
         " n  name    x\n"
         "--  ------  -\n"
         " 1  a       -\n"
         "22  bbbbbb\n"
         " 3  c\n");
-    json_decref(view);
 }
 
 /* ---- numbers ---- */
@@ -225,58 +232,82 @@ static void test_html_escapes_everything(void **state)
 
 /* ---- long tables ---- */
 
+/* How a renderer shows the rows of long_view: what each row (and header line)
+ * of the output holds once, how many of those the header takes, and what
+ * stands either side of a row's name. */
+typedef struct long_format {
+    char *(*render)(const json_t *view);
+    const char *row_mark;
+    int header_rows;
+    const char *before_name, *after_name;
+} long_format;
+
+static const long_format as_text = { render_text, "\n", 2, "", "\n" };
+static const long_format as_html = { render_html, "<tr>", 1, ">", "<" };
+
+/* long_view(n) rendered as f says. */
+static char *long_rendered(const long_format *f, int n)
+{
+    json_t *view = long_view(n);
+    char *out = f->render(view);
+    json_decref(view);
+    assert_non_null(out);
+    return out;
+}
+
+static bool shows_row(const char *out, const long_format *f, int i)
+{
+    char needle[32];
+    snprintf(needle, sizeof needle, "%sr%d%s", f->before_name, i, f->after_name);
+    return strstr(out, needle) != NULL;
+}
+
+/* 500 rows as f renders them: the first 100, the line that says what is cut
+ * (around is that line with its neighbours, as f writes them), the last 20.
+ * Returns the rendering for the format's own checks. */
+static char *cut_at_100_and_20(const long_format *f, const char *around)
+{
+    char *out = long_rendered(f, 500);
+    assert_int_equal(count(out, f->row_mark), f->header_rows + 100 + 1 + 20);
+    assert_non_null(strstr(out, around));
+    assert_false(shows_row(out, f, 100));
+    assert_false(shows_row(out, f, 479));
+    assert_true(shows_row(out, f, 499));
+    return out;
+}
+
 static void test_truncation_text(void **state)
 {
-    json_t *view = long_view(500);
-    char *text = render_text(view);
-
-    assert_int_equal(count(text, "\n"), 2 + 100 + 1 + 20);
-    assert_true(strncmp(text, "  i  name\n---  ----\n  0  r0\n  1  r1\n", 36) == 0);
-    assert_non_null(strstr(text,
+    char *text = cut_at_100_and_20(&as_text,
         " 98  r98\n"
         " 99  r99\n"
         "... 380 rows not shown (every row is in the result document) ...\n"
         "480  r480\n"
-        "481  r481\n"));
-    assert_null(strstr(text, "r100\n"));
-    assert_null(strstr(text, "r479\n"));
+        "481  r481\n");
+    assert_true(strncmp(text, "  i  name\n---  ----\n  0  r0\n  1  r1\n", 36) == 0);
     size_t n = strlen(text);
     assert_string_equal(text + n - 20, "498  r498\n499  r499\n");
     free(text);
-    json_decref(view);
 
     /* 200 rows are all shown; 201 are cut. */
-    view = long_view(200);
-    text = render_text(view);
+    text = long_rendered(&as_text, 200);
     assert_int_equal(count(text, "\n"), 202);
     assert_null(strstr(text, "not shown"));
     free(text);
-    json_decref(view);
 
-    view = long_view(201);
-    text = render_text(view);
+    text = long_rendered(&as_text, 201);
     assert_int_equal(count(text, "\n"), 2 + 100 + 1 + 20);
     assert_non_null(strstr(text, "\n... 81 rows not shown (every row is in the result document) ...\n"));
     free(text);
-    json_decref(view);
 }
 
 static void test_truncation_html(void **state)
 {
-    json_t *view = long_view(500);
-    char *html = render_html(view);
-
-    assert_int_equal(count(html, "<tr>"), 1 + 100 + 1 + 20);
-    assert_non_null(strstr(html,
+    free(cut_at_100_and_20(&as_html,
         "<tr><td style=\"text-align:right\">99</td><td style=\"text-align:left\">r99</td></tr>\n"
         "<tr><td colspan=\"2\" style=\"text-align:center;font-style:italic\">"
         "... 380 rows not shown (every row is in the result document) ...</td></tr>\n"
         "<tr><td style=\"text-align:right\">480</td><td style=\"text-align:left\">r480</td></tr>\n"));
-    assert_null(strstr(html, ">r100<"));
-    assert_null(strstr(html, ">r479<"));
-    assert_non_null(strstr(html, ">r499<"));
-    free(html);
-    json_decref(view);
 }
 
 /* ---- malformed views ---- */
@@ -309,15 +340,17 @@ static void test_ragged_rows(void **state)
 {
     /* Short rows are padded, the longest row widens the table, a row that is
      * not an array is skipped, nested values show as compact JSON. */
-    json_t *view = parse("{\"blocks\": [{\"type\": \"table\", \"title\": 9, \"columns\": [\"a\", \"b\"],"
-                         " \"rows\": [[1], [2, \"x\", \"extra\"], \"not a row\", [[1,2], {\"k\": true}]]}]}");
-    expect_text(view,
+    static const char ragged[] =
+        "{\"blocks\": [{\"type\": \"table\", \"title\": 9, \"columns\": [\"a\", \"b\"],"
+        " \"rows\": [[1], [2, \"x\", \"extra\"], \"not a row\", [[1,2], {\"k\": true}]]}]}";
+    expect_view_text(ragged,
         "a      b\n"
         "-----  ----------  -----\n"
         "    1\n"
         "    2  x           extra\n"
         "[1,2]  {\"k\":true}\n");
 
+    json_t *view = parse(ragged);
     char *html = render_html(view);
     assert_int_equal(count(html, "<th "), 3);
     assert_int_equal(count(html, "<td "), 9);

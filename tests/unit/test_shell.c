@@ -300,12 +300,13 @@ static void interrupt_while_idle(void **state)
     assert_string_equal(pub_types(m, 0), "status:busy status:idle");
 }
 
-/* A fresh session with other limits. */
-static void restart_with(mock *m, shell_limits lim)
+/* A fresh session with other limits, executing cell. */
+static void restart_executing(mock *m, shell_limits lim, const char *cell)
 {
     shell_session_free(m->s);
     m->s = shell_session_new(&m->host, &lim);
     assert_non_null(m->s);
+    execute(m, cell);
 }
 
 static void execute_timeout(void **state)
@@ -313,8 +314,7 @@ static void execute_timeout(void **state)
     mock *m = *state;
     shell_limits lim = default_limits;
     lim.cell_timeout_ms = 3000;
-    restart_with(m, lim);
-    execute(m, "%device");
+    restart_executing(m, lim, "%device");
     assert_true(shell_deadline_ms(m->s) == m->now + 3000);
     m->now += 2999;
     shell_tick(m->s);
@@ -348,8 +348,7 @@ static void stream_capped(void **state)
     mock *m = *state;
     shell_limits lim = default_limits;
     lim.max_output = 8;
-    restart_with(m, lim);
-    execute(m, "%echo 0123456789");
+    restart_executing(m, lim, "%echo 0123456789");
     assert_contains(streamed(m, 0), "01234567\n[cudalab: output truncated after 8 bytes");
     assert_string_equal(str(last_reply(m), "status"), "ok");
 }

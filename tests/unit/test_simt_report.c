@@ -40,6 +40,14 @@ static void matmul_launch(cl_simt_launch *l)
     }
 }
 
+/* A launch of blocks×1×1 blocks of threads×1×1, nothing else set. */
+static void one_dim_launch(cl_simt_launch *l, unsigned blocks, unsigned threads)
+{
+    memset(l, 0, sizeof *l);
+    l->grid[0] = blocks, l->grid[1] = l->grid[2] = 1;
+    l->block[0] = threads, l->block[1] = l->block[2] = 1;
+}
+
 static cl_simt_where at(unsigned bx, unsigned by, unsigned tx, unsigned ty, unsigned line, unsigned access)
 {
     cl_simt_where w = {.block = {bx, by, 0}, .thread = {tx, ty, 0}, .access = access, .line = line};
@@ -51,11 +59,8 @@ static void out_of_bounds_names_the_element_past_the_end(void **state)
     (void)state;
     cl_simt_launch l;
     matmul_launch(&l);
-    cl_simt_finding *f = &l.report.findings[CL_SIMT_OOB_GLOBAL];
-    f->count = 639;
-    f->at = at(0, 4, 0, 3, 19, CL_SIMT_WRITE);
-    f->buffer = 2;
-    f->elem = 67 * 33;
+    l.report.findings[CL_SIMT_OOB_GLOBAL] =
+        (cl_simt_finding){.count = 639, .at = at(0, 4, 0, 3, 19, CL_SIMT_WRITE), .buffer = 2, .elem = 67 * 33};
     char text[2048], err[CL_ERR_LEN];
     simt_explain(&l, NULL, text, sizeof text, err);
     assert_contains(err, "out-of-bounds access: thread (0,3) of block (0,4) wrote C[67][0] at line 19, past the end "
@@ -67,17 +72,13 @@ static void a_vector_before_its_start(void **state)
 {
     (void)state;
     cl_simt_launch l;
-    memset(&l, 0, sizeof l);
-    l.grid[0] = 4, l.grid[1] = l.grid[2] = 1;
-    l.block[0] = 256, l.block[1] = l.block[2] = 1;
+    one_dim_launch(&l, 4, 256);
     l.nbuffers = 1;
     snprintf(l.buffers[0].name, sizeof l.buffers[0].name, "in");
     l.buffers[0].elem_bytes = 4;
     l.buffers[0].bytes = 1000 * 4;
-    cl_simt_finding *f = &l.report.findings[CL_SIMT_OOB_GLOBAL];
-    f->count = 1;
-    f->at = (cl_simt_where){.block = {0, 0, 0}, .thread = {0, 0, 0}, .access = CL_SIMT_READ, .line = 5};
-    f->elem = -1;
+    l.report.findings[CL_SIMT_OOB_GLOBAL] =
+        (cl_simt_finding){.count = 1, .at = at(0, 0, 0, 0, 5, CL_SIMT_READ), .buffer = 0, .elem = -1};
     char text[1024], err[CL_ERR_LEN];
     simt_explain(&l, NULL, text, sizeof text, err);
     assert_contains(err, "thread 0 of block 0 read in[-1] at line 5, before the start of in (1000 elements)");
@@ -89,19 +90,15 @@ static void two_writers_in_grid_order_and_every_kind_listed(void **state)
     (void)state;
     cl_simt_launch l;
     matmul_launch(&l);
-    cl_simt_finding *d = &l.report.findings[CL_SIMT_DOUBLE_WRITE];
-    d->count = 990;
     /* found by block (0,0)'s thread: it wrote second in this run */
-    d->at = at(0, 0, 0, 1, 19, CL_SIMT_WRITE);
-    d->other = at(2, 0, 1, 0, 0, CL_SIMT_WRITE);
-    d->buffer = 2;
-    d->elem = 33;
-    cl_simt_finding *r = &l.report.findings[CL_SIMT_RACE_SHARED];
-    r->count = 5;
-    r->at = at(0, 0, 1, 0, 16, CL_SIMT_READ);
-    r->other = at(0, 0, 0, 0, 12, CL_SIMT_WRITE);
-    r->buffer = -1;
-    snprintf(r->what, sizeof r->what, "As[0][0]|raw");
+    l.report.findings[CL_SIMT_DOUBLE_WRITE] = (cl_simt_finding){
+        .count = 990, .at = at(0, 0, 0, 1, 19, CL_SIMT_WRITE), .other = at(2, 0, 1, 0, 0, CL_SIMT_WRITE),
+        .buffer = 2, .elem = 33,
+    };
+    l.report.findings[CL_SIMT_RACE_SHARED] = (cl_simt_finding){
+        .count = 5, .at = at(0, 0, 1, 0, 16, CL_SIMT_READ), .other = at(0, 0, 0, 0, 12, CL_SIMT_WRITE),
+        .buffer = -1, .what = "As[0][0]|raw",
+    };
     char text[4096], err[CL_ERR_LEN];
     simt_explain(&l, NULL, text, sizeof text, err);
     /* the kinds in the report's order: the race first, so it is the headline */
@@ -118,22 +115,16 @@ static void barriers_deadlocks_and_faults(void **state)
 {
     (void)state;
     cl_simt_launch l;
-    memset(&l, 0, sizeof l);
-    l.grid[0] = 10, l.grid[1] = l.grid[2] = 1;
-    l.block[0] = 256, l.block[1] = l.block[2] = 1;
+    one_dim_launch(&l, 10, 256);
     l.limit_ms = 1000;
-    cl_simt_finding *b = &l.report.findings[CL_SIMT_DIVERGENT_BARRIER];
-    b->count = 1;
-    b->at.block[0] = 9;
-    snprintf(b->what, sizeof b->what, "__syncthreads() at line 12 was reached by 200 of the block's 256 threads");
-    cl_simt_finding *t = &l.report.findings[CL_SIMT_TIMEOUT];
-    t->count = 1;
-    t->at = (cl_simt_where){.block = {3, 0, 0}, .thread = {7, 0, 0}};
-    snprintf(t->what, sizeof t->what, "1000");
-    cl_simt_finding *a = &l.report.findings[CL_SIMT_ASSERT];
-    a->count = 1;
-    a->at = (cl_simt_where){.block = {1, 0, 0}, .thread = {2, 0, 0}, .line = 8};
-    snprintf(a->what, sizeof a->what, "i < n");
+    l.report.findings[CL_SIMT_DIVERGENT_BARRIER] = (cl_simt_finding){
+        .count = 1, .at = {.block = {9, 0, 0}},
+        .what = "__syncthreads() at line 12 was reached by 200 of the block's 256 threads",
+    };
+    l.report.findings[CL_SIMT_TIMEOUT] =
+        (cl_simt_finding){.count = 1, .at = {.block = {3, 0, 0}, .thread = {7, 0, 0}}, .what = "1000"};
+    l.report.findings[CL_SIMT_ASSERT] =
+        (cl_simt_finding){.count = 1, .at = {.block = {1, 0, 0}, .thread = {2, 0, 0}, .line = 8}, .what = "i < n"};
     char text[4096], err[CL_ERR_LEN];
     simt_explain(&l, NULL, text, sizeof text, err);
     assert_contains(err, "assertion `i < n` failed in thread 2 of block 1 at line 8");

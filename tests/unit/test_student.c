@@ -34,188 +34,160 @@ static void assert_json_is(const json_t *v, const char *want)
     free(got);
 }
 
-typedef struct translated {
-    json_t *errors, *warnings;
-    student_resources res;
+/* One compiler log and all a student reads of it: how many errors, the error
+ * and warning lines (as JSON text), and the entry's resources from ptxas -v
+ * (all zero, not known, where ptxas did not report the entry). */
+typedef struct log_case {
+    const char *log;
+    const char *name;           /* --name */
+    const char *lowered;        /* the entry's mangled name; NULL where the cell did not compile */
     int nerr;
-} translated;
+    const char *errors, *warnings;
+    student_resources res;
+    bool demangles;             /* names a function only NVRTC's C++ runtime demangles */
+} log_case;
 
-static translated translate(const char *log, const char *name, const char *lowered)
+/* A test per case: the case is the test's state (LOG_CASE below). */
+static void log_reads_as_the_case_says(void **state)
 {
-    student_source src = { name, "matmul", &cl_matmul_student, "", 2 };
-    translated t = { json_array(), json_array(), {0}, 0 };
-    t.nerr = student_translate_log(log, &src, lowered, t.errors, t.warnings, &t.res);
-    return t;
+    const log_case *c = *state;
+    char why[600];
+    if (c->demangles && nvrtc_load(why, sizeof why) != 0) {
+        print_message("skipped: demangling needs NVRTC: %s\n", why);
+        skip();
+    }
+    student_source src = { c->name, "matmul", &cl_matmul_student, "", 2 };
+    json_t *errors = json_array(), *warnings = json_array();
+    student_resources res = {0};
+    assert_int_equal(student_translate_log(c->log, &src, c->lowered, errors, warnings, &res), c->nerr);
+    assert_json_is(errors, c->errors);
+    assert_json_is(warnings, c->warnings);
+    assert_int_equal(res.known, c->res.known);
+    assert_int_equal(res.registers, c->res.registers);
+    assert_int_equal(res.static_smem, c->res.static_smem);
+    assert_int_equal(res.barriers, c->res.barriers);
+    assert_int_equal(res.stack, c->res.stack);
+    assert_int_equal(res.spill_stores, c->res.spill_stores);
+    assert_int_equal(res.spill_loads, c->res.spill_loads);
+    json_decref(errors);
+    json_decref(warnings);
 }
 
-static void translated_free(translated *t)
-{
-    json_decref(t->errors);
-    json_decref(t->warnings);
-}
-
-static bool any_contains(const json_t *lines, const char *needle)
-{
-    size_t i;
-    json_t *l;
-    json_array_foreach(lines, i, l)
-        if (strstr(json_string_value(l), needle))
-            return true;
-    return false;
-}
+#define LOG_CASE(c) { #c, log_reads_as_the_case_says, NULL, NULL, (void *)&(c) }
 
 #define MYTILED "_Z7mytiledPKfS0_Pfiii"
 
 
 /* ---- the compiler's diagnostics ---- */
 
-/* Cell lines 3..5: `int unused;`, `C[0] = A[0] + foo;`, `float x = "s";`. */
-static const char log_errors_and_warning[] =
-    "cell(4): error: identifier \"foo\" is undefined\n"
-    "      C[0] = A[0] + foo;\n"
-    "                    ^\n"
-    "\n"
-    "cell(5): error: a value of type \"const char *\" cannot be used to initialize an entity of type \"float\"\n"
-    "      float x = \"s\";\n"
-    "                ^\n"
-    "\n"
-    "cell(3): warning #177-D: variable \"unused\" was declared but never referenced\n"
-    "      int unused;\n"
-    "          ^\n"
-    "\n"
-    "Remark: The warnings can be suppressed with \"-diag-suppress <warning-number>\"\n"
-    "\n"
-    "2 errors detected in the compilation of \"cell\".\n";
+/* Cell lines 3..5: `int unused;`, `C[0] = A[0] + foo;`, `float x = "s";`. The
+ * warning comes without NVRTC's number; no Remark, no count of errors. */
+static const log_case errors_and_warnings_with_cell_lines = {
+    .log = "cell(4): error: identifier \"foo\" is undefined\n"
+           "      C[0] = A[0] + foo;\n"
+           "                    ^\n"
+           "\n"
+           "cell(5): error: a value of type \"const char *\" cannot be used to initialize an entity of type \"float\"\n"
+           "      float x = \"s\";\n"
+           "                ^\n"
+           "\n"
+           "cell(3): warning #177-D: variable \"unused\" was declared but never referenced\n"
+           "      int unused;\n"
+           "          ^\n"
+           "\n"
+           "Remark: The warnings can be suppressed with \"-diag-suppress <warning-number>\"\n"
+           "\n"
+           "2 errors detected in the compilation of \"cell\".\n",
+    .name = "mytiled",
+    .nerr = 2,
+    .errors = "[\"line 4: error: identifier \\\"foo\\\" is undefined\","
+              "\"        C[0] = A[0] + foo;\","
+              "\"                      ^\","
+              "\"line 5: error: a value of type \\\"const char *\\\" cannot be used to initialize an "
+              "entity of type \\\"float\\\"\","
+              "\"        float x = \\\"s\\\";\","
+              "\"                  ^\"]",
+    .warnings = "[\"line 3: warning: variable \\\"unused\\\" was declared but never referenced\","
+                "\"        int unused;\","
+                "\"            ^\"]",
+};
 
-static void errors_and_warnings_with_cell_lines(void **state)
-{
-    (void)state;
-    translated t = translate(log_errors_and_warning, "mytiled", NULL);
-    assert_int_equal(t.nerr, 2);
-    assert_json_is(t.errors,
-                   "[\"line 4: error: identifier \\\"foo\\\" is undefined\","
-                   "\"        C[0] = A[0] + foo;\","
-                   "\"                      ^\","
-                   "\"line 5: error: a value of type \\\"const char *\\\" cannot be used to initialize an "
-                   "entity of type \\\"float\\\"\","
-                   "\"        float x = \\\"s\\\";\","
-                   "\"                  ^\"]");
-    /* the warning without NVRTC's number; no Remark, no count of errors */
-    assert_json_is(t.warnings,
-                   "[\"line 3: warning: variable \\\"unused\\\" was declared but never referenced\","
-                   "\"        int unused;\","
-                   "\"            ^\"]");
-    assert_false(t.res.known);
-    translated_free(&t);
-}
+/* The error with its source line and caret, without the count of errors.
+ * "Compilation terminated." is NVRTC's boilerplate too: were it kept, it
+ * would become a warning line (and so the last line of the CompileError's
+ * traceback). */
+static const log_case catastrophic_error_is_an_error = {
+    .log = "cell(2): catastrophic error: cannot open source file \"nofile.h\"\n"
+           "  #include \"nofile.h\"\n"
+           "                     ^\n"
+           "\n"
+           "1 catastrophic error detected in the compilation of \"cell\".\n"
+           "Compilation terminated.\n",
+    .name = "mytiled",
+    .nerr = 1,
+    .errors = "[\"line 2: error: cannot open source file \\\"nofile.h\\\"\","
+              "\"    #include \\\"nofile.h\\\"\","
+              "\"                       ^\"]",
+    .warnings = "[]",
+};
 
-static const char log_catastrophic[] =
-    "cell(2): catastrophic error: cannot open source file \"nofile.h\"\n"
-    "  #include \"nofile.h\"\n"
-    "                     ^\n"
-    "\n"
-    "1 catastrophic error detected in the compilation of \"cell\".\n"
-    "Compilation terminated.\n";
+/* --name mytiled whose cell has (const float *A, const float *B, float *C,
+ * int M, int N): one plain line, for our trailer's text and its caret are not
+ * the student's. */
+static const log_case wrong_signature_names_the_expected_one = {
+    .log = "cudalab(15): error: static assertion failed with \"cudalab-signature\"\n"
+           "  static_assert(__cudalab_sig<decltype(mytiled)>::__cudalab_ok, \"cudalab-signature\");\n"
+           "  ^\n"
+           "\n"
+           "1 error detected in the compilation of \"cell\".\n",
+    .name = "mytiled",
+    .nerr = 1,
+    .errors = "[\"error: %matmul runs __global__ void mytiled(const float *A, const float *B, float *C, "
+              "int M, int N, int K); the parameters of mytiled do not match (%help kernel shows every "
+              "family's)\"]",
+    .warnings = "[]",
+};
 
-static void catastrophic_error_is_an_error(void **state)
-{
-    (void)state;
-    translated t = translate(log_catastrophic, "mytiled", NULL);
-    assert_int_equal(t.nerr, 1);
-    assert_json_is(json_array_get(t.errors, 0), "\"line 2: error: cannot open source file \\\"nofile.h\\\"\"");
-    assert_int_equal(json_array_size(t.errors), 3);         /* with its source line and caret */
-    assert_false(any_contains(t.errors, "detected in the compilation"));
-    /* "Compilation terminated." is NVRTC's boilerplate too, yet it becomes a
-     * warning line (and so the last line of the CompileError's traceback) */
-    assert_true(json_array_size(t.warnings) == 0);
-    translated_free(&t);
-}
-
-/* --name mytiled whose cell has (const float *A, const float *B, float *C, int M, int N). */
-static const char log_signature[] =
-    "cudalab(15): error: static assertion failed with \"cudalab-signature\"\n"
-    "  static_assert(__cudalab_sig<decltype(mytiled)>::__cudalab_ok, \"cudalab-signature\");\n"
-    "  ^\n"
-    "\n"
-    "1 error detected in the compilation of \"cell\".\n";
-
-static void wrong_signature_names_the_expected_one(void **state)
-{
-    (void)state;
-    translated t = translate(log_signature, "mytiled", NULL);
-    assert_int_equal(t.nerr, 1);
-    /* one plain line: our trailer's text and its caret are not the student's */
-    assert_json_is(t.errors,
-                   "[\"error: %matmul runs __global__ void mytiled(const float *A, const float *B, float *C, "
-                   "int M, int N, int K); the parameters of mytiled do not match (%help kernel shows every "
-                   "family's)\"]");
-    assert_true(json_array_size(t.warnings) == 0);
-    translated_free(&t);
-}
-
-/* --name mine, and the cell defines only `other`. */
-static const char log_undefined[] =
-    "cudalab(8): error: identifier \"mine\" is undefined\n"
-    "  static_assert(__cudalab_sig<decltype(mine)>::__cudalab_ok, \"cudalab-signature\");\n"
-    "                                      ^\n"
-    "\n"
-    "cudalab(15): error: static assertion failed with \"cudalab-signature\"\n"
-    "  static_assert(__cudalab_sig<decltype(mine)>::__cudalab_ok, \"cudalab-signature\");\n"
-    "  ^\n"
-    "\n"
-    "__nv_name_map(2): error: Error in parsing name expression for lowered name lookup. Input name "
-    "expression was: \" & mine\"\n"
-    "  #pragma nv_mangled_name &mine\n"
-    "                          ^\n"
-    "\n"
-    "3 errors detected in the compilation of \"cell\".\n";
-
-static void undefined_name_says_so(void **state)
-{
-    (void)state;
-    translated t = translate(log_undefined, "mine", NULL);
-    assert_string_equal(json_string_value(json_array_get(t.errors, 0)),
-                        "error: the cell defines no kernel named mine (--name says which __global__ "
-                        "function to run)");
-    assert_false(any_contains(t.errors, "static_assert"));
-    assert_false(any_contains(t.errors, "nv_mangled_name"));
-    assert_false(any_contains(t.errors, "__nv_name_map"));
-    /* a kernel that does not exist has no parameters to mismatch: the failed
-     * static_assert that follows from it should not add "the parameters of
-     * mine do not match" */
-    assert_true(json_array_size(t.errors) == 1 && t.nerr == 1);
-    translated_free(&t);
-}
-
-static void undefined_name_shows_none_of_our_lines(void **state)
-{
-    (void)state;
-    translated t = translate(log_undefined, "mine", NULL);
-    assert_true(json_array_size(t.warnings) == 0);
-    translated_free(&t);
-}
+/* --name mine, and the cell defines only `other`: none of our lines (the
+ * static_assert, the name map) shows. A kernel that does not exist has no
+ * parameters to mismatch: the failed static_assert that follows from it adds
+ * no "the parameters of mine do not match". */
+static const log_case undefined_name_says_so = {
+    .log = "cudalab(8): error: identifier \"mine\" is undefined\n"
+           "  static_assert(__cudalab_sig<decltype(mine)>::__cudalab_ok, \"cudalab-signature\");\n"
+           "                                      ^\n"
+           "\n"
+           "cudalab(15): error: static assertion failed with \"cudalab-signature\"\n"
+           "  static_assert(__cudalab_sig<decltype(mine)>::__cudalab_ok, \"cudalab-signature\");\n"
+           "  ^\n"
+           "\n"
+           "__nv_name_map(2): error: Error in parsing name expression for lowered name lookup. Input name "
+           "expression was: \" & mine\"\n"
+           "  #pragma nv_mangled_name &mine\n"
+           "                          ^\n"
+           "\n"
+           "3 errors detected in the compilation of \"cell\".\n",
+    .name = "mine",
+    .nerr = 1,
+    .errors = "[\"error: the cell defines no kernel named mine (--name says which __global__ function to run)\"]",
+    .warnings = "[]",
+};
 
 /* --name mytiled on a __device__ function of the right parameters. */
-static const char log_device[] =
-    "__nv_name_map(2): error: Name expression cannot form address of a non-__global__ function. Input "
-    "name expression was: \" & mytiled\"\n"
-    "  #pragma nv_mangled_name &mytiled\n"
-    "                          ^\n"
-    "\n"
-    "1 error detected in the compilation of \"cell\".\n";
+static const log_case device_function_is_not_a_kernel = {
+    .log = "__nv_name_map(2): error: Name expression cannot form address of a non-__global__ function. Input "
+           "name expression was: \" & mytiled\"\n"
+           "  #pragma nv_mangled_name &mytiled\n"
+           "                          ^\n"
+           "\n"
+           "1 error detected in the compilation of \"cell\".\n",
+    .name = "mytiled",
+    .nerr = 1,
+    .errors = "[\"error: mytiled is not a __global__ function: a kernel is declared __global__ void mytiled(...)\"]",
+    .warnings = "[]",
+};
 
-static void device_function_is_not_a_kernel(void **state)
-{
-    (void)state;
-    translated t = translate(log_device, "mytiled", NULL);
-    assert_int_equal(t.nerr, 1);
-    assert_json_is(t.errors, "[\"error: mytiled is not a __global__ function: a kernel is declared "
-                             "__global__ void mytiled(...)\"]");
-    assert_true(json_array_size(t.warnings) == 0);
-    translated_free(&t);
-}
-
-/* ---- ptxas -v ---- */
+/* ---- ptxas -v: its info lines are read, not shown ---- */
 
 /* Two kernels: `helper` (2048 bytes of smem, 12 registers) is compiled after the entry. */
 static const char log_two_kernels[] =
@@ -231,136 +203,98 @@ static const char log_two_kernels[] =
     "ptxas info    : Used 12 registers, used 1 barriers, 2048 bytes smem\n"
     "ptxas info    : Compile time = 2.305 ms\n";
 
-static void resources_of_the_entry_only(void **state)
-{
-    (void)state;
-    translated t = translate(log_two_kernels, "mytiled", MYTILED);
-    assert_int_equal(t.nerr, 0);
-    assert_true(t.res.known);
-    assert_int_equal(t.res.registers, 31);
-    assert_int_equal(t.res.static_smem, 1024);
-    assert_int_equal(t.res.barriers, 1);
-    assert_int_equal(t.res.stack, 0);
-    assert_int_equal(t.res.spill_stores, 0);
-    assert_int_equal(t.res.spill_loads, 0);
-    /* ptxas's info lines are read, not shown */
-    assert_int_equal(json_array_size(t.errors), 0);
-    assert_int_equal(json_array_size(t.warnings), 0);
-    translated_free(&t);
+static const log_case resources_of_the_entry_only = {
+    .log = log_two_kernels, .name = "mytiled", .lowered = MYTILED,
+    .errors = "[]", .warnings = "[]",
+    .res = { .registers = 31, .static_smem = 1024, .barriers = 1, .known = true },
+};
 
-    /* the other kernel's lines, when it is the one asked for */
-    t = translate(log_two_kernels, "helper", "_Z6helperPf");
-    assert_int_equal(t.res.registers, 12);
-    assert_int_equal(t.res.static_smem, 2048);
-    translated_free(&t);
-}
+/* the other kernel's lines, when it is the one asked for */
+static const log_case resources_of_the_kernel_asked_for = {
+    .log = log_two_kernels, .name = "helper", .lowered = "_Z6helperPf",
+    .errors = "[]", .warnings = "[]",
+    .res = { .registers = 12, .static_smem = 2048, .barriers = 1, .known = true },
+};
 
-/* A device function the entry calls, reported after the entry with its own stack and spills. */
-static const char log_device_function_after[] =
-    "ptxas info    : 2 bytes gmem\n"
-    "ptxas info    : Compiling entry function '" MYTILED "' for 'sm_90'\n"
-    "ptxas info    : Function properties for " MYTILED "\n"
-    "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
-    "ptxas info    : Used 136 registers, used 0 barriers\n"
-    "ptxas info    : Compile time = 19.254 ms\n"
-    "ptxas info    : Function properties for _Z3fibi\n"
-    "ptxas         .     24 bytes stack frame, 20 bytes spill stores, 20 bytes spill loads\n";
+/* A device function the entry calls, reported after the entry with its own
+ * stack and spills: fib's 24 bytes are fib's. */
+static const log_case stack_of_a_called_function_is_its_own = {
+    .log = "ptxas info    : 2 bytes gmem\n"
+           "ptxas info    : Compiling entry function '" MYTILED "' for 'sm_90'\n"
+           "ptxas info    : Function properties for " MYTILED "\n"
+           "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+           "ptxas info    : Used 136 registers, used 0 barriers\n"
+           "ptxas info    : Compile time = 19.254 ms\n"
+           "ptxas info    : Function properties for _Z3fibi\n"
+           "ptxas         .     24 bytes stack frame, 20 bytes spill stores, 20 bytes spill loads\n",
+    .name = "mytiled", .lowered = MYTILED,
+    .errors = "[]", .warnings = "[]",
+    .res = { .registers = 136, .known = true },
+};
 
 /* -maxrregcount=16: spills and a stack in the entry itself, and ptxas's warning. */
-static const char log_spills[] =
-    "ptxas warning : For profile sm_90 adjusting per thread register count of 16 to lower bound of 24\n"
-    "ptxas info    : Overriding maximum register limit 256 for '" MYTILED "' with  24 of maxrregcount option\n"
-    "ptxas info    : 0 bytes gmem\n"
-    "ptxas info    : Compiling entry function '" MYTILED "' for 'sm_90'\n"
-    "ptxas info    : Function properties for " MYTILED "\n"
-    "ptxas         .     288 bytes stack frame, 180 bytes spill stores, 228 bytes spill loads\n"
-    "ptxas info    : Used 24 registers, used 0 barriers, 288 bytes cumulative stack size\n"
-    "ptxas info    : Compile time = 24.995 ms\n";
+static const log_case stack_and_spills_of_the_entry = {
+    .log = "ptxas warning : For profile sm_90 adjusting per thread register count of 16 to lower bound of 24\n"
+           "ptxas info    : Overriding maximum register limit 256 for '" MYTILED "' with  24 of maxrregcount option\n"
+           "ptxas info    : 0 bytes gmem\n"
+           "ptxas info    : Compiling entry function '" MYTILED "' for 'sm_90'\n"
+           "ptxas info    : Function properties for " MYTILED "\n"
+           "ptxas         .     288 bytes stack frame, 180 bytes spill stores, 228 bytes spill loads\n"
+           "ptxas info    : Used 24 registers, used 0 barriers, 288 bytes cumulative stack size\n"
+           "ptxas info    : Compile time = 24.995 ms\n",
+    .name = "mytiled", .lowered = MYTILED,
+    .errors = "[]",
+    .warnings = "[\"ptxas warning : For profile sm_90 adjusting per thread register count of 16 to lower bound of 24\"]",
+    .res = { .registers = 24, .stack = 288, .spill_stores = 180, .spill_loads = 228, .known = true },
+};
 
-static void stack_and_spills(void **state)
-{
-    (void)state;
-    translated t = translate(log_device_function_after, "mytiled", MYTILED);
-    assert_int_equal(t.res.registers, 136);
-    assert_int_equal(t.res.static_smem, 0);
-    assert_int_equal(t.res.stack, 0);           /* fib's 24 bytes are fib's */
-    assert_int_equal(t.res.spill_stores, 0);
-    assert_int_equal(t.res.spill_loads, 0);
-    assert_int_equal(json_array_size(t.warnings), 0);
-    translated_free(&t);
-
-    t = translate(log_spills, "mytiled", MYTILED);
-    assert_int_equal(t.nerr, 0);
-    assert_int_equal(t.res.registers, 24);
-    assert_int_equal(t.res.stack, 288);
-    assert_int_equal(t.res.spill_stores, 180);
-    assert_int_equal(t.res.spill_loads, 228);
-    assert_int_equal(t.res.barriers, 0);
-    assert_json_is(t.warnings, "[\"ptxas warning : For profile sm_90 adjusting per thread register count of 16 "
-                               "to lower bound of 24\"]");
-    translated_free(&t);
-}
-
-static const char log_entry_warning[] =
-    "ptxas warning : Value of minnctapersm for entry " MYTILED " is out of range. minnctapersm will be ignored\n"
-    "ptxas info    : 0 bytes gmem\n"
-    "ptxas info    : Compiling entry function '" MYTILED "' for 'sm_90'\n"
-    "ptxas info    : Function properties for " MYTILED "\n"
-    "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+/* What ptxas -v says of the entry in both logs below, up to its compile time. */
+#define MYTILED_OF_10_REGISTERS \
+    "ptxas info    : 0 bytes gmem\n" \
+    "ptxas info    : Compiling entry function '" MYTILED "' for 'sm_90'\n" \
+    "ptxas info    : Function properties for " MYTILED "\n" \
+    "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n" \
     "ptxas info    : Used 10 registers, used 0 barriers\n"
-    "ptxas info    : Compile time = 4.625 ms\n";
 
-static const char log_helper_warning[] =
-    "ptxas warning : Value of minnctapersm for entry _Z6helperPf is out of range. minnctapersm will be ignored\n"
-    "ptxas info    : 0 bytes gmem\n"
-    "ptxas info    : Compiling entry function '" MYTILED "' for 'sm_90'\n"
-    "ptxas info    : Function properties for " MYTILED "\n"
-    "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
-    "ptxas info    : Used 10 registers, used 0 barriers\n"
-    "ptxas info    : Compile time = 4.736 ms\n"
-    "ptxas info    : Compiling entry function '_Z6helperPf' for 'sm_90'\n"
-    "ptxas info    : Function properties for _Z6helperPf\n"
-    "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
-    "ptxas info    : Used 10 registers, used 0 barriers\n"
-    "ptxas info    : Compile time = 1.522 ms\n";
+/* ptxas's warning on a function's minnctapersm, naming the function fn. */
+#define MINNCTAPERSM_WARNING(fn) \
+    "ptxas warning : Value of minnctapersm for entry " fn " is out of range. minnctapersm will be ignored"
 
-static void ptxas_warnings_name_functions_as_written(void **state)
-{
-    (void)state;
-    /* the entry by the student's name, with no help from a demangler */
-    translated t = translate(log_entry_warning, "mytiled", MYTILED);
-    assert_int_equal(t.nerr, 0);
-    assert_json_is(t.warnings, "[\"ptxas warning : Value of minnctapersm for entry mytiled is out of range. "
-                               "minnctapersm will be ignored\"]");
-    assert_int_equal(t.res.registers, 10);
-    translated_free(&t);
+/* ptxas's warnings name the entry by the student's name, with no help from a demangler */
+static const log_case ptxas_warning_names_the_entry_as_written = {
+    .log = MINNCTAPERSM_WARNING(MYTILED) "\n"
+           MYTILED_OF_10_REGISTERS
+           "ptxas info    : Compile time = 4.625 ms\n",
+    .name = "mytiled", .lowered = MYTILED,
+    .errors = "[]",
+    .warnings = "[\"" MINNCTAPERSM_WARNING("mytiled") "\"]",
+    .res = { .registers = 10, .known = true },
+};
 
-    /* another function through the C++ runtime NVRTC brings */
-    char why[600];
-    if (nvrtc_load(why, sizeof why) != 0) {
-        print_message("skipped: demangling needs NVRTC: %s\n", why);
-        skip();
-    }
-    t = translate(log_helper_warning, "mytiled", MYTILED);
-    assert_json_is(t.warnings, "[\"ptxas warning : Value of minnctapersm for entry helper(float*) is out of "
-                               "range. minnctapersm will be ignored\"]");
-    assert_int_equal(t.res.registers, 10);
-    translated_free(&t);
-}
+/* and another function through the C++ runtime NVRTC brings */
+static const log_case ptxas_warning_names_another_function_demangled = {
+    .log = MINNCTAPERSM_WARNING("_Z6helperPf") "\n"
+           MYTILED_OF_10_REGISTERS
+           "ptxas info    : Compile time = 4.736 ms\n"
+           "ptxas info    : Compiling entry function '_Z6helperPf' for 'sm_90'\n"
+           "ptxas info    : Function properties for _Z6helperPf\n"
+           "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+           "ptxas info    : Used 10 registers, used 0 barriers\n"
+           "ptxas info    : Compile time = 1.522 ms\n",
+    .name = "mytiled", .lowered = MYTILED,
+    .errors = "[]",
+    .warnings = "[\"" MINNCTAPERSM_WARNING("helper(float*)") "\"]",
+    .res = { .registers = 10, .known = true },
+    .demangles = true,
+};
 
-static void empty_log(void **state)
-{
-    (void)state;
-    translated t = translate("", "mytiled", MYTILED);
-    assert_int_equal(t.nerr, 0);
-    assert_int_equal(json_array_size(t.errors), 0);
-    assert_int_equal(json_array_size(t.warnings), 0);
-    assert_false(t.res.known);
-    translated_free(&t);
-    t = translate(NULL, "mytiled", MYTILED);
-    assert_int_equal(t.nerr, 0);
-    translated_free(&t);
-}
+static const log_case empty_log = {
+    .log = "", .name = "mytiled", .lowered = MYTILED, .errors = "[]", .warnings = "[]",
+};
+
+static const log_case no_log = {
+    .log = NULL, .name = "mytiled", .lowered = MYTILED, .errors = "[]", .warnings = "[]",
+};
 
 /* ---- the source ---- */
 
@@ -416,54 +350,50 @@ static void uses_tile_in_code_only(void **state)
 
 /* ---- parsing ---- */
 
-static command *parsed(const char *cell, int *n)
+/* Parses a cell of one command and checks one of its parameters, as JSON text. */
+static void assert_param_is(const char *cell, const char *key, const char *want)
 {
     parse_error e;
     command *c = NULL;
-    *n = cell_parse(test_lab(), cell, &c, &e);
-    if (*n != 1)
+    int n = cell_parse(test_lab(), cell, &c, &e);
+    if (n != 1)
         fail_msg("'%s' does not parse: %s", cell, e.error.evalue);
-    return c;
+    assert_json_is(json_object_get(c[0].params, key), want);
+    commands_free(c, n);
 }
 
 static void define_repeats_on_the_kernel_line(void **state)
 {
     (void)state;
-    int n;
-    command *c = parsed("%%kernel --for matmul -D A=1 -D B=2\n__global__ void k(float *C) {}", &n);
-    assert_json_is(json_object_get(c[0].params, "define"), "[\"A=1\",\"B=2\"]");
-    assert_string_equal(json_string_value(json_object_get(c[0].params, "for")), "matmul");
-    commands_free(c, n);
-    c = parsed("%%kernel --for matmul --define=ONLY\n__global__ void k(float *C) {}", &n);
-    assert_json_is(json_object_get(c[0].params, "define"), "[\"ONLY\"]");
-    commands_free(c, n);
+    static const char cell[] = "%%kernel --for matmul -D A=1 -D B=2\n__global__ void k(float *C) {}";
+    assert_param_is(cell, "define", "[\"A=1\",\"B=2\"]");
+    assert_param_is(cell, "for", "\"matmul\"");
+    assert_param_is("%%kernel --for matmul --define=ONLY\n__global__ void k(float *C) {}", "define", "[\"ONLY\"]");
 }
 
 static void block_is_a_list_of_dimensions(void **state)
 {
     (void)state;
-    int n;
-    command *c = parsed("%matmul --block 16x16", &n);
-    assert_json_is(json_object_get(c[0].params, "block"), "[[16,16]]");
-    commands_free(c, n);
-    c = parsed("%matmul --block 8x8,16x16", &n);
-    assert_json_is(json_object_get(c[0].params, "block"), "[[8,8],[16,16]]");
-    commands_free(c, n);
+    assert_param_is("%matmul --block 16x16", "block", "[[16,16]]");
+    assert_param_is("%matmul --block 8x8,16x16", "block", "[[8,8],[16,16]]");
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(errors_and_warnings_with_cell_lines),
-        cmocka_unit_test(catastrophic_error_is_an_error),
-        cmocka_unit_test(wrong_signature_names_the_expected_one),
-        cmocka_unit_test(undefined_name_says_so),
-        cmocka_unit_test(undefined_name_shows_none_of_our_lines),
-        cmocka_unit_test(device_function_is_not_a_kernel),
-        cmocka_unit_test(resources_of_the_entry_only),
-        cmocka_unit_test(stack_and_spills),
-        cmocka_unit_test(ptxas_warnings_name_functions_as_written),
-        cmocka_unit_test(empty_log),
+        LOG_CASE(errors_and_warnings_with_cell_lines),
+        LOG_CASE(catastrophic_error_is_an_error),
+        LOG_CASE(wrong_signature_names_the_expected_one),
+        LOG_CASE(undefined_name_says_so),
+        LOG_CASE(device_function_is_not_a_kernel),
+        LOG_CASE(resources_of_the_entry_only),
+        LOG_CASE(resources_of_the_kernel_asked_for),
+        LOG_CASE(stack_of_a_called_function_is_its_own),
+        LOG_CASE(stack_and_spills_of_the_entry),
+        LOG_CASE(ptxas_warning_names_the_entry_as_written),
+        LOG_CASE(ptxas_warning_names_another_function_demangled),
+        LOG_CASE(empty_log),
+        LOG_CASE(no_log),
         cmocka_unit_test(first_kernel_of_a_source),
         cmocka_unit_test(first_kernel_with_launch_bounds),
         cmocka_unit_test(uses_tile_in_code_only),
