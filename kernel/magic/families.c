@@ -314,3 +314,26 @@ bool family_runs_student(const family_spec *f, const cl_backend *b)
     const void *ops = family_ops(f, b);
     return ops && *(const bool *)((const char *)ops + f->runs_student_at);
 }
+
+int family_refuse_student(magic_ctx *ctx, const char *name)
+{
+    return magic_error(ctx, "UsageError", "%s is your kernel: it runs on a GPU, and this worker runs on the %s "
+                       "backend%s%s (%%%%kernel still compiles it and reports its registers and shared memory)",
+                       name, ctx->backend ? ctx->backend->name : "?",
+                       ctx->backend_note && *ctx->backend_note ? ": " : "",
+                       ctx->backend_note ? ctx->backend_note : "");
+}
+
+int family_students_runnable(magic_ctx *ctx, const family_spec *f, const json_t *params)
+{
+    if (family_runs_student(f, ctx->backend))
+        return 0;
+    const json_t *given = json_object_get(params, "variant");
+    for (size_t i = 0; i < (json_is_array(given) ? json_array_size(given) : 1); i++) {
+        const char *name = json_string_value(json_is_array(given) ? json_array_get(given, i) : given);
+        int id = name ? family_index(ctx->lab, f, name) : -1;
+        if (id >= 0 && (family_variant(ctx->lab, f, (size_t)id)->flags & CL_V_RUNTIME))
+            return family_refuse_student(ctx, name);
+    }
+    return 0;
+}

@@ -64,6 +64,11 @@ typedef struct family_spec {
 const void *family_ops(const family_spec *f, const cl_backend *b);
 /* Whether b runs students' kernels of the family f. */
 bool family_runs_student(const family_spec *f, const cl_backend *b);
+/* The refusal of a student's kernel NAME (or one broken on purpose, which runs as theirs) where
+ * the command's backend does not run students' kernels: -1 with the UsageError in ctx. */
+int family_refuse_student(magic_ctx *ctx, const char *name);
+/* family_refuse_student for the first such kernel that --variant (in params) names; 0 when none. */
+int family_students_runnable(magic_ctx *ctx, const family_spec *f, const json_t *params);
 
 /* The family a magic runs (the one its --variant flag names), or NULL. */
 const family_spec *family_of_magic(const magic_spec *m);

@@ -29,7 +29,7 @@ int family_run(magic_ctx *ctx, const family_command *cmd, const json_t *params, 
             return magic_error(ctx, "RuntimeError", "--sanitize: students' kernels are not served here");
         return student->sanitize(ctx, f, params);
     }
-    if (backend_ready(ctx, f) != 0)
+    if (backend_ready(ctx, f) != 0 || family_students_runnable(ctx, f, params) != 0)
         return -1;
     json_t *p = cmd->params ? cmd->params(ctx, params, body) : json_deep_copy(params);
     if (!p)

@@ -463,7 +463,7 @@ static json_t *variants_of(magic_ctx *ctx, const json_t *params, bool *students)
         if (family_builtin(&grid_family, json_string_value(v)) < 0) {
             *students = true;
             if (!ctx->backend || !family_runs_student(&grid_family, ctx->backend)) {
-                student_refuse_backend(ctx, json_string_value(v));
+                family_refuse_student(ctx, json_string_value(v));
                 json_decref(names);
                 return NULL;
             }

@@ -373,7 +373,7 @@ static int histo_point(magic_ctx *ctx, const json_t *params, json_t *runs, void 
     if (!be->histo)
         return magic_error(ctx, "RuntimeError", "the %s backend has no histogram family", be->name);
     if (sd && !be->histo->runs_student)
-        return student_refuse_backend(ctx, sd->name);
+        return family_refuse_student(ctx, sd->name);
     student_launch sl;
     if (sd) {
         json_t *pt = point_for_student(hc, params);

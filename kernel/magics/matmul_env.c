@@ -77,11 +77,6 @@ static bool runs_here(const cl_variant *v, size_t index, void *user)
     return mm_target_of(user, v->name, &t) == 0;
 }
 
-static bool runs_student_here(const mm_env *env)
-{
-    return family_runs_student(&matmul_family, env->backend);
-}
-
 /* --variant as an array without duplicates (family_select); `all` brings in
  * the host loop too, but as optional (left out over the host-work limit)
  * unless the host loop was also named. */
@@ -100,13 +95,10 @@ static int expand_variants(magic_ctx *ctx, json_t *params, mm_env *env)
                             (family_variant(ctx->lab, &matmul_family, (size_t)id)->flags & CL_MATMUL_SM90A);
     }
     env->cpu_optional = all && !host_named;
-    json_array_foreach(names, i, v)
-        if (student_find(ctx->lab, json_string_value(v)) && !runs_student_here(env))
-            return student_refuse_backend(ctx, json_string_value(v));
+    json_decref(names);             /* family_run refused a student's kernel this backend cannot run */
     json_t *list = family_select(ctx, &matmul_family, given, runs_here, env, env->backend->name);
     if (!list)
         return -1;
-    json_decref(names);
     if (json_array_size(list) == 1 && !json_is_array(given)) {
         json_decref(list);          /* a single variant stays a scalar: nothing varies */
         return 0;

@@ -209,9 +209,7 @@ static int expand_variants(magic_ctx *ctx, json_t *params, st_env *env)
         }
         if (!env->student)
             env->student = d->name;
-        if (!family_runs_student(&stencil_family, env->backend))
-            rc = student_refuse_backend(ctx, d->name);
-        else if (d->dim != env->dim)
+        if (d->dim != env->dim)
             rc = magic_error(ctx, "UsageError", "%s is a %dD kernel (%%%%kernel --dim %d): run it with --dim %d",
                              d->name, d->dim, d->dim, d->dim);
         if (rc)

@@ -124,20 +124,11 @@ static int check_fit(magic_ctx *ctx, uint64_t n, double per, double fixed, uint6
     return magic_memory_fit(ctx, &need);
 }
 
-/* --variant as an array of distinct names; a student's kernel only where the
- * backend runs it. */
+/* --variant as an array of distinct names (family_run refused a student's
+ * kernel the backend cannot run). */
 static int expand_variants(magic_ctx *ctx, json_t *params)
 {
     const json_t *given = json_object_get(params, "variant");
-    json_t *names = sweep_as_list(given);
-    size_t i;
-    json_t *v;
-    json_array_foreach(names, i, v)
-        if (student_find(ctx->lab, json_string_value(v)) && !family_runs_student(&vecadd_family, ctx->backend)) {
-            json_decref(names);
-            return student_refuse_backend(ctx, json_string_value(v));
-        }
-    json_decref(names);
     json_t *list = family_select(ctx, &vecadd_family, given, NULL, NULL, ctx->backend->name);
     if (!list)
         return -1;

@@ -292,11 +292,3 @@ int student_run_failed(magic_ctx *ctx, const student_launch *l, const char *poin
     return -1;
 }
 
-int student_refuse_backend(magic_ctx *ctx, const char *name)
-{
-    return magic_error(ctx, "UsageError", "%s is your kernel: it runs on a GPU, and this worker runs on the %s "
-                       "backend%s%s (%%%%kernel still compiles it and reports its registers and shared memory)",
-                       name, ctx->backend ? ctx->backend->name : "?",
-                       ctx->backend_note && *ctx->backend_note ? ": " : "",
-                       ctx->backend_note ? ctx->backend_note : "");
-}

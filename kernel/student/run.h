@@ -97,8 +97,5 @@ bool student_at_first(const json_t *firsts, const json_t *point);
  * 129"). Returns -1. */
 int student_run_failed(magic_ctx *ctx, const student_launch *l, const char *point, const char *err);
 
-/* A student variant on a backend that cannot run it: the one refusal, naming
- * the backend and why (no GPU), as a UsageError. */
-int student_refuse_backend(magic_ctx *ctx, const char *name);
 
 #endif

@@ -101,6 +101,19 @@ static void runtime_variant_reaches_parser_and_help(void **state)
     assert_string_equal(run.error.ename, "UsageError");
     assert_non_null(strstr(run.error.evalue, "--variant mytiled is not available on the cpu backend"));
     sink_free(&out, &run);
+    /* a backend that runs no students' kernels: family_run refuses the kernel before anything runs */
+    cl_backend without = *cl_cpu_backend();
+    cl_matmul_ops ops = *without.matmul;
+    ops.runs_student = false;
+    without.matmul = &ops;
+    assert_false(family_runs_student(&matmul_family, &without));
+    assert_true(family_runs_student(&matmul_family, cl_cpu_backend()));
+    assert_int_equal(run_cell("%matmul --size 8 --variant tiled,mytiled", &without, &out, &run), -1);
+    assert_string_equal(run.error.ename, "UsageError");
+    assert_non_null(strstr(run.error.evalue, "mytiled is your kernel: it runs on a GPU, and this worker runs on "
+                                             "the cpu backend"));
+    assert_null(out.doc);                       /* nothing ran */
+    sink_free(&out, &run);
     char *help = magic_help_text(test_lab(), magic_find("matmul"));
     assert_non_null(strstr(help, "mytiled"));
     assert_non_null(strstr(help, "a student's tiled kernel [yours]"));
