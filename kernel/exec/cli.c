@@ -101,7 +101,7 @@ int cli_run_cell(const char *cell, bool json_mode)
     int rc = 0;
     cli_session session = { .json_mode = json_mode, .results = results_new() };
     for (int i = 0; i < n && rc == 0; i++) {
-        magic_ctx ctx = { .out = &cli_out, .impl = &session, .lab = lab, .results = session.results };
+        magic_ctx ctx = { .sink.out = &cli_out, .sink.impl = &session, .lab = lab, .grading.results = session.results };
         if (worker_exec(cmds[i].magic, cmds[i].params, cmds[i].cpu_defaulted, cmds[i].body, &ctx)) {
             print_error(ctx.error.ename, ctx.error.evalue, cmds[i].line, cmds[i].source);
             size_t j;

@@ -153,7 +153,7 @@ void run_progress_begin(magic_ctx *ctx, const char *magic)
     rp.rep_ms = 0;
     rp.running = pthread_create(&rp.thread, NULL, ticker, NULL) == 0;
     pthread_mutex_unlock(&rp.lock);
-    ctx->run_point = on_point;
+    ctx->sink.run_point = on_point;
 }
 
 void run_progress_wait(bool waiting)
@@ -180,6 +180,6 @@ void run_progress_end(void)
     rp.running = false;
     if (rp.shown)
         magic_progress(rp.ctx, rp.id, NULL, NULL, RESULT_END);
-    rp.ctx->run_point = NULL;
+    rp.ctx->sink.run_point = NULL;
     rp.ctx = NULL;
 }

@@ -78,7 +78,7 @@ static void turn_show(int ahead, double waited_ms, void *arg)
     say_ahead(where, sizeof where, ahead, "kernel");
     snprintf(line, sizeof line, "waiting for other kernels' timed runs on the %s%s (%.1f s so far; fair timing: "
              "each timed run has it alone, --shared-timing times alongside)", t->device, where,
-             (t->ctx->turn_wait_ms + waited_ms) / 1e3);
+             (t->ctx->share.wait_ms + waited_ms) / 1e3);
     wait_line_say(t->ctx, &turn_line, line);
 }
 
@@ -87,13 +87,13 @@ static int take_turn(magic_ctx *ctx, bool take, double *waited_ms)
     const admission_gpu *dev = turn_device;
     turn_wait t = { ctx, strcmp(dev->key, "cpu") == 0 ? "CPU" : "GPU" };
     run_progress_wait(take);
-    int rc = admission_turn(dev, take, admission_wait_limit_ms(), waited_ms, turn_show, &t, &ctx->turn_error);
+    int rc = admission_turn(dev, take, admission_wait_limit_ms(), waited_ms, turn_show, &t, &ctx->share.error);
     run_progress_wait(false);
     if (take && turn_line.shown) {
         char line[300];
         snprintf(line, sizeof line, "waited %.1f s for other kernels' timed runs on the %s (fair timing: each "
                  "timed run has it alone, --shared-timing times alongside)",
-                 (ctx->turn_wait_ms + *waited_ms) / 1e3, t.device);
+                 (ctx->share.wait_ms + *waited_ms) / 1e3, t.device);
         wait_line_say(ctx, &turn_line, line);
     }
     return rc;
@@ -214,10 +214,10 @@ void sharing_begin(magic_ctx *ctx, bool want_cpu, bool shared_timing)
     wait_line_init(&memory_line);
     turn_device = !want_cpu && admission_held() && backend_device() < gpus ? &g[backend_device()] : &host_cpu;
     /* the device is shared with the host's other kernels: their timed runs and ours take turns */
-    ctx->shared = true;
-    ctx->sharing = gpu_sharing;
-    ctx->reserve = reserve_memory;
-    ctx->turn = shared_timing ? NULL : take_turn;
+    ctx->share.shared = true;
+    ctx->share.sharing = gpu_sharing;
+    ctx->share.reserve = reserve_memory;
+    ctx->share.turn = shared_timing ? NULL : take_turn;
 }
 
 void sharing_end(void)

@@ -200,8 +200,8 @@ int worker_exec(const magic_spec *m, const json_t *given, const json_t *cpu_defa
 {
     static char note[512];
     student_hooks_register();       /* the framework reaches students' kernels through them */
-    ctx->backend_note = ctx->note_buf = note;
-    ctx->note_len = sizeof note;
+    ctx->dev.note = ctx->dev.note_buf = note;
+    ctx->dev.note_len = sizeof note;
     /* --backend (SWEEP_BACKEND_FLAG): the CPU backend on request, without waiting for a GPU; a GPU, or an
      * error saying why there is none */
     const char *want = json_string_value(json_object_get(given, "backend"));
@@ -228,19 +228,19 @@ int worker_exec(const magic_spec *m, const json_t *given, const json_t *cpu_defa
         int seen;
         backend_gpus(&seen);
         if (fresh && seen > 0)      /* the start on the GPU (its context) that this command paid */
-            ctx->startup_ms = startup;
+            ctx->dev.startup_ms = startup;
         if (want && strcmp(want, "cuda") == 0 && strcmp(ctx->backend->name, "cuda") != 0)
             return magic_error(ctx, "UsageError", "--backend cuda: no GPU backend in this worker (%s)", note);
     }
     /* the device within the backend (the CPU is one, whichever simulated GPU admission gave) */
-    ctx->device = strcmp(ctx->backend->name, "cpu") != 0 ? backend_device() : 0;
-    ctx->device_open = ctx->backend == cl_cpu_backend() || backend_chosen();
+    ctx->dev.index = strcmp(ctx->backend->name, "cpu") != 0 ? backend_device() : 0;
+    ctx->dev.open = ctx->backend == cl_cpu_backend() || backend_chosen();
     /* the CPU's defaults where the user gave none (fewer reps, smaller sizes), said in the note; not
      * where the CPU computes for a simulated GPU (CUDALAB_TEST_FAKE_GPU), which stands for a GPU */
     char changed[300] = "";
     int gpus = 0;
-    ctx->cpu_defaults = ctx->backend == cl_cpu_backend() && (want_cpu || (backend_gpus(&gpus), gpus == 0));
-    json_t *params = ctx->cpu_defaults ? params_cpu_defaults(m, given, cpu_defaulted, changed, sizeof changed)
+    ctx->dev.cpu_defaults = ctx->backend == cl_cpu_backend() && (want_cpu || (backend_gpus(&gpus), gpus == 0));
+    json_t *params = ctx->dev.cpu_defaults ? params_cpu_defaults(m, given, cpu_defaulted, changed, sizeof changed)
                                        : json_incref((json_t *)given);
     if (changed[0])
         magic_cpu_default(ctx, changed);
@@ -325,7 +325,7 @@ static int run_one(int fd, lab_session *lab, const json_t *req)
 {
     const char *name = json_string_value(json_object_get(req, "magic"));
     const magic_spec *m = name ? magic_find(name) : NULL;
-    magic_ctx ctx = { .out = &pipe_out, .impl = &fd, .lab = lab,
+    magic_ctx ctx = { .sink.out = &pipe_out, .sink.impl = &fd, .lab = lab,
                       .body_line = (int)json_integer_value(json_object_get(req, "body_line")) };
     bool leave = false;
     magic_cancel_reset();

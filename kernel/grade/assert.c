@@ -53,7 +53,7 @@ static int assert_run(magic_ctx *ctx, const json_t *params, const char *body)
     if (!e)
         return -1;
     expr_report rep;
-    int holds = expr_check_with(e, ctx->results, recording_results(ctx->recording), &rep);
+    int holds = expr_check_with(e, ctx->grading.results, recording_results(ctx->grading.recording), &rep);
     if (holds == -1 && strcmp(rep.error.ename, EXPR_NO_RECORDING) == 0) {
         /* a claim about a GPU, where none ran and none was recorded: nothing to check it against */
         char note[1200];
@@ -73,7 +73,7 @@ static int score_run(magic_ctx *ctx, const json_t *params, const char *body)
         return -1;
     expr_report rep;
     double value;
-    int rc = expr_number_with(e, ctx->results, recording_results(ctx->recording), &value, &rep);
+    int rc = expr_number_with(e, ctx->grading.results, recording_results(ctx->grading.recording), &value, &rep);
     if (rc == 0) {
         char text[64];
         snprintf(text, sizeof text, "%.15g", value == 0 ? 0.0 : value);   /* never "-0" */

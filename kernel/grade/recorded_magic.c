@@ -13,12 +13,12 @@
 static int recorded_run(magic_ctx *ctx, const json_t *params, const char *body)
 {
     (void)body;
-    if (!ctx->recording)
+    if (!ctx->grading.recording)
         return magic_error(ctx, "UsageError", "%%recorded needs a kernel session (Jupyter): the command-line "
                            "mode runs live only");
     const char *name = json_string_value(json_object_get(params, "name"));
     json_t *view = NULL;
-    if (recording_open(ctx->recording, name ? name : "", json_string_value(json_object_get(params, "dir")),
+    if (recording_open(ctx->grading.recording, name ? name : "", json_string_value(json_object_get(params, "dir")),
                        &view, &ctx->error) != 0)
         return -1;
     magic_result(ctx, NULL, view);

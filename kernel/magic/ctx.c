@@ -11,7 +11,7 @@
 
 void magic_stream(magic_ctx *ctx, const char *name, const char *text)
 {
-    ctx->out->stream(ctx->impl, name, text);
+    ctx->sink.out->stream(ctx->sink.impl, name, text);
 }
 
 /* A result repeats its parameters, and a parameter can be a whole input (the
@@ -38,13 +38,13 @@ static void bound_echo(json_t *doc)
 void magic_result(magic_ctx *ctx, json_t *doc, json_t *view)
 {
     bound_echo(doc);
-    ctx->out->result(ctx->impl, doc, view, NULL, RESULT_PLAIN);
+    ctx->sink.out->result(ctx->sink.impl, doc, view, NULL, RESULT_PLAIN);
 }
 
 void magic_progress(magic_ctx *ctx, const char *display_id, json_t *doc, json_t *view, enum result_mode mode)
 {
     bound_echo(doc);
-    ctx->out->result(ctx->impl, doc, view, display_id, mode);
+    ctx->sink.out->result(ctx->sink.impl, doc, view, display_id, mode);
 }
 
 int magic_error(magic_ctx *ctx, const char *ename, const char *fmt, ...)
@@ -75,12 +75,12 @@ void magic_cancel_reset(void)
 int magic_turn_take(magic_ctx *ctx, char *err)
 {
     double waited = 0;
-    if (!ctx->turn)
+    if (!ctx->share.turn)
         return 0;
-    int rc = ctx->turn(ctx, true, &waited);
-    ctx->turn_wait_ms += waited;
+    int rc = ctx->share.turn(ctx, true, &waited);
+    ctx->share.wait_ms += waited;
     if (rc != 0)
-        snprintf(err, CL_ERR_LEN, "%.*s", utf8_clip(ctx->turn_error.evalue, CL_ERR_LEN - 1), ctx->turn_error.evalue);
+        snprintf(err, CL_ERR_LEN, "%.*s", utf8_clip(ctx->share.error.evalue, CL_ERR_LEN - 1), ctx->share.error.evalue);
     return rc;
 }
 
@@ -103,18 +103,18 @@ int magic_device_props(magic_ctx *ctx, cl_device_props *out)
 {
     char err[CL_ERR_LEN] = "";
     memset(out, 0, sizeof *out);
-    if (ctx->backend->device_props(ctx->device, out, err) != 0)
-        return magic_error(ctx, magic_backend_ename(ctx->backend), "device %d: %s", ctx->device, err);
+    if (ctx->backend->device_props(ctx->dev.index, out, err) != 0)
+        return magic_error(ctx, magic_backend_ename(ctx->backend), "device %d: %s", ctx->dev.index, err);
     return 0;
 }
 
 void magic_cpu_default(magic_ctx *ctx, const char *what)
 {
-    if (!ctx->note_buf)
+    if (!ctx->dev.note_buf)
         return;
-    size_t used = strlen(ctx->note_buf);
-    bool first = !strstr(ctx->note_buf, "CPU defaults: ");
-    snprintf(ctx->note_buf + used, ctx->note_len - used, "%s%s", first ? (used ? "; CPU defaults: " : "CPU defaults: ")
+    size_t used = strlen(ctx->dev.note_buf);
+    bool first = !strstr(ctx->dev.note_buf, "CPU defaults: ");
+    snprintf(ctx->dev.note_buf + used, ctx->dev.note_len - used, "%s%s", first ? (used ? "; CPU defaults: " : "CPU defaults: ")
              : ", ", what);
 }
 
@@ -129,7 +129,7 @@ int magic_copy_bandwidth(magic_ctx *ctx, const cl_backend *b, double *gbs, char 
 
 int magic_turn_give(magic_ctx *ctx, int rc)
 {
-    if (ctx->turn)
-        ctx->turn(ctx, false, NULL);
+    if (ctx->share.turn)
+        ctx->share.turn(ctx, false, NULL);
     return rc;
 }

@@ -264,7 +264,7 @@ int magic_memory_fit(magic_ctx *ctx, const mem_need *n)
     double most = 0;
     /* a shared GPU: what fits beside the other commands' reservations is waited for, not refused for
      * what they hold now; what could never fit is refused at once */
-    int r = ctx->reserve && strcmp(n->where, "device") == 0 ? ctx->reserve(ctx, n->bytes, &most) : 2;
+    int r = ctx->share.reserve && strcmp(n->where, "device") == 0 ? ctx->share.reserve(ctx, n->bytes, &most) : 2;
     if (r == 0)
         return 0;
     if (r < 0) {
@@ -320,8 +320,8 @@ int family_refuse_student(magic_ctx *ctx, const char *name)
     return magic_error(ctx, "UsageError", "%s is your kernel: it runs on a GPU, and this worker runs on the %s "
                        "backend%s%s (%%%%kernel still compiles it and reports its registers and shared memory)",
                        name, ctx->backend ? ctx->backend->name : "?",
-                       ctx->backend_note && *ctx->backend_note ? ": " : "",
-                       ctx->backend_note ? ctx->backend_note : "");
+                       ctx->dev.note && *ctx->dev.note ? ": " : "",
+                       ctx->dev.note ? ctx->dev.note : "");
 }
 
 int family_students_runnable(magic_ctx *ctx, const family_spec *f, const json_t *params)

@@ -119,39 +119,42 @@ typedef struct magic_out {
     void (*result)(void *impl, json_t *doc, json_t *view, const char *display_id, enum result_mode mode);
 } magic_out;
 
-typedef struct magic_ctx {
+/* Where a command's output goes: streams, results and progress, implemented by
+ * the kernel process, the device worker and the command-line mode. */
+typedef struct magic_sink {
     const magic_out *out;
     void *impl;
-    struct lab_session *lab;        /* the session the command runs in: its parameters, student kernels,
-                                     * run-time variants and compile cache (lab_session.h) */
-    const cl_backend *backend;      /* worker-side: the backend that runs; NULL in the kernel process */
-    const char *backend_note;       /* why this backend (e.g. the CUDA error that made us fall back), and the
+    /* Where a long command says how far it is (the worker's progress line, run_progress.h): the
+     * sweep calls it before each point with that point's parameters. NULL where nothing listens. */
+    void (*run_point)(struct magic_ctx *ctx, size_t point, size_t points, const json_t *params);
+} magic_sink;
+
+/* The device a worker-side command runs on, and why its backend. */
+typedef struct magic_target {
+    int index;                      /* the index of the device the backend runs on */
+    bool open;                      /* the backend has it open (a context): what only that can tell is known */
+    double startup_ms;              /* the worker's start on the device (a context) this command paid; 0: none */
+    const char *note;               /* why this backend (e.g. the CUDA error that made us fall back), and the
                                      * CPU's defaults that the command took (magic_cpu_default) */
-    char *note_buf;                 /* backend_note's own buffer of note_len bytes where it can grow; NULL */
+    char *note_buf;                 /* note's own buffer of note_len bytes where it can grow; NULL */
     size_t note_len;
     bool cpu_defaults;              /* the CPU backend runs for want of a GPU: a default the user left may
                                      * be the CPU's (flag_spec.cpu_def, magic_cpu_default) */
-    const struct result_store *results; /* the session's results (%assert), where there are any */
-    struct recording *recording;    /* the session's recorded GPU results (grade/recorded.h), where there is
-                                     * a session (the kernel process); NULL elsewhere */
-    int body_line;                  /* the cell line where a cell magic's body starts */
-    /* set by magic_error(); the caller turns it into a Jupyter error */
-    error_info error;
-    json_t *traceback;              /* extra plain lines, or NULL */
-    int device;                     /* worker-side: the index of the device the backend runs on */
-    bool device_open;               /* the backend has it open (a context): what only that can tell is known */
+} magic_target;
+
+/* The GPU shared with the host's other kernels (exec/sharing.c); all NULL/false where nobody
+ * shares it (the CLI). */
+typedef struct magic_sharing {
     /* Fair timing where kernels share the device: turn(ctx, true, &waited)
      * gives this command the device alone for one timed run (other kernels'
      * timed runs wait meanwhile), turn(ctx, false, NULL) gives it back; 0, or
-     * -1 with turn_error set (interrupted, waited past CUDALAB_GPU_WAIT, or an
+     * -1 with error set (interrupted, waited past CUDALAB_GPU_WAIT, or an
      * admission directory it cannot trust). NULL where nobody shares the device
-     * (the CLI) or --shared-timing asked to time alongside. Called through
-     * MAGIC_TIMED. */
+     * or --shared-timing asked to time alongside. Called through MAGIC_TIMED. */
     int (*turn)(struct magic_ctx *ctx, bool take, double *waited_ms);
     bool shared;                    /* the device is shared: the document says how its runs were timed */
-    double turn_wait_ms;            /* what this command's turns waited, apart from every time */
-    error_info turn_error;          /* why a wait for a turn ended without one (ename "" when none) */
-    double startup_ms;              /* the worker's start on the device (a context) this command paid; 0: none */
+    double wait_ms;                 /* what this command's turns waited, apart from every time */
+    error_info error;               /* why a wait for a turn ended without one (ename "" when none) */
     /* How the host's kernels share each GPU now (%device): an array of
      * {device, contexts, held, waiting_for_context, waiting_for_turn,
      * this_kernel}, a new reference; NULL where nothing is shared (no GPU, the CLI). */
@@ -163,10 +166,28 @@ typedef struct magic_ctx {
      * (interrupted, or no room within CUDALAB_GPU_WAIT).
      * NULL: no sharing. Called by magic_memory_fit. */
     int (*reserve)(struct magic_ctx *ctx, double bytes, double *most);
-    /* Where a long command says how far it is (the worker's progress line, run_progress.h): the
-     * sweep calls it before each point with that point's parameters. NULL where nothing listens. */
-    void (*run_point)(struct magic_ctx *ctx, size_t point, size_t points, const json_t *params);
+} magic_sharing;
+
+/* What %assert and %recorded read of the session, where there is one (the kernel process). */
+typedef struct magic_grading {
+    const struct result_store *results; /* the session's results (%assert) */
+    struct recording *recording;    /* the session's recorded GPU results (grade/recorded.h) */
+} magic_grading;
+
+/* A command's context, one part per concern. */
+typedef struct magic_ctx {
+    magic_sink sink;                /* where its output goes */
+    struct lab_session *lab;        /* the session the command runs in: its parameters, student kernels,
+                                     * run-time variants and compile cache (lab_session.h) */
+    magic_grading grading;
+    const cl_backend *backend;      /* worker-side: the backend that runs; NULL in the kernel process */
+    magic_target dev;               /* worker-side: its device, and why this backend */
+    magic_sharing share;
+    int body_line;                  /* the cell line where a cell magic's body starts */
     bool counters;                  /* --counters for the point that runs (sweep_run sets it) */
+    /* set by magic_error(); the caller turns it into a Jupyter error */
+    error_info error;
+    json_t *traceback;              /* extra plain lines, or NULL */
 } magic_ctx;
 
 void magic_stream(magic_ctx *ctx, const char *name, const char *text);

@@ -149,11 +149,11 @@ json_t *sweep_device_json(magic_ctx *ctx)
     static const cl_backend *cached_for;
     if (!ctx->backend)
         return json_null();
-    if (!ctx->device_open)          /* asked without a context: what can be known now, not kept */
-        return device_summary(ctx, ctx->backend, ctx->device);
+    if (!ctx->dev.open)          /* asked without a context: what can be known now, not kept */
+        return device_summary(ctx, ctx->backend, ctx->dev.index);
     if (!cached || cached_for != ctx->backend) {
         json_decref(cached);
-        cached = device_summary(ctx, ctx->backend, ctx->device);
+        cached = device_summary(ctx, ctx->backend, ctx->dev.index);
         cached_for = ctx->backend;
     }
     return json_deep_copy(cached);
@@ -355,8 +355,8 @@ int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *u
         }
         progress_before(ctx, &st, &pr, runs, device, p);
         json_t *pp = sweep_points_current(&st.pts);
-        if (ctx->run_point)
-            ctx->run_point(ctx, p, st.pts.count, pp);
+        if (ctx->sink.run_point)
+            ctx->sink.run_point(ctx, p, st.pts.count, pp);
         if (!host_work_skips(ctx, s, pp, user)) {
             ctx->counters = json_is_true(json_object_get(pp, "counters"));
             if (ctx->backend && ctx->backend->set_counters)
@@ -364,11 +364,11 @@ int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *u
             size_t before = json_array_size(runs);
             rc = s->run_point(ctx, pp, runs, user);
             sweep_add_launch(ctx, s, pp, runs, before);
-            if (rc != 0 && ctx->turn_error.ename[0]) {
+            if (rc != 0 && ctx->share.error.ename[0]) {
                 /* a wait for a timed turn (MAGIC_TIMED) that ended without one (an interrupt, CUDALAB_GPU_WAIT,
                  * an admission directory not to be trusted): not the backend's error */
                 error_clear(&ctx->error);
-                rc = magic_error(ctx, ctx->turn_error.ename, "%%%s %s", s->magic, ctx->turn_error.evalue);
+                rc = magic_error(ctx, ctx->share.error.ename, "%%%s %s", s->magic, ctx->share.error.evalue);
             } else {
                 rc = sweep_broken_point(ctx, s, pp, rc, runs, before);
             }

@@ -90,10 +90,10 @@ static const cl_occ_device *launch_device(magic_ctx *ctx, const char **source)
     static const char *dev_source;
     static const cl_backend *asked;
     static int asked_dev = -1;
-    if (!dev_source || asked != ctx->backend || asked_dev != ctx->device) {
-        dev_source = cl_occ_device_launched(ctx->backend, ctx->device, &dev);
+    if (!dev_source || asked != ctx->backend || asked_dev != ctx->dev.index) {
+        dev_source = cl_occ_device_launched(ctx->backend, ctx->dev.index, &dev);
         asked = ctx->backend;
-        asked_dev = ctx->device;
+        asked_dev = ctx->dev.index;
     }
     *source = dev_source;
     return &dev;

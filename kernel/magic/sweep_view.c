@@ -153,16 +153,16 @@ void sweep_add_notes(json_t *view, const sweep_spec *spec, magic_ctx *ctx, const
     if (ctx->backend && strcmp(ctx->backend->name, "cpu") == 0 && !spec->arithmetic) {
         char note[600];
         snprintf(note, sizeof note, "CPU backend: host threads stand in for CUDA threads%s%s",
-                 ctx->backend_note && *ctx->backend_note ? " (" : "",
-                 ctx->backend_note && *ctx->backend_note ? ctx->backend_note : "");
-        if (ctx->backend_note && *ctx->backend_note)
+                 ctx->dev.note && *ctx->dev.note ? " (" : "",
+                 ctx->dev.note && *ctx->dev.note ? ctx->dev.note : "");
+        if (ctx->dev.note && *ctx->dev.note)
             strcat(note, ")");
         view_add_note(view, note);
     }
-    if (ctx->startup_ms > 0) {
+    if (ctx->dev.startup_ms > 0) {
         char note[200];
         snprintf(note, sizeof note, "this cell first opened the GPU for its worker (%.2f s: a CUDA context), "
-                 "which no time shown includes", ctx->startup_ms / 1e3);
+                 "which no time shown includes", ctx->dev.startup_ms / 1e3);
         view_add_note(view, note);
     }
     if (json_is_true(json_object_get(device, "ptx_jit"))) {
@@ -227,20 +227,20 @@ json_t *sweep_make_doc(magic_ctx *ctx, const sweep_state *st, json_t *runs, json
                             "backend", ctx->backend ? ctx->backend->name : "none", "device", device,
                             "params", doc_params(st->pts.params), "runs", runs, "sweep", "varying", varying, "points",
                             (json_int_t)st->pts.count);
-    json_object_set_new(doc, "backend_note", ctx->backend_note && *ctx->backend_note
-                                                 ? json_string(ctx->backend_note) : json_null());
+    json_object_set_new(doc, "backend_note", ctx->dev.note && *ctx->dev.note
+                                                 ? json_string(ctx->dev.note) : json_null());
     const char *kind = sweep_chart_kind_name(chart->kind);
     json_t *sweep = json_object_get(doc, "sweep");
     json_object_set_new(sweep, "chart", kind ? json_string(kind) : json_null());
     json_object_set_new(sweep, "chart_note", chart->why[0] ? json_string(chart->why) : json_null());
     json_t *timing = json_object();
-    if (ctx->shared) {
+    if (ctx->share.shared) {
         /* where a device is shared: whether the timed runs had it alone, and the wait, apart from any time */
-        json_object_set_new(timing, "gpu_alone", json_boolean(ctx->turn != NULL));
-        json_object_set_new(timing, "waited_ms", json_real(ctx->turn_wait_ms));
+        json_object_set_new(timing, "gpu_alone", json_boolean(ctx->share.turn != NULL));
+        json_object_set_new(timing, "waited_ms", json_real(ctx->share.wait_ms));
     }
-    if (ctx->startup_ms > 0)
-        json_object_set_new(timing, "startup_ms", json_real(ctx->startup_ms));
+    if (ctx->dev.startup_ms > 0)
+        json_object_set_new(timing, "startup_ms", json_real(ctx->dev.startup_ms));
     if (json_object_size(timing))
         json_object_set_new(doc, "timing", timing);
     else

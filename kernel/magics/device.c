@@ -291,8 +291,8 @@ static json_t *view_start(const magic_ctx *ctx, int count, bool is_gpu)
         snprintf(title, sizeof title, "No CUDA device — CPU backend");
     json_t *view = view_new(title);
     if (!is_gpu) {
-        if (ctx->backend_note && ctx->backend_note[0])
-            view_add_note(view, ctx->backend_note);
+        if (ctx->dev.note && ctx->dev.note[0])
+            view_add_note(view, ctx->dev.note);
         view_add_note(view, "every magic runs its CPU analogue: host threads stand in for "
                             "CUDA threads; results are still checked");
         view_add_note(view, "the device below is the CPU device model every magic uses without a GPU: "
@@ -375,12 +375,12 @@ static int device_run(magic_ctx *ctx, const json_t *params, const char *body)
     json_t *doc = json_object();
     json_object_set_new(doc, "magic", json_string("device"));
     json_object_set_new(doc, "backend", json_string(be->name));
-    json_object_set_new(doc, "backend_note", known_str(ctx->backend_note));
+    json_object_set_new(doc, "backend_note", known_str(ctx->dev.note));
     json_object_set_new(doc, "driver_version", version_json(ver.driver));
     json_object_set_new(doc, "runtime_version", version_json(ver.runtime));
     json_object_set_new(doc, "count", json_integer(count));
     json_object_set_new(doc, "devices", devices);
-    json_t *sharing = ctx->sharing ? ctx->sharing() : NULL;
+    json_t *sharing = ctx->share.sharing ? ctx->share.sharing() : NULL;
     if (sharing)
         sharing_table(view, sharing);
     json_object_set_new(doc, "sharing", sharing ? sharing : json_null());

@@ -67,7 +67,7 @@ static void limits_of(magic_ctx *ctx, cl_grid_limits *lim, const char **source, 
     *source = "CUDA defaults for every compute capability since 3.0 (no backend answered)";
     *free_mem = 0;
     memset(&p, 0, sizeof p);
-    if (!ctx->backend || ctx->backend->device_props(ctx->device, &p, err) != 0)
+    if (!ctx->backend || ctx->backend->device_props(ctx->dev.index, &p, err) != 0)
         return;
     *free_mem = p.free_mem;
     if (p.max_threads_per_block <= 0 || p.max_block[0] <= 0 || p.max_grid[0] <= 0)
@@ -145,8 +145,8 @@ static json_t *plan_doc(magic_ctx *ctx, const json_t *params, const cl_grid_plan
     json_t *doc = json_pack("{s:s, s:s, s:o, s:O}", "magic", "grid", "backend",
                             ctx->backend ? ctx->backend->name : "none", "device", sweep_device_json(ctx),
                             "params", params);
-    json_object_set_new(doc, "backend_note", ctx->backend_note && *ctx->backend_note
-                                                 ? json_string(ctx->backend_note) : json_null());
+    json_object_set_new(doc, "backend_note", ctx->dev.note && *ctx->dev.note
+                                                 ? json_string(ctx->dev.note) : json_null());
     json_object_set_new(doc, "dims", json_integer(p->dims));
     json_object_set_new(doc, "data", dims_json(p->data, 3));
     json_object_set_new(doc, "block", dims_json(p->block, 3));

@@ -215,7 +215,7 @@ static int plan(magic_ctx *ctx, json_t *p)
 {
     cl_device_props dev = {0};
     char err[CL_ERR_LEN] = "";
-    if (ctx->backend->device_props(ctx->device, &dev, err) != 0)
+    if (ctx->backend->device_props(ctx->dev.index, &dev, err) != 0)
         return magic_error(ctx, magic_backend_ename(ctx->backend), "%%hiding: the device's limits: %s", err);
     int max = dev.max_threads_per_sm / 32;
     json_t *warps = json_object_get(p, "warps"), *v;

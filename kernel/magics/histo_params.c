@@ -242,7 +242,7 @@ static int resolve(magic_ctx *ctx, json_t *p, const char *body)
             return magic_error(ctx, "UsageError", "the cell body is not valid UTF-8");
         json_object_set_new(p, "dist", json_null());
     } else {
-        if (json_is_null(json_object_get(p, "size")) && ctx->cpu_defaults) {
+        if (json_is_null(json_object_get(p, "size")) && ctx->dev.cpu_defaults) {
             char what[96], cpu[32], gpu[32];
             size_text(CPU_DEFAULT_SIZE, cpu, sizeof cpu);
             size_text(DEFAULT_SIZE, gpu, sizeof gpu);

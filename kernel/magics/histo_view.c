@@ -191,10 +191,10 @@ static const magic_out histo_out_table = {histo_stream, histo_result};
 
 int histo_sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *user)
 {
-    histo_out h = {ctx->out, ctx->impl};
+    histo_out h = {ctx->sink.out, ctx->sink.impl};
     magic_ctx inner = *ctx;
-    inner.out = &histo_out_table;
-    inner.impl = &h;
+    inner.sink.out = &histo_out_table;
+    inner.sink.impl = &h;
     int rc = sweep_run(&inner, s, params, user);
     memcpy(ctx->error.ename, inner.error.ename, sizeof ctx->error.ename);
     memcpy(ctx->error.evalue, inner.error.evalue, sizeof ctx->error.evalue);

@@ -206,8 +206,8 @@ static int quick_check(magic_ctx *ctx, const student_def *d, json_t **check, cha
         return magic_error(ctx, "InternalError", "the quick check does not parse: %s", perr.error.evalue);
     }
     capture cap = { ctx, NULL };
-    magic_ctx inner = { .out = &capture_out, .impl = &cap, .lab = ctx->lab, .backend = ctx->backend,
-                        .backend_note = ctx->backend_note };
+    magic_ctx inner = { .sink.out = &capture_out, .sink.impl = &cap, .lab = ctx->lab, .backend = ctx->backend,
+                        .dev.note = ctx->dev.note };
     int rc = cmds[0].magic->run(&inner, cmds[0].params, NULL);
     commands_free(cmds, n);
     json_t *run = json_array_get(json_object_get(cap.doc, "runs"), 0);
@@ -240,7 +240,7 @@ static int kernel_run(magic_ctx *ctx, const json_t *params, const char *body)
         return -1;
     const student_def *d = student_find(ctx->lab, name);
     bool modelled;
-    student_target_cc(ctx->backend, ctx->device, &modelled);
+    student_target_cc(ctx->backend, ctx->dev.index, &modelled);
     student_launch sl;
     json_t *no_point = json_object();
     rc = student_prepare(ctx, d, no_point, 0, &sl);
@@ -249,7 +249,7 @@ static int kernel_run(magic_ctx *ctx, const json_t *params, const char *body)
         return -1;
     /* occupancy for the block the kernel runs with by default */
     cl_occ_device dev;
-    const char *dev_source = cl_occ_device_of(ctx->backend, ctx->device, &dev);
+    const char *dev_source = cl_occ_device_of(ctx->backend, ctx->dev.index, &dev);
     cl_occ_kernel k = { (int64_t)sl.kernel.block[0] * sl.kernel.block[1] * sl.kernel.block[2], sl.build.res.registers,
                         (int64_t)sl.build.res.static_smem + (int64_t)sl.kernel.dyn_smem };
     cl_occ_result occ;
@@ -263,8 +263,8 @@ static int kernel_run(magic_ctx *ctx, const json_t *params, const char *body)
         snprintf(skipped, sizeof skipped, "skipped (--no-check)");
     } else if (!family_runs_student(f, ctx->backend)) {
         snprintf(skipped, sizeof skipped, "not run: your kernels run on a GPU, and this worker runs on the %s "
-                 "backend%s%s", ctx->backend->name, ctx->backend_note && *ctx->backend_note ? ": " : "",
-                 ctx->backend_note ? ctx->backend_note : "");
+                 "backend%s%s", ctx->backend->name, ctx->dev.note && *ctx->dev.note ? ": " : "",
+                 ctx->dev.note ? ctx->dev.note : "");
     } else if (quick_check(ctx, d, &check, quick, sizeof quick) != 0) {
         /* a fault or the launch limit: the compile report still shows, then the error */
         fault = ctx->error;

@@ -120,7 +120,7 @@ static int check_working_sets(magic_ctx *ctx, const json_t *params)
     json_t *sizes = json_is_null(ws) ? json_array() : sweep_as_list(ws), *lv, *sv;
     cl_device_props p = {0};
     char err[CL_ERR_LEN] = "", what[96];
-    int rc = ctx->backend->device_props(ctx->device, &p, err) != 0
+    int rc = ctx->backend->device_props(ctx->dev.index, &p, err) != 0
                  ? magic_error(ctx, magic_backend_ename(ctx->backend), "%%latency: the device's limits: %s", err) : 0;
     size_t i, j;
     json_array_foreach(ls, i, lv) {

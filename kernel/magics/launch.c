@@ -99,7 +99,7 @@ static int launch_run(magic_ctx *ctx, const json_t *params, const char *body)
     dims_from(json_object_get(params, "grid"), a.grid);
     cl_device_props p = {0};
     char err[CL_ERR_LEN] = "";
-    if (be->device_props(ctx->device, &p, err) != 0)
+    if (be->device_props(ctx->dev.index, &p, err) != 0)
         return magic_error(ctx, magic_backend_ename(ctx->backend), "%%launch: the device's limits: %s", err);
     char block[48], grid[48], limit[400], call[160];
     broken_limit(&a, &p, limit, sizeof limit);

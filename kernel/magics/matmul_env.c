@@ -317,9 +317,9 @@ int mm_env_init(magic_ctx *ctx, json_t *params, mm_env *env)
     char err[CL_ERR_LEN] = "";
     cl_device_props dev, hp;
     memset(&hp, 0, sizeof hp);
-    if (env->backend->device_props(ctx->device, &dev, err) != 0)
+    if (env->backend->device_props(ctx->dev.index, &dev, err) != 0)
         return magic_error(ctx, magic_backend_ename(env->backend),
-                           "device %d: %s", ctx->device, err);
+                           "device %d: %s", ctx->dev.index, err);
     if (host->device_props(0, &hp, err) != 0)
         memset(&hp, 0, sizeof hp);  /* unknown host: no host peak, no host memory limit */
     env->peak_gflops = magic_peak_fp32_gflops(&dev);

@@ -103,7 +103,7 @@ static int64_t flag_int(const json_t *params, const char *key, int64_t fallback)
 static void device_of(magic_ctx *ctx, const json_t *params, occ_env *env)
 {
     cl_occ_device *d = &env->dev;
-    env->dev_source = cl_occ_device_of(ctx->backend, ctx->device, d);
+    env->dev_source = cl_occ_device_of(ctx->backend, ctx->dev.index, d);
     bool given = false;
     static const char *const keys[] = {"sms", "max_threads_sm", "max_blocks_sm", "max_threads_block",
                                        "regs_sm", "regs_block", "smem_sm", "smem_block"};

@@ -303,7 +303,7 @@ static int check_sizes(magic_ctx *ctx, json_t *p, const st_env *env, int min_sid
     cl_device_props dev, host;
     memset(&dev, 0, sizeof dev);
     memset(&host, 0, sizeof host);
-    if (env->backend->device_props(ctx->device, &dev, err) != 0 || cl_cpu_backend()->device_props(0, &host, err) != 0) {
+    if (env->backend->device_props(ctx->dev.index, &dev, err) != 0 || cl_cpu_backend()->device_props(0, &host, err) != 0) {
         json_decref(list);
         json_decref(out);
         return magic_error(ctx, "RuntimeError", "device properties: %s", err);

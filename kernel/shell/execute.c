@@ -148,8 +148,8 @@ static void fail_command(shell_session *s, const command *cmd, const char *ename
 static int send_command(shell_session *s, const command *cmd)
 {
     json_t *kernels = NULL;
-    magic_ctx ctx = { .out = &cell_out, .impl = s, .lab = s->lab, .results = s->results,
-                      .recording = s->recording };
+    magic_ctx ctx = { .sink.out = &cell_out, .sink.impl = s, .lab = s->lab, .grading.results = s->results,
+                      .grading.recording = s->recording };
     s->runs++;
     if (cmd->magic->attach && cmd->magic->attach(&ctx, cmd, &kernels) != 0) {
         fail_command(s, cmd, ctx.error.ename, ctx.error.evalue, ctx.traceback);
@@ -190,8 +190,8 @@ static void cell_advance(shell_session *s)
             }
             break;
         }
-        magic_ctx ctx = { .out = &cell_out, .impl = s, .lab = s->lab, .results = s->results,
-                          .recording = s->recording, .body_line = cmd->body_line };
+        magic_ctx ctx = { .sink.out = &cell_out, .sink.impl = s, .lab = s->lab, .grading.results = s->results,
+                          .grading.recording = s->recording, .body_line = cmd->body_line };
         int rc = cmd->magic->run(&ctx, cmd->params, cmd->body);
         if (rc) {
             fail_command(s, cmd, ctx.error.ename, ctx.error.evalue, ctx.traceback);
@@ -271,8 +271,8 @@ void shell_on_worker_frame(shell_session *s, json_t *f)
                          json_object_get(err, "traceback"));
             settled_after_error(s, cell_cmd(c), ename ? ename : "Error");
         } else {
-            magic_ctx ctx = { .out = &cell_out, .impl = s, .lab = s->lab, .results = s->results,
-                              .recording = s->recording };
+            magic_ctx ctx = { .sink.out = &cell_out, .sink.impl = s, .lab = s->lab, .grading.results = s->results,
+                              .grading.recording = s->recording };
             if (command_settled(&ctx, cell_cmd(c), NULL) != 0)
                 fail_command(s, cell_cmd(c), ctx.error.ename, ctx.error.evalue, ctx.traceback);
             json_decref(ctx.traceback);

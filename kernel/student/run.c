@@ -92,7 +92,7 @@ int student_prepare(magic_ctx *ctx, const student_def *d, const json_t *point, i
     json_t *defines;
     student_options o = student_options_for(d, point, d->tiled ? tile : 0, &defines);
     bool modelled;
-    int cc = student_target_cc(ctx->backend, ctx->device, &modelled);
+    int cc = student_target_cc(ctx->backend, ctx->dev.index, &modelled);
     student_source src = { d->name, d->family->magic, d->contract, d->source,
                            int_or(json_object_get(d->options, "first_line"), 2) };
     int rc = student_compile(ctx, &src, &o, cc, &out->build);

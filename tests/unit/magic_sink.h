@@ -65,7 +65,7 @@ static const magic_out sink_out = {sink_stream, sink_result};
 static inline void sink_start(sink *s, magic_ctx *ctx, const cl_backend *be)
 {
     memset(s, 0, sizeof *s);
-    *ctx = (magic_ctx){.out = &sink_out, .impl = s, .lab = test_lab(), .backend = be};
+    *ctx = (magic_ctx){.sink.out = &sink_out, .sink.impl = s, .lab = test_lab(), .backend = be};
 }
 
 /* 0 when the command ran, the magic's -1 with ctx's ename/evalue, or 2 when the

@@ -75,7 +75,7 @@ static const magic_out sink = { sink_stream, sink_result };
 
 static void test_result_echoes_a_bounded_part_of_a_long_parameter(void **state)
 {
-    magic_ctx ctx = { .out = &sink };
+    magic_ctx ctx = { .sink.out = &sink };
     size_t big = 100000;
     char *text = malloc(big + 1);
     for (size_t i = 0; i < big; i++)

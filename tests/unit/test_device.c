@@ -85,7 +85,7 @@ static int run_device(const cl_backend *be, const char *note, const char *params
                       sink *c, magic_ctx *ctx)
 {
     sink_start(c, ctx, be);
-    ctx->backend_note = note;
+    ctx->dev.note = note;
     json_t *params = json_loads(params_json, 0, NULL);
     assert_non_null(params);
     int rc = magic_device.run(ctx, params, NULL);

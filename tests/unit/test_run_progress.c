@@ -95,11 +95,11 @@ static void the_thread_says_the_reps_and_ends_the_line(void **state)
 {
     (void)state;
     memset(&said, 0, sizeof said);
-    magic_ctx ctx = { .out = &keeper };
+    magic_ctx ctx = { .sink.out = &keeper };
     run_progress_begin(&ctx, "matmul");
-    assert_non_null(ctx.run_point);
+    assert_non_null(ctx.sink.run_point);
     json_t *point = json_pack("{s:i, s:i}", "reps", 10, "warmup", 0);
-    ctx.run_point(&ctx, 0, 1, point);
+    ctx.sink.run_point(&ctx, 0, 1, point);
     nap_ms(600);
     assert_int_equal(said.shows, 0);               /* nothing in the first second */
     /* the three reps well before the first line (at 1 s), which must count them all; the next line
@@ -119,7 +119,7 @@ static void the_thread_says_the_reps_and_ends_the_line(void **state)
     run_progress_wait(false);
     run_progress_end();
     assert_int_equal(said.ends, 1);
-    assert_null(ctx.run_point);
+    assert_null(ctx.sink.run_point);
     json_decref(point);
 }
 
@@ -127,7 +127,7 @@ static void a_quick_command_says_nothing(void **state)
 {
     (void)state;
     memset(&said, 0, sizeof said);
-    magic_ctx ctx = { .out = &keeper };
+    magic_ctx ctx = { .sink.out = &keeper };
     run_progress_begin(&ctx, "device");
     nap_ms(100);
     run_progress_end();

@@ -100,7 +100,7 @@ static int run_timed(const sweep_spec *sp, const char *params_json, double ms_pe
     json_t *params = json_loads(params_json, 0, NULL);
     assert_non_null(params);
     memset(s, 0, sizeof *s);
-    *ctx = (magic_ctx){ .out = &sweep_out, .impl = s, .backend = cl_cpu_backend(), .backend_note = "test" };
+    *ctx = (magic_ctx){ .sink.out = &sweep_out, .sink.impl = s, .backend = cl_cpu_backend(), .dev.note = "test" };
     *calls = 0;
     sweep_clock_ms = fake_clock;
     fake_now_ms = 0;
@@ -345,7 +345,7 @@ static void test_too_many_points(void **state)
     sweep_sink s;
     memset(&s, 0, sizeof s);
     int calls = 0;
-    magic_ctx ctx = { .out = &sweep_out, .impl = &s, .backend = cl_cpu_backend() };
+    magic_ctx ctx = { .sink.out = &sweep_out, .sink.impl = &s, .backend = cl_cpu_backend() };
     assert_int_equal(sweep_run(&ctx, &spec, params, &calls), -1);
     assert_string_equal(ctx.error.ename, "UsageError");
     assert_non_null(strstr(ctx.error.evalue, "this sweep has 40000 points (200 × 200: --size, --tile)"));
