@@ -100,7 +100,7 @@ static int cpu_matmul_run(int id, const cl_matmul_args *a, cl_matmul_result *out
     }
     const cl_variant *v = &cl_matmul_variants[id];
     if (a->m < 1 || a->n < 1 || a->k < 1 || a->reps < 0 || a->reps > CL_MAX_REPS || a->warmup < 0 ||
-        ((v->flags & CL_V_TILE) && (a->tile < 1 || a->tile > 32))) {
+        ((v->flags & CL_V_TILE) && (a->tile < 1 || a->tile > CL_MATMUL_TILE_MAX))) {
         snprintf(err, CL_ERR_LEN, "invalid matmul arguments (m=%d n=%d k=%d tile=%d reps=%d)",
                  a->m, a->n, a->k, a->tile, a->reps);
         return -1;

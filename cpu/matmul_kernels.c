@@ -29,7 +29,7 @@
 #include "matmul_cpu.h"
 
 #define NAIVE_BLOCK 16
-#define MAX_TILE 32
+#define MAX_TILE CL_MATMUL_TILE_MAX
 
 /* ---- cpu: MatrixMulOnHost ---- */
 

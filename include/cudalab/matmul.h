@@ -147,10 +147,16 @@ enum cl_matmul_variant_id { CL_MATMUL_VARIANTS(CL_VARIANT_ID) CL_MATMUL_NVARIANT
 /* The contract's table, in enum order (each file that reads it has its copy). */
 static const cl_variant cl_matmul_variants[CL_MATMUL_NVARIANTS] = {CL_MATMUL_VARIANTS(CL_VARIANT_ROW)};
 
-/* The TILE_WIDTHs the tiled variant is built for (one template instance each). */
+/* The TILE_WIDTHs the tiled variant is built for (one template instance each), ascending. */
 #define CL_MATMUL_TILE_LIST(X) X(2) X(4) X(8) X(16) X(32)
 #define CL_MATMUL_TILE_ITEM_(t) t,
 #define CL_MATMUL_TILES {CL_MATMUL_TILE_LIST(CL_MATMUL_TILE_ITEM_) 0}
+/* Its first and last, the range --tile takes: (2 + 0 * 4 + ... + 0 * 0) and (0 * 0 + 2 * 0 + ... + 32),
+ * constant expressions. */
+#define CL_MATMUL_TILE_FIRST_(t) t + 0 *
+#define CL_MATMUL_TILE_LAST_(t) * 0 + t
+#define CL_MATMUL_TILE_MIN (CL_MATMUL_TILE_LIST(CL_MATMUL_TILE_FIRST_) 0)
+#define CL_MATMUL_TILE_MAX (0 CL_MATMUL_TILE_LIST(CL_MATMUL_TILE_LAST_))
 
 /* The parameters a student's kernel takes (cl_student_contract.params). */
 #define CL_MATMUL_STUDENT_PARAMS "const float *A, const float *B, float *C, int M, int N, int K"
