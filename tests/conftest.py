@@ -45,6 +45,9 @@ import zmq
 from jupyter_client import BlockingKernelClient, KernelManager
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))
+import schema_variants  # noqa: E402  (the schemas' lists of variants, and the kernel under test)
+
 KERNELSPEC_TEMPLATE = REPO / "share" / "jupyter" / "kernelspecs" / "cudalab" / "kernel.json"
 DELIM = b"<IDS|MSG>"
 TIMEOUT = 10.0            # seconds to wait for any one expected message
@@ -69,9 +72,7 @@ _raise_file_limit()
 
 def kernel_binary() -> Path:
     """The kernel under test: $CUDALAB_BIN (relative to the repo root if not absolute) or build/bin/cudalab."""
-    env = os.environ.get("CUDALAB_BIN")
-    path = Path(env) if env else Path("build/bin/cudalab")
-    return path if path.is_absolute() else REPO / path
+    return schema_variants.kernel_binary()
 
 
 # ---------------------------------------------------------------- pytest configuration
@@ -763,14 +764,21 @@ def magic_doc(magic: str, cell: str, schema: dict, env: dict[str, str] | None = 
     return found[0]
 
 
+def builtin_variants(family: str, broken: bool = False) -> list[str]:
+    """FAMILY's built-in variants as the kernel under test lists them (%help FAMILY), in row order: those
+    `--variant all` runs, or with broken=True those broken on purpose."""
+    return [v["name"] for v in schema_variants.help_variants(family, str(kernel_binary())) if v["broken"] == broken]
+
+
 def load_schema(name: str) -> dict:
     """tests/schemas/NAME.schema.json, with what every family's runs share in its $defs: `counters`
     (counters.schema.json, a run's --counters), `roofline` (roofline.schema.json, a run's --roofline,
     the document's roofs in its own $defs), `launch_occupancy` (launch_occupancy.schema.json, its
     launch.occupancy under --launch), and a stopped run of a variant broken on purpose
-    (broken.schema.json) as the other shape a run may have."""
+    (broken.schema.json) as the other shape a run may have; its list of variants is the kernel's
+    (scripts/schema_variants.py)."""
     folder = Path(__file__).resolve().parent / "schemas"
-    schema = json.loads((folder / f"{name}.schema.json").read_text())
+    schema = schema_variants.fill(json.loads((folder / f"{name}.schema.json").read_text()))
     for part in ("counters", "roofline", "launch_occupancy", "broken"):
         shared = json.loads((folder / f"{part}.schema.json").read_text())
         shared.pop("$id", None), shared.pop("$schema", None)
@@ -793,7 +801,7 @@ def gpu_visible() -> bool:
 
 __all__ = [
     "DELIM", "REPO", "SILENCE", "TIMEOUT", "KernelLog", "KernelPair", "Raw", "SpawnedKernel",
-    "assert_busy_idle", "cli", "collect_iopub", "execute", "free_tcp_ports", "get_reply",
+    "assert_busy_idle", "builtin_variants", "cli", "collect_iopub", "execute", "free_tcp_ports", "get_reply",
     "gpu_visible", "kernel_binary", "kernel_children", "load_schema", "magic_doc", "no_message",
     "outputs", "raw_for", "request", "run_cell", "statuses", "streams", "utcnow", "wait_gone",
 ]

@@ -12,21 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import execute, outputs, run_cell
+from conftest import builtin_variants, execute, outputs, run_cell
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULT_MIME = "application/vnd.cudalab.result+json"
 
-VARIANTS = {
-    "matmul": ["cpu", "naive", "naive-bt", "tiled", "tiled-bt", "reg1d", "reg2d", "vec4", "warptile", "fast", "fast64",
-               "swizzle", "async", "async64", "wide", "wmma-tf32", "wmma-fp16", "wmma-bf16", "cublas", "cublas-tf32",
-               "wgmma-tf32"],
-    "histo": ["cpu", "sectioned", "interleaved", "privatized", "warp", "fast", "cub"],
-    "reduce": ["cpu", "divergent", "convergent", "multiblock", "fast", "cub"],
-    "vecadd": ["add", "daxpy"],
-    "stencil": ["naive", "tiled"],
-    "coalesce": ["stride", "row", "col"],
-}
+VARIANTS = {f: builtin_variants(f) for f in ("matmul", "histo", "reduce", "stencil", "coalesce")}
+VARIANTS["vecadd"] = ["add", "daxpy"]           # its operations (--op), each with its source
 # the lecture variants: (family, variant, the kernel's name in the cell's code, its parameters)
 LECTURE = [
     ("matmul", "naive", "const float *A, const float *B, float *C, int m, int n, int k"),
