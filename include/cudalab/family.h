@@ -59,9 +59,11 @@ typedef struct cl_variant {
 #define CL_VARIANT_BLOCK(id, name, impl, launch, teaches, flags, block) block,
 
 /* A backend's implementation of a row, declared weak: a variant this backend lacks is a NULL address
- * there (as CL_BACKEND_WEAK_ does for families). The backend's table lists &prefix##impl for every
- * row in row order, which is enum order, so it is indexed by id. */
-#define CL_VARIANT_WEAK_(type, prefix, impl) extern const type prefix##impl __attribute__((weak));
+ * there (as CL_BACKEND_WEAK_ does for families), resolved when the backend is linked (hidden: nothing
+ * loaded later can stand in). The backend's table lists &prefix##impl for every row in row order,
+ * which is enum order, so it is indexed by id. */
+#define CL_VARIANT_WEAK_(type, prefix, impl) \
+    extern const type prefix##impl __attribute__((weak, visibility("hidden")));
 
 #ifdef __cplusplus
 }

@@ -118,7 +118,8 @@ def kernels() -> dict[str, tuple[str, int, int, int]]:
         src = instance("".join(regions("cuda/matmul_wide.cu", "wide")),
                        "template <bool EDGES>\n__global__ void __launch_bounds__(MMWD_THREADS, 1)\nmm_wide_kernel(",
                        "constexpr bool EDGES = true;", "mywide")
-        out["wide"] = (device_helpers("wide") + SYNC_COPIES + src, (128, 256), 256, 2 * 32 * (132 + 256) * 4)
+        # its helpers: async's (matmul_wide.cu says `like async`)
+        out["wide"] = (device_helpers("async") + SYNC_COPIES + src, (128, 256), 256, 2 * 32 * (132 + 256) * 4)
     return out
 
 
