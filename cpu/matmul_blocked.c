@@ -1,10 +1,10 @@
 /* matmul_blocked.c — the CPU analogues of the register-blocked %matmul kernels
- * (reg1d, reg2d, vec4, warptile, fast, fast64, swizzle, async, async64, wide) and of
- * the tensor-core ones (wmma-tf32, wmma-fp16, wmma-bf16).
+ * (reg1d onwards) and of the tensor-core ones (wmma-*, wgmma-tf32): one
+ * BLOCKED(...) line each, below.
  *
  * One analogue for all of them, shaped by each GPU kernel's launch
- * (cpu_mm_shape): host threads take the kernel's blocks (128×128 or 64×64
- * tiles of C, dealt round-robin), and each steps k in the kernel's slices,
+ * (cpu_mm_shape): host threads take the kernel's blocks (its tiles of C, dealt
+ * round-robin), and each steps k in the kernel's slices,
  * copying the slice of A (transposed, as fast stores it) and of B into local
  * arrays, the shared-memory analogue, then accumulating into an array that
  * plays the registers of all the block's threads. The wmma analogues round A
@@ -19,8 +19,8 @@
 #include "common/cpu_common.h"
 #include "matmul_cpu.h"
 
-#define BLOCKED_BK_MAX 32     /* the deepest slice (wide's 32) */
-#define BLOCKED_MAX 256     /* the widest block tile (wgmma-tf32's 128×256) */
+#define BLOCKED_BK_MAX 32     /* the deepest slice a shape may have */
+#define BLOCKED_MAX 256     /* the widest block tile a shape may have */
 #define BLOCKED_BAND 32     /* rows of a block accumulated at a time */
 
 static uint32_t bits_of(float x)
@@ -128,6 +128,7 @@ static void blocked_run(const cpu_mm_problem *p)
 /* The GPU kernels' launches: block tile, slice, threads and shared memory (cuda/matmul_*.cu), and how
  * the analogue goes about it, in words after "BM×BN blocks dealt to host threads, k in slices of BK". */
 #define BLOCKED(name, bm, bn, bk, threads, smem, round, how)                                            \
+    _Static_assert(bk <= BLOCKED_BK_MAX && bn <= BLOCKED_MAX, #name "'s tile is larger than the arrays"); \
     static const cpu_mm_shape name##_shape = { bm, bn, bk, threads, smem, round };                     \
     const cpu_mm_impl cpu_mm_##name = { #bm "×" #bn " blocks dealt to host threads, k in slices of " #bk how, \
                                         blocked_configure, blocked_run, &name##_shape };
