@@ -41,13 +41,13 @@ extern "C" {
 /* X(id, name, impl, launch, what it teaches, flags, block): one row per traversal (family.h).
  * Each belongs to an experiment: --stride runs `stride`, --layout row|col the
  * layout's own; --variant names it beside students' kernels (by default ours). */
-#define CL_COALESCE_VARIANTS(X)                                                            \
-    X(CL_COALESCE_STRIDE, "stride", stride, "ceil(N/B) blocks of B, one element per thread",       \
-      "thread t copies element (t % m)*s + t/m: neighbours s elements apart", CL_V_BLOCK, 0)  \
-    X(CL_COALESCE_ROW, "row", row, "ceil(R*C/B) blocks of B, one element per thread",           \
-      "row-wise traversal of an R x C row-major matrix: neighbours 1 element apart",       \
-      CL_V_BLOCK, 0)                                                                          \
-    X(CL_COALESCE_COL, "col", col, "ceil(R*C/B) blocks of B, one element per thread",           \
+#define CL_COALESCE_VARIANTS(X)                                                                     \
+    X(CL_COALESCE_STRIDE, "stride", stride, "ceil(N/B) blocks of B, one element per thread",        \
+      "thread t copies element (t % m)*s + t/m: neighbours s elements apart", CL_V_BLOCK, 0)        \
+    X(CL_COALESCE_ROW, "row", row, "ceil(R*C/B) blocks of B, one element per thread",               \
+      "row-wise traversal of an R x C row-major matrix: neighbours 1 element apart",                \
+      CL_V_BLOCK, 0)                                                                                \
+    X(CL_COALESCE_COL, "col", col, "ceil(R*C/B) blocks of B, one element per thread",               \
       "column-wise traversal: neighbours C elements (one row) apart", CL_V_BLOCK, 0)
 
 typedef enum cl_coalesce_variant_id {

@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 /* X(id, name, impl, launch, what it teaches, flags, block): the kernels --run launches (family.h). */
-#define CL_GRID_VARIANTS(X)                                                                    \
+#define CL_GRID_VARIANTS(X)                                                                            \
     X(CL_GRID_MAP, "map", map, "ceil(data / block) blocks in each dimension, one thread per position", \
       "counts how often each element is visited: exactly once, with the bounds check", CL_V_BLOCK, 0)
 

@@ -35,28 +35,28 @@ extern "C" {
  * more loads in flight than 6 of 256, each block with its 32 KiB of lane
  * copies; on an H100 at 2^28 bytes 2946 GB/s against 2812 (88% of the peak
  * against 84%). */
-#define CL_HISTO_VARIANTS(X)                                                                    \
-    X(CL_HISTO_V_cpu, "cpu", cpu, "1 host thread",                                                   \
-      "the sequential loop as taught: one pass, hist[bin(data[i])]++ on the host", CL_V_HOST, 0)  \
-    X(CL_HISTO_V_sectioned, "sectioned", sectioned, "grid x block threads, global atomics",                \
-      "each thread counts a contiguous section of the input: neighbouring threads read "       \
-      "addresses a whole section apart, so no load is coalesced", CL_V_BLOCK, 0)                   \
+#define CL_HISTO_VARIANTS(X)                                                                                 \
+    X(CL_HISTO_V_cpu, "cpu", cpu, "1 host thread",                                                           \
+      "the sequential loop as taught: one pass, hist[bin(data[i])]++ on the host", CL_V_HOST, 0)             \
+    X(CL_HISTO_V_sectioned, "sectioned", sectioned, "grid x block threads, global atomics",                  \
+      "each thread counts a contiguous section of the input: neighbouring threads read "                     \
+      "addresses a whole section apart, so no load is coalesced", CL_V_BLOCK, 0)                             \
     X(CL_HISTO_V_interleaved, "interleaved", interleaved, "grid x block threads, global atomics",            \
-      "thread i reads i, i+stride, ... (grid-stride): a warp reads 32 neighbouring bytes, "     \
-      "coalesced, but every byte is still an atomic on the one global histogram", CL_V_BLOCK, 0)   \
+      "thread i reads i, i+stride, ... (grid-stride): a warp reads 32 neighbouring bytes, "                  \
+      "coalesced, but every byte is still an atomic on the one global histogram", CL_V_BLOCK, 0)             \
     X(CL_HISTO_V_privatized, "privatized", privatized, "grid x block threads, 1 shared histogram per block", \
-      "each block counts into its own histogram in shared memory and merges it into the "       \
-      "global one with one atomic per bin at the end", CL_V_BLOCK, 0)                              \
-    X(CL_HISTO_V_warp, "warp", warp, "16-byte loads, 1 shared histogram per warp, run aggregation",   \
-      "per-warp sub-histograms in shared memory, 16-byte vector loads, and runs of equal "      \
-      "bytes within a thread counted with one atomic (aggregation): helps skewed input",        \
-      CL_V_BLOCK, 0)                                                                               \
-    X(CL_HISTO_V_fast, "fast", fast, "16-byte loads, 32 lane copies per block (conflict-free atomics)", \
-      "every lane of a warp owns a copy of the block's histogram laid out so that lane l "      \
-      "always hits bank l: no bank conflicts and no same-address collisions in a warp, for "    \
-      "any data; 16-byte vector loads, two in flight per thread", CL_V_BLOCK, 1024)                   \
-    X(CL_HISTO_V_cub, "cub", cub, "cub::DeviceHistogram::HistogramEven",                             \
-      "the library reference: cub::DeviceHistogram::HistogramEven, temp storage allocated "     \
+      "each block counts into its own histogram in shared memory and merges it into the "                    \
+      "global one with one atomic per bin at the end", CL_V_BLOCK, 0)                                        \
+    X(CL_HISTO_V_warp, "warp", warp, "16-byte loads, 1 shared histogram per warp, run aggregation",          \
+      "per-warp sub-histograms in shared memory, 16-byte vector loads, and runs of equal "                   \
+      "bytes within a thread counted with one atomic (aggregation): helps skewed input",                     \
+      CL_V_BLOCK, 0)                                                                                         \
+    X(CL_HISTO_V_fast, "fast", fast, "16-byte loads, 32 lane copies per block (conflict-free atomics)",      \
+      "every lane of a warp owns a copy of the block's histogram laid out so that lane l "                   \
+      "always hits bank l: no bank conflicts and no same-address collisions in a warp, for "                 \
+      "any data; 16-byte vector loads, two in flight per thread", CL_V_BLOCK, 1024)                          \
+    X(CL_HISTO_V_cub, "cub", cub, "cub::DeviceHistogram::HistogramEven",                                     \
+      "the library reference: cub::DeviceHistogram::HistogramEven, temp storage allocated "                  \
       "outside the timed region", CL_V_LIBRARY, 0)
 
 enum cl_histo_variant_id { CL_HISTO_VARIANTS(CL_VARIANT_ID) CL_HISTO_NVARIANTS };

@@ -46,22 +46,22 @@ extern "C" {
  * The launch is the same on the CPU backend, whose analogues keep the grid.
  * fast's block: its one wave of 1024-thread blocks read 2^26 floats at 102% of
  * CUB's GB/s on an H100, of 256-thread blocks at 99%. */
-#define CL_REDUCE_VARIANTS(X)                                                              \
-    X(CL_REDUCE_CPU, "cpu", cpu, "1 host thread",                                               \
-      "host loop as taught: one thread, one accumulator (double for float)", CL_V_HOST, 0)    \
-    X(CL_REDUCE_DIVERGENT, "divergent", divergent, "ceil(N/2B) blocks of B + 1 block of 1024",        \
-      "in-block tree, stride doubling, if (t % (2*stride) == 0): warps diverge", CL_V_BLOCK, 0) \
-    X(CL_REDUCE_CONVERGENT, "convergent", convergent, "ceil(N/2B) blocks of B + 1 block of 1024",      \
-      "in-block tree, stride halving from B/2, if (t < stride): active threads packed",    \
-      CL_V_BLOCK, 0)                                                                          \
-    X(CL_REDUCE_MULTIBLOCK, "multiblock", multiblock, "ceil(N/16B) blocks of B + 1 block of 1024",     \
-      "convergent tree after each thread adds 16 elements; a 2nd kernel adds partials",    \
-      CL_V_BLOCK, 0)                                                                          \
-    X(CL_REDUCE_FAST, "fast", fast, "1 wave of B-thread blocks + 1 block of 1024",               \
-      "16-byte grid-stride loads, 4 in flight, warp shuffles (__shfl_down_sync), one "     \
-      "partial per block", CL_V_BLOCK, 1024)                                                     \
-    X(CL_REDUCE_CUB, "cub", cub, "chosen by CUB",                                               \
-      "cub::DeviceReduce::Sum/Max/Min, the library reference (temp storage allocated "   \
+#define CL_REDUCE_VARIANTS(X)                                                                       \
+    X(CL_REDUCE_CPU, "cpu", cpu, "1 host thread",                                                   \
+      "host loop as taught: one thread, one accumulator (double for float)", CL_V_HOST, 0)          \
+    X(CL_REDUCE_DIVERGENT, "divergent", divergent, "ceil(N/2B) blocks of B + 1 block of 1024",      \
+      "in-block tree, stride doubling, if (t % (2*stride) == 0): warps diverge", CL_V_BLOCK, 0)     \
+    X(CL_REDUCE_CONVERGENT, "convergent", convergent, "ceil(N/2B) blocks of B + 1 block of 1024",   \
+      "in-block tree, stride halving from B/2, if (t < stride): active threads packed",             \
+      CL_V_BLOCK, 0)                                                                                \
+    X(CL_REDUCE_MULTIBLOCK, "multiblock", multiblock, "ceil(N/16B) blocks of B + 1 block of 1024",  \
+      "convergent tree after each thread adds 16 elements; a 2nd kernel adds partials",             \
+      CL_V_BLOCK, 0)                                                                                \
+    X(CL_REDUCE_FAST, "fast", fast, "1 wave of B-thread blocks + 1 block of 1024",                  \
+      "16-byte grid-stride loads, 4 in flight, warp shuffles (__shfl_down_sync), one "              \
+      "partial per block", CL_V_BLOCK, 1024)                                                        \
+    X(CL_REDUCE_CUB, "cub", cub, "chosen by CUB",                                                   \
+      "cub::DeviceReduce::Sum/Max/Min, the library reference (temp storage allocated "              \
       "outside the timing)", CL_V_LIBRARY, 0)
 
 typedef enum cl_reduce_variant_id {

@@ -43,14 +43,14 @@ extern "C" {
 
 /* X(id, name, impl, launch, what it teaches, flags, block): one row per variant, in the
  * order `--variant all` runs them (family.h says what is derived from it). */
-#define CL_STENCIL_VARIANTS(X)                                                                 \
+#define CL_STENCIL_VARIANTS(X)                                                                                  \
     X(CL_STENCIL_NAIVE, "naive", naive, "1D: ceil(N/B) blocks of B; 2D: ceil(W/T) x ceil(H/T) blocks of T x T", \
-      "one thread per output reads its 2R+1 (2D: k²) input terms straight from global memory, so " \
-      "every input is loaded 2R+1 (k²) times; the caches absorb part of it, the load "        \
-      "instructions remain", CL_V_BLOCK, 0)                                                       \
-    X(CL_STENCIL_TILED, "tiled", tiled, "as naive, plus (B+2R) or (T+k-1)^2 floats of shared memory", \
-      "the block first copies the inputs its outputs need into shared memory once (1D: "     \
-      "blockDim + 2R floats, its elements plus a halo of R on each side; 2D: a (T+k-1)² tile " \
+      "one thread per output reads its 2R+1 (2D: k²) input terms straight from global memory, so "              \
+      "every input is loaded 2R+1 (k²) times; the caches absorb part of it, the load "                          \
+      "instructions remain", CL_V_BLOCK, 0)                                                                     \
+    X(CL_STENCIL_TILED, "tiled", tiled, "as naive, plus (B+2R) or (T+k-1)^2 floats of shared memory",           \
+      "the block first copies the inputs its outputs need into shared memory once (1D: "                        \
+      "blockDim + 2R floats, its elements plus a halo of R on each side; 2D: a (T+k-1)² tile "                  \
       "for a T x T output tile), __syncthreads, then reads every term from there", CL_V_BLOCK, 0)
 
 typedef enum cl_stencil_variant_id {

@@ -40,11 +40,11 @@ extern "C" {
 
 /* X(id, name, impl, launch, what it teaches, flags, block): one row per operation, the
  * family contract's shape (family.h); --op chooses among them. */
-#define CL_VECADD_OPS(X)                                                                  \
-    X(CL_VECADD_ADD, "add", add, "ceil(N/B) blocks of B, one element per thread",             \
-      "z[i] = x[i] + y[i] in float: 8 bytes in, 4 bytes out per element", CL_V_BLOCK, 0)     \
-    X(CL_VECADD_DAXPY, "daxpy", daxpy, "ceil(N/B) blocks of B, one element per thread",         \
-      "y[i] = a*x[i] + y[i] in double (one fma): 16 bytes in, 8 bytes out per element",   \
+#define CL_VECADD_OPS(X)                                                                            \
+    X(CL_VECADD_ADD, "add", add, "ceil(N/B) blocks of B, one element per thread",                   \
+      "z[i] = x[i] + y[i] in float: 8 bytes in, 4 bytes out per element", CL_V_BLOCK, 0)            \
+    X(CL_VECADD_DAXPY, "daxpy", daxpy, "ceil(N/B) blocks of B, one element per thread",             \
+      "y[i] = a*x[i] + y[i] in double (one fma): 16 bytes in, 8 bytes out per element",             \
       CL_V_BLOCK, 0)
 
 typedef enum cl_vecadd_op { CL_VECADD_OPS(CL_VARIANT_ID) CL_VECADD_NOPS } cl_vecadd_op;
@@ -54,9 +54,9 @@ static const cl_variant cl_vecadd_op_rows[CL_VECADD_NOPS] = {CL_VECADD_OPS(CL_VA
 
 /* X(id, name, impl, launch, what it teaches, flags, block): the family contract's variants
  * (family.h), the kernels --variant chooses; a student's kernel is one more. */
-#define CL_VECADD_VARIANTS(X)                                                             \
+#define CL_VECADD_VARIANTS(X)                                                                             \
     X(CL_VECADD_V_BUILTIN, "builtin", builtin, "ceil(N/B) blocks of B (--block), one element per thread", \
-      "the lecture's vecAddKernel: i = blockIdx.x*blockDim.x + threadIdx.x; if (i < n) ...", \
+      "the lecture's vecAddKernel: i = blockIdx.x*blockDim.x + threadIdx.x; if (i < n) ...",              \
       CL_V_BLOCK, 0)
 
 enum cl_vecadd_variant_id { CL_VECADD_VARIANTS(CL_VARIANT_ID) CL_VECADD_NVARIANTS };
