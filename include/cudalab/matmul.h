@@ -44,8 +44,9 @@ CL_HD float cl_matmul_b(uint64_t seed, uint64_t i)
  * The FP32 ladder climbs one step a row, siboehm/SGEMM_CUDA style: naive,
  * tiled (shared memory), reg1d and reg2d (register blocking), vec4 (float4
  * loads), warptile (a warp owns a sub-tile), fast (double buffering), swizzle
- * (XOR-swizzled shared memory), async (cp.async pipeline). The -bt rows are
- * the lecture's corner turning; the wmma rows its tensor cores. */
+ * (XOR-swizzled shared memory), async (cp.async pipeline), wide (16×8 per
+ * thread in 128×256 tiles). The -bt rows are the lecture's corner turning;
+ * the wmma rows its tensor cores. */
 #define CL_MATMUL_VARIANTS(X)                                                                                   \
     X(CL_MATMUL_V_CPU, "cpu", host, "one host thread, triple loop",                                             \
       "the lecture's MatrixMulOnHost: a row of A times a column of B for each element, "                        \
@@ -100,6 +101,11 @@ CL_HD float cl_matmul_b(uint64_t seed, uint64_t i)
       "per warp, 8×4 per thread, 4 stages of 8 KiB; grid ⌈n/64⌉×⌈m/64⌉; sm_80+",                                \
       "the async kernel with 64×64 tiles: 4× more blocks, for matrices too small to fill the SMs "              \
       "with 128×128 tiles", CL_MATMUL_SM80, 0)                                                                  \
+    X(CL_MATMUL_V_WIDE, "wide", wide, "256 threads per block, a 128×256 tile of C per block, 64×64 per "        \
+      "warp, 16×8 per thread, 2 stages of 48.5 KiB; grid ⌈n/256⌉×⌈m/128⌉; sm_80+",                              \
+      "wider tiles: 16×8 results per thread read a quarter less shared memory per FMA than 8×8, "               \
+      "fragments double-buffered in registers; about 210 registers a thread, one block per SM",                 \
+      CL_MATMUL_SM80, 0)                                                                                        \
     X(CL_MATMUL_V_WMMA_TF32, "wmma-tf32", wmma_tf32, "256 threads per block, a 128×128 tile of C per block, "   \
       "64×32 per warp as 4×2 WMMA fragments of 16×16×8; grid ⌈n/128⌉×⌈m/128⌉; sm_80+",                          \
       "tensor cores through WMMA: A and B rounded to TF32 (10-bit mantissa) as tiles are stored, "              \
