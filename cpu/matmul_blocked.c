@@ -1,10 +1,10 @@
 /* matmul_blocked.c — the CPU analogues of the register-blocked %matmul kernels
- * (reg1d, reg2d, vec4, warptile, fast, fast64, swizzle, async, async64, wide) and of
- * the tensor-core ones (wmma-tf32, wmma-fp16, wmma-bf16).
+ * (reg1d onwards) and of the tensor-core ones (wmma-*, wgmma-tf32): one
+ * BLOCKED(...) line each, below.
  *
  * One analogue for all of them, shaped by each GPU kernel's launch
- * (cpu_mm_shape): host threads take the kernel's blocks (128×128 or 64×64
- * tiles of C, dealt round-robin), and each steps k in the kernel's slices,
+ * (cpu_mm_shape): host threads take the kernel's blocks (its tiles of C, dealt
+ * round-robin), and each steps k in the kernel's slices,
  * copying the slice of A (transposed, as fast stores it) and of B into local
  * arrays, the shared-memory analogue, then accumulating into an array that
  * plays the registers of all the block's threads. The wmma analogues round A
@@ -19,8 +19,8 @@
 #include "common/cpu_common.h"
 #include "matmul_cpu.h"
 
-#define BLOCKED_BK_MAX 32     /* the deepest slice (wide's 32) */
-#define BLOCKED_MAX 256     /* the widest block tile (wgmma-tf32's 128×256) */
+#define BLOCKED_BK_MAX 32     /* the deepest slice a shape may have */
+#define BLOCKED_MAX 256     /* the widest block tile a shape may have */
 #define BLOCKED_BAND 32     /* rows of a block accumulated at a time */
 
 static uint32_t bits_of(float x)
@@ -125,23 +125,31 @@ static void blocked_run(const cpu_mm_problem *p)
     cl_parallel_for(blocks, p->threads, blocked_block, (void *)p);
 }
 
-/* The GPU kernels' launches: block tile, slice, threads and shared memory (cuda/matmul_*.cu). */
-#define BLOCKED(name, bm, bn, bk, threads, smem, round)                                                 \
+/* The GPU kernels' launches: block tile, slice, threads and shared memory (cuda/matmul_*.cu), and how
+ * the analogue goes about it, in words after "BM×BN blocks dealt to host threads, k in slices of BK". */
+#define BLOCKED(name, bm, bn, bk, threads, smem, round, how)                                            \
+    _Static_assert(bk <= BLOCKED_BK_MAX && bn <= BLOCKED_MAX, #name "'s tile is larger than the arrays"); \
     static const cpu_mm_shape name##_shape = { bm, bn, bk, threads, smem, round };                     \
-    const cpu_mm_impl cpu_mm_##name = { blocked_configure, blocked_run, &name##_shape };
-BLOCKED(reg1d, 64, 64, 8, 512, 2 * 64 * 8 * 4, CL_MATMUL_FMT_FP32)
-BLOCKED(reg2d, 128, 128, 8, 256, 2 * 128 * 8 * 4, CL_MATMUL_FMT_FP32)
-BLOCKED(vec4, 128, 128, 8, 256, 2 * 128 * 8 * 4, CL_MATMUL_FMT_FP32)
-BLOCKED(warptile, 128, 128, 16, 256, 16 * (132 + 128) * 4, CL_MATMUL_FMT_FP32)
-BLOCKED(fast, 128, 128, 8, 256, 2 * 8 * (132 + 128) * 4, CL_MATMUL_FMT_FP32)
-BLOCKED(fast64, 64, 64, 8, 64, 2 * 8 * (68 + 64) * 4, CL_MATMUL_FMT_FP32)
-BLOCKED(swizzle, 128, 128, 8, 256, 2 * 8 * (128 + 128) * 4, CL_MATMUL_FMT_FP32)
-BLOCKED(async, 128, 128, 16, 256, 4 * 16 * (128 + 128) * 4, CL_MATMUL_FMT_FP32)
-BLOCKED(async64, 64, 64, 16, 128, 4 * 16 * (64 + 64) * 4, CL_MATMUL_FMT_FP32)
-BLOCKED(wide, 128, 256, 32, 256, 2 * 32 * (132 + 256) * 4, CL_MATMUL_FMT_FP32)
-BLOCKED(wmma_tf32, 128, 128, 16, 256, 2 * (128 * 20 + 16 * 132) * 4, CL_MATMUL_FMT_TF32)
-BLOCKED(wmma_fp16, 128, 128, 16, 256, 2 * (128 * 24 + 16 * 136) * 2, CL_MATMUL_FMT_FP16)
-BLOCKED(wmma_bf16, 128, 128, 16, 256, 2 * (128 * 24 + 16 * 136) * 2, CL_MATMUL_FMT_BF16)
+    const cpu_mm_impl cpu_mm_##name = { #bm "×" #bn " blocks dealt to host threads, k in slices of " #bk how, \
+                                        blocked_configure, blocked_run, &name##_shape };
+#define ACC ", a local accumulator array"
+#define ROUNDED(f) ", A and B rounded to " f " as they are copied: " f " tensor cores' precision"
+BLOCKED(reg1d, 64, 64, 8, 512, 2 * 64 * 8 * 4, CL_MATMUL_FMT_FP32, ACC)
+BLOCKED(reg2d, 128, 128, 8, 256, 2 * 128 * 8 * 4, CL_MATMUL_FMT_FP32, ACC)
+BLOCKED(vec4, 128, 128, 8, 256, 2 * 128 * 8 * 4, CL_MATMUL_FMT_FP32, ACC)
+BLOCKED(warptile, 128, 128, 16, 256, 16 * (132 + 128) * 4, CL_MATMUL_FMT_FP32, ACC)
+BLOCKED(fast, 128, 128, 8, 256, 2 * 8 * (132 + 128) * 4, CL_MATMUL_FMT_FP32, ACC)
+BLOCKED(fast64, 64, 64, 8, 64, 2 * 8 * (68 + 64) * 4, CL_MATMUL_FMT_FP32, ACC)
+BLOCKED(swizzle, 128, 128, 8, 256, 2 * 8 * (128 + 128) * 4, CL_MATMUL_FMT_FP32, ACC)
+BLOCKED(async, 128, 128, 16, 256, 4 * 16 * (128 + 128) * 4, CL_MATMUL_FMT_FP32, ACC)
+BLOCKED(async64, 64, 64, 16, 128, 4 * 16 * (64 + 64) * 4, CL_MATMUL_FMT_FP32, ACC)
+BLOCKED(wide, 128, 256, 32, 256, 2 * 32 * (132 + 256) * 4, CL_MATMUL_FMT_FP32, ACC)
+BLOCKED(wmma_tf32, 128, 128, 16, 256, 2 * (128 * 20 + 16 * 132) * 4, CL_MATMUL_FMT_TF32, ROUNDED("TF32"))
+BLOCKED(wmma_fp16, 128, 128, 16, 256, 2 * (128 * 24 + 16 * 136) * 2, CL_MATMUL_FMT_FP16, ROUNDED("FP16"))
+BLOCKED(wmma_bf16, 128, 128, 16, 256, 2 * (128 * 24 + 16 * 136) * 2, CL_MATMUL_FMT_BF16, ROUNDED("BF16"))
 /* Hopper's 128×256 tiles: 4 stages of 32-deep slices of A and Bᵀ on the GPU (matmul_wgmma.cu) */
-BLOCKED(wgmma_tf32, 128, 256, 16, 384, 4 * 32 * (128 + 256) * 4, CL_MATMUL_FMT_TF32)
+BLOCKED(wgmma_tf32, 128, 256, 16, 384, 4 * 32 * (128 + 256) * 4, CL_MATMUL_FMT_TF32,
+        " copied to local arrays rounded to TF32 (10-bit mantissa), float products and sums")
+#undef ROUNDED
+#undef ACC
 #undef BLOCKED

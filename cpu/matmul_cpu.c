@@ -18,60 +18,14 @@
 
 /* ---- what runs each variant of the contract (matmul.h), by id ---- */
 
-/* How the CPU backend runs a variant: its analogue, and that analogue in words
- * (the contract's launch is the GPU's). */
-static const struct cpu_mm_row {
-    const char *config;
-    const cpu_mm_impl *impl;
-} cpu_rows[CL_MATMUL_NVARIANTS] = {
-    [CL_MATMUL_V_CPU] = {"one host thread, triple loop", &cpu_mm_host},
-    [CL_MATMUL_V_NAIVE] = {"16×16 blocks of C dealt to host threads, one dot product per element",
-                           &cpu_mm_naive},
-    [CL_MATMUL_V_NAIVE_BT] = {"16×16 blocks of C dealt to host threads, one dot product per element, B read "
-                              "from Bᵀ", &cpu_mm_naive_bt},
-    [CL_MATMUL_V_TILED] = {"TILE×TILE blocks dealt to host threads; tiles of A and B copied to local "
-                           "arrays", &cpu_mm_tiled},
-    [CL_MATMUL_V_TILED_BT] = {"TILE×TILE blocks dealt to host threads; tiles of A and of Bᵀ (transposed) "
-                              "copied to local arrays", &cpu_mm_tiled_bt},
-    [CL_MATMUL_V_REG1D] = {"64×64 blocks dealt to host threads, k in slices of 8, a local accumulator "
-                           "array", &cpu_mm_reg1d},
-    [CL_MATMUL_V_REG2D] = {"128×128 blocks dealt to host threads, k in slices of 8, a local accumulator "
-                           "array", &cpu_mm_reg2d},
-    [CL_MATMUL_V_VEC4] = {"128×128 blocks dealt to host threads, k in slices of 8, a local accumulator "
-                          "array", &cpu_mm_vec4},
-    [CL_MATMUL_V_WARPTILE] = {"128×128 blocks dealt to host threads, k in slices of 16, a local accumulator "
-                              "array", &cpu_mm_warptile},
-    [CL_MATMUL_V_FAST] = {"128×128 blocks dealt to host threads, k in slices of 8, a local accumulator "
-                          "array", &cpu_mm_fast},
-    [CL_MATMUL_V_FAST64] = {"64×64 blocks dealt to host threads, k in slices of 8, a local accumulator "
-                            "array", &cpu_mm_fast64},
-    [CL_MATMUL_V_SWIZZLE] = {"128×128 blocks dealt to host threads, k in slices of 8, a local accumulator "
-                             "array", &cpu_mm_swizzle},
-    [CL_MATMUL_V_ASYNC] = {"128×128 blocks dealt to host threads, k in slices of 16, a local accumulator "
-                           "array", &cpu_mm_async},
-    [CL_MATMUL_V_ASYNC64] = {"64×64 blocks dealt to host threads, k in slices of 16, a local accumulator "
-                             "array", &cpu_mm_async64},
-    [CL_MATMUL_V_WIDE] = {"128×256 blocks dealt to host threads, k in slices of 32, a local accumulator "
-                          "array", &cpu_mm_wide},
-    [CL_MATMUL_V_WMMA_TF32] = {"128×128 blocks dealt to host threads, k in slices of 16, A and B rounded to TF32 "
-                               "as they are copied: TF32 tensor cores' precision",
-                               &cpu_mm_wmma_tf32},
-    [CL_MATMUL_V_WMMA_FP16] = {"128×128 blocks dealt to host threads, k in slices of 16, A and B rounded to FP16 "
-                               "as they are copied: FP16 tensor cores' precision",
-                               &cpu_mm_wmma_fp16},
-    [CL_MATMUL_V_WMMA_BF16] = {"128×128 blocks dealt to host threads, k in slices of 16, A and B rounded to BF16 "
-                               "as they are copied: BF16 tensor cores' precision",
-                               &cpu_mm_wmma_bf16},
-    [CL_MATMUL_V_CUBLAS] = {"the system's BLAS (cblas_sgemm, FP32) standing in for cuBLAS", &cpu_mm_blas},
-    [CL_MATMUL_V_CUBLAS_TF32] = {"the system's BLAS (cblas_sgemm, FP32) standing in for cuBLAS TF32: a CPU has "
-                                 "no TF32", &cpu_mm_blas},
-    [CL_MATMUL_V_WGMMA_TF32] = {"128×256 blocks dealt to host threads, k in slices of 16 copied to local arrays "
-                                "rounded to TF32 (10-bit mantissa), float products and sums", &cpu_mm_wgmma_tf32},
-};
+/* One analogue a row, in row (= id) order; NULL where this backend has none. */
+#define CPU_MM_IMPL_(id, name, impl, ...) &cpu_mm_##impl,
+static const cpu_mm_impl *const cpu_impls[CL_MATMUL_NVARIANTS] = {CL_MATMUL_VARIANTS(CPU_MM_IMPL_)};
+#undef CPU_MM_IMPL_
 
 static bool cpu_matmul_has(int v)
 {
-    return v >= 0 && v < CL_MATMUL_NVARIANTS && cpu_rows[v].impl;
+    return v >= 0 && v < CL_MATMUL_NVARIANTS && cpu_impls[v];
 }
 
 /* ---- a student's kernel, on the CPU runner ---- */
@@ -146,7 +100,7 @@ static int cpu_matmul_run(int id, const cl_matmul_args *a, cl_matmul_result *out
     }
     const cl_variant *v = &cl_matmul_variants[id];
     if (a->m < 1 || a->n < 1 || a->k < 1 || a->reps < 0 || a->reps > CL_MAX_REPS || a->warmup < 0 ||
-        ((v->flags & CL_V_TILE) && (a->tile < 1 || a->tile > 32))) {
+        ((v->flags & CL_V_TILE) && (a->tile < 1 || a->tile > CL_MATMUL_TILE_MAX))) {
         snprintf(err, CL_ERR_LEN, "invalid matmul arguments (m=%d n=%d k=%d tile=%d reps=%d)",
                  a->m, a->n, a->k, a->tile, a->reps);
         return -1;
@@ -163,8 +117,8 @@ static int cpu_matmul_run(int id, const cl_matmul_args *a, cl_matmul_result *out
     for (size_t i = 0; i < nc; i++)
         c[i] = NAN;                 /* an element no run writes fails the check */
 
-    const cpu_mm_impl *impl = cpu_rows[id].impl;
-    snprintf(out->config, sizeof out->config, "%s", cpu_rows[id].config);
+    const cpu_mm_impl *impl = cpu_impls[id];
+    snprintf(out->config, sizeof out->config, "%s", impl->config);
     /* the host loop accumulates in double; the BLAS and the wmma analogues say their own (configure) */
     snprintf(out->precision, sizeof out->precision, "%s", v->flags & CL_V_HOST ? "fp64" : "fp32");
     cpu_mm_problem p = { buf, buf + na, c, a->m, a->n, a->k, a->tile,

@@ -25,6 +25,7 @@ typedef struct cpu_mm_problem {
 } cpu_mm_problem;
 
 typedef struct cpu_mm_impl {
+    const char *config;             /* the analogue in words (the contract's launch is the GPU's) */
     /* Fills out->launch, out->global_loads and out->impl, and out->precision
      * where it is not the variant's (no timing). */
     void (*configure)(const cpu_mm_problem *p, cl_matmul_result *out);
@@ -32,11 +33,12 @@ typedef struct cpu_mm_impl {
     const cpu_mm_shape *shape;      /* the GPU kernel's launch, for the blocked analogues */
 } cpu_mm_impl;
 
-extern const cpu_mm_impl cpu_mm_host, cpu_mm_naive, cpu_mm_naive_bt, cpu_mm_tiled, cpu_mm_tiled_bt, cpu_mm_blas;
-/* Block tiles with an accumulator array, one per register-blocked GPU variant (matmul_blocked.c). */
-extern const cpu_mm_impl cpu_mm_reg1d, cpu_mm_reg2d, cpu_mm_vec4, cpu_mm_warptile, cpu_mm_fast, cpu_mm_fast64,
-    cpu_mm_swizzle, cpu_mm_async, cpu_mm_async64, cpu_mm_wide, cpu_mm_wmma_tf32, cpu_mm_wmma_fp16, cpu_mm_wmma_bf16,
-    cpu_mm_wgmma_tf32;
+/* Each row's analogue, cpu_mm_<impl> (the row's impl, matmul.h): in matmul_kernels.c, or a block tile
+ * with an accumulator array in matmul_blocked.c for the register-blocked and tensor-core kernels;
+ * weak, so a row without one is NULL here. */
+#define CPU_MM_WEAK_(id, name, impl, ...) CL_VARIANT_WEAK_(cpu_mm_impl, cpu_mm_, impl)
+CL_MATMUL_VARIANTS(CPU_MM_WEAK_)
+#undef CPU_MM_WEAK_
 
 static inline int cpu_mm_cdiv(int a, int b)
 {

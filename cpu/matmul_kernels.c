@@ -29,7 +29,7 @@
 #include "matmul_cpu.h"
 
 #define NAIVE_BLOCK 16
-#define MAX_TILE 32
+#define MAX_TILE CL_MATMUL_TILE_MAX
 
 /* ---- cpu: MatrixMulOnHost ---- */
 
@@ -59,7 +59,7 @@ static void host_run(const cpu_mm_problem *p)
 }
 /* show-source: end */
 
-const cpu_mm_impl cpu_mm_host = { host_configure, host_run, NULL };
+const cpu_mm_impl cpu_mm_host = { "one host thread, triple loop", host_configure, host_run, NULL };
 
 /* ---- naive: one dot product per element, 16×16 blocks ---- */
 
@@ -102,7 +102,8 @@ static void naive_run(const cpu_mm_problem *p)
     cl_parallel_for(blocks, p->threads, naive_block, (void *)p);
 }
 
-const cpu_mm_impl cpu_mm_naive = { naive_configure, naive_run, NULL };
+const cpu_mm_impl cpu_mm_naive = { "16×16 blocks of C dealt to host threads, one dot product per element",
+                                    naive_configure, naive_run, NULL };
 
 /* naive-bt: the same blocks, the column of B each "thread" reads now a row of
  * Bᵀ, k floats from its neighbour's: the GPU's uncoalesced walk. Each element
@@ -130,7 +131,8 @@ static void naive_bt_run(const cpu_mm_problem *p)
     cl_parallel_for(blocks, p->threads, naive_bt_block, (void *)p);
 }
 
-const cpu_mm_impl cpu_mm_naive_bt = { naive_configure, naive_bt_run, NULL };
+const cpu_mm_impl cpu_mm_naive_bt = { "16×16 blocks of C dealt to host threads, one dot product per element, B read "
+                                       "from Bᵀ", naive_configure, naive_bt_run, NULL };
 
 /* ---- tiled: TILE×TILE tiles of A and B in local arrays ---- */
 
@@ -264,8 +266,10 @@ static void tiled_bt_run(const cpu_mm_problem *p)
     tiled_run_of(p, true);
 }
 
-const cpu_mm_impl cpu_mm_tiled = { tiled_configure, tiled_run, NULL };
-const cpu_mm_impl cpu_mm_tiled_bt = { tiled_bt_configure, tiled_bt_run, NULL };
+const cpu_mm_impl cpu_mm_tiled = { "TILE×TILE blocks dealt to host threads; tiles of A and B copied to local arrays",
+                                    tiled_configure, tiled_run, NULL };
+const cpu_mm_impl cpu_mm_tiled_bt = { "TILE×TILE blocks dealt to host threads; tiles of A and of Bᵀ (transposed) "
+                                      "copied to local arrays", tiled_bt_configure, tiled_bt_run, NULL };
 
 /* ---- the reference where there is no BLAS: double accumulation, one row of C per task ---- */
 
@@ -386,4 +390,8 @@ static void blas_run(const cpu_mm_problem *p)
                p->c, p->n);
 }
 
-const cpu_mm_impl cpu_mm_blas = { blas_configure, blas_run, NULL };
+/* cuBLAS's rows, FP32 and TF32: the same BLAS call, which a CPU can only make in FP32 */
+const cpu_mm_impl cpu_mm_cublas = { "the system's BLAS (cblas_sgemm, FP32) standing in for cuBLAS", blas_configure,
+                                    blas_run, NULL };
+const cpu_mm_impl cpu_mm_cublas_tf32 = { "the system's BLAS (cblas_sgemm, FP32) standing in for cuBLAS TF32: a CPU "
+                                         "has no TF32", blas_configure, blas_run, NULL };

@@ -7,7 +7,7 @@
  * walks the counters and counts elements seen 0, 1 and more than once. Each
  * rep: counters zeroed and the L2 flushed outside the events, then the
  * mapping alone is timed. %occupancy reaches the mapping kernel as grid.map
- * through cl_grid_map_kernel_ptr.
+ * through cl_grid_kernel_ptr.
  *
  * A student's picture kernel (a->student) runs on a picture of the data's
  * shape generated on the device, on the same grid unless its --grid says
@@ -26,6 +26,7 @@
 
 #include "common.h"
 #include "cudalab/grid.h"
+#include "cudalab/occupancy.h"
 #include "student_cuda.h"
 
 __global__ void cl_grid_map_kernel(unsigned *count, unsigned long long *idle, long long w, long long h,
@@ -63,9 +64,11 @@ __global__ void cl_grid_tally_kernel(const unsigned *count, unsigned long long n
         atomicAdd(&out[2], many);
 }
 
-extern "C" const void *cl_grid_map_kernel_ptr(void)
+/* For %occupancy --kernel (occupancy.h): the mapping kernel, which needs no dynamic shared memory. */
+extern "C" const void *cl_grid_kernel_ptr(int variant, int instance, int threads, size_t *dyn)
 {
-    return (const void *)cl_grid_map_kernel;
+    *dyn = 0;
+    return variant == CL_GRID_MAP ? (const void *)cl_grid_map_kernel : NULL;
 }
 
 typedef struct grid_state {

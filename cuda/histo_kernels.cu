@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "cudalab/occupancy.h"
 #include "histo_cuda.h"
 
 #define WARP 32
@@ -269,9 +270,9 @@ static kernel_info kernel_for(int variant, int mode, int nbins, int block)
     }
 }
 
-/* For %occupancy --kernel: a variant's kernel on byte bins, and its dynamic
+/* For %occupancy --kernel (occupancy.h): a variant's kernel on byte bins, and its dynamic
  * shared memory for a block of `block` threads. */
-extern "C" const void *cl_histo_kernel_ptr(int variant, int block, size_t *dyn)
+extern "C" const void *cl_histo_kernel_ptr(int variant, int instance, int block, size_t *dyn)
 {
     kernel_info k = kernel_for(variant, CL_HISTO_BYTES, CL_HISTO_MAX_BINS, block);
     *dyn = k.smem;

@@ -1,8 +1,9 @@
 /* matmul.cu — the CUDA backend's %matmul: the variant table and the runner
  * that every variant shares.
  *
- * The variants are the contract's rows (matmul.h); cuda_impl says what runs
- * each. The runner refuses a CL_MATMUL_SM80 variant on an older device and
+ * The variants are the contract's rows (matmul.h); each names its
+ * implementation (mm_gpu_<impl>, matmul_cuda.h), and cuda_impls is generated
+ * from them. The runner refuses a CL_MATMUL_SM80 variant on an older device and
  * describes the launch first (so a grid too large for the device is refused
  * before any allocation), allocates A, B, C, an L2-flush buffer and the scratch
  * memory a variant asks for, generates A and B on the device from the seed (Bᵀ
@@ -25,33 +26,17 @@
 
 /* ---- what runs each variant of the contract (matmul.h), by id ---- */
 
-/* (a switch: C++ has no designated array initializers) */
+/* One entry a row, in row (= id) order; NULL where this backend has none (the host loop, CL_V_HOST,
+ * runs on the CPU backend). */
+#define MM_GPU_IMPL_(id, name, impl, ...) &mm_gpu_##impl,
+static const mm_gpu_impl *const cuda_impls[CL_MATMUL_NVARIANTS] = {CL_MATMUL_VARIANTS(MM_GPU_IMPL_)};
+#undef MM_GPU_IMPL_
+
 static const mm_gpu_impl *cuda_impl(int v)
 {
-    switch (v) {
-    case CL_VARIANT_STUDENT: return &mm_gpu_student;
-    case CL_MATMUL_V_NAIVE: return &mm_gpu_naive;
-    case CL_MATMUL_V_NAIVE_BT: return &mm_gpu_naive_bt;
-    case CL_MATMUL_V_TILED: return &mm_gpu_tiled;
-    case CL_MATMUL_V_TILED_BT: return &mm_gpu_tiled_bt;
-    case CL_MATMUL_V_REG1D: return &mm_gpu_reg1d;
-    case CL_MATMUL_V_REG2D: return &mm_gpu_reg2d;
-    case CL_MATMUL_V_VEC4: return &mm_gpu_vec4;
-    case CL_MATMUL_V_WARPTILE: return &mm_gpu_warptile;
-    case CL_MATMUL_V_FAST: return &mm_gpu_fast;
-    case CL_MATMUL_V_FAST64: return &mm_gpu_fast64;
-    case CL_MATMUL_V_SWIZZLE: return &mm_gpu_swizzle;
-    case CL_MATMUL_V_ASYNC: return &mm_gpu_async;
-    case CL_MATMUL_V_ASYNC64: return &mm_gpu_async64;
-    case CL_MATMUL_V_WIDE: return &mm_gpu_wide;
-    case CL_MATMUL_V_WMMA_TF32: return &mm_gpu_wmma_tf32;
-    case CL_MATMUL_V_WMMA_FP16: return &mm_gpu_wmma_fp16;
-    case CL_MATMUL_V_WMMA_BF16: return &mm_gpu_wmma_bf16;
-    case CL_MATMUL_V_CUBLAS: return &mm_gpu_cublas;
-    case CL_MATMUL_V_CUBLAS_TF32: return &mm_gpu_cublas_tf32;
-    case CL_MATMUL_V_WGMMA_TF32: return &mm_gpu_wgmma_tf32;
-    default: return NULL;           /* the host loop (CL_V_HOST) runs on the CPU backend */
-    }
+    if (v == CL_VARIANT_STUDENT)
+        return &mm_gpu_student;
+    return v >= 0 && v < CL_MATMUL_NVARIANTS ? cuda_impls[v] : NULL;
 }
 
 static bool cuda_matmul_has(int v)

@@ -1,6 +1,6 @@
 /* matmul_cuda.h — private to cuda/matmul*.cu: how the runner in
  * matmul.cu sees one variant. Each kernel file defines one mm_gpu_impl per
- * variant: prepare() describes the launch for a problem (grid, block, shared
+ * variant, named by its row (mm_gpu_<impl>): prepare() describes the launch for a problem (grid, block, shared
  * memory and registers from cudaFuncGetAttributes, the traffic model) without
  * touching device memory, and launch() enqueues the kernel(s). A variant that
  * needs a buffer of its own (wgmma-tf32's Bᵀ) says how large in scratch().
@@ -55,13 +55,12 @@ int mm_dynamic_smem(const void *func, int bytes, char *err);
  * 0, or -1 with err set. */
 int mm_reference(const mm_problem *p, char *err);
 
-extern const mm_gpu_impl mm_gpu_student, mm_gpu_naive, mm_gpu_tiled, mm_gpu_fast, mm_gpu_fast64, mm_gpu_cublas,
-    mm_gpu_cublas_tf32, mm_gpu_wgmma_tf32;
-extern const mm_gpu_impl mm_gpu_naive_bt, mm_gpu_tiled_bt;                       /* matmul_corner.cu */
-extern const mm_gpu_impl mm_gpu_reg1d, mm_gpu_reg2d, mm_gpu_vec4;                /* matmul_regblock.cu */
-extern const mm_gpu_impl mm_gpu_warptile;                                        /* matmul_warptile.cu */
-extern const mm_gpu_impl mm_gpu_swizzle, mm_gpu_async, mm_gpu_async64;           /* matmul_async.cu */
-extern const mm_gpu_impl mm_gpu_wide;                                            /* matmul_wide.cu */
-extern const mm_gpu_impl mm_gpu_wmma_tf32, mm_gpu_wmma_fp16, mm_gpu_wmma_bf16;   /* matmul_wmma.cu */
+/* Each row's implementation, mm_gpu_<impl> (the row's impl, matmul.h), defined in its kernel file;
+ * weak, so a row without one (the host loop) is NULL here. */
+#define MM_GPU_WEAK_(id, name, impl, ...) CL_VARIANT_WEAK_(mm_gpu_impl, mm_gpu_, impl)
+CL_MATMUL_VARIANTS(MM_GPU_WEAK_)
+#undef MM_GPU_WEAK_
+/* A student's kernel (CL_VARIANT_STUDENT), in matmul.cu. */
+extern const mm_gpu_impl mm_gpu_student;
 
 #endif

@@ -1,5 +1,6 @@
 /* matmul_device.h — private to cuda/matmul*.cu: the device helpers the
- * register-blocked kernels share (vec4, warptile, fast, swizzle, async, wide):
+ * register-blocked kernels share (vec4, warptile, fast, swizzle, async, and
+ * those whose show-source says they are like one of them):
  * four floats of a row in or out of global memory, or copied into shared
  * memory by cp.async, zeros outside the matrix, one 16-byte access where the
  * rows are 16-byte aligned and four scalar ones where they are not (k or n not
@@ -33,7 +34,7 @@ __device__ __forceinline__ float4 mm_load4(const float *__restrict__ M, int rows
 }
 /* show-source: end */
 
-/* show-source: matmul fast,fast64,vec4,warptile,swizzle,async,async64,wide */
+/* show-source: matmul fast,fast64,vec4,warptile,swizzle,async,async64 */
 __device__ __forceinline__ void mm_store4(float *__restrict__ C, int m, int n, int row, int col,
                                           float4 v, bool vec)
 {
@@ -51,7 +52,7 @@ __device__ __forceinline__ void mm_store4(float *__restrict__ C, int m, int n, i
 }
 /* show-source: end */
 
-/* show-source: matmul async,async64,wide */
+/* show-source: matmul async,async64 */
 /* Four floats of row `row` of a rows×cols matrix from column col into shared
  * memory at dst, without registers: one 16-byte cp.async (L2 only: .cg) where
  * rows are 16-byte aligned, else four 4-byte ones; a source size of 0 bytes

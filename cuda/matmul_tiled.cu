@@ -6,6 +6,7 @@
  */
 #include <stdio.h>
 
+#include "cudalab/occupancy.h"
 #include "matmul_cuda.h"
 
 #define NAIVE_BLOCK 16
@@ -108,10 +109,11 @@ static int tiled_launch(const mm_problem *p, char *err)
     return mm_launched("mm_tiled_kernel", err);
 }
 
-/* For %occupancy --kernel: the lecture kernels, by the contract's id (and
- * TILE_WIDTH for the tiled one); NULL for another. */
-extern "C" const void *cl_mm_kernel_ptr(int variant, int tile)
+/* For %occupancy --kernel (occupancy.h): the lecture kernels, by the contract's id (and
+ * TILE_WIDTH for the tiled one), with static shared memory only; NULL for another. */
+extern "C" const void *cl_matmul_kernel_ptr(int variant, int tile, int threads, size_t *dyn)
 {
+    *dyn = 0;
     if (variant == CL_MATMUL_V_NAIVE)
         return (const void *)mm_naive_kernel;
     if (variant == CL_MATMUL_V_TILED)

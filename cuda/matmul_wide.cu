@@ -42,6 +42,7 @@
 #include "matmul_cuda.h"
 #include "matmul_device.h"
 
+/* show-source: matmul wide like async */
 /* show-source: matmul wide */
 #define MMWD_BM 128                 /* rows of C per block */
 #define MMWD_BN 256                 /* columns of C per block */

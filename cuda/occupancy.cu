@@ -2,11 +2,9 @@
  * and cudaOccupancyMaxActiveBlocksPerMultiprocessor for our real kernels,
  * behind cl_cuda_occupancy_ops.
  *
- * The reduction kernels are templates in reduce_device.h, so this file
- * instantiates the float-sum ones itself (the same source and flags give the
- * same registers as reduce_kernels.cu's). The %grid mapping kernel comes from
- * grid.cu through cl_grid_map_kernel_ptr, the matmul and histogram kernels
- * through the accessors in matmul_tiled.cu and histo_kernels.cu.
+ * Each kernel comes from its family's CUDA code (cl_<family>_kernel_ptr,
+ * occupancy.h), by its row's id: grid.cu, matmul_tiled.cu, histo_kernels.cu
+ * and reduce_kernels.cu, whose kernel maps are the ones their runners use.
  */
 #include <cuda_runtime.h>
 
@@ -14,54 +12,22 @@
 #include <string.h>
 
 #include "common.h"
-#include "cudalab/histo.h"
-#include "cudalab/matmul.h"
 #include "cudalab/occupancy.h"
-#include "reduce_device.h"
 
-extern "C" const void *cl_grid_map_kernel_ptr(void);
-extern "C" const void *cl_mm_kernel_ptr(int variant, int tile);
-extern "C" const void *cl_histo_kernel_ptr(int variant, int block, size_t *dyn);
-
-typedef rop<float, float, CL_REDUCE_SUM> occ_sum;
-
-/* The function and its dynamic shared memory for a block of `threads`. */
+/* The function and its dynamic shared memory for a block of `threads`, from its family's CUDA code. */
 static const void *kernel_of(int k, int threads, size_t *dyn)
 {
     *dyn = 0;
     switch (k) {
-    case CL_OCC_REDUCE_DIVERGENT:
-        *dyn = (size_t)threads * sizeof(float);
-        return (const void *)reduce_tree_kernel<occ_sum, TREE_DIVERGENT>;
-    case CL_OCC_REDUCE_CONVERGENT:
-        *dyn = (size_t)threads * sizeof(float);
-        return (const void *)reduce_tree_kernel<occ_sum, TREE_CONVERGENT>;
-    case CL_OCC_REDUCE_MULTIBLOCK:
-        *dyn = (size_t)threads * sizeof(float);
-        return (const void *)reduce_multiblock_kernel<occ_sum>;
-    case CL_OCC_REDUCE_FAST:
-        return (const void *)reduce_fast_kernel<occ_sum>;
-    case CL_OCC_REDUCE_FINAL:
-        return (const void *)reduce_final_kernel<occ_sum, FINAL_SHUFFLE>;
-    case CL_OCC_GRID_MAP:
-        return cl_grid_map_kernel_ptr();
-    case CL_OCC_MATMUL_NAIVE:
-        return cl_mm_kernel_ptr(CL_MATMUL_V_NAIVE, 0);
-    case CL_OCC_MATMUL_TILED16:
-        return cl_mm_kernel_ptr(CL_MATMUL_V_TILED, 16);
-    case CL_OCC_MATMUL_TILED32:
-        return cl_mm_kernel_ptr(CL_MATMUL_V_TILED, 32);
-    case CL_OCC_HISTO_PRIVATIZED:
-        return cl_histo_kernel_ptr(CL_HISTO_V_privatized, threads, dyn);
-    case CL_OCC_HISTO_WARP:
-        return cl_histo_kernel_ptr(CL_HISTO_V_warp, threads, dyn);
-    case CL_OCC_HISTO_FAST:
-        return cl_histo_kernel_ptr(CL_HISTO_V_fast, threads, dyn);
+#define OCC_CASE_(id, name, threads_, family, variant, instance, what) \
+    case id: return cl_##family##_kernel_ptr(variant, instance, threads, dyn);
+    CL_OCC_KERNELS(OCC_CASE_)
+#undef OCC_CASE_
     }
     return NULL;
 }
 
-#define OCC_WHAT_(id, name, threads, what) what,
+#define OCC_WHAT_(id, name, threads, family, variant, instance, what) what,
 static const char *const occ_what[] = {CL_OCC_KERNELS(OCC_WHAT_)};
 #undef OCC_WHAT_
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "common.h"
+#include "cudalab/occupancy.h"
 #include "reduce_device.h"
 #include "reduce_kernels.h"
 
@@ -76,6 +77,16 @@ struct kernels {
         }
     }
 };
+
+/* For %occupancy --kernel (occupancy.h): the float-sum instance of a variant's first pass, or with
+ * instance 1 of its second, and its dynamic shared memory for a block of `threads`. */
+extern "C" const void *cl_reduce_kernel_ptr(int variant, int instance, int threads, size_t *dyn)
+{
+    const char *name;
+    *dyn = instance ? cl_reduce_final_smem_dynamic(variant, sizeof(float))
+                    : cl_reduce_smem_dynamic(variant, threads, sizeof(float));
+    return instance ? kernels<f_sum>::final(variant, &name) : kernels<f_sum>::first(variant, &name);
+}
 
 /* ---- plans ---- */
 

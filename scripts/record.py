@@ -49,8 +49,9 @@ def backend(binary: Path) -> tuple[str, str]:
     return doc.get("backend", "?"), devices[0].get("name", "?")
 
 
-def validate(path: Path) -> list[str]:
-    """What is wrong with the recorded file PATH against the current schemas ([] when nothing)."""
+def validate(path: Path, binary: Path | None = None) -> list[str]:
+    """What is wrong with the recorded file PATH against the current schemas ([] when nothing), their
+    lists of variants those of the kernel BINARY (default: $CUDALAB_BIN or build/bin/cudalab)."""
     import jsonschema
     problems = []
     doc = json.loads(path.read_text())
@@ -64,7 +65,7 @@ def validate(path: Path) -> list[str]:
             schema = SCHEMAS / f"{d['magic']}.schema.json" if d else None
             if schema and schema.exists():
                 try:
-                    jsonschema.validate(d, load_schema(d["magic"]))
+                    jsonschema.validate(d, load_schema(d["magic"], binary))
                 except jsonschema.ValidationError as e:
                     problems.append(f"{path.name}: {c['key']!r}: {e.message}")
     return problems
@@ -115,7 +116,7 @@ def main() -> int:
                 problems.append(f"{path.name}: no {target} was written (does its first cell say %recorded "
                                 f"{path.stem}?)")
                 continue
-            problems += validate(target)
+            problems += validate(target, binary)
             backend_of = json.loads(target.read_text())["device"].get("backend")
             if backend_of != "cuda" and not args.allow_cpu:
                 problems.append(f"{target.name}: recorded on the {backend_of} backend, not on a GPU")

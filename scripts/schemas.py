@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import schema_variants
+
 SCHEMAS = Path(__file__).resolve().parents[1] / "tests" / "schemas"
 
 # part file -> its name in a family schema's $defs
@@ -13,14 +15,15 @@ SHARED = {"counters": "counters", "roofline": "roofline", "launch_occupancy": "l
           "broken": "broken", "check": "check_doc"}
 
 
-def load_schema(name: str) -> dict:
+def load_schema(name: str, binary: Path | None = None) -> dict:
     """tests/schemas/NAME.schema.json, with what every family's runs share in its $defs: `counters`
     (counters.schema.json, a run's --counters), `roofline` (roofline.schema.json, a run's --roofline,
     the document's roofs in its own $defs), `launch_occupancy` (launch_occupancy.schema.json, its
     launch.occupancy under --launch), `check_doc` (check.schema.json, the check every family's runs
     carry), and a stopped run of a variant broken on purpose (broken.schema.json) as the other shape a
-    run may have."""
-    schema = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
+    run may have; its lists of variants are the kernel's (BINARY, else the one under test:
+    scripts/schema_variants.py)."""
+    schema = schema_variants.fill(json.loads((SCHEMAS / f"{name}.schema.json").read_text()), binary)
     for part, key in SHARED.items():
         shared = json.loads((SCHEMAS / f"{part}.schema.json").read_text())
         shared.pop("$id", None), shared.pop("$schema", None)

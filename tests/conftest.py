@@ -46,6 +46,7 @@ from jupyter_client import BlockingKernelClient, KernelManager
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
+import schema_variants  # noqa: E402  (the schemas' lists of variants, and the kernel under test)
 from schemas import load_schema  # noqa: E402  (scripts/schemas.py: one loader for tests and record.py)
 
 KERNELSPEC_TEMPLATE = REPO / "share" / "jupyter" / "kernelspecs" / "cudalab" / "kernel.json"
@@ -72,9 +73,7 @@ _raise_file_limit()
 
 def kernel_binary() -> Path:
     """The kernel under test: $CUDALAB_BIN (relative to the repo root if not absolute) or build/bin/cudalab."""
-    env = os.environ.get("CUDALAB_BIN")
-    path = Path(env) if env else Path("build/bin/cudalab")
-    return path if path.is_absolute() else REPO / path
+    return schema_variants.kernel_binary()
 
 
 # ---------------------------------------------------------------- pytest configuration
@@ -801,6 +800,12 @@ def magic_doc(magic: str, cell: str, schema: dict, env: dict[str, str] | None = 
     return found[0]
 
 
+def builtin_variants(family: str, broken: bool = False) -> list[str]:
+    """FAMILY's built-in variants as the kernel under test lists them (%help FAMILY), in row order: those
+    `--variant all` runs, or with broken=True those broken on purpose."""
+    return [v["name"] for v in schema_variants.help_variants(family, str(kernel_binary())) if v["broken"] == broken]
+
+
 def gpu_visible() -> bool:
     """Whether this machine shows an NVIDIA device node (a hint, not a promise that CUDA works)."""
     return any(Path("/dev").glob("nvidia[0-9]*"))
@@ -808,7 +813,7 @@ def gpu_visible() -> bool:
 
 __all__ = [
     "DELIM", "REPO", "SILENCE", "TIMEOUT", "KernelLog", "KernelPair", "Raw", "SpawnedKernel",
-    "assert_busy_idle", "cli", "collect_iopub", "execute", "free_tcp_ports", "get_reply",
+    "assert_busy_idle", "builtin_variants", "cli", "collect_iopub", "execute", "free_tcp_ports", "get_reply",
     "gpu_visible", "kernel_binary", "kernel_children", "load_schema", "magic_doc", "no_message",
     "outputs", "raw_for", "request", "run_cell", "statuses", "streams", "utcnow", "wait_gone",
 ]

@@ -38,17 +38,17 @@
 extern "C" {
 #endif
 
-/* X(id, name, launch, what it teaches, flags): one row per traversal (family.h).
+/* X(id, name, impl, launch, what it teaches, flags, block): one row per traversal (family.h).
  * Each belongs to an experiment: --stride runs `stride`, --layout row|col the
  * layout's own; --variant names it beside students' kernels (by default ours). */
-#define CL_COALESCE_VARIANTS(X)                                                            \
-    X(CL_COALESCE_STRIDE, "stride", "ceil(N/B) blocks of B, one element per thread",       \
-      "thread t copies element (t % m)*s + t/m: neighbours s elements apart", CL_V_BLOCK)  \
-    X(CL_COALESCE_ROW, "row", "ceil(R*C/B) blocks of B, one element per thread",           \
-      "row-wise traversal of an R x C row-major matrix: neighbours 1 element apart",       \
-      CL_V_BLOCK)                                                                          \
-    X(CL_COALESCE_COL, "col", "ceil(R*C/B) blocks of B, one element per thread",           \
-      "column-wise traversal: neighbours C elements (one row) apart", CL_V_BLOCK)
+#define CL_COALESCE_VARIANTS(X)                                                                     \
+    X(CL_COALESCE_STRIDE, "stride", stride, "ceil(N/B) blocks of B, one element per thread",        \
+      "thread t copies element (t % m)*s + t/m: neighbours s elements apart", CL_V_BLOCK, 0)        \
+    X(CL_COALESCE_ROW, "row", row, "ceil(R*C/B) blocks of B, one element per thread",               \
+      "row-wise traversal of an R x C row-major matrix: neighbours 1 element apart",                \
+      CL_V_BLOCK, 0)                                                                                \
+    X(CL_COALESCE_COL, "col", col, "ceil(R*C/B) blocks of B, one element per thread",               \
+      "column-wise traversal: neighbours C elements (one row) apart", CL_V_BLOCK, 0)
 
 typedef enum cl_coalesce_variant_id {
     CL_COALESCE_VARIANTS(CL_VARIANT_ID) CL_COALESCE_NVARIANTS
@@ -62,9 +62,10 @@ static const cl_variant cl_coalesce_variants[CL_COALESCE_NVARIANTS] = {CL_COALES
  * which is what uint64_t is on the device (size_t is another type). The
  * launch is ours: one thread per element of the ceil(n/stride) x stride view
  * (cl_coalesce_threads), so the lecture's strided copy runs unchanged. */
+/* The parameters a student's kernel takes (cl_student_contract.params). */
+#define CL_COALESCE_STUDENT_PARAMS "const float *in, float *out, unsigned long long n, unsigned long long stride"
 static const cl_student_contract cl_coalesce_student = {
-    "const float *in, float *out, unsigned long long n, unsigned long long stride",
-    "float *, float *, unsigned long long, unsigned long long",
+    CL_COALESCE_STUDENT_PARAMS,
     "copy every element, out[i] = in[i] for every i < n, with any mapping of threads to elements (the "
     "traversal is yours; stride is the experiment's: --stride S, 1 under --layout row, the row length C "
     "under col); one thread per element of the ceil(n/stride) x stride view as ours: ceil(n/stride)*stride "

@@ -4,14 +4,22 @@
  * A family's header (matmul.h, reduce.h, histo.h, stencil.h, coalesce.h) has
  * one X-macro, CL_<FAMILY>_VARIANTS(X), with one row per variant:
  *
- *     X(id, "name", "launch shape in words", "what it teaches", flags)
+ *     X(id, "name", impl, "launch shape in words", "what it teaches", flags, block)
  *
  * and everything else is derived from it: the enum of ids (CL_VARIANT_ID), the
  * table both backends and the front-end read (CL_VARIANT_ROW), the --variant
- * choices, %help's variant table, completion, and the list of variants in an
- * error. A backend implements a variant by id (an array of implementations
- * indexed by the enum); it never repeats a name. Adding a variant = one kernel
- * function per backend + one row.
+ * choices, %help's variant table (and with it the schemas' lists of variants,
+ * which the tests read from `%help FAMILY`), completion, and the list of
+ * variants in an error.
+ *
+ * impl is the stem of the symbols that implement the variant: a backend whose
+ * family dispatches through a table of one implementation per variant
+ * (matmul: mm_gpu_<impl> in cuda/, cpu_mm_<impl> in cpu/) generates its table
+ * and its declarations from the rows, as weak references (CL_VARIANT_WEAK_),
+ * so a variant a backend lacks is NULL there and needs no entry. block is the
+ * threads per block the variant runs with where --block is not given (0: the
+ * family's default). Adding a variant = its row, its kernel in cuda/, its CPU
+ * analogue in cpu/.
  *
  * Flags say which flags a variant honours, where it runs and what it is, so
  * that the framework (kernel/magic/families.c) can select and describe variants
@@ -45,9 +53,17 @@ typedef struct cl_variant {
 } cl_variant;
 
 /* Expanders for a family's X-macro. */
-#define CL_VARIANT_ID(id, name, launch, teaches, flags) id,
-#define CL_VARIANT_ROW(id, name, launch, teaches, flags) {name, launch, teaches, flags},
-#define CL_VARIANT_NAME(id, name, launch, teaches, flags) name,
+#define CL_VARIANT_ID(id, name, impl, launch, teaches, flags, block) id,
+#define CL_VARIANT_ROW(id, name, impl, launch, teaches, flags, block) {name, launch, teaches, flags},
+#define CL_VARIANT_NAME(id, name, impl, launch, teaches, flags, block) name,
+#define CL_VARIANT_BLOCK(id, name, impl, launch, teaches, flags, block) block,
+
+/* A backend's implementation of a row, declared weak: a variant this backend lacks is a NULL address
+ * there (as CL_BACKEND_WEAK_ does for families), resolved when the backend is linked (hidden: nothing
+ * loaded later can stand in). The backend's table lists &prefix##impl for every row in row order,
+ * which is enum order, so it is indexed by id. */
+#define CL_VARIANT_WEAK_(type, prefix, impl) \
+    extern const type prefix##impl __attribute__((weak, visibility("hidden")));
 
 #ifdef __cplusplus
 }

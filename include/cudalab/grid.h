@@ -29,10 +29,10 @@
 extern "C" {
 #endif
 
-/* X(id, name, launch, what it teaches, flags): the kernels --run launches (family.h). */
-#define CL_GRID_VARIANTS(X)                                                                    \
-    X(CL_GRID_MAP, "map", "ceil(data / block) blocks in each dimension, one thread per position", \
-      "counts how often each element is visited: exactly once, with the bounds check", CL_V_BLOCK)
+/* X(id, name, impl, launch, what it teaches, flags, block): the kernels --run launches (family.h). */
+#define CL_GRID_VARIANTS(X)                                                                            \
+    X(CL_GRID_MAP, "map", map, "ceil(data / block) blocks in each dimension, one thread per position", \
+      "counts how often each element is visited: exactly once, with the bounds check", CL_V_BLOCK, 0)
 
 typedef enum cl_grid_variant_id {
     CL_GRID_VARIANTS(CL_VARIANT_ID)
@@ -42,10 +42,11 @@ typedef enum cl_grid_variant_id {
 /* The contract's table, in enum order (each file that reads it has its copy). */
 static const cl_variant cl_grid_variants[CL_GRID_NVARIANTS] = {CL_GRID_VARIANTS(CL_VARIANT_ROW)};
 
+/* The parameters a student's kernel takes (cl_student_contract.params). */
+#define CL_GRID_STUDENT_PARAMS "const float *Pin, float *Pout, int width, int height"
 /* What a student's %%kernel for %grid implements (student.h): the picture kernel. */
 static const cl_student_contract cl_grid_student = {
-    "const float *Pin, float *Pout, int width, int height",
-    "float *, float *, int, int",
+    CL_GRID_STUDENT_PARAMS,
     "one thread per pixel, col = blockIdx.x*blockDim.x + threadIdx.x, row = blockIdx.y*blockDim.y + "
     "threadIdx.y: Pout[row*width + col] = 2 * Pin[row*width + col] for every row < height and col < width "
     "(the bounds check); block 16x16 (--block), grid ceil(width/block.x) x ceil(height/block.y) as %grid "

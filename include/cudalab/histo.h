@@ -28,37 +28,43 @@
 extern "C" {
 #endif
 
-/* X(id, name, launch on a GPU, what it teaches, flags): one row per variant, in
+/* X(id, name, impl, launch on a GPU, what it teaches, flags, block): one row per variant, in
  * teaching order, the order `--variant all` runs them (family.h says what is
- * derived from it). The CPU backend says in its result how its analogue runs. */
-#define CL_HISTO_VARIANTS(X)                                                                    \
-    X(CL_HISTO_V_cpu, "cpu", "1 host thread",                                                   \
-      "the sequential loop as taught: one pass, hist[bin(data[i])]++ on the host", CL_V_HOST)  \
-    X(CL_HISTO_V_sectioned, "sectioned", "grid x block threads, global atomics",                \
-      "each thread counts a contiguous section of the input: neighbouring threads read "       \
-      "addresses a whole section apart, so no load is coalesced", CL_V_BLOCK)                   \
-    X(CL_HISTO_V_interleaved, "interleaved", "grid x block threads, global atomics",            \
-      "thread i reads i, i+stride, ... (grid-stride): a warp reads 32 neighbouring bytes, "     \
-      "coalesced, but every byte is still an atomic on the one global histogram", CL_V_BLOCK)   \
-    X(CL_HISTO_V_privatized, "privatized", "grid x block threads, 1 shared histogram per block", \
-      "each block counts into its own histogram in shared memory and merges it into the "       \
-      "global one with one atomic per bin at the end", CL_V_BLOCK)                              \
-    X(CL_HISTO_V_warp, "warp", "16-byte loads, 1 shared histogram per warp, run aggregation",   \
-      "per-warp sub-histograms in shared memory, 16-byte vector loads, and runs of equal "      \
-      "bytes within a thread counted with one atomic (aggregation): helps skewed input",        \
-      CL_V_BLOCK)                                                                               \
-    X(CL_HISTO_V_fast, "fast", "16-byte loads, 32 lane copies per block (conflict-free atomics)", \
-      "every lane of a warp owns a copy of the block's histogram laid out so that lane l "      \
-      "always hits bank l: no bank conflicts and no same-address collisions in a warp, for "    \
-      "any data; 16-byte vector loads, two in flight per thread", CL_V_BLOCK)                   \
-    X(CL_HISTO_V_cub, "cub", "cub::DeviceHistogram::HistogramEven",                             \
-      "the library reference: cub::DeviceHistogram::HistogramEven, temp storage allocated "     \
-      "outside the timed region", CL_V_LIBRARY)
+ * derived from it). The CPU backend says in its result how its analogue runs.
+ * fast's block (the others': 256): 2 blocks of 1024 per SM (64 warps) keep
+ * more loads in flight than 6 of 256, each block with its 32 KiB of lane
+ * copies; on an H100 at 2^28 bytes 2946 GB/s against 2812 (88% of the peak
+ * against 84%). */
+#define CL_HISTO_VARIANTS(X)                                                                                 \
+    X(CL_HISTO_V_cpu, "cpu", cpu, "1 host thread",                                                           \
+      "the sequential loop as taught: one pass, hist[bin(data[i])]++ on the host", CL_V_HOST, 0)             \
+    X(CL_HISTO_V_sectioned, "sectioned", sectioned, "grid x block threads, global atomics",                  \
+      "each thread counts a contiguous section of the input: neighbouring threads read "                     \
+      "addresses a whole section apart, so no load is coalesced", CL_V_BLOCK, 0)                             \
+    X(CL_HISTO_V_interleaved, "interleaved", interleaved, "grid x block threads, global atomics",            \
+      "thread i reads i, i+stride, ... (grid-stride): a warp reads 32 neighbouring bytes, "                  \
+      "coalesced, but every byte is still an atomic on the one global histogram", CL_V_BLOCK, 0)             \
+    X(CL_HISTO_V_privatized, "privatized", privatized, "grid x block threads, 1 shared histogram per block", \
+      "each block counts into its own histogram in shared memory and merges it into the "                    \
+      "global one with one atomic per bin at the end", CL_V_BLOCK, 0)                                        \
+    X(CL_HISTO_V_warp, "warp", warp, "16-byte loads, 1 shared histogram per warp, run aggregation",          \
+      "per-warp sub-histograms in shared memory, 16-byte vector loads, and runs of equal "                   \
+      "bytes within a thread counted with one atomic (aggregation): helps skewed input",                     \
+      CL_V_BLOCK, 0)                                                                                         \
+    X(CL_HISTO_V_fast, "fast", fast, "16-byte loads, 32 lane copies per block (conflict-free atomics)",      \
+      "every lane of a warp owns a copy of the block's histogram laid out so that lane l "                   \
+      "always hits bank l: no bank conflicts and no same-address collisions in a warp, for "                 \
+      "any data; 16-byte vector loads, two in flight per thread", CL_V_BLOCK, 1024)                          \
+    X(CL_HISTO_V_cub, "cub", cub, "cub::DeviceHistogram::HistogramEven",                                     \
+      "the library reference: cub::DeviceHistogram::HistogramEven, temp storage allocated "                  \
+      "outside the timed region", CL_V_LIBRARY, 0)
 
 enum cl_histo_variant_id { CL_HISTO_VARIANTS(CL_VARIANT_ID) CL_HISTO_NVARIANTS };
 
 /* The contract's table, in enum order (each file that reads it has its copy). */
 static const cl_variant cl_histo_variants[CL_HISTO_NVARIANTS] = {CL_HISTO_VARIANTS(CL_VARIANT_ROW)};
+/* Each row's threads per block where --block is not given (0: the family's, 256). */
+static const int cl_histo_variant_blocks[CL_HISTO_NVARIANTS] = {CL_HISTO_VARIANTS(CL_VARIANT_BLOCK)};
 
 enum cl_histo_dist { CL_HISTO_UNIFORM, CL_HISTO_TEXT, CL_HISTO_SKEWED };
 /* show-source: histo sectioned,interleaved,privatized,warp,fast */
@@ -152,10 +158,6 @@ CL_HD int cl_histo_nbins(int mode, int width)
  * bytes never reads it, and the compiler drops it). The CPU analogues report
  * these figures for the same parameters. */
 #define CL_HISTO_WARP 32
-/* fast's threads per block where --block is not given (the others': 256): 2 blocks of 1024 per SM
- * (64 warps) keep more loads in flight than 6 of 256, each block with its 32 KiB of lane copies;
- * on an H100 at 2^28 bytes 2946 GB/s against 2812 (88% of the peak against 84%). */
-#define CL_HISTO_FAST_BLOCK 1024
 #define CL_HISTO_LUT_BYTES 256
 
 CL_HD size_t cl_histo_smem_dynamic(int variant, int nbins, int block)
@@ -180,9 +182,10 @@ CL_HD size_t cl_histo_smem_per_block(int variant, int mode, int nbins, int block
 #define CL_HISTO_STUDENT_WIDTH 4
 #define CL_HISTO_STUDENT_NBINS 7
 
+/* The parameters a student's kernel takes (cl_student_contract.params). */
+#define CL_HISTO_STUDENT_PARAMS "const unsigned char *data, long long n, unsigned int *histo"
 static const cl_student_contract cl_histo_student = {
-    "const unsigned char *data, long long n, unsigned int *histo",
-    "unsigned char *, long long, unsigned int *",
+    CL_HISTO_STUDENT_PARAMS,
     "histo[] gets the lecture's letter bins (--bins letters --bin-width 4): a byte c that is a letter, "
     "either case, adds 1 to histo[((c | 0x20) - 'a') / 4] (a-d: 0, e-h: 1, ..., y-z: 6); every other "
     "byte is not counted. The 7 bins are zeroed before every launch. Block 256 threads; grid = SMs × "

@@ -39,7 +39,7 @@ CL_HD float cl_matmul_b(uint64_t seed, uint64_t i)
     return cl_uniform(seed, CL_MATMUL_B_STREAM + i);
 }
 
-/* X(id, name, launch on a GPU, what it teaches, flags): one row per variant, in
+/* X(id, name, impl, launch on a GPU, what it teaches, flags, block): one row per variant, in
  * the order `--variant all` runs them (family.h says what is derived from it).
  * The FP32 ladder climbs one step a row, siboehm/SGEMM_CUDA style: naive,
  * tiled (shared memory), reg1d and reg2d (register blocking), vec4 (float4
@@ -47,87 +47,87 @@ CL_HD float cl_matmul_b(uint64_t seed, uint64_t i)
  * (XOR-swizzled shared memory), async (cp.async pipeline), wide (16×8 per
  * thread in 128×256 tiles). The -bt rows are the lecture's corner turning;
  * the wmma rows its tensor cores. */
-#define CL_MATMUL_VARIANTS(X)                                                                       \
-    X(CL_MATMUL_V_CPU, "cpu", "one host thread, triple loop",                                      \
-      "the lecture's MatrixMulOnHost: a row of A times a column of B for each element, "           \
-      "accumulated in double", CL_V_HOST)                                         \
-    X(CL_MATMUL_V_NAIVE, "naive", "16×16 threads per block, one thread per element of C; "         \
-      "grid ⌈n/16⌉×⌈m/16⌉",                                                                        \
-      "each thread reads a row of A and a column of B from global memory: 2 loads per 2 flops", 0) \
-    X(CL_MATMUL_V_NAIVE_BT, "naive-bt", "16×16 threads per block, one thread per element of C, B "  \
-      "read from Bᵀ (n×k, row-major); grid ⌈n/16⌉×⌈m/16⌉",                                         \
-      "B stored transposed: the 32 threads of a warp read Bᵀ k floats apart, one DRAM burst each " \
-      "where naive's share one (uncoalesced)", CL_MATMUL_BT)                                        \
-    X(CL_MATMUL_V_TILED, "tiled", "TILE×TILE threads per block, one per element of C; TILE×TILE "  \
-      "tiles of A and B in shared memory; grid ⌈n/TILE⌉×⌈m/TILE⌉",                                 \
-      "shared-memory tiling with two __syncthreads per phase: global traffic divided by TILE",     \
-      CL_V_TILE)                                                                                    \
-    X(CL_MATMUL_V_TILED_BT, "tiled-bt", "TILE×TILE threads per block, one per element of C; B's "  \
-      "tile read along rows of Bᵀ, stored transposed in shared memory; grid ⌈n/TILE⌉×⌈m/TILE⌉",     \
-      "corner turning: a warp reads consecutive addresses of Bᵀ and writes the tile transposed "   \
-      "into shared memory, so B's loads stay coalesced", CL_V_TILE | CL_MATMUL_BT)                 \
-    X(CL_MATMUL_V_REG1D, "reg1d", "512 threads per block, a 64×64 tile of C per block, 8 elements " \
-      "of a column per thread; grid ⌈n/64⌉×⌈m/64⌉",                                                \
-      "1D register blocking: each value of B read from shared memory serves 8 multiply-adds from " \
-      "registers", 0)                                                                               \
-    X(CL_MATMUL_V_REG2D, "reg2d", "256 threads per block, a 128×128 tile of C per block, 8×8 per "  \
-      "thread; grid ⌈n/128⌉×⌈m/128⌉",                                                              \
-      "2D register blocking: 8 values of A and 8 of B in registers make 64 multiply-adds (CGMA "   \
-      "128)", 0)                                                                                    \
-    X(CL_MATMUL_V_VEC4, "vec4", "256 threads per block, a 128×128 tile of C per block, 8×8 per "    \
-      "thread; grid ⌈n/128⌉×⌈m/128⌉",                                                              \
-      "float4 loads: 16 bytes per thread from global memory, A's tile stored transposed so a "     \
-      "thread's 8 values of A are two 16-byte shared loads", 0)                                     \
-    X(CL_MATMUL_V_WARPTILE, "warptile", "256 threads per block, a 128×128 tile of C per block, "    \
-      "32×64 per warp, 2×2 micro-tiles of 4×4 per thread; grid ⌈n/128⌉×⌈m/128⌉",                   \
-      "warptiling: each warp owns a sub-tile, so its threads read neighbouring float4s of shared " \
-      "memory (no bank conflicts) and write whole 128-byte lines of C", 0)                          \
-    X(CL_MATMUL_V_FAST, "fast", "256 threads per block, a 128×128 tile of C per block, 8×8 per "   \
-      "thread; grid ⌈n/128⌉×⌈m/128⌉",                                                              \
-      "the warp-tiled kernel plus double buffering: the next slice is loaded into registers "      \
-      "while this one is multiplied out, one __syncthreads per slice", 0)                           \
-    X(CL_MATMUL_V_FAST64, "fast64", "64 threads per block, a 64×64 tile of C per block, 8×8 per "  \
-      "thread; grid ⌈n/64⌉×⌈m/64⌉",                                                                \
-      "the fast kernel with 64×64 block tiles: 4× more blocks to fill the SMs on small matrices", 0) \
-    X(CL_MATMUL_V_SWIZZLE, "swizzle", "256 threads per block, a 128×128 tile of C per block, 8×8 per " \
-      "thread, double-buffered; grid ⌈n/128⌉×⌈m/128⌉",                                             \
-      "XOR swizzle instead of padding: the column of A's transposed tile is XORed per row, so the " \
-      "transposing stores spread over all 32 banks with no shared memory spent on padding", 0)     \
-    X(CL_MATMUL_V_ASYNC, "async", "256 threads per block, a 128×128 tile of C per block, 32×64 "   \
-      "per warp, 8×8 per thread, 4 stages of 16 KiB; grid ⌈n/128⌉×⌈m/128⌉; sm_80+",               \
-      "asynchronous copies: cp.async moves tiles global→shared without registers, 3 slices in "    \
-      "flight while one is multiplied out; A row-major, swizzled", CL_MATMUL_SM80)                  \
-    X(CL_MATMUL_V_ASYNC64, "async64", "128 threads per block, a 64×64 tile of C per block, 32×32 " \
-      "per warp, 8×4 per thread, 4 stages of 8 KiB; grid ⌈n/64⌉×⌈m/64⌉; sm_80+",                   \
-      "the async kernel with 64×64 tiles: 4× more blocks, for matrices too small to fill the SMs " \
-      "with 128×128 tiles", CL_MATMUL_SM80)                                                         \
-    X(CL_MATMUL_V_WIDE, "wide", "256 threads per block, a 128×256 tile of C per block, 64×64 per "  \
-      "warp, 16×8 per thread, 2 stages of 48.5 KiB; grid ⌈n/256⌉×⌈m/128⌉; sm_80+",                \
-      "wider tiles: 16×8 results per thread read a quarter less shared memory per FMA than 8×8, "  \
-      "fragments double-buffered in registers; about 210 registers a thread, one block per SM",  \
-      CL_MATMUL_SM80)                                                                               \
-    X(CL_MATMUL_V_WMMA_TF32, "wmma-tf32", "256 threads per block, a 128×128 tile of C per block, " \
-      "64×32 per warp as 4×2 WMMA fragments of 16×16×8; grid ⌈n/128⌉×⌈m/128⌉; sm_80+",             \
-      "tensor cores through WMMA: A and B rounded to TF32 (10-bit mantissa) as tiles are stored, " \
-      "products accumulated in FP32", CL_MATMUL_TF32 | CL_MATMUL_SM80)                              \
-    X(CL_MATMUL_V_WMMA_FP16, "wmma-fp16", "256 threads per block, a 128×128 tile of C per block, " \
-      "64×32 per warp as 4×2 WMMA fragments of 16×16×16; grid ⌈n/128⌉×⌈m/128⌉",                   \
-      "tensor cores on FP16: A and B rounded to half precision (10-bit mantissa, 5-bit exponent), " \
-      "half the bytes of TF32 in shared memory, products accumulated in FP32", CL_MATMUL_FP16)     \
-    X(CL_MATMUL_V_WMMA_BF16, "wmma-bf16", "256 threads per block, a 128×128 tile of C per block, " \
-      "64×32 per warp as 4×2 WMMA fragments of 16×16×16; grid ⌈n/128⌉×⌈m/128⌉; sm_80+",            \
-      "tensor cores on BF16: FP32's exponent with a 7-bit mantissa, so 8× the rounding error of "  \
-      "FP16 but no overflow; products accumulated in FP32", CL_MATMUL_BF16 | CL_MATMUL_SM80)       \
-    X(CL_MATMUL_V_CUBLAS, "cublas", "chosen by cuBLAS",                                            \
-      "cublasSgemm in FP32 (CUBLAS_DEFAULT_MATH): the reference", CL_V_LIBRARY)                    \
-    X(CL_MATMUL_V_CUBLAS_TF32, "cublas-tf32", "chosen by cuBLAS",                                  \
-      "cublasSgemm on TF32 tensor cores (10-bit mantissa): faster, less exact",                    \
-      CL_V_LIBRARY | CL_MATMUL_TF32)                                                                \
-    X(CL_MATMUL_V_WGMMA_TF32, "wgmma-tf32", "Bᵀ by a transpose kernel first (timed too); then 384 " \
-      "threads per block, a 128×256 tile of C, clusters of 2; grid ⌈n/256⌉×⌈m/128⌉",              \
-      "Hopper's asynchronous warpgroup MMA fed by TMA: a producer warpgroup streams 128-byte "     \
-      "swizzled tiles into a 4-stage mbarrier ring while two consumer warpgroups run wgmma on "    \
-      "TF32 tensor cores (H100, sm_90a only)", CL_MATMUL_TF32 | CL_MATMUL_SM90A)
+#define CL_MATMUL_VARIANTS(X)                                                                                   \
+    X(CL_MATMUL_V_CPU, "cpu", host, "one host thread, triple loop",                                             \
+      "the lecture's MatrixMulOnHost: a row of A times a column of B for each element, "                        \
+      "accumulated in double", CL_V_HOST, 0)                                                                    \
+    X(CL_MATMUL_V_NAIVE, "naive", naive, "16×16 threads per block, one thread per element of C; "               \
+      "grid ⌈n/16⌉×⌈m/16⌉",                                                                                     \
+      "each thread reads a row of A and a column of B from global memory: 2 loads per 2 flops", 0, 0)           \
+    X(CL_MATMUL_V_NAIVE_BT, "naive-bt", naive_bt, "16×16 threads per block, one thread per element of C, B "    \
+      "read from Bᵀ (n×k, row-major); grid ⌈n/16⌉×⌈m/16⌉",                                                      \
+      "B stored transposed: the 32 threads of a warp read Bᵀ k floats apart, one DRAM burst each "              \
+      "where naive's share one (uncoalesced)", CL_MATMUL_BT, 0)                                                 \
+    X(CL_MATMUL_V_TILED, "tiled", tiled, "TILE×TILE threads per block, one per element of C; TILE×TILE "        \
+      "tiles of A and B in shared memory; grid ⌈n/TILE⌉×⌈m/TILE⌉",                                              \
+      "shared-memory tiling with two __syncthreads per phase: global traffic divided by TILE",                  \
+      CL_V_TILE, 0)                                                                                             \
+    X(CL_MATMUL_V_TILED_BT, "tiled-bt", tiled_bt, "TILE×TILE threads per block, one per element of C; B's "     \
+      "tile read along rows of Bᵀ, stored transposed in shared memory; grid ⌈n/TILE⌉×⌈m/TILE⌉",                 \
+      "corner turning: a warp reads consecutive addresses of Bᵀ and writes the tile transposed "                \
+      "into shared memory, so B's loads stay coalesced", CL_V_TILE | CL_MATMUL_BT, 0)                           \
+    X(CL_MATMUL_V_REG1D, "reg1d", reg1d, "512 threads per block, a 64×64 tile of C per block, 8 elements "      \
+      "of a column per thread; grid ⌈n/64⌉×⌈m/64⌉",                                                             \
+      "1D register blocking: each value of B read from shared memory serves 8 multiply-adds from "              \
+      "registers", 0, 0)                                                                                        \
+    X(CL_MATMUL_V_REG2D, "reg2d", reg2d, "256 threads per block, a 128×128 tile of C per block, 8×8 per "       \
+      "thread; grid ⌈n/128⌉×⌈m/128⌉",                                                                           \
+      "2D register blocking: 8 values of A and 8 of B in registers make 64 multiply-adds (CGMA "                \
+      "128)", 0, 0)                                                                                             \
+    X(CL_MATMUL_V_VEC4, "vec4", vec4, "256 threads per block, a 128×128 tile of C per block, 8×8 per "          \
+      "thread; grid ⌈n/128⌉×⌈m/128⌉",                                                                           \
+      "float4 loads: 16 bytes per thread from global memory, A's tile stored transposed so a "                  \
+      "thread's 8 values of A are two 16-byte shared loads", 0, 0)                                              \
+    X(CL_MATMUL_V_WARPTILE, "warptile", warptile, "256 threads per block, a 128×128 tile of C per block, "      \
+      "32×64 per warp, 2×2 micro-tiles of 4×4 per thread; grid ⌈n/128⌉×⌈m/128⌉",                                \
+      "warptiling: each warp owns a sub-tile, so its threads read neighbouring float4s of shared "              \
+      "memory (no bank conflicts) and write whole 128-byte lines of C", 0, 0)                                   \
+    X(CL_MATMUL_V_FAST, "fast", fast, "256 threads per block, a 128×128 tile of C per block, 8×8 per "          \
+      "thread; grid ⌈n/128⌉×⌈m/128⌉",                                                                           \
+      "the warp-tiled kernel plus double buffering: the next slice is loaded into registers "                   \
+      "while this one is multiplied out, one __syncthreads per slice", 0, 0)                                    \
+    X(CL_MATMUL_V_FAST64, "fast64", fast64, "64 threads per block, a 64×64 tile of C per block, 8×8 per "       \
+      "thread; grid ⌈n/64⌉×⌈m/64⌉",                                                                             \
+      "the fast kernel with 64×64 block tiles: 4× more blocks to fill the SMs on small matrices", 0, 0)         \
+    X(CL_MATMUL_V_SWIZZLE, "swizzle", swizzle, "256 threads per block, a 128×128 tile of C per block, 8×8 per " \
+      "thread, double-buffered; grid ⌈n/128⌉×⌈m/128⌉",                                                          \
+      "XOR swizzle instead of padding: the column of A's transposed tile is XORed per row, so the "             \
+      "transposing stores spread over all 32 banks with no shared memory spent on padding", 0, 0)               \
+    X(CL_MATMUL_V_ASYNC, "async", async, "256 threads per block, a 128×128 tile of C per block, 32×64 "         \
+      "per warp, 8×8 per thread, 4 stages of 16 KiB; grid ⌈n/128⌉×⌈m/128⌉; sm_80+",                             \
+      "asynchronous copies: cp.async moves tiles global→shared without registers, 3 slices in "                 \
+      "flight while one is multiplied out; A row-major, swizzled", CL_MATMUL_SM80, 0)                           \
+    X(CL_MATMUL_V_ASYNC64, "async64", async64, "128 threads per block, a 64×64 tile of C per block, 32×32 "     \
+      "per warp, 8×4 per thread, 4 stages of 8 KiB; grid ⌈n/64⌉×⌈m/64⌉; sm_80+",                                \
+      "the async kernel with 64×64 tiles: 4× more blocks, for matrices too small to fill the SMs "              \
+      "with 128×128 tiles", CL_MATMUL_SM80, 0)                                                                  \
+    X(CL_MATMUL_V_WIDE, "wide", wide, "256 threads per block, a 128×256 tile of C per block, 64×64 per "        \
+      "warp, 16×8 per thread, 2 stages of 48.5 KiB; grid ⌈n/256⌉×⌈m/128⌉; sm_80+",                              \
+      "wider tiles: 16×8 results per thread read a quarter less shared memory per FMA than 8×8, "               \
+      "fragments double-buffered in registers; about 210 registers a thread, one block per SM",                 \
+      CL_MATMUL_SM80, 0)                                                                                        \
+    X(CL_MATMUL_V_WMMA_TF32, "wmma-tf32", wmma_tf32, "256 threads per block, a 128×128 tile of C per block, "   \
+      "64×32 per warp as 4×2 WMMA fragments of 16×16×8; grid ⌈n/128⌉×⌈m/128⌉; sm_80+",                          \
+      "tensor cores through WMMA: A and B rounded to TF32 (10-bit mantissa) as tiles are stored, "              \
+      "products accumulated in FP32", CL_MATMUL_TF32 | CL_MATMUL_SM80, 0)                                       \
+    X(CL_MATMUL_V_WMMA_FP16, "wmma-fp16", wmma_fp16, "256 threads per block, a 128×128 tile of C per block, "   \
+      "64×32 per warp as 4×2 WMMA fragments of 16×16×16; grid ⌈n/128⌉×⌈m/128⌉",                                 \
+      "tensor cores on FP16: A and B rounded to half precision (10-bit mantissa, 5-bit exponent), "             \
+      "half the bytes of TF32 in shared memory, products accumulated in FP32", CL_MATMUL_FP16, 0)               \
+    X(CL_MATMUL_V_WMMA_BF16, "wmma-bf16", wmma_bf16, "256 threads per block, a 128×128 tile of C per block, "   \
+      "64×32 per warp as 4×2 WMMA fragments of 16×16×16; grid ⌈n/128⌉×⌈m/128⌉; sm_80+",                         \
+      "tensor cores on BF16: FP32's exponent with a 7-bit mantissa, so 8× the rounding error of "               \
+      "FP16 but no overflow; products accumulated in FP32", CL_MATMUL_BF16 | CL_MATMUL_SM80, 0)                 \
+    X(CL_MATMUL_V_CUBLAS, "cublas", cublas, "chosen by cuBLAS",                                                 \
+      "cublasSgemm in FP32 (CUBLAS_DEFAULT_MATH): the reference", CL_V_LIBRARY, 0)                              \
+    X(CL_MATMUL_V_CUBLAS_TF32, "cublas-tf32", cublas_tf32, "chosen by cuBLAS",                                  \
+      "cublasSgemm on TF32 tensor cores (10-bit mantissa): faster, less exact",                                 \
+      CL_V_LIBRARY | CL_MATMUL_TF32, 0)                                                                         \
+    X(CL_MATMUL_V_WGMMA_TF32, "wgmma-tf32", wgmma_tf32, "Bᵀ by a transpose kernel first (timed too); then 384 " \
+      "threads per block, a 128×256 tile of C, clusters of 2; grid ⌈n/256⌉×⌈m/128⌉",                            \
+      "Hopper's asynchronous warpgroup MMA fed by TMA: a producer warpgroup streams 128-byte "                  \
+      "swizzled tiles into a 4-stage mbarrier ring while two consumer warpgroups run wgmma on "                 \
+      "TF32 tensor cores (H100, sm_90a only)", CL_MATMUL_TF32 | CL_MATMUL_SM90A, 0)
 
 /* The family's own variant flags. The first three say what a GPU multiplies
  * in (its inputs rounded to that format, FP32 accumulation); none: FP32. */
@@ -147,15 +147,22 @@ enum cl_matmul_variant_id { CL_MATMUL_VARIANTS(CL_VARIANT_ID) CL_MATMUL_NVARIANT
 /* The contract's table, in enum order (each file that reads it has its copy). */
 static const cl_variant cl_matmul_variants[CL_MATMUL_NVARIANTS] = {CL_MATMUL_VARIANTS(CL_VARIANT_ROW)};
 
-/* The TILE_WIDTHs the tiled variant is built for (one template instance each). */
+/* The TILE_WIDTHs the tiled variant is built for (one template instance each), ascending. */
 #define CL_MATMUL_TILE_LIST(X) X(2) X(4) X(8) X(16) X(32)
 #define CL_MATMUL_TILE_ITEM_(t) t,
 #define CL_MATMUL_TILES {CL_MATMUL_TILE_LIST(CL_MATMUL_TILE_ITEM_) 0}
+/* Its first and last, the range --tile takes: (2 + 0 * 4 + ... + 0 * 0) and (0 * 0 + 2 * 0 + ... + 32),
+ * constant expressions. */
+#define CL_MATMUL_TILE_FIRST_(t) t + 0 *
+#define CL_MATMUL_TILE_LAST_(t) * 0 + t
+#define CL_MATMUL_TILE_MIN (CL_MATMUL_TILE_LIST(CL_MATMUL_TILE_FIRST_) 0)
+#define CL_MATMUL_TILE_MAX (0 CL_MATMUL_TILE_LIST(CL_MATMUL_TILE_LAST_))
 
+/* The parameters a student's kernel takes (cl_student_contract.params). */
+#define CL_MATMUL_STUDENT_PARAMS "const float *A, const float *B, float *C, int M, int N, int K"
 /* What a student's %%kernel for %matmul implements (student.h). */
 static const cl_student_contract cl_matmul_student = {
-    "const float *A, const float *B, float *C, int M, int N, int K",
-    "float *, float *, float *, int, int, int",
+    CL_MATMUL_STUDENT_PARAMS,
     "one thread per element of C: row = blockIdx.y·blockDim.y + threadIdx.y, col = blockIdx.x·blockDim.x "
     "+ threadIdx.x; grid ⌈N/block.x⌉ × ⌈M/block.y⌉ (--grid overrides); --tile T gives a T×T block "
     "and -D TILE=T",

@@ -23,6 +23,10 @@
 #include <stdint.h>
 
 #include "cudalab/backend.h"
+#include "cudalab/grid.h"
+#include "cudalab/histo.h"
+#include "cudalab/matmul.h"
+#include "cudalab/reduce.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -45,27 +49,50 @@ typedef struct cl_occupancy_ops {
     int (*query)(int k, int threads, cl_occ_query *out, char *err);
 } cl_occupancy_ops;
 
-/* Our kernels that --kernel can name (X(id, name, threads, what): threads is
- * the block size our magics launch it with by default), listed here so the
- * kernel process (which never loads the CUDA library) can validate and
- * complete them. The reduction kernels are the float-sum instances. */
+/* Our kernels that --kernel can name, listed here so the kernel process (which
+ * never loads the CUDA library) can validate and complete them.
+ * X(id, name, threads, family, variant, instance, what): threads is the block
+ * size our magics launch it with by default; the kernel is the one of the
+ * family's row `variant` (its id), which the family's CUDA code hands over
+ * (cl_<family>_kernel_ptr, below): instance picks among a row's kernels
+ * (matmul: TILE_WIDTH; reduce: 1 for the second pass over the partials). The
+ * reduction kernels are the float-sum instances, histo's those counting bytes. */
 #define CL_OCC_KERNELS(X)                                                                      \
-    X(CL_OCC_REDUCE_DIVERGENT, "reduce.divergent", 256, "reduce_tree_kernel<sum float, divergent>, B floats of shared memory") \
-    X(CL_OCC_REDUCE_CONVERGENT, "reduce.convergent", 256, "reduce_tree_kernel<sum float, convergent>, B floats of shared memory") \
-    X(CL_OCC_REDUCE_MULTIBLOCK, "reduce.multiblock", 256, "reduce_multiblock_kernel<sum float>, B floats of shared memory") \
-    X(CL_OCC_REDUCE_FAST, "reduce.fast", 256, "reduce_fast_kernel<sum float>, 32 floats of static shared memory") \
-    X(CL_OCC_REDUCE_FINAL, "reduce.final", 256, "reduce_final_kernel<sum float>, the second pass over the partials") \
-    X(CL_OCC_GRID_MAP, "grid.map", 256, "the %grid --run mapping kernel (3D index, bounds check, atomic count)") \
-    X(CL_OCC_MATMUL_NAIVE, "matmul.naive", 256, "mm_naive_kernel: one thread per element of C, no shared memory") \
-    X(CL_OCC_MATMUL_TILED16, "matmul.tiled16", 256, "mm_tiled_kernel<16>: two 16x16 float tiles of static shared memory") \
-    X(CL_OCC_MATMUL_TILED32, "matmul.tiled32", 1024, "mm_tiled_kernel<32>: two 32x32 float tiles of static shared memory") \
-    X(CL_OCC_HISTO_PRIVATIZED, "histo.privatized", 256, "histo_privatized: one 256-bin histogram per block in shared memory") \
-    X(CL_OCC_HISTO_WARP, "histo.warp", 256, "histo_warp<bytes>: one 256-bin histogram per warp in shared memory") \
-    X(CL_OCC_HISTO_FAST, "histo.fast", 256, "histo_fast<bytes>: lane-private sub-histograms, 32 x 256 bins of shared memory")
+    X(CL_OCC_REDUCE_DIVERGENT, "reduce.divergent", 256, reduce, CL_REDUCE_DIVERGENT, 0,       \
+      "reduce_tree_kernel<sum float, divergent>, B floats of shared memory")                  \
+    X(CL_OCC_REDUCE_CONVERGENT, "reduce.convergent", 256, reduce, CL_REDUCE_CONVERGENT, 0,    \
+      "reduce_tree_kernel<sum float, convergent>, B floats of shared memory")                 \
+    X(CL_OCC_REDUCE_MULTIBLOCK, "reduce.multiblock", 256, reduce, CL_REDUCE_MULTIBLOCK, 0,    \
+      "reduce_multiblock_kernel<sum float>, B floats of shared memory")                       \
+    X(CL_OCC_REDUCE_FAST, "reduce.fast", 256, reduce, CL_REDUCE_FAST, 0,                      \
+      "reduce_fast_kernel<sum float>, 32 floats of static shared memory")                     \
+    X(CL_OCC_REDUCE_FINAL, "reduce.final", 256, reduce, CL_REDUCE_FAST, 1,                    \
+      "reduce_final_kernel<sum float>, the second pass over the partials")                    \
+    X(CL_OCC_GRID_MAP, "grid.map", 256, grid, CL_GRID_MAP, 0,                                 \
+      "the %grid --run mapping kernel (3D index, bounds check, atomic count)")                \
+    X(CL_OCC_MATMUL_NAIVE, "matmul.naive", 256, matmul, CL_MATMUL_V_NAIVE, 0,                 \
+      "mm_naive_kernel: one thread per element of C, no shared memory")                       \
+    X(CL_OCC_MATMUL_TILED16, "matmul.tiled16", 256, matmul, CL_MATMUL_V_TILED, 16,            \
+      "mm_tiled_kernel<16>: two 16x16 float tiles of static shared memory")                   \
+    X(CL_OCC_MATMUL_TILED32, "matmul.tiled32", 1024, matmul, CL_MATMUL_V_TILED, 32,           \
+      "mm_tiled_kernel<32>: two 32x32 float tiles of static shared memory")                   \
+    X(CL_OCC_HISTO_PRIVATIZED, "histo.privatized", 256, histo, CL_HISTO_V_privatized, 0,      \
+      "histo_privatized: one 256-bin histogram per block in shared memory")                   \
+    X(CL_OCC_HISTO_WARP, "histo.warp", 256, histo, CL_HISTO_V_warp, 0,                        \
+      "histo_warp<bytes>: one 256-bin histogram per warp in shared memory")                   \
+    X(CL_OCC_HISTO_FAST, "histo.fast", 256, histo, CL_HISTO_V_fast, 0,                        \
+      "histo_fast<bytes>: lane-private sub-histograms, 32 x 256 bins of shared memory")
 
-#define CL_OCC_ENUM_(id, name, threads, what) id,
+#define CL_OCC_ENUM_(id, ...) id,
 enum cl_occ_kernel_id { CL_OCC_KERNELS(CL_OCC_ENUM_) CL_OCC_NKERNELS };
 #undef CL_OCC_ENUM_
+
+/* In cuda/, beside each family's kernels: the function of row `variant`'s kernel (instance as in
+ * CL_OCC_KERNELS) and its dynamic shared memory for a block of `threads`; NULL for none. */
+#define CL_OCC_KERNEL_PTR_(f) \
+    const void *cl_##f##_kernel_ptr(int variant, int instance, int threads, size_t *dyn);
+CL_OCC_KERNEL_PTR_(reduce) CL_OCC_KERNEL_PTR_(grid) CL_OCC_KERNEL_PTR_(matmul) CL_OCC_KERNEL_PTR_(histo)
+#undef CL_OCC_KERNEL_PTR_
 
 #ifdef __cplusplus
 }

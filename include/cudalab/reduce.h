@@ -40,30 +40,29 @@ extern "C" {
 #define CL_REDUCE_COARSEN 8
 /* Threads of the single block that reduces the partials (second pass). */
 #define CL_REDUCE_FINAL_BLOCK 1024
-/* fast's threads per block when --block is not given: its one wave of 1024-thread blocks read 2^26
- * floats at 102% of CUB's GB/s on an H100, of 256-thread blocks at 99%. */
-#define CL_REDUCE_FAST_BLOCK 1024
 
-/* X(id, name, launch on a GPU, what it teaches, flags): one row per variant, in
+/* X(id, name, impl, launch on a GPU, what it teaches, flags, block): one row per variant, in
  * the order `--variant all` runs them (family.h says what is derived from it).
- * The launch is the same on the CPU backend, whose analogues keep the grid. */
-#define CL_REDUCE_VARIANTS(X)                                                              \
-    X(CL_REDUCE_CPU, "cpu", "1 host thread",                                               \
-      "host loop as taught: one thread, one accumulator (double for float)", CL_V_HOST)    \
-    X(CL_REDUCE_DIVERGENT, "divergent", "ceil(N/2B) blocks of B + 1 block of 1024",        \
-      "in-block tree, stride doubling, if (t % (2*stride) == 0): warps diverge", CL_V_BLOCK) \
-    X(CL_REDUCE_CONVERGENT, "convergent", "ceil(N/2B) blocks of B + 1 block of 1024",      \
-      "in-block tree, stride halving from B/2, if (t < stride): active threads packed",    \
-      CL_V_BLOCK)                                                                          \
-    X(CL_REDUCE_MULTIBLOCK, "multiblock", "ceil(N/16B) blocks of B + 1 block of 1024",     \
-      "convergent tree after each thread adds 16 elements; a 2nd kernel adds partials",    \
-      CL_V_BLOCK)                                                                          \
-    X(CL_REDUCE_FAST, "fast", "1 wave of B-thread blocks + 1 block of 1024",               \
-      "16-byte grid-stride loads, 4 in flight, warp shuffles (__shfl_down_sync), one "     \
-      "partial per block", CL_V_BLOCK)                                                     \
-    X(CL_REDUCE_CUB, "cub", "chosen by CUB",                                               \
-      "cub::DeviceReduce::Sum/Max/Min, the library reference (temp storage allocated "   \
-      "outside the timing)", CL_V_LIBRARY)
+ * The launch is the same on the CPU backend, whose analogues keep the grid.
+ * fast's block: its one wave of 1024-thread blocks read 2^26 floats at 102% of
+ * CUB's GB/s on an H100, of 256-thread blocks at 99%. */
+#define CL_REDUCE_VARIANTS(X)                                                                       \
+    X(CL_REDUCE_CPU, "cpu", cpu, "1 host thread",                                                   \
+      "host loop as taught: one thread, one accumulator (double for float)", CL_V_HOST, 0)          \
+    X(CL_REDUCE_DIVERGENT, "divergent", divergent, "ceil(N/2B) blocks of B + 1 block of 1024",      \
+      "in-block tree, stride doubling, if (t % (2*stride) == 0): warps diverge", CL_V_BLOCK, 0)     \
+    X(CL_REDUCE_CONVERGENT, "convergent", convergent, "ceil(N/2B) blocks of B + 1 block of 1024",   \
+      "in-block tree, stride halving from B/2, if (t < stride): active threads packed",             \
+      CL_V_BLOCK, 0)                                                                                \
+    X(CL_REDUCE_MULTIBLOCK, "multiblock", multiblock, "ceil(N/16B) blocks of B + 1 block of 1024",  \
+      "convergent tree after each thread adds 16 elements; a 2nd kernel adds partials",             \
+      CL_V_BLOCK, 0)                                                                                \
+    X(CL_REDUCE_FAST, "fast", fast, "1 wave of B-thread blocks + 1 block of 1024",                  \
+      "16-byte grid-stride loads, 4 in flight, warp shuffles (__shfl_down_sync), one "              \
+      "partial per block", CL_V_BLOCK, 1024)                                                        \
+    X(CL_REDUCE_CUB, "cub", cub, "chosen by CUB",                                                   \
+      "cub::DeviceReduce::Sum/Max/Min, the library reference (temp storage allocated "              \
+      "outside the timing)", CL_V_LIBRARY, 0)
 
 typedef enum cl_reduce_variant_id {
     CL_REDUCE_VARIANTS(CL_VARIANT_ID)
@@ -72,11 +71,14 @@ typedef enum cl_reduce_variant_id {
 
 /* The contract's table, in enum order (each file that reads it has its copy). */
 static const cl_variant cl_reduce_variants[CL_REDUCE_NVARIANTS] = {CL_REDUCE_VARIANTS(CL_VARIANT_ROW)};
+/* Each row's threads per block where --block is not given (0: the family's, 256). */
+static const int cl_reduce_variant_blocks[CL_REDUCE_NVARIANTS] = {CL_REDUCE_VARIANTS(CL_VARIANT_BLOCK)};
 
+/* The parameters a student's kernel takes (cl_student_contract.params). */
+#define CL_REDUCE_STUDENT_PARAMS "const float *input, float *partial, int n"
 /* What a student's %%kernel for %reduce implements (student.h): a float sum. */
 static const cl_student_contract cl_reduce_student = {
-    "const float *input, float *partial, int n",
-    "float *, float *, int",
+    CL_REDUCE_STUDENT_PARAMS,
     "B threads per block (--block, 256 by default; B = the block's threads), grid ⌈n/(2B)⌉ (--grid "
     "overrides): block b sums input[2Bb, 2Bb + 2B) ∩ [0, n) and writes partial[b]; the harness adds "
     "the partials on the host, in double",

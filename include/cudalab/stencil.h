@@ -41,17 +41,17 @@ extern "C" {
 #define CL_STENCIL_MAX_K 15            /* 2D filter side (odd), k*k weights in constant memory */
 #define CL_STENCIL_MAX_WEIGHTS (2 * CL_STENCIL_MAX_RADIUS + 1)
 
-/* X(id, name, launch, what it teaches, flags): one row per variant, in the
+/* X(id, name, impl, launch, what it teaches, flags, block): one row per variant, in the
  * order `--variant all` runs them (family.h says what is derived from it). */
-#define CL_STENCIL_VARIANTS(X)                                                                 \
-    X(CL_STENCIL_NAIVE, "naive", "1D: ceil(N/B) blocks of B; 2D: ceil(W/T) x ceil(H/T) blocks of T x T", \
-      "one thread per output reads its 2R+1 (2D: k²) input terms straight from global memory, so " \
-      "every input is loaded 2R+1 (k²) times; the caches absorb part of it, the load "        \
-      "instructions remain", CL_V_BLOCK)                                                       \
-    X(CL_STENCIL_TILED, "tiled", "as naive, plus (B+2R) or (T+k-1)^2 floats of shared memory", \
-      "the block first copies the inputs its outputs need into shared memory once (1D: "     \
-      "blockDim + 2R floats, its elements plus a halo of R on each side; 2D: a (T+k-1)² tile " \
-      "for a T x T output tile), __syncthreads, then reads every term from there", CL_V_BLOCK)
+#define CL_STENCIL_VARIANTS(X)                                                                                  \
+    X(CL_STENCIL_NAIVE, "naive", naive, "1D: ceil(N/B) blocks of B; 2D: ceil(W/T) x ceil(H/T) blocks of T x T", \
+      "one thread per output reads its 2R+1 (2D: k²) input terms straight from global memory, so "              \
+      "every input is loaded 2R+1 (k²) times; the caches absorb part of it, the load "                          \
+      "instructions remain", CL_V_BLOCK, 0)                                                                     \
+    X(CL_STENCIL_TILED, "tiled", tiled, "as naive, plus (B+2R) or (T+k-1)^2 floats of shared memory",           \
+      "the block first copies the inputs its outputs need into shared memory once (1D: "                        \
+      "blockDim + 2R floats, its elements plus a halo of R on each side; 2D: a (T+k-1)² tile "                  \
+      "for a T x T output tile), __syncthreads, then reads every term from there", CL_V_BLOCK, 0)
 
 typedef enum cl_stencil_variant_id {
     CL_STENCIL_VARIANTS(CL_VARIANT_ID)
@@ -61,17 +61,19 @@ typedef enum cl_stencil_variant_id {
 /* The contract's table, in enum order (each file that reads it has its copy). */
 static const cl_variant cl_stencil_variants[CL_STENCIL_NVARIANTS] = {CL_STENCIL_VARIANTS(CL_VARIANT_ROW)};
 
+/* The parameters a student's kernel takes (cl_student_contract.params). */
+#define CL_STENCIL_STUDENT_PARAMS "const float *in, float *out, const float *w, int n, int R"
 /* What a student's %%kernel for %stencil implements (student.h). */
 static const cl_student_contract cl_stencil_student = {
-    "const float *in, float *out, const float *w, int n, int R",
-    "float *, float *, float *, int, int",
+    CL_STENCIL_STUDENT_PARAMS,
     "one thread per output, i = blockIdx.x*blockDim.x + threadIdx.x: out[i] = sum over j = -R..R of "
     "w[j+R]*in[i+j], where in[] outside 0..n-1 reads as 0; block 256, grid ceil(n/256); dynamic shared "
     "memory for blockDim.x + 2R floats unless --smem",
     {256, 1, 1}, 0};
+/* The parameters a student's kernel takes (cl_student_contract.params). */
+#define CL_STENCIL_STUDENT_2D_PARAMS "const float *in, float *out, const float *w, int width, int height, int r"
 static const cl_student_contract cl_stencil_student_2d = {
-    "const float *in, float *out, const float *w, int width, int height, int r",
-    "float *, float *, float *, int, int, int",
+    CL_STENCIL_STUDENT_2D_PARAMS,
     "one thread per pixel, col = blockIdx.x*blockDim.x + threadIdx.x, row = blockIdx.y*blockDim.y + "
     "threadIdx.y: out[row*width + col] = sum over dy, dx = -r..r of w[(dy+r)*(2r+1) + dx+r]*in[(row+dy)*width "
     "+ col+dx], where pixels outside the image read as 0; block 16x16, grid ceil(width/16) x "

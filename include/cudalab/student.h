@@ -23,10 +23,10 @@ extern "C" {
 
 /* What a family asks of a student's kernel. */
 typedef struct cl_student_contract {
-    const char *params;     /* the parameter list as the student writes it:
-                               "const float *A, const float *B, float *C, int M, int N, int K" */
-    const char *types;      /* the same types with every const dropped, for the compile-time check:
-                               "float *, float *, float *, int, int, int" */
+    const char *params;     /* the parameter list as the student writes it, the family header's
+                               CL_<FAMILY>_STUDENT_PARAMS (its help and broken variants read it too):
+                               "const float *A, const float *B, float *C, int M, int N, int K"; the
+                               compile-time check derives its types (kernel/student/compile.h) */
     const char *launch;     /* the launch rule in words */
     int block[3];           /* the default block */
     unsigned flags;         /* CL_V_TILE: --tile T sets -D TILE=T and a T×T block */

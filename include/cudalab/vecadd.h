@@ -38,35 +38,36 @@
 extern "C" {
 #endif
 
-/* X(id, name, launch, what it teaches, flags): one row per operation, the
+/* X(id, name, impl, launch, what it teaches, flags, block): one row per operation, the
  * family contract's shape (family.h); --op chooses among them. */
-#define CL_VECADD_OPS(X)                                                                  \
-    X(CL_VECADD_ADD, "add", "ceil(N/B) blocks of B, one element per thread",             \
-      "z[i] = x[i] + y[i] in float: 8 bytes in, 4 bytes out per element", CL_V_BLOCK)     \
-    X(CL_VECADD_DAXPY, "daxpy", "ceil(N/B) blocks of B, one element per thread",         \
-      "y[i] = a*x[i] + y[i] in double (one fma): 16 bytes in, 8 bytes out per element",   \
-      CL_V_BLOCK)
+#define CL_VECADD_OPS(X)                                                                            \
+    X(CL_VECADD_ADD, "add", add, "ceil(N/B) blocks of B, one element per thread",                   \
+      "z[i] = x[i] + y[i] in float: 8 bytes in, 4 bytes out per element", CL_V_BLOCK, 0)            \
+    X(CL_VECADD_DAXPY, "daxpy", daxpy, "ceil(N/B) blocks of B, one element per thread",             \
+      "y[i] = a*x[i] + y[i] in double (one fma): 16 bytes in, 8 bytes out per element",             \
+      CL_V_BLOCK, 0)
 
 typedef enum cl_vecadd_op { CL_VECADD_OPS(CL_VARIANT_ID) CL_VECADD_NOPS } cl_vecadd_op;
 
 /* The operations' table, in enum order (each file that reads it has its copy). */
 static const cl_variant cl_vecadd_op_rows[CL_VECADD_NOPS] = {CL_VECADD_OPS(CL_VARIANT_ROW)};
 
-/* X(id, name, launch, what it teaches, flags): the family contract's variants
+/* X(id, name, impl, launch, what it teaches, flags, block): the family contract's variants
  * (family.h), the kernels --variant chooses; a student's kernel is one more. */
-#define CL_VECADD_VARIANTS(X)                                                             \
-    X(CL_VECADD_V_BUILTIN, "builtin", "ceil(N/B) blocks of B (--block), one element per thread", \
-      "the lecture's vecAddKernel: i = blockIdx.x*blockDim.x + threadIdx.x; if (i < n) ...", \
-      CL_V_BLOCK)
+#define CL_VECADD_VARIANTS(X)                                                                             \
+    X(CL_VECADD_V_BUILTIN, "builtin", builtin, "ceil(N/B) blocks of B (--block), one element per thread", \
+      "the lecture's vecAddKernel: i = blockIdx.x*blockDim.x + threadIdx.x; if (i < n) ...",              \
+      CL_V_BLOCK, 0)
 
 enum cl_vecadd_variant_id { CL_VECADD_VARIANTS(CL_VARIANT_ID) CL_VECADD_NVARIANTS };
 
 static const cl_variant cl_vecadd_variants[CL_VECADD_NVARIANTS] = {CL_VECADD_VARIANTS(CL_VARIANT_ROW)};
 
+/* The parameters a student's kernel takes (cl_student_contract.params). */
+#define CL_VECADD_STUDENT_PARAMS "const float *A, const float *B, float *C, int n"
 /* What a student's %%kernel for %vecadd implements (student.h): --op add only. */
 static const cl_student_contract cl_vecadd_student = {
-    "const float *A, const float *B, float *C, int n",
-    "float *, float *, float *, int",
+    CL_VECADD_STUDENT_PARAMS,
     "one thread per element: i = blockIdx.x·blockDim.x + threadIdx.x, C[i] = A[i] + B[i] for i < n; "
     "block 256 (--block), grid ⌈n/threads per block⌉ (--grid overrides)",
     {256, 1, 1},

@@ -549,7 +549,7 @@ const magic_spec magic_coalesce = {
         "threads; there the penalty comes from cache lines and prefetchers, not DRAM bursts.\n\n"
         "--variant names the traversals to run: the experiment's own (stride; under --layout the layout's, "
         "row or col), which is the default, and your own copies (a %%kernel --for coalesce cell): "
-        "__global__ void NAME(const float *in, float *out, unsigned long long n, unsigned long long stride) "
+        "__global__ void NAME(" CL_COALESCE_STUDENT_PARAMS ") "
         "copies every element, out[i] = in[i] for every i < n, with whatever mapping of threads to "
         "elements you choose; stride is the experiment's (--stride S, 1 under --layout row, the row length "
         "C under col), n and stride 64-bit as ours (unsigned long long, not size_t). It is launched as ours: "

@@ -586,7 +586,7 @@ const magic_spec magic_grid = {
         "was visited exactly once and the idle count is the predicted one. The launch is timed "
         "(median of --reps after --warmup, counts zeroed and the L2 flushed outside the timing).\n\n"
         "--variant also runs your picture kernel (a %%kernel --for grid cell), the lecture's exercise: "
-        "__global__ void NAME(const float *Pin, float *Pout, int width, int height) with Pout[row*width + "
+        "__global__ void NAME(" CL_GRID_STUDENT_PARAMS ") with Pout[row*width + "
         "col] = 2 * Pin[row*width + col] for every pixel inside the picture, one thread per pixel. It runs "
         "on the plan above (--data WIDTHxHEIGHT, --block, the grid it implies, or --grid), which implies "
         "--run; Pout is filled with NaN before every launch and guarded past both ends, and every pixel is "

@@ -262,8 +262,8 @@ static void args_from(const json_t *params, const histo_run_ctx *hc, cl_histo_ar
     a->dist = a->text ? 0 : choice_index(dist_choices, get_str(params, "dist"));
     a->mode = strcmp(get_str(params, "bins"), "letters") == 0 ? CL_HISTO_LETTERS : CL_HISTO_BYTES;
     a->width = a->mode == CL_HISTO_LETTERS ? (int)get_int(params, "bin_width") : 1;
-    a->block = a->variant == CL_HISTO_V_fast && !hc->block_given ? CL_HISTO_FAST_BLOCK
-                                                                 : block_x(json_object_get(params, "block"));
+    a->block = a->variant >= 0 && cl_histo_variant_blocks[a->variant] && !hc->block_given
+                   ? cl_histo_variant_blocks[a->variant] : block_x(json_object_get(params, "block"));
     a->grid = (int)get_int(params, "grid");
     a->warmup = (int)get_int(params, "warmup");
     a->reps = sweep_reps(params);
@@ -557,7 +557,7 @@ const magic_spec magic_histo = {
         "\"bins\" in the result holds the counts (an array of 256 for bytes, an object keyed "
         "by label for letters).\n\n"
         "Your own kernel (%%kernel --for histo) runs as one more variant: "
-        "__global__ void NAME(const unsigned char *data, long long n, unsigned int *histo). "
+        "__global__ void NAME(" CL_HISTO_STUDENT_PARAMS "). "
         "It counts the lecture's letter bins (--bins letters --bin-width 4, the default when "
         "--variant names it): a letter c, either case, adds 1 to histo[((c | 0x20) - 'a') / 4]; "
         "other bytes are not counted; the 7 bins are zeroed before every launch. Block 256, grid "

@@ -48,7 +48,8 @@ static const flag_spec matmul_flags[] = {
     {.name = "k", .type = FLAG_INT, .imin = 1, .imax = INT64_MAX, .opts = FLAG_LIST,
      .help = "columns of A, rows of B (overrides --size)"},
     FAMILY_VARIANT_FLAG(&matmul_family, "tiled"),
-    {.name = "tile", .type = FLAG_INT, .def = "16", .imin = 2, .imax = 32, .opts = FLAG_LIST,
+    {.name = "tile", .type = FLAG_INT, .def = "16", .imin = CL_MATMUL_TILE_MIN,
+     .imax = CL_MATMUL_TILE_MAX, .opts = FLAG_LIST,
      .help = "TILE_WIDTH of the variants that honour it, one of" CL_MATMUL_TILE_LIST(TILE_TEXT_)
              " (your kernels: any, as -D TILE=T with a T×T block)"},
     {.name = "block", .type = FLAG_DIMS, .imin = 1, .imax = 1024, .opts = FLAG_LIST,

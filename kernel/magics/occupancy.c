@@ -18,10 +18,10 @@
 #include "magic/occupancy_model.h"
 #include "magic/sweep.h"
 
-#define OCC_NAME_(id, name, threads, what) name,
+#define OCC_NAME_(id, name, ...) name,
 static const char *const kernel_choices[] = {CL_OCC_KERNELS(OCC_NAME_) NULL};
 #undef OCC_NAME_
-#define OCC_THREADS_(id, name, threads, what) threads,
+#define OCC_THREADS_(id, name, threads, ...) threads,
 static const int64_t kernel_threads[] = {CL_OCC_KERNELS(OCC_THREADS_)};
 #undef OCC_THREADS_
 static const char *const reg_alloc_choices[] = {"warp", "thread", NULL};

@@ -320,7 +320,7 @@ const magic_spec magic_reduce = {
         "variant runs its CPU analogue (host threads stand in for blocks) and cub runs the CPU "
         "reference.\n\n"
         "A %%kernel --for reduce cell adds your kernel as one more variant (named in --variant; all "
-        "never includes it): __global__ void NAME(const float *input, float *partial, int n); B threads "
+        "never includes it): __global__ void NAME(" CL_REDUCE_STUDENT_PARAMS "); B threads "
         "per block (--block, 256 by default), grid ceil(n/(2B)) (--grid overrides): block b sums "
         "input[2Bb, 2Bb + 2B) that are < n and writes partial[b]. The harness times your kernel alone, "
         "copies the partials back and adds them on the host in double; the check compares each partial "

@@ -35,7 +35,7 @@ typedef struct rd_env {
 /* The family as the framework serves it (reduce.c). */
 extern const family_spec reduce_family;
 
-/* The first pass's threads per block when --block is not given (fast: CL_REDUCE_FAST_BLOCK). */
+/* The first pass's threads per block when --block is not given (a row's own, cl_reduce_variant_blocks, first). */
 #define RD_BLOCK_DEFAULT 256
 /* A point's threads per block for the built-in variants (its --block's x). */
 int rd_block_of(const json_t *point);

@@ -330,8 +330,8 @@ int rd_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     int v = def ? CL_VARIANT_STUDENT : family_point_variant(ctx, &reduce_family, pt);
     if (v < 0 && !def)
         return -1;
-    int block = v == CL_REDUCE_FAST && !json_is_array(json_object_get(pt, "block")) ? CL_REDUCE_FAST_BLOCK
-                                                                                  : rd_block_of(pt);
+    int block = v >= 0 && cl_reduce_variant_blocks[v] && !json_is_array(json_object_get(pt, "block"))
+                    ? cl_reduce_variant_blocks[v] : rd_block_of(pt);
     if (!def && ((!uses_block(v) && block != env->first_block) || !student_at_first(env->student_firsts, pt)))
         return 0;                   /* cpu and cub run once per size, not once per --block; built-ins once per -D */
     cl_reduce_args a = {

@@ -500,7 +500,7 @@ const magic_spec magic_vecadd = {
         "runs the same three phases: memcpy stands in for the copies (pinned is only a label "
         "there) and host threads for the kernel.\n\n"
         "--variant builtin runs our kernel; a %%kernel --for vecadd cell adds yours: "
-        "__global__ void NAME(const float *A, const float *B, float *C, int n), C[i] = A[i] + B[i], one "
+        "__global__ void NAME(" CL_VECADD_STUDENT_PARAMS "), C[i] = A[i] + B[i], one "
         "thread per element, block 256 by default (--block), grid ceil(n/threads per block) (--grid "
         "overrides). It runs --op add only, through the same copies, timing and exact check; C is filled "
         "with a sentinel before every rep and guarded past its end, so an element never written or one "

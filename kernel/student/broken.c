@@ -4,9 +4,14 @@
  * is); its "teaches" says the bug and when it shows, for %help and the note
  * under the result. A "// BUG: ..." comment, one line, marks the bug for
  * --show-source; the %%kernel cell of --as-kernel, the student's exercise,
- * leaves it out.
+ * leaves it out. A kernel's parameters are its family contract's
+ * (CL_<FAMILY>_STUDENT_PARAMS), the names its body uses.
  */
 #include "student/broken.h"
+
+#include "cudalab/histo.h"
+#include "cudalab/matmul.h"
+#include "cudalab/vecadd.h"
 
 #define BROKEN_FLAGS (CL_V_RUNTIME | CL_V_BROKEN)
 
@@ -19,7 +24,7 @@ const family_broken broken_matmul[] = {
      "#ifndef TILE\n"
      "#define TILE 16\n"
      "#endif\n"
-     "__global__ void missing_sync(const float *A, const float *B, float *C, int M, int N, int K)\n"
+     "__global__ void missing_sync(" CL_MATMUL_STUDENT_PARAMS ")\n"
      "{\n"
      "    __shared__ float As[TILE][TILE];\n"
      "    __shared__ float Bs[TILE][TILE];\n"
@@ -47,7 +52,7 @@ const family_broken broken_histo[] = {
       "add and a write, so two threads that count into one bin at once both read the old count and one "
       "update is lost. It counts the lecture's letter bins, as students' histogram kernels do",
       BROKEN_FLAGS | CL_V_BLOCK},
-     "__global__ void lost_update(const unsigned char *data, long long n, unsigned int *histo)\n"
+     "__global__ void lost_update(" CL_HISTO_STUDENT_PARAMS ")\n"
      "{\n"
      "    __shared__ unsigned int bins[7];\n"
      "    if (threadIdx.x < 7)\n"
@@ -73,7 +78,7 @@ const family_broken broken_vecadd[] = {
       "each array. It exists only when n is not a multiple of the block, so the bug shows at some sizes "
       "(--size 1000003) and hides at others (--size 1048576)",
       BROKEN_FLAGS | CL_V_BLOCK},
-     "__global__ void off_by_one(const float *A, const float *B, float *C, int n)\n"
+     "__global__ void off_by_one(" CL_VECADD_STUDENT_PARAMS ")\n"
      "{\n"
      "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
      "    if (i <= n)  // BUG: one past the end (the fix: i < n)\n"

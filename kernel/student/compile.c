@@ -27,6 +27,47 @@
 
 /* ---- the program ---- */
 
+int student_param_types(const char *params, char *out, size_t len)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    for (const char *p = params; *p;) {
+        size_t end = strcspn(p, ",");
+        /* the words of one parameter: its last identifier is its name, every "const" goes */
+        char words[16][64];
+        int nw = 0;
+        for (size_t i = 0; i < end;) {
+            if (p[i] == ' ') {
+                i++;
+                continue;
+            }
+            size_t w = p[i] == '*' ? 1 : strcspn(p + i, " *,");
+            if (w > end - i)
+                w = end - i;
+            if (nw == 16 || w >= sizeof words[0])
+                return -1;
+            snprintf(words[nw++], sizeof words[0], "%.*s", (int)w, p + i);
+            i += w;
+        }
+        if (nw > 0 && (isalpha((unsigned char)words[nw - 1][0]) || words[nw - 1][0] == '_'))
+            nw--;
+        const char *sep = n ? ", " : "";
+        for (int i = 0; i < nw; i++) {
+            if (strcmp(words[i], "const") == 0)
+                continue;
+            int w = snprintf(out + n, len - n, "%s%s", sep, words[i]);
+            if (w < 0 || (size_t)w >= len - n)
+                return -1;
+            n += (size_t)w;
+            sep = " ";
+        }
+        p += end;
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+}
+
 /* The source, then a compile-time check that the kernel's parameter types
  * are the contract's (const dropped: an input may be written without it).
  * The check follows the student's code, so every name it uses is a keyword
@@ -51,12 +92,15 @@ static char *program_text(const student_source *s)
         "    static const bool __cudalab_ok = __cudalab_same<void(typename __cudalab_in<__cudalab_P>::__cudalab_type...),\n"
         "                                                    void(%s)>::__cudalab_value; };\n"
         "static_assert(__cudalab_sig<decltype(%s)>::__cudalab_ok, \"" SIGNATURE_TAG "\");\n";
-    size_t n = strlen(s->text) + strlen(trailer) + strlen(s->contract->types) + strlen(s->name) + 64;
+    char types[512];
+    if (student_param_types(s->contract->params, types, sizeof types) != 0)
+        return NULL;
+    size_t n = strlen(s->text) + strlen(trailer) + strlen(types) + strlen(s->name) + 64;
     char *p = malloc(n);
     if (!p)
         return NULL;
     int at = snprintf(p, n, "#line %d \"" CELL_FILE "\"\n%s", s->first_line, s->text);
-    snprintf(p + at, n - (size_t)at, trailer, s->contract->types, s->name);
+    snprintf(p + at, n - (size_t)at, trailer, types, s->name);
     return p;
 }
 

@@ -67,6 +67,11 @@ typedef struct student_source {
     int first_line;
 } student_source;
 
+/* The types of a contract's parameter list (cl_student_contract.params) as the compile-time checks
+ * compare them: every const and every parameter's name dropped ("const float *A, int n" gives
+ * "float *, int"). 0, or -1 when they do not fit in len bytes. */
+int student_param_types(const char *params, char *out, size_t len);
+
 /* Compiles (or finds in the cache) for compute capability cc (90 = sm_90).
  * 0 with *out filled (student_build_free it), or -1 with the error in ctx:
  * CompileError with the translated log as traceback lines, or RuntimeError

@@ -146,7 +146,9 @@ static char *entry_text(const char *name, const char *types)
 
 static char *unit_text(const student_source *src, const char *rewritten)
 {
-    char *entry = entry_text(src->name, src->contract->types);
+    char types[512];
+    char *entry = student_param_types(src->contract->params, types, sizeof types) == 0
+                      ? entry_text(src->name, types) : NULL;
     if (!entry)
         return NULL;
     size_t cap = strlen(rewritten) + strlen(entry) + 128;

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cell, compiled
+from conftest import builtin_variants, cell, compiled
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU = {"CUDALAB_BACKEND": "cpu"}
@@ -67,10 +67,13 @@ def instance(source: str, template: str, constants: str, name: str) -> str:
 
 def kernels() -> dict[str, tuple[str, int, int, int]]:
     """name: (the cell's code after its %%kernel line, block tile (rows, columns), threads, dynamic shared
-    memory)."""
+    memory), for each rung the kernel under test has (a row of matmul.h, with its kernel file)."""
+    rungs = set(builtin_variants("matmul"))
     helpers = "".join(regions("cuda/matmul_device.h", "fast"))
     out = {}
     for v, (bm, bk, tm, tn) in {"reg1d": (64, 8, 8, 1), "reg2d": (128, 8, 8, 8)}.items():
+        if v not in rungs:
+            continue
         head = ("template <int BM, int BN, int BK, int TM>\n__global__ void __launch_bounds__(BM * BN / TM)\n"
                 "mm_reg1d_kernel(" if v == "reg1d" else
                 "template <int BM, int BN, int BK, int TM, int TN>\n__global__ void __launch_bounds__(BM * BN / "
@@ -78,37 +81,45 @@ def kernels() -> dict[str, tuple[str, int, int, int]]:
         src = "".join(regions("cuda/matmul_regblock.cu", v))
         out[v] = (instance(src, head, f"constexpr int BM = {bm}, BN = {bm}, BK = {bk}, TM = {tm}, TN = {tn};",
                            "my" + v), (bm, bm), bm * bm // (tm * tn), 0)
-    src = "".join(regions("cuda/matmul_regblock.cu", "vec4"))
-    out["vec4"] = (helpers + instance(src, "template <int BM, int BN, int BK>\n__global__ void __launch_bounds__"
-                                      "(BM * BN / 64)\nmm_vec4_kernel(", "constexpr int BM = 128, BN = 128, BK = 8;",
-                                      "myvec4"), (128, 128), 256, 0)
-    src = "".join(regions("cuda/matmul_warptile.cu", "warptile"))
-    src = instance(src, "template <int BM, int BN, int BK, int WM, int WN>\n__global__ void __launch_bounds__"
-                   "(mm_warptile_shape<BM, BN, BK, WM, WN>::THREADS, 2)\nmm_warptile_kernel(",
-                   "constexpr int BM = 128, BN = 128, BK = 16, WM = 32, WN = 64;", "mywarptile")
-    out["warptile"] = (helpers + src.replace("mm_warptile_shape<BM, BN, BK, WM, WN> S;",
-                                             "mm_warptile_shape<128, 128, 16, 32, 64> S;"), (128, 128), 256, 0)
-    fast = "".join(regions("cuda/matmul_fast.cu", "fast"))
-    shape = fast[:fast.index("template <int BM, int BN, int BK>\n__global__")]
-    src = instance("".join(regions("cuda/matmul_fast.cu", "swizzle")),
-                   "template <int BM, int BN, int BK>\n__global__ void __launch_bounds__(mm_fast_shape<BM, BN, BK>"
-                   "::THREADS, mm_fast_shape<BM, BN, BK>::MIN_BLOCKS)\nmm_swizzle_kernel(",
-                   "constexpr int BM = 128, BN = 128, BK = 8;", "myswizzle")
-    out["swizzle"] = (helpers + shape + src.replace("mm_fast_shape<BM, BN, BK> S;", "mm_fast_shape<128, 128, 8> S;"),
-                      (128, 128), 256, 0)
-    common, kernel = regions("cuda/matmul_async.cu", "async")
-    kernel = kernel[kernel.index("/* STAGES slices"):]
+    if "vec4" in rungs:
+        src = "".join(regions("cuda/matmul_regblock.cu", "vec4"))
+        out["vec4"] = (helpers + instance(src, "template <int BM, int BN, int BK>\n__global__ void __launch_bounds__"
+                                          "(BM * BN / 64)\nmm_vec4_kernel(", "constexpr int BM = 128, BN = 128, BK = 8;",
+                                          "myvec4"), (128, 128), 256, 0)
+    if "warptile" in rungs:
+        src = "".join(regions("cuda/matmul_warptile.cu", "warptile"))
+        src = instance(src, "template <int BM, int BN, int BK, int WM, int WN>\n__global__ void __launch_bounds__"
+                       "(mm_warptile_shape<BM, BN, BK, WM, WN>::THREADS, 2)\nmm_warptile_kernel(",
+                       "constexpr int BM = 128, BN = 128, BK = 16, WM = 32, WN = 64;", "mywarptile")
+        out["warptile"] = (helpers + src.replace("mm_warptile_shape<BM, BN, BK, WM, WN> S;",
+                                                 "mm_warptile_shape<128, 128, 16, 32, 64> S;"), (128, 128), 256, 0)
+    if "swizzle" in rungs:
+        fast = "".join(regions("cuda/matmul_fast.cu", "fast"))
+        shape = fast[:fast.index("template <int BM, int BN, int BK>\n__global__")]
+        src = instance("".join(regions("cuda/matmul_fast.cu", "swizzle")),
+                       "template <int BM, int BN, int BK>\n__global__ void __launch_bounds__(mm_fast_shape<BM, BN, BK>"
+                       "::THREADS, mm_fast_shape<BM, BN, BK>::MIN_BLOCKS)\nmm_swizzle_kernel(",
+                       "constexpr int BM = 128, BN = 128, BK = 8;", "myswizzle")
+        out["swizzle"] = (helpers + shape + src.replace("mm_fast_shape<BM, BN, BK> S;",
+                                                        "mm_fast_shape<128, 128, 8> S;"), (128, 128), 256, 0)
+    if rungs & {"async", "async64"}:
+        common, kernel = regions("cuda/matmul_async.cu", "async")
+        kernel = kernel[kernel.index("/* STAGES slices"):]
     for v, (bm, wm, wn) in {"async": (128, 32, 64), "async64": (64, 32, 32)}.items():
+        if v not in rungs:
+            continue
         src = instance(kernel, "template <class S, int STAGES>\n__global__ void __launch_bounds__(S::THREADS, "
                        "S::MIN_BLOCKS)\nmm_async_kernel(",
                        f"typedef mm_async_shape<{bm}, {bm}, 16, {wm}, {wn}> S;\nconstexpr int STAGES = 4;", "my" + v)
         out[v] = (device_helpers("async") + common + SYNC_COPIES + src, (bm, bm),
                   32 * (bm // wm) * (bm // wn), 4 * 16 * 2 * bm * 4)
-    # wide: 128×256 tiles, its EDGES instance (the sizes below are partial tiles but one)
-    src = instance("".join(regions("cuda/matmul_wide.cu", "wide")),
-                   "template <bool EDGES>\n__global__ void __launch_bounds__(MMWD_THREADS, 1)\nmm_wide_kernel(",
-                   "constexpr bool EDGES = true;", "mywide")
-    out["wide"] = (device_helpers("wide") + SYNC_COPIES + src, (128, 256), 256, 2 * 32 * (132 + 256) * 4)
+    if "wide" in rungs:
+        # wide: 128×256 tiles, its EDGES instance (the sizes below are partial tiles but one)
+        src = instance("".join(regions("cuda/matmul_wide.cu", "wide")),
+                       "template <bool EDGES>\n__global__ void __launch_bounds__(MMWD_THREADS, 1)\nmm_wide_kernel(",
+                       "constexpr bool EDGES = true;", "mywide")
+        # its helpers: async's (matmul_wide.cu says `like async`)
+        out["wide"] = (device_helpers("async") + SYNC_COPIES + src, (128, 256), 256, 2 * 32 * (132 + 256) * 4)
     return out
 
 

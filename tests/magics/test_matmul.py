@@ -11,15 +11,14 @@ import re
 
 import pytest
 
-from conftest import load_schema, magic_doc, run_cell as run
+from conftest import builtin_variants, load_schema, magic_doc, run_cell as run
 
 SCHEMA = load_schema("matmul")
-VARIANTS = ["cpu", "naive", "naive-bt", "tiled", "tiled-bt", "reg1d", "reg2d", "vec4", "warptile", "fast", "fast64",
-            "swizzle", "async", "async64", "wide", "wmma-tf32", "wmma-fp16", "wmma-bf16", "cublas", "cublas-tf32",
-            "wgmma-tf32"]
+VARIANTS = builtin_variants("matmul")           # the rows of matmul.h, in order: what --variant all runs
 TILED = ["tiled", "tiled-bt"]                   # the variants that honour --tile
-# the FP32 ladder between tiled and cuBLAS, and the tensor-core variants with their input formats
-LADDER = ["reg1d", "reg2d", "vec4", "warptile", "fast", "fast64", "swizzle", "async", "async64", "wide"]
+# the FP32 ladder between tiled and cuBLAS (the rows between the corner-turning ones and the tensor
+# cores), and the tensor-core variants with their input formats
+LADDER = VARIANTS[VARIANTS.index("tiled-bt") + 1:VARIANTS.index("wmma-tf32")]
 TENSOR_CORES = {"wmma-tf32": ("tf32", 5e-3), "wmma-fp16": ("fp16", 5e-3), "wmma-bf16": ("bf16", 4e-2)}
 TILES = [2, 4, 8, 16, 32]
 QUICK = "--reps 2 --warmup 0"
@@ -43,6 +42,7 @@ def error(cell: str, code: int, ename: str, *fragments: str) -> str:
 @pytest.mark.parametrize("dims", ["--size 64", "--size 100", "--size 127", "--m 33 --n 65 --k 17",
                                   "--m 1 --n 200 --k 3", "--size 1"])
 def test_every_variant_and_tile_checked(dims):
+    assert VARIANTS[:5] == ["cpu", "naive", "naive-bt", "tiled", "tiled-bt"] and "cublas" in VARIANTS, VARIANTS
     doc = matmul_doc(f"%matmul {dims} --variant all --tile {','.join(map(str, TILES))} {QUICK}")
     runs = doc["runs"]
     assert [(r["variant"], r["tile"]) for r in runs] == \

@@ -12,21 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import execute, outputs, run_cell
+from conftest import builtin_variants, execute, outputs, run_cell
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULT_MIME = "application/vnd.cudalab.result+json"
 
-VARIANTS = {
-    "matmul": ["cpu", "naive", "naive-bt", "tiled", "tiled-bt", "reg1d", "reg2d", "vec4", "warptile", "fast", "fast64",
-               "swizzle", "async", "async64", "wide", "wmma-tf32", "wmma-fp16", "wmma-bf16", "cublas", "cublas-tf32",
-               "wgmma-tf32"],
-    "histo": ["cpu", "sectioned", "interleaved", "privatized", "warp", "fast", "cub"],
-    "reduce": ["cpu", "divergent", "convergent", "multiblock", "fast", "cub"],
-    "vecadd": ["add", "daxpy"],
-    "stencil": ["naive", "tiled"],
-    "coalesce": ["stride", "row", "col"],
-}
+VARIANTS = {f: builtin_variants(f) for f in ("matmul", "histo", "reduce", "stencil", "coalesce")}
+VARIANTS["vecadd"] = ["add", "daxpy"]           # its operations (--op), each with its source
 # the lecture variants: (family, variant, the kernel's name in the cell's code, its parameters)
 LECTURE = [
     ("matmul", "naive", "const float *A, const float *B, float *C, int m, int n, int k"),
@@ -53,17 +45,31 @@ def result(kernel, cell: str) -> tuple[dict, dict]:
     return reply["content"], outs[0]["content"]["data"]
 
 
+def like(family: str, variant: str) -> str | None:
+    """The variant whose header regions VARIANT shows too (`/* show-source: FAMILY VARIANT like OTHER */`
+    in its kernel file), or None."""
+    for path in sorted((ROOT / "cuda").glob("*.cu")) + sorted((ROOT / "cpu").glob("*.c")):
+        m = re.search(rf"/\* show-source: {re.escape(family)} {re.escape(variant)} like (\S+) \*/", path.read_text())
+        if m:
+            return m.group(1)
+    return None
+
+
 def marked_text(path: str, family: str, variant: str) -> list[str]:
-    """The regions of path whose marker names family and variant, read here from the source."""
+    """The regions of path whose marker names family and variant (in a header, or the variant it is
+    like), read here from the source."""
+    names = {variant, like(family, variant)} if path.endswith(".h") else {variant}
     regions, cur = [], None
     for line in (ROOT / path).read_text().splitlines(keepends=True):
         m = re.search(r"/\* show-source: (.*?) \*/", line)
+        words = m.group(1).split() if m else []
+        if len(words) == 4 and words[2] == "like":
+            continue
         if m and m.group(1) == "end":
             regions.append("".join(cur)) if cur is not None else None
             cur = None
         elif m:
-            words = m.group(1).split()
-            cur = [] if words[0] == family and variant in words[1].split(",") else None
+            cur = [] if words[0] == family and names & set(words[1].split(",")) else None
         elif cur is not None:
             cur.append(line)
     return regions

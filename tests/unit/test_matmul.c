@@ -111,6 +111,18 @@ static void every_variant_matches_the_product(void **state)
     }
 }
 
+/* --tile's range is the tile list's first and last: the list ascends. */
+static void tile_range_is_the_lists(void **state)
+{
+    (void)state;
+    static const int tiles[] = CL_MATMUL_TILES;
+    int n = 1;
+    for (; tiles[n]; n++)
+        assert_true(tiles[n] > tiles[n - 1]);
+    assert_int_equal(CL_MATMUL_TILE_MIN, tiles[0]);
+    assert_int_equal(CL_MATMUL_TILE_MAX, tiles[n - 1]);
+}
+
 static void launch_and_model(void **state)
 {
     (void)state;
@@ -742,6 +754,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_variant_matches_the_product),
+        cmocka_unit_test(tile_range_is_the_lists),
         cmocka_unit_test(launch_and_model),
         cmocka_unit_test(run_errors),
         cmocka_unit_test(check_catches_wrong_elements),

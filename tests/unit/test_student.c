@@ -18,7 +18,13 @@
 
 #include <cmocka.h>
 
+#include "cudalab/coalesce.h"
+#include "cudalab/grid.h"
+#include "cudalab/histo.h"
 #include "cudalab/matmul.h"
+#include "cudalab/reduce.h"
+#include "cudalab/stencil.h"
+#include "cudalab/vecadd.h"
 #include "lang/lang.h"
 #include "student/compile.h"
 #include "student/nvrtc.h"
@@ -371,6 +377,29 @@ static void define_repeats_on_the_kernel_line(void **state)
     assert_param_is("%%kernel --for matmul --define=ONLY\n__global__ void k(float *C) {}", "define", "[\"ONLY\"]");
 }
 
+/* The compile-time checks' types come from each contract's parameter list: const and names dropped. */
+static void contract_types_from_params(void **state)
+{
+    (void)state;
+    static const struct { const char *params, *types; } cases[] = {
+        { CL_MATMUL_STUDENT_PARAMS, "float *, float *, float *, int, int, int" },
+        { CL_VECADD_STUDENT_PARAMS, "float *, float *, float *, int" },
+        { CL_REDUCE_STUDENT_PARAMS, "float *, float *, int" },
+        { CL_HISTO_STUDENT_PARAMS, "unsigned char *, long long, unsigned int *" },
+        { CL_STENCIL_STUDENT_PARAMS, "float *, float *, float *, int, int" },
+        { CL_STENCIL_STUDENT_2D_PARAMS, "float *, float *, float *, int, int, int" },
+        { CL_COALESCE_STUDENT_PARAMS, "float *, float *, unsigned long long, unsigned long long" },
+        { CL_GRID_STUDENT_PARAMS, "float *, float *, int, int" },
+        { "const float*x,int  n", "float *, int" },
+    };
+    char out[128];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        assert_int_equal(student_param_types(cases[i].params, out, sizeof out), 0);
+        assert_string_equal(out, cases[i].types);
+    }
+    assert_int_equal(student_param_types(CL_MATMUL_STUDENT_PARAMS, out, 8), -1);   /* too long for out */
+}
+
 static void block_is_a_list_of_dimensions(void **state)
 {
     (void)state;
@@ -399,6 +428,7 @@ int main(void)
         cmocka_unit_test(uses_tile_in_code_only),
         cmocka_unit_test(define_repeats_on_the_kernel_line),
         cmocka_unit_test(block_is_a_list_of_dimensions),
+        cmocka_unit_test(contract_types_from_params),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
