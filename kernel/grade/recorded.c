@@ -63,13 +63,14 @@ static int bad(error_info *err, const char *path, const char *fmt, ...) __attrib
 
 static int bad(error_info *err, const char *path, const char *fmt, ...)
 {
-    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    json_t *what = json_vsprintf(fmt, ap);
     va_end(ap);
-    return error_set(err, "ValueError", "%s does not hold recorded results of the current format: %s "
-                     "(make record writes it anew)", path, msg);
+    error_set(err, "ValueError", "%s does not hold recorded results of the current format: %s "
+              "(make record writes it anew)", path, what ? json_string_value(what) : "?");
+    json_decref(what);
+    return -1;
 }
 
 static int need_string(const json_t *obj, const char *key, const char *path, error_info *err)

@@ -38,7 +38,7 @@ static const char *const recorded_examples[] = {
 };
 
 const magic_spec magic_recorded = {
-    .name = "recorded",
+    MAGIC_LOCAL_LINE(recorded),
     .summary = "Show results recorded on a GPU beside this notebook's CPU runs",
     .description = "Loads DIR/NAME.json (recorded/ beside the notebook: make record writes it on a\n"
                    "GPU machine). Then every device command run on the CPU backend shows the\n"
@@ -52,8 +52,4 @@ const magic_spec magic_recorded = {
     .flags = recorded_flags,
     .positional = "NAME",
     .positional_help = "the notebook's name, without .ipynb",
-    .mode = MAGIC_LINE,
-    .where = MAGIC_LOCAL,
-    .run = recorded_run,
-    .examples = recorded_examples,
 };

@@ -168,10 +168,6 @@ static int help_run(magic_ctx *ctx, const json_t *params, const char *body)
     return magic_error(ctx, "UsageError", "unknown magic %%%.*s; %%help lists them all", q, name);
 }
 
-static const flag_spec help_flags[] = {
-    {.name = NULL},
-};
-
 static const char *const help_examples[] = {
     "%help",
     "%help echo",
@@ -180,16 +176,12 @@ static const char *const help_examples[] = {
 };
 
 const magic_spec magic_help = {
-    .name = "help",
+    MAGIC_LOCAL_LINE(help),
     .summary = "List the magics, or show one magic's usage, flags and examples",
     .description = "With no NAME, lists every magic with a one-line summary. With a NAME, shows how\n"
                    "to call that magic: each flag with its type, default and allowed values.\n"
                    "%NAME? and ?NAME are the same as %help NAME.",
-    .flags = help_flags,
+    .flags = magic_no_flags,
     .positional = "NAME",
     .positional_help = "a magic's name, with or without the %",
-    .mode = MAGIC_LINE,
-    .where = MAGIC_LOCAL,
-    .run = help_run,
-    .examples = help_examples,
 };

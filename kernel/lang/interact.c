@@ -165,7 +165,7 @@ static const char *const interact_examples[] = {
 
 
 const magic_spec magic_interact = {
-    .name = "interact",
+    MAGIC_LOCAL_LINE(interact),
     .summary = "Live controls over a command's comma lists: each change re-runs it in place",
     .description = "Runs COMMAND once with the first value of each comma list and shows its result\n"
                    "under live controls: a slider for a list of numbers (--tile 2,4,8,16,32), a\n"
@@ -182,10 +182,6 @@ const magic_spec magic_interact = {
     .flags = interact_flags,
     .positional = "COMMAND",
     .positional_help = "a device command whose comma lists become the controls",
-    .mode = MAGIC_LINE,
-    .where = MAGIC_LOCAL,
-    .run = interact_run,
-    .examples = interact_examples,
     .raw = true,
     .check = interact_check,
     .check_ename = "UsageError",

@@ -133,3 +133,7 @@ int magic_turn_give(magic_ctx *ctx, int rc)
         ctx->share.turn(ctx, false, NULL);
     return rc;
 }
+
+const flag_spec magic_no_flags[] = {
+    {.name = NULL},
+};

@@ -99,6 +99,13 @@ typedef struct magic_spec {
     int (*settled)(struct magic_ctx *ctx, const struct command *cmd, const char *ename);
 } magic_spec;
 
+/* What a line magic that runs in the kernel process declares by convention, from its C name N:
+ * its name "N", N_run and N_examples (a magic_spec's designated initializers). */
+#define MAGIC_LOCAL_LINE(n_) \
+    .name = #n_, .mode = MAGIC_LINE, .where = MAGIC_LOCAL, .run = n_##_run, .examples = n_##_examples
+/* The flags of a magic that takes none. */
+extern const flag_spec magic_no_flags[];
+
 /* ---- registry (kernel/magics/registry.c: the list lives where the magics are known, above
  * the framework; the framework and the layers between only look magics up through these) ---- */
 const magic_spec *const *magic_all(size_t *count);

@@ -166,12 +166,11 @@ static void rowf(json_t *table, const char *property, const char *fmt, ...)
 
 static void rowf(json_t *table, const char *property, const char *fmt, ...)
 {
-    char buf[256];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    json_t *value = json_vsprintf(fmt, ap);
     va_end(ap);
-    row(table, property, buf);
+    view_table_row(table, json_pack("[s,o]", property, value ? value : json_string("")));
 }
 
 static void memory_rows(json_t *t, const cl_device_props *p)

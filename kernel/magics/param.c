@@ -84,10 +84,6 @@ static int param_run(magic_ctx *ctx, const json_t *params, const char *body)
     return 0;
 }
 
-static const flag_spec param_flags[] = {
-    {.name = NULL},
-};
-
 static const char *const param_examples[] = {
     "%param size 1024",
     "%matmul --size {size} --variant naive,tiled",
@@ -98,7 +94,7 @@ static const char *const param_examples[] = {
 };
 
 const magic_spec magic_param = {
-    .name = PARAM_MAGIC,
+    MAGIC_LOCAL_LINE(param),
     .summary = "Define a parameter: {NAME} in later magic lines stands for VALUE",
     .description = "Defines the session parameter NAME (letters, digits and _) as VALUE, one\n"
                    "argument as on a command line (quote it to keep spaces); a new value replaces\n"
@@ -110,11 +106,7 @@ const magic_spec magic_param = {
                    "other text as a string. A name that is not defined is an error.\n"
                    "%param alone lists the parameters. papermill's -p NAME VALUE writes %param\n"
                    "lines after the cell tagged \"parameters\".",
-    .flags = param_flags,
+    .flags = magic_no_flags,
     .positional = "NAME VALUE",
     .positional_help = "the parameter's name and its value; none: list the parameters",
-    .mode = MAGIC_LINE,
-    .where = MAGIC_LOCAL,
-    .run = param_run,
-    .examples = param_examples,
 };

@@ -10,7 +10,7 @@
 #include "base/log.h"
 #include "shell/session.h"
 
-typedef enum handled (*handler_fn)(shell_session *s, shell_request *req);
+typedef shell_handler *handler_fn;
 
 #define SHELL   (1u << PORT_SHELL)
 #define CONTROL (1u << PORT_CONTROL)

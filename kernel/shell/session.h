@@ -102,18 +102,10 @@ static inline double session_now_ms(const shell_session *s)
 
 /* ---- handlers (dispatch.c's table) ---- */
 enum handled { HANDLED_DONE, HANDLED_PENDING };     /* PENDING: the handler sends idle itself */
-enum handled handle_kernel_info(shell_session *s, shell_request *req);
-enum handled handle_execute(shell_session *s, shell_request *req);
-enum handled handle_complete(shell_session *s, shell_request *req);
-enum handled handle_inspect(shell_session *s, shell_request *req);
-enum handled handle_is_complete(shell_session *s, shell_request *req);
-enum handled handle_history(shell_session *s, shell_request *req);
-enum handled handle_comm_info(shell_session *s, shell_request *req);
-enum handled handle_comm_open(shell_session *s, shell_request *req);
-enum handled handle_comm_msg(shell_session *s, shell_request *req);
-enum handled handle_comm_close(shell_session *s, shell_request *req);
-enum handled handle_shutdown(shell_session *s, shell_request *req);
-enum handled handle_interrupt(shell_session *s, shell_request *req);
+typedef enum handled shell_handler(shell_session *s, shell_request *req);
+shell_handler handle_kernel_info, handle_execute, handle_complete, handle_inspect, handle_is_complete,
+    handle_history, handle_comm_info, handle_comm_open, handle_comm_msg, handle_comm_close, handle_shutdown,
+    handle_interrupt;
 
 /* execute.c */
 /* Replies an execute_request as aborted (busy/idle are the caller's). */
