@@ -1,6 +1,5 @@
 /* family_run.c — a timed family's command in one order for every family (family_run.h). */
 #include <stdlib.h>
-#include <string.h>
 
 #include "magic/family_run.h"
 #include "magic/show_source.h"
@@ -41,14 +40,16 @@ int family_run(magic_ctx *ctx, const family_command *cmd, const json_t *params, 
     }
     rc = cmd->prepare ? cmd->prepare(ctx, params, p, env) : 0;
     static const char *const define_only[] = {"define", NULL};
-    json_t **firsts = (json_t **)((char *)env + cmd->firsts_at);
-    if (rc == 0 && student->first_values)
+    json_t **firsts = cmd->env_size >= cmd->firsts_at + sizeof(json_t *) ? (json_t **)((char *)env + cmd->firsts_at)
+                                                                          : NULL;     /* an env without FAMILY_ENV */
+    if (rc == 0 && firsts && student->first_values)
         *firsts = student->first_values(p, cmd->student_only ? cmd->student_only : define_only);
     if (rc == 0)
         rc = cmd->run_sweep ? cmd->run_sweep(ctx, cmd->sweep, p, env) : sweep_run(ctx, cmd->sweep, p, env);
     if (cmd->release)
         cmd->release(env);
-    json_decref(*firsts);
+    if (firsts)
+        json_decref(*firsts);
     free(env);
     json_decref(p);
     return rc;
