@@ -5,6 +5,8 @@ Pout[row][col]), half the rows never written; a 3D shape is refused. After each 
 works."""
 from __future__ import annotations
 
+import pytest
+
 from kernels import picture
 from student_session import cell, failing, gpu_doc, kc, kernel_cell  # noqa: F401  (gpu_doc, kc: fixtures)
 
@@ -14,6 +16,7 @@ def next_cell_works(kc):
     assert c["status"] == "ok" and doc["runs"][0]["check"]["passed"] is True, c
 
 
+@pytest.mark.parametrize("data, block", [("76x62", "16x16"), ("1000003", "256"), ("67x33", "32x8"), ("1", "1")])
 def test_picture_kernel_passes_beside_map(kc, data, block):
     c, _, doc = cell(kc, kernel_cell("grid", "mypic", picture("mypic")))
     assert c["status"] == "ok" and doc["check"]["passed"] is True, c
