@@ -33,6 +33,7 @@
 #include "base/text.h"
 #include "magic/magic.h"
 #include "exec/admission_dir.h"
+#include "exec/admission_internal.h"
 
 /* How a kernel's recent GPU time places its tickets: it counts fully when
  * fresh and half as much USAGE_HALF_LIFE_S later. */
@@ -47,11 +48,7 @@ static char turn_key[ADMISSION_KEY_LEN];
 static double turn_since;
 
 /* This worker's tickets: one per GPU while it waits for a context, one while it waits for a turn. */
-typedef struct ticket {
-    int fd;
-    char name[NAME_MAX + 1];
-} ticket;
-static ticket tickets[ADMISSION_MAX_GPUS];
+static admission_ticket tickets[ADMISSION_MAX_GPUS];
 static int nticket;
 
 /* The GPU time of this worker's timed runs, decayed (USAGE_HALF_LIFE_S). */
@@ -105,7 +102,7 @@ static int capacity_recorded(const admission_dir *d, const char *key)
         ssize_t r = read(fd, buf, sizeof buf - 1);
         n = r > 0 ? atoi(buf) : 0;
     } else {
-        static bool said;           /* slots() reads it at every scan: said once */
+        static bool said;           /* admission_slots() reads it at every scan: said once */
         if (!said)
             klog("admission: %s/%s ignored: not written by the directory's owner alone", d->path, name);
         said = true;
@@ -114,7 +111,7 @@ static int capacity_recorded(const admission_dir *d, const char *key)
     return n < 0 ? 0 : n > ADMISSION_MAX_SLOTS ? ADMISSION_MAX_SLOTS : n;
 }
 
-static int slots(const admission_dir *d, const admission_gpu *gpu)
+int admission_slots(const admission_dir *d, const admission_gpu *gpu)
 {
     const char *env = getenv("CUDALAB_GPU_CONTEXTS");
     int n = env ? atoi(env) : 0;
@@ -213,7 +210,7 @@ static bool ticket_locked(const admission_dir *d, const char *name, const struct
  * that cannot be a waiter's (ticket_plausible); the lock of each is probed at
  * most every PROBE_EVERY_MS (per process), so a dead waiter holds nobody up
  * for long. -1 when the directory cannot be read. */
-static int scan_ahead(const admission_dir *d, const char *key, char q, const char *mine, double *bytes)
+int admission_scan_ahead(const admission_dir *d, const char *key, char q, const char *mine, double *bytes)
 {
     static double probed_at = -PROBE_EVERY_MS;
     char prefix[ADMISSION_KEY_LEN + 4];
@@ -249,7 +246,7 @@ static int count_ahead(const char *key, char q, const char *mine)
     char why[PATH_MAX + 200];
     if (admission_dir_open(&d, why, sizeof why) != 0)
         return -1;
-    int n = scan_ahead(&d, key, q, mine, NULL);
+    int n = admission_scan_ahead(&d, key, q, mine, NULL);
     admission_dir_close(&d);
     return n;
 }
@@ -258,7 +255,7 @@ static int count_ahead(const char *key, char q, const char *mine)
  * time (a memory ticket also names its bytes). Made under a hidden name,
  * locked, then renamed into place, so that nobody ever sees it unlocked while
  * its owner lives. */
-static int ticket_make(const char *key, char q, unsigned long long bytes, ticket *t)
+int admission_ticket_make(const char *key, char q, unsigned long long bytes, admission_ticket *t)
 {
     admission_dir d;
     char why[PATH_MAX + 200], tmp[64];
@@ -290,7 +287,7 @@ static int ticket_make(const char *key, char q, unsigned long long bytes, ticket
     return rc;
 }
 
-static void ticket_drop(ticket *t)
+void admission_ticket_drop(admission_ticket *t)
 {
     admission_dir d;
     char why[PATH_MAX + 200];
@@ -316,7 +313,7 @@ void admission_queue_join(const admission_gpu *gpus, int n)
 {
     admission_queue_leave();
     for (int g = 0; g < n && nticket < ADMISSION_MAX_GPUS; g++)
-        if (ticket_make(gpus[g].key, 'c', 0, &tickets[nticket]) == 0)
+        if (admission_ticket_make(gpus[g].key, 'c', 0, &tickets[nticket]) == 0)
             nticket++;
 }
 
@@ -336,7 +333,7 @@ int admission_queue_ahead(void)
 void admission_queue_leave(void)
 {
     for (int i = 0; i < nticket; i++)
-        ticket_drop(&tickets[i]);
+        admission_ticket_drop(&tickets[i]);
     nticket = 0;
 }
 
@@ -345,6 +342,11 @@ void admission_queue_leave(void)
 bool admission_held(void)
 {
     return held_fd >= 0;
+}
+
+bool admission_holds(const char *key)
+{
+    return held_fd >= 0 && strcmp(held_key, key) == 0;
 }
 
 /* Slot i of key, opened for locking; -1 when it cannot be (why says so). */
@@ -357,7 +359,7 @@ static int open_slot(const admission_dir *d, const char *key, int i, char *why, 
 
 /* How many of key's n slots are held now (a probe: a shared lock tried and
  * dropped); a slot file that cannot be used counts as held. */
-static int slots_held(const admission_dir *d, const char *key, int n)
+int admission_slots_held(const admission_dir *d, const char *key, int n)
 {
     int held = 0;
     char why[PATH_MAX + 200];
@@ -384,9 +386,10 @@ int admission_take(const admission_gpu *gpus, int n, int *which, char *why, size
      * (the first F in line take F free slots at once), the freest first; ties go round by pid */
     int order[ADMISSION_MAX_GPUS], free_of[ADMISSION_MAX_GPUS], cap[ADMISSION_MAX_GPUS], m = 0, queued = 0, total = 0;
     for (int k = 0; k < n && k < ADMISSION_MAX_GPUS; k++) {
-        int g = (k + (int)getpid()) % n, ahead = scan_ahead(&d, gpus[g].key, 'c', my_ticket(gpus[g].key), NULL);
-        total += cap[g] = slots(&d, &gpus[g]);
-        if (ahead >= cap[g] || ahead >= (free_of[g] = cap[g] - slots_held(&d, gpus[g].key, cap[g]))) {
+        int g = (k + (int)getpid()) % n;
+        int ahead = admission_scan_ahead(&d, gpus[g].key, 'c', my_ticket(gpus[g].key), NULL);
+        total += cap[g] = admission_slots(&d, &gpus[g]);
+        if (ahead >= cap[g] || ahead >= (free_of[g] = cap[g] - admission_slots_held(&d, gpus[g].key, cap[g]))) {
             queued += ahead > 0;
             continue;
         }
@@ -475,14 +478,14 @@ static int turn_open(const char *key, error_info *err)
     return 0;
 }
 
-static void nap_ms(double ms)
+void admission_nap_ms(double ms)
 {
     struct timespec t = { 0, (long)(ms * 1e6) };
     nanosleep(&t, NULL);
 }
 
 /* The error of a wait that ran out (limit_ms, CUDALAB_GPU_WAIT) while ahead others stood before it. */
-static int waited_too_long(error_info *err, const admission_gpu *gpu, double limit_ms, int ahead, const char *what)
+int admission_waited_too_long(error_info *err, const admission_gpu *gpu, double limit_ms, int ahead, const char *what)
 {
     char where[64] = "";
     if (ahead > 0)
@@ -512,8 +515,8 @@ int admission_turn(const admission_gpu *gpu, bool take, double limit_ms, double 
         turn_since = monotonic_ms();
         return 0;
     }
-    ticket t;
-    bool queued = ticket_make(gpu->key, 't', 0, &t) == 0;   /* else no queue: the lock alone, in no order */
+    admission_ticket t;
+    bool queued = admission_ticket_make(gpu->key, 't', 0, &t) == 0;   /* else no queue: the lock alone, in no order */
     int shown = -1, ahead = queued ? -1 : 0, rc = 0;
     double shown_at = 0, scanned_at = -1e9;
     for (;;) {
@@ -531,111 +534,19 @@ int admission_turn(const admission_gpu *gpu, bool take, double limit_ms, double 
             break;
         }
         if (now - t0 >= limit_ms) {
-            rc = waited_too_long(err, gpu, limit_ms, ahead, "other kernels' timed runs");
+            rc = admission_waited_too_long(err, gpu, limit_ms, ahead, "other kernels' timed runs");
             break;
         }
         if (show && (ahead != shown || now - shown_at >= 1000)) {
             show(ahead, now - t0, arg);
             shown = ahead, shown_at = now;
         }
-        nap_ms(ahead <= 0 ? 1 : 5);
+        admission_nap_ms(ahead <= 0 ? 1 : 5);
     }
     if (queued)
-        ticket_drop(&t);
+        admission_ticket_drop(&t);
     if (rc == 0)
         turn_since = monotonic_ms();
     *waited_ms = monotonic_ms() - t0;
     return rc;
-}
-
-/* ---- device memory ---- */
-
-static ticket reservation = { -1, "" };
-static double reserved_bytes;
-
-/* What the commands on gpu may hold at once: ADMISSION_MEM_SHARE of it, less
- * a context for each slot held (alone: for this worker's only). 0: unknown. */
-static double memory_budget(const admission_gpu *gpu, bool alone)
-{
-    const char *cap = getenv("CUDALAB_GPU_MEMORY_GIB");
-    if (cap && atof(cap) > 0)
-        return atof(cap) * 1073741824.0;
-    if (gpu->total_mem == 0)
-        return 0;
-    int held = 1;
-    admission_dir d;
-    char why[PATH_MAX + 200];
-    if (!alone && admission_dir_open(&d, why, sizeof why) == 0) {
-        held = slots_held(&d, gpu->key, slots(&d, gpu));
-        admission_dir_close(&d);
-    }
-    return (double)gpu->total_mem * ADMISSION_MEM_SHARE - (held < 1 ? 1 : held) * ADMISSION_CONTEXT_BYTES;
-}
-
-int admission_reserve(const admission_gpu *gpu, double bytes, double limit_ms, double *budget,
-                      admission_show_fn *show, void *arg, error_info *err)
-{
-    if (reservation.fd >= 0 && reserved_bytes >= bytes)
-        return 0;                   /* a command's later, smaller point: already covered */
-    admission_unreserve();
-    double alone = memory_budget(gpu, true), t0 = monotonic_ms(), shown_at = 0;
-    if (alone <= 0)
-        return 2;                   /* unknown memory: nothing to budget */
-    if (bytes > alone) {
-        *budget = alone;
-        return 1;
-    }
-    if (ticket_make(gpu->key, 'm', (unsigned long long)bytes, &reservation) != 0)
-        return 2;                   /* no queue: allocate as without admission */
-    for (int shown = -1;;) {
-        double ahead_bytes = 0, room = memory_budget(gpu, false);
-        admission_dir d;
-        char why[PATH_MAX + 200];
-        int ahead = -1;
-        if (admission_dir_open(&d, why, sizeof why) == 0) {
-            ahead = scan_ahead(&d, gpu->key, 'm', reservation.name, &ahead_bytes);
-            admission_dir_close(&d);
-        }
-        if (ahead < 0 || ahead_bytes + bytes <= room)
-            break;
-        double now = monotonic_ms();
-        if (magic_cancelled() || now - t0 >= limit_ms) {
-            admission_unreserve();
-            if (magic_cancelled())
-                return error_set(err, "KeyboardInterrupt", "interrupted while waiting for device memory");
-            return waited_too_long(err, gpu, limit_ms, ahead, "device memory beside other kernels' commands");
-        }
-        if (show && (ahead != shown || now - shown_at >= 1000)) {
-            show(ahead, now - t0, arg);
-            shown = ahead, shown_at = now;
-        }
-        nap_ms(20);
-    }
-    reserved_bytes = bytes;
-    return 0;
-}
-
-void admission_unreserve(void)
-{
-    if (reservation.fd >= 0)
-        ticket_drop(&reservation);
-    reserved_bytes = 0;
-}
-
-/* ---- %device ---- */
-
-int admission_count(const admission_gpu *gpu, admission_census *out)
-{
-    admission_dir d;
-    char why[PATH_MAX + 200];
-    memset(out, 0, sizeof *out);
-    if (admission_dir_open(&d, why, sizeof why) != 0)
-        return -1;
-    out->slots = slots(&d, gpu);
-    out->held = slots_held(&d, gpu->key, out->slots);
-    out->waiting_context = scan_ahead(&d, gpu->key, 'c', NULL, NULL);
-    out->waiting_turn = scan_ahead(&d, gpu->key, 't', NULL, NULL);
-    out->mine = held_fd >= 0 && strcmp(held_key, gpu->key) == 0;
-    admission_dir_close(&d);
-    return out->waiting_context < 0 || out->waiting_turn < 0 ? -1 : 0;
 }

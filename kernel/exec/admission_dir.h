@@ -1,7 +1,7 @@
 /* admission_dir.h — the admission directory, trusted only after checks
  * (admission_dir.c): opened once per use without following a link, its owner
  * and mode checked; every file in it reached through that descriptor and
- * checked with fstat. Only kernel/exec/admission.c includes it.
+ * checked with fstat. Only kernel/exec/admission*.c include it.
  */
 #ifndef CUDALAB_EXEC_ADMISSION_DIR_H
 #define CUDALAB_EXEC_ADMISSION_DIR_H

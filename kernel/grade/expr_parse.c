@@ -1,4 +1,4 @@
-/* expr_parse.c — %assert/%score expressions into a syntax tree (expr.h).
+/* expr_parse.c — %assert/%score expressions into a syntax tree (expr.h), over the tokens of expr_lex.c.
  *
  *   or      := and (('or' | '||') and)*
  *   and     := not (('and' | '&&') not)*
@@ -22,8 +22,6 @@
  * EXPR_MAX_BYTES, each refused here, before anything runs.
  */
 #include <ctype.h>
-#include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,203 +29,17 @@
 #include "base/text.h"
 #include "base/utf8.h"
 #include "grade/expr_internal.h"
+#include "grade/expr_lex.h"
 #include "lang/lex.h"
 #include "magic/magic.h"
-
-enum tk {
-    T_END, T_NUM, T_STR, T_NAME, T_LP, T_RP, T_LB, T_RB, T_COMMA, T_DOT, T_ASSIGN,
-    T_EQ, T_NE, T_LT, T_LE, T_GT, T_GE, T_PLUS, T_MINUS, T_STAR, T_SLASH, T_PCT,
-    T_AND, T_OR, T_NOT, T_TRUE, T_FALSE, T_NULL,
-};
-
-typedef struct parser {
-    const char *s;
-    size_t len;                 /* the expression ends here (a '#' comment is cut off) */
-    size_t pos;                 /* after the current token */
-    enum tk t;                  /* the current token */
-    size_t ts, te;              /* its text */
-    json_t *value;              /* T_NUM, T_STR: its value (owned) */
-    int depth;                  /* levels of nesting around the current token */
-    int terms;                  /* nodes and selector keys so far */
-    char *msg;
-    size_t msglen;
-    size_t at;
-    bool failed;
-} parser;
-
-static void fail(parser *p, size_t at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void fail(parser *p, size_t at, const char *fmt, ...)
-{
-    if (p->failed)
-        return;
-    p->failed = true;
-    p->at = at;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(p->msg, p->msglen, fmt, ap);
-    va_end(ap);
-}
-
-static bool name_char(char c, bool first)
-{
-    return isalpha((unsigned char)c) || c == '_' || (!first && isdigit((unsigned char)c));
-}
-
-/* A number as flags write it: 1024, 2.5, 1e-3, 2^20, 64K, 1_000. An integer
- * form (no '.', no exponent) must fit in 64 bits, any form in a double. NULL
- * when text is no number; NULL with p failed when it is one out of range. */
-static json_t *number_value(parser *p, const char *text, size_t at)
-{
-    long long i;
-    double d;
-    int q = utf8_clip(text, 40);
-    const char *more = strlen(text) > (size_t)q ? "..." : "";
-    enum num_status st = number_int(text, &i);
-    if (st == NUM_OK)
-        return json_integer(i);
-    if (st == NUM_OVERFLOW && !strpbrk(text, ".eE")) {
-        bool digits = !*more && strspn(text, "0123456789_") == strlen(text);   /* suggest N.0 */
-        fail(p, at, "the integer %.*s%s is beyond the 64-bit range (%lld to %lld)%s%.*s%s%s", q, text, more,
-             (long long)INT64_MIN, (long long)INT64_MAX, digits ? "; for a float write " : "",
-             digits ? q : 0, text, digits ? more : "", digits ? ".0" : "");
-        return NULL;
-    }
-    st = number_float(text, &d);
-    if (st == NUM_OK)
-        return json_real(d);
-    if (st == NUM_OVERFLOW || st == NUM_NONFINITE)
-        fail(p, at, "the number %.*s%s is beyond the range of a double (about 1.8e308)", q, text, more);
-    return NULL;
-}
-
-static size_t number_end(const char *s, size_t i, size_t len)
-{
-    while (i < len && (isalnum((unsigned char)s[i]) || s[i] == '.' || s[i] == '_' || s[i] == '^'
-                       || ((s[i] == '+' || s[i] == '-') && (s[i - 1] == 'e' || s[i - 1] == 'E'))))
-        i++;
-    return i;
-}
-
-/* Decodes the string body s[i..j) into buf; fails at a bad or unknown escape. */
-static size_t string_body(parser *p, size_t i, size_t j, char *buf)
-{
-    size_t n = 0;
-    while (i < j && !p->failed) {
-        if (p->s[i] != '\\') {
-            buf[n++] = p->s[i++];
-            continue;
-        }
-        char why[160];
-        size_t outn = 0;
-        int used = escape_decode(p->s + i, j - i, buf + n, &outn, why, sizeof why);
-        if (used < 0) {
-            fail(p, i, "%s", why);
-        } else if (used == 0) {
-            int c = (int)utf8_char_bytes(p->s[i + 1]);
-            c = utf8_clip(p->s + i + 1, (size_t)c < j - i - 1 ? (size_t)c : j - i - 1);
-            fail(p, i, "unknown escape \\%.*s in a string; the escapes are %s (write \\\\ for a "
-                 "backslash)", c, p->s + i + 1, ESCAPES_TEXT);
-        } else {
-            n += outn;
-            i += (size_t)used;
-        }
-    }
-    return n;
-}
-
-/* A quoted string starting at s[i]; sets p->value. Returns the end or fails. */
-static size_t string_token(parser *p, size_t i)
-{
-    char q = p->s[i];
-    size_t j = i + 1;
-    while (j < p->len && p->s[j] != q)
-        j += p->s[j] == '\\' && j + 1 < p->len ? 2 : 1;
-    if (j >= p->len) {
-        fail(p, i, "this %c quote is never closed", q);
-        return p->len;
-    }
-    char *buf = malloc(j - i);          /* decoding never lengthens */
-    if (!buf) {
-        fail(p, i, "out of memory");
-        return p->len;
-    }
-    size_t n = string_body(p, i + 1, j, buf);
-    if (!p->failed) {
-        p->value = json_stringn(buf, n);
-        if (!p->value)
-            fail(p, i, "the string is not valid UTF-8");
-    }
-    free(buf);
-    return j + 1;
-}
-
-static const struct { const char *text; enum tk t; } words[] = {
-    {"and", T_AND}, {"or", T_OR}, {"not", T_NOT}, {"true", T_TRUE}, {"false", T_FALSE},
-    {"null", T_NULL}, {"True", T_TRUE}, {"False", T_FALSE}, {"None", T_NULL},
-};
-
-static void next(parser *p)
-{
-    json_decref(p->value);
-    p->value = NULL;
-    const char *s = p->s;
-    size_t i = p->pos;
-    while (i < p->len && isspace((unsigned char)s[i]))
-        i++;
-    p->ts = i;
-    if (i >= p->len) {
-        p->t = T_END;
-        p->te = p->pos = i;
-        return;
-    }
-    char c = s[i], d = i + 1 < p->len ? s[i + 1] : '\0';
-    size_t e = i + 1;
-    static const char single[] = "()[],.+-*/%<>=!";
-    static const enum tk single_t[] = {T_LP, T_RP, T_LB, T_RB, T_COMMA, T_DOT, T_PLUS, T_MINUS,
-                                       T_STAR, T_SLASH, T_PCT, T_LT, T_GT, T_ASSIGN, T_NOT};
-    if (isdigit((unsigned char)c) || (c == '.' && isdigit((unsigned char)d))) {
-        e = number_end(s, i, p->len);
-        char *text = strndup(s + i, e - i);
-        if (!text)
-            fail(p, i, "out of memory");
-        p->value = text ? number_value(p, text, i) : NULL;
-        free(text);
-        if (!p->value)
-            fail(p, i, "'%.*s' is not a number", utf8_clip(s + i, e - i < 40 ? e - i : 40), s + i);
-        p->t = T_NUM;
-    } else if (c == '\'' || c == '"') {
-        e = string_token(p, i);
-        p->t = T_STR;
-    } else if (name_char(c, true)) {
-        while (e < p->len && name_char(s[e], false))
-            e++;
-        p->t = T_NAME;
-        for (size_t k = 0; k < sizeof words / sizeof words[0]; k++)
-            if (strlen(words[k].text) == e - i && memcmp(words[k].text, s + i, e - i) == 0)
-                p->t = words[k].t;
-    } else if ((c == '=' || c == '!' || c == '<' || c == '>') && d == '=') {
-        e = i + 2;
-        p->t = c == '=' ? T_EQ : c == '!' ? T_NE : c == '<' ? T_LE : T_GE;
-    } else if ((c == '&' && d == '&') || (c == '|' && d == '|')) {
-        e = i + 2;
-        p->t = c == '&' ? T_AND : T_OR;
-    } else if (strchr(single, c)) {
-        p->t = single_t[strchr(single, c) - single];
-    } else {
-        fail(p, i, "unexpected character '%.*s'", utf8_clip(s + i, 4), s + i);
-        p->t = T_END;
-    }
-    p->te = p->pos = e;
-}
 
 /* One more term; fails past EXPR_MAX_TERMS. */
 static bool count_term(parser *p, size_t at)
 {
     if (++p->terms <= EXPR_MAX_TERMS)
         return true;
-    fail(p, at, "the expression is too long: more than %d terms (values, names, calls, operations and "
-         "selector keys; the limit is %d): split the check into several", EXPR_MAX_TERMS, EXPR_MAX_TERMS);
+    expr_fail(p, at, "the expression is too long: more than %d terms (values, names, calls, operations and "
+              "selector keys; the limit is %d): split the check into several", EXPR_MAX_TERMS, EXPR_MAX_TERMS);
     return false;
 }
 
@@ -238,8 +50,8 @@ static bool enter(parser *p)
         p->depth++;
         return true;
     }
-    fail(p, p->ts, "the expression is nested too deeply: more than %d levels (each parenthesis, call, "
-         "[index], .field, unary '-' and 'not' is one; the limit is %d)", EXPR_MAX_DEPTH, EXPR_MAX_DEPTH);
+    expr_fail(p, p->ts, "the expression is nested too deeply: more than %d levels (each parenthesis, call, "
+              "[index], .field, unary '-' and 'not' is one; the limit is %d)", EXPR_MAX_DEPTH, EXPR_MAX_DEPTH);
     return false;
 }
 
@@ -254,7 +66,7 @@ static node *node_new(parser *p, enum node_kind kind, size_t start)
         return NULL;
     node *n = calloc(1, sizeof *n);
     if (!n)
-        fail(p, start, "out of memory");
+        expr_fail(p, start, "out of memory");
     else {
         n->kind = kind;
         n->start = start;
@@ -309,11 +121,11 @@ static const char *token_text(const parser *p, char *buf, size_t len)
 static bool expect(parser *p, enum tk t, const char *what)
 {
     if (p->t == t) {
-        next(p);
+        expr_lex_next(p);
         return true;
     }
     char buf[64];
-    fail(p, p->ts, "expected %s, found %s", what, token_text(p, buf, sizeof buf));
+    expr_fail(p, p->ts, "expected %s, found %s", what, token_text(p, buf, sizeof buf));
     return false;
 }
 
@@ -324,7 +136,7 @@ static node *parse_or(parser *p);
 static json_t *selector_value(parser *p, size_t i, size_t *end, const char *key)
 {
     if (i < p->len && (p->s[i] == '\'' || p->s[i] == '"')) {
-        *end = string_token(p, i);
+        *end = expr_lex_string(p, i);
         json_t *v = p->value;
         p->value = NULL;
         return v;
@@ -334,22 +146,22 @@ static json_t *selector_value(parser *p, size_t i, size_t *end, const char *key)
         e++;
     *end = e;
     if (e == i) {
-        fail(p, i, "expected a value after '%s='", key);
+        expr_fail(p, i, "expected a value after '%s='", key);
         return NULL;
     }
     char *text = strndup(p->s + i, e - i);
     json_t *v = NULL;
     if (!text)
-        fail(p, i, "out of memory");
+        expr_fail(p, i, "out of memory");
     else if (strcmp(text, "true") == 0 || strcmp(text, "false") == 0)
         v = json_boolean(text[0] == 't');
     else if (strcmp(text, "null") == 0)
         v = json_null();
-    else if (!(v = number_value(p, text, i)) && !p->failed)
+    else if (!(v = expr_lex_number(p, text, i)) && !p->failed)
         v = json_stringn(p->s + i, e - i);
     free(text);
     if (!v && !p->failed)
-        fail(p, i, "the value of '%s' is not valid UTF-8", key);
+        expr_fail(p, i, "the value of '%s' is not valid UTF-8", key);
     return v;
 }
 
@@ -358,20 +170,20 @@ static node *parse_selector(parser *p, node *n)
 {
     n->kind = N_SELECT;
     do {
-        next(p);                    /* past '[' or ',' */
+        expr_lex_next(p);                    /* past '[' or ',' */
         if (p->t != T_NAME) {
             char buf[64];
-            fail(p, p->ts, "expected a field name in the selector, found %s", token_text(p, buf, sizeof buf));
+            expr_fail(p, p->ts, "expected a field name in the selector, found %s", token_text(p, buf, sizeof buf));
             return n;
         }
         if (!count_term(p, p->ts))
             return n;
         char *key = strndup(p->s + p->ts, p->te - p->ts);
-        next(p);
+        expr_lex_next(p);
         if (p->t != T_ASSIGN && p->t != T_EQ) {
             free(key);
             char buf[64];
-            fail(p, p->ts, "expected '=' after the selector's field, found %s", token_text(p, buf, sizeof buf));
+            expr_fail(p, p->ts, "expected '=' after the selector's field, found %s", token_text(p, buf, sizeof buf));
             return n;
         }
         size_t i = p->pos, e = i;
@@ -383,13 +195,13 @@ static node *parse_selector(parser *p, node *n)
         if (!key || !v || !fits) {
             free(key);
             json_decref(v);
-            fail(p, i, "out of memory");
+            expr_fail(p, i, "out of memory");
             return n;
         }
         n->keys[n->nsel] = key;
         n->vals[n->nsel++] = v;
         p->pos = e;
-        next(p);
+        expr_lex_next(p);
     } while (!p->failed && p->t == T_COMMA);
     n->end = p->te;
     expect(p, T_RB, "',' or ']' to end the selector");
@@ -402,9 +214,9 @@ static bool selector_follows(const parser *p)
     size_t i = p->te;
     while (i < p->len && isspace((unsigned char)p->s[i]))
         i++;
-    if (i >= p->len || !name_char(p->s[i], true))
+    if (i >= p->len || !expr_lex_name_char(p->s[i], true))
         return false;
-    while (i < p->len && name_char(p->s[i], false))
+    while (i < p->len && expr_lex_name_char(p->s[i], false))
         i++;
     while (i < p->len && isspace((unsigned char)p->s[i]))
         i++;
@@ -419,7 +231,7 @@ static void add_operand(parser *p, node *n, node *operand, char op)
         return;
     if (!room((void **)&n->args, n->nargs, sizeof *n->args)
         || (n->kind == N_ARITH && !room((void **)&n->ops, n->nargs, sizeof *n->ops))) {
-        fail(p, operand->start, "out of memory");
+        expr_fail(p, operand->start, "out of memory");
         node_free(operand);
         return;
     }
@@ -434,12 +246,12 @@ static node *parse_call(parser *p, node *n)
     n->kind = N_CALL;
     if (!enter(p))
         return n;
-    next(p);                        /* past '(' */
+    expr_lex_next(p);                        /* past '(' */
     while (!p->failed && p->t != T_RP) {
         add_operand(p, n, parse_or(p), 0);
         if (p->t != T_COMMA)
             break;
-        next(p);
+        expr_lex_next(p);
     }
     n->end = p->te;
     expect(p, T_RP, "',' or ')' after the function's arguments");
@@ -465,7 +277,7 @@ static enum name_from source_prefix(const parser *p)
     while (i < p->len && isspace((unsigned char)p->s[i]))
         i++;
     size_t s = i;
-    while (i < p->len && name_char(p->s[i], i == s))
+    while (i < p->len && expr_lex_name_char(p->s[i], i == s))
         i++;
     char name[64];
     if (i == s || i - s >= sizeof name)
@@ -485,12 +297,12 @@ static node *parse_primary(parser *p)
         if (n)
             n->lit = p->t == T_TRUE ? json_true() : p->t == T_FALSE ? json_false()
                    : p->t == T_NULL ? json_null() : json_incref(p->value);
-        next(p);
+        expr_lex_next(p);
         return n;
     case T_LP:
         if (!enter(p))
             return NULL;
-        next(p);
+        expr_lex_next(p);
         n = parse_or(p);
         expect(p, T_RP, "')'");
         leave(p);
@@ -501,18 +313,18 @@ static node *parse_primary(parser *p)
             return NULL;
         n->from = source_prefix(p);
         if (n->from != FROM_LIVE) {
-            next(p);                /* past the prefix, to the '.' */
-            next(p);                /* to the magic's name */
+            expr_lex_next(p);                /* past the prefix, to the '.' */
+            expr_lex_next(p);                /* to the magic's name */
         }
         n->name = strndup(p->s + p->ts, p->te - p->ts);
-        next(p);
+        expr_lex_next(p);
         if (p->t == T_LP)
             return parse_call(p, n);
         if (p->t == T_LB && selector_follows(p))
             return parse_selector(p, n);
         return n;
     default:
-        fail(p, p->ts, "expected a value, a result name or '(', found %s", token_text(p, buf, sizeof buf));
+        expr_fail(p, p->ts, "expected a value, a result name or '(', found %s", token_text(p, buf, sizeof buf));
         return NULL;
     }
 }
@@ -543,10 +355,10 @@ static node *parse_postfix(parser *p)
         steps++;
         size_t start = n ? n->start : p->ts;
         if (p->t == T_DOT) {
-            next(p);
+            expr_lex_next(p);
             if (p->t != T_NAME) {
                 char buf[64];
-                fail(p, p->ts, "expected a field name after '.', found %s", token_text(p, buf, sizeof buf));
+                expr_fail(p, p->ts, "expected a field name after '.', found %s", token_text(p, buf, sizeof buf));
                 break;
             }
             node *f = binary(p, N_FIELD, 0, start, n, NULL);
@@ -555,9 +367,9 @@ static node *parse_postfix(parser *p)
                 break;
             f->name = strndup(p->s + p->ts, p->te - p->ts);
             f->end = p->te;
-            next(p);
+            expr_lex_next(p);
         } else {
-            next(p);
+            expr_lex_next(p);
             node *idx = parse_or(p);
             n = binary(p, N_INDEX, 0, start, n, idx);
             if (n)
@@ -577,7 +389,7 @@ static node *parse_unary(parser *p)
         return NULL;
     size_t start = p->ts;
     bool neg = p->t == T_MINUS;
-    next(p);
+    expr_lex_next(p);
     node *a = parse_unary(p);
     node *n = neg && a ? binary(p, N_NEG, 0, start, a, NULL) : a;
     leave(p);
@@ -600,7 +412,7 @@ static node *chain(parser *p, enum node_kind kind, node *(*operand)(parser *), b
     }
     add_operand(p, n, first, 0);
     while (!p->failed && is_op(p->t, &op)) {
-        next(p);
+        expr_lex_next(p);
         add_operand(p, n, operand(p), op);
     }
     return n;
@@ -658,15 +470,15 @@ static node *parse_cmp(parser *p)
     node *n = parse_sum(p);
     int op;
     if (p->t == T_ASSIGN)
-        fail(p, p->ts, "'=' is not a comparison: write '==' (a single '=' belongs in a selector "
-             "such as matmul[variant=tiled])");
+        expr_fail(p, p->ts, "'=' is not a comparison: write '==' (a single '=' belongs in a selector "
+                  "such as matmul[variant=tiled])");
     if (p->failed || !cmp_token(p->t, &op))
         return n;
-    next(p);
+    expr_lex_next(p);
     n = binary(p, N_CMP, op, n ? n->start : p->ts, n, parse_sum(p));
     int again;
     if (!p->failed && cmp_token(p->t, &again))
-        fail(p, p->ts, "comparisons do not chain: join them with 'and', as in a < b and b < c");
+        expr_fail(p, p->ts, "comparisons do not chain: join them with 'and', as in a < b and b < c");
     return n;
 }
 
@@ -677,7 +489,7 @@ static node *parse_not(parser *p)
     if (!enter(p))
         return NULL;
     size_t start = p->ts;
-    next(p);
+    expr_lex_next(p);
     node *a = parse_not(p);
     node *n = a ? binary(p, N_NOT, 0, start, a, NULL) : NULL;
     leave(p);
@@ -720,11 +532,11 @@ expr *expr_parse(const char *src, char *msg, size_t len, size_t *at)
                  "into several", p.len - lead, EXPR_MAX_BYTES);
         return NULL;
     }
-    next(&p);
+    expr_lex_next(&p);
     node *root = parse_or(&p);
     if (!p.failed && p.t != T_END) {
         char buf[64];
-        fail(&p, p.ts, "unexpected %s after a complete expression", token_text(&p, buf, sizeof buf));
+        expr_fail(&p, p.ts, "unexpected %s after a complete expression", token_text(&p, buf, sizeof buf));
     }
     json_decref(p.value);
     expr *e = p.failed ? NULL : calloc(1, sizeof *e);
@@ -735,7 +547,7 @@ expr *expr_parse(const char *src, char *msg, size_t len, size_t *at)
     }
     if (!e || !e->src || !root) {
         if (!p.failed)
-            fail(&p, lead, "out of memory");
+            expr_fail(&p, lead, "out of memory");
         node_free(root);
         if (e)
             free(e->src);

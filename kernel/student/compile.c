@@ -1,72 +1,27 @@
 /* compile.c — a student's kernel to machine code (see compile.h): the
- * program NVRTC sees, its options, the log translated, the cache. */
+ * program NVRTC sees, its options, the log translated; the cache of builds is
+ * build_cache.c. */
 #include "student/compile.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "base/digest.h"
 #include "base/log.h"
 #include "base/text.h"
 #include "base/utf8.h"
-#include "magic/lab_session.h"
+#include "student/build_cache.h"
 #include "student/nvrtc.h"
 #include "student/source_check.h"
 
 #define CELL_FILE "cell"            /* the student's source in diagnostics */
 #define OURS_FILE "cudalab"         /* the lines we add after it */
 #define SIGNATURE_TAG "cudalab-signature"
-#define CACHE_FORMAT "1"            /* bump when what a cache entry holds changes */
-#define MEMORY_CACHE 32
 
 /* ---- the program ---- */
-
-int student_param_types(const char *params, char *out, size_t len)
-{
-    size_t n = 0;
-    out[0] = '\0';
-    for (const char *p = params; *p;) {
-        size_t end = strcspn(p, ",");
-        /* the words of one parameter: its last identifier is its name, every "const" goes */
-        char words[16][64];
-        int nw = 0;
-        for (size_t i = 0; i < end;) {
-            if (p[i] == ' ') {
-                i++;
-                continue;
-            }
-            size_t w = p[i] == '*' ? 1 : strcspn(p + i, " *,");
-            if (w > end - i)
-                w = end - i;
-            if (nw == 16 || w >= sizeof words[0])
-                return -1;
-            snprintf(words[nw++], sizeof words[0], "%.*s", (int)w, p + i);
-            i += w;
-        }
-        if (nw > 0 && (isalpha((unsigned char)words[nw - 1][0]) || words[nw - 1][0] == '_'))
-            nw--;
-        const char *sep = n ? ", " : "";
-        for (int i = 0; i < nw; i++) {
-            if (strcmp(words[i], "const") == 0)
-                continue;
-            int w = snprintf(out + n, len - n, "%s%s", sep, words[i]);
-            if (w < 0 || (size_t)w >= len - n)
-                return -1;
-            n += (size_t)w;
-            sep = " ";
-        }
-        p += end;
-        if (*p == ',')
-            p++;
-    }
-    return 0;
-}
 
 /* The source, then a compile-time check that the kernel's parameter types
  * are the contract's (const dropped: an input may be written without it).
@@ -327,291 +282,6 @@ int student_translate_log(const char *log, const student_source *src, const char
     return nerr;
 }
 
-/* ---- finding things in the source ---- */
-
-/* The source with comments and string literals blanked (same length), so
- * that a word search sees code only. */
-static char *code_only(const char *text)
-{
-    char *s = strdup(text);
-    for (char *p = s; p && *p; p++) {
-        if (p[0] == '/' && p[1] == '/') {
-            while (*p && *p != '\n')
-                *p++ = ' ';
-            if (!*p)
-                break;
-        } else if (p[0] == '/' && p[1] == '*') {
-            while (*p && !(p[0] == '*' && p[1] == '/'))
-                *p++ = ' ';
-            if (!*p)
-                break;
-            p[0] = p[1] = ' ';
-            p++;
-        } else if (*p == '"') {
-            for (p++; *p && *p != '"' && *p != '\n'; p++) {
-                if (p[0] == '\\' && p[1])
-                    *p++ = ' ';
-                *p = ' ';
-            }
-            if (!*p)
-                break;
-        }
-    }
-    return s;
-}
-
-static bool word_at(const char *s, const char *p, const char *word)
-{
-    size_t n = strlen(word);
-    return strncmp(p, word, n) == 0 && (p == s || !(isalnum((unsigned char)p[-1]) || p[-1] == '_')) &&
-           !(isalnum((unsigned char)p[n]) || p[n] == '_');
-}
-
-/* The identifier right before s[at] (spaces skipped), as [*b, *e). */
-static void word_before(const char *s, const char *at, const char **b, const char **e)
-{
-    *e = at;
-    while (*e > s && isspace((unsigned char)(*e)[-1]))
-        (*e)--;
-    *b = *e;
-    while (*b > s && (isalnum((unsigned char)(*b)[-1]) || (*b)[-1] == '_'))
-        (*b)--;
-}
-
-void student_first_kernel(const char *text, char *buf, size_t len)
-{
-    buf[0] = '\0';
-    char *s = code_only(text);
-    for (const char *p = s; s && !buf[0] && (p = strstr(p, "__global__")); p += 10) {
-        if (!word_at(s, p, "__global__"))
-            continue;
-        /* the name is the word before the parameter list's '(': not an
-         * attribute's, as in __global__ void __launch_bounds__(256) k(...) */
-        for (const char *open = strchr(p, '('); open; open = strchr(open + 1, '(')) {
-            const char *b, *e;
-            word_before(s, open, &b, &e);
-            if (b < e && (size_t)(e - b) == strlen("__launch_bounds__") && strncmp(b, "__launch_bounds__", 17) == 0) {
-                open = strchr(open, ')');       /* its arguments: (256) or (256, 2) */
-                if (!open)
-                    break;
-                continue;
-            }
-            if (b < e)
-                snprintf(buf, len, "%.*s", (int)(e - b), b);
-            break;
-        }
-    }
-    free(s);
-}
-
-bool student_uses_tile(const char *text)
-{
-    char *s = code_only(text);
-    bool found = false;
-    for (const char *p = s; s && !found && (p = strstr(p, "TILE")); p += 4)
-        found = word_at(s, p, "TILE");
-    free(s);
-    return found;
-}
-
-/* ---- the cache ---- */
-
-/* The memory cache, the session's part LAB_BUILDS: copies of the machine
- * code, name, warnings and resources of recent builds (student_build's other
- * fields stay empty). */
-typedef struct build_cache {
-    student_build at[MEMORY_CACHE];
-    size_t next;                    /* the slot the next build replaces (modulo MEMORY_CACHE) */
-} build_cache;
-
-static void cache_drop(void *part)
-{
-    build_cache *c = part;
-    for (size_t i = 0; i < MEMORY_CACHE; i++)
-        student_build_free(&c->at[i]);
-}
-
-/* Copies what a cache keeps into b; -1 (with nothing left half-made) when memory runs out. */
-static int fill_build(student_build *b, const void *cubin, size_t bytes, const char *lowered,
-                      const json_t *warnings, const student_resources *res)
-{
-    b->cubin = malloc(bytes);
-    b->lowered = strdup(lowered);
-    b->warnings = json_deep_copy(warnings);
-    if (!b->cubin || !b->lowered || !b->warnings) {
-        free(b->cubin);
-        free(b->lowered);
-        json_decref(b->warnings);
-        b->cubin = NULL, b->lowered = NULL, b->warnings = NULL;
-        return -1;
-    }
-    memcpy(b->cubin, cubin, bytes);
-    b->cubin_bytes = bytes;
-    b->res = *res;
-    return 0;
-}
-
-/* Keeps a copy of b in the session's cache (none when out of memory: the disk has it). */
-static void memory_put(lab_session *lab, const student_build *b)
-{
-    build_cache *c = lab_part_make(lab, LAB_BUILDS, sizeof *c, cache_drop);
-    if (!c)
-        return;
-    student_build *e = &c->at[c->next++ % MEMORY_CACHE];
-    student_build_free(e);
-    if (fill_build(e, b->cubin, b->cubin_bytes, b->lowered, b->warnings, &b->res) == 0)
-        snprintf(e->key, sizeof e->key, "%s", b->key);
-}
-
-static int memory_get(const lab_session *lab, student_build *b)
-{
-    const build_cache *c = lab_part(lab, LAB_BUILDS);
-    for (size_t i = 0; c && i < MEMORY_CACHE; i++) {
-        const student_build *e = &c->at[i];
-        if (e->cubin && strcmp(e->key, b->key) == 0)
-            return fill_build(b, e->cubin, e->cubin_bytes, e->lowered, e->warnings, &e->res);
-    }
-    return -1;
-}
-
-int student_cache_dir(char *buf, size_t len)
-{
-    const char *env = getenv("CUDALAB_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    int n;
-    if (env && *env)
-        n = snprintf(buf, len, "%s", env);
-    else if (xdg && *xdg)
-        n = snprintf(buf, len, "%s/cudalab/kernels", xdg);
-    else if (home && *home)
-        n = snprintf(buf, len, "%s/.cache/cudalab/kernels", home);
-    else
-        return -1;
-    return n > 0 && (size_t)n < len ? 0 : -1;
-}
-
-static int mkdirs(char *path)
-{
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        int rc = mkdir(path, 0700);
-        *p = '/';
-        if (rc != 0 && errno != EEXIST)
-            return -1;
-    }
-    return mkdir(path, 0700) == 0 || errno == EEXIST ? 0 : -1;
-}
-
-static void *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *buf = NULL;
-    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (n > 0 && n < (64L << 20) && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n)) &&
-        fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *len = buf ? (size_t)n : 0;
-    return buf;
-}
-
-/* Writes through a temporary file and a rename: a reader never sees half. */
-static int write_all(const char *path, const void *data, size_t len)
-{
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
-        return -1;
-    bool ok = fwrite(data, 1, len, f) == len;
-    ok &= fclose(f) == 0;
-    if (!ok || rename(tmp, path) != 0) {
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
-}
-
-static json_t *resources_json(const student_resources *r)
-{
-    return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:b}", "registers", r->registers, "static_smem",
-                     r->static_smem, "stack", r->stack, "spill_stores", r->spill_stores, "spill_loads",
-                     r->spill_loads, "barriers", r->barriers, "known", r->known);
-}
-
-static int disk_get(student_build *b)
-{
-    char dir[900], path[1000];
-    if (student_cache_dir(dir, sizeof dir) != 0)
-        return -1;
-    size_t n = 0, mn = 0;
-    snprintf(path, sizeof path, "%s/%s.json", dir, b->key);
-    char *meta_text = read_all(path, &mn);
-    snprintf(path, sizeof path, "%s/%s.cubin", dir, b->key);
-    void *cubin = meta_text ? read_all(path, &n) : NULL;
-    json_t *meta = cubin ? json_loadb(meta_text, mn, 0, NULL) : NULL;
-    free(meta_text);
-    const char *lowered = json_string_value(json_object_get(meta, "lowered"));
-    const json_t *r = json_object_get(meta, "resources"), *w = json_object_get(meta, "warnings");
-    int rc = -1;
-    if (lowered && json_is_object(r) && json_is_array(w)) {
-        student_resources res = {
-            (int)json_integer_value(json_object_get(r, "registers")),
-            (int)json_integer_value(json_object_get(r, "static_smem")),
-            (int)json_integer_value(json_object_get(r, "stack")),
-            (int)json_integer_value(json_object_get(r, "spill_stores")),
-            (int)json_integer_value(json_object_get(r, "spill_loads")),
-            (int)json_integer_value(json_object_get(r, "barriers")),
-            json_is_true(json_object_get(r, "known")),
-        };
-        rc = fill_build(b, cubin, n, lowered, w, &res);
-    }
-    free(cubin);
-    json_decref(meta);
-    return rc;
-}
-
-static void disk_put(const student_build *b)
-{
-    char dir[900], path[1000];
-    if (student_cache_dir(dir, sizeof dir) != 0 || mkdirs(dir) != 0)
-        return;
-    json_t *meta = json_pack("{s:s, s:o, s:O}", "lowered", b->lowered, "resources", resources_json(&b->res),
-                             "warnings", b->warnings);
-    char *text = meta ? json_dumps(meta, JSON_COMPACT) : NULL;
-    json_decref(meta);
-    snprintf(path, sizeof path, "%s/%s.cubin", dir, b->key);
-    /* the machine code first: an entry counts once its description exists */
-    if (text && write_all(path, b->cubin, b->cubin_bytes) == 0) {
-        snprintf(path, sizeof path, "%s/%s.json", dir, b->key);
-        if (write_all(path, text, strlen(text)) != 0)
-            klog("kernel cache: cannot write %s", path);
-    }
-    free(text);
-}
-
-/* sha256 of everything the machine code depends on. */
-static void build_key(const char *program, const json_t *opts, char key[65])
-{
-    char *o = json_dumps(opts, JSON_COMPACT);
-    size_t n = strlen(program) + (o ? strlen(o) : 0) + 64;
-    char *all = malloc(n);
-    if (all) {
-        int len = snprintf(all, n, "%s\n%s\nnvrtc %s\nformat " CACHE_FORMAT "\n", program, o ? o : "",
-                           nvrtc_version());
-        sha256_hex(all, (size_t)len, key);
-    } else {
-        snprintf(key, 65, "%s", "");
-    }
-    free(all);
-    free(o);
-}
-
 /* ---- compiling ---- */
 
 static int compile_fresh(magic_ctx *ctx, const student_source *src, const char *program, student_build *out)
@@ -685,19 +355,19 @@ int student_compile(magic_ctx *ctx, const student_source *src, const student_opt
         student_build_free(out);
         return magic_error(ctx, "MemoryError", "out of memory compiling %s", src->name);
     }
-    build_key(program, out->options, out->key);
+    build_cache_key(program, out->options, out->key);
     int rc = 0;
-    bool in_memory = memory_get(ctx->lab, out) == 0;
-    if (in_memory || disk_get(out) == 0) {
+    bool in_memory = build_cache_memory_get(ctx->lab, out) == 0;
+    if (in_memory || build_cache_disk_get(out) == 0) {
         out->cached = true;
     } else {
         out->warnings = json_array();
         rc = compile_fresh(ctx, src, program, out);
         if (rc == 0)
-            disk_put(out);
+            build_cache_disk_put(out);
     }
     if (rc == 0 && !in_memory)
-        memory_put(ctx->lab, out);
+        build_cache_memory_put(ctx->lab, out);
     free(program);
     out->ms = monotonic_ms() - t0;
     if (rc != 0)

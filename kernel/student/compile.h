@@ -26,6 +26,7 @@
 
 #include "cudalab/student.h"
 #include "magic/magic.h"
+#include "student/source_scan.h"     /* what is read from a source without compiling it */
 
 /* The options a student changes (on the %%kernel line, or per run on the family magic). */
 typedef struct student_options {
@@ -67,11 +68,6 @@ typedef struct student_source {
     int first_line;
 } student_source;
 
-/* The types of a contract's parameter list (cl_student_contract.params) as the compile-time checks
- * compare them: every const and every parameter's name dropped ("const float *A, int n" gives
- * "float *, int"). 0, or -1 when they do not fit in len bytes. */
-int student_param_types(const char *params, char *out, size_t len);
-
 /* Compiles (or finds in the cache) for compute capability cc (90 = sm_90).
  * 0 with *out filled (student_build_free it), or -1 with the error in ctx:
  * CompileError with the translated log as traceback lines, or RuntimeError
@@ -88,10 +84,5 @@ int student_translate_log(const char *log, const student_source *src, const char
 
 /* The cache's directory (see above) into buf: 0, or -1 when there is none. */
 int student_cache_dir(char *buf, size_t len);
-
-/* The name of the first __global__ function in a source, or "" (into buf). */
-void student_first_kernel(const char *text, char *buf, size_t len);
-/* Whether the source uses the identifier TILE (then --tile sets it). */
-bool student_uses_tile(const char *text);
 
 #endif

@@ -2,7 +2,7 @@
  * (see shared_rewrite.h): over the tokens of cuda_lex.c (which knows where
  * the code is: not in comments, literals or directives), each declaration
  * read token by token, and the output put together from the source and the
- * edits so that every line keeps its number. */
+ * edits by splice.c so that every line keeps its number. */
 #include "student/shared_rewrite.h"
 
 #include <stdarg.h>
@@ -13,6 +13,7 @@
 
 #include "base/buf.h"
 #include "student/cuda_lex.h"
+#include "student/splice.h"
 
 #define MAX_SHARED 64           /* ids 0..63: the runtime's table of declaration sites */
 #define MAX_DIMS 4              /* what __cudalab_shared reads */
@@ -20,16 +21,10 @@
 
 /* ---- the rewriter ---- */
 
-typedef struct edit {
-    size_t at, end;             /* the source range replaced (its newlines are kept) */
-    char *text;                 /* what stands in its place, on its first line */
-    char *after;                /* whole lines to insert once its line has ended (#define …), or NULL */
-} edit;
-
 typedef struct rewriter {
     const char *src;
     lexed lx;
-    edit *edits;
+    splice_edit *edits;
     size_t nedits, capedits;
     int nshared;
     bool device_globals;
@@ -421,7 +416,7 @@ static void put_dynamic(rewriter *rw, const shared_decl *sd, bool file_scope, st
 static int add_edit(rewriter *rw, size_t at, size_t end, strbuf *text, strbuf *after)
 {
     bool failed = text->failed || after->failed;
-    edit e = { at, end, strbuf_take(text), after->len ? strbuf_take(after) : NULL };
+    splice_edit e = { at, end, strbuf_take(text), after->len ? strbuf_take(after) : NULL };
     strbuf_free(after);
     if (!failed && e.text)
         failed = array_grow(&rw->edits, &rw->capedits, rw->nedits + 1, sizeof *rw->edits) != 0;
@@ -576,83 +571,6 @@ static int walk(rewriter *rw)
 
 /* ---- the output ---- */
 
-typedef struct writer {
-    strbuf out;
-    strbuf pending;               /* #define lines waiting for the end of the current line */
-    int line;                   /* the cell line being written */
-    const char *file;
-} writer;
-
-/* A newline of the source: written, then any #define lines waiting for it and a #line back to the numbering. */
-static void end_line(writer *w)
-{
-    strbuf_puts(&w->out, "\n");
-    w->line++;
-    if (w->pending.len) {
-        strbuf_append(&w->out, w->pending.data, w->pending.len);
-        w->pending.len = 0;
-        strbuf_printf(&w->out, "#line %d \"", w->line);
-        for (const char *f = w->file; *f; f++) {
-            if (*f == '"' || *f == '\\')
-                strbuf_puts(&w->out, "\\");
-            strbuf_append(&w->out, f, 1);
-        }
-        strbuf_puts(&w->out, "\"\n");
-    }
-}
-
-static void copy_text(writer *w, const char *s, size_t from, size_t to)
-{
-    strbuf_append(&w->out, s + from, to - from);
-    w->line += cuda_count_lines(s, from, to);
-}
-
-/* The source with the edits in place: their newlines kept, code newlines
- * followed by what waits for them. */
-static char *assemble(const rewriter *rw, int first_line, const char *file)
-{
-    writer w = { { 0 }, { 0 }, first_line, file };
-    const char *s = rw->src;
-    size_t len = strlen(s), pos = 0, e = 0, b = 0;
-    const lexed *lx = &rw->lx;
-    while (pos < len) {
-        while (b < lx->nbreaks && lx->breaks[b] < pos)
-            b++;
-        size_t next_edit = e < rw->nedits ? rw->edits[e].at : len;
-        size_t next_break = b < lx->nbreaks ? lx->breaks[b] : len;
-        if (next_edit <= next_break && e < rw->nedits) {
-            const edit *ed = &rw->edits[e++];
-            copy_text(&w, s, pos, ed->at);
-            strbuf_puts(&w.out, ed->text);
-            if (ed->after)
-                strbuf_puts(&w.pending, ed->after);
-            for (size_t k = ed->at; k < ed->end; k++)
-                if (s[k] == '\n')
-                    end_line(&w);
-            pos = ed->end;
-        } else if (b < lx->nbreaks) {
-            copy_text(&w, s, pos, next_break);
-            end_line(&w);
-            pos = next_break + 1;
-        } else {
-            copy_text(&w, s, pos, len);
-            pos = len;
-        }
-    }
-    if (w.pending.len) {        /* the source ends on the declaration's line */
-        strbuf_puts(&w.out, "\n");
-        strbuf_append(&w.out, w.pending.data, w.pending.len);
-    }
-    bool failed = w.pending.failed;
-    strbuf_free(&w.pending);
-    char *text = strbuf_take(&w.out);
-    if (failed) {
-        free(text);
-        return NULL;
-    }
-    return text;
-}
-
 /* After the source, when it has file-scope __shared__ declarations: the
  * overload of the prelude's __cudalab_place_file_shared that the entry calls
  * before the kernel, binding every slot to the running block's placement.
@@ -684,7 +602,8 @@ int shared_rewrite_source(const char *src, int first_line, const char *file, sha
         err[0] = '\0';
     rewriter rw = { .src = src, .err = err, .err_len = err_len };
     int rc = cuda_lex(src, first_line, &rw.lx) != 0 ? out_of_memory(&rw) : walk(&rw);
-    if (rc == 0 && !(out->text = with_file_places(&rw, assemble(&rw, first_line, file ? file : ""))))
+    char *text = rc == 0 ? splice_edits(src, &rw.lx, rw.edits, rw.nedits, first_line, file ? file : "") : NULL;
+    if (rc == 0 && !(out->text = with_file_places(&rw, text)))
         rc = out_of_memory(&rw);
     if (rc == 0) {
         out->nshared = rw.nshared;

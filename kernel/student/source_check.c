@@ -10,6 +10,7 @@
  * directive is checked, in #if 0 blocks too.
  */
 #include "student/source_check.h"
+#include "student/source_check_internal.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -73,7 +74,7 @@ typedef struct spliced {
     size_t n;
 } spliced;
 
-static int refuse(source_refusal *r, int line, const char *fmt, ...)
+int source_refuse(source_refusal *r, int line, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -96,7 +97,7 @@ static int splice(const char *text, int first_line, spliced *out, source_refusal
     out->line = malloc((len + 1) * sizeof *out->line);
     out->n = 0;
     if (!out->s || !out->line)
-        return refuse(r, first_line, "out of memory checking the cell");
+        return source_refuse(r, first_line, "out of memory checking the cell");
     int line = first_line;
     for (const char *p = text; *p;) {
         size_t nl;
@@ -108,8 +109,8 @@ static int splice(const char *text, int first_line, spliced *out, source_refusal
                 /* g++ joins a backslash and spaces before a newline, NVRTC does not: the
                  * next line would be a directive for one compiler and not the other */
                 if (q != p + 1)
-                    return refuse(r, line, "a backslash followed by spaces ends the line: remove the spaces "
-                                  "(compilers disagree whether it continues the line)");
+                    return source_refuse(r, line, "a backslash followed by spaces ends the line: remove the spaces "
+                                         "(compilers disagree whether it continues the line)");
                 p = q + nl;
                 line++;
                 continue;
@@ -147,14 +148,14 @@ static int line_here(const scanner *sc)
     return sc->t->line[sc->i < sc->t->n ? sc->i : sc->t->n];
 }
 
-static bool ident_start(char c)
+bool source_ident_start(char c)
 {
     return isalpha((unsigned char)c) || c == '_' || c == '$' || (unsigned char)c >= 0x80;
 }
 
-static bool ident_char(char c)
+bool source_ident_char(char c)
 {
-    return ident_start(c) || isdigit((unsigned char)c);
+    return source_ident_start(c) || isdigit((unsigned char)c);
 }
 
 /* Skips spaces and comments; newlines too when across_lines (a block comment
@@ -172,7 +173,7 @@ static int skip_blank(scanner *sc, bool across_lines)
             int line = line_here(sc);
             const char *end = strstr(sc->t->s + sc->i + 2, "*/");
             if (!end)
-                return refuse(sc->r, line, "a /* comment that never ends");
+                return source_refuse(sc->r, line, "a /* comment that never ends");
             sc->i = (size_t)(end - sc->t->s) + 2;
         } else {
             return 0;
@@ -184,7 +185,7 @@ static int skip_blank(scanner *sc, bool across_lines)
 static void read_ident(scanner *sc, char *buf, size_t len)
 {
     size_t start = sc->i, n = 0;
-    while (ident_char(at(sc, 0)))
+    while (source_ident_char(at(sc, 0)))
         sc->i++;
     n = sc->i - start < len - 1 ? sc->i - start : len - 1;
     memcpy(buf, sc->t->s + start, n);
@@ -203,7 +204,7 @@ static int read_literal(scanner *sc, const char **body, size_t *blen)
     for (;;) {
         char c = at(sc, 0);
         if (c == '\0' || c == '\n')
-            return refuse(sc->r, line, "a %s that is not closed on its line", quote == '"' ? "\"" : "'");
+            return source_refuse(sc->r, line, "a %s that is not closed on its line", quote == '"' ? "\"" : "'");
         if (c == '\\' && at(sc, 1) && at(sc, 1) != '\n') {
             sc->i += 2;
             continue;
@@ -225,9 +226,9 @@ static void read_number(scanner *sc)
         char c = at(sc, 0);
         if ((c == 'e' || c == 'E' || c == 'p' || c == 'P') && (at(sc, 1) == '+' || at(sc, 1) == '-'))
             sc->i += 2;
-        else if (c == '\'' && ident_char(at(sc, 1)))
+        else if (c == '\'' && source_ident_char(at(sc, 1)))
             sc->i += 2;
-        else if (ident_char(c) || c == '.')
+        else if (source_ident_char(c) || c == '.')
             sc->i++;
         else
             return;
@@ -250,8 +251,8 @@ static const char *file_pragma_in(const char *p, size_t n)
     for (size_t k = 0; k < COUNT(file_pragmas); k++) {
         size_t wl = strlen(file_pragmas[k]);
         for (size_t i = 0; i + wl <= n; i++)
-            if (memcmp(p + i, file_pragmas[k], wl) == 0 && (i == 0 || !ident_char(p[i - 1])) &&
-                (i + wl == n || !ident_char(p[i + wl])))
+            if (memcmp(p + i, file_pragmas[k], wl) == 0 && (i == 0 || !source_ident_char(p[i - 1])) &&
+                (i + wl == n || !source_ident_char(p[i + wl])))
                 return file_pragmas[k];
     }
     return NULL;
@@ -275,10 +276,10 @@ static int check_pragma_operator(scanner *sc, int line)
                  at(sc, 0) == ')';
     }
     if (!shaped)
-        return refuse(sc->r, line, "_Pragma is accepted with a string literal only, as in _Pragma(\"unroll\")");
+        return source_refuse(sc->r, line, "_Pragma is accepted with a string literal only, as in _Pragma(\"unroll\")");
     const char *word = file_pragma_in(body, blen);
     if (word)
-        return refuse(sc->r, line, "_Pragma(\"… %s …\") reaches for a file of the host: not in a kernel", word);
+        return source_refuse(sc->r, line, "_Pragma(\"… %s …\") reaches for a file of the host: not in a kernel", word);
     return 0;
 }
 
@@ -293,13 +294,13 @@ static int check_include(scanner *sc, int line)
         return -1;
     char open = at(sc, 0), close = open == '<' ? '>' : '"';
     if (open != '<' && open != '"')
-        return refuse(sc->r, line, "#include takes a header name, <name>, not a macro; the headers a kernel may "
-                      "include: %s", source_allowed_headers());
+        return source_refuse(sc->r, line, "#include takes a header name, <name>, not a macro; the headers a kernel may "
+                             "include: %s", source_allowed_headers());
     size_t start = ++sc->i;
     while (at(sc, 0) && at(sc, 0) != '\n' && at(sc, 0) != close)
         sc->i++;
     if (at(sc, 0) != close)
-        return refuse(sc->r, line, "#include %c… has no closing %c", open, close);
+        return source_refuse(sc->r, line, "#include %c… has no closing %c", open, close);
     size_t n = sc->i - start;
     char name[200];
     snprintf(name, sizeof name, "%.*s%s", (int)(n < 120 ? n : 120), sc->t->s + start, n > 120 ? "…" : "");
@@ -307,14 +308,14 @@ static int check_include(scanner *sc, int line)
     if (skip_blank(sc, false) != 0)
         return -1;
     if (at(sc, 0) && at(sc, 0) != '\n')
-        return refuse(sc->r, line, "#include %c%s%c has more after the header name", open, name, close);
+        return source_refuse(sc->r, line, "#include %c%s%c has more after the header name", open, name, close);
     const source_header *h = n < 120 ? source_header_find(name) : NULL;
     if (!h)
-        return refuse(sc->r, line, "#include %c%s%c: a kernel may include only %s (nothing else is read)", open,
-                      name, close, source_allowed_headers());
+        return source_refuse(sc->r, line, "#include %c%s%c: a kernel may include only %s (nothing else is read)", open,
+                             name, close, source_allowed_headers());
     if (open == '"')
-        return refuse(sc->r, line, "#include \"%s\": write #include <%s> (a quoted name is looked for in the "
-                      "notebook's folder first)", name, name);
+        return source_refuse(sc->r, line, "#include \"%s\": write #include <%s> (a quoted name is looked for in the "
+                             "notebook's folder first)", name, name);
     return 0;
 }
 
@@ -328,7 +329,7 @@ static int check_line(scanner *sc, int line)
     while (isdigit((unsigned char)at(sc, 0)))
         sc->i++;
     if (!number || skip_blank(sc, false) != 0 || (at(sc, 0) && at(sc, 0) != '\n'))
-        return refuse(sc->r, line, "#line is accepted with a line number only (no file name, no macro)");
+        return source_refuse(sc->r, line, "#line is accepted with a line number only (no file name, no macro)");
     return 0;
 }
 
@@ -343,10 +344,10 @@ static int check_directive(scanner *sc)
     if (c == '\n' || c == '\0')
         return 0;                   /* the null directive */
     if (isdigit((unsigned char)c))
-        return refuse(sc->r, line, "a line marker (# %c…) is not accepted: it renames the file diagnostics "
-                      "point to", c);
-    if (!ident_start(c))
-        return refuse(sc->r, line, "'#' followed by '%c' is not a directive", c);
+        return source_refuse(sc->r, line, "a line marker (# %c…) is not accepted: it renames the file diagnostics "
+                             "point to", c);
+    if (!source_ident_start(c))
+        return source_refuse(sc->r, line, "'#' followed by '%c' is not a directive", c);
     char name[64];
     read_ident(sc, name, sizeof name);
     if (strcmp(name, "include") == 0)
@@ -366,9 +367,9 @@ static int check_directive(scanner *sc)
         return check_tokens(sc, false, true);
     static const char *const reaching[] = { "include_next", "import", "embed" };
     if (one_of(name, reaching, COUNT(reaching)))
-        return refuse(sc->r, line, "#%s reads a file of the host: a kernel may include only %s, with #include",
-                      name, source_allowed_headers());
-    return refuse(sc->r, line, "#%s is not a directive a kernel may use", name);
+        return source_refuse(sc->r, line, "#%s reads a file of the host: a kernel may include only %s, with #include",
+                             name, source_allowed_headers());
+    return source_refuse(sc->r, line, "#%s is not a directive a kernel may use", name);
 }
 
 static int check_tokens(scanner *sc, bool across_lines, bool in_pragma)
@@ -393,7 +394,7 @@ static int check_tokens(scanner *sc, bool across_lines, bool in_pragma)
             continue;               /* the cursor is at the directive's end of line */
         }
         line_start = false;
-        if (ident_start(c)) {
+        if (source_ident_start(c)) {
             char word[64];
             read_ident(sc, word, sizeof word);
             bool prefix = strcmp(word, "L") == 0 || strcmp(word, "u") == 0 || strcmp(word, "U") == 0 ||
@@ -401,17 +402,18 @@ static int check_tokens(scanner *sc, bool across_lines, bool in_pragma)
             bool raw_prefix = strcmp(word, "R") == 0 || strcmp(word, "LR") == 0 || strcmp(word, "uR") == 0 ||
                               strcmp(word, "UR") == 0 || strcmp(word, "u8R") == 0;
             if (raw_prefix && at(sc, 0) == '"')
-                return refuse(sc->r, line, "raw string literals (R\"(…)\") are not accepted in a kernel");
+                return source_refuse(sc->r, line, "raw string literals (R\"(…)\") are not accepted in a kernel");
             if (prefix && (at(sc, 0) == '"' || at(sc, 0) == '\'')) {
                 if (read_literal(sc, NULL, NULL) != 0)
                     return -1;
             } else if (one_of(word, file_queries, COUNT(file_queries))) {
-                return refuse(sc->r, line, "%s asks the compiler about files of the host: not in a kernel", word);
+                return source_refuse(sc->r, line, "%s asks the compiler about files of the host: not in a kernel",
+                                     word);
             } else if (strcmp(word, "_Pragma") == 0) {
                 if (check_pragma_operator(sc, line) != 0)
                     return -1;
             } else if (in_pragma && one_of(word, file_pragmas, COUNT(file_pragmas))) {
-                return refuse(sc->r, line, "#pragma … %s reaches for a file of the host: not in a kernel", word);
+                return source_refuse(sc->r, line, "#pragma … %s reaches for a file of the host: not in a kernel", word);
             }
         } else if (isdigit((unsigned char)c) || (c == '.' && isdigit((unsigned char)at(sc, 1)))) {
             read_number(sc);
@@ -436,128 +438,4 @@ int source_check_cell(const char *text, int first_line, source_refusal *r)
     free(t.s);
     free(t.line);
     return rc;
-}
-
-/* ---- inline asm after preprocessing ---- */
-
-/* A line marker of -E output, `# 12 "file" 1 3`: its line number and file. */
-static bool line_marker(const char *p, const char *end, long *lineno, const char **file, size_t *flen)
-{
-    if (*p != '#')
-        return false;
-    p++;
-    while (p < end && *p == ' ')
-        p++;
-    if (p >= end || !isdigit((unsigned char)*p))
-        return false;
-    *lineno = strtol(p, (char **)&p, 10);
-    while (p < end && *p == ' ')
-        p++;
-    if (p >= end || *p != '"')
-        return false;
-    const char *f = ++p;
-    while (p < end && *p != '"')
-        p += *p == '\\' ? 2 : 1;
-    *file = f;
-    *flen = (size_t)(p - f);
-    return true;
-}
-
-static bool is_asm(const char *p, size_t n)
-{
-    return (n == 3 && memcmp(p, "asm", 3) == 0) || (n == 5 && memcmp(p, "__asm", 5) == 0) ||
-           (n == 7 && memcmp(p, "__asm__", 7) == 0);
-}
-
-/* The asm word on [p, end), skipping literals (raw ones to their delimiter): its start, or NULL. */
-static const char *asm_in_line(const char *p, const char *end, const char *text_end, const char **resume)
-{
-    *resume = NULL;
-    while (p < end) {
-        if (ident_start(*p)) {
-            const char *w = p;
-            while (p < end && ident_char(*p))
-                p++;
-            if (is_asm(w, (size_t)(p - w)))
-                return w;
-            size_t wl = (size_t)(p - w);
-            bool raw = (wl == 1 && w[0] == 'R') || (wl == 2 && w[1] == 'R' && strchr("LuU", w[0])) ||
-                       (wl == 3 && memcmp(w, "u8R", 3) == 0);
-            if (raw && p < end && *p == '"') {
-                /* a raw string from a header: to its )delim", perhaps lines later; one that does not
-                 * close as expected is read on as ordinary text (more is searched, never less) */
-                const char *d = p + 1, *open = memchr(d, '(', (size_t)(end - d));
-                if (open && open - d <= 16) {
-                    char close[20];
-                    int cl = snprintf(close, sizeof close, ")%.*s\"", (int)(open - d), d);
-                    const char *stop = memmem(open, (size_t)(text_end - open), close, (size_t)cl);
-                    if (stop) {
-                        *resume = stop + cl;
-                        return NULL;
-                    }
-                }
-            }
-        } else if (isdigit((unsigned char)*p)) {
-            while (p < end && (ident_char(*p) || *p == '.' || (*p == '\'' && p + 1 < end && ident_char(p[1]))))
-                p++;
-        } else if (*p == '"' || *p == '\'') {
-            char q = *p++;
-            while (p < end && *p != q)
-                p += *p == '\\' ? 2 : 1;
-            p++;
-        } else {
-            p++;
-        }
-    }
-    return NULL;
-}
-
-int source_check_no_asm(const char *preprocessed, size_t len, const char *cell, source_refusal *r)
-{
-    memset(r, 0, sizeof *r);
-    const char *p = preprocessed, *end = preprocessed + len;
-    size_t cell_len = strlen(cell);
-    bool started = false, in_cell = false;
-    long lineno = 0;
-    while (p < end) {
-        const char *eol = memchr(p, '\n', (size_t)(end - p));
-        if (!eol)
-            eol = end;
-        const char *file;
-        size_t flen;
-        long marked;
-        if (line_marker(p, eol, &marked, &file, &flen)) {
-            in_cell = flen == cell_len && memcmp(file, cell, flen) == 0;
-            started |= in_cell;
-            lineno = marked;
-        } else if (started) {
-            for (const char *q = p;;) {
-                const char *resume = NULL;
-                const char *w = asm_in_line(q, eol, end, &resume);
-                if (w) {
-                    size_t wl = 0;
-                    while (w + wl < eol && ident_char(w[wl]))
-                        wl++;
-                    if (in_cell)
-                        return refuse(r, (int)lineno, "inline %.*s is PTX or SASS, which only a GPU runs: the "
-                                      "CPU runner cannot run this kernel (run it on a GPU, --backend cuda)",
-                                      (int)wl, w);
-                    return refuse(r, 0, "inline %.*s (in a header the cell includes) is PTX or SASS, which "
-                                  "only a GPU runs: the CPU runner cannot run this kernel (run it on a GPU, "
-                                  "--backend cuda)", (int)wl, w);
-                }
-                if (!resume)
-                    break;
-                for (const char *c = q; c < resume; c++)   /* the lines a raw string spans */
-                    lineno += *c == '\n';
-                q = resume;
-                eol = memchr(q, '\n', (size_t)(end - q));
-                if (!eol)
-                    eol = end;
-            }
-            lineno++;
-        }
-        p = eol + (eol < end);
-    }
-    return 0;
 }

@@ -14,7 +14,7 @@
  * so are the forms the two compilers read differently (a backslash with spaces
  * after it at a line's end; a raw string literal). On the CPU path the
  * preprocessed translation unit is also searched for inline asm
- * (source_check_no_asm), which only a GPU could run.
+ * (source_check_no_asm, source_asm.c), which only a GPU could run.
  */
 #ifndef CUDALAB_STUDENT_SOURCE_CHECK_H
 #define CUDALAB_STUDENT_SOURCE_CHECK_H
