@@ -48,11 +48,14 @@ static void count_all(const cpu_histo *h)
 }
 /* show-source: end */
 
-void analogue_cpu(const cpu_histo *h, int blk)
+static void analogue_cpu(const cpu_histo *h, int blk)
 {
     if (blk == 0)
         count_all(h);
 }
+
+const cpu_hg_impl cpu_hg_cpu = {"CPU analogue: 1 host thread (the same loop)", analogue_cpu,
+                                "sequential loop, 1 host thread"};
 
 /* cub's stand-in, the CPU reference loop: one host thread, 8 bytes per load,
  * byte k of a word counted in copy k of the histogram (so that a run of
@@ -82,13 +85,16 @@ static void count_all_copies(const cpu_histo *h)
     merge(h, copies[0]);
 }
 
-void analogue_cub(const cpu_histo *h, int blk)
+static void analogue_cub(const cpu_histo *h, int blk)
 {
     if (blk == 0)
         count_all_copies(h);
 }
 
-void analogue_sectioned(const cpu_histo *h, int blk)
+const cpu_hg_impl cpu_hg_cub = {"CPU analogue: the CPU reference (no cub on the CPU)", analogue_cub,
+                                "the CPU reference loop, 1 host thread, 8 copies of the histogram (cub needs a GPU)"};
+
+static void analogue_sectioned(const cpu_histo *h, int blk)
 {
     uint64_t total = threads_total(h), section = (h->n + total - 1) / total;
     for (int t = 0; t < h->block; t++) {
@@ -102,7 +108,10 @@ void analogue_sectioned(const cpu_histo *h, int blk)
     }
 }
 
-void analogue_interleaved(const cpu_histo *h, int blk)
+const cpu_hg_impl cpu_hg_sectioned = {"CPU analogue: host threads run the blocks; global atomics", analogue_sectioned,
+                                      NULL};
+
+static void analogue_interleaved(const cpu_histo *h, int blk)
 {
     uint64_t total = threads_total(h);
     for (int t = 0; t < h->block; t++) {
@@ -114,7 +123,10 @@ void analogue_interleaved(const cpu_histo *h, int blk)
     }
 }
 
-void analogue_privatized(const cpu_histo *h, int blk)
+const cpu_hg_impl cpu_hg_interleaved = {"CPU analogue: host threads run the blocks; global atomics", analogue_interleaved,
+                                        NULL};
+
+static void analogue_privatized(const cpu_histo *h, int blk)
 {
     uint32_t priv[CL_HISTO_MAX_BINS] = {0};
     uint64_t total = threads_total(h);
@@ -127,6 +139,9 @@ void analogue_privatized(const cpu_histo *h, int blk)
     }
     merge(h, priv);
 }
+
+const cpu_hg_impl cpu_hg_privatized = {"CPU analogue: host threads run the blocks; one private histogram per block", analogue_privatized,
+                                       NULL};
 
 /* Bytes past the last whole 16-byte chunk, grid-stride, one per thread. */
 static void tail_bytes(const cpu_histo *h, uint64_t gt, uint32_t *hist, int stride_words)
@@ -173,7 +188,7 @@ static void warp_chunk(const cpu_histo *h, uint32_t *mine, chunk16 q)
         mine[cur] += run;
 }
 
-void analogue_warp(const cpu_histo *h, int blk)
+static void analogue_warp(const cpu_histo *h, int blk)
 {
     static _Thread_local uint32_t sub[1024 / WARP][CL_HISTO_MAX_BINS];
     int warps = (h->block + WARP - 1) / WARP;
@@ -193,6 +208,9 @@ void analogue_warp(const cpu_histo *h, int blk)
     merge(h, sub[0]);
 }
 
+const cpu_hg_impl cpu_hg_warp = {"CPU analogue: host threads run the blocks; one histogram per warp; runs aggregated", analogue_warp,
+                                 NULL};
+
 /* Counts one chunk into a lane's column of copies. */
 static void fast_chunk(const cpu_histo *h, uint32_t *col, chunk16 q)
 {
@@ -205,7 +223,7 @@ static void fast_chunk(const cpu_histo *h, uint32_t *col, chunk16 q)
     }
 }
 
-void analogue_fast(const cpu_histo *h, int blk)
+static void analogue_fast(const cpu_histo *h, int blk)
 {
     static _Thread_local uint32_t lanes[CL_HISTO_MAX_BINS][WARP];
     memset(lanes, 0, sizeof lanes[0] * (size_t)h->nbins);
@@ -228,3 +246,6 @@ void analogue_fast(const cpu_histo *h, int blk)
             sum[b] += lanes[b][l];
     merge(h, sum);
 }
+
+const cpu_hg_impl cpu_hg_fast = {"CPU analogue: host threads run the blocks; 32 lane copies per block", analogue_fast,
+                                 NULL};

@@ -29,25 +29,11 @@
 #define FLUSH_DEFAULT (32u << 20)
 #define FLUSH_MAX (64u << 20)     /* enough to push a lecture-sized input out */
 
-/* What runs each variant of the contract (histo.h), by id: its analogue, and
- * that analogue in words (the contract's launch is the GPU's). */
-static const struct cpu_histo_row {
-    const char *config;
-    cpu_block_fn analogue;
-} cpu_rows[CL_HISTO_NVARIANTS] = {
-    [CL_HISTO_V_cpu] = {"CPU analogue: 1 host thread (the same loop)", analogue_cpu},
-    [CL_HISTO_V_sectioned] = {"CPU analogue: host threads run the blocks; global atomics",
-                              analogue_sectioned},
-    [CL_HISTO_V_interleaved] = {"CPU analogue: host threads run the blocks; global atomics",
-                                analogue_interleaved},
-    [CL_HISTO_V_privatized] = {"CPU analogue: host threads run the blocks; one private histogram "
-                               "per block", analogue_privatized},
-    [CL_HISTO_V_warp] = {"CPU analogue: host threads run the blocks; one histogram per warp; runs "
-                         "aggregated", analogue_warp},
-    [CL_HISTO_V_fast] = {"CPU analogue: host threads run the blocks; 32 lane copies per block",
-                         analogue_fast},
-    [CL_HISTO_V_cub] = {"CPU analogue: the CPU reference (no cub on the CPU)", analogue_cub},
-};
+/* What runs each variant of the contract (histo.h), by id: one entry a row, in row (= id) order;
+ * NULL where this backend has none. */
+#define CPU_HG_IMPL_(id, name, impl, ...) &cpu_hg_##impl,
+static const cpu_hg_impl *const cpu_impls[CL_HISTO_NVARIANTS] = {CL_HISTO_VARIANTS(CPU_HG_IMPL_)};
+#undef CPU_HG_IMPL_
 
 static size_t flush_bytes(void)
 {
@@ -111,15 +97,13 @@ static int no_memory(char *err, const char *what, uint64_t bytes)
 
 static void describe(const cl_histo_args *a, const cpu_histo *h, int nthreads, cl_histo_result *r)
 {
-    int seq = a->variant == CL_HISTO_V_cpu || a->variant == CL_HISTO_V_cub;
-    if (seq)
-        snprintf(r->impl, sizeof r->impl, "CPU: %s", a->variant == CL_HISTO_V_cub
-                 ? "the CPU reference loop, 1 host thread, 8 copies of the histogram (cub needs a GPU)"
-                 : "sequential loop, 1 host thread");
+    const cpu_hg_impl *impl = cpu_impls[a->variant];
+    if (impl->sequential)
+        snprintf(r->impl, sizeof r->impl, "CPU: %s", impl->sequential);
     else
         snprintf(r->impl, sizeof r->impl, "CPU analogue: %d host thread%s run %d logical blocks "
                  "of %d threads", nthreads, nthreads == 1 ? "" : "s", h->grid, h->block);
-    snprintf(r->config, sizeof r->config, "%s", cpu_rows[a->variant].config);
+    snprintf(r->config, sizeof r->config, "%s", impl->config);
     /* the GPU kernel's shared memory for the same parameters (its private bins, its table) */
     r->launch = cl_launch_2d((uint64_t)h->grid, 1, h->block, 1, cl_histo_smem_per_block(a->variant, a->mode, h->nbins, h->block), 1);
 }
@@ -252,7 +236,7 @@ static int cpu_histo_run(const cl_histo_args *a, cl_histo_result *r, char *err)
         memset(r, 0, sizeof *r);
         return cpu_histo_student(a, r, err);
     }
-    if (a->variant < 0 || a->variant >= CL_HISTO_NVARIANTS) {
+    if (a->variant < 0 || a->variant >= CL_HISTO_NVARIANTS || !cpu_impls[a->variant]) {
         snprintf(err, CL_ERR_LEN, "unknown histogram variant %d", a->variant);
         return -1;
     }
@@ -267,7 +251,8 @@ static int cpu_histo_run(const cl_histo_args *a, cl_histo_result *r, char *err)
     cpu_histo h = { .n = a->n, .nbins = cl_histo_nbins(a->mode, a->width), .global = global };
     for (int c = 0; c < 256; c++)
         h.bin[c] = (int16_t)cl_histo_bin((uint8_t)c, a->mode, a->width);
-    int seq = a->variant == CL_HISTO_V_cpu || a->variant == CL_HISTO_V_cub;
+    const cpu_hg_impl *impl = cpu_impls[a->variant];
+    int seq = impl->sequential != NULL;
     h.grid = seq ? 1 : a->grid > 0 ? a->grid : auto_grid();
     h.block = seq ? 1 : a->block;
     int nthreads = h.grid < cl_cpu_threads() ? h.grid : cl_cpu_threads();
@@ -298,12 +283,12 @@ static int cpu_histo_run(const cl_histo_args *a, cl_histo_result *r, char *err)
 
     for (int w = 0; w < a->warmup; w++) {
         memset(flush, w & 0xFF, fb);
-        launch(&h, cpu_rows[a->variant].analogue, nthreads);
+        launch(&h, impl->analogue, nthreads);
     }
     for (cl_times *tm = &r->times; cl_rep_more(a->reps, tm); tm->reps++) {
         memset(flush, (a->warmup + tm->reps) & 0xFF, fb);
         double t0 = cl_now_ms();
-        launch(&h, cpu_rows[a->variant].analogue, nthreads);
+        launch(&h, impl->analogue, nthreads);
         tm->ms[tm->reps] = (float)(cl_now_ms() - t0);
         cl_rep_done();
     }

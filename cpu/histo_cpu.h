@@ -36,13 +36,18 @@ typedef struct cpu_histo {
 /* Runs logical block blk of a launch. */
 typedef void (*cpu_block_fn)(const cpu_histo *h, int blk);
 
-/* One analogue per variant of the contract (histo.h); histo_cpu.c maps ids to them. */
-void analogue_cpu(const cpu_histo *h, int blk);
-void analogue_sectioned(const cpu_histo *h, int blk);
-void analogue_interleaved(const cpu_histo *h, int blk);
-void analogue_privatized(const cpu_histo *h, int blk);
-void analogue_warp(const cpu_histo *h, int blk);
-void analogue_fast(const cpu_histo *h, int blk);
-void analogue_cub(const cpu_histo *h, int blk);
+/* How the CPU backend runs one row of CL_HISTO_VARIANTS (cpu/histo_analogue.c). */
+typedef struct cpu_hg_impl {
+    const char *config;             /* the analogue in words (the contract's launch is the GPU's) */
+    cpu_block_fn analogue;          /* one logical block of it */
+    const char *sequential;         /* a loop on 1 host thread (1 block of 1 thread), in words; NULL:
+                                       host threads run the blocks of the launch */
+} cpu_hg_impl;
+
+/* Each row's analogue, cpu_hg_<impl> (the row's impl, histo.h); weak, so a row without one is NULL
+ * here. */
+#define CPU_HG_WEAK_(id, name, impl, ...) CL_VARIANT_WEAK_(cpu_hg_impl, cpu_hg_, impl)
+CL_HISTO_VARIANTS(CPU_HG_WEAK_)
+#undef CPU_HG_WEAK_
 
 #endif

@@ -16,6 +16,7 @@
  * the input of the next block (fast: the next row) is asked for ahead, as a
  * GPU's other resident blocks (fast: its unrolled loads) keep loads in flight.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,8 +73,17 @@ KIND_INLINE void lanes_apply(lanes *a, const lanes *b, cl_reduce_op op, cl_reduc
 
 /* ---- one block ---- */
 
+/* What a variant's blocks do (the row's analogue, cpu_rd_<impl> below): the loads of the first pass,
+ * the in-block tree of both passes (shuffles after vector loads) and the elements of a block. */
+typedef enum block_loads { LOAD_PAIRS, LOAD_COARSENED, LOAD_VECTORS } block_loads;
+struct cpu_rd_shape {
+    block_loads loads;      /* pairs 2B apart, 2*CL_REDUCE_COARSEN elements B apart, or grid-stride vectors */
+    int divergent;          /* the divergent tree, else the convergent one (not for vectors: shuffles) */
+    unsigned coarsen;       /* a block's segment is 2*B*coarsen elements; 0: one wave, grid-stride */
+};
+
 typedef struct block_job {
-    int variant;
+    const struct cpu_rd_shape *shape;
     const cl_reduce_args *a;
     const void *in;
     uint64_t grid;
@@ -165,9 +175,8 @@ KIND_INLINE double run_block(const block_job *j, uint64_t blk, double *s, cl_red
     unsigned b = (unsigned)j->a->block;
     uint64_t n = j->a->n;
     double id = acc_identity(op);
-    switch (j->variant) {
-    case CL_REDUCE_DIVERGENT:
-    case CL_REDUCE_CONVERGENT: {
+    switch (j->shape->loads) {
+    case LOAD_PAIRS: {
         uint64_t base = blk * 2 * b;
         if (base + 2 * (uint64_t)b <= n)
             for (unsigned t = 0; t < b; t += LANES) {
@@ -180,9 +189,9 @@ KIND_INLINE double run_block(const block_job *j, uint64_t blk, double *s, cl_red
         else
             for (unsigned t = 0; t < b; t++)
                 s[t] = acc_apply(op, dt, load(j, base + t, op, dt), load(j, base + b + t, op, dt));
-        return tree(s, b, j->variant == CL_REDUCE_DIVERGENT, op, dt);
+        return tree(s, b, j->shape->divergent, op, dt);
     }
-    case CL_REDUCE_MULTIBLOCK: {
+    case LOAD_COARSENED: {
         uint64_t base = blk * 2 * CL_REDUCE_COARSEN * b;
         if (base + 2 * CL_REDUCE_COARSEN * (uint64_t)b <= n) {
             for (unsigned t = 0; t < b; t++)
@@ -203,7 +212,7 @@ KIND_INLINE double run_block(const block_job *j, uint64_t blk, double *s, cl_red
         }
         return tree(s, b, 0, op, dt);
     }
-    default: {   /* fast: grid-stride over 4-element vectors, then shuffles */
+    default: {   /* LOAD_VECTORS, fast: grid-stride over 4-element vectors, then shuffles */
         uint64_t nvec = n / 4, stride = j->grid * b, tail = n - nvec * 4, base = blk * b;
         for (unsigned t = 0; t < b; t++)
             s[t] = id;
@@ -264,31 +273,56 @@ static double final_block(const block_job *j)
             acc[0] = acc_apply(op, dt, acc[0], j->partials[i]);
         s[t] = acc_apply(op, dt, acc_apply(op, dt, acc[0], acc[1]), acc_apply(op, dt, acc[2], acc[3]));
     }
-    if (j->variant == CL_REDUCE_FAST)
+    if (j->shape->loads == LOAD_VECTORS)
         return block_shuffle(s, b, op, dt);
-    return tree(s, b, j->variant == CL_REDUCE_DIVERGENT, op, dt);
+    return tree(s, b, j->shape->divergent, op, dt);
 }
 
 /* ---- the launch ---- */
 
-cpu_launch_cfg cpu_reduce_config(int v, const cl_reduce_args *a)
+static cpu_launch_cfg blocks_config(const cpu_rd_impl *self, const cl_reduce_args *a)
 {
     cpu_launch_cfg c = {0, (unsigned)a->block, cl_cpu_threads_for(a->n)};
     uint64_t b = (uint64_t)a->block;
-    if (v == CL_REDUCE_FAST) {
+    if (!self->shape->coarsen) {
         uint64_t need = (a->n / 4 + b - 1) / b;
         c.grid = need < 1 ? 1 : need < CPU_FAST_GRID ? need : CPU_FAST_GRID;
     } else {
-        uint64_t seg = 2 * b * (v == CL_REDUCE_MULTIBLOCK ? CL_REDUCE_COARSEN : 1);
+        uint64_t seg = 2 * b * self->shape->coarsen;
         c.grid = (a->n + seg - 1) / seg;
     }
     return c;
 }
 
-double cpu_reduce_variant(int v, const cl_reduce_args *a, const cpu_launch_cfg *cfg, const void *in,
-                          double *partials, int *ok)
+static double blocks_run(const cpu_rd_impl *self, const cl_reduce_args *a, const cpu_launch_cfg *cfg,
+                         const void *in, double *partials, int *ok)
 {
-    block_job j = {v, a, in, cfg->grid, partials};
+    block_job j = {self->shape, a, in, cfg->grid, partials};
     *ok = cl_parallel_ranges(cfg->grid, cfg->threads, blocks_range, &j) > 0;
     return cfg->grid > 1 ? final_block(&j) : partials[0];
 }
+
+static void blocks_describe(int v, const cl_reduce_args *a, const cpu_launch_cfg *c, cl_reduce_result *out)
+{
+    int threads = (uint64_t)c->threads < c->grid ? c->threads : (int)c->grid;
+    /* the GPU variant's shared memory for the same parameters, not the doubles the emulation keeps */
+    size_t acc = cl_reduce_acc_bytes(a->op, a->dtype);
+    size_t smem = cl_reduce_smem_per_block(v, (int)c->block, acc);
+    out->launch = cl_launch_2d(c->grid, 1, (int)c->block, 1, smem, c->grid > 1 ? 2 : 1);
+    if (c->grid > 1)
+        out->final = cl_launch_2d(1, 1, CL_REDUCE_FINAL_BLOCK, 1, cl_reduce_final_smem(v, acc), 1);
+    snprintf(out->impl, sizeof out->impl,
+             "CPU analogue: %d host thread%s run %llu block%s of %u emulated threads%s", threads,
+             threads == 1 ? "" : "s", (unsigned long long)c->grid, c->grid == 1 ? "" : "s", c->block,
+             c->grid > 1 ? ", then 1 block of 1024 adds the partials" : "");
+}
+
+/* The rows' analogues, cpu_rd_<impl> (reduce_cpu.h): (impl, loads, divergent tree, coarsening). */
+#define CPU_RD_BLOCKS_(impl, loads, divergent, coarsen)                                     \
+    static const struct cpu_rd_shape impl##_shape = {loads, divergent, coarsen};            \
+    const cpu_rd_impl cpu_rd_##impl = {blocks_config, blocks_run, blocks_describe, &impl##_shape};
+CPU_RD_BLOCKS_(divergent, LOAD_PAIRS, 1, 1)
+CPU_RD_BLOCKS_(convergent, LOAD_PAIRS, 0, 1)
+CPU_RD_BLOCKS_(multiblock, LOAD_COARSENED, 0, CL_REDUCE_COARSEN)
+CPU_RD_BLOCKS_(fast, LOAD_VECTORS, 0, 0)
+#undef CPU_RD_BLOCKS_

@@ -1,11 +1,12 @@
 /* reduce_cpu.c — the CPU backend's %reduce: every variant's CPU analogue behind
  * cl_cpu_reduce_ops, timed like the GPU runs.
  *
- * `cpu` is the host loop of the lecture (one thread, one accumulator: double
- * for float, int64 for int) on either backend. divergent, convergent,
- * multiblock and fast run their kernels' CPU analogues (cpu/reduce_blocks.c);
- * `cub` has no CPU counterpart and runs the CPU reference (cpu/reduce_ref.c),
- * and its result says so. Each rep is timed with the monotonic clock around
+ * Each row runs its analogue, cpu_rd_<impl> (reduce_cpu.h), from a table
+ * generated from the rows: `cpu` is the host loop of the lecture (one thread,
+ * one accumulator: double for float, int64 for int) on either backend.
+ * divergent, convergent, multiblock and fast run their kernels' CPU analogues
+ * (cpu/reduce_blocks.c); `cub` has no CPU counterpart and runs the CPU
+ * reference (cpu/reduce_ref.c), and its result says so. Each rep is timed with the monotonic clock around
  * the reduction only, after writing a buffer of twice the last-level cache
  * (at most 64 MiB) so that small inputs are not simply served from cache.
  *
@@ -76,51 +77,67 @@ static double host_loop(const cl_reduce_args *a, const void *in)
 }
 /* show-source: end */
 
-typedef struct cpu_run {
-    int v;
-    const cl_reduce_args *a;
-    cpu_launch_cfg cfg;
-    void *in;
-    double *partials;
-} cpu_run;
-
-static double run_once(const cpu_run *r, int *ok)
+static double host_loop_run(const cpu_rd_impl *self, const cl_reduce_args *a, const cpu_launch_cfg *cfg,
+                            const void *in, double *partials, int *ok)
 {
+    (void)self, (void)cfg, (void)partials;
     *ok = 1;
-    if (r->v == CL_REDUCE_CPU)
-        return host_loop(r->a, r->in);
-    if (r->v == CL_REDUCE_CUB)
-        return cpu_reduce_chunked(r->a, r->in, r->cfg.threads, ok);
-    return cpu_reduce_variant(r->v, r->a, &r->cfg, r->in, r->partials, ok);
+    return host_loop(a, in);
 }
 
-static void describe(const cpu_run *r, cl_reduce_result *out)
+static void host_loop_describe(int v, const cl_reduce_args *a, const cpu_launch_cfg *cfg, cl_reduce_result *out)
 {
-    const cpu_launch_cfg *c = &r->cfg;
-    int threads = (uint64_t)c->threads < c->grid ? c->threads : (int)c->grid;
-    if (r->v == CL_REDUCE_CPU) {
-        out->launch = cl_launch_2d(1, 1, 1, 1, 0, 1);
-        snprintf(out->impl, sizeof out->impl, "CPU: host loop, 1 thread, %s accumulator",
-                 r->a->dtype == CL_REDUCE_FLOAT ? "double" : "int64");
-        return;
-    }
-    if (r->v == CL_REDUCE_CUB) {
-        out->launch = cl_launch_2d((uint64_t)c->threads, 1, 1, 1, 0, 1);
-        snprintf(out->impl, sizeof out->impl,
-                 "CPU reference (no CUB without a GPU): %d host threads, double/int64 accumulators",
-                 c->threads);
-        return;
-    }
-    /* the GPU variant's shared memory for the same parameters, not the doubles the emulation keeps */
-    size_t acc = cl_reduce_acc_bytes(r->a->op, r->a->dtype);
-    size_t smem = cl_reduce_smem_per_block(r->v, (int)c->block, acc);
-    out->launch = cl_launch_2d(c->grid, 1, (int)c->block, 1, smem, c->grid > 1 ? 2 : 1);
-    if (c->grid > 1)
-        out->final = cl_launch_2d(1, 1, CL_REDUCE_FINAL_BLOCK, 1, cl_reduce_final_smem(r->v, acc), 1);
+    (void)v, (void)cfg;
+    out->launch = cl_launch_2d(1, 1, 1, 1, 0, 1);
+    snprintf(out->impl, sizeof out->impl, "CPU: host loop, 1 thread, %s accumulator",
+             a->dtype == CL_REDUCE_FLOAT ? "double" : "int64");
+}
+
+const cpu_rd_impl cpu_rd_cpu = {NULL, host_loop_run, host_loop_describe, NULL};
+
+/* cub: no CUB without a GPU, the CPU reference stands in. */
+static double reference_run(const cpu_rd_impl *self, const cl_reduce_args *a, const cpu_launch_cfg *cfg,
+                            const void *in, double *partials, int *ok)
+{
+    (void)self, (void)partials;
+    return cpu_reduce_chunked(a, in, cfg->threads, ok);
+}
+
+static void reference_describe(int v, const cl_reduce_args *a, const cpu_launch_cfg *c, cl_reduce_result *out)
+{
+    (void)v, (void)a;
+    out->launch = cl_launch_2d((uint64_t)c->threads, 1, 1, 1, 0, 1);
     snprintf(out->impl, sizeof out->impl,
-             "CPU analogue: %d host thread%s run %llu block%s of %u emulated threads%s", threads,
-             threads == 1 ? "" : "s", (unsigned long long)c->grid, c->grid == 1 ? "" : "s", c->block,
-             c->grid > 1 ? ", then 1 block of 1024 adds the partials" : "");
+             "CPU reference (no CUB without a GPU): %d host threads, double/int64 accumulators",
+             c->threads);
+}
+
+const cpu_rd_impl cpu_rd_cub = {NULL, reference_run, reference_describe, NULL};
+
+/* ---- what runs each variant of the contract (reduce.h), by id ---- */
+
+/* One entry a row, in row (= id) order; NULL where this backend has none. */
+#define CPU_RD_IMPL_(id, name, impl, ...) &cpu_rd_##impl,
+static const cpu_rd_impl *const cpu_impls[CL_REDUCE_NVARIANTS] = {CL_REDUCE_VARIANTS(CPU_RD_IMPL_)};
+#undef CPU_RD_IMPL_
+
+const cpu_rd_impl *cpu_rd_impl_of(int v)
+{
+    return v >= 0 && v < CL_REDUCE_NVARIANTS ? cpu_impls[v] : NULL;
+}
+
+cpu_launch_cfg cpu_reduce_config(int v, const cl_reduce_args *a)
+{
+    const cpu_rd_impl *impl = cpu_rd_impl_of(v);
+    cpu_launch_cfg one = {1, (unsigned)a->block, cl_cpu_threads_for(a->n)};
+    return impl->config ? impl->config(impl, a) : one;
+}
+
+double cpu_reduce_variant(int v, const cl_reduce_args *a, const cpu_launch_cfg *cfg, const void *in,
+                          double *partials, int *ok)
+{
+    const cpu_rd_impl *impl = cpu_rd_impl_of(v);
+    return impl->run(impl, a, cfg, in, partials, ok);
 }
 
 /* ---- a student's kernel, on the CPU runner ---- */
@@ -218,33 +235,32 @@ static int cpu_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out,
     memset(out, 0, sizeof *out);
     if (v == CL_VARIANT_STUDENT)
         return cpu_reduce_student(a, out, err);
-    if (v < 0 || v >= CL_REDUCE_NVARIANTS) {
+    const cpu_rd_impl *impl = cpu_rd_impl_of(v);
+    if (!impl) {
         snprintf(err, CL_ERR_LEN, "unknown reduce variant %d", v);
         return -1;
     }
-    cpu_run r = {v, a, {1, (unsigned)a->block, cl_cpu_threads_for(a->n)}, NULL, NULL};
-    if (v != CL_REDUCE_CPU && v != CL_REDUCE_CUB)
-        r.cfg = cpu_reduce_config(v, a);
+    cpu_launch_cfg cfg = cpu_reduce_config(v, a);
     size_t fb = flush_bytes();
     unsigned char *flush = flush_buffer();
-    r.in = malloc(a->n * 4);
-    r.partials = malloc(r.cfg.grid * sizeof(double));
+    void *in = malloc(a->n * 4);
+    double *partials = malloc(cfg.grid * sizeof(double));
     int rc = -1, ok = 1;
     double value = 0;
-    if (!flush || !r.in || !r.partials) {
+    if (!flush || !in || !partials) {
         snprintf(err, CL_ERR_LEN, "out of host memory: --size %llu needs %.1f MiB for the input",
                  (unsigned long long)a->n, (double)a->n * 4 / MIB);
         goto done;
     }
-    cpu_reduce_fill(r.in, a->n, a->dtype, a->seed, cl_cpu_threads_for(a->n));
+    cpu_reduce_fill(in, a->n, a->dtype, a->seed, cl_cpu_threads_for(a->n));
     for (int w = 0; w < a->warmup && ok; w++) {
         memset(flush, w & 0xff, fb);
-        value = run_once(&r, &ok);
+        value = impl->run(impl, a, &cfg, in, partials, &ok);
     }
     for (cl_times *tm = &out->times; ok && cl_rep_more(a->reps, tm); tm->reps++) {
         memset(flush, tm->reps & 0xff, fb);
         double t0 = cl_now_ms();
-        value = run_once(&r, &ok);
+        value = impl->run(impl, a, &cfg, in, partials, &ok);
         tm->ms[tm->reps] = (float)(cl_now_ms() - t0);
         cl_rep_done();
     }
@@ -256,11 +272,11 @@ static int cpu_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out,
         out->fvalue = value;
     else
         out->ivalue = (int64_t)value;
-    describe(&r, out);
+    impl->describe(v, a, &cfg, out);
     rc = 0;
 done:
-    free(r.in);
-    free(r.partials);
+    free(in);
+    free(partials);
     return rc;
 }
 

@@ -60,8 +60,34 @@ typedef struct cpu_launch_cfg {
     int threads;                 /* host threads */
 } cpu_launch_cfg;
 
-/* Launch configuration of variant v for args a, as the CUDA backend would
- * choose it (fast: one "wave" of blocks over the host threads). */
+/* The block analogues' shape (cpu/reduce_blocks.c). */
+struct cpu_rd_shape;
+
+/* How the CPU backend runs one row of CL_REDUCE_VARIANTS. */
+typedef struct cpu_rd_impl {
+    /* The launch for args a, as the CUDA backend would choose it (fast: one "wave" of blocks over
+     * the host threads); NULL: one block, a->block threads, the host threads for a->n. */
+    cpu_launch_cfg (*config)(const struct cpu_rd_impl *self, const cl_reduce_args *a);
+    /* Reduces in[0..n) under cfg; partials has room for cfg->grid values. The result; *ok 0 when
+     * host memory ran out. */
+    double (*run)(const struct cpu_rd_impl *self, const cl_reduce_args *a, const cpu_launch_cfg *cfg,
+                  const void *in, double *partials, int *ok);
+    /* out->impl and the launches, for variant v (its id) after a run. */
+    void (*describe)(int v, const cl_reduce_args *a, const cpu_launch_cfg *cfg, cl_reduce_result *out);
+    const struct cpu_rd_shape *shape;   /* the block analogues' */
+} cpu_rd_impl;
+
+/* Each row's analogue, cpu_rd_<impl> (the row's impl, reduce.h): the host loop and the reference in
+ * reduce_cpu.c, the kernels' block analogues in reduce_blocks.c; weak, so a row without one is
+ * NULL here. */
+#define CPU_RD_WEAK_(id, name, impl, ...) CL_VARIANT_WEAK_(cpu_rd_impl, cpu_rd_, impl)
+CL_REDUCE_VARIANTS(CPU_RD_WEAK_)
+#undef CPU_RD_WEAK_
+
+/* Row v's analogue, or NULL. */
+const cpu_rd_impl *cpu_rd_impl_of(int v);
+
+/* Launch configuration of variant v for args a (its impl's config). */
 cpu_launch_cfg cpu_reduce_config(int v, const cl_reduce_args *a);
 
 /* Runs variant v (divergent, convergent, multiblock, fast) over in[0..n);

@@ -167,34 +167,52 @@ CL_HOT static void weigh(const float *restrict src, size_t stride, int kx, int k
 
 /* ---- the blocks of one launch ---- */
 
-typedef struct job {
+typedef struct job job;
+
+/* How the CPU backend runs one row of CL_STENCIL_VARIANTS: its analogue of a block, 1D and 2D. */
+typedef struct cpu_st_impl {
+    void (*block[2])(const job *j, uint64_t b);   /* block b of a 1D, a 2D launch */
+    bool tile;                  /* copies the block's input tile with its halo (the GPU's shared memory) */
+    const char *how;            /* what the analogue does beside running the blocks, in words */
+} cpu_st_impl;
+
+/* Each row's analogue, cpu_st_<impl> (the row's impl, stencil.h); weak, so a row without one is
+ * NULL in the table. */
+#define CPU_ST_WEAK_(id, name, impl, ...) CL_VARIANT_WEAK_(cpu_st_impl, cpu_st_, impl)
+CL_STENCIL_VARIANTS(CPU_ST_WEAK_)
+#undef CPU_ST_WEAK_
+
+struct job {
     const cl_stencil_args *a;
-    int v;
+    const cpu_st_impl *impl;
     const float *in;
     float *out;
     const double *w;                /* the weights, in double for add_term */
     uint64_t first, last;           /* this thread's blocks: [first, last) */
     float *tile;                    /* stands in for shared memory */
     double *acc;                    /* a block's accumulators (weigh) */
-} job;
+};
 
 /* A block whose terms all lie inside the array takes weigh; one at an edge
  * skips the ghost cells term by term. */
-static void block1d(const job *j, uint64_t b)
+static void naive1d(const job *j, uint64_t b)
 {
     const cl_stencil_args *a = j->a;
     int B = a->block[0], R = a->radius;
     int64_t n = (int64_t)a->nx, base = (int64_t)(b * (uint64_t)B);
-    bool inside = base >= R && base + B + R <= n;
-    if (j->v == CL_STENCIL_NAIVE) {
-        if (inside)
-            weigh(j->in + base - R, 0, a->k, 1, j->w, B, 1, j->acc, j->out + base, 0);
-        else
-            for (int t = 0; t < B && base + t < n; t++)
-                j->out[base + t] = direct1d(a, j->in, base + t, NULL);
-        return;
-    }
-    if (inside) {
+    if (base >= R && base + B + R <= n)
+        weigh(j->in + base - R, 0, a->k, 1, j->w, B, 1, j->acc, j->out + base, 0);
+    else
+        for (int t = 0; t < B && base + t < n; t++)
+            j->out[base + t] = direct1d(a, j->in, base + t, NULL);
+}
+
+static void tiled1d(const job *j, uint64_t b)
+{
+    const cl_stencil_args *a = j->a;
+    int B = a->block[0], R = a->radius;
+    int64_t n = (int64_t)a->nx, base = (int64_t)(b * (uint64_t)B);
+    if (base >= R && base + B + R <= n) {
         memcpy(j->tile, j->in + base - R, (size_t)(B + 2 * R) * sizeof *j->tile);
         weigh(j->tile, 0, a->k, 1, j->w, B, 1, j->acc, j->out + base, 0);
         return;
@@ -212,36 +230,57 @@ static void block1d(const job *j, uint64_t b)
     }
 }
 
-static void block2d(const job *j, uint64_t b)
+/* Block b of a 2D launch: its TX x TY outputs from (x0, y0), and whether all their terms lie inside
+ * the array. */
+typedef struct block2d {
+    int TX, TY, r, k;
+    int64_t nx, ny, x0, y0;
+    bool inside;
+} block2d;
+
+static block2d block2d_of(const job *j, uint64_t b)
 {
     const cl_stencil_args *a = j->a;
-    int TX = a->block[0], TY = a->block[1], r = a->radius, k = a->k, S = TX + 2 * r;
-    int64_t nx = (int64_t)a->nx, ny = (int64_t)a->ny, bx = (nx + TX - 1) / TX;
-    int64_t x0 = (int64_t)(b % (uint64_t)bx) * TX, y0 = (int64_t)(b / (uint64_t)bx) * TY;
-    if (x0 >= r && x0 + TX + r <= nx && y0 >= r && y0 + TY + r <= ny) {
-        const float *src = j->in + (y0 - r) * nx + x0 - r;
-        size_t stride = (size_t)nx;
-        if (j->v == CL_STENCIL_TILED) {
-            for (int s = 0; s < TY + 2 * r; s++)
-                memcpy(j->tile + s * S, src + s * nx, (size_t)S * sizeof *j->tile);
-            src = j->tile;
-            stride = (size_t)S;
-        }
-        weigh(src, stride, k, k, j->w, TX, TY, j->acc, j->out + y0 * nx + x0, (size_t)nx);
+    block2d o = {a->block[0], a->block[1], a->radius, a->k, (int64_t)a->nx, (int64_t)a->ny, 0, 0, false};
+    int64_t bx = (o.nx + o.TX - 1) / o.TX;
+    o.x0 = (int64_t)(b % (uint64_t)bx) * o.TX, o.y0 = (int64_t)(b / (uint64_t)bx) * o.TY;
+    o.inside = o.x0 >= o.r && o.x0 + o.TX + o.r <= o.nx && o.y0 >= o.r && o.y0 + o.TY + o.r <= o.ny;
+    return o;
+}
+
+static void naive2d(const job *j, uint64_t b)
+{
+    block2d o = block2d_of(j, b);
+    int64_t nx = o.nx, x0 = o.x0, y0 = o.y0;
+    if (o.inside) {
+        weigh(j->in + (y0 - o.r) * nx + x0 - o.r, (size_t)nx, o.k, o.k, j->w, o.TX, o.TY, j->acc,
+              j->out + y0 * nx + x0, (size_t)nx);
         return;
     }
-    if (j->v == CL_STENCIL_TILED)
-        for (int s = 0; s < S * (TY + 2 * r); s++) {
-            int64_t xx = x0 - r + s % S, yy = y0 - r + s / S;
-            j->tile[s] = xx >= 0 && xx < nx && yy >= 0 && yy < ny ? j->in[yy * nx + xx] : 0.0f;
-        }
+    for (int ty = 0; ty < o.TY && y0 + ty < o.ny; ty++)
+        for (int tx = 0; tx < o.TX && x0 + tx < nx; tx++)
+            j->out[(y0 + ty) * nx + x0 + tx] = direct2d(j->a, j->in, x0 + tx, y0 + ty, NULL);
+}
+
+static void tiled2d(const job *j, uint64_t b)
+{
+    block2d o = block2d_of(j, b);
+    int TX = o.TX, TY = o.TY, r = o.r, k = o.k, S = TX + 2 * r;
+    int64_t nx = o.nx, ny = o.ny, x0 = o.x0, y0 = o.y0;
+    if (o.inside) {
+        const float *src = j->in + (y0 - r) * nx + x0 - r;
+        for (int s = 0; s < TY + 2 * r; s++)
+            memcpy(j->tile + s * S, src + s * nx, (size_t)S * sizeof *j->tile);
+        weigh(j->tile, (size_t)S, k, k, j->w, TX, TY, j->acc, j->out + y0 * nx + x0, (size_t)nx);
+        return;
+    }
+    for (int s = 0; s < S * (TY + 2 * r); s++) {
+        int64_t xx = x0 - r + s % S, yy = y0 - r + s / S;
+        j->tile[s] = xx >= 0 && xx < nx && yy >= 0 && yy < ny ? j->in[yy * nx + xx] : 0.0f;
+    }
     for (int ty = 0; ty < TY && y0 + ty < ny; ty++)
         for (int tx = 0; tx < TX && x0 + tx < nx; tx++) {
             int64_t x = x0 + tx, y = y0 + ty;
-            if (j->v == CL_STENCIL_NAIVE) {
-                j->out[y * nx + x] = direct2d(a, j->in, x, y, NULL);
-                continue;
-            }
             float acc = 0.0f;
             for (int dy = -r; dy <= r; dy++) {
                 if (y + dy < 0 || y + dy >= ny)
@@ -249,18 +288,29 @@ static void block2d(const job *j, uint64_t b)
                 const float *row = j->tile + (ty + dy + r) * S + tx + r;
                 for (int dx = -r; dx <= r; dx++)
                     if (x + dx >= 0 && x + dx < nx)
-                        acc = fmaf(a->weights[(dy + r) * k + dx + r], row[dx], acc);
+                        acc = fmaf(j->a->weights[(dy + r) * k + dx + r], row[dx], acc);
             }
             j->out[y * nx + x] = acc;
         }
 }
 
+/* naive reads every term from the input array; tiled first copies the block's input tile with its
+ * halo into a per-thread buffer standing in for shared memory. */
+const cpu_st_impl cpu_st_naive = {{naive1d, naive2d}, false, ""};
+const cpu_st_impl cpu_st_tiled = {{tiled1d, tiled2d}, true, ", tile + halo copied to a local buffer"};
+
+/* One entry a row, in row (= id) order; NULL where this backend has none. */
+#define CPU_ST_IMPL_(id, name, impl, ...) &cpu_st_##impl,
+static const cpu_st_impl *const cpu_impls[CL_STENCIL_NVARIANTS] = {CL_STENCIL_VARIANTS(CPU_ST_IMPL_)};
+#undef CPU_ST_IMPL_
+
 /* Job t of the array at arg: one per host thread, with its own tile and accumulators. */
 static void job_main(long long t, void *arg)
 {
     const job *j = (const job *)arg + t;
+    void (*block)(const job *, uint64_t) = j->impl->block[j->a->dim == 1 ? 0 : 1];
     for (uint64_t b = j->first; b < j->last; b++)
-        (j->a->dim == 1 ? block1d : block2d)(j, b);
+        block(j, b);
 }
 
 /* Blocks across and down (1D: down is 1). */
@@ -361,14 +411,14 @@ static int cpu_stencil_student(const cl_stencil_args *a, float *host_out, cl_ste
 }
 
 /* One launch: host thread k takes the k-th of nt contiguous runs of blocks. */
-static void launch(int v, const cl_stencil_args *a, const float *in, float *out, const double *w, float *tiles,
+static void launch(const cpu_st_impl *impl, const cl_stencil_args *a, const float *in, float *out, const double *w, float *tiles,
                    size_t tile_len, double *accs)
 {
     int nt = cl_cpu_threads();
     uint64_t blocks = blocks_x(a) * blocks_y(a);
     job jobs[CL_CPU_MAX_THREADS];
     for (int k = 0; k < nt; k++)
-        jobs[k] = (job){a, v, in, out, w, blocks * (uint64_t)k / (uint64_t)nt,
+        jobs[k] = (job){a, impl, in, out, w, blocks * (uint64_t)k / (uint64_t)nt,
                         blocks * (uint64_t)(k + 1) / (uint64_t)nt, tiles + k * tile_len,
                         accs + (size_t)k * block_outputs(a)};
     cl_parallel_for(nt, nt, job_main, jobs);
@@ -379,7 +429,8 @@ static int cpu_stencil_run(int v, const cl_stencil_args *a, float *host_out, cl_
     memset(res, 0, sizeof *res);
     if (v == CL_VARIANT_STUDENT && a->student)
         return cpu_stencil_student(a, host_out, res, err);
-    if (v < 0 || v >= CL_STENCIL_NVARIANTS) {
+    const cpu_st_impl *impl = v >= 0 && v < CL_STENCIL_NVARIANTS ? cpu_impls[v] : NULL;
+    if (!impl) {
         snprintf(err, CL_ERR_LEN, "the CPU backend has no stencil variant %d", v);
         return -1;
     }
@@ -401,17 +452,17 @@ static int cpu_stencil_run(int v, const cl_stencil_args *a, float *host_out, cl_
     for (int i = 0; i < (a->dim == 1 ? a->k : a->k * a->k); i++)
         w[i] = a->weights[i];
     for (int r = 0; r < a->warmup; r++)
-        launch(v, a, in, out, w, tiles, tile_len, accs);
+        launch(impl, a, in, out, w, tiles, tile_len, accs);
     for (cl_times *tm = &res->times; cl_rep_more(a->reps, tm); tm->reps++) {
         double t0 = cl_now_ms();
-        launch(v, a, in, out, w, tiles, tile_len, accs);
+        launch(impl, a, in, out, w, tiles, tile_len, accs);
         tm->ms[tm->reps] = (float)(cl_now_ms() - t0);
         cl_rep_done();
     }
     res->launch = cl_launch_2d(blocks_x(a), blocks_y(a), a->block[0], a->dim == 1 ? 1 : a->block[1],
-                               v == CL_STENCIL_TILED ? tile_len * sizeof(float) : 0, 1);
+                               impl->tile ? tile_len * sizeof(float) : 0, 1);
     snprintf(res->impl, sizeof res->impl, "CPU analogue: %d host threads take runs of the %s blocks%s", nt,
-             a->dim == 1 ? "1D" : "2D", v == CL_STENCIL_TILED ? ", tile + halo copied to a local buffer" : "");
+             a->dim == 1 ? "1D" : "2D", impl->how);
     rc = 0;
 done:
     free(in);

@@ -195,9 +195,16 @@ static int student_work(const cl_histo_args *a, const student_plan *sp, run_stat
 
 /* ---- one rep ---- */
 
+/* Whether a built-in variant is a library's call (cub, CL_V_LIBRARY): no kernel of ours, the
+ * reference itself. */
+static bool library(const cl_histo_args *a)
+{
+    return a->variant >= 0 && a->variant < CL_HISTO_NVARIANTS && (cl_histo_variants[a->variant].flags & CL_V_LIBRARY);
+}
+
 static cudaError_t work(const cl_histo_args *a, const histo_plan *p, run_state *st)
 {
-    if (a->variant == CL_HISTO_V_cub)
+    if (library(a))
         return histo_cub(st->temp, &st->temp_bytes, st->in, a->n, a->mode, a->width, st->hist, 0);
     cudaError_t rc = cudaMemsetAsync(st->hist, 0, (size_t)p->nbins * sizeof(unsigned), 0);
     return rc != cudaSuccess ? rc : histo_launch(p, st->in, a->n, st->hist, 0);
@@ -217,7 +224,7 @@ static int one_rep(const cl_histo_args *a, const histo_plan *p, const student_pl
         if (student_work(a, sp, st, err))
             return -1;
     } else if ((rc = work(a, p, st)) != cudaSuccess) {
-        return cl_cuda_fail(err, a->variant == CL_HISTO_V_cub ? "cub::DeviceHistogram" : "kernel launch",
+        return cl_cuda_fail(err, library(a) ? "cub::DeviceHistogram" : "kernel launch",
                             rc);
     }
     if (!ms)
@@ -251,7 +258,7 @@ static void describe(const cl_histo_args *a, const histo_plan *p, cl_histo_resul
     cl_launch *l = &r->launch;
     memset(l, 0, sizeof *l);
     snprintf(r->config, sizeof r->config, "%s", cl_histo_variants[a->variant].launch);
-    if (a->variant == CL_HISTO_V_cub) {
+    if (library(a)) {
         char ver[32];
         histo_cub_version(ver, sizeof ver);
         snprintf(r->impl, sizeof r->impl, "CUDA: cub::DeviceHistogram::HistogramEven (%s, "
@@ -276,7 +283,7 @@ static int check_args(const cl_histo_args *a, char *err)
         snprintf(err, CL_ERR_LEN, "a student variant without its kernel");
         return -1;
     }
-    if (!student && (a->variant == CL_HISTO_V_cpu || a->variant < 0 || a->variant >= CL_HISTO_NVARIANTS)) {
+    if (!student && !library(a) && !hg_gpu_impl_of(a->variant)) {
         snprintf(err, CL_ERR_LEN, "variant %d does not run on the GPU (cpu runs on the host)",
                  a->variant);
         return -1;
@@ -322,7 +329,7 @@ static int cuda_histo_run(const cl_histo_args *a, cl_histo_result *r, char *err)
     student_plan sp;
     memset(&sp, 0, sizeof sp);
     if (a->student ? student_plan_make(a, sms, &sp, r, err)
-                   : a->variant != CL_HISTO_V_cub && histo_plan_make(a, sms, &p, err))
+                   : !library(a) && histo_plan_make(a, sms, &p, err))
         return -1;
 
     run_state st;
@@ -336,7 +343,7 @@ static int cuda_histo_run(const cl_histo_args *a, cl_histo_result *r, char *err)
         goto done;
     {
         cl_cuda_output o = { st.hist, (size_t)copied, CL_CUDA_U32, 0, "histo", 0 };
-        if (cl_cuda_reps_init(&st.reps, a->seed, &o, a->variant == CL_HISTO_V_cub, err))
+        if (cl_cuda_reps_init(&st.reps, a->seed, &o, library(a), err))
             goto done;
     }
     if (a->student)

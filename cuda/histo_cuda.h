@@ -22,6 +22,23 @@ typedef struct histo_plan {
     const char *kernel;             /* the kernel's name, for the result's description */
 } histo_plan;
 
+/* A row's kernel (histo_kernels.cu): its function and name counting bytes ([0]) and letters
+ * ([1]), and its launch of a plan (the output zeroed first). */
+struct hg_gpu_impl {
+    const void *kernel[2];
+    const char *name[2];
+    cudaError_t (*launch)(const histo_plan *p, const uint8_t *in, uint64_t n, unsigned *hist, cudaStream_t s);
+};
+
+/* Each row's kernel, hg_gpu_<impl> (the row's impl, histo.h); weak, so a row without one (the host
+ * loop; cub, the library call in histo.cu) is NULL here. */
+#define HG_GPU_WEAK_(id, name, impl, ...) CL_VARIANT_WEAK_(hg_gpu_impl, hg_gpu_, impl)
+CL_HISTO_VARIANTS(HG_GPU_WEAK_)
+#undef HG_GPU_WEAK_
+
+/* Row variant's kernel, or NULL (no kernel of ours). */
+const hg_gpu_impl *hg_gpu_impl_of(int variant);
+
 /* Chooses the launch of a kernel variant (not cpu, not cub): checks the block
  * against the kernel's limits and fills the grid when a->grid is 0 (SMs x
  * resident blocks). 0, or -1 with err set. */

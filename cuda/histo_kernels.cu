@@ -240,7 +240,57 @@ __global__ static void __launch_bounds__(1024) histo_fast(const uint8_t *in, uin
 }
 /* show-source: end */
 
+/* ---- each row's kernel: hg_gpu_<impl> (histo_cuda.h) ---- */
+
+/* The kernels of sectioned and interleaved, and those that count nbins bins in dynamic shared memory. */
+typedef void (*hg_global_fn)(const uint8_t *, uint64_t, unsigned *, int, int);
+typedef void (*hg_shared_fn)(const uint8_t *, uint64_t, unsigned *, int, int, int);
+
+template <hg_global_fn K>
+static cudaError_t launch_global(const histo_plan *p, const uint8_t *in, uint64_t n, unsigned *hist, cudaStream_t s)
+{
+    K<<<p->grid, p->block, 0, s>>>(in, n, hist, p->mode, p->width);
+    return cudaGetLastError();
+}
+
+/* K_BYTES counts byte bins, K_LETTERS letter bins. */
+template <hg_shared_fn K_BYTES, hg_shared_fn K_LETTERS>
+static cudaError_t launch_shared(const histo_plan *p, const uint8_t *in, uint64_t n, unsigned *hist, cudaStream_t s)
+{
+    if (p->mode == CL_HISTO_BYTES)
+        K_BYTES<<<p->grid, p->block, p->smem_dynamic, s>>>(in, n, hist, p->mode, p->width, p->nbins);
+    else
+        K_LETTERS<<<p->grid, p->block, p->smem_dynamic, s>>>(in, n, hist, p->mode, p->width, p->nbins);
+    return cudaGetLastError();
+}
+
+const hg_gpu_impl hg_gpu_sectioned = {{(const void *)histo_sectioned, (const void *)histo_sectioned},
+                                      {"histo_sectioned", "histo_sectioned"}, launch_global<histo_sectioned>};
+const hg_gpu_impl hg_gpu_interleaved = {{(const void *)histo_interleaved, (const void *)histo_interleaved},
+                                        {"histo_interleaved", "histo_interleaved"},
+                                        launch_global<histo_interleaved>};
+const hg_gpu_impl hg_gpu_privatized = {{(const void *)histo_privatized, (const void *)histo_privatized},
+                                       {"histo_privatized", "histo_privatized"},
+                                       launch_shared<histo_privatized, histo_privatized>};
+const hg_gpu_impl hg_gpu_warp = {{(const void *)histo_warp<true>, (const void *)histo_warp<false>},
+                                 {"histo_warp<bytes>", "histo_warp<letters>"},
+                                 launch_shared<histo_warp<true>, histo_warp<false>>};
+const hg_gpu_impl hg_gpu_fast = {{(const void *)histo_fast<true>, (const void *)histo_fast<false>},
+                                 {"histo_fast<bytes>", "histo_fast<letters>"},
+                                 launch_shared<histo_fast<true>, histo_fast<false>>};
+
 /* ---- plans ---- */
+
+/* One entry a row, in row (= id) order; NULL where this file has none (the host loop; cub, a
+ * library call that histo.cu makes). */
+#define HG_GPU_IMPL_(id, name, impl, ...) &hg_gpu_##impl,
+static const hg_gpu_impl *const cuda_impls[CL_HISTO_NVARIANTS] = {CL_HISTO_VARIANTS(HG_GPU_IMPL_)};
+#undef HG_GPU_IMPL_
+
+const hg_gpu_impl *hg_gpu_impl_of(int variant)
+{
+    return variant >= 0 && variant < CL_HISTO_NVARIANTS ? cuda_impls[variant] : NULL;
+}
 
 typedef struct kernel_info {
     const void *fn;
@@ -250,24 +300,11 @@ typedef struct kernel_info {
 
 static kernel_info kernel_for(int variant, int mode, int nbins, int block)
 {
-    bool bytes = mode == CL_HISTO_BYTES;
-    size_t smem = cl_histo_smem_dynamic(variant, nbins, block);
-    switch (variant) {
-    case CL_HISTO_V_sectioned:
-        return {(const void *)histo_sectioned, "histo_sectioned", smem};
-    case CL_HISTO_V_interleaved:
-        return {(const void *)histo_interleaved, "histo_interleaved", smem};
-    case CL_HISTO_V_privatized:
-        return {(const void *)histo_privatized, "histo_privatized", smem};
-    case CL_HISTO_V_warp:
-        return {bytes ? (const void *)histo_warp<true> : (const void *)histo_warp<false>,
-                bytes ? "histo_warp<bytes>" : "histo_warp<letters>", smem};
-    case CL_HISTO_V_fast:
-        return {bytes ? (const void *)histo_fast<true> : (const void *)histo_fast<false>,
-                bytes ? "histo_fast<bytes>" : "histo_fast<letters>", smem};
-    default:
+    const hg_gpu_impl *impl = hg_gpu_impl_of(variant);
+    int letters = mode != CL_HISTO_BYTES;
+    if (!impl)
         return {NULL, NULL, 0};
-    }
+    return {impl->kernel[letters], impl->name[letters], cl_histo_smem_dynamic(variant, nbins, block)};
 }
 
 /* For %occupancy --kernel (occupancy.h): a variant's kernel on byte bins, and its dynamic
@@ -328,36 +365,6 @@ int histo_plan_make(const cl_histo_args *a, int sms, histo_plan *p, char *err)
 cudaError_t histo_launch(const histo_plan *p, const uint8_t *in, uint64_t n, unsigned *hist,
                          cudaStream_t s)
 {
-    bool bytes = p->mode == CL_HISTO_BYTES;
-    switch (p->variant) {
-    case CL_HISTO_V_sectioned:
-        histo_sectioned<<<p->grid, p->block, 0, s>>>(in, n, hist, p->mode, p->width);
-        break;
-    case CL_HISTO_V_interleaved:
-        histo_interleaved<<<p->grid, p->block, 0, s>>>(in, n, hist, p->mode, p->width);
-        break;
-    case CL_HISTO_V_privatized:
-        histo_privatized<<<p->grid, p->block, p->smem_dynamic, s>>>(in, n, hist, p->mode, p->width,
-                                                                    p->nbins);
-        break;
-    case CL_HISTO_V_warp:
-        if (bytes)
-            histo_warp<true><<<p->grid, p->block, p->smem_dynamic, s>>>(in, n, hist, p->mode,
-                                                                        p->width, p->nbins);
-        else
-            histo_warp<false><<<p->grid, p->block, p->smem_dynamic, s>>>(in, n, hist, p->mode,
-                                                                         p->width, p->nbins);
-        break;
-    case CL_HISTO_V_fast:
-        if (bytes)
-            histo_fast<true><<<p->grid, p->block, p->smem_dynamic, s>>>(in, n, hist, p->mode,
-                                                                        p->width, p->nbins);
-        else
-            histo_fast<false><<<p->grid, p->block, p->smem_dynamic, s>>>(in, n, hist, p->mode,
-                                                                         p->width, p->nbins);
-        break;
-    default:
-        return cudaErrorInvalidValue;
-    }
-    return cudaGetLastError();
+    const hg_gpu_impl *impl = hg_gpu_impl_of(p->variant);
+    return impl ? impl->launch(p, in, n, hist, s) : cudaErrorInvalidValue;
 }

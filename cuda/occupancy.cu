@@ -4,7 +4,7 @@
  *
  * Each kernel comes from its family's CUDA code (cl_<family>_kernel_ptr,
  * occupancy.h), by its row's id: grid.cu, matmul_tiled.cu, histo_kernels.cu
- * and reduce_kernels.cu, whose kernel maps are the ones their runners use.
+ * and reduce.cu, from the tables of implementations their runners use.
  */
 #include <cuda_runtime.h>
 

@@ -71,6 +71,51 @@ static const char *cub_name(cl_reduce_op op)
     return op == CL_REDUCE_SUM ? "Sum" : op == CL_REDUCE_MAX ? "Max" : "Min";
 }
 
+/* The cub variant: no kernels of ours to plan, its temp storage the run's. */
+static int cub_plan(int v, const cl_reduce_args *, int, int, reduce_plan *p, char *)
+{
+    *p = reduce_plan();
+    p->variant = v;
+    return 0;
+}
+
+static int cub_launch(const reduce_plan *, const cl_reduce_args *a, const reduce_bufs *b, cudaStream_t s, char *err)
+{
+    cudaError_t rc = cub_reduce(a, b->temp, b->temp_bytes, b->in, b->out, s);
+    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "cub::DeviceReduce", rc);
+}
+
+static void cub_describe(const reduce_plan *, const cl_reduce_args *a, cl_reduce_result *out)
+{
+    snprintf(out->impl, sizeof out->impl, "CUDA: cub::DeviceReduce::%s (CCCL %d.%d.%d, grid chosen by CUB)",
+             cub_name(a->op), CCCL_MAJOR_VERSION, CCCL_MINOR_VERSION, CCCL_PATCH_VERSION);
+}
+
+const rd_gpu_impl rd_gpu_cub = {cub_plan, cub_launch, cub_describe, NULL};
+
+/* ---- what runs each variant of the contract (reduce.h), by id ---- */
+
+/* One entry a row, in row (= id) order; NULL where this backend has none (the host loop, CL_V_HOST,
+ * runs on the CPU backend). */
+#define RD_GPU_IMPL_(id, name, impl, ...) &rd_gpu_##impl,
+static const rd_gpu_impl *const cuda_impls[CL_REDUCE_NVARIANTS] = {CL_REDUCE_VARIANTS(RD_GPU_IMPL_)};
+#undef RD_GPU_IMPL_
+
+static const rd_gpu_impl *cuda_impl(int v)
+{
+    return v >= 0 && v < CL_REDUCE_NVARIANTS ? cuda_impls[v] : NULL;
+}
+
+/* For %occupancy --kernel (occupancy.h): the float-sum instance of a variant's first pass, or with
+ * instance 1 of its second, and its dynamic shared memory for a block of `threads`. */
+extern "C" const void *cl_reduce_kernel_ptr(int variant, int instance, int threads, size_t *dyn)
+{
+    const rd_gpu_impl *impl = cuda_impl(variant);
+    *dyn = instance ? cl_reduce_final_smem_dynamic(variant, sizeof(float))
+                    : cl_reduce_smem_dynamic(variant, threads, sizeof(float));
+    return impl && impl->kernel ? impl->kernel(instance) : NULL;
+}
+
 /* ---- one run ---- */
 
 typedef struct run_state {
@@ -102,9 +147,8 @@ static int launch(int v, const reduce_plan *p, const cl_reduce_args *a, run_stat
         void *args[] = { &in, &part, &n };
         return cl_cuda_student_launch(a->student, st->student_func, st->grid, st->block, args, err);
     }
-    cudaError_t rc = v == CL_REDUCE_CUB ? cub_reduce(a, st->temp, &st->temp_bytes, st->in, st->out, 0)
-                                        : reduce_launch(p, a, st->in, st->part, st->out, 0);
-    return rc == cudaSuccess ? 0 : cl_cuda_fail(err, v == CL_REDUCE_CUB ? "cub::DeviceReduce" : "kernel launch", rc);
+    reduce_bufs b = {st->in, st->part, st->out, st->temp, &st->temp_bytes};
+    return cuda_impl(v)->launch(p, a, &b, 0, err);
 }
 
 /* The input of launch `rep` (cl_cuda_reps_seed). */
@@ -277,34 +321,6 @@ static int student_collect(const cl_reduce_args *a, const run_state *st, cl_redu
     return 0;
 }
 
-static void set_launch(cl_launch *l, unsigned grid, unsigned block, size_t smem, int regs, int kernels)
-{
-    l->grid[0] = (int)grid, l->grid[1] = l->grid[2] = 1;
-    l->block[0] = (int)block, l->block[1] = l->block[2] = 1;
-    l->smem_bytes = smem;
-    l->regs_per_thread = regs;
-    l->kernels = kernels;
-}
-
-static void describe(int v, const reduce_plan *p, const cl_reduce_args *a, cl_reduce_result *out)
-{
-    if (v == CL_REDUCE_CUB) {
-        snprintf(out->impl, sizeof out->impl, "CUDA: cub::DeviceReduce::%s (CCCL %d.%d.%d, grid chosen by CUB)",
-                 cub_name(a->op), CCCL_MAJOR_VERSION, CCCL_MINOR_VERSION, CCCL_PATCH_VERSION);
-        return;
-    }
-    int kernels = p->final_block ? 2 : 1;
-    set_launch(&out->launch, p->grid, p->block, p->smem + p->smem_static, p->regs, kernels);
-    if (p->final_block) {
-        set_launch(&out->final, 1, p->final_block, p->final_smem + p->final_smem_static,
-                   p->final_regs, 1);
-        snprintf(out->impl, sizeof out->impl, "CUDA: %s (%u x %u) + %s (1 x %u)", p->kernel,
-                 p->grid, p->block, p->final_kernel, p->final_block);
-    } else {
-        snprintf(out->impl, sizeof out->impl, "CUDA: %s (1 x %u)", p->kernel, p->block);
-    }
-}
-
 static int device_facts(int *sms, int *max_grid, char *err)
 {
     int dev = 0;
@@ -321,7 +337,8 @@ static int cuda_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out
     memset(out, 0, sizeof *out);
     out->guard_hit = -1;
     bool student = v == CL_VARIANT_STUDENT;
-    if (!student && (v == CL_REDUCE_CPU || v < 0 || v >= CL_REDUCE_NVARIANTS)) {
+    const rd_gpu_impl *impl = cuda_impl(v);
+    if (!student && !impl) {
         snprintf(err, CL_ERR_LEN, "variant %d does not run on the GPU (cpu runs on the host)", v);
         return -1;
     }
@@ -331,7 +348,7 @@ static int cuda_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out
     reduce_plan p = reduce_plan();
     run_state st;
     memset(&st, 0, sizeof st);
-    if (student ? student_plan(a, &st, out, err) : v != CL_REDUCE_CUB && reduce_plan_make(v, a, sms, max_grid, &p, err))
+    if (student ? student_plan(a, &st, out, err) : impl->plan(v, a, sms, max_grid, &p, err))
         return -1;
 
     int rc = -1;
@@ -352,7 +369,8 @@ static int cuda_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out
     }
     {
         cl_cuda_output res = result_of(v, a, &st);
-        if (cl_cuda_reps_init(&st.reps, a->seed, &res, v == CL_REDUCE_CUB, err))
+        bool library = !student && (cl_reduce_variants[v].flags & CL_V_LIBRARY);  /* CUB: the reference itself */
+        if (cl_cuda_reps_init(&st.reps, a->seed, &res, library, err))
             goto done;
     }
     if (all_reps(v, &p, a, &st, out, err)) {
@@ -384,7 +402,7 @@ static int cuda_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out
             out->ivalue = i;
         }
     }
-    describe(v, &p, a, out);
+    impl->describe(&p, a, out);
     rc = 0;
 done:
     run_free(&st);

@@ -1,5 +1,6 @@
-/* reduce_kernels.cu — plans and launches the %reduce kernels of
- * cuda/reduce_device.h for each (op, dtype) pair, and fills the input.
+/* reduce_kernels.cu — the %reduce variants of our own kernels (cuda/reduce_device.h), rd_gpu_<impl>
+ * (reduce_kernels.h): each plans and launches its kernels for each (op, dtype) pair; and the input's
+ * fill.
  *
  * The plan is the variant's launch configuration, fixed before anything is
  * allocated: divergent and convergent give each block 2*B elements, multiblock
@@ -10,7 +11,6 @@
 #include <stdio.h>
 
 #include "common.h"
-#include "cudalab/occupancy.h"
 #include "reduce_device.h"
 #include "reduce_kernels.h"
 
@@ -36,172 +36,192 @@ size_t reduce_acc_bytes(cl_reduce_op op, cl_reduce_dtype dtype)
     return cl_reduce_acc_bytes(op, dtype);
 }
 
-/* ---- which kernels a variant uses ---- */
+/* ---- our variants: each a template K<Op> over the (op, dtype) pairs ----
+ * K<Op>::first() and K<Op>::final() are its two passes, first_name and final_name how the result
+ * names them, grid how many blocks its first pass has. */
 
-template <class Op>
-struct kernels {
-    static const void *first(int v, const char **name)
-    {
-        switch (v) {
-        case CL_REDUCE_DIVERGENT:
-            *name = "reduce_tree_kernel<divergent>";
-            return (const void *)reduce_tree_kernel<Op, TREE_DIVERGENT>;
-        case CL_REDUCE_CONVERGENT:
-            *name = "reduce_tree_kernel<convergent>";
-            return (const void *)reduce_tree_kernel<Op, TREE_CONVERGENT>;
-        case CL_REDUCE_MULTIBLOCK:
-            *name = "reduce_multiblock_kernel";
-            return (const void *)reduce_multiblock_kernel<Op>;
-        case CL_REDUCE_FAST:
-            *name = "reduce_fast_kernel";
-            return (const void *)reduce_fast_kernel<Op>;
-        default:
-            return NULL;
-        }
-    }
-    static const void *final(int v, const char **name)
-    {
-        switch (v) {
-        case CL_REDUCE_DIVERGENT:
-            *name = "reduce_final_kernel<divergent>";
-            return (const void *)reduce_final_kernel<Op, FINAL_DIVERGENT>;
-        case CL_REDUCE_CONVERGENT:
-        case CL_REDUCE_MULTIBLOCK:
-            *name = "reduce_final_kernel<convergent>";
-            return (const void *)reduce_final_kernel<Op, FINAL_CONVERGENT>;
-        case CL_REDUCE_FAST:
-            *name = "reduce_final_kernel<shuffle>";
-            return (const void *)reduce_final_kernel<Op, FINAL_SHUFFLE>;
-        default:
-            return NULL;
-        }
-    }
-};
+template <class Op> using rd_first_fn = void (*)(const typename Op::in_t *, uint64_t, typename Op::acc_t *);
+template <class Op> using rd_final_fn = void (*)(const typename Op::acc_t *, uint64_t, typename Op::acc_t *);
+/* The first pass's blocks for args a (first: its kernel, sms: the device's SMs). 0, or -1 with err. */
+typedef int (*rd_grid_fn)(const cl_reduce_args *a, const void *first, int sms, uint64_t *grid, char *err);
 
-/* For %occupancy --kernel (occupancy.h): the float-sum instance of a variant's first pass, or with
- * instance 1 of its second, and its dynamic shared memory for a block of `threads`. */
-extern "C" const void *cl_reduce_kernel_ptr(int variant, int instance, int threads, size_t *dyn)
+/* One block per 2*B*COARSEN elements. */
+template <int COARSEN>
+static int grid_of_segments(const cl_reduce_args *a, const void *, int, uint64_t *grid, char *)
 {
-    const char *name;
-    *dyn = instance ? cl_reduce_final_smem_dynamic(variant, sizeof(float))
-                    : cl_reduce_smem_dynamic(variant, threads, sizeof(float));
-    return instance ? kernels<f_sum>::final(variant, &name) : kernels<f_sum>::first(variant, &name);
+    uint64_t seg = 2 * (uint64_t)a->block * COARSEN;
+    *grid = (a->n + seg - 1) / seg;
+    return 0;
 }
 
-/* ---- plans ---- */
+/* One wave of resident blocks (occupancy x SMs), fewer when the input has not one vector per thread. */
+static int grid_of_one_wave(const cl_reduce_args *a, const void *first, int sms, uint64_t *grid, char *err)
+{
+    uint64_t b = (uint64_t)a->block;
+    int per_sm = 0;
+    cudaError_t rc = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, first, a->block, 0);
+    if (rc != cudaSuccess)
+        return cl_cuda_fail(err, "cudaOccupancyMaxActiveBlocksPerMultiprocessor", rc);
+    uint64_t wave = (uint64_t)(per_sm > 0 ? per_sm : 1) * (uint64_t)sms;
+    uint64_t need = (a->n / 4 + b - 1) / b;      /* blocks with one vector per thread */
+    *grid = need < 1 ? 1 : need < wave ? need : wave;
+    return 0;
+}
 
 template <class Op>
-struct planner {
-    static int fn(int v, const cl_reduce_args *a, int sms, int max_grid, reduce_plan *p, char *err)
-    {
-        typedef typename Op::acc_t A;
-        const void *k1 = kernels<Op>::first(v, &p->kernel);
-        const void *k2 = kernels<Op>::final(v, &p->final_kernel);
-        if (!k1 || !k2) {
-            snprintf(err, CL_ERR_LEN, "variant %d has no CUDA kernel", v);
-            return -1;
-        }
-        p->variant = v;
-        p->block = (unsigned)a->block;
-        p->smem = cl_reduce_smem_dynamic(v, a->block, sizeof(A));
-        uint64_t b = (uint64_t)a->block, grid;
-        if (v == CL_REDUCE_FAST) {
-            int per_sm = 0;
-            cudaError_t rc = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k1, a->block, 0);
+struct rd_divergent {
+    static rd_first_fn<Op> first() { return reduce_tree_kernel<Op, TREE_DIVERGENT>; }
+    static rd_final_fn<Op> final() { return reduce_final_kernel<Op, FINAL_DIVERGENT>; }
+    static constexpr const char *first_name = "reduce_tree_kernel<divergent>";
+    static constexpr const char *final_name = "reduce_final_kernel<divergent>";
+    static constexpr rd_grid_fn grid = grid_of_segments<1>;
+};
+
+template <class Op>
+struct rd_convergent {
+    static rd_first_fn<Op> first() { return reduce_tree_kernel<Op, TREE_CONVERGENT>; }
+    static rd_final_fn<Op> final() { return reduce_final_kernel<Op, FINAL_CONVERGENT>; }
+    static constexpr const char *first_name = "reduce_tree_kernel<convergent>";
+    static constexpr const char *final_name = "reduce_final_kernel<convergent>";
+    static constexpr rd_grid_fn grid = grid_of_segments<1>;
+};
+
+template <class Op>
+struct rd_multiblock {
+    static rd_first_fn<Op> first() { return reduce_multiblock_kernel<Op>; }
+    static rd_final_fn<Op> final() { return reduce_final_kernel<Op, FINAL_CONVERGENT>; }
+    static constexpr const char *first_name = "reduce_multiblock_kernel";
+    static constexpr const char *final_name = "reduce_final_kernel<convergent>";
+    static constexpr rd_grid_fn grid = grid_of_segments<CL_REDUCE_COARSEN>;
+};
+
+template <class Op>
+struct rd_fast {
+    static rd_first_fn<Op> first() { return reduce_fast_kernel<Op>; }
+    static rd_final_fn<Op> final() { return reduce_final_kernel<Op, FINAL_SHUFFLE>; }
+    static constexpr const char *first_name = "reduce_fast_kernel";
+    static constexpr const char *final_name = "reduce_final_kernel<shuffle>";
+    static constexpr rd_grid_fn grid = grid_of_one_wave;
+};
+
+/* ---- what every variant of ours shares: its plan, its launch, its description ---- */
+
+static void set_launch(cl_launch *l, unsigned grid, unsigned block, size_t smem, int regs, int kernels)
+{
+    l->grid[0] = (int)grid, l->grid[1] = l->grid[2] = 1;
+    l->block[0] = (int)block, l->block[1] = l->block[2] = 1;
+    l->smem_bytes = smem;
+    l->regs_per_thread = regs;
+    l->kernels = kernels;
+}
+
+static void describe_kernels(const reduce_plan *p, const cl_reduce_args *, cl_reduce_result *out)
+{
+    int kernels = p->final_block ? 2 : 1;
+    set_launch(&out->launch, p->grid, p->block, p->smem + p->smem_static, p->regs, kernels);
+    if (p->final_block) {
+        set_launch(&out->final, 1, p->final_block, p->final_smem + p->final_smem_static,
+                   p->final_regs, 1);
+        snprintf(out->impl, sizeof out->impl, "CUDA: %s (%u x %u) + %s (1 x %u)", p->kernel,
+                 p->grid, p->block, p->final_kernel, p->final_block);
+    } else {
+        snprintf(out->impl, sizeof out->impl, "CUDA: %s (1 x %u)", p->kernel, p->block);
+    }
+}
+
+template <template <class> class K>
+struct rd_kernels {
+    template <class Op>
+    struct planner {
+        static int fn(int v, const cl_reduce_args *a, int sms, int max_grid, reduce_plan *p, char *err)
+        {
+            typedef typename Op::acc_t A;
+            const void *k1 = (const void *)K<Op>::first();
+            const void *k2 = (const void *)K<Op>::final();
+            p->kernel = K<Op>::first_name;
+            p->final_kernel = K<Op>::final_name;
+            p->variant = v;
+            p->block = (unsigned)a->block;
+            p->smem = cl_reduce_smem_dynamic(v, a->block, sizeof(A));
+            uint64_t grid;
+            if (K<Op>::grid(a, k1, sms, &grid, err))
+                return -1;
+            if (grid > (uint64_t)max_grid) {
+                snprintf(err, CL_ERR_LEN,
+                         "--size %llu with --block %d needs %llu blocks; this device allows %d "
+                         "(use a larger --block)",
+                         (unsigned long long)a->n, a->block, (unsigned long long)grid, max_grid);
+                return -1;
+            }
+            p->grid = (unsigned)grid;
+            p->final_block = grid > 1 ? CL_REDUCE_FINAL_BLOCK : 0;
+            p->final_smem = grid > 1 ? cl_reduce_final_smem_dynamic(v, sizeof(A)) : 0;
+            cudaFuncAttributes at;
+            cudaError_t rc = cudaFuncGetAttributes(&at, k1);
             if (rc != cudaSuccess)
-                return cl_cuda_fail(err, "cudaOccupancyMaxActiveBlocksPerMultiprocessor", rc);
-            uint64_t wave = (uint64_t)(per_sm > 0 ? per_sm : 1) * (uint64_t)sms;
-            uint64_t need = (a->n / 4 + b - 1) / b;      /* blocks with one vector per thread */
-            grid = need < 1 ? 1 : need < wave ? need : wave;
-        } else {
-            uint64_t seg = 2 * b * (v == CL_REDUCE_MULTIBLOCK ? CL_REDUCE_COARSEN : 1);
-            grid = (a->n + seg - 1) / seg;
+                return cl_cuda_fail(err, "cudaFuncGetAttributes", rc);
+            p->regs = at.numRegs;
+            p->smem_static = at.sharedSizeBytes;
+            rc = cudaFuncGetAttributes(&at, k2);
+            if (rc != cudaSuccess)
+                return cl_cuda_fail(err, "cudaFuncGetAttributes", rc);
+            p->final_regs = at.numRegs;
+            p->final_smem_static = at.sharedSizeBytes;
+            return 0;
         }
-        if (grid > (uint64_t)max_grid) {
-            snprintf(err, CL_ERR_LEN,
-                     "--size %llu with --block %d needs %llu blocks; this device allows %d "
-                     "(use a larger --block)",
-                     (unsigned long long)a->n, a->block, (unsigned long long)grid, max_grid);
-            return -1;
+    };
+
+    template <class Op>
+    struct launcher {
+        static cudaError_t fn(const reduce_plan *p, uint64_t n, const void *in_, void *part_, void *out_,
+                              cudaStream_t s)
+        {
+            typedef typename Op::in_t T;
+            typedef typename Op::acc_t A;
+            const T *in = static_cast<const T *>(in_);
+            A *part = static_cast<A *>(part_), *out = static_cast<A *>(out_);
+            A *first_out = p->final_block ? part : out;
+            rd_first_fn<Op> first = K<Op>::first();
+            first<<<p->grid, p->block, p->smem, s>>>(in, n, first_out);
+            cudaError_t rc = cudaGetLastError();
+            if (rc != cudaSuccess || !p->final_block)
+                return rc;
+            unsigned fb = p->final_block;
+            size_t fs = p->final_smem;
+            rd_final_fn<Op> final = K<Op>::final();
+            final<<<1, fb, fs, s>>>(part, p->grid, out);
+            return cudaGetLastError();
         }
-        p->grid = (unsigned)grid;
-        p->final_block = grid > 1 ? CL_REDUCE_FINAL_BLOCK : 0;
-        p->final_smem = grid > 1 ? cl_reduce_final_smem_dynamic(v, sizeof(A)) : 0;
-        cudaFuncAttributes at;
-        cudaError_t rc = cudaFuncGetAttributes(&at, k1);
-        if (rc != cudaSuccess)
-            return cl_cuda_fail(err, "cudaFuncGetAttributes", rc);
-        p->regs = at.numRegs;
-        p->smem_static = at.sharedSizeBytes;
-        rc = cudaFuncGetAttributes(&at, k2);
-        if (rc != cudaSuccess)
-            return cl_cuda_fail(err, "cudaFuncGetAttributes", rc);
-        p->final_regs = at.numRegs;
-        p->final_smem_static = at.sharedSizeBytes;
-        return 0;
-    }
-};
+    };
 
-int reduce_plan_make(int v, const cl_reduce_args *a, int sms, int max_grid, reduce_plan *p,
-                     char *err)
-{
-    *p = reduce_plan();
-    return REDUCE_DISPATCH(a, planner, v, a, sms, max_grid, p, err);
-}
-
-/* ---- launches ---- */
-
-template <class Op>
-struct launcher {
-    static cudaError_t fn(const reduce_plan *p, uint64_t n, const void *in_, void *part_, void *out_,
-                          cudaStream_t s)
+    static int plan(int v, const cl_reduce_args *a, int sms, int max_grid, reduce_plan *p, char *err)
     {
-        typedef typename Op::in_t T;
-        typedef typename Op::acc_t A;
-        const T *in = static_cast<const T *>(in_);
-        A *part = static_cast<A *>(part_), *out = static_cast<A *>(out_);
-        A *first_out = p->final_block ? part : out;
-        switch (p->variant) {
-        case CL_REDUCE_DIVERGENT:
-            reduce_tree_kernel<Op, TREE_DIVERGENT><<<p->grid, p->block, p->smem, s>>>(in, n, first_out);
-            break;
-        case CL_REDUCE_CONVERGENT:
-            reduce_tree_kernel<Op, TREE_CONVERGENT><<<p->grid, p->block, p->smem, s>>>(in, n, first_out);
-            break;
-        case CL_REDUCE_MULTIBLOCK:
-            reduce_multiblock_kernel<Op><<<p->grid, p->block, p->smem, s>>>(in, n, first_out);
-            break;
-        case CL_REDUCE_FAST:
-            reduce_fast_kernel<Op><<<p->grid, p->block, p->smem, s>>>(in, n, first_out);
-            break;
-        default:
-            return cudaErrorInvalidValue;
-        }
-        cudaError_t rc = cudaGetLastError();
-        if (rc != cudaSuccess || !p->final_block)
-            return rc;
-        unsigned fb = p->final_block;
-        size_t fs = p->final_smem;
-        switch (p->variant) {
-        case CL_REDUCE_DIVERGENT:
-            reduce_final_kernel<Op, FINAL_DIVERGENT><<<1, fb, fs, s>>>(part, p->grid, out);
-            break;
-        case CL_REDUCE_FAST:
-            reduce_final_kernel<Op, FINAL_SHUFFLE><<<1, fb, fs, s>>>(part, p->grid, out);
-            break;
-        default:
-            reduce_final_kernel<Op, FINAL_CONVERGENT><<<1, fb, fs, s>>>(part, p->grid, out);
-            break;
-        }
-        return cudaGetLastError();
+        *p = reduce_plan();
+        return REDUCE_DISPATCH(a, planner, v, a, sms, max_grid, p, err);
+    }
+
+    static int launch(const reduce_plan *p, const cl_reduce_args *a, const reduce_bufs *b, cudaStream_t s,
+                      char *err)
+    {
+        cudaError_t rc = REDUCE_DISPATCH(a, launcher, p, a->n, b->in, b->part, b->out, s);
+        return rc == cudaSuccess ? 0 : cl_cuda_fail(err, "kernel launch", rc);
+    }
+
+    static const void *kernel(int instance)
+    {
+        return instance ? (const void *)K<f_sum>::final() : (const void *)K<f_sum>::first();
     }
 };
 
-cudaError_t reduce_launch(const reduce_plan *p, const cl_reduce_args *a, const void *in,
-                          void *partials, void *out, cudaStream_t s)
-{
-    return REDUCE_DISPATCH(a, launcher, p, a->n, in, partials, out, s);
-}
+template <template <class> class K>
+constexpr rd_gpu_impl rd_kernels_impl = {rd_kernels<K>::plan, rd_kernels<K>::launch, describe_kernels,
+                                         rd_kernels<K>::kernel};
+
+/* The rows' implementations (reduce_kernels.h). */
+const rd_gpu_impl rd_gpu_divergent = rd_kernels_impl<rd_divergent>;
+const rd_gpu_impl rd_gpu_convergent = rd_kernels_impl<rd_convergent>;
+const rd_gpu_impl rd_gpu_multiblock = rd_kernels_impl<rd_multiblock>;
+const rd_gpu_impl rd_gpu_fast = rd_kernels_impl<rd_fast>;
 
 /* ---- input ---- */
 

@@ -140,31 +140,87 @@ __global__ void stencil2d_tiled(const float *__restrict__ in, float *__restrict_
 
 /* ---- one run ---- */
 
-typedef struct plan {
+typedef struct plan plan;
+struct plan {
     dim3 grid, block;
     size_t smem;                  /* dynamic shared memory */
     const void *fn;               /* the kernel: ours, or the student's handle */
     const char *name;
+    cudaError_t (*launch)(const plan *p);   /* enqueues fn */
     const cl_stencil_args *a;
     const float *in, *w;          /* w: the weights on the device, for a student's kernel */
     float *out;
-} plan;
+};
 
-static void make_plan(int v, const cl_stencil_args *a, plan *p)
+/* ---- each row's kernels, st_gpu_<impl> (the row's impl, stencil.h) ---- */
+
+struct st_gpu_impl {
+    const void *kernel[2];        /* 1D, 2D */
+    const char *name[2];
+    bool tile;                    /* dynamic shared memory: the block's input tile with its halo */
+    cudaError_t (*launch)(const plan *p);
+};
+
+/* Declared weak, so a row without kernels here is NULL in the table. */
+#define ST_GPU_WEAK_(id, name, impl, ...) CL_VARIANT_WEAK_(st_gpu_impl, st_gpu_, impl)
+CL_STENCIL_VARIANTS(ST_GPU_WEAK_)
+#undef ST_GPU_WEAK_
+
+static cudaError_t launch_naive(const plan *p)
 {
-    bool tiled = v == CL_STENCIL_TILED;
+    const cl_stencil_args *a = p->a;
+    if (a->dim == 1)
+        stencil1d_naive<<<p->grid, p->block>>>(p->in, p->out, (long long)a->nx, a->radius);
+    else
+        stencil2d_naive<<<p->grid, p->block>>>(p->in, p->out, (int)a->nx, (int)a->ny, a->radius);
+    return cudaGetLastError();
+}
+
+static cudaError_t launch_tiled(const plan *p)
+{
+    const cl_stencil_args *a = p->a;
+    if (a->dim == 1)
+        stencil1d_tiled<<<p->grid, p->block, p->smem>>>(p->in, p->out, (long long)a->nx, a->radius);
+    else
+        stencil2d_tiled<<<p->grid, p->block, p->smem>>>(p->in, p->out, (int)a->nx, (int)a->ny, a->radius);
+    return cudaGetLastError();
+}
+
+const st_gpu_impl st_gpu_naive = {{(const void *)stencil1d_naive, (const void *)stencil2d_naive},
+                                  {"stencil1d_naive", "stencil2d_naive"}, false, launch_naive};
+const st_gpu_impl st_gpu_tiled = {{(const void *)stencil1d_tiled, (const void *)stencil2d_tiled},
+                                  {"stencil1d_tiled", "stencil2d_tiled"}, true, launch_tiled};
+
+/* One entry a row, in row (= id) order. */
+#define ST_GPU_IMPL_(id, name, impl, ...) &st_gpu_##impl,
+static const st_gpu_impl *const cuda_impls[CL_STENCIL_NVARIANTS] = {CL_STENCIL_VARIANTS(ST_GPU_IMPL_)};
+#undef ST_GPU_IMPL_
+
+static const st_gpu_impl *cuda_impl(int v)
+{
+    return v >= 0 && v < CL_STENCIL_NVARIANTS ? cuda_impls[v] : NULL;
+}
+
+static void make_plan(const st_gpu_impl *impl, const cl_stencil_args *a, plan *p)
+{
     p->a = a;
     p->block = dim3((unsigned)a->block[0], a->dim == 1 ? 1u : (unsigned)a->block[1]);
     p->grid = dim3((unsigned)((a->nx + p->block.x - 1) / p->block.x),
                    (unsigned)((a->ny + p->block.y - 1) / p->block.y));
-    p->smem = tiled ? cl_stencil_student_smem(a->dim, a->radius, a->block) : 0;
-    if (a->dim == 1) {
-        p->fn = tiled ? (const void *)stencil1d_tiled : (const void *)stencil1d_naive;
-        p->name = tiled ? "stencil1d_tiled" : "stencil1d_naive";
-    } else {
-        p->fn = tiled ? (const void *)stencil2d_tiled : (const void *)stencil2d_naive;
-        p->name = tiled ? "stencil2d_tiled" : "stencil2d_naive";
-    }
+    p->smem = impl->tile ? cl_stencil_student_smem(a->dim, a->radius, a->block) : 0;
+    p->fn = impl->kernel[a->dim == 1 ? 0 : 1];
+    p->name = impl->name[a->dim == 1 ? 0 : 1];
+    p->launch = impl->launch;
+}
+
+/* A student's kernel: its weights in a device buffer, passed as a pointer. */
+static cudaError_t student_launch(const plan *p)
+{
+    const cl_stencil_args *a = p->a;
+    int n = (int)a->nx, width = (int)a->nx, height = (int)a->ny, r = a->radius;
+    void *args1[] = {(void *)&p->in, (void *)&p->out, (void *)&p->w, &n, &r};
+    void *args2[] = {(void *)&p->in, (void *)&p->out, (void *)&p->w, &width, &height, &r};
+    return cudaLaunchKernel(p->fn, p->grid, p->block, a->dim == 1 ? args1 : args2, p->smem, 0);
 }
 
 /* A student's kernel: its block, the launch rule's grid (1D: one thread per
@@ -174,6 +230,7 @@ static int make_student_plan(const cl_stencil_args *a, plan *p, cl_launch *l, ch
     const cl_student_kernel *k = a->student;
     p->a = a;
     p->name = k->name;
+    p->launch = student_launch;
     if (cl_cuda_student_func(k, &p->fn, err))
         return -1;
     p->block = cl_cuda_student_block(k);
@@ -187,29 +244,6 @@ static int make_student_plan(const cl_stencil_args *a, plan *p, cl_launch *l, ch
     cl_student_kernel sized = *k;
     sized.dyn_smem = p->smem;
     return cl_cuda_student_describe(&sized, p->fn, p->grid, p->block, l, err);
-}
-
-static cudaError_t launch(int v, const plan *p)
-{
-    const cl_stencil_args *a = p->a;
-    bool tiled = v == CL_STENCIL_TILED;
-    if (v == CL_VARIANT_STUDENT) {
-        int n = (int)a->nx, width = (int)a->nx, height = (int)a->ny, r = a->radius;
-        void *args1[] = {(void *)&p->in, (void *)&p->out, (void *)&p->w, &n, &r};
-        void *args2[] = {(void *)&p->in, (void *)&p->out, (void *)&p->w, &width, &height, &r};
-        return cudaLaunchKernel(p->fn, p->grid, p->block, a->dim == 1 ? args1 : args2, p->smem, 0);
-    }
-    if (a->dim == 1) {
-        if (tiled)
-            stencil1d_tiled<<<p->grid, p->block, p->smem>>>(p->in, p->out, (long long)a->nx, a->radius);
-        else
-            stencil1d_naive<<<p->grid, p->block>>>(p->in, p->out, (long long)a->nx, a->radius);
-    } else if (tiled) {
-        stencil2d_tiled<<<p->grid, p->block, p->smem>>>(p->in, p->out, (int)a->nx, (int)a->ny, a->radius);
-    } else {
-        stencil2d_naive<<<p->grid, p->block>>>(p->in, p->out, (int)a->nx, (int)a->ny, a->radius);
-    }
-    return cudaGetLastError();
 }
 
 static int fill(float *in, uint64_t n, uint64_t seed, char *err)
@@ -237,7 +271,7 @@ static int reference(const cl_stencil_args *a, float *in, float *out, uint64_t s
 /* One launch: a timed rep's (ms not NULL: timed between the events) or the final one
  * (CL_CUDA_REP_FINAL) on an input of its own first, a warm-up or counted one (CL_CUDA_REP_WARMUP)
  * on the warm-up's; then the whole output is written again (a NaN sentinel first). */
-static int one_rep(int v, const plan *p, cl_cuda_timing *t, cl_cuda_reps *rs, float *in, int rep, float *ms,
+static int one_rep(const plan *p, cl_cuda_timing *t, cl_cuda_reps *rs, float *in, int rep, float *ms,
                    char *err)
 {
     cudaError_t rc;
@@ -248,7 +282,7 @@ static int one_rep(int v, const plan *p, cl_cuda_timing *t, cl_cuda_reps *rs, fl
         return cl_cuda_fail(err, "cudaMemsetAsync of the output", rc);
     if (cl_cuda_flush_l2(t, "L2 flush", err) || (ms && cl_cuda_time_start(t, err)))
         return -1;
-    if ((rc = launch(v, p)) != cudaSuccess) {
+    if ((rc = p->launch(p)) != cudaSuccess) {
         char what[160];
         snprintf(what, sizeof what, "launching %s", p->name);
         return cl_cuda_fail(err, what, rc);
@@ -268,17 +302,17 @@ static int reps(int v, const cl_stencil_args *a, plan *p, cl_cuda_timing *t, cl_
     if (fill(in, n, cl_cuda_reps_seed(rs, CL_CUDA_REP_WARMUP), err))
         return -1;
     for (int w = 0; w < (student && a->warmup < 1 ? 1 : a->warmup); w++)
-        if (one_rep(v, p, t, rs, in, CL_CUDA_REP_WARMUP, NULL, err))
+        if (one_rep(p, t, rs, in, CL_CUDA_REP_WARMUP, NULL, err))
             return -1;
-    if (cl_cuda_counted(t, err, [&] { return one_rep(v, p, t, rs, in, CL_CUDA_REP_WARMUP, NULL, err); }) ||
+    if (cl_cuda_counted(t, err, [&] { return one_rep(p, t, rs, in, CL_CUDA_REP_WARMUP, NULL, err); }) ||
         (student && cl_cuda_synchronize("warm-up runs", err)))
         return -1;
     cl_times *tm = &res->times;
     for (; cl_rep_more(a->reps, tm); tm->reps++)
-        if (one_rep(v, p, t, rs, in, tm->reps, &tm->ms[tm->reps], err))
+        if (one_rep(p, t, rs, in, tm->reps, &tm->ms[tm->reps], err))
             return -1;
     return cl_cuda_reps_verify(rs, tm->reps, err, [&](uint64_t seed) { return reference(a, in, p->out, seed, err); },
-                               [&] { return one_rep(v, p, t, rs, in, CL_CUDA_REP_FINAL, NULL, err); });
+                               [&] { return one_rep(p, t, rs, in, CL_CUDA_REP_FINAL, NULL, err); });
 }
 
 /* How far an output may lie from the naive kernel's: the check's tolerance against the sum of
@@ -296,7 +330,8 @@ static int cuda_stencil_run(int v, const cl_stencil_args *a, float *host_out, cl
 {
     memset(res, 0, sizeof *res);
     bool student = v == CL_VARIANT_STUDENT;
-    if ((v < 0 || v >= CL_STENCIL_NVARIANTS) && !(student && a->student)) {
+    const st_gpu_impl *impl = student ? NULL : cuda_impl(v);
+    if (student ? !a->student : !impl) {
         snprintf(err, CL_ERR_LEN, "unknown stencil variant %d", v);
         return -1;
     }
@@ -312,7 +347,7 @@ static int cuda_stencil_run(int v, const cl_stencil_args *a, float *host_out, cl
         if (make_student_plan(a, &p, &res->launch, err))
             return -1;
     } else {
-        make_plan(v, a, &p);
+        make_plan(impl, a, &p);
     }
     uint64_t n = a->nx * a->ny;
     float *in = NULL, *out = NULL, *w = NULL;

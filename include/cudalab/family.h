@@ -14,7 +14,8 @@
  *
  * impl is the stem of the symbols that implement the variant: a backend whose
  * family dispatches through a table of one implementation per variant
- * (matmul: mm_gpu_<impl> in cuda/, cpu_mm_<impl> in cpu/) generates its table
+ * (matmul: mm_gpu_<impl> in cuda/, cpu_mm_<impl> in cpu/; reduce: rd_gpu_,
+ * cpu_rd_; histo: hg_gpu_, cpu_hg_; stencil: st_gpu_, cpu_st_) generates its table
  * and its declarations from the rows, as weak references (CL_VARIANT_WEAK_),
  * so a variant a backend lacks is NULL there and needs no entry. block is the
  * threads per block the variant runs with where --block is not given (0: the

@@ -10,7 +10,8 @@
  *
  * The variants are the rows of CL_HISTO_VARIANTS (the family contract,
  * family.h). Adding a variant = one row below + what runs it in each backend,
- * by id (its kernel in cuda/, its analogue in cpu/).
+ * named by its impl (hg_gpu_<impl> in cuda/histo_cuda.h, cpu_hg_<impl> in
+ * cpu/histo_cpu.h; both tables generated from the rows).
  */
 #ifndef CUDALAB_HISTO_H
 #define CUDALAB_HISTO_H

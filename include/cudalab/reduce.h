@@ -2,9 +2,10 @@
  * the variants (the family contract, family.h), the operations and element
  * types, and the one run function each backend implements.
  *
- * The variants are the rows of CL_REDUCE_VARIANTS; both backends implement
- * them by id. Adding a variant = one kernel function in cuda/, its CPU
- * analogue in cpu/, and one row here.
+ * The variants are the rows of CL_REDUCE_VARIANTS; each backend's table of
+ * implementations is generated from the rows' impl (rd_gpu_<impl> in
+ * cuda/reduce_kernels.h, cpu_rd_<impl> in cpu/reduce_cpu.h). Adding a
+ * variant = its row here, its kernel in cuda/, its CPU analogue in cpu/.
  *
  * A student's %%kernel (student.h) is one more variant, run as
  * CL_VARIANT_STUDENT under the contract cl_reduce_student: float sum only.
