@@ -19,9 +19,9 @@ json_t *check_new(bool passed, const char *method, double tolerance)
                      tolerance >= 0 ? json_real(tolerance) : json_null(), "wrong", "count", 0, "first");
 }
 
-json_t *check_skipped(void)
+json_t *check_skipped(const char *why)
 {
-    return json_pack("{s:n, s:s}", "passed", "method", "skipped (--no-check)");
+    return json_pack("{s:n, s:s}", "passed", "method", why ? why : "skipped (--no-check)");
 }
 
 static void set_wrong(json_t *check, uint64_t count, json_t *at, json_t *got, json_t *want)

@@ -30,8 +30,9 @@
 /* A new check: passed, how, and its tolerance (< 0: null, a check whose bound
  * is not one number). wrong starts at {count 0, first null}. */
 json_t *check_new(bool passed, const char *method, double tolerance);
-/* The check of a run under --no-check: {"passed": null, "method": "skipped (--no-check)"}. */
-json_t *check_skipped(void);
+/* A check that did not run: {"passed": null, "method": why}, why NULL for --no-check's
+ * "skipped (--no-check)". */
+json_t *check_skipped(const char *why);
 /* How many values are wrong, and the first of them: at (stolen; {} for a
  * single value; NULL where the check cannot tell which: first is null), its
  * value and the expected one (NaN or inf: null). Sets passed false when

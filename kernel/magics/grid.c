@@ -347,7 +347,7 @@ static int run_mapping(magic_ctx *ctx, const json_t *params, const cl_grid_plan 
     json_t *run = json_pack("{s:s, s:s, s:s, s:o, s:o}", "variant", "map", "backend", ctx->backend->name, "impl",
                             r->impl, "time_ms", stats_json(&r->times), "launch", launch_json(&r->launch));
     sweep_add_conditions(ctx, run);
-    json_object_set_new(run, "check", check ? map_check(r, p, ok) : check_skipped());
+    json_object_set_new(run, "check", check ? map_check(r, p, ok) : check_skipped(NULL));
     json_array_append_new(json_object_get(doc, "runs"), run);
     char c[300];
     snprintf(c, sizeof c, "--run on %s: median %.4f ms over %d reps; %s", ctx->backend->name,
@@ -435,7 +435,7 @@ static int run_picture(magic_ctx *ctx, const json_t *params, const cl_grid_plan 
         student_run_json(&sl, run);
         json_object_set_new(json_object_get(run, "launch"), "config", json_string(cl_grid_student.launch));
         bool check = json_is_true(json_object_get(params, "check"));
-        json_t *c = check ? picture_check(p, seed, pout, first, len) : check_skipped();
+        json_t *c = check ? picture_check(p, seed, pout, first, len) : check_skipped(NULL);
         rc = check && json_is_false(json_object_get(c, "passed"));
         json_object_set_new(run, "check", c);
         json_array_append_new(json_object_get(doc, "runs"), run);

@@ -99,7 +99,7 @@ static int hd_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
     json_object_set_new(run, "gbs", json_real(gbs));
     json_object_set_new(run, "pct_of_bandwidth", env->bw_gbs > 0 ? json_real(100.0 * gbs / env->bw_gbs) : json_null());
     json_object_set_new(run, "check", env->check ? check_json(&a, r, strcmp(ctx->backend->name, "cpu") == 0)
-                                                 : check_skipped());
+                                                 : check_skipped(NULL));
     env->warp_load_bytes = r->warp_load_bytes;
     env->sms = r->sms;
     free(r);

@@ -414,7 +414,7 @@ static int histo_point(magic_ctx *ctx, const json_t *params, json_t *runs, void 
         free(r);
         return -1;
     }
-    json_object_set_new(run, "check", hc->check ? check_json(hc, r, &a) : check_skipped());
+    json_object_set_new(run, "check", hc->check ? check_json(hc, r, &a) : check_skipped(NULL));
     json_array_append_new(runs, run);
     free(r);
     return 0;

@@ -299,7 +299,7 @@ static int kernel_run(magic_ctx *ctx, const json_t *params, const char *body)
     json_object_set_new(doc, "block", json_pack("[i, i, i]", sl.kernel.block[0], sl.kernel.block[1], sl.kernel.block[2]));
     json_object_set_new(doc, "occupancy", occ_ok ? occupancy_json(&occ, dev_source) : json_null());
     json_object_set_new(doc, "check", check ? json_incref(check)
-                                            : json_pack("{s:n, s:s}", "passed", "method", skipped));
+                                            : check_skipped(skipped));
     json_object_set_new(doc, "quick_check", quick[0] ? json_string(quick) : json_null());
 
     json_t *blocks = json_array();

@@ -238,7 +238,7 @@ static int matmul_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *us
         }
         json_object_set_new(run, "check", check_json(&c));
     } else {
-        json_object_set_new(run, "check", check_skipped());
+        json_object_set_new(run, "check", check_skipped(NULL));
     }
     json_array_append_new(runs, run);
     return 0;

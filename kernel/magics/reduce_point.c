@@ -304,7 +304,7 @@ static int student_point(magic_ctx *ctx, rd_env *env, const student_def *def, co
                                cl_reduce_student.launch);
         sweep_add_conditions(ctx, run);
         student_run_json(&sl, run);
-        json_t *check = env->check ? rd_check(ctx, env, a, r) : check_skipped();
+        json_t *check = env->check ? rd_check(ctx, env, a, r) : check_skipped(NULL);
         if (check && env->check)
             student_check(a, &sl.kernel, r, check);
         if (check) {
@@ -363,7 +363,7 @@ int rd_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
         json_object_set_new(run, "steps", steps);
     sweep_add_conditions(ctx, run);
     json_t *check = env->check ? rd_check(ctx, env, &a, r)
-                               : check_skipped();
+                               : check_skipped(NULL);
     free(r);
     if (!check) {
         json_decref(run);
