@@ -10,8 +10,9 @@
 #   make lab        set-up, build, install the kernelspec into the venv, open JupyterLab on notebooks/
 #   make demo       set-up, build, execute every notebooks/*.ipynb headless (GPU if present, else
 #                   CPU) into $(BUILD)/demo/: the executed notebooks and their HTML export
-#   make record     on a GPU machine: execute the lecture notebooks and record their results into
-#                   notebooks/recorded/NAME.json (shown beside CPU runs); fails at once without a GPU
+#   make record     on a GPU machine: execute the lecture notebooks and the problem sets' sources and record
+#                   their results into recorded/GPU/NAME.json beside each (shown beside CPU runs); fails
+#                   at once without a GPU
 #   make install    PREFIX=/usr/local (default), or USER_INSTALL=1 for ~/.local and the user's
 #                   Jupyter dir; installs binary, CUDA backend and kernelspec
 #   make uninstall  the same PREFIX / USER_INSTALL: removes what make install installed
@@ -280,13 +281,14 @@ demo:
 	@$(MAKE) --no-print-directory -j$$(nproc) all
 	$(VENV)/bin/python scripts/demo.py --binary $(BIN) --out $(BUILD)/demo
 
-# the lecture notebooks' results on this machine's GPU, into notebooks/recorded/ (scripts/record.py): needs
+# the lecture notebooks' and problem sets' results on this machine's GPU, into recorded/GPU/ beside each
+# notebook (scripts/record.py; GPU: the device's name, e.g. h200): needs
 # nbclient, nbformat, jupyter_client and pyzmq (the venv's where there is one, else $(PYTHON)'s); refuses to
 # record anything where %device reports no GPU; a notebook whose %assert fails on this GPU is named, exit 1
 RECORD_PYTHON = $(if $(wildcard $(VENV)/bin/python),$(VENV)/bin/python,$(PYTHON))
 record:
 	@$(MAKE) --no-print-directory -j$$(nproc) all
-	$(RECORD_PYTHON) scripts/record.py --binary $(BIN) --out notebooks/recorded
+	$(RECORD_PYTHON) scripts/record.py --binary $(BIN)
 
 install: all
 	@./scripts/install.sh "$(PREFIX)" "$(USER_INSTALL)" "$(BIN)" "$(if $(NVCC),$(CUDA_LIB),)"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Rewrites the check objects of recorded result documents (notebooks/recorded/*.json and the test
+"""Rewrites the check objects of recorded result documents (notebooks/recorded/GPU/*.json and the test
 fixtures, which cannot be recorded again without a GPU) from the families' old spellings to the one
 check document every family writes now (kernel/magic/check.h, tests/schemas/check.schema.json):
 

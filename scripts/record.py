@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """record.py — `make record`: the lecture notebooks' results recorded on this machine's GPU.
 
-Executes each lecture notebook (notebooks/[0-9]*.ipynb) with nbclient on the cudalab kernel, with
-CUDALAB_RECORD=OUT in the kernel's environment: the notebook's `%recorded NAME` cell then records
-every device command's results (document and view, keyed by the command) into OUT/NAME.json,
+Executes each lecture notebook (notebooks/[0-9]*.ipynb) and problem set (the source versions in
+notebooks/assignments/source/) with nbclient on the cudalab kernel, with
+CUDALAB_RECORD=OUT/GPU in the kernel's environment: the notebook's `%recorded NAME` cell then records
+every device command's results (document and view, keyed by the command) into OUT/GPU/NAME.json,
 labelled with the device, the date and the cudalab version (kernel/grade/recorded.h has the
-format). Afterwards each file is checked: it exists, ran on CUDA, and validates against
+format). GPU is the device's name as a folder (gpu_folder(): "NVIDIA H100 80GB HBM3" ->
+h100-80gb-hbm3), so that each GPU's recordings sit beside the others' and %recorded picks one. Afterwards each file is checked: it exists, ran on CUDA, and validates against
 tests/schemas/recorded.schema.json (and each document against its magic's schema).
 
 Without a GPU it fails at once, before running anything: recorded results of the CPU backend
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -47,6 +50,27 @@ def backend(binary: Path) -> tuple[str, str]:
     doc = next(json.loads(l) for l in out.stdout.splitlines() if l.startswith("{"))
     devices = doc.get("devices") or [{}]
     return doc.get("backend", "?"), devices[0].get("name", "?")
+
+
+def NOTEBOOKS() -> list[Path]:
+    """What make record records: the lecture notebooks and the problem sets' source versions (their
+    solutions in place, so that the speed bars can be checked against the reference solutions)."""
+    return sorted((REPO / "notebooks").glob("[0-9]*.ipynb")) + \
+        sorted((REPO / "notebooks" / "assignments" / "source").glob("*/*.ipynb"))
+
+
+def gpu_folder(device: str) -> str:
+    """The folder a device's recordings go to: its name without the vendor, lowercased, words joined by
+    '-' ("NVIDIA H200" -> "h200"); %recorded --gpu accepts the folder or the start of it."""
+    words = re.findall(r"[a-z0-9]+", device.lower())
+    return "-".join(w for w in words if w != "nvidia") or "gpu"
+
+
+def recording_shown(notebook: Path) -> Path | None:
+    """The recording %recorded shows for NOTEBOOK without --gpu or CUDALAB_RECORDED_GPU: of
+    recorded/*/NAME.json beside it, the newest ("recorded_at"; kernel/grade/recorded.c's rule)."""
+    found = sorted(notebook.parent.glob(f"recorded/*/{notebook.stem}.json"))
+    return max(found, key=lambda p: json.loads(p.read_text()).get("recorded_at", ""), default=None)
 
 
 def validate(path: Path, binary: Path | None = None) -> list[str]:
@@ -91,25 +115,26 @@ def record(path: Path, out: Path, timeout: int) -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--binary", default=str(REPO / "build" / "bin" / "cudalab"))
-    ap.add_argument("--out", default=str(REPO / "notebooks" / "recorded"))
+    ap.add_argument("--out", help="the recorded/ folder (default: recorded/ beside each notebook)")
     ap.add_argument("--timeout", type=int, default=600)
     ap.add_argument("--allow-cpu", action="store_true", help="record on the CPU backend (test fixtures only)")
     ap.add_argument("notebooks", nargs="*")
     args = ap.parse_args()
     binary = Path(args.binary).resolve()
-    out = Path(args.out)
     kind, name = backend(binary)
+    gpu = gpu_folder(name)
     if kind != "cuda" and not args.allow_cpu:
         print(f"record: no GPU here (%device reports the {kind} backend: {name}); make record must run on a "
               "GPU machine (an H100 or H200): nothing was recorded", file=sys.stderr)
         return 2
-    paths = [Path(p) for p in args.notebooks] or sorted((REPO / "notebooks").glob("[0-9]*.ipynb"))
-    out.mkdir(parents=True, exist_ok=True)
+    paths = [Path(p) for p in args.notebooks] or NOTEBOOKS()
     failed, problems = [], []
     with tempfile.TemporaryDirectory(prefix="cudalab-record-") as tmp:
         os.environ["JUPYTER_PATH"] = str(kernelspec_path(Path(tmp), binary))
         for path in paths:
-            print(f"record: {path.name} on {name} ({kind})", flush=True)
+            out = (Path(args.out) if args.out else path.parent / "recorded") / gpu
+            out.mkdir(parents=True, exist_ok=True)
+            print(f"record: {path.name} on {name} ({kind}) into {out}", flush=True)
             failed += record(path, out, args.timeout)
             target = out / f"{path.stem}.json"
             if not target.exists():
@@ -125,7 +150,7 @@ def main() -> int:
     for line in problems:
         print(f"record: {line}", file=sys.stderr)
     if not failed and not problems:
-        print(f"record: {len(paths)} notebooks recorded into {out}")
+        print(f"record: {len(paths)} notebooks recorded on {name} (recorded/{gpu}/ beside each)")
     return 1 if failed or problems else 0
 
 

@@ -297,35 +297,126 @@ static int start_recording(recording *r, const char *name, const char *dir, json
     return 0;
 }
 
-int recording_open(recording *r, const char *name, const char *dir, json_t **view, error_info *err)
+/* ---- which GPU's recording: DIR/GPU/NAME.json, one folder per GPU that make record ran on ---- */
+
+#define RECORDED_GPUS_MAX 16        /* GPU folders a notebook's recordings are chosen from */
+
+typedef struct recorded_gpus {
+    char gpu[RECORDED_GPUS_MAX][NAME_MAX + 1];  /* the folders holding NAME.json ("" for DIR/NAME.json itself) */
+    char recorded_at[RECORDED_GPUS_MAX][32];
+    int n;
+} recorded_gpus;
+
+/* The "recorded_at" of a recording, into buf ("" when the file cannot be read): a few hundred KB at most. */
+static void recorded_at_of(const char *path, char *buf, size_t len)
+{
+    error_info ignored = { 0 };
+    json_t *f = load_file(path, &ignored);
+    snprintf(buf, len, "%s", f ? json_string_value(json_object_get(f, "recorded_at")) : "");
+    json_decref(f);
+}
+
+/* Every recording of notebook name under dir: dir/name.json and dir/GPU/name.json, in name order. */
+static void find_gpus(const char *dir, const char *name, recorded_gpus *g)
+{
+    char path[PATH_MAX];
+    g->n = 0;
+    snprintf(path, sizeof path, "%s/%s.json", dir, name);
+    if (exists(path)) {
+        g->gpu[0][0] = '\0';
+        recorded_at_of(path, g->recorded_at[0], sizeof g->recorded_at[0]);
+        g->n = 1;
+    }
+    struct dirent **list = NULL;
+    int n = scandir(dir, &list, NULL, alphasort);
+    for (int i = 0; i < n; i++) {
+        const char *d = list[i]->d_name;
+        snprintf(path, sizeof path, "%s/%s/%s.json", dir, d, name);
+        if (g->n < RECORDED_GPUS_MAX && name_ok(d) && exists(path)) {
+            snprintf(g->gpu[g->n], sizeof g->gpu[g->n], "%s", d);
+            recorded_at_of(path, g->recorded_at[g->n], sizeof g->recorded_at[g->n]);
+            g->n++;
+        }
+        free(list[i]);
+    }
+    free(list);
+}
+
+/* The recording asked for: the folder named gpu (or the one whose name starts with it), else the
+ * newest recording (a course shows its latest GPU unless told otherwise); -1 when gpu names none. */
+static int pick_gpu(const recorded_gpus *g, const char *gpu)
+{
+    int best = -1;
+    for (int i = 0; i < g->n; i++) {
+        if (gpu && *gpu) {
+            if (strcmp(g->gpu[i], gpu) == 0)
+                return i;
+            if (strncmp(g->gpu[i], gpu, strlen(gpu)) == 0)
+                best = best == -1 ? i : -2;             /* -2: more than one starts so */
+        } else if (best < 0 || strcmp(g->recorded_at[i], g->recorded_at[best]) > 0) {
+            best = i;
+        }
+    }
+    return best;
+}
+
+/* "h100-80gb-hbm3, h200" into buf: the GPUs a notebook has recordings of. */
+static void list_gpus(const recorded_gpus *g, int except, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < g->n && at < len; i++)
+        if (i != except && g->gpu[i][0])
+            at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? ", " : "", g->gpu[i]);
+}
+
+int recording_open(recording *r, const char *name, const char *dir, const char *gpu, json_t **view, error_info *err)
 {
     *view = NULL;
     if (!name_ok(name))
         return error_set(err, "UsageError", "'%s' is not a notebook's name: give the name of the notebook "
                          "without .ipynb (letters, digits, '.', '_', '-'), as in %%recorded 03-matrix-multiplication",
                          name);
-    const char *rec_dir = getenv(RECORDED_ENV);
-    char path[PATH_MAX], notebook[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s.json", dir ? dir : RECORDED_DIR, name);
+    const char *rec_dir = getenv(RECORDED_ENV), *gpu_env = getenv(RECORDED_GPU_ENV);
+    bool gpu_given = gpu && *gpu;
+    if (!gpu_given && gpu_env && *gpu_env)
+        gpu = gpu_env;
+    dir = dir ? dir : RECORDED_DIR;
+    recorded_gpus g;
+    find_gpus(dir, name, &g);
+    char path[PATH_MAX], notebook[PATH_MAX], others[600];
     snprintf(notebook, sizeof notebook, "%s.ipynb", name);
-    bool have_notebook = exists(notebook);
-    if (!have_notebook && !exists(path) && !(rec_dir && *rec_dir)) {
+    if (!exists(notebook) && g.n == 0 && !(rec_dir && *rec_dir)) {
         char hint[700];
         nearest_notebook(name, hint, sizeof hint);
-        return error_set(err, "LookupError", "unknown notebook '%s': neither %s nor %s is in the kernel's working "
-                         "directory (the notebook's folder)%s", name, notebook, path, hint);
+        return error_set(err, "LookupError", "unknown notebook '%s': neither %s nor a recording of it in %s/GPU/ is "
+                         "in the kernel's working directory (the notebook's folder)%s", name, notebook, dir, hint);
     }
     if (rec_dir && *rec_dir)
         return start_recording(r, name, rec_dir, view, err);
-    char text[PATH_MAX + 1000];
-    if (!exists(path)) {
+    int at = pick_gpu(&g, gpu);
+    if (at < 0 && gpu_given) {
+        list_gpus(&g, -1, others, sizeof others);
+        return error_set(err, "LookupError", "--gpu %s: %s has %s recording of %s; recorded: %s", gpu, dir,
+                         at == -2 ? "more than one GPU folder starting so, no single" : "no", name,
+                         *others ? others : "none yet");
+    }
+    char text[PATH_MAX + 1400];
+    if (at < 0 && g.n > 0)          /* RECORDED_GPU_ENV names a GPU this notebook was not recorded on */
+        at = pick_gpu(&g, NULL);
+    if (at < 0) {
         recording_clear(r);
-        snprintf(text, sizeof text, "No recorded GPU results for this notebook yet (%s): on a GPU machine, "
-                 "make record writes them. Checks of GPU results (gpu.NAME in %%assert) are skipped here.", path);
+        snprintf(text, sizeof text, "No recorded GPU results for this notebook yet (%s/GPU/%s.json): on a GPU "
+                 "machine, make record writes them. Checks of GPU results (gpu.NAME in %%assert) are skipped here.",
+                 dir, name);
         *view = view_new(NULL);
         view_add_note(*view, text);
         return 0;
     }
+    if (g.gpu[at][0])
+        snprintf(path, sizeof path, "%s/%s/%s.json", dir, g.gpu[at], name);
+    else
+        snprintf(path, sizeof path, "%s/%s.json", dir, name);
     json_t *f = load_file(path, err);
     if (!f)
         return -1;
@@ -338,11 +429,15 @@ int recording_open(recording *r, const char *name, const char *dir, json_t **vie
         recording_clear(r);
         return error_set(err, "MemoryError", "out of memory");
     }
-    char lab[400];
+    char lab[400], also[700] = "";
     label(f, lab, sizeof lab);
+    list_gpus(&g, at, others, sizeof others);
+    if (*others)
+        snprintf(also, sizeof also, " Also recorded on: %s (%%recorded %s --gpu NAME shows one of them).", others,
+                 name);
     snprintf(text, sizeof text, "Recorded GPU results: %s (%s, %zu commands). Each command run here on the "
-             "CPU backend shows them beside its own; gpu.NAME in %%assert reads them (on a GPU, the live results).",
-             lab, path, json_array_size(json_object_get(f, "commands")));
+             "CPU backend shows them beside its own; gpu.NAME in %%assert reads them (on a GPU, the live results).%s",
+             lab, path, json_array_size(json_object_get(f, "commands")), also);
     *view = view_new(NULL);
     view_add_note(*view, text);
     return 0;

@@ -3,10 +3,15 @@
  * A lecture notebook's prose speaks of GPU numbers. Where no GPU is available
  * (a laptop, CI), the notebook still shows them: `make record` ran it once on
  * a GPU and kept each command's results (the document and its view) in
- * notebooks/recorded/NAME.json, labelled with the device, the date and the
- * cudalab version. The notebook's first cell says which file is its own:
+ * notebooks/recorded/GPU/NAME.json (one folder per GPU it was recorded on, named
+ * after the device: h100-80gb-hbm3, h200), labelled with the device, the date and
+ * the cudalab version. The notebook's first cell says which file is its own:
  *
- *   %recorded 03-matrix-multiplication     loads recorded/03-matrix-multiplication.json
+ *   %recorded 03-matrix-multiplication     loads recorded/GPU/03-matrix-multiplication.json
+ *
+ * GPU is --gpu's folder (or the one its name starts), else CUDALAB_RECORDED_GPU's, else
+ * the newest recording of the notebook ("recorded_at"); a file DIR/NAME.json with no GPU
+ * folder (a test's fixture) is one more candidate.
  *
  * (the kernel's working directory is the notebook's folder, as Jupyter starts
  * it: a kernel is told no notebook path reliably, so the notebook names itself).
@@ -21,7 +26,8 @@
  * line after {NAME} substitution, tokens one space apart, a cell magic's body).
  *
  * Record mode: with CUDALAB_RECORD=DIR in the kernel's environment (set by
- * scripts/record.py), %recorded NAME starts DIR/NAME.json afresh instead, and
+ * scripts/record.py, DIR being its --out/GPU), %recorded NAME starts DIR/NAME.json
+ * afresh instead, and
  * every device command's results are written to it as they come (the whole
  * file, replaced atomically after each command's result).
  *
@@ -48,6 +54,7 @@
 #define RECORDED_DIR "recorded"             /* beside the notebooks: where %recorded looks by default */
 #define RECORDED_MAX_BYTES (32u << 20)      /* a file larger than this is refused unread */
 #define RECORDED_ENV "CUDALAB_RECORD"       /* record mode: the directory the files are written to */
+#define RECORDED_GPU_ENV "CUDALAB_RECORDED_GPU" /* the GPU folder %recorded shows when --gpu is not given */
 
 typedef struct recording recording;
 
@@ -56,11 +63,12 @@ recording *recording_new(void);
 void recording_free(recording *r);
 
 /* %recorded: name (a notebook's name: letters, digits, '.', '_', '-') in dir
- * (NULL: RECORDED_DIR). Loads the file, or in record mode starts it; a
+ * (NULL: RECORDED_DIR), recorded on gpu (NULL: RECORDED_GPU_ENV's, else the
+ * newest). Loads the file, or in record mode starts it; a
  * notebook with no recording yet is no error (*view says so). On success 0
  * and *view a new view saying what was loaded; -1 with err filled (the
  * previous recording, if any, is kept). */
-int recording_open(recording *r, const char *name, const char *dir, json_t **view, error_info *err);
+int recording_open(recording *r, const char *name, const char *dir, const char *gpu, json_t **view, error_info *err);
 
 /* The recorded documents shown so far in this session, newest first, for
  * gpu. and recorded. names; NULL when no recording is loaded (nothing can be

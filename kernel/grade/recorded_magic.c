@@ -19,7 +19,7 @@ static int recorded_run(magic_ctx *ctx, const json_t *params, const char *body)
     const char *name = json_string_value(json_object_get(params, "name"));
     json_t *view = NULL;
     if (recording_open(ctx->grading.recording, name ? name : "", json_string_value(json_object_get(params, "dir")),
-                       &view, &ctx->error) != 0)
+                       json_string_value(json_object_get(params, "gpu")), &view, &ctx->error) != 0)
         return -1;
     magic_result(ctx, NULL, view);
     return 0;
@@ -27,21 +27,25 @@ static int recorded_run(magic_ctx *ctx, const json_t *params, const char *body)
 
 static const flag_spec recorded_flags[] = {
     {.name = "dir", .type = FLAG_STRING, .def = RECORDED_DIR,
-     .help = "the folder of the recorded files, relative to the notebook's folder"},
+     .help = "the folder of the recorded files, relative to the notebook's folder: one folder in it per GPU"},
+    {.name = "gpu", .type = FLAG_STRING,
+     .help = "the GPU whose recording to show: its folder in DIR, or the start of its name (h100, h200); "
+             "default: $" RECORDED_GPU_ENV ", else the newest recording"},
     {.name = NULL},
 };
 
 static const char *const recorded_examples[] = {
     "%recorded 03-matrix-multiplication",
-    "%recorded 04-reduction --dir recorded/h200",
+    "%recorded 04-reduction --gpu h100",
     NULL,
 };
 
 const magic_spec magic_recorded = {
     MAGIC_LOCAL_LINE(recorded),
     .summary = "Show results recorded on a GPU beside this notebook's CPU runs",
-    .description = "Loads DIR/NAME.json (recorded/ beside the notebook: make record writes it on a\n"
-                   "GPU machine). Then every device command run on the CPU backend shows the\n"
+    .description = "Loads DIR/GPU/NAME.json (recorded/ beside the notebook, one folder per GPU:\n"
+                   "make record writes it on a GPU machine, into the folder named after the\n"
+                   "device; --gpu or $" RECORDED_GPU_ENV " picks one, else the newest). Then every device command run on the CPU backend shows the\n"
                    "results the same command gave on that GPU under a label (device, date,\n"
                    "cudalab version), in its table and in its document (\"recorded\"), and\n"
                    "%assert can check them: gpu.NAME reads the live results where they came\n"

@@ -1,5 +1,6 @@
 """%recorded and the gpu./recorded. names of %assert through a real kernel (jupyter_client), in a
-folder laid out as notebooks/ is: NAME.ipynb beside recorded/NAME.json. Recorded results are shown
+folder laid out as notebooks/ is: NAME.ipynb beside recorded/GPU/NAME.json (the fixture's own lies in
+recorded/ itself, a file with no GPU folder). Recorded results are shown
 beside a CPU run of the same command (text, HTML, the document's "recorded"); every broken case
 (an unknown notebook, a bad name, malformed JSON, a file of another format or version) is one
 clear error, and the next cell works; checks of GPU results with nothing recorded are skipped and
@@ -118,6 +119,40 @@ def test_unknown_notebook_and_bad_names(kc):
     assert error(kc, "%recorded ../etc/passwd")["ename"] == "UsageError"
     assert error(kc, "%recorded")["ename"] == "UsageError"
     ok(kc, "%recorded mini-recorded")
+
+
+def gpu_copy(folder: Path, gpu: str, recorded_at: str, device: str) -> None:
+    """The fixture's recording again as GPU's, recorded at RECORDED_AT on DEVICE."""
+    doc = json.loads((folder / "recorded" / "mini-recorded.json").read_text())
+    doc["recorded_at"], doc["device"]["name"] = recorded_at, device
+    (folder / "recorded" / gpu).mkdir()
+    (folder / "recorded" / gpu / "mini-recorded.json").write_text(json.dumps(doc))
+
+
+def test_one_folder_per_gpu(folder, start_kernel):
+    """recorded/GPU/NAME.json: the newest recording is shown unless --gpu or CUDALAB_RECORDED_GPU picks one;
+    --gpu takes the start of a folder's name; a GPU with no recording is an error listing those there are."""
+    gpu_copy(folder, "h100-80gb-hbm3", "2026-11-25T06:20:28Z", "NVIDIA H100 80GB HBM3")
+    gpu_copy(folder, "h200", "2026-11-29T12:00:00Z", "NVIDIA H200")
+    (folder / "recorded" / "mini-recorded.json").unlink()
+    kc = start_kernel(env=CPU)[1]
+    shown = plain(ok(kc, "%recorded mini-recorded"))
+    assert "NVIDIA H200" in shown and "recorded/h200/mini-recorded.json" in shown, shown
+    assert "Also recorded on: h100-80gb-hbm3" in shown
+    docs = [d[RESULT] for d in data(ok(kc, MATMUL)) if RESULT in d]
+    assert docs[0]["recorded"]["device"]["name"] == "NVIDIA H200"
+    assert "recorded/h100-80gb-hbm3/mini-recorded.json" in plain(ok(kc, "%recorded mini-recorded --gpu h100"))
+    docs = [d[RESULT] for d in data(ok(kc, MATMUL)) if RESULT in d]
+    assert docs[0]["recorded"]["device"]["name"] == "NVIDIA H100 80GB HBM3"
+    c = error(kc, "%recorded mini-recorded --gpu a100")
+    assert c["ename"] == "LookupError" and "recorded: h100-80gb-hbm3, h200" in c["evalue"], c
+    c = error(kc, "%recorded mini-recorded --gpu h")     # h100… and h200 both start so
+    assert c["ename"] == "LookupError" and "more than one" in c["evalue"], c
+    ok(kc, "%echo the next cell works")
+    kc = start_kernel(env={**CPU, "CUDALAB_RECORDED_GPU": "h100"})[1]
+    assert "NVIDIA H100" in plain(ok(kc, "%recorded mini-recorded"))
+    kc = start_kernel(env={**CPU, "CUDALAB_RECORDED_GPU": "a100"})[1]     # not recorded there: the newest
+    assert "NVIDIA H200" in plain(ok(kc, "%recorded mini-recorded"))
 
 
 def test_dir_flag_and_a_missing_file(kc, folder):

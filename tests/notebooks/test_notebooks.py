@@ -1,7 +1,8 @@
 """Every lecture notebook executes cleanly under nbclient, as a student or nbgrader would run it:
 no cell errors, and nothing written to the stderr stream (autograders fail such cells). The kernel
 runs in the notebook's folder, as Jupyter starts it, so each notebook's `%recorded NAME` finds its
-recorded GPU results (notebooks/recorded/NAME.json, written by `make record` on a GPU machine).
+recorded GPU results (notebooks/recorded/GPU/NAME.json, written by `make record` on a GPU machine; the
+newest GPU's is shown).
 
 Where a notebook has recorded results, every device command run here on the CPU backend must show
 them beside its own (a "Recorded on" note in text/plain and HTML, and the document's "recorded"
@@ -11,12 +12,16 @@ tests/notebooks/fixtures/."""
 import json
 import pathlib
 import shutil
+import sys
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
 REPO = pathlib.Path(__file__).parents[2]
+sys.path.insert(0, str(REPO / "scripts"))
+from record import recording_shown  # noqa: E402  (which GPU's recording %recorded shows)
+
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 RESULT = "application/vnd.cudalab.result+json"
@@ -70,8 +75,8 @@ def test_notebook_executes(path):
     nb = execute(path)
     first = next(c for c in nb.cells if c.cell_type == "code")
     assert first.source == f"%recorded {path.stem}", f"{path.name}: its first code cell must name its recording"
-    recorded = path.parent / "recorded" / f"{path.stem}.json"
-    if recorded.exists():
+    recorded = recording_shown(path)
+    if recorded:
         check_recorded_display(nb, json.loads(recorded.read_text()), path.name)
     else:
         assert "No recorded GPU results for this notebook yet" in texts(first)

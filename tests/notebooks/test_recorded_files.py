@@ -1,4 +1,5 @@
-"""The committed recorded GPU results (notebooks/recorded/*.json, written by `make record`) and the
+"""The committed recorded GPU results (recorded/GPU/NAME.json beside the lecture notebooks and the
+problem sets' sources, written by `make record`) and the
 test fixtures validate against the current schemas: tests/schemas/recorded.schema.json for the file,
 and each result document against its magic's own schema, so a change of a document's shape that the
 recordings do not follow fails here (scripts/record.py's `validate` is the one check). A broken file
@@ -11,20 +12,22 @@ import pytest
 
 REPO = pathlib.Path(__file__).parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
-from record import validate  # noqa: E402
+from record import gpu_folder, validate  # noqa: E402
 
-RECORDED = sorted((REPO / "notebooks" / "recorded").glob("*.json"))
+RECORDED = sorted((REPO / "notebooks" / "recorded").glob("*/*.json")) + \
+    sorted((REPO / "notebooks" / "assignments" / "source").glob("*/recorded/*/*.json"))
 FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "recorded" / "mini-recorded.json"
 
 
-@pytest.mark.parametrize("path", RECORDED + [FIXTURE], ids=[p.name for p in RECORDED + [FIXTURE]])
+@pytest.mark.parametrize("path", RECORDED + [FIXTURE], ids=[f"{p.parent.name}/{p.name}" for p in RECORDED + [FIXTURE]])
 def test_recorded_file_validates(path):
     assert validate(path) == []
     doc = json.loads(path.read_text())
     assert doc["notebook"] == path.stem
-    if path in RECORDED:        # a notebook's own: recorded on a GPU, for a notebook that names it
+    if path in RECORDED:        # a notebook's own: recorded on a GPU, in its folder, for a notebook that names it
         assert doc["device"]["backend"] == "cuda", f"{path.name} was not recorded on a GPU"
-        nb = REPO / "notebooks" / f"{path.stem}.ipynb"
+        assert path.parent.name == gpu_folder(doc["device"]["name"]), f"{path} is not in its GPU's folder"
+        nb = path.parents[2] / f"{path.stem}.ipynb"
         assert nb.exists() and f"%recorded {path.stem}" in nb.read_text()
 
 
