@@ -25,7 +25,7 @@
 #   make asan       the kernel built with ASan+UBSan (build-asan/)
 #   make valgrind   a scripted session under valgrind memcheck
 #
-#   OFFLINE=1       (make test-gpu|bench|grade) on a GPU machine without network: the binaries prebuilt
+#   OFFLINE=1       (make test-gpu|bench|grade|record) on a GPU machine without network: the binaries prebuilt
 #                   in build/, the wheels of scripts/offline-bundle.sh in .whl/TARGET, libzmq in .zmqlib
 #
 # Variables: NVCC (path or empty to force a CPU-only build), CUDA_ARCHS (default: the local GPUs'
@@ -282,13 +282,12 @@ demo:
 	$(VENV)/bin/python scripts/demo.py --binary $(BIN) --out $(BUILD)/demo
 
 # the lecture notebooks' and problem sets' results on this machine's GPU, into recorded/GPU/ beside each
-# notebook (scripts/record.py; GPU: the device's name, e.g. h200): needs
-# nbclient, nbformat, jupyter_client and pyzmq (the venv's where there is one, else $(PYTHON)'s); refuses to
-# record anything where %device reports no GPU; a notebook whose %assert fails on this GPU is named, exit 1
-RECORD_PYTHON = $(if $(wildcard $(VENV)/bin/python),$(VENV)/bin/python,$(PYTHON))
-record:
-	@$(MAKE) --no-print-directory -j$$(nproc) all
-	$(RECORD_PYTHON) scripts/record.py --binary $(BIN)
+# notebook (scripts/record.py; GPU: the device's name, e.g. h200): needs nbclient, nbformat, jupyter_client
+# and pyzmq; refuses to record anything where %device reports no GPU; a notebook whose %assert fails on
+# this GPU is named, exit 1. OFFLINE=1 as for test-gpu (wheels: scripts/offline-bundle.sh record)
+record: $(TARGET_SETUP)
+	$(TARGET_READY)
+	$(TARGET_PYTHON) scripts/record.py --binary $(BIN)
 
 install: all
 	@./scripts/install.sh "$(PREFIX)" "$(USER_INSTALL)" "$(BIN)" "$(if $(NVCC),$(CUDA_LIB),)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# offline-bundle.sh — run on a machine with network, before `make test-gpu|bench|grade OFFLINE=1` on a
+# offline-bundle.sh — run on a machine with network, before `make test-gpu|bench|grade|record OFFLINE=1` on a
 # GPU machine that has none (no package index, no apt, no libzmq): fills, for each TARGET named
-# (default: all three),
+# (default: all four),
 #   .whl/TARGET/  the wheels of what TARGET's Python imports and their dependencies, for CPython
 #                 $OFFLINE_PY on manylinux x86_64, at exactly the pins of requirements-test.txt,
 #                 requirements-lab.txt and requirements-grade.txt (a dependency they do not pin fails)
@@ -11,7 +11,7 @@
 # leaves room under the 64 MiB a call takes. Build first (make CUDA_ARCHS=90) for the exact figure.
 # scripts/offline-env.sh is the other half: it installs a folder of these wheels on the GPU machine.
 #
-# Usage: scripts/offline-bundle.sh [test-gpu] [bench] [grade]
+# Usage: scripts/offline-bundle.sh [test-gpu] [bench] [grade] [record]
 #   PYTHON        the Python whose pip downloads (default: a python3.12 if one is found, else python3;
 #                 pip evaluates dependencies' markers for the Python it runs in)
 #   OFFLINE_PY    the GPU machine's Python version (default 3.12: Ubuntu 24.04)
@@ -31,11 +31,13 @@ LIBS=.zmqlib
 # What each target's Python imports (pip adds their dependencies): tests/conftest.py (jupyter_client,
 # pyzmq, jsonschema, psutil) and tests/gpu under pytest, with pytest-timeout for the time limits
 # conftest.py puts on every test; bench/*.py the same helpers plus ipykernel, its reference kernel;
-# tests/nbgrader/grade_samples.py nbgrader, and conftest.py through the expected-score tables.
+# tests/nbgrader/grade_samples.py nbgrader, and conftest.py through the expected-score tables;
+# scripts/record.py nbclient.
 declare -A TOP=(
     [test-gpu]="pytest pytest-timeout jupyter_client pyzmq jsonschema psutil"
     [bench]="pytest pytest-timeout jupyter_client pyzmq jsonschema psutil ipykernel"
     [grade]="pytest pytest-timeout jupyter_client pyzmq jsonschema psutil nbformat nbgrader"
+    [record]="jupyter_client pyzmq jsonschema nbformat nbclient"
 )
 # Dependencies that the target never imports, left out with whatever only they need: for grade,
 # nbgrader's front ends (JupyterLab, Notebook, the lab's server, the widgets and the ipykernel they
@@ -47,9 +49,9 @@ declare -A OMIT=(
 )
 
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(test-gpu bench grade)
+[ ${#targets[@]} -gt 0 ] || targets=(test-gpu bench grade record)
 for t in "${targets[@]}"; do
-    [ -n "${TOP[$t]:-}" ] || { echo "offline-bundle: no target '$t' (test-gpu, bench, grade)" >&2; exit 2; }
+    [ -n "${TOP[$t]:-}" ] || { echo "offline-bundle: no target '$t' (test-gpu, bench, grade, record)" >&2; exit 2; }
 done
 
 # the first Python with pip among PYTHON, a python$OFFLINE_PY (on PATH or pyenv's) and python3
