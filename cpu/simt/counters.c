@@ -22,6 +22,8 @@
 static bool wanted;
 static bool tried;                  /* the current run made its counted launch */
 static cl_counters current;
+static bool lesson_taken;           /* the current run's counted launch ran to its end: */
+static cl_simt_lesson_taken lesson; /* what it saw for the lesson checks */
 
 static void new_run(void)
 {
@@ -33,6 +35,7 @@ static void new_run(void)
 void cl_cpu_set_counters(int on)
 {
     wanted = on != 0;
+    lesson_taken = false;           /* kept past cl_cpu_counters' read, until the next command */
     new_run();
 }
 
@@ -50,15 +53,38 @@ bool simt_counters_due(void)
     return wanted && !tried;
 }
 
-void simt_counters_took(const cl_simt_counts *c)
+void simt_counters_took(const simt_arena *a)
 {
+    const cl_simt_launch *h = a->hdr;
     tried = true;
-    simt_counters_of(c, &current);
+    simt_counters_of(&h->report.counts, &current);
+    memset(&lesson, 0, sizeof lesson);
+    lesson.lesson = h->report.lesson;
+    memcpy(lesson.site_line, a->site_line, sizeof lesson.site_line);
+    lesson.nbuffers = h->nbuffers;
+    for (uint32_t b = 0; b < h->nbuffers && b < CL_SIMT_MAX_BUFFERS; b++) {
+        snprintf(lesson.buffer[b], sizeof lesson.buffer[b], "%s", h->buffers[b].name);
+        if ((h->buffers[b].flags & CL_SIMT_OUT) && h->buffers[b].elem_bytes == 4) {
+            const uint32_t *e = a->host[b];
+            for (uint64_t i = 0; i < h->buffers[b].bytes / 4; i++)
+                lesson.out_sum[b] += e[i];
+        }
+    }
+    lesson_taken = true;
+}
+
+int cl_cpu_lesson_taken(cl_simt_lesson_taken *out)
+{
+    if (!lesson_taken)
+        return -1;
+    *out = lesson;
+    return 0;
 }
 
 void simt_counters_failed(const char *err)
 {
     tried = true;
+    lesson_taken = false;
     snprintf(current.unavailable, sizeof current.unavailable, "the counted launch on the CPU runner failed: %s",
              err);
 }

@@ -364,5 +364,11 @@ int simt_launch(simt_arena *a, const cl_student_kernel *k, const unsigned grid[3
     }
     /* the harness's clock: from the runner's last word before the kernel to its exit */
     *ms = w.end_ms - w.start_ms;
+    if (a->count) {                 /* the lesson's instructions as cell lines (after the clock stopped) */
+        uint64_t pcs[CL_SIMT_MAX_SITES];
+        for (int i = 0; i < CL_SIMT_MAX_SITES; i++)
+            pcs[i] = h->report.lesson.sites[i].pc;
+        simt_lines(&code, pcs, CL_SIMT_MAX_SITES, a->site_line);
+    }
     return 0;
 }

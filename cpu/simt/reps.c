@@ -76,7 +76,7 @@ static int counted_launch(simt_arena *a, const cl_student_kernel *k, const unsig
     int rc = simt_launch(a, &counted, grid, block, dyn_smem, args, nargs, &ms, why);
     a->count = false;
     if (rc == 0) {
-        simt_counters_took(&a->hdr->report.counts);
+        simt_counters_took(a);
         return 0;
     }
     simt_counters_failed(why);

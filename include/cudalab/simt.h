@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 #define CL_SIMT_MAGIC 0x434c73696d74ull     /* "CLsimt" */
-#define CL_SIMT_VERSION 3
+#define CL_SIMT_VERSION 4
 #define CL_SIMT_MAX_BUFFERS 6
 #define CL_SIMT_MAX_ARGS 12
 #define CL_SIMT_NAME_LEN 24
@@ -145,11 +145,38 @@ typedef struct cl_simt_counts {
     uint64_t uncounted;             /* accesses past the request table's bound: left out */
 } cl_simt_counts;
 
+/* What a counted launch saw for the lesson checks (kernel/magic/lesson.c): where each global
+ * access went (by buffer, by instruction), how the block's threads diverged between barriers, and
+ * how much of its shared memory they read. Summed (or maxed) over the runner's processes. */
+#define CL_SIMT_MAX_SITES 32        /* global load instructions kept (the first ones flushed) */
+#define CL_SIMT_MAX_STEPS 64        /* divergent steps counted per block (more: this many) */
+typedef struct cl_simt_site {
+    uint64_t pc;                    /* the instruction (0: a free slot) */
+    int32_t buffer;                 /* the buffer its requests' first lanes read (-1: none of them) */
+    uint32_t pad_;
+    uint64_t requests, sectors;     /* warp-wide loads there, and their sectors */
+} cl_simt_site;
+typedef struct cl_simt_lesson {
+    uint64_t loads[CL_SIMT_MAX_BUFFERS];    /* lanes' global loads of each buffer (not atomics) */
+    uint64_t stores[CL_SIMT_MAX_BUFFERS];   /* and stores */
+    uint64_t atomics[CL_SIMT_MAX_BUFFERS];  /* and atomic operations */
+    cl_simt_site sites[CL_SIMT_MAX_SITES];
+    uint64_t sites_left_out;                /* loads of instructions past the table */
+    /* blocks by their divergent steps: steps ending at a __syncthreads() in which a warp made a
+     * request with some but not all of the lanes live at the step's start */
+    uint64_t divergent_blocks[CL_SIMT_MAX_STEPS + 1];
+    uint64_t worst_block;                   /* the first block (linear) with the most of them */
+    uint32_t worst_steps;
+    uint32_t worst_line;                    /* the barrier ending its first divergent step */
+    uint64_t shared_read_bytes;             /* the most distinct bytes of shared memory one block read */
+} cl_simt_lesson;
+
 typedef struct cl_simt_report {
     volatile uint32_t lock;         /* a spin lock between the runner's processes */
     uint32_t done;                  /* the runner finished the grid (1); its time is the parent's to take */
     cl_simt_finding findings[CL_SIMT_NKINDS];
     cl_simt_counts counts;          /* a counted launch's (count = 1) */
+    cl_simt_lesson lesson;          /* and what the lesson checks read */
 } cl_simt_report;
 
 typedef struct cl_simt_launch {
@@ -168,6 +195,22 @@ typedef struct cl_simt_launch {
     volatile uint64_t next_block;   /* the next block to run (the processes take them in turn) */
     cl_simt_report report;
 } cl_simt_launch;
+
+/* A counted launch's lesson as the CPU backend keeps it for the worker (cpu/simt/counters.c;
+ * kernel/magic/lesson.c reads it): the report's lesson, the cell line of each of its instructions,
+ * and the launch's buffers by name with, for each output of 4-byte elements, the sum of its
+ * elements as unsigned integers (a histogram's counted bytes). */
+typedef struct cl_simt_lesson_taken {
+    cl_simt_lesson lesson;
+    int site_line[CL_SIMT_MAX_SITES];
+    uint32_t nbuffers;
+    char buffer[CL_SIMT_MAX_BUFFERS][CL_SIMT_NAME_LEN];
+    uint64_t out_sum[CL_SIMT_MAX_BUFFERS];
+} cl_simt_lesson_taken;
+
+/* The lesson of the current run's counted launch (the CPU backend under --counters): 0, or -1
+ * when it made none that ran to its end. */
+int cl_cpu_lesson_taken(cl_simt_lesson_taken *out);
 
 #ifdef __cplusplus
 }
