@@ -20,6 +20,7 @@
                 "(run on a GPU)"
 
 static bool wanted;
+static bool lesson_only;            /* cl_cpu_lesson_mode: the counted launch is a run's only one */
 static bool tried;                  /* the current run made its counted launch */
 static cl_counters current;
 static bool lesson_taken;           /* the current run's counted launch ran to its end: */
@@ -71,6 +72,16 @@ void simt_counters_took(const simt_arena *a)
         }
     }
     lesson_taken = true;
+}
+
+void cl_cpu_lesson_mode(int on)
+{
+    lesson_only = on != 0;
+}
+
+bool simt_lesson_mode(void)
+{
+    return lesson_only && simt_counters_due();
 }
 
 int cl_cpu_lesson_taken(cl_simt_lesson_taken *out)

@@ -124,6 +124,8 @@ void cl_cpu_set_counters(int on);
 int cl_cpu_counters(cl_counters *out);
 /* Whether the current run still wants its counted launch (--counters, none made yet). */
 bool simt_counters_due(void);
+/* The current run is the lesson checks' (cl_cpu_lesson_mode, counters due): one counted launch. */
+bool simt_lesson_mode(void);
 /* The counted launch's outcome: its report's counts and lesson (in a's header, with the lines of
  * the lesson's instructions and the output it left), or why it failed (err). */
 void simt_counters_took(const simt_arena *a);

@@ -148,13 +148,13 @@ typedef struct cl_simt_counts {
 /* What a counted launch saw for the lesson checks (kernel/magic/lesson.c): where each global
  * access went (by buffer, by instruction), how the block's threads diverged between barriers, and
  * how much of its shared memory they read. Summed (or maxed) over the runner's processes. */
-#define CL_SIMT_MAX_SITES 32        /* global load instructions kept (the first ones flushed) */
+#define CL_SIMT_MAX_SITES 32        /* global load and atomic instructions kept (the first ones flushed) */
 #define CL_SIMT_MAX_STEPS 64        /* divergent steps counted per block (more: this many) */
 typedef struct cl_simt_site {
     uint64_t pc;                    /* the instruction (0: a free slot) */
-    int32_t buffer;                 /* the buffer its requests' first lanes read (-1: none of them) */
-    uint32_t pad_;
-    uint64_t requests, sectors;     /* warp-wide loads there, and their sectors */
+    int32_t buffer;                 /* the buffer its requests' first lanes reach (-1: none of them) */
+    uint32_t atomic;                /* 1: an atomic operation's, 0: a load's */
+    uint64_t requests, sectors;     /* warp-wide requests there, and their sectors */
 } cl_simt_site;
 typedef struct cl_simt_lesson {
     uint64_t loads[CL_SIMT_MAX_BUFFERS];    /* lanes' global loads of each buffer (not atomics) */
@@ -169,6 +169,8 @@ typedef struct cl_simt_lesson {
     uint32_t worst_steps;
     uint32_t worst_line;                    /* the barrier ending its first divergent step */
     uint64_t shared_read_bytes;             /* the most distinct bytes of shared memory one block read */
+    uint64_t lost_updates;                  /* plain stores (global or shared) that a lane of the same
+                                               request overwrote at once: the updates a warp loses */
 } cl_simt_lesson;
 
 typedef struct cl_simt_report {
@@ -208,8 +210,12 @@ typedef struct cl_simt_lesson_taken {
     uint64_t out_sum[CL_SIMT_MAX_BUFFERS];
 } cl_simt_lesson_taken;
 
+/* On (1) around the lesson checks' run (kernel/student/lesson.c), with --counters: a student run's
+ * one launch is the counted one, untimed (its time is not a timing), and its lesson is kept even
+ * when the runner found something in it (a race's lost updates), beside the run's error. */
+void cl_cpu_lesson_mode(int on);
 /* The lesson of the current run's counted launch (the CPU backend under --counters): 0, or -1
- * when it made none that ran to its end. */
+ * when it made none that ran to its end (findings or not). */
 int cl_cpu_lesson_taken(cl_simt_lesson_taken *out);
 
 #ifdef __cplusplus

@@ -48,7 +48,7 @@
                                        (a tile's loop between barriers) for the next instruction there */
 
 /* What an instruction does: the totals it feeds. */
-enum { GLOBAL_LOAD, GLOBAL_STORE, GLOBAL_ATOMIC, SHARED_ACCESS, SHARED_ATOMIC };
+enum { GLOBAL_LOAD, GLOBAL_STORE, GLOBAL_ATOMIC, SHARED_ACCESS, SHARED_ATOMIC, SHARED_STORE };
 
 /* One lane's accesses at one instruction, since its warp's last flush. */
 typedef struct lane_log {
@@ -179,9 +179,9 @@ static bool request_open(warp_table *t, int at, uint32_t k)
 
 void count_access(uintptr_t offset, unsigned size, uint32_t how, uint64_t pc, bool shared)
 {
-    uint32_t kind = shared ? (how & CL_SIMT_ATOMIC ? SHARED_ATOMIC : SHARED_ACCESS)
+    uint32_t kind = shared ? (how & CL_SIMT_ATOMIC ? SHARED_ATOMIC : how & CL_SIMT_WRITE ? SHARED_STORE : SHARED_ACCESS)
                            : how & CL_SIMT_ATOMIC ? GLOBAL_ATOMIC : how & CL_SIMT_WRITE ? GLOBAL_STORE : GLOBAL_LOAD;
-    if (shared && kind == SHARED_ACCESS && !(how & CL_SIMT_WRITE))
+    if (kind == SHARED_ACCESS)
         mark_shared_read(offset, size);
     if (!shared) {
         int b = buffer_of(offset);
@@ -208,15 +208,15 @@ void count_access(uintptr_t offset, unsigned size, uint32_t how, uint64_t pc, bo
         mine.uncounted++;
 }
 
-/* A global load instruction's request into the lesson's table of instructions, by its buffer. */
-static void site_tally(uint64_t pc, const warp_request *r, uint32_t sectors)
+/* A global load's or atomic's request into the lesson's table of instructions, by its buffer. */
+static void site_tally(uint64_t pc, uint32_t atomic, const warp_request *r, uint32_t sectors)
 {
     int b = buffer_of(r->offset[__builtin_ctz(r->mask)]);
     for (int i = 0; i < CL_SIMT_MAX_SITES; i++) {
         cl_simt_site *s = &lesson.sites[i];
         if (s->pc == 0)
-            s->pc = pc, s->buffer = b;
-        if (s->pc == pc && s->buffer == b) {
+            s->pc = pc, s->buffer = b, s->atomic = atomic;
+        if (s->pc == pc && s->buffer == b && s->atomic == atomic) {
             s->requests++;
             s->sectors += sectors;
             return;
@@ -225,18 +225,36 @@ static void site_tally(uint64_t pc, const warp_request *r, uint32_t sectors)
     lesson.sites_left_out++;
 }
 
+/* Lanes of one plain store request that write a word another lane of it writes: on a GPU one
+ * value survives, so a read-modify-write (counts[b]++) of those lanes adds one, not their number. */
+static uint32_t lost_in(const warp_request *r)
+{
+    uint32_t lost = 0;
+    for (uint32_t l = 0; l < WARP_LANES; l++)
+        for (uint32_t o = 0; o < l && (r->mask >> l & 1); o++)
+            if ((r->mask >> o & 1) && r->offset[o] == r->offset[l]) {
+                lost++;
+                break;
+            }
+    return lost;
+}
+
 static void tally(uint32_t kind, uint64_t pc, uint32_t live, const warp_request *r)
 {
     if (r->mask != live)
         step_divergent = true;
+    if (kind == GLOBAL_STORE || kind == SHARED_STORE)
+        lesson.lost_updates += lost_in(r);
     mine.requests++;
     mine.active_lanes += (uint64_t)__builtin_popcount(r->mask);
     if (kind == GLOBAL_LOAD) {
         uint32_t sectors = warp_sectors(r);
         mine.global_loads++;
         mine.global_load_sectors += sectors;
-        site_tally(pc, r, sectors);
-    } else if (kind == SHARED_ACCESS) {
+        site_tally(pc, 0, r, sectors);
+    } else if (kind == GLOBAL_ATOMIC) {
+        site_tally(pc, 1, r, warp_sectors(r));
+    } else if (kind == SHARED_ACCESS || kind == SHARED_STORE) {
         mine.shared_requests++;
         mine.bank_conflicts += warp_bank_conflicts(r);
     }

@@ -116,17 +116,19 @@ static void add_lesson(cl_simt_lesson *to, const cl_simt_lesson *l)
         to->atomics[b] += l->atomics[b];
     }
     to->sites_left_out += l->sites_left_out;
+    to->lost_updates += l->lost_updates;
     for (int i = 0; i < CL_SIMT_MAX_SITES && l->sites[i].pc; i++) {
         const cl_simt_site *s = &l->sites[i];
         int j = 0;
-        while (j < CL_SIMT_MAX_SITES && to->sites[j].pc && (to->sites[j].pc != s->pc || to->sites[j].buffer != s->buffer))
+        while (j < CL_SIMT_MAX_SITES && to->sites[j].pc &&
+               (to->sites[j].pc != s->pc || to->sites[j].buffer != s->buffer || to->sites[j].atomic != s->atomic))
             j++;
         if (j == CL_SIMT_MAX_SITES) {
             to->sites_left_out += s->requests;
             continue;
         }
         if (!to->sites[j].pc)
-            to->sites[j].pc = s->pc, to->sites[j].buffer = s->buffer;
+            to->sites[j].pc = s->pc, to->sites[j].buffer = s->buffer, to->sites[j].atomic = s->atomic;
         to->sites[j].requests += s->requests;
         to->sites[j].sectors += s->sectors;
     }
