@@ -36,7 +36,8 @@ static void new_run(void)
 void cl_cpu_set_counters(int on)
 {
     wanted = on != 0;
-    lesson_taken = false;           /* kept past cl_cpu_counters' read, until the next command */
+    if (wanted)
+        lesson_taken = false;       /* kept past the run (its counters' read, their end), until the next */
     new_run();
 }
 
@@ -62,21 +63,18 @@ void simt_counters_took(const simt_arena *a)
     memset(&lesson, 0, sizeof lesson);
     lesson.lesson = h->report.lesson;
     memcpy(lesson.site_line, a->site_line, sizeof lesson.site_line);
+    memcpy(lesson.grid, h->grid, sizeof lesson.grid);
+    memcpy(lesson.block, h->block, sizeof lesson.block);
     lesson.nbuffers = h->nbuffers;
-    for (uint32_t b = 0; b < h->nbuffers && b < CL_SIMT_MAX_BUFFERS; b++) {
-        snprintf(lesson.buffer[b], sizeof lesson.buffer[b], "%s", h->buffers[b].name);
-        if ((h->buffers[b].flags & CL_SIMT_OUT) && h->buffers[b].elem_bytes == 4) {
-            const uint32_t *e = a->host[b];
-            for (uint64_t i = 0; i < h->buffers[b].bytes / 4; i++)
-                lesson.out_sum[b] += e[i];
-        }
-    }
+    memcpy(lesson.buffers, h->buffers, sizeof lesson.buffers);
     lesson_taken = true;
 }
 
 void cl_cpu_lesson_mode(int on)
 {
     lesson_only = on != 0;
+    if (lesson_only)
+        lesson_taken = false;
 }
 
 bool simt_lesson_mode(void)

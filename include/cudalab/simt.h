@@ -200,14 +200,13 @@ typedef struct cl_simt_launch {
 
 /* A counted launch's lesson as the CPU backend keeps it for the worker (cpu/simt/counters.c;
  * kernel/magic/lesson.c reads it): the report's lesson, the cell line of each of its instructions,
- * and the launch's buffers by name with, for each output of 4-byte elements, the sum of its
- * elements as unsigned integers (a histogram's counted bytes). */
+ * and the launch's buffers (their names and shapes say its sizes). */
 typedef struct cl_simt_lesson_taken {
     cl_simt_lesson lesson;
+    uint32_t grid[3], block[3];     /* the counted launch's */
     int site_line[CL_SIMT_MAX_SITES];
     uint32_t nbuffers;
-    char buffer[CL_SIMT_MAX_BUFFERS][CL_SIMT_NAME_LEN];
-    uint64_t out_sum[CL_SIMT_MAX_BUFFERS];
+    cl_simt_buffer buffers[CL_SIMT_MAX_BUFFERS];    /* names and shapes: the launch's sizes */
 } cl_simt_lesson_taken;
 
 /* On (1) around the lesson checks' run (kernel/student/lesson.c), with --counters: a student run's

@@ -42,6 +42,11 @@ static const flag_spec kernel_flags[] = {
     STUDENT_COMPILE_FLAGS,
     {.name = "check", .type = FLAG_BOOL, .def = "true",
      .help = "run the quick check at a small awkward size (--no-check skips it)"},
+    {.name = "cpu-check", .type = FLAG_BOOL, .def = "true",
+     .help = "also run the kernel on the CPU runner at the quick check's size (cached): the lesson checks "
+             "(check.lesson) and, on a GPU, its findings (races, uninitialised shared memory, a missing "
+             "barrier, out of bounds) fail the check as on the CPU; --no-cpu-check skips it, here and in "
+             "the family's runs of the kernel (a live speed demo)"},
     {.name = NULL},
 };
 
