@@ -21,6 +21,7 @@
 #include "magic/occupancy_model.h"
 #include "student/compile.h"
 #include "student/inner_run.h"
+#include "student/lesson_run.h"
 #include "student/nvrtc.h"
 #include "student/run.h"
 #include "student/sanitize.h"
@@ -246,6 +247,17 @@ static int kernel_run(magic_ctx *ctx, const json_t *params, const char *body)
         ctx->traceback = NULL;
         check = check_new(false, "quick check", -1);
         json_object_set_new(check, "error", json_sprintf("%s: %s", fault.ename, fault.evalue));
+        /* the CPU runner's findings (the run's own on the CPU backend, the lesson run's on a GPU), and
+         * what the lesson run could still count (a race's lost updates) */
+        lesson_result lr;
+        if (strcmp(fault.ename, "KernelError") == 0)
+            check_cpu_runner(check, fault.ename, fault.evalue, fault_tb);
+        if (!student_cpu_check_off(d, NULL) && student_lesson(ctx, d, NULL, &lr) == 0) {
+            if (lr.lesson)
+                json_object_set(check, "lesson", lr.lesson);
+            lesson_result_free(&lr);
+        }
+        error_clear(&ctx->error);
     }
     /* a kernel with __shared__ gets racecheck once per build: a missing
      * __syncthreads() often passes the check by luck */
