@@ -95,7 +95,7 @@ DIVERGENT_LOOP = """for (unsigned stride = 1; stride < blockDim.x; stride *= 2) 
             s[t] += s[t + stride];
         __syncthreads();
     }"""
-DIVERGENT_IF_LINE = 8
+DIVERGENT_ADD_LINE = 10   # s[t] += s[t + stride], under the if that leaves lanes of every warp idle
 
 
 def reduce_kernel(name: str, loop: str) -> str:

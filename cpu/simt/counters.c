@@ -63,6 +63,8 @@ void simt_counters_took(const simt_arena *a)
     memset(&lesson, 0, sizeof lesson);
     lesson.lesson = h->report.lesson;
     memcpy(lesson.site_line, a->site_line, sizeof lesson.site_line);
+    lesson.worst_line = a->site_line[CL_SIMT_MAX_SITES];
+    lesson.lost_line = a->site_line[CL_SIMT_MAX_SITES + 1];
     memcpy(lesson.grid, h->grid, sizeof lesson.grid);
     memcpy(lesson.block, h->block, sizeof lesson.block);
     lesson.nbuffers = h->nbuffers;

@@ -25,7 +25,7 @@
 
 #include "cudalab/backend.h"
 
-#define MAX_PCS (2 * CL_SIMT_NKINDS > CL_SIMT_MAX_SITES ? 2 * CL_SIMT_NKINDS : CL_SIMT_MAX_SITES)
+#define MAX_PCS (2 * CL_SIMT_NKINDS > CL_SIMT_MAX_SITES + 2 ? 2 * CL_SIMT_NKINDS : CL_SIMT_MAX_SITES + 2)
 #define CELL_FILE "cell"        /* the file name the student's source carries (#line) */
 
 /* ---- addresses to lines ---- */

@@ -39,8 +39,9 @@ typedef struct simt_arena {
     cl_simt_launch *hdr;
     void *host[CL_SIMT_MAX_BUFFERS];  /* each buffer, where the parent fills and reads it */
     bool count;                     /* the next launch is the counted one of --counters */
-    int site_line[CL_SIMT_MAX_SITES];   /* after a counted launch: the cell line of each of its
-                                           report's lesson.sites (0: unknown) */
+    int site_line[CL_SIMT_MAX_SITES + 2];   /* after a counted launch: the cell line of each of its
+                                               report's lesson.sites, then of its worst_pc and lost_pc
+                                               (0: unknown) */
 } simt_arena;
 
 /* Lays out n buffers (at most CL_SIMT_MAX_BUFFERS) in a new arena. 0, or -1

@@ -167,10 +167,12 @@ typedef struct cl_simt_lesson {
     uint64_t divergent_blocks[CL_SIMT_MAX_STEPS + 1];
     uint64_t worst_block;                   /* the first block (linear) with the most of them */
     uint32_t worst_steps;
-    uint32_t worst_line;                    /* the barrier ending its first divergent step */
+    uint32_t worst_line;                    /* the barrier ending its last divergent step */
+    uint64_t worst_pc;                      /* that step's first request that left lanes idle */
     uint64_t shared_read_bytes;             /* the most distinct bytes of shared memory one block read */
     uint64_t lost_updates;                  /* plain stores (global or shared) that a lane of the same
                                                request overwrote at once: the updates a warp loses */
+    uint64_t lost_pc;                       /* an instruction that lost some */
 } cl_simt_lesson;
 
 typedef struct cl_simt_report {
@@ -205,6 +207,7 @@ typedef struct cl_simt_lesson_taken {
     cl_simt_lesson lesson;
     uint32_t grid[3], block[3];     /* the counted launch's */
     int site_line[CL_SIMT_MAX_SITES];
+    int worst_line, lost_line;      /* the cell lines of lesson.worst_pc and lesson.lost_pc (0: unknown) */
     uint32_t nbuffers;
     cl_simt_buffer buffers[CL_SIMT_MAX_BUFFERS];    /* names and shapes: the launch's sizes */
 } cl_simt_lesson_taken;

@@ -170,10 +170,10 @@ static void histo(const lesson_launch *l, json_t *o)
                                line_of(t, s), v, e, nbins, blocks, n));
     double lost = (double)t->lesson.lost_updates;
     json_object_set_new(o, "lost_updates",
-                        figure(lost, 0, lost == 0, 0,
-                               "%.0f updates were lost: lanes of one warp that read a bin's count together each "
+                        figure(lost, 0, lost == 0, t->lost_line,
+                               "line %d loses %.0f updates: lanes of one warp that read a bin's count together each "
                                "write it back plus one (bins[b]++), so one increment survives; use atomicAdd",
-                               lost));
+                               t->lost_line, lost));
 }
 
 static void reduce(const lesson_launch *l, json_t *o)
@@ -190,24 +190,40 @@ static void reduce(const lesson_launch *l, json_t *o)
             break;
         }
     }
+    int line = l->taken->worst_line;
     json_object_set_new(o, "divergent_steps",
-                        figure(median, CONVERGENT_STEPS, median <= CONVERGENT_STEPS, (int)s->worst_line,
-                               "%d steps between barriers in which a warp has idle lanes while others work (block "
-                               "%llu: %u, the first ending at the __syncthreads() of line %u): keep the active "
-                               "threads packed (t < stride) so that whole warps idle, not lanes of every warp",
-                               median, (unsigned long long)s->worst_block, s->worst_steps, s->worst_line));
+                        figure(median, CONVERGENT_STEPS, median <= CONVERGENT_STEPS, line,
+                               "line %d runs in warps with idle lanes while other lanes work, in %d steps between "
+                               "barriers (block %llu: %u, the last ending at the __syncthreads() of line %u): keep "
+                               "the active threads packed (t < stride) so that whole warps idle, not lanes of "
+                               "every warp", line, median, (unsigned long long)s->worst_block, s->worst_steps,
+                               s->worst_line));
+}
+
+/* Of [lo, hi), the elements inside [0, n). */
+static double inside(double lo, double hi, double n)
+{
+    lo = lo > 0 ? lo : 0;
+    hi = hi < n ? hi : n;
+    return hi > lo ? hi - lo : 0;
 }
 
 static void stencil(const lesson_launch *l, json_t *o)
 {
     const cl_simt_lesson_taken *t = l->taken;
     static const char *const in[] = {"in", NULL};
-    double outputs = shape(t, "out", 2), weights = shape(t, "w", 2), side = t->block[0] > 0 ? t->block[0] : 1;
+    double weights = shape(t, "w", 2), outputs = shape(t, "out", 2);
     double r = l->dim == 2 ? (sqrt(weights) - 1) / 2 : (weights - 1) / 2;
-    /* each block loads its tile and halo once: (blockDim + 2R) per block in 1D, (T + 2r)² in 2D */
-    double blocks = (double)t->grid[0] * t->grid[1] * t->grid[2];
-    double e = ratio(blocks * (l->dim == 2 ? (side + 2 * r) * (side + 2 * r) : side + 2 * r), outputs);
-    double v = ratio((double)loads_of(t, "in"), outputs);
+    /* the tiled kernel loads each block's tile with its halo once, what of it lies inside the array:
+     * about 1 + 2R/blockDim (1D), (T + 2r)²/T² (2D) */
+    double width = l->dim == 2 ? shape(t, "in", 1) : outputs, height = l->dim == 2 ? shape(t, "in", 0) : 1;
+    double tiled = 0;
+    for (uint32_t by = 0; by < t->grid[1]; by++) {
+        double rows = l->dim == 2 ? inside((double)by * t->block[1] - r, (double)(by + 1) * t->block[1] + r, height) : 1;
+        for (uint32_t bx = 0; bx < t->grid[0]; bx++)
+            tiled += rows * inside((double)bx * t->block[0] - r, (double)(bx + 1) * t->block[0] + r, width);
+    }
+    double e = ratio(tiled, outputs), v = ratio((double)loads_of(t, "in"), outputs);
     int s = site_of(t, in, false, false);
     json_object_set_new(o, "global_loads_per_output",
                         figure(v, e, v <= LOAD_SLACK * e, line_of(t, s),

@@ -79,8 +79,10 @@ static size_t shared_read_words;
 static uint64_t block_shared_read;  /* of which set */
 static uint32_t *step_live;         /* per warp: its lanes live when the step began */
 static bool step_divergent;         /* a request of the current step left live lanes idle */
+static uint64_t step_pc;            /* the first one's instruction */
+static uint64_t block_pc;           /* that of the block's last divergent step */
 static uint32_t block_steps;        /* the running block's divergent steps */
-static int block_first_line;        /* the barrier that ended its first one */
+static int block_line;              /* the barrier that ended its last one */
 
 int count_init(void)
 {
@@ -241,10 +243,14 @@ static uint32_t lost_in(const warp_request *r)
 
 static void tally(uint32_t kind, uint64_t pc, uint32_t live, const warp_request *r)
 {
-    if (r->mask != live)
-        step_divergent = true;
-    if (kind == GLOBAL_STORE || kind == SHARED_STORE)
-        lesson.lost_updates += lost_in(r);
+    if (r->mask != live && !step_divergent)
+        step_divergent = true, step_pc = pc;
+    if (kind == GLOBAL_STORE || kind == SHARED_STORE) {
+        uint32_t lost = lost_in(r);
+        lesson.lost_updates += lost;
+        if (lost && !lesson.lost_pc)
+            lesson.lost_pc = pc;
+    }
     mine.requests++;
     mine.active_lanes += (uint64_t)__builtin_popcount(r->mask);
     if (kind == GLOBAL_LOAD) {
@@ -326,7 +332,7 @@ void count_block_start(void)
     memset(shared_read, 0, shared_read_words * sizeof *shared_read);
     block_shared_read = 0;
     block_steps = 0;
-    block_first_line = 0;
+    block_line = 0, block_pc = 0;
     steps_begin();
 }
 
@@ -334,8 +340,10 @@ void count_barrier(int line)
 {
     if (!count_on)
         return;
-    if (step_divergent && block_steps++ == 0)
-        block_first_line = line;
+    if (step_divergent) {
+        block_steps++;
+        block_line = line, block_pc = step_pc;
+    }
     steps_begin();
 }
 
@@ -348,7 +356,8 @@ void count_block_end(void)
     if (steps > lesson.worst_steps || (steps == lesson.worst_steps && steps && blk.linear < lesson.worst_block)) {
         lesson.worst_steps = steps;
         lesson.worst_block = blk.linear;
-        lesson.worst_line = (uint32_t)block_first_line;
+        lesson.worst_line = (uint32_t)block_line;
+        lesson.worst_pc = block_pc;
     }
     if (block_shared_read > lesson.shared_read_bytes)
         lesson.shared_read_bytes = block_shared_read;

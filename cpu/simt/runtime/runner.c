@@ -139,7 +139,10 @@ static void add_lesson(cl_simt_lesson *to, const cl_simt_lesson *l)
         to->worst_steps = l->worst_steps;
         to->worst_block = l->worst_block;
         to->worst_line = l->worst_line;
+        to->worst_pc = l->worst_pc;
     }
+    if (!to->lost_pc)
+        to->lost_pc = l->lost_pc;
     if (l->shared_read_bytes > to->shared_read_bytes)
         to->shared_read_bytes = l->shared_read_bytes;
 }
