@@ -259,14 +259,6 @@ static const struct {
     {"matmul", matmul}, {"histo", histo}, {"reduce", reduce}, {"stencil", stencil}, {"coalesce", coalesce},
 };
 
-bool lesson_family(const char *family)
-{
-    for (size_t i = 0; i < sizeof lessons / sizeof *lessons; i++)
-        if (strcmp(lessons[i].family, family) == 0)
-            return true;
-    return false;
-}
-
 json_t *lesson_figures(const lesson_launch *l)
 {
     for (size_t i = 0; i < sizeof lessons / sizeof *lessons; i++)

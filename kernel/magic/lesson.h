@@ -22,8 +22,6 @@ typedef struct lesson_launch {
                                            the sizes: A is m×k, a stencil's w has 2R+1 weights) */
 } lesson_launch;
 
-/* Whether family has lesson checks. */
-bool lesson_family(const char *family);
 /* The lesson object {<name>: {value, expected, passed, line, why}} of l (a new reference), or
  * NULL for a family without lesson checks. */
 json_t *lesson_figures(const lesson_launch *l);
