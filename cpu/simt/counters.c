@@ -20,8 +20,11 @@
                 "(run on a GPU)"
 
 static bool wanted;
+static bool lesson_only;            /* cl_cpu_lesson_mode: the counted launch is a run's only one */
 static bool tried;                  /* the current run made its counted launch */
 static cl_counters current;
+static bool lesson_taken;           /* the current run's counted launch ran to its end: */
+static cl_simt_lesson_taken lesson; /* what it saw for the lesson checks */
 
 static void new_run(void)
 {
@@ -33,6 +36,8 @@ static void new_run(void)
 void cl_cpu_set_counters(int on)
 {
     wanted = on != 0;
+    if (wanted)
+        lesson_taken = false;       /* kept past the run (its counters' read, their end), until the next */
     new_run();
 }
 
@@ -50,15 +55,47 @@ bool simt_counters_due(void)
     return wanted && !tried;
 }
 
-void simt_counters_took(const cl_simt_counts *c)
+void simt_counters_took(const simt_arena *a)
 {
+    const cl_simt_launch *h = a->hdr;
     tried = true;
-    simt_counters_of(c, &current);
+    simt_counters_of(&h->report.counts, &current);
+    memset(&lesson, 0, sizeof lesson);
+    lesson.lesson = h->report.lesson;
+    memcpy(lesson.site_line, a->site_line, sizeof lesson.site_line);
+    lesson.worst_line = a->site_line[CL_SIMT_MAX_SITES];
+    lesson.lost_line = a->site_line[CL_SIMT_MAX_SITES + 1];
+    memcpy(lesson.grid, h->grid, sizeof lesson.grid);
+    memcpy(lesson.block, h->block, sizeof lesson.block);
+    lesson.nbuffers = h->nbuffers;
+    memcpy(lesson.buffers, h->buffers, sizeof lesson.buffers);
+    lesson_taken = true;
+}
+
+void cl_cpu_lesson_mode(int on)
+{
+    lesson_only = on != 0;
+    if (lesson_only)
+        lesson_taken = false;
+}
+
+bool simt_lesson_mode(void)
+{
+    return lesson_only && simt_counters_due();
+}
+
+int cl_cpu_lesson_taken(cl_simt_lesson_taken *out)
+{
+    if (!lesson_taken)
+        return -1;
+    *out = lesson;
+    return 0;
 }
 
 void simt_counters_failed(const char *err)
 {
     tried = true;
+    lesson_taken = false;
     snprintf(current.unavailable, sizeof current.unavailable, "the counted launch on the CPU runner failed: %s",
              err);
 }

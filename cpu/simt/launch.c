@@ -333,6 +333,14 @@ int simt_launch(simt_arena *a, const cl_student_kernel *k, const unsigned grid[3
         snprintf(err, CL_ERR_LEN, "the CPU runner refused %.40s: %.180s", k->name, refused);
         return -1;
     }
+    if (a->count && h->report.done) {   /* the lesson's instructions as cell lines (the clock has stopped) */
+        uint64_t pcs[CL_SIMT_MAX_SITES + 2];
+        for (int i = 0; i < CL_SIMT_MAX_SITES; i++)
+            pcs[i] = h->report.lesson.sites[i].pc;
+        pcs[CL_SIMT_MAX_SITES] = h->report.lesson.worst_pc;
+        pcs[CL_SIMT_MAX_SITES + 1] = h->report.lesson.lost_pc;
+        simt_lines(&code, pcs, CL_SIMT_MAX_SITES + 2, a->site_line);
+    }
     bool findings = false;
     for (int i = 0; i < CL_SIMT_NKINDS; i++)
         findings |= h->report.findings[i].count > 0;

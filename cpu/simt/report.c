@@ -25,7 +25,7 @@
 
 #include "cudalab/backend.h"
 
-#define MAX_PCS (2 * CL_SIMT_NKINDS)
+#define MAX_PCS (2 * CL_SIMT_NKINDS > CL_SIMT_MAX_SITES + 2 ? 2 * CL_SIMT_NKINDS : CL_SIMT_MAX_SITES + 2)
 #define CELL_FILE "cell"        /* the file name the student's source carries (#line) */
 
 /* ---- addresses to lines ---- */
@@ -123,6 +123,16 @@ static int line_of(const line_map *m, uint64_t pc)
         if (m->pc[i] == pc)
             return m->line[i];
     return 0;
+}
+
+void simt_lines(const simt_code *code, const uint64_t *pcs, int n, int *lines)
+{
+    line_map m = { .n = 0 };
+    for (int i = 0; i < n; i++)
+        want_pc(&m, pcs[i]);
+    resolve(&m, code);
+    for (int i = 0; i < n; i++)
+        lines[i] = pcs[i] ? line_of(&m, pcs[i]) : 0;
 }
 
 /* ---- words ---- */

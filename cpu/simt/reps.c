@@ -76,7 +76,7 @@ static int counted_launch(simt_arena *a, const cl_student_kernel *k, const unsig
     int rc = simt_launch(a, &counted, grid, block, dyn_smem, args, nargs, &ms, why);
     a->count = false;
     if (rc == 0) {
-        simt_counters_took(&a->hdr->report.counts);
+        simt_counters_took(a);
         return 0;
     }
     simt_counters_failed(why);
@@ -107,6 +107,30 @@ static int rep_wrong(simt_arena *a, const simt_rep_ops *ops, void *ctx, uint64_t
     return 0;
 }
 
+/* The lesson checks' run (simt_lesson_mode): the counted launch alone, on the run's own inputs, its
+ * lesson kept even when the runner found something (then the launch's error is the run's). */
+static int lesson_launch(simt_arena *a, const cl_student_kernel *k, const unsigned grid[3], const unsigned block[3],
+                         size_t dyn_smem, const cl_simt_arg *args, int nargs, uint64_t seed, const simt_rep_ops *ops,
+                         void *ctx, cl_times *times, char *err)
+{
+    if (ops->prepare(a, ctx, seed, err) != 0)
+        return -1;
+    cl_student_kernel counted = *k;
+    if (counted.limit_ms > 0)
+        counted.limit_ms *= COUNTED_LIMITS;
+    poison(a, &ops->poison);
+    double ms = 0;
+    a->count = true;
+    int rc = simt_launch(a, &counted, grid, block, dyn_smem, args, nargs, &ms, err);
+    a->count = false;
+    if (a->hdr->report.done)
+        simt_counters_took(a);
+    else
+        simt_counters_failed(err);
+    times->ms[times->reps++] = (float)ms;
+    return rc;
+}
+
 int simt_run_student(simt_arena *a, const cl_student_kernel *k, const unsigned grid_rule[3], size_t dyn_smem,
                      const cl_simt_arg *args, int nargs, int reps, uint64_t seed, const simt_rep_ops *ops,
                      void *ctx, cl_times *times, cl_launch *launch, char *err)
@@ -124,6 +148,8 @@ int simt_run_student(simt_arena *a, const cl_student_kernel *k, const unsigned g
     /* under --counters the family checks the counted launch's output, not the last rep's */
     bool counted = simt_counters_due();
     times->reps = 0;
+    if (simt_lesson_mode())
+        return lesson_launch(a, k, grid, block, dyn_smem, args, nargs, seed, ops, ctx, times, err);
     /* the first rep that returned a wrong result, and why in words */
     int wrong = -1;
     char why[CL_ERR_LEN] = "", what[CL_ERR_LEN];

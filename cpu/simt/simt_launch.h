@@ -39,6 +39,9 @@ typedef struct simt_arena {
     cl_simt_launch *hdr;
     void *host[CL_SIMT_MAX_BUFFERS];  /* each buffer, where the parent fills and reads it */
     bool count;                     /* the next launch is the counted one of --counters */
+    int site_line[CL_SIMT_MAX_SITES + 2];   /* after a counted launch: the cell line of each of its
+                                               report's lesson.sites, then of its worst_pc and lost_pc
+                                               (0: unknown) */
 } simt_arena;
 
 /* Lays out n buffers (at most CL_SIMT_MAX_BUFFERS) in a new arena. 0, or -1
@@ -122,8 +125,11 @@ void cl_cpu_set_counters(int on);
 int cl_cpu_counters(cl_counters *out);
 /* Whether the current run still wants its counted launch (--counters, none made yet). */
 bool simt_counters_due(void);
-/* The counted launch's outcome: its report's counts, or why it failed (err). */
-void simt_counters_took(const cl_simt_counts *c);
+/* The current run is the lesson checks' (cl_cpu_lesson_mode, counters due): one counted launch. */
+bool simt_lesson_mode(void);
+/* The counted launch's outcome: its report's counts and lesson (in a's header, with the lines of
+ * the lesson's instructions and the output it left), or why it failed (err). */
+void simt_counters_took(const simt_arena *a);
 void simt_counters_failed(const char *err);
 /* A counted launch's counts under --counters' names (CL_COUNTERS). */
 void simt_counters_of(const cl_simt_counts *c, cl_counters *out);
@@ -139,6 +145,9 @@ typedef struct simt_code {
     } sections[SIMT_MAX_SECTIONS];
     int nsections;
 } simt_code;
+
+/* The cell lines of n code addresses (0 where unknown), through addr2line. */
+void simt_lines(const simt_code *code, const uint64_t *pcs, int n, int *lines);
 
 /* The report's findings in words, one per line, each with its count
  * (cpu/simt/report.c). code: where the kernel's code lay (NULL: unknown), for

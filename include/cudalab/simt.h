@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 #define CL_SIMT_MAGIC 0x434c73696d74ull     /* "CLsimt" */
-#define CL_SIMT_VERSION 3
+#define CL_SIMT_VERSION 4
 #define CL_SIMT_MAX_BUFFERS 6
 #define CL_SIMT_MAX_ARGS 12
 #define CL_SIMT_NAME_LEN 24
@@ -145,11 +145,42 @@ typedef struct cl_simt_counts {
     uint64_t uncounted;             /* accesses past the request table's bound: left out */
 } cl_simt_counts;
 
+/* What a counted launch saw for the lesson checks (kernel/magic/lesson.c): where each global
+ * access went (by buffer, by instruction), how the block's threads diverged between barriers, and
+ * how much of its shared memory they read. Summed (or maxed) over the runner's processes. */
+#define CL_SIMT_MAX_SITES 32        /* global load and atomic instructions kept (the first ones flushed) */
+#define CL_SIMT_MAX_STEPS 64        /* divergent steps counted per block (more: this many) */
+typedef struct cl_simt_site {
+    uint64_t pc;                    /* the instruction (0: a free slot) */
+    int32_t buffer;                 /* the buffer its requests' first lanes reach (-1: none of them) */
+    uint32_t atomic;                /* 1: an atomic operation's, 0: a load's */
+    uint64_t requests, sectors;     /* warp-wide requests there, and their sectors */
+} cl_simt_site;
+typedef struct cl_simt_lesson {
+    uint64_t loads[CL_SIMT_MAX_BUFFERS];    /* lanes' global loads of each buffer (not atomics) */
+    uint64_t stores[CL_SIMT_MAX_BUFFERS];   /* and stores */
+    uint64_t atomics[CL_SIMT_MAX_BUFFERS];  /* and atomic operations */
+    cl_simt_site sites[CL_SIMT_MAX_SITES];
+    uint64_t sites_left_out;                /* loads of instructions past the table */
+    /* blocks by their divergent steps: steps ending at a __syncthreads() in which a warp made a
+     * request with some but not all of the lanes live at the step's start */
+    uint64_t divergent_blocks[CL_SIMT_MAX_STEPS + 1];
+    uint64_t worst_block;                   /* the first block (linear) with the most of them */
+    uint32_t worst_steps;
+    uint32_t worst_line;                    /* the barrier ending its last divergent step */
+    uint64_t worst_pc;                      /* that step's first request that left lanes idle */
+    uint64_t shared_read_bytes;             /* the most distinct bytes of shared memory one block read */
+    uint64_t lost_updates;                  /* plain stores (global or shared) that a lane of the same
+                                               request overwrote at once: the updates a warp loses */
+    uint64_t lost_pc;                       /* an instruction that lost some */
+} cl_simt_lesson;
+
 typedef struct cl_simt_report {
     volatile uint32_t lock;         /* a spin lock between the runner's processes */
     uint32_t done;                  /* the runner finished the grid (1); its time is the parent's to take */
     cl_simt_finding findings[CL_SIMT_NKINDS];
     cl_simt_counts counts;          /* a counted launch's (count = 1) */
+    cl_simt_lesson lesson;          /* and what the lesson checks read */
 } cl_simt_report;
 
 typedef struct cl_simt_launch {
@@ -168,6 +199,26 @@ typedef struct cl_simt_launch {
     volatile uint64_t next_block;   /* the next block to run (the processes take them in turn) */
     cl_simt_report report;
 } cl_simt_launch;
+
+/* A counted launch's lesson as the CPU backend keeps it for the worker (cpu/simt/counters.c;
+ * kernel/magic/lesson.c reads it): the report's lesson, the cell line of each of its instructions,
+ * and the launch's buffers (their names and shapes say its sizes). */
+typedef struct cl_simt_lesson_taken {
+    cl_simt_lesson lesson;
+    uint32_t grid[3], block[3];     /* the counted launch's */
+    int site_line[CL_SIMT_MAX_SITES];
+    int worst_line, lost_line;      /* the cell lines of lesson.worst_pc and lesson.lost_pc (0: unknown) */
+    uint32_t nbuffers;
+    cl_simt_buffer buffers[CL_SIMT_MAX_BUFFERS];    /* names and shapes: the launch's sizes */
+} cl_simt_lesson_taken;
+
+/* On (1) around the lesson checks' run (kernel/student/lesson.c), with --counters: a student run's
+ * one launch is the counted one, untimed (its time is not a timing), and its lesson is kept even
+ * when the runner found something in it (a race's lost updates), beside the run's error. */
+void cl_cpu_lesson_mode(int on);
+/* The lesson of the current run's counted launch (the CPU backend under --counters): 0, or -1
+ * when it made none that ran to its end (findings or not). */
+int cl_cpu_lesson_taken(cl_simt_lesson_taken *out);
 
 #ifdef __cplusplus
 }

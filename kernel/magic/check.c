@@ -64,6 +64,24 @@ void check_tool(json_t *check, const char *tool, json_t *report)
     json_object_set_new(tools, tool, report);
 }
 
+bool check_cpu_runner(json_t *check, const char *ename, const char *evalue, const json_t *lines)
+{
+    json_t *report;
+    bool failed = strcmp(ename, "KernelError") == 0 || strcmp(ename, "CheckError") == 0;
+    if (!*ename)
+        report = json_pack("{s:s, s:s, s:[]}", "tool", "cpu-runner", "status", "passed", "findings");
+    else if (failed)
+        report = json_pack("{s:s, s:s, s:o}", "tool", "cpu-runner", "status", "failed", "findings",
+                           json_array_size(lines) ? json_deep_copy(lines) : json_pack("[s]", evalue));
+    else
+        report = json_pack("{s:s, s:s, s:[], s:s}", "tool", "cpu-runner", "status", "unavailable", "findings",
+                           "reason", evalue);
+    check_tool(check, "cpu-runner", report);
+    if (failed)
+        json_object_set_new(check, "passed", json_false());
+    return failed;
+}
+
 /* The old spellings, as the families wrote them until the check was one document. */
 static const struct {
     const char *old, *now, *more;

@@ -27,6 +27,10 @@ typedef struct magic_student_hooks {
     /* The first values of the flags only students' kernels honour (keys, NULL-terminated): a
      * built-in variant runs at those alone (student_first_values); a new reference. */
     json_t *(*first_values)(const json_t *params, const char *const *keys);
+    /* A student's kernel's run at point (run.source "student"): its check gets the lesson checks
+     * (check.lesson) and the CPU runner's findings (check.tools["cpu-runner"]; on a GPU too). 0, or
+     * -1 with the error in ctx where the CPU runner found something (KernelError, on any backend). */
+    int (*lesson)(magic_ctx *ctx, json_t *run, const json_t *point);
 } magic_student_hooks;
 
 /* Registers the table (static storage, not copied); NULL unregisters. */

@@ -23,6 +23,7 @@
 
 #include "base/clock.h"
 #include "render/render.h"
+#include "magic/student_hooks.h"
 #include "magic/sweep.h"
 #include "magic/sweep_internal.h"
 
@@ -364,6 +365,8 @@ int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *u
             size_t before = json_array_size(runs);
             rc = s->run_point(ctx, pp, runs, user);
             sweep_add_launch(ctx, s, pp, runs, before);
+            for (size_t r = before; rc == 0 && magic_student()->lesson && r < json_array_size(runs); r++)
+                rc = magic_student()->lesson(ctx, json_array_get(runs, r), pp);
             if (rc != 0 && ctx->share.error.ename[0]) {
                 /* a wait for a timed turn (MAGIC_TIMED) that ended without one (an interrupt, CUDALAB_GPU_WAIT,
                  * an admission directory not to be trusted): not the backend's error */

@@ -20,6 +20,8 @@
 #include "magic/magic.h"
 #include "magic/occupancy_model.h"
 #include "student/compile.h"
+#include "student/inner_run.h"
+#include "student/lesson_run.h"
 #include "student/nvrtc.h"
 #include "student/run.h"
 #include "student/sanitize.h"
@@ -41,6 +43,11 @@ static const flag_spec kernel_flags[] = {
     STUDENT_COMPILE_FLAGS,
     {.name = "check", .type = FLAG_BOOL, .def = "true",
      .help = "run the quick check at a small awkward size (--no-check skips it)"},
+    {.name = "cpu-check", .type = FLAG_BOOL, .def = "true",
+     .help = "also run the kernel on the CPU runner at the quick check's size (cached): the lesson checks "
+             "(check.lesson) and, on a GPU, its findings (races, uninitialised shared memory, a missing "
+             "barrier, out of bounds) fail the check as on the CPU; --no-cpu-check skips it, here and in "
+             "the family's runs of the kernel (a live speed demo)"},
     {.name = NULL},
 };
 
@@ -165,30 +172,6 @@ static json_t *occupancy_json(const cl_occ_result *r, const char *device)
                      "device", device);
 }
 
-/* Captures the family magic's final document, and nothing else, for the quick check. */
-typedef struct capture {
-    magic_ctx *outer;
-    json_t *doc;
-} capture;
-
-static void capture_stream(void *impl, const char *name, const char *text)
-{
-    magic_stream(((capture *)impl)->outer, name, text);     /* device printf output, for one */
-}
-
-static void capture_result(void *impl, json_t *doc, json_t *view, const char *display_id, enum result_mode mode)
-{
-    capture *c = impl;
-    if (doc && (mode == RESULT_PLAIN || mode == RESULT_FINAL)) {
-        json_decref(c->doc);
-        c->doc = json_incref(doc);
-    }
-    json_decref(doc);
-    json_decref(view);
-}
-
-static const magic_out capture_out = { capture_stream, capture_result };
-
 /* Runs the family's magic on the kernel at the family's quick size. *check is
  * the run's check (new reference) or NULL; 0, or -1 with the error in ctx (a
  * failed check is not an error here). */
@@ -198,32 +181,23 @@ static int quick_check(magic_ctx *ctx, const student_def *d, json_t **check, cha
     char line[512];
     snprintf(line, sizeof line, "%%%s %s --variant %s --reps 1 --warmup 0", d->family->magic, d->quick, d->name);
     snprintf(what, wlen, "%s", line);
-    command *cmds = NULL;
-    parse_error perr;
-    int n = cell_parse(ctx->lab, line, &cmds, &perr);
-    if (n != 1) {
-        commands_free(cmds, n > 0 ? n : 0);
-        return magic_error(ctx, "InternalError", "the quick check does not parse: %s", perr.error.evalue);
-    }
-    capture cap = { ctx, NULL };
-    magic_ctx inner = { .sink.out = &capture_out, .sink.impl = &cap, .lab = ctx->lab, .backend = ctx->backend,
-                        .dev.note = ctx->dev.note };
-    int rc = cmds[0].magic->run(&inner, cmds[0].params, NULL);
-    commands_free(cmds, n);
-    json_t *run = json_array_get(json_object_get(cap.doc, "runs"), 0);
+    inner_run r;
+    if (inner_run_line(ctx, ctx->backend, line, true, &r) != 0)
+        return -1;
+    json_t *run = json_array_get(json_object_get(r.doc, "runs"), 0);
     if (run)
         *check = json_incref(json_object_get(run, "check"));
-    json_decref(cap.doc);
     /* a failed check is the check's answer; any other error (or a CheckError
      * with no run to show, such as writes outside C) is the cell's */
-    if (rc != 0 && (!*check || strcmp(inner.error.ename, "CheckError") != 0)) {
+    if (r.rc != 0 && (!*check || strcmp(r.error.ename, "CheckError") != 0)) {
         json_decref(*check);
         *check = NULL;
-        ctx->error = inner.error;
-        ctx->traceback = inner.traceback;
+        ctx->error = r.error;
+        ctx->traceback = json_incref(r.traceback);
+        inner_run_free(&r);
         return -1;
     }
-    json_decref(inner.traceback);
+    inner_run_free(&r);
     return 0;
 }
 
@@ -273,6 +247,17 @@ static int kernel_run(magic_ctx *ctx, const json_t *params, const char *body)
         ctx->traceback = NULL;
         check = check_new(false, "quick check", -1);
         json_object_set_new(check, "error", json_sprintf("%s: %s", fault.ename, fault.evalue));
+        /* the CPU runner's findings (the run's own on the CPU backend, the lesson run's on a GPU), and
+         * what the lesson run could still count (a race's lost updates) */
+        lesson_result lr;
+        if (strcmp(fault.ename, "KernelError") == 0)
+            check_cpu_runner(check, fault.ename, fault.evalue, fault_tb);
+        if (!student_cpu_check_off(d, NULL) && student_lesson(ctx, d, NULL, &lr) == 0) {
+            if (lr.lesson)
+                json_object_set(check, "lesson", lr.lesson);
+            lesson_result_free(&lr);
+        }
+        error_clear(&ctx->error);
     }
     /* a kernel with __shared__ gets racecheck once per build: a missing
      * __syncthreads() often passes the check by luck */

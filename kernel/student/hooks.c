@@ -3,8 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "magic/check.h"
 #include "magic/student_hooks.h"
 #include "student/hooks.h"
+#include "student/lesson_run.h"
 #include "student/run.h"
 #include "student/sanitize.h"
 #include "student/store.h"
@@ -27,10 +29,36 @@ static json_t *racecheck(magic_ctx *ctx, const char *name, const json_t *point)
     return r;
 }
 
+/* The lesson checks and the CPU runner's findings of a student's kernel's run (student_hooks.h). */
+static int lesson(magic_ctx *ctx, json_t *run, const json_t *point)
+{
+    const char *variant = json_string_value(json_object_get(run, "variant"));
+    const char *source = json_string_value(json_object_get(run, "source"));
+    json_t *check = json_object_get(run, "check");
+    const student_def *d = variant ? student_find(ctx->lab, variant) : NULL;
+    if (!d || !source || strcmp(source, "student") != 0 || !json_is_object(check) ||
+        json_is_null(json_object_get(check, "passed")) || student_cpu_check_off(d, point))
+        return 0;
+    lesson_result r;
+    if (student_lesson(ctx, d, point, &r) != 0)
+        return -1;
+    if (r.lesson)
+        json_object_set(check, "lesson", r.lesson);
+    bool failed = check_cpu_runner(check, r.found.ename, r.found.evalue, r.lines);
+    if (failed) {
+        ctx->error = r.found;
+        json_decref(ctx->traceback);
+        ctx->traceback = json_incref(r.lines);
+    }
+    lesson_result_free(&r);
+    return failed ? -1 : 0;
+}
+
 static const magic_student_hooks hooks = {
     .racecheck = racecheck,
     .sanitize = student_sanitize_command,
     .first_values = student_first_values,
+    .lesson = lesson,
 };
 
 void student_hooks_register(void)

@@ -40,7 +40,11 @@
      .help = "your kernels only: compile with --use_fast_math"},                                     \
     {.name = "sanitize", .type = FLAG_BOOL, .def = "false",                                         \
      .help = "instead of timing: run your kernels at the quick-check size under compute-sanitizer "  \
-             "(memcheck, racecheck, synccheck, initcheck) and show what it finds, by line"}
+             "(memcheck, racecheck, synccheck, initcheck) and show what it finds, by line"}, \
+    {.name = "cpu-check", .type = FLAG_BOOL, .def = "true",                                         \
+     .help = "your kernels only: --no-cpu-check skips their run on the CPU runner at the quick-check " \
+             "size (the lesson checks and, on a GPU, its findings: races, uninitialised shared "    \
+             "memory, ...) for a live speed demo (so does the %%kernel line's)"}
 
 /* --grid for a family whose built-in variants have none. */
 #define STUDENT_GRID_FLAG                                                                          \

@@ -90,6 +90,37 @@ static void old_spellings_name_the_new(void **state)
     assert_null(check_renamed("gflops", NULL));
 }
 
+/* Bug parity: the CPU runner's run of a student's kernel (its lesson run) merged into a run's check,
+ * the same on a GPU as on the CPU backend. */
+static void cpu_runner_findings_fail_the_check(void **state)
+{
+    (void)state;
+    json_t *c = check_new(true, "exact", 0);            /* a GPU run that passed */
+    assert_false(check_cpu_runner(c, "", "", NULL));    /* the runner found nothing */
+    assert_true(json_is_true(path(c, "passed", NULL)));
+    assert_string_equal(json_string_value(path(path(c, "tools", "cpu-runner"), "status", NULL)), "passed");
+    json_t *lines = json_pack("[s]", "data race on shared memory: thread (1,0) of block (0,0) read As[0][0] at line 12");
+    assert_true(check_cpu_runner(c, "KernelError", "your kernel k failed on the CPU runner", lines));
+    assert_true(json_is_false(path(c, "passed", NULL)));
+    const json_t *runner = path(c, "tools", "cpu-runner");
+    assert_string_equal(json_string_value(path(runner, "status", NULL)), "failed");
+    assert_true(json_equal(path(runner, "findings", NULL), lines));
+    json_decref(lines);
+    json_decref(c);
+    c = check_new(true, "exact", 0);                    /* a wrong result there, without lines: its message */
+    assert_true(check_cpu_runner(c, "CheckError", "C[3][4] = 0, expected 1", NULL));
+    assert_string_equal(json_string_value(json_array_get(path(path(c, "tools", "cpu-runner"), "findings", NULL), 0)),
+                        "C[3][4] = 0, expected 1");
+    json_decref(c);
+    c = check_new(true, "exact", 0);                    /* the runner could not run it: not the kernel's fault */
+    assert_false(check_cpu_runner(c, "CompileError", "no host compiler", NULL));
+    assert_true(json_is_true(path(c, "passed", NULL)));
+    runner = path(c, "tools", "cpu-runner");
+    assert_string_equal(json_string_value(path(runner, "status", NULL)), "unavailable");
+    assert_string_equal(json_string_value(path(runner, "reason", NULL)), "no host compiler");
+    json_decref(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -97,6 +128,7 @@ int main(void)
         cmocka_unit_test(wrong_values_name_their_place),
         cmocka_unit_test(tools_go_under_one_key),
         cmocka_unit_test(old_spellings_name_the_new),
+        cmocka_unit_test(cpu_runner_findings_fail_the_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -149,8 +149,10 @@ static void one_account_per_run(void **state)
     assert_non_null(strstr(out.unavailable, "the CPU backend has no hardware counters"));
     assert_non_null(strstr(out.unavailable, "CPU runner"));
 
-    cl_simt_counts c = counted();
-    simt_counters_took(&c);
+    static cl_simt_launch h;
+    h.report.counts = counted();
+    simt_arena a = { .hdr = &h };
+    simt_counters_took(&a);
     assert_false(simt_counters_due());                  /* one counted launch a run */
     assert_int_equal(cl_cpu_counters(&out), 0);
     assert_int_equal(out.measured, 1);

@@ -23,6 +23,13 @@
  * Global memory's traffic is modelled as compulsory: each distinct 32-byte sector of the buffers
  * read (written) in the launch counts once (an L2 as large as the data), in bitmaps shared by the
  * processes that run blocks.
+ *
+ * The same launch keeps what the lesson checks read (cl_simt_lesson): each lane's global access by
+ * the buffer it hit (whatever pointer reached it: an alias of A is A), each global load
+ * instruction's requests and sectors by its buffer, the distinct bytes of shared memory a block
+ * read, and a block's divergent steps: steps ending at a __syncthreads() in which a warp made a
+ * request with some, but not all, of the lanes live when the step began (the step after the last
+ * barrier, where one thread writes the block's result, is not one).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -41,7 +48,7 @@
                                        (a tile's loop between barriers) for the next instruction there */
 
 /* What an instruction does: the totals it feeds. */
-enum { GLOBAL_LOAD, GLOBAL_STORE, GLOBAL_ATOMIC, SHARED_ACCESS, SHARED_ATOMIC };
+enum { GLOBAL_LOAD, GLOBAL_STORE, GLOBAL_ATOMIC, SHARED_ACCESS, SHARED_ATOMIC, SHARED_STORE };
 
 /* One lane's accesses at one instruction, since its warp's last flush. */
 typedef struct lane_log {
@@ -66,6 +73,16 @@ static warp_table *tables;          /* one per warp of the block */
 static uint32_t open_requests;      /* opened in every warp's table of the process */
 static cl_simt_counts mine;         /* this process's totals, added to the report at its end */
 static uint64_t *read_map, *write_map;  /* a bit per sector of the arena, shared by the processes */
+static cl_simt_lesson lesson;       /* this process's part of the report's lesson */
+static uint64_t *shared_read;       /* a bit per byte of shared memory the running block read */
+static size_t shared_read_words;
+static uint64_t block_shared_read;  /* of which set */
+static uint32_t *step_live;         /* per warp: its lanes live when the step began */
+static bool step_divergent;         /* a request of the current step left live lanes idle */
+static uint64_t step_pc;            /* the first one's instruction */
+static uint64_t block_pc;           /* that of the block's last divergent step */
+static uint32_t block_steps;        /* the running block's divergent steps */
+static int block_line;              /* the barrier that ended its last one */
 
 int count_init(void)
 {
@@ -73,6 +90,11 @@ int count_init(void)
     if (!count_on)
         return 0;
     tables = calloc(blk.nwarps, sizeof *tables);
+    step_live = calloc(blk.nwarps, sizeof *step_live);
+    shared_read_words = (CL_SIMT_MAX_SMEM + 64u * 1024 + 63) / 64;
+    shared_read = calloc(shared_read_words, sizeof *shared_read);
+    if (!step_live || !shared_read)
+        return -1;
     size_t words = (launch->arena_bytes / CL_SIMT_SECTOR_BYTES + 63) / 64;
     read_map = mmap(NULL, words * 8, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     write_map = mmap(NULL, words * 8, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -89,6 +111,25 @@ static void mark_sectors(uint64_t *map, uint64_t offset, unsigned size, uint64_t
         if (!(__atomic_load_n(word, __ATOMIC_RELAXED) & bit) && !(__atomic_fetch_or(word, bit, __ATOMIC_RELAXED) & bit))
             (*fresh)++;
     }
+}
+
+/* The buffer holding arena offset at, or -1 (a gap: the checks reported it). */
+static int buffer_of(uint64_t at)
+{
+    for (uint32_t i = 0; i < launch->nbuffers && i < CL_SIMT_MAX_BUFFERS; i++)
+        if (at - launch->buffers[i].offset < launch->buffers[i].bytes)
+            return (int)i;
+    return -1;
+}
+
+/* Marks the bytes [offset, offset + size) of the block's shared memory read. */
+static void mark_shared_read(uint64_t offset, unsigned size)
+{
+    for (uint64_t b = offset; b < offset + size && b / 64 < shared_read_words; b++)
+        if (!(shared_read[b / 64] & 1ull << (b % 64))) {
+            shared_read[b / 64] |= 1ull << (b % 64);
+            block_shared_read++;
+        }
 }
 
 #define KIND_BITS 3                 /* a key's low bits: its kind */
@@ -140,9 +181,14 @@ static bool request_open(warp_table *t, int at, uint32_t k)
 
 void count_access(uintptr_t offset, unsigned size, uint32_t how, uint64_t pc, bool shared)
 {
-    uint32_t kind = shared ? (how & CL_SIMT_ATOMIC ? SHARED_ATOMIC : SHARED_ACCESS)
+    uint32_t kind = shared ? (how & CL_SIMT_ATOMIC ? SHARED_ATOMIC : how & CL_SIMT_WRITE ? SHARED_STORE : SHARED_ACCESS)
                            : how & CL_SIMT_ATOMIC ? GLOBAL_ATOMIC : how & CL_SIMT_WRITE ? GLOBAL_STORE : GLOBAL_LOAD;
+    if (kind == SHARED_ACCESS)
+        mark_shared_read(offset, size);
     if (!shared) {
+        int b = buffer_of(offset);
+        if (b >= 0)
+            (kind == GLOBAL_LOAD ? lesson.loads : kind == GLOBAL_STORE ? lesson.stores : lesson.atomics)[b]++;
         if (kind != GLOBAL_STORE)
             mark_sectors(read_map, offset, size, &mine.read_sectors);
         if (kind != GLOBAL_LOAD)
@@ -164,22 +210,66 @@ void count_access(uintptr_t offset, unsigned size, uint32_t how, uint64_t pc, bo
         mine.uncounted++;
 }
 
-static void tally(uint32_t kind, const warp_request *r)
+/* A global load's or atomic's request into the lesson's table of instructions, by its buffer. */
+static void site_tally(uint64_t pc, uint32_t atomic, const warp_request *r, uint32_t sectors)
 {
+    int b = buffer_of(r->offset[__builtin_ctz(r->mask)]);
+    for (int i = 0; i < CL_SIMT_MAX_SITES; i++) {
+        cl_simt_site *s = &lesson.sites[i];
+        if (s->pc == 0)
+            s->pc = pc, s->buffer = b, s->atomic = atomic;
+        if (s->pc == pc && s->buffer == b && s->atomic == atomic) {
+            s->requests++;
+            s->sectors += sectors;
+            return;
+        }
+    }
+    lesson.sites_left_out++;
+}
+
+/* Lanes of one plain store request that write a word another lane of it writes: on a GPU one
+ * value survives, so a read-modify-write (counts[b]++) of those lanes adds one, not their number. */
+static uint32_t lost_in(const warp_request *r)
+{
+    uint32_t lost = 0;
+    for (uint32_t l = 0; l < WARP_LANES; l++)
+        for (uint32_t o = 0; o < l && (r->mask >> l & 1); o++)
+            if ((r->mask >> o & 1) && r->offset[o] == r->offset[l]) {
+                lost++;
+                break;
+            }
+    return lost;
+}
+
+static void tally(uint32_t kind, uint64_t pc, uint32_t live, const warp_request *r)
+{
+    if (r->mask != live && !step_divergent)
+        step_divergent = true, step_pc = pc;
+    if (kind == GLOBAL_STORE || kind == SHARED_STORE) {
+        uint32_t lost = lost_in(r);
+        lesson.lost_updates += lost;
+        if (lost && !lesson.lost_pc)
+            lesson.lost_pc = pc;
+    }
     mine.requests++;
     mine.active_lanes += (uint64_t)__builtin_popcount(r->mask);
     if (kind == GLOBAL_LOAD) {
+        uint32_t sectors = warp_sectors(r);
         mine.global_loads++;
-        mine.global_load_sectors += warp_sectors(r);
-    } else if (kind == SHARED_ACCESS) {
+        mine.global_load_sectors += sectors;
+        site_tally(pc, 0, r, sectors);
+    } else if (kind == GLOBAL_ATOMIC) {
+        site_tally(pc, 1, r, warp_sectors(r));
+    } else if (kind == SHARED_ACCESS || kind == SHARED_STORE) {
         mine.shared_requests++;
         mine.bank_conflicts += warp_bank_conflicts(r);
     }
 }
 
 /* The n requests of one instruction: request k is the k-th entry of every lane's log that has one. */
-static void flush_site(uint32_t kind, uint32_t n, lane_log *lanes)
+static void flush_site(uint64_t key, uint32_t n, lane_log *lanes, uint32_t live)
 {
+    uint32_t kind = (uint32_t)(key & ((1u << KIND_BITS) - 1));
     for (uint32_t k = 0; k < n; k++) {
         warp_request r;
         r.mask = 0;
@@ -189,7 +279,7 @@ static void flush_site(uint32_t kind, uint32_t n, lane_log *lanes)
                 r.offset[l] = (uint32_t)(lanes[l].log[k] >> 16);
                 r.bytes[l] = (uint16_t)lanes[l].log[k];
             }
-        tally(kind, &r);
+        tally(kind, key >> KIND_BITS, live, &r);
     }
     for (uint32_t l = 0; l < WARP_LANES; l++) {
         lane_log *g = &lanes[l];
@@ -208,7 +298,7 @@ void count_flush_warp(uint32_t w)
         return;
     for (uint32_t i = 0; i < SITES; i++)
         if (t->key[i]) {
-            flush_site((uint32_t)(t->key[i] & ((1u << KIND_BITS) - 1)), t->opened[i], t->lanes[i]);
+            flush_site(t->key[i], t->opened[i], t->lanes[i], step_live[w]);
             open_requests -= t->opened[i];
             t->key[i] = 0, t->opened[i] = 0, t->closed[i] = false;
         }
@@ -221,10 +311,62 @@ void count_flush_block(void)
         count_flush_warp(w);
 }
 
+/* Each warp's lanes live now: the next step's. */
+static void steps_begin(void)
+{
+    for (uint32_t w = 0; w < blk.nwarps; w++) {
+        uint32_t m = 0;
+        for (uint32_t l = 0; l < WARP_LANES && w * WARP_LANES + l < blk.nthreads; l++) {
+            enum thread_state st = blk.threads[w * WARP_LANES + l].state;
+            m |= (uint32_t)(st != T_DONE && st != T_FAULTED) << l;
+        }
+        step_live[w] = m;
+    }
+    step_divergent = false;
+}
+
+void count_block_start(void)
+{
+    if (!count_on)
+        return;
+    memset(shared_read, 0, shared_read_words * sizeof *shared_read);
+    block_shared_read = 0;
+    block_steps = 0;
+    block_line = 0, block_pc = 0;
+    steps_begin();
+}
+
+void count_barrier(int line)
+{
+    if (!count_on)
+        return;
+    if (step_divergent) {
+        block_steps++;
+        block_line = line, block_pc = step_pc;
+    }
+    steps_begin();
+}
+
+void count_block_end(void)
+{
+    if (!count_on)
+        return;
+    uint32_t steps = block_steps < CL_SIMT_MAX_STEPS ? block_steps : CL_SIMT_MAX_STEPS;
+    lesson.divergent_blocks[steps]++;
+    if (steps > lesson.worst_steps || (steps == lesson.worst_steps && steps && blk.linear < lesson.worst_block)) {
+        lesson.worst_steps = steps;
+        lesson.worst_block = blk.linear;
+        lesson.worst_line = (uint32_t)block_line;
+        lesson.worst_pc = block_pc;
+    }
+    if (block_shared_read > lesson.shared_read_bytes)
+        lesson.shared_read_bytes = block_shared_read;
+}
+
 void count_finish(void)
 {
     if (!count_on)
         return;
     count_flush_block();
-    report_add_counts(&mine);
+    report_add_counts(&mine, &lesson);
 }

@@ -119,6 +119,11 @@ void count_access(uintptr_t offset, unsigned size, uint32_t how, uint64_t pc, bo
 /* Every live lane of warp w (of every warp: block) is at one point: its requests are complete. */
 void count_flush_warp(uint32_t w);
 void count_flush_block(void);
+/* A block starts (its threads ready), a __syncthreads() at line releases it, it ends: the lesson's
+ * steps and shared bytes of the block. */
+void count_block_start(void);
+void count_barrier(int line);
+void count_block_end(void);
 /* The process has run its blocks: its totals into the report. */
 void count_finish(void);
 
@@ -129,8 +134,8 @@ void where_now(cl_simt_where *w, uint64_t pc, uint32_t access);
 void report_finding(int kind, uint64_t key, const cl_simt_finding *f);
 /* The running thread stops here (a fault): the block goes on without it, the launch is failed. */
 void thread_fault(void) __attribute__((noreturn));
-/* Adds a process's counts to the report's (count.c). */
-void report_add_counts(const cl_simt_counts *c);
+/* Adds a process's counts and lesson to the report's (count.c). */
+void report_add_counts(const cl_simt_counts *c, const cl_simt_lesson *l);
 
 #pragma GCC visibility pop
 

@@ -107,10 +107,51 @@ void report_finding(int kind, uint64_t key, const cl_simt_finding *f)
         stop_everyone();
 }
 
-void report_add_counts(const cl_simt_counts *c)
+/* l's parts into the report's lesson: sums, the instructions by (pc, buffer), the worst block. */
+static void add_lesson(cl_simt_lesson *to, const cl_simt_lesson *l)
+{
+    for (int b = 0; b < CL_SIMT_MAX_BUFFERS; b++) {
+        to->loads[b] += l->loads[b];
+        to->stores[b] += l->stores[b];
+        to->atomics[b] += l->atomics[b];
+    }
+    to->sites_left_out += l->sites_left_out;
+    to->lost_updates += l->lost_updates;
+    for (int i = 0; i < CL_SIMT_MAX_SITES && l->sites[i].pc; i++) {
+        const cl_simt_site *s = &l->sites[i];
+        int j = 0;
+        while (j < CL_SIMT_MAX_SITES && to->sites[j].pc &&
+               (to->sites[j].pc != s->pc || to->sites[j].buffer != s->buffer || to->sites[j].atomic != s->atomic))
+            j++;
+        if (j == CL_SIMT_MAX_SITES) {
+            to->sites_left_out += s->requests;
+            continue;
+        }
+        if (!to->sites[j].pc)
+            to->sites[j].pc = s->pc, to->sites[j].buffer = s->buffer, to->sites[j].atomic = s->atomic;
+        to->sites[j].requests += s->requests;
+        to->sites[j].sectors += s->sectors;
+    }
+    for (int k = 0; k <= CL_SIMT_MAX_STEPS; k++)
+        to->divergent_blocks[k] += l->divergent_blocks[k];
+    if (l->worst_steps > to->worst_steps || (l->worst_steps && l->worst_steps == to->worst_steps &&
+                                             l->worst_block < to->worst_block)) {
+        to->worst_steps = l->worst_steps;
+        to->worst_block = l->worst_block;
+        to->worst_line = l->worst_line;
+        to->worst_pc = l->worst_pc;
+    }
+    if (!to->lost_pc)
+        to->lost_pc = l->lost_pc;
+    if (l->shared_read_bytes > to->shared_read_bytes)
+        to->shared_read_bytes = l->shared_read_bytes;
+}
+
+void report_add_counts(const cl_simt_counts *c, const cl_simt_lesson *l)
 {
     cl_simt_counts *sum = &launch->report.counts;
     lock();
+    add_lesson(&launch->report.lesson, l);
     sum->requests += c->requests;
     sum->active_lanes += c->active_lanes;
     sum->global_loads += c->global_loads;

@@ -150,6 +150,7 @@ static void barrier_release(void)
     }
     blk.at_barrier = 0;
     count_flush_block();
+    count_barrier(first_line);
 }
 
 static int block_sync(int pred, int line)
@@ -378,6 +379,7 @@ static void run_block(uint64_t linear)
         fiber_prepare(&t->f, thread_entry, t);
     }
     check_block_start();
+    count_block_start();
     while (blk.live > 0 && !blk.abort) {
         bool ran = false;
         for (uint32_t i = 0; i < blk.nthreads && !blk.abort; i++)
@@ -391,6 +393,7 @@ static void run_block(uint64_t linear)
         }
     }
     count_flush_block();            /* (every warp's end flushed it, unless the block was stopped) */
+    count_block_end();
 }
 
 int sched_run_blocks(void)
