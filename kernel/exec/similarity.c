@@ -3,12 +3,15 @@
  * each other (student/fingerprint.h), to read beside the grades. It flags;
  * it never grades: the lecture's own kernel is the textbook answer.
  *
- *   cudalab --similarity [--threshold T] [--json] NOTEBOOK...
+ *   cudalab --similarity [--threshold T] [--base NOTEBOOK]... [--json] NOTEBOOK...
  *
  * Each notebook's code cells that are %%kernel cells (parsed as the kernel
  * parses them) give one graded kernel per --name (the last definition, as a
  * run of the notebook leaves it). The student and the assignment are the two
  * folders above the notebook, as in nbgrader's submitted/STUDENT/ASSIGNMENT/.
+ * --base names a notebook every student was given (the assignment's release
+ * version): the code of its %%kernel cells (the starters' signatures and
+ * scaffolding) is left out of every comparison, as MOSS's base files are.
  * One row per kernel, in the order given, as CSV (a header line first) or,
  * with --json, one object per line, with the same keys:
  *
@@ -311,16 +314,18 @@ static void print_csv(const json_t *r)
 
 static void usage(FILE *f)
 {
-    fputs("usage: cudalab --similarity [--threshold T] [--json] NOTEBOOK...\n"
+    fputs("usage: cudalab --similarity [--threshold T] [--base NOTEBOOK]... [--json] NOTEBOOK...\n"
           "  each graded kernel (%%kernel cell) of the notebooks, with its highest similarity to the\n"
-          "  built-in variants of its family and to another student's kernel, flagged from T\n", f);
+          "  built-in variants of its family and to another student's kernel, flagged from T (0.8);\n"
+          "  the code of the --base notebooks' %%kernel cells (what every student was given) left out\n", f);
 }
 
 int similarity_main(int argc, char **argv)
 {
     double threshold = FINGERPRINT_FLAG;
     bool json_mode = false;
-    int first = argc;
+    int first = argc, rc = 0;
+    prints builtins = {0}, kernels = {0}, base = {0};
     for (int i = 0; i < argc; i++) {
         char *end;
         if (strcmp(argv[i], "--json") == 0) {
@@ -329,14 +334,20 @@ int similarity_main(int argc, char **argv)
             threshold = strtod(argv[++i], &end);
             if (*end || end == argv[i] || !(threshold >= 0 && threshold <= 1)) {
                 fprintf(stderr, "cudalab --similarity: --threshold %s: a number from 0 to 1\n", argv[i]);
+                prints_free(&base);
                 return 2;
             }
+        } else if (strcmp(argv[i], "--base") == 0 && i + 1 < argc) {
+            if (add_notebook(&base, argv[++i]) != 0)
+                rc = 1;
         } else if (strcmp(argv[i], "--help") == 0) {
             usage(stdout);
+            prints_free(&base);
             return 0;
         } else if (argv[i][0] == '-' && argv[i][1] == '-') {
             fprintf(stderr, "cudalab --similarity: unknown or incomplete argument '%s'\n", argv[i]);
             usage(stderr);
+            prints_free(&base);
             return 2;
         } else {
             first = i;
@@ -345,10 +356,9 @@ int similarity_main(int argc, char **argv)
     }
     if (first == argc) {
         usage(stderr);
+        prints_free(&base);
         return 2;
     }
-    prints builtins = {0}, kernels = {0};
-    int rc = 0;
     if (add_builtins(&builtins) != 0) {
         fprintf(stderr, "cudalab --similarity: out of memory\n");
         rc = 2;
@@ -356,6 +366,12 @@ int similarity_main(int argc, char **argv)
     for (int i = first; i < argc && rc != 2; i++)
         if (add_notebook(&kernels, argv[i]) != 0)
             rc = 1;
+    for (size_t b = 0; b < base.n; b++) {
+        for (size_t i = 0; i < builtins.n; i++)
+            fingerprint_remove(&builtins.at[i].fp, &base.at[b].fp);
+        for (size_t i = 0; i < kernels.n; i++)
+            fingerprint_remove(&kernels.at[i].fp, &base.at[b].fp);
+    }
     if (!json_mode && rc != 2)
         for (size_t c = 0; columns[c]; c++)
             printf("%s%s", c ? "," : "", columns[c]);
@@ -380,5 +396,6 @@ int similarity_main(int argc, char **argv)
     fflush(stdout);
     prints_free(&builtins);
     prints_free(&kernels);
+    prints_free(&base);
     return rc;
 }

@@ -365,6 +365,27 @@ out:
     return rc;
 }
 
+static bool has(const uint64_t *v, size_t n, uint64_t h)
+{
+    return bsearch(&h, v, n, sizeof *v, cmp_u64) != NULL;
+}
+
+/* Keeps the hashes of v[0, n) that the sorted array base lacks; the new count. */
+static size_t keep_missing(uint64_t *v, size_t n, const uint64_t *base, size_t nbase)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!has(base, nbase, v[i]))
+            v[kept++] = v[i];
+    return kept;
+}
+
+void fingerprint_remove(fingerprint *fp, const fingerprint *base)
+{
+    fp->nstatements = keep_missing(fp->statements, fp->nstatements, base->statements, base->nstatements);
+    fp->ngrams = keep_missing(fp->grams, fp->ngrams, base->grams, base->ngrams);
+}
+
 /* 2·|a ∩ b| / (|a| + |b|) of two sorted arrays (as multisets). */
 static double dice(const uint64_t *a, size_t na, const uint64_t *b, size_t nb)
 {

@@ -46,6 +46,11 @@ typedef struct fingerprint {
 int fingerprint_make(const char *source, fingerprint *fp);
 void fingerprint_free(fingerprint *fp);
 
+/* Removes from fp the statements and k-grams that base has (every copy): the
+ * code every student was given (a starter cell's signature and scaffold), as
+ * MOSS's base files, which would otherwise make every pair alike. */
+void fingerprint_remove(fingerprint *fp, const fingerprint *base);
+
 /* The similarity of a and b in [0, 1]: the mean of the Dice coefficients of
  * their statements (as multisets) and of their k-grams; 0 when either is empty. */
 double fingerprint_similarity(const fingerprint *a, const fingerprint *b);
