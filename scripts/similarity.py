@@ -16,7 +16,7 @@ student, assignment, notebook, kernel, family, builtin, builtin_similarity, peer
 peer_similarity, flagged ("builtin", "peer", "builtin peer" or "").
 
 Usage: python scripts/similarity.py [--course notebooks/assignments] [--assignment ps2]...
-                                    [--threshold 0.8] [--csv OUT.csv] [--binary build/bin/cudalab]
+                                    [--threshold T] [--csv OUT.csv] [--binary build/bin/cudalab]
 Exit status: 0 (flags included), 1 when a notebook could not be read, 2 on a usage error.
 """
 from __future__ import annotations
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--course", type=Path, default=REPO / "notebooks" / "assignments",
                     help="the nbgrader course folder (with source/ and submitted/)")
     ap.add_argument("--assignment", action="append", help="an assignment to report (default: every one submitted)")
-    ap.add_argument("--threshold", type=float, help="the similarity from which a row is flagged (the kernel's default: 0.8)")
+    ap.add_argument("--threshold", type=float, help="the similarity from which a row is flagged (default: the kernel's, cudalab --similarity --help)")
     ap.add_argument("--csv", type=Path, help="write the report here instead of stdout")
     ap.add_argument("--binary", type=Path, default=default_binary(), help="the cudalab binary")
     a = ap.parse_args(argv)

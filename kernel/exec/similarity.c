@@ -314,10 +314,11 @@ static void print_csv(const json_t *r)
 
 static void usage(FILE *f)
 {
-    fputs("usage: cudalab --similarity [--threshold T] [--base NOTEBOOK]... [--json] NOTEBOOK...\n"
-          "  each graded kernel (%%kernel cell) of the notebooks, with its highest similarity to the\n"
-          "  built-in variants of its family and to another student's kernel, flagged from T (0.8);\n"
-          "  the code of the --base notebooks' %%kernel cells (what every student was given) left out\n", f);
+    fprintf(f, "usage: cudalab --similarity [--threshold T] [--base NOTEBOOK]... [--json] NOTEBOOK...\n"
+            "  each graded kernel (%%%%kernel cell) of the notebooks, with its highest similarity to the\n"
+            "  built-in variants of its family and to another student's kernel, flagged from T (default %g);\n"
+            "  the code of the --base notebooks' %%%%kernel cells (what every student was given) left out\n",
+            FINGERPRINT_FLAG);
 }
 
 int similarity_main(int argc, char **argv)
