@@ -3,12 +3,12 @@
  */
 #include "magic/assignment.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/log.h"
+#include "base/text.h"
 #include "magic/families.h"
 
 #define GRADED_MAX 32                   /* more than there are families */
@@ -23,25 +23,15 @@ typedef struct assignment_part {
     graded at[GRADED_MAX];
 } assignment_part;
 
-static int fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *why, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 int assignment_name_check(const char *name, char *why, size_t len)
 {
     size_t n = strlen(name);
     if (n == 0 || n >= ASSIGNMENT_NAME_MAX)
-        return fail(why, len, "an assignment's name has 1 to %d characters", ASSIGNMENT_NAME_MAX - 1);
+        return fail_into(why, len, "an assignment's name has 1 to %d characters", ASSIGNMENT_NAME_MAX - 1);
     for (const char *p = name; *p; p++)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
               strchr("_-.", *p)))
-            return fail(why, len, "'%s': an assignment's name has letters, digits, '_', '-' and '.' only", name);
+            return fail_into(why, len, "'%s': an assignment's name has letters, digits, '_', '-' and '.' only", name);
     return 0;
 }
 
@@ -60,7 +50,7 @@ static int add(assignment_part *a, const char *name, const family_spec *f, char 
         if (a->at[i].family == f->magic)
             return 0;
     if (a->count == GRADED_MAX)
-        return fail(why, len, "%s", "too many graded families");
+        return fail_into(why, len, "%s", "too many graded families");
     a->at[a->count].family = f->magic;
     snprintf(a->at[a->count].name, sizeof a->at[a->count].name, "%s", name);
     a->count++;
@@ -75,7 +65,7 @@ static int declare_in(assignment_part *a, const char *name, const char *family, 
     if (!f || !f->student) {
         char have[256];
         assignment_gradable(have, sizeof have);
-        return fail(why, len, "'%s' is not a family that takes students' kernels (%s)", family, have);
+        return fail_into(why, len, "'%s' is not a family that takes students' kernels (%s)", family, have);
     }
     return add(a, name, f, why, len);
 }
@@ -85,7 +75,7 @@ static int declare_env_item(assignment_part *a, const char *s, size_t len, char 
 {
     const char *colon = memchr(s, ':', len);
     if (!colon || colon == s || (size_t)(colon - s) >= ASSIGNMENT_NAME_MAX)
-        return fail(why, wlen, "%s", "an item is not NAME:FAMILY,...");
+        return fail_into(why, wlen, "%s", "an item is not NAME:FAMILY,...");
     char name[ASSIGNMENT_NAME_MAX], family[64];
     snprintf(name, sizeof name, "%.*s", (int)(colon - s), s);
     const char *end = s + len;
@@ -94,7 +84,7 @@ static int declare_env_item(assignment_part *a, const char *s, size_t len, char 
         if (p + n > end)
             n = (size_t)(end - p);
         if (n == 0 || n >= sizeof family)
-            return fail(why, wlen, "%s", "an empty or overlong family");
+            return fail_into(why, wlen, "%s", "an empty or overlong family");
         snprintf(family, sizeof family, "%.*s", (int)n, p);
         if (declare_in(a, name, family, why, wlen) != 0)
             return -1;
@@ -136,7 +126,7 @@ int assignment_declare(lab_session *lab, const char *name, const char *family, c
 {
     assignment_part *a = part_of(lab);
     if (!a)
-        return fail(why, len, "%s", lab ? "out of memory" : "no session to hold an assignment");
+        return fail_into(why, len, "%s", lab ? "out of memory" : "no session to hold an assignment");
     return declare_in(a, name, family, why, len);
 }
 
