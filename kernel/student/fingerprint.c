@@ -35,6 +35,7 @@ static const char *const type_words[] = {
 static const char *const header_words[] = {"for", "if", "while", "switch", NULL}; /* "(...)" then a body */
 
 #define NAMES_MAX 64                /* parameters, __shared__ arrays: more are other names */
+#define SHARED_LOOK 16              /* tokens after __shared__ where its array's name may be */
 
 enum norm_class { N_PLAIN, N_NAME, N_TYPE, N_HEADER, N_ELSE };
 
@@ -105,7 +106,9 @@ static void find_names(const char *src, const lexed *lx, source_names *nm)
     for (i = 0; i < lx->n; i++) {
         if (!tok_is(src, &lx->tok[i], "__shared__"))
             continue;
-        for (size_t j = i + 1; j < lx->n && !tok_is(src, &lx->tok[j], ";"); j++) {
+        /* the name comes within a few tokens ("extern __shared__ __align__(16) float s[]"): a
+         * bounded look, so that a source of nothing but __shared__ stays linear */
+        for (size_t j = i + 1; j < lx->n && j <= i + SHARED_LOOK && !tok_is(src, &lx->tok[j], ";"); j++) {
             text_ref w = tok_text(src, &lx->tok[j]);
             if (lx->tok[j].kind == TK_IDENT && !word_in(kept_words, w.at, w.len)) {
                 if (nm->nshared < NAMES_MAX)

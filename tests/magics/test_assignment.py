@@ -6,6 +6,8 @@ sources, the graded family still runs, the next cell works, and %help documents 
 Nothing here needs a GPU: --show-source runs nothing."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from conftest import builtin_variants, execute, failed, quiet_ok
@@ -49,6 +51,24 @@ def test_graded_families_refuse_their_sources_others_show_theirs(kernel):
     assert reply["content"]["status"] == "ok" and reply["content"]["payload"], reply["content"]
     # the graded family still runs its built-in variants (the grade compares against them)
     quiet_ok(kc, "%matmul --variant naive,tiled --size 48 --reps 1 --warmup 0")
+
+
+def test_every_family_that_shows_sources_refuses(kernel):
+    """Every family that takes students' kernels (the kernel's own list, from its error) and has
+    --show-source refuses it once graded: a family added later cannot forget the refusal."""
+    km, kc = kernel
+    c, _ = failed(kc, "%assignment all --graded nosuch")
+    families = re.search(r"\(([a-z, ]+)\)$", c["evalue"]).group(1).split(", ")
+    assert "matmul" in families and "reduce" in families, families
+    quiet_ok(kc, f"%assignment all --graded {','.join(families)}")
+    shown = 0
+    for f in families:
+        if "--show-source" not in "".join(str(m["content"]) for m in quiet_ok(kc, f"%help {f}")):
+            continue
+        shown += 1
+        refused(kc, f"%{f} --show-source anything --as-kernel",
+                f"all grades your own {f} kernel: the built-in sources are not shown during it")
+    assert shown >= 6, shown
 
 
 def test_a_later_cell_cannot_lift_it(kernel):

@@ -325,6 +325,16 @@ static void hostile_sources_are_fingerprinted(void **state)
         fingerprint_free(&ft);
         free(t);
     }
+    /* a source of nothing but __shared__ (every one looks ahead for its array's name) */
+    size_t reps = 200000;
+    char *shared = malloc(reps * 11 + 1);
+    for (size_t i = 0; i < reps; i++)
+        memcpy(shared + i * 11, "__shared__ ", 11);
+    shared[reps * 11] = '\0';
+    fingerprint fs;
+    assert_int_equal(fingerprint_make(shared, &fs), 0);
+    fingerprint_free(&fs);
+    free(shared);
     /* a long source: many parameters and shared arrays, deep nesting */
     size_t n = 1 << 20;
     char *big = malloc(n + 1);
