@@ -251,6 +251,36 @@ static void emit_declarator(builder *b, const uint64_t *h, size_t type_end, size
     free(one.v);
 }
 
+/* A statement of n tokens, tk[from, ...) with hashes h: a compound assignment
+ * at its top level ("s += e") as what it stands for ("s = s + e"). */
+static void emit_assignment(builder *b, const norm *tk, size_t from, const uint64_t *h, size_t n)
+{
+    static const char ops[] = "+-*/%&|^";
+    int depth = 0;
+    for (size_t i = 0; i + 1 < n; i++) {
+        char c = tk[from + i].punct;
+        depth += (c == '(' || c == '[') - (c == ')' || c == ']');
+        bool compound = depth == 0 && i > 0 && c && strchr(ops, c) && tk[from + i + 1].punct == '=' &&
+                        !strchr(ops, tk[from + i - 1].punct ? tk[from + i - 1].punct : '=') &&
+                        !(i + 2 < n && tk[from + i + 2].punct == '=');
+        if (!compound)
+            continue;
+        hashes one = {0};
+        for (size_t j = 0; j < i; j++)          /* s = */
+            push(&one, h[j]);
+        push(&one, h[i + 1]);
+        for (size_t j = 0; j <= i; j++)         /* s + */
+            push(&one, h[j]);
+        for (size_t j = i + 2; j < n; j++)      /* e */
+            push(&one, h[j]);
+        b->statements.failed |= one.failed;
+        emit(b, one.v, one.n);
+        free(one.v);
+        return;
+    }
+    emit(b, h, n);
+}
+
 /* Ends the statement being built, whose tokens are tk[from, ...): a
  * declaration of several variables ("int a = 1, b = 2") as one statement per
  * variable, each with the type. */
@@ -274,7 +304,7 @@ static void end_statement(builder *b, const norm *tk, size_t from)
     if (several)
         emit_declarator(b, h, type_end, start, n);
     else
-        emit(b, h, n);
+        emit_assignment(b, tk, from, h, n);
     b->stmt.n = 0;
 }
 

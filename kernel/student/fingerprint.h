@@ -13,7 +13,7 @@
  * another; numbers and strings one token each. The token stream is cut into
  * statements (at ';', braces, and after the header of for/if/while/else, so
  * that a body with or without braces reads the same; a declaration of several
- * variables as one statement per variable). The fingerprint is
+ * variables as one statement per variable; "s += e" as "s = s + e"). The fingerprint is
  *   - the multiset of the statements' hashes, and
  *   - the winnowed k-grams (MOSS's winnowing) of the normalised tokens of
  *     each statement, as a set,

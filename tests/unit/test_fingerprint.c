@@ -2,7 +2,8 @@
  * (kernel/student/fingerprint.c): disguised copies of the built-in tiled
  * matmul (its %%kernel cell as --as-kernel makes it, read from this build:
  * renamed, reformatted, braces moved, comments added, independent statements
- * reordered, the loop variables renamed, all of it at once) score at least
+ * reordered, the loop variables renamed, a compound assignment written out,
+ * all of it at once) score at least
  * FINGERPRINT_FLAG; three independently written correct tiled kernels
  * (the .cu files of tests/similarity/, which tests/magics/test_similarity.py runs through
  * the CPU runner's check) score below it against every built-in variant and
@@ -185,6 +186,11 @@ static char *disguise_braces(char *s)
     return replaced(s, "pvalue += Ads[ty][i] * Bds[i][tx];", "{ pvalue += Ads[ty][i] * Bds[i][tx]; }");
 }
 
+static char *disguise_compound(char *s)
+{
+    return replaced(s, "pvalue += Ads[ty][i] * Bds[i][tx];", "pvalue = pvalue + Ads[ty][i] * Bds[i][tx];");
+}
+
 static char *disguise_declarations(char *s)
 {
     return replaced(s, "int tx = threadIdx.x, ty = threadIdx.y;", "int tx = threadIdx.x;\nint ty = threadIdx.y;");
@@ -223,10 +229,25 @@ static void braces_and_split_declarations_are_similar(void **state)
     check_disguise("declarations", disguise_declarations);
 }
 
+static void a_compound_assignment_written_out_is_similar(void **state)
+{
+    char *original = builtin("matmul", "tiled");
+    char *copy = disguise_compound(strdup(original));
+    assert_true(similarity(copy, original) == 1.0);     /* the same statement once normalised */
+    free(copy);
+    free(original);
+    assert_true(similarity("a[i] -= b * c;", "a[i] = a[i] - b * c;") == 1.0);
+    assert_true(similarity("x ^= y;", "x = x ^ y;") == 1.0);
+    /* comparisons and shifts are not compound assignments */
+    assert_true(similarity("x == y;", "x = x = y;") < 1.0);
+    assert_true(similarity("c = a <= b;", "c = a = a < b;") < 1.0);
+    assert_true(similarity("w <<= 2;", "w = w < < 2;") < 1.0);
+}
+
 static char *everything(char *s)
 {
     return commented(reformatted(disguise_names(disguise_loops(disguise_order(disguise_declarations(
-        disguise_braces(s)))))));
+        disguise_compound(s)))))));
 }
 
 static void every_disguise_at_once_is_similar(void **state) { check_disguise("all at once", everything); }
@@ -358,6 +379,7 @@ int main(void)
         cmocka_unit_test(a_reordered_copy_is_similar),
         cmocka_unit_test(renamed_loop_variables_are_similar),
         cmocka_unit_test(braces_and_split_declarations_are_similar),
+        cmocka_unit_test(a_compound_assignment_written_out_is_similar),
         cmocka_unit_test(every_disguise_at_once_is_similar),
         cmocka_unit_test(independent_solutions_are_not_flagged_against_builtins),
         cmocka_unit_test(independent_solutions_are_not_flagged_against_each_other),
