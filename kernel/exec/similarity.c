@@ -84,12 +84,9 @@ static int prints_add(prints *p, const char *student, const char *assignment, co
     kernel_print *k = &p->at[p->n];
     *k = (kernel_print){.student = student ? strdup(student) : NULL, .assignment = strdup(assignment),
                         .notebook = strdup(notebook), .name = strdup(name), .family = family};
-    if (fingerprint_make(source, &k->fp) != 0 || !k->assignment || !k->notebook || !k->name) {
-        p->n++;
-        return -1;
-    }
-    p->n++;
-    return 0;
+    p->n++;                         /* kept even half made: prints_free frees what it has */
+    return fingerprint_make(source, &k->fp) != 0 || (student && !k->student) || !k->assignment || !k->notebook ||
+                   !k->name ? -1 : 0;
 }
 
 /* ---- the built-in variants ---- */
