@@ -11,7 +11,6 @@
 
 #include "magic/assignment.h"
 #include "magic/magic.h"
-#include "magic/sweep.h"
 
 /* What the session grades, one line per assignment: "ps2 grades matmul, histo". */
 static int list(magic_ctx *ctx)
@@ -41,34 +40,31 @@ static int list(magic_ctx *ctx)
 static int assignment_run(magic_ctx *ctx, const json_t *params, const char *body)
 {
     const char *name = json_string_value(json_object_get(params, "name"));
-    const json_t *given = json_object_get(params, "graded");
-    json_t *graded = json_is_null(given) ? json_array() : sweep_as_list(given);
-    if (!name && !json_array_size(graded)) {
-        json_decref(graded);
+    const char *graded = json_string_value(json_object_get(params, "graded"));
+    if (!name && !graded)
         return list(ctx);
-    }
     char why[400];
-    if (!name || assignment_name_check(name, why, sizeof why) != 0) {
-        json_decref(graded);
+    if (!name || assignment_name_check(name, why, sizeof why) != 0)
         return magic_error(ctx, "UsageError", "%%assignment: %s", name ? why : "give the assignment's NAME");
-    }
-    if (!json_array_size(graded)) {
-        json_decref(graded);
+    if (!graded)
         return magic_error(ctx, "UsageError", "%%assignment %s: --graded FAMILY,... names what it grades", name);
-    }
-    size_t i;
-    json_t *f;
-    json_array_foreach(graded, i, f)
-        if (assignment_declare(ctx->lab, name, json_string_value(f), why, sizeof why) != 0) {
-            json_decref(graded);
+    for (const char *p = graded;; p++) {
+        p += strspn(p, " ");
+        size_t n = strcspn(p, ",");
+        char family[64];
+        snprintf(family, sizeof family, "%.*s", (int)(n < sizeof family ? n : sizeof family - 1), p);
+        family[strcspn(family, " ")] = '\0';
+        if (assignment_declare(ctx->lab, name, family, why, sizeof why) != 0)
             return magic_error(ctx, "UsageError", "%%assignment %s --graded: %s", name, why);
-        }
-    json_decref(graded);
+        p += n;
+        if (!*p)
+            break;
+    }
     return list(ctx);
 }
 
 static const flag_spec assignment_flags[] = {
-    {.name = "graded", .type = FLAG_STRING, .opts = FLAG_LIST,
+    {.name = "graded", .type = FLAG_STRING,
      .help = "the families whose kernels the assignment grades (a comma list): their --show-source and "
              "--as-kernel are refused from now until the kernel restarts"},
     {.name = NULL},
