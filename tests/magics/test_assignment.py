@@ -74,9 +74,9 @@ def test_every_family_that_shows_sources_refuses(kernel):
 def test_a_later_cell_cannot_lift_it(kernel):
     km, kc = kernel
     quiet_ok(kc, DECLARE)
-    msgs = quiet_ok(kc, "%assignment ps2 --graded reduce")        # adds reduce, keeps matmul
+    msgs = quiet_ok(kc, '%assignment ps2 --graded "reduce, stencil"')   # adds them, keeps matmul
     said = "".join(m["content"]["text"] for m in msgs if m["msg_type"] == "stream")
-    assert "ps2 grades matmul, histo, reduce" in said, said
+    assert "ps2 grades matmul, histo, reduce, stencil" in said, said
     quiet_ok(kc, "%assignment other --graded matmul")             # matmul stays ps2's
     refused(kc, "%matmul --show-source tiled")
     refused(kc, "%reduce --show-source convergent",
