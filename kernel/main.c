@@ -7,6 +7,7 @@
 
 #include "cudalab/version.h"
 #include "exec/cli.h"
+#include "exec/similarity.h"
 #include "exec/worker.h"
 #include "server/heartbeat.h"
 #include "server/kernel.h"
@@ -18,6 +19,8 @@ static void usage(FILE *f)
           "       cudalab --run CELL [--json]       run a cell and print its results\n"
           "       cudalab --run-file FILE [--json]  the same, the cell read from FILE (- = stdin)\n"
           "       cudalab -f CONNECTION_FILE --cell-timeout SECONDS   stop any cell running longer\n"
+          "       cudalab --similarity [--threshold T] [--json] NOTEBOOK...   graded kernels' similarity\n"
+          "                 to the built-in variants and to each other (CSV; README, \"Assignments\")\n"
           "       cudalab --version\n"
           "Environment: CUDALAB_BACKEND=cpu forces the CPU backend; CUDALAB_DEBUG=1 logs every message;\n"
           "  CUDALAB_CELL_TIMEOUT=S limits every cell; CUDALAB_INTERRUPT_GRACE_MS (500) is how long an\n"
@@ -95,6 +98,8 @@ int main(int argc, char **argv)
             setenv("CUDALAB_CELL_TIMEOUT", argv[++i], 1);
         else if (strcmp(a, "--json") == 0)
             json_mode = true;
+        else if (strcmp(a, "--similarity") == 0)
+            return similarity_main(argc - i - 1, argv + i + 1);
         else if (strcmp(a, "--worker") == 0 && has_next)
             return worker_main(atoi(argv[++i]));
         else if (strcmp(a, "--version") == 0) {

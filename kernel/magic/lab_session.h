@@ -33,6 +33,7 @@ enum lab_part {
     LAB_VARIANTS,                   /* magic/families.c: the variants registered at run time */
     LAB_KERNELS,                    /* student/store.c: the student kernels' definitions */
     LAB_BUILDS,                     /* student/compile.c: the in-memory compile cache */
+    LAB_ASSIGNMENT,                 /* magic/assignment.c: the families an assignment grades */
     LAB_NPARTS
 };
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "magic/assignment.h"
 #include "magic/show_source.h"
 #include "render/render.h"
 
@@ -177,10 +178,24 @@ static int show_broken(magic_ctx *ctx, const family_spec *f, const family_broken
     return 0;
 }
 
+int show_source_refusal(magic_ctx *ctx, const json_t *params, const char *family)
+{
+    if (!json_string_value(json_object_get(params, "show_source")) && !json_is_true(json_object_get(params, "as_kernel")))
+        return 0;
+    const char *by = assignment_grading(ctx->lab, family);
+    if (!by)
+        return 0;
+    return magic_error(ctx, "AssignmentError", "%s grades your own %s kernel: the built-in sources are not shown "
+                       "during it (--show-source and --as-kernel are off for %%%s until the kernel restarts)",
+                       by, family, family);
+}
+
 int show_source_run(magic_ctx *ctx, const json_t *params, const family_spec *f)
 {
     const char *variant = json_string_value(json_object_get(params, "show_source"));
     int as_kernel = json_is_true(json_object_get(params, "as_kernel"));
+    if (show_source_refusal(ctx, params, f->magic) != 0)
+        return -1;
     if (!variant) {
         if (as_kernel)
             return magic_error(ctx, "UsageError", "--as-kernel goes with --show-source VARIANT");

@@ -25,6 +25,14 @@
      .help = "with --show-source: put a %%kernel cell of it, in the student signature, in the "  \
              "next input"}
 
+/* The refusal of --show-source and --as-kernel (in params) for a family an
+ * assignment grades in ctx's session (assignment.h): -1 with an
+ * AssignmentError in ctx that names the assignment; 0 when they are allowed
+ * or not asked for. show_source_run() calls it; the kernel process calls it
+ * too, in the family magics' attach step, where the worker (whose session
+ * does not see a notebook's %assignment) would otherwise answer. */
+int show_source_refusal(magic_ctx *ctx, const json_t *params, const char *family);
+
 /* 1 when params ask for no source (run() goes on as usual); 0 when the
  * source was shown (run() returns 0); -1 with a UsageError in ctx. */
 int show_source_run(magic_ctx *ctx, const json_t *params, const family_spec *f);

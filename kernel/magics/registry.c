@@ -11,7 +11,7 @@
 #include "magic/magic.h"
 
 #define MAGICS(X)                                                                         \
-    X(assert) X(coalesce) X(device) X(echo) X(grid) X(help) X(hiding) X(histo) X(interact) X(kernel) X(kernels) X(latency) \
+    X(assert) X(assignment) X(coalesce) X(device) X(echo) X(grid) X(help) X(hiding) X(histo) X(interact) X(kernel) X(kernels) X(latency) \
     X(launch) X(matmul) X(occupancy) X(param)                                                           \
     X(recorded) X(reduce) X(score) X(stencil) X(vecadd)
 

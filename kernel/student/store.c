@@ -8,6 +8,7 @@
 
 #include "base/digest.h"
 #include "lang/lang.h"
+#include "magic/show_source.h"
 #include "magic/sweep.h"
 #include "student/compile.h"
 
@@ -201,6 +202,8 @@ static void student_forget_all(lab_session *lab)
 int student_attach(magic_ctx *ctx, const command *cmd, json_t **kernels)
 {
     *kernels = NULL;
+    if (show_source_refusal(ctx, cmd->params, cmd->magic->name) != 0)
+        return -1;
     const json_t *given = json_object_get(cmd->params, "variant");
     json_t *list = given ? sweep_as_list(given) : NULL;
     size_t i;

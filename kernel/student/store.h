@@ -54,7 +54,10 @@ const student_def *student_at(const lab_session *lab, size_t i);
 
 /* The definitions of the student kernels a family command's --variant names,
  * {"name": {"for", "source", "options"}}, or NULL when it names none. The
- * attach hook of every family magic (magic.h). */
+ * attach hook of every family magic (magic.h), which also refuses
+ * --show-source for a family the session's assignment grades
+ * (show_source_refusal: the worker's session does not know a notebook's
+ * %assignment). */
 int student_attach(magic_ctx *ctx, const struct command *cmd, json_t **kernels);
 /* Worker side: the store becomes exactly `kernels` (NULL: empty). 0, or -1 with the error in ctx. */
 int student_install(magic_ctx *ctx, const json_t *kernels);
