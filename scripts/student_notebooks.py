@@ -9,6 +9,9 @@ Each lecture notebook (notebooks/NN-*.ipynb) is written to OUT/ with
   a magic cell (a comment there); the %%kernel line, the signature and every line outside the region
   stay as they are;
 - every output and execution count cleared.
+A student version edited since it was generated (its hash is no longer the one OUT/.generated.json
+keeps) is left as it is, and said so: `make lab` regenerates before it opens, and must not throw away
+a student's work (delete the file to have it generated again).
 A region that is not closed, an END without a BEGIN or a BEGIN inside a region stops the run (exit 1)
 naming the notebook and the cell, before anything is written: a student version with a solution left
 in it, or with code cut away, is worse than none.
@@ -24,6 +27,7 @@ Usage: scripts/student_notebooks.py [--src notebooks] [--out build/notebooks] [N
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -35,8 +39,9 @@ BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"
 # nbgrader's stubs, as notebooks/assignments/nbgrader_config.py gives them (a test checks they agree)
 KERNEL_STUB = "// YOUR CODE HERE"
 MAGIC_STUB = "# YOUR CODE HERE"
-LECTURE_GLOB = "[0-9][0-9]-*.ipynb"
+LECTURE_GLOB = "[0-9]*.ipynb"     # the lecture notebooks, as scripts/record.py finds them
 RECORDED = "recorded"
+GENERATED = ".generated.json"     # {notebook: sha256 of the version written}
 
 
 class UnbalancedRegion(ValueError):
@@ -97,11 +102,25 @@ def student_notebook(nb: dict, name: str) -> dict:
     return nb
 
 
-def write_json(path: Path, nb: dict) -> None:
-    """NB written as nbformat writes it (one-space indents, sorted keys), only when it changed."""
-    text = json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-    if not path.exists() or path.read_text(encoding="utf-8") != text:
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def write_notebooks(out: Path, converted: list[tuple[str, dict]]) -> list[str]:
+    """Each (name, notebook) written to OUT as nbformat writes it (one-space indents, sorted keys),
+    except those edited since they were generated; returns the names of those kept."""
+    record = out / GENERATED
+    generated = json.loads(record.read_text()) if record.exists() else {}
+    kept = []
+    for name, nb in converted:
+        path, text = out / name, json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+        if path.exists() and digest(path.read_text(encoding="utf-8")) != generated.get(name):
+            kept.append(name)
+            continue
         path.write_text(text, encoding="utf-8")
+        generated[name] = digest(text)
+    record.write_text(json.dumps(generated, indent=1, sort_keys=True) + "\n")
+    return kept
 
 
 def link_recorded(src: Path, out: Path) -> None:
@@ -132,8 +151,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"student_notebooks: {e}", file=sys.stderr)
         return 1
     args.out.mkdir(parents=True, exist_ok=True)
-    for name, nb in converted:
-        write_json(args.out / name, nb)
+    for name in write_notebooks(args.out, converted):
+        print(f"student_notebooks: kept {args.out / name}: edited since it was generated (delete it to "
+              f"generate it again)", file=sys.stderr)
     if (args.src / RECORDED).is_dir():
         link_recorded(args.src.resolve(), args.out.resolve())
     return 0

@@ -87,12 +87,31 @@ def test_writes_every_lecture_notebook_and_links_recorded(tmp_path):
     (src / "notes.ipynb").write_text("not a lecture notebook")
     for _ in range(2):                     # a second run finds its link and files in place
         assert sn.main(["--src", str(src), "--out", str(out)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["01-a.ipynb", "02-b.ipynb", "recorded"]
+    assert sorted(p.name for p in out.iterdir()) == [".generated.json", "01-a.ipynb", "02-b.ipynb", "recorded"]
     assert (out / "recorded").is_symlink() and not pathlib.Path((out / "recorded").readlink()).is_absolute()
     assert (out / "recorded" / "01-a.json").read_text() == "{}"
     student = json.loads((out / "01-a.ipynb").read_text())
     assert [c["source"].count("YOUR CODE HERE") for c in student["cells"][1:]] == [1, 1]
     assert all(c.get("outputs") in (None, []) for c in student["cells"])
+
+
+def test_a_students_edits_are_kept_and_the_rest_regenerated(tmp_path, capsys):
+    src, out = tmp_path / "notebooks", tmp_path / "out"
+    src.mkdir()
+    (src / "01-a.ipynb").write_text(json.dumps(notebook(KERNEL_CELL)))
+    (src / "02-b.ipynb").write_text(json.dumps(notebook("%device")))
+    assert sn.main(["--src", str(src), "--out", str(out)]) == 0
+    edited = (out / "01-a.ipynb").read_text().replace("// YOUR CODE HERE", "C[i] = 1;")
+    (out / "01-a.ipynb").write_text(edited)
+    (src / "01-a.ipynb").write_text(json.dumps(notebook(KERNEL_CELL.replace("one thread", "a thread"))))
+    (src / "02-b.ipynb").write_text(json.dumps(notebook("%device --brief")))
+    assert sn.main(["--src", str(src), "--out", str(out)]) == 0
+    assert (out / "01-a.ipynb").read_text() == edited
+    assert "kept " + str(out / "01-a.ipynb") + ": edited since it was generated" in capsys.readouterr().err
+    assert json.loads((out / "02-b.ipynb").read_text())["cells"][1]["source"] == "%device --brief"
+    (out / "01-a.ipynb").unlink()
+    assert sn.main(["--src", str(src), "--out", str(out)]) == 0
+    assert "a thread" in (out / "01-a.ipynb").read_text()
 
 
 def test_a_folder_in_place_of_the_link_is_refused(tmp_path):
