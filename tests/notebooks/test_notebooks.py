@@ -7,36 +7,96 @@ Where a notebook has recorded results, every device command run here on the CPU 
 them beside its own (a "Recorded on" note in text/plain and HTML, and the document's "recorded"
 object); where it has none yet, its %recorded cell says so. The display itself is checked on a
 fixture recorded by the same code path (scripts/record.py --allow-cpu) in
-tests/notebooks/fixtures/."""
+tests/notebooks/fixtures/.
+
+The committed notebooks are the source version, with the exercises' solutions; every notebook with
+exercises (cell metadata "cudalab": {"exercise", "role"}) is also executed as the student version that
+scripts/student_notebooks.py generates (make lab opens it): there exactly the exercises' check cells
+fail, each with the hint comment of the line that failed, and every other cell passes. Until the lesson
+checks (check.lesson.NAME) are in the kernel, a source check cell may fail on their lookup alone."""
 import json
+import os
 import pathlib
+import re
 import shutil
+import subprocess
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
+import student_notebooks  # scripts/ is on sys.path (tests/conftest.py)
+from conftest import kernel_binary
+
 REPO = pathlib.Path(__file__).parents[2]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+ROLES = ("task", "starter", "check", "hint")
+HINT = re.compile(r"#\s*hint:\s*(\S.*)$")
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 RESULT = "application/vnd.cudalab.result+json"
 DEVICE_MAGICS = ("%coalesce", "%device", "%grid", "%histo", "%%histo", "%matmul", "%occupancy", "%reduce",
                  "%stencil", "%vecadd")
 
 
-def execute(path: pathlib.Path, folder: pathlib.Path | None = None):
-    """PATH executed with the kernel in FOLDER (default: the notebook's own); the notebook."""
+def role(cell) -> str | None:
+    return cell.metadata.get("cudalab", {}).get("role")
+
+
+def errors(cell) -> list:
+    return [o for o in cell.get("outputs", []) if o.output_type == "error"]
+
+
+def lesson_lookup_only(cell) -> bool:
+    """CELL (a check cell) failed on the lookup of a lesson check, and this kernel has none yet."""
+    return (role(cell) == "check" and not lesson_checks_present()
+            and all(e.ename == "LookupError" and "'lesson'" in e.evalue for e in errors(cell)))
+
+
+def execute(path: pathlib.Path, folder: pathlib.Path | None = None, may_fail=lambda cell: lesson_lookup_only(cell)):
+    """PATH executed with the kernel in FOLDER (default: the notebook's own), every cell run; the notebook.
+    No cell may write to stderr, and none may fail unless MAY_FAIL(cell) says it may."""
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code":
             assert not cell.outputs, f"{path.name} is committed with outputs"
-    NotebookClient(nb, kernel_name="cudalab", timeout=120,
+    NotebookClient(nb, kernel_name="cudalab", timeout=120, allow_errors=True,
                    resources={"metadata": {"path": str(folder or path.parent)}}).execute()
     for i, cell in enumerate(nb.cells):
+        for out in errors(cell):
+            assert may_fail(cell), f"cell {i}: {out.get('ename')}: {out.get('evalue')}"
         for out in cell.get("outputs", []):
-            assert out.output_type != "error", f"cell {i}: {out.get('ename')}: {out.get('evalue')}"
             assert not (out.output_type == "stream" and out.name == "stderr"), f"cell {i} wrote to stderr"
     return nb
+
+
+_lesson_probe: list[bool] = []
+
+
+def lesson_checks_present() -> bool:
+    """Whether the kernel's student runs carry lesson checks (check.lesson): a vector add run once,
+    through the command-line mode, on the CPU backend."""
+    if not _lesson_probe:
+        cell = ("%%kernel --for vecadd --name probe\n__global__ void probe(const float *A, const float *B, "
+                "float *C, int n)\n{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) C[i] = A[i] + B[i]; }\n")
+        out = subprocess.run([str(kernel_binary()), "--run-file", "-", "--json"], input=cell, text=True,
+                             capture_output=True, timeout=120, env={**os.environ, "CUDALAB_BACKEND": "cpu"})
+        docs = [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]
+        assert docs and "check" in docs[-1], out.stdout + out.stderr
+        _lesson_probe.append("lesson" in docs[-1]["check"])
+    return _lesson_probe[0]
+
+
+def exercises(nb) -> dict[str, dict[str, list[int]]]:
+    """{exercise: {role: [cell indices]}} of NB."""
+    found: dict[str, dict[str, list[int]]] = {}
+    for i, cell in enumerate(nb.cells):
+        mark = cell.metadata.get("cudalab", {})
+        if "exercise" in mark:
+            found.setdefault(mark["exercise"], {}).setdefault(mark.get("role"), []).append(i)
+    return found
+
+
+EXERCISE_NOTEBOOKS = [p for p in NOTEBOOKS if exercises(nbformat.read(p, as_version=4))]
 
 
 def texts(cell) -> str:
@@ -44,16 +104,22 @@ def texts(cell) -> str:
 
 
 def device_cells(nb):
-    """(index, cell) of the code cells that run a device command."""
+    """(index, cell) of the code cells that run a device command (--show-source runs nothing)."""
     return [(i, c) for i, c in enumerate(nb.cells)
             if c.cell_type == "code" and any(l.split(" ")[0] in DEVICE_MAGICS for l in c.source.splitlines())
-            and "--kernel" not in c.source]
+            and "--kernel" not in c.source and "--show-source" not in c.source]
 
 
-def check_recorded_display(nb, recorded: dict, where: str):
-    """Each device command of NB shows RECORDED's results beside its own: in text, HTML and its document."""
+def check_recorded_display(nb, recorded: dict, where: str, skip=lambda cell: False):
+    """Each device command of NB shows RECORDED's results beside its own: in text, HTML and its document.
+    Not checked: cells SKIP(cell) names, and an exercise's cells whose commands the recording has none
+    of (the exercise is newer than the recording: make record on a GPU adds them)."""
     label = f"Recorded on {recorded['device']['name']}"
+    keys = {c["key"] for c in recorded["commands"]}
     for i, cell in device_cells(nb):
+        commands = [l.split("#")[0].strip() for l in cell.source.splitlines()]
+        if skip(cell) or (role(cell) and not keys.intersection(commands)):
+            continue
         docs = [o["data"][RESULT] for o in cell.outputs if RESULT in o.get("data", {})]
         assert docs, f"{where} cell {i} shows no result"
         assert label in texts(cell), f"{where} cell {i} does not show its recorded results"
@@ -89,3 +155,56 @@ def test_recorded_results_shown_beside_cpu_runs(tmp_path):
     check_recorded_display(nb, recorded, "mini-recorded")
     assert "(the CPU backend, not a GPU)" in texts(nb.cells[2])
     assert "not checked here" not in "\n".join(texts(c) for c in nb.cells)
+
+
+@pytest.mark.parametrize("path", EXERCISE_NOTEBOOKS, ids=[p.name for p in EXERCISE_NOTEBOOKS])
+def test_exercises_follow_the_conventions(path):
+    """Each exercise: a task, a starter %%kernel cell holding a solution region, check cells whose every
+    command line carries its hint, and a <details> hint; the notebook's --show-source cells after them."""
+    nb = nbformat.read(path, as_version=4)
+    last_exercise_cell = 0
+    for ex, cells in exercises(nb).items():
+        assert set(cells) == set(ROLES), f"{path.name} exercise {ex}: roles {sorted(cells)}"
+        last_exercise_cell = max(last_exercise_cell, *(i for ids in cells.values() for i in ids))
+        for i in cells["starter"]:
+            src = nb.cells[i].source
+            assert src.startswith("%%kernel") and "--no-check" in src.splitlines()[0], f"{ex}: cell {i}"
+            assert student_notebooks.BEGIN in src, f"{ex}: starter cell {i} has no solution region"
+        for i in cells["check"]:
+            for line in nb.cells[i].source.splitlines():
+                assert line.startswith("#") or HINT.search(line), f"{ex}: check cell {i}: no hint on {line!r}"
+        for i in cells["hint"]:
+            assert nb.cells[i].source.startswith("<details><summary>Hint</summary>"), f"{ex}: cell {i}"
+        for role_ in ("task", "hint"):
+            assert all(nb.cells[i].cell_type == "markdown" for i in cells[role_])
+    shows = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "--show-source" in c.source]
+    assert all(i > last_exercise_cell for i in shows), f"{path.name}: --show-source cells {shows} before an exercise"
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("path", EXERCISE_NOTEBOOKS, ids=[p.name for p in EXERCISE_NOTEBOOKS])
+def test_student_version_fails_only_its_checks_with_their_hints(path, tmp_path):
+    """The generated student version: no solution left, every check cell of the exercises fails (a
+    stub computes nothing) and its traceback quotes the hint of the line that failed; every other
+    cell passes, the recorded results found as in the source's folder."""
+    out = tmp_path / "notebooks"
+    assert student_notebooks.main(["--src", str(REPO / "notebooks"), "--out", str(out), str(path)]) == 0
+    source = nbformat.read(path, as_version=4)
+    nb = execute(out / path.name, may_fail=lambda cell: role(cell) == "check")
+    for i, (cell, original) in enumerate(zip(nb.cells, source.cells)):
+        assert student_notebooks.BEGIN not in cell.source and student_notebooks.END not in cell.source
+        if role(cell) == "starter":
+            assert cell.source != original.source and "YOUR CODE HERE" in cell.source, f"cell {i}"
+        if role(cell) != "check":
+            continue
+        failed = errors(cell)
+        assert failed, f"cell {i} ({cell.metadata['cudalab']['exercise']}) passes in the student version"
+        traceback = "\n".join(failed[0].traceback)
+        quoted = HINT.search(traceback.splitlines()[-1]) or HINT.search(traceback)
+        assert quoted, f"cell {i}: its traceback shows no hint:\n{traceback}"
+        hints = [m.group(1) for m in map(HINT.search, cell.source.splitlines()) if m]
+        assert any(h in quoted.group(1) or quoted.group(1) in h for h in hints), traceback
+    recorded = path.parent / "recorded" / f"{path.stem}.json"
+    if recorded.exists():
+        check_recorded_display(nb, json.loads(recorded.read_text()), "student " + path.name,
+                               skip=lambda cell: role(cell) == "check")
