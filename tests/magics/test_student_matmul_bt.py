@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import cell, compiled, runner_error
+from test_cpu_runner_matmul import TILED
 
 CPU = {"CUDALAB_BACKEND": "cpu"}
 SIZES = "--m 67 --n 33 --k 129"
@@ -20,32 +21,21 @@ def kernel(start_kernel):
     return start_kernel(env=CPU)
 
 
-def corner(name: str, flags: str = "--bt", bt_guard: str = "bt_row < N && ") -> str:
-    """The tiled kernel with B's tile loaded by corner turning from Bt (tiled-bt's), as a %%kernel cell."""
-    return f"""%%kernel --for matmul {flags} --name {name}
-#ifndef TILE
-#define TILE 16
-#endif
-__global__ void {name}(const float *A, const float *Bt, float *C, int M, int N, int K)
-{{
-    __shared__ float As[TILE][TILE], Bs[TILE][TILE + 1];
-    int tx = threadIdx.x, ty = threadIdx.y;
-    int row = blockIdx.y * TILE + ty, col = blockIdx.x * TILE + tx;
-    int bt_row = blockIdx.x * TILE + ty;       // the row of Bt (column of B) this thread loads
-    float sum = 0.0f;
-    for (int p = 0; p < (K + TILE - 1) / TILE; p++) {{
-        int kk = p * TILE + tx;
-        As[ty][tx] = row < M && kk < K ? A[row * K + kk] : 0.0f;
-        Bs[tx][ty] = {bt_guard}kk < K ? Bt[bt_row * K + kk] : 0.0f;
-        __syncthreads();
-        for (int i = 0; i < TILE; i++)
-            sum += As[ty][i] * Bs[i][tx];
-        __syncthreads();
-    }}
-    if (row < M && col < N)
-        C[row * N + col] = sum;
-}}
-"""
+# the lecture's tiled kernel (the CPU runner's tests'), with B's tile loaded from Bt by corner turning:
+# thread (ty, tx) reads element tx of row blockIdx.x·TILE + ty of Bt (consecutive addresses across a
+# warp) and stores it transposed, so the multiply-adds read Bs as before
+TILED_B_LOAD = ("Bs[threadIdx.y][threadIdx.x] = (col < N && p * TILE + threadIdx.y < K) ? "
+                "B[(p * TILE + threadIdx.y) * N + col] : 0.0f;")
+CORNER_B_LOAD = ("Bs[threadIdx.x][threadIdx.y] = ({guard}p * TILE + threadIdx.x < K) ? "
+                 "Bt[(blockIdx.x * TILE + threadIdx.y) * K + p * TILE + threadIdx.x] : 0.0f;")
+
+
+def corner(name: str, flags: str = "--bt", bt_guard: str = "blockIdx.x * TILE + threadIdx.y < N && ") -> str:
+    """TILED corner-turned, as the %%kernel cell NAME with FLAGS; BT_GUARD bounds the row of Bt read."""
+    assert TILED.count(TILED_B_LOAD) == 1 and TILED.count("mytiled") == 2
+    return (TILED.replace(TILED_B_LOAD, CORNER_B_LOAD.format(guard=bt_guard))
+            .replace("--for matmul --name mytiled", f"--for matmul {flags} --name {name}")
+            .replace("mytiled(", f"{name}(").replace("const float *B,", "const float *Bt,"))
 
 
 ROW_MAJOR_B = """%%kernel --for matmul --bt --name rowmajor
