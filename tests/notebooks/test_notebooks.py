@@ -168,13 +168,16 @@ def test_exercises_follow_the_conventions(path):
         last_exercise_cell = max(last_exercise_cell, *(i for ids in cells.values() for i in ids))
         for i in cells["starter"]:
             src = nb.cells[i].source
-            assert src.startswith("%%kernel") and "--no-check" in src.splitlines()[0], f"{ex}: cell {i}"
+            assert src.startswith("%%kernel") and "--no-check" in src.splitlines()[0], (
+                f"{path.name} {ex}: starter cell {i} is not a %%kernel --no-check cell (its stub would fail the "
+                f"quick check, and in the student version only check cells may fail)")
             assert student_notebooks.BEGIN in src, f"{ex}: starter cell {i} has no solution region"
         for i in cells["check"]:
             for line in nb.cells[i].source.splitlines():
                 assert line.startswith("#") or HINT.search(line), f"{ex}: check cell {i}: no hint on {line!r}"
         for i in cells["hint"]:
-            assert nb.cells[i].source.startswith("<details><summary>Hint</summary>"), f"{ex}: cell {i}"
+            assert nb.cells[i].source.startswith("<details><summary>Hint</summary>"), (
+                f"{path.name} {ex}: hint cell {i} does not open with <details><summary>Hint</summary>")
         for role_ in ("task", "hint"):
             assert all(nb.cells[i].cell_type == "markdown" for i in cells[role_])
     shows = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "--show-source" in c.source]
