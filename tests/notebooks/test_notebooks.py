@@ -211,3 +211,40 @@ def test_student_version_fails_only_its_checks_with_their_hints(path, tmp_path):
     if recorded.exists():
         check_recorded_display(nb, json.loads(recorded.read_text()), "student " + path.name,
                                skip=lambda cell: role(cell) == "check")
+
+
+# Solutions broken in the one way each lesson is about, the output still right: (notebook, exercise,
+# a line of the solution, what replaces it, the lesson check that must fail).
+LESSON_BREAKERS = [
+    ("02-histogram", "privatise", "atomicAdd(&bins[pos / 4], 1u);", "atomicAdd(&histo[pos / 4], 1u);",
+     "global_atomics_per_byte"),           # counts in global memory, the shared bins a decoy
+    ("03-matrix-multiplication", "tiled", "sum += As[ty][i] * Bs[i][tx];",
+     "if (row < M && col < N && p * TILE + i < K) sum += A[row * K + p * TILE + i] * B[(p * TILE + i) * N + col];",
+     "global_loads_per_fma"),              # loads the tiles, then multiplies from global memory
+    ("03-matrix-multiplication", "corner", "Bs[tx][ty] = bt_row < N && kk < K ? Bt[bt_row * K + kk] : 0.0f;",
+     "Bs[ty][tx] = col < N && p * TILE + ty < K ? Bt[col * K + p * TILE + ty] : 0.0f;",
+     "load_sectors_per_request"),          # B's tile read column-wise from Bt: K floats apart across a warp
+]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("notebook,ex,line,broken,lesson", LESSON_BREAKERS, ids=[c[1] for c in LESSON_BREAKERS])
+def test_exercise_checks_grade_the_lesson(notebook, ex, line, broken, lesson, tmp_path):
+    """A kernel that computes the right result without what the exercise teaches fails the exercise's
+    check cell on that lesson's check, quoting its hint."""
+    if not lesson_checks_present():
+        pytest.skip("this kernel has no lesson checks (check.lesson) yet")
+    source = nbformat.read(REPO / "notebooks" / f"{notebook}.ipynb", as_version=4)
+    cells = exercises(source)[ex]
+    starter, check = source.cells[cells["starter"][0]], source.cells[cells["check"][0]]
+    assert starter.source.count(line) == 1, f"{notebook} {ex}: the solution no longer has {line!r}"
+    nb = nbformat.v4.new_notebook(metadata=source.metadata)
+    nb.cells = [nbformat.v4.new_code_cell(starter.source.replace(line, broken)), nbformat.v4.new_code_cell(check.source)]
+    NotebookClient(nb, kernel_name="cudalab", timeout=120, allow_errors=True,
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    assert not errors(nb.cells[0]), errors(nb.cells[0])
+    failed = errors(nb.cells[1])
+    assert failed, f"{ex}: the check cell passes a kernel that computes without the lesson"
+    where = failed[0].traceback[-1] if failed[0].traceback else failed[0].evalue
+    assert f"lesson.{lesson}.passed" in "\n".join(failed[0].traceback) and "# hint:" in "\n".join(failed[0].traceback), \
+        f"{ex}: failed elsewhere: {failed[0].ename}: {failed[0].evalue} ({where})"
