@@ -27,6 +27,7 @@ from nbclient import NotebookClient
 
 import student_notebooks  # scripts/ is on sys.path (tests/conftest.py)
 from conftest import kernel_binary
+from kernels import vecadd  # tests/kernels.py: the lecture's kernels, written once
 
 REPO = pathlib.Path(__file__).parents[2]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
@@ -76,8 +77,7 @@ def lesson_checks_present() -> bool:
     """Whether the kernel's student runs carry lesson checks (check.lesson): a vector add run once,
     through the command-line mode, on the CPU backend."""
     if not _lesson_probe:
-        cell = ("%%kernel --for vecadd --name probe\n__global__ void probe(const float *A, const float *B, "
-                "float *C, int n)\n{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) C[i] = A[i] + B[i]; }\n")
+        cell = "%%kernel --for vecadd --name probe\n" + vecadd("probe")
         out = subprocess.run([str(kernel_binary()), "--run-file", "-", "--json"], input=cell, text=True,
                              capture_output=True, timeout=120, env={**os.environ, "CUDALAB_BACKEND": "cpu"})
         docs = [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]
