@@ -7,12 +7,14 @@
 #                   submissions of the nbgrader course (notebooks/assignments) in
 #                   $(BUILD)/grade/ and fail when a score differs from the expected one (the ps2 table
 #                   for the backend %device reports: a GPU, or none)
-#   make lab        set-up, build, install the kernelspec into the venv, open JupyterLab on notebooks/
+#   make lab        set-up, build, install the kernelspec into the venv, generate the student version
+#                   of the lecture notebooks (solutions stubbed out) into $(BUILD)/notebooks/ and open
+#                   JupyterLab there (a notebook the student edited is kept as it is)
 #   make demo       set-up, build, execute every notebooks/*.ipynb headless (GPU if present, else
 #                   CPU) into $(BUILD)/demo/: the executed notebooks and their HTML export
-#   make record     on a GPU machine: execute the lecture notebooks and the problem sets' sources and record
-#                   their results into recorded/GPU/NAME.json beside each (shown beside CPU runs); fails
-#                   at once without a GPU
+#   make record     on a GPU machine: execute the lecture notebooks (the source version, with the
+#                   exercises' solutions) and the problem sets' sources and record their results into
+#                   recorded/GPU/NAME.json beside each (shown beside CPU runs); fails at once without a GPU
 #   make install    PREFIX=/usr/local (default), or USER_INSTALL=1 for ~/.local and the user's
 #                   Jupyter dir; installs binary, CUDA backend and kernelspec
 #   make uninstall  the same PREFIX / USER_INSTALL: removes what make install installed
@@ -104,7 +106,7 @@ endif
 
 all: $(ALL_TARGETS)
 FORCE:
-.PHONY: all setup test test-unit test-gpu grade lab demo record install uninstall wheel bench asan valgrind fuzz clean \
+.PHONY: all setup test test-unit test-gpu grade lab student-notebooks demo record install uninstall wheel bench asan valgrind fuzz clean \
         cpu-only-note kernelspec
 
 cpu-only-note:
@@ -270,10 +272,16 @@ bench: $(TARGET_SETUP)
 kernelspec: all
 	@./scripts/install-kernelspec.sh "$(abspath $(BIN))" "$(VENV)/share/jupyter/kernels/cudalab"
 
+# the student version of the lecture notebooks (scripts/student_notebooks.py): notebooks/ holds the
+# source version, with the exercises' solutions in nbgrader solution regions
+STUDENT_NOTEBOOKS = $(BUILD)/notebooks
+student-notebooks:
+	$(PYTHON) scripts/student_notebooks.py --src notebooks --out $(STUDENT_NOTEBOOKS)
+
 lab:
 	@./scripts/setup.sh lab
-	@$(MAKE) --no-print-directory all kernelspec
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $$([ "$$(id -u)" = 0 ] && echo --allow-root) $(LAB_ARGS)
+	@$(MAKE) --no-print-directory all kernelspec student-notebooks
+	$(VENV)/bin/jupyter lab --notebook-dir=$(STUDENT_NOTEBOOKS) $$([ "$$(id -u)" = 0 ] && echo --allow-root) $(LAB_ARGS)
 
 # every notebook executed headless with nbclient, then exported to HTML (scripts/demo.py)
 demo:

@@ -30,12 +30,18 @@ static bool cpu_matmul_has(int v)
 
 /* ---- a student's kernel, on the CPU runner ---- */
 
-/* Its reps (simt_rep_ops): A and B of the rep's seed; C against their product (cl_matmul_verify). */
+/* A %%kernel --bt kernel: B is passed stored transposed (Bᵀ), as naive-bt and tiled-bt get it. */
+static bool student_bt(const cl_matmul_args *a)
+{
+    return (a->student->flags & CL_MATMUL_BT) != 0;
+}
+
+/* Its reps (simt_rep_ops): A and B (or Bᵀ) of the rep's seed; C against their product (cl_matmul_verify). */
 static int student_prepare(simt_arena *ar, void *ctx, uint64_t seed, char *err)
 {
     const cl_matmul_args *a = ctx;
     (void)err;
-    cl_matmul_fill(ar->host[0], ar->host[1], a->m, a->n, a->k, seed, false);
+    cl_matmul_fill(ar->host[0], ar->host[1], a->m, a->n, a->k, seed, student_bt(a));
     return 0;
 }
 
@@ -61,7 +67,8 @@ static int cpu_matmul_student(const cl_matmul_args *a, cl_matmul_result *out, ch
     size_t na = (size_t)a->m * a->k, nb = (size_t)a->k * a->n, nc = (size_t)a->m * a->n;
     simt_buffer bufs[3] = {
         { "A", na * 4, 4, CL_SIMT_IN, a->m, a->k },
-        { "B", nb * 4, 4, CL_SIMT_IN, a->k, a->n },
+        student_bt(a) ? (simt_buffer){ "Bt", nb * 4, 4, CL_SIMT_IN, a->n, a->k }
+                      : (simt_buffer){ "B", nb * 4, 4, CL_SIMT_IN, a->k, a->n },
         { "C", nc * 4, 4, CL_SIMT_OUT | CL_SIMT_ONE_WRITER, a->m, a->n },
     };
     simt_arena ar;

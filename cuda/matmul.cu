@@ -260,7 +260,8 @@ static int cuda_matmul_run(int v, const cl_matmul_args *a, cl_matmul_result *out
         snprintf(err, CL_ERR_LEN, "a student variant without its kernel");
         return -1;
     }
-    unsigned flags = student ? 0 : cl_matmul_variants[v].flags;
+    /* a student's kernel: its contract's flags (CL_MATMUL_BT: %%kernel --bt, B passed as Bᵀ) */
+    unsigned flags = student ? a->student->flags & CL_MATMUL_BT : cl_matmul_variants[v].flags;
     snprintf(out->config, sizeof out->config, "%s", student ? cl_matmul_student.launch : cl_matmul_variants[v].launch);
     snprintf(out->precision, sizeof out->precision, "%s", cl_matmul_flags_precision(flags));
     mm_problem p = { a->m, a->n, a->k, a->tile, NULL, NULL, NULL, a->student, NULL };

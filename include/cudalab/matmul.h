@@ -169,6 +169,15 @@ static const cl_student_contract cl_matmul_student = {
     {16, 16, 1},
     CL_V_TILE,
 };
+/* A %%kernel --for matmul --bt kernel: B passed stored transposed, as naive-bt and tiled-bt read it
+ * (the lecture's corner turning). */
+#define CL_MATMUL_STUDENT_BT_PARAMS "const float *A, const float *Bt, float *C, int M, int N, int K"
+static const cl_student_contract cl_matmul_student_bt = {
+    CL_MATMUL_STUDENT_BT_PARAMS,
+    "as without --bt, but B comes stored transposed: Bt is N×K row-major, B[k][col] = Bt[col·K + k]",
+    {16, 16, 1},
+    CL_V_TILE | CL_MATMUL_BT,
+};
 
 typedef struct cl_matmul_args {
     int m, n, k;                    /* >= 1; each of m·k, k·n, m·n < 2^31 (the kernels index with int) */

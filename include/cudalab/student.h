@@ -29,7 +29,8 @@ typedef struct cl_student_contract {
                                compile-time check derives its types (kernel/student/compile.h) */
     const char *launch;     /* the launch rule in words */
     int block[3];           /* the default block */
-    unsigned flags;         /* CL_V_TILE: --tile T sets -D TILE=T and a T×T block */
+    unsigned flags;         /* CL_V_TILE: --tile T sets -D TILE=T and a T×T block; a family's own
+                               flags say how its inputs are passed (CL_MATMUL_BT: B as Bᵀ) */
 } cl_student_contract;
 
 /* One student kernel, compiled, as a backend launches it. */
@@ -39,6 +40,8 @@ typedef struct cl_student_kernel {
     const void *image;      /* the cubin NVRTC made for this device */
     size_t image_bytes;
     const char *entry;      /* the kernel's lowered (mangled) name in the image */
+    unsigned flags;         /* its contract's flags (cl_student_contract.flags): how the backend
+                               passes the family's inputs to it */
     int block[3];           /* threads per block */
     int grid[3];            /* blocks; {0, 0, 0}: the family's launch rule */
     size_t dyn_smem;        /* dynamic shared memory per block, bytes */

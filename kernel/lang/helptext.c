@@ -159,6 +159,10 @@ static void student_text(FILE *out, const family_spec *fam)
         fprintf(out, "In 2D (%%%%kernel --for %s --dim 2 --name NAME):\n"
                 "  __global__ void NAME(%s)\n  launch: %s\n  quick check: %%%s %s\n", fam->magic,
                 fam->student_2d->params, fam->student_2d->launch, fam->magic, fam->quick_2d);
+    if (fam->student_bt)
+        fprintf(out, "With B transposed (%%%%kernel --for %s --bt --name NAME), for corner turning:\n"
+                "  __global__ void NAME(%s)\n  launch: %s\n", fam->magic, fam->student_bt->params,
+                fam->student_bt->launch);
 }
 
 /* %help kernel: every family that takes students' kernels. */

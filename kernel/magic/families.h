@@ -51,6 +51,10 @@ typedef struct family_spec {
      * check; NULL for the others. */
     const cl_student_contract *student_2d;
     const char *quick_2d;
+    /* A family whose kernels may take an input stored transposed (%matmul: B as Bᵀ, the lecture's
+     * corner turning): what a %%kernel --bt cell implements (its quick check is the family's);
+     * NULL for the others. */
+    const cl_student_contract *student_bt;
     /* The family's variants broken on purpose (kernel/student/broken.c), ended by a row
      * whose name is NULL; NULL for none. */
     const family_broken *broken;

@@ -35,6 +35,8 @@ static const flag_spec kernel_flags[] = {
              "function of the cell)"},
     {.name = "dim", .type = FLAG_INT, .def = "1", .imin = 1, .imax = 2,
      .help = "the kernel's shape where a family has two: 2 for a %stencil --dim 2 kernel (a 2D convolution)"},
+    {.name = "bt", .type = FLAG_BOOL, .def = "false",
+     .help = "for %matmul: the kernel gets B stored transposed (Bt, N×K row-major), as naive-bt and tiled-bt do"},
     {.name = "block", .type = FLAG_DIMS, .imin = 1, .imax = 1024,
      .help = "threads per block (default: the family's; with --tile on the family magic, TILE×TILE)"},
     {.name = "grid", .type = FLAG_DIMS, .imin = 1, .imax = 2147483647,
@@ -275,6 +277,8 @@ static int kernel_run(magic_ctx *ctx, const json_t *params, const char *body)
                             "modelled", modelled, "nvrtc", nvrtc_version());
     if (f->student_2d)
         json_object_set_new(doc, "dim", json_integer(d->dim));
+    if (f->student_bt)
+        json_object_set_new(doc, "bt", json_boolean(d->contract == f->student_bt));
     json_object_set_new(doc, "compile", json_pack("{s:O, s:f, s:b}", "options", sl.build.options, "ms", sl.build.ms,
                                                   "cached", sl.build.cached));
     json_object_set_new(doc, "warnings", json_incref(sl.build.warnings));

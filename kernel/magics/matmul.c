@@ -30,6 +30,7 @@ const family_spec matmul_family = {
     .variants = cl_matmul_variants,
     .nvariants = CL_MATMUL_NVARIANTS,
     .student = &cl_matmul_student,
+    .student_bt = &cl_matmul_student_bt,
     .quick = "--m 67 --n 33 --k 129",
     FAMILY_OPS(matmul, cl_matmul_ops),
     .sources = "cuda/matmul*.cu and cpu/matmul*.c",

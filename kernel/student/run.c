@@ -106,6 +106,7 @@ int student_prepare(magic_ctx *ctx, const student_def *d, const json_t *point, i
     k->image = out->build.cubin;
     k->image_bytes = out->build.cubin_bytes;
     k->entry = out->build.lowered;
+    k->flags = d->contract->flags;
     const json_t *block = given(point, d->options, "block");
     if (json_is_array(block))
         dims_into(block, k->block);

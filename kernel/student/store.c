@@ -160,8 +160,13 @@ int student_define(magic_ctx *ctx, const family_spec *f, const char *name, const
     if (shape == 2 && !f->student_2d)
         return magic_error(ctx, "UsageError", "--dim 2: kernels for %%%s are one-dimensional (%%stencil takes "
                            "2D kernels)", f->magic);
+    bool bt = json_is_true(json_object_get(options, "bt"));
+    if (bt && !f->student_bt)
+        return magic_error(ctx, "UsageError", "--bt: kernels for %%%s take their inputs as they are (%%matmul "
+                           "kernels take B transposed)", f->magic);
+    const cl_student_contract *contract = shape == 2 ? f->student_2d : bt ? f->student_bt : f->student;
     student_def fresh = { strdup(name), f, strdup(source), json_deep_copy(options), "", student_uses_tile(source),
-                          shape, shape == 2 ? f->student_2d : f->student, shape == 2 ? f->quick_2d : f->quick, NULL };
+                          shape, contract, shape == 2 ? f->quick_2d : f->quick, NULL };
     if (!fresh.name || !fresh.source || !fresh.options) {
         def_free(&fresh);
         return magic_error(ctx, "MemoryError", "out of memory");

@@ -27,7 +27,7 @@ typedef struct student_def {
     char hash[65];                  /* sha256 of the source */
     bool tiled;                     /* the source uses TILE: --tile sets it */
     int dim;                        /* the %%kernel line's --dim: 2 for a family's 2D shape */
-    const cl_student_contract *contract;    /* what it implements: its family's, of its --dim */
+    const cl_student_contract *contract;    /* what it implements: its family's, of its --dim or --bt */
     const char *quick;              /* the family magic's flags of its quick check (family_spec.quick) */
     const family_broken *broken;    /* a variant broken on purpose, shipped with cudalab (not the
                                        student's: never in the store's list), or NULL */

@@ -8,40 +8,97 @@ Where a notebook has recorded results, every device command run here on the CPU 
 them beside its own (a "Recorded on" note in text/plain and HTML, and the document's "recorded"
 object); where it has none yet, its %recorded cell says so. The display itself is checked on a
 fixture recorded by the same code path (scripts/record.py --allow-cpu) in
-tests/notebooks/fixtures/."""
+tests/notebooks/fixtures/.
+
+The committed notebooks are the source version, with the exercises' solutions; every notebook with
+exercises (cell metadata "cudalab": {"exercise", "role"}) is also executed as the student version that
+scripts/student_notebooks.py generates (make lab opens it): there exactly the exercises' check cells
+fail, each with the hint comment of the line that failed, and every other cell passes. Until the lesson
+checks (check.lesson.NAME) are in the kernel, a source check cell may fail on their lookup alone."""
 import json
+import os
 import pathlib
+import re
 import shutil
-import sys
+import subprocess
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
-REPO = pathlib.Path(__file__).parents[2]
-sys.path.insert(0, str(REPO / "scripts"))
-from record import recording_shown  # noqa: E402  (which GPU's recording %recorded shows)
+import student_notebooks  # scripts/ is on sys.path (tests/conftest.py)
+from record import recording_shown  # which GPU's recording %recorded shows
+from conftest import kernel_binary
+from kernels import vecadd  # tests/kernels.py: the lecture's kernels, written once
 
+REPO = pathlib.Path(__file__).parents[2]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+ROLES = ("task", "starter", "check", "hint")
+HINT = re.compile(r"#\s*hint:\s*(\S.*)$")
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 RESULT = "application/vnd.cudalab.result+json"
 DEVICE_MAGICS = ("%coalesce", "%device", "%grid", "%histo", "%%histo", "%matmul", "%occupancy", "%reduce",
                  "%stencil", "%vecadd")
 
 
-def execute(path: pathlib.Path, folder: pathlib.Path | None = None):
-    """PATH executed with the kernel in FOLDER (default: the notebook's own); the notebook."""
+def role(cell) -> str | None:
+    return cell.metadata.get("cudalab", {}).get("role")
+
+
+def errors(cell) -> list:
+    return [o for o in cell.get("outputs", []) if o.output_type == "error"]
+
+
+def lesson_lookup_only(cell) -> bool:
+    """CELL (a check cell) failed on the lookup of a lesson check, and this kernel has none yet."""
+    return (role(cell) == "check" and not lesson_checks_present()
+            and all(e.ename == "LookupError" and "'lesson'" in e.evalue for e in errors(cell)))
+
+
+def execute(path: pathlib.Path, folder: pathlib.Path | None = None, may_fail=lambda cell: lesson_lookup_only(cell)):
+    """PATH executed with the kernel in FOLDER (default: the notebook's own), every cell run; the notebook.
+    No cell may write to stderr, and none may fail unless MAY_FAIL(cell) says it may."""
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code":
             assert not cell.outputs, f"{path.name} is committed with outputs"
-    NotebookClient(nb, kernel_name="cudalab", timeout=120,
+    NotebookClient(nb, kernel_name="cudalab", timeout=120, allow_errors=True,
                    resources={"metadata": {"path": str(folder or path.parent)}}).execute()
     for i, cell in enumerate(nb.cells):
+        for out in errors(cell):
+            assert may_fail(cell), f"cell {i}: {out.get('ename')}: {out.get('evalue')}"
         for out in cell.get("outputs", []):
-            assert out.output_type != "error", f"cell {i}: {out.get('ename')}: {out.get('evalue')}"
             assert not (out.output_type == "stream" and out.name == "stderr"), f"cell {i} wrote to stderr"
     return nb
+
+
+_lesson_probe: list[bool] = []
+
+
+def lesson_checks_present() -> bool:
+    """Whether the kernel's student runs carry lesson checks (check.lesson): a vector add run once,
+    through the command-line mode, on the CPU backend."""
+    if not _lesson_probe:
+        cell = "%%kernel --for vecadd --name probe\n" + vecadd("probe")
+        out = subprocess.run([str(kernel_binary()), "--run-file", "-", "--json"], input=cell, text=True,
+                             capture_output=True, timeout=120, env={**os.environ, "CUDALAB_BACKEND": "cpu"})
+        docs = [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]
+        assert docs and "check" in docs[-1], out.stdout + out.stderr
+        _lesson_probe.append("lesson" in docs[-1]["check"])
+    return _lesson_probe[0]
+
+
+def exercises(nb) -> dict[str, dict[str, list[int]]]:
+    """{exercise: {role: [cell indices]}} of NB."""
+    found: dict[str, dict[str, list[int]]] = {}
+    for i, cell in enumerate(nb.cells):
+        mark = cell.metadata.get("cudalab", {})
+        if "exercise" in mark:
+            found.setdefault(mark["exercise"], {}).setdefault(mark.get("role"), []).append(i)
+    return found
+
+
+EXERCISE_NOTEBOOKS = [p for p in NOTEBOOKS if exercises(nbformat.read(p, as_version=4))]
 
 
 def texts(cell) -> str:
@@ -49,16 +106,22 @@ def texts(cell) -> str:
 
 
 def device_cells(nb):
-    """(index, cell) of the code cells that run a device command."""
+    """(index, cell) of the code cells that run a device command (--show-source runs nothing)."""
     return [(i, c) for i, c in enumerate(nb.cells)
             if c.cell_type == "code" and any(l.split(" ")[0] in DEVICE_MAGICS for l in c.source.splitlines())
-            and "--kernel" not in c.source]
+            and "--kernel" not in c.source and "--show-source" not in c.source]
 
 
-def check_recorded_display(nb, recorded: dict, where: str):
-    """Each device command of NB shows RECORDED's results beside its own: in text, HTML and its document."""
+def check_recorded_display(nb, recorded: dict, where: str, skip=lambda cell: False):
+    """Each device command of NB shows RECORDED's results beside its own: in text, HTML and its document.
+    Not checked: cells SKIP(cell) names, and an exercise's cells whose commands the recording has none
+    of (the exercise is newer than the recording: make record on a GPU adds them)."""
     label = f"Recorded on {recorded['device']['name']}"
+    keys = {c["key"] for c in recorded["commands"]}
     for i, cell in device_cells(nb):
+        commands = [l.split("#")[0].strip() for l in cell.source.splitlines()]
+        if skip(cell) or (role(cell) and not keys.intersection(commands)):
+            continue
         docs = [o["data"][RESULT] for o in cell.outputs if RESULT in o.get("data", {})]
         assert docs, f"{where} cell {i} shows no result"
         assert label in texts(cell), f"{where} cell {i} does not show its recorded results"
@@ -94,3 +157,96 @@ def test_recorded_results_shown_beside_cpu_runs(tmp_path):
     check_recorded_display(nb, recorded, "mini-recorded")
     assert "(the CPU backend, not a GPU)" in texts(nb.cells[2])
     assert "not checked here" not in "\n".join(texts(c) for c in nb.cells)
+
+
+@pytest.mark.parametrize("path", EXERCISE_NOTEBOOKS, ids=[p.name for p in EXERCISE_NOTEBOOKS])
+def test_exercises_follow_the_conventions(path):
+    """Each exercise: a task, a starter %%kernel cell holding a solution region, check cells whose every
+    command line carries its hint, and a <details> hint; the notebook's --show-source cells after them."""
+    nb = nbformat.read(path, as_version=4)
+    last_exercise_cell = 0
+    for ex, cells in exercises(nb).items():
+        assert set(cells) == set(ROLES), f"{path.name} exercise {ex}: roles {sorted(cells)}"
+        last_exercise_cell = max(last_exercise_cell, *(i for ids in cells.values() for i in ids))
+        for i in cells["starter"]:
+            src = nb.cells[i].source
+            assert src.startswith("%%kernel") and "--no-check" in src.splitlines()[0], (
+                f"{path.name} {ex}: starter cell {i} is not a %%kernel --no-check cell (its stub would fail the "
+                f"quick check, and in the student version only check cells may fail)")
+            assert student_notebooks.BEGIN in src, f"{ex}: starter cell {i} has no solution region"
+        for i in cells["check"]:
+            for line in nb.cells[i].source.splitlines():
+                assert line.startswith("#") or HINT.search(line), f"{ex}: check cell {i}: no hint on {line!r}"
+        for i in cells["hint"]:
+            assert nb.cells[i].source.startswith("<details><summary>Hint</summary>"), (
+                f"{path.name} {ex}: hint cell {i} does not open with <details><summary>Hint</summary>")
+        for role_ in ("task", "hint"):
+            assert all(nb.cells[i].cell_type == "markdown" for i in cells[role_])
+    shows = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "--show-source" in c.source]
+    assert all(i > last_exercise_cell for i in shows), f"{path.name}: --show-source cells {shows} before an exercise"
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("path", EXERCISE_NOTEBOOKS, ids=[p.name for p in EXERCISE_NOTEBOOKS])
+def test_student_version_fails_only_its_checks_with_their_hints(path, tmp_path):
+    """The generated student version: no solution left, every check cell of the exercises fails (a
+    stub computes nothing) and its traceback quotes the hint of the line that failed; every other
+    cell passes, the recorded results found as in the source's folder."""
+    out = tmp_path / "notebooks"
+    assert student_notebooks.main(["--src", str(REPO / "notebooks"), "--out", str(out), str(path)]) == 0
+    source = nbformat.read(path, as_version=4)
+    nb = execute(out / path.name, may_fail=lambda cell: role(cell) == "check")
+    for i, (cell, original) in enumerate(zip(nb.cells, source.cells)):
+        assert student_notebooks.BEGIN not in cell.source and student_notebooks.END not in cell.source
+        if role(cell) == "starter":
+            assert cell.source != original.source and "YOUR CODE HERE" in cell.source, f"cell {i}"
+        if role(cell) != "check":
+            continue
+        failed = errors(cell)
+        assert failed, f"cell {i} ({cell.metadata['cudalab']['exercise']}) passes in the student version"
+        traceback = "\n".join(failed[0].traceback)
+        quoted = HINT.search(traceback.splitlines()[-1]) or HINT.search(traceback)
+        assert quoted, f"cell {i}: its traceback shows no hint:\n{traceback}"
+        hints = [m.group(1) for m in map(HINT.search, cell.source.splitlines()) if m]
+        assert any(h in quoted.group(1) or quoted.group(1) in h for h in hints), traceback
+    recorded = path.parent / "recorded" / f"{path.stem}.json"
+    if recorded.exists():
+        check_recorded_display(nb, json.loads(recorded.read_text()), "student " + path.name,
+                               skip=lambda cell: role(cell) == "check")
+
+
+# Solutions broken in the one way each lesson is about, the output still right: (notebook, exercise,
+# a line of the solution, what replaces it, the lesson check that must fail).
+LESSON_BREAKERS = [
+    ("02-histogram", "privatise", "atomicAdd(&bins[pos / 4], 1u);", "atomicAdd(&histo[pos / 4], 1u);",
+     "global_atomics_per_byte"),           # counts in global memory, the shared bins a decoy
+    ("03-matrix-multiplication", "tiled", "sum += As[ty][i] * Bs[i][tx];",
+     "if (row < M && col < N && p * TILE + i < K) sum += A[row * K + p * TILE + i] * B[(p * TILE + i) * N + col];",
+     "global_loads_per_fma"),              # loads the tiles, then multiplies from global memory
+    ("03-matrix-multiplication", "corner", "Bs[tx][ty] = bt_row < N && kk < K ? Bt[bt_row * K + kk] : 0.0f;",
+     "Bs[ty][tx] = col < N && p * TILE + ty < K ? Bt[col * K + p * TILE + ty] : 0.0f;",
+     "load_sectors_per_request"),          # B's tile read column-wise from Bt: K floats apart across a warp
+]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("notebook,ex,line,broken,lesson", LESSON_BREAKERS, ids=[c[1] for c in LESSON_BREAKERS])
+def test_exercise_checks_grade_the_lesson(notebook, ex, line, broken, lesson, tmp_path):
+    """A kernel that computes the right result without what the exercise teaches fails the exercise's
+    check cell on that lesson's check, quoting its hint."""
+    if not lesson_checks_present():
+        pytest.skip("this kernel has no lesson checks (check.lesson) yet")
+    source = nbformat.read(REPO / "notebooks" / f"{notebook}.ipynb", as_version=4)
+    cells = exercises(source)[ex]
+    starter, check = source.cells[cells["starter"][0]], source.cells[cells["check"][0]]
+    assert starter.source.count(line) == 1, f"{notebook} {ex}: the solution no longer has {line!r}"
+    nb = nbformat.v4.new_notebook(metadata=source.metadata)
+    nb.cells = [nbformat.v4.new_code_cell(starter.source.replace(line, broken)), nbformat.v4.new_code_cell(check.source)]
+    NotebookClient(nb, kernel_name="cudalab", timeout=120, allow_errors=True,
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    assert not errors(nb.cells[0]), errors(nb.cells[0])
+    failed = errors(nb.cells[1])
+    assert failed, f"{ex}: the check cell passes a kernel that computes without the lesson"
+    where = failed[0].traceback[-1] if failed[0].traceback else failed[0].evalue
+    assert f"lesson.{lesson}.passed" in "\n".join(failed[0].traceback) and "# hint:" in "\n".join(failed[0].traceback), \
+        f"{ex}: failed elsewhere: {failed[0].ename}: {failed[0].evalue} ({where})"
