@@ -276,7 +276,7 @@ static void student_check(const cl_reduce_args *a, const cl_student_kernel *k, c
         }
     }
     if (a->second && r->final_guard_hit >= 0) {
-        check_wrong(check, 1, json_pack("{s:I}", "final", (json_int_t)r->final_guard_hit), NAN, NAN);
+        check_wrong(check, 1, json_pack("{s:I}", "partial", (json_int_t)r->final_guard_hit), NAN, NAN);
         check_first_wrong(check, "your second pass %s wrote partial[%lld]: it writes partial[0] only",
                           a->second->name, (long long)r->final_guard_hit);
     } else if (json_is_false(json_object_get(check, "passed")) && a->second) {

@@ -12,30 +12,9 @@ import pytest
 import jsonschema
 
 from conftest import cell, compiled, load_schema, run_cell as run
-from kernels import reduce_convergent
+from kernels import reduce_convergent, reduce_grid_stride as grid_stride
 
 CPU = {"CUDALAB_BACKEND": "cpu"}
-
-
-def grid_stride(name: str) -> str:
-    """Each thread adds the pairs of its block's sections, a grid stride apart, then the convergent tree:
-    block b's partial is its section's sum under the launch rule, and one block sums all n."""
-    return f"""__global__ void {name}(const float *input, float *partial, int n) {{
-    __shared__ float s[1024];
-    unsigned t = threadIdx.x;
-    float x = 0.0f;
-    for (long long i = 2LL * blockIdx.x * blockDim.x + t; i < n; i += 2LL * blockDim.x * gridDim.x) {{
-        x += input[i];
-        if (i + blockDim.x < n) x += input[i + blockDim.x];
-    }}
-    s[t] = x;
-    for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {{
-        __syncthreads();
-        if (t < stride) s[t] += s[t + stride];
-    }}
-    if (t == 0) partial[blockIdx.x] = s[0];
-}}
-"""
 
 
 FIRST = "%%kernel --for reduce --name first --block 128\n" + reduce_convergent("first", 1024)
