@@ -86,7 +86,7 @@ static const cl_student_contract cl_reduce_student = {
     CL_REDUCE_STUDENT_PARAMS,
     "B threads per block (--block, 256 by default; B = the block's threads), grid ⌈n/(2B)⌉ (--grid "
     "overrides): block b sums input[2Bb, 2Bb + 2B) ∩ [0, n) and writes partial[b]; the harness adds "
-    "the partials on the host, in double",
+    "the partials on the host, in double (--second NAME2: your kernel NAME2 reduces them on the device, one block)",
     {256, 1, 1},
     0,
 };

@@ -73,6 +73,7 @@ def test_a_wrong_second_pass_fails_the_check_naming_it(kc, second, why):
     assert compiled(kc, "%%kernel --for reduce --name final --block 128 --no-check\n" + second)[0]["status"] == "ok"
     c, text, doc = cell(kc, RUN + " --second final")
     assert c["status"] == "error", c
+    jsonschema.validate(doc, load_schema("reduce"))
     r = only_run(doc)
     assert r["check"]["passed"] is False and r["check"]["wrong"]["count"] == 1, r
     # the first pass is right: the failure names the second
