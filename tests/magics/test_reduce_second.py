@@ -4,7 +4,7 @@ its result is the run's value and is checked as the total. On the CPU backend (t
 students without a GPU run it: one grid-stride kernel as both passes, a second kernel of its own with its
 own block, and the second passes that must fail: one that reaches only the first 2B partials (the
 lecture's one-segment tree), one that ignores its input, one that writes past its result, one that never
-writes it; and the refusals. tests/gpu/test_student_reduce_gpu.py runs student reductions on a GPU."""
+writes it, one that reads past the partials; and the refusals. tests/gpu/test_student_reduce_gpu.py runs student reductions on a GPU."""
 from __future__ import annotations
 
 import pytest
@@ -90,6 +90,19 @@ def test_a_second_pass_writing_past_its_result_is_named(kc):
     assert c["status"] == "error" and c["ename"] == "KernelError", c
     tb = "\n".join(c["traceback"])
     assert "--second final" in tb and "partial" in tb and "line 3" in tb, tb
+
+
+def test_a_second_pass_reading_past_the_partials_is_named(kc):
+    """Reading beyond n (a fixed 1024 partials, not the 391 there are) would add what lies past them:
+    the CPU runner names the read, with its line (on a GPU the sentinels past them make the sum NaN)."""
+    over = ("__global__ void final(const float *input, float *partial, int n) {\n"
+            "    float x = 0.0f;\n"
+            "    if (threadIdx.x == 0) { for (int i = 0; i < 1024; i++) x += input[i]; partial[0] = x; }\n}\n")
+    assert compiled(kc, "%%kernel --for reduce --name final --no-check\n" + over)[0]["status"] == "ok"
+    c, text, _ = cell(kc, RUN + " --second final")
+    assert c["status"] == "error" and c["ename"] == "KernelError", c
+    tb = "\n".join(c["traceback"])
+    assert "--second final" in tb and "input" in tb and "line 4" in tb, tb
 
 
 @pytest.mark.parametrize("line, needles", [
