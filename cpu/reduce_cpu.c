@@ -180,10 +180,46 @@ static int student_check(simt_arena *ar, void *ctx, uint64_t seed, char *what)
     return pc.index >= 0;
 }
 
+/* The second pass (a->second) on the CPU runner: one block of the kernel's threads over the run's
+ * npart partials (a->partials) into one float, poisoned first; the run's value. Untimed. A write
+ * past the one float is the runner's finding, as any out-of-bounds access. */
+static int cpu_reduce_second(const cl_reduce_args *a, uint64_t npart, cl_reduce_result *out, char *err)
+{
+    const cl_student_kernel *k = a->second;
+    unsigned block[3], one[3] = { 1, 1, 1 };
+    simt_student_block(k, block);
+    simt_buffer bufs[2] = {
+        { "input", npart * 4, 4, CL_SIMT_IN, 0, 0 },
+        { "partial", 4, 4, CL_SIMT_OUT | CL_SIMT_ONE_WRITER, 0, 0 },
+    };
+    simt_arena ar;
+    if (simt_arena_open(&ar, bufs, 2, err) != 0)
+        return -1;
+    memcpy(ar.host[0], a->partials, npart * sizeof(float));
+    memset(ar.host[1], SIMT_NAN, sizeof(float));
+    cl_simt_arg args[3] = {
+        { CL_SIMT_ARG_BUFFER, 0, { 0 } }, { CL_SIMT_ARG_BUFFER, 1, { 0 } },
+        { CL_SIMT_ARG_I32, 0, { .i32 = (int32_t)npart } },
+    };
+    for (int i = 0; i < 3; i++)
+        out->final.grid[i] = 1, out->final.block[i] = (int)block[i];
+    out->final.smem_bytes = k->dyn_smem;
+    out->final.kernels = 1;
+    double ms;
+    int rc = simt_launch(&ar, k, one, block, k->dyn_smem, args, 3, &ms, err);
+    if (rc == 0) {
+        float value;
+        memcpy(&value, ar.host[1], sizeof value);
+        out->fvalue = value;
+    }
+    simt_arena_close(&ar);
+    return rc;
+}
+
 static int cpu_reduce_student(const cl_reduce_args *a, cl_reduce_result *out, char *err)
 {
     const cl_student_kernel *k = a->student;
-    out->guard_hit = -1;
+    out->guard_hit = out->final_guard_hit = -1;
     if (!k || a->op != CL_REDUCE_SUM || a->dtype != CL_REDUCE_FLOAT || a->n > 2147483647u) {
         snprintf(err, CL_ERR_LEN, "a student's reduction sums floats, n <= 2^31 - 1");
         return -1;
@@ -225,9 +261,13 @@ static int cpu_reduce_student(const cl_reduce_args *a, cl_reduce_result *out, ch
         out->partials = npart;
     }
     simt_arena_close(&ar);
-    snprintf(out->impl, sizeof out->impl, "your kernel %s on the CPU runner (every access checked, CPU times); "
-             "the partials added on the host in double", k->name);
-    return rc;
+    if (a->second)
+        snprintf(out->impl, sizeof out->impl, "your kernels %s, then %s over its partials (one block, untimed), "
+                 "on the CPU runner (every access checked, CPU times)", k->name, a->second->name);
+    else
+        snprintf(out->impl, sizeof out->impl, "your kernel %s on the CPU runner (every access checked, CPU "
+                 "times); the partials added on the host in double", k->name);
+    return rc == 0 && a->second ? cpu_reduce_second(a, npart, out, err) : rc;
 }
 
 static int cpu_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out, char *err)

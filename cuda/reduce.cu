@@ -297,28 +297,80 @@ static int student_plan(const cl_reduce_args *a, run_state *st, cl_reduce_result
     return 0;
 }
 
-/* The partials back into a->partials, their guards checked, their sum. */
-static int student_collect(const cl_reduce_args *a, const run_state *st, cl_reduce_result *out, char *err)
+/* The first of the CL_REDUCE_GUARD sentinels after `count` results at d that a kernel wrote
+ * (its index from the buffer's start), else -1; -2 with err when they cannot be read. */
+static int64_t guard_written(const float *d, size_t count, char *err)
 {
     static float guard[CL_REDUCE_GUARD];
-    cudaError_t rc = cudaMemcpy(a->partials, st->part, st->npart * sizeof(float), cudaMemcpyDeviceToHost);
-    if (rc == cudaSuccess)
-        rc = cudaMemcpy(guard, (const float *)st->part + st->npart, sizeof guard, cudaMemcpyDeviceToHost);
+    cudaError_t rc = cudaMemcpy(guard, d + count, sizeof guard, cudaMemcpyDeviceToHost);
     if (rc != cudaSuccess)
-        return cl_cuda_fail(err, "cudaMemcpy of the partials", rc);
-    out->guard_hit = -1;
-    for (int k = 0; k < CL_REDUCE_GUARD && out->guard_hit < 0; k++) {
+        return cl_cuda_fail(err, "cudaMemcpy of the guards", rc) - 1;
+    for (int k = 0; k < CL_REDUCE_GUARD; k++) {
         uint32_t bits;
         memcpy(&bits, &guard[k], 4);
         if (bits != 0xFFFFFFFFu)
-            out->guard_hit = (int64_t)st->npart + k;
+            return (int64_t)count + k;
     }
+    return -1;
+}
+
+/* The partials back into a->partials, their guards checked, their sum. */
+static int student_collect(const cl_reduce_args *a, const run_state *st, cl_reduce_result *out, char *err)
+{
+    cudaError_t rc = cudaMemcpy(a->partials, st->part, st->npart * sizeof(float), cudaMemcpyDeviceToHost);
+    if (rc != cudaSuccess)
+        return cl_cuda_fail(err, "cudaMemcpy of the partials", rc);
+    if ((out->guard_hit = guard_written((const float *)st->part, st->npart, err)) < -1)
+        return -1;
     double sum = 0;
     for (size_t b = 0; b < st->npart; b++)
         sum += a->partials[b];
     out->fvalue = sum;
     out->partials = st->npart;
     return 0;
+}
+
+/* The second pass (a->second): one block of the kernel's threads over the run's partials, left on
+ * the device by its last launch, into one float with guards after it; the run's value. Untimed. */
+static int student_second(const cl_reduce_args *a, const run_state *st, cl_reduce_result *out, char *err)
+{
+    const cl_student_kernel *k = a->second;
+    const void *func;
+    dim3 block = cl_cuda_student_block(k), one(1, 1, 1);
+    float *result = NULL, value;
+    int rc = -1;
+    cudaError_t crc;
+    if (cl_cuda_student_func(k, &func, err) || cl_cuda_student_describe(k, func, one, block, &out->final, err) ||
+        cl_cuda_alloc((void **)&result, (1 + CL_REDUCE_GUARD) * sizeof(float), "second pass's result", err))
+        goto done;
+    if ((crc = cudaMemset(result, 0xFF, (1 + CL_REDUCE_GUARD) * sizeof(float))) != cudaSuccess) {
+        cl_cuda_fail(err, "filling the second pass's result with the sentinel", crc);
+        goto done;
+    }
+    {
+        const float *in = (const float *)st->part;
+        int n = (int)st->npart;
+        void *args[] = { &in, &result, &n };
+        cl_cuda_set_limit(k->limit_ms, k->name);
+        rc = cl_cuda_student_launch(k, func, one, block, args, err) || cl_cuda_synchronize("your second pass", err)
+                 ? -1 : 0;
+        cl_cuda_set_limit(0, NULL);
+        if (rc && cl_cuda_abandoned())
+            return -1;              /* the kernel still runs: nothing else may touch the device */
+    }
+    if (rc == 0 && (crc = cudaMemcpy(&value, result, sizeof value, cudaMemcpyDeviceToHost)) != cudaSuccess)
+        rc = cl_cuda_fail(err, "cudaMemcpy of the second pass's result", crc);
+    if (rc == 0 && (out->final_guard_hit = guard_written(result, 1, err)) < -1)
+        rc = -1;
+    if (rc == 0) {
+        out->fvalue = value;
+        snprintf(out->impl, sizeof out->impl, "CUDA: your kernel %s (%zu x %u), then %s (1 x %u) over its "
+                 "partials; the second pass outside the timing", a->student->name, st->npart,
+                 st->block.x * st->block.y * st->block.z, k->name, block.x * block.y * block.z);
+    }
+done:
+    cudaFree(result);
+    return rc;
 }
 
 static int device_facts(int *sms, int *max_grid, char *err)
@@ -335,7 +387,7 @@ static int device_facts(int *sms, int *max_grid, char *err)
 static int cuda_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out, char *err)
 {
     memset(out, 0, sizeof *out);
-    out->guard_hit = -1;
+    out->guard_hit = out->final_guard_hit = -1;
     bool student = v == CL_VARIANT_STUDENT;
     const rd_gpu_impl *impl = cuda_impl(v);
     if (!student && !impl) {
@@ -380,6 +432,8 @@ static int cuda_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out
     }
     if (student) {
         rc = student_collect(a, &st, out, err);
+        if (rc == 0 && a->second && (rc = student_second(a, &st, out, err)) != 0 && cl_cuda_abandoned())
+            return -1;              /* the kernel still runs: nothing else may touch the device */
         goto done;
     }
     {

@@ -45,6 +45,28 @@ def reduce_convergent(name: str, size: int, head: str = "", tail: str | None = N
             + reduce_tree(size, **tree) + tail + "}\n")
 
 
+def reduce_grid_stride(name: str) -> str:
+    """Each thread adds the pairs of its block's sections, a grid stride apart, then the convergent tree:
+    under the launch rule block b's partial is its section's sum, and one block sums all n (a kernel
+    that serves as both passes, %reduce --second)."""
+    return f"""__global__ void {name}(const float *input, float *partial, int n) {{
+    __shared__ float s[1024];
+    unsigned t = threadIdx.x;
+    float x = 0.0f;
+    for (long long i = 2LL * blockIdx.x * blockDim.x + t; i < n; i += 2LL * blockDim.x * gridDim.x) {{
+        x += input[i];
+        if (i + blockDim.x < n) x += input[i + blockDim.x];
+    }}
+    s[t] = x;
+    for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {{
+        __syncthreads();
+        if (t < stride) s[t] += s[t + stride];
+    }}
+    if (t == 0) partial[blockIdx.x] = s[0];
+}}
+"""
+
+
 # ---- %histo: the letters a-z in 7 bins of 4 (the last holds y and z)
 GRID_STRIDE = """for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
          i += (long long)gridDim.x * blockDim.x)"""

@@ -11,6 +11,10 @@
  * CL_VARIANT_STUDENT under the contract cl_reduce_student: float sum only.
  * Its partials come back to the host, which adds them in double and checks
  * each against the expected sum of its block's section (cl_reduce_partials_check).
+ * With a second student kernel (%reduce --second NAME, the same signature) the
+ * partials are also reduced on the device: after the timed reps the backend
+ * launches it once, one block, over the last rep's partials (input = the
+ * partials, n = their count) into one float, which becomes the run's value.
  *
  * Inputs: float from cl_uniform (in [-1, 1)), int from cl_uniform_int in
  * [CL_REDUCE_INT_LO, CL_REDUCE_INT_HI]. Integer sums accumulate in int64 on
@@ -82,7 +86,7 @@ static const cl_student_contract cl_reduce_student = {
     CL_REDUCE_STUDENT_PARAMS,
     "B threads per block (--block, 256 by default; B = the block's threads), grid ⌈n/(2B)⌉ (--grid "
     "overrides): block b sums input[2Bb, 2Bb + 2B) ∩ [0, n) and writes partial[b]; the harness adds "
-    "the partials on the host, in double",
+    "the partials on the host, in double (--second NAME2: your kernel NAME2 reduces them on the device, one block)",
     {256, 1, 1},
     0,
 };
@@ -142,6 +146,8 @@ typedef struct cl_reduce_args {
     cl_reduce_dtype dtype;
     int block;                    /* threads per block of the first pass: power of two, 32..1024 */
     const cl_student_kernel *student; /* CL_VARIANT_STUDENT: the kernel (float sum), else NULL */
+    const cl_student_kernel *second;  /* student: the kernel of the second pass over the partials
+                                         (one block, its own threads), else NULL: added on the host */
     float *partials;              /* student: host room for the partials, copied back after the run */
     uint64_t npartials;           /* its length: at least the kernel's grid */
     uint64_t seed;
@@ -158,6 +164,7 @@ typedef struct cl_reduce_result {
     char impl[160];               /* what actually ran, in words ("CUDA kernels ...", "CPU analogue ...") */
     uint64_t partials;            /* student: partials written to a->partials (the grid) */
     int64_t guard_hit;            /* student: the first partial past the grid that was written, else -1 */
+    int64_t final_guard_hit;      /* second pass: the first slot past its one result written, else -1 */
 } cl_reduce_result;
 
 typedef struct cl_reduce_ops {

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lang/lang.h"
 #include "magic/family_run.h"
 #include "render/render.h"
 #include "magic/show_source.h"
@@ -51,6 +52,10 @@ static const flag_spec reduce_flags[] = {
              "--block), counted thread by thread with the kernel's own condition: per stride, the threads that "
              "add, the warps with at least one of them (each issues the step), the full, divergent and idle "
              "warps, and the idle lanes the active warps carry; in each run's steps"},
+    {.name = "second", .type = FLAG_STRING,
+     .help = "your kernels only: a %%kernel --for reduce kernel (the same signature; it may be the first one) "
+             "that reduces the partials on the device, launched once after the timed runs: one block of its "
+             "threads, input = the partials, n = their count; its partial[0] is the run's value, checked"},
     STUDENT_RUN_FLAGS,
     STUDENT_GRID_FLAG,
     SWEEP_MEASURE_FLAGS("seed of the generated input",
@@ -151,6 +156,9 @@ static int check_blocks(magic_ctx *ctx, const json_t *params, int *first)
         }
     }
     json_decref(blocks);
+    if (!rc && !student && json_is_string(json_object_get(params, "second")))
+        return magic_error(ctx, "UsageError", "--second: the second pass is for your kernels: name one of them "
+                           "in --variant (the built-in variants have their own second pass)");
     if (rc || !student)
         return rc;
     static const struct { const char *flag, *want; } only[] = {{"op", "sum"}, {"dtype", "float"}};
@@ -169,6 +177,11 @@ static int check_blocks(magic_ctx *ctx, const json_t *params, int *first)
             rc = magic_error(ctx, "UsageError", "--size %" JSON_INTEGER_FORMAT ": your kernel %s takes int n, "
                              "at most 2147483647 elements", json_integer_value(v), student);
     json_decref(sizes);
+    const char *second = json_string_value(json_object_get(params, "second"));
+    const student_def *d = second ? student_find(ctx->lab, second) : NULL;
+    if (!rc && second && (!d || d->family != &reduce_family || d->broken))
+        rc = magic_error(ctx, "UsageError", "--second %s: no %%%%kernel --for reduce cell named %s in this session "
+                         "(run its cell first)", second, second);
     return rc;
 }
 
@@ -281,6 +294,21 @@ static const family_command reduce_command = {
     .family = &reduce_family, .sweep = &reduce_sweep, FAMILY_ENV(rd_env), .prepare = env_init,
 };
 
+/* The definitions the worker needs: the kernels --variant names (student_attach), and --second's. */
+static int reduce_attach(magic_ctx *ctx, const struct command *cmd, json_t **kernels)
+{
+    if (student_attach(ctx, cmd, kernels) != 0)
+        return -1;
+    const student_def *d = student_find(ctx->lab, json_string_value(json_object_get(cmd->params, "second")));
+    if (!d || d->broken || d->family != &reduce_family)
+        return 0;                   /* named nothing, or check_blocks refuses it in the worker */
+    if (!*kernels)
+        *kernels = json_object();
+    json_object_set_new(*kernels, d->name, json_pack("{s:s, s:s, s:O}", "for", d->family->magic, "source",
+                                                    d->source, "options", d->options));
+    return 0;
+}
+
 static int reduce_run(magic_ctx *ctx, const json_t *params, const char *body)
 {
     return family_run(ctx, &reduce_command, params, body);
@@ -293,6 +321,7 @@ static const char *const reduce_examples[] = {
     "%reduce --size 512 --variant divergent,convergent --steps",
     "%reduce --size 1000,1000000,1000003,2^26 --variant fast,cub",
     "%reduce --size 2^26 --dtype float,int --op sum,max,min --variant fast,cub",
+    "%reduce --size 100003 --variant myreduce --second myreduce",
     NULL,
 };
 
@@ -324,11 +353,16 @@ const magic_spec magic_reduce = {
         "per block (--block, 256 by default), grid ceil(n/(2B)) (--grid overrides): block b sums "
         "input[2Bb, 2Bb + 2B) that are < n and writes partial[b]. The harness times your kernel alone, "
         "copies the partials back and adds them on the host in double; the check compares each partial "
-        "with its section's sum (naming the first wrong one) and the total as above. Float sums only.",
+        "with its section's sum (naming the first wrong one) and the total as above. Float sums only.\n\n"
+        "--second NAME2 reduces the partials on the device instead, as the lecture's second kernel does: "
+        "after the timed runs the harness launches your kernel NAME2 (a %%kernel --for reduce cell, the "
+        "same signature; NAME itself where it loops over its input with a grid stride) once, over the "
+        "partials of the last run: one block of NAME2's threads, input = the partials, n = their count. "
+        "Its partial[0] is the run's value and is checked as the total; launch_final describes it.",
     .flags = reduce_flags,
     .mode = MAGIC_LINE,
     .where = MAGIC_WORKER,
     .run = reduce_run,
     .examples = reduce_examples,
-    .attach = student_attach,
+    .attach = reduce_attach,
 };

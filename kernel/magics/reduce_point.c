@@ -20,7 +20,9 @@
  * A student's kernel (a float sum) writes one partial per block; the host adds
  * them in double. Its check also compares every partial with the sum of its
  * block's section under the same bound, so the first wrong block is named,
- * and the partials' guards (written past the grid) must stay intact.
+ * and the partials' guards (written past the grid) must stay intact. With
+ * --second, the value is the second kernel's (one block over the partials on
+ * the device) and the same total's check grades it, after the partials'.
  */
 #include <math.h>
 #include <stdio.h>
@@ -273,18 +275,55 @@ static void student_check(const cl_reduce_args *a, const cl_student_kernel *k, c
             return;
         }
     }
-    if (json_is_false(json_object_get(check, "passed")))
+    if (a->second && r->final_guard_hit >= 0) {
+        check_wrong(check, 1, json_pack("{s:I}", "partial", (json_int_t)r->final_guard_hit), NAN, NAN);
+        check_first_wrong(check, "your second pass %s wrote partial[%lld]: it writes partial[0] only",
+                          a->second->name, (long long)r->final_guard_hit);
+    } else if (json_is_false(json_object_get(check, "passed")) && a->second) {
+        char why[96];
+        if (isnan(r->fvalue))
+            snprintf(why, sizeof why, "partial[0] never written?");
+        else
+            snprintf(why, sizeof why, "does one block of %d threads reach every partial?",
+                     r->final.block[0] * r->final.block[1] * r->final.block[2]);
+        check_first_wrong(check, "your second pass %s over the %llu partials returned %.9g, expected %.9g (their "
+                          "sum): %s", a->second->name, (unsigned long long)r->partials,
+                          isnan(r->fvalue) ? fabs(r->fvalue) : r->fvalue,
+                          json_real_value(json_object_get(check, "reference")), why);
+    } else if (json_is_false(json_object_get(check, "passed"))) {
         check_first_wrong(check, "the sum of the partials = %.9g, expected %.9g", r->fvalue,
                           json_real_value(json_object_get(check, "reference")));
+    }
+}
+
+/* The second pass's kernel (--second), launched with its own %%kernel line's block and grid: the
+ * point's --block and --grid are the first pass's. 0 with *out prepared (out->def NULL: none), or -1. */
+static int second_prepare(magic_ctx *ctx, const json_t *pt, student_launch *out)
+{
+    memset(out, 0, sizeof *out);
+    const student_def *d = student_find(ctx->lab, json_string_value(json_object_get(pt, "second")));
+    if (!d)
+        return 0;
+    json_t *own = json_deep_copy(pt);
+    json_object_del(own, "block");
+    json_object_del(own, "grid");
+    int rc = student_prepare(ctx, d, own, 0, out);
+    json_decref(own);
+    return rc;
 }
 
 static int student_point(magic_ctx *ctx, rd_env *env, const student_def *def, const json_t *pt, cl_reduce_args *a,
                          json_t *runs)
 {
-    student_launch sl;
+    student_launch sl, second;
     if (student_prepare(ctx, def, pt, 0, &sl) != 0)
         return -1;
+    if (second_prepare(ctx, pt, &second) != 0) {
+        student_launch_free(&sl);
+        return -1;
+    }
     a->student = &sl.kernel;
+    a->second = second.def ? &second.kernel : NULL;
     a->npartials = student_partials(&sl.kernel, a->n);
     cl_reduce_result *r = malloc(sizeof *r);
     a->partials = malloc((a->npartials ? a->npartials : 1) * sizeof(float));
@@ -293,9 +332,13 @@ static int student_point(magic_ctx *ctx, rd_env *env, const student_def *def, co
     if (!r || !a->partials)
         rc = magic_error(ctx, "MemoryError", "out of host memory for %llu partials", (unsigned long long)a->npartials);
     else if (MAGIC_TIMED(ctx, err, env->ops->run(CL_VARIANT_STUDENT, a, r, err)) != 0) {
-        char point[96];
+        char point[192];
         snprintf(point, sizeof point, "%%reduce --size %llu", (unsigned long long)a->n);
-        rc = student_run_failed(ctx, &sl, point, err);  /* before student_launch_free: the diagnosis is in sl */
+        if (a->second)
+            snprintf(point + strlen(point), sizeof point - strlen(point), " --second %s", a->second->name);
+        /* before student_launch_free: the diagnosis is in the launch that failed (the second pass
+         * has begun when its launch is described) */
+        rc = student_run_failed(ctx, a->second && r->final.kernels ? &second : &sl, point, err);
     }
     if (rc == 0) {
         const cl_variant *row = family_variant(ctx->lab, &reduce_family,
@@ -304,6 +347,7 @@ static int student_point(magic_ctx *ctx, rd_env *env, const student_def *def, co
                                cl_reduce_student.launch);
         sweep_add_conditions(ctx, run);
         student_run_json(&sl, run);
+        json_object_set_new(run, "second", a->second ? json_string(a->second->name) : json_null());
         json_t *check = env->check ? rd_check(ctx, env, a, r) : check_skipped(NULL);
         if (check && env->check)
             student_check(a, &sl.kernel, r, check);
@@ -319,6 +363,8 @@ static int student_point(magic_ctx *ctx, rd_env *env, const student_def *def, co
     free(a->partials);
     a->partials = NULL;
     student_launch_free(&sl);
+    if (second.def)
+        student_launch_free(&second);
     return rc;
 }
 

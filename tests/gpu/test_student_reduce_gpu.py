@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernels import reduce_convergent
+from kernels import reduce_convergent, reduce_grid_stride
 from student_session import cell, gpu_doc, kc, kernel_cell  # noqa: F401  (gpu_doc, kc: fixtures)
 
 CONVERGENT = reduce_convergent("conv", 1024)
@@ -100,3 +100,25 @@ def test_missing_syncthreads_at_1024(kc):
     if c["status"] == "ok":
         pytest.xfail("the race between 32 warps gave the right partials this time (luck)")
     assert c["ename"] == "CheckError" and "partial[" in c["evalue"], c
+
+
+def test_second_pass_on_the_device(kc):
+    """%reduce --second: one grid-stride kernel as both passes is checked right, its second launch one
+    block; the lecture's one-section tree as the second pass misses partials past its 2B; a second pass
+    writing past its result is named by the guard."""
+    assert cell(kc, kernel_cell("reduce", "both", reduce_grid_stride("both")))[0]["status"] == "ok"
+    c, _, doc = cell(kc, "%reduce --size 1000003 --block 64 --variant both --second both --reps 3 --warmup 1")
+    assert c["status"] == "ok", c
+    r = doc["runs"][0]
+    assert r["check"]["passed"] is True and r["check"]["partials"] == 7813 and r["second"] == "both", r
+    assert r["launch_final"]["grid"] == [1, 1, 1] and r["launch_final"]["block"] == [256, 1, 1], r
+    assert cell(kc, kernel_cell("reduce", "conv", CONVERGENT))[0]["status"] == "ok"
+    c, _, doc = cell(kc, "%reduce --size 1000003 --block 64 --variant both --second conv --reps 1 --warmup 0")
+    assert c["status"] == "error" and c["ename"] == "CheckError", c
+    assert "your second pass conv over the 7813 partials" in doc["runs"][0]["check"]["first_wrong"], doc["runs"][0]
+    past = ("__global__ void past(const float *input, float *partial, int n) {\n"
+            "    if (threadIdx.x < 2) partial[threadIdx.x] = 1.0f;\n}\n")
+    assert cell(kc, kernel_cell("reduce", "past", past, "--no-check"))[0]["status"] == "ok"
+    c, _, doc = cell(kc, "%reduce --size 1000003 --variant both --second past --reps 1 --warmup 0")
+    assert c["status"] == "error", c
+    assert "your second pass past wrote partial[1]" in doc["runs"][0]["check"]["first_wrong"], doc["runs"][0]
