@@ -162,12 +162,14 @@ def test_recorded_results_shown_beside_cpu_runs(tmp_path):
 @pytest.mark.parametrize("path", EXERCISE_NOTEBOOKS, ids=[p.name for p in EXERCISE_NOTEBOOKS])
 def test_exercises_follow_the_conventions(path):
     """Each exercise: a task, a starter %%kernel cell holding a solution region, check cells whose every
-    command line carries its hint, and a <details> hint; the notebook's --show-source cells after them."""
+    command line carries its hint, and a <details> hint; a --show-source cell after an exercise of its family."""
     nb = nbformat.read(path, as_version=4)
-    last_exercise_cell = 0
+    spans = {}                                      # exercise -> (its first cell, its last, its family)
     for ex, cells in exercises(nb).items():
         assert set(cells) == set(ROLES), f"{path.name} exercise {ex}: roles {sorted(cells)}"
-        last_exercise_cell = max(last_exercise_cell, *(i for ids in cells.values() for i in ids))
+        ids = [i for ids in cells.values() for i in ids]
+        family = re.search(r"--for (\w+)", nb.cells[cells["starter"][0]].source)
+        spans[ex] = (min(ids), max(ids), family.group(1) if family else None)
         for i in cells["starter"]:
             src = nb.cells[i].source
             assert src.startswith("%%kernel") and "--no-check" in src.splitlines()[0], (
@@ -182,8 +184,14 @@ def test_exercises_follow_the_conventions(path):
                 f"{path.name} {ex}: hint cell {i} does not open with <details><summary>Hint</summary>")
         for role_ in ("task", "hint"):
             assert all(nb.cells[i].cell_type == "markdown" for i in cells[role_])
-    shows = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "--show-source" in c.source]
-    assert all(i > last_exercise_cell for i in shows), f"{path.name}: --show-source cells {shows} before an exercise"
+    # a built-in kernel's source is shown after the student wrote theirs: after an exercise of its family,
+    # never inside one
+    for i, c in enumerate(nb.cells):
+        if c.cell_type == "code" and "--show-source" in c.source:
+            family = c.source.lstrip("%").split()[0]
+            assert not any(a <= i <= b for a, b, _ in spans.values()), f"{path.name}: --show-source cell {i} inside an exercise"
+            assert any(b < i and f == family for _, b, f in spans.values()), (
+                f"{path.name}: --show-source cell {i} comes before any exercise of %{family}")
 
 
 @pytest.mark.timeout(300)
