@@ -155,6 +155,10 @@ PS2.samples = {
     "judy": {"q2-private": ("AssertionError", "AssertionError"), "q2-speed": ("AssertionError", "AssertionError")},
     # myhisto's private counts incremented without atomics: a race on shared memory; updates lost on a GPU
     "kevin": broken(PS2.parts("q2"), "KernelError", WRONG_ON_GPU),
+    # a decoy that reads: both tiles loaded into shared memory and read, the product taken from global
+    # memory all the same. It passes the shared-memory part, not the loads per multiply-add, and is
+    # slower than the naive kernel
+    "leo": {"q1-tiled": ("AssertionError", "AssertionError"), "q1-speed": ("AssertionError", "AssertionError")},
 }
 PS2.samples["nobody"] = nobody(PS2)
 PS2.copies = {"grace": {"q1-kernel": "tiled"}}
