@@ -3,11 +3,13 @@ built kernel and compare every score with the one a teacher expects.
 
 In a fresh copy of notebooks/assignments (build/grade/assignments by default, kept for a look at the
 autograded notebooks and the feedback), with a private Jupyter path whose cudalab kernelspec runs
-BINARY: `nbgrader generate_assignment` and `nbgrader autograde` for ps1 and ps2, `generate_feedback`
-for ps2, then one table per assignment of the score of every student and test cell. The expected
-scores are the tables of test_autograde.py (ps1: the same on every backend) and test_autograde_ps2.py
-(ps2: one table for a GPU, one for no GPU, picked by the backend %device reports). A score that
-differs is marked `!` with the error its test cell showed; the exit status is then 1.
+BINARY: `nbgrader generate_assignment` and `nbgrader autograde` for ps1, ps2 and ps3,
+`generate_feedback` for the kernel-writing sets (ps2, ps3), then one table per assignment of the score
+of every student and test cell. The expected scores are the tables of test_autograde.py (ps1: the
+same on every backend) and psets.py (ps2, ps3: one table for a GPU, one for no GPU, picked by the
+backend %device reports). A score that differs is marked `!` with the error its test cell showed; the
+exit status is then 1. Under each kernel-writing set's table, the samples that copy a built-in kernel
+(psets.Pset.copies) and what the similarity report says of them (similarity_report).
 
 With --jobs N (make grade JOBS=N) the students are dealt to N graders that run at once, each in a
 copy of the course with a gradebook of its own (nbgrader's SQLite gradebook takes no parallel
@@ -39,6 +41,9 @@ KERNELSPEC_TEMPLATE = REPO / "share" / "jupyter" / "kernelspecs" / "cudalab" / "
 GENERATED = ("release", "autograded", "feedback", "gradebook.db", ".ipynb_checkpoints", "__pycache__")
 # The kernel's launch limit for a student kernel while grading: a hung kernel costs this, per run.
 KERNEL_TIMEOUT_S = "2"
+# The assignments graded, in order, and those whose feedback is generated (the kernel-writing sets).
+ASSIGNMENTS = ("ps1", "ps2", "ps3")
+FEEDBACK = ("ps2", "ps3")
 
 
 def grading_env(binary: Path, root: Path) -> dict[str, str]:
@@ -113,6 +118,15 @@ def gradebook_scores(course: Path, assignment: str, notebook: str) -> dict[str, 
 
 # ---------------------------------------------------------------- graders in parallel
 
+def grade_all(course: Path, env: dict[str, str]) -> None:
+    """generate_assignment and autograde every assignment for the students in course/submitted."""
+    for a in ASSIGNMENTS:
+        nbgrader(["generate_assignment", a], course, env)
+        nbgrader(["autograde", a], course, env)
+    for a in FEEDBACK:
+        nbgrader(["generate_feedback", a], course, env)
+
+
 def students_of(course: Path) -> list[str]:
     return sorted(p.name for p in (course / "submitted").iterdir() if p.is_dir())
 
@@ -121,10 +135,7 @@ def grade_shard(course: Path, students: list[str], env: dict[str, str]) -> Path:
     """One grader: its own copy of the course with only these students, generated and autograded."""
     for other in set(students_of(course)) - set(students):
         shutil.rmtree(course / "submitted" / other)
-    for a in ("ps1", "ps2"):
-        nbgrader(["generate_assignment", a], course, env)
-        nbgrader(["autograde", a], course, env)
-    nbgrader(["generate_feedback", "ps2"], course, env)
+    grade_all(course, env)
     return course
 
 
@@ -159,7 +170,7 @@ def grade_in_parallel(course: Path, out: Path, jobs: int, env: dict[str, str]) -
     copies = [copy_course(out / "shards" / f"grader{i}" / "assignments") for i in range(len(shards))]
     with concurrent.futures.ThreadPoolExecutor(len(shards)) as pool:
         done = list(pool.map(lambda cs: grade_shard(cs[0], cs[1], env), zip(copies, shards)))
-    for a in ("ps1", "ps2"):
+    for a in ASSIGNMENTS:
         nbgrader(["generate_assignment", a], course, env)    # the assignments in the one gradebook
     for shard in done:
         merge_shard(shard, course)
@@ -206,6 +217,14 @@ def cell_errors(course: Path, assignment: str, notebook: str, student: str) -> d
     return out
 
 
+def similarity_report(course: Path, assignment: str) -> dict[str, str]:
+    """What the instructor's similarity tool (issue 33, item 4: lane `assign`) reports of each student's
+    graded kernels in this assignment, one line per student, printed under the table beside the
+    samples known to copy a built-in kernel. The hook for that tool: until it exists, nothing is
+    reported (an empty dict) and the line says so."""
+    return {}
+
+
 def table(assignment: str, cells: list[str], max_points: dict[str, float], got: dict, want: dict) -> list[str]:
     """Prints the scores, one row per student; returns the (student, cell) pairs that differ."""
     wrong = []
@@ -246,8 +265,8 @@ def main() -> int:
         print("grade: nbgrader is not installed: pip install -r requirements-grade.txt", file=sys.stderr)
         return 2
     sys.path[:0] = [str(HERE), str(HERE.parent)]
+    import psets
     import test_autograde as ps1
-    import test_autograde_ps2 as ps2
 
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -260,28 +279,31 @@ def main() -> int:
     if args.jobs > 1:
         grade_in_parallel(course, out, args.jobs, env)
     else:
-        for a in ("ps1", "ps2"):
-            nbgrader(["generate_assignment", a], course, env)
-            nbgrader(["autograde", a], course, env)
-        nbgrader(["generate_feedback", "ps2"], course, env)
+        grade_all(course, env)
     print(f"grade: autograded in {time.monotonic() - t0:.0f} s by {max(args.jobs, 1)} grader(s); notebooks and "
           f"feedback in {course}\n")
 
     failed = False
-    for name, mod, want in (("ps1", ps1, ps1.EXPECTED),
-                            ("ps2", ps2, ps2.expected_scores(backend, families))):
-        got = gradebook_scores(course, name, mod.NOTEBOOK)
+    graded = [("ps1", ps1.NOTEBOOK, ps1.MAX_POINTS, ps1.EXPECTED, None)]
+    graded += [(p.assignment, p.notebook, p.max_points, p.expected_scores(backend, families), p) for p in psets.PSETS]
+    for name, notebook, max_points, want, pset in graded:
+        got = gradebook_scores(course, name, notebook)
         want = {s: v for s, v in want.items() if (course / "submitted" / s / name).is_dir()}   # the committed samples
-        cells = list(mod.MAX_POINTS)
-        wrong = table(name, cells, mod.MAX_POINTS, got, want)
+        wrong = table(name, list(max_points), max_points, got, want)
         for student, cell in wrong:
-            error = cell_errors(course, name, mod.NOTEBOOK, student).get(cell, "no error shown")
+            error = cell_errors(course, name, notebook, student).get(cell, "no error shown")
             print(f"  ! {student} {cell}: {got.get(student, {}).get(cell)} where {want.get(student, {}).get(cell)} "
                   f"was expected ({error[:300]})")
         failed |= bool(wrong) or set(got) != set(want)
+        if pset is not None:
+            report = similarity_report(course, name)
+            for student, copied in pset.copies.items():
+                said = report.get(student, "(no similarity tool in this build)")
+                print(f"  similarity: {student} copies {', '.join(f'{c}: built-in {v}' for c, v in copied.items())}; "
+                      f"the report says: {said}")
         print()
     print(f"grade: {'scores differ from the expected ones (!)' if failed else 'every score as expected'} "
-          f"(ps2 table for backend {backend})")
+          f"(ps2 and ps3 tables for backend {backend})")
     return 1 if failed else 0
 
 
