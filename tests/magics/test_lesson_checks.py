@@ -7,10 +7,11 @@ what they do. The kernels are tests/lesson_kernels.py's; tests/gpu/test_lesson_c
 same on a GPU. Skipped with the reason where NVRTC is missing."""
 from __future__ import annotations
 
+import jsonschema
 import pytest
 
 import lesson_kernels as K
-from conftest import execute, failed, quiet_ok
+from conftest import execute, failed, load_schema, quiet_ok
 
 CPU = {"CUDALAB_BACKEND": "cpu"}
 RESULT = "application/vnd.cudalab.result+json"
@@ -33,9 +34,16 @@ def kc(start_kernel):
     return client
 
 
+def valid(check: dict) -> dict:
+    """check, validated against tests/schemas/check.schema.json (as the families' schemas hold it)."""
+    schema = load_schema("matmul")
+    jsonschema.validate(check, {"$defs": schema["$defs"], "$ref": "#/$defs/check_doc"})
+    return check
+
+
 def define(kc, cell: str) -> dict:
     """The %%kernel cell's check (its quick check passed)."""
-    return result(quiet_ok(kc, cell, timeout=120))["check"]
+    return valid(result(quiet_ok(kc, cell, timeout=120))["check"])
 
 
 def assert_ok(kc, *asserts: str) -> None:
@@ -105,7 +113,7 @@ def test_histo_privatised_against_global_atomics(kc):
 def test_histo_lost_update_fails_and_counts_what_a_warp_loses(kc):
     c, msgs = failed(kc, K.histo_racy())
     assert c["ename"] == "KernelError" and "data race on global memory" in c["evalue"]
-    check = result(msgs)["check"]
+    check = valid(result(msgs)["check"])
     assert check["tools"]["cpu-runner"]["status"] == "failed"
     lost = check["lesson"]["lost_updates"]
     assert not lost["passed"] and lost["value"] > 0 and lost["line"] == 6
