@@ -61,6 +61,19 @@ def matmul_alias(name: str = "myalias") -> str:
         "    float sum = 0.0f;\n").replace("* B[i * N + col]", "* (B + col)[i * N]")
 
 
+def matmul_memcpy(name: str = "mymemcpy") -> str:
+    """The naive product reading A's row 16 floats at a time with memcpy into a local array: one call,
+    sixteen loads."""
+    return matmul_naive(name).replace("""    for (int i = 0; i < K; i++)
+        sum += A[row * K + i] * B[i * N + col];""", """    float a[16];
+    for (int i0 = 0; i0 < K; i0 += 16) {
+        int len = K - i0 < 16 ? K - i0 : 16;
+        memcpy(a, &A[row * K + i0], len * sizeof(float));
+        for (int i = 0; i < len; i++)
+            sum += a[i] * B[(i0 + i) * N + col];
+    }""")
+
+
 def histo_global(name: str = "myinterleaved") -> str:
     return f"%%kernel --for histo --name {name}\n" + histo_interleaved(name)
 

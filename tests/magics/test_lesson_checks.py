@@ -89,13 +89,17 @@ def test_matmul_uncoalesced_tile_load_names_its_line(kc):
 
 def test_matmul_decoys_are_measured_by_what_they_do(kc):
     """A naive product with a volatile __shared__ float read by every thread (ptxas: static_smem 4),
-    and one whose loads go through pointers that are not A and B: neither is tiled."""
+    one whose loads go through pointers that are not A and B, and one that copies A's row with
+    memcpy: none is tiled."""
     decoy = define(kc, K.matmul_decoy())["lesson"]
     assert decoy["shared_bytes_used"]["value"] == 4 and not decoy["shared_bytes_used"]["passed"]
     assert not decoy["global_loads_per_fma"]["passed"]
     alias = define(kc, K.matmul_alias())["lesson"]
     assert alias["global_loads_per_fma"]["value"] == pytest.approx(2.0)
     assert not alias["global_loads_per_fma"]["passed"]
+    copied = define(kc, K.matmul_memcpy())["lesson"]          # a memcpy of 16 floats is 16 loads
+    assert copied["global_loads_per_fma"]["value"] == pytest.approx(2.0)
+    assert not copied["global_loads_per_fma"]["passed"]
 
 
 def test_histo_privatised_against_global_atomics(kc):
@@ -165,3 +169,17 @@ def test_families_without_lessons_have_none(kc):
     from kernels import vecadd
     check = define(kc, "%%kernel --for vecadd --name myadd\n" + vecadd("myadd"))
     assert "lesson" not in check and check["passed"]
+
+
+def test_a_short_memcpy_is_checked_and_counted(kc):
+    """A memcpy of a bounded length is a call the runner checks, not loads the compiler inlined past
+    the checks: past the end of A it is found, as any load."""
+    c, _ = failed(kc, """%%kernel --for vecadd --name shortcopy
+__global__ void shortcopy(const float *A, const float *B, float *C, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float x[4];
+    int len = n - i < 4 ? n - i : 4;
+    if (i < n) { memcpy(x, &A[i + 200000], len * sizeof(float)); C[i] = x[0] + B[i]; }
+}
+""")
+    assert c["ename"] == "KernelError" and "read A[200000] at line 6, past the end of A" in c["evalue"], c
