@@ -48,7 +48,7 @@ def main() -> int:
             timed(kc, without(cell))                # builds it (cold), so that the rest is cached
             off = min(timed(kc, without(cell)) for _ in range(3))
             on = timed(kc, cell)                    # the lesson run, first time
-            cached = timed(kc, cell)
+            cached = min(timed(kc, cell) for _ in range(3))
             added = (on - off) / 1e3
             rows.append((family, f"{off:.0f}", f"{on:.0f}", f"{cached:.0f}", f"{on / off:.2f}",
                          f"{added:.2f}", "MET" if added <= GOAL_S else "NOT MET"))
