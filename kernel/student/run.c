@@ -270,6 +270,8 @@ static bool rep_check_failed(const char *err)
 static int cpu_runner_found(magic_ctx *ctx, const student_launch *l)
 {
     lesson_result r;
+    if (!ctx->lab)
+        return 0;                   /* no session to run it in */
     if (student_cpu_check_off(l->def, l->point) || student_lesson(ctx, l->def, l->point, &r) != 0) {
         error_clear(&ctx->error);
         return 0;
