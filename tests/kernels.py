@@ -132,6 +132,47 @@ def stencil_2d(name: str) -> str:
 """
 
 
+def stencil_1d_tiled(name: str) -> str:
+    """The block's elements and R on each side loaded once into dynamic shared memory."""
+    return f"""__global__ void {name}(const float *in, float *out, const float *w, int n, int R) {{
+    extern __shared__ float tile[];                 // blockDim.x + 2R floats
+    int i = blockIdx.x * blockDim.x + threadIdx.x, base = blockIdx.x * blockDim.x - R;
+    for (int s = threadIdx.x; s < blockDim.x + 2 * R; s += blockDim.x) {{
+        int p = base + s;
+        tile[s] = p >= 0 && p < n ? in[p] : 0.0f;
+    }}
+    __syncthreads();
+    if (i >= n) return;
+    float acc = 0.0f;
+    for (int j = 0; j <= 2 * R; j++) acc += w[j] * tile[threadIdx.x + j];
+    out[i] = acc;
+}}
+"""
+
+
+def stencil_2d_tiled(name: str) -> str:
+    """The block's (T + 2r)² inputs loaded once into dynamic shared memory, then convolved there."""
+    return f"""__global__ void {name}(const float *in, float *out, const float *w, int width, int height, int r) {{
+    extern __shared__ float tile[];                 // (blockDim.x + 2r) x (blockDim.y + 2r) floats
+    int sx = blockDim.x + 2 * r, sy = blockDim.y + 2 * r, k = 2 * r + 1;
+    int x0 = blockIdx.x * blockDim.x - r, y0 = blockIdx.y * blockDim.y - r;
+    for (int ty = threadIdx.y; ty < sy; ty += blockDim.y)
+        for (int tx = threadIdx.x; tx < sx; tx += blockDim.x) {{
+            int x = x0 + tx, y = y0 + ty;
+            tile[ty * sx + tx] = x >= 0 && x < width && y >= 0 && y < height ? in[y * width + x] : 0.0f;
+        }}
+    __syncthreads();
+    int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row >= height || col >= width) return;
+    float acc = 0.0f;
+    for (int dy = 0; dy < k; dy++)
+        for (int dx = 0; dx < k; dx++)
+            acc += w[dy * k + dx] * tile[(threadIdx.y + dy) * sx + threadIdx.x + dx];
+    out[row * width + col] = acc;
+}}
+"""
+
+
 # ---- %grid: the picture kernel, Pout = 2 Pin, one pixel a thread
 PICTURE_INDEX = "int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;"
 PICTURE_OUT = "Pout[row * width + col]"

@@ -6,7 +6,7 @@ numbers count from its %%kernel line (line 1)."""
 from __future__ import annotations
 
 from bug_corpus import tiled
-from kernels import histo_interleaved, histo_privatised, stencil_1d, stencil_2d
+from kernels import histo_interleaved, histo_privatised, stencil_1d, stencil_1d_tiled, stencil_2d, stencil_2d_tiled
 
 MATMUL_SIGNATURE = "(const float *A, const float *B, float *C, int M, int N, int K)"
 
@@ -59,6 +59,19 @@ def matmul_alias(name: str = "myalias") -> str:
         "    float sum = 0.0f;\n",
         "    const float *a_alias = (const float *)((const char *)(A + 1) - sizeof(float));\n"
         "    float sum = 0.0f;\n").replace("* B[i * N + col]", "* (B + col)[i * N]")
+
+
+def matmul_memcpy(name: str = "mymemcpy") -> str:
+    """The naive product reading A's row 16 floats at a time with memcpy into a local array: one call,
+    sixteen loads."""
+    return matmul_naive(name).replace("""    for (int i = 0; i < K; i++)
+        sum += A[row * K + i] * B[i * N + col];""", """    float a[16];
+    for (int i0 = 0; i0 < K; i0 += 16) {
+        int len = K - i0 < 16 ? K - i0 : 16;
+        memcpy(a, &A[row * K + i0], len * sizeof(float));
+        for (int i = 0; i < len; i++)
+            sum += a[i] * B[(i0 + i) * N + col];
+    }""")
 
 
 def histo_global(name: str = "myinterleaved") -> str:
@@ -116,26 +129,7 @@ def stencil_naive(name: str = "mynaive1d") -> str:
 
 
 def stencil_tiled(name: str = "mytiled1d") -> str:
-    """Each block loads its elements and R on each side once into shared memory."""
-    return f"""%%kernel --for stencil --name {name}
-__global__ void {name}(const float *in, float *out, const float *w, int n, int R)
-{{
-    extern __shared__ float tile[];
-    int i = blockIdx.x * blockDim.x + threadIdx.x, t = threadIdx.x + R;
-    tile[t] = i < n ? in[i] : 0.0f;
-    if (threadIdx.x < R) {{
-        int left = i - R, right = i + blockDim.x;
-        tile[threadIdx.x] = left >= 0 && left < n ? in[left] : 0.0f;
-        tile[t + blockDim.x] = right < n ? in[right] : 0.0f;
-    }}
-    __syncthreads();
-    if (i >= n) return;
-    float acc = 0.0f;
-    for (int j = -R; j <= R; j++)
-        acc += w[j + R] * tile[t + j];
-    out[i] = acc;
-}}
-"""
+    return f"%%kernel --for stencil --name {name}\n" + stencil_1d_tiled(name)
 
 
 def stencil_naive_2d(name: str = "mynaive2d") -> str:
@@ -143,28 +137,7 @@ def stencil_naive_2d(name: str = "mynaive2d") -> str:
 
 
 def stencil_tiled_2d(name: str = "mytiled2d") -> str:
-    """Each block loads its (T + 2r)² inputs once into shared memory, then convolves there."""
-    return f"""%%kernel --for stencil --dim 2 --name {name}
-__global__ void {name}(const float *in, float *out, const float *w, int width, int height, int r)
-{{
-    extern __shared__ float tile[];
-    int sx = blockDim.x + 2 * r, sy = blockDim.y + 2 * r;
-    int x0 = blockIdx.x * blockDim.x - r, y0 = blockIdx.y * blockDim.y - r;
-    for (int j = threadIdx.y; j < sy; j += blockDim.y)
-        for (int i = threadIdx.x; i < sx; i += blockDim.x) {{
-            int x = x0 + i, y = y0 + j;
-            tile[j * sx + i] = x >= 0 && x < width && y >= 0 && y < height ? in[y * width + x] : 0.0f;
-        }}
-    __syncthreads();
-    int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
-    if (row >= height || col >= width) return;
-    float acc = 0.0f;
-    for (int dy = -r; dy <= r; dy++)
-        for (int dx = -r; dx <= r; dx++)
-            acc += w[(dy + r) * (2 * r + 1) + dx + r] * tile[(threadIdx.y + r + dy) * sx + threadIdx.x + r + dx];
-    out[row * width + col] = acc;
-}}
-"""
+    return f"%%kernel --for stencil --dim 2 --name {name}\n" + stencil_2d_tiled(name)
 
 
 COPY_HEAD = "__global__ void NAME(const float *in, float *out, unsigned long long n, unsigned long long stride)\n{"

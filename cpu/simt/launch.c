@@ -136,8 +136,8 @@ static int refuse_launch(const unsigned grid[3], const unsigned block[3], size_t
 /* The runner (k->host_runner) on the arena and k->host_object: the child in its own session
  * (the parent kills its group whole) and dead with its parent; the arena as fd 3, the object as
  * fd 4, the write end of the ready pipe as fd 5, stdout as it is (the worker's captured output,
- * under its cap), nothing else, and an empty environment. -1, or the child's pid. */
-static pid_t spawn(const char *runner, int arena_fd, int object_fd, int ready_fd)
+ * under its cap; nowhere when quiet), nothing else, and an empty environment. -1, or the child's pid. */
+static pid_t spawn(const char *runner, int arena_fd, int object_fd, int ready_fd, bool quiet)
 {
     pid_t p = fork();
     if (p != 0)
@@ -150,7 +150,7 @@ static pid_t spawn(const char *runner, int arena_fd, int object_fd, int ready_fd
     const char *vg = getenv("CUDALAB_RUNNER_VALGRIND");
     bool valgrind = vg && strcmp(vg, "1") == 0;
     int null = open("/dev/null", O_RDWR);
-    if (null < 0 || dup2(null, 0) < 0 || (!valgrind && dup2(null, 2) < 0))
+    if (null < 0 || dup2(null, 0) < 0 || (!valgrind && dup2(null, 2) < 0) || (quiet && dup2(null, 1) < 0))
         _exit(126);
     /* copies above every fd in use first, so that no dup2 onto 3..5 overwrites a source */
     int from[3] = { fcntl(arena_fd, F_DUPFD, 100), fcntl(object_fd, F_DUPFD, 100), fcntl(ready_fd, F_DUPFD, 100) };
@@ -308,7 +308,7 @@ int simt_launch(simt_arena *a, const cl_student_kernel *k, const unsigned grid[3
         return -1;
     }
     fflush(stdout);
-    pid_t p = spawn(k->host_runner, a->fd, object, ready[1]);
+    pid_t p = spawn(k->host_runner, a->fd, object, ready[1], a->quiet);
     close(object);
     close(ready[1]);
     if (p < 0) {

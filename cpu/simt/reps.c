@@ -120,9 +120,9 @@ static int lesson_launch(simt_arena *a, const cl_student_kernel *k, const unsign
         counted.limit_ms *= COUNTED_LIMITS;
     poison(a, &ops->poison);
     double ms = 0;
-    a->count = true;
+    a->count = a->quiet = true;
     int rc = simt_launch(a, &counted, grid, block, dyn_smem, args, nargs, &ms, err);
-    a->count = false;
+    a->count = a->quiet = false;
     if (a->hdr->report.done)
         simt_counters_took(a);
     else

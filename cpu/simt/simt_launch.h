@@ -39,6 +39,8 @@ typedef struct simt_arena {
     cl_simt_launch *hdr;
     void *host[CL_SIMT_MAX_BUFFERS];  /* each buffer, where the parent fills and reads it */
     bool count;                     /* the next launch is the counted one of --counters */
+    bool quiet;                     /* its printf output goes nowhere (the lesson checks' run: the
+                                       cell showed the kernel's own run's) */
     int site_line[CL_SIMT_MAX_SITES + 2];   /* after a counted launch: the cell line of each of its
                                                report's lesson.sites, then of its worst_pc and lost_pc
                                                (0: unknown) */

@@ -157,9 +157,10 @@ typedef struct cl_simt_site {
     uint64_t requests, sectors;     /* warp-wide requests there, and their sectors */
 } cl_simt_site;
 typedef struct cl_simt_lesson {
-    uint64_t loads[CL_SIMT_MAX_BUFFERS];    /* lanes' global loads of each buffer (not atomics) */
-    uint64_t stores[CL_SIMT_MAX_BUFFERS];   /* and stores */
-    uint64_t atomics[CL_SIMT_MAX_BUFFERS];  /* and atomic operations */
+    uint64_t loads[CL_SIMT_MAX_BUFFERS];    /* elements of each buffer the lanes loaded (not atomics):
+                                               a float4 is 4, a memcpy of a row its length */
+    uint64_t stores[CL_SIMT_MAX_BUFFERS];   /* and stored */
+    uint64_t atomics[CL_SIMT_MAX_BUFFERS];  /* and updated atomically */
     cl_simt_site sites[CL_SIMT_MAX_SITES];
     uint64_t sites_left_out;                /* loads of instructions past the table */
     /* blocks by their divergent steps: steps ending at a __syncthreads() in which a warp made a

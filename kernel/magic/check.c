@@ -67,8 +67,8 @@ void check_tool(json_t *check, const char *tool, json_t *report)
 bool check_cpu_runner(json_t *check, const char *ename, const char *evalue, const json_t *lines)
 {
     json_t *report;
-    bool failed = strcmp(ename, "KernelError") == 0 || strcmp(ename, "CheckError") == 0;
-    if (!*ename)
+    bool failed = strcmp(ename, "KernelError") == 0;
+    if (!*ename || strcmp(ename, "CheckError") == 0)
         report = json_pack("{s:s, s:s, s:[]}", "tool", "cpu-runner", "status", "passed", "findings");
     else if (failed)
         report = json_pack("{s:s, s:s, s:o}", "tool", "cpu-runner", "status", "failed", "findings",

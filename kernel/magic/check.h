@@ -47,12 +47,12 @@ void check_first_wrong(json_t *check, const char *fmt, ...) __attribute__((forma
 void check_tool(json_t *check, const char *tool, json_t *report);
 
 /* The CPU runner's run of a student's kernel (its lesson run, kernel/student/lesson_run.c) merged
- * into a run's check as tools["cpu-runner"]: ename "" (it found nothing): passed; KernelError (its
- * findings: a race, uninitialised shared memory, a missing barrier, an access out of bounds) or
- * CheckError (a wrong result there): failed, with lines (NULL: evalue) as the findings, and the
- * check failed, on a GPU as on the CPU backend; any other error (the runner could not build or
- * run it): unavailable, with evalue as the reason, the check as it was. Returns whether it
- * failed the check. */
+ * into a run's check as tools["cpu-runner"]: ename "" or CheckError (it found nothing; a wrong
+ * result is the check's own business): passed; KernelError (its findings: a race, uninitialised
+ * shared memory, a missing barrier, an access out of bounds): failed, with lines (NULL: evalue)
+ * as the findings, and the check failed, on a GPU as on the CPU backend; any other error (the
+ * runner could not build or run it, or ran past its limit): unavailable, with evalue as the
+ * reason, the check as it was. Returns whether it failed the check. */
 bool check_cpu_runner(json_t *check, const char *ename, const char *evalue, const json_t *lines);
 
 /* A field the families' checks had before they were one document (a run's

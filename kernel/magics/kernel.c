@@ -167,6 +167,26 @@ static json_t *joined(const char *head, const json_t *lines)
     return s;
 }
 
+/* The lesson checks in words: one line each, the failures' why after them. */
+static json_t *lesson_lines(const json_t *lesson)
+{
+    json_t *lines = json_array();
+    const char *name;
+    json_t *c;
+    json_object_foreach((json_t *)lesson, name, c) {
+        bool passed = json_is_true(json_object_get(c, "passed"));
+        json_array_append_new(lines, json_sprintf("  %s: %.4g (the lesson's kernel: %.4g) %s%s%s", name,
+                                                  json_number_value(json_object_get(c, "value")),
+                                                  json_number_value(json_object_get(c, "expected")),
+                                                  passed ? "passed" : "FAILED", passed ? "" : ": ",
+                                                  passed ? "" : json_string_value(json_object_get(c, "why"))));
+    }
+    json_t *text = joined("the lesson checks (check.lesson, measured on the CPU runner at the quick check's size):",
+                          lines);
+    json_decref(lines);
+    return text;
+}
+
 static json_t *occupancy_json(const cl_occ_result *r, const char *device)
 {
     return json_pack("{s:f, s:I, s:s, s:I, s:s}", "pct", r->occupancy_pct, "blocks_per_sm", (json_int_t)r->blocks_sm,
@@ -320,6 +340,9 @@ static int kernel_run(magic_ctx *ctx, const json_t *params, const char *body)
         json_array_append_new(blocks, json_pack("{s:s, s:o}", "type", "text", "text", joined(head, lines)));
         json_decref(lines);
     }
+    json_t *lesson = json_object_get(check, "lesson");
+    if (json_object_size(lesson) > 0)
+        json_array_append_new(blocks, json_pack("{s:s, s:o}", "type", "text", "text", lesson_lines(lesson)));
     json_array_append_new(blocks, json_pack("{s:s, s:o}", "type", "note", "text",
                                             check ? json_sprintf("quick check (%s): %s%s%s", quick,
                                                                  failed ? "FAILED" : "passed",

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "student/lesson_run.h"
+
 static const json_t *given(const json_t *point, const json_t *line, const char *key)
 {
     const json_t *v = json_object_get(point, key);
@@ -89,6 +91,7 @@ int student_prepare(magic_ctx *ctx, const student_def *d, const json_t *point, i
 {
     memset(out, 0, sizeof *out);
     out->def = d;
+    out->point = json_incref((json_t *)point);
     json_t *defines;
     student_options o = student_options_for(d, point, d->tiled ? tile : 0, &defines);
     bool modelled;
@@ -98,6 +101,7 @@ int student_prepare(magic_ctx *ctx, const student_def *d, const json_t *point, i
     int rc = student_compile(ctx, &src, &o, cc, &out->build);
     if (rc != 0) {
         json_decref(defines);
+        student_launch_free(out);
         return -1;
     }
     cl_student_kernel *k = &out->kernel;
@@ -140,6 +144,7 @@ int student_prepare(magic_ctx *ctx, const student_def *d, const json_t *point, i
 
 void student_launch_free(student_launch *l)
 {
+    json_decref(l->point);
     student_build_free(&l->build);
     memset(l, 0, sizeof *l);
 }
@@ -261,8 +266,31 @@ static bool rep_check_failed(const char *err)
     return sscanf(err, "rep %d of %d%n", &r, &n, &end) == 2 && err[end] == ' ' && r >= 1 && r <= n;
 }
 
+/* On a GPU: the CPU runner's findings on the kernel (its lesson run), as the run's KernelError. 1
+ * when they are the error, 0 when it found nothing (or could not run it). */
+static int cpu_runner_found(magic_ctx *ctx, const student_launch *l)
+{
+    lesson_result r;
+    if (!ctx->lab)
+        return 0;                   /* no session to run it in */
+    if (student_cpu_check_off(l->def, l->point) || student_lesson(ctx, l->def, l->point, &r) != 0) {
+        error_clear(&ctx->error);
+        return 0;
+    }
+    bool found = strcmp(r.found.ename, "KernelError") == 0;
+    if (found) {
+        ctx->error = r.found;
+        json_decref(ctx->traceback);
+        ctx->traceback = json_incref(r.lines);
+    }
+    lesson_result_free(&r);
+    return found;
+}
+
 int student_run_failed(magic_ctx *ctx, const student_launch *l, const char *point, const char *err)
 {
+    if (!l->kernel.host_runner && !strstr(err, "launch limit") && cpu_runner_found(ctx, l))
+        return -1;
     if (rep_check_failed(err)) {
         magic_error(ctx, "CheckError", "%s%s failed (%s): %s", whose(l->def), l->def->name, point, err);
         json_t *tb = json_array();

@@ -70,6 +70,8 @@ typedef struct student_launch {
     cl_student_kernel kernel;       /* points into build, host and def */
     char diagnosis[STUDENT_DIAGNOSIS_LEN];  /* the backend's long explanation of a failed run */
     char sandbox[256];              /* the CPU runner's sandbox layers at the last launch ("a,b,c") */
+    json_t *point;                  /* the point it was prepared for (a reference), for the CPU runner's
+                                       run of a failed launch on a GPU (student_run_failed) */
 } student_launch;
 
 /* The compute capability to compile for (90 for sm_90): the backend's device
@@ -96,7 +98,9 @@ bool student_at_first(const json_t *firsts, const json_t *point);
 /* A student kernel's run failed with the backend's err: the cell error, in a
  * student's terms: TimeoutError past the launch limit; on the CPU runner a
  * KernelError whose traceback is its findings (the backend's diagnosis);
- * else CudaError, with what the CUDA error usually means and what to try.
+ * else CudaError, with what the CUDA error usually means and what to try; but where the CPU
+ * runner's run of the kernel at its quick check's size (the lesson run, cached) finds the bug, its
+ * KernelError, as on the CPU backend (bug parity; not under --no-cpu-check).
  * point is the run as the user would write it ("%matmul --m 67 --n 33 --k
  * 129"). Returns -1. */
 int student_run_failed(magic_ctx *ctx, const student_launch *l, const char *point, const char *err);

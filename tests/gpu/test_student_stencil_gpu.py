@@ -7,44 +7,13 @@ __syncthreads() in the tiled kernel (racecheck, or the check); a 2D kernel run i
 each failure the next cell works."""
 from __future__ import annotations
 
-from kernels import stencil_1d, stencil_2d
+from kernels import stencil_1d, stencil_1d_tiled, stencil_2d, stencil_2d_tiled
 from student_session import cell, defined, failing, gpu_doc, kc, kernel_cell  # noqa: F401  (gpu_doc, kc: fixtures)
 
 DIRECT_1D = stencil_1d("direct")
-TILED_1D = """__global__ void halo(const float *in, float *out, const float *w, int n, int R) {
-    extern __shared__ float tile[];                 // blockDim.x + 2R floats
-    int i = blockIdx.x * blockDim.x + threadIdx.x, base = blockIdx.x * blockDim.x - R;
-    for (int s = threadIdx.x; s < blockDim.x + 2 * R; s += blockDim.x) {
-        int p = base + s;
-        tile[s] = p >= 0 && p < n ? in[p] : 0.0f;
-    }
-    __syncthreads();
-    if (i >= n) return;
-    float acc = 0.0f;
-    for (int j = 0; j <= 2 * R; j++) acc += w[j] * tile[threadIdx.x + j];
-    out[i] = acc;
-}
-"""
+TILED_1D = stencil_1d_tiled("halo")
 DIRECT_2D = stencil_2d("conv")
-TILED_2D = """__global__ void tconv(const float *in, float *out, const float *w, int width, int height, int r) {
-    extern __shared__ float tile[];                 // (blockDim.x + 2r) x (blockDim.y + 2r) floats
-    int sx = blockDim.x + 2 * r, sy = blockDim.y + 2 * r, k = 2 * r + 1;
-    int x0 = blockIdx.x * blockDim.x - r, y0 = blockIdx.y * blockDim.y - r;
-    for (int ty = threadIdx.y; ty < sy; ty += blockDim.y)
-        for (int tx = threadIdx.x; tx < sx; tx += blockDim.x) {
-            int x = x0 + tx, y = y0 + ty;
-            tile[ty * sx + tx] = x >= 0 && x < width && y >= 0 && y < height ? in[y * width + x] : 0.0f;
-        }
-    __syncthreads();
-    int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
-    if (row >= height || col >= width) return;
-    float acc = 0.0f;
-    for (int dy = 0; dy < k; dy++)
-        for (int dx = 0; dx < k; dx++)
-            acc += w[dy * k + dx] * tile[(threadIdx.y + dy) * sx + threadIdx.x + dx];
-    out[row * width + col] = acc;
-}
-"""
+TILED_2D = stencil_2d_tiled("tconv")
 
 
 def next_cell_works(kc):

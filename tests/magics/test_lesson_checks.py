@@ -7,10 +7,11 @@ what they do. The kernels are tests/lesson_kernels.py's; tests/gpu/test_lesson_c
 same on a GPU. Skipped with the reason where NVRTC is missing."""
 from __future__ import annotations
 
+import jsonschema
 import pytest
 
 import lesson_kernels as K
-from conftest import execute, failed, quiet_ok
+from conftest import execute, failed, load_schema, quiet_ok
 
 CPU = {"CUDALAB_BACKEND": "cpu"}
 RESULT = "application/vnd.cudalab.result+json"
@@ -33,9 +34,16 @@ def kc(start_kernel):
     return client
 
 
+def valid(check: dict) -> dict:
+    """check, validated against tests/schemas/check.schema.json (as the families' schemas hold it)."""
+    schema = load_schema("matmul")
+    jsonschema.validate(check, {"$defs": schema["$defs"], "$ref": "#/$defs/check_doc"})
+    return check
+
+
 def define(kc, cell: str) -> dict:
     """The %%kernel cell's check (its quick check passed)."""
-    return result(quiet_ok(kc, cell, timeout=120))["check"]
+    return valid(result(quiet_ok(kc, cell, timeout=120))["check"])
 
 
 def assert_ok(kc, *asserts: str) -> None:
@@ -81,13 +89,17 @@ def test_matmul_uncoalesced_tile_load_names_its_line(kc):
 
 def test_matmul_decoys_are_measured_by_what_they_do(kc):
     """A naive product with a volatile __shared__ float read by every thread (ptxas: static_smem 4),
-    and one whose loads go through pointers that are not A and B: neither is tiled."""
+    one whose loads go through pointers that are not A and B, and one that copies A's row with
+    memcpy: none is tiled."""
     decoy = define(kc, K.matmul_decoy())["lesson"]
     assert decoy["shared_bytes_used"]["value"] == 4 and not decoy["shared_bytes_used"]["passed"]
     assert not decoy["global_loads_per_fma"]["passed"]
     alias = define(kc, K.matmul_alias())["lesson"]
     assert alias["global_loads_per_fma"]["value"] == pytest.approx(2.0)
     assert not alias["global_loads_per_fma"]["passed"]
+    copied = define(kc, K.matmul_memcpy())["lesson"]          # a memcpy of 16 floats is 16 loads
+    assert copied["global_loads_per_fma"]["value"] == pytest.approx(2.0)
+    assert not copied["global_loads_per_fma"]["passed"]
 
 
 def test_histo_privatised_against_global_atomics(kc):
@@ -105,7 +117,7 @@ def test_histo_privatised_against_global_atomics(kc):
 def test_histo_lost_update_fails_and_counts_what_a_warp_loses(kc):
     c, msgs = failed(kc, K.histo_racy())
     assert c["ename"] == "KernelError" and "data race on global memory" in c["evalue"]
-    check = result(msgs)["check"]
+    check = valid(result(msgs)["check"])
     assert check["tools"]["cpu-runner"]["status"] == "failed"
     lost = check["lesson"]["lost_updates"]
     assert not lost["passed"] and lost["value"] > 0 and lost["line"] == 6
@@ -157,3 +169,17 @@ def test_families_without_lessons_have_none(kc):
     from kernels import vecadd
     check = define(kc, "%%kernel --for vecadd --name myadd\n" + vecadd("myadd"))
     assert "lesson" not in check and check["passed"]
+
+
+def test_a_short_memcpy_is_checked_and_counted(kc):
+    """A memcpy of a bounded length is a call the runner checks, not loads the compiler inlined past
+    the checks: past the end of A it is found, as any load."""
+    c, _ = failed(kc, """%%kernel --for vecadd --name shortcopy
+__global__ void shortcopy(const float *A, const float *B, float *C, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float x[4];
+    int len = n - i < 4 ? n - i : 4;
+    if (i < n) { memcpy(x, &A[i + 200000], len * sizeof(float)); C[i] = x[0] + B[i]; }
+}
+""")
+    assert c["ename"] == "KernelError" and "read A[200000] at line 6, past the end of A" in c["evalue"], c

@@ -107,10 +107,14 @@ static void cpu_runner_findings_fail_the_check(void **state)
     assert_true(json_equal(path(runner, "findings", NULL), lines));
     json_decref(lines);
     json_decref(c);
-    c = check_new(true, "exact", 0);                    /* a wrong result there, without lines: its message */
-    assert_true(check_cpu_runner(c, "CheckError", "C[3][4] = 0, expected 1", NULL));
+    c = check_new(true, "exact", 0);                    /* findings without lines: its message */
+    assert_true(check_cpu_runner(c, "KernelError", "out-of-bounds access: C[67][0]", NULL));
     assert_string_equal(json_string_value(json_array_get(path(path(c, "tools", "cpu-runner"), "findings", NULL), 0)),
-                        "C[3][4] = 0, expected 1");
+                        "out-of-bounds access: C[67][0]");
+    json_decref(c);
+    c = check_new(false, "exact", 0);                   /* a wrong result there too: the check's own business */
+    assert_false(check_cpu_runner(c, "CheckError", "C[3][4] = 0, expected 1", NULL));
+    assert_string_equal(json_string_value(path(path(c, "tools", "cpu-runner"), "status", NULL)), "passed");
     json_decref(c);
     c = check_new(true, "exact", 0);                    /* the runner could not run it: not the kernel's fault */
     assert_false(check_cpu_runner(c, "CompileError", "no host compiler", NULL));

@@ -25,7 +25,7 @@
  * processes that run blocks.
  *
  * The same launch keeps what the lesson checks read (cl_simt_lesson): each lane's global access by
- * the buffer it hit (whatever pointer reached it: an alias of A is A), each global load
+ * the buffer it hit (whatever pointer reached it: an alias of A is A), in the buffer's elements, each global load
  * instruction's requests and sectors by its buffer, the distinct bytes of shared memory a block
  * read, and a block's divergent steps: steps ending at a __syncthreads() in which a warp made a
  * request with some, but not all, of the lanes live when the step began (the step after the last
@@ -186,9 +186,13 @@ void count_access(uintptr_t offset, unsigned size, uint32_t how, uint64_t pc, bo
     if (kind == SHARED_ACCESS)
         mark_shared_read(offset, size);
     if (!shared) {
+        /* in the buffer's elements: a float4, or a memcpy of a row, is that many loads */
         int b = buffer_of(offset);
-        if (b >= 0)
-            (kind == GLOBAL_LOAD ? lesson.loads : kind == GLOBAL_STORE ? lesson.stores : lesson.atomics)[b]++;
+        if (b >= 0) {
+            uint32_t elem = launch->buffers[b].elem_bytes ? launch->buffers[b].elem_bytes : 1;
+            (kind == GLOBAL_LOAD ? lesson.loads : kind == GLOBAL_STORE ? lesson.stores : lesson.atomics)[b] +=
+                (size + elem - 1) / elem;
+        }
         if (kind != GLOBAL_STORE)
             mark_sectors(read_map, offset, size, &mine.read_sectors);
         if (kind != GLOBAL_LOAD)
