@@ -1,7 +1,7 @@
 /* lesson.c — the lesson checks' figures (lesson.h).
  *
  * Every figure is the student's kernel's against the lesson's own kernel's for the same launch:
- *   matmul   global_loads_per_fma      lanes' loads of A and B ÷ m·n·k: naive 2, tiled 2/TILE
+ *   matmul   global_loads_per_fma      lanes' loads of A and B (or Bᵀ) ÷ m·n·k: naive 2, tiled 2/TILE
  *                                      (⌈n/T⌉/n + ⌈m/T⌉/m at sizes that are not multiples of T)
  *            load_sectors_per_request  the worst load instruction of A or B: 4 for a warp's 32
  *                                      consecutive floats (up to 6 where the quick check's awkward
@@ -129,15 +129,19 @@ static json_t *sectors_check(const cl_simt_lesson_taken *t, const char *const *n
 static void matmul(const lesson_launch *l, json_t *o)
 {
     const cl_simt_lesson_taken *t = l->taken;
-    static const char *const ab[] = {"A", "B", NULL};
-    double fma = shape(t, "A", 0) * shape(t, "A", 1) * shape(t, "B", 1);    /* m · k · n */
+    /* B, or Bᵀ (n×k) for a %%kernel --bt kernel: its parameter is named Bt */
+    bool bt = buffer(t, "Bt") >= 0;
+    const char *b = bt ? "Bt" : "B";
+    const char *const ab[] = {"A", b, NULL};
+    double m = shape(t, "A", 0), n = shape(t, b, bt ? 0 : 1);
+    double fma = m * shape(t, "A", 1) * n;          /* m · k · n */
     if (fma <= 0)
         return;
-    double m = shape(t, "A", 0), n = shape(t, "B", 1), tile = t->block[0] > 0 ? t->block[0] : 1;
+    double tile = t->block[0] > 0 ? t->block[0] : 1;
     /* the tiled kernel loads A once per column of blocks, B once per row of them: 2/TILE where the
      * sizes are multiples of TILE */
     double e = ceil(n / tile) / n + ceil(m / tile) / m;
-    double v = ratio((double)(loads_of(t, "A") + loads_of(t, "B")), fma);
+    double v = ratio((double)(loads_of(t, "A") + loads_of(t, b)), fma);
     int most = site_of(t, ab, false, false);
     json_object_set_new(o, "global_loads_per_fma",
                         figure(v, e, v <= LOAD_SLACK * e, line_of(t, most),

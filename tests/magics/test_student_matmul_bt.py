@@ -91,3 +91,34 @@ def test_bt_is_matmuls_alone_and_documented(kernel):
     c, text, _ = cell(kc, "%help kernel")
     assert "%%kernel --for matmul --bt --name NAME" in text
     assert "NAME(const float *A, const float *Bt, float *C, int M, int N, int K)" in text
+
+
+NAIVE_BT = """%%kernel --for matmul --bt --name naivebt
+__global__ void naivebt(const float *A, const float *Bt, float *C, int M, int N, int K)
+{
+    int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+    float sum = 0.0f;
+    for (int k = 0; row < M && col < N && k < K; k++)
+        sum += A[row * K + k] * Bt[col * K + k];
+    if (row < M && col < N)
+        C[row * N + col] = sum;
+}
+"""
+
+
+def test_lesson_checks_read_bt(kernel):
+    """The lesson checks count Bᵀ as B: the corner-turned kernel loads each element once per tile in
+    sectors of consecutive floats; the naive Bᵀ kernel's loads of Bt, K floats apart across a warp, fail
+    load_sectors_per_request naming Bt and its line."""
+    _, kc = kernel
+    _, text, doc = compiled(kc, corner("mycorner"))
+    lesson = doc["check"]["lesson"]
+    assert all(lesson[k]["passed"] for k in ("global_loads_per_fma", "load_sectors_per_request",
+                                             "shared_bytes_used")), lesson
+    _, text, doc = compiled(kc, NAIVE_BT)
+    lesson = doc["check"]["lesson"]
+    assert doc["check"]["passed"] is True, text
+    assert lesson["global_loads_per_fma"]["value"] == pytest.approx(2.0) and not lesson["global_loads_per_fma"]["passed"]
+    sectors = lesson["load_sectors_per_request"]
+    assert not sectors["passed"] and sectors["value"] > 8 and sectors["line"] == 7, sectors   # the %%kernel line is 1
+    assert sectors["why"].startswith("line 7 reads Bt "), sectors
