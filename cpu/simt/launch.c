@@ -181,6 +181,27 @@ typedef struct runner_watch {
     double start_ms, end_ms;        /* 0 until seen */
 } runner_watch;
 
+/* One read of the runner's ready pipe into w: its words, or at the end of the pipe (every copy of
+ * its write end closed) the start of the student's code; *ready is then -1. false: nothing to read now. */
+static bool read_ready(int *ready, runner_watch *w)
+{
+    char chunk[1024];
+    ssize_t n = read(*ready, chunk, sizeof chunk);
+    if (n > 0) {
+        size_t keep = READY_MAX - w->said_len < (size_t)n ? READY_MAX - w->said_len : (size_t)n;
+        memcpy(w->said + w->said_len, chunk, keep);
+        w->said_len += keep;
+        w->said[w->said_len] = '\0';
+        return true;
+    }
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return errno == EINTR;     /* interrupted: read again; EAGAIN: nothing there yet */
+    w->start_ms = now_ms();             /* every copy closed: the first student instruction is next */
+    close(*ready);
+    *ready = -1;
+    return true;
+}
+
 /* Waits for the runner p: reads READY_FD until its end (the kernel starts), then waits for p's exit
  * (a pidfd where the kernel has them, for an exact end; else short naps), killing its group past
  * the deadline or on an interrupt. 0 with its status, or -1 (killed: *why says which). */
@@ -202,23 +223,18 @@ static int wait_runner(pid_t p, int ready, double limit_ms, runner_watch *w, int
                      : nanosleep(&(struct timespec){ 0, 100000 }, NULL);   /* no pidfd: short naps */
         if (r < 0 && errno != EINTR)
             break;
-        if (ready >= 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-            char chunk[1024];
-            ssize_t n = read(ready, chunk, sizeof chunk);
-            if (n > 0) {
-                size_t keep = READY_MAX - w->said_len < (size_t)n ? READY_MAX - w->said_len : (size_t)n;
-                memcpy(w->said + w->said_len, chunk, keep);
-                w->said_len += keep;
-                w->said[w->said_len] = '\0';
-            } else if (n == 0 || errno != EINTR) {
-                w->start_ms = now_ms();     /* every copy closed: the first student instruction is next */
-                close(ready);
-                ready = -1;
-            }
-        }
+        if (ready >= 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)))
+            read_ready(&ready, w);
         pid_t done = waitpid(p, status, WNOHANG);
         if (done == p) {
             w->end_ms = now_ms();
+            /* a runner that said its last words and exited within one poll: the rest of the pipe, and
+             * its end (the start, within this round: no later than the end) */
+            if (ready >= 0 && fcntl(ready, F_SETFL, O_NONBLOCK) == 0)
+                while (ready >= 0 && read_ready(&ready, w))
+                    ;
+            if (w->start_ms > w->end_ms)
+                w->start_ms = w->end_ms;
             if (ready >= 0)
                 close(ready);
             if (pidfd >= 0)
