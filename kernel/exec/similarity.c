@@ -110,13 +110,17 @@ static int add_builtins(prints *out)
     const show_region *r = show_source_regions(&n);
     for (size_t i = 0; i < n; i++) {
         const family_spec *f = family_find(r[i].family);
+        /* a part the %%kernel cell leaves out (stencil's 2D kernel) is a kernel of its own: "tiled 2D" */
+        bool part = r[i].part && *r[i].part;
+        char name[160];
+        snprintf(name, sizeof name, "%s%s%s", r[i].variant, part ? " " : "", part ? r[i].part : "");
         bool seen = false;
         for (size_t j = 0; j < out->n && !seen; j++)
-            seen = strcmp(out->at[j].name, r[i].variant) == 0 && strcmp(out->at[j].family, r[i].family) == 0;
+            seen = strcmp(out->at[j].name, name) == 0 && strcmp(out->at[j].family, r[i].family) == 0;
         if (!f || seen)
             continue;
-        char *source = builtin_source(r[i].family, r[i].variant);
-        int rc = source ? prints_add(out, NULL, "", "", r[i].variant, f->magic, source) : 0;
+        char *source = part ? strdup(r[i].text) : builtin_source(r[i].family, r[i].variant);
+        int rc = source ? prints_add(out, NULL, "", "", name, f->magic, source) : 0;
         free(source);
         if (rc != 0)
             return -1;

@@ -9,7 +9,8 @@ of every student and test cell. The expected scores are the tables of test_autog
 same on every backend) and psets.py (ps2, ps3: one table for a GPU, one for no GPU, picked by the
 backend %device reports). A score that differs is marked `!` with the error its test cell showed; the
 exit status is then 1. Under each kernel-writing set's table, the samples that copy a built-in kernel
-(psets.Pset.copies) and what the similarity report says of them (similarity_report).
+(psets.Pset.copies) and what the similarity report says of them (similarity_report): a known copy
+that the report does not flag fails too.
 
 With --jobs N (make grade JOBS=N) the students are dealt to N graders that run at once, each in a
 copy of the course with a gradebook of its own (nbgrader's SQLite gradebook takes no parallel
@@ -217,12 +218,34 @@ def cell_errors(course: Path, assignment: str, notebook: str, student: str) -> d
     return out
 
 
-def similarity_report(course: Path, assignment: str) -> dict[str, str]:
-    """What the instructor's similarity tool (issue 33, item 4: lane `assign`) reports of each student's
-    graded kernels in this assignment, one line per student, printed under the table beside the
-    samples known to copy a built-in kernel. The hook for that tool: until it exists, nothing is
-    reported (an empty dict) and the line says so."""
-    return {}
+def similarity_report(course: Path, assignment: str, binary: Path) -> dict[str, list[dict]]:
+    """The instructor's similarity report (scripts/similarity.py: cudalab --similarity) of this
+    assignment's submissions: {student: their kernels' rows}, read beside the scores, never a score."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    import similarity
+    found: dict[str, list[dict]] = {}
+    for row in similarity.rows(course, [assignment], binary=binary):
+        found.setdefault(row["student"], []).append(row)
+    return found
+
+
+def check_copies(pset, report: dict[str, list[dict]]) -> bool:
+    """Prints the report's flagged kernels; False when a sample known to copy a built-in kernel
+    (pset.copies) is not flagged as like that variant."""
+    ok = True
+    for student, rows in sorted(report.items()):
+        for r in rows:
+            if r["flagged"]:
+                print(f"  similarity: {student} {r['kernel']} ({r['family']}): built-in {r['builtin']} "
+                      f"{r['builtin_similarity']:.2f}, {r['peer']}'s {r['peer_kernel']} {r['peer_similarity']:.2f} "
+                      f"[{r['flagged']}]")
+    for student, copied in pset.copies.items():
+        for cell, variant in copied.items():
+            if not any(r["builtin"] == variant and "builtin" in r["flagged"] for r in report.get(student, [])):
+                print(f"  ! similarity: {student}'s {cell} copies the built-in {variant}, and the report does not "
+                      f"flag it")
+                ok = False
+    return ok
 
 
 def table(assignment: str, cells: list[str], max_points: dict[str, float], got: dict, want: dict) -> list[str]:
@@ -296,11 +319,7 @@ def main() -> int:
                   f"was expected ({error[:300]})")
         failed |= bool(wrong) or set(got) != set(want)
         if pset is not None:
-            report = similarity_report(course, name)
-            for student, copied in pset.copies.items():
-                said = report.get(student, "(no similarity tool in this build)")
-                print(f"  similarity: {student} copies {', '.join(f'{c}: built-in {v}' for c, v in copied.items())}; "
-                      f"the report says: {said}")
+            failed |= not check_copies(pset, similarity_report(course, name, binary))
         print()
     print(f"grade: {'scores differ from the expected ones (!)' if failed else 'every score as expected'} "
           f"(ps2 and ps3 tables for backend {backend})")

@@ -13,14 +13,12 @@ tests/notebooks/fixtures/.
 The committed notebooks are the source version, with the exercises' solutions; every notebook with
 exercises (cell metadata "cudalab": {"exercise", "role"}) is also executed as the student version that
 scripts/student_notebooks.py generates (make lab opens it): there exactly the exercises' check cells
-fail, each with the hint comment of the line that failed, and every other cell passes. Until the lesson
-checks (check.lesson.NAME) are in the kernel, a source check cell may fail on their lookup alone."""
+fail, each with the hint comment of the line that failed, and every other cell passes; a solution
+broken in the one way its lesson is about fails its check cell on that lesson's check."""
 import json
-import os
 import pathlib
 import re
 import shutil
-import subprocess
 
 import nbformat
 import pytest
@@ -28,8 +26,6 @@ from nbclient import NotebookClient
 
 import student_notebooks  # scripts/ is on sys.path (tests/conftest.py)
 from record import recording_shown  # which GPU's recording %recorded shows
-from conftest import kernel_binary
-from kernels import vecadd  # tests/kernels.py: the lecture's kernels, written once
 
 REPO = pathlib.Path(__file__).parents[2]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
@@ -49,13 +45,7 @@ def errors(cell) -> list:
     return [o for o in cell.get("outputs", []) if o.output_type == "error"]
 
 
-def lesson_lookup_only(cell) -> bool:
-    """CELL (a check cell) failed on the lookup of a lesson check, and this kernel has none yet."""
-    return (role(cell) == "check" and not lesson_checks_present()
-            and all(e.ename == "LookupError" and "'lesson'" in e.evalue for e in errors(cell)))
-
-
-def execute(path: pathlib.Path, folder: pathlib.Path | None = None, may_fail=lambda cell: lesson_lookup_only(cell)):
+def execute(path: pathlib.Path, folder: pathlib.Path | None = None, may_fail=lambda cell: False):
     """PATH executed with the kernel in FOLDER (default: the notebook's own), every cell run; the notebook.
     No cell may write to stderr, and none may fail unless MAY_FAIL(cell) says it may."""
     nb = nbformat.read(path, as_version=4)
@@ -70,22 +60,6 @@ def execute(path: pathlib.Path, folder: pathlib.Path | None = None, may_fail=lam
         for out in cell.get("outputs", []):
             assert not (out.output_type == "stream" and out.name == "stderr"), f"cell {i} wrote to stderr"
     return nb
-
-
-_lesson_probe: list[bool] = []
-
-
-def lesson_checks_present() -> bool:
-    """Whether the kernel's student runs carry lesson checks (check.lesson): a vector add run once,
-    through the command-line mode, on the CPU backend."""
-    if not _lesson_probe:
-        cell = "%%kernel --for vecadd --name probe\n" + vecadd("probe")
-        out = subprocess.run([str(kernel_binary()), "--run-file", "-", "--json"], input=cell, text=True,
-                             capture_output=True, timeout=120, env={**os.environ, "CUDALAB_BACKEND": "cpu"})
-        docs = [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]
-        assert docs and "check" in docs[-1], out.stdout + out.stderr
-        _lesson_probe.append("lesson" in docs[-1]["check"])
-    return _lesson_probe[0]
 
 
 def exercises(nb) -> dict[str, dict[str, list[int]]]:
@@ -242,8 +216,6 @@ LESSON_BREAKERS = [
 def test_exercise_checks_grade_the_lesson(notebook, ex, line, broken, lesson, tmp_path):
     """A kernel that computes the right result without what the exercise teaches fails the exercise's
     check cell on that lesson's check, quoting its hint."""
-    if not lesson_checks_present():
-        pytest.skip("this kernel has no lesson checks (check.lesson) yet")
     source = nbformat.read(REPO / "notebooks" / f"{notebook}.ipynb", as_version=4)
     cells = exercises(source)[ex]
     starter, check = source.cells[cells["starter"][0]], source.cells[cells["check"][0]]
