@@ -192,7 +192,7 @@ static norm normalise(const char *src, const lexed *lx, size_t i, const source_n
  * declarator goes ("int tx = threadIdx.x, i = 5;" leaves "int i = 5;"). Names
  * are not scoped here: a name declared anywhere else (another alias, a
  * parameter of a __device__ function, a field) is not an alias. At most
- * NAMES_MAX aliases, each checked in one pass: linear in the source. */
+ * NAMES_MAX aliases, all checked in one pass: linear in the source. */
 
 typedef struct alias {
     text_ref name;
@@ -319,14 +319,14 @@ static void find_aliases(const char *src, const lexed *lx, const source_names *n
             continue;
         al->at[al->n++] = (alias){.name = w, .decl = i, .builtin = b, .statement = sc.statement, .valid = true};
     }
-    for (size_t a = 0; a < al->n; a++) {
-        alias *x = &al->at[a];
-        sc = (decl_scan){0};
-        for (size_t i = 0; i < lx->n && x->valid; i++) {
-            bool declared = declares(src, lx, i, &sc);
-            if (i != x->decl && same_name(src, &lx->tok[i], x->name) && !is_member(src, lx, i))
-                x->valid = !declared && !changes(src, lx, i);
-        }
+    sc = (decl_scan){0};
+    for (size_t i = 0; i < lx->n && al->n > 0; i++) {
+        bool declared = declares(src, lx, i, &sc);
+        if (lx->tok[i].kind != TK_IDENT || is_member(src, lx, i))
+            continue;
+        for (size_t a = 0; a < al->n; a++)
+            if (i != al->at[a].decl && same_name(src, &lx->tok[i], al->at[a].name))
+                al->at[a].valid &= !declared && !changes(src, lx, i);
     }
 }
 

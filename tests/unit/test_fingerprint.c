@@ -3,7 +3,7 @@
  * matmul (its %%kernel cell as --as-kernel makes it, read from this build:
  * renamed, reformatted, braces moved, comments added, independent statements
  * reordered, the loop variables renamed, a compound assignment written out,
- * all of it at once) score at least
+ * the aliases of threadIdx written out, all of it at once) score at least
  * FINGERPRINT_FLAG; three independently written correct tiled kernels
  * (the .cu files of tests/similarity/, which tests/magics/test_similarity.py runs through
  * the CPU runner's check) score below it against every built-in variant and
