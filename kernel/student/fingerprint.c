@@ -135,14 +135,29 @@ static int name_index(const text_ref *names, size_t n, text_ref w)
     return -1;
 }
 
+static bool is_punct(const char *src, const lexed *lx, size_t i, char c)
+{
+    return i < lx->n && lx->tok[i].kind == TK_PUNCT && lx->tok[i].end - lx->tok[i].at == 1 && src[lx->tok[i].at] == c;
+}
+
+static bool is_type_word(const char *src, const lexed *lx, size_t i)
+{
+    text_ref w = tok_text(src, &lx->tok[i]);
+    return lx->tok[i].kind == TK_IDENT && word_in(type_words, w.at, w.len);
+}
+
+static bool is_member(const char *src, const lexed *lx, size_t i)
+{
+    return i > 0 && (is_punct(src, lx, i - 1, '.') || (i > 1 && is_punct(src, lx, i - 1, '>') && is_punct(src, lx, i - 2, '-')));
+}
+
 /* The normalised form of token i (see fingerprint.h). */
 static norm normalise(const char *src, const lexed *lx, size_t i, const source_names *nm)
 {
     const token *t = &lx->tok[i];
     text_ref w = tok_text(src, t);
     norm n = {.h = FNV_START, .cls = N_PLAIN};
-    bool member = i > 0 && (tok_is(src, &lx->tok[i - 1], ".") ||
-                            (i > 1 && tok_is(src, &lx->tok[i - 1], ">") && tok_is(src, &lx->tok[i - 2], "-")));
+    bool member = is_member(src, lx, i);
     switch (t->kind) {
     case TK_NUMBER:
         n.h = fnv(n.h, "#N", 2);
@@ -209,22 +224,6 @@ typedef struct aliases {
 
 static const char *const builtin_vectors[] = {"threadIdx", "blockIdx", "blockDim", "gridDim", NULL};
 
-static bool is_punct(const char *src, const lexed *lx, size_t i, char c)
-{
-    return i < lx->n && lx->tok[i].kind == TK_PUNCT && lx->tok[i].end - lx->tok[i].at == 1 && src[lx->tok[i].at] == c;
-}
-
-static bool is_type_word(const char *src, const lexed *lx, size_t i)
-{
-    text_ref w = tok_text(src, &lx->tok[i]);
-    return lx->tok[i].kind == TK_IDENT && word_in(type_words, w.at, w.len);
-}
-
-static bool is_member(const char *src, const lexed *lx, size_t i)
-{
-    return i > 0 && (is_punct(src, lx, i - 1, '.') || (i > 1 && is_punct(src, lx, i - 1, '>') && is_punct(src, lx, i - 2, '-')));
-}
-
 /* The token of the builtin when tokens [i, ...) are "threadIdx.x" (or the like), optionally after a
  * cast "(int)" or inside "static_cast<int>(...)", followed by ',' or ';'; else 0. */
 static size_t builtin_initializer(const char *src, const lexed *lx, size_t i)
@@ -235,7 +234,7 @@ static size_t builtin_initializer(const char *src, const lexed *lx, size_t i)
         if (static_cast && !is_punct(src, lx, i + 1, '<'))
             return 0;
         size_t types = j;
-        while (j < lx->n && j < types + SHARED_LOOK && is_type_word(src, lx, j))
+        while (j < lx->n && j < types + SHARED_LOOK && is_type_word(src, lx, j))   /* a bounded look */
             j++;
         if (j == types || !is_punct(src, lx, j, static_cast ? '>' : ')'))
             return 0;
