@@ -71,6 +71,8 @@ typedef struct text_ref {
 
 typedef struct source_names {
     text_ref param[NAMES_MAX];
+    int param_rank[NAMES_MAX];      /* its position among the parameters of its kind: pointers, the others */
+    bool param_pointer[NAMES_MAX];
     size_t nparams;
     text_ref shared[NAMES_MAX];
     size_t nshared;
@@ -94,14 +96,20 @@ static void find_names(const char *src, const lexed *lx, source_names *nm)
         i++;
     while (i < lx->n && !tok_is(src, &lx->tok[i], "("))
         i++;
+    int ranks[2] = {0, 0};          /* the next position of a scalar, of a pointer */
+    bool pointer = false;           /* a '*' in the parameter so far */
     for (int depth = 0; i + 1 < lx->n; i++) {
         const token *t = &lx->tok[i];
         depth += tok_is(src, t, "(") - tok_is(src, t, ")");
         if (depth == 0)
             break;
+        pointer = depth == 1 && (tok_is(src, t, ",") || tok_is(src, t, "(")) ? false : pointer || tok_is(src, t, "*");
         bool ends = tok_is(src, &lx->tok[i + 1], ",") || tok_is(src, &lx->tok[i + 1], ")");
-        if (depth == 1 && t->kind == TK_IDENT && ends && nm->nparams < NAMES_MAX)
+        if (depth == 1 && t->kind == TK_IDENT && ends && nm->nparams < NAMES_MAX) {
+            nm->param_pointer[nm->nparams] = pointer;
+            nm->param_rank[nm->nparams] = ranks[pointer]++;
             nm->param[nm->nparams++] = tok_text(src, t);
+        }
     }
     for (i = 0; i < lx->n; i++) {
         if (!tok_is(src, &lx->tok[i], "__shared__"))
@@ -127,14 +135,29 @@ static int name_index(const text_ref *names, size_t n, text_ref w)
     return -1;
 }
 
+static bool is_punct(const char *src, const lexed *lx, size_t i, char c)
+{
+    return i < lx->n && lx->tok[i].kind == TK_PUNCT && lx->tok[i].end - lx->tok[i].at == 1 && src[lx->tok[i].at] == c;
+}
+
+static bool is_type_word(const char *src, const lexed *lx, size_t i)
+{
+    text_ref w = tok_text(src, &lx->tok[i]);
+    return lx->tok[i].kind == TK_IDENT && word_in(type_words, w.at, w.len);
+}
+
+static bool is_member(const char *src, const lexed *lx, size_t i)
+{
+    return i > 0 && (is_punct(src, lx, i - 1, '.') || (i > 1 && is_punct(src, lx, i - 1, '>') && is_punct(src, lx, i - 2, '-')));
+}
+
 /* The normalised form of token i (see fingerprint.h). */
 static norm normalise(const char *src, const lexed *lx, size_t i, const source_names *nm)
 {
     const token *t = &lx->tok[i];
     text_ref w = tok_text(src, t);
     norm n = {.h = FNV_START, .cls = N_PLAIN};
-    bool member = i > 0 && (tok_is(src, &lx->tok[i - 1], ".") ||
-                            (i > 1 && tok_is(src, &lx->tok[i - 1], ">") && tok_is(src, &lx->tok[i - 2], "-")));
+    bool member = is_member(src, lx, i);
     switch (t->kind) {
     case TK_NUMBER:
         n.h = fnv(n.h, "#N", 2);
@@ -160,13 +183,227 @@ static norm normalise(const char *src, const lexed *lx, size_t i, const source_n
         n.cls = N_NAME;
         int p = name_index(nm->param, nm->nparams, w);
         if (p >= 0) {
-            n.h = fnv(fnv(n.h, "#P", 2), &p, sizeof p);
+            n.h = fnv(fnv(n.h, nm->param_pointer[p] ? "#P*" : "#P", nm->param_pointer[p] ? 3 : 2), &nm->param_rank[p],
+                      sizeof nm->param_rank[p]);
         } else if (name_index(nm->shared, nm->nshared, w) >= 0) {
             n.h = fnv(n.h, "#A", 2);
         } else {
             n.h = fnv(n.h, "#V", 2);
         }
         break;
+    }
+    return n;
+}
+
+/* ---- aliases of CUDA's builtins ----
+ *
+ * "int tx = threadIdx.x;" and then tx everywhere reads the same as threadIdx.x
+ * written out: a copy that inlines the lecture kernel's aliases (or a kernel
+ * that names the builtins the lecture writes out) would otherwise differ in
+ * every statement that uses one. So a local declared with an initializer that
+ * is only a builtin's member (threadIdx, blockIdx, blockDim, gridDim; .x, .y or
+ * .z; a cast allowed) and that the source never changes (no assignment of any
+ * kind, ++/--, or &name) reads as the builtin wherever it is used, and its
+ * declarator goes ("int tx = threadIdx.x, i = 5;" leaves "int i = 5;"). Names
+ * are not scoped here: a name declared anywhere else (another alias, a
+ * parameter of a __device__ function, a field) is not an alias. At most
+ * NAMES_MAX aliases, all checked in one pass: linear in the source. */
+
+typedef struct alias {
+    text_ref name;
+    size_t decl;                    /* the token of its name in its declaration */
+    size_t builtin;                 /* the token of threadIdx (or blockIdx, ...): it and the next two are what it reads as */
+    size_t statement;               /* the first token of its declaration (its type) */
+    bool valid;
+} alias;
+
+typedef struct aliases {
+    alias at[NAMES_MAX];
+    size_t n;
+} aliases;
+
+static const char *const builtin_vectors[] = {"threadIdx", "blockIdx", "blockDim", "gridDim", NULL};
+
+/* The token of the builtin when tokens [i, ...) are "threadIdx.x" (or the like), optionally after a
+ * cast "(int)" or inside "static_cast<int>(...)", followed by ',' or ';'; else 0. */
+static size_t builtin_initializer(const char *src, const lexed *lx, size_t i)
+{
+    bool static_cast = i < lx->n && tok_is(src, &lx->tok[i], "static_cast");
+    if (static_cast || is_punct(src, lx, i, '(')) {
+        size_t j = i + 1 + static_cast;     /* past "static_cast<" or "(" */
+        if (static_cast && !is_punct(src, lx, i + 1, '<'))
+            return 0;
+        size_t types = j;
+        while (j < lx->n && j < types + SHARED_LOOK && is_type_word(src, lx, j))   /* a bounded look */
+            j++;
+        if (j == types || !is_punct(src, lx, j, static_cast ? '>' : ')'))
+            return 0;
+        i = j + 1 + static_cast;            /* past ")" or ">(" */
+        if (static_cast && !is_punct(src, lx, j + 1, '('))
+            return 0;
+    }
+    if (i + 3 >= lx->n || lx->tok[i].kind != TK_IDENT || !is_punct(src, lx, i + 1, '.'))
+        return 0;
+    text_ref v = tok_text(src, &lx->tok[i]), m = tok_text(src, &lx->tok[i + 2]);
+    if (!word_in(builtin_vectors, v.at, v.len) || m.len != 1 || m.at[0] < 'x' || m.at[0] > 'z')
+        return 0;
+    size_t after = i + 3 + static_cast;
+    if (static_cast && !is_punct(src, lx, i + 3, ')'))
+        return 0;
+    return is_punct(src, lx, after, ',') || is_punct(src, lx, after, ';') ? i : 0;
+}
+
+/* Whether token i (a use of a name) changes it or may: "=" after it (not "=="), "op=" or "<<=",
+ * "++"/"--" on either side, or "&" before it as an operator of one operand. */
+static bool changes(const char *src, const lexed *lx, size_t i)
+{
+    static const char ops[] = "+-*/%&|^";
+    if (is_punct(src, lx, i + 1, '='))
+        return !is_punct(src, lx, i + 2, '=');
+    for (const char *op = ops; *op; op++)
+        if ((is_punct(src, lx, i + 1, *op) && is_punct(src, lx, i + 2, '=')) ||
+            ((*op == '+' || *op == '-') && is_punct(src, lx, i + 1, *op) && is_punct(src, lx, i + 2, *op)) ||
+            ((*op == '+' || *op == '-') && i > 1 && is_punct(src, lx, i - 1, *op) && is_punct(src, lx, i - 2, *op)))
+            return true;
+    if ((is_punct(src, lx, i + 1, '<') || is_punct(src, lx, i + 1, '>')) && is_punct(src, lx, i + 3, '='))
+        return true;                /* "<<=", ">>=" (and, conservatively, "< <=") */
+    if (i > 0 && is_punct(src, lx, i - 1, '&')) {
+        const token *before = i > 1 ? &lx->tok[i - 2] : NULL;
+        bool operand = before && (before->kind == TK_IDENT || before->kind == TK_NUMBER ||
+                                  is_punct(src, lx, i - 2, ')') || is_punct(src, lx, i - 2, ']'));
+        return !operand;
+    }
+    return false;
+}
+
+/* Where a scan of the tokens is: the statement it is in, for whether a name is being declared. */
+typedef struct decl_scan {
+    size_t statement;               /* the first token of the statement */
+    int depth;                      /* of ( and [ since it */
+} decl_scan;
+
+/* Steps the scan over token i; whether i is a name a declaration declares: it comes after a type
+ * (a variable, a parameter, a field), or after a ',' outside parentheses in a statement that starts
+ * with a type. */
+static bool declares(const char *src, const lexed *lx, size_t i, decl_scan *sc)
+{
+    if (is_punct(src, lx, i, ';') || is_punct(src, lx, i, '{') || is_punct(src, lx, i, '}')) {
+        *sc = (decl_scan){.statement = i + 1};
+        return false;
+    }
+    sc->depth += (is_punct(src, lx, i, '(') || is_punct(src, lx, i, '[')) - (is_punct(src, lx, i, ')') || is_punct(src, lx, i, ']'));
+    return lx->tok[i].kind == TK_IDENT && i > sc->statement &&
+           (is_type_word(src, lx, i - 1) ||
+            (sc->depth == 0 && is_punct(src, lx, i - 1, ',') && is_type_word(src, lx, sc->statement)));
+}
+
+static bool same_name(const char *src, const token *t, text_ref name)
+{
+    return t->kind == TK_IDENT && t->end - t->at == name.len && memcmp(src + t->at, name.at, name.len) == 0;
+}
+
+/* The source's aliases of builtins (above), each marked valid when it is one. */
+static void find_aliases(const char *src, const lexed *lx, const source_names *nm, aliases *al)
+{
+    decl_scan sc = {0};
+    for (size_t i = 0; i < lx->n; i++) {
+        text_ref w = tok_text(src, &lx->tok[i]);
+        if (!declares(src, lx, i, &sc) || sc.depth != 0 || !is_type_word(src, lx, sc.statement) ||
+            !is_punct(src, lx, i + 1, '=') || is_punct(src, lx, i + 2, '=') ||
+            word_in(kept_words, w.at, w.len) || name_index(nm->param, nm->nparams, w) >= 0 ||
+            name_index(nm->shared, nm->nshared, w) >= 0)
+            continue;
+        size_t b = builtin_initializer(src, lx, i + 2);
+        if (b == 0 || al->n == NAMES_MAX)
+            continue;
+        al->at[al->n++] = (alias){.name = w, .decl = i, .builtin = b, .statement = sc.statement, .valid = true};
+    }
+    sc = (decl_scan){0};
+    for (size_t i = 0; i < lx->n && al->n > 0; i++) {
+        bool declared = declares(src, lx, i, &sc);
+        if (lx->tok[i].kind != TK_IDENT || is_member(src, lx, i))
+            continue;
+        for (size_t a = 0; a < al->n; a++)
+            if (i != al->at[a].decl && same_name(src, &lx->tok[i], al->at[a].name))
+                al->at[a].valid &= !declared && !changes(src, lx, i);
+    }
+}
+
+static const alias *alias_of(const char *src, const lexed *lx, size_t i, const aliases *al)
+{
+    if (is_member(src, lx, i))
+        return NULL;
+    for (size_t a = 0; a < al->n; a++)
+        if (al->at[a].valid && same_name(src, &lx->tok[i], al->at[a].name))
+            return &al->at[a];
+    return NULL;
+}
+
+/* Token i into order: an alias's use as its builtin's three tokens, another token as itself. */
+static size_t read_token(const char *src, const lexed *lx, const aliases *al, size_t i, size_t *order)
+{
+    const alias *use = alias_of(src, lx, i, al);
+    if (!use) {
+        order[0] = i;
+        return 1;
+    }
+    for (size_t b = 0; b < 3; b++)
+        order[b] = use->builtin + b;
+    return 3;
+}
+
+/* The declaration at tokens [i, ...), which declares an alias, into order: its type, then its
+ * declarators that are not aliases, with their commas and its ';' — nothing when none is left.
+ * The index of its ';' (or the end of the source) is put in *end. */
+static size_t read_declaration(const char *src, const lexed *lx, const aliases *al, size_t i, size_t *end,
+                               size_t *order)
+{
+    size_t n = 0, j = i, kept = 0;
+    while (j < lx->n && is_type_word(src, lx, j))
+        order[n++] = j++;
+    for (int depth = 0; j < lx->n && !(depth == 0 && is_punct(src, lx, j, ';'));) {
+        size_t from = j;
+        for (; j < lx->n; j++) {
+            depth += (is_punct(src, lx, j, '(') || is_punct(src, lx, j, '[') || is_punct(src, lx, j, '{')) -
+                     (is_punct(src, lx, j, ')') || is_punct(src, lx, j, ']') || is_punct(src, lx, j, '}'));
+            if (depth <= 0 && (is_punct(src, lx, j, ',') || is_punct(src, lx, j, ';')))
+                break;
+        }
+        depth = depth < 0 ? 0 : depth;      /* a stray ')' */
+        const alias *a = alias_of(src, lx, from, al);
+        if (!(a && a->decl == from)) {      /* not the alias's own declarator */
+            if (kept++ > 0)
+                order[n++] = from - 1;      /* the ',' before it */
+            for (size_t k = from; k < j; k++)
+                if (lx->tok[k].kind != TK_DIRECTIVE)
+                    n += read_token(src, lx, al, k, order + n);
+        }
+        if (j < lx->n && is_punct(src, lx, j, ','))
+            j++;
+    }
+    *end = j;
+    if (kept == 0)
+        return 0;
+    if (j < lx->n)
+        order[n++] = j;
+    return n;
+}
+
+/* The tokens of the source as the fingerprint reads them, into order (3 × lx->n entries at
+ * most: an alias's use is its builtin's three tokens): directives left out, each alias's uses
+ * as its builtin, its declarator gone with its comma, a declaration left with none gone. */
+static size_t read_order(const char *src, const lexed *lx, const aliases *al, size_t *order)
+{
+    size_t n = 0, next_alias = 0;   /* aliases come in the order of their declarations */
+    for (size_t i = 0; i < lx->n; i++) {
+        if (lx->tok[i].kind == TK_DIRECTIVE)
+            continue;
+        while (next_alias < al->n && (!al->at[next_alias].valid || al->at[next_alias].statement < i))
+            next_alias++;
+        if (next_alias < al->n && al->at[next_alias].statement == i)
+            n += read_declaration(src, lx, al, i, &i, order + n);
+        else
+            n += read_token(src, lx, al, i, order + n);
     }
     return n;
 }
@@ -361,18 +598,22 @@ int fingerprint_make(const char *source, fingerprint *fp)
     lexed lx = {0};
     builder b = {0};
     norm *tk = NULL;
+    size_t *order = NULL;
     int rc = -1;
     if (cuda_lex(source, 1, &lx) != 0)
         goto out;
     source_names names = {0};
     find_names(source, &lx, &names);
-    tk = malloc((lx.n ? lx.n : 1) * sizeof *tk);
-    if (!tk)
+    aliases al = {0};
+    find_aliases(source, &lx, &names, &al);
+    size_t cap = 3 * lx.n + 1;      /* read_order's bound */
+    order = malloc(cap * sizeof *order);
+    tk = malloc(cap * sizeof *tk);
+    if (!order || !tk)
         goto out;
-    size_t n = 0;
-    for (size_t i = 0; i < lx.n; i++)
-        if (lx.tok[i].kind != TK_DIRECTIVE)
-            tk[n++] = normalise(source, &lx, i, &names);
+    size_t n = read_order(source, &lx, &al, order);
+    for (size_t i = 0; i < n; i++)
+        tk[i] = normalise(source, &lx, order[i], &names);
     cut(&b, tk, n);
     if (b.statements.failed || b.grams.failed || b.stmt.failed)
         goto out;
@@ -393,6 +634,7 @@ out:
     free(b.grams.v);
     free(b.stmt.v);
     free(tk);
+    free(order);
     free(lx.tok);
     free(lx.breaks);
     return rc;

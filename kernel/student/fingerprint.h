@@ -6,11 +6,16 @@
  * solutions resemble it.
  *
  * A source is cut by the CUDA lexer (cuda_lex.h: comments, whitespace and
- * directives gone) and normalised: keywords, types, CUDA's builtins and
- * member names (threadIdx.x's x) stay themselves; the kernel's parameters
- * become their position in its signature (the family fixes the signature,
- * not the names); __shared__ arrays become one name, every other identifier
- * another; numbers and strings one token each. The token stream is cut into
+ * directives gone) and normalised: a local that only names a builtin
+ * ("int tx = threadIdx.x;", never changed after) reads as that builtin where
+ * it is used, its declarator gone (inlining or adding such aliases hides
+ * nothing); keywords, types, CUDA's builtins and member names (threadIdx.x's
+ * x) stay themselves; the kernel's parameters become their position among
+ * its pointer parameters or among its other ones (the family fixes the
+ * signature, not the names; a signature with one pointer more, as a weights
+ * array that a built-in keeps in __constant__ memory, shifts no scalar);
+ * __shared__ arrays become one name, every other identifier another; numbers
+ * and strings one token each. The token stream is cut into
  * statements (at ';', braces, and after the header of for/if/while/else, so
  * that a body with or without braces reads the same; a declaration of several
  * variables as one statement per variable; "s += e" as "s = s + e"). The fingerprint is

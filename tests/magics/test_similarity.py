@@ -1,6 +1,7 @@
 """The instructor's similarity report (`cudalab --similarity`, scripts/similarity.py) on a small fake
 nbgrader course: a disguised copy of the built-in tiled kernel (taken from the kernel's own
---as-kernel cell) is flagged against the built-in, two students who share a kernel are flagged
+--as-kernel cell) is flagged against the built-in, and so are copies of the tiled matmul and stencil
+kernels with their aliases of threadIdx/blockDim written out (the course's sample copies), two students who share a kernel are flagged
 against each other, and the independently written correct tiled kernels of tests/similarity/ (run
 here through the CPU runner's check, so that "correct" is tested) are not flagged; the starter code
 every student was handed is left out (--base); unreadable notebooks, cells that do not parse and
@@ -149,6 +150,82 @@ def test_the_report_flags_copies_not_independent_work(course):
     assert rows["friend_a"]["kernel"] == "tiled_dyn"
     # the friends' kernel is honest_dyn's, renamed: its author is reported as their peer as well
     assert rows["honest_dyn"]["peer"] in ("friend_a", "friend_b"), rows["honest_dyn"]
+
+
+BUILTIN_ALIAS = re.compile(r"(\w+) = ((?:threadIdx|blockIdx|blockDim|gridDim)\.[xyz])")
+
+
+def aliases_inlined(source: str) -> str:
+    """source with its aliases of builtins ("int tx = threadIdx.x, ty = threadIdx.y;") written out where
+    they are used and their declarators gone, as the sample copies of ps2 and ps3 hand them in."""
+    names, lines = {}, []
+    for line in source.splitlines(keepends=True):
+        head, sep, decls = line.partition("int ")
+        if sep and not head.strip() and decls.rstrip().endswith(";"):
+            parts = decls.rstrip()[:-1].split(", ")
+            kept = [d for d in parts if not BUILTIN_ALIAS.fullmatch(d)]
+            names.update(m.groups() for d in parts if (m := BUILTIN_ALIAS.fullmatch(d)))
+            if kept != parts:
+                line = f"{head}int {', '.join(kept)};\n" if kept else ""
+        lines.append(line)
+    assert names, "the built-in kernel has no aliases of builtins any more: update the test"
+    out = "".join(lines)
+    for name, builtin in names.items():
+        out = re.sub(rf"(?<![.\w]){name}\b", builtin, out)
+    return out
+
+
+def renamed(source: str, names: dict[str, str]) -> str:
+    for old, new in names.items():
+        source = re.sub(rf"\b{old}\b", new, source)
+    return source
+
+
+def stencil_2d_as_student(source: str) -> str:
+    """The built-in 2D stencil kernel (--show-source: its weights in __constant__ memory) in the signature
+    of a student's `%%kernel --for stencil --dim 2` cell, its weights a parameter."""
+    kernel = source[source.index("__global__ void stencil2d_tiled"):]
+    kernel = kernel[:kernel.index("\n}\n") + 3]
+    signature = kernel[:kernel.index(")") + 1]
+    params = re.findall(r"(\w+)\s*[,)]", signature)
+    assert len(params) == 5, signature      # in, out, the image's width and height, the radius
+    body = renamed(kernel[len(signature):], dict(zip(params, ["in", "out", "width", "height", "r"])))
+    return ("__global__ void myconv(const float *in, float *out, const float *w, int width, int height, int r)" +
+            body.replace("c_weights", "w"))
+
+
+def test_copies_with_the_aliases_of_builtins_inlined_are_flagged(tmp_path):
+    """The disguise of the course's sample copies: the built-in kernels' aliases of threadIdx and
+    blockDim written out, names changed, declarations and independent loads reordered."""
+    env = {"CUDALAB_BACKEND": "cpu"}
+    matmul = aliases_inlined(builtin_cell().split("\n", 1)[1])
+    matmul = renamed(matmul, {"mytiled": "mymm", "Ads": "sa", "Bds": "sb", "pvalue": "acc", "ph": "t",
+                              "row": "r", "col": "c", "m": "M", "n": "N", "k": "K"})
+    loads = re.findall(r"^ *s[ab]\[threadIdx\.y\]\[threadIdx\.x\] = .*\n", matmul, flags=re.M)
+    assert len(loads) == 2, matmul
+    matmul = matmul.replace(loads[0], "\0").replace(loads[1], loads[0]).replace("\0", loads[1])
+    r = cli("--run", "%stencil --show-source tiled --as-kernel", "--json", env=env)
+    stencil = json.loads(r.stdout.splitlines()[0])["kernel_cell"].split("\n", 1)[1]
+    stencil = renamed(aliases_inlined(stencil), {"mytiled": "mystencil", "tile": "buf", "base": "first",
+                                                 "acc": "a", "p": "q", "i": "o"})
+    r = cli("--run", "%stencil --dim 2 --show-source tiled", "--json", env=env)
+    conv = stencil_2d_as_student(json.loads(r.stdout.splitlines()[0])["source"])
+    conv = renamed(aliases_inlined(conv), {"tile": "buf", "acc": "a", "SX": "sx", "SY": "sy", "x0": "ox",
+                                           "y0": "oy", "row": "line", "ty": "j", "tx": "i"})
+    assert "threadIdx.x" in matmul and "blockDim.x" in stencil and "blockDim.y" in conv, (matmul, stencil, conv)
+    d = tmp_path / "course" / "submitted" / "copier" / "ps8"
+    d.mkdir(parents=True)
+    (d / "kernels.ipynb").write_text(json.dumps(notebook(
+        "%%kernel --for matmul --name mymm\n" + matmul, "%%kernel --for stencil --name mystencil\n" + stencil,
+        "%%kernel --for stencil --dim 2 --name myconv\n" + conv)))
+    r = similarity.report(tmp_path / "course")
+    assert r.returncode == 0 and not r.stderr, r.stderr
+    rows = {row["kernel"]: row for row in csv.DictReader(io.StringIO(r.stdout))}
+    assert set(rows) == {"mymm", "mystencil", "myconv"}, r.stdout
+    for kernel, builtin in (("mymm", "tiled"), ("mystencil", "tiled"), ("myconv", "tiled 2D")):
+        row = rows[kernel]
+        assert row["builtin"] == builtin and float(row["builtin_similarity"]) >= THRESHOLD, row
+        assert row["flagged"] == "builtin", row
 
 
 def test_json_lines_have_the_same_columns(course):

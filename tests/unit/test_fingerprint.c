@@ -3,7 +3,7 @@
  * matmul (its %%kernel cell as --as-kernel makes it, read from this build:
  * renamed, reformatted, braces moved, comments added, independent statements
  * reordered, the loop variables renamed, a compound assignment written out,
- * all of it at once) score at least
+ * the aliases of threadIdx written out, all of it at once) score at least
  * FINGERPRINT_FLAG; three independently written correct tiled kernels
  * (the .cu files of tests/similarity/, which tests/magics/test_similarity.py runs through
  * the CPU runner's check) score below it against every built-in variant and
@@ -196,6 +196,13 @@ static char *disguise_declarations(char *s)
     return replaced(s, "int tx = threadIdx.x, ty = threadIdx.y;", "int tx = threadIdx.x;\nint ty = threadIdx.y;");
 }
 
+/* The aliases of the builtins inlined: what the sample copy of ps2 does (grace's). */
+static char *disguise_aliases(char *s)
+{
+    s = replaced(s, "int tx = threadIdx.x, ty = threadIdx.y;", "");
+    return renamed(renamed(s, "tx", "threadIdx.x"), "ty", "threadIdx.y");
+}
+
 /* ---- disguised copies ---- */
 
 static void check_disguise(const char *what, char *(*disguise)(char *))
@@ -251,6 +258,85 @@ static char *everything(char *s)
 }
 
 static void every_disguise_at_once_is_similar(void **state) { check_disguise("all at once", everything); }
+
+/* ---- aliases of the builtins ---- */
+
+static void inlined_builtin_aliases_are_similar(void **state)
+{
+    char *original = builtin("matmul", "tiled");
+    char *copy = disguise_aliases(strdup(original));
+    assert_true(similarity(copy, original) == 1.0);     /* "tx" reads as threadIdx.x */
+    free(copy);
+    free(original);
+    static const char *const aliased[][2] = {
+        /* a cast, either spelling */
+        {"int t = (int)threadIdx.x; o[t] = 1;", "o[threadIdx.x] = 1;"},
+        {"const unsigned t = static_cast<unsigned>(blockDim.y); o[t] = 1;", "o[blockDim.y] = 1;"},
+        /* mixed declarators: the others stay, the alias goes wherever it stands */
+        {"int t = threadIdx.x, i = 5; o[i + t] = 1;", "int i = 5; o[i + threadIdx.x] = 1;"},
+        {"int i = 5, t = gridDim.z, j = 2; o[i + t + j] = 1;", "int i = 5, j = 2; o[i + gridDim.z + j] = 1;"},
+        {"int i = 5, t = blockIdx.x; o[i * t] = 1;", "int i = 5; o[i * blockIdx.x] = 1;"},
+        {"int t = threadIdx.x, u = threadIdx.y; o[t] = o[u];", "o[threadIdx.x] = o[threadIdx.y];"},
+        /* an alias used to declare another variable, and as an argument */
+        {"int t = threadIdx.x; int s = t + 1; o[s] = fmaxf(t, s);", "int s = threadIdx.x + 1; o[s] = fmaxf(threadIdx.x, s);"},
+        /* a member of the same name is not the alias */
+        {"int t = threadIdx.x; o[t] = p.t;", "o[threadIdx.x] = p.t;"},
+    };
+    for (size_t i = 0; i < sizeof aliased / sizeof aliased[0]; i++) {
+        double sim = similarity(aliased[i][0], aliased[i][1]);
+        if (sim != 1.0)
+            fail_msg("%s / %s: %.3f", aliased[i][0], aliased[i][1], sim);
+    }
+}
+
+/* A name the source changes (or may change) or declares twice is a variable, not a builtin's
+ * alias: for each, its declaration, the change and a use, against the same with the alias
+ * wrongly inlined, differ; without the change they are the same. */
+static void changed_aliases_are_not_inlined(void **state)
+{
+    static const char *const changes[] = {
+        "t = 4;", "t += 32;", "t <<= 1;", "t++;", "--t;", "f(&t);", "{ int t = threadIdx.y; }", "g(int t);",
+    };
+    char kept[200], inlined[200], change[100];
+    assert_true(similarity("int t = threadIdx.x; o[t] = 1; x = 2;", "o[threadIdx.x] = 1; x = 2;") == 1.0);
+    size_t wrong = 0;
+    for (size_t i = 0; i < sizeof changes / sizeof changes[0]; i++) {
+        snprintf(kept, sizeof kept, "int t = threadIdx.x; o[t] = 1; %s", changes[i]);
+        char *c = renamed(strdup(changes[i]), "t", "threadIdx.x");
+        snprintf(change, sizeof change, "%s", c);
+        free(c);
+        snprintf(inlined, sizeof inlined, "o[threadIdx.x] = 1; %s", change);
+        double sim = similarity(kept, inlined);
+        if (sim >= 1.0) {
+            print_error("%s: inlined\n", kept);
+            wrong++;
+        }
+    }
+    assert_int_equal(wrong, 0);
+}
+
+/* The ps2 sample copy's disguise (the aliases inlined, names changed, loads reordered). */
+static char *grace(char *s)
+{
+    return commented(reformatted(disguise_names(disguise_aliases(disguise_order(disguise_loops(s))))));
+}
+
+static void a_copy_with_its_aliases_inlined_is_similar(void **state) { check_disguise("aliases inlined", grace); }
+
+/* A signature with a pointer more (a weights array a built-in keeps in __constant__ memory)
+ * shifts no scalar parameter; one with a scalar more does. */
+static void parameters_count_by_kind(void **state)
+{
+    const char *body = "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) out[i] = in[i] * s; }";
+    char base[300], pointer[300], scalar[300];
+    snprintf(base, sizeof base, "__global__ void f(const float *in, float *out, int n, float s) %s", body);
+    snprintf(pointer, sizeof pointer, "__global__ void f(const float *in, float *out, const float *w, int n, float s) %s",
+             body);
+    snprintf(scalar, sizeof scalar, "__global__ void f(const float *in, float *out, int m, int n, float s) %s", body);
+    double with_pointer = similarity(base, pointer), with_scalar = similarity(base, scalar);
+    if (!(with_pointer > with_scalar))
+        fail_msg("a pointer more %.3f, a scalar more %.3f", with_pointer, with_scalar);
+}
 
 /* ---- independent solutions ---- */
 
@@ -333,6 +419,9 @@ static void hostile_sources_are_fingerprinted(void **state)
         "", "}}}}{{{{;;;;", "/* never closed", "\"never closed", "__global__ void f(", "__global__ (((((",
         "#define X\n#include <x>", "for for for ( ( (", "else else do do", "int ,,,, ;", "__shared__",
         "__shared__ __shared__ float", "a.b->c->.d", "R\"x(raw never closed",
+        /* aliases of builtins cut short */
+        "int t = threadIdx.x", "int t = threadIdx.", "int t = (", "int t = (int", "int , t = threadIdx.x;",
+        "int t = static_cast<int>(threadIdx.x", "int t = threadIdx.x, (((; t", "int t = blockIdx.x, u = t,",
     };
     for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
         fingerprint fp;
@@ -356,6 +445,15 @@ static void hostile_sources_are_fingerprinted(void **state)
     assert_int_equal(fingerprint_make(shared, &fs), 0);
     fingerprint_free(&fs);
     free(shared);
+    /* a source of nothing but aliases (more than are followed), each used by the next */
+    reps = 100000;
+    char *aliases = malloc(reps * 40 + 1), *w = aliases;
+    for (size_t i = 0; i < reps; i++)
+        w += sprintf(w, "int t%zu = threadIdx.x, u = t%zu;", i % 1000, i % 997);
+    fingerprint fa;
+    assert_int_equal(fingerprint_make(aliases, &fa), 0);
+    fingerprint_free(&fa);
+    free(aliases);
     /* a long source: many parameters and shared arrays, deep nesting */
     size_t n = 1 << 20;
     char *big = malloc(n + 1);
@@ -381,6 +479,10 @@ int main(void)
         cmocka_unit_test(braces_and_split_declarations_are_similar),
         cmocka_unit_test(a_compound_assignment_written_out_is_similar),
         cmocka_unit_test(every_disguise_at_once_is_similar),
+        cmocka_unit_test(inlined_builtin_aliases_are_similar),
+        cmocka_unit_test(changed_aliases_are_not_inlined),
+        cmocka_unit_test(a_copy_with_its_aliases_inlined_is_similar),
+        cmocka_unit_test(parameters_count_by_kind),
         cmocka_unit_test(independent_solutions_are_not_flagged_against_builtins),
         cmocka_unit_test(independent_solutions_are_not_flagged_against_each_other),
         cmocka_unit_test(a_disguised_copy_of_a_peer_is_similar),
