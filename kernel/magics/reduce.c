@@ -321,7 +321,6 @@ static const char *const reduce_examples[] = {
     "%reduce --size 512 --variant divergent,convergent --steps",
     "%reduce --size 1000,1000000,1000003,2^26 --variant fast,cub",
     "%reduce --size 2^26 --dtype float,int --op sum,max,min --variant fast,cub",
-    "%reduce --size 100003 --variant myreduce --second myreduce",
     NULL,
 };
 

@@ -61,7 +61,11 @@ static char *cell_text(const student_def *d)
         return text;
     }
     const json_t *o = d->options, *v;
-    fprintf(out, "%%%%kernel --for %s --name %s --dim %d", d->family->magic, d->name, d->dim);
+    /* --no-cpu-check: the tool watches the GPU's run; the CPU runner's (a child process it would follow,
+     * whose own signal handling it cannot take: "failed to handle a hardware exception") is not its */
+    fprintf(out, "%%%%kernel --for %s --name %s --dim %d --no-cpu-check", d->family->magic, d->name, d->dim);
+    if (json_is_true(json_object_get(o, "bt")))
+        fprintf(out, " --bt");
     static const char *const dims[] = {"block", "grid"};
     for (int i = 0; i < 2; i++)
         if (json_is_array(v = json_object_get(o, dims[i]))) {
@@ -138,8 +142,9 @@ static json_t *finding_line(const char *t)
     return json_string(out);
 }
 
-/* The report's findings (the "=========" lines that matter) and its error count. */
-static json_t *findings_of(const char *path, int *errors, bool *summary)
+/* The report's findings (the "=========" lines that matter) and its error count; *internal the
+ * tool's own failure ("Internal Sanitizer Error: ..."), which says nothing of the kernel. */
+static json_t *findings_of(const char *path, int *errors, bool *summary, char *internal, size_t len)
 {
     json_t *out = json_array();
     FILE *f = fopen(path, "r");
@@ -152,6 +157,8 @@ static json_t *findings_of(const char *path, int *errors, bool *summary)
             continue;
         char *t = line + 10;
         const char *s;
+        if (strstr(t, "Internal Sanitizer Error") && !*internal)
+            snprintf(internal, len, "%.200s", t);
         /* "ERROR SUMMARY: 2 errors" (memcheck, synccheck, initcheck), or
          * "RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)": the errors count */
         if ((s = strstr(t, "SUMMARY: "))) {
@@ -200,10 +207,15 @@ json_t *student_sanitize(const student_def *d, const char *tool)
     int rc = f ? run_to_file(argv, report, SANITIZE_TIMEOUT_S, why, sizeof why) : -1;
     int errors = 0;
     bool summary = false;
-    json_t *findings = rc >= 0 ? findings_of(report, &errors, &summary) : json_array();
+    char internal[300] = "";
+    json_t *findings = rc >= 0 ? findings_of(report, &errors, &summary, internal, sizeof internal) : json_array();
     json_t *out;
+    if (rc >= 0 && *internal) {     /* the tool broke: no verdict on the kernel either way */
+        snprintf(why, sizeof why, "compute-sanitizer failed (%s)", internal);
+        summary = false;
+    }
     if (rc < 0 || !summary) {
-        if (rc >= 0)
+        if (rc >= 0 && !*internal)
             snprintf(why, sizeof why, "compute-sanitizer gave no summary (exit status %d)%s", rc,
                      json_array_size(findings) ? "" : ": profiling or debugging may be disabled on this machine");
         out = json_pack("{s:s, s:s, s:o, s:s}", "tool", tool, "status", "unavailable", "findings", findings,

@@ -4,6 +4,10 @@ kind of wrong kernel is rejected with the error a student can act on (the first 
 the line a sanitizer names, the launch limit, the fault and what it usually means); printf
 reaches the cell's stdout; and after every fault the next cell works with the kernels kept.
 
+The buggy kernels here run with --no-cpu-check: what is tested is what the GPU, its fault handling and
+compute-sanitizer report by themselves. By default the CPU runner's run of the same kernel (bug parity)
+names these bugs first, as a KernelError: tests/gpu/test_bug_parity_gpu.py tests that.
+
 Skipped without a GPU (the gpu_doc fixture), failing loudly under CUDALAB_REQUIRE_GPU=1."""
 from __future__ import annotations
 
@@ -38,10 +42,10 @@ __global__ void mytiled""" + SIG + """ {
 """
 
 # the same kernel without its second barrier: passes the check by luck, racecheck finds it
-NO_SYNC = TILED.replace("mytiled", "nosync").replace(
+NO_SYNC = TILED.replace("--name mytiled", "--name mytiled --no-cpu-check").replace("mytiled", "nosync").replace(
     "Bs[i][threadIdx.x];\n        __syncthreads();", "Bs[i][threadIdx.x];")
 
-NAIVE_NO_BOUNDS = """%%kernel --for matmul --name nobounds
+NAIVE_NO_BOUNDS = """%%kernel --for matmul --name nobounds --no-cpu-check
 __global__ void nobounds""" + SIG + """ {
     int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
     float s = 0;
@@ -88,7 +92,7 @@ __global__ void once""" + SIG + """ {
 
 
 def faulting(name: str, body: str) -> str:
-    return f"%%kernel --for matmul --name {name}\n__global__ void {name}{SIG} {{\n{body}\n}}\n"
+    return f"%%kernel --for matmul --name {name} --no-cpu-check\n__global__ void {name}{SIG} {{\n{body}\n}}\n"
 
 
 def doc_of(msgs: list[dict], magic: str) -> dict:
@@ -195,9 +199,9 @@ def test_faults_are_lessons_and_the_next_cell_works(session, name, body, enames,
 def test_launch_limits_are_explained(session):
     kc = session
     ok(kc, TILED)
-    c = error(kc, "%matmul --size 64 --variant mytiled --block 64x32", ("CudaError",))
+    c = error(kc, "%matmul --size 64 --variant mytiled --block 64x32 --no-cpu-check", ("CudaError",))
     assert "2048 threads" in c["evalue"] and "1024" in c["evalue"], c["evalue"]
-    c = error(kc, "%matmul --size 64 --variant mytiled --smem 1000000", ("CudaError",))
+    c = error(kc, "%matmul --size 64 --variant mytiled --smem 1000000 --no-cpu-check", ("CudaError",))
     assert "shared memory" in c["evalue"], c["evalue"]
 
 

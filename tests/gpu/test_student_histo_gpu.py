@@ -3,7 +3,9 @@ The lecture's interleaved (global atomics) and privatised (shared memory) kernel
 skewed and text input, next to the built-ins; known-wrong kernels are rejected with a CheckError
 naming the first wrong bin: the lost update (non-atomic increments, on contended input), no
 grid-stride loop (only the first gridDim x blockDim bytes), a wrong bin mapping, a write past the
-7 bins. Skipped without a GPU (CUDALAB_REQUIRE_GPU=1 fails instead)."""
+7 bins. That is the GPU's own check, run here with --no-cpu-check; by default the CPU runner's run of
+the kernel (bug parity) names the race or the write first, as a KernelError with its line: each test
+asserts that too. Skipped without a GPU (CUDALAB_REQUIRE_GPU=1 fails instead)."""
 from __future__ import annotations
 
 import re
@@ -91,6 +93,11 @@ def test_lecture_kernels_pass_uniform_and_contended(gpu_doc, start_kernel):
     assert {1, 7} <= {r["grid"] for r in doc["runs"] if r["variant"] == "mypriv"}
 
 
+def assert_kernel_error(c: dict, says: str) -> None:
+    """The CPU runner's finding (bug parity), a KernelError saying SAYS."""
+    assert c["status"] == "error" and c["ename"] == "KernelError" and says in c["evalue"], c
+
+
 def assert_check_error(c: dict, pattern: re.Pattern = FIRST_WRONG) -> None:
     assert c["status"] == "error" and c["ename"] == "CheckError", c
     assert pattern.search(c["evalue"]), c["evalue"]
@@ -98,7 +105,8 @@ def assert_check_error(c: dict, pattern: re.Pattern = FIRST_WRONG) -> None:
 
 def test_lost_update_fails_on_contended_input(gpu_doc, start_kernel):
     _, kc, *_ = start_kernel()
-    c = define(kc, "nonatomic", NON_ATOMIC)
+    assert_kernel_error(define(kc, "nonatomic", NON_ATOMIC), "data race")
+    c = define(kc, "nonatomic", NON_ATOMIC, "--no-cpu-check")
     assert_check_error(c)                                    # the quick check is contended already
     c, _ = run(kc, f"%histo --variant nonatomic --dist skewed --size {2**22} --reps 1 --warmup 0")
     assert_check_error(c)
@@ -114,6 +122,9 @@ def test_missing_barrier_before_the_merge(gpu_doc, start_kernel):
     c = define(kc, "nosync", PRIVATISED.replace("SYNC", ""), "--no-check")
     assert c["status"] == "ok", c
     c, doc = run(kc, f"%histo --variant nosync --dist skewed,uniform --size {2**22} --reps 3 --warmup 0")
+    assert_kernel_error(c, "data race")
+    c, doc = run(kc, f"%histo --variant nosync --dist skewed,uniform --size {2**22} --reps 3 --warmup 0 "
+                     "--no-cpu-check")
     if c["status"] == "ok":
         assert all(r["check"]["passed"] for r in doc["runs"])
     else:       # the run's histogram wrong, or only a timed rep's (cuda/common.h checks reps drawn at random)
@@ -141,5 +152,6 @@ def test_wrong_bin_mapping(gpu_doc, start_kernel):
 
 def test_write_past_the_bins(gpu_doc, start_kernel):
     _, kc, *_ = start_kernel()
-    c = define(kc, "bytebins", BYTE_BINS)
+    assert_kernel_error(define(kc, "bytebins", BYTE_BINS), "past the end of histo")
+    c = define(kc, "bytebins", BYTE_BINS, "--no-cpu-check")
     assert_check_error(c, re.compile(r"histo\[\d+\] = \d+, past the 7 bins"))

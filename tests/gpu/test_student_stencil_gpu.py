@@ -1,9 +1,10 @@
 """On a GPU: students' %stencil kernels, 1D and 2D (%%kernel --dim 2), run beside ours on the same input
 with the same check: a direct kernel and a tiled one with its halo in dynamic shared memory (sized by
 the family unless --smem) pass at awkward sizes, radii, filters and block shapes; the classic bugs are
-named: a missing bounds check (writes past the output: the guard), row and column swapped (the first
-wrong out[row][col]), half the output never written, a sum accumulated in half precision, a missing
-__syncthreads() in the tiled kernel (racecheck, or the check); a 2D kernel run in 1D is refused. After
+named: a missing bounds check (writes past the output: the CPU runner's run, and the guard without it),
+row and column swapped (the first wrong out[row][col]), half the output never written, a sum accumulated
+in half precision, a missing __syncthreads() in the tiled kernel (the CPU runner's run; racecheck, or the
+check, without it); a 2D kernel run in 1D is refused. After
 each failure the next cell works."""
 from __future__ import annotations
 
@@ -69,8 +70,12 @@ def test_2d_kernel_in_1d_is_refused(kc):
 
 
 def test_missing_bounds_check_is_named(kc):
+    """By the CPU runner's run of the kernel (bug parity: the element, thread and line), and by the GPU's
+    own guard where that run is off (--no-cpu-check)."""
     body = DIRECT_1D.replace("    if (i >= n) return;\n", "").replace("direct(", "nobounds(")
     c, _ = failing(kc, "stencil", "nobounds", body)
+    assert c["ename"] == "KernelError" and "out[100003]" in c["evalue"] and "past the end of out" in c["evalue"], c
+    c, _ = failing(kc, "stencil", "nobounds", body, "--no-cpu-check")
     text = c["evalue"] + "\n".join(c["traceback"])
     assert "wrote outside out" in text or "illegal" in text.lower(), text
     next_cell_works(kc)
@@ -102,8 +107,12 @@ def test_half_precision_accumulation_is_rejected(kc):
 
 
 def test_missing_syncthreads_in_the_tiled_kernel(kc):
+    """The CPU runner's run finds the race every time (bug parity); the GPU alone (--no-cpu-check) may pass
+    it by luck, where racecheck is the only witness."""
     body = TILED_1D.replace("halo(", "racy(").replace("    __syncthreads();\n", "")
-    c, _, doc = cell(kc, kernel_cell("stencil", "racy", body))
+    c, _ = failing(kc, "stencil", "racy", body)
+    assert c["ename"] == "KernelError" and "data race" in c["evalue"], c
+    c, _, doc = cell(kc, kernel_cell("stencil", "racy", body, "--no-cpu-check"))
     race = doc["check"].get("tools", {}).get("racecheck", {}).get("status")
     if c["status"] == "ok":                         # passed by luck, and no racecheck on this machine
         assert race == "unavailable", doc["check"]

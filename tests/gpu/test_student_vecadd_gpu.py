@@ -1,7 +1,8 @@
 """On a GPU: a student's %vecadd kernel runs through the same copies, timing and exact check as the
 built-in one, and appears in the table with "source": "student"; a kernel without its bounds check,
 at a size that is not a multiple of the block, is rejected (its writes past n hit the guard after C:
-a CheckError naming C[n + k], or a fault, a CudaError) and the next cell works."""
+a CheckError naming C[n + k], or a fault, a CudaError; first of all the CPU runner's run of it, bug
+parity's KernelError) and the next cell works."""
 from __future__ import annotations
 
 from kernels import vecadd
@@ -42,7 +43,9 @@ def test_student_kernel_refused_for_daxpy(kc):
 
 def test_missing_bounds_check_is_caught(kc):
     # 100003 = 390 · 256 + 163: the last block's 93 extra threads write past the end of C
-    c, text, doc = cell(kc, kernel_cell("vecadd", "nobounds", NO_BOUNDS))
+    c, text, doc = cell(kc, kernel_cell("vecadd", "nobounds", NO_BOUNDS))      # the CPU runner's run (bug parity)
+    assert c["status"] == "error" and c["ename"] == "KernelError" and "C[100003]" in c["evalue"], c
+    c, text, doc = cell(kc, kernel_cell("vecadd", "nobounds", NO_BOUNDS, "--no-cpu-check"))    # the GPU's guard
     assert c["status"] == "error" and c["ename"] in ("CheckError", "CudaError"), c
     if c["ename"] == "CheckError":
         assert "C[100003] was written, past the end of C" in c["evalue"], c["evalue"]
