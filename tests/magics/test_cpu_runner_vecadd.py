@@ -96,3 +96,32 @@ def test_host_work_counts_three_launches_at_the_runner_rate(start_kernel):
     c, _, _ = cell(kc, "%vecadd --size 2^24 --variant builtin --reps 3 --warmup 0")
     ours = host_work_runs_s(c["evalue"]) if c["status"] == "error" else 0.0
     assert three > 2 * ours, (three, ours)
+
+
+# the grid-wide "last block" pattern: every block takes a ticket from a __device__ counter, and only the
+# block holding the last one writes C[n-1]; right only when every block sees one counter, as on a GPU
+LAST_BLOCK = """%%kernel --for vecadd --name lastblock
+__device__ unsigned int tickets;
+__global__ void lastblock(const float *A, const float *B, float *C, int n)
+{
+    __shared__ unsigned int mine;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n - 1) C[i] = A[i] + B[i];
+    if (threadIdx.x == 0) mine = atomicAdd(&tickets, 1u);
+    __syncthreads();
+    if (mine == gridDim.x - 1 && threadIdx.x == 0) {
+        C[n - 1] = A[n - 1] + B[n - 1];
+        tickets = 0;
+    }
+}
+"""
+
+
+def test_device_variables_are_the_kernels_own_memory_shared_by_every_block(kc):
+    """A __device__ variable is the kernel's own global memory, not a wild address (the runner said so,
+    failing a correct kernel, and with bug parity the GPU's run of it too), and every block sees the one
+    counter: the last block's ticket is drawn once."""
+    c, text, doc = compiled(kc, LAST_BLOCK)
+    assert c["status"] == "ok" and doc["check"]["passed"] is True, text
+    c, text, doc = cell(kc, "%vecadd --size 1000003 --variant lastblock --reps 2 --warmup 1")
+    assert c["status"] == "ok" and all(r["check"]["passed"] for r in doc["runs"]), text

@@ -55,6 +55,7 @@ typedef struct gbuf {
 
 static gbuf gbufs[CL_SIMT_MAX_BUFFERS];
 static uintptr_t arena_lo, arena_hi;
+static uintptr_t image_lo, image_hi;        /* the student's object: its code, constants, __device__ data */
 
 /* ---- shared memory ---- */
 
@@ -86,8 +87,10 @@ static shcell *shadow_sh;
 static shvar vars[MAX_SHARED_VARS + 1];     /* the last: extern __shared__ */
 static size_t sh_used;
 
-int check_init(void)
+int check_init(const object_image *img)
 {
+    image_lo = (uintptr_t)img->base;
+    image_hi = image_lo + img->bytes;
     arena_lo = (uintptr_t)arena;
     arena_hi = arena_lo + launch->arena_bytes;
     for (uint32_t i = 0; i < launch->nbuffers; i++) {
@@ -486,9 +489,12 @@ static void access_check(uintptr_t a, unsigned size, uint32_t how, void *ret)
         global_access(a, size, how, pc);
         if (count_on)
             count_access(a - arena_lo, size, how, pc, false);
-    } else if (a - (uintptr_t)__executable_start < (uintptr_t)(end - __executable_start))
+    } else if (a - image_lo < image_hi - image_lo) {
+        return;                     /* a __device__ variable or a constant of the kernel: global memory
+                                       too (such a kernel runs all its blocks in one process) */
+    } else if (a - (uintptr_t)__executable_start < (uintptr_t)(end - __executable_start)) {
         return;
-    else {
+    } else {
         finding(CL_SIMT_WILD, thread_key(), pc, how, -1, (int64_t)a, NULL, NULL);
         thread_fault();
     }

@@ -97,8 +97,10 @@ int sched_init(void);
 
 /* ---- memory checks (check.c) ---- */
 /* Sets up the shadows (global ones shared with the other processes: call
- * before forking). 0, or -1. */
-int check_init(void);
+ * before forking), img the student's loaded object (its __device__ data is
+ * the kernel's own memory). 0, or -1. */
+struct object_image;
+int check_init(const struct object_image *img);
 /* A new block starts: shared memory is empty and uninitialised again. */
 void check_block_start(void);
 /* Shared memory for one declaration site, the same for every thread of the block. */

@@ -559,7 +559,7 @@ int main(int argc, char **argv)
     }
     student_entry = img.entry;
     layer("audited-object");
-    if (check_init() != 0 || sched_init() != 0 || count_init() != 0 || install_signals() != 0) {
+    if (check_init(&img) != 0 || sched_init() != 0 || count_init() != 0 || install_signals() != 0) {
         dprintf(ready, "refused out of memory setting up the launch\n");
         return 2;
     }
