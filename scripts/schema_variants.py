@@ -4,7 +4,7 @@
 The list lives in one place, the rows of the family's contract (include/cudalab/FAMILY.h, and the
 variants broken on purpose of kernel/student/broken.c), and the kernel reports it in `%help FAMILY`.
 A schema says {"x-cudalab-variants": "FAMILY"} where that list belongs; `fill` puts
-{"enum": [the names]} there, so a new row needs no schema edit. The tests (conftest.load_schema)
+{"enum": [the names]} there, or a student's kernel's name, so a new row needs no schema edit. The tests (conftest.load_schema)
 and scripts/record.py (validating recorded files) load schemas through it."""
 from __future__ import annotations
 
@@ -41,11 +41,18 @@ def family_variants(family: str, binary: str) -> tuple[str, ...]:
     return tuple(v["name"] for v in help_variants(family, binary))
 
 
+# a student's %%kernel, run as one more variant of its family: named as a C identifier (the
+# built-in names have '-' and lower case; a student's cannot be one of them: kernel/student/store.c)
+STUDENT_KERNEL = {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$", "description": "a student's kernel"}
+
+
 def fill(schema, binary: Path | None = None):
-    """schema with every {"x-cudalab-variants": FAMILY} replaced by the enum of FAMILY's variants."""
+    """schema with every {"x-cudalab-variants": FAMILY} replaced by the enum of FAMILY's variants, or
+    a student's kernel's name."""
     if isinstance(schema, dict):
         if KEY in schema:
-            return {"enum": list(family_variants(schema[KEY], str(binary or kernel_binary())))}
+            return {"anyOf": [{"enum": list(family_variants(schema[KEY], str(binary or kernel_binary())))},
+                              STUDENT_KERNEL]}
         return {k: fill(v, binary) for k, v in schema.items()}
     if isinstance(schema, list):
         return [fill(v, binary) for v in schema]

@@ -115,11 +115,21 @@ static double sectors_at(const cl_simt_lesson_taken *t, int site)
     return site < 0 ? 0 : ratio((double)t->lesson.sites[site].sectors, (double)t->lesson.sites[site].requests);
 }
 
+/* A figure of how a kernel reads an input that it never reads (a stub, a kernel that computes
+ * nothing): failed, since a kernel that does nothing is not the lesson's either. */
+static json_t *reads_nothing(double expected, const char *what)
+{
+    return figure(0, expected, false, 0, "the kernel reads nothing of %s: there is nothing of the lesson to see "
+                  "until it computes its output from it", what);
+}
+
 /* The worst load instruction of names: sectors per request against IDEAL_SECTORS × slack. */
 static json_t *sectors_check(const cl_simt_lesson_taken *t, const char *const *names, double slack)
 {
     int s = site_of(t, names, false, true);
     double v = sectors_at(t, s);
+    if (s < 0)
+        return reads_nothing(IDEAL_SECTORS, names[1] ? "its inputs" : names[0]);
     return figure(v, IDEAL_SECTORS, v <= IDEAL_SECTORS * slack, line_of(t, s),
                   "line %d reads %s %.1f sectors per request where a warp's 32 consecutive floats need %.0f: "
                   "neighbouring threads (threadIdx.x) read addresses far apart, not consecutive floats",
@@ -143,7 +153,7 @@ static void matmul(const lesson_launch *l, json_t *o)
     double e = ceil(n / tile) / n + ceil(m / tile) / m;
     double v = ratio((double)(loads_of(t, "A") + loads_of(t, b)), fma);
     int most = site_of(t, ab, false, false);
-    json_object_set_new(o, "global_loads_per_fma",
+    json_object_set_new(o, "global_loads_per_fma", v <= 0 ? reads_nothing(e, "A and B") :
                         figure(v, e, v <= LOAD_SLACK * e, line_of(t, most),
                                "line %d reads %s from global memory: %.2f loads of A and B per multiply-add, where "
                                "%.0f×%.0f tiles in shared memory need %.3f (each element loaded once serves %.0f "
@@ -229,7 +239,7 @@ static void stencil(const lesson_launch *l, json_t *o)
     }
     double e = ratio(tiled, outputs), v = ratio((double)loads_of(t, "in"), outputs);
     int s = site_of(t, in, false, false);
-    json_object_set_new(o, "global_loads_per_output",
+    json_object_set_new(o, "global_loads_per_output", v <= 0 ? reads_nothing(e, "in") :
                         figure(v, e, v <= LOAD_SLACK * e, line_of(t, s),
                                "line %d reads in from global memory %.2f times per output, where a tile with its "
                                "halo in shared memory needs %.3f: load each block's inputs once into __shared__, "
@@ -248,7 +258,7 @@ static void coalesce(const lesson_launch *l, json_t *o)
     }
     int s = site_of(t, in, false, true);
     double v = ratio((double)sectors, (double)requests);
-    json_object_set_new(o, "load_sectors_per_request",
+    json_object_set_new(o, "load_sectors_per_request", requests == 0 ? reads_nothing(IDEAL_SECTORS, "in") :
                         figure(v, IDEAL_SECTORS, v <= IDEAL_SECTORS, line_of(t, s),
                                "line %d reads in %.1f sectors per request where a warp's 32 consecutive floats "
                                "need %.0f: neighbouring threads read addresses apart, not consecutive floats; "

@@ -120,12 +120,15 @@ def gradebook_scores(course: Path, assignment: str, notebook: str) -> dict[str, 
 # ---------------------------------------------------------------- graders in parallel
 
 def grade_all(course: Path, env: dict[str, str]) -> None:
-    """generate_assignment and autograde every assignment for the students in course/submitted."""
+    """generate_assignment and autograde every assignment for the students in course/submitted (an
+    assignment none of them submitted is only generated: nbgrader's autograde fails on no submission)."""
     for a in ASSIGNMENTS:
         nbgrader(["generate_assignment", a], course, env)
-        nbgrader(["autograde", a], course, env)
+        if any(course.glob(f"submitted/*/{a}")):
+            nbgrader(["autograde", a], course, env)
     for a in FEEDBACK:
-        nbgrader(["generate_feedback", a], course, env)
+        if any(course.glob(f"submitted/*/{a}")):
+            nbgrader(["generate_feedback", a], course, env)
 
 
 def students_of(course: Path) -> list[str]:

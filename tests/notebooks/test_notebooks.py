@@ -30,7 +30,7 @@ from record import recording_shown  # which GPU's recording %recorded shows
 REPO = pathlib.Path(__file__).parents[2]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 ROLES = ("task", "starter", "check", "hint")
-HINT = re.compile(r"#\s*hint:\s*(\S.*)$")
+HINT = re.compile(r"#\s*hint:\s*(\S.*)$", re.M)
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 RESULT = "application/vnd.cudalab.result+json"
 DEVICE_MAGICS = ("%coalesce", "%device", "%grid", "%histo", "%%histo", "%matmul", "%occupancy", "%reduce",
