@@ -139,6 +139,40 @@ static void stencil_halo_clipped(void **state)
     assert_null(lesson_figures(&l));                    /* no lesson checks */
 }
 
+/* A kernel that reads nothing (a stub) passes no check of how it reads: nothing is not the lesson's. */
+static void reading_nothing_is_no_lesson(void **state)
+{
+    (void)state;
+    cl_simt_lesson_taken t;
+    memset(&t, 0, sizeof t);
+    add_buffer(&t, "A", 64, 64, 64 * 64);
+    add_buffer(&t, "B", 64, 64, 64 * 64);
+    add_buffer(&t, "C", 64, 64, 64 * 64);
+    t.block[0] = t.block[1] = 16, t.block[2] = 1;
+    t.grid[0] = t.grid[1] = 4, t.grid[2] = 1;
+    lesson_launch l = { "matmul", 1, &t };
+    json_t *o = lesson_figures(&l);
+    assert_true(json_is_false(get(o, "global_loads_per_fma", "passed")));
+    assert_true(json_is_false(get(o, "load_sectors_per_request", "passed")));
+    assert_non_null(strstr(json_string_value(get(o, "global_loads_per_fma", "why")), "reads nothing of A and B"));
+    json_decref(o);
+    memset(&t, 0, sizeof t);
+    add_buffer(&t, "in", 1, 1024, 1024);
+    add_buffer(&t, "out", 1, 1024, 1024);
+    t.block[0] = 256, t.block[1] = t.block[2] = 1;
+    t.grid[0] = 4, t.grid[1] = t.grid[2] = 1;
+    l.family = "coalesce";
+    o = lesson_figures(&l);
+    assert_true(json_is_false(get(o, "load_sectors_per_request", "passed")));
+    assert_non_null(strstr(json_string_value(get(o, "load_sectors_per_request", "why")), "reads nothing of in"));
+    json_decref(o);
+    add_buffer(&t, "w", 0, 0, 7);
+    l.family = "stencil";
+    o = lesson_figures(&l);
+    assert_true(json_is_false(get(o, "global_loads_per_output", "passed")));
+    json_decref(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -146,6 +180,7 @@ int main(void)
         cmocka_unit_test(reduce_takes_the_median_block),
         cmocka_unit_test(histo_against_privatised),
         cmocka_unit_test(stencil_halo_clipped),
+        cmocka_unit_test(reading_nothing_is_no_lesson),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
