@@ -99,7 +99,8 @@ def test_source_cells(graded):
     """Only the kernel cells are the student's; every test cell ends in %assert (its last command's
     result would be read as the score), a GPU-only one begins with the backend check, a lesson part
     runs the kernel in its own cell (a result of the student's own cells never answers it) and
-    asserts a check.lesson field of that run; the notebook declares the assignment's graded families."""
+    asserts a check.lesson field of that run; the notebook names its recording and declares the
+    assignment's graded families."""
     pset = graded[0]
     tests = {}
     source = pset.assignment, pset.notebook
@@ -117,7 +118,9 @@ def test_source_cells(graded):
     assert tests == pset.max_points
     families = list(dict.fromkeys(f for f, _ in pset.kernel_cells.values()))   # in the notebook's order
     first = [c for c in source_of(pset).cells if c.cell_type == "code"][0]
-    assert first.source == f"%assignment {pset.assignment} --graded {','.join(families)}", first.source
+    # its recorded GPU results (make record), then the assignment's graded families
+    assert first.source == (f"%recorded {pset.notebook}\n"
+                            f"%assignment {pset.assignment} --graded {','.join(families)}"), first.source
 
 
 def test_committed_submissions_are_the_release(graded):
