@@ -82,14 +82,20 @@ def test_a_wrong_second_pass_fails_the_check_naming_it(kc, second, why):
     assert ("never written?" in r["check"]["first_wrong"]) == ("nan" in why), r["check"]
 
 
-def test_a_second_pass_writing_past_its_result_is_named(kc):
-    past = ("__global__ void final(const float *input, float *partial, int n) {\n"
-            "    if (threadIdx.x < 2) partial[threadIdx.x] = 1.0f;\n}\n")
-    assert compiled(kc, "%%kernel --for reduce --name final --no-check\n" + past)[0]["status"] == "ok"
+def assert_runner_names(kc, final: str, *words: str) -> None:
+    """The second pass FINAL run after the first: the CPU runner's KernelError, its traceback naming
+    --second and WORDS."""
+    assert compiled(kc, "%%kernel --for reduce --name final --no-check\n" + final)[0]["status"] == "ok"
     c, text, _ = cell(kc, RUN + " --second final")
     assert c["status"] == "error" and c["ename"] == "KernelError", c
     tb = "\n".join(c["traceback"])
-    assert "--second final" in tb and "partial" in tb and "line 3" in tb, tb
+    assert "--second final" in tb and all(w in tb for w in words), tb
+
+
+def test_a_second_pass_writing_past_its_result_is_named(kc):
+    past = ("__global__ void final(const float *input, float *partial, int n) {\n"
+            "    if (threadIdx.x < 2) partial[threadIdx.x] = 1.0f;\n}\n")
+    assert_runner_names(kc, past, "partial", "line 3")
 
 
 def test_a_second_pass_reading_past_the_partials_is_named(kc):
@@ -98,11 +104,7 @@ def test_a_second_pass_reading_past_the_partials_is_named(kc):
     over = ("__global__ void final(const float *input, float *partial, int n) {\n"
             "    float x = 0.0f;\n"
             "    if (threadIdx.x == 0) { for (int i = 0; i < 1024; i++) x += input[i]; partial[0] = x; }\n}\n")
-    assert compiled(kc, "%%kernel --for reduce --name final --no-check\n" + over)[0]["status"] == "ok"
-    c, text, _ = cell(kc, RUN + " --second final")
-    assert c["status"] == "error" and c["ename"] == "KernelError", c
-    tb = "\n".join(c["traceback"])
-    assert "--second final" in tb and "input" in tb and "line 4" in tb, tb
+    assert_runner_names(kc, over, "input", "line 4")
 
 
 @pytest.mark.parametrize("line, needles", [

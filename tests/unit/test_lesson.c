@@ -27,6 +27,17 @@ static void add_site(cl_simt_lesson_taken *t, int at, uint64_t pc, int buffer, b
     t->site_line[at] = line;
 }
 
+/* A 64×64×64 product's launch in 16×16 blocks, nothing counted yet. */
+static void matmul_64(cl_simt_lesson_taken *t)
+{
+    memset(t, 0, sizeof *t);
+    add_buffer(t, "A", 64, 64, 64 * 64);
+    add_buffer(t, "B", 64, 64, 64 * 64);
+    add_buffer(t, "C", 64, 64, 64 * 64);
+    t->block[0] = t->block[1] = 16, t->block[2] = 1;
+    t->grid[0] = t->grid[1] = 4, t->grid[2] = 1;
+}
+
 static const json_t *get(const json_t *lesson, const char *name, const char *field)
 {
     return json_object_get(json_object_get(lesson, name), field);
@@ -37,12 +48,7 @@ static void matmul_tiles_against_naive(void **state)
 {
     (void)state;
     cl_simt_lesson_taken t;
-    memset(&t, 0, sizeof t);
-    add_buffer(&t, "A", 64, 64, 64 * 64);
-    add_buffer(&t, "B", 64, 64, 64 * 64);
-    add_buffer(&t, "C", 64, 64, 64 * 64);
-    t.block[0] = t.block[1] = 16, t.block[2] = 1;
-    t.grid[0] = t.grid[1] = 4, t.grid[2] = 1;
+    matmul_64(&t);
     double fma = 64.0 * 64 * 64;
     t.lesson.loads[0] = t.lesson.loads[1] = (uint64_t)(fma / 16);     /* tiled: each element loaded 4 times */
     add_site(&t, 0, 0x1000, 0, false, 100, 400, 10);
@@ -144,12 +150,7 @@ static void reading_nothing_is_no_lesson(void **state)
 {
     (void)state;
     cl_simt_lesson_taken t;
-    memset(&t, 0, sizeof t);
-    add_buffer(&t, "A", 64, 64, 64 * 64);
-    add_buffer(&t, "B", 64, 64, 64 * 64);
-    add_buffer(&t, "C", 64, 64, 64 * 64);
-    t.block[0] = t.block[1] = 16, t.block[2] = 1;
-    t.grid[0] = t.grid[1] = 4, t.grid[2] = 1;
+    matmul_64(&t);
     lesson_launch l = { "matmul", 1, &t };
     json_t *o = lesson_figures(&l);
     assert_true(json_is_false(get(o, "global_loads_per_fma", "passed")));
