@@ -1,7 +1,9 @@
 /* lab_session.h — one session of the lab: what a notebook's cells define that
  * later cells see. Its parts are the %param values (lang/params.c), the
  * variants registered at run time (magic/families.c), the student kernels
- * (student/store.c) and the compile cache of the worker (student/compile.c).
+ * (student/store.c), the compile cache of the worker (student/compile.c), the
+ * families an assignment grades (magic/assignment.c) and the lesson checks'
+ * runs (student/lesson_run.c).
  *
  * The kernel process's shell session creates one and keeps it for its life;
  * the device worker and the command-line mode each have one of their own. A
@@ -34,6 +36,7 @@ enum lab_part {
     LAB_KERNELS,                    /* student/store.c: the student kernels' definitions */
     LAB_BUILDS,                     /* student/compile.c: the in-memory compile cache */
     LAB_ASSIGNMENT,                 /* magic/assignment.c: the families an assignment grades */
+    LAB_LESSONS,                    /* student/lesson_run.c: the lesson checks' runs, cached */
     LAB_NPARTS
 };
 

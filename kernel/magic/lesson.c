@@ -266,6 +266,28 @@ static void coalesce(const lesson_launch *l, json_t *o)
                                IDEAL_SECTORS));
 }
 
+/* Which hardware counter (CL_COUNTERS' JSON name) measures what a lesson check does. */
+static const struct {
+    const char *check, *counter;
+} gpu_counters[] = {
+    {"load_sectors_per_request", "global_load_sectors_per_request"},    /* over every load, not the worst */
+    {"divergent_steps", "warp_execution_efficiency_pct"},                 /* lanes active, whole launch */
+};
+
+void lesson_add_gpu_counters(json_t *lesson, const json_t *counters)
+{
+    const char *source = json_string_value(json_object_get(counters, "source"));
+    if (!json_is_object(lesson) || !json_is_true(json_object_get(counters, "measured")) || !source ||
+        strncmp(source, "hardware", 8) != 0)
+        return;
+    for (size_t i = 0; i < sizeof gpu_counters / sizeof gpu_counters[0]; i++) {
+        json_t *check = json_object_get(lesson, gpu_counters[i].check);
+        const json_t *v = json_object_get(counters, gpu_counters[i].counter);
+        if (json_is_object(check) && json_is_number(v))
+            json_object_set_new(check, "gpu", json_pack("{s:O}", gpu_counters[i].counter, v));
+    }
+}
+
 static const struct {
     const char *family;
     void (*figures)(const lesson_launch *l, json_t *o);

@@ -25,6 +25,11 @@ typedef struct lesson_launch {
 /* The lesson object {<name>: {value, expected, passed, line, why}} of l (a new reference), or
  * NULL for a family without lesson checks. */
 json_t *lesson_figures(const lesson_launch *l);
+/* On a GPU whose run was counted by its hardware (--counters through CUPTI, where profiling is
+ * allowed): the counters that measure what a lesson check does, added to that check as
+ * "gpu": {counter: value} (lesson changed in place; counters is the run's "counters" object). The
+ * checks stay the CPU runner's: a GPU's counters cover the whole launch, not an instruction. */
+void lesson_add_gpu_counters(json_t *lesson, const json_t *counters);
 /* Whether every check of a lesson object passed. */
 bool lesson_passed(const json_t *lesson);
 

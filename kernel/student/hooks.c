@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "magic/check.h"
+#include "magic/lesson.h"
 #include "magic/student_hooks.h"
 #include "student/hooks.h"
 #include "student/lesson_run.h"
@@ -42,8 +43,10 @@ static int lesson(magic_ctx *ctx, json_t *run, const json_t *point)
     lesson_result r;
     if (student_lesson(ctx, d, point, &r) != 0)
         return -1;
-    if (r.lesson)
+    if (r.lesson) {
+        lesson_add_gpu_counters(r.lesson, json_object_get(run, "counters"));
         json_object_set(check, "lesson", r.lesson);
+    }
     bool failed = check_cpu_runner(check, r.found.ename, r.found.evalue, r.lines);
     if (failed) {
         ctx->error = r.found;

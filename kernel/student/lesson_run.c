@@ -11,13 +11,22 @@
 #include <string.h>
 
 #include "cudalab/simt.h"
+#include "magic/lab_session.h"
 #include "magic/lesson.h"
 #include "student/inner_run.h"
 
 #define CACHE_MAX 256               /* lesson runs kept; past that the cache starts again */
 
-static json_t *cache;               /* key -> {"lesson", "ename", "evalue", "lines"} */
-static bool running;                /* a lesson run is under way: its own run asks for none */
+/* The session's part (LAB_LESSONS): its lesson runs, and whether one is under way. */
+typedef struct lesson_runs {
+    json_t *cache;                  /* key -> {"lesson", "ename", "evalue", "lines"} */
+    bool running;                   /* a lesson run is under way: its own run asks for none */
+} lesson_runs;
+
+static void lesson_runs_drop(void *part)
+{
+    json_decref(((lesson_runs *)part)->cache);
+}
 
 bool student_cpu_check_off(const student_def *d, const json_t *point)
 {
@@ -46,13 +55,13 @@ static void lesson_line(const student_def *d, const json_t *point, char *line, s
 }
 
 /* Runs the lesson run: its cache entry (a new reference), or NULL with the error in ctx. */
-static json_t *lesson_fresh(magic_ctx *ctx, const student_def *d, const char *line)
+static json_t *lesson_fresh(magic_ctx *ctx, lesson_runs *runs, const student_def *d, const char *line)
 {
     inner_run r;
     cl_cpu_lesson_mode(1);
-    running = true;
+    runs->running = true;
     int rc = inner_run_line(ctx, cl_cpu_backend(), line, false, &r);
-    running = false;
+    runs->running = false;
     cl_cpu_lesson_mode(0);
     if (rc != 0)
         return NULL;
@@ -71,25 +80,28 @@ static json_t *lesson_fresh(magic_ctx *ctx, const student_def *d, const char *li
 int student_lesson(magic_ctx *ctx, const student_def *d, const json_t *point, lesson_result *out)
 {
     memset(out, 0, sizeof *out);
-    if (running || d->broken)
+    lesson_runs *runs = lab_part_make(ctx->lab, LAB_LESSONS, sizeof *runs, lesson_runs_drop);
+    if (!runs)
+        return magic_error(ctx, "MemoryError", "out of memory (the lesson checks' run)");
+    if (runs->running || d->broken)
         return 0;
     char line[1024];
     lesson_line(d, point, line, sizeof line);
     char *options = json_dumps(d->options, JSON_SORT_KEYS | JSON_COMPACT);
     json_t *key = json_sprintf("%s\n%s\n%s", d->hash, options ? options : "", line);
     free(options);
-    if (!cache || json_object_size(cache) >= CACHE_MAX) {
-        json_decref(cache);
-        cache = json_object();
+    if (!runs->cache || json_object_size(runs->cache) >= CACHE_MAX) {
+        json_decref(runs->cache);
+        runs->cache = json_object();
     }
-    json_t *e = json_incref(json_object_get(cache, json_string_value(key)));
+    json_t *e = json_incref(json_object_get(runs->cache, json_string_value(key)));
     if (!e) {
-        e = lesson_fresh(ctx, d, line);
+        e = lesson_fresh(ctx, runs, d, line);
         if (!e) {
             json_decref(key);
             return -1;
         }
-        json_object_set(cache, json_string_value(key), e);
+        json_object_set(runs->cache, json_string_value(key), e);
     }
     json_decref(key);
     json_t *lesson = json_object_get(e, "lesson");

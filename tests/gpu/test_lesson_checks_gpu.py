@@ -45,6 +45,21 @@ def test_family_runs_carry_the_lesson_and_keep_the_gpu_times(kc):
     assert "lesson" not in next(r for r in doc["runs"] if r["variant"] == "tiled")["check"]
 
 
+def test_hardware_counters_join_the_lesson(kc):
+    """With --counters where profiling is allowed, the GPU's own figure stands beside the CPU runner's:
+    the uncoalesced B load's sectors per request over the whole launch, the check still the runner's."""
+    lesson_of(kc, K.matmul_uncoalesced())
+    c, text, doc = cell(kc, "%matmul --size 512 --variant mycolumns --reps 3 --counters")
+    assert c["status"] == "ok", (c, text)
+    run = doc["runs"][0]
+    if not run["counters"]["measured"]:
+        pytest.skip(f"no hardware counters here: {run['counters']['unavailable']}")
+    sectors = run["check"]["lesson"]["load_sectors_per_request"]
+    assert sectors["passed"] is False and sectors["gpu"]["global_load_sectors_per_request"] > 4, sectors
+    c, text, doc = cell(kc, "%matmul --size 512 --variant mycolumns --reps 3")
+    assert "gpu" not in doc["runs"][0]["check"]["lesson"]["load_sectors_per_request"]
+
+
 def test_no_cpu_check_runs_the_gpu_alone(kc):
     c, text, doc = cell(kc, K.histo_racy().replace("--name myracy", "--name myracy --no-cpu-check"), timeout=300)
     assert "lesson" not in (doc or {}).get("check", {}), doc

@@ -174,6 +174,31 @@ static void reading_nothing_is_no_lesson(void **state)
     json_decref(o);
 }
 
+/* A GPU's hardware counters join the checks that they measure; a simulation's do not (they are the
+ * lesson's own counts). */
+static void gpu_counters_join_their_checks(void **state)
+{
+    (void)state;
+    json_t *lesson = json_pack("{s:{s:f}, s:{s:f}, s:{s:f}}", "load_sectors_per_request", "value", 16.0,
+                               "divergent_steps", "value", 5.0, "shared_bytes_used", "value", 2048.0);
+    json_t *sim = json_pack("{s:b, s:s, s:f}", "measured", 1, "source", "simulation (CPU runner)",
+                            "global_load_sectors_per_request", 16.0);
+    lesson_add_gpu_counters(lesson, sim);
+    assert_null(json_object_get(json_object_get(lesson, "load_sectors_per_request"), "gpu"));
+    json_t *hw = json_pack("{s:b, s:s, s:f, s:f, s:n}", "measured", 1, "source", "hardware (CUPTI range profiler)",
+                           "global_load_sectors_per_request", 9.5, "warp_execution_efficiency_pct", 87.5,
+                           "l2_hit_pct");
+    lesson_add_gpu_counters(lesson, hw);
+    const json_t *gpu = get(lesson, "load_sectors_per_request", "gpu");
+    assert_true(json_real_value(json_object_get(gpu, "global_load_sectors_per_request")) == 9.5);
+    assert_true(json_real_value(json_object_get(get(lesson, "divergent_steps", "gpu"), "warp_execution_efficiency_pct"))
+                == 87.5);
+    assert_null(get(lesson, "shared_bytes_used", "gpu"));
+    json_decref(hw);
+    json_decref(sim);
+    json_decref(lesson);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -182,6 +207,7 @@ int main(void)
         cmocka_unit_test(histo_against_privatised),
         cmocka_unit_test(stencil_halo_clipped),
         cmocka_unit_test(reading_nothing_is_no_lesson),
+        cmocka_unit_test(gpu_counters_join_their_checks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
