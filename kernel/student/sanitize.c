@@ -211,7 +211,7 @@ json_t *student_sanitize(const student_def *d, const char *tool)
     json_t *findings = rc >= 0 ? findings_of(report, &errors, &summary, internal, sizeof internal) : json_array();
     json_t *out;
     if (rc >= 0 && *internal) {     /* the tool broke: no verdict on the kernel either way */
-        snprintf(why, sizeof why, "compute-sanitizer failed (%s)", internal);
+        snprintf(why, sizeof why, "compute-sanitizer failed (%.250s)", internal);
         summary = false;
     }
     if (rc < 0 || !summary) {
