@@ -61,6 +61,10 @@ typedef struct token {
  * (tokens up to that point are still returned). Free with tokens_free. */
 int line_tokens(const char *line, token **out);
 void tokens_free(token *t, int n);
+/* text as one double-quoted token of a magic line (\\, \" and control characters escaped), so
+ * that a command built from a user's values reads them back as given and as nothing more (a value
+ * with spaces or flags in it stays one value). Into out (len bytes, truncated); its length. */
+size_t quote_token(const char *text, char *out, size_t len);
 
 /* "complete" | "incomplete" | "invalid", for is_complete_request (parsed in the session lab). */
 const char *cell_completeness(const lab_session *lab, const char *cell);

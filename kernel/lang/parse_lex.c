@@ -301,3 +301,28 @@ void tokens_free(token *t, int n)
         free(t[i].text);
     free(t);
 }
+
+size_t quote_token(const char *text, char *out, size_t len)
+{
+    size_t n = 0;
+#define PUT(c) do { if (n + 1 < len) out[n] = (c); n++; } while (0)
+    PUT('"');
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        if (*c == '"' || *c == '\\') {
+            PUT('\\');
+            PUT((char)*c);
+        } else if (*c < 0x20) {
+            char hex[5];
+            snprintf(hex, sizeof hex, "\\x%02X", *c);
+            for (int i = 0; hex[i]; i++)
+                PUT(hex[i]);
+        } else {
+            PUT((char)*c);
+        }
+    }
+    PUT('"');
+#undef PUT
+    if (len)
+        out[n < len ? n : len - 1] = '\0';
+    return n;
+}

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cudalab/simt.h"
+#include "lang/lang.h"
 #include "magic/lab_session.h"
 #include "magic/lesson.h"
 #include "student/inner_run.h"
@@ -44,8 +45,11 @@ static void lesson_line(const student_def *d, const json_t *point, char *line, s
         n += snprintf(line + n, len - (size_t)n, " --tile %lld", (long long)json_integer_value(tile));
     if (json_is_integer(smem) && n < (int)len)
         n += snprintf(line + n, len - (size_t)n, " --smem %lld", (long long)json_integer_value(smem));
-    if (json_is_string(define) && n < (int)len)
-        n += snprintf(line + n, len - (size_t)n, " -D %s", json_string_value(define));
+    if (json_is_string(define) && n < (int)len) {     /* quoted: the student's text, one value */
+        char quoted[600];
+        quote_token(json_string_value(define), quoted, sizeof quoted);
+        n += snprintf(line + n, len - (size_t)n, " -D %s", quoted);
+    }
     if (json_is_array(block) && json_array_size(block) > 0 && n < (int)len) {
         n += snprintf(line + n, len - (size_t)n, " --block ");
         for (size_t i = 0; i < json_array_size(block) && n < (int)len; i++)

@@ -15,6 +15,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "lang/lang.h"
 #include "magic/sweep.h"
 #include "student/compile.h"
 
@@ -79,8 +80,11 @@ static char *cell_text(const student_def *d)
             fprintf(out, " --%s %lld", ints[i][1], (long long)json_integer_value(v));
     size_t k;
     json_t *def;
-    json_array_foreach(json_object_get(o, "define"), k, def)
-        fprintf(out, " -D '%s'", json_string_value(def));
+    char quoted[600];
+    json_array_foreach(json_object_get(o, "define"), k, def) {
+        quote_token(json_string_value(def), quoted, sizeof quoted);
+        fprintf(out, " -D %s", quoted);
+    }
     if (json_is_true(json_object_get(o, "fast_math")))
         fprintf(out, " --fast-math");
     /* the body starts on the same cell line as the student's, so the lines match */

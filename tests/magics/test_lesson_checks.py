@@ -183,3 +183,12 @@ __global__ void shortcopy(const float *A, const float *B, float *C, int n) {
 }
 """)
     assert c["ename"] == "KernelError" and "read A[200000] at line 6, past the end of A" in c["evalue"], c
+
+
+def test_a_define_with_spaces_and_flags_stays_one_define(kc):
+    """-D's text reaches the lesson run as one quoted value: a define with spaces works, and one that
+    carries flags (an attempt to run the lesson at another size) is only a define, never the run's flags."""
+    define(kc, K.matmul_tiled())
+    for d in ("SCALE(x)=((x) * 1)", "X=1 --m 16 --n 16 --k 16"):
+        doc = result(quiet_ok(kc, f"%matmul --size 64 --variant mytiled -D '{d}' --reps 1 --warmup 0", timeout=120))
+        assert valid(doc["runs"][0]["check"])["lesson"]["global_loads_per_fma"]["passed"] is True, doc["runs"][0]

@@ -145,10 +145,31 @@ static void raw_magics_own_their_quotes(void **state)
     assert_string_equal(cell_completeness(test_lab(), "%score '1 \\"), "invalid");
 }
 
+/* quote_token's text reads back as one token holding exactly the text, whatever it holds. */
+static void quoted_tokens_read_back_as_given(void **state)
+{
+    (void)state;
+    static const char *const texts[] = {"plain", "X=1 --m 16 --n 16", "say \"hi\"", "back\\slash",
+                                        "tab\tand\nnewline", "'single'", "", NULL};
+    for (const char *const *t = texts; *t; t++) {
+        char q[256];
+        size_t n = quote_token(*t, q, sizeof q);
+        assert_int_equal(n, strlen(q));
+        token *tok = NULL;
+        assert_int_equal(line_tokens(q, &tok), 1);
+        assert_string_equal(tok[0].text, *t);
+        tokens_free(tok, 1);
+    }
+    char small[6];
+    assert_true(quote_token("longer than six", small, sizeof small) > sizeof small - 1);
+    assert_int_equal(strlen(small), sizeof small - 1);     /* truncated, still terminated */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(escapes_in_double_quotes),
+        cmocka_unit_test(quoted_tokens_read_back_as_given),
         cmocka_unit_test(bad_escapes_are_errors),
         cmocka_unit_test(long_lines),
         cmocka_unit_test(raw_magics_own_their_quotes),
