@@ -83,12 +83,13 @@ static int help_list(magic_ctx *ctx)
 /* The flags as a view table: the same cells as the text table of helptext.c. */
 static void flags_view(json_t *view, const lab_session *lab, const magic_spec *m)
 {
-    if (!m->flags || !m->flags[0].name)
+    if (magic_flag_count(m) == 0)
         return;
     json_t *table = view_add_table(view, "Flags", json_pack("[s,s,s,s,s]", "flag", "type", "default",
                                                             "allowed", "help"));
     bool lists = false;
-    for (const flag_spec *f = m->flags; f->name; f++) {
+    for (size_t i = 0; i < magic_flag_count(m); i++) {
+        const flag_spec *f = magic_flag(m, i);
         char label[128], type[32], def[128], allowed[256];
         flag_label(f, label, sizeof label);
         snprintf(type, sizeof type, "%s%s", flag_type_name(f), f->opts & FLAG_LIST ? " list" : "");
@@ -106,8 +107,8 @@ static json_t *one_doc(const lab_session *lab, const magic_spec *m)
     char usage[512];
     magic_usage(m, usage, sizeof usage);
     json_t *flags = json_array(), *examples = json_array();
-    for (const flag_spec *f = m->flags; f && f->name; f++)
-        json_array_append_new(flags, flag_doc(lab, f));
+    for (size_t i = 0; i < magic_flag_count(m); i++)
+        json_array_append_new(flags, flag_doc(lab, magic_flag(m, i)));
     for (int i = 0; m->examples && m->examples[i]; i++)
         json_array_append_new(examples, json_string(m->examples[i]));
     json_t *pos = m->positional ? json_pack("{s:s, s:o}", "name", m->positional, "help",
