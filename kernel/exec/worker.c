@@ -208,13 +208,7 @@ static int gpu_only_stand_in(magic_ctx *ctx, const magic_spec *m, const json_t *
              "so this one did not run.", m->name, note && *note ? note : "no GPU");
     json_t *view = view_new(NULL);
     view_add_note(view, text);
-    if (!doc || !view) {
-        json_decref(doc);
-        json_decref(view);
-        return magic_error(ctx, "MemoryError", "out of memory");
-    }
-    magic_result(ctx, doc, view);
-    return 0;
+    return magic_result_built(ctx, doc, view);
 }
 
 int worker_exec(const magic_spec *m, const json_t *given, const json_t *cpu_defaulted, const char *body,

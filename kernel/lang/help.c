@@ -51,19 +51,6 @@ static json_t *flag_doc(const lab_session *lab, const flag_spec *f)
                      "list", (f->opts & FLAG_LIST) != 0, "help", text_or_null(f->help));
 }
 
-/* The help's result: doc and view (both stolen), or a MemoryError when
- * either could not be built. */
-static int help_result(magic_ctx *ctx, json_t *doc, json_t *view)
-{
-    if (!doc || !view) {
-        json_decref(doc);
-        json_decref(view);
-        return magic_error(ctx, "MemoryError", "out of memory");
-    }
-    magic_result(ctx, doc, view);
-    return 0;
-}
-
 static int help_list(magic_ctx *ctx)
 {
     size_t count;
@@ -77,7 +64,7 @@ static int help_list(magic_ctx *ctx)
     json_t *view = view_new(NULL);         /* the text has its own heading */
     view_add_text(view, text);
     free(text);
-    return help_result(ctx, doc, view);
+    return magic_result_built(ctx, doc, view);
 }
 
 /* The flags as a view table: the same cells as the text table of helptext.c. */
@@ -144,7 +131,7 @@ static int help_one(magic_ctx *ctx, const magic_spec *m)
         view_add_text(view, examples);
     free(head);
     free(examples);
-    return help_result(ctx, doc, view);
+    return magic_result_built(ctx, doc, view);
 }
 
 /* NAME may come as "matmul", "%matmul", "%%matmul" or "matmul?". */

@@ -41,6 +41,17 @@ void magic_result(magic_ctx *ctx, json_t *doc, json_t *view)
     ctx->sink.out->result(ctx->sink.impl, doc, view, NULL, RESULT_PLAIN);
 }
 
+int magic_result_built(magic_ctx *ctx, json_t *doc, json_t *view)
+{
+    if (!doc || !view) {
+        json_decref(doc);
+        json_decref(view);
+        return magic_error(ctx, "MemoryError", "out of memory");
+    }
+    magic_result(ctx, doc, view);
+    return 0;
+}
+
 void magic_progress(magic_ctx *ctx, const char *display_id, json_t *doc, json_t *view, enum result_mode mode)
 {
     bound_echo(doc);

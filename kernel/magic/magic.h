@@ -216,6 +216,9 @@ void magic_cpu_default(magic_ctx *ctx, const char *what);
 /* Reports the command's result (doc and view stolen; a long input in
  * doc.params is cut to RESULT_ECHO_MAX bytes, its length and digest). */
 void magic_result(magic_ctx *ctx, json_t *doc, json_t *view);
+/* magic_result for a doc and view just built: 0, or a MemoryError (-1) when either is NULL (both
+ * are stolen either way). */
+int magic_result_built(magic_ctx *ctx, json_t *doc, json_t *view);
 void magic_progress(magic_ctx *ctx, const char *display_id, json_t *doc, json_t *view, enum result_mode mode);
 /* Cancellation: the worker's SIGINT handler (and the CLI's) sets the flag; long
  * loops (sweep points, repetitions, CPU analogues) poll it and stop with
