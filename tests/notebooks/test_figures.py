@@ -15,7 +15,13 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 import figures  # noqa: E402
 
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
 MATMUL = "%matmul --size 512 --variant naive,tiled"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_quoted_figure_holds_against_its_recording(path):
+    assert figures.problems(path) == []
 
 
 def recording(gflops=(4447.8, 6009.0), extra_runs=()):
