@@ -292,10 +292,11 @@ demo:
 # the lecture notebooks' and problem sets' results on this machine's GPU, into recorded/GPU/ beside each
 # notebook (scripts/record.py; GPU: the device's name, e.g. h200): needs nbclient, nbformat, jupyter_client
 # and pyzmq; refuses to record anything where %device reports no GPU; a notebook whose %assert fails on
-# this GPU is named, exit 1. OFFLINE=1 as for test-gpu (wheels: scripts/offline-bundle.sh record)
+# this GPU is named, exit 1. OFFLINE=1 as for test-gpu (wheels: scripts/offline-bundle.sh record).
+# RECORD=notebooks/03-matrix-multiplication.ipynb records only the notebooks it names
 record: $(TARGET_SETUP)
 	$(TARGET_READY)
-	$(TARGET_PYTHON) scripts/record.py --binary $(BIN)
+	$(TARGET_PYTHON) scripts/record.py --binary $(BIN) $(RECORD)
 
 install: all
 	@./scripts/install.sh "$(PREFIX)" "$(USER_INSTALL)" "$(BIN)" "$(if $(NVCC),$(CUDA_LIB),)"

@@ -8,7 +8,9 @@ every device command's results (document and view, keyed by the command) into OU
 labelled with the device, the date and the cudalab version (kernel/grade/recorded.h has the
 format). GPU is the device's name as a folder (gpu_folder(): "NVIDIA H100 80GB HBM3" ->
 h100-80gb-hbm3), so that each GPU's recordings sit beside the others' and %recorded picks one. Afterwards each file is checked: it exists, ran on CUDA, and validates against
-tests/schemas/recorded.schema.json (and each document against its magic's schema).
+tests/schemas/recorded.schema.json (and each document against its magic's schema), and the figures
+the notebook's prose quotes are checked against it (scripts/figures.py; `figures.py refresh` first
+fills the ones still to be recorded).
 
 Without a GPU it fails at once, before running anything: recorded results of the CPU backend
 would be shown to students as GPU numbers. `--allow-cpu` lifts that, only to make test fixtures
@@ -34,6 +36,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import figures  # scripts/figures.py: the prose's figures held to the recordings
 from schemas import load_schema  # scripts/schemas.py: the same loader the tests use
 
 REPO = Path(__file__).resolve().parents[1]
@@ -145,6 +148,8 @@ def main() -> int:
                                 f"{path.stem}?)")
                 continue
             problems += validate(target, binary)
+            if not args.out:  # the prose's figures against the recording just made (scripts/figures.py)
+                problems += [f"{path.name}: a quoted figure: {p}" for p in figures.problems(path)]
             backend_of = json.loads(target.read_text())["device"].get("backend")
             if backend_of != "cuda" and not args.allow_cpu:
                 problems.append(f"{target.name}: recorded on the {backend_of} backend, not on a GPU")

@@ -25,6 +25,7 @@
 #include "base/text.h"
 #include "base/utf8.h"
 #include "magic/lab_session.h"
+#include "render/render.h"
 #include "student/hooks.h"
 #include "student/store.h"
 
@@ -195,6 +196,21 @@ static void pipe_result(void *impl, json_t *doc, json_t *view, const char *displ
 
 static const magic_out pipe_out = { pipe_stream, pipe_result };
 
+/* A --gpu-only command where the CPU backend stands for no GPU: it does not run. Its stand-in result
+ * says so (doc: the magic, the backend, "gpu_only": true, its params); the kernel shows the command's
+ * recorded GPU result in its place, or says there is none (recorded.h: recording_stand_in). */
+static int gpu_only_stand_in(magic_ctx *ctx, const magic_spec *m, const json_t *params, const char *note)
+{
+    json_t *doc = json_pack("{s:s, s:s, s:b, s:O}", "magic", m->name, "backend", "cpu", MAGIC_GPU_ONLY_KEY, 1,
+                            "params", params);
+    char text[800];
+    snprintf(text, sizeof text, "%%%s --gpu-only runs only on a GPU; commands here run on the CPU backend (%s), "
+             "so this one did not run.", m->name, note && *note ? note : "no GPU");
+    json_t *view = view_new(NULL);
+    view_add_note(view, text);
+    return magic_result_built(ctx, doc, view);
+}
+
 int worker_exec(const magic_spec *m, const json_t *given, const json_t *cpu_defaulted, const char *body,
                 magic_ctx *ctx)
 {
@@ -242,6 +258,18 @@ int worker_exec(const magic_spec *m, const json_t *given, const json_t *cpu_defa
     ctx->dev.cpu_defaults = ctx->backend == cl_cpu_backend() && (want_cpu || (backend_gpus(&gpus), gpus == 0));
     json_t *params = ctx->dev.cpu_defaults ? params_cpu_defaults(m, given, cpu_defaulted, changed, sizeof changed)
                                        : json_incref((json_t *)given);
+    json_t *own = json_copy(params);        /* shallow: our own object, so that the flag can go */
+    json_decref(params);
+    params = own;
+    bool gpu_only = json_is_true(json_object_get(params, MAGIC_GPU_ONLY_KEY));
+    if (!params)
+        return magic_error(ctx, "MemoryError", "out of memory");
+    json_object_del(params, MAGIC_GPU_ONLY_KEY);  /* the framework's, not the magic's: never in its document */
+    if (gpu_only && ctx->dev.cpu_defaults) {
+        int rc = gpu_only_stand_in(ctx, m, params, note);
+        json_decref(params);
+        return rc;
+    }
     if (changed[0])
         magic_cpu_default(ctx, changed);
     sharing_begin(ctx, want_cpu, json_is_true(json_object_get(params, "shared_timing")));

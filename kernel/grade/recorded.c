@@ -555,3 +555,29 @@ void recording_result(recording *r, const command *cmd, unsigned long run, int c
         attach(r, cmd, cell, doc, view);
     }
 }
+
+bool recording_is_stand_in(const json_t *doc)
+{
+    return from_cpu(doc) && json_is_true(json_object_get(doc, MAGIC_GPU_ONLY_KEY));
+}
+
+bool recording_stand_in(recording *r, const command *cmd, unsigned long run, int cell, json_t *doc, json_t *view,
+                        char *text, size_t len)
+{
+    const char *name = cmd && cmd->magic ? cmd->magic->name : "?";
+    if (!r || !r->file || r->writing) {
+        snprintf(text, len, "%%%s --gpu-only runs only on a GPU: not run here (the CPU backend), and %s.\n", name,
+                 r && r->writing ? "record mode records GPU results only" : "no recorded GPU results are loaded "
+                 "(%recorded NAME loads them)");
+        return false;
+    }
+    if (!cmd->key || !json_object_get(r->by_key, cmd->key)) {
+        snprintf(text, len, "%%%s --gpu-only runs only on a GPU: not run here (the CPU backend), and %s has no "
+                 "recorded GPU result of this command (make record on a GPU machine records it).\n", name, r->path);
+        return false;
+    }
+    r->run = run;               /* a stand-in is its run's one result */
+    r->run_done = true;
+    attach(r, cmd, cell, doc, view);
+    return true;
+}

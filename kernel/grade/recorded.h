@@ -85,4 +85,15 @@ const result_store *recording_results(const recording *r);
 void recording_result(recording *r, const command *cmd, unsigned long run, int cell, json_t *doc, json_t *view,
                       bool final);
 
+/* Whether doc is the stand-in of a --gpu-only command that did not run on the CPU backend
+ * (worker.c: {"magic", "backend": "cpu", "gpu_only": true, "params"}). */
+bool recording_is_stand_in(const json_t *doc);
+
+/* A stand-in's way to the notebook: with the command's recorded results, they are attached to doc and
+ * view as to a CPU run's (recording_result; gpu.NAME reads them) and true comes back: show them. Else
+ * (nothing loaded, the command not recorded, record mode: a stand-in is never recorded) false, and
+ * text (len bytes) says why nothing is shown. */
+bool recording_stand_in(recording *r, const command *cmd, unsigned long run, int cell, json_t *doc, json_t *view,
+                        char *text, size_t len);
+
 #endif

@@ -51,19 +51,6 @@ static json_t *flag_doc(const lab_session *lab, const flag_spec *f)
                      "list", (f->opts & FLAG_LIST) != 0, "help", text_or_null(f->help));
 }
 
-/* The help's result: doc and view (both stolen), or a MemoryError when
- * either could not be built. */
-static int help_result(magic_ctx *ctx, json_t *doc, json_t *view)
-{
-    if (!doc || !view) {
-        json_decref(doc);
-        json_decref(view);
-        return magic_error(ctx, "MemoryError", "out of memory");
-    }
-    magic_result(ctx, doc, view);
-    return 0;
-}
-
 static int help_list(magic_ctx *ctx)
 {
     size_t count;
@@ -77,18 +64,19 @@ static int help_list(magic_ctx *ctx)
     json_t *view = view_new(NULL);         /* the text has its own heading */
     view_add_text(view, text);
     free(text);
-    return help_result(ctx, doc, view);
+    return magic_result_built(ctx, doc, view);
 }
 
 /* The flags as a view table: the same cells as the text table of helptext.c. */
 static void flags_view(json_t *view, const lab_session *lab, const magic_spec *m)
 {
-    if (!m->flags || !m->flags[0].name)
+    if (magic_flag_count(m) == 0)
         return;
     json_t *table = view_add_table(view, "Flags", json_pack("[s,s,s,s,s]", "flag", "type", "default",
                                                             "allowed", "help"));
     bool lists = false;
-    for (const flag_spec *f = m->flags; f->name; f++) {
+    for (size_t i = 0; i < magic_flag_count(m); i++) {
+        const flag_spec *f = magic_flag(m, i);
         char label[128], type[32], def[128], allowed[256];
         flag_label(f, label, sizeof label);
         snprintf(type, sizeof type, "%s%s", flag_type_name(f), f->opts & FLAG_LIST ? " list" : "");
@@ -106,8 +94,8 @@ static json_t *one_doc(const lab_session *lab, const magic_spec *m)
     char usage[512];
     magic_usage(m, usage, sizeof usage);
     json_t *flags = json_array(), *examples = json_array();
-    for (const flag_spec *f = m->flags; f && f->name; f++)
-        json_array_append_new(flags, flag_doc(lab, f));
+    for (size_t i = 0; i < magic_flag_count(m); i++)
+        json_array_append_new(flags, flag_doc(lab, magic_flag(m, i)));
     for (int i = 0; m->examples && m->examples[i]; i++)
         json_array_append_new(examples, json_string(m->examples[i]));
     json_t *pos = m->positional ? json_pack("{s:s, s:o}", "name", m->positional, "help",
@@ -143,7 +131,7 @@ static int help_one(magic_ctx *ctx, const magic_spec *m)
         view_add_text(view, examples);
     free(head);
     free(examples);
-    return help_result(ctx, doc, view);
+    return magic_result_built(ctx, doc, view);
 }
 
 /* NAME may come as "matmul", "%matmul", "%%matmul" or "matmul?". */

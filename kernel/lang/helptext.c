@@ -29,10 +29,7 @@ static void add(char *buf, size_t len, const char *fmt, ...)
 
 static size_t nflags(const magic_spec *m)
 {
-    size_t n = 0;
-    while (m->flags && m->flags[n].name)
-        n++;
-    return n;
+    return magic_flag_count(m);
 }
 
 static const char *metavar(const flag_spec *f)
@@ -62,7 +59,7 @@ static void usage(const magic_spec *m, bool cell, char *buf, size_t len)
 {
     snprintf(buf, len, "%s%s", cell ? "%%" : "%", m->name);
     for (size_t i = 0; i < nflags(m); i++) {
-        const flag_spec *f = &m->flags[i];
+        const flag_spec *f = magic_flag(m, i);
         bool req = f->opts & FLAG_REQUIRED;
         add(buf, len, " %s--%s%s", req ? "" : "[", on_by_default(f) ? "no-" : "", f->name);
         if (f->type != FLAG_BOOL)
@@ -229,7 +226,7 @@ static void flags_table(FILE *out, const lab_session *lab, const magic_spec *m)
     size_t w[COLS - 1] = { 0 };
     bool lists = false;
     for (size_t r = 0; r <= n; r++) {
-        const flag_spec *f = r ? &m->flags[r - 1] : NULL;
+        const flag_spec *f = r ? magic_flag(m, r - 1) : NULL;
         if (!f) {
             for (int c = 0; c < COLS - 1; c++)
                 snprintf(cell[0][c], sizeof cell[0][c], "%s", head[c]);
@@ -247,7 +244,7 @@ static void flags_table(FILE *out, const lab_session *lab, const magic_spec *m)
     }
     fprintf(out, "\nFlags:\n");
     for (size_t r = 0; r <= n; r++) {
-        const char *help = r ? m->flags[r - 1].help : head[COLS - 1];
+        const char *help = r ? magic_flag(m, r - 1)->help : head[COLS - 1];
         char line[1024] = "  ";
         for (int c = 0; c < COLS - 1; c++)
             add(line, sizeof line, "%s%*s  ", cell[r][c], (int)(w[c] - utf8_chars(cell[r][c])), "");

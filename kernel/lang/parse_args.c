@@ -47,28 +47,32 @@ static int usage_error(args *a, size_t at, const char *fmt, ...)
     return -1;
 }
 
+/* A magic's flags: its own, then those every device magic line takes (magic.h). */
 static size_t flag_count(const magic_spec *m)
 {
-    size_t n = 0;
-    while (m->flags && m->flags[n].name)
-        n++;
-    return n;
+    return magic_flag_count(m);
 }
 
-static const flag_spec *find_long(const magic_spec *m, const char *name, size_t len)
+/* The index of the flag named name[0..len) in m's flags, or SIZE_MAX. */
+static size_t find_long(const magic_spec *m, const char *name, size_t len)
 {
     for (size_t i = 0; i < flag_count(m); i++)
-        if (strlen(m->flags[i].name) == len && strncmp(m->flags[i].name, name, len) == 0)
-            return &m->flags[i];
-    return NULL;
+        if (strlen(magic_flag(m, i)->name) == len && strncmp(magic_flag(m, i)->name, name, len) == 0)
+            return i;
+    return SIZE_MAX;
 }
 
-static const flag_spec *find_short(const magic_spec *m, char c)
+static size_t find_short(const magic_spec *m, char c)
 {
     for (size_t i = 0; i < flag_count(m); i++)
-        if (m->flags[i].short_name && m->flags[i].short_name == c)
-            return &m->flags[i];
-    return NULL;
+        if (magic_flag(m, i)->short_name && magic_flag(m, i)->short_name == c)
+            return i;
+    return SIZE_MAX;
+}
+
+static const flag_spec *flag_at(const magic_spec *m, size_t i)
+{
+    return i == SIZE_MAX ? NULL : magic_flag(m, i);
 }
 
 /* "--a, --b, --c" for messages. */
@@ -77,7 +81,7 @@ static void flag_names(const magic_spec *m, char *buf, size_t len)
     size_t used = 0;
     buf[0] = '\0';
     for (size_t i = 0; i < flag_count(m); i++) {
-        int n = snprintf(buf + used, len - used, "%s--%s", i ? ", " : "", m->flags[i].name);
+        int n = snprintf(buf + used, len - used, "%s--%s", i ? ", " : "", magic_flag(m, i)->name);
         if (n < 0 || (size_t)n >= len - used)
             break;
         used += (size_t)n;
@@ -92,8 +96,8 @@ static int unknown_flag(args *a, const token *t, const char *word, const char *s
     suggest s;
     suggest_init(&s, no ? word + 3 : word);
     for (size_t i = 0; i < flag_count(m); i++)
-        if (!no || m->flags[i].type == FLAG_BOOL)
-            suggest_add(&s, m->flags[i].name);
+        if (!no || magic_flag(m, i)->type == FLAG_BOOL)
+            suggest_add(&s, magic_flag(m, i)->name);
     int q = utf8_clip(shown, QUOTE_MAX);
     if (s.best)
         return usage_error(a, t->start, "unknown flag %.*s for %%%s; did you mean --%s%s?",
@@ -105,9 +109,10 @@ static int unknown_flag(args *a, const token *t, const char *word, const char *s
     return usage_error(a, t->start, "unknown flag %.*s for %%%s; its flags are %s", q, shown, m->name, names);
 }
 
-static int set_flag(args *a, const flag_spec *f, const char *value, size_t flag_at, size_t value_at)
+/* Sets the i-th flag of the magic. */
+static int set_flag(args *a, size_t i, const char *value, size_t flag_at, size_t value_at)
 {
-    size_t i = (size_t)(f - a->m->flags);
+    const flag_spec *f = magic_flag(a->m, i);
     if (a->seen[i] && !(f->opts & FLAG_REPEAT))
         return usage_error(a, flag_at, "--%s is given twice%s", f->name,
                            f->opts & FLAG_LIST ? "; for several values give one comma list (a,b,c)" : "");
@@ -138,8 +143,9 @@ static bool looks_like_flag(const lexed *lx, int i)
 }
 
 /* The value of a non-switch flag written as a separate token: consumes it. */
-static int next_value(args *a, int *i, const flag_spec *f)
+static int next_value(args *a, int *i, size_t fi)
 {
+    const flag_spec *f = magic_flag(a->m, fi);
     const token *t = &a->lx->tok[*i];
     if (*i + 1 >= a->lx->n || looks_like_flag(a->lx, *i + 1)) {
         if (f->def)
@@ -148,7 +154,7 @@ static int next_value(args *a, int *i, const flag_spec *f)
     }
     (*i)++;
     const token *v = &a->lx->tok[*i];
-    return set_flag(a, f, v->text, t->start, v->start);
+    return set_flag(a, fi, v->text, t->start, v->start);
 }
 
 static int long_flag(args *a, int *i)
@@ -156,10 +162,12 @@ static int long_flag(args *a, int *i)
     const token *t = &a->lx->tok[*i];
     const char *name = t->text + 2, *eq = strchr(name, '=');
     size_t n = eq ? (size_t)(eq - name) : strlen(name);
-    const flag_spec *f = find_long(a->m, name, n);
+    size_t fi = find_long(a->m, name, n);
     bool neg = false;
-    if (!f && n > 3 && strncmp(name, "no-", 3) == 0) {
-        f = find_long(a->m, name + 3, n - 3);
+    if (fi == SIZE_MAX && n > 3 && strncmp(name, "no-", 3) == 0)
+        fi = find_long(a->m, name + 3, n - 3), neg = true;
+    const flag_spec *f = flag_at(a->m, fi);
+    if (neg) {
         if (f && f->type != FLAG_BOOL)
             return usage_error(a, t->start, "--%s is not an on/off flag, so --no-%s means nothing",
                                f->name, f->name);
@@ -176,23 +184,24 @@ static int long_flag(args *a, int *i)
         if (neg && eq)
             return usage_error(a, t->start, "--no-%s takes no value (write --%s=false or --no-%s)",
                                f->name, f->name, f->name);
-        return set_flag(a, f, eq ? eq + 1 : neg ? "false" : "true", t->start, t->start);
+        return set_flag(a, fi, eq ? eq + 1 : neg ? "false" : "true", t->start, t->start);
     }
     if (!eq)
-        return next_value(a, i, f);
+        return next_value(a, i, fi);
     if (!eq[1] && f->type != FLAG_STRING)
         return usage_error(a, t->start, "--%s needs a value after '='", f->name);
-    return set_flag(a, f, eq + 1, t->start, t->start);
+    return set_flag(a, fi, eq + 1, t->start, t->start);
 }
 
 static int short_flag(args *a, int *i)
 {
     const token *t = &a->lx->tok[*i];
     const char *s = t->text;
-    const flag_spec *f = find_short(a->m, s[1]);
+    size_t fi = find_short(a->m, s[1]);
+    const flag_spec *f = flag_at(a->m, fi);
     int q = utf8_clip(s, QUOTE_MAX);
     if (s[2]) {
-        const flag_spec *g = find_long(a->m, s + 1, strcspn(s + 1, "="));
+        const flag_spec *g = flag_at(a->m, find_long(a->m, s + 1, strcspn(s + 1, "=")));
         if (g)
             return usage_error(a, t->start, "write --%s with two dashes (got %.*s)", g->name, q, s);
         if (f && f->type != FLAG_BOOL)
@@ -202,8 +211,8 @@ static int short_flag(args *a, int *i)
     if (!f)
         return unknown_flag(a, t, s + 1, s);
     if (f->type == FLAG_BOOL)
-        return set_flag(a, f, "true", t->start, t->start);
-    return next_value(a, i, f);
+        return set_flag(a, fi, "true", t->start, t->start);
+    return next_value(a, i, fi);
 }
 
 /* "--check false": the user meant a value for a switch. */
@@ -214,9 +223,9 @@ static bool after_switch(const args *a, int i)
     const char *p = a->lx->tok[i - 1].text;
     const flag_spec *f = NULL;
     if (p[0] == '-' && p[1] == '-' && !strchr(p, '='))
-        f = find_long(a->m, p + 2, strlen(p + 2));
+        f = flag_at(a->m, find_long(a->m, p + 2, strlen(p + 2)));
     else if (p[0] == '-' && p[1] && !p[2])
-        f = find_short(a->m, p[1]);
+        f = flag_at(a->m, find_short(a->m, p[1]));
     return f && f->type == FLAG_BOOL;
 }
 
@@ -255,7 +264,7 @@ static int finish(args *a)
 {
     const magic_spec *m = a->m;
     for (size_t i = 0; i < flag_count(m); i++) {
-        const flag_spec *f = &m->flags[i];
+        const flag_spec *f = magic_flag(m, i);
         if (a->seen[i])
             continue;
         char msg[400], key[96];
@@ -280,7 +289,7 @@ static int finish(args *a)
         return usage_error(a, SIZE_MAX, "out of memory");
     for (size_t i = 0; i < flag_count(m); i++) {
         char key[96];
-        flag_key(&m->flags[i], key, sizeof key);
+        flag_key(magic_flag(m, i), key, sizeof key);
         json_object_set(ordered, key, json_object_get(a->params, key));
     }
     json_decref(a->params);
@@ -345,7 +354,7 @@ json_t *params_cpu_defaults(const magic_spec *m, const json_t *params, const jso
         return json_incref((json_t *)params);
     json_t *out = json_copy((json_t *)params);      /* shallow: the values are replaced, never changed */
     for (size_t i = 0; out && i < flag_count(m); i++) {
-        const flag_spec *f = &m->flags[i];
+        const flag_spec *f = magic_flag(m, i);
         char key[96], why[400];
         flag_key(f, key, sizeof key);
         bool wanted = false;

@@ -41,6 +41,17 @@ void magic_result(magic_ctx *ctx, json_t *doc, json_t *view)
     ctx->sink.out->result(ctx->sink.impl, doc, view, NULL, RESULT_PLAIN);
 }
 
+int magic_result_built(magic_ctx *ctx, json_t *doc, json_t *view)
+{
+    if (!doc || !view) {
+        json_decref(doc);
+        json_decref(view);
+        return magic_error(ctx, "MemoryError", "out of memory");
+    }
+    magic_result(ctx, doc, view);
+    return 0;
+}
+
 void magic_progress(magic_ctx *ctx, const char *display_id, json_t *doc, json_t *view, enum result_mode mode)
 {
     bound_echo(doc);
@@ -137,3 +148,35 @@ int magic_turn_give(magic_ctx *ctx, int rc)
 const flag_spec magic_no_flags[] = {
     {.name = NULL},
 };
+
+const flag_spec magic_device_flags[] = {
+    {.name = "gpu-only", .type = FLAG_BOOL, .def = "false",
+     .help = "for what only a GPU can run (GPU-scale sizes): on a GPU the command runs as usual; on the CPU "
+             "backend it does not run, and the cell shows this command's recorded GPU result (%recorded), which "
+             "gpu.NAME in %assert reads, or says that there is none"},
+    {.name = NULL},
+};
+
+static size_t table_size(const flag_spec *t)
+{
+    size_t n = 0;
+    while (t && t[n].name)
+        n++;
+    return n;
+}
+
+static bool takes_device_flags(const magic_spec *m)
+{
+    return m->where == MAGIC_WORKER && (m->mode & MAGIC_LINE);
+}
+
+size_t magic_flag_count(const magic_spec *m)
+{
+    return table_size(m->flags) + (takes_device_flags(m) ? table_size(magic_device_flags) : 0);
+}
+
+const flag_spec *magic_flag(const magic_spec *m, size_t i)
+{
+    size_t own = table_size(m->flags);
+    return i < own ? &m->flags[i] : &magic_device_flags[i - own];
+}

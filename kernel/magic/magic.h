@@ -106,6 +106,17 @@ typedef struct magic_spec {
 /* The flags of a magic that takes none. */
 extern const flag_spec magic_no_flags[];
 
+/* The flags every device magic line (a line magic that runs in the worker) takes beside its own
+ * table, written once here: the parser, %help, completion and the worker read a magic's flags
+ * through magic_flag_count and magic_flag (its own first, then these). --gpu-only: on the CPU
+ * backend the command does not run; the kernel shows the command's recorded GPU result instead
+ * (recorded.h). */
+#define MAGIC_GPU_ONLY_KEY "gpu_only"
+extern const flag_spec magic_device_flags[];
+size_t magic_flag_count(const magic_spec *m);
+/* The i-th flag of m (i < magic_flag_count(m)). */
+const flag_spec *magic_flag(const magic_spec *m, size_t i);
+
 /* ---- registry (kernel/magics/registry.c: the list lives where the magics are known, above
  * the framework; the framework and the layers between only look magics up through these) ---- */
 const magic_spec *const *magic_all(size_t *count);
@@ -205,6 +216,9 @@ void magic_cpu_default(magic_ctx *ctx, const char *what);
 /* Reports the command's result (doc and view stolen; a long input in
  * doc.params is cut to RESULT_ECHO_MAX bytes, its length and digest). */
 void magic_result(magic_ctx *ctx, json_t *doc, json_t *view);
+/* magic_result for a doc and view just built: 0, or a MemoryError (-1) when either is NULL (both
+ * are stolen either way). */
+int magic_result_built(magic_ctx *ctx, json_t *doc, json_t *view);
 void magic_progress(magic_ctx *ctx, const char *display_id, json_t *doc, json_t *view, enum result_mode mode);
 /* Cancellation: the worker's SIGINT handler (and the CLI's) sets the flag; long
  * loops (sweep points, repetitions, CPU analogues) poll it and stop with

@@ -7,6 +7,7 @@
  * execute_result. A view's "next_input" text is kept for the reply's
  * set_next_input payload (execute.c). A %interact run's output goes to its
  * widget instead (interact.h). */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,10 +82,20 @@ static void cell_result(void *impl, json_t *doc, json_t *view, const char *displ
     shell_session *s = impl;
     struct cell *c = s->cell;
     stream_flush(s);
-    if (c && c->waiting && !c->ia)      /* a device command's: recorded, or shown beside its recording */
+    bool stand_in = c && c->waiting && recording_is_stand_in(doc);
+    if (stand_in) {                     /* a --gpu-only command not run here: its recording, or why none */
+        char why[PATH_MAX + 400];
+        if (!recording_stand_in(s->recording, cell_cmd(c), s->runs, c->count, doc, view, why, sizeof why)) {
+            cell_stream(s, "stdout", why);
+            json_decref(doc);
+            json_decref(view);
+            return;
+        }
+    } else if (c && c->waiting && !c->ia) {     /* a device command's: recorded, or shown beside its recording */
         recording_result(s->recording, cell_cmd(c), s->runs, c->count, doc, view,
                          mode == RESULT_PLAIN || mode == RESULT_FINAL);
-    if (doc && c && (mode == RESULT_PLAIN || mode == RESULT_FINAL))
+    }
+    if (doc && c && !stand_in && (mode == RESULT_PLAIN || mode == RESULT_FINAL))
         results_record(s->results, doc, c->count);     /* for %assert, silent cells too */
     json_t *next_input = json_object_get(view, "next_input");
     if (c && json_is_string(next_input)) {

@@ -71,7 +71,8 @@ static void complete_magics(json_t *out, const char *typed)
 
 static void complete_flags(json_t *out, const magic_spec *m, const char *typed)
 {
-    for (const flag_spec *f = m->flags; f && f->name; f++) {
+    for (size_t i = 0; i < magic_flag_count(m); i++) {
+        const flag_spec *f = magic_flag(m, i);
         add_prefixed(out, "--", f->name, typed);
         if (f->type == FLAG_BOOL && strncmp(typed, "--n", 3) == 0)
             add_prefixed(out, "--no-", f->name, typed);
@@ -83,9 +84,9 @@ static const flag_spec *find_flag(const magic_spec *m, const char *arg)
     if (!m || strncmp(arg, "--", 2) != 0)
         return NULL;
     size_t len = strcspn(arg + 2, "=");
-    for (const flag_spec *f = m->flags; f && f->name; f++)
-        if (strlen(f->name) == len && strncmp(f->name, arg + 2, len) == 0)
-            return f;
+    for (size_t i = 0; i < magic_flag_count(m); i++)
+        if (strlen(magic_flag(m, i)->name) == len && strncmp(magic_flag(m, i)->name, arg + 2, len) == 0)
+            return magic_flag(m, i);
     return NULL;
 }
 

@@ -181,3 +181,59 @@ def test_keys_ignore_spacing_comments_and_plain_quotes(kc):
     ok(kc, "%recorded mini-recorded")
     msgs = ok(kc, '%matmul   --size "64" --variant naive,tiled --tile 8,16 --reps 1 --warmup 0   # a comment')
     assert "Recorded on" in plain(msgs)
+
+
+# --gpu-only (every device magic line): on the CPU backend the command does not run; its recorded GPU
+# result stands in for it, or stdout says there is none and the cell succeeds.
+GPU_ONLY = MATMUL + " --gpu-only"
+GPU_SCALE = "%matmul --size 4096 --variant naive,tiled --gpu-only"     # hours of work on the CPU backend
+
+
+def record_also_as(folder: Path, key: str, as_key: str) -> None:
+    """The fixture's recording, with the results recorded for KEY recorded for AS_KEY too."""
+    path = folder / "recorded" / "mini-recorded.json"
+    doc = json.loads(path.read_text())
+    [results] = [c["results"] for c in doc["commands"] if c["key"] == key]
+    doc["commands"].append({"key": as_key, "results": results})
+    path.write_text(json.dumps(doc))
+
+
+def test_gpu_only_shows_the_recorded_result_instead(folder, start_kernel):
+    record_also_as(folder, MATMUL, GPU_ONLY)
+    kc = start_kernel(env=CPU)[1]
+    ok(kc, "%recorded mini-recorded")
+    msgs = ok(kc, GPU_ONLY)
+    shown = plain(msgs)
+    assert "--gpu-only runs only on a GPU" in shown and "so this one did not run" in shown, shown
+    assert "Recorded on AMD EPYC (the CPU backend, not a GPU)" in shown, shown
+    [doc] = [d[RESULT] for d in data(msgs) if RESULT in d]
+    assert doc["gpu_only"] is True and "runs" not in doc and "gpu_only" not in doc["params"], doc
+    assert len(doc["recorded"]["results"][0]["runs"]) == 3
+    assert "Recorded on" in "".join(d.get("text/html", "") for d in data(msgs))
+    ok(kc, "%assert count(gpu.matmul) == 3 and gpu.matmul[variant=tiled,tile=16].check.passed")
+    c = error(kc, "%assert matmul.check.passed")        # nothing ran here: no live result to read
+    assert c["ename"] == "LookupError", c
+
+
+def test_gpu_only_without_a_recording_says_so_and_succeeds(kc):
+    msgs = ok(kc, GPU_SCALE)
+    said = "".join(streams(msgs, "stdout"))
+    assert "runs only on a GPU" in said and "no recorded GPU results are loaded" in said, said
+    assert not data(msgs)
+    ok(kc, "%recorded mini-recorded")
+    msgs = ok(kc, GPU_SCALE)
+    said = "".join(streams(msgs, "stdout"))
+    assert "has no recorded GPU result of this command" in said and "recorded/mini-recorded.json" in said, said
+    assert not data(msgs)
+    c = error(kc, "%assert gpu.matmul.check.passed")
+    assert c["ename"] == "LookupError", c
+
+
+def test_gpu_only_is_a_flag_of_every_device_magic_line(kc):
+    c = error(kc, "%matmul --size 64 --gpu-onyl")
+    assert c["ename"] == "UsageError" and "did you mean --gpu-only?" in c["evalue"], c
+    c = error(kc, "%echo --gpu-only hello")             # runs in the kernel: not a device command
+    assert c["ename"] == "UsageError", c
+    for magic in ("matmul", "stencil", "latency", "device"):
+        assert "--gpu-only" in plain(ok(kc, f"%help {magic}")), magic
+    assert "--gpu-only" not in plain(ok(kc, "%help assert"))
