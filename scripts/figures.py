@@ -20,6 +20,7 @@ recording and a new recording that moves a figure fails until the words are chan
   top level), result an index into its results (default 0), path a dotted path into the result's
   document with [key=value,...] selectors on lists (exactly one element must match) and [N] indices.
 - scale: a factor on the recorded figure (0.001 for GFLOP/s as TFLOP/s, 100 for a fraction in %).
+- A sentence that names a GPU model quotes that GPU's recording (no H100 figure under "on an H200").
 - A figure holds when it is within TOLERANCE of the recorded one (a range: the recorded figure lies
   within it, widened by TOLERANCE).
 - source instead of read: a figure that is not this project's measurement (the lecture's, a
@@ -57,6 +58,7 @@ FIGURE = re.compile(rf"(?<![\w.])(?:{NUMBER}(?:,\s+|\s+and\s+|\s+or\s+|\s*[–-]
                     rf"{FIGURE_UNITS}(?!\w)")
 NUMBER_RE = re.compile(NUMBER)
 # A sentence that names a GPU is held to its figures being tagged.
+GPU_MODELS = re.compile(r"\b(H100|H200|A100|V100|L4|T4)\b")
 GPU_WORDS = re.compile(r"\b(?:H100|H200|A100|V100|L4|T4|GPUs?|recorded)\b")
 SENTENCE_END = re.compile(r"(?<=[.!?:])\s+(?=[A-Z*(_\[])|\n\s*\n|\n(?=\s*[-*|#>]|\s*\d+\.)")
 CODE = re.compile(r"```.*?```|`[^`\n]*`", re.S)
@@ -179,21 +181,33 @@ def spans(text: str, quote: str) -> list[tuple[int, int]]:
     return out
 
 
+def sentences(text: str):
+    """(start, end) of each sentence of TEXT's prose (code blanked out, offsets kept)."""
+    prose = CODE.sub(lambda m: " " * len(m.group()), text)
+    start = 0
+    for end in [m.start() for m in SENTENCE_END.finditer(prose)] + [len(prose)]:
+        yield start, end, prose[start:end]
+        start = end
+
+
+def sentence_of(text: str, quote: str) -> str:
+    """The sentence holding QUOTE's first occurrence (a quote is read in its own sentence)."""
+    i = text.find(quote)
+    return next((s for a, b, s in sentences(text) if a <= i < b), "")
+
+
 def untagged(text: str, tags: list[dict]) -> list[str]:
     """The sentences of TEXT naming a GPU with a figure no tag's quote covers (the figure quoted)."""
     covered = [s for t in tags if isinstance(t, dict) and isinstance(t.get("quote"), str)
                for s in spans(text, t["quote"])]
-    prose = CODE.sub(lambda m: " " * len(m.group()), text)
-    out, start = [], 0
-    for end in [m.start() for m in SENTENCE_END.finditer(prose)] + [len(prose)]:
-        sentence = prose[start:end]
+    out = []
+    for start, _, sentence in sentences(text):
         if GPU_WORDS.search(sentence):
             for f in FIGURE.finditer(sentence):
                 nums = [(start + f.start() + n.start(), start + f.start() + n.end())
                         for n in NUMBER_RE.finditer(f.group())]
                 if not all(any(lo <= a and b <= hi for lo, hi in covered) for a, b in nums):
                     out.append(f"{f.group()!r} in: {' '.join(sentence.split())[:160]}")
-        start = end
     return out
 
 
@@ -221,6 +235,10 @@ def tag_problems(text: str, tag: dict, recs: Recordings) -> list[str]:
     written = numbers(q)
     if not all(any(math.isclose(v, w, rel_tol=1e-9) for w in written) for v in vals):
         return [f"{q!r}: value {value!r} is not the number written in the quote"]
+    named = set(GPU_MODELS.findall(sentence_of(text, q)))
+    device = recs.load(tag).get("device", {}).get("name", "")
+    if named and not any(n in device for n in named):
+        return [f"{q!r}: quotes the {device} recording in a sentence naming the {', '.join(sorted(named))}"]
     if not within(value, recorded):
         return [f"{q!r}: the recording says {recorded:.4g} ({recs.file(tag).parent.name}), "
                 f"more than {TOLERANCE:.0%} from {value!r}"]

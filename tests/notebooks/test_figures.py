@@ -127,3 +127,10 @@ def test_a_pending_figure_fails_until_refresh_writes_it_from_the_recording(tmp_p
     assert cell["source"] == "On an H200 at n = 512 tiled reaches 6.0 TFLOP/s."
     assert cell["metadata"]["cudalab"]["figures"][0]["value"] == 6.0
     assert figures.problems(path) == []
+
+
+def test_a_sentence_naming_one_gpu_quotes_that_gpus_recording(tmp_path):
+    found = figures.problems(notebook(tmp_path, "On an H100 tiled reaches 5.8 TFLOP/s.", [tiled(5.8)]))
+    assert found == ["c0: '5.8 TFLOP/s': quotes the NVIDIA H200 recording in a sentence naming the H100"]
+    text = "Tiled reaches 5.8 TFLOP/s on an H200 (the H100 is slower)."
+    assert figures.problems(notebook(tmp_path, text, [tiled(5.8)])) == []
