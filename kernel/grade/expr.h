@@ -71,6 +71,8 @@ int expr_number(expr *e, const result_store *rs, double *out, expr_report *rep);
  * check against), the error's ename is EXPR_NO_RECORDING. The plain forms
  * above pass NULL. */
 #define EXPR_NO_RECORDING "NoRecordedResults"
+/* ... and when NAME's newest result ran here, off a GPU, by a command the loaded recording lacks. */
+#define EXPR_NOT_RECORDED "CommandNotRecorded"
 int expr_check_with(expr *e, const result_store *rs, const result_store *recorded, expr_report *rep);
 int expr_number_with(expr *e, const result_store *rs, const result_store *recorded, double *out,
                      expr_report *rep);

@@ -225,7 +225,8 @@ static bool on_gpu(const json_t *doc)
 }
 
 /* The results n reads (expr.h): the session's, or the recorded ones shown so
- * far; NULL with the error set when it would read recordings and none is loaded. */
+ * far; NULL with the error set when it would read recordings and none is loaded,
+ * or the recording lacks the command of NAME's newest result. */
 static const result_store *results_for(ev *x, const node *n)
 {
     size_t at;
@@ -234,10 +235,24 @@ static const result_store *results_for(ev *x, const node *n)
     if (n->from == FROM_LIVE
         || (n->from == FROM_GPU && (live = newest(x, n->name, 0, &at, &cell)) != NULL && on_gpu(live)))
         return x->rs;
-    if (!x->recorded)
+    if (!x->recorded) {
         ev_fail(x, EXPR_NO_RECORDING, "%s.%s: no GPU ran %%%s here and no recorded GPU results are loaded "
                 "(%%recorded NAME loads a notebook's; make record on a GPU machine writes them)",
                 n->from == FROM_GPU ? "gpu" : "recorded", n->name, n->name);
+        return NULL;
+    }
+    /* The newest %NAME ran here, off a GPU, and the recording has nothing for that command: a claim
+     * about it cannot be checked, and reading the recorded results of earlier commands instead would
+     * check it against another command's figures. */
+    const json_t *rec;
+    if ((live = newest(x, n->name, 0, &at, &cell)) != NULL && (rec = json_object_get(live, "recorded")) != NULL
+        && json_array_size(json_object_get(rec, "results")) == 0) {
+        ev_fail(x, EXPR_NOT_RECORDED, "%s.%s: no GPU ran %%%s here and the recording (%s) has no result for the "
+                "%%%s command of cell %d (make record on a GPU machine records it)",
+                n->from == FROM_GPU ? "gpu" : "recorded", n->name, n->name,
+                json_string_value(json_object_get(rec, "file")), n->name, cell);
+        return NULL;
+    }
     return x->recorded;
 }
 

@@ -67,8 +67,23 @@ def test_a_command_not_recorded_says_so(kc):
     ok(kc, "%recorded mini-recorded")
     msgs = ok(kc, "%matmul --size 48 --variant naive --reps 1 --warmup 0")
     assert "No recorded GPU result for this command" in plain(msgs)
-    c = error(kc, "%assert gpu.matmul.check.passed")
-    assert c["ename"] == "LookupError" and "no recorded GPU result of %matmul" in c["evalue"], c
+    out = "".join(streams(ok(kc, "%assert gpu.matmul.check.passed"), "stdout"))
+    assert "not checked here (no GPU, the recording has no result for this command)" in out, out
+
+
+def test_a_claim_under_a_command_the_recording_lacks_is_not_checked_against_another(kc):
+    """A recording made before a command was added (another GPU's, say): the claim under that command
+    is not checked, rather than read from the recorded result of an earlier command."""
+    ok(kc, "%recorded mini-recorded")
+    ok(kc, MATMUL)
+    ok(kc, "%matmul --size 48 --variant naive --reps 1 --warmup 0")
+    msgs = ok(kc, "%assert gpu.matmul[variant=naive].model.cgma == 2")
+    out = "".join(streams(msgs, "stdout"))
+    assert "not checked here (no GPU, the recording has no result for this command)" in out, out
+    c = error(kc, "%score gpu.matmul[variant=naive].gflops")
+    assert c["ename"] == "CommandNotRecorded" and "cell" in c["evalue"], c
+    ok(kc, MATMUL)                                 # recorded again: the claim is checked, and is false
+    assert error(kc, "%assert gpu.matmul[variant=naive].model.cgma == 2")["ename"] == "AssertionError"
 
 
 def test_false_claim_names_the_recording(kc):
