@@ -451,7 +451,20 @@ static bool from_cpu(const json_t *doc)
     return b && strcmp(b, "cpu") == 0;
 }
 
-/* Appends the recorded view's title and blocks to view, but skip (a block already shown, or NULL). */
+/* Whether view already shows block (a deterministic table, such as a histogram's bins, or a note
+ * reads the same on both devices: shown once). */
+static bool shows(const json_t *view, const json_t *block)
+{
+    json_t *b;
+    size_t i;
+    json_array_foreach(json_object_get(view, "blocks"), i, b)
+        if (json_equal(b, (json_t *)block))
+            return true;
+    return false;
+}
+
+/* Appends the recorded view's title and blocks to view, but skip (the table joined into view's, or
+ * NULL) and, once joined, the blocks view already shows. */
 static void add_view(json_t *view, const json_t *recorded, const json_t *skip)
 {
     const char *title = json_string_value(json_object_get(recorded, "title"));
@@ -460,7 +473,7 @@ static void add_view(json_t *view, const json_t *recorded, const json_t *skip)
     json_t *blocks = json_object_get(view, "blocks"), *b;
     size_t i;
     json_array_foreach(json_object_get(recorded, "blocks"), i, b)
-        if (b != skip)
+        if (b != skip && !(skip && shows(view, b)))
             json_array_append_new(blocks, json_deep_copy(b));
 }
 
@@ -471,12 +484,17 @@ static void short_name(const char *name, char *buf, size_t len)
     snprintf(buf, len, "%s", strncmp(name, "NVIDIA ", 7) == 0 ? name + 7 : name);
 }
 
-/* Whether the recorded results hold more to show than the table joined into this machine's. */
-static bool more_than(const json_t *results, const json_t *joined)
+/* Whether the recorded results hold more to show than view does (joined: the table joined into it). */
+static bool more_than(const json_t *view, const json_t *results, const json_t *joined)
 {
-    const json_t *first = json_object_get(json_array_get(results, 0), "view");
-    return json_array_size(results) > 1
-           || json_array_size(json_object_get(first, "blocks")) > (joined ? 1u : 0u);
+    json_t *b;
+    size_t i;
+    if (json_array_size(results) > 1)
+        return true;
+    json_array_foreach(json_object_get(json_object_get(json_array_get(results, 0), "view"), "blocks"), i, b)
+        if (b != joined && !(joined && shows(view, b)))
+            return true;
+    return false;
 }
 
 static void attach(recording *r, const command *cmd, int cell, json_t *doc, json_t *view)
@@ -500,7 +518,7 @@ static void attach(recording *r, const command *cmd, int cell, json_t *doc, json
         if (!recorded_join(view, table, "CPU", there, joined_note))
             table = NULL;
         snprintf(text, sizeof text, table ? "Also recorded on %s:" : "Recorded on %s (%s):", lab, r->path);
-        if (more_than(results, table))
+        if (more_than(view, results, table))
             view_add_note(view, text);
         size_t i;
         json_array_foreach(results, i, res) {

@@ -278,3 +278,14 @@ def test_gpu_only_is_a_flag_of_every_device_magic_line(kc):
     for magic in ("matmul", "stencil", "latency", "device"):
         assert "--gpu-only" in plain(ok(kc, f"%help {magic}")), magic
     assert "--gpu-only" not in plain(ok(kc, "%help assert"))
+
+
+def test_a_table_both_devices_show_alike_is_shown_once(kc):
+    """A histogram's bins are the same on every device (seeded input): shown once, its runs joined."""
+    ok(kc, "%recorded mini-recorded")
+    histo = "%%histo --bin-width 4 --variant cpu,interleaved --reps 1 --warmup 0\nProgramming Massively Parallel Processors"
+    [bundle] = [d for d in data(ok(kc, histo)) if RESULT in d]
+    text = bundle["text/plain"]
+    assert text.count("Bins of the first run") == 1, text
+    header, rows = table(text)
+    assert "GB/s (CPU)" in header and "GB/s (AMD EPYC)" in header and [r[0] for r in rows] == ["cpu", "interleaved"]
