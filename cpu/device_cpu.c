@@ -121,7 +121,6 @@ static bool bad_ordinal(int dev, char *err)
 /* Everything of the device that is the model's, not the host's. */
 void cl_cpu_model_limits(cl_device_props *p)
 {
-    p->cores_per_sm = CL_CPU_MODEL_CORES_PER_SM;
     p->warp_size = CL_CPU_MODEL_WARP;
     p->max_threads_per_block = CL_CPU_MODEL_MAX_THREADS_PER_BLOCK;
     p->max_threads_per_sm = CL_CPU_MODEL_MAX_THREADS_PER_SM;
@@ -150,6 +149,9 @@ static int cpu_device_props(int dev, cl_device_props *out, char *err)
     out->free_mem = mem_available();
     out->integrated = 1;
     cl_cpu_model_limits(out);
+    cl_cpu_fp32_rate rate;          /* the host's own lanes, not the model's: its peak is the hardware's */
+    cl_cpu_fp32_rate_read(&rate);
+    out->cores_per_sm = rate.lanes_per_cpu;
     return 0;
 }
 

@@ -29,7 +29,7 @@ typedef struct cl_device_props {
     char pci_bus_id[32];
     int cc_major, cc_minor;           /* compute capability (0.0 for the CPU) */
     int sm_count;                     /* CPU: logical cores */
-    int cores_per_sm;                 /* FP32 lanes per SM (CPU: 1) */
+    int cores_per_sm;                 /* FP32 lanes per SM (CPU: per logical CPU, host.h's cl_cpu_fp32_rate) */
     int clock_khz;                    /* SM clock */
     int mem_clock_khz;                /* memory clock (0 if unknown) */
     int mem_bus_width_bits;
@@ -170,8 +170,8 @@ const cl_backend *cl_cuda_backend(void);
 /* Linked into the binary. */
 const cl_backend *cl_cpu_backend(void);
 /* Fills the fields of p that are the CPU device model's (cudalab/cpu_model.h):
- * warp, thread, block, grid, register and shared memory limits, FP32 lanes per
- * SM. The host's own fields (SMs, clock, memory, name) are left as they are. */
+ * warp, thread, block, grid, register and shared memory limits. The host's own
+ * fields (SMs, FP32 lanes, clock, memory, name) are left as they are. */
 void cl_cpu_model_limits(cl_device_props *p);
 
 #ifdef __cplusplus

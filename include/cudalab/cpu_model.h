@@ -25,9 +25,6 @@
  * occupancy model's default device); the CPU backend's SMs are its logical CPUs. */
 #define CL_CPU_MODEL_REFERENCE_SMS 132
 
-/* FP32 lanes per SM: the analogues' inner loops are scalar per emulated thread. */
-#define CL_CPU_MODEL_CORES_PER_SM 1
-
 #define CL_CPU_MODEL_WARP 32
 #define CL_CPU_MODEL_MAX_THREADS_PER_BLOCK 1024
 #define CL_CPU_MODEL_MAX_BLOCK_X 1024

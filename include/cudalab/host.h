@@ -8,6 +8,7 @@
 #define CUDALAB_HOST_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -38,6 +39,26 @@ void cl_cancel_reset(void);
  * the reps finished since the process started. Both are safe from any thread. */
 void cl_rep_done(void);
 unsigned long cl_reps_done(void);
+
+/* ---- the host's FP32 rate (cpu/common/cpu_simd.c) ---- */
+
+/* How the CPU backend counts the host's FP32 lanes, for its peak (cl_device_props.cores_per_sm of
+ * its device: peak = 2 × logical CPUs × lanes_per_cpu × clock, as a GPU's is 2 × its FP32 lanes
+ * × clock), and %device says how. */
+typedef struct cl_cpu_fp32_rate {
+    char isa[16];                   /* the widest vector extension: "AVX-512", "AVX2", ..., "scalar" */
+    int lanes;                      /* its width in floats (1: scalar) */
+    bool fma;                       /* fused multiply-add */
+    int pipes;                      /* vector pipes of a core counted: 2 with FMA, else 1 (add and multiply ports) */
+    int threads_per_core;           /* hardware threads sharing them */
+    int lanes_per_cpu;              /* lanes × pipes ÷ threads per core, at least 1 */
+} cl_cpu_fp32_rate;
+/* From flags (the words of /proc/cpuinfo's flags or Features line) and the threads per core. */
+void cl_cpu_fp32_rate_from(const char *flags, int threads_per_core, cl_cpu_fp32_rate *r);
+/* This host's, read at run time. */
+void cl_cpu_fp32_rate_read(cl_cpu_fp32_rate *r);
+/* r in words, for %device: "32 lanes per logical CPU: 16-float AVX-512 vectors × 2 FMA pipes". */
+void cl_cpu_fp32_rate_text(const cl_cpu_fp32_rate *r, char *buf, size_t len);
 
 #ifdef __cplusplus
 }

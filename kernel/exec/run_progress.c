@@ -178,8 +178,14 @@ void run_progress_end(void)
     if (running)
         pthread_join(rp.thread, NULL);
     rp.running = false;
-    if (rp.shown)
-        magic_progress(rp.ctx, rp.id, NULL, NULL, RESULT_END);
+    if (rp.shown) {                 /* its last state: what ran, in how long (never an empty output) */
+        char took[32], line[128];
+        say_seconds(took, sizeof took, (monotonic_ms() - rp.start_ms) / 1e3);
+        snprintf(line, sizeof line, "%%%s ran for %s", rp.magic, took);
+        json_t *view = view_new(NULL);
+        view_add_text(view, line);
+        magic_progress(rp.ctx, rp.id, NULL, view, RESULT_END);
+    }
     rp.ctx->sink.run_point = NULL;
     rp.ctx = NULL;
 }

@@ -451,16 +451,50 @@ static bool from_cpu(const json_t *doc)
     return b && strcmp(b, "cpu") == 0;
 }
 
-/* Appends the recorded view's title and blocks to view. */
-static void add_view(json_t *view, const json_t *recorded)
+/* Whether view already shows block (a deterministic table, such as a histogram's bins, or a note
+ * reads the same on both devices: shown once). */
+static bool shows(const json_t *view, const json_t *block)
+{
+    json_t *b;
+    size_t i;
+    json_array_foreach(json_object_get(view, "blocks"), i, b)
+        if (json_equal(b, (json_t *)block))
+            return true;
+    return false;
+}
+
+/* Appends the recorded view's title and blocks to view, but skip (the table joined into view's, or
+ * NULL) and, once joined, the blocks view already shows. */
+static void add_view(json_t *view, const json_t *recorded, const json_t *skip)
 {
     const char *title = json_string_value(json_object_get(recorded, "title"));
-    if (title)
+    if (title && !skip)
         view_add_text(view, title);
     json_t *blocks = json_object_get(view, "blocks"), *b;
     size_t i;
     json_array_foreach(json_object_get(recorded, "blocks"), i, b)
-        json_array_append_new(blocks, json_deep_copy(b));
+        if (b != skip && !(skip && shows(view, b)))
+            json_array_append_new(blocks, json_deep_copy(b));
+}
+
+/* The recorded device's name as a column's header says it: "H200", not "NVIDIA H200". */
+static void short_name(const char *name, char *buf, size_t len)
+{
+    name = name ? name : "GPU";
+    snprintf(buf, len, "%s", strncmp(name, "NVIDIA ", 7) == 0 ? name + 7 : name);
+}
+
+/* Whether the recorded results hold more to show than view does (joined: the table joined into it). */
+static bool more_than(const json_t *view, const json_t *results, const json_t *joined)
+{
+    json_t *b;
+    size_t i;
+    if (json_array_size(results) > 1)
+        return true;
+    json_array_foreach(json_object_get(json_object_get(json_array_get(results, 0), "view"), "blocks"), i, b)
+        if (b != joined && !(joined && shows(view, b)))
+            return true;
+    return false;
 }
 
 static void attach(recording *r, const command *cmd, int cell, json_t *doc, json_t *view)
@@ -474,12 +508,22 @@ static void attach(recording *r, const command *cmd, int cell, json_t *doc, json
                  "machine records it.", r->path, lab);
         view_add_note(view, text);
     } else {
-        snprintf(text, sizeof text, "Recorded on %s (%s):", lab, r->path);
-        view_add_note(view, text);
+        /* one comparison: the recorded table joined into this machine's, then what else was recorded */
+        char there[128], joined_note[PATH_MAX + 1000];
+        const json_t *table = recorded_runs_table(json_object_get(json_array_get(results, 0), "view"));
+        short_name(device_name(r->file), there, sizeof there);
+        snprintf(joined_note, sizeof joined_note, "Recorded on %s (%s), in one table with this CPU's runs: rows "
+                 "matched by variant and parameters, each measured column once for the CPU and once for the %s.",
+                 lab, r->path, there);
+        if (!recorded_join(view, table, "CPU", there, joined_note))
+            table = NULL;
+        snprintf(text, sizeof text, table ? "Also recorded on %s:" : "Recorded on %s (%s):", lab, r->path);
+        if (more_than(view, results, table))
+            view_add_note(view, text);
         size_t i;
         json_array_foreach(results, i, res) {
             const json_t *d = json_object_get(res, "doc");
-            add_view(view, json_object_get(res, "view"));
+            add_view(view, json_object_get(res, "view"), i == 0 ? table : NULL);
             if (json_is_object(d)) {
                 json_array_append(docs, (json_t *)d);
                 results_record(r->shown, d, cell);

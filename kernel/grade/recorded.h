@@ -17,7 +17,10 @@
  * it: a kernel is told no notebook path reliably, so the notebook names itself).
  * From then on every device command whose live result comes from the CPU
  * backend gets the recorded results of the same command attached: its view
- * gains the recorded tables and charts under a label, its document a
+ * shows one comparison, the recorded table of runs joined into its own
+ * (recorded_join: rows matched by variant and parameters, each measured
+ * column once per device), then whatever else was recorded (charts, notes)
+ * under a label; its document gains a
  * "recorded" object ({file, device, date, cudalab_version, results}), and the
  * recorded documents go to a store of their own, in the order they were shown,
  * which %assert's gpu. and recorded. names read (expr.h).
@@ -84,6 +87,15 @@ const result_store *recording_results(const recording *r);
  * recording_results with the cell's number. */
 void recording_result(recording *r, const command *cmd, unsigned long run, int cell, json_t *doc, json_t *view,
                       bool final);
+
+/* A view's table of runs: its first table with a variant column, else its first table; or NULL. */
+const json_t *recorded_runs_table(const json_t *view);
+/* Joins table (a recorded run's, or NULL) into the table of runs of view (this machine's run), in place
+ * (recorded_join.c): one table, rows matched by variant and parameters, each measured column twice,
+ * headed "NAME (here_name)" and "NAME (there_name)", with note placed before it. False (view
+ * unchanged) when the tables share no identifying column or no run. */
+bool recorded_join(json_t *view, const json_t *table, const char *here_name, const char *there_name,
+                   const char *note);
 
 /* Whether doc is the stand-in of a --gpu-only command that did not run on the CPU backend
  * (worker.c: {"magic", "backend": "cpu", "gpu_only": true, "params"}). */

@@ -124,10 +124,11 @@ const magic_spec *magic_find(const char *name);
 
 /* ---- running context: implemented by the kernel, the worker and the CLI ---- */
 /* How a result is shown. A plain result is a new output. Progress is a display
- * that later results replace: SHOW creates it, UPDATE replaces it, FINAL ends it
- * with the command's final result (what a terminal prints: in Jupyter, a new
- * output in its place, as a terminal frontend ignores display updates), END
- * ends it with nothing (doc and view NULL: the display is emptied). */
+ * that later results replace: SHOW creates it, UPDATE replaces it, END ends it
+ * with its last state (doc NULL, view a line saying what ran: a saved notebook
+ * keeps it, so never empty), FINAL is the command's final result after it, a
+ * new output (a terminal frontend ignores display updates, so it is what a
+ * terminal prints). */
 enum result_mode { RESULT_PLAIN, RESULT_SHOW, RESULT_UPDATE, RESULT_FINAL, RESULT_END };
 
 typedef struct magic_out {

@@ -301,6 +301,19 @@ static void progress_before(magic_ctx *ctx, const sweep_state *st, progress *pr,
     pr->shown_ms = now;
 }
 
+/* The progress display's last state, before the final result: what ran and in how long. */
+static void progress_end(magic_ctx *ctx, const sweep_state *st, const progress *pr)
+{
+    if (!pr->shown)
+        return;
+    char line[300];
+    snprintf(line, sizeof line, "%s: %zu points done in %.1f s", st->spec->title, st->pts.count,
+             (sweep_clock_ms() - pr->started_ms) / 1e3);
+    json_t *view = view_new(NULL);
+    view_add_text(view, line);
+    magic_progress(ctx, pr->display_id, NULL, view, RESULT_END);
+}
+
 static void progress_init(progress *pr)
 {
     /* unique for the session: a later sweep (in the same long-lived worker, or a
@@ -394,6 +407,7 @@ int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *u
         if (s->more_results)
             s->more_results(doc, view, st.pts.params, runs, user);
         if (st.pts.count > 1) {
+            progress_end(ctx, &st, &pr);
             magic_progress(ctx, pr.display_id, doc, view, RESULT_FINAL);
             json_t *chart_view = sweep_chart_view(&st, runs, points, &chart);
             if (chart_view)

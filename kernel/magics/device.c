@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cudalab/cpu_model.h"
+#include "cudalab/host.h"
 #include "magic/magic.h"
 #include "render/render.h"
 
@@ -226,11 +227,18 @@ static void peak_rows(json_t *t, const cl_device_props *p, bool is_gpu)
 {
     char v[64];
     double flops = magic_peak_fp32_gflops(p), bw = magic_peak_bandwidth_gbs(p);
-    if (flops > 0) {
+    if (flops > 0 && is_gpu) {
         fmt_rate(flops, "GFLOP/s", v, sizeof v);
-        rowf(t, "peak FP32", "%s (2 × %lld %s × %d MHz%s)", v,
-             (long long)p->sm_count * p->cores_per_sm, is_gpu ? "cores" : "threads",
-             khz_to_mhz(p->clock_khz), is_gpu ? "" : ", no SIMD");
+        rowf(t, "peak FP32", "%s (2 × %lld cores × %d MHz)", v, (long long)p->sm_count * p->cores_per_sm,
+             khz_to_mhz(p->clock_khz));
+    } else if (flops > 0) {         /* the host: its lanes as the CPU backend counts them (host.h) */
+        cl_cpu_fp32_rate rate;
+        char how[200];
+        cl_cpu_fp32_rate_read(&rate);
+        cl_cpu_fp32_rate_text(&rate, how, sizeof how);
+        fmt_rate(flops, "GFLOP/s", v, sizeof v);
+        rowf(t, "peak FP32", "%s (2 (multiply + add) × %d logical CPUs × %d MHz × %s)", v, p->sm_count,
+             khz_to_mhz(p->clock_khz), how);
     }
     if (bw > 0) {
         fmt_rate(bw, "GB/s", v, sizeof v);

@@ -102,12 +102,14 @@ static void cell_result(void *impl, json_t *doc, json_t *view, const char *displ
         json_decref(c->next_input);
         c->next_input = json_incref(next_input);
     }
-    if (c && !c->silent && !c->ia && display_id && (mode == RESULT_FINAL || mode == RESULT_END)) {
-        /* A terminal (jupyter console) ignores update_display_data: a progress display ends emptied
-         * (an empty bundle, which notebook frontends and nbconvert show as nothing), and a final result
-         * is a new output right after it. */
+    if (c && !c->silent && !c->ia && display_id && mode == RESULT_END) {
+        /* A progress display's last state: the line its command ended it with (what ran, in how long),
+         * never an empty bundle, which a saved notebook would keep as an empty output. A terminal
+         * (jupyter console) ignores update_display_data: a final result is a new output (FINAL). */
+        json_t *last = json_is_object(view) ? render_bundle(NULL, view) : NULL;
         session_publish(s, &c->req.msg, "update_display_data",
-                        json_pack("{s:{}, s:{}, s:{s:s}}", "data", "metadata", "transient", "display_id", display_id));
+                        json_pack("{s:o, s:{}, s:{s:s}}", "data", last ? last : json_object(), "metadata",
+                                  "transient", "display_id", display_id));
     }
     /* a %interact run's progress is left out: the widget keeps the last result until the next one */
     bool shown = c && !c->silent && mode != RESULT_END && (!c->ia || mode == RESULT_PLAIN || mode == RESULT_FINAL);

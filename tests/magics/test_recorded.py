@@ -1,13 +1,16 @@
 """%recorded and the gpu./recorded. names of %assert through a real kernel (jupyter_client), in a
 folder laid out as notebooks/ is: NAME.ipynb beside recorded/GPU/NAME.json (the fixture's own lies in
 recorded/ itself, a file with no GPU folder). Recorded results are shown
-beside a CPU run of the same command (text, HTML, the document's "recorded"); every broken case
+with a CPU run of the same command as one comparison: one table, rows matched by variant and
+parameters, each measured column once per device (text and HTML), and the document's "recorded";
+every broken case
 (an unknown notebook, a bad name, malformed JSON, a file of another format or version) is one
 clear error, and the next cell works; checks of GPU results with nothing recorded are skipped and
 say so; a false claim names the device it was recorded on; record mode writes the file."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -50,17 +53,55 @@ def plain(msgs) -> str:
     return "\n".join(d.get("text/plain", "") for d in data(msgs))
 
 
-def test_recorded_shown_beside_the_cpu_run(kc):
+def table(text: str) -> tuple[list[str], list[list[str]]]:
+    """The header and rows of the text table that starts with a line beginning 'variant'."""
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("variant "))
+    split = lambda line: re.split(r"  +", line.strip())
+    rows = [split(line) for line in lines[at + 2:] if line.strip() and not line.startswith("note:")]
+    return split(lines[at]), rows[:next((i for i, r in enumerate(rows) if len(r) < 3), len(rows))]
+
+
+def test_recorded_shown_with_the_cpu_run_as_one_table(kc):
     assert "Recorded GPU results: AMD EPYC" in plain(ok(kc, "%recorded mini-recorded"))
     msgs = ok(kc, MATMUL)
-    docs = [d[RESULT] for d in data(msgs) if RESULT in d]
-    rec = docs[0]["recorded"]
+    [bundle] = [d for d in data(msgs) if RESULT in d]
+    rec = bundle[RESULT]["recorded"]
     assert rec["file"] == "recorded/mini-recorded.json" and len(rec["results"]) == 1
     assert rec["results"][0]["backend"] == "cpu" and len(rec["results"][0]["runs"]) == 3
-    assert "Recorded on AMD EPYC (the CPU backend, not a GPU)" in plain(msgs)
-    html = "".join(d.get("text/html", "") for d in data(msgs))
-    assert "Recorded on" in html
+    text = bundle["text/plain"]
+    assert "Recorded on AMD EPYC (the CPU backend, not a GPU), 2026-11-25, cudalab 0.1.0 (recorded/mini-recorded.json), " \
+        "in one table with this CPU's runs" in text
+    assert sum(line.startswith("variant ") for line in text.splitlines()) == 1, text     # one table, not two
+    header, rows = table(text)
+    assert header[:6] == ["variant", "m", "n", "k", "tile", "precision"], header
+    assert ["GFLOP/s (CPU)", "GFLOP/s (AMD EPYC)"] == header[header.index("GFLOP/s (CPU)"):][:2], header
+    # each row: this machine's run and the recorded run of the same variant and tile, side by side
+    mine = {(r["variant"], r["tile"]): r for r in bundle[RESULT]["runs"]}
+    recorded = {(r["variant"], r["tile"]): r for r in rec["results"][0]["runs"]}
+    assert len(rows) == 3 and set(mine) == set(recorded)
+    for row in rows:
+        key = (row[0], None if row[4] == "-" else int(row[4]))
+        for col, run in (("GFLOP/s (CPU)", mine[key]), ("GFLOP/s (AMD EPYC)", recorded[key])):
+            assert float(row[header.index(col)]) == pytest.approx(run["gflops"], rel=1e-3), (col, row)
+    html = bundle["text/html"]
+    assert html.count("<table") == 1 and "GFLOP/s (AMD EPYC)" in html and "GFLOP/s (CPU)" in html, html
     ok(kc, "%assert recorded.matmul[variant=tiled,tile=8].check.passed and count(gpu.matmul) == 3")
+
+
+def test_cpu_defaults_still_match_the_recorded_runs(kc, folder):
+    """A CPU run at its smaller defaults (the recording ran the GPU's) is matched by variant: the recorded
+    size shown beside this machine's."""
+    record_also_as(folder, MATMUL, "%matmul --variant naive,tiled --tile 8,16 --reps 1 --warmup 0")
+    ok(kc, "%recorded mini-recorded")
+    [bundle] = [d for d in data(ok(kc, "%matmul --size 48 --variant naive,tiled --tile 8,16 --reps 1 --warmup 0"))
+                if RESULT in d]
+    assert "No recorded GPU result" in bundle["text/plain"]      # another key: nothing recorded, nothing joined
+    [bundle] = [d for d in data(ok(kc, "%matmul --variant naive,tiled --tile 8,16 --reps 1 --warmup 0")) if RESULT in d]
+    header, rows = table(bundle["text/plain"])
+    size = bundle[RESULT]["runs"][0]["m"]
+    assert size != 64 and [r[1] for r in rows] == [f"{size} (AMD EPYC: 64)"] * 3, rows
+    assert [r[0] for r in rows] == ["naive", "tiled", "tiled"] and all("-" not in r[-2:] for r in rows), rows
 
 
 def test_a_command_not_recorded_says_so(kc):
@@ -195,7 +236,7 @@ def test_record_mode_writes_the_file(folder, start_kernel):
 def test_keys_ignore_spacing_comments_and_plain_quotes(kc):
     ok(kc, "%recorded mini-recorded")
     msgs = ok(kc, '%matmul   --size "64" --variant naive,tiled --tile 8,16 --reps 1 --warmup 0   # a comment')
-    assert "Recorded on" in plain(msgs)
+    assert "in one table with this CPU's runs" in plain(msgs)
 
 
 # --gpu-only (every device magic line): on the CPU backend the command does not run; its recorded GPU
@@ -220,7 +261,7 @@ def test_gpu_only_shows_the_recorded_result_instead(folder, start_kernel):
     msgs = ok(kc, GPU_ONLY)
     shown = plain(msgs)
     assert "--gpu-only runs only on a GPU" in shown and "so this one did not run" in shown, shown
-    assert "Recorded on AMD EPYC (the CPU backend, not a GPU)" in shown, shown
+    assert "Recorded on AMD EPYC (the CPU backend, not a GPU)" in shown, shown      # nothing here to join
     [doc] = [d[RESULT] for d in data(msgs) if RESULT in d]
     assert doc["gpu_only"] is True and "runs" not in doc and "gpu_only" not in doc["params"], doc
     assert len(doc["recorded"]["results"][0]["runs"]) == 3
@@ -252,3 +293,14 @@ def test_gpu_only_is_a_flag_of_every_device_magic_line(kc):
     for magic in ("matmul", "stencil", "latency", "device"):
         assert "--gpu-only" in plain(ok(kc, f"%help {magic}")), magic
     assert "--gpu-only" not in plain(ok(kc, "%help assert"))
+
+
+def test_a_table_both_devices_show_alike_is_shown_once(kc):
+    """A histogram's bins are the same on every device (seeded input): shown once, its runs joined."""
+    ok(kc, "%recorded mini-recorded")
+    histo = "%%histo --bin-width 4 --variant cpu,interleaved --reps 1 --warmup 0\nProgramming Massively Parallel Processors"
+    [bundle] = [d for d in data(ok(kc, histo)) if RESULT in d]
+    text = bundle["text/plain"]
+    assert text.count("Bins of the first run") == 1, text
+    header, rows = table(text)
+    assert "GB/s (CPU)" in header and "GB/s (AMD EPYC)" in header and [r[0] for r in rows] == ["cpu", "interleaved"]

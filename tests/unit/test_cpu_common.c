@@ -2,7 +2,8 @@
  * parallel-for runs every index exactly once on the thread count it reports,
  * the range split is the fixed contiguous partition the deterministic
  * reductions rely on, the cancellation flag goes up and down (and reaches
- * magic_cancelled, which wraps it), and the clock does not run backwards.
+ * magic_cancelled, which wraps it), the clock does not run backwards, and the host's FP32
+ * lanes (the CPU backend's peak) are counted from its SIMD width, FMA and threads per core.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -117,6 +118,48 @@ static void clock_moves_forward_in_milliseconds(void **state)
     assert_true(dt < 10000.0);
 }
 
+static cl_cpu_fp32_rate rate_of(const char *flags, int threads_per_core)
+{
+    cl_cpu_fp32_rate r;
+    cl_cpu_fp32_rate_from(flags, threads_per_core, &r);
+    return r;
+}
+
+static void fp32_lanes_count_simd_width_fma_and_shared_cores(void **state)
+{
+    (void)state;
+    /* this test host's kind: AVX-512 (with its own FMA), one thread per core: 16 floats × 2 pipes */
+    cl_cpu_fp32_rate r = rate_of("fpu sse sse2 fma avx avx2 avx512f avx512vl", 1);
+    assert_string_equal(r.isa, "AVX-512");
+    assert_true(r.fma);
+    assert_int_equal(r.lanes_per_cpu, 32);
+    /* a laptop's: AVX2 + FMA, two hyperthreads share a core's pipes */
+    r = rate_of("sse2 avx avx2 fma ht", 2);
+    assert_string_equal(r.isa, "AVX2");
+    assert_int_equal(r.lanes * r.pipes, 16);
+    assert_int_equal(r.lanes_per_cpu, 8);
+    /* AVX without FMA: an add port and a multiply port, one pipe's 8 lanes */
+    r = rate_of("sse sse2 avx", 1);
+    assert_false(r.fma);
+    assert_int_equal(r.lanes_per_cpu, 8);
+    assert_int_equal(rate_of("sse sse2", 1).lanes_per_cpu, 4);
+    /* AArch64's Features: NEON's 4 floats with FMLA */
+    r = rate_of("fp asimd evtstrm aes", 1);
+    assert_string_equal(r.isa, "NEON");
+    assert_int_equal(r.lanes_per_cpu, 8);
+    /* a word, not a prefix: avx512fp16 alone is not avx512f; nothing known is scalar */
+    assert_string_equal(rate_of("avx512fp16", 1).isa, "scalar");
+    assert_int_equal(rate_of("", 4).lanes_per_cpu, 1);
+    /* the peak the lanes give, as %matmul's % of peak reads it: 2 FLOPs × CPUs × lanes × clock */
+    cl_device_props p = { .sm_count = 2, .cores_per_sm = rate_of("avx512f fma", 1).lanes_per_cpu,
+                          .clock_khz = 2000000 };
+    assert_true(magic_peak_fp32_gflops(&p) > 255.9 && magic_peak_fp32_gflops(&p) < 256.1);
+    char text[200];
+    r = rate_of("sse2 avx avx2 fma", 2);
+    cl_cpu_fp32_rate_text(&r, text, sizeof text);
+    assert_string_equal(text, "8 lanes per logical CPU: 8-float AVX2 vectors × 2 FMA pipes ÷ 2 threads per core");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -125,6 +168,7 @@ int main(void)
         cmocka_unit_test(ranges_are_the_fixed_contiguous_partition),
         cmocka_unit_test(cancel_flag_is_shared_with_magic_cancelled),
         cmocka_unit_test(clock_moves_forward_in_milliseconds),
+        cmocka_unit_test(fp32_lanes_count_simd_width_fma_and_shared_cores),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

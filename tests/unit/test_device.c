@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "cudalab/host.h"
 #include "magic/magic.h"
 #include "exec/backend_load.h"
 #include "magic/occupancy_model.h"
@@ -377,7 +378,9 @@ static void test_cpu_backend(void **state)
     assert_true(strncmp(str_field(d, "arch"), "host CPU (", 10) == 0);
     assert_null_field(d, "cc");
     assert_true(int_field(d, "sms") >= 1);
-    assert_int_equal(int_field(d, "cores_per_sm"), 1);
+    cl_cpu_fp32_rate rate;          /* the host's FP32 lanes per logical CPU, as its peak counts them */
+    cl_cpu_fp32_rate_read(&rate);
+    assert_int_equal(int_field(d, "cores_per_sm"), rate.lanes_per_cpu);
     /* the CPU device model (cudalab/cpu_model.h): the execution model the analogues run */
     assert_int_equal(int_field(d, "warp_size"), 32);
     assert_int_equal(int_field(d, "max_threads_per_block"), 1024);
@@ -406,6 +409,12 @@ static void test_cpu_backend(void **state)
     assert_null(table_value(t, "SMs"));
     assert_string_equal(table_value(t, "warp size"), "32");
     assert_string_equal(table_value(t, "threads per block"), "1024");
+    if (table_value(t, "peak FP32")) {  /* a host whose clock Linux tells: how its peak is counted */
+        char how[200];
+        cl_cpu_fp32_rate_text(&rate, how, sizeof how);
+        assert_non_null(strstr(table_value(t, "peak FP32"), "logical CPUs"));
+        assert_non_null(strstr(table_value(t, "peak FP32"), how));
+    }
     sink_free(&c, &ctx);
 }
 

@@ -70,8 +70,8 @@ static void keep(void *impl, json_t *doc, json_t *view, const char *display_id, 
     said.shows += mode == RESULT_SHOW;
     said.updates += mode == RESULT_UPDATE;
     said.ends += mode == RESULT_END;
-    if (mode == RESULT_END)
-        assert_null(view);
+    if (mode == RESULT_END)         /* the line's last state: what ran, never emptied */
+        assert_non_null(view);
     const char *text = json_string_value(json_object_get(json_array_get(json_object_get(view, "blocks"), 0), "text"));
     if (text)
         snprintf(said.last, sizeof said.last, "%s", text);
@@ -119,6 +119,7 @@ static void the_thread_says_the_reps_and_ends_the_line(void **state)
     run_progress_wait(false);
     run_progress_end();
     assert_int_equal(said.ends, 1);
+    assert_non_null(strstr(said.last, "%matmul ran for "));
     assert_null(ctx.sink.run_point);
     json_decref(point);
 }

@@ -18,12 +18,13 @@
 
 /* ---- a sink that also records how large the sweep's progress grew ---- */
 
-/* The shared sink (modes, charts, the final document), and the largest
- * progress update it was shown. */
+/* The shared sink (modes, charts, the final document), the largest
+ * progress update it was shown, and the line the progress display ended with. */
 typedef struct sweep_sink {
     sink base;                  /* first: the shared callbacks see a sink */
     size_t progress_rows;       /* the most runs any progress update showed */
     size_t progress_bytes;      /* the largest progress view, as compact JSON */
+    char ended[256];            /* the text of the display's last state (RESULT_END) */
 } sweep_sink;
 
 /* The rows of a view's last table. */
@@ -47,6 +48,9 @@ static void sweep_sink_result(void *impl, json_t *doc, json_t *view, const char 
         s->progress_bytes = bytes > s->progress_bytes ? bytes : s->progress_bytes;
         free(text);
     }
+    const char *last = json_string_value(json_object_get(json_array_get(json_object_get(view, "blocks"), 0), "text"));
+    if (mode == RESULT_END)     /* never emptied: a saved notebook keeps the display's last state */
+        snprintf(s->ended, sizeof s->ended, "%s", last ? last : "");
     sink_result(&s->base, doc, view, display_id, mode);
 }
 static const magic_out sweep_out = { sink_stream, sweep_sink_result };
@@ -158,10 +162,13 @@ static void test_cartesian_and_progress(void **state)
     assert_int_equal(run("{\"variant\":[\"a\",\"b\"],\"size\":[4,8,16],\"tile\":2,\"sort\":false}",
                          &s, &calls, &ctx), 0);
     assert_int_equal(calls, 6);
-    /* instant points: SHOW at once, no update within SWEEP_PROGRESS_MS, FINAL, then the chart */
-    assert_int_equal(s.base.results, 3);
+    /* instant points: SHOW at once, no update within SWEEP_PROGRESS_MS, END with what ran, FINAL, then
+     * the chart */
+    assert_int_equal(s.base.results, 4);
     assert_int_equal(s.base.modes[0], RESULT_SHOW);
-    assert_int_equal(s.base.modes[1], RESULT_FINAL);
+    assert_int_equal(s.base.modes[1], RESULT_END);
+    assert_non_null(strstr(s.ended, ": 6 points done in "));
+    assert_int_equal(s.base.modes[2], RESULT_FINAL);
     assert_int_equal(s.base.charts, 1);
     const json_t *runs = json_object_get(s.base.doc, "runs");
     /* the last flag changes fastest */
@@ -186,11 +193,13 @@ static void test_progress_throttled_in_time(void **state)
     assert_int_equal(run_timed(&spec, "{\"variant\":\"a\",\"size\":[1,2,3,4,5,6,7,8,9,10],\"tile\":2,"
                                "\"sort\":false}", 100, &s, &calls, &ctx), 0);
     assert_int_equal(calls, 10);
-    assert_int_equal(s.base.results, 6);
+    assert_int_equal(s.base.results, 7);
     assert_int_equal(s.base.modes[0], RESULT_SHOW);
     for (int i = 1; i < 4; i++)
         assert_int_equal(s.base.modes[i], RESULT_UPDATE);
-    assert_int_equal(s.base.modes[4], RESULT_FINAL);
+    assert_int_equal(s.base.modes[4], RESULT_END);
+    assert_non_null(strstr(s.ended, ": 10 points done in 1.0 s"));     /* the clock the points moved */
+    assert_int_equal(s.base.modes[5], RESULT_FINAL);
     assert_int_equal(s.base.charts, 1);
     sink_free(&s.base, &ctx);
 }
@@ -206,7 +215,7 @@ static void test_progress_stays_small(void **state)
     /* every point slower than the throttle: an update before each, each with the last few runs only */
     assert_int_equal(run_timed(&spec, params, SWEEP_PROGRESS_MS, &s, &calls, &ctx), 0);
     assert_int_equal(calls, 1000);
-    assert_int_equal(s.base.results, 1000 + 2);
+    assert_int_equal(s.base.results, 1000 + 3);
     assert_int_equal(s.progress_rows, SWEEP_PROGRESS_ROWS);
     assert_true(s.progress_bytes < 2000);
     /* the final result has every run, in the document and in its table */
