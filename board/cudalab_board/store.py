@@ -77,6 +77,7 @@ QUICKCHECK_MAX_TEXT = 500             # characters of a finding's text, a lesson
 CLASSVIEW_FINDINGS = 20               # the most common findings the class view lists
 FAILED_LISTED = 50                    # failed submissions a board lists
 STATUSES = ("queued", "running", "ranked", "failed", "error")
+MOUNTINFO = "/proc/self/mountinfo"    # where the mounts' types are read
 
 # Filesystems whose hosts do not share SQLite's WAL index (mmap'ed shared memory) or whose locks
 # are not to be trusted: the mount types of /proc/self/mountinfo.
@@ -130,13 +131,27 @@ class BoardData:
     queue: int = 0
 
 
+def _check_text(**values: str) -> None:
+    """Text both databases can hold: PostgreSQL refuses NUL, and neither stores a lone surrogate
+    (which a JSON body's "\\ud800" decodes to)."""
+    for what, text in values.items():
+        if not isinstance(text, str):
+            raise InvalidSubmission(f"{what} is not a string")
+        if "\0" in text:
+            raise InvalidSubmission(f"{what} holds a NUL character")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidSubmission(f"{what} is not valid Unicode (a lone surrogate)") from None
+
+
 # ---- where an SQLite file may live ----
 
 def _unescape_mountinfo(field_text: str) -> str:
     return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field_text)
 
 
-def filesystem_type(path: str, mountinfo: str = "/proc/self/mountinfo") -> Optional[str]:
+def filesystem_type(path: str, mountinfo: Optional[str] = None) -> Optional[str]:
     """The mount type of the filesystem holding path (a file or directory that exists), matched
     by device number in mountinfo, else by the longest mount point above it; None if unknown."""
     st = os.stat(path)
@@ -144,7 +159,7 @@ def filesystem_type(path: str, mountinfo: str = "/proc/self/mountinfo") -> Optio
     real = os.path.realpath(path)
     by_dev, by_prefix, best_len = None, None, -1
     try:
-        lines = Path(mountinfo).read_text().splitlines()
+        lines = Path(mountinfo or MOUNTINFO).read_text().splitlines()
     except OSError:
         return None
     for line in lines:
@@ -161,7 +176,7 @@ def filesystem_type(path: str, mountinfo: str = "/proc/self/mountinfo") -> Optio
     return by_dev or by_prefix
 
 
-def refuse_network_filesystem(db_path: str, mountinfo: str = "/proc/self/mountinfo") -> None:
+def refuse_network_filesystem(db_path: str, mountinfo: Optional[str] = None) -> None:
     """Raise NetworkFilesystem when db_path's directory is on a network filesystem."""
     directory = os.path.dirname(os.path.abspath(db_path))
     fstype = filesystem_type(directory, mountinfo)
@@ -312,10 +327,12 @@ class Store:
 
     def enqueue_submission(self, problem: str, user: str, name: str, family: str, source: str,
                            flags: str = "", rate_limit_s: float = 0, now: Optional[float] = None):
-        if len(source.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
+        _check_text(problem=problem, user=user, name=name, family=family, source=source,
+                    flags=flags)
+        if len(source.encode("utf-8")) > MAX_SOURCE_BYTES:
             raise InvalidSubmission(f"the source is over {MAX_SOURCE_BYTES // 1024} KiB")
-        now = time.time() if now is None else now
         with self._tx() as conn:
+            now = time.time() if now is None else now    # read under the lock: never before the last
             # admitted only if no earlier submission is under rate_limit_s old: one statement that
             # both tests and records, so concurrent posts cannot both pass
             admitted = self._one(
@@ -326,7 +343,8 @@ class Store:
             if admitted is None:
                 last = self._one("SELECT last_at FROM rate_limits WHERE user_name = ? AND "
                                  "problem = ?", (user, problem), conn)["last_at"]
-                raise RateLimited(max(1, math.ceil(last + rate_limit_s - now)))
+                raise RateLimited(min(math.ceil(rate_limit_s),
+                                      max(1, math.ceil(last + rate_limit_s - now))))
             row = self._one(
                 "INSERT INTO submissions (problem, user_name, name, family, source, flags, status, "
                 "submitted_at) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?) RETURNING id",
@@ -464,6 +482,7 @@ class Store:
         if any(not isinstance(t, str) or len(t) > QUICKCHECK_MAX_TEXT for t in texts):
             raise InvalidSubmission(f"names and findings are strings of at most "
                                     f"{QUICKCHECK_MAX_TEXT} characters")
+        _check_text(user=user, **{f"text {i}": t for i, t in enumerate(texts)})
         if time_ms is not None and not (isinstance(time_ms, (int, float)) and
                                         math.isfinite(time_ms) and time_ms >= 0):
             raise InvalidSubmission("time_ms is a finite number of milliseconds, or null")
