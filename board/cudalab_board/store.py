@@ -29,16 +29,20 @@ Submissions (statuses: queued -> running -> ranked | failed | error)
                                                          # two runners never claim the same one)
     rank_submission(id, *, median_ms, ci95_rel, score, score_lo, score_hi, result=None, now=None)
     fail_submission(id, finding, *, line=None, result=None, now=None)    # a check failed: listed
-    error_submission(id, finding, *, now=None)           # the board could not run it (not the student's fault)
+    error_submission(id, finding, *, result=None, now=None)  # the board could not run it (not the
+                                                         # student's fault)
         each of the three: only a running submission (else ValueError)
+    finish_submission(id, status, result, finding=None, line=None)   # the runner's one call: the
+        three above by status, from its result document, and record_run of the run's references
     requeue_interrupted() -> int     # at start-up: submissions a stopped service left running go
                                      # back to the queue
     last_submitted_at(user, problem) -> float | None     # what the rate limit last admitted
 
 Boards
     record_run(problem, *, gpu, clock_mhz, backend, run_at, references)
-        the board's latest run; references: [{"variant", "median_ms", "ci95_rel"}]; an older
-        run_at than the one stored is ignored (runs may finish out of order)
+        the board's latest run (run_at: epoch seconds or ISO 8601); references: [{"variant",
+        "median_ms", "ci95_rel"}]; an older run_at than the one stored is ignored (runs may
+        finish out of order)
     board(problem) -> BoardData (run, references, ranked, failed, aliases, queue): what
         ranking.board_document() turns into the API's document. ranked: every ranked submission
         (dicts with id, user, name, median_ms, ci95_rel, score, score_lo, score_hi, submitted_at);
@@ -66,6 +70,7 @@ import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -425,8 +430,37 @@ class Store:
             "finding": finding, "finding_line": line,
             "result": json.dumps(result) if result is not None else None}, now)
 
-    def error_submission(self, sub_id: int, finding: str, *, now: Optional[float] = None) -> None:
-        self._finish(sub_id, "error", {"finding": finding}, now)
+    def error_submission(self, sub_id: int, finding: str, *, result: Any = None,
+                         now: Optional[float] = None) -> None:
+        self._finish(sub_id, "error", {
+            "finding": finding,
+            "result": json.dumps(result) if result is not None else None}, now)
+
+    def finish_submission(self, sub_id: int, status: str, result: dict,
+                          finding: Optional[str] = None, line: Optional[int] = None,
+                          now: Optional[float] = None) -> None:
+        """The runner's one call: its result document (median_ms, ci95_rel, score, and the run's
+        gpu, clock_mhz, backend, run_at, references) into rank/fail/error_submission, and the run
+        (ranked or not: the references were measured) into record_run. The score's interval is
+        ±ci95_rel around it."""
+        if status == "ranked":
+            score, rel = result.get("score"), result.get("ci95_rel") or 0.0
+            if not isinstance(score, (int, float)) or not isinstance(rel, (int, float)):
+                raise ValueError(f"submission {sub_id}: not a rankable score {score!r} ± {rel!r}")
+            self.rank_submission(sub_id, median_ms=result.get("median_ms"), ci95_rel=rel,
+                                 score=score, score_lo=score * max(0.0, 1 - rel),
+                                 score_hi=score * (1 + rel), result=result, now=now)
+        elif status == "failed":
+            self.fail_submission(sub_id, finding or "failed", line=line, result=result, now=now)
+        elif status == "error":
+            self.error_submission(sub_id, finding or "the board could not run it", result=result,
+                                  now=now)
+        else:
+            raise ValueError(f"status {status!r}: ranked, failed or error")
+        if result.get("references") and result.get("run_at"):
+            self.record_run(self.get_submission(sub_id)["problem"], gpu=result.get("gpu"),
+                            clock_mhz=result.get("clock_mhz"), backend=result.get("backend"),
+                            run_at=result["run_at"], references=result["references"])
 
     def requeue_interrupted(self) -> int:
         with self._tx() as conn:
@@ -437,7 +471,9 @@ class Store:
     # -- boards --
 
     def record_run(self, problem: str, *, gpu: str, clock_mhz: Optional[float], backend: str,
-                   run_at: float, references: list) -> None:
+                   run_at, references: list) -> None:
+        if isinstance(run_at, str):            # ISO 8601, as the runner's documents carry it
+            run_at = datetime.fromisoformat(run_at).timestamp()
         refs = json.dumps([{"variant": r["variant"], "median_ms": r["median_ms"],
                             "ci95_rel": r.get("ci95_rel")} for r in references])
         with self._tx() as conn:

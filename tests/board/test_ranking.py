@@ -14,7 +14,7 @@ from cudalab_board import ranking, store
 
 
 def entry(user, score, rel=0.01, t=0.0, **kw):
-    return dict({"id": hash(user) & 0xffff, "user": user, "name": f"k_{user}", "median_ms": score,
+    return dict({"id": sum(map(ord, user)), "user": user, "name": f"k_{user}", "median_ms": score,
                  "ci95_rel": rel, "score": score, "score_lo": score * (1 - rel),
                  "score_hi": score * (1 + rel), "submitted_at": t}, **kw)
 

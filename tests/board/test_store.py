@@ -198,6 +198,45 @@ def test_concurrent_runners_never_claim_the_same_submission(db_url):
         s.close()
 
 
+def runner_result(score, **kw):
+    """A result document as the runner writes it (board/cudalab_board/runner.py's Turn.result)."""
+    return dict({"kernel": "sub_1", "run_at": "2026-11-29T16:00:00+00:00", "backend": "cpu",
+                 "gpu": None, "clock_mhz": None, "sizes": [{"size": "--m 64", "median_ms": 2.0}],
+                 "references": [{"variant": "naive", "median_ms": 1.0, "ci95_rel": 0.02}],
+                 "median_ms": score and 2.0 * score, "ci95_rel": 0.03, "score": score, "gpu_ms": 5.0}, **kw)
+
+
+def test_the_runners_result_document_finishes_a_submission_and_records_its_run(db):
+    ranked_id, _ = submit(db, "alice")
+    failed_id, _ = submit(db, "bob")
+    error_id, _ = submit(db, "carol")
+    db.claim_next_submission()
+    db.finish_submission(ranked_id, "ranked", runner_result(1.5))
+    got = db.get_submission(ranked_id)
+    assert (got["status"], got["score"], got["ci95_rel"]) == ("ranked", 1.5, 0.03)
+    assert (got["score_lo"], got["score_hi"]) == (pytest.approx(1.5 * 0.97), pytest.approx(1.5 * 1.03))
+    assert got["result"]["gpu_ms"] == 5.0
+    board = db.board(PROBLEM)
+    assert board.run["run_at"] == 1795968000.0 and board.run["backend"] == "cpu"
+    assert board.references == [{"variant": "naive", "median_ms": 1.0, "ci95_rel": 0.02}]
+
+    db.claim_next_submission()
+    db.finish_submission(failed_id, "failed",
+                         runner_result(None, run_at="2026-11-29T17:00:00+00:00", references=[
+                             {"variant": "naive", "median_ms": 1.1, "ci95_rel": 0.02}]),
+                         finding="impossible: 0.001 ms", line=None)
+    assert db.get_submission(failed_id)["finding"] == "impossible: 0.001 ms"
+    assert db.board(PROBLEM).references[0]["median_ms"] == 1.1   # measured in a failed run too
+
+    db.claim_next_submission()
+    with pytest.raises(ValueError, match="rankable"):              # "ranked" without a score
+        db.finish_submission(error_id, "ranked", runner_result(None))
+    with pytest.raises(ValueError, match="status"):
+        db.finish_submission(error_id, "won", runner_result(1.0))
+    db.finish_submission(error_id, "error", {"references": []}, finding="the kernel died")
+    assert db.get_submission(error_id)["status"] == "error"
+
+
 # ---- what students send is hostile ----
 
 def test_a_burst_of_posts_passes_the_rate_limit_once(db):
