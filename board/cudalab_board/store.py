@@ -520,6 +520,7 @@ class Store:
                                     f"{QUICKCHECK_MAX_TEXT} characters")
         _check_text(user=user, **{f"text {i}": t for i, t in enumerate(texts)})
         if time_ms is not None and not (isinstance(time_ms, (int, float)) and
+                                        not isinstance(time_ms, bool) and
                                         math.isfinite(time_ms) and time_ms >= 0):
             raise InvalidSubmission("time_ms is a finite number of milliseconds, or null")
         lesson_json = json.dumps({k: bool(v) for k, v in lesson.items()})

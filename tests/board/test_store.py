@@ -374,6 +374,7 @@ def test_an_older_quick_check_does_not_replace_a_newer(db):
     {"time_ms": float("inf")},
     {"time_ms": -1.0},
     {"time_ms": "fast"},
+    {"time_ms": True},
 ])
 def test_hostile_quick_checks_are_refused(db, bad):
     with pytest.raises(store.InvalidSubmission):
