@@ -10,7 +10,8 @@ import math
 
 import pytest
 
-from cudalab_board import ranking, store
+import board_db  # noqa: F401  (board/ on sys.path)
+from cudalab_board import ranking, store  # noqa: E402
 
 
 def entry(user, score, rel=0.01, t=0.0, **kw):

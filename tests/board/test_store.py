@@ -15,7 +15,8 @@ import threading
 
 import pytest
 
-from cudalab_board import ranking, store
+from board_db import db_url, pg_cluster, pg_url  # noqa: F401  (fixtures; board/ on sys.path)
+from cudalab_board import ranking, store  # noqa: E402
 
 PROBLEM = "ps2.matmul"
 

@@ -1,5 +1,7 @@
-"""conftest.py for tests/board — the class leaderboard's tests: board/ on sys.path (so
-`import cudalab_board` finds this tree's package), and a private PostgreSQL cluster for the store.
+"""board_db.py — what the board store's tests share: board/ on sys.path (so `import cudalab_board`
+finds this tree's package), and the databases. Not a conftest.py: pytest would import it as the
+module `conftest` in place of tests/conftest.py, which other board tests import from. A test module
+takes the fixtures with `from board_db import db_url, pg_cluster, pg_url`.
 
   * `pg_cluster` (session): a cluster initdb'd into a fresh directory, started with pg_ctl, listening
     only on a Unix socket in that directory (no TCP port to collide with), trust authentication,
