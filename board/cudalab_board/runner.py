@@ -58,6 +58,7 @@ POLL_S = 1.0
 SCRUBBED_ENV = ("JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN", "CUDALAB_BOARD_TOKEN", "CUDALAB_BOARD_URL",
                 "CUDALAB_CLASS_VIEW", "JUPYTERHUB_CLIENT_ID", "JUPYTERHUB_OAUTH_CALLBACK_URL")
 LINE_IN_TEXT = re.compile(r"\bline (\d+)\b")
+LINE_AT_START = re.compile(r"^\s*line \d+:")
 
 
 @dataclass
@@ -133,9 +134,15 @@ def line_of(text: str) -> int | None:
 
 
 def error_finding(where: str, content: dict) -> tuple[str, int | None]:
-    """A failed cell's finding: where it happened, its error's name and first line; the line it names."""
+    """A failed cell's finding: where it happened, its error's name and first line, and the first line of
+    its traceback that names a line of the cell (a compiler's "line 6: error: …"); that line's number, in
+    the cell's numbering (the %%kernel line is 1), as the student's notebook shows it."""
     evalue = content.get("evalue", "")
-    return f"{where}: {content.get('ename', 'Error')}: {first_line(evalue)}", line_of(evalue)
+    finding = f"{where}: {content.get('ename', 'Error')}: {first_line(evalue)}"
+    located = next((t for t in content.get("traceback", []) if LINE_AT_START.match(t or "")), None)
+    if located and located not in finding:
+        finding += f" ({located.strip()})"
+    return finding, line_of(located or evalue)
 
 
 def failed_lessons(doc: dict | None) -> list[tuple[str, int | None]]:
