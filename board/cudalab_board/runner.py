@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import re
 import shutil
@@ -40,6 +39,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .problems import RATE_KEYS, Problem, submission_flags
+from .ranking import geomean_interval, impossible_finding, physical_bound_ms, score_sizes
 
 log = logging.getLogger("cudalab_board.runner")
 
@@ -153,11 +153,11 @@ def failed_lessons(doc: dict | None) -> list[tuple[str, int | None]]:
 
 
 def physical_bound(problem: Problem, device: dict, run: dict) -> dict | None:
-    """The least time the run's work takes at the device's roof, and that roof: {"work", "roof",
-    "unit", "bound_ms"}; None where the problem has no bound or the device or run lacks a number.
+    """The run's work and the device's roof for it: {"work" (FLOPs or bytes), "peak_per_s" (FLOP/s or B/s),
+    "rate", "unit", "bound_ms"}; None where the problem has no bound or the device or run lacks a number.
     The work is the family's own model (its GFLOP/s or GB/s times its time), the roof the FP32 peak for
     FLOPs, and for bytes the larger of the theoretical and the measured bandwidth (the CPU backend has
-    only a measured one): a faster time is impossible, not fast."""
+    only a measured one). ranking.impossible_finding judges a time against it."""
     if problem.bound is None:
         return None
     rate = next((run[k] for k in RATE_KEYS[problem.bound] if isinstance(run.get(k), (int, float))), None)
@@ -169,13 +169,9 @@ def physical_bound(problem: Problem, device: dict, run: dict) -> dict | None:
         roof, unit = max((r for r in roofs if isinstance(r, (int, float))), default=None), "GB/s"
     if not all(isinstance(x, (int, float)) and x > 0 for x in (rate, median, roof)):
         return None
-    return {"work": rate * 1e9 * median / 1e3, "roof": roof, "unit": unit, "rate": rate,
-            "bound_ms": median * rate / roof}
-
-
-def geomean(xs: list[float]) -> float | None:
-    xs = [x for x in xs if isinstance(x, (int, float)) and x > 0]
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+    work, peak = rate * 1e9 * median / 1e3, roof * 1e9
+    return {"work": work, "peak_per_s": peak, "rate": rate, "roof": roof, "unit": unit,
+            "bound_ms": physical_bound_ms(work, peak)}
 
 
 def run_gpu_ms(run: dict) -> float:
@@ -262,39 +258,37 @@ class Turn:
         bound = physical_bound(self.problem, device, mine)
         row["bound"] = bound
         self.result["sizes"].append(row)
-        if bound and t["median"] < bound["bound_ms"]:
-            return self.failed(f"impossible: {t['median']:.4g} ms {where} is {bound['rate']:.4g} {bound['unit']}, "
-                               f"above the device's roof of {bound['roof']:.4g} {bound['unit']} (the work takes at "
-                               f"least {bound['bound_ms']:.4g} ms)")
-        return None
+        impossible = bound and impossible_finding(t["median"], work=bound["work"], peak_per_s=bound["peak_per_s"],
+                                                  bound=self.problem.bound, size=f"{size} (seed {seed})")
+        return self.failed(impossible) if impossible else None
 
     def summarise(self) -> None:
-        """The submission's time and the references' over the sizes (geometric means), and its score: the
-        geometric mean over the sizes of its median over the fastest reference's."""
-        sizes = self.result["sizes"]
+        """The submission's time and score over the hidden sizes (ranking.score_sizes: against the fastest
+        reference of the same run), and each reference's time over them. Under several seeds a size's
+        figures are the median run's."""
         by_size: dict[str, list[dict]] = {}
-        for row in sizes:
+        for row in self.result["sizes"]:
             by_size.setdefault(row["size"], []).append(row)
-        medians, ratios, refs = [], [], {}
-        for rows in by_size.values():
-            m = sorted(r["median_ms"] for r in rows)[len(rows) // 2]
-            medians.append(m)
-            size_refs = {}
-            for r in rows:
-                for v, ref in r["references"].items():
-                    size_refs.setdefault(v, []).append(ref["median_ms"])
-            for v, ts in size_refs.items():
-                refs.setdefault(v, []).append(sorted(ts)[len(ts) // 2])
-            fastest = min((sorted(ts)[len(ts) // 2] for ts in size_refs.values()), default=None)
-            if fastest:
-                ratios.append(m / fastest)
-        self.result["median_ms"] = geomean(medians)
-        self.result["ci95_rel"] = max((r["ci95_rel"] or 0) for r in sizes) if sizes else None
-        self.result["score"] = geomean(ratios)
-        self.result["references"] = [
-            {"variant": v, "median_ms": geomean(ts),
-             "ci95_rel": max((r["references"][v].get("ci95_rel") or 0) for r in sizes if v in r["references"])}
-            for v, ts in refs.items() if len(ts) == len(by_size)]
+        picked = [sorted(rows, key=lambda r: r["median_ms"])[len(rows) // 2] for rows in by_size.values()]
+        common = set.intersection(*(set(r["references"]) for r in picked)) if picked else set()
+        score = score_sizes([{"median_ms": r["median_ms"], "ci95_rel": ci(r["ci95_rel"]),
+                              "reference_ms": min(r["references"][v]["median_ms"] for v in common)}
+                             for r in picked]) if common else None
+        if score is None:
+            raise RuntimeError("no reference ran at every hidden size: nothing to score against")
+        self.result.update(median_ms=score.median_ms, ci95_rel=score.ci95_rel, score=score.score,
+                           score_lo=score.score_lo, score_hi=score.score_hi)
+        refs = []
+        for v in sorted(common, key=lambda v: -sum(r["references"][v]["median_ms"] for r in picked)):
+            median, rel = geomean_interval([r["references"][v]["median_ms"] for r in picked],
+                                           [ci(r["references"][v]["ci95_rel"]) for r in picked])
+            refs.append({"variant": v, "median_ms": median, "ci95_rel": rel})
+        self.result["references"] = refs
+
+
+def ci(rel) -> float:
+    """A run's ci95_rel as ranking takes it: a number in [0, 1) (a wider interval counts as nearly 100 %)."""
+    return min(float(rel or 0.0), 0.999)
 
 
 # ---------------------------------------------------------------- the runner

@@ -156,3 +156,26 @@ def test_problems_file_of_the_course_loads_and_refuses_what_is_the_runners(tmp_p
     for bad in ("--for matmul", "--check false", "--block '1\n%device'", "--cpu-check off"):
         with pytest.raises(ValueError):
             submission_flags(bad)
+
+
+def test_results_land_in_the_real_store_ranked_failed_and_the_reference_ladder(tmp_path):
+    """Lane store's Store (SQLite): what the runner finishes is what the board reads."""
+    from cudalab_board.store import open_store
+    store = open_store(f"sqlite:///{tmp_path / 'board.db'}")
+    try:
+        runner = Runner(store, PROBLEMS, kernel_binary(), env={**os.environ, **CPU}, cache_dir=tmp_path / "cache")
+        good = store.enqueue_submission("t.vecadd", "alice", "mine", "vecadd", vecadd().replace("NAME", "sub_1"))
+        bad = store.enqueue_submission("t.vecadd", "bob", "lazy", "vecadd",
+                                       vecadd("if (n != 100003) return;\n    " + HONEST_ADD).replace("NAME", "sub_2"))
+        ids = [good[0], bad[0]]                   # (id, queue position)
+        while runner.run_next():
+            pass
+        assert store.get_submission(ids[0])["status"] == "ranked", store.get_submission(ids[0])
+        failed = store.get_submission(ids[1])
+        assert failed["status"] == "failed" and "CheckError" in failed["finding"], failed
+        data = store.board("t.vecadd")
+        assert [e["user"] for e in data.ranked] == ["alice"]
+        assert [f["user"] for f in data.failed] == ["bob"]
+        assert [r["variant"] for r in data.references] == ["builtin"] and data.run["backend"] == "cpu"
+    finally:
+        store.close()
