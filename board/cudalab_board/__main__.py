@@ -18,13 +18,15 @@ import signal
 import sys
 
 from . import problems, store as board_store
+from .events import AnnouncingStore
 from .service import Board, MAX_BODY_BYTES, make_app
 
 log = logging.getLogger("cudalab_board")
 
 
 def start_runner(store, board_problems) -> None:
-    """The queue's hand-off to the runner, in this process (the one call the contract fixes)."""
+    """The queue's hand-off to the runner, in this process (the one call the contract fixes);
+    `store` is the AnnouncingStore, so that its results reach the page live."""
     from . import runner
     binary = os.environ.get("CUDALAB_BIN") or shutil.which("cudalab")
     if not binary:
@@ -41,8 +43,7 @@ async def serve(args: argparse.Namespace) -> None:
     server = app.listen(args.port, address=args.ip, max_body_size=MAX_BODY_BYTES,
                         xheaders=True)                      # behind the hub's proxy
     if not args.no_runner:
-        start_runner(store, board_problems)
-    watcher = asyncio.create_task(board.events.watch_store(store))
+        start_runner(AnnouncingStore(store, board.events), board_problems)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -50,7 +51,6 @@ async def serve(args: argparse.Namespace) -> None:
     log.info("cudalab board on %s:%d, %d problems, class view %s", args.ip, args.port,
              len(board_problems), "on" if args.class_view else "off")
     await stop.wait()
-    watcher.cancel()
     server.stop()
 
 

@@ -6,8 +6,8 @@ the route it shows (no data of the board travels in an event, so an event can ne
 student more than their own fetch would). Class-view events go to instructors only.
 
 Changes come from the service's own writes (a submission queued, a quick check stored) and from
-the store, which the runner writes: `Events.watch_store` polls the store's change counter, so a
-result is announced whichever process or thread recorded it. A slow reader never blocks the
+the runner's, which reaches the store through AnnouncingStore (the runner works in this process,
+in a thread of its own: `publish` hands the change to the event loop). A slow reader never blocks the
 others: each subscriber keeps a set of pending changes, so a burst of 200 results to one board is
 one event when the reader catches up.
 """
@@ -15,19 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 
 from tornado.iostream import StreamClosedError
 
 from .auth import AuthenticatedHandler
 
-log = logging.getLogger("cudalab_board")
-
 BOARD = "board"
 CLASSVIEW = "classview"
 KEY_OF = {BOARD: "problem", CLASSVIEW: "exercise"}
 KEEPALIVE_S = 15.0        # a comment line this often keeps proxies from closing an idle stream
-WATCH_INTERVAL_S = 0.5    # how often the store's change counter is read
 
 
 class Subscriber:
@@ -76,21 +72,42 @@ class Events:
         for subscriber in self.subscribers:
             subscriber.offer(event, key)
 
-    async def watch_store(self, store) -> None:
-        """Announce what others wrote into the store (the runner's results): the store's
-        `changes_since(cursor)` answers the problems and exercises changed after a cursor."""
-        cursor, _, _ = await asyncio.to_thread(store.changes_since, None)
-        while True:
-            await asyncio.sleep(WATCH_INTERVAL_S)
-            try:
-                cursor, problems, exercises = await asyncio.to_thread(store.changes_since, cursor)
-            except Exception:          # a database hiccup must not end the live view for good
-                log.exception("reading the store's changes failed; retrying")
-                continue
-            for problem in problems:
-                self._deliver(BOARD, problem)
-            for exercise in exercises:
-                self._deliver(CLASSVIEW, exercise)
+
+
+class AnnouncingStore:
+    """The store as the runner sees it: every write that changes a board (a submission taken off
+    the queue, ranked, failed, an error, a new reference run) is announced once it is committed.
+    Everything else passes through unchanged."""
+
+    ANNOUNCED = ("claim_next_submission", "rank_submission", "fail_submission", "error_submission",
+                 "requeue_interrupted", "record_run")
+
+    def __init__(self, store, events: Events) -> None:
+        self._store = store
+        self._events = events
+
+    def __getattr__(self, name: str):
+        attribute = getattr(self._store, name)
+        if name not in self.ANNOUNCED:
+            return attribute
+
+        def announced(*args, **kwargs):
+            outcome = attribute(*args, **kwargs)
+            for problem in self._problems_of(name, args, kwargs, outcome):
+                self._events.publish(BOARD, problem)
+            return outcome
+        return announced
+
+    def _problems_of(self, name: str, args, kwargs, outcome) -> list[str]:
+        if name == "record_run":
+            return [args[0] if args else kwargs["problem"]]
+        if name == "claim_next_submission":
+            return [outcome["problem"]] if outcome else []
+        if name == "requeue_interrupted":
+            return []                      # at start, before anyone watches
+        sub_id = args[0] if args else kwargs["sub_id"]
+        found = self._store.get_submission(sub_id)
+        return [found["problem"]] if found else []
 
 
 class EventsHandler(AuthenticatedHandler):

@@ -16,39 +16,30 @@ limited to the options of a %%kernel cell (problems.submission_flags), so no tex
 can add an option the board sets (sizes, seeds, reps, checks) or a line to the cell the runner
 builds.
 
-Store calls are synchronous on the event loop on purpose: the rate limit's check and the insert
-that follows it have no await between them, so two posts of one student cannot both pass.
+The rate limit is the store's (enqueue_submission tests and records it in one statement, so two
+posts of one student cannot both pass, across processes and restarts).
 """
 from __future__ import annotations
 
 import json
 import math
 import os
-import re
 import time
-from collections import Counter
 from pathlib import Path
 
 from jupyterhub.services.auth import HubOAuthCallbackHandler
 from tornado import web
 
 from . import events as board_events
-from . import problems
+from . import problems, ranking, store
 from .auth import ApiError, AuthenticatedHandler, hub_auth
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 
-MAX_SOURCE_BYTES = 64 * 1024     # a submission's kernel source
 MAX_BODY_BYTES = 512 * 1024      # any request body: a 64 KiB source JSON-escaped fits
-MAX_NAME_CHARS = 64              # a kernel's, a problem's or an exercise's name
-MAX_LESSON_CHECKS = 64           # lesson checks in one quick check
-MAX_FINDINGS = 32                # findings in one quick check
-MAX_FINDING_CHARS = 300
 MAX_LINE = 1_000_000
-CLASSVIEW_TOP_FINDINGS = 20      # the most common findings the class view lists
 QUICKCHECKS_PER_MINUTE = 120     # per student: a kernel posts one per %%kernel cell run
 
-NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
 
 
 def field(body: dict, key: str, kind, *, optional: bool = False):
@@ -66,9 +57,8 @@ def field(body: dict, key: str, kind, *, optional: bool = False):
 
 def name_field(body: dict, key: str) -> str:
     value = field(body, key, str)
-    if len(value) > MAX_NAME_CHARS or not NAME_RE.match(value):
-        raise ApiError(400, f"'{key}' must be a name of at most {MAX_NAME_CHARS} letters, digits, "
-                            f"'_', '.' or '-'")
+    if not problems.NAME.match(value):
+        raise ApiError(400, f"'{key}' must be a name: at most 64 letters, digits, '_', '.' or '-'")
     return value
 
 
@@ -104,39 +94,35 @@ class SubmissionsHandler(ApiHandler):
         problem_id = field(body, "problem", str)
         problem = self.board.problems.get(problem_id)
         if problem is None:
-            raise ApiError(400, f"no problem '{problem_id[:MAX_NAME_CHARS]}' on this board")
+            raise ApiError(400, f"no problem '{problem_id[:64]}' on this board")
         name = name_field(body, "name")
         family = field(body, "family", str)
         if family != problem.family:
             raise ApiError(400, f"{problem_id} takes a {problem.family} kernel, not "
-                                f"'{family[:MAX_NAME_CHARS]}'")
+                                f"'{family[:64]}'")
         source = field(body, "source", str)
-        size = len(source.encode("utf-8", "surrogatepass"))
-        if size > MAX_SOURCE_BYTES:
-            raise ApiError(400, f"the source is {size} bytes, over the limit of {MAX_SOURCE_BYTES}")
         if not source.strip() or "\0" in source:
             raise ApiError(400, "the source is empty or holds a NUL byte")
         try:
             flags = problems.submission_flags(field(body, "flags", str, optional=True) or "")
         except ValueError as e:
             raise ApiError(400, str(e))
-
-        store = self.board.store
-        wait = self.board.retry_after(user.name, problem_id, problem)
-        if wait > 0:
+        try:
+            submission_id, position = self.board.store.enqueue_submission(
+                problem_id, user.name, name, family, source, flags, rate_limit_s=problem.rate_limit_s)
+        except store.RateLimited as e:
             raise ApiError(429, f"one submission per {problem.rate_limit_s} s to {problem_id}: "
-                                f"try again in {wait} s", retry_after_s=wait)
-        submission_id = store.add_submission(problem=problem_id, user=user.name, name=name,
-                                             family=family, source=source, flags=flags)
+                                f"try again in {e.retry_after_s} s", retry_after_s=e.retry_after_s)
+        except store.InvalidSubmission as e:
+            raise ApiError(400, str(e))
         self.board.events.publish(board_events.BOARD, problem_id)
-        self.send({"id": submission_id, "status": "queued",
-                   "position": store.submission(submission_id)["position"]}, 201)
+        self.send({"id": submission_id, "status": "queued", "position": position}, 201)
 
 
 class SubmissionHandler(ApiHandler):
     def get(self, submission_id: str) -> None:
         user = self.require_user()
-        found = self.board.store.submission(int(submission_id)) if len(submission_id) < 19 else None
+        found = self.board.store.get_submission(int(submission_id)) if len(submission_id) < 19 else None
         if found is None or not (user.instructor or found["user"] == user.name):
             raise ApiError(404, f"no submission {submission_id[:20]} of yours")
         self.send({key: found.get(key) for key in
@@ -148,10 +134,9 @@ class BoardHandler(ApiHandler):
         user = self.require_user()
         problem = self.board.problems.get(problem_id)
         if problem is None:
-            raise ApiError(404, f"no problem '{problem_id[:MAX_NAME_CHARS]}' on this board")
-        document = self.board.store.board(problem_id, viewer=user.name, instructor=user.instructor)
-        document.update(problem=problem_id, title=problem.title)
-        self.send(document)
+            raise ApiError(404, f"no problem '{problem_id[:64]}' on this board")
+        self.send(ranking.board_document(problem_id, problem.title, self.board.store.board(problem_id),
+                                         user.name, user.instructor))
 
 
 class QuickChecksHandler(ApiHandler):
@@ -163,57 +148,31 @@ class QuickChecksHandler(ApiHandler):
         if not self.board.quickcheck_allowed(user.name):
             raise ApiError(429, f"over {QUICKCHECKS_PER_MINUTE} quick checks a minute",
                            retry_after_s=60)
-        self.board.store.record_quickcheck(user.name, summary["exercise"], summary)
+        try:
+            self.board.store.record_quickcheck(user.name, **summary)
+        except store.InvalidSubmission as e:
+            raise ApiError(400, str(e))
         self.board.events.publish(board_events.CLASSVIEW, summary["exercise"])
         self.set_status(204)
         self.finish()
 
 
 def quickcheck_summary(body: dict) -> dict:
-    """The checked summary of one quick check: no source, bounded sizes (ApiError 400 else)."""
+    """One quick check's fields, of the right types (ApiError 400 else); the store bounds their
+    sizes. Nothing but the summary is kept: a quick check never carries source."""
     lesson = field(body, "lesson", dict, optional=True) or {}
-    if len(lesson) > MAX_LESSON_CHECKS:
-        raise ApiError(400, f"over {MAX_LESSON_CHECKS} lesson checks")
-    for check, passed in lesson.items():
-        if len(check) > MAX_NAME_CHARS or not NAME_RE.match(check) or not isinstance(passed, bool):
-            raise ApiError(400, "'lesson' maps check names to true or false")
+    if not all(isinstance(passed, bool) for passed in lesson.values()):
+        raise ApiError(400, "'lesson' maps check names to true or false")
     time_ms = field(body, "time_ms", (int, float), optional=True)
-    if time_ms is not None and not (math.isfinite(time_ms) and time_ms >= 0):
-        raise ApiError(400, "'time_ms' must be a finite, non-negative number or null")
     findings = field(body, "findings", list, optional=True) or []
-    if len(findings) > MAX_FINDINGS:
-        raise ApiError(400, f"over {MAX_FINDINGS} findings")
     checked = []
     for finding in findings:
         if not isinstance(finding, dict):
             raise ApiError(400, "a finding is an object {\"text\", \"line\"}")
-        text = field(finding, "text", str)
-        if len(text) > MAX_FINDING_CHARS:
-            raise ApiError(400, f"a finding's text is over {MAX_FINDING_CHARS} characters")
-        checked.append({"text": text, "line": line_field(finding.get("line"))})
+        checked.append({"text": field(finding, "text", str), "line": line_field(finding.get("line"))})
     return {"exercise": name_field(body, "exercise"), "name": name_field(body, "name"),
             "compiled": field(body, "compiled", bool), "passed": field(body, "passed", bool),
             "lesson": lesson, "time_ms": time_ms, "findings": checked}
-
-
-def classview(exercise: str, latest: list[dict]) -> dict:
-    """The class view of an exercise from each student's latest quick check: counts, the times
-    and the most common findings (a student counts once per finding however often it is listed)."""
-    lesson: Counter = Counter()
-    findings: Counter = Counter()
-    for summary in latest:
-        lesson.update(check for check, passed in summary["lesson"].items() if passed)
-        for check in summary["lesson"]:
-            lesson.setdefault(check, 0)
-        findings.update({(f["text"], f["line"]) for f in summary["findings"]})
-    ordered = sorted(findings.items(), key=lambda item: (-item[1], item[0][0], item[0][1] or 0))
-    return {"exercise": exercise, "kernels": len(latest),
-            "compiled": sum(s["compiled"] for s in latest),
-            "passed": sum(s["passed"] for s in latest),
-            "lesson": dict(sorted(lesson.items())),
-            "times_ms": sorted(s["time_ms"] for s in latest if s["time_ms"] is not None),
-            "findings": [{"text": text, "line": line, "count": count}
-                         for (text, line), count in ordered[:CLASSVIEW_TOP_FINDINGS]]}
 
 
 class ClassViewHandler(ApiHandler):
@@ -223,7 +182,7 @@ class ClassViewHandler(ApiHandler):
             raise ApiError(403, "the class view is for instructors")
         if not self.board.class_view:
             raise ApiError(403, "this course has not opted in to the class view")
-        self.send(classview(exercise, self.board.store.latest_quickchecks(exercise)))
+        self.send(self.board.store.class_view(exercise))
 
 
 class PageHandler(AuthenticatedHandler):
@@ -249,22 +208,13 @@ class NotFoundHandler(ApiHandler):
 class Board:
     """What the handlers share: the store, the problems, the switches, the rate limits."""
 
-    def __init__(self, store, board_problems: dict[str, problems.Problem], *, class_view: bool) -> None:
-        self.store = store
+    def __init__(self, board_store, board_problems: dict[str, problems.Problem], *, class_view: bool) -> None:
+        self.store = board_store
         self.problems = board_problems
         self.class_view = class_view
         self.events = board_events.Events()
         self.hub_auth = hub_auth()
         self.quickcheck_times: dict[str, list[float]] = {}
-
-    def retry_after(self, user: str, problem_id: str, problem: dict) -> int:
-        """Seconds until `user` may submit to the problem again (0: now). From the store, so a
-        restart of the service forgets nothing."""
-        last = self.store.last_submission_at(user, problem_id)
-        if last is None:
-            return 0
-        remaining = last + problem.rate_limit_s - time.time()
-        return max(0, math.ceil(remaining))
 
     def quickcheck_allowed(self, user: str) -> bool:
         now = time.monotonic()
