@@ -111,12 +111,8 @@ static json_t *field_text(const json_t *o, const char *key)
     const char *s = json_string_value(json_object_get(o, key));
     if (!s)
         return NULL;
-    char out[BOARD_FIELD_MAX + 8];
-    int n = utf8_clip(s, BOARD_FIELD_MAX);
-    snprintf(out, sizeof out, "%.*s%s", n, s, s[n] ? "…" : "");
-    for (char *p = out; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = ' ';
+    char out[BOARD_FIELD_MAX + 16];
+    board_quote(s, BOARD_FIELD_MAX, out, sizeof out);
     return json_string(out);
 }
 

@@ -41,11 +41,9 @@ bool board_path_escape(const char *part, char *out, size_t len)
     return true;
 }
 
-/* The service's error text, as a message may quote it: cut, and no control characters (a hostile
- * or broken service must not write escapes into the student's output). */
-static void quote_error(const char *text, char *out, size_t len)
+void board_quote(const char *text, size_t max, char *out, size_t len)
 {
-    int n = utf8_clip(text, BOARD_ERROR_TEXT_MAX);
+    int n = utf8_clip(text, max);
     snprintf(out, len, "%.*s%s", n, text, text[n] ? " [...]" : "");
     for (char *p = out; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
@@ -56,7 +54,7 @@ static int refused(board_error *e, int status, const json_t *body, const char *p
 {
     const char *text = json_string_value(json_object_get(body, "error"));
     char said[BOARD_ERROR_TEXT_MAX + 16];
-    quote_error(text ? text : "(no error text)", said, sizeof said);
+    board_quote(text ? text : "(no error text)", BOARD_ERROR_TEXT_MAX, said, sizeof said);
     e->status = status;
     if (status == 429) {
         json_t *after = json_object_get(body, "retry_after_s");

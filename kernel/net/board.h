@@ -38,6 +38,11 @@ typedef struct board_error {
  * 0 and *reply (a new reference: the JSON body of a 2xx, NULL for 204), or -1 with *e filled. */
 int board_call(const char *method, const char *path, const json_t *body, json_t **reply, board_error *e);
 
+/* Text from the service as a message or a table may show it: at most max bytes (cut on a UTF-8
+ * boundary, marked " [...]"), control characters as spaces (a hostile or broken service must not
+ * write escapes into the student's output); into out (len). */
+void board_quote(const char *text, size_t max, char *out, size_t len);
+
 /* A path's last part escaped for a URL (a problem's or an exercise's name): into out (len), or
  * false when it does not fit. */
 bool board_path_escape(const char *part, char *out, size_t len);
