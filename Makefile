@@ -328,7 +328,7 @@ clean:
 #   make valgrind     a scripted Jupyter session, the kernel and its worker under memcheck.
 FUZZ_CC            ?= $(shell command -v clang-14 2>/dev/null || command -v clang 2>/dev/null)
 FUZZ_BUILD         := build-fuzz
-FUZZ_TARGETS       ?= wire conn cell frame expr chain
+FUZZ_TARGETS       ?= wire conn cell frame expr chain http
 FUZZ_SECONDS       ?= 600
 FUZZ_SMOKE_RUNS    ?= 200000
 FUZZ_SMOKE_SECONDS ?= 15
