@@ -215,7 +215,7 @@ test: setup
 	@$(MAKE) --no-print-directory asan
 	CUDALAB_BIN=build-asan/bin/cudalab $(PYTEST) tests/protocol tests/magics/test_assert.py tests/magics/test_sweep_display.py \
 	    tests/magics/test_recorded.py
-	$(PYTEST) -rsfE tests/protocol tests/conformance tests/magics tests/frontends tests/notebooks tests/nbgrader tests/deploy tests/package tests/gpu \
+	$(PYTEST) -rsfE tests/protocol tests/conformance tests/magics tests/frontends tests/notebooks tests/nbgrader tests/deploy tests/board tests/package tests/gpu \
 	    tests/browser
 
 # ---- test-gpu, bench, grade: here (set up and built by make) or on a GPU machine without network ----

@@ -17,6 +17,7 @@ import argparse
 import os
 import statistics
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -28,6 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "board"))
 from cudalab_board.problems import load_problems, problem_from_json  # noqa: E402
 from cudalab_board.runner import Runner  # noqa: E402
+from cudalab_board.store import open_store  # noqa: E402
 
 REDUCE = """__global__ void NAME(const float *input, float *partial, int n)
 {
@@ -44,29 +46,33 @@ REDUCE = """__global__ void NAME(const float *input, float *partial, int n)
 """
 
 
-class BurstStore:
-    """The runner's store interface over a queue the burst fills; finish times kept per submission."""
+class TimedStore:
+    """The board's own store (SQLite, as a course's board keeps it), the time each result lands kept beside."""
 
-    def __init__(self):
-        self.lock, self.queue, self.done = threading.Lock(), [], {}
+    def __init__(self, path: Path, expected: int):
+        self.store, self.expected = open_store(f"sqlite:///{path}"), expected
+        self.finished: dict[int, float] = {}
         self.all_done = threading.Event()
-        self.expected = 0
 
-    def add(self, sid: int, problem: str, family: str) -> None:
-        with self.lock:
-            # each submission a source of its own (a comment), as a class's kernels differ: no cache shared
-            self.queue.append({"id": sid, "problem": problem, "name": f"k{sid}", "family": family, "flags": "",
-                               "source": f"// submission {sid}\n" + REDUCE.replace("NAME", f"sub_{sid}")})
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+    def add(self, sid: int, problem: str, family: str) -> int:
+        # each student's own kernel (a comment makes each source its own: no build shared), no rate limit hit
+        return self.store.enqueue_submission(problem, f"student{sid}", f"k{sid}", family,
+                                             f"// submission {sid}\n" + REDUCE)[0]
 
     def claim_next_submission(self):
-        with self.lock:
-            return self.queue.pop(0) if self.queue else None
+        sub = self.store.claim_next_submission()
+        if sub:
+            sub["source"] = sub["source"].replace("NAME", f"sub_{sub['id']}")
+        return sub
 
     def finish_submission(self, sid, status, result, finding=None, line=None):
-        with self.lock:
-            self.done[sid] = (time.monotonic(), status, result, finding)
-            if len(self.done) == self.expected:
-                self.all_done.set()
+        self.store.finish_submission(sid, status, result, finding=finding, line=line)
+        self.finished[sid] = time.monotonic()
+        if len(self.finished) == self.expected:
+            self.all_done.set()
 
 
 def main() -> None:
@@ -89,19 +95,20 @@ def main() -> None:
         spec.update(sizes=[course[args.problem].sizes[args.size_index]])
     spec.update(seeds=[course[args.problem].seeds[0]], flags=course[args.problem].flags)
     problem = problem_from_json(args.problem, spec)
-    store = BurstStore()
-    store.expected = args.count
-    runner = Runner(store, {args.problem: problem}, binary(), env=env).start()
-    start = time.monotonic()
-    for sid in range(1, args.count + 1):           # arrivals spread evenly over the burst
-        time.sleep(max(0.0, start + (sid - 1) * args.over / args.count - time.monotonic()))
-        store.add(sid, args.problem, problem.family)
-        runner.wake()
-    store.all_done.wait()
-    last = max(t for t, *_ in store.done.values()) - start
-    runner.stop(timeout=60)
-    results = [r for _, _, r, _ in store.done.values()]
-    failures = [(sid, s, f) for sid, (_, s, _, f) in sorted(store.done.items()) if s != "ranked"]
+    with tempfile.TemporaryDirectory(prefix="cudalab-board-bench-") as tmp:
+        store = TimedStore(Path(tmp) / "board.db", args.count)
+        runner = Runner(store, {args.problem: problem}, binary(), env=env).start()
+        start = time.monotonic()
+        for sid in range(1, args.count + 1):           # arrivals spread evenly over the burst
+            time.sleep(max(0.0, start + (sid - 1) * args.over / args.count - time.monotonic()))
+            store.add(sid, args.problem, problem.family)
+            runner.wake()
+        store.all_done.wait()
+        last = max(store.finished.values()) - start
+        runner.stop(timeout=60)
+        subs = [store.get_submission(sid) for sid in sorted(store.finished)]
+    results = [sub["result"] or {} for sub in subs]
+    failures = [(sub["id"], sub["status"], sub["finding"]) for sub in subs if sub["status"] != "ranked"]
     gpu_s = sum(r.get("gpu_ms", 0) for r in results) / 1e3
     own_s = sum(sum(row["median_ms"] * row["reps"] for row in r.get("sizes", [])) for r in results) / 1e3
     turns = [r["wall_s"] for r in results]

@@ -79,8 +79,8 @@ class AnnouncingStore:
     the queue, ranked, failed, an error, a new reference run) is announced once it is committed.
     Everything else passes through unchanged."""
 
-    ANNOUNCED = ("claim_next_submission", "rank_submission", "fail_submission", "error_submission",
-                 "requeue_interrupted", "record_run")
+    ANNOUNCED = ("claim_next_submission", "finish_submission", "rank_submission", "fail_submission",
+                 "error_submission", "requeue_interrupted", "record_run")
 
     def __init__(self, store, events: Events) -> None:
         self._store = store

@@ -16,7 +16,10 @@ A submission's turn, in a fresh kernel of its own (nothing a submission leaves i
 Ranked or not, the result keeps each run's times so the board can show the references as lines. The GPU
 is the kernel's to share: its admission times the measured sections with the GPU to itself.
 
-The runner needs of the store only this (lane store implements it; the service hands the same object):
+The runner needs of the store only this (store.Store has it; the service hands the same object):
+
+    store.requeue_interrupted()
+        at start: what a stopped service left running goes back in the queue
 
     store.claim_next_submission() -> dict | None
         the oldest queued submission, marked running: {"id", "problem", "name", "family", "source", "flags"}
@@ -44,10 +47,9 @@ from .ranking import geomean_interval, impossible_finding, physical_bound_ms, sc
 log = logging.getLogger("cudalab_board.runner")
 
 # How the board times a submission: one place. `--check-reps all` checks every timed rep on inputs of its
-# own (the CPU runner does so whatever the flag says); a kernel without the flag is refused on a GPU.
-REPS_FLAG = "--reps auto"
+# own (the CPU runner does so whatever the flag says), stricter than a cell's two reps drawn at random.
 CHECK_REPS_FLAG = "--check-reps all"
-TIMING_FLAGS = f"{REPS_FLAG} {CHECK_REPS_FLAG}"
+TIMING_FLAGS = f"--reps auto {CHECK_REPS_FLAG}"
 RESULT_MIME = "application/vnd.cudalab.result+json"
 # The longest one cell of a submission's turn may take (a hang at a hidden size is the submission's).
 CELL_TIMEOUT_S = 600
@@ -195,7 +197,7 @@ class Turn:
         self.kernel = f"sub_{int(sub['id'])}"
         self.result: dict = {"kernel": self.kernel, "run_at": None, "backend": None, "gpu": None,
                              "clock_mhz": None, "sizes": [], "references": [], "median_ms": None,
-                             "ci95_rel": None, "score": None, "gpu_ms": 0.0, "timing": runner.timing_flags}
+                             "ci95_rel": None, "score": None, "gpu_ms": 0.0, "timing": TIMING_FLAGS}
 
     def failed(self, finding: str, line: int | None = None) -> Outcome:
         return Outcome("failed", self.result, finding, line)
@@ -223,18 +225,15 @@ class Turn:
             if outcome is not None:
                 return outcome
         self.summarise()
-        self.result["timing"] = self.runner.timing_flags
+        self.result["timing"] = TIMING_FLAGS
         return Outcome("ranked", self.result)
 
     def timed_run(self, size: str, seed: int) -> Outcome | None:
         """One hidden size and seed with the references: None when it passed, else the Outcome."""
         where = f"at the hidden size {size} (seed {seed})"
         command = self.problem.command(size, seed, [*self.problem.references, self.kernel],
-                                       self.runner.timing_flags)
+                                       TIMING_FLAGS)
         content, doc = self.session.run(command)
-        if content["status"] != "ok" and self.runner.lacks_check_reps(content):
-            self.runner.check_reps_missing = True
-            return self.timed_run(size, seed)          # once more, with the flags this kernel has
         if doc:
             self.result["gpu_ms"] += sum(run_gpu_ms(r) for r in doc.get("runs", []))
         if content["status"] != "ok":
@@ -244,9 +243,6 @@ class Turn:
         if mine is None or not (mine.get("check") or {}).get("passed"):
             return self.failed(f"{where}: no checked run of {self.kernel}")
         backend = doc.get("backend")
-        if backend != "cpu" and self.runner.check_reps_missing:
-            return Outcome("error", self.result, f"this cudalab kernel has no {CHECK_REPS_FLAG}: on a GPU the "
-                                                 "board will not rank a run whose reps were not all checked")
         device = doc.get("device") or {}
         self.result.update(backend=backend, gpu=device.get("name"))
         self.result["clock_mhz"] = self.result["clock_mhz"] or clock_mhz(mine)
@@ -306,19 +302,12 @@ class Runner:
         self.cache_dir = Path(cache_dir) if cache_dir else Path(tempfile.mkdtemp(prefix="cudalab-board-cache-"))
         self.env = {**base, "CUDALAB_CACHE_DIR": str(self.cache_dir)}
         self.cell_timeout_s, self.on_change = cell_timeout_s, on_change
-        self.check_reps_missing = False
         self._wake, self._stop = threading.Event(), threading.Event()
         self._thread: threading.Thread | None = None
 
-    @property
-    def timing_flags(self) -> str:
-        return REPS_FLAG if self.check_reps_missing else TIMING_FLAGS
-
-    @staticmethod
-    def lacks_check_reps(content: dict) -> bool:
-        return content.get("ename") == "UsageError" and "unknown flag --check-reps" in content.get("evalue", "")
-
     def start(self) -> "Runner":
+        """Starts the thread, after putting back in the queue what a stopped service left running."""
+        self.store.requeue_interrupted()
         self._thread = threading.Thread(target=self._loop, name="cudalab-board-runner", daemon=True)
         self._thread.start()
         return self

@@ -84,6 +84,9 @@ class MemoryStore:
             self.queued.append(sub)
             return sid
 
+    def requeue_interrupted(self) -> int:
+        return 0
+
     def claim_next_submission(self) -> dict | None:
         with self.lock:
             if not self.queued:
