@@ -2,8 +2,9 @@
 hidden sizes the CPU runner takes in seconds, the submissions' sources, and a store in memory that keeps
 every call the runner makes (claim order, finish order, each outcome) so a test sees what the runner did.
 
-The store here implements only the runner's narrow interface (runner.py's docstring) until lane store's
-Store lands; the runner under test is the real one, and the kernel it drives is the real binary.
+The store here implements only the runner's narrow interface (runner.py's docstring), so that a test sees
+each call in order (test_runner.py also runs one through the real Store); the runner under test is the
+real one, and the kernel it drives is the real binary.
 """
 from __future__ import annotations
 
