@@ -10,6 +10,7 @@ CUDALAB_REQUIRE_GPU=1."""
 from __future__ import annotations
 
 from student_session import cell, kc  # noqa: F401  (kc: the fixture)
+from test_gpu import gpu_doc  # noqa: F401  (the fixture kc needs: skip or fail without a GPU)
 from test_redteam_reps_gpu import HONEST, REP_ERROR, REPS, RUN, WARMUP, matmul_attack
 
 ODD_REP = 5                                   # the timed rep (1-based) the attack gets wrong
