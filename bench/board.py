@@ -71,6 +71,8 @@ class TimedStore:
     def finish_submission(self, sid, status, result, finding=None, line=None):
         self.store.finish_submission(sid, status, result, finding=finding, line=line)
         self.finished[sid] = time.monotonic()
+        if len(self.finished) % 25 == 0:
+            print(f"  {len(self.finished)} of {self.expected} results", flush=True)
         if len(self.finished) == self.expected:
             self.all_done.set()
 
@@ -82,6 +84,9 @@ def main() -> None:
     ap.add_argument("--problem", default="ps2.reduce")
     ap.add_argument("--size-index", type=int, default=0)
     ap.add_argument("--cpu", action="store_true", help="the CPU backend at a small size (a dry run)")
+    ap.add_argument("--deadline", type=float, default=None,
+                    help="seconds after the first arrival to stop waiting: the table then covers the results so "
+                         "far and says how many were still queued")
     args = ap.parse_args()
     env = dict(os.environ)
     course = load_problems(REPO / "notebooks" / "assignments" / "board-problems.json")
@@ -103,29 +108,33 @@ def main() -> None:
             time.sleep(max(0.0, start + (sid - 1) * args.over / args.count - time.monotonic()))
             store.add(sid, args.problem, problem.family)
             runner.wake()
-        store.all_done.wait()
-        last = max(store.finished.values()) - start
+        store.all_done.wait(None if args.deadline is None else max(0.0, start + args.deadline - time.monotonic()))
+        last = max(store.finished.values(), default=start) - start
+        unfinished = args.count - len(store.finished)
         runner.stop(timeout=60)
         subs = [store.get_submission(sid) for sid in sorted(store.finished)]
     results = [sub["result"] or {} for sub in subs]
     failures = [(sub["id"], sub["status"], sub["finding"]) for sub in subs if sub["status"] != "ranked"]
     gpu_s = sum(r.get("gpu_ms", 0) for r in results) / 1e3
     own_s = sum(sum(row["median_ms"] * row["reps"] for row in r.get("sizes", [])) for r in results) / 1e3
-    turns = [r["wall_s"] for r in results]
+    turns = [r["wall_s"] for r in results if r.get("wall_s") is not None] or [0.0]
     backend = next((r["backend"] for r in results if r.get("backend")), "?")
     gpu = next((r["gpu"] for r in results if r.get("gpu")), "?")
     print(f"bench/board.py: {args.count} submissions of {args.problem} ({problem.sizes[0]}, seed "
           f"{problem.seeds[0]}, references {','.join(problem.references)}) on {gpu} ({backend})")
     print_table("The burst: time to the last result against the submissions' own GPU time",
-                [("submissions", "burst s", "to last result s", "turns' GPU s", "students' GPU s",
-                  "last ÷ GPU", "failures", "median turn s", "slowest turn s"),
-                 (str(args.count), f"{args.over:.0f}", f"{last:.1f}", f"{gpu_s:.2f}", f"{own_s:.2f}",
+                [("submissions", "burst s", "results", "still queued", "to last result s", "turns' GPU s",
+                  "students' GPU s", "last ÷ GPU", "failures", "median turn s", "slowest turn s"),
+                 (str(args.count), f"{args.over:.0f}", str(len(subs)), str(unfinished), f"{last:.1f}",
+                  f"{gpu_s:.2f}", f"{own_s:.2f}",
                   f"{last / gpu_s:.1f}" if gpu_s else "-", str(len(failures)), f"{statistics.median(turns):.2f}",
                   f"{max(turns):.2f}")], left=())
     for sid, status, finding in failures:
         print(f"  submission {sid}: {status}: {finding}")
     if failures:
         sys.exit(1)
+    if unfinished:
+        print(f"  {unfinished} submissions were still queued at the deadline ({args.deadline:.0f} s)")
 
 
 if __name__ == "__main__":

@@ -14,16 +14,20 @@ from test_gpu import gpu_doc  # noqa: F401  (the fixture kc needs: skip or fail 
 from test_redteam_reps_gpu import HONEST, REP_ERROR, REPS, RUN, WARMUP, matmul_attack
 
 ODD_REP = 5                                   # the timed rep (1-based) the attack gets wrong
-ONE_REP = matmul_attack("onerep", f"""
+
+
+def one_rep(name: str) -> str:
+    """The attack as kernel NAME: its launch count (in __device__ memory) starts at 0 with its module."""
+    return matmul_attack(name, f"""
         C[row * N + col] = launch == {WARMUP + ODD_REP} ? 0.0f : dot(A, B, N, K, row, col);""")
 RUN_LINE = f"%matmul --size {RUN} --variant {{}} --reps {REPS} --warmup {WARMUP}"
 
 
 def test_every_rep_checked_catches_the_one_wrong_rep(kc):  # noqa: F811
-    c, text, _ = cell(kc, ONE_REP)
-    assert c["status"] == "ok", text
-    for _ in range(3):
-        c, _, _ = cell(kc, RUN_LINE.format("onerep") + " --check-reps all", timeout=300)
+    for i in range(3):          # each time a kernel of its own, so that its launches are counted from 1
+        c, text, _ = cell(kc, one_rep(f"onerep{i}"))
+        assert c["status"] == "ok", text
+        c, _, _ = cell(kc, RUN_LINE.format(f"onerep{i}") + " --check-reps all", timeout=300)
         assert c["status"] == "error" and c["ename"] == "CheckError", c
         m = REP_ERROR.search(c["evalue"])
         assert m and int(m.group(1)) == ODD_REP, c["evalue"]
