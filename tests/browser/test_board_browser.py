@@ -170,7 +170,7 @@ class BoardPage:
     def text(self) -> str:
         return self.driver.find_element(_by().TAG_NAME, "body").text
 
-    def log_in(self, user: str) -> None:
+    def log_in(self, user: str, entries: bool = True) -> None:
         """Through the hub's login form, as a person does; lands on the board's page."""
         By = _by()
         self.driver.execute_cdp_cmd("Network.clearBrowserCookies", {})   # as a browser of their own
@@ -179,9 +179,9 @@ class BoardPage:
         self.driver.find_element(By.ID, "username_input").send_keys(user)
         self.driver.find_element(By.ID, "password_input").send_keys(self.hub.password)
         self.driver.find_element(By.ID, "login_submit").click()
-        self.wait(lambda d: d.current_url.startswith(self.hub.board_url) and
-                  d.find_elements(By.CSS_SELECTOR, "#entries tbody tr[data-rank]"),
-                  PAGE_TIMEOUT, f"the board's page with its entries, logged in as {user}")
+        shown = "#entries tbody tr[data-rank]" if entries else "#entries tbody tr.empty"
+        self.wait(lambda d: d.current_url.startswith(self.hub.board_url) and d.find_elements(By.CSS_SELECTOR, shown),
+                  PAGE_TIMEOUT, f"the board's page with its {'entries' if entries else 'empty table'}, logged in as {user}")
         self.driver.execute_script("window.__loaded_once = true;")   # a reload would lose it
         self.wait(lambda d: "live" == d.find_element(By.ID, "live").text, PAGE_TIMEOUT,
                   "the page to follow api/events")
@@ -325,3 +325,12 @@ def test_student_cannot_open_the_class_view_by_its_address(page: BoardPage):
               "the board (not the class view)")
     assert not page.driver.find_element(By.ID, "classview").is_displayed()
     assert "reads As before the barrier" not in page.text()
+
+
+def test_student_with_no_ranked_entry_is_told_how_to_submit_and_sees_their_failure(page: BoardPage):
+    page.log_in("gus", entries=False)
+    assert page.rows() == []
+    assert f"%submit NAME --to {PROBLEM}" in page.driver.find_element(_by().ID, "entries").text
+    failed = page.rows("failed")
+    assert [(f["student"], f["kernel"]) for f in failed] == [("you", "tooquick")], failed
+    assert failed[0]["finding"].startswith("impossible:")

@@ -141,7 +141,8 @@ function renderBoard(b) {
   }
   if (!(b.entries || []).length) {
     const tr = el("tr", { class: "empty" });
-    tr.append(el("td", { colspan: 7 }, "No ranked submission yet."));
+    tr.append(el("td", { colspan: 7 }, state.instructor ? "No ranked submission yet."
+      : `You have no ranked submission yet: %submit NAME --to ${b.problem} in your notebook sends your kernel.`));
     tbody.append(tr);
   }
 
@@ -335,6 +336,7 @@ function show() {
   $("problem").value = state.problem || "";
   $("exercise").value = state.exercise || "";
   writeHash();
+  if (state.view === "board" && !state.problem) showError("No problem to show: this page's address names one as #board=PROBLEM.");
   if (state.view === "board") refreshBoard(); else refreshClassView();
 }
 
@@ -380,10 +382,31 @@ function follow() {
 
 /* ------------------------------------------------------------------ start */
 
+/* Who is looking and what there is to show: api/problems ({user, instructor, class_view,
+   problems: [{problem, title, exercise}]}). A service without that route still serves the page
+   for the problem or exercise its address names (#board=P, #class=E); the class view answering
+   is what makes an instructor then. */
+async function whoAndWhat() {
+  try {
+    return await getJSON("api/problems");
+  } catch (err) {
+    if (err.status !== 404) throw err;
+  }
+  const named = { problems: [], instructor: false, class_view: false, user: null };
+  const m = /^#class=(.+)$/.exec(location.hash);
+  if (m) {
+    try {
+      await getJSON(`api/classview/${encodeURIComponent(decodeURIComponent(m[1]))}`);
+      named.instructor = named.class_view = true;
+    } catch { /* a student, or the class view is off: the board only */ }
+  }
+  return named;
+}
+
 async function start() {
   let meta;
   try {
-    meta = await getJSON("api/problems");
+    meta = await whoAndWhat();
   } catch (err) {
     showError(`Could not reach the board service: ${err.message}`);
     return;
