@@ -215,7 +215,7 @@ test: setup
 	@$(MAKE) --no-print-directory asan
 	CUDALAB_BIN=build-asan/bin/cudalab $(PYTEST) tests/protocol tests/magics/test_assert.py tests/magics/test_sweep_display.py \
 	    tests/magics/test_recorded.py
-	$(PYTEST) -rsfE tests/protocol tests/conformance tests/magics tests/frontends tests/notebooks tests/nbgrader tests/deploy tests/package tests/gpu \
+	$(PYTEST) -rsfE tests/protocol tests/conformance tests/magics tests/frontends tests/notebooks tests/nbgrader tests/deploy tests/board tests/package tests/gpu \
 	    tests/browser
 
 # ---- test-gpu, bench, grade: here (set up and built by make) or on a GPU machine without network ----
@@ -328,7 +328,7 @@ clean:
 #   make valgrind     a scripted Jupyter session, the kernel and its worker under memcheck.
 FUZZ_CC            ?= $(shell command -v clang-14 2>/dev/null || command -v clang 2>/dev/null)
 FUZZ_BUILD         := build-fuzz
-FUZZ_TARGETS       ?= wire conn cell frame expr chain
+FUZZ_TARGETS       ?= wire conn cell frame expr chain http
 FUZZ_SECONDS       ?= 600
 FUZZ_SMOKE_RUNS    ?= 200000
 FUZZ_SMOKE_SECONDS ?= 15

@@ -184,6 +184,7 @@ static const cl_backend cpu_backend = {
     cl_cpu_set_counters,        /* no hardware counters: a student's kernel's simulated by the CPU runner */
     cl_cpu_counters,
     CL_FAMILIES(CL_BACKEND_OPS_CPU_)
+    NULL,                       /* the CPU runner checks every timed rep already: --check-reps all is its way */
 };
 
 const cl_backend *cl_cpu_backend(void)

@@ -364,9 +364,17 @@ size_t cl_cuda_value_bytes(cl_cuda_value t)
     return t == CL_CUDA_F64 || t == CL_CUDA_I64 ? 8 : 4;
 }
 
+static bool check_all_reps;
+
+void cl_cuda_set_check_reps(int all)
+{
+    check_all_reps = all != 0;
+}
+
 int cl_cuda_reps_init(cl_cuda_reps *r, uint64_t seed, const cl_cuda_output *out, bool trusted, char *err)
 {
     memset(r, 0, sizeof *r);
+    r->all = check_all_reps;
     r->seed = seed;
     r->salt = host_random();
     r->out = *out;
@@ -398,7 +406,23 @@ int cl_cuda_reps_keep(cl_cuda_reps *r, int rep, char *err)
     if (r->trusted)
         return 0;
     int i = r->offered++, slot;
-    if (i < CL_GPU_CHECKED_REPS) {
+    if (r->all) {                       /* every rep: a copy of its own, made now if it is a new one */
+        if (i >= CL_CUDA_REPS_KEPT_MAX) {
+            snprintf(err, CL_ERR_LEN, "--check-reps all: more than %d timed reps to keep: an error in cudalab",
+                     CL_CUDA_REPS_KEPT_MAX);
+            return -1;
+        }
+        size_t bytes = r->out.count * cl_cuda_value_bytes(r->out.type);
+        if (!r->copy[i] && cudaMalloc(&r->copy[i], bytes) != cudaSuccess) {
+            cudaGetLastError();
+            r->copy[i] = NULL;
+            snprintf(err, CL_ERR_LEN, "--check-reps all: no room on the device for rep %d's copy (%d reps' "
+                     "outputs of %zu bytes each kept for the check): give fewer --reps, or a smaller size",
+                     i + 1, i + 1, bytes);
+            return -1;
+        }
+        slot = r->kept++;
+    } else if (i < CL_GPU_CHECKED_REPS) {
         slot = r->kept++;
     } else {
         uint64_t j = host_random() % (uint64_t)(i + 1);
@@ -537,7 +561,7 @@ int cl_cuda_reps_hold(cl_cuda_reps *r, int slot, char *err)
 
 void cl_cuda_reps_free(cl_cuda_reps *r)
 {
-    for (int s = 0; s < CL_GPU_CHECKED_REPS; s++) {
+    for (int s = 0; s < CL_CUDA_REPS_KEPT_MAX; s++) {
         cudaFree(r->copy[s]);
         r->copy[s] = NULL;
     }

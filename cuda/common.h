@@ -130,6 +130,11 @@ int cl_cuda_synchronize(const char *what, char *err);
  * median. A built-in variant that is the reference itself (trusted) keeps
  * nothing and is not compared with itself; its inputs and poison are the same as everyone's, so
  * that figures compare. */
+/* --check-reps all (cl_backend.set_check_reps): every timed rep is kept and checked, not
+ * CL_GPU_CHECKED_REPS of them; the copies past those are allocated as the reps run (outside their
+ * windows), and a run whose copies do not fit on the device fails saying so. */
+void cl_cuda_set_check_reps(int all);
+#define CL_CUDA_REPS_KEPT_MAX CL_MAX_REPS
 #define CL_CUDA_REP_WARMUP (-1)         /* the warm-up and counted launches */
 #define CL_CUDA_REP_FINAL (-2)          /* the untimed launch after the timed reps: the run's result */
 
@@ -154,8 +159,10 @@ typedef struct cl_cuda_reps {
     bool trusted;                       /* the variant measured is the reference: nothing kept */
     int offered;                        /* timed reps offered to the draw so far */
     int kept;                           /* copies filled, in rep order */
-    int rep[CL_GPU_CHECKED_REPS];       /* the timed rep (0-based) each copy holds */
-    void *copy[CL_GPU_CHECKED_REPS];    /* device, out.count values each */
+    bool all;                           /* --check-reps all: every rep kept, in rep order */
+    int rep[CL_CUDA_REPS_KEPT_MAX];     /* the timed rep (0-based) each copy holds */
+    void *copy[CL_CUDA_REPS_KEPT_MAX];  /* device, out.count values each: CL_GPU_CHECKED_REPS of them, or
+                                         * under --check-reps all as many as were kept */
     unsigned long long *tally;          /* device: [0] values that differ, [1] the first one's index */
 } cl_cuda_reps;
 

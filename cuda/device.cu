@@ -275,6 +275,7 @@ static const cl_backend cuda_backend = {
     cl_cuda_set_counters,
     cl_cuda_counters,
     CL_FAMILIES(CL_BACKEND_OPS_CUDA_)
+    cl_cuda_set_check_reps,
 };
 
 CL_EXPORT const cl_backend *cl_cuda_backend(void)

@@ -4,7 +4,8 @@
 #   Python virtualenv in .venv (requirements-test.txt and requirements-lab.txt; `test` adds
 #   requirements-grade.txt and requirements-hub-test.txt when they exist, and Debian's chromium and
 #   chromium-driver for the browser test: when they cannot be installed that test skips, and set-up
-#   goes on), then this tree's Python package (python/cudalab) installed editable into the venv, so
+#   goes on; `test` also adds requirements-board.txt and Debian's postgresql, whose initdb and
+#   pg_ctl tests/board start a private cluster with), then this tree's Python package (python/cudalab) installed editable into the venv, so
 #   that its entry points (`python -m cudalab`, the Pygments lexer, papermill's translator) are there.
 # Usage: scripts/setup.sh test|lab
 set -euo pipefail
@@ -14,6 +15,8 @@ venv=${VENV:-.venv}
 
 apt_pkgs=(build-essential pkg-config libzmq3-dev libjansson-dev libssl-dev libcmocka-dev valgrind clang libclang-rt-dev
           libopenblas0-pthread)
+# tests/board/test_store.py runs the board's store against a private PostgreSQL cluster too
+[ "$mode" = test ] && apt_pkgs+=(postgresql)
 missing=()
 for p in "${apt_pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -45,6 +48,8 @@ fi
 # JupyterLab and nbconvert are needed by the browser test and `make demo` as well as `make lab`
 reqs=(requirements-test.txt requirements-lab.txt)
 [ "$mode" = test ] && [ -f requirements-grade.txt ] && reqs+=(requirements-grade.txt)
+# the class leaderboard's PostgreSQL driver (board/cudalab_board/store.py)
+[ "$mode" = test ] && [ -f requirements-board.txt ] && reqs+=(requirements-board.txt)
 # JupyterHub for tests/deploy's live hub, last: its pins list only what the three above do not
 [ "$mode" = test ] && [ -f requirements-hub-test.txt ] && reqs+=(requirements-hub-test.txt)
 # one stamp line per requirements file, so `make test` after `make lab` keeps the lab packages

@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define CL_BACKEND_ABI 10
+#define CL_BACKEND_ABI 11
 #define CL_ERR_LEN 256
 
 /* Properties of one device, as the lectures use them. Zero means "unknown". */
@@ -146,6 +146,10 @@ typedef struct cl_backend {
      * not asked to count. NULL: the backend counts nothing (say so to whoever asked). */
     int (*counters)(cl_counters *out);
     CL_FAMILIES(CL_FAMILY_FIELD_)
+    /* --check-reps all: whether the runs from now on check every timed rep's result on its own
+     * inputs (1), or CL_GPU_CHECKED_REPS of them drawn at random (0, the default). NULL: the
+     * backend checks every rep always (the CPU runner). */
+    void (*set_check_reps)(int all);
 } cl_backend;
 
 /* In a backend's device file: the weak declarations of its ops tables, and the

@@ -11,6 +11,7 @@
 #include "base/text.h"
 #include "base/utf8.h"
 #include "grade/expr_internal.h"
+#include "grade/recorded.h"
 #include "lang/lang.h"
 
 /* ---- runs ---- */
@@ -225,8 +226,7 @@ static bool on_gpu(const json_t *doc)
 }
 
 /* The results n reads (expr.h): the session's, or the recorded ones shown so
- * far; NULL with the error set when it would read recordings and none is loaded,
- * or the recording lacks the command of NAME's newest result. */
+ * far; NULL with the error set when it would read recordings and none is loaded. */
 static const result_store *results_for(ev *x, const node *n)
 {
     size_t at;
@@ -239,18 +239,6 @@ static const result_store *results_for(ev *x, const node *n)
         ev_fail(x, EXPR_NO_RECORDING, "%s.%s: no GPU ran %%%s here and no recorded GPU results are loaded "
                 "(%%recorded NAME loads a notebook's; make record on a GPU machine writes them)",
                 n->from == FROM_GPU ? "gpu" : "recorded", n->name, n->name);
-        return NULL;
-    }
-    /* The newest %NAME ran here, off a GPU, and the recording has nothing for that command: a claim
-     * about it cannot be checked, and reading the recorded results of earlier commands instead would
-     * check it against another command's figures. */
-    const json_t *rec;
-    if ((live = newest(x, n->name, 0, &at, &cell)) != NULL && (rec = json_object_get(live, "recorded")) != NULL
-        && json_array_size(json_object_get(rec, "results")) == 0) {
-        ev_fail(x, EXPR_NOT_RECORDED, "%s.%s: no GPU ran %%%s here and the recording (%s) has no result for the "
-                "%%%s command of cell %d (make record on a GPU machine records it)",
-                n->from == FROM_GPU ? "gpu" : "recorded", n->name, n->name,
-                json_string_value(json_object_get(rec, "file")), n->name, cell);
         return NULL;
     }
     return x->recorded;
@@ -282,6 +270,13 @@ int ev_name(ev *x, node *n)
         return ev_fail(x, "LookupError", "no recorded GPU result of %%%s has been shown in this session: the "
                        "recording has none for the %%%s commands run so far (make record on a GPU machine "
                        "records them)", n->name, n->name);
+    /* The newest %NAME ran here without a recorded result (a command added after the recording was
+     * made, another GPU's recording): a claim about it is not checked, rather than read from the
+     * recorded figures of an earlier command. */
+    if (json_is_true(json_object_get(doc, RECORDED_MISSING_KEY)))
+        return ev_fail(x, EXPR_NOT_RECORDED, "%s.%s: no GPU ran %%%s here and the recording has no result for "
+                       "the %%%s command of cell %d (make record on a GPU machine records it)",
+                       n->from == FROM_GPU ? "gpu" : "recorded", n->name, n->name, n->name, cell);
     if (n->kind == N_NAME) {
         take_runs(n, doc, cell, &n->v);
         n->v.device = recorded_on(x, doc);

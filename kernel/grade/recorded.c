@@ -497,6 +497,15 @@ static bool more_than(const json_t *view, const json_t *results, const json_t *j
     return false;
 }
 
+/* Marks, among the recorded documents shown, that the newest %magic (of cell) had no recorded result:
+ * gpu.magic then reads nothing, rather than an earlier command's figures (expr_select.c). */
+static void not_recorded(recording *r, const char *magic, int cell)
+{
+    json_t *marker = json_pack("{s:s?, s:b}", "magic", magic, RECORDED_MISSING_KEY, 1);
+    results_record(r->shown, marker, cell);
+    json_decref(marker);
+}
+
 static void attach(recording *r, const command *cmd, int cell, json_t *doc, json_t *view)
 {
     const json_t *results = cmd->key ? json_object_get(r->by_key, cmd->key) : NULL, *res;
@@ -507,6 +516,7 @@ static void attach(recording *r, const command *cmd, int cell, json_t *doc, json
         snprintf(text, sizeof text, "No recorded GPU result for this command in %s (%s): make record on a GPU "
                  "machine records it.", r->path, lab);
         view_add_note(view, text);
+        not_recorded(r, json_string_value(json_object_get(doc, "magic")), cell);
     } else {
         /* one comparison: the recorded table joined into this machine's, then what else was recorded */
         char there[128], joined_note[PATH_MAX + 1000];
@@ -616,6 +626,7 @@ bool recording_stand_in(recording *r, const command *cmd, unsigned long run, int
         return false;
     }
     if (!cmd->key || !json_object_get(r->by_key, cmd->key)) {
+        not_recorded(r, name, cell);
         snprintf(text, len, "%%%s --gpu-only runs only on a GPU: not run here (the CPU backend), and %s has no "
                  "recorded GPU result of this command (make record on a GPU machine records it).\n", name, r->path);
         return false;

@@ -77,6 +77,9 @@ int recording_open(recording *r, const char *name, const char *dir, const char *
  * gpu. and recorded. names; NULL when no recording is loaded (nothing can be
  * checked against a GPU here). */
 const result_store *recording_results(const recording *r);
+/* The key of a marker among those results: the newest command of its magic ran here without a
+ * recorded result ({"magic": NAME, RECORDED_MISSING_KEY: true}); a check of it is not checked. */
+#define RECORDED_MISSING_KEY "not_recorded"
 
 /* A device command's result on its way to the notebook (doc may be NULL: a
  * chart). final: a plain or final result (not a progress display). run tells

@@ -97,6 +97,31 @@ void sweep_add_conditions(magic_ctx *ctx, json_t *run)
     json_object_set_new(run, "conditions", j);
 }
 
+const char *const sweep_check_reps_choices[] = {"drawn", "all", NULL};
+
+static bool check_reps_all(const json_t *params)
+{
+    const char *v = json_string_value(json_object_get(params, "check_reps"));
+    return v && strcmp(v, "all") == 0;
+}
+
+/* check.reps_checked of the runs from before: every timed rep where the backend checks each (the
+ * CPU runner, which has no set_check_reps) or --check-reps all asked it to, else the drawn ones. A
+ * check that did not run (--no-check) checked none and says nothing. */
+static void add_reps_checked(magic_ctx *ctx, json_t *runs, size_t before, bool all_reps)
+{
+    bool every = all_reps || !ctx->backend || !ctx->backend->set_check_reps;
+    for (size_t r = before; r < json_array_size(runs); r++) {
+        json_t *run = json_array_get(runs, r), *check = json_object_get(run, "check");
+        json_int_t reps = json_integer_value(json_object_get(json_object_get(run, "time_ms"), "reps"));
+        if (!json_is_object(check) || json_is_null(json_object_get(check, "passed")) || reps <= 0)
+            continue;
+        json_object_set_new(check, "reps_checked", json_integer(every || reps < CL_GPU_CHECKED_REPS
+                                                                    ? reps : CL_GPU_CHECKED_REPS));
+        json_object_set_new(check, "reps_check", json_string(every ? "all" : "drawn"));
+    }
+}
+
 int sweep_reps(const json_t *params)
 {
     const json_t *r = json_object_get(params, "reps");
@@ -375,8 +400,12 @@ int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *u
             ctx->counters = json_is_true(json_object_get(pp, "counters"));
             if (ctx->backend && ctx->backend->set_counters)
                 ctx->backend->set_counters(ctx->counters);
+            bool all_reps = check_reps_all(pp);
+            if (ctx->backend && ctx->backend->set_check_reps)
+                ctx->backend->set_check_reps(all_reps);
             size_t before = json_array_size(runs);
             rc = s->run_point(ctx, pp, runs, user);
+            add_reps_checked(ctx, runs, before, all_reps);
             sweep_add_launch(ctx, s, pp, runs, before);
             for (size_t r = before; rc == 0 && magic_student()->lesson && r < json_array_size(runs); r++)
                 rc = magic_student()->lesson(ctx, json_array_get(runs, r), pp);
@@ -392,6 +421,8 @@ int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *u
         ctx->counters = false;
         if (ctx->backend && ctx->backend->set_counters)
             ctx->backend->set_counters(0);
+        if (ctx->backend && ctx->backend->set_check_reps)
+            ctx->backend->set_check_reps(0);
         while (json_array_size(points) < json_array_size(runs))
             json_array_append(points, pp);
         json_decref(pp);

@@ -146,6 +146,17 @@ typedef int (*sweep_point_fn)(magic_ctx *ctx, const json_t *params, json_t *runs
 #define SWEEP_CHECK_FLAG(what) \
     {.name = "check", .type = FLAG_BOOL, .def = "true", .help = what " (--no-check skips it)"}
 
+/* --check-reps: on a GPU, which timed reps' results are checked on their own inputs (cuda/common.h,
+ * cl_cuda_reps): CL_GPU_CHECKED_REPS drawn at random (a cell's default), or every one (the class
+ * board's runs). The CPU runner checks every rep whichever is asked. Each run's check says how many
+ * were (check.reps_checked). */
+extern const char *const sweep_check_reps_choices[];
+#define SWEEP_CHECK_REPS_FLAG \
+    {.name = "check-reps", .type = FLAG_CHOICE, .def = "drawn", .choices = sweep_check_reps_choices, \
+     .help = "on a GPU, check the result of 2 timed reps drawn at random on their own inputs (drawn), or of " \
+             "every timed rep (all: slower, and the copies need device memory; the class board's runs use it); " \
+             "the CPU runner checks every rep either way"}
+
 /* The flags every timed family ends its table with: --seed, --reps, --warmup,
  * --check, --sort (the table by its metric) and --force, each family saying in
  * its own words what a seed, a run, the check and the sort are. */
@@ -159,6 +170,7 @@ typedef int (*sweep_point_fn)(magic_ctx *ctx, const json_t *params, json_t *runs
     SWEEP_COUNTERS_FLAG, \
     SWEEP_ROOFLINE_FLAG, \
     SWEEP_LAUNCH_FLAG, \
+    SWEEP_CHECK_REPS_FLAG, \
     {.name = "shared-timing", .type = FLAG_BOOL, .def = "false", \
      .help = "time alongside other kernels' commands (by default each point's timed runs have the GPU to " \
              "themselves, and the wait is reported apart)"}

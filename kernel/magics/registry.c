@@ -12,8 +12,8 @@
 
 #define MAGICS(X)                                                                         \
     X(assert) X(assignment) X(coalesce) X(device) X(echo) X(grid) X(help) X(hiding) X(histo) X(interact) X(kernel) X(kernels) X(latency) \
-    X(launch) X(matmul) X(occupancy) X(param)                                                           \
-    X(recorded) X(reduce) X(score) X(stencil) X(vecadd)
+    X(launch) X(leaderboard) X(matmul) X(occupancy) X(param)                                                         \
+    X(recorded) X(reduce) X(score) X(stencil) X(submit) X(vecadd)
 
 #define DECLARE_(name) extern const magic_spec magic_##name;
 MAGICS(DECLARE_)

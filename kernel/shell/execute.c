@@ -116,7 +116,8 @@ static int command_settled(magic_ctx *ctx, const command *cmd, const char *ename
 /* The settled step of a command that already failed: its own error is the cell's. */
 static void settled_after_error(shell_session *s, const command *cmd, const char *ename)
 {
-    magic_ctx quiet = { .lab = s->lab };
+    magic_ctx quiet = { .lab = s->lab, .grading.results = s->results };     /* a failed quick check's
+                                                                               * result is there (the class view) */
     if (command_settled(&quiet, cmd, ename) != 0)
         klog("%%%s settled after %s: %s: %s", cmd->magic->name, ename, quiet.error.ename, quiet.error.evalue);
     json_decref(quiet.traceback);

@@ -36,8 +36,9 @@ def pins(path: Path) -> dict[str, str]:
 
 def hub_config() -> Config:
     c = Config()
-    exec(compile((DEPLOY / "jupyterhub_config.py").read_text(), "jupyterhub_config.py", "exec"),
-         {"get_config": lambda: c, "__name__": "jupyterhub_config"})
+    path = DEPLOY / "jupyterhub_config.py"     # traitlets gives a config file its __file__, as here
+    exec(compile(path.read_text(), str(path), "exec"),
+         {"get_config": lambda: c, "__name__": "jupyterhub_config", "__file__": str(path)})
     return c
 
 
@@ -69,6 +70,22 @@ def test_idle_servers_are_culled():
     assert any(a.startswith("--timeout=") for a in culler["command"])
     role = next(r for r in c.JupyterHub.load_roles if "jupyterhub-idle-culler-service" in r["services"])
     assert "delete:servers" in role["scopes"]
+
+
+def test_the_class_board_is_a_managed_service_the_course_groups_reach():
+    from cudalab_board import roles        # the config put board/ on sys.path, as the hub's does
+    c = hub_config()
+    board = next(s for s in c.JupyterHub.services if s["name"] == roles.SERVICE_NAME)
+    command = board["command"]
+    assert command[1:4] == ["-m", "cudalab_board", "serve"]
+    assert command[command.index("--db") + 1].startswith(("sqlite:///", "postgresql://"))
+    assert board["url"].endswith(command[command.index("--port") + 1])
+    assert set(c.JupyterHub.load_groups) == {roles.INSTRUCTORS, roles.STUDENTS}
+    role = next(r for r in c.JupyterHub.load_roles if roles.ACCESS_SCOPE in r["scopes"])
+    assert set(role["groups"]) == {roles.INSTRUCTORS, roles.STUDENTS}
+    # a kernel's own token (the server's) reaches the board, and the containers know where it is
+    assert roles.ACCESS_SCOPE in c.Spawner.server_token_scopes
+    assert c.DockerSpawner.environment["CUDALAB_BOARD_URL"].endswith(f"/services/{roles.SERVICE_NAME}/")
 
 
 def test_hub_and_image_share_one_jupyterhub_version():

@@ -1,0 +1,181 @@
+"""The board's runner (issue 35) on the CPU backend, driving a real cudalab kernel through jupyter_client:
+an honest submission is timed at every hidden size and seed with the problem's references in the same run
+and every rep checked, and is ranked with its score; a kernel that does not build, fails its quick check,
+misses a lesson or hangs is failed with its finding and line; the physical bound turns a time faster than
+the device's roof into "impossible"; the runner's thread takes submissions one at a time, in order, and
+says when each problem's board changed; the problems file refuses what would change the timing."""
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from board_runs import (CPU, HONEST_ADD, PROBLEMS, REPO, TILED_MATMUL, MemoryStore, board, run_all, vecadd)  # noqa: F401
+from cudalab_board.problems import ProblemError, load_problems, problem_from_json, submission_flags
+from cudalab_board.runner import CHECK_REPS_FLAG, SCRUBBED_ENV, Runner, physical_bound
+from conftest import kernel_binary
+
+# The CPU runner's reps per run (CL_SIMT_MAX_REPS, include/cudalab/simt.h): --reps auto stops there.
+CPU_RUNNER_REPS = 3
+
+
+def test_honest_vecadd_is_ranked_at_every_hidden_size_against_its_reference(board):
+    store, runner = board
+    sid = store.submit("t.vecadd", vecadd())
+    run_all(store, runner)
+    sub = store.subs[sid]
+    assert sub["status"] == "ranked", sub
+    res = sub["result"]
+    problem = PROBLEMS["t.vecadd"]
+    assert [(r["size"], r["seed"]) for r in res["sizes"]] == problem.timed_runs()
+    for row in res["sizes"]:
+        assert row["reps"] == CPU_RUNNER_REPS                 # every timed rep, each checked (the CPU runner)
+        assert set(row["references"]) == {"builtin"}          # the reference ran in the same run
+        assert row["median_ms"] > 0 and row["bound"]["bound_ms"] < row["median_ms"]
+    assert res["backend"] == "cpu" and res["gpu"] and res["run_at"]
+    assert [r["variant"] for r in res["references"]] == ["builtin"]
+    # the score is the geometric mean of the sizes' ratios to the fastest reference: recomputed here
+    ratios = [row["median_ms"] / row["references"]["builtin"]["median_ms"] for row in res["sizes"]]
+    assert res["score"] == pytest.approx((ratios[0] * ratios[1]) ** 0.5)
+    assert res["gpu_ms"] > 0 and res["wall_s"] > 0
+    assert res["timing"].startswith("--reps auto")
+
+
+def test_tiled_matmul_under_two_seeds_is_ranked_with_a_flops_bound(board):
+    store, runner = board
+    sid = store.submit("t.matmul", TILED_MATMUL)
+    run_all(store, runner)
+    sub = store.subs[sid]
+    assert sub["status"] == "ranked", sub
+    rows = sub["result"]["sizes"]
+    assert [r["seed"] for r in rows] == [31, 41]
+    for row in rows:
+        assert row["bound"]["unit"] == "GFLOP/s" and row["bound"]["bound_ms"] < row["median_ms"]
+        assert set(row["references"]) == {"naive", "tiled"}
+
+
+def test_build_errors_quick_checks_and_lessons_fail_with_their_finding_and_line(board):
+    store, runner = board
+    broken = store.submit("t.vecadd", vecadd("if (i < n) C[i] = A[i] + B[i]  // no semicolon"))
+    wrong = store.submit("t.vecadd", vecadd("if (i < n) C[i] = A[i] - B[i];"))
+    naive = store.submit("t.matmul", TILED_MATMUL.replace("As[ty][k] * Bs[k][tx]",
+                                                          "A[row * K + p * TILE + k] * B[(p * TILE + k) * N + col]")
+                         .replace("for (int k = 0; k < TILE; k++)", "for (int k = 0; k < TILE && p * TILE + k < K && row < M && col < N; k++)"))
+    bad_flags = store.submit("t.vecadd", vecadd(), flags="--name other")
+    run_all(store, runner)
+    s = store.subs
+    assert s[broken]["status"] == "failed" and "CompileError" in s[broken]["finding"], s[broken]
+    assert s[broken]["line"] == 6, s[broken]      # the closing brace after the missing semicolon (%%kernel is line 1)
+    assert s[wrong]["status"] == "failed" and "CheckError" in s[wrong]["finding"], s[wrong]
+    assert s[naive]["status"] == "failed", s[naive]
+    assert s[naive]["finding"].startswith("lesson check "), s[naive]
+    assert s[bad_flags]["status"] == "failed" and "--name" in s[bad_flags]["finding"]
+    assert store.ranked() == []
+
+
+def test_a_kernel_that_hangs_is_failed_and_the_next_submission_runs(board, tmp_path):
+    store, _ = board
+    runner = Runner(store, PROBLEMS, kernel_binary(), env={**os.environ, **CPU}, cache_dir=tmp_path / "c2",
+                    cell_timeout_s=15)
+    hang = store.submit("t.vecadd", vecadd("volatile int spin = 1;\n    while (spin) {}\n    " + HONEST_ADD))
+    good = store.submit("t.vecadd", vecadd())
+    run_all(store, runner)
+    assert store.subs[hang]["status"] == "failed", store.subs[hang]
+    assert store.subs[good]["status"] == "ranked", store.subs[good]
+
+
+def test_the_physical_bound_rejects_a_time_faster_than_the_roof(board):
+    """An honest run's own document, with the device's roof put below what it achieved: impossible."""
+    store, runner = board
+    sid = store.submit("t.matmul", TILED_MATMUL)
+    run_all(store, runner)
+    row = store.subs[sid]["result"]["sizes"][0]
+    rate, median = row["bound"]["rate"], row["median_ms"]
+    run = {"variant": "sub_1", "gflops": rate, "time_ms": {"median": median}}
+    honest = physical_bound(PROBLEMS["t.matmul"], {"peak_fp32_gflops": rate * 2}, run)
+    assert honest["bound_ms"] == pytest.approx(median / 2)
+    fake = physical_bound(PROBLEMS["t.matmul"], {"peak_fp32_gflops": rate / 10}, run)
+    assert fake["bound_ms"] == pytest.approx(median * 10) and median < fake["bound_ms"]
+    # bytes: the larger of the theoretical and measured bandwidths is the roof
+    vec = problem_from_json("v", {"family": "vecadd", "sizes": ["--size 9"], "bound": "bytes"})
+    b = physical_bound(vec, {"peak_bandwidth_gbs": None, "measured_bandwidth_gbs": 10.0},
+                       {"kernel_gbs": 40.0, "time_ms": {"median": 1.0}})
+    assert b["bound_ms"] == pytest.approx(4.0)
+    assert physical_bound(problem_from_json("n", {"family": "vecadd", "sizes": ["--size 9"]}), {}, run) is None
+
+
+def test_the_runners_thread_runs_one_submission_at_a_time_in_order(tmp_path):
+    store = MemoryStore()
+    changed = []
+    runner = Runner(store, PROBLEMS, kernel_binary(), env={**os.environ, **CPU, "JUPYTERHUB_API_TOKEN": "secret"},
+                    cache_dir=tmp_path / "cache", on_change=changed.append)
+    assert not any(k in runner.env for k in SCRUBBED_ENV)        # the service's token never reaches a kernel
+    runner.start()
+    try:
+        ids = [store.submit("t.vecadd", vecadd()) for _ in range(3)]
+        runner.wake()
+        store.wait_all(timeout=120)
+    finally:
+        runner.stop(timeout=30)
+    assert store.events == [(e, i) for i in ids for e in ("claim", "finish")]   # never two at once
+    assert changed == ["t.vecadd"] * 3
+    assert all(store.subs[i]["status"] == "ranked" for i in ids)
+
+
+def test_unknown_problem_and_family_mismatch_are_errors_not_runs(board):
+    store, runner = board
+    sid = store.submit("no.such", vecadd())
+    mismatch = store.submit("t.matmul", vecadd())
+    store.subs[mismatch]["family"] = "vecadd"
+    store.queued[-1]["family"] = "vecadd"
+    run_all(store, runner)
+    assert store.subs[sid]["status"] == "error" and "unknown problem" in store.subs[sid]["finding"]
+    assert store.subs[mismatch]["status"] == "error" and "family" in store.subs[mismatch]["finding"]
+
+
+def test_problems_file_of_the_course_loads_and_refuses_what_is_the_runners(tmp_path):
+    course = load_problems(REPO / "notebooks" / "assignments" / "board-problems.json")
+    assert {p.split(".")[0] for p in course} == {"ps2", "ps3"}
+    for p in course.values():
+        assert p.sizes and p.seeds and p.references
+    for bad, says in [({"family": "nope", "sizes": ["--size 1"]}, "family"),
+                      ({"family": "vecadd", "sizes": []}, "sizes"),
+                      ({"family": "vecadd", "sizes": ["--size 9 --reps 1"]}, "--reps"),
+                      ({"family": "vecadd", "sizes": ["--size 9"], "flags": "--no-check"}, "--no-check"),
+                      ({"family": "vecadd", "sizes": ["--size 9"], "flags": CHECK_REPS_FLAG}, "--check-reps"),
+                      ({"family": "histo", "sizes": ["--size 9"], "bound": "flops"}, "bound"),
+                      ({"family": "vecadd", "sizes": ["--size 9"], "seeds": [-1]}, "seeds")]:
+        f = tmp_path / "p.json"
+        f.write_text(json.dumps({"x.y": bad}))
+        with pytest.raises(ProblemError, match=says):
+            load_problems(f)
+    assert submission_flags("--block 128 --grid 4 --define TILE=32") == "--block 128 --grid 4 --define TILE=32"
+    for bad in ("--for matmul", "--check false", "--block '1\n%device'", "--cpu-check off"):
+        with pytest.raises(ValueError):
+            submission_flags(bad)
+
+
+def test_results_land_in_the_real_store_ranked_failed_and_the_reference_ladder(tmp_path):
+    """Lane store's Store (SQLite): what the runner finishes is what the board reads."""
+    from cudalab_board.store import open_store
+    store = open_store(f"sqlite:///{tmp_path / 'board.db'}")
+    try:
+        runner = Runner(store, PROBLEMS, kernel_binary(), env={**os.environ, **CPU}, cache_dir=tmp_path / "cache")
+        good = store.enqueue_submission("t.vecadd", "alice", "mine", "vecadd", vecadd().replace("NAME", "sub_1"))
+        bad = store.enqueue_submission("t.vecadd", "bob", "lazy", "vecadd",
+                                       vecadd("if (n != 100003) return;\n    " + HONEST_ADD).replace("NAME", "sub_2"))
+        ids = [good[0], bad[0]]                   # (id, queue position)
+        while runner.run_next():
+            pass
+        assert store.get_submission(ids[0])["status"] == "ranked", store.get_submission(ids[0])
+        failed = store.get_submission(ids[1])
+        assert failed["status"] == "failed" and "CheckError" in failed["finding"], failed
+        data = store.board("t.vecadd")
+        assert [e["user"] for e in data.ranked] == ["alice"]
+        assert [f["user"] for f in data.failed] == ["bob"]
+        assert [r["variant"] for r in data.references] == ["builtin"] and data.run["backend"] == "cpu"
+    finally:
+        store.close()
