@@ -1,101 +1,151 @@
 """The class leaderboard's page (board/cudalab_board/static/) in headless Chromium, through a real
-JupyterHub running the board service as a managed service (/services/board/).
+JupyterHub running the board service (`python -m cudalab_board serve`) as a managed service at
+/services/board/, its runner timing submissions through the cudalab kernel under test (the CPU
+backend here; a GPU host may run the same test on its GPU).
 
 Once per module JupyterHub starts as tests/deploy/test_hub_live.py starts it (its proxy, the
-course's one shared password), with the groups `instructors` (prof) and `students` (the class),
-every user allowed to reach the board service (access:services!service=board), and the service
-itself. Chromium then logs in through the hub's login form, as a person does, first as the
-instructor and then as a student, and checks what each sees:
+course's one shared password), with the groups of cudalab_board/roles.py (an instructor, a class of
+students), every user allowed to reach the service, and the service over a SQLite board in the
+test's directory and a problems file of one small matmul. The students submit their kernels
+through the API with their own hub tokens, as %submit does, and wait for the runner's results.
+Chromium then logs in through the hub's login form, as a person does, first as the instructor and
+then as students, and checks what each sees against what the API answers each of them:
 
-  * the instructor: every entry with its student's name, ranks with ties marked (=2), the GPU and
-    the clock named, the chart (a dot per entry, a dashed line per reference of the ladder), the
-    failed submissions with their findings and lines, and the class view of the exercise (how many
-    kernels compile, pass, pass each lesson check; the histogram of their times; the most common
+  * the instructor: every ranked entry with its student's name, in the board's order, ties marked
+    (=K), the GPU and the clock named, the chart (a dot per entry, a dashed line per reference of
+    the ladder, in the order of their times), the failed submissions with their findings and lines,
+    and the class view of the exercise after 30 students' kernels posted their quick checks at once
+    (how many compile, pass, pass each lesson check; the histogram of their times; the most common
     findings with their lines);
-  * a student: their own row highlighted as "you", at most two anonymised neighbours each side
-    ("student K"), no other student's name anywhere in the page, their own failures only, and no
-    class view (neither its button nor through its address);
+  * a student: their own row highlighted as "you", anonymised neighbours ("student K"), no other
+    student's name anywhere in the page, their own failures only, and no class view (neither its
+    button nor through its address); a student with no ranked entry is told how to submit;
   * both: a new result arriving (an api/events message) updates the page without a reload (a mark
-    left in the page's window survives), and text a student wrote (a kernel named as markup, a
-    finding holding a script) shows as text and runs nothing.
+    left in the page's window survives), and text a student wrote (a finding holding a script)
+    shows as text and runs nothing.
 
 docs/screenshots/board.png and classview.png are the instructor's board and class view as this
-test leaves them (its run writes them; they are committed).
-
-The service here is tests/browser/board_standin.py (the API contract's read routes over data the
-test puts in) until the service lane's tornado app is on main. It skips, saying why, where
-chromium, chromedriver, Selenium, JupyterHub or configurable-http-proxy is missing.
+test leaves them (its run writes them; they are committed). It skips, saying why, where chromium,
+chromedriver, Selenium, JupyterHub or configurable-http-proxy is missing.
 """
 from __future__ import annotations
 
 import json
-import secrets
+import os
 import sys
 import time
+import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, free_tcp_ports, serving
+from conftest import REPO, free_tcp_ports, kernel_binary, serving
 from test_lab_browser import _by, browser, skip_if_missing  # noqa: F401 (a fixture)
 
 sys.path.insert(0, str(REPO / "tests" / "deploy"))
-from test_hub_live import Hub, _missing as hub_missing  # noqa: E402
+sys.path.insert(0, str(REPO / "board"))
+from test_hub_live import MARKER, Hub, _missing as hub_missing  # noqa: E402
+from cudalab_board import roles  # noqa: E402
 
-SERVICE = "board"
 INSTRUCTOR = "prof"
 STUDENT = "erin"
-CLASS = ["alice", "bob", "carol", "dave", "erin", "frank", "mallory", "gus"]
+NO_ENTRY = "gus"                     # only a failed submission
+CLASS = [f"s{k:02d}" for k in range(30)] + ["alice", "bob", "carol", "dave", STUDENT, NO_ENTRY, "heidi"]
 PROBLEM = "ps2.matmul"
 EXERCISE = "matmul"
 PAGE_TIMEOUT = 30           # seconds for the login, the page and its first fetches
-LIVE_TIMEOUT = 20           # seconds for an api/events message to show in the page (the stand-in's streams
-                            # end after 10 s idle: the test hub's proxy passes only whole responses)
+RUN_TIMEOUT = 240           # seconds for the runner to finish the students' submissions (2 busy cores)
+LIVE_TIMEOUT = 60           # seconds for a new submission's result, or a quick check, to show in the page
 SCREENSHOTS = REPO / "docs" / "screenshots"
-HOSTILE_NAME = '<img src=x onerror="window.__pwned=1">'
-HOSTILE_FINDING = "<script>window.__pwned=2</script> wrote out of bounds"
+HOSTILE_TEXT = "<script>window.__pwned=2</script><img src=x onerror=\"window.__pwned=1\">"
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = pytest.mark.timeout(600)
 
+# hidden sizes the CPU runner takes in seconds; no rate limit, so that a student may resubmit at once
 PROBLEMS = {PROBLEM: {"family": "matmul", "title": "Tiled matrix multiply", "exercise": EXERCISE,
-                      "sizes": ["--m 1000 --n 1100 --k 900"], "seeds": [1], "flags": "",
-                      "references": ["naive", "tiled", "fast", "cublas"], "bound": "flops",
-                      "rate_limit_s": 60}}
+                      "sizes": ["--m 67 --n 45 --k 33"], "seeds": [31], "flags": "",
+                      "references": ["naive", "tiled"], "bound": "flops", "rate_limit_s": 0}}
 
-REFERENCES = [{"variant": "naive", "median_ms": 4.1, "ci95_rel": 0.01},
-              {"variant": "tiled", "median_ms": 1.3, "ci95_rel": 0.01},
-              {"variant": "fast", "median_ms": 0.42, "ci95_rel": 0.02},
-              {"variant": "cublas", "median_ms": 0.21, "ci95_rel": 0.01}]
-
-
-def entry(rank, user, name, median_ms, tied=False):
-    return {"rank": rank, "tied": tied, "user": user, "you": False, "name": name, "median_ms": median_ms,
-            "ci95_rel": 0.03, "score": median_ms / REFERENCES[-1]["median_ms"],
-            "submitted_at": "2026-11-29T10:00:00Z"}
-
-
-def board(entries):
-    """The instructor's view of the board (the stand-in derives a student's)."""
-    return {"problem": PROBLEM, "title": PROBLEMS[PROBLEM]["title"], "gpu": "NVIDIA H200",
-            "clock_mhz": 1980, "run_at": "2026-11-29T10:05:00Z", "backend": "cuda",
-            "references": REFERENCES, "entries": entries, "queue": 3,
-            "failed": [{"user": "gus", "name": "tooquick", "line": None,
-                        "finding": "impossible: 0.0004 ms is below the FLOPs bound (0.0021 ms)"},
-                       {"user": STUDENT, "name": "erin_v0", "line": 17, "finding": HOSTILE_FINDING}]}
+TILED = """#define TILE {tile}
+__global__ void {name}(const float *A, const float *B, float *C, int M, int N, int K)
+{{
+    __shared__ float As[TILE][TILE], Bs[TILE][TILE];
+    int ty = threadIdx.y, tx = threadIdx.x, row = blockIdx.y * TILE + ty, col = blockIdx.x * TILE + tx;
+    float sum = 0.0f;
+    for (int p = 0; p < (K + TILE - 1) / TILE; p++) {{
+        As[ty][tx] = row < M && p * TILE + tx < K ? A[row * K + p * TILE + tx] : 0.0f;
+        Bs[ty][tx] = col < N && p * TILE + ty < K ? B[(p * TILE + ty) * N + col] : 0.0f;
+        __syncthreads();
+        {inner}for (int k = 0; k < TILE; k++) {{
+            sum += As[ty][k] * Bs[k][tx];{in_loop}
+        }}
+        __syncthreads();
+    }}
+    if (row < M && col < N)
+        C[row * N + col] = sum{wrong};
+}}
+"""
 
 
-ENTRIES = [entry(1, "alice", "tiled32", 0.25), entry(2, "bob", "regtile", 0.61, True),
-           entry(2, "carol", "tiled16", 0.63, True), entry(4, "dave", "tiled8", 1.2),
-           entry(5, STUDENT, "erin_v1", 2.0), entry(6, "frank", "naive2", 3.9),
-           entry(7, "mallory", HOSTILE_NAME, 4.4)]
+NAIVE = """__global__ void {name}(const float *A, const float *B, float *C, int M, int N, int K)
+{{
+    int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M && col < N) {{
+        float sum = 0.0f;
+        for (int k = 0; k < K; k++)
+            sum += A[row * K + k] * B[k * N + col];
+        C[row * N + col] = sum;
+    }}
+}}
+"""
 
-CLASS_VIEW = {"exercise": EXERCISE, "kernels": 30, "compiled": 28, "passed": 23,
-              "lesson": {"barrier_before_read": 25, "coalesced_loads": 19},
-              "times_ms": [0.3 + 0.1 * i for i in range(23)],
-              "findings": [{"text": "out-of-bounds write to C", "line": 17, "count": 2},
-                           {"text": "reads As before the barrier", "line": 11, "count": 5},
-                           {"text": HOSTILE_FINDING, "line": 3, "count": 1}]}
+
+def tiled(name: str, wrong: str = "", inner: str = "", in_loop: str = "") -> str:
+    """The lecture's tiled kernel (16 × 16 tiles, the family's launch); `wrong` is added to its
+    result, `inner` goes before its inner loop and `in_loop` into it (the same kernel, slower or not)."""
+    return TILED.format(name=name, tile=16, wrong=wrong, inner=inner, in_loop=in_loop)
+
+
+def naive(name: str) -> str:
+    return NAIVE.format(name=name)
+
+
+# who submits what before the page opens: (student, kernel name, source)
+# (the naive kernel fails the exercise's lesson check: it does not tile)
+SUBMISSIONS = [("alice", "tiled16", tiled("tiled16")), ("bob", "rowcol", naive("rowcol")),
+               ("carol", "unrolled", tiled("unrolled", inner="#pragma unroll\n        ")),
+               ("dave", "synced", tiled("synced", in_loop="\n            __syncthreads();")),
+               (STUDENT, "erin_v1", tiled("erin_v1")),
+               (NO_ENTRY, "offbyone", tiled("offbyone", wrong=" + (row == 5 ? 1.0f : 0.0f)"))]
+STATUSES = ["ranked", "failed", "ranked", "ranked", "ranked", "failed"]
+
+
+def quick_check(k: int) -> dict:
+    """Student k's kernel's quick-check summary, as a kernel posts it: 28 of 30 compile, 23 pass,
+    25 keep the barrier before the read, 5 share the most common finding."""
+    compiled, passed = k < 28, k < 23
+    findings = []
+    if 23 <= k < 28 or k < 2:
+        findings.append({"text": "reads As before the barrier", "line": 11})
+    if k == 29:
+        findings.append({"text": HOSTILE_TEXT, "line": 3})
+    return {"exercise": EXERCISE, "name": "mytiled", "compiled": compiled, "passed": passed,
+            "lesson": {"barrier_before_read": k < 25} if compiled else {},
+            "time_ms": 0.3 + 0.05 * k if passed else None, "findings": findings}
+
+
+def _http(method: str, url: str, token: str, body: dict | None = None) -> tuple[int, dict | None]:
+    req = urllib.request.Request(url, data=json.dumps(body).encode() if body is not None else None,
+                                 method=method, headers={"Authorization": f"token {token}",
+                                                         "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            status, raw = r.status, r.read()
+    except urllib.error.HTTPError as e:
+        status, raw = e.code, e.read()
+    return status, json.loads(raw) if raw else None
 
 
 class BoardHub(Hub):
@@ -104,34 +154,72 @@ class BoardHub(Hub):
     def __init__(self, root: Path):
         super().__init__(root)
         self.service_port = free_tcp_ports(1)[0]
-        self.secret = secrets.token_hex(16)
         self.problems = root / "board-problems.json"
         self.problems.write_text(json.dumps(PROBLEMS))
+        self.tokens: dict[str, str] = {}
 
     def settings(self) -> dict[str, object]:
         settings = super().settings()
         settings["JupyterHub.services"] = settings["JupyterHub.services"] + [{
-            "name": SERVICE, "url": f"http://127.0.0.1:{self.service_port}", "oauth_no_confirm": True,
-            "command": [sys.executable, str(REPO / "tests" / "browser" / "board_standin.py"),
-                        str(self.problems)],
-            "environment": {"BOARD_STANDIN_SECRET": self.secret},
+            "name": roles.SERVICE_NAME, "url": f"http://127.0.0.1:{self.service_port}",
+            "oauth_no_confirm": True,
+            "command": [sys.executable, "-m", "cudalab_board", "serve",
+                        "--db", f"sqlite:///{self.root / 'board.sqlite'}", "--problems", str(self.problems),
+                        "--port", str(self.service_port), "--class-view"],
+            "cwd": str(self.root),
+            "environment": {"PYTHONPATH": str(REPO / "board"),
+                            "CUDALAB_BIN": str(kernel_binary().resolve()),
+                            "CUDALAB_BACKEND": os.environ.get("CUDALAB_BACKEND", "cpu"),
+                            "HOME": str(self.root),
+                            MARKER: self.marker},   # the service, its runner and kernels: stopped with the hub
         }]
-        settings["JupyterHub.load_groups"] = {"instructors": {"users": [INSTRUCTOR]},
-                                              "students": {"users": CLASS}}
-        settings["JupyterHub.load_roles"] = settings["JupyterHub.load_roles"] + [{
-            "name": "user", "scopes": ["self", f"access:services!service={SERVICE}"]}]
+        settings["JupyterHub.load_groups"] = {roles.INSTRUCTORS: {"users": [INSTRUCTOR]},
+                                              roles.STUDENTS: {"users": CLASS}}
+        # the test's service also hands each user a token of their own, as their server has one
+        test_role = {**settings["JupyterHub.load_roles"][0]}
+        test_role["scopes"] = test_role["scopes"] + ["tokens"]
+        settings["JupyterHub.load_roles"] = [test_role, *settings["JupyterHub.load_roles"][1:],
+                                             {"name": "user", "scopes": ["self", roles.ACCESS_SCOPE]}]
         return settings
 
     @property
     def board_url(self) -> str:
-        return f"{self.url}/services/{SERVICE}/"
+        return f"{self.url}/services/{roles.SERVICE_NAME}/"
 
-    def put(self, what: str, body: dict) -> None:
-        """Puts a board or a class view into the stand-in (it announces it on api/events)."""
-        req = urllib.request.Request(f"{self.board_url}test/{what}", data=json.dumps(body).encode(),
-                                     method="PUT", headers={"X-Standin-Secret": self.secret})
-        with urllib.request.urlopen(req, timeout=10) as r:
-            assert r.status == 204
+    def user_token(self, user: str) -> str:
+        """The user's own hub token (what JUPYTERHUB_API_TOKEN holds in their server)."""
+        if user not in self.tokens:
+            status, body = self.api("POST", f"/users/{user}/tokens", {"note": "board browser test",
+                                                                    "expires_in": 3600})
+            assert status == 201, body
+            self.tokens[user] = body["token"]
+        return self.tokens[user]
+
+    def call(self, user: str, method: str, path: str, body: dict | None = None) -> tuple[int, dict | None]:
+        """The board's API as `user`."""
+        return _http(method, self.board_url + path, self.user_token(user), body)
+
+    def submit(self, user: str, name: str, source: str) -> int:
+        status, body = self.call(user, "POST", "api/submissions",
+                                 {"problem": PROBLEM, "name": name, "family": "matmul", "source": source,
+                                  "flags": ""})
+        assert status == 201, body
+        return body["id"]
+
+    def wait_done(self, user: str, ids: list[int]) -> list[dict]:
+        deadline = time.monotonic() + RUN_TIMEOUT
+        while True:
+            subs = [self.call(user, "GET", f"api/submissions/{i}")[1] for i in ids]
+            if all(s["status"] not in ("queued", "running") for s in subs):
+                return subs
+            if time.monotonic() > deadline:
+                pytest.fail(f"submissions not run within {RUN_TIMEOUT} s: {subs}\n{self.log_text()}")
+            time.sleep(1)
+
+    def board(self, user: str) -> dict:
+        status, body = self.call(user, "GET", f"api/boards/{PROBLEM}")
+        assert status == 200, body
+        return body
 
 
 @pytest.fixture(scope="module")
@@ -141,8 +229,13 @@ def hub(tmp_path_factory: pytest.TempPathFactory):
     if why:
         pytest.skip(f"board browser test skipped: {why}")
     with serving(BoardHub(tmp_path_factory.mktemp("hub"))) as server:
-        server.put(f"boards/{PROBLEM}", board(ENTRIES))
-        server.put(f"classview/{EXERCISE}", CLASS_VIEW)
+        for user in CLASS + [INSTRUCTOR]:
+            status, body = server.api("POST", f"/users/{user}")
+            assert status in (201, 409), body
+        ids = [server.submit(user, name, source) for user, name, source in SUBMISSIONS]
+        subs = server.wait_done(INSTRUCTOR, ids)
+        assert [s["status"] for s in subs] == STATUSES, \
+            [(s["status"], s["finding"]) for s in subs]
         yield server
 
 
@@ -171,10 +264,11 @@ class BoardPage:
         return self.driver.find_element(_by().TAG_NAME, "body").text
 
     def log_in(self, user: str, entries: bool = True) -> None:
-        """Through the hub's login form, as a person does; lands on the board's page."""
+        """Through the hub's login form, as a person does, in a browser of their own (no cookie of
+        the last user's); lands on the board's page and waits until it follows api/events."""
         By = _by()
-        self.driver.execute_cdp_cmd("Network.clearBrowserCookies", {})   # as a browser of their own
-        self.driver.get(f"{self.hub.url}/hub/login?next=/services/{SERVICE}/")
+        self.driver.execute_cdp_cmd("Network.clearBrowserCookies", {})
+        self.driver.get(f"{self.hub.url}/hub/login?next=/services/{roles.SERVICE_NAME}/")
         self.wait(lambda d: d.find_elements(By.ID, "username_input"), PAGE_TIMEOUT, "the hub's login form")
         self.driver.find_element(By.ID, "username_input").send_keys(user)
         self.driver.find_element(By.ID, "password_input").send_keys(self.hub.password)
@@ -183,7 +277,7 @@ class BoardPage:
         self.wait(lambda d: d.current_url.startswith(self.hub.board_url) and d.find_elements(By.CSS_SELECTOR, shown),
                   PAGE_TIMEOUT, f"the board's page with its {'entries' if entries else 'empty table'}, logged in as {user}")
         self.driver.execute_script("window.__loaded_once = true;")   # a reload would lose it
-        self.wait(lambda d: "live" == d.find_element(By.ID, "live").text, PAGE_TIMEOUT,
+        self.wait(lambda d: d.find_element(By.ID, "live").text == "live", PAGE_TIMEOUT,
                   "the page to follow api/events")
 
     def rows(self, table: str = "entries") -> list[dict[str, str]]:
@@ -216,105 +310,115 @@ def page(hub: BoardHub, browser) -> BoardPage:  # noqa: F811 (the fixture import
     return BoardPage(browser, hub)
 
 
+def shown(board: dict) -> list[tuple[str, str, str, str]]:
+    """What the table shows of the API's entries: (rank, student, kernel, median ms)."""
+    def ms(v):
+        return f"{v:.0f}" if v >= 100 else f"{v:.1f}" if v >= 10 else f"{v:.2f}" if v >= 1 else f"{v:.3g}"
+    return [(f"={e['rank']}" if e["tied"] else str(e["rank"]), e["user"], e["name"], ms(e["median_ms"]))
+            for e in board["entries"]]
+
+
+def table(page: BoardPage) -> list[tuple[str, str, str, str]]:
+    return [(r["rank"], r["student"].removesuffix(" (you)"), r["kernel"], r["median ms"]) for r in page.rows()]
+
+
 def test_instructor_sees_every_name_the_ties_the_gpu_the_chart_and_the_failures(page: BoardPage):
     By = _by()
     page.log_in(INSTRUCTOR)
-    rows = page.rows()
-    assert [(r["rank"], r["student"], r["kernel"]) for r in rows] == \
-        [("1", "alice", "tiled32"), ("=2", "bob", "regtile"), ("=2", "carol", "tiled16"),
-         ("4", "dave", "tiled8"), ("5", STUDENT, "erin_v1"), ("6", "frank", "naive2"),
-         ("7", "mallory", HOSTILE_NAME)], rows
-    assert [r["_class"] for r in rows].count("tied") == 2
-    assert not any("you" in r["_class"].split() for r in rows), "the instructor has no row of their own"
-    assert rows[0]["median ms"] == "0.250" and rows[0]["±95%"] == "±3.0%" and rows[0]["score"] == "1.19×", rows[0]
+    picker = [o.get_attribute("value") for o in page.driver.find_elements(By.CSS_SELECTOR, "#problem option")]
+    assert picker == list(PROBLEMS), picker
+    board = page.hub.board(INSTRUCTOR)
+    assert {e["user"] for e in board["entries"]} == {"alice", "carol", "dave", STUDENT}
+    assert table(page) == shown(board)
+    assert [r["_class"].split().count("tied") for r in page.rows()] == [int(e["tied"]) for e in board["entries"]]
     run = page.driver.find_element(By.ID, "board-run").text
-    assert "NVIDIA H200" in run and "1980 MHz" in run and "cuda" in run, run
-    assert "3 submissions waiting" in page.driver.find_element(By.ID, "board-queue").text
+    assert board["gpu"] and board["gpu"] in run and board["backend"] in run, (run, board)
+    assert (f"clock {board['clock_mhz']} MHz" if board["clock_mhz"] else "clock unknown") in run, run
 
     chart = page.driver.find_element(By.CSS_SELECTOR, "#chart svg")
-    dots = chart.find_elements(By.CSS_SELECTOR, "g.entry circle")
-    assert len(dots) == len(ENTRIES)
-    refs = {g.get_attribute("data-variant"): g for g in chart.find_elements(By.CSS_SELECTOR, "g.ref")}
-    assert list(refs) == [r["variant"] for r in REFERENCES]
-    # a log axis: the references' lines fall in their order, cuBLAS leftmost, naive rightmost
-    xs = [float(refs[r["variant"]].find_element(By.TAG_NAME, "line").get_attribute("x1")) for r in REFERENCES]
-    assert xs == sorted(xs, reverse=True), xs
-    alice = float(chart.find_element(By.CSS_SELECTOR, "g.entry[data-user='alice'] circle").get_attribute("cx"))
-    assert xs[3] < alice < xs[2], "alice's 0.25 ms lies between cuBLAS's 0.21 and fast's 0.42"
+    assert len(chart.find_elements(By.CSS_SELECTOR, "g.entry circle")) == len(board["entries"])
+    refs = {g.get_attribute("data-variant"): float(g.find_element(By.TAG_NAME, "line").get_attribute("x1"))
+            for g in chart.find_elements(By.CSS_SELECTOR, "g.ref")}
+    assert set(refs) == {r["variant"] for r in board["references"]} == {"naive", "tiled"}
+    by_time = sorted(board["references"], key=lambda r: r["median_ms"])
+    assert [refs[r["variant"]] for r in by_time] == sorted(refs.values()), "a slower reference lies further right"
 
     failed = page.rows("failed")
-    assert [(f["student"], f["kernel"], f["line"]) for f in failed] == \
-        [("gus", "tooquick", ""), (STUDENT, "erin_v0", "17")], failed
-    assert failed[0]["finding"].startswith("impossible:") and failed[1]["finding"] == HOSTILE_FINDING
+    assert sorted((f["student"], f["kernel"]) for f in failed) == [("bob", "rowcol"), (NO_ENTRY, "offbyone")]
+    assert [(f["student"], f["kernel"], f["finding"], f["line"]) for f in failed] == \
+        [(f["user"], f["name"], f["finding"], "" if f["line"] is None else str(f["line"])) for f in board["failed"]]
+    assert all(f["finding"] for f in failed)
     page.not_reloaded_and_nothing_ran()
 
 
 def test_a_new_result_reaches_the_instructors_board_without_a_reload(page: BoardPage):
-    page.hub.put(f"boards/{PROBLEM}", board([entry(1, "heidi", "wmma", 0.22)] +
-                                            [{**e, "rank": e["rank"] + 1} for e in ENTRIES]))
-    page.wait(lambda d: page.rows() and page.rows()[0]["student"] == "heidi", LIVE_TIMEOUT,
-              "heidi's new result at the top of the board")
-    assert len(page.rows()) == len(ENTRIES) + 1
+    sid = page.hub.submit("heidi", "heidi16", tiled("heidi16"))
+    page.wait(lambda d: any(r["student"] == "heidi" for r in page.rows()), LIVE_TIMEOUT,
+              "heidi's new result on the board")
+    assert page.hub.wait_done(INSTRUCTOR, [sid])[0]["status"] == "ranked"
+    page.wait(lambda d: table(page) == shown(page.hub.board(INSTRUCTOR)), LIVE_TIMEOUT,
+              "the board to show what the API answers")
     page.not_reloaded_and_nothing_ran()
     page.screenshot("board")
 
 
-def test_instructor_class_view_counts_times_and_common_findings_live(page: BoardPage):
+def test_instructor_class_view_of_30_kernels_reporting_at_once_live(page: BoardPage):
     By = _by()
     page.driver.find_element(By.ID, "show-class").click()
     page.wait(lambda d: d.find_elements(By.CSS_SELECTOR, "#class-counts tbody tr"), PAGE_TIMEOUT, "the class view")
     assert "#class=matmul" in page.driver.current_url
-    counts = {tr.get_attribute("data-check"): tr.find_elements(By.TAG_NAME, "td")[1].text
-              for tr in page.driver.find_elements(By.CSS_SELECTOR, "#class-counts tbody tr")}
-    assert counts == {"reported": "30", "compile": "28 of 30", "pass": "23 of 30",
-                      "lesson check: barrier_before_read": "25 of 30",
-                      "lesson check: coalesced_loads": "19 of 30"}, counts
-    bins = page.driver.find_elements(By.CSS_SELECTOR, "#class-times svg rect.bin")
-    assert sum(int(b.get_attribute("data-count")) for b in bins) == len(CLASS_VIEW["times_ms"])
-    findings = [li.text for li in page.driver.find_elements(By.CSS_SELECTOR, "#class-findings li")]
-    assert findings == ["5 kernels reads As before the barrier at line 11",
-                        "2 kernels out-of-bounds write to C at line 17",
-                        f"1 kernel {HOSTILE_FINDING} at line 3"], findings
+    students = [f"s{k:02d}" for k in range(30)]
+    with ThreadPoolExecutor(len(students)) as pool:
+        answers = list(pool.map(lambda k: page.hub.call(students[k], "POST", "api/quickchecks", quick_check(k)),
+                                range(30)))
+    assert [status for status, _ in answers] == [204] * 30, answers
 
-    page.hub.put(f"classview/{EXERCISE}", {**CLASS_VIEW, "kernels": 31, "compiled": 29,
-                                           "findings": [{**CLASS_VIEW["findings"][1], "count": 6}]})
-    page.wait(lambda d: "29 of 31" in d.find_element(By.CSS_SELECTOR, "#class-counts tr[data-check='compile']").text,
-              LIVE_TIMEOUT, "the class view to show the 31st kernel")
-    assert page.driver.find_element(By.ID, "class-findings").text == "6 kernels reads As before the barrier at line 11"
+    def counts(d):
+        """{check: "n of N"} as the class view's table shows it, read in one go (see rows())."""
+        return d.execute_script("""
+            return Object.fromEntries([...document.querySelectorAll("#class-counts tbody tr")].map(
+              (tr) => [tr.dataset.check, tr.querySelectorAll("td")[1].innerText.trim()]));""")
+    want = {"reported": "30", "compile": "28 of 30", "pass": "23 of 30",
+            "lesson check: barrier_before_read": "25 of 30"}
+    page.wait(lambda d: counts(d) == want, LIVE_TIMEOUT, f"the class view to show {want}")
+    bins = page.driver.find_elements(By.CSS_SELECTOR, "#class-times svg rect.bin")
+    assert sum(int(b.get_attribute("data-count")) for b in bins) == 23
+    findings = [li.text for li in page.driver.find_elements(By.CSS_SELECTOR, "#class-findings li")]
+    assert findings == ["7 kernels reads As before the barrier at line 11",
+                        f"1 kernel {HOSTILE_TEXT} at line 3"], findings
     page.not_reloaded_and_nothing_ran()
-    page.hub.put(f"classview/{EXERCISE}", CLASS_VIEW)
-    page.wait(lambda d: "28 of 30" in d.find_element(By.CSS_SELECTOR, "#class-counts tr[data-check='compile']").text,
-              LIVE_TIMEOUT, "the class view back at 30 kernels")
     page.screenshot("classview")
+
+    # a 31st kernel, and the one with the hostile finding fixes it: the view follows
+    assert page.hub.call("heidi", "POST", "api/quickchecks", quick_check(0))[0] == 204
+    assert page.hub.call("s29", "POST", "api/quickchecks", quick_check(5))[0] == 204
+    page.wait(lambda d: counts(d)["compile"] == "30 of 31", LIVE_TIMEOUT, "the 31st kernel in the class view")
+    assert page.driver.find_element(By.ID, "class-findings").text == "8 kernels reads As before the barrier at line 11"
+    page.not_reloaded_and_nothing_ran()
 
 
 def test_student_sees_their_own_rank_and_anonymised_neighbours_only(page: BoardPage):
     By = _by()
-    page.hub.put(f"boards/{PROBLEM}", board(ENTRIES))
     page.log_in(STUDENT)
-    rows = page.rows()
-    assert [(r["rank"], r["student"]) for r in rows] == \
-        [("=2", rows[0]["student"]), ("4", rows[1]["student"]), ("5", "you"), ("6", rows[3]["student"]),
-         ("7", rows[4]["student"])], rows
-    assert [r["_class"].split().count("you") for r in rows] == [0, 0, 1, 0, 0]
-    others = [r["student"] for r in rows if r["student"] != "you"]
-    assert all(o.startswith("student ") for o in others) and len(set(others)) == 4, others
+    board = page.hub.board(STUDENT)
+    assert table(page) == shown(board)
+    assert [r["_class"].split().count("you") for r in page.rows()] == [int(e["you"]) for e in board["entries"]]
+    assert sum(e["you"] for e in board["entries"]) == 1
+    others = [r["student"] for r in page.rows() if r["student"] != "you"]
+    assert others and all(o.startswith("student ") for o in others), others
     text = page.text()
-    for name in CLASS + [INSTRUCTOR]:
-        if name != STUDENT:
-            assert name not in text, f"another student's name {name!r} is in the student's page"
-    assert [f["kernel"] for f in page.rows("failed")] == ["erin_v0"], "only their own failures"
+    for name in set(CLASS + [INSTRUCTOR]) - {STUDENT}:
+        assert f" {name} " not in f" {text} ".replace("\n", " "), f"another user's name {name!r} is in the student's page"
     assert not page.driver.find_element(By.ID, "show-class").is_displayed()
+    assert page.rows("failed") == []
     page.not_reloaded_and_nothing_ran()
 
-    # their next submission ranks, and their page follows
-    improved = [e for e in ENTRIES if e["user"] != STUDENT]
-    improved.insert(1, entry(2, STUDENT, "erin_v2", 0.5))
-    improved = [{**e, "rank": i + 1} for i, e in enumerate(improved)]
-    page.hub.put(f"boards/{PROBLEM}", board(improved))
-    page.wait(lambda d: any(r["student"] == "you" and r["rank"] == "2" for r in page.rows()), LIVE_TIMEOUT,
-              "the student's new rank")
-    assert [r["kernel"] for r in page.rows() if r["student"] == "you"] == ["erin_v2"]
+    # their next submission fails, and their page shows it as theirs
+    sid = page.hub.submit(STUDENT, "erin_v2", tiled("erin_v2", wrong=" * 2.0f"))
+    page.wait(lambda d: [f["kernel"] for f in page.rows("failed")] == ["erin_v2"], LIVE_TIMEOUT,
+              "the student's failed submission on their page")
+    assert page.hub.wait_done(STUDENT, [sid])[0]["status"] == "failed"
+    assert page.rows("failed")[0]["student"] == "you"
     page.not_reloaded_and_nothing_ran()
 
 
@@ -328,9 +432,7 @@ def test_student_cannot_open_the_class_view_by_its_address(page: BoardPage):
 
 
 def test_student_with_no_ranked_entry_is_told_how_to_submit_and_sees_their_failure(page: BoardPage):
-    page.log_in("gus", entries=False)
+    page.log_in(NO_ENTRY, entries=False)
     assert page.rows() == []
     assert f"%submit NAME --to {PROBLEM}" in page.driver.find_element(_by().ID, "entries").text
-    failed = page.rows("failed")
-    assert [(f["student"], f["kernel"]) for f in failed] == [("you", "tooquick")], failed
-    assert failed[0]["finding"].startswith("impossible:")
+    assert [(f["student"], f["kernel"]) for f in page.rows("failed")] == [("you", "offbyone")]
