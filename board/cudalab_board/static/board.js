@@ -382,31 +382,11 @@ function follow() {
 
 /* ------------------------------------------------------------------ start */
 
-/* Who is looking and what there is to show: api/problems ({user, instructor, class_view,
-   problems: [{problem, title, exercise}]}). A service without that route still serves the page
-   for the problem or exercise its address names (#board=P, #class=E); the class view answering
-   is what makes an instructor then. */
-async function whoAndWhat() {
-  try {
-    return await getJSON("api/problems");
-  } catch (err) {
-    if (err.status !== 404) throw err;
-  }
-  const named = { problems: [], instructor: false, class_view: false, user: null };
-  const m = /^#class=(.+)$/.exec(location.hash);
-  if (m) {
-    try {
-      await getJSON(`api/classview/${encodeURIComponent(decodeURIComponent(m[1]))}`);
-      named.instructor = named.class_view = true;
-    } catch { /* a student, or the class view is off: the board only */ }
-  }
-  return named;
-}
-
 async function start() {
   let meta;
   try {
-    meta = await whoAndWhat();
+    // who is looking and what there is to show: {user, instructor, class_view, problems: [{problem, title, exercise}]}
+    meta = await getJSON("api/problems");
   } catch (err) {
     showError(`Could not reach the board service: ${err.message}`);
     return;
