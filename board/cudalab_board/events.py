@@ -1,6 +1,6 @@
 """events.py — server-sent events: the page learns that a board or a class view changed.
 
-`GET api/events` holds the response open and writes `event: board` / `data: {"problem": P}` and
+`GET api/events` holds the response open (for STREAM_S, then the browser opens the next) and writes `event: board` / `data: {"problem": P}` and
 `event: classview` / `data: {"exercise": E}` whenever either changes; the page then re-fetches
 the route it shows (no data of the board travels in an event, so an event can never show a
 student more than their own fetch would). Class-view events go to instructors only.
@@ -23,7 +23,12 @@ from .auth import AuthenticatedHandler
 BOARD = "board"
 CLASSVIEW = "classview"
 KEY_OF = {BOARD: "problem", CLASSVIEW: "exercise"}
-KEEPALIVE_S = 15.0        # a comment line this often keeps proxies from closing an idle stream
+# A stream ends this long after it opened, and the page's EventSource opens the next one after
+# RECONNECT_MS (and re-fetches what it shows, for what changed in between): a proxy that passes only
+# whole responses (the Python port of configurable-http-proxy, whose request timeout is 20 s) still
+# delivers each stream's events, and no proxy's idle timeout ever cuts one (no keepalive needed).
+STREAM_S = 15.0
+RECONNECT_MS = 500
 
 
 class Subscriber:
@@ -121,14 +126,16 @@ class EventsHandler(AuthenticatedHandler):
         subscriber = self.subscriber = Subscriber(user.instructor)
         events: Events = self.board.events
         events.subscribers.add(subscriber)
+        loop = asyncio.get_running_loop()
+        ends = loop.time() + STREAM_S
         try:
-            self.write(": connected\n\n")
+            self.write(f"retry: {RECONNECT_MS}\n: connected\n\n")
             await self.flush()
-            while True:
+            while loop.time() < ends:
                 try:
-                    await asyncio.wait_for(subscriber.wake.wait(), KEEPALIVE_S)
+                    await asyncio.wait_for(subscriber.wake.wait(), ends - loop.time())
                 except asyncio.TimeoutError:
-                    self.write(": keepalive\n\n")
+                    break
                 for event, key in subscriber.take():
                     self.write(f"event: {event}\ndata: {json.dumps({KEY_OF[event]: key})}\n\n")
                 await self.flush()

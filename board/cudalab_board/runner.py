@@ -189,6 +189,18 @@ def clock_mhz(run: dict) -> int | None:
 
 # ---------------------------------------------------------------- one submission's turn
 
+def as_run_name(source: str, name: str | None, kernel: str) -> str:
+    """The submitted source with its __global__ function NAME (the name %submit sends, which the
+    student's cell used) declared as `kernel`, the name the turn's cell runs (--name sub_<id>, which
+    no student's name or built-in variant can clash with). Only the declaration is renamed, on its
+    own line, so the finding's line numbers are the student's; a source already declaring `kernel`
+    passes unchanged."""
+    if not name:
+        return source
+    declaration = re.compile(r"(__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+)" + re.escape(name) + r"\b")
+    return declaration.sub(lambda m: m.group(1) + kernel, source, count=1)
+
+
 class Turn:
     """One submission through one kernel: run() gives its Outcome."""
 
@@ -212,7 +224,7 @@ class Turn:
             return self.failed(str(e))
         head = " ".join(p for p in ("%%kernel", f"--for {self.problem.family}", self.problem.kernel_cell_flags(),
                                     f"--name {self.kernel}", flags) if p)
-        content, doc = self.session.run(f"{head}\n{self.sub['source']}")
+        content, doc = self.session.run(f"{head}\n{as_run_name(self.sub['source'], self.sub.get('name'), self.kernel)}")
         if content["status"] != "ok":
             return self.failed(*error_finding("the kernel's build and quick check", content))
         lessons = failed_lessons(doc)

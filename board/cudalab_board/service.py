@@ -3,6 +3,7 @@
 Routes (relative to the service's prefix, /services/board/ under JupyterHub):
   POST api/submissions          queue a student's kernel for a timed run (token only, rate-limited)
   GET  api/submissions/ID       one submission: its owner's, or any for an instructor (else 404)
+  GET  api/problems             who is asking (name, instructor or not), the class view's switch, the problems
   GET  api/boards/PROBLEM       the board: references, ranked entries, failures, queue length
   POST api/quickchecks          a kernel's quick-check summary (token only; 403 with the class view off)
   GET  api/classview/EXERCISE   the class's latest quick checks, aggregated (instructors only)
@@ -129,6 +130,16 @@ class SubmissionHandler(ApiHandler):
                    ("id", "problem", "user", "name", "status", "position", "finding", "result")})
 
 
+class ProblemsHandler(ApiHandler):
+    """GET api/problems: who is asking and what this board holds (the page's picker and views)."""
+
+    def get(self) -> None:
+        user = self.require_user()
+        self.send({"user": user.name, "instructor": user.instructor, "class_view": self.board.class_view,
+                   "problems": [{"problem": pid, "title": p.title, "exercise": p.exercise}
+                                for pid, p in self.board.problems.items()]})
+
+
 class BoardHandler(ApiHandler):
     def get(self, problem_id: str) -> None:
         user = self.require_user()
@@ -235,6 +246,7 @@ def make_app(board: Board, prefix: str | None = None) -> web.Application:
     routes = [
         (prefix + r"api/submissions", SubmissionsHandler, args),
         (prefix + r"api/submissions/([0-9]+)", SubmissionHandler, args),
+        (prefix + r"api/problems", ProblemsHandler, args),
         (prefix + r"api/boards/([^/]+)", BoardHandler, args),
         (prefix + r"api/quickchecks", QuickChecksHandler, args),
         (prefix + r"api/classview/([^/]+)", ClassViewHandler, args),

@@ -112,6 +112,7 @@ class Hub:
         self.public_port, self.hub_port, self.proxy_api_port = free_tcp_ports(3)
         self.url = f"http://127.0.0.1:{self.public_port}"          # the proxy, as students reach it
         self.token = secrets.token_hex(32)                          # the test service's admin token
+        self.password = secrets.token_hex(8)                        # the course's one password
         self.marker = uuid.uuid4().hex
         self.admission = root / "admission"
         self.log_path = root / "jupyterhub.log"
@@ -139,7 +140,8 @@ class Hub:
                 "JUPYTER_PLATFORM_DIRS": "1",
                 MARKER: self.marker}
 
-    def write_config(self) -> Path:
+    def settings(self) -> dict[str, object]:
+        """The hub's configuration, c.NAME = value (a test of more of the course adds to it)."""
         args = ["--ServerApp.log_level=INFO"]
         if os.getuid() == 0:
             args.append("--allow-root")                # jupyter_server refuses root without it
@@ -151,7 +153,7 @@ class Hub:
             "JupyterHub.pid_file": str(self.root / "jupyterhub.pid"),
             # a course's one password, given out in the first lecture: whoever has it may log in
             "JupyterHub.authenticator_class": "shared-password",
-            "SharedPasswordAuthenticator.user_password": secrets.token_hex(8),
+            "SharedPasswordAuthenticator.user_password": self.password,
             "Authenticator.allow_all": True,
             "JupyterHub.spawner_class": "jupyterhub.spawner.SimpleLocalProcessSpawner",
             "SimpleLocalProcessSpawner.home_dir_template": str(self.root / "home" / "{username}"),
@@ -172,6 +174,10 @@ class Hub:
                 "services": ["cudalab-test"],
             }],
         }
+        return settings
+
+    def write_config(self) -> Path:
+        settings = self.settings()
         path = self.root / "jupyterhub_config.py"
         path.write_text('"""A test hub for tests/deploy/test_hub_live.py."""\nc = get_config()  # noqa: F821\n' +
                         "".join(f"c.{k} = {v!r}\n" for k, v in settings.items()))
