@@ -350,7 +350,10 @@ class Runner:
         if sub is None:
             return False
         outcome = self.run_submission(sub)
-        self.store.finish_submission(sub["id"], outcome.status, outcome.result, finding=outcome.finding,
+        finding = outcome.finding
+        if finding and sub.get("name"):     # the kernel as its student named it, not the turn's sub_<id>
+            finding = re.sub(rf"\bsub_{int(sub['id'])}\b", sub["name"], finding)
+        self.store.finish_submission(sub["id"], outcome.status, outcome.result, finding=finding,
                                      line=outcome.line)
         if self.on_change:
             self.on_change(sub["problem"])

@@ -60,7 +60,7 @@ def test_tiled_matmul_under_two_seeds_is_ranked_with_a_flops_bound(board):
 def test_build_errors_quick_checks_and_lessons_fail_with_their_finding_and_line(board):
     store, runner = board
     broken = store.submit("t.vecadd", vecadd("if (i < n) C[i] = A[i] + B[i]  // no semicolon"))
-    wrong = store.submit("t.vecadd", vecadd("if (i < n) C[i] = A[i] - B[i];"))
+    wrong = store.submit("t.vecadd", vecadd("if (i < n) C[i] = A[i] - B[i];"), name="myadd")
     naive = store.submit("t.matmul", TILED_MATMUL.replace("As[ty][k] * Bs[k][tx]",
                                                           "A[row * K + p * TILE + k] * B[(p * TILE + k) * N + col]")
                          .replace("for (int k = 0; k < TILE; k++)", "for (int k = 0; k < TILE && p * TILE + k < K && row < M && col < N; k++)"))
@@ -70,6 +70,7 @@ def test_build_errors_quick_checks_and_lessons_fail_with_their_finding_and_line(
     assert s[broken]["status"] == "failed" and "CompileError" in s[broken]["finding"], s[broken]
     assert s[broken]["line"] == 6, s[broken]      # the closing brace after the missing semicolon (%%kernel is line 1)
     assert s[wrong]["status"] == "failed" and "CheckError" in s[wrong]["finding"], s[wrong]
+    assert "sub_" not in s[wrong]["finding"] and "myadd" in s[wrong]["finding"], s[wrong]   # the student's name
     assert s[naive]["status"] == "failed", s[naive]
     assert s[naive]["finding"].startswith("lesson check "), s[naive]
     assert s[bad_flags]["status"] == "failed" and "--name" in s[bad_flags]["finding"]
