@@ -78,11 +78,33 @@ def kernel_binary() -> Path:
 
 # ---------------------------------------------------------------- pytest configuration
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "serial: the test bounds a wall-clock time (a heartbeat stall) that other tests "
+        "running beside it on a 2-core machine would exceed; make test runs these after the parallel "
+        "part, one at a time (-m serial)")
+
+
+def _module_scoped_here(item: pytest.Item) -> bool:
+    """Whether the test uses a fixture of its own module that is built once for more than one test
+    (module or session scope: a graded course, a live hub, a built wheel)."""
+    module = item.nodeid.split("::")[0]
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    return any(d.scope != "function" and d.baseid == module for ds in defs.values() for d in ds)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A hang must fail, not block: every test gets a timeout unless it names its own."""
+    """A hang must fail, not block: every test gets a timeout unless it names its own.
+
+    make test spreads the suite over pytest-xdist workers with --dist loadgroup (tests one by one,
+    except a group's, which share one worker): the tests of a module with a module- or session-scoped
+    fixture of its own form a group, so that fixture is built once, not once per worker."""
+    xdist = config.pluginmanager.hasplugin("xdist")        # (which knows the xdist_group mark)
     for item in items:
         if item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(TEST_TIMEOUT))
+        if xdist and item.get_closest_marker("xdist_group") is None and _module_scoped_here(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 # ---------------------------------------------------------------- environment
@@ -144,6 +166,11 @@ def jupyter_env(tmp_path_factory: pytest.TempPathFactory):
         mp.setenv("JUPYTER_CONFIG_DIR", str(root / "config"))   # no user config in the way
         mp.setenv("JUPYTER_PLATFORM_DIRS", "1")                  # silences a jupyter_core warning
         mp.delenv("CUDALAB_DEBUG", raising=False)                # tests count log lines
+        # this session's own admission directory (the kernel makes it, mode 0700): make test runs the
+        # suite in several pytest workers (xdist) at once, and a timed run in one worker's kernel must
+        # not make another worker's cell wait for its turn (a wait line, waited_ms > 0). Tests of
+        # admission itself set their own.
+        mp.setenv("CUDALAB_ADMISSION_DIR", str(root / "admission"))
         yield {"root": root, "data": data, "spec_dir": spec_dir, "binary": binary}
 
 
