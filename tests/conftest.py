@@ -80,7 +80,7 @@ def kernel_binary() -> Path:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "serial: the test bounds a wall-clock time (a heartbeat stall) that other tests "
+        "markers", "serial: the test bounds a wall-clock time (a heartbeat stall, a wait for a turn) that tests "
         "running beside it on a 2-core machine would exceed; make test runs these after the parallel "
         "part, one at a time (-m serial)")
 
