@@ -402,10 +402,7 @@ def main() -> int:
     (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1))
     env = {**os.environ, "JUPYTER_PATH": str(data), "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
            "JUPYTER_CONFIG_DIR": str(tmp / "config"), "JUPYTER_PLATFORM_DIRS": "1",
-           "CUDALAB_TESTING": "1",
-           # a cache of its own: the kernel's worker measures the host's copy bandwidth under memcheck
-           # and keeps it there (cpu/bandwidth.c), the processes after it read it back: both paths
-           "XDG_CACHE_HOME": str(tmp / "cache")}
+           "CUDALAB_TESTING": "1"}
     env.pop("CUDALAB_DEBUG", None)
     if args.backend == "cpu":
         env["CUDALAB_BACKEND"] = "cpu"
