@@ -205,18 +205,27 @@ test-unit: $(UNIT_BIN)
 # `%load_ext cudalab` in ipykernel and the pip wheel in a fresh virtualenv (tests/package) (GPU
 # tests, the browser test without chromium or chromedriver, and the wheel's without PyPI, skip,
 # saying why).
+#
+# Each Python suite runs twice over: first spread over PYTEST_JOBS pytest-xdist workers (more workers
+# than cores: a test mostly waits, for a kernel's start, its replies, a timeout; tests whose module
+# builds a fixture once stay on one worker, tests/conftest.py), then the tests marked serial (a
+# wall-clock bound, such as a heartbeat stall, that tests running beside them would break) one at a time.
 PYTEST_ARGS := -m pytest -q -p no:cacheprovider
 PYTEST := $(VENV)/bin/python $(PYTEST_ARGS)
+PYTEST_JOBS ?= 4
+ASAN_TESTS  := tests/protocol tests/magics/test_assert.py tests/magics/test_sweep_display.py tests/magics/test_recorded.py
+SUITE_TESTS := tests/protocol tests/conformance tests/magics tests/frontends tests/notebooks tests/nbgrader tests/deploy \
+               tests/board tests/package tests/gpu tests/browser
 test: setup
 	@$(MAKE) --no-print-directory -j$$(nproc) all
 	@$(MAKE) --no-print-directory test-unit
 	@$(MAKE) --no-print-directory fuzz-smoke
 	@$(MAKE) --no-print-directory valgrind
-	@$(MAKE) --no-print-directory asan
-	CUDALAB_BIN=build-asan/bin/cudalab $(PYTEST) tests/protocol tests/magics/test_assert.py tests/magics/test_sweep_display.py \
-	    tests/magics/test_recorded.py
-	$(PYTEST) -rsfE tests/protocol tests/conformance tests/magics tests/frontends tests/notebooks tests/nbgrader tests/deploy tests/board tests/package tests/gpu \
-	    tests/browser
+	@$(MAKE) --no-print-directory -j$$(nproc) asan
+	CUDALAB_BIN=build-asan/bin/cudalab $(PYTEST) -n $(PYTEST_JOBS) --dist loadgroup -m "not serial" $(ASAN_TESTS)
+	CUDALAB_BIN=build-asan/bin/cudalab $(PYTEST) -m serial $(ASAN_TESTS)
+	$(PYTEST) -rsfE -n $(PYTEST_JOBS) --dist loadgroup -m "not serial" $(SUITE_TESTS)
+	$(PYTEST) -rsfE -m serial $(SUITE_TESTS)
 
 # ---- test-gpu, bench, grade: here (set up and built by make) or on a GPU machine without network ----
 # OFFLINE=1: nothing is installed or built. The binaries are the ones in $(BUILD)/bin and $(BUILD)/lib,

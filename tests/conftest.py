@@ -78,11 +78,33 @@ def kernel_binary() -> Path:
 
 # ---------------------------------------------------------------- pytest configuration
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "serial: the test bounds a wall-clock time (a heartbeat stall, a wait for a turn) that tests "
+        "running beside it on a 2-core machine would exceed; make test runs these after the parallel "
+        "part, one at a time (-m serial)")
+
+
+def _module_scoped_here(item: pytest.Item) -> bool:
+    """Whether the test uses a fixture of its own module that is built once for more than one test
+    (module or session scope: a graded course, a live hub, a built wheel)."""
+    module = item.nodeid.split("::")[0]
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    return any(d.scope != "function" and d.baseid == module for ds in defs.values() for d in ds)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A hang must fail, not block: every test gets a timeout unless it names its own."""
+    """A hang must fail, not block: every test gets a timeout unless it names its own.
+
+    make test spreads the suite over pytest-xdist workers with --dist loadgroup (tests one by one,
+    except a group's, which share one worker): the tests of a module with a module- or session-scoped
+    fixture of its own form a group, so that fixture is built once, not once per worker."""
+    xdist = config.pluginmanager.hasplugin("xdist")        # (which knows the xdist_group mark)
     for item in items:
         if item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(TEST_TIMEOUT))
+        if xdist and item.get_closest_marker("xdist_group") is None and _module_scoped_here(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 # ---------------------------------------------------------------- environment
@@ -144,6 +166,11 @@ def jupyter_env(tmp_path_factory: pytest.TempPathFactory):
         mp.setenv("JUPYTER_CONFIG_DIR", str(root / "config"))   # no user config in the way
         mp.setenv("JUPYTER_PLATFORM_DIRS", "1")                  # silences a jupyter_core warning
         mp.delenv("CUDALAB_DEBUG", raising=False)                # tests count log lines
+        # this session's own admission directory (the kernel makes it, mode 0700): make test runs the
+        # suite in several pytest workers (xdist) at once, and a timed run in one worker's kernel must
+        # not make another worker's cell wait for its turn (a wait line, waited_ms > 0). Tests of
+        # admission itself set their own.
+        mp.setenv("CUDALAB_ADMISSION_DIR", str(root / "admission"))
         yield {"root": root, "data": data, "spec_dir": spec_dir, "binary": binary}
 
 
@@ -226,6 +253,24 @@ def wait_ready(kc: BlockingKernelClient, log: KernelLog) -> None:
         pytest.fail(f"the kernel did not become ready: {e}\nits stderr:\n{log.text()}")
 
 
+PORT_RACE_TRIES = 3
+
+
+def lost_a_port_race(km: KernelManager, log: KernelLog) -> bool:
+    """Whether the kernel exited at its start because a port jupyter_client had chosen for it was
+    taken before it could bind it. jupyter_client picks free ports and closes them for the kernel to
+    bind; under make test's parallel workers another process (a client's outgoing connection, another
+    kernel) can take one in between. Not the kernel's doing: the test starts it again on new ports."""
+    proc = km.provisioner.process if km.provisioner else None
+    if proc is None:
+        return False
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        return False
+    return "Address already in use" in log.text()
+
+
 @pytest.fixture
 def start_kernel(tmp_path: Path) -> Iterable[Callable[..., KernelPair]]:
     """Factory: start_kernel(key=None, env=None) -> KernelPair(km, kc) with .log.
@@ -236,22 +281,33 @@ def start_kernel(tmp_path: Path) -> Iterable[Callable[..., KernelPair]]:
 
     def start(key: bytes | None = None, env: dict[str, str] | None = None) -> KernelPair:
         n = len(started)
-        log = KernelLog(tmp_path / f"kernel{n}.stderr")
-        km = KernelManager(kernel_name="cudalab")
-        km.shutdown_wait_time = 3.0
-        if key is not None:
-            km.session.key = key
-        fh = open(log.path, "wb")
-        kw: dict[str, Any] = {"stderr": fh}
-        if env is not None:
-            kw["env"] = {**os.environ, **env}
-        km.start_kernel(**kw)
-        kc = km.client()
-        kc.start_channels()
-        pair = KernelPair(km, kc, log)
-        started.append((pair, fh))
-        wait_ready(kc, log)
-        return pair
+        for attempt in range(PORT_RACE_TRIES):
+            log = KernelLog(tmp_path / f"kernel{n}{'.' + str(attempt) if attempt else ''}.stderr")
+            km = KernelManager(kernel_name="cudalab")
+            km.shutdown_wait_time = 3.0
+            if key is not None:
+                km.session.key = key
+            fh = open(log.path, "wb")
+            kw: dict[str, Any] = {"stderr": fh}
+            if env is not None:
+                kw["env"] = {**os.environ, **env}
+            km.start_kernel(**kw)
+            kc = km.client()
+            kc.start_channels()
+            pair = KernelPair(km, kc, log)
+            try:
+                wait_ready(kc, log)
+            except pytest.fail.Exception:
+                if attempt + 1 < PORT_RACE_TRIES and lost_a_port_race(km, log):
+                    kc.stop_channels()
+                    km.cleanup_resources()
+                    fh.close()
+                    continue
+                started.append((pair, fh))
+                raise
+            started.append((pair, fh))
+            return pair
+        raise AssertionError("unreachable")
 
     yield start
     problems = []

@@ -56,6 +56,7 @@ def test_every_permitted_layer_is_on(kc):
         assert "empty-root" in layers, layers
 
 
+@pytest.mark.serial    # a spin's measured time bounded below: run alone (conftest.py)
 def test_the_time_is_the_harness_s(kc):
     # a kernel that spins for about 200 ms in one thread: its reported time says so, whatever
     # clock it reads or forges (the child writes no figure the harness reads)

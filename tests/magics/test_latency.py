@@ -71,6 +71,7 @@ def test_a_bad_flag_is_a_clear_error_and_the_next_cell_works(cell, words):
     assert rc == 0 and err == ""
 
 
+@pytest.mark.serial    # a measured latency sweep within the 60 s limit: run alone
 def test_hiding_reckons_the_lectures_13_warps_and_measures_the_curve():
     doc = magic_doc("hiding", "%hiding", HIDING)
     assert doc["model"] == {"latency_cycles": 200, "independent": 4, "issue_cycles": 4, "warps_needed": 13}
@@ -88,6 +89,7 @@ def test_hiding_reckons_the_lectures_13_warps_and_measures_the_curve():
     assert doc["sweep"]["chart"] == "line"
 
 
+@pytest.mark.serial    # a measured latency sweep within the 60 s limit: run alone
 def test_hiding_takes_the_lectures_numbers_and_loads_per_thread():
     doc = magic_doc("hiding", "%hiding --warps 2,8 --ilp 1,4 --latency 400 --independent 2 --issue 4", HIDING)
     assert doc["model"]["warps_needed"] == 50

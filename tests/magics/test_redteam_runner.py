@@ -291,6 +291,7 @@ __global__ void rt_flood(const float *A, const float *B, float *C, int n)
 
 # ---------------------------------------------------------------- the clock
 
+@pytest.mark.serial    # a spin's measured time bounded: run alone (conftest.py)
 def test_a_spin_of_200_ms_reports_about_200_ms(pair, site):
     """The harness measures the launch: a kernel that spins for SPIN_MS by its own clock64() reports
     about that, not less (nothing the kernel reads changes the time) and not much more."""

@@ -17,6 +17,8 @@ import pytest
 
 from conftest import execute, kernel_children, streams, wait_gone, wait_lines
 
+pytestmark = pytest.mark.serial    # waits and turns bounded in wall-clock time: run alone (conftest.py)
+
 CELL = "%matmul --size 16 --variant naive --reps 1"
 # the host loop: about a second on one thread, however many cores the host has
 LONG = "%matmul --size 1024 --variant cpu --reps 1 --warmup 0 --no-check"

@@ -262,6 +262,7 @@ def test_custom_messages_are_ignored(kernel):
     assert "custom" not in kernel.log.text()
 
 
+@pytest.mark.serial    # updates counted over a run's wall-clock time: run alone
 def test_changes_during_a_run_are_coalesced(kernel):
     km, kc = kernel
     w, _ = open_widget(kc)

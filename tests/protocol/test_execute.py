@@ -309,6 +309,7 @@ def replies_in_order(kc, ids):
     return [get_reply(kc, i) for i in ids]
 
 
+@pytest.mark.serial    # the queued requests must arrive before the error ends: run alone
 def test_stop_on_error_aborts_queued_executes(kernel):
     km, kc = kernel
     ids = send_batch(kc, ["%nosuchmagic", "%echo queued one", "%echo queued two"])

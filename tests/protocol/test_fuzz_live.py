@@ -451,6 +451,7 @@ def heartbeat_ok(raw: Raw) -> bool:
     return True
 
 
+@pytest.mark.serial    # 100 000 messages within 35 s: run alone
 @pytest.mark.timeout(90)
 def test_kernel_survives_a_flood_of_random_messages(kernel, record_property):
     km, kc = kernel

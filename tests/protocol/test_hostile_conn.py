@@ -26,6 +26,8 @@ from jupyter_client.session import Session
 from conftest import (SILENCE, TIMEOUT, HeartbeatMonitor, SpawnedKernel, execute, free_tcp_ports,
                       streams)
 
+pytestmark = pytest.mark.serial    # heartbeat stalls bounded in wall-clock time: run alone (conftest.py)
+
 PORT_KEYS = ["shell_port", "iopub_port", "stdin_port", "control_port", "hb_port"]
 SCHEMES = ["hmac-sha224", "hmac-sha256", "hmac-sha384", "hmac-sha512"]
 SUPPORTED = ", ".join(SCHEMES)

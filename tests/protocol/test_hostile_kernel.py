@@ -31,6 +31,8 @@ import zmq
 from conftest import (HeartbeatMonitor, ZmtpPeer, collect_iopub, execute, get_reply, kernel_children,
                       kernel_conn, outputs, request, sanitized_kernel, streams, wait_gone)
 
+pytestmark = pytest.mark.serial    # heartbeat stalls bounded in wall-clock time: run alone (conftest.py)
+
 TESTING = {"CUDALAB_TESTING": "1"}
 MB = 1 << 20
 

@@ -20,6 +20,8 @@ import pytest
 
 from conftest import HeartbeatMonitor, execute, kernel_conn, outputs, request, streams
 
+pytestmark = pytest.mark.serial    # heartbeat stalls bounded in wall-clock time: run alone (conftest.py)
+
 CPU = {"CUDALAB_BACKEND": "cpu"}
 QUICK = "--reps 1 --warmup 0"
 SLOW = 120                  # seconds for one cell: a megabyte through ASan on 2 shared cores

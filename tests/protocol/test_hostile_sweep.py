@@ -16,6 +16,8 @@ import pytest
 from conftest import HeartbeatMonitor, execute, kernel_conn, outputs, streams
 from magics.test_host_work import OVER, SMALL      # the cells the command-line tests use
 
+pytestmark = pytest.mark.serial    # heartbeat stalls bounded in wall-clock time: run alone (conftest.py)
+
 RESULT_MIME_TYPE = "application/vnd.cudalab.result+json"
 POINTS = 10_000
 THREADS = ",".join(str(t) for t in range(1, 101))

@@ -172,6 +172,7 @@ def test_time_limit_from_the_command_line(spawn_kernel):
     assert "limit of 1 s" in reply["content"]["evalue"]
 
 
+@pytest.mark.serial    # refused within 5 s of wall-clock time: run alone
 @pytest.mark.parametrize("cell, words", [
     ("%reduce --size 2^40", ["--size", "largest"]),
     ("%histo --size 2^40", ["--size"]),

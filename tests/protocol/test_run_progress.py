@@ -10,7 +10,8 @@ import pytest
 
 from conftest import execute, outputs, streams
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120),
+              pytest.mark.serial]    # its cells' progress is bounded in wall-clock time: run alone (conftest.py)
 RESULT_MIME_TYPE = "application/vnd.cudalab.result+json"
 RUN_LINE = "cudalab-run-"
 TARGET_S = 3.5      # how long the long command runs, whatever this host's speed

@@ -212,6 +212,7 @@ def log_reasons(kernel) -> list[str]:
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.serial              # a heartbeat stall bounded in wall-clock time
 def test_old_execute_replayed_after_17000_messages_is_dropped(kernel, raw):
     s = pipe(raw)
     with HeartbeatMonitor(kernel_conn(kernel)) as hb:
@@ -240,6 +241,7 @@ def test_old_execute_replayed_after_17000_messages_is_dropped(kernel, raw):
                                    "message)"]
 
 
+@pytest.mark.serial              # a heartbeat stall bounded in wall-clock time
 def test_message_dated_far_in_the_past_is_dropped(kernel, raw):
     with HeartbeatMonitor(kernel_conn(kernel)) as hb:
         first = raw.request("shell", "kernel_info_request")          # the session starts, sane date
@@ -260,6 +262,7 @@ def test_message_dated_far_in_the_past_is_dropped(kernel, raw):
     assert sorted(log_reasons(kernel)) == [f"dropped control message: {window}", f"dropped shell message: {window}"]
 
 
+@pytest.mark.serial              # a heartbeat stall bounded in wall-clock time
 def test_signed_message_without_a_date_is_dropped(kernel, raw):
     with HeartbeatMonitor(kernel_conn(kernel)) as hb:
         for date in (None, "", "yesterday", 1700000000):
@@ -272,6 +275,7 @@ def test_signed_message_without_a_date_is_dropped(kernel, raw):
                                    "date (needed to refuse replays)"] * 4
 
 
+@pytest.mark.serial              # a heartbeat stall bounded in wall-clock time
 def test_client_two_hours_behind_works(kernel, monkeypatch):
     """The client's clock is learned from its session's first message, not trusted as absolute."""
     km, _ = kernel
