@@ -147,7 +147,15 @@ static int serve(enum behaviour how, pid_t *pid)
     if (*pid == 0) {
         int c = accept(s, NULL, NULL);
         char req[4096];
-        ssize_t got = recv(c, req, sizeof req - 1, 0);
+        ssize_t got = 0, more;
+        /* the whole request, however TCP splits it: the headers, then Content-Length bytes of body */
+        while ((more = recv(c, req + got, sizeof req - 1 - (size_t)got, 0)) > 0) {
+            got += more;
+            req[got] = '\0';
+            const char *end = strstr(req, "\r\n\r\n"), *cl = strstr(req, "Content-Length: ");
+            if (end && (!cl || cl > end || got - (end + 4 - req) >= atol(cl + 16)))
+                break;
+        }
         if (how == ANSWER && got > 0) {
             req[got] = '\0';
             char resp[8192];
