@@ -128,7 +128,7 @@ def test_completion_from_the_sessions_results(kc):
     assert complete("%assert mat") == (["matmul"], 8)
     assert "min" in complete("%assert m")[0] and "matmul" in complete("%assert m")[0]
     matches, start = complete("%assert matmul.ch")
-    assert matches == ["check"] and start == len("%assert matmul.")
+    assert matches == ["check", "check_reps"] and start == len("%assert matmul.")   # the run's, its params'
     assert complete("%assert matmul[variant=tiled].check.pa")[0] == ["passed"]
     assert "seed" in complete("%score matmul.")[0]            # params are fields too
     assert "gflops" in complete("%assert count(matmul) > 1 and matmul[variant=naive].")[0]
