@@ -52,7 +52,8 @@ STUDENT = "student1"
 MIME = "application/vnd.cudalab.result+json"
 MARKER = "CUDALAB_HUB_TEST"  # in the environment of every process this test's hub starts
 
-pytestmark = pytest.mark.timeout(300)
+# serial: a live hub, its proxy and a spawned server, each with start-up deadlines
+pytestmark = [pytest.mark.timeout(300), pytest.mark.serial]
 
 
 # ---------------------------------------------------------------- what is needed, or why we skip

@@ -29,7 +29,8 @@ from grade_samples import (backend_of, by_grade_id, copy_course, grading_env, lo
                            student_families)
 from psets import GPU_FIRST_LINE, PS2, PSETS, Pset
 
-pytestmark = pytest.mark.timeout(600)
+# serial: the samples' CPU-runner launches have a 2 s limit, which graders beside them would push past
+pytestmark = [pytest.mark.timeout(600), pytest.mark.serial]
 
 COURSE = REPO / "notebooks" / "assignments"
 
