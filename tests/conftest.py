@@ -109,6 +109,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # ---------------------------------------------------------------- environment
 
+RECORDED_FIXTURES = Path(__file__).resolve().parent / "notebooks" / "fixtures"
+
+
+@pytest.fixture
+def recorded_folder(tmp_path, monkeypatch) -> Path:
+    """A notebooks folder as %recorded finds one: the fixture notebook beside its recording
+    (tests/notebooks/fixtures); the test, and a kernel it starts, work in it."""
+    shutil.copy(RECORDED_FIXTURES / "mini-recorded.ipynb", tmp_path)
+    shutil.copytree(RECORDED_FIXTURES / "recorded", tmp_path / "recorded")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
 def write_kernelspec(data: Path, logos: bool = False) -> Path:
     """The cudalab kernelspec of the binary under test in the Jupyter data path data (with its logos, for
     a frontend); returns its folder."""

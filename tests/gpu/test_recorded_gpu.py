@@ -4,8 +4,6 @@ record mode (`make record`) it is recorded under its key with the flag, as a CPU
 from __future__ import annotations
 
 import json
-import shutil
-from pathlib import Path
 
 import pytest
 
@@ -13,7 +11,6 @@ from conftest import quiet_ok as ok, outputs
 from gpu_cli import gpu  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.usefixtures("gpu")
-FIXTURES = Path(__file__).resolve().parents[1] / "notebooks" / "fixtures"
 RESULT = "application/vnd.cudalab.result+json"
 GPU_ONLY = "%matmul --size 256 --variant naive,tiled --reps 1 --warmup 0 --gpu-only"
 
@@ -23,11 +20,8 @@ def docs(msgs) -> list[dict]:
 
 
 @pytest.fixture
-def folder(tmp_path, monkeypatch):
-    shutil.copy(FIXTURES / "mini-recorded.ipynb", tmp_path)
-    shutil.copytree(FIXTURES / "recorded", tmp_path / "recorded")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+def folder(recorded_folder):
+    return recorded_folder
 
 
 def test_gpu_only_runs_live_on_a_gpu(folder, start_kernel):

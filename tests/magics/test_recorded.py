@@ -19,18 +19,14 @@ import pytest
 from conftest import failed, outputs, quiet_ok as ok, streams
 
 CPU = {"CUDALAB_BACKEND": "cpu"}
-FIXTURES = Path(__file__).resolve().parents[1] / "notebooks" / "fixtures"
 MATMUL = "%matmul --size 64 --variant naive,tiled --tile 8,16 --reps 1 --warmup 0"
 RESULT = "application/vnd.cudalab.result+json"
 
 
 @pytest.fixture
-def folder(tmp_path, monkeypatch):
+def folder(recorded_folder):
     """A notebooks folder: the fixture notebook and its recording; the kernel starts in it."""
-    shutil.copy(FIXTURES / "mini-recorded.ipynb", tmp_path)
-    shutil.copytree(FIXTURES / "recorded", tmp_path / "recorded")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    return recorded_folder
 
 
 @pytest.fixture
