@@ -11,6 +11,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import jsonschema
@@ -232,13 +233,32 @@ def test_a_gpu_per_pod_and_time_slices_of_the_device_plugin():
 
 def test_kernels_use_ipc_and_idle_servers_are_culled():
     values = course_values()
-    files = values["singleuser"]["extraFiles"]
-    server = next(f for f in files.values() if f["mountPath"].startswith("/etc/jupyter/jupyter_server_config.d/"))
-    assert server["mountPath"].endswith(".json")             # the server reads only JSON from a .d folder
+    server = values["singleuser"]["extraFiles"]["jupyter-server-cudalab"]
     assert server["data"]["KernelManager"]["transport"] == "ipc"
     assert server["data"]["MappingKernelManager"]["cull_idle_timeout"] > 0
     assert values["singleuser"]["extraEnv"]["JUPYTER_RUNTIME_DIR"].startswith("/tmp/")
     assert values["cull"]["enabled"] is True and values["cull"]["timeout"] > 0
+
+
+def test_the_server_and_nbgrader_read_the_files_the_pod_gets(tmp_path, monkeypatch):
+    """The chart writes each extraFiles entry's data as JSON at its mountPath; the single-user server
+    and nbgrader must find them there (a file in jupyter_server_config.d/, say, would be ignored)."""
+    from jupyter_server.serverapp import ServerApp
+    from nbgrader.apps.nbgraderapp import NbGraderApp
+    files = course_values()["singleuser"]["extraFiles"]
+    for entry in files.values():
+        path = Path(entry["mountPath"])
+        assert path.parent == Path("/etc/jupyter") and path.suffix == ".json", path
+        (tmp_path / path.name).write_text(json.dumps(entry["data"]))
+    monkeypatch.setenv("JUPYTER_CONFIG_PATH", str(tmp_path))
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(tmp_path / "user"))
+    loaded = {}
+    for app in (ServerApp(), NbGraderApp()):
+        app.load_config_file()
+        loaded.update({section: dict(app.config[section]) for section in app.config})
+    for entry in files.values():
+        for section, settings in entry["data"].items():
+            assert loaded.get(section) == settings, (entry["mountPath"], section)
 
 
 def test_the_exchange_is_one_shared_volume_nbgrader_is_pointed_at():
