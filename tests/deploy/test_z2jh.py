@@ -201,7 +201,9 @@ def test_the_passwd_entry_names_the_users_uid_jovyan(tmp_path):
     entries = [line.split(":") for line in (tmp_path / "out" / mount["subPath"]).read_text().splitlines()]
     assert [e[0] for e in entries] == ["root", "jovyan"]
     assert int(entries[1][2]) == c.KubeSpawner.uid(spawner(42))
-    assert int(entries[1][3]) == c.KubeSpawner.gid and entries[1][5] == "/home/jovyan"
+    assert int(entries[1][3]) == c.KubeSpawner.gid
+    assert entries[1][5] == values["singleuser"]["extraEnv"]["HOME"] == (
+        helm_coalesce(yaml.safe_load((CHART / "values.yaml").read_text()), values)["singleuser"]["storage"]["homeMountPath"])
 
 
 def test_every_pod_on_a_node_shares_one_admission_directory_where_the_image_looks():
