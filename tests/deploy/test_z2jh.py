@@ -202,8 +202,9 @@ def test_the_passwd_entry_names_the_users_uid_jovyan(tmp_path):
     assert [e[0] for e in entries] == ["root", "jovyan"]
     assert int(entries[1][2]) == c.KubeSpawner.uid(spawner(42))
     assert int(entries[1][3]) == c.KubeSpawner.gid
-    assert entries[1][5] == values["singleuser"]["extraEnv"]["HOME"] == (
-        helm_coalesce(yaml.safe_load((CHART / "values.yaml").read_text()), values)["singleuser"]["storage"]["homeMountPath"])
+    chart_values = helm_coalesce(yaml.safe_load((CHART / "values.yaml").read_text()), values)
+    home = chart_values["singleuser"]["storage"]["homeMountPath"]
+    assert entries[1][5] == values["singleuser"]["extraEnv"]["HOME"] == home
 
 
 def test_every_pod_on_a_node_shares_one_admission_directory_where_the_image_looks():
