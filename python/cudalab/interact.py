@@ -118,6 +118,9 @@ class Mirror:
 
     def close(self) -> None:
         for w in (*self.controls.values(), self.output, self.box):
+            for part in (getattr(w, "style", None), w.layout):     # models of their own
+                if part is not None:
+                    part.close()
             w.close()
 
 
