@@ -13,8 +13,10 @@ relays each way:
   a cell;
 - what the cudalab kernel then sets on its Output (the run's outputs, an error with its traceback)
   replaces this Output's outputs whole: the result is replaced in place, never appended;
-- a control's value sent back by the cudalab kernel (one it refused) is set here too, and a model it
-  closes (a session keeps the newest few live) closes here.
+- a model it closes (a session keeps the newest few live) closes here.
+
+A control here has the kernel's choices, so ipywidgets itself refuses a value the kernel would
+(its TraitError), and the kernel's echo of a change is the value this side sent: neither is relayed.
 
 The plan, the runs and their errors, and the results kept for %assert stay in the cudalab kernel:
 nothing here reads a command line. Building from ipywidgets' own classes (rather than relaying the
@@ -37,7 +39,7 @@ NO_WIDGETS_NOTE = "[cudalab: `pip install ipywidgets` in this notebook's environ
 
 # How a change of a control is sent and waited for: (the cudalab kernel's comm id, data) -> None.
 # It raises what a cell would (the kernel died, KeyboardInterrupt) and relays the messages that come
-# back, the comm messages through on_comm_msg below.
+# back, the comm messages through Mirrors.comm_msg below.
 Send = Callable[[str, dict], None]
 
 
@@ -48,7 +50,6 @@ class Mirror:
         import ipywidgets
 
         self.send, self.keep = send, keep
-        self.syncing = False              # a value the cudalab kernel sent is being set: not sent back
         self.controls: dict[str, Any] = {}
         self.output_id = ""
         children = []
@@ -82,8 +83,6 @@ class Mirror:
         return w
 
     def _changed(self, cid: str, index: Any) -> None:
-        if self.syncing:
-            return
         try:
             self.send(cid, {"method": "update", "state": {"index": index}, "buffer_paths": []})
         except KeyboardInterrupt:
@@ -103,18 +102,10 @@ class Mirror:
         self.output.outputs = self.kept(outputs)
 
     def update(self, cid: str, data: dict) -> None:
-        """A comm_msg the cudalab kernel sent on model cid."""
+        """A comm_msg the cudalab kernel sent on model cid: the Output's new outputs are shown."""
         state = data.get("state") or {}
-        if data.get("method") != "update":
-            return                        # echo_update: the value this side sent
-        if cid == self.output_id and "outputs" in state:
+        if cid == self.output_id and data.get("method") == "update" and "outputs" in state:
             self.set_outputs(state["outputs"])
-        elif cid in self.controls and "index" in state and self.controls[cid].index != state["index"]:
-            self.syncing = True
-            try:
-                self.controls[cid].index = state["index"]
-            finally:
-                self.syncing = False
 
     def close(self) -> None:
         for w in (*self.controls.values(), self.output, self.box):
@@ -160,11 +151,13 @@ class Mirrors:
         states, self.opened = self.opened, {}     # the box's models are the ones opened before it
         try:
             mirror = Mirror(states, box_id, self.send, self.keep)
-        except ImportError:
-            fallback = {k: v for k, v in data.items() if k != WIDGET_VIEW_MIME}
-            display.publish_display_data(fallback)
-            print(NO_WIDGETS_NOTE)
-            self.close_remote(box_id)             # nobody can move its controls: the kernel frees it
+        except Exception as e:
+            # no ipywidgets, or models this module does not know (a newer kernel's): the text the
+            # kernel gives frontends without widgets, and the kernel frees what nobody can move
+            display.publish_display_data({k: v for k, v in data.items() if k != WIDGET_VIEW_MIME})
+            print(NO_WIDGETS_NOTE if isinstance(e, ImportError) else
+                  f"[cudalab: %interact's controls could not be built here ({type(e).__name__}: {e})]")
+            self.close_remote(box_id)
             return True
         for cid in mirror.ids:
             self.shown[cid] = mirror
