@@ -10,7 +10,8 @@ cudalab's magics whatever their names.
 A magic sends its text to the kernel as an execute_request and relays what comes back on iopub:
 display_data and execute_result through IPython's display machinery with the same MIME bundle
 (rich tables, the result document, Vega-Lite and SVG charts), a display with a display_id (a sweep's
-progress) updated in place, stream text to sys.stdout / sys.stderr (the kernel writes nothing on
+progress) updated in place, %interact's widgets rebuilt here as ipywidgets whose changes re-run the
+command in the kernel (interact.py), stream text to sys.stdout / sys.stderr (the kernel writes nothing on
 stderr when a cell succeeds, so neither does this), and an error as an exception with the kernel's
 ename, evalue and traceback lines (a failing %assert fails the cell with AssertionError). Ctrl-C or
 the notebook's stop button while a magic waits interrupts the cudalab kernel and ends the cell with
@@ -35,16 +36,12 @@ from pathlib import Path
 from queue import Empty
 from typing import Any, Callable
 
-from . import kernelspec, locate
+from . import interact, kernelspec, locate
 
 RESULT_MIME = "application/vnd.cudalab.result+json"
 START_TIMEOUT = 30.0          # seconds for the kernel to answer its first kernel_info
 REPLY_TIMEOUT = 10.0          # seconds for a reply to a request that runs nothing (complete, help)
 DRAIN_TIMEOUT = 10.0          # seconds to wait for an interrupted cell to end
-# magics whose messages this extension does not pass on: %interact's widgets are comms of the cudalab
-# kernel, which the IPython kernel's frontend cannot reach
-NOT_RELAYED = {"interact": "needs the cudalab kernel itself: its widgets' comms are not relayed through "
-                           "%load_ext cudalab (run the command without %interact, or use the cudalab kernel)"}
 DOCUMENTS_KEPT = 20000        # result documents kept for results(): as many as the kernel's own store
 POLL_S = 0.25                 # how often a waiting magic checks that the kernel is still alive
 
@@ -119,6 +116,7 @@ class Session:
         self.log_path: Path | None = None
         self._log_file: Any = None
         self._keep_log = False
+        self.mirrors: interact.Mirrors | None = None    # the %interact widgets of the running kernel
 
     # ------------------------------------------------------------------ life
 
@@ -161,6 +159,10 @@ class Session:
         kc = km.client()
         kc.start_channels()
         self.kc = kc
+        # a widget sends to the kernel that opened it: after a restart its models are gone
+        self.mirrors = interact.Mirrors(send=lambda cid, data: self.comm_update(kc, cid, data),
+                                        close_remote=lambda cid: self.comm_close(kc, cid),
+                                        keep=_keep_result)
         self._wait_ready()
 
     def _wait_ready(self) -> None:
@@ -183,7 +185,7 @@ class Session:
         """Shuts the kernel down (a shutdown_request, then kills what is left) and forgets it."""
         km, kc = self.km, self.kc
         proc = self._process()
-        self.km = self.kc = None
+        self.km = self.kc = self.mirrors = None
         try:
             if kc is not None:
                 kc.stop_channels()
@@ -249,11 +251,24 @@ class Session:
         """Runs code in the cudalab kernel, relaying its outputs; raises its error, if it has one."""
         self.ensure()
         msg_id = self.kc.execute(code, silent=False, store_history=True, allow_stdin=False, stop_on_error=False)
+        error = self._relay_until_idle(msg_id)
+        reply = self._reply(msg_id, REPLY_TIMEOUT)
+        for payload in reply["content"].get("payload", []):
+            if payload.get("source") == "set_next_input":
+                _shell_set_next_input(payload.get("text", ""), payload.get("replace", False))
+        if error is not None:
+            ename, evalue, tb = error.get("ename", "Error"), error.get("evalue", ""), error.get("traceback", [])
+            if ename == "KeyboardInterrupt":
+                raise CudalabInterrupt(ename, evalue, tb)
+            raise error_class(ename)(ename, evalue, tb)
+
+    def _relay_until_idle(self, msg_id: str) -> dict | None:
+        """Relays the request's outputs up to its idle status and returns its error content. The stop
+        button (SIGINT to this IPython kernel) lands here while we wait: it is passed on, and ends
+        the wait with CudalabInterrupt carrying what the cudalab kernel said about what it stopped."""
         try:
-            error = self._drain(msg_id, relay=True, timeout=None)
+            return self._drain(msg_id, relay=True, timeout=None)
         except KeyboardInterrupt:
-            # the stop button (SIGINT to this IPython kernel) lands here while we wait: pass it on,
-            # and end the cell with what the cudalab kernel said about the command it stopped
             self.km.interrupt_kernel()
             error = None
             try:
@@ -264,15 +279,25 @@ class Session:
                 error = {"ename": "KeyboardInterrupt", "evalue": "interrupted", "traceback": []}
             raise CudalabInterrupt(error.get("ename", "KeyboardInterrupt"), error.get("evalue", ""),
                                    error.get("traceback", [])) from None
-        reply = self._reply(msg_id, REPLY_TIMEOUT)
-        for payload in reply["content"].get("payload", []):
-            if payload.get("source") == "set_next_input":
-                _shell_set_next_input(payload.get("text", ""), payload.get("replace", False))
-        if error is not None:
-            ename, evalue, tb = error.get("ename", "Error"), error.get("evalue", ""), error.get("traceback", [])
-            if ename == "KeyboardInterrupt":
-                raise CudalabInterrupt(ename, evalue, tb)
-            raise error_class(ename)(ename, evalue, tb)
+
+    def _comm_send(self, kc: Any, msg_type: str, comm_id: str, data: dict) -> str:
+        """Sends a comm message to the kernel as a frontend would (kc: the client of the kernel that
+        opened the comm); its msg_id."""
+        if kc is not self.kc or not self.alive():
+            raise KernelDied("the cudalab kernel that showed this %interact has exited: run its cell again")
+        msg = kc.session.msg(msg_type, {"comm_id": comm_id, "data": data})
+        kc.shell_channel.send(msg)
+        return msg["header"]["msg_id"]
+
+    def comm_update(self, kc: Any, comm_id: str, data: dict) -> None:
+        """A change of a %interact control, sent to its model in the kernel; waits for the re-run it
+        starts, relaying what comes back (the Output's new outputs)."""
+        self._relay_until_idle(self._comm_send(kc, "comm_msg", comm_id, data))
+
+    def comm_close(self, kc: Any, comm_id: str) -> None:
+        """Closes a %interact's model in the kernel (and with it the whole %interact). Not waited for:
+        it is sent while the cell that opened the model still runs, and the kernel takes it after."""
+        self._comm_send(kc, "comm_close", comm_id, {})
 
     def _drain(self, msg_id: str, relay: bool | Callable[[str, dict], None],
                timeout: float | None) -> dict | None:
@@ -309,18 +334,30 @@ class Session:
         if kind == "clear_output":
             _display().clear_output(wait=bool(content.get("wait")))
             return
+        if kind in ("comm_open", "comm_msg", "comm_close"):
+            if self.mirrors is not None:
+                getattr(self.mirrors, kind)(content)
+            return
         if kind not in ("display_data", "execute_result", "update_display_data"):
             return
         data, metadata = content.get("data", {}), content.get("metadata", {})
         display_id = (content.get("transient") or {}).get("display_id")
-        if RESULT_MIME in data:                        # a result is never a display updated later
-            _documents.append(data[RESULT_MIME])
+        _keep_result(data)
         display = _display()
+        if interact.WIDGET_VIEW_MIME in data and self.mirrors is not None and self.mirrors.show(data, display):
+            return
         if display_id:
             display.display(data, raw=True, metadata=metadata, display_id=display_id,
                             update=kind == "update_display_data")
         else:
             display.publish_display_data(data, metadata=metadata)
+
+
+def _keep_result(data: dict) -> None:
+    """Keeps the result document a display's bundle carries, if any, for cudalab.results() (a result
+    is never a display updated later, so each is kept once)."""
+    if RESULT_MIME in data:
+        _documents.append(data[RESULT_MIME])
 
 
 def _shell_set_next_input(text: str, replace: bool) -> None:
@@ -363,8 +400,6 @@ class _Magic:
         self._doc: str | None = None
 
     def __call__(self, line: str, cell: str | None = None) -> None:
-        if self.__name__ in NOT_RELAYED:
-            raise error_class("UsageError")("UsageError", f"%{self.__name__} {NOT_RELAYED[self.__name__]}", [])
         if self.kind == "cell":
             session().run(f"%%{self.__name__} {line}\n{cell or ''}")
         else:
@@ -440,6 +475,8 @@ def unload(ip) -> None:
                 pass
     _registered.clear()
     if _session is not None:
+        if _session.mirrors is not None:
+            _session.mirrors.close_all()         # as the kernel's shutdown closes its own widgets
         _session.stop()
         _session = None
 

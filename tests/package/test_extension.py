@@ -141,12 +141,3 @@ def test_results_table_rows():
     assert frame["gflops"].tolist() == [1.0, 2.0]
     assert list(table.dataframe([]).columns) == list(table.LEAD)
 
-
-def test_interact_says_it_needs_the_cudalab_kernel():
-    """%interact's widgets are the cudalab kernel's comms, which an IPython kernel's frontend cannot
-    reach: under %load_ext it is a clear UsageError, before any kernel is asked."""
-    from cudalab import extension
-    with pytest.raises(extension.CudalabError) as e:
-        extension._Magic("interact", "line")("%matmul --tile 8,16")
-    assert e.value.ename == "UsageError" and "needs the cudalab kernel itself" in e.value.evalue
-    assert extension._session is None
