@@ -79,6 +79,8 @@ import cudalab_hub_auth  # noqa: E402  (who logs in, in which group)
 # ---------------------------------------------------------------- who logs in
 c.JupyterHub.bind_url = f"http://:{PUBLIC_PORT}"   # behind the course's TLS proxy (docs/deployment.md)
 c.Authenticator.manage_groups = True               # the authenticator says each user's course group
+c.Authenticator.any_allow_config = True            # who is allowed: the authenticator's check_allowed, or
+                                                   # the fallback's admin approval (allow_all below)
 AUTHENTICATOR = setting("CUDALAB_AUTHENTICATOR", "lti13")
 if AUTHENTICATOR == "lti13":
     # the LMS's registration of the tool (docs/deployment.md: "Registering the hub in the LMS")
@@ -147,8 +149,8 @@ def give_one_gpu(spawner) -> None:
 c.Spawner.pre_spawn_hook = give_one_gpu
 
 # ---------------------------------------------------------------- groups and what they may reach
-# the course's groups (membership comes from the authenticator at each login)
-c.JupyterHub.load_groups = {roles.INSTRUCTORS: {"users": []}, roles.STUDENTS: {"users": []}}
+# the course's groups come from the authenticator at each login (manage_groups: JupyterHub then
+# refuses load_groups); the roles below name them, which creates them at the hub's start
 c.JupyterHub.load_roles = [{
     "name": "jupyterhub-idle-culler-role",
     "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],

@@ -130,7 +130,7 @@ class Hub:
         directory the image names, and the Jupyter path of this test."""
         self.admission.mkdir()
         self.admission.chmod(0o1777)                  # as the course's host directory (mkdir's is masked)
-        return {**hub_config().DockerSpawner.environment,
+        return {**hub_config().Spawner.environment,
                 "CUDALAB_ADMISSION_DIR": str(self.admission),
                 # no GPU here; a GPU host may run the same test on its GPU
                 "CUDALAB_BACKEND": os.environ.get("CUDALAB_BACKEND", "cpu"),
@@ -343,7 +343,7 @@ def test_student_runs_cudalab_through_the_hub_and_their_kernel_leaves_with_their
     assert len(kernels) == 1 and len(workers) == 1, [p.cmdline() for p in cudalab]
     environ = kernels[0].environ()                  # the course's environment reached the kernel
     assert environ["CUDALAB_ADMISSION_DIR"] == str(hub.admission)
-    assert environ["CUDALAB_GPU_IDLE_S"] == hub_config().DockerSpawner.environment["CUDALAB_GPU_IDLE_S"]
+    assert environ["CUDALAB_GPU_IDLE_S"] == hub_config().Spawner.environment["CUDALAB_GPU_IDLE_S"]
 
     status, body = hub.api("DELETE", f"/users/{STUDENT}/server")
     assert status in (202, 204), body

@@ -9,3 +9,8 @@ c = get_config()  # noqa: F821  (nbgrader's config loader provides it)
 
 c.CourseDirectory.course_id = os.environ.get("NBGRADER_COURSE_ID", "cuda101")
 c.Exchange.root = os.environ.get("NBGRADER_EXCHANGE", "/srv/nbgrader/exchange")
+# In a student's server the exchange knows them by their hub name, whatever the OS user is called
+# (the local spawner's, or a renamed image user); not in the formgrader service, which acts for
+# every student of the course.
+if os.environ.get("JUPYTERHUB_USER") and not os.environ.get("JUPYTERHUB_SERVICE_NAME"):
+    c.CourseDirectory.student_id = os.environ["JUPYTERHUB_USER"]
