@@ -25,6 +25,7 @@ import os
 import secrets
 import shutil
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -109,9 +110,18 @@ class CourseHub(Hub):
 
     def server_environment(self) -> dict[str, str]:
         env = super().server_environment()
+        # an IPC kernel's sockets live in the runtime directory, and a UNIX socket's path is at most
+        # 107 bytes: pytest's temporary folders are too deep (a server's ~/.local/share/jupyter is not)
+        self.runtime = Path(tempfile.mkdtemp(prefix="hubrt-"))
         env.update({"JUPYTER_CONFIG_PATH": str(DEPLOY / "singleuser"),     # the image's /etc/jupyter
+                    "JUPYTER_RUNTIME_DIR": str(self.runtime),
                     "NBGRADER_EXCHANGE": str(self.exchange)})
         return env
+
+    def stop(self) -> list[str]:
+        left = super().stop()
+        shutil.rmtree(self.runtime, ignore_errors=True)
+        return left
 
     def write_config(self) -> Path:
         shutil.copytree(COURSE_SRC, self.course, ignore=shutil.ignore_patterns("submitted", "ps2", "ps3"))
