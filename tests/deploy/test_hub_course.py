@@ -143,8 +143,14 @@ class CourseHub(Hub):
                      "JupyterHub.load_roles"):
             del settings[name]
         settings["SimpleLocalProcessSpawner.pre_spawn_hook"] = None
+        # the formgrader answers an autograde when the notebook has run: longer than the Python
+        # proxy's default 20 s on two busy cores (the node proxy of a course has no such limit)
+        settings["ConfigurableHTTPProxy.command"] = settings["ConfigurableHTTPProxy.command"] + [
+            f"--timeout={GRADE_TIMEOUT * 1000}", f"--proxy-timeout={GRADE_TIMEOUT * 1000}"]
         settings["CourseLTI13Authenticator.uri_scheme"] = "http"
         formgrader_env = {k: v for k, v in server_env.items() if k.startswith(("JUPYTER", "CUDALAB", "NBGRADER"))}
+        # nbgrader runs `alembic` from PATH (the image's PATH has its venv; the hub's may not)
+        formgrader_env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
         path = self.root / "jupyterhub_config.py"
         path.write_text(f'''"""The shipped course hub, run without Docker for tests/deploy/test_hub_course.py."""
 import os
@@ -273,7 +279,8 @@ def test_nbgrader_release_submit_autograde_formgrade_across_two_users(course_hub
     # the formgrader is the instructors' alone
     denied = requests.get(f"{formgrader}/assignments", headers={"Authorization": f"token {cleo}"}, timeout=30)
     assert denied.status_code == 403, denied.status_code
-    assert _call("POST", f"{formgrader}/assignment/{ASSIGNMENT}/assign", prof)["success"], "generate"
+    generated = _call("POST", f"{formgrader}/assignment/{ASSIGNMENT}/assign", prof)
+    assert generated["success"], generated.get("log", "") + generated.get("error", "")[-3000:]
     assert _call("POST", f"{formgrader}/assignment/{ASSIGNMENT}/release", prof)["success"], "release"
 
     browser.get(f"{course_hub.url}/hub/spawn/cleo", allow_redirects=False, timeout=30)
