@@ -8,7 +8,10 @@ c = get_config()  # noqa: F821  (the server's config loader provides it)
 # kernel's TCP ports are chosen free by its server and then bound by the kernel a moment later, so
 # with many kernels starting at once (a lecture's first cell) two servers can pick the same port
 # and one kernel fails to start. A socket path cannot be taken by another user's kernel.
-c.KernelManager.transport = "ipc"
+# The server's own kernel managers only (their sockets in the runtime directory, beside the
+# connection file): nbgrader's autograde, in the formgrader, runs notebooks with nbclient's
+# AsyncKernelManager, whose IPC sockets would be relative to two different working directories.
+c.AsyncIOLoopKernelManager.transport = "ipc"
 
 # A kernel idle for an hour gives its CUDA context back (the hub's culler stops a whole idle server
 # later); one that is running a cell is left alone however long it takes.
