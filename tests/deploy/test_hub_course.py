@@ -41,7 +41,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from conftest import REPO, free_tcp_ports, serving
 from test_deploy import DEPLOY
-from test_hub_live import MIME, SERVER_START_TIMEOUT, Hub, _missing, _poll, kernel_processes, run_cell
+from test_hub_live import MIME, SERVER_START_TIMEOUT, Hub, _poll, kernel_processes, run_cell,
+                           skip_without_hub
 
 COURSE_SRC = REPO / "notebooks" / "assignments"
 COURSE_ID = "cudalab-sample"                      # the sample course's own id (its nbgrader_config.py)
@@ -173,9 +174,7 @@ c.JupyterHub.load_roles = [r for r in c.JupyterHub.load_roles if "services" not 
 
 @pytest.fixture(scope="module")
 def course_hub(tmp_path_factory: pytest.TempPathFactory):
-    why = _missing()
-    if why:
-        pytest.skip(f"live hub test skipped: {why} (pip install -r requirements-hub-test.txt)")
+    skip_without_hub()
     platform = Platform()
     try:
         with serving(CourseHub(tmp_path_factory.mktemp("course-hub"), platform)) as hub:

@@ -235,11 +235,15 @@ class Hub:
         return left
 
 
-@pytest.fixture(scope="module")
-def hub(tmp_path_factory: pytest.TempPathFactory):
+def skip_without_hub() -> None:
     why = _missing()
     if why:
         pytest.skip(f"live hub test skipped: {why} (pip install -r requirements-hub-test.txt)")
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory: pytest.TempPathFactory):
+    skip_without_hub()
     with serving(Hub(tmp_path_factory.mktemp("hub"))) as server:
         yield server
 
