@@ -41,8 +41,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from conftest import REPO, free_tcp_ports, serving
 from test_deploy import DEPLOY
-from test_hub_live import MIME, SERVER_START_TIMEOUT, Hub, _poll, kernel_processes, run_cell,
-                           skip_without_hub
+from test_hub_live import (MIME, SERVER_START_TIMEOUT, Hub, _poll, kernel_processes, run_cell,
+                           skip_without_hub)
 
 COURSE_SRC = REPO / "notebooks" / "assignments"
 COURSE_ID = "cudalab-sample"                      # the sample course's own id (its nbgrader_config.py)
