@@ -202,9 +202,10 @@ class Hub:
             return body if status == 200 else None
         _poll("JupyterHub to answer through its proxy", HUB_START_TIMEOUT, answers, self.log_text)
 
-    def api(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict | str | None]:
+    def api(self, method: str, path: str, body: dict | None = None,
+            timeout: float = 10) -> tuple[int, dict | str | None]:
         """The hub's REST API, through the proxy, with the test service's token."""
-        return _http(method, f"{self.url}/hub/api{path}", self.token, body)
+        return _http(method, f"{self.url}/hub/api{path}", self.token, body, timeout)
 
     def log_text(self) -> str:
         return "JupyterHub log (tail):\n" + \
@@ -306,7 +307,9 @@ def test_hub_is_the_pinned_jupyterhub_behind_the_python_proxy(hub: Hub):
 def test_student_runs_cudalab_through_the_hub_and_their_kernel_leaves_with_their_server(hub: Hub):
     status, body = hub.api("POST", f"/users/{STUDENT}")
     assert status == 201, body
-    status, body = hub.api("POST", f"/users/{STUDENT}/server")
+    # the hub answers a spawn when the server is up or after its slow_spawn_timeout (10 s), so
+    # the request may take a little longer than that
+    status, body = hub.api("POST", f"/users/{STUDENT}/server", timeout=SERVER_START_TIMEOUT)
     assert status in (201, 202), body
 
     def server_ready():
