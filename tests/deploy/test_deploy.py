@@ -1,8 +1,10 @@
 """The course deployment (deploy/jupyterhub): no base image can be pulled here, so the Dockerfile is
 linted (hadolint, from PyPI) and the hub's configuration is loaded as JupyterHub loads it, checking
-what a course relies on: DockerSpawner with the host's GPUs, the one admission directory every
-container shares mounted where the image tells cudalab to look for it, the idle culler, nbgrader's
-exchange, and the hub and the image at one JupyterHub version."""
+what a course relies on: one GPU and CPU/memory limits per container, the one admission directory
+every container shares mounted where the image tells cudalab to look for it, the containers' network
+and the hub's address on it, the fallback authenticator, the idle culler, nbgrader's exchange, IPC
+kernels, and the hub and the image at one JupyterHub version. test_hub_course.py runs the same
+configuration live."""
 from __future__ import annotations
 
 import re
@@ -51,16 +53,52 @@ def test_dockerfile_lints_clean():
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-def test_hub_gives_every_container_the_gpus_and_one_admission_directory():
+def test_each_container_gets_one_gpu_limits_and_the_one_admission_directory():
     c = hub_config()
     assert c.JupyterHub.spawner_class == "dockerspawner.DockerSpawner"
-    requests = c.DockerSpawner.extra_host_config["device_requests"]
-    assert requests == [{"Driver": "nvidia", "Count": -1, "Capabilities": [["gpu"]]}]
+
+    class Spawner:                            # what the hook reads and writes of DockerSpawner
+        def __init__(self, user_id):
+            self.user = type("User", (), {"id": user_id})()
+            self.extra_host_config = {"init": True}
+    spawned = Spawner(7)
+    c.Spawner.pre_spawn_hook(spawned)
+    assert spawned.extra_host_config == {"init": True, "device_requests": [
+        {"Driver": "nvidia", "DeviceIDs": ["0"], "Capabilities": [["gpu"]]}]}
+    assert c.DockerSpawner.cpu_limit > 0 and c.DockerSpawner.mem_limit
     mounts = c.DockerSpawner.volumes
     assert image_env("CUDALAB_ADMISSION_DIR") in mounts.values(), (mounts, image_env("CUDALAB_ADMISSION_DIR"))
     assert "/srv/nbgrader/exchange" in mounts.values()
     assert c.DockerSpawner.remove is True
-    assert int(c.DockerSpawner.environment["CUDALAB_GPU_IDLE_S"]) > 0
+    assert int(c.Spawner.environment["CUDALAB_GPU_IDLE_S"]) > 0
+
+
+def test_containers_reach_the_hub_on_their_network_and_nothing_else_does():
+    c = hub_config()
+    assert c.DockerSpawner.network_name and c.DockerSpawner.use_internal_ip is True
+    assert c.JupyterHub.hub_bind_url == f"http://{c.JupyterHub.hub_connect_ip}:8081"
+    assert not c.JupyterHub.hub_connect_ip.startswith("0.")
+
+
+def test_the_fallback_authenticator_needs_no_lms(monkeypatch):
+    monkeypatch.setenv("CUDALAB_AUTHENTICATOR", "native")
+    monkeypatch.setenv("CUDALAB_INSTRUCTORS", "prof,ta")
+    c = hub_config()
+    assert c.JupyterHub.authenticator_class == "native"
+    assert c.Authenticator.admin_users == {"prof", "ta"}
+    model = c.Authenticator.post_auth_hook(None, None, {"name": "ta"})
+    assert model["groups"] == ["instructors"] and model["admin"] is True
+    model = c.Authenticator.post_auth_hook(None, None, {"name": "ada"})
+    assert model["groups"] == ["students"] and model["admin"] is False
+    monkeypatch.setenv("CUDALAB_AUTHENTICATOR", "pam")
+    with pytest.raises(ValueError, match="CUDALAB_AUTHENTICATOR='pam'"):
+        hub_config()
+
+
+def test_kernels_use_ipc_in_every_server():
+    single_user = (DEPLOY / "singleuser" / "jupyter_server_config.py").read_text()
+    assert 'c.AsyncIOLoopKernelManager.transport = "ipc"' in single_user
+    assert "singleuser/jupyter_server_config.py" in (DEPLOY / "Dockerfile").read_text()
 
 
 def test_idle_servers_are_culled():
@@ -80,12 +118,11 @@ def test_the_class_board_is_a_managed_service_the_course_groups_reach():
     assert command[1:4] == ["-m", "cudalab_board", "serve"]
     assert command[command.index("--db") + 1].startswith(("sqlite:///", "postgresql://"))
     assert board["url"].endswith(command[command.index("--port") + 1])
-    assert set(c.JupyterHub.load_groups) == {roles.INSTRUCTORS, roles.STUDENTS}
     role = next(r for r in c.JupyterHub.load_roles if roles.ACCESS_SCOPE in r["scopes"])
     assert set(role["groups"]) == {roles.INSTRUCTORS, roles.STUDENTS}
     # a kernel's own token (the server's) reaches the board, and the containers know where it is
     assert roles.ACCESS_SCOPE in c.Spawner.server_token_scopes
-    assert c.DockerSpawner.environment["CUDALAB_BOARD_URL"].endswith(f"/services/{roles.SERVICE_NAME}/")
+    assert c.Spawner.environment["CUDALAB_BOARD_URL"].endswith(f"/services/{roles.SERVICE_NAME}/")
 
 
 def test_hub_and_image_share_one_jupyterhub_version():

@@ -130,7 +130,7 @@ class Hub:
         directory the image names, and the Jupyter path of this test."""
         self.admission.mkdir()
         self.admission.chmod(0o1777)                  # as the course's host directory (mkdir's is masked)
-        return {**hub_config().DockerSpawner.environment,
+        return {**hub_config().Spawner.environment,
                 "CUDALAB_ADMISSION_DIR": str(self.admission),
                 # no GPU here; a GPU host may run the same test on its GPU
                 "CUDALAB_BACKEND": os.environ.get("CUDALAB_BACKEND", "cpu"),
@@ -202,9 +202,10 @@ class Hub:
             return body if status == 200 else None
         _poll("JupyterHub to answer through its proxy", HUB_START_TIMEOUT, answers, self.log_text)
 
-    def api(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict | str | None]:
+    def api(self, method: str, path: str, body: dict | None = None,
+            timeout: float = 10) -> tuple[int, dict | str | None]:
         """The hub's REST API, through the proxy, with the test service's token."""
-        return _http(method, f"{self.url}/hub/api{path}", self.token, body)
+        return _http(method, f"{self.url}/hub/api{path}", self.token, body, timeout)
 
     def log_text(self) -> str:
         return "JupyterHub log (tail):\n" + \
@@ -235,11 +236,15 @@ class Hub:
         return left
 
 
-@pytest.fixture(scope="module")
-def hub(tmp_path_factory: pytest.TempPathFactory):
+def skip_without_hub() -> None:
     why = _missing()
     if why:
         pytest.skip(f"live hub test skipped: {why} (pip install -r requirements-hub-test.txt)")
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory: pytest.TempPathFactory):
+    skip_without_hub()
     with serving(Hub(tmp_path_factory.mktemp("hub"))) as server:
         yield server
 
@@ -302,7 +307,9 @@ def test_hub_is_the_pinned_jupyterhub_behind_the_python_proxy(hub: Hub):
 def test_student_runs_cudalab_through_the_hub_and_their_kernel_leaves_with_their_server(hub: Hub):
     status, body = hub.api("POST", f"/users/{STUDENT}")
     assert status == 201, body
-    status, body = hub.api("POST", f"/users/{STUDENT}/server")
+    # the hub answers a spawn when the server is up or after its slow_spawn_timeout (10 s), so
+    # the request may take a little longer than that
+    status, body = hub.api("POST", f"/users/{STUDENT}/server", timeout=SERVER_START_TIMEOUT)
     assert status in (201, 202), body
 
     def server_ready():
@@ -343,7 +350,7 @@ def test_student_runs_cudalab_through_the_hub_and_their_kernel_leaves_with_their
     assert len(kernels) == 1 and len(workers) == 1, [p.cmdline() for p in cudalab]
     environ = kernels[0].environ()                  # the course's environment reached the kernel
     assert environ["CUDALAB_ADMISSION_DIR"] == str(hub.admission)
-    assert environ["CUDALAB_GPU_IDLE_S"] == hub_config().DockerSpawner.environment["CUDALAB_GPU_IDLE_S"]
+    assert environ["CUDALAB_GPU_IDLE_S"] == hub_config().Spawner.environment["CUDALAB_GPU_IDLE_S"]
 
     status, body = hub.api("DELETE", f"/users/{STUDENT}/server")
     assert status in (202, 204), body
