@@ -123,10 +123,10 @@ def test_wgmma_analogues_round_to_their_format(dims):
             assert r["check"]["max_rel_err"] > 10 * runs["fast"]["check"]["max_rel_err"], (v, r["check"])
 
 
-def test_wgmma_tf32_in_help():
+def test_wgmma_in_help():
     rc, _, out, err = run("%help matmul", json_mode=False)
     assert rc == 0 and err == ""
-    assert "wgmma-tf32" in out and "warpgroup MMA" in out
+    assert all(v in out for v in [*WGMMA, "cublas-fp16", "cublas-bf16"]) and "warpgroup MMA" in out
 
 
 def test_ladder_traffic_model_and_launch():
