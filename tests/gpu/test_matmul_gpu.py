@@ -209,7 +209,8 @@ def test_wgmma_correct_at_awkward_shapes(gpu: dict, dims: str) -> None:
     """Partial tiles in every direction, k below one slice, k a multiple of 4 or 8 but not of the
     slice (TMA's zeros past k), k not a multiple of 4 (A and Bᵀ padded: three kernels), an odd number
     of row tiles (a cluster's second block outside C), odd n (C written element by element), more
-    column tiles than one group of 8 and a last group of 3 (mmw_tile's order); every input format."""
+    column tiles than one group of 8 and a last group of 3 (mmw_tile's order), more cluster tiles than
+    clusters launched (2048³ and up: the persistent walk); every input format."""
     if not hopper(gpu):
         pytest.skip(f"the wgmma rungs need a compute capability 9.0 GPU; this is {gpu['devices'][0].get('cc')}")
     doc = matmul(f"%matmul {dims} --variant {','.join(WGMMA)} --reps 2 --warmup 1")
@@ -223,7 +224,10 @@ def test_wgmma_correct_at_awkward_shapes(gpu: dict, dims: str) -> None:
         assert r["launch"]["block"] == [384, 1, 1] and r["launch"]["smem_per_block"] >= 4 * 48 * 1024
         # Bᵀ (and A padded or converted) are timed too: TF32 pads A only where k is not a multiple of 4
         assert r["launch"]["kernels"] == (3 if r["k"] % 4 or precision != "tf32" else 2), r
-        assert r["launch"]["grid"] == [-(-r["n"] // 256), -(-r["m"] // 256) * 2, 1]
+        # persistent: clusters of 2 along y, at most one per cluster tile (two row tiles × one column tile)
+        grid = r["launch"]["grid"]
+        assert grid[0] == 1 and grid[2] == 1 and grid[1] % 2 == 0, grid
+        assert 2 <= grid[1] <= 2 * -(-r["n"] // 256) * -(-r["m"] // 256), grid
         assert r["model"]["global_loads"] > 0 and "Bᵀ" in r["launch"]["config"]
 
 
