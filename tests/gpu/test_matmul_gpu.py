@@ -204,13 +204,14 @@ def test_cublas_half_precision_correct(dims: str) -> None:
 @pytest.mark.parametrize("dims", ["--size 2048", "--m 1000 --n 1003 --k 997", "--size 1",
                                   "--m 513 --n 257 --k 1025", "--m 129 --n 65 --k 3",
                                   "--m 300 --n 200 --k 6", "--m 200 --n 300 --k 100",
-                                  "--m 4097 --n 1 --k 33", "--m 1100 --n 2600 --k 40"])
+                                  "--m 4097 --n 1 --k 33", "--m 1100 --n 2600 --k 40",
+                                  "--m 3000 --n 3000 --k 70"])
 def test_wgmma_correct_at_awkward_shapes(gpu: dict, dims: str) -> None:
     """Partial tiles in every direction, k below one slice, k a multiple of 4 or 8 but not of the
     slice (TMA's zeros past k), k not a multiple of 4 (A and Bᵀ padded: three kernels), an odd number
     of row tiles (a cluster's second block outside C), odd n (C written element by element), more
-    column tiles than one group of 8 and a last group of 3 (mmw_tile's order), more cluster tiles than
-    clusters launched (2048³ and up: the persistent walk); every input format."""
+    column tiles than one group of 8 and a last group of 3 (mmw_tile's order), more cluster tiles (144 at
+    3000×3000) than clusters run at once on an H100 or H200 (the persistent walk); every input format."""
     if not hopper(gpu):
         pytest.skip(f"the wgmma rungs need a compute capability 9.0 GPU; this is {gpu['devices'][0].get('cc')}")
     doc = matmul(f"%matmul {dims} --variant {','.join(WGMMA)} --reps 2 --warmup 1")
