@@ -1,5 +1,5 @@
 /* matmul_blocked.c — the CPU analogues of the register-blocked %matmul kernels
- * (reg1d onwards) and of the tensor-core ones (wmma-*, wgmma-tf32): one
+ * (reg1d onwards) and of the tensor-core ones (wmma-*, wgmma-*): one
  * BLOCKED(...) line each, below.
  *
  * One analogue for all of them, shaped by each GPU kernel's launch
@@ -150,6 +150,11 @@ BLOCKED(wmma_bf16, 128, 128, 16, 256, 2 * (128 * 24 + 16 * 136) * 2, CL_MATMUL_F
 /* Hopper's 128×256 tiles: 4 stages of 32-deep slices of A and Bᵀ on the GPU (matmul_wgmma.cu) */
 BLOCKED(wgmma_tf32, 128, 256, 16, 384, 4 * 32 * (128 + 256) * 4, CL_MATMUL_FMT_TF32,
         " copied to local arrays rounded to TF32 (10-bit mantissa), float products and sums")
+/* its FP16 and BF16 kernels: the same tiles and ring, 64-deep slices of 16-bit elements (the same bytes) */
+#define WGMMA_16BIT(f) " copied to local arrays rounded to " f ", float products and sums"
+BLOCKED(wgmma_fp16, 128, 256, 16, 384, 4 * 64 * (128 + 256) * 2, CL_MATMUL_FMT_FP16, WGMMA_16BIT("FP16"))
+BLOCKED(wgmma_bf16, 128, 256, 16, 384, 4 * 64 * (128 + 256) * 2, CL_MATMUL_FMT_BF16, WGMMA_16BIT("BF16"))
+#undef WGMMA_16BIT
 #undef ROUNDED
 #undef ACC
 #undef BLOCKED

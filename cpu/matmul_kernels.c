@@ -13,9 +13,9 @@
  *            matmul_blocked.c;
  *   cublas   the distribution's BLAS (OpenBLAS) in FP32, loaded at run time;
  *            without one, the reference product (double accumulation);
- *   wgmma-tf32  128×256 blocks, 32-deep slices of k whose elements are
- *            rounded to TF32 as they are copied (what the tensor cores
- *            multiply), products and sums in float.
+ *   wgmma-*  128×256 blocks, slices of k whose elements are rounded to
+ *            TF32, FP16 or BF16 as they are copied (what the tensor cores
+ *            multiply), products and sums in float (matmul_blocked.c).
  * float accumulation everywhere except cpu and the reference, as on the GPU.
  */
 #include <dlfcn.h>
@@ -390,8 +390,13 @@ static void blas_run(const cpu_mm_problem *p)
                p->c, p->n);
 }
 
-/* cuBLAS's rows, FP32 and TF32: the same BLAS call, which a CPU can only make in FP32 */
+/* cuBLAS's rows, FP32 and TF32 (and FP16, BF16 below): the same BLAS call, which a CPU can only make in FP32 */
 const cpu_mm_impl cpu_mm_cublas = { "the system's BLAS (cblas_sgemm, FP32) standing in for cuBLAS", blas_configure,
                                     blas_run, NULL };
 const cpu_mm_impl cpu_mm_cublas_tf32 = { "the system's BLAS (cblas_sgemm, FP32) standing in for cuBLAS TF32: a CPU "
                                          "has no TF32", blas_configure, blas_run, NULL };
+/* and its FP16 and BF16 GemmEx rows: a CPU's BLAS has no half-precision product worth timing */
+const cpu_mm_impl cpu_mm_cublas_fp16 = { "the system's BLAS (cblas_sgemm, FP32) standing in for cuBLAS FP16: a CPU "
+                                         "has no FP16 tensor cores", blas_configure, blas_run, NULL };
+const cpu_mm_impl cpu_mm_cublas_bf16 = { "the system's BLAS (cblas_sgemm, FP32) standing in for cuBLAS BF16: a CPU "
+                                         "has no BF16 tensor cores", blas_configure, blas_run, NULL };

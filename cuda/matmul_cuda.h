@@ -55,6 +55,15 @@ int mm_dynamic_smem(const void *func, int bytes, char *err);
  * 0, or -1 with err set. */
 int mm_reference(const mm_problem *p, char *err);
 
+/* The staging passes of the tensor-core variants (matmul_wgmma_stage.cu; enqueued, so timed where
+ * a launch() calls them). fmt: what the elements become, FP16 or BF16 (2 bytes), or floats as they
+ * are for TF32 and FP32 (4 bytes: mm_stage_elem_bytes). dst gets rows × cols_p elements, zero beyond
+ * cols; bt gets Bᵀ, n × k_p elements, zero beyond k (k_p even: its rows are whole 16 bytes, as TMA
+ * needs). 0, or -1 with err set. */
+int mm_stage_convert(const float *src, void *dst, int rows, int cols, int cols_p, cl_matmul_format fmt, char *err);
+int mm_stage_transpose(const float *b, void *bt, int k, int n, int k_p, cl_matmul_format fmt, char *err);
+size_t mm_stage_elem_bytes(cl_matmul_format fmt);
+
 /* Each row's implementation, mm_gpu_<impl> (the row's impl, matmul.h), defined in its kernel file;
  * weak, so a row without one (the host loop) is NULL here. */
 #define MM_GPU_WEAK_(id, name, impl, ...) CL_VARIANT_WEAK_(mm_gpu_impl, mm_gpu_, impl)

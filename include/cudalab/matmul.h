@@ -123,11 +123,28 @@ CL_HD float cl_matmul_b(uint64_t seed, uint64_t i)
     X(CL_MATMUL_V_CUBLAS_TF32, "cublas-tf32", cublas_tf32, "chosen by cuBLAS",                                  \
       "cublasSgemm on TF32 tensor cores (10-bit mantissa): faster, less exact",                                 \
       CL_V_LIBRARY | CL_MATMUL_TF32, 0)                                                                         \
+    X(CL_MATMUL_V_CUBLAS_FP16, "cublas-fp16", cublas_fp16, "A and B converted to FP16 first (timed, as "        \
+      "for wgmma-fp16); then chosen by cuBLAS",                                                                 \
+      "cublasGemmEx on FP16 inputs with FP32 accumulation (CUBLAS_COMPUTE_32F): the reference for the "         \
+      "half-precision rungs", CL_V_LIBRARY | CL_MATMUL_FP16, 0)                                                 \
+    X(CL_MATMUL_V_CUBLAS_BF16, "cublas-bf16", cublas_bf16, "A and B converted to BF16 first (timed, as "        \
+      "for wgmma-bf16); then chosen by cuBLAS; sm_80+",                                                         \
+      "cublasGemmEx on BF16 inputs with FP32 accumulation (CUBLAS_COMPUTE_32F): the reference for "             \
+      "the bfloat16 rungs", CL_V_LIBRARY | CL_MATMUL_BF16 | CL_MATMUL_SM80, 0)                                  \
     X(CL_MATMUL_V_WGMMA_TF32, "wgmma-tf32", wgmma_tf32, "Bᵀ by a transpose kernel first (timed too); then 384 " \
-      "threads per block, a 128×256 tile of C, clusters of 2; grid ⌈n/256⌉×⌈m/128⌉",                            \
+      "threads per block, 128×256 tiles of C, clusters of 2, persistent (as many clusters as fit at once)",     \
       "Hopper's asynchronous warpgroup MMA fed by TMA: a producer warpgroup streams 128-byte "                  \
       "swizzled tiles into a 4-stage mbarrier ring while two consumer warpgroups run wgmma on "                 \
-      "TF32 tensor cores (H100, sm_90a only)", CL_MATMUL_TF32 | CL_MATMUL_SM90A, 0)
+      "TF32 tensor cores (H100, sm_90a only)", CL_MATMUL_TF32 | CL_MATMUL_SM90A, 0)                             \
+    X(CL_MATMUL_V_WGMMA_FP16, "wgmma-fp16", wgmma_fp16, "A to FP16 and B to FP16 Bᵀ first (timed too); then " \
+      "384 threads per block, 128×256 tiles of C, clusters of 2, persistent (as many clusters as fit at once)", \
+      "the wgmma-tf32 kernel on FP16: 64-deep slices in the same 128-byte swizzled rows, "                      \
+      "wgmma m64n256k16 at twice TF32's rate, FP32 accumulation (sm_90a only)",                                 \
+      CL_MATMUL_FP16 | CL_MATMUL_SM90A, 0)                                                                      \
+    X(CL_MATMUL_V_WGMMA_BF16, "wgmma-bf16", wgmma_bf16, "A to BF16 and B to BF16 Bᵀ first (timed too); then " \
+      "384 threads per block, 128×256 tiles of C, clusters of 2, persistent (as many clusters as fit at once)", \
+      "the wgmma-tf32 kernel on BF16: FP32's range with a 7-bit mantissa, the format most "                     \
+      "training runs in, at FP16's rate (sm_90a only)", CL_MATMUL_BF16 | CL_MATMUL_SM90A, 0)
 
 /* The family's own variant flags. The first three say what a GPU multiplies
  * in (its inputs rounded to that format, FP32 accumulation); none: FP32. */

@@ -167,7 +167,9 @@ static const double mm_rates[CL_MATMUL_NVARIANTS] = {
     [CL_MATMUL_V_SWIZZLE] = 9e9, [CL_MATMUL_V_ASYNC] = 9e9, [CL_MATMUL_V_ASYNC64] = 9e9,
     [CL_MATMUL_V_WMMA_TF32] = 9e9, [CL_MATMUL_V_WMMA_FP16] = 9e9, [CL_MATMUL_V_WMMA_BF16] = 9e9,
     [CL_MATMUL_V_CUBLAS] = 1.8e10, [CL_MATMUL_V_CUBLAS_TF32] = 1.8e10,      /* OpenBLAS's sgemm */
-    [CL_MATMUL_V_WGMMA_TF32] = 9e9,         /* its analogue: about 3/4 of fast's, rounding every element it copies */
+    [CL_MATMUL_V_CUBLAS_FP16] = 1.8e10, [CL_MATMUL_V_CUBLAS_BF16] = 1.8e10,
+    /* the wgmma analogues: about 3/4 of fast's, rounding every element they copy */
+    [CL_MATMUL_V_WGMMA_TF32] = 9e9, [CL_MATMUL_V_WGMMA_FP16] = 9e9, [CL_MATMUL_V_WGMMA_BF16] = 9e9,
 };
 /* CL_V_TILE variants (tiled, and tiled-bt at about the same rate): by TILE_WIDTH (the small tiles pay a
  * phase's overhead for a few products) */

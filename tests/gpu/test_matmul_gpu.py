@@ -1,8 +1,9 @@
 """%matmul on a CUDA device: every variant correct at odd sizes, the check methods, the launch
 and traffic model of each kernel, TF32 labelled, refusals before allocation; the FP32 ladder, the
 corner-turning pair and the WMMA kernels at awkward shapes and at 1024³, each checked with the
-tolerance of its input format; Hopper's wgmma-tf32 correct at awkward shapes on a compute
-capability 9.0 GPU and refused clearly on any other.
+tolerance of its input format; Hopper's wgmma-tf32, wgmma-fp16 and wgmma-bf16 correct at awkward
+shapes on a compute capability 9.0 GPU and refused clearly on any other; cublas-fp16 and cublas-bf16
+(GemmEx, FP32 accumulation) labelled and checked as their format.
 
 Skipped (with the reason %device gives) when `cudalab --run '%device' --json` reports the CPU
 backend, unless CUDALAB_REQUIRE_GPU=1: then they fail loudly. Needs only the CLI (no Jupyter)."""
@@ -16,11 +17,15 @@ pytestmark = pytest.mark.usefixtures("gpu")     # every test: skipped, or failin
 
 GPU_VARIANTS = ["naive", "tiled", "fast", "fast64", "cublas", "cublas-tf32"]
 OWN_KERNELS = ["naive", "tiled", "fast", "fast64"]
-HOPPER_ONLY = ["wgmma-tf32"]        # CL_MATMUL_SM90A: in `all` on a compute capability 9.0 GPU only
+# CL_MATMUL_SM90A: in `all` on a compute capability 9.0 GPU only (input format, tolerance)
+WGMMA = {"wgmma-tf32": ("tf32", 5e-3), "wgmma-fp16": ("fp16", 5e-3), "wgmma-bf16": ("bf16", 4e-2)}
+HOPPER_ONLY = list(WGMMA)
 # the FP32 ladder, the corner-turning pair and the WMMA tensor-core variants (input format, tolerance)
 LADDER = ["reg1d", "reg2d", "vec4", "warptile", "swizzle", "async", "async64", "wide"]
 CORNER = ["naive-bt", "tiled-bt"]
 TENSOR_CORES = {"wmma-tf32": ("tf32", 5e-3), "wmma-fp16": ("fp16", 5e-3), "wmma-bf16": ("bf16", 4e-2)}
+# cuBLAS at half precision: the references of the wgmma rungs (GemmEx on converted inputs)
+CUBLAS_HALF = {"cublas-fp16": ("fp16", 5e-3), "cublas-bf16": ("bf16", 4e-2)}
 NEW_KERNELS = CORNER + LADDER + list(TENSOR_CORES)
 
 
@@ -51,7 +56,7 @@ def test_every_variant_correct_at_odd_sizes(dims: str) -> None:
 def test_freivalds_beyond_512_cubed_and_model(gpu: dict) -> None:
     doc = matmul("%matmul --size 640 --variant all --tile 32 --reps 3")
     runs = {r["variant"]: r for r in doc["runs"]}
-    assert set(runs) == {"cpu", *GPU_VARIANTS, *NEW_KERNELS, *(HOPPER_ONLY if hopper(gpu) else [])}
+    assert set(runs) == {"cpu", *GPU_VARIANTS, *NEW_KERNELS, *CUBLAS_HALF, *(HOPPER_ONLY if hopper(gpu) else [])}
     assert runs["cpu"]["backend"] == "cpu" and runs["cpu"]["precision"] == "fp64"
     for v in GPU_VARIANTS:
         assert runs[v]["check"] == {**runs[v]["check"], "passed": True, "method": "freivalds x3"}
@@ -77,7 +82,7 @@ def test_freivalds_beyond_512_cubed_and_model(gpu: dict) -> None:
 
 def expected(variant: str) -> tuple[str, float]:
     """(precision, tolerance of its full check) of a variant's run."""
-    return TENSOR_CORES.get(variant, ("fp32", 1e-5))
+    return {**TENSOR_CORES, **CUBLAS_HALF, **WGMMA}.get(variant, ("fp32", 1e-5))
 
 
 @pytest.mark.parametrize("dims", ["--m 1000 --n 1003 --k 997", "--size 1", "--m 513 --n 257 --k 1025",
@@ -175,47 +180,79 @@ def test_reps_auto_until_the_median_settles_and_the_conditions_beside() -> None:
     assert fixed["params"]["reps"] == 7 and fixed["runs"][0]["time_ms"]["reps"] == 7
 
 
-# ---------------------------------------------------------------- wgmma-tf32 (Hopper, sm_90a)
+# ---------------------------------------------------------------- cuBLAS at half precision
+
+@pytest.mark.parametrize("dims", ["--m 1000 --n 300 --k 77", "--size 1", "--m 129 --n 65 --k 3", "--size 640"])
+def test_cublas_half_precision_correct(dims: str) -> None:
+    """GemmEx on FP16 and BF16 copies of A and B: odd element counts (the conversion's scalar tail),
+    1×1×1, and Freivalds at 640³; labelled and checked as their format, more wrong than FP32."""
+    doc = matmul(f"%matmul {dims} --variant cublas,{','.join(CUBLAS_HALF)} --reps 2 --warmup 1")
+    runs = {r["variant"]: r for r in doc["runs"]}
+    for v, (precision, tol) in CUBLAS_HALF.items():
+        r = runs[v]
+        assert r["backend"] == "cuda" and r["precision"] == precision, r
+        assert r["check"]["passed"] is True, r["check"]
+        assert "cublasGemmEx" in r["impl"] and r["launch"]["kernels"] == 3, r
+        if r["check"]["method"] == "full fp64 product":
+            assert r["check"]["tolerance"] == pytest.approx(tol)
+        if r["k"] > 3:              # 10 or 7 mantissa bits instead of 23: visibly less exact
+            assert r["check"]["max_rel_err"] > 10 * runs["cublas"]["check"]["max_rel_err"], r["check"]
+
+
+# ---------------------------------------------------------------- wgmma (Hopper, sm_90a)
 
 @pytest.mark.parametrize("dims", ["--size 2048", "--m 1000 --n 1003 --k 997", "--size 1",
                                   "--m 513 --n 257 --k 1025", "--m 129 --n 65 --k 3",
                                   "--m 300 --n 200 --k 6", "--m 200 --n 300 --k 100",
-                                  "--m 4097 --n 1 --k 33", "--m 1100 --n 2600 --k 40"])
-def test_wgmma_tf32_correct_at_awkward_shapes(gpu: dict, dims: str) -> None:
-    """Partial tiles in every direction, k below one slice, k a multiple of 4 but not of the 32-deep
+                                  "--m 4097 --n 1 --k 33", "--m 1100 --n 2600 --k 40",
+                                  "--m 3000 --n 3000 --k 70"])
+def test_wgmma_correct_at_awkward_shapes(gpu: dict, dims: str) -> None:
+    """Partial tiles in every direction, k below one slice, k a multiple of 4 or 8 but not of the
     slice (TMA's zeros past k), k not a multiple of 4 (A and Bᵀ padded: three kernels), an odd number
     of row tiles (a cluster's second block outside C), odd n (C written element by element), more
-    column tiles than one group of 8 and a last group of 3 (mmw_tile's order)."""
+    column tiles than one group of 8 and a last group of 3 (mmw_tile's order), more cluster tiles (144 at
+    3000×3000) than clusters run at once on an H100 or H200 (the persistent walk); every input format."""
     if not hopper(gpu):
-        pytest.skip(f"wgmma-tf32 needs a compute capability 9.0 GPU; this is {gpu['devices'][0].get('cc')}")
-    doc = matmul(f"%matmul {dims} --variant wgmma-tf32 --reps 2 --warmup 1")
-    r = doc["runs"][0]
-    assert r["backend"] == "cuda" and r["precision"] == "tf32"
-    assert r["check"]["passed"] is True and r["check"]["tolerance"] == pytest.approx(5e-3), r["check"]
-    assert r["launch"]["block"] == [384, 1, 1] and r["launch"]["smem_per_block"] >= 4 * 48 * 1024
-    assert r["launch"]["kernels"] == (3 if r["k"] % 4 else 2)      # Bᵀ (and padded A) are timed too
-    assert r["launch"]["grid"] == [-(-r["n"] // 256), -(-r["m"] // 256) * 2, 1]
-    assert r["model"]["global_loads"] > 0 and "Bᵀ" in r["launch"]["config"]
+        pytest.skip(f"the wgmma rungs need a compute capability 9.0 GPU; this is {gpu['devices'][0].get('cc')}")
+    doc = matmul(f"%matmul {dims} --variant {','.join(WGMMA)} --reps 2 --warmup 1")
+    assert [r["variant"] for r in doc["runs"]] == list(WGMMA)
+    for r in doc["runs"]:
+        precision, tol = WGMMA[r["variant"]]
+        assert r["backend"] == "cuda" and r["precision"] == precision, r
+        assert r["check"]["passed"] is True, (r["variant"], r["check"])
+        if r["check"]["method"] == "full fp64 product":
+            assert r["check"]["tolerance"] == pytest.approx(tol)
+        assert r["launch"]["block"] == [384, 1, 1] and r["launch"]["smem_per_block"] >= 4 * 48 * 1024
+        # Bᵀ (and A padded or converted) are timed too: TF32 pads A only where k is not a multiple of 4
+        assert r["launch"]["kernels"] == (3 if r["k"] % 4 or precision != "tf32" else 2), r
+        # persistent: clusters of 2 along y, at most one per cluster tile (two row tiles × one column tile)
+        grid = r["launch"]["grid"]
+        assert grid[0] == 1 and grid[2] == 1 and grid[1] % 2 == 0, grid
+        assert 2 <= grid[1] <= 2 * -(-r["n"] // 256) * -(-r["m"] // 256), grid
+        assert r["model"]["global_loads"] > 0 and "Bᵀ" in r["launch"]["config"]
 
 
-def test_wgmma_tf32_beside_cublas_tf32_at_4096(gpu: dict) -> None:
-    """The issue's size: both TF32 products pass the TF32 check (bench/matmul.py compares their speed)."""
+def test_wgmma_beside_cublas_at_4096(gpu: dict) -> None:
+    """The issue's size: each wgmma rung and cuBLAS at its precision pass that format's check
+    (bench/matmul.py compares their speed)."""
     if not hopper(gpu):
-        pytest.skip(f"wgmma-tf32 needs a compute capability 9.0 GPU; this is {gpu['devices'][0].get('cc')}")
-    doc = matmul("%matmul --size 4096 --variant wgmma-tf32,cublas-tf32 --reps 5")
+        pytest.skip(f"the wgmma rungs need a compute capability 9.0 GPU; this is {gpu['devices'][0].get('cc')}")
+    doc = matmul(f"%matmul --size 4096 --variant {','.join(WGMMA)},cublas-tf32,{','.join(CUBLAS_HALF)} --reps 3")
     runs = {r["variant"]: r for r in doc["runs"]}
-    for r in runs.values():
-        assert r["precision"] == "tf32" and r["check"]["passed"] is True, r["check"]
-        assert r["check"]["method"] == "freivalds x3"
-    assert runs["wgmma-tf32"]["gflops"] > 0
+    for v, r in runs.items():
+        precision, tol = expected(v) if v != "cublas-tf32" else ("tf32", 5e-3)
+        assert r["precision"] == precision and r["check"]["passed"] is True, (v, r["check"])
+        assert r["check"]["method"] == "freivalds x3" and r["check"]["tolerance"] == pytest.approx(tol)
+        assert r["gflops"] > 0
 
 
-def test_wgmma_tf32_refused_clearly_off_hopper(gpu: dict) -> None:
+@pytest.mark.parametrize("variant", list(WGMMA))
+def test_wgmma_refused_clearly_off_hopper(gpu: dict, variant: str) -> None:
     """Named on another GPU: an error naming what it needs and what this is; `all` leaves it out."""
     if hopper(gpu):
-        pytest.skip("a compute capability 9.0 GPU runs wgmma-tf32")
-    rc, _, err = run("%matmul --size 64 --variant wgmma-tf32 --reps 1")
+        pytest.skip(f"a compute capability 9.0 GPU runs {variant}")
+    rc, _, err = run(f"%matmul --size 64 --variant {variant} --reps 1")
     assert rc == 1, err
-    assert "CudaError" in err and "wgmma-tf32 needs a Hopper GPU (sm_90a); this is sm_" in err, err
+    assert "CudaError" in err and f"{variant} needs a Hopper GPU (sm_90a); this is sm_" in err, err
     doc = matmul("%matmul --size 64 --variant all --reps 1 --warmup 0")
-    assert "wgmma-tf32" not in {r["variant"] for r in doc["runs"]}
+    assert variant not in {r["variant"] for r in doc["runs"]}

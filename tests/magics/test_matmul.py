@@ -20,6 +20,8 @@ TILED = ["tiled", "tiled-bt"]                   # the variants that honour --til
 # cores), and the tensor-core variants with their input formats
 LADDER = VARIANTS[VARIANTS.index("tiled-bt") + 1:VARIANTS.index("wmma-tf32")]
 TENSOR_CORES = {"wmma-tf32": ("tf32", 5e-3), "wmma-fp16": ("fp16", 5e-3), "wmma-bf16": ("bf16", 4e-2)}
+# Hopper's rungs, whose CPU analogues round as the GPU's inputs are rounded (input format, tolerance)
+WGMMA = {"wgmma-tf32": ("tf32", 5e-3), "wgmma-fp16": ("fp16", 5e-3), "wgmma-bf16": ("bf16", 4e-2)}
 TILES = [2, 4, 8, 16, 32]
 QUICK = "--reps 2 --warmup 0"
 
@@ -51,7 +53,7 @@ def test_every_variant_and_tile_checked(dims):
         assert r["backend"] == "cpu"
         assert r["check"]["passed"] is True, r
         assert r["check"]["method"] == "full fp64 product"
-        precision, tol = {**TENSOR_CORES, "wgmma-tf32": ("tf32", 5e-3)}.get(r["variant"], (r["precision"], 1e-5))
+        precision, tol = {**TENSOR_CORES, **WGMMA}.get(r["variant"], (r["precision"], 1e-5))
         assert r["precision"] == precision
         assert r["check"]["tolerance"] == pytest.approx(tol)
         assert r["check"]["max_rel_err"] <= tol
@@ -92,34 +94,39 @@ def test_traffic_model_and_launch():
         assert r["launch"]["config"]
 
 
-def test_cublas_tf32_on_cpu_is_the_labelled_blas():
-    doc = matmul_doc(f"%matmul --size 40 --variant cublas-tf32 {QUICK}")
-    r = doc["runs"][0]
-    assert "cblas_sgemm" in r["impl"] and "no TF32" in r["launch"]["config"] and r["precision"] == "fp32"
-    assert r["check"]["passed"] is True
+def test_cublas_tensor_core_rows_on_cpu_are_the_labelled_blas():
+    """cublas-tf32, -fp16 and -bf16 on the CPU: the FP32 BLAS, saying the CPU has no such format."""
+    doc = matmul_doc(f"%matmul --size 40 --variant cublas-tf32,cublas-fp16,cublas-bf16 {QUICK}")
+    runs = {r["variant"]: r for r in doc["runs"]}
+    for v, missing in (("cublas-tf32", "no TF32"), ("cublas-fp16", "no FP16"), ("cublas-bf16", "no BF16")):
+        r = runs[v]
+        assert "cblas_sgemm" in r["impl"] and missing in r["launch"]["config"] and r["precision"] == "fp32", r
+        assert r["check"]["passed"] is True
 
 
 @pytest.mark.parametrize("dims", ["--size 1", "--m 100 --n 103 --k 97", "--m 129 --n 257 --k 33",
                                   "--m 70 --n 300 --k 3"])
-def test_wgmma_tf32_analogue_rounds_to_tf32(dims):
-    """The CPU analogue of Hopper's wgmma variant multiplies TF32-rounded A and B in float, so it is
-    labelled tf32, checked with the TF32 tolerance, and less exact than the FP32 variants."""
-    doc = matmul_doc(f"%matmul {dims} --variant wgmma-tf32,fast {QUICK}")
+def test_wgmma_analogues_round_to_their_format(dims):
+    """The CPU analogues of Hopper's wgmma variants multiply A and B rounded to TF32, FP16 or BF16 in
+    float, so each is labelled with its format, checked with its tolerance, and less exact than the
+    FP32 variants."""
+    doc = matmul_doc(f"%matmul {dims} --variant {','.join(WGMMA)},fast {QUICK}")
     runs = {r["variant"]: r for r in doc["runs"]}
-    r = runs["wgmma-tf32"]
-    assert r["backend"] == "cpu" and r["precision"] == "tf32"
-    assert r["check"]["passed"] is True and r["check"]["tolerance"] == pytest.approx(5e-3), r["check"]
-    assert "tf32" in r["impl"].lower() and "TF32" in r["launch"]["config"]
-    assert r["launch"]["block"] == [384, 1, 1]
-    assert r["model"]["global_loads"] > 0
-    if r["k"] > 1:                  # 10 mantissa bits instead of 23: visibly less exact
-        assert r["check"]["max_rel_err"] > 10 * runs["fast"]["check"]["max_rel_err"]
+    for v, (precision, tol) in WGMMA.items():
+        r = runs[v]
+        assert r["backend"] == "cpu" and r["precision"] == precision
+        assert r["check"]["passed"] is True and r["check"]["tolerance"] == pytest.approx(tol), r["check"]
+        assert precision in r["impl"].lower() and precision.upper() in r["launch"]["config"]
+        assert r["launch"]["block"] == [384, 1, 1]
+        assert r["model"]["global_loads"] > 0
+        if r["k"] > 1:              # 10 or 7 mantissa bits instead of 23: visibly less exact
+            assert r["check"]["max_rel_err"] > 10 * runs["fast"]["check"]["max_rel_err"], (v, r["check"])
 
 
-def test_wgmma_tf32_in_help():
+def test_wgmma_in_help():
     rc, _, out, err = run("%help matmul", json_mode=False)
     assert rc == 0 and err == ""
-    assert "wgmma-tf32" in out and "warpgroup MMA" in out
+    assert all(v in out for v in [*WGMMA, "cublas-fp16", "cublas-bf16"]) and "warpgroup MMA" in out
 
 
 def test_ladder_traffic_model_and_launch():

@@ -298,14 +298,22 @@ static void rounding_to_formats(void **state)
     assert_true(cl_matmul_tolerance(CL_MATMUL_FMT_FP32, false) == CL_MATMUL_TOL_FP32_FREI);
     assert_string_equal(cl_matmul_flags_precision(cl_matmul_variants[CL_MATMUL_V_WMMA_BF16].flags), "bf16");
     assert_string_equal(cl_matmul_flags_precision(cl_matmul_variants[CL_MATMUL_V_ASYNC].flags), "fp32");
+    /* Hopper's half-precision rungs and their cuBLAS references: labelled (and so checked) as their format */
+    assert_string_equal(cl_matmul_flags_precision(cl_matmul_variants[CL_MATMUL_V_WGMMA_FP16].flags), "fp16");
+    assert_string_equal(cl_matmul_flags_precision(cl_matmul_variants[CL_MATMUL_V_WGMMA_BF16].flags), "bf16");
+    assert_string_equal(cl_matmul_flags_precision(cl_matmul_variants[CL_MATMUL_V_CUBLAS_FP16].flags), "fp16");
+    assert_string_equal(cl_matmul_flags_precision(cl_matmul_variants[CL_MATMUL_V_CUBLAS_BF16].flags), "bf16");
+    assert_true(cl_matmul_variants[CL_MATMUL_V_WGMMA_FP16].flags & CL_MATMUL_SM90A);
+    assert_true(cl_matmul_variants[CL_MATMUL_V_CUBLAS_BF16].flags & CL_MATMUL_SM80);
 }
 
-/* The wmma analogues lose what their format loses: more than FP32's tolerance, within theirs. */
+/* The wmma and wgmma analogues lose what their format loses: more than FP32's tolerance, within theirs. */
 static void rounded_formats_lose_precision(void **state)
 {
     (void)state;
     static const struct { const char *name, *precision; } runs[] = {
-        {"wmma-tf32", "tf32"}, {"wmma-fp16", "fp16"}, {"wmma-bf16", "bf16"}, {"async", "fp32"} };
+        {"wmma-tf32", "tf32"}, {"wmma-fp16", "fp16"}, {"wmma-bf16", "bf16"}, {"async", "fp32"},
+        {"wgmma-fp16", "fp16"}, {"wgmma-bf16", "bf16"} };
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
         cl_matmul_result r;
         float *c = run_cpu(runs[i].name, 70, 90, 110, 16, &r);
