@@ -11,8 +11,12 @@ in a container of deploy/jupyterhub/Dockerfile's image. docs/deployment.md walks
   runs of two students take turns (README: "Never stuck, never crashed").
 - The network: containers are on the Docker network `cudalab` (a fixed subnet the instructor
   creates); the hub's API listens on that network's gateway, which is where containers reach it.
+- Who is who on disk: each student's container runs as a uid of their own (100000 + the hub's user
+  id, cudalab_identity.py; the image's entrypoint switches to it and drops every capability), the
+  hub records which uid is whom in CUDALAB_HOST_IDENTITY_DIR, and the formgrader reads that record.
 - nbgrader: one course (NBGRADER_COURSE_ID), the exchange a host directory mounted in every
-  container, students known to it by their hub name (the image's singleuser/nbgrader_config.py);
+  container, students known to it by their hub name (the image's singleuser/nbgrader_config.py) and
+  their submissions collected only when owned by that student's uid (singleuser/cudalab_exchange.py);
   the formgrader a hub service (/services/<course>/) that the course's instructors reach, running in
   a container of the same image with the course directory (so autograding runs cudalab on a GPU).
 - Idle servers are culled after an hour (jupyterhub-idle-culler), and their kernels leave with them.
@@ -26,6 +30,7 @@ Run the hub where Docker runs (pip install -r deploy/jupyterhub/requirements-hub
 docs/deployment.md says:
     docker network create --subnet 172.30.0.0/24 cudalab
     sudo install -d -m 1777 /srv/cudalab/admission /srv/nbgrader/exchange
+    sudo install -d -m 755 /srv/cudalab/identities
     jupyterhub -f deploy/jupyterhub/jupyterhub_config.py
 """
 import os
@@ -47,6 +52,8 @@ ADMISSION = setting("CUDALAB_HOST_ADMISSION_DIR", "/srv/cudalab/admission")
 EXCHANGE = setting("NBGRADER_HOST_EXCHANGE", "/srv/nbgrader/exchange")
 COURSE_ID = setting("NBGRADER_COURSE_ID", "cuda101")
 COURSE_DIR = setting("NBGRADER_HOST_COURSE_DIR", f"/srv/nbgrader/{COURSE_ID}")
+# the hub's record of the students' uids (written by the hub, read by the formgrader's collect)
+IDENTITIES = setting("CUDALAB_HOST_IDENTITY_DIR", "/srv/cudalab/identities")
 IDLE_SECONDS = int(setting("CUDALAB_IDLE_CULL_S", "3600"))
 # the host's GPUs a container may get (one each, by user id), and each container's CPU and memory
 GPUS = [g for g in setting("CUDALAB_GPUS", "0").split(",") if g.strip()]
@@ -75,6 +82,7 @@ sys.path.insert(0, BOARD_SRC)
 sys.path.insert(0, str(HERE))
 from cudalab_board import roles  # noqa: E402  (the course's group names, written once)
 import cudalab_hub_auth  # noqa: E402  (who logs in, in which group)
+import cudalab_identity  # noqa: E402  (each student's uid)
 
 # ---------------------------------------------------------------- who logs in
 c.JupyterHub.bind_url = f"http://:{PUBLIC_PORT}"   # behind the course's TLS proxy (docs/deployment.md)
@@ -142,11 +150,23 @@ def one_gpu(user_id: int) -> dict:
     return {"Driver": "nvidia", "DeviceIDs": [GPUS[user_id % len(GPUS)]], "Capabilities": [["gpu"]]}
 
 
-def give_one_gpu(spawner) -> None:
-    spawner.extra_host_config = {**spawner.extra_host_config, "device_requests": [one_gpu(spawner.user.id)]}
+# What the image's entrypoint (cudalab-entrypoint.sh) needs as root, and nothing else: chown the home
+# volume once, rewrite jovyan's passwd entry, switch uid and gid, empty the capability bounding set.
+# It keeps none of them: the student's server runs with no capabilities at all.
+ENTRYPOINT_CAPABILITIES = ["CHOWN", "DAC_OVERRIDE", "SETUID", "SETGID", "SETPCAP"]
+identities = cudalab_identity.StudentIdentities(IDENTITIES)
 
 
-c.Spawner.pre_spawn_hook = give_one_gpu
+def prepare_container(spawner) -> None:
+    """The pre-spawn hook: the student's uid (started as root, the entrypoint becomes it) and one GPU."""
+    identities.assign(spawner)
+    spawner.extra_create_kwargs = {**spawner.extra_create_kwargs, "user": "0"}
+    spawner.extra_host_config = {**spawner.extra_host_config, "device_requests": [one_gpu(spawner.user.id)],
+                                 "cap_drop": ["ALL"], "cap_add": ENTRYPOINT_CAPABILITIES,
+                                 "security_opt": ["no-new-privileges"]}
+
+
+c.Spawner.pre_spawn_hook = prepare_container
 
 # ---------------------------------------------------------------- groups and what they may reach
 # the course's groups come from the authenticator at each login (manage_groups: JupyterHub then
@@ -174,8 +194,10 @@ c.Spawner.server_token_scopes = ["users:activity!user", "access:servers!server",
 def formgrader_command() -> list[str]:
     """The formgrader service: jupyterhub-singleuser in a container of the course image, with the
     course directory (source, release, submitted, autograded, gradebook.db) and the exchange, one
-    GPU to autograde on, at a fixed address of the network. The hub gives the service its
-    JUPYTERHUB_* environment; `-e NAME` passes each into the container."""
+    GPU to autograde on, at a fixed address of the network, and the hub's record of the students'
+    uids (read-only) for its collect. It runs as the image's user (uid 1000), the exchange's instructor:
+    the owner of the course's inbound directory, which students may write to but not list.
+    The hub gives the service its JUPYTERHUB_* environment; `-e NAME` passes each into the container."""
     passed = ["JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN", "JUPYTERHUB_API_URL", "JUPYTERHUB_BASE_URL",
               "JUPYTERHUB_CLIENT_ID", "JUPYTERHUB_HOST", "JUPYTERHUB_OAUTH_CALLBACK_URL",
               "JUPYTERHUB_OAUTH_SCOPES", "JUPYTERHUB_OAUTH_ACCESS_SCOPES",
@@ -187,6 +209,8 @@ def formgrader_command() -> list[str]:
             "--gpus", f"device={GPUS[0]}",
             "-v", f"{ADMISSION}:/run/cudalab-admission", "-v", f"{EXCHANGE}:/srv/nbgrader/exchange",
             "-v", f"{COURSE_DIR}:/home/jovyan/{COURSE_ID}", "-w", f"/home/jovyan/{COURSE_ID}",
+            "-v", f"{IDENTITIES}:/run/cudalab-identities:ro",
+            "-e", f"CUDALAB_UID_MAP=/run/cudalab-identities/{cudalab_identity.UID_MAP_NAME}",
             "-e", f"NBGRADER_COURSE_ID={COURSE_ID}", "-e", "NBGRADER_EXCHANGE=/srv/nbgrader/exchange",
             *[a for name in passed for a in ("-e", name)],
             IMAGE, "jupyterhub-singleuser", "--ip=0.0.0.0", f"--port={FORMGRADER_PORT}"]

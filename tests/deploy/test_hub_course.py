@@ -17,14 +17,24 @@ token; the student (Learner: group students) fetches it in their server, answers
 committed answers) and submits; the instructor collects and autogrades it (the cudalab kernel on the
 CPU) and the formgrader shows the student's full score. A launch with no course role, one from
 another course and one with a forged signature are refused.
+
+Per-student identities (run as root, as here): each student's server runs as a system user with
+the uid the shipped hook gives them (cudalab_identity: 100000 + hub id; created by this test's hook
+where the image's entrypoint would become it), and the formgrader collects with the shipped
+owner-checked collect and the hub's uid record. A second student, dan, can neither list the
+exchange's inbound nor find cleo's submission in it, and his `nbgrader submit --student cleo` after
+cleo's own is refused at collect, which says so, while cleo's own is collected and graded in full.
 """
 from __future__ import annotations
 
 import json
 import os
+import pwd
 import secrets
 import shutil
+import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -53,6 +63,7 @@ CONTEXT = "course-v1:cuda-2026"                   # the LMS course the hub is re
 CLIENT_ID = "cudalab-test-client"
 INSTRUCTOR_ROLE = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
 LEARNER_ROLE = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
+STUDENT_ACCOUNT = "cudalab hub course test"   # the comment of the system users this test creates
 GRADE_TIMEOUT = 120        # seconds for the formgrader to autograde one submission on two busy cores
 
 pytestmark = [pytest.mark.timeout(400), pytest.mark.serial]
@@ -99,6 +110,28 @@ class Platform:
         return jwt.encode(claims, key or self.key, algorithm="RS256", headers={"kid": self.kid})
 
 
+def remove_student_accounts() -> None:
+    """The system users this test created (by their comment), this run's or an interrupted one's."""
+    for entry in pwd.getpwall():
+        if entry.pw_gecos == STUDENT_ACCOUNT:
+            subprocess.run(["userdel", entry.pw_name], check=True, timeout=30)
+
+
+def student_python() -> list[str]:
+    """A Python a student's uid can run with this environment's packages: this one, or (where it
+    lives in a private home, as pyenv's in /root) the system's of the same version on PYTHONPATH."""
+    try:       # as the local spawner starts a server: setgid, setgroups, setuid, exec
+        if subprocess.run([sys.executable, "-c", "import jupyterhub"], capture_output=True, timeout=60,
+                          user=65534, group=65534, extra_groups=[]).returncode == 0:
+            return [sys.executable]
+    except PermissionError:
+        pass
+    system = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
+    if not os.access(system, os.X_OK):
+        pytest.skip(f"no Python a student's uid can run ({sys.executable} is private, {system} missing)")
+    return [system]
+
+
 class CourseHub(Hub):
     """The shipped configuration, with only what needs Docker replaced (the module's docstring)."""
 
@@ -108,16 +141,28 @@ class CourseHub(Hub):
         self.formgrader_port, = free_tcp_ports(1)
         self.course = root / "course"
         self.exchange = root / "exchange"
+        self.identities = root / "identities"
+        self.homes = root / "h"                  # short: a kernel's IPC socket path is at most 107 bytes
+        self.python = student_python()
 
     def server_environment(self) -> dict[str, str]:
         env = super().server_environment()
         # an IPC kernel's sockets live in the runtime directory, and a UNIX socket's path is at most
-        # 107 bytes: pytest's temporary folders are too deep (a server's ~/.local/share/jupyter is not)
+        # 107 bytes: pytest's temporary folders are too deep (each student's hook sets its own)
         self.runtime = Path(tempfile.mkdtemp(prefix="hubrt-"))
-        env.update({"JUPYTER_CONFIG_PATH": str(DEPLOY / "singleuser"),     # the image's /etc/jupyter
+        env.update({"JUPYTER_CONFIG_PATH": os.pathsep.join([str(DEPLOY / "singleuser"),   # the image's /etc/jupyter
+                                                           str(Path(sys.prefix) / "etc" / "jupyter")]),
                     "JUPYTER_RUNTIME_DIR": str(self.runtime),
-                    "NBGRADER_EXCHANGE": str(self.exchange)})
+                    "NBGRADER_EXCHANGE": str(self.exchange),
+                    "PYTHONPATH": os.pathsep.join({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})})
         return env
+
+    def student_env(self, name: str) -> dict[str, str]:
+        """What a student's server has in its environment, for a command in its terminal."""
+        home = self.homes / name
+        return {**self.settings_env, "HOME": str(home), "USER": name, "JUPYTERHUB_USER": name,
+                "PATH": os.environ["PATH"], "JUPYTER_CONFIG_DIR": str(home / "c"),
+                "JUPYTER_DATA_DIR": str(home / "d"), "JUPYTER_RUNTIME_DIR": str(home / "r")}
 
     def stop(self) -> list[str]:
         left = super().stop()
@@ -127,23 +172,29 @@ class CourseHub(Hub):
     def write_config(self) -> Path:
         shutil.copytree(COURSE_SRC, self.course, ignore=shutil.ignore_patterns("submitted", "ps2", "ps3"))
         self.exchange.mkdir()
-        self.exchange.chmod(0o777)
+        self.exchange.chmod(0o1777)
+        self.homes.mkdir()
         course_env = {"NBGRADER_COURSE_ID": COURSE_ID, "CUDALAB_AUTHENTICATOR": "lti13",
                       "CUDALAB_DOCKER_GATEWAY": "127.0.0.1",     # the hub on localhost, no Docker network
                       "CUDALAB_LTI_ISSUER": self.platform.issuer, "CUDALAB_LTI_CLIENT_ID": CLIENT_ID,
                       "CUDALAB_LTI_AUTHORIZE_URL": f"{self.platform.url}/authorize",
                       "CUDALAB_LTI_JWKS_URL": f"{self.platform.url}/jwks",
                       "CUDALAB_LTI_CONTEXT_ID": CONTEXT,
+                      "CUDALAB_HOST_IDENTITY_DIR": str(self.identities),
                       # the LMS's login name (a custom parameter of the registration): an email's
                       # '@' in /user/NAME/ is unescaped by the Python proxy, and the server 404s
                       "CUDALAB_LTI_USERNAME_KEY": "custom_login"}
         settings = self.settings()
-        server_env = settings["Spawner.environment"]
+        server_env = self.settings_env = settings["Spawner.environment"]
         for name in ("JupyterHub.authenticator_class", "SharedPasswordAuthenticator.user_password",
                      "Authenticator.allow_all", "Spawner.environment", "JupyterHub.services",
                      "JupyterHub.load_roles"):
             del settings[name]
-        settings["SimpleLocalProcessSpawner.pre_spawn_hook"] = None
+        # each student a system user of the uid the shipped hook gives them (the image's entrypoint
+        # becomes that uid in a container), the server started as that user by the local spawner
+        settings["JupyterHub.spawner_class"] = "jupyterhub.spawner.LocalProcessSpawner"
+        del settings["SimpleLocalProcessSpawner.home_dir_template"]
+        settings["Spawner.cmd"] = self.python + ["-m", "jupyterhub.singleuser"]
         # the formgrader answers an autograde when the notebook has run: longer than the Python
         # proxy's default 20 s on two busy cores (the node proxy of a course has no such limit)
         settings["ConfigurableHTTPProxy.command"] = settings["ConfigurableHTTPProxy.command"] + [
@@ -152,6 +203,8 @@ class CourseHub(Hub):
         formgrader_env = {k: v for k, v in server_env.items() if k.startswith(("JUPYTER", "CUDALAB", "NBGRADER"))}
         # nbgrader runs `alembic` from PATH (the image's PATH has its venv; the hub's may not)
         formgrader_env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+        formgrader_env["CUDALAB_UID_MAP"] = str(self.identities / "uids.json")   # the container's mount
+        del formgrader_env["JUPYTER_RUNTIME_DIR"]
         path = self.root / "jupyterhub_config.py"
         path.write_text(f'''"""The shipped course hub, run without Docker for tests/deploy/test_hub_course.py."""
 import os
@@ -168,19 +221,49 @@ formgrader.update(url="http://127.0.0.1:{self.formgrader_port}", cwd={str(self.c
 c.JupyterHub.services = [formgrader, {{"name": "cudalab-test", "api_token": {self.token!r}}}]
 c.JupyterHub.load_roles = [r for r in c.JupyterHub.load_roles if "services" not in r] + [{{
     "name": "cudalab-test", "scopes": ["admin:users", "admin:servers", "tokens"], "services": ["cudalab-test"]}}]
+
+import pwd, subprocess
+import cudalab_identity   # (on sys.path: the shipped configuration put its folder there)
+student_identities = cudalab_identity.StudentIdentities({str(self.identities)!r})
+
+
+def student_account(spawner):
+    """The shipped hook's uid, a system user of it (what the image's entrypoint does in a container)."""
+    uid = student_identities.assign(spawner)
+    home = {str(self.homes)!r} + "/" + spawner.user.name
+    try:
+        pwd.getpwnam(spawner.user.name)
+    except KeyError:
+        subprocess.run(["useradd", "--uid", str(uid), "--gid", str(cudalab_identity.USERS_GID), "--no-user-group",
+                        "--home-dir", home, "--create-home", "--shell", "/bin/sh",
+                        "--comment", {STUDENT_ACCOUNT!r}, spawner.user.name], check=True, timeout=30)
+    spawner.environment = {{**spawner.environment, "JUPYTER_CONFIG_DIR": home + "/c",
+                           "JUPYTER_DATA_DIR": home + "/d", "JUPYTER_RUNTIME_DIR": home + "/r"}}
+
+
+c.LocalProcessSpawner.pre_spawn_hook = student_account
 ''')
         return path
 
 
 @pytest.fixture(scope="module")
-def course_hub(tmp_path_factory: pytest.TempPathFactory):
+def course_hub():
     skip_without_hub()
+    if os.getuid() != 0:
+        pytest.skip("the course hub runs each student as a system user of their own uid: it needs root")
+    remove_student_accounts()
     platform = Platform()
+    # students' servers read the kernelspec and write the exchange here: a folder they can reach
+    # (pytest's are private to root), with a short path (IPC socket paths)
+    root = Path(tempfile.mkdtemp(prefix="clc-"))
+    root.chmod(0o755)
     try:
-        with serving(CourseHub(tmp_path_factory.mktemp("course-hub"), platform)) as hub:
+        with serving(CourseHub(root, platform)) as hub:
             yield hub
     finally:
         platform.server.shutdown()
+        remove_student_accounts()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def lti_launch(hub: CourseHub, email: str, roles: list[str], **token_args) -> tuple[requests.Session, requests.Response]:
@@ -236,7 +319,7 @@ def test_lms_launches_log_in_course_members_in_their_groups_and_no_one_else(cour
 def test_student_spawns_cudalab_whose_kernels_speak_ipc(course_hub: CourseHub):
     browser, _ = lti_launch(course_hub, "ben@example.edu", [LEARNER_ROLE])
     spawn = browser.get(f"{course_hub.url}/hub/spawn/ben", allow_redirects=False, timeout=30)
-    assert spawn.status_code in (302, 303), (spawn.status_code, spawn.text[:300])
+    assert spawn.status_code in (302, 303), (spawn.status_code, course_hub.log_text()[-3000:])
     _poll("ben's server", SERVER_START_TIMEOUT,
           lambda: user(course_hub, "ben")["servers"].get("", {}).get("ready"), course_hub.log_text)
     token = token_of(course_hub, "ben")
@@ -259,6 +342,10 @@ def test_student_spawns_cudalab_whose_kernels_speak_ipc(course_hub: CourseHub):
     assert not [m for m in iopub if m["msg_type"] == "stream" and m["content"]["name"] == "stderr"]
     kernels = [p for p in kernel_processes(course_hub) if "--worker" not in p.cmdline()]
     assert len(kernels) == 1, [p.cmdline() for p in kernels]
+    # ben's own uid, the hub's user id past the base, and the hub's record names it
+    uid = pwd.getpwnam("ben").pw_uid
+    assert kernels[0].uids().real == kernels[0].uids().effective == uid > 100000, kernels[0].uids()
+    assert json.loads((course_hub.identities / "uids.json").read_text())[str(uid)] == "ben"
     connection = next(a for a in kernels[0].cmdline() if a.endswith(".json"))
     assert json.loads(Path(connection).read_text())["transport"] == "ipc"
 
@@ -282,12 +369,19 @@ def test_nbgrader_release_submit_autograde_formgrade_across_two_users(course_hub
     assert generated["success"], generated.get("log", "") + generated.get("error", "")[-3000:]
     assert _call("POST", f"{formgrader}/assignment/{ASSIGNMENT}/release", prof)["success"], "release"
 
-    browser.get(f"{course_hub.url}/hub/spawn/cleo", allow_redirects=False, timeout=30)
-    _poll("cleo's server", SERVER_START_TIMEOUT,
-          lambda: user(course_hub, "cleo")["servers"].get("", {}).get("ready"), course_hub.log_text)
+    # cleo and dan start their servers together (each as their own uid)
+    dans_browser, _ = lti_launch(course_hub, "dan@example.edu", [LEARNER_ROLE])
+    dan = token_of(course_hub, "dan")
+    for name, session in (("cleo", browser), ("dan", dans_browser)):
+        session.get(f"{course_hub.url}/hub/spawn/{name}", allow_redirects=False, timeout=30)
+    for name in ("cleo", "dan"):
+        _poll(f"{name}'s server", SERVER_START_TIMEOUT,
+              lambda: user(course_hub, name)["servers"].get("", {}).get("ready"), course_hub.log_text)
     server = course_hub.url + user(course_hub, "cleo")["server"].rstrip("/")
+    dans_server = course_hub.url + user(course_hub, "dan")["server"].rstrip("/")
     course = {"course_id": COURSE_ID, "assignment_id": ASSIGNMENT}
     assert _call("POST", f"{server}/assignments/fetch", cleo, data=course)["success"], "fetch"
+    assert _call("POST", f"{dans_server}/assignments/fetch", dan, data=course)["success"], "dan's fetch"
     answers = json.loads((COURSE_SRC / "submitted" / "alice" / ASSIGNMENT / NOTEBOOK).read_text())
     put = requests.put(f"{server}/api/contents/{ASSIGNMENT}/{NOTEBOOK}", timeout=30,
                        headers={"Authorization": f"token {cleo}"},
@@ -295,7 +389,30 @@ def test_nbgrader_release_submit_autograde_formgrade_across_two_users(course_hub
     assert put.status_code == 200, put.text[:300]
     assert _call("POST", f"{server}/assignments/submit", cleo, data=course)["success"], "submit"
 
-    assert _call("POST", f"{formgrader}/assignment/{ASSIGNMENT}/collect", prof)["success"], "collect"
+    # dan, in his server's terminal: he cannot list the inbound or find cleo's submission in it, and
+    # submits his unanswered copy under cleo's name, after hers
+    inbound = course_hub.exchange / COURSE_ID / "inbound"
+    as_dan = ["setpriv", f"--reuid={pwd.getpwnam('dan').pw_uid}", "--regid=100", "--clear-groups"]
+    looked = subprocess.run(as_dan + course_hub.python + ["-c", f"""
+import glob, os
+try:
+    os.listdir({str(inbound)!r}); print("listed")
+except PermissionError:
+    print("not listable")
+print(glob.glob({str(inbound)!r} + "/cleo+*"))
+"""], capture_output=True, text=True, timeout=30, env=course_hub.student_env("dan"))
+    assert looked.stdout.splitlines() == ["not listable", "[]"], (looked.stdout, looked.stderr)
+    forged = subprocess.run(as_dan + course_hub.python + ["-m", "nbgrader", "submit", ASSIGNMENT, "--course", COURSE_ID,
+                                                          "--student", "cleo"],
+                            capture_output=True, text=True, timeout=60, env=course_hub.student_env("dan"),
+                            cwd=course_hub.homes / "dan")
+    assert forged.returncode == 0, forged.stderr           # the exchange takes it: collect judges it
+    owners = sorted(pwd.getpwuid(p.stat().st_uid).pw_name for p in inbound.glob("cleo+*"))
+    assert owners == ["cleo", "dan"], owners
+
+    collected = _call("POST", f"{formgrader}/assignment/{ASSIGNMENT}/collect", prof)
+    assert collected["success"], "collect"
+    assert "names student cleo, but . belongs to dan" in collected["log"], collected["log"]
     graded = _call("POST", f"{formgrader}/submission/{ASSIGNMENT}/cleo/autograde", prof,
                    timeout=GRADE_TIMEOUT)
     assert graded["success"], graded
