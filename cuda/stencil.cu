@@ -229,9 +229,11 @@ __global__ void stencil1d_fast_any(const float *__restrict__ in, float *__restri
 /* Thread (tx, ty) computes a 4 x 8 patch of outputs from (4tx, 8ty): it reads the 8 + 2r input rows
  * in order, each row's window with 16-byte loads (aligned when the width is a multiple of 4), and
  * adds each row's terms to the outputs whose filter covers it, so every output still sums row by
- * row, dx fastest; rows are read once a thread instead of k times. */
+ * row, dx fastest; rows are read once a thread instead of k times. Its 32 accumulators and window
+ * would take more registers than a block of 1024 threads may have: the bound keeps every block the
+ * flag allows launchable. */
 template <int r>
-__global__ void stencil2d_fast(const float *__restrict__ in, float *__restrict__ out, int nx, int ny)
+__global__ void __launch_bounds__(1024) stencil2d_fast(const float *__restrict__ in, float *__restrict__ out, int nx, int ny)
 {
     constexpr int V = CL_STENCIL_FAST_VX, H = CL_STENCIL_FAST_ROWS, k = 2 * r + 1, RP = (r + 3) / 4 * 4,
                   W = V + 2 * RP;
