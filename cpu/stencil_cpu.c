@@ -303,8 +303,10 @@ static void tiled2d(const job *j, uint64_t b)
 const cpu_st_impl cpu_st_naive = {{naive1d, naive2d}, false, "", {1, 1}};
 const cpu_st_impl cpu_st_tiled = {{tiled1d, tiled2d}, true, ", tile + halo copied to a local buffer", {1, 1}};
 /* fast: a GPU thread's outputs come from a window of the input it reads itself (registers, no shared
- * memory), as naive's do, in blocks of the fast kernel's outputs (4 a thread; 2D 4 x 8). */
-const cpu_st_impl cpu_st_fast = {{naive1d, naive2d}, false, ", each a fast block's outputs (4 a thread; 2D 4 x 8) "
+ * memory), as naive's do, in blocks of the fast kernel's outputs (CL_STENCIL_FAST_VX a thread; 2D
+ * CL_STENCIL_FAST_VX x CL_STENCIL_FAST_ROWS). */
+const cpu_st_impl cpu_st_fast = {{naive1d, naive2d}, false, ", each a fast block's outputs (" CL_STENCIL_FAST_VX_S
+                                 " a thread; 2D " CL_STENCIL_FAST_VX_S " x " CL_STENCIL_FAST_ROWS_S ") "
                                  "from the input", {CL_STENCIL_FAST_VX, CL_STENCIL_FAST_ROWS}};
 
 /* One entry a row, in row (= id) order; NULL where this backend has none. */

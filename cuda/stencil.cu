@@ -226,7 +226,7 @@ __global__ void stencil1d_fast_any(const float *__restrict__ in, float *__restri
     store4(out, i0, n, true, acc);
 }
 
-/* Thread (tx, ty) computes a 4 x 8 patch of outputs from (4tx, 8ty): it reads the 8 + 2r input rows
+/* Thread (tx, ty) computes a 4 x H patch of outputs from (4tx, H ty), H = CL_STENCIL_FAST_ROWS: it reads the H + 2r input rows
  * in order, each row's window with 16-byte loads (aligned when the width is a multiple of 4), and
  * adds each row's terms to the outputs whose filter covers it, so every output still sums row by
  * row, dx fastest; rows are read once a thread instead of k times. Its 32 accumulators and window
