@@ -229,11 +229,12 @@ __global__ void stencil1d_fast_any(const float *__restrict__ in, float *__restri
 /* Thread (tx, ty) computes a 4 x H patch of outputs from (4tx, H ty), H = CL_STENCIL_FAST_ROWS: it reads the H + 2r input rows
  * in order, each row's window with 16-byte loads (aligned when the width is a multiple of 4), and
  * adds each row's terms to the outputs whose filter covers it, so every output still sums row by
- * row, dx fastest; rows are read once a thread instead of k times. Its 32 accumulators and window
- * would take more registers than a block of 1024 threads may have: the bound keeps every block the
- * flag allows launchable. */
-template <int r>
-__global__ void __launch_bounds__(1024) stencil2d_fast(const float *__restrict__ in, float *__restrict__ out, int nx, int ny)
+ * row, dx fastest; rows are read once a thread instead of k times. MAXT: the most threads of its
+ * block. Under 1024 a thread may have at most 64 registers, too few to keep the next rows' loads in
+ * flight while it adds; blocks up to 256 threads (the default 16x16 among them) take an instance
+ * bounded by 256, whose threads may hold every row's window at once. */
+template <int r, int MAXT>
+__global__ void __launch_bounds__(MAXT) stencil2d_fast(const float *__restrict__ in, float *__restrict__ out, int nx, int ny)
 {
     constexpr int V = CL_STENCIL_FAST_VX, H = CL_STENCIL_FAST_ROWS, k = 2 * r + 1, RP = (r + 3) / 4 * 4,
                   W = V + 2 * RP;
@@ -336,19 +337,23 @@ static const void *fast1d_instance(int radius, std::integer_sequence<int, R...>)
     return radius >= 1 && radius <= (int)sizeof...(R) ? instances[radius - 1] : NULL;
 }
 
+#define ST_FAST_SMALL_BLOCK 256       /* stencil2d_fast's MAXT for blocks up to it; 1024 beyond */
+
 template <int... r>
-static const void *fast2d_instance(int radius, std::integer_sequence<int, r...>)
+static const void *fast2d_instance(int radius, bool small, std::integer_sequence<int, r...>)
 {
-    static const void *const instances[] = {(const void *)stencil2d_fast<r>...};
-    return radius >= 0 && radius < (int)sizeof...(r) ? instances[radius] : NULL;
+    static const void *const bounded[] = {(const void *)stencil2d_fast<r, 1024>...};
+    static const void *const roomy[] = {(const void *)stencil2d_fast<r, ST_FAST_SMALL_BLOCK>...};
+    return radius >= 0 && radius < (int)sizeof...(r) ? (small ? roomy : bounded)[radius] : NULL;
 }
 
 static void pick_fast(plan *p)
 {
     const cl_stencil_args *a = p->a;
     if (a->dim == 2) {
-        p->fn = fast2d_instance(a->radius, std::make_integer_sequence<int, (CL_STENCIL_MAX_K + 1) / 2>());
-        snprintf(p->label, sizeof p->label, "stencil2d_fast<%d>", a->radius);
+        bool small = p->block.x * p->block.y <= ST_FAST_SMALL_BLOCK;
+        p->fn = fast2d_instance(a->radius, small, std::make_integer_sequence<int, (CL_STENCIL_MAX_K + 1) / 2>());
+        snprintf(p->label, sizeof p->label, "stencil2d_fast<%d, %d>", a->radius, small ? ST_FAST_SMALL_BLOCK : 1024);
     } else if ((p->fn = fast1d_instance(a->radius, std::make_integer_sequence<int, CL_STENCIL_FAST_MAX_R>()))) {
         snprintf(p->label, sizeof p->label, "stencil1d_fast<%d>", a->radius);
     } else {
