@@ -226,9 +226,43 @@ __global__ void stencil1d_fast_any(const float *__restrict__ in, float *__restri
     store4(out, i0, n, true, acc);
 }
 
-/* Thread (tx, ty) computes a 4 x H patch of outputs from (4tx, H ty), H = CL_STENCIL_FAST_ROWS: it reads the H + 2r input rows
- * in order, each row's window with 16-byte loads (aligned when the width is a multiple of 4), and
- * adds each row's terms to the outputs whose filter covers it, so every output still sums row by
+/* v = in[p .. p+2), as load4 with 8-byte loads (p even). */
+__device__ __forceinline__ void load2(const float *__restrict__ in, long long p, long long n, bool aligned, float *v)
+{
+    if (aligned && p >= 0 && p + 2 <= n) {
+        float2 q = __ldg(reinterpret_cast<const float2 *>(in + p));
+        v[0] = q.x, v[1] = q.y;
+        return;
+    }
+#pragma unroll
+    for (int e = 0; e < 2; e++)
+        v[e] = p + e >= 0 && p + e < n ? __ldg(in + p + e) : 0.0f;
+}
+
+/* Input row s of a thread's window (row[0] is S columns left of its first output) into the outputs
+ * whose filter covers it: output row h takes it as its filter's row s - h, dx ascending. */
+template <int r, int H, int V, int W, int S>
+__device__ __forceinline__ void add_row(float (&acc)[H][V], const float *row, int s)
+{
+    constexpr int k = 2 * r + 1;
+#pragma unroll
+    for (int h = 0; h < H; h++) {
+        int dy = s - h;                                 /* known at compile time: unrolled */
+        if (dy < 0 || dy >= k)
+            continue;
+#pragma unroll
+        for (int o = 0; o < V; o++)
+#pragma unroll
+            for (int dx = 0; dx < k; dx++)
+                acc[h][o] = fmaf(c_weights[dy * k + dx], row[S - r + o + dx], acc[h][o]);
+    }
+}
+
+#define ST_FAST_SMALL_BLOCK 256       /* stencil2d_fast's MAXT for blocks up to it; 1024 beyond */
+
+/* Thread (tx, ty) computes a 4 x H patch of outputs from (4tx, H ty), H = CL_STENCIL_FAST_ROWS: it
+ * reads the H + 2r input rows in order, each row's window with 16- or 8-byte loads (aligned when
+ * the width is a multiple of 4), and adds each row's terms to the outputs whose filter covers it, so every output still sums row by
  * row, dx fastest; rows are read once a thread instead of k times. MAXT: the most threads of its
  * block. Under 1024 a thread may have at most 64 registers, too few to keep the next rows' loads in
  * flight while it adds; blocks up to 256 threads (the default 16x16 among them) take an instance
@@ -236,41 +270,45 @@ __global__ void stencil1d_fast_any(const float *__restrict__ in, float *__restri
 template <int r, int MAXT>
 __global__ void __launch_bounds__(MAXT) stencil2d_fast(const float *__restrict__ in, float *__restrict__ out, int nx, int ny)
 {
-    constexpr int V = CL_STENCIL_FAST_VX, H = CL_STENCIL_FAST_ROWS, k = 2 * r + 1, RP = (r + 3) / 4 * 4,
-                  W = V + 2 * RP;
+    /* the window starts S before x0: r itself where that is a whole float2 (r = 2, 6: 8-byte loads,
+     * nothing read twice for nothing), else r rounded up to whole float4s */
+    constexpr int V = CL_STENCIL_FAST_VX, H = CL_STENCIL_FAST_ROWS, ROWS = H + 2 * r,
+                  STEP = r % 4 == 2 ? 2 : 4, S = r % 4 == 2 ? r : (r + 3) / 4 * 4, W = V + 2 * S;
+    /* every row's window loaded before any is added, where the registers allow it */
+    constexpr bool AHEAD = MAXT <= ST_FAST_SMALL_BLOCK && ROWS * W <= 96;
     int x0 = (blockIdx.x * blockDim.x + threadIdx.x) * V, y0 = (blockIdx.y * blockDim.y + threadIdx.y) * H;
     if (x0 >= nx || y0 >= ny)
         return;
     bool aligned = nx % 4 == 0;
-    float acc[H][V];
+    float acc[H][V], win[AHEAD ? ROWS : 1][W];
 #pragma unroll
     for (int h = 0; h < H; h++)
 #pragma unroll
         for (int o = 0; o < V; o++)
             acc[h][o] = 0.0f;
 #pragma unroll
-    for (int s = 0; s < H + 2 * r; s++) {
+    for (int s = 0; s < ROWS; s++) {
         int yy = y0 - r + s;
-        float win[W];
+        float *row = win[AHEAD ? s : 0];
 #pragma unroll
-        for (int q = 0; q < W; q += 4) {
-            if (yy >= 0 && yy < ny)
-                load4(in + (size_t)yy * nx, x0 - RP + q, nx, aligned, win + q);
-            else
-                win[q] = win[q + 1] = win[q + 2] = win[q + 3] = 0.0f;
+        for (int q = 0; q < W; q += STEP) {
+            if (yy < 0 || yy >= ny) {
+#pragma unroll
+                for (int e = 0; e < STEP; e++)
+                    row[q + e] = 0.0f;
+            } else if (STEP == 4) {
+                load4(in + (size_t)yy * nx, x0 - S + q, nx, aligned, row + q);
+            } else {
+                load2(in + (size_t)yy * nx, x0 - S + q, nx, aligned, row + q);
+            }
         }
-#pragma unroll
-        for (int h = 0; h < H; h++) {
-            int dy = s - h;                                 /* known at compile time: unrolled */
-            if (dy < 0 || dy >= k)
-                continue;
-#pragma unroll
-            for (int o = 0; o < V; o++)
-#pragma unroll
-                for (int dx = 0; dx < k; dx++)
-                    acc[h][o] = fmaf(c_weights[dy * k + dx], win[RP - r + o + dx], acc[h][o]);
-        }
+        if (!AHEAD)
+            add_row<r, H, V, W, S>(acc, row, s);
     }
+    if (AHEAD)
+#pragma unroll
+        for (int s = 0; s < ROWS; s++)
+            add_row<r, H, V, W, S>(acc, win[s], s);
 #pragma unroll
     for (int h = 0; h < H; h++)
         if (y0 + h < ny)
@@ -336,8 +374,6 @@ static const void *fast1d_instance(int radius, std::integer_sequence<int, R...>)
     static const void *const instances[] = {(const void *)stencil1d_fast<R + 1>...};
     return radius >= 1 && radius <= (int)sizeof...(R) ? instances[radius - 1] : NULL;
 }
-
-#define ST_FAST_SMALL_BLOCK 256       /* stencil2d_fast's MAXT for blocks up to it; 1024 beyond */
 
 template <int... r>
 static const void *fast2d_instance(int radius, bool small, std::integer_sequence<int, r...>)
