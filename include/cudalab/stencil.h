@@ -62,12 +62,12 @@ extern "C" {
     X(CL_STENCIL_TILED, "tiled", tiled, "as naive, plus (B+2R) or (T+k-1)^2 floats of shared memory",           \
       "the block first copies the inputs its outputs need into shared memory once (1D: "                        \
       "blockDim + 2R floats, its elements plus a halo of R on each side; 2D: a (T+k-1)² tile "                  \
-      "for a T x T output tile), __syncthreads, then reads every term from there", CL_V_BLOCK, 0)                \
-    X(CL_STENCIL_FAST, "fast", fast, "1D: ceil(N/" CL_STENCIL_FAST_VX_S "B) blocks of B; 2D: ceil(W/"            \
-      CL_STENCIL_FAST_VX_S "BX) x ceil(H/" CL_STENCIL_FAST_ROWS_S "BY) blocks of BX x BY",                        \
-      "each thread computes " CL_STENCIL_FAST_VX_S " neighbouring outputs (2D: " CL_STENCIL_FAST_VX_S " x "      \
-      CL_STENCIL_FAST_ROWS_S ") from a window of the input held in "                                           \
-      "registers, read with 16-byte loads that neighbouring threads coalesce (the halo's rereads hit "          \
+      "for a T x T output tile), __syncthreads, then reads every term from there", CL_V_BLOCK, 0)               \
+    X(CL_STENCIL_FAST, "fast", fast, "1D: ceil(N/" CL_STENCIL_FAST_VX_S "B) blocks of B; 2D: ceil(W/"           \
+      CL_STENCIL_FAST_VX_S "BX) x ceil(H/" CL_STENCIL_FAST_ROWS_S "BY) blocks of BX x BY",                      \
+      "each thread computes " CL_STENCIL_FAST_VX_S " neighbouring outputs (2D: " CL_STENCIL_FAST_VX_S " x "     \
+      CL_STENCIL_FAST_ROWS_S ") from a window of the input held in "                                            \
+      "registers, read with 16- or 8-byte loads that neighbouring threads coalesce (the halo's rereads hit "    \
       "the L1), the radius unrolled so every weight is an immediate operand: memory-bound, at the "             \
       "copy's roof", CL_V_BLOCK, 0)
 

@@ -460,7 +460,7 @@ const magic_spec magic_stencil = {
         "Without a GPU, each variant runs its CPU analogue: host threads take the same blocks, the "
         "tiled one copying tile + halo into a local buffer first, fast's blocks holding its threads' "
         "several outputs each.\n\nBy default --variant runs naive and tiled, the lesson; fast (a window "
-        "in registers, 16-byte loads, the radius unrolled: the copy's roof) runs when named or with all.\n\n"
+        "in registers, 16- or 8-byte loads, the radius unrolled: the copy's roof) runs when named or with all.\n\n"
         "--block is threads per block: B in 1D, BXxBY in 2D (T alone means TxT); the tiled 2D variant "
         "loads a (BX+2r) x (BY+2r) input tile.\n\n"
         "--variant also runs your own kernels (a %%kernel --for stencil cell): __global__ void NAME("
