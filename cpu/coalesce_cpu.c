@@ -171,7 +171,7 @@ static int cpu_coalesce_run(const cl_coalesce_args *a, cl_coalesce_result *out, 
     if (a->check)
         cl_coalesce_verify(a, o, out);
     /* the GPU kernel's launch, not the host threads that emulate it */
-    out->launch = cl_launch_2d((cl_coalesce_threads(a->n, a->stride) + (uint64_t)a->block - 1) / (uint64_t)a->block, 1,
+    out->launch = cl_launch_2d((cl_coalesce_our_threads(a->n, a->stride) + (uint64_t)a->block - 1) / (uint64_t)a->block, 1,
                                a->block, 1, 0, 1);
     snprintf(out->impl, sizeof out->impl, "CPU analogue: %d host threads walk the thread indices; "
              "consecutive iterations are %llu elements apart (cache lines, not DRAM bursts)", threads,

@@ -6,7 +6,8 @@
  * naive reads every term from the input array; tiled first copies the
  * block's input tile with its halo (zero padded ghost cells) into a
  * per-thread buffer standing in for shared memory, then reads the terms from
- * there. A block whose terms all lie inside the array runs vector loops
+ * there; fast reads them from the input as naive does, in the fast kernel's
+ * larger blocks (each GPU thread computes several outputs). A block whose terms all lie inside the array runs vector loops
  * (weigh); one at an edge skips the ghost cells term by term. Each rep is
  * timed with the monotonic clock around the compute only. Terms are added in
  * the order stencil.h states, each rounded as fmaf rounds it (add_term), so
@@ -174,6 +175,8 @@ typedef struct cpu_st_impl {
     void (*block[2])(const job *j, uint64_t b);   /* block b of a 1D, a 2D launch */
     bool tile;                  /* copies the block's input tile with its halo (the GPU's shared memory) */
     const char *how;            /* what the analogue does beside running the blocks, in words */
+    int per_thread[2];          /* outputs a GPU thread computes along x and y: a block's outputs are
+                                   block[0] * per_thread[0] (x) by block[1] * per_thread[1] (2D y) */
 } cpu_st_impl;
 
 /* Each row's analogue, cpu_st_<impl> (the row's impl, stencil.h); weak, so a row without one is
@@ -198,7 +201,7 @@ struct job {
 static void naive1d(const job *j, uint64_t b)
 {
     const cl_stencil_args *a = j->a;
-    int B = a->block[0], R = a->radius;
+    int B = a->block[0] * j->impl->per_thread[0], R = a->radius;
     int64_t n = (int64_t)a->nx, base = (int64_t)(b * (uint64_t)B);
     if (base >= R && base + B + R <= n)
         weigh(j->in + base - R, 0, a->k, 1, j->w, B, 1, j->acc, j->out + base, 0);
@@ -241,7 +244,8 @@ typedef struct block2d {
 static block2d block2d_of(const job *j, uint64_t b)
 {
     const cl_stencil_args *a = j->a;
-    block2d o = {a->block[0], a->block[1], a->radius, a->k, (int64_t)a->nx, (int64_t)a->ny, 0, 0, false};
+    block2d o = {a->block[0] * j->impl->per_thread[0], a->block[1] * j->impl->per_thread[1], a->radius, a->k,
+                 (int64_t)a->nx, (int64_t)a->ny, 0, 0, false};
     int64_t bx = (o.nx + o.TX - 1) / o.TX;
     o.x0 = (int64_t)(b % (uint64_t)bx) * o.TX, o.y0 = (int64_t)(b / (uint64_t)bx) * o.TY;
     o.inside = o.x0 >= o.r && o.x0 + o.TX + o.r <= o.nx && o.y0 >= o.r && o.y0 + o.TY + o.r <= o.ny;
@@ -296,8 +300,14 @@ static void tiled2d(const job *j, uint64_t b)
 
 /* naive reads every term from the input array; tiled first copies the block's input tile with its
  * halo into a per-thread buffer standing in for shared memory. */
-const cpu_st_impl cpu_st_naive = {{naive1d, naive2d}, false, ""};
-const cpu_st_impl cpu_st_tiled = {{tiled1d, tiled2d}, true, ", tile + halo copied to a local buffer"};
+const cpu_st_impl cpu_st_naive = {{naive1d, naive2d}, false, "", {1, 1}};
+const cpu_st_impl cpu_st_tiled = {{tiled1d, tiled2d}, true, ", tile + halo copied to a local buffer", {1, 1}};
+/* fast: a GPU thread's outputs come from a window of the input it reads itself (registers, no shared
+ * memory), as naive's do, in blocks of the fast kernel's outputs (CL_STENCIL_FAST_VX a thread; 2D
+ * CL_STENCIL_FAST_VX x CL_STENCIL_FAST_ROWS). */
+const cpu_st_impl cpu_st_fast = {{naive1d, naive2d}, false, ", each a fast block's outputs (" CL_STENCIL_FAST_VX_S
+                                 " a thread; 2D " CL_STENCIL_FAST_VX_S " x " CL_STENCIL_FAST_ROWS_S ") "
+                                 "from the input", {CL_STENCIL_FAST_VX, CL_STENCIL_FAST_ROWS}};
 
 /* One entry a row, in row (= id) order; NULL where this backend has none. */
 #define CPU_ST_IMPL_(id, name, impl, ...) &cpu_st_##impl,
@@ -313,21 +323,32 @@ static void job_main(long long t, void *arg)
         block(j, b);
 }
 
-/* Blocks across and down (1D: down is 1). */
-static uint64_t blocks_x(const cl_stencil_args *a)
+/* Outputs of one of impl's blocks across and down (1D: down is 1). */
+static uint64_t block_x(const cpu_st_impl *impl, const cl_stencil_args *a)
 {
-    return (a->nx + (uint64_t)a->block[0] - 1) / (uint64_t)a->block[0];
+    return (uint64_t)a->block[0] * (uint64_t)impl->per_thread[0];
 }
 
-static uint64_t blocks_y(const cl_stencil_args *a)
+static uint64_t block_y(const cpu_st_impl *impl, const cl_stencil_args *a)
 {
-    return a->dim == 1 ? 1 : (a->ny + (uint64_t)a->block[1] - 1) / (uint64_t)a->block[1];
+    return a->dim == 1 ? 1 : (uint64_t)a->block[1] * (uint64_t)impl->per_thread[1];
+}
+
+/* Blocks across and down (1D: down is 1). */
+static uint64_t blocks_x(const cpu_st_impl *impl, const cl_stencil_args *a)
+{
+    return (a->nx + block_x(impl, a) - 1) / block_x(impl, a);
+}
+
+static uint64_t blocks_y(const cpu_st_impl *impl, const cl_stencil_args *a)
+{
+    return (a->ny + block_y(impl, a) - 1) / block_y(impl, a);
 }
 
 /* Outputs of one block: the accumulators weigh needs. */
-static size_t block_outputs(const cl_stencil_args *a)
+static size_t block_outputs(const cpu_st_impl *impl, const cl_stencil_args *a)
 {
-    return (size_t)a->block[0] * (size_t)(a->dim == 1 ? 1 : a->block[1]);
+    return (size_t)(block_x(impl, a) * block_y(impl, a));
 }
 
 /* ---- a student's kernel, on the CPU runner ---- */
@@ -415,12 +436,12 @@ static void launch(const cpu_st_impl *impl, const cl_stencil_args *a, const floa
                    size_t tile_len, double *accs)
 {
     int nt = cl_cpu_threads();
-    uint64_t blocks = blocks_x(a) * blocks_y(a);
+    uint64_t blocks = blocks_x(impl, a) * blocks_y(impl, a);
     job jobs[CL_CPU_MAX_THREADS];
     for (int k = 0; k < nt; k++)
         jobs[k] = (job){a, impl, in, out, w, blocks * (uint64_t)k / (uint64_t)nt,
                         blocks * (uint64_t)(k + 1) / (uint64_t)nt, tiles + k * tile_len,
-                        accs + (size_t)k * block_outputs(a)};
+                        accs + (size_t)k * block_outputs(impl, a)};
     cl_parallel_for(nt, nt, job_main, jobs);
 }
 
@@ -439,7 +460,7 @@ static int cpu_stencil_run(int v, const cl_stencil_args *a, float *host_out, cl_
     int nt = cl_cpu_threads();
     float *in = malloc(n * sizeof *in), *own = host_out ? NULL : malloc(n * sizeof *own);
     float *tiles = malloc((size_t)nt * tile_len * sizeof *tiles);
-    double *accs = malloc((size_t)nt * block_outputs(a) * sizeof *accs), w[CL_STENCIL_MAX_WEIGHTS];
+    double *accs = malloc((size_t)nt * block_outputs(impl, a) * sizeof *accs), w[CL_STENCIL_MAX_WEIGHTS];
     float *out = host_out ? host_out : own;
     int rc = -1;
     if (!in || !out || !tiles || !accs) {
@@ -459,7 +480,7 @@ static int cpu_stencil_run(int v, const cl_stencil_args *a, float *host_out, cl_
         tm->ms[tm->reps] = (float)(cl_now_ms() - t0);
         cl_rep_done();
     }
-    res->launch = cl_launch_2d(blocks_x(a), blocks_y(a), a->block[0], a->dim == 1 ? 1 : a->block[1],
+    res->launch = cl_launch_2d(blocks_x(impl, a), blocks_y(impl, a), a->block[0], a->dim == 1 ? 1 : a->block[1],
                                impl->tile ? tile_len * sizeof(float) : 0, 1);
     snprintf(res->impl, sizeof res->impl, "CPU analogue: %d host threads take runs of the %s blocks%s", nt,
              a->dim == 1 ? "1D" : "2D", impl->how);

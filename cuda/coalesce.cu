@@ -9,8 +9,10 @@
  * a plain copy (index = t); other strides run the permuted copy of
  * coalesce.h, with 32-bit index arithmetic when the matrix fits in 2^32
  * elements so that the division does not cost more than the memory traffic
- * being demonstrated. The output is copied back once, from that last launch,
- * and compared on the host with the input regenerated from the seed.
+ * being demonstrated. The plain copy gives each thread several elements, each
+ * load still a warp's neighbours (CL_COALESCE_CONTIGUOUS_PER_THREAD says why).
+ * The output is copied back once, from that last launch, and compared on the
+ * host with the input regenerated from the seed.
  * The check's reference for both, ours and a student's: the input of the rep's
  * seed, copied into out by cudaMemcpyAsync (device to device).
  *
@@ -38,11 +40,21 @@ __global__ void coalesce_fill(float *x, uint64_t n, uint64_t seed)
 }
 
 /* show-source: coalesce stride,row,col shown */
+/* Thread t copies elements t + q*T (T: the grid's threads), q < CL_COALESCE_CONTIGUOUS_PER_THREAD:
+ * every load is still a warp's 32 neighbours; the loads come first, so they are all in flight at once. */
 __global__ void coalesce_copy_contiguous(const float *__restrict__ in, float *__restrict__ out, uint64_t n)
 {
-    uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t < n)
-        out[t] = in[t];
+    constexpr int E = CL_COALESCE_CONTIGUOUS_PER_THREAD;
+    uint64_t T = (uint64_t)gridDim.x * blockDim.x, t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    float v[E];
+#pragma unroll
+    for (int q = 0; q < E; q++)
+        if (t + q * T < n)
+            v[q] = in[t + q * T];
+#pragma unroll
+    for (int q = 0; q < E; q++)
+        if (t + q * T < n)
+            out[t + q * T] = v[q];
 }
 /* show-source: end */
 
@@ -239,7 +251,7 @@ static int cuda_coalesce_run(const cl_coalesce_args *a, cl_coalesce_result *out,
         return -1;
     }
     unsigned blocks;
-    if (cl_cuda_blocks(cl_coalesce_threads(a->n, a->stride), a->block, &blocks, err))
+    if (cl_cuda_blocks(cl_coalesce_our_threads(a->n, a->stride), a->block, &blocks, err))
         return -1;
     float *in = NULL, *dout = NULL, *host = NULL;
     cl_cuda_timing t;

@@ -1,5 +1,7 @@
 /* stencil.cu — the CUDA backend's %stencil: 1D stencil and 2D convolution,
- * naive and shared-memory tiled, behind cl_cuda_stencil_ops.
+ * naive, shared-memory tiled and fast, behind cl_cuda_stencil_ops.
+ *
+ * fast (a window in registers, 16-byte loads, the radius unrolled) is the rung at the copy's roof.
  *
  * The weights live in __constant__ memory: every thread of a warp reads the
  * same weight at the same time, which the constant cache broadcasts. Ghost
@@ -23,11 +25,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <utility>
+
 #include "cudalab/stencil.h"
 #include "common.h"
 #include "student_cuda.h"
 
-/* show-source: stencil naive,tiled shown */
+/* show-source: stencil naive,tiled,fast shown */
 __constant__ float c_weights[CL_STENCIL_MAX_WEIGHTS];
 /* show-source: end */
 
@@ -138,6 +142,180 @@ __global__ void stencil2d_tiled(const float *__restrict__ in, float *__restrict_
 }
 /* show-source: end */
 
+/* ---- fast: each thread's window in registers ---- */
+
+/* show-source: stencil fast shown */
+/* v = in[p .. p+4), ghost cells 0: one 16-byte load where all four lie inside the row of n and
+ * the row is 16-byte aligned (p is a multiple of 4 in every caller), else four 4-byte ones. */
+__device__ __forceinline__ void load4(const float *__restrict__ in, long long p, long long n, bool aligned, float *v)
+{
+    if (aligned && p >= 0 && p + 4 <= n) {
+        float4 q = __ldg(reinterpret_cast<const float4 *>(in + p));
+        v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+        return;
+    }
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+        v[e] = p + e >= 0 && p + e < n ? __ldg(in + p + e) : 0.0f;
+}
+
+/* out[p .. p+4) = v where it lies inside the row of n: one 16-byte store where it can. */
+__device__ __forceinline__ void store4(float *__restrict__ out, long long p, long long n, bool aligned, const float *v)
+{
+    if (aligned && p + 4 <= n) {
+        *reinterpret_cast<float4 *>(out + p) = make_float4(v[0], v[1], v[2], v[3]);
+        return;
+    }
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+        if (p + e < n)
+            out[p + e] = v[e];
+}
+
+/* Thread t computes outputs [4t, 4t+4) of the array from the window [4t-RP, 4t+4+RP) (RP: R rounded
+ * up to whole float4s), which it reads with 16-byte loads that the warp coalesces; its neighbours
+ * read the same halo again, from the L1. R is a template parameter, so the loops unroll and every
+ * weight is an immediate operand from the constant bank: no load instruction per term. */
+template <int R>
+__global__ void stencil1d_fast(const float *__restrict__ in, float *__restrict__ out, long long n)
+{
+    constexpr int V = CL_STENCIL_FAST_VX, RP = (R + 3) / 4 * 4, W = V + 2 * RP;
+    long long i0 = (blockIdx.x * (long long)blockDim.x + threadIdx.x) * V;
+    if (i0 >= n)
+        return;
+    float win[W], acc[V];
+#pragma unroll
+    for (int q = 0; q < W; q += 4)
+        load4(in, i0 - RP + q, n, true, win + q);
+#pragma unroll
+    for (int o = 0; o < V; o++) {
+        acc[o] = 0.0f;
+#pragma unroll
+        for (int j = 0; j <= 2 * R; j++)
+            acc[o] = fmaf(c_weights[j], win[RP - R + o + j], acc[o]);
+    }
+    store4(out, i0, n, true, acc);
+}
+
+/* Radii beyond CL_STENCIL_FAST_MAX_R: the same 4 outputs a thread, the window slid through
+ * registers one input at a time (R is known only at run time). */
+__global__ void stencil1d_fast_any(const float *__restrict__ in, float *__restrict__ out, long long n, int R)
+{
+    constexpr int V = CL_STENCIL_FAST_VX;
+    long long i0 = (blockIdx.x * (long long)blockDim.x + threadIdx.x) * V;
+    if (i0 >= n)
+        return;
+    float x[V], acc[V];
+#pragma unroll
+    for (int o = 0; o < V; o++) {
+        long long p = i0 - R + o;
+        x[o] = p >= 0 && p < n ? __ldg(in + p) : 0.0f;
+        acc[o] = 0.0f;
+    }
+    for (int j = 0; j <= 2 * R; j++) {
+        float w = c_weights[j];
+#pragma unroll
+        for (int o = 0; o < V; o++)
+            acc[o] = fmaf(w, x[o], acc[o]);
+#pragma unroll
+        for (int o = 0; o < V - 1; o++)
+            x[o] = x[o + 1];
+        long long p = i0 - R + j + V;
+        x[V - 1] = p >= 0 && p < n ? __ldg(in + p) : 0.0f;
+    }
+    store4(out, i0, n, true, acc);
+}
+
+/* v = in[p .. p+2), as load4 with 8-byte loads (p even). */
+__device__ __forceinline__ void load2(const float *__restrict__ in, long long p, long long n, bool aligned, float *v)
+{
+    if (aligned && p >= 0 && p + 2 <= n) {
+        float2 q = __ldg(reinterpret_cast<const float2 *>(in + p));
+        v[0] = q.x, v[1] = q.y;
+        return;
+    }
+#pragma unroll
+    for (int e = 0; e < 2; e++)
+        v[e] = p + e >= 0 && p + e < n ? __ldg(in + p + e) : 0.0f;
+}
+
+/* Input row s of a thread's window (row[0] is S columns left of its first output) into the outputs
+ * whose filter covers it: output row h takes it as its filter's row s - h, dx ascending. */
+template <int r, int H, int V, int W, int S>
+__device__ __forceinline__ void add_row(float (&acc)[H][V], const float *row, int s)
+{
+    constexpr int k = 2 * r + 1;
+#pragma unroll
+    for (int h = 0; h < H; h++) {
+        int dy = s - h;                                 /* known at compile time: unrolled */
+        if (dy < 0 || dy >= k)
+            continue;
+#pragma unroll
+        for (int o = 0; o < V; o++)
+#pragma unroll
+            for (int dx = 0; dx < k; dx++)
+                acc[h][o] = fmaf(c_weights[dy * k + dx], row[S - r + o + dx], acc[h][o]);
+    }
+}
+
+#define ST_FAST_SMALL_BLOCK 256       /* stencil2d_fast's MAXT for blocks up to it; 1024 beyond */
+
+/* Thread (tx, ty) computes a 4 x H patch of outputs from (4tx, H ty), H = CL_STENCIL_FAST_ROWS: it
+ * reads the H + 2r input rows in order, each row's window with 16- or 8-byte loads (aligned when
+ * the width is a multiple of 4), and adds each row's terms to the outputs whose filter covers it, so every output still sums row by
+ * row, dx fastest; rows are read once a thread instead of k times. MAXT: the most threads of its
+ * block. Under 1024 a thread may have at most 64 registers, too few to keep the next rows' loads in
+ * flight while it adds; blocks up to 256 threads (the default 16x16 among them) take an instance
+ * bounded by 256, whose threads may hold every row's window at once. */
+template <int r, int MAXT>
+__global__ void __launch_bounds__(MAXT) stencil2d_fast(const float *__restrict__ in, float *__restrict__ out, int nx, int ny)
+{
+    /* the window starts S before x0: r itself where that is a whole float2 (r = 2, 6: 8-byte loads,
+     * nothing read twice for nothing), else r rounded up to whole float4s */
+    constexpr int V = CL_STENCIL_FAST_VX, H = CL_STENCIL_FAST_ROWS, ROWS = H + 2 * r,
+                  STEP = r % 4 == 2 ? 2 : 4, S = r % 4 == 2 ? r : (r + 3) / 4 * 4, W = V + 2 * S;
+    /* every row's window loaded before any is added, where the registers allow it */
+    constexpr bool AHEAD = MAXT <= ST_FAST_SMALL_BLOCK && ROWS * W <= 96;
+    int x0 = (blockIdx.x * blockDim.x + threadIdx.x) * V, y0 = (blockIdx.y * blockDim.y + threadIdx.y) * H;
+    if (x0 >= nx || y0 >= ny)
+        return;
+    bool aligned = nx % 4 == 0;
+    float acc[H][V], win[AHEAD ? ROWS : 1][W];
+#pragma unroll
+    for (int h = 0; h < H; h++)
+#pragma unroll
+        for (int o = 0; o < V; o++)
+            acc[h][o] = 0.0f;
+#pragma unroll
+    for (int s = 0; s < ROWS; s++) {
+        int yy = y0 - r + s;
+        float *row = win[AHEAD ? s : 0];
+#pragma unroll
+        for (int q = 0; q < W; q += STEP) {
+            if (yy < 0 || yy >= ny) {
+#pragma unroll
+                for (int e = 0; e < STEP; e++)
+                    row[q + e] = 0.0f;
+            } else if (STEP == 4) {
+                load4(in + (size_t)yy * nx, x0 - S + q, nx, aligned, row + q);
+            } else {
+                load2(in + (size_t)yy * nx, x0 - S + q, nx, aligned, row + q);
+            }
+        }
+        if (!AHEAD)
+            add_row<r, H, V, W, S>(acc, row, s);
+    }
+    if (AHEAD)
+#pragma unroll
+        for (int s = 0; s < ROWS; s++)
+            add_row<r, H, V, W, S>(acc, win[s], s);
+#pragma unroll
+    for (int h = 0; h < H; h++)
+        if (y0 + h < ny)
+            store4(out + (size_t)(y0 + h) * nx, x0, nx, aligned, acc[h]);
+}
+/* show-source: end */
+
 /* ---- one run ---- */
 
 typedef struct plan plan;
@@ -146,6 +324,7 @@ struct plan {
     size_t smem;                  /* dynamic shared memory */
     const void *fn;               /* the kernel: ours, or the student's handle */
     const char *name;
+    char label[48];               /* name's storage where the kernel is picked per run (fast) */
     cudaError_t (*launch)(const plan *p);   /* enqueues fn */
     const cl_stencil_args *a;
     const float *in, *w;          /* w: the weights on the device, for a student's kernel */
@@ -159,6 +338,8 @@ struct st_gpu_impl {
     const char *name[2];
     bool tile;                    /* dynamic shared memory: the block's input tile with its halo */
     cudaError_t (*launch)(const plan *p);
+    int per_thread[2];            /* outputs a thread computes along x and y (2D) */
+    void (*pick)(plan *p);        /* where kernel[] is NULL: sets fn and name for the run's radius */
 };
 
 /* Declared weak, so a row without kernels here is NULL in the table. */
@@ -186,10 +367,54 @@ static cudaError_t launch_tiled(const plan *p)
     return cudaGetLastError();
 }
 
+/* fast: the instance for the run's radius (stencil1d_fast_any beyond CL_STENCIL_FAST_MAX_R). */
+template <int... R>
+static const void *fast1d_instance(int radius, std::integer_sequence<int, R...>)
+{
+    static const void *const instances[] = {(const void *)stencil1d_fast<R + 1>...};
+    return radius >= 1 && radius <= (int)sizeof...(R) ? instances[radius - 1] : NULL;
+}
+
+template <int... r>
+static const void *fast2d_instance(int radius, bool small, std::integer_sequence<int, r...>)
+{
+    static const void *const bounded[] = {(const void *)stencil2d_fast<r, 1024>...};
+    static const void *const roomy[] = {(const void *)stencil2d_fast<r, ST_FAST_SMALL_BLOCK>...};
+    return radius >= 0 && radius < (int)sizeof...(r) ? (small ? roomy : bounded)[radius] : NULL;
+}
+
+static void pick_fast(plan *p)
+{
+    const cl_stencil_args *a = p->a;
+    if (a->dim == 2) {
+        bool small = p->block.x * p->block.y <= ST_FAST_SMALL_BLOCK;
+        p->fn = fast2d_instance(a->radius, small, std::make_integer_sequence<int, (CL_STENCIL_MAX_K + 1) / 2>());
+        snprintf(p->label, sizeof p->label, "stencil2d_fast<%d, %d>", a->radius, small ? ST_FAST_SMALL_BLOCK : 1024);
+    } else if ((p->fn = fast1d_instance(a->radius, std::make_integer_sequence<int, CL_STENCIL_FAST_MAX_R>()))) {
+        snprintf(p->label, sizeof p->label, "stencil1d_fast<%d>", a->radius);
+    } else {
+        p->fn = (const void *)stencil1d_fast_any;
+        snprintf(p->label, sizeof p->label, "stencil1d_fast_any");
+    }
+    p->name = p->label;
+}
+
+static cudaError_t launch_fast(const plan *p)
+{
+    const cl_stencil_args *a = p->a;
+    long long n = (long long)a->nx;
+    int nx = (int)a->nx, ny = (int)a->ny, R = a->radius;
+    void *args1[] = {(void *)&p->in, (void *)&p->out, &n, &R};      /* R: stencil1d_fast_any's only */
+    void *args2[] = {(void *)&p->in, (void *)&p->out, &nx, &ny};
+    return cudaLaunchKernel(p->fn, p->grid, p->block, a->dim == 1 ? args1 : args2, 0, 0);
+}
+
 const st_gpu_impl st_gpu_naive = {{(const void *)stencil1d_naive, (const void *)stencil2d_naive},
-                                  {"stencil1d_naive", "stencil2d_naive"}, false, launch_naive};
+                                  {"stencil1d_naive", "stencil2d_naive"}, false, launch_naive, {1, 1}, NULL};
 const st_gpu_impl st_gpu_tiled = {{(const void *)stencil1d_tiled, (const void *)stencil2d_tiled},
-                                  {"stencil1d_tiled", "stencil2d_tiled"}, true, launch_tiled};
+                                  {"stencil1d_tiled", "stencil2d_tiled"}, true, launch_tiled, {1, 1}, NULL};
+const st_gpu_impl st_gpu_fast = {{NULL, NULL}, {NULL, NULL}, false, launch_fast,
+                                 {CL_STENCIL_FAST_VX, CL_STENCIL_FAST_ROWS}, pick_fast};
 
 /* One entry a row, in row (= id) order. */
 #define ST_GPU_IMPL_(id, name, impl, ...) &st_gpu_##impl,
@@ -205,12 +430,15 @@ static void make_plan(const st_gpu_impl *impl, const cl_stencil_args *a, plan *p
 {
     p->a = a;
     p->block = dim3((unsigned)a->block[0], a->dim == 1 ? 1u : (unsigned)a->block[1]);
-    p->grid = dim3((unsigned)((a->nx + p->block.x - 1) / p->block.x),
-                   (unsigned)((a->ny + p->block.y - 1) / p->block.y));
+    uint64_t across = (uint64_t)p->block.x * impl->per_thread[0],
+             down = (uint64_t)p->block.y * (a->dim == 1 ? 1 : impl->per_thread[1]);
+    p->grid = dim3((unsigned)((a->nx + across - 1) / across), (unsigned)((a->ny + down - 1) / down));
     p->smem = impl->tile ? cl_stencil_student_smem(a->dim, a->radius, a->block) : 0;
     p->fn = impl->kernel[a->dim == 1 ? 0 : 1];
     p->name = impl->name[a->dim == 1 ? 0 : 1];
     p->launch = impl->launch;
+    if (impl->pick)
+        impl->pick(p);
 }
 
 /* A student's kernel: its weights in a device buffer, passed as a pointer. */

@@ -42,9 +42,11 @@ extern "C" {
  * Each belongs to an experiment: --stride runs `stride`, --layout row|col the
  * layout's own; --variant names it beside students' kernels (by default ours). */
 #define CL_COALESCE_VARIANTS(X)                                                                     \
-    X(CL_COALESCE_STRIDE, "stride", stride, "ceil(N/B) blocks of B, one element per thread",        \
+    X(CL_COALESCE_STRIDE, "stride", stride, "ceil(N/B) blocks of B, one element per thread (stride 1: " \
+      "ceil(N/8B), 8 elements a thread, each a warp's 32 neighbours)",                              \
       "thread t copies element (t % m)*s + t/m: neighbours s elements apart", CL_V_BLOCK, 0)        \
-    X(CL_COALESCE_ROW, "row", row, "ceil(R*C/B) blocks of B, one element per thread",               \
+    X(CL_COALESCE_ROW, "row", row, "ceil(R*C/8B) blocks of B, 8 elements a thread, each a warp's "   \
+      "32 neighbours",                                                                              \
       "row-wise traversal of an R x C row-major matrix: neighbours 1 element apart",                \
       CL_V_BLOCK, 0)                                                                                \
     X(CL_COALESCE_COL, "col", col, "ceil(R*C/B) blocks of B, one element per thread",               \
@@ -114,6 +116,19 @@ static inline uint64_t cl_coalesce_rows(uint64_t n, uint64_t s) { return (n + s 
 
 /* The threads of a copy: one per element of the rows x s view, n rounded up to whole rows. */
 static inline uint64_t cl_coalesce_threads(uint64_t n, uint64_t s) { return cl_coalesce_rows(n, s) * s; }
+
+/* Our stride-1 copy gives each thread this many elements, t + q*T for q < it (T: the threads of the
+ * grid), so a warp's accesses stay 32 neighbours while a thread keeps that many loads in flight:
+ * with one, the copy cannot cover the memory's latency and tops out near 70% of the copy bandwidth
+ * (H200). The strided copies keep one element a thread: their lesson is the sectors a warp touches. */
+#define CL_COALESCE_CONTIGUOUS_PER_THREAD 8
+
+/* The threads of our copy at stride s: a student's launch (and the lesson's) is cl_coalesce_threads. */
+static inline uint64_t cl_coalesce_our_threads(uint64_t n, uint64_t s)
+{
+    return s == 1 ? (n + CL_COALESCE_CONTIGUOUS_PER_THREAD - 1) / CL_COALESCE_CONTIGUOUS_PER_THREAD
+                  : cl_coalesce_threads(n, s);
+}
 
 /* Compares the copied-back output with the input regenerated from the seed. */
 static inline void cl_coalesce_verify(const cl_coalesce_args *a, const float *out, cl_coalesce_result *r)

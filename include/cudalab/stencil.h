@@ -40,6 +40,17 @@ extern "C" {
 #define CL_STENCIL_MAX_RADIUS 1024     /* 1D; and the halo must fit: R <= block */
 #define CL_STENCIL_MAX_K 15            /* 2D filter side (odd), k*k weights in constant memory */
 #define CL_STENCIL_MAX_WEIGHTS (2 * CL_STENCIL_MAX_RADIUS + 1)
+/* fast: the outputs one thread computes, CL_STENCIL_FAST_VX neighbours along x (one float4) times
+ * CL_STENCIL_FAST_ROWS rows in 2D (4, not 8: a thread's accumulators and the rows it has in flight
+ * must fit the 64 registers a block of 1024 threads allows, or the rows' loads wait one by one); 1D radii up to CL_STENCIL_FAST_MAX_R are unrolled into registers
+ * (beyond, a runtime loop slides the window); every 2D filter (k <= CL_STENCIL_MAX_K) is unrolled. */
+#define CL_STENCIL_FAST_VX 4
+#define CL_STENCIL_FAST_ROWS 4
+#define CL_STENCIL_FAST_MAX_R 16
+#define CL_STENCIL_STR_(x) #x
+#define CL_STENCIL_STR(x) CL_STENCIL_STR_(x)
+#define CL_STENCIL_FAST_VX_S CL_STENCIL_STR(CL_STENCIL_FAST_VX)       /* as text: the row's words */
+#define CL_STENCIL_FAST_ROWS_S CL_STENCIL_STR(CL_STENCIL_FAST_ROWS)
 
 /* X(id, name, impl, launch, what it teaches, flags, block): one row per variant, in the
  * order `--variant all` runs them (family.h says what is derived from it). */
@@ -51,7 +62,14 @@ extern "C" {
     X(CL_STENCIL_TILED, "tiled", tiled, "as naive, plus (B+2R) or (T+k-1)^2 floats of shared memory",           \
       "the block first copies the inputs its outputs need into shared memory once (1D: "                        \
       "blockDim + 2R floats, its elements plus a halo of R on each side; 2D: a (T+k-1)² tile "                  \
-      "for a T x T output tile), __syncthreads, then reads every term from there", CL_V_BLOCK, 0)
+      "for a T x T output tile), __syncthreads, then reads every term from there", CL_V_BLOCK, 0)               \
+    X(CL_STENCIL_FAST, "fast", fast, "1D: ceil(N/" CL_STENCIL_FAST_VX_S "B) blocks of B; 2D: ceil(W/"           \
+      CL_STENCIL_FAST_VX_S "BX) x ceil(H/" CL_STENCIL_FAST_ROWS_S "BY) blocks of BX x BY",                      \
+      "each thread computes " CL_STENCIL_FAST_VX_S " neighbouring outputs (2D: " CL_STENCIL_FAST_VX_S " x "     \
+      CL_STENCIL_FAST_ROWS_S ") from a window of the input held in "                                            \
+      "registers, read with 16- or 8-byte loads that neighbouring threads coalesce (the halo's rereads hit "    \
+      "the L1), the radius unrolled so every weight is an immediate operand: memory-bound, at the "             \
+      "copy's roof", CL_V_BLOCK, 0)
 
 typedef enum cl_stencil_variant_id {
     CL_STENCIL_VARIANTS(CL_VARIANT_ID)

@@ -60,7 +60,8 @@ static const flag_spec stencil_flags[] = {
      .opts = FLAG_LIST, .help = "threads per block: 1D B, a multiple of 32 for ours (default 256); 2D "
                                 "BXxBY, each side 4..32 for ours, T meaning TxT (default 16x16); your "
                                 "kernels any block (default: the %%kernel line's)"},
-    FAMILY_VARIANT_FLAG(&stencil_family, "all"),
+    /* the lesson's pair by default; fast, the rung at the copy's roof, runs when named (or with all) */
+    FAMILY_VARIANT_FLAG(&stencil_family, "naive,tiled"),
     STUDENT_RUN_FLAGS,
     STUDENT_GRID_FLAG,
     SWEEP_MEASURE_FLAGS("seed of the generated input",
@@ -428,6 +429,7 @@ static const char *const stencil_examples[] = {
     "%stencil --radius 3 --size 2^24",
     "%stencil --radius 1,4,16,64 --size 2^24 --variant naive,tiled",
     "%stencil --radius 8 --block 32,128,512,1024 --variant tiled",
+    "%stencil --size 2^26 --radius 1,3,8 --variant naive,tiled,fast",
     "%stencil --dim 2 --filter box,gauss3,gauss5,laplace4,laplace8 --size 4096x4096",
     "%stencil --dim 2 --weights 1,2,1,2,4,2,1,2,1 --normalize --size 1920x1080 --block 8,16,32",
     NULL,
@@ -456,7 +458,9 @@ const magic_spec magic_stencil = {
         "with fmaf: a correct result is bit-exact; the pass bound is |out - ref| <= 1e-6·sum|w·x| per "
         "element (very large runs are checked on the edges plus an odd-strided sample, and say so). "
         "Without a GPU, each variant runs its CPU analogue: host threads take the same blocks, the "
-        "tiled one copying tile + halo into a local buffer first.\n\n"
+        "tiled one copying tile + halo into a local buffer first, fast's blocks holding its threads' "
+        "several outputs each.\n\nBy default --variant runs naive and tiled, the lesson; fast (a window "
+        "in registers, 16- or 8-byte loads, the radius unrolled: the copy's roof) runs when named or with all.\n\n"
         "--block is threads per block: B in 1D, BXxBY in 2D (T alone means TxT); the tiled 2D variant "
         "loads a (BX+2r) x (BY+2r) input tile.\n\n"
         "--variant also runs your own kernels (a %%kernel --for stencil cell): __global__ void NAME("

@@ -68,19 +68,34 @@ int st_point_weights(const st_env *env, int radius, const char *filter, float *w
  * what it reads: the model then shows only ours for comparison. */
 static json_t *model_json(int v, const cl_stencil_args *a, const int *block, size_t smem)
 {
-    double naive, tiled, bx = block[0], by = block[1];
+    double naive, tiled, fast, bx = block[0], by = block[1], vx = CL_STENCIL_FAST_VX, vy = CL_STENCIL_FAST_ROWS;
     const char *formula;
+    char fast_formula[96];
+    if (a->dim == 1)
+        snprintf(fast_formula, sizeof fast_formula, "(%d + 2R) / %d: a thread's window over its %d outputs",
+                 CL_STENCIL_FAST_VX, CL_STENCIL_FAST_VX, CL_STENCIL_FAST_VX);
+    else
+        snprintf(fast_formula, sizeof fast_formula, "(%d + k - 1)(%d + k - 1) / %d: a thread's window over its "
+                 "%d x %d outputs", CL_STENCIL_FAST_VX, CL_STENCIL_FAST_ROWS, CL_STENCIL_FAST_VX * CL_STENCIL_FAST_ROWS,
+                 CL_STENCIL_FAST_VX, CL_STENCIL_FAST_ROWS);
     if (a->dim == 1) {
         naive = a->k;
         tiled = (bx + 2 * a->radius) / bx;
-        formula = v == CL_STENCIL_TILED ? "(blockDim + 2R) / blockDim" : "2R + 1";
+        fast = (vx + 2 * a->radius) / vx;
+        formula = v == CL_STENCIL_TILED ? "(blockDim + 2R) / blockDim"
+                  : v == CL_STENCIL_FAST ? fast_formula
+                                         : "2R + 1";
     } else {
         naive = (double)a->k * a->k;
         tiled = (bx + a->k - 1) * (by + a->k - 1) / (bx * by);
-        formula = v == CL_STENCIL_TILED ? "(BX + k - 1)(BY + k - 1) / (BX BY)" : "k^2";
+        fast = (vx + a->k - 1) * (vy + a->k - 1) / (vx * vy);
+        formula = v == CL_STENCIL_TILED ? "(BX + k - 1)(BY + k - 1) / (BX BY)"
+                  : v == CL_STENCIL_FAST ? fast_formula
+                                         : "k^2";
     }
     json_t *m = json_pack("{s:f, s:s, s:f, s:f, s:f, s:I}", "global_reads_per_output",
-                          v == CL_STENCIL_TILED ? tiled : naive, "formula", formula, "naive_reads_per_output", naive,
+                          v == CL_STENCIL_TILED ? tiled : v == CL_STENCIL_FAST ? fast : naive, "formula", formula,
+                          "naive_reads_per_output", naive,
                           "tiled_reads_per_output", tiled, "reduction_factor", naive / tiled, "smem_per_block",
                           (json_int_t)smem);
     if (v == CL_VARIANT_STUDENT) {

@@ -64,6 +64,30 @@ def test_2d_custom_15x15(gpu):
     assert_exact(stencil_doc(f"%stencil --dim 2 --size 999x517 --weights {w} --block 8,32 {QUICK}"))
 
 
+@pytest.mark.parametrize("size", [1, 33, 1000003, 2 ** 24 + 5])
+def test_1d_fast(gpu, size):
+    """fast: the unrolled radii (1..16, window in float4s) and the sliding loop beyond (17, 100),
+    on sizes that end inside a thread's 4 outputs; bit for bit."""
+    doc = stencil_doc(f"%stencil --size {size} --radius 1,3,8,16,17,100 --block 128,1024 --variant fast {QUICK}")
+    assert_exact(doc)
+    for r in doc["runs"]:
+        kernel = f"stencil1d_fast<{r['radius']}>" if r["radius"] <= 16 else "stencil1d_fast_any"
+        assert kernel in r["impl"] and r["launch"]["grid"][0] == -(-size // (4 * r["block"]))
+
+
+@pytest.mark.parametrize("size", ["1x1", "67x45", "1922x1081", "4096x4096"])
+def test_2d_fast(gpu, size):
+    """fast in 2D: every lecture filter and a 15 x 15 one, widths not a multiple of 4 (no 16-byte
+    loads: the rows are not aligned) and heights not a multiple of 8 rows."""
+    custom = ",".join(str((i * 7) % 11 - 5) for i in range(225))
+    for spec in ("--filter box,gauss3,gauss5,laplace4,laplace8", f"--weights {custom}"):
+        doc = stencil_doc(f"%stencil --dim 2 --size {size} {spec} --block 8,16,32x8 --variant fast {QUICK}")
+        assert_exact(doc)
+        for r in doc["runs"]:
+            threads = r["block"][0] * r["block"][1]
+            assert f"stencil2d_fast<{r['radius']}, {256 if threads <= 256 else 1024}>" in r["impl"]
+
+
 def test_cpu_analogue_agrees(gpu):
     cell = "%stencil --dim 2 --size 300x200 --filter gauss5 --reps 1 --warmup 0"
     g = stencil_doc(cell)

@@ -43,6 +43,16 @@ def test_odd_sizes_strides_blocks():
     assert doc["sweep"]["varying"] == ["stride", "size", "block"]
 
 
+def test_stride_1_launch():
+    """Our stride-1 copy gives a thread 8 elements (coalesce.h says why), the strided ones one: the
+    launch each reports is the one the GPU runs, and the copy stays exact past a partial block."""
+    doc = coalesce_doc(f"%coalesce --stride 1,2 --size 100003 --block 256 {QUICK}")
+    one, two = doc["runs"]
+    assert one["launch"]["grid"] == [-(-100003 // (8 * 256)), 1, 1]
+    assert two["launch"]["grid"] == [-(-100004 // 256), 1, 1]
+    assert one["check"]["passed"] and two["check"]["passed"]
+
+
 def test_layout_row_col():
     doc = coalesce_doc(f"%coalesce --layout row,col --rows 1000 --cols 777 {QUICK}")
     row, col = doc["runs"]

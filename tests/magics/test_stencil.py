@@ -93,6 +93,50 @@ def test_sort_and_table():
         assert word in out, word
 
 
+# ---------------------------------------------------------------- fast
+
+FAST_VX, FAST_ROWS = 4, 4       # stencil.h: a fast thread's outputs along x, and rows in 2D
+
+
+@pytest.mark.parametrize("size,radius", [(1, 1), (7, 3), (1021, 8), (100003, 17), (4099, 40)])
+def test_1d_fast(size, radius):
+    """fast runs on the CPU backend too, checked bit for bit as the others; its blocks hold a
+    thread's 4 outputs (ceil(n / 4B) of them) and the model counts a thread's window, (4 + 2R) / 4."""
+    doc = stencil_doc(f"%stencil --size {size} --radius {radius} --variant naive,tiled,fast {QUICK}")
+    assert [r["variant"] for r in doc["runs"]] == ["naive", "tiled", "fast"]
+    fast = doc["runs"][2]
+    for r in doc["runs"]:
+        assert_exact(r)
+    assert fast["model"]["global_reads_per_output"] == pytest.approx((FAST_VX + 2 * radius) / FAST_VX)
+    assert fast["model"]["smem_per_block"] == 0 == fast["launch"]["smem_per_block"]
+    assert fast["launch"]["block"] == [256, 1, 1]
+    assert fast["launch"]["grid"] == [-(-size // (FAST_VX * 256)), 1, 1]
+
+
+@pytest.mark.parametrize("size,block", [("67x45", "16"), ("1x1", "8"), ("130x37", "32x8")])
+def test_2d_fast(size, block):
+    """fast in 2D, every lecture filter and a 15 x 15 one, on sizes no block divides: a thread's
+    4 x 4 outputs make the blocks (4 BX) x (4 BY) outputs."""
+    w, h = map(int, size.split("x"))
+    custom = ",".join(str((i * 7) % 11 - 5) for i in range(225))
+    for spec in ("--filter box,gauss3,gauss5,laplace4,laplace8", f"--weights {custom}"):
+        doc = stencil_doc(f"%stencil --dim 2 --size {size} {spec} --block {block} --variant fast {QUICK}")
+        for r in doc["runs"]:
+            assert_exact(r)
+            bx, by, _ = r["block"]
+            k = r["k"]
+            assert r["launch"]["grid"] == [-(-w // (FAST_VX * bx)), -(-h // (FAST_ROWS * by)), 1]
+            assert r["model"]["global_reads_per_output"] == pytest.approx(
+                (FAST_VX + k - 1) * (FAST_ROWS + k - 1) / (FAST_VX * FAST_ROWS))
+
+
+def test_fast_named_not_default():
+    """The lesson's pair runs by default; fast runs when named, and with all."""
+    assert [r["variant"] for r in stencil_doc(f"%stencil --size 100 {QUICK}")["runs"]] == ["naive", "tiled"]
+    assert [r["variant"] for r in stencil_doc(f"%stencil --size 100 --variant all {QUICK}")["runs"]] == \
+        ["naive", "tiled", "fast"]
+
+
 # ---------------------------------------------------------------- 2D
 
 @pytest.mark.parametrize("flt,k,reads", [("box", 3, 9), ("gauss3", 3, 9), ("gauss5", 5, 25),

@@ -234,7 +234,7 @@ static void magic_sweeps(void **state)
     if (run_cell("%stencil --size 999,1000 --radius 1,5 --reps 1 --warmup 0", cl_cpu_backend(), &s, &ctx))
         fail_msg("%s: %s", ctx.error.ename, ctx.error.evalue);
     json_t *runs = json_object_get(s.doc, "runs"), *r;
-    assert_int_equal(json_array_size(runs), 2 * 2 * CL_STENCIL_NVARIANTS);
+    assert_int_equal(json_array_size(runs), 2 * 2 * 2);     /* the default: the lesson's naive and tiled */
     size_t i;
     json_array_foreach(runs, i, r) {
         assert_true(json_is_true(json_object_get(json_object_get(r, "check"), "passed")));
@@ -253,6 +253,17 @@ static void magic_sweeps(void **state)
         assert_true(fabs(reads - (tiled ? 144.0 / 64.0 : 25.0)) < 1e-12);
         assert_string_equal(json_string_value(json_object_get(r, "size")), "40x30");
     }
+    sink_free(&s, &ctx);
+    /* all: fast too, its model a thread's window of 4 + 2R over its 4 outputs */
+    if (run_cell("%stencil --size 999 --radius 5 --variant all --reps 1 --warmup 0", cl_cpu_backend(), &s, &ctx))
+        fail_msg("%s: %s", ctx.error.ename, ctx.error.evalue);
+    runs = json_object_get(s.doc, "runs");
+    assert_int_equal(json_array_size(runs), CL_STENCIL_NVARIANTS);
+    r = json_array_get(runs, CL_STENCIL_FAST);
+    assert_string_equal(json_string_value(json_object_get(r, "variant")), "fast");
+    assert_true(json_is_true(json_object_get(json_object_get(r, "check"), "passed")));
+    assert_true(fabs(json_number_value(json_object_get(json_object_get(r, "model"), "global_reads_per_output")) -
+                     (CL_STENCIL_FAST_VX + 10.0) / CL_STENCIL_FAST_VX) < 1e-12);
     sink_free(&s, &ctx);
 }
 
