@@ -199,7 +199,9 @@ def test_sdist_carries_the_sources_and_not_the_rest(sdist):
         assert not any(n == leave or n.startswith(leave + "/") for n in names), f"{leave}/ is in {sdist.name}"
 
 
+# serial: make -j(cores) of the whole kernel would slow the tests beside it past their deadlines
 @pytest.mark.timeout(1800)
+@pytest.mark.serial
 def test_sdist_builds_the_kernel_where_it_is_installed(sdist, tmp_path):
     """pip install cudalab-X.tar.gz in a fresh virtualenv: setup.py runs make (the C sources, this
     machine's compiler and libraries) and installs the kernel it built, which runs a checked sweep."""
