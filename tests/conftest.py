@@ -629,9 +629,11 @@ def streams(msgs: list[dict], name: str | None = None) -> list[str]:
 
 def wait_lines(msgs: list[dict]) -> list[str]:
     """What a cell said, live, while it waited for the GPU or a timed turn: the text of each display and
-    update of its wait lines (display ids cudalab-wait-…), in order."""
+    update of its wait lines (display ids cudalab-wait-…), in order. A display's first frame has no
+    text/plain (a terminal would keep it: cell_output.c); the update right after it has."""
     return [m["content"]["data"]["text/plain"] for m in msgs
             if m["msg_type"] in ("display_data", "update_display_data")
+            and "text/plain" in m["content"]["data"]
             and m["content"].get("transient", {}).get("display_id", "").startswith("cudalab-wait-")]
 
 

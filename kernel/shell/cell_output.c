@@ -3,7 +3,8 @@
  * started to pile up, so a cell printing thousands of lines sends a handful of
  * messages, and capped at CUDALAB_MAX_OUTPUT), and results rendered to bundles:
  * display_data, update_display_data for progress (a sweep's final table is a
- * display_data of its own), and the last command's result as the cell's
+ * display_data of its own; a progress display's first frame has no text/plain, which a terminal
+ * would keep), and the last command's result as the cell's
  * execute_result. A view's "next_input" text is kept for the reply's
  * set_next_input payload (execute.c). A %interact run's output goes to its
  * widget instead (interact.h). */
@@ -77,6 +78,25 @@ static void cell_stream(void *impl, const char *name, const char *text)
     stream_append(s, name, text, len);
 }
 
+/* A progress display's first frame. A terminal frontend (jupyter console) prints a display_data's
+ * text/plain and ignores every update of it, so a first frame with text/plain would stay in its
+ * scrollback above the final result for good. The display is created without text/plain (a
+ * notebook renders its HTML at once; the console prints nothing) and at once updated to the whole
+ * bundle, which frontends that follow updates show and a saved notebook keeps. Steals data and
+ * transient. */
+static void progress_show(shell_session *s, json_t *data, json_t *transient)
+{
+    struct cell *c = s->cell;
+    json_t *first = json_copy(data);
+    if (first)
+        json_object_del(first, "text/plain");
+    session_publish(s, &c->req.msg, "display_data",
+                    json_pack("{s:o, s:{}, s:O}", "data", first ? first : json_object(), "metadata",
+                              "transient", transient));
+    session_publish(s, &c->req.msg, "update_display_data",
+                    json_pack("{s:o, s:{}, s:o}", "data", data, "metadata", "transient", transient));
+}
+
 static void cell_result(void *impl, json_t *doc, json_t *view, const char *display_id, enum result_mode mode)
 {
     shell_session *s = impl;
@@ -132,6 +152,8 @@ static void cell_result(void *impl, json_t *doc, json_t *view, const char *displ
             json_decref(transient);
             session_publish(s, &c->req.msg, "execute_result",
                            json_pack("{s:i, s:o, s:{}}", "execution_count", c->count, "data", data, "metadata"));
+        } else if (mode == RESULT_SHOW) {
+            progress_show(s, data, transient);
         } else {
             session_publish(s, &c->req.msg, "display_data",
                            json_pack("{s:o, s:{}, s:o}", "data", data, "metadata", "transient", transient));

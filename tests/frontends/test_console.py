@@ -1,7 +1,8 @@
 """jupyter console, the terminal frontend, driven in a pseudo-terminal (pexpect) as a user types:
 
   * a sweep's final table is printed (jupyter_console ignores update_display_data, so the final table
-    must be an output of its own, not only an update of the progress display);
+    must be an output of its own, not only an update of the progress display), and its progress
+    display's first frame is not (the console would keep it above the table for good);
   * the kernel's own log prints nothing over the prompt in a healthy session (warnings only, unless
     CUDALAB_DEBUG=1);
   * a bare `exit` (or `quit`) leaves the console, and the kernel with it: the execute_reply carries
@@ -51,6 +52,9 @@ def test_a_sweep_prints_its_final_table_and_exit_leaves():
         assert re.search(r"^naive\s+32\s+32\s+32\b.*\bok\s*$", out, re.M), out
         assert re.search(r"^tiled\s+32\s+32\s+32\s+16\b.*\bok\s*$", out, re.M), out
         assert "[cudalab " not in out, out          # no log line over the prompt
+        # no stale progress frame: its title, bar and counts are nowhere in the scrollback
+        assert "running 1 of 2" not in out and "points done" not in out and "░" not in out, out
+        assert out.count("Matrix multiplication") == 1, out
         child.sendline("exit")
         child.expect(pexpect.EOF)
         child.close()

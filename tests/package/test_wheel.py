@@ -2,7 +2,11 @@
 scripts/build-wheel.sh (what `make wheel` runs), installed CPU-only into a fresh virtualenv with what
 a notebook needs from PyPI (ipykernel, nbclient, at the versions requirements-test.txt pins; pip's
 cache makes it quick), then `python -m cudalab install --sys-prefix`, a notebook on the cudalab
-kernel, a Python notebook that does `%load_ext cudalab`, and `python -m cudalab uninstall`.
+kernel, a Python notebook that does `%load_ext cudalab`, and `python -m cudalab uninstall`; its
+metadata (a platform wheel, the short PyPI description, project links, classifiers).
+And the sdist, as `pip install cudalab-X.tar.gz` takes it where no wheel fits: built from this tree
+(python -m build), installed into a fresh virtualenv, where pip compiles the kernel with make (one
+build: the slow test of this file), and the installed kernel runs a checked command.
 Skips, saying so, only when PyPI cannot be reached."""
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -48,12 +53,31 @@ class Venv:
         return subprocess.run([str(self.python), *args], capture_output=True, text=True, timeout=timeout,
                               env=self.env, cwd=self.root)
 
+    def script(self, name: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        """A console script the package installed (bin/NAME of the virtualenv)."""
+        return subprocess.run([str(self.python.parent / name), *args], capture_output=True, text=True,
+                              timeout=timeout, env=self.env, cwd=self.root)
+
     def notebook(self, nb, kernel: str, name: str):
         src, dst = self.root / f"{name}.ipynb", self.root / f"{name}.out.ipynb"
         nbformat.write(nb, src)
         r = self.run(str(HERE / "run_notebook.py"), str(src), str(dst), kernel, timeout=150)
         assert r.returncode == 0, f"{name} failed in the wheel's virtualenv:\n{r.stdout}\n{r.stderr[-4000:]}"
         return nbformat.read(dst, as_version=4)
+
+
+def fresh_venv(root: Path, dist: Path, *extra: str, timeout: float) -> Venv:
+    """dist (a wheel or an sdist) and extra installed from PyPI into a new virtualenv under root."""
+    subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, timeout=120)
+    v = Venv(root, dist)
+    r = v.run("-m", "pip", "install", "-q", "--disable-pip-version-check", "-c", str(REPO / "requirements-test.txt"),
+              str(dist), *extra, timeout=timeout)
+    if r.returncode != 0:
+        if OFFLINE.search(r.stderr):
+            pytest.skip(f"PyPI is unreachable, so {dist.name} cannot be installed with what it needs from there: "
+                        f"{OFFLINE.search(r.stderr).group(0)}")
+        pytest.fail(f"pip install of {dist.name} into a fresh virtualenv failed:\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}")
+    return v
 
 
 @pytest.fixture(scope="module")
@@ -64,16 +88,17 @@ def venv(tmp_path_factory) -> Venv:
                        capture_output=True, text=True, timeout=300, cwd=REPO)
     assert r.returncode == 0, f"scripts/build-wheel.sh failed:\n{r.stdout}\n{r.stderr}"
     wheel = Path(r.stdout.strip().splitlines()[-1])
-    subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, timeout=120)
-    v = Venv(root, wheel)
-    r = v.run("-m", "pip", "install", "-q", "--disable-pip-version-check", "-c", str(REPO / "requirements-test.txt"),
-              str(wheel), "ipykernel", "nbclient", timeout=600)
-    if r.returncode != 0:
-        if OFFLINE.search(r.stderr):
-            pytest.skip(f"PyPI is unreachable, so the wheel's virtualenv cannot get ipykernel and nbclient: "
-                        f"{OFFLINE.search(r.stderr).group(0)}")
-        pytest.fail(f"pip install of {wheel.name} into a fresh virtualenv failed:\n{r.stderr[-4000:]}")
-    return v
+    return fresh_venv(root, wheel, "ipykernel", "nbclient", timeout=600)
+
+
+@pytest.fixture(scope="module")
+def sdist(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("sdist")
+    r = subprocess.run([sys.executable, "-m", "build", "--sdist", "--no-isolation", "--outdir", str(out), str(REPO)],
+                       capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert r.returncode == 0, f"python -m build --sdist failed:\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}"
+    (found,) = out.glob("cudalab-*.tar.gz")
+    return found
 
 
 @pytest.mark.timeout(600)
@@ -141,3 +166,53 @@ def test_load_ext_notebook_in_wheel_venv(venv):
     assert f"package {venv.site / 'cudalab'}" in package, package
     pid = check_extension_notebook(nb, pandas=False)
     assert wait_pid_gone(pid), f"the cudalab kernel (pid {pid}) outlived the notebook"
+
+
+@pytest.mark.timeout(600)
+def test_wheel_metadata(venv):
+    """A platform wheel (auditwheel and pip's platlib), PyPI's short description rather than the
+    README (the developer's manual), the project's links and classifiers."""
+    wheel = zipfile.ZipFile(venv.wheel)
+    info = next(n.split("/")[0] for n in wheel.namelist() if n.endswith(".dist-info/WHEEL"))
+    tags = wheel.read(f"{info}/WHEEL").decode()
+    assert "Root-Is-Purelib: false" in tags.splitlines(), tags
+    assert re.search(r"^Tag: py3-none-manylinux_2_\d+_x86_64$", tags, re.M), tags
+    meta = wheel.read(f"{info}/METADATA").decode()
+    headers, _, description = meta.partition("\n\n")
+    assert description.strip() == (REPO / "docs" / "pypi.md").read_text().strip(), description[:400]
+    assert len(description) < 3000 and "make test" not in description, len(description)
+    urls = dict(line.split(": ", 1)[1].split(", ", 1) for line in headers.splitlines() if line.startswith("Project-URL: "))
+    assert {"Homepage", "Source", "Issues"} <= set(urls) and all(u.startswith("https://") for u in urls.values()), urls
+    classifiers = [line.split(": ", 1)[1] for line in headers.splitlines() if line.startswith("Classifier: ")]
+    for need in ("Framework :: Jupyter", "Operating System :: POSIX :: Linux", "Environment :: GPU :: NVIDIA CUDA"):
+        assert need in classifiers, classifiers
+    assert "License-Expression: BSD-3-Clause" in headers.splitlines(), headers
+
+
+def test_sdist_carries_the_sources_and_not_the_rest(sdist):
+    names = {n.split("/", 1)[1] for n in tarfile.open(sdist).getnames() if "/" in n}
+    for need in ("Makefile", "setup.py", "pyproject.toml", "LICENSE", "docs/pypi.md", "scripts/show_source.awk",
+                 "kernel/main.c", "include/cudalab/matmul.h", "cpu/simt/runtime/cudalab_simt.h", "cuda/matmul_wgmma.cu",
+                 "share/jupyter/kernelspecs/cudalab/kernel.json", "python/cudalab/locate.py"):
+        assert need in names, f"{need} is missing from {sdist.name}"
+    for leave in ("tests", "notebooks", "board", "deploy", "build", ".venv"):
+        assert not any(n == leave or n.startswith(leave + "/") for n in names), f"{leave}/ is in {sdist.name}"
+
+
+# serial: make -j(cores) of the whole kernel would slow the tests beside it past their deadlines
+@pytest.mark.timeout(1800)
+@pytest.mark.serial
+def test_sdist_builds_the_kernel_where_it_is_installed(sdist, tmp_path):
+    """pip install cudalab-X.tar.gz in a fresh virtualenv: setup.py runs make (the C sources, this
+    machine's compiler and libraries) and installs the kernel it built, which runs a checked sweep."""
+    v = fresh_venv(tmp_path, sdist, timeout=1500)
+    binary = v.site / "cudalab" / "_native" / "bin" / "cudalab"
+    assert os.access(binary, os.X_OK), f"{binary} is not installed"
+    assert (v.site / "cudalab" / "_native" / "lib" / "cudalab" / "simt" / "cudalab-runner").is_file()
+    where = v.run("-m", "cudalab", "where")
+    assert where.returncode == 0 and str(binary) in where.stdout, where
+    r = v.script("cudalab", "--run", "%matmul --size 64 --variant naive,tiled --reps 1 --warmup 0")
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = re.findall(r"^(naive|tiled)\s+64\s+64\s+64\b.*\bok\s*$", r.stdout, re.M)
+    assert rows == ["naive", "tiled"], r.stdout
+    assert r.stderr == "", r.stderr

@@ -44,8 +44,13 @@ def test_a_long_run_says_how_far_it_is_and_what_is_left(cpu_kernel):
     reply, msgs = execute(kc, one + str(reps), timeout=90)
     assert reply["content"]["status"] == "ok", reply["content"]
     lines = run_lines(msgs)
+    assert lines and lines[0]["msg_type"] == "display_data", lines
+    # the first frame without text/plain (jupyter console would keep it in its scrollback), its
+    # HTML only, and updated at once to the whole bundle
+    assert "text/plain" not in lines[0]["content"]["data"] and "text/html" in lines[0]["content"]["data"], lines[0]
+    assert lines[1]["msg_type"] == "update_display_data" and "text/plain" in lines[1]["content"]["data"], lines[1]
+    lines = lines[1:]
     texts = [m["content"]["data"].get("text/plain", "") for m in lines]
-    assert lines and lines[0]["msg_type"] == "display_data", texts
     ids = {m["content"]["transient"]["display_id"] for m in lines}
     assert len(ids) == 1, ids
     said = [t.rstrip("\n") for t in texts[:-1]]
