@@ -296,6 +296,7 @@ class Turn:
         t = mine["time_ms"]
         row = {"size": size, "seed": seed, "median_ms": t["median"], "min_ms": t["min"],
                "ci95_rel": t.get("ci95_rel"), "reps": t["reps"], "settled": t.get("settled"),
+               "timed_alone": doc["timing"]["gpu_alone"], "turn_waited_ms": doc["timing"].get("waited_ms"),
                "references": {v: {"median_ms": r["time_ms"]["median"], "ci95_rel": r["time_ms"].get("ci95_rel")}
                               for v, r in runs.items() if v != self.kernel and r.get("time_ms")}}
         bound = physical_bound(self.problem, device, mine)
