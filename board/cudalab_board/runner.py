@@ -431,7 +431,8 @@ class Runner:
         self.wake()
         for t in self._threads:
             t.join(timeout)
-        self.close()
+        if not self._threads:
+            self.close()                        # run_next()'s kernels; a lane's thread ends its own
 
     def close(self) -> None:
         """Ends the lanes' warm kernels (a lane's thread, when running, must have stopped)."""
