@@ -30,7 +30,7 @@ from common import binary, gpu_device, print_table  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "board"))
 from cudalab_board.problems import load_problems, problem_from_json  # noqa: E402
-from cudalab_board.runner import PIPELINE_LANES, Runner  # noqa: E402
+from cudalab_board.runner import LANES_ENV, PIPELINE_LANES, Runner, default_lanes  # noqa: E402
 from cudalab_board.store import open_store  # noqa: E402
 
 REDUCE = """__global__ void NAME(const float *input, float *partial, int n)
@@ -85,7 +85,10 @@ def main() -> None:
     ap.add_argument("--over", type=float, default=60.0, help="seconds the submissions arrive over")
     ap.add_argument("--problem", default="ps2.reduce")
     ap.add_argument("--size-index", type=int, default=0)
-    ap.add_argument("--lanes", type=int, default=PIPELINE_LANES, help="turns at once (the runner's pipeline)")
+    ap.add_argument("--lanes", type=int, default=default_lanes(os.environ),
+                    help=f"turns at once (the runner's pipeline: {LANES_ENV}, else {PIPELINE_LANES})")
+    ap.add_argument("--cpu-size", type=int, default=100003,
+                    help="--cpu: the hidden size (a small one leaves the turns' overhead, as a GPU's short runs do)")
     ap.add_argument("--cpu", action="store_true", help="the CPU backend at a small size (a dry run)")
     ap.add_argument("--deadline", type=float, default=None,
                     help="seconds after the first arrival to stop waiting: the table then covers the results so "
@@ -96,7 +99,7 @@ def main() -> None:
     spec = course[args.problem].as_json()
     if args.cpu:
         env["CUDALAB_BACKEND"] = "cpu"
-        spec.update(sizes=["--size 100003"], references=["convergent"])
+        spec.update(sizes=[f"--size {args.cpu_size}"], references=["convergent"])
     else:
         if gpu_device("reduce", "%reduce --size 1000 --reps 1") is None:
             return

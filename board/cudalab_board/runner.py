@@ -70,8 +70,11 @@ KERNEL_START_TIMEOUT_S = 60
 POLL_S = 1.0
 # Turns at once: one submission's timed runs hold the GPU while the next ones are built and checked on the CPU
 # (the admission keeps the timed runs one at a time whatever this is). Two keep the GPU busy where a turn's
-# CPU work is no longer than its timed runs; a host with cores to spare may run more (Runner(lanes=…)).
+# CPU work is no longer than its timed runs; a host with cores to spare may run more: LANES_ENV, or
+# Runner(lanes=…). A warm turn's CPU work is NVRTC, the host build and the lesson checks (about 1 s each on
+# a loaded 2-core host, where the CPU backend's timed cell takes 10).
 PIPELINE_LANES = 2
+LANES_ENV = "CUDALAB_BOARD_LANES"
 # A warm kernel's turns before a fresh one: a session holds at most 64 kernels of its own
 # (FAMILY_MAX_RUNTIME, kernel/magic/families.h), and what one worker has seen stays bounded.
 TURNS_PER_KERNEL = 32
@@ -391,6 +394,17 @@ class Lane:
 
 # ---------------------------------------------------------------- the runner
 
+def default_lanes(environ) -> int:
+    """LANES_ENV when it is a whole number from 1 to 64, else PIPELINE_LANES (said in the log)."""
+    text = environ.get(LANES_ENV, "").strip()
+    if not text:
+        return PIPELINE_LANES
+    if text.isdigit() and 1 <= int(text) <= 64:
+        return int(text)
+    log.warning("runner: %s=%r is not a number of lanes from 1 to 64: %d lanes", LANES_ENV, text, PIPELINE_LANES)
+    return PIPELINE_LANES
+
+
 class Runner:
     """Runs queued submissions in `lanes` threads (PIPELINE_LANES), their timed runs one at a time:
     Runner(store, problems, binary).start(). wake() when one is queued (each lane also looks every POLL_S);
@@ -399,7 +413,9 @@ class Runner:
 
     def __init__(self, store, problems: dict[str, Problem], binary: str | Path | None = None, *,
                  env: dict[str, str] | None = None, cache_dir: str | Path | None = None,
-                 cell_timeout_s: float = CELL_TIMEOUT_S, on_change=None, lanes: int = PIPELINE_LANES):
+                 cell_timeout_s: float = CELL_TIMEOUT_S, on_change=None, lanes: int | None = None):
+        if lanes is None:
+            lanes = default_lanes(os.environ)
         if lanes < 1:
             raise ValueError("a runner has at least one lane")
         self.store, self.problems = store, problems

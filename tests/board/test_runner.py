@@ -17,7 +17,8 @@ import pytest
 
 from board_runs import (CPU, HONEST_ADD, PROBLEMS, REPO, TILED_MATMUL, MemoryStore, board, run_all, vecadd)  # noqa: F401
 from cudalab_board.problems import ProblemError, load_problems, problem_from_json, submission_flags
-from cudalab_board.runner import CHECK_REPS_FLAG, SCRUBBED_ENV, Runner, physical_bound
+from cudalab_board.runner import (CHECK_REPS_FLAG, LANES_ENV, PIPELINE_LANES, SCRUBBED_ENV, Runner,
+                                  default_lanes, physical_bound)
 from conftest import kernel_binary
 
 # The CPU runner's reps per run (CL_SIMT_MAX_REPS, include/cudalab/simt.h): --reps auto stops there.
@@ -170,6 +171,9 @@ def test_the_lanes_pipeline_turns_in_warm_kernels_each_run_timed_alone(tmp_path)
     assert all(row["timed_alone"] for i in ids for row in store.subs[i]["result"]["sizes"])
     with pytest.raises(ValueError):
         Runner(store, PROBLEMS, kernel_binary(), lanes=0)
+    # the host's choice of lanes: CUDALAB_BOARD_LANES, a bad value said and refused
+    assert default_lanes({LANES_ENV: "6"}) == 6 and default_lanes({}) == PIPELINE_LANES
+    assert default_lanes({LANES_ENV: "0"}) == default_lanes({LANES_ENV: "two"}) == PIPELINE_LANES
 
 
 def test_unknown_problem_and_family_mismatch_are_errors_not_runs(board):
