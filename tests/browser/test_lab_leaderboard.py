@@ -21,6 +21,8 @@ TOKEN = "student-token-lab"
 PROBLEM = "ps2.matmul"
 LEADERBOARD = f"%leaderboard {PROBLEM}"
 SCREENSHOT = REPO / "docs" / "screenshots" / "leaderboard.png"
+
+pytestmark = pytest.mark.timeout(240)
 # A student's view of a class board (the contract's shape: their own entry, two anonymised neighbours each
 # side, the ladder run beside them, a failed entry with its finding).
 BOARD = {
