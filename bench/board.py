@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """bench/board.py — the class leaderboard under a burst (issue 35): COUNT submissions (200) arriving over
-OVER seconds (60) queue for the board's runner, which runs each alone through a real cudalab kernel (its
-%%kernel cell, then the problem's hidden size with its references, --reps auto, every rep checked).
+OVER seconds (60) queue for the board's runner, which runs each through a warm cudalab kernel (its %%kernel
+cell, then the problem's hidden size with its references, --reps auto, every rep checked), LANES turns at
+once (--lanes; the runner's PIPELINE_LANES): one timed while the next is built and checked, the timed runs
+one at a time through the kernels' admission.
 
-Prints one table: submissions | burst s | to the last result s | the submissions' own GPU time s (every timed
+Prints one table: submissions | lanes | kernels started | burst s | to the last result s | the submissions' own GPU time s (every timed
 rep of the turn, references included; and the student kernels' alone) | overhead (time to the last result ÷
 the turns' GPU time) | failures | median and slowest turn s. No failure is allowed: each is listed.
 
@@ -28,7 +30,7 @@ from common import binary, gpu_device, print_table  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "board"))
 from cudalab_board.problems import load_problems, problem_from_json  # noqa: E402
-from cudalab_board.runner import Runner  # noqa: E402
+from cudalab_board.runner import LANES_ENV, PIPELINE_LANES, Runner, default_lanes  # noqa: E402
 from cudalab_board.store import open_store  # noqa: E402
 
 REDUCE = """__global__ void NAME(const float *input, float *partial, int n)
@@ -83,6 +85,10 @@ def main() -> None:
     ap.add_argument("--over", type=float, default=60.0, help="seconds the submissions arrive over")
     ap.add_argument("--problem", default="ps2.reduce")
     ap.add_argument("--size-index", type=int, default=0)
+    ap.add_argument("--lanes", type=int, default=default_lanes(os.environ),
+                    help=f"turns at once (the runner's pipeline: {LANES_ENV}, else {PIPELINE_LANES})")
+    ap.add_argument("--cpu-size", type=int, default=100003,
+                    help="--cpu: the hidden size (a small one leaves the turns' overhead, as a GPU's short runs do)")
     ap.add_argument("--cpu", action="store_true", help="the CPU backend at a small size (a dry run)")
     ap.add_argument("--deadline", type=float, default=None,
                     help="seconds after the first arrival to stop waiting: the table then covers the results so "
@@ -93,7 +99,7 @@ def main() -> None:
     spec = course[args.problem].as_json()
     if args.cpu:
         env["CUDALAB_BACKEND"] = "cpu"
-        spec.update(sizes=["--size 100003"], references=["convergent"])
+        spec.update(sizes=[f"--size {args.cpu_size}"], references=["convergent"])
     else:
         if gpu_device("reduce", "%reduce --size 1000 --reps 1") is None:
             return
@@ -102,7 +108,7 @@ def main() -> None:
     problem = problem_from_json(args.problem, spec)
     with tempfile.TemporaryDirectory(prefix="cudalab-board-bench-") as tmp:
         store = TimedStore(Path(tmp) / "board.db", args.count)
-        runner = Runner(store, {args.problem: problem}, binary(), env=env).start()
+        runner = Runner(store, {args.problem: problem}, binary(), env=env, lanes=args.lanes).start()
         start = time.monotonic()
         for sid in range(1, args.count + 1):           # arrivals spread evenly over the burst
             time.sleep(max(0.0, start + (sid - 1) * args.over / args.count - time.monotonic()))
@@ -118,14 +124,15 @@ def main() -> None:
     gpu_s = sum(r.get("gpu_ms", 0) for r in results) / 1e3
     own_s = sum(sum(row["median_ms"] * row["reps"] for row in r.get("sizes", [])) for r in results) / 1e3
     turns = [r["wall_s"] for r in results if r.get("wall_s") is not None] or [0.0]
+    started = sum(1 for r in results if r.get("kernel_turn") == 1)      # a turn in a fresh kernel
     backend = next((r["backend"] for r in results if r.get("backend")), "?")
     gpu = next((r["gpu"] for r in results if r.get("gpu")), "?")
     print(f"bench/board.py: {args.count} submissions of {args.problem} ({problem.sizes[0]}, seed "
           f"{problem.seeds[0]}, references {','.join(problem.references)}) on {gpu} ({backend})")
     print_table("The burst: time to the last result against the submissions' own GPU time",
-                [("submissions", "burst s", "results", "still queued", "to last result s", "turns' GPU s",
+                [("submissions", "lanes", "kernels started", "burst s", "results", "still queued", "to last result s", "turns' GPU s",
                   "students' GPU s", "last ÷ GPU", "failures", "median turn s", "slowest turn s"),
-                 (str(args.count), f"{args.over:.0f}", str(len(subs)), str(unfinished), f"{last:.1f}",
+                 (str(args.count), str(args.lanes), str(started), f"{args.over:.0f}", str(len(subs)), str(unfinished), f"{last:.1f}",
                   f"{gpu_s:.2f}", f"{own_s:.2f}",
                   f"{last / gpu_s:.1f}" if gpu_s else "-", str(len(failures)), f"{statistics.median(turns):.2f}",
                   f"{max(turns):.2f}")], left=())

@@ -1,8 +1,8 @@
-"""runner.py — the board's runner: takes queued submissions one at a time and runs each through a real
-cudalab kernel (jupyter_client; the binary in $CUDALAB_BIN; the CPU backend where there is no GPU),
-then writes its outcome into the store.
+"""runner.py — the board's runner: takes queued submissions and runs each through a real cudalab kernel
+(jupyter_client; the binary in $CUDALAB_BIN; the CPU backend where there is no GPU), then writes its
+outcome into the store.
 
-A submission's turn, in a fresh kernel of its own (nothing a submission leaves in a kernel meets the next):
+A submission's turn, in a warm kernel of the problem's (no kernel start per submission):
 
  1. the `%%kernel --for FAMILY --name sub_<id>` cell with the submitted source: the build, its audit and
     quick check, and the family's lesson checks; any failure is the submission's finding;
@@ -13,8 +13,21 @@ A submission's turn, in a fresh kernel of its own (nothing a submission leaves i
  3. the physical bound: a median below the time the problem's work takes at the device's roof (FP32
     peak, or memory bandwidth) cannot be honest, whatever the checks said: "impossible: …".
 
-Ranked or not, the result keeps each run's times so the board can show the references as lines. The GPU
-is the kernel's to share: its admission times the measured sections with the GPU to itself.
+Ranked or not, the result keeps each run's times so the board can show the references as lines.
+
+The pipeline: PIPELINE_LANES turns run at once, each lane a thread with warm kernels of its own, one per
+problem. A turn's step 1 is CPU work (NVRTC, the CPU runner's lesson checks); its step 2 holds the GPU. The
+timed runs still take turns, one at a time with the GPU to themselves: the kernels' admission gives every
+timed run of the host a turn of its own (kernel/exec/admission.h), so while one lane's submission is timed
+the next lane's is built and checked. Each run's document says it was timed alone (timing.gpu_alone),
+and a run that was not is an error of the board's, never a rank.
+
+A warm kernel serves the next turn only after a turn that left nothing suspect in it: a submission that
+ranked (every rep of every run checked, nothing crashed or hung) or whose source did not compile (nothing
+of it ran). Any other outcome — a wrong result, a failed lesson check, a crash, a hang, a kernel that
+died — retires the kernel: the next turn starts a fresh one. Each submission's kernel has a name of its
+own (sub_<id>) and its own module (GPU) or runner process (CPU): nothing a ranked one defines is visible
+to the next; and a kernel retires after TURNS_PER_KERNEL turns, well within the kernels a session holds.
 
 The runner needs of the store only this (store.Store has it; the service hands the same object):
 
@@ -55,6 +68,18 @@ RESULT_MIME = "application/vnd.cudalab.result+json"
 CELL_TIMEOUT_S = 600
 KERNEL_START_TIMEOUT_S = 60
 POLL_S = 1.0
+# Turns at once: one submission's timed runs hold the GPU while the next ones are built and checked on the CPU
+# (the admission keeps the timed runs one at a time whatever this is). Two keep the GPU busy where a turn's
+# CPU work is no longer than its timed runs; a host with cores to spare may run more: LANES_ENV, or
+# Runner(lanes=…). A warm turn's CPU work is NVRTC, the host build and the lesson checks (about 1 s each on
+# a loaded 2-core host, where the CPU backend's timed cell takes 10).
+PIPELINE_LANES = 2
+LANES_ENV = "CUDALAB_BOARD_LANES"
+# A warm kernel's turns before a fresh one: a session holds at most 64 kernels of its own
+# (FAMILY_MAX_RUNTIME, kernel/magic/families.h), and what one worker has seen stays bounded.
+TURNS_PER_KERNEL = 32
+# The errors of a %%kernel cell that ran nothing of the student's: the kernel stays warm after them.
+NOTHING_RAN = ("CompileError",)
 # Environment the service has that student code and its kernel must never see: the board's own hub token
 # and the class view (a board run posts no quick checks).
 SCRUBBED_ENV = ("JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN", "CUDALAB_BOARD_TOKEN", "CUDALAB_BOARD_URL",
@@ -65,11 +90,13 @@ LINE_AT_START = re.compile(r"^\s*line \d+:")
 
 @dataclass
 class Outcome:
-    """What one turn found: the store's status, finding and line, and the result document."""
+    """What one turn found: the store's status, finding and line, and the result document; keeps_kernel:
+    the turn left its warm kernel fit for the next (it ranked, or nothing of the student's ran)."""
     status: str
     result: dict = field(default_factory=dict)
     finding: str | None = None
     line: int | None = None
+    keeps_kernel: bool = False
 
 
 class CellTimeout(Exception):
@@ -80,11 +107,13 @@ class CellTimeout(Exception):
 
 class KernelSession:
     """A cudalab kernel started through jupyter_client from a private kernelspec naming `binary`, in a
-    private working directory; cells run one at a time; stop() ends it and its worker."""
+    private working directory of its own (removed by stop()); cells run one at a time; stop() ends it and
+    its worker. `turns`: the submissions it has served."""
 
     def __init__(self, binary: Path, env: dict[str, str], workdir: Path):
         from jupyter_client import KernelManager
         from jupyter_client.kernelspec import KernelSpecManager
+        self.workdir, self.turns = workdir, 0
         specs = workdir / "kernels"
         (specs / "cudalab").mkdir(parents=True)
         (specs / "cudalab" / "kernel.json").write_text(json.dumps(
@@ -121,7 +150,10 @@ class KernelSession:
         try:
             self.kc.stop_channels()
         finally:
-            self.km.shutdown_kernel(now=True)
+            try:
+                self.km.shutdown_kernel(now=True)
+            finally:
+                shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 # ---------------------------------------------------------------- reading a run's documents
@@ -224,9 +256,12 @@ class Turn:
             return self.failed(str(e))
         head = " ".join(p for p in ("%%kernel", f"--for {self.problem.family}", self.problem.kernel_cell_flags(),
                                     f"--name {self.kernel}", flags) if p)
-        content, doc = self.session.run(f"{head}\n{as_run_name(self.sub['source'], self.sub.get('name'), self.kernel)}")
+        content, doc = self.session.run(f"{head}\n{as_run_name(self.sub['source'], self.sub.get('name'), self.kernel)}",
+                                        self.runner.cell_timeout_s)
         if content["status"] != "ok":
-            return self.failed(*error_finding("the kernel's build and quick check", content))
+            outcome = self.failed(*error_finding("the kernel's build and quick check", content))
+            outcome.keeps_kernel = content.get("ename") in NOTHING_RAN
+            return outcome
         lessons = failed_lessons(doc)
         if lessons:
             name, line = lessons[0]
@@ -238,18 +273,21 @@ class Turn:
                 return outcome
         self.summarise()
         self.result["timing"] = TIMING_FLAGS
-        return Outcome("ranked", self.result)
+        return Outcome("ranked", self.result, keeps_kernel=True)
 
     def timed_run(self, size: str, seed: int) -> Outcome | None:
         """One hidden size and seed with the references: None when it passed, else the Outcome."""
         where = f"at the hidden size {size} (seed {seed})"
         command = self.problem.command(size, seed, [*self.problem.references, self.kernel],
                                        TIMING_FLAGS)
-        content, doc = self.session.run(command)
+        content, doc = self.session.run(command, self.runner.cell_timeout_s)
         if doc:
             self.result["gpu_ms"] += sum(run_gpu_ms(r) for r in doc.get("runs", []))
         if content["status"] != "ok":
             return self.failed(*error_finding(where, content))
+        if doc and (doc.get("timing") or {}).get("gpu_alone") is not True:
+            # the board's own promise broken (a kernel without admission, or shared timing): not the student's
+            return Outcome("error", self.result, f"{where}: the run was not timed alone on the device")
         runs = {r.get("variant"): r for r in doc.get("runs", [])} if doc else {}
         mine = runs.get(self.kernel)
         if mine is None or not (mine.get("check") or {}).get("passed"):
@@ -261,6 +299,7 @@ class Turn:
         t = mine["time_ms"]
         row = {"size": size, "seed": seed, "median_ms": t["median"], "min_ms": t["min"],
                "ci95_rel": t.get("ci95_rel"), "reps": t["reps"], "settled": t.get("settled"),
+               "timed_alone": doc["timing"]["gpu_alone"], "turn_waited_ms": doc["timing"].get("waited_ms"),
                "references": {v: {"median_ms": r["time_ms"]["median"], "ci95_rel": r["time_ms"].get("ci95_rel")}
                               for v, r in runs.items() if v != self.kernel and r.get("time_ms")}}
         bound = physical_bound(self.problem, device, mine)
@@ -299,57 +338,143 @@ def ci(rel) -> float:
     return min(float(rel or 0.0), 0.999)
 
 
+# ---------------------------------------------------------------- a lane of the pipeline
+
+class Lane:
+    """One lane of the pipeline: its warm kernels, one per problem, used by one thread at a time."""
+
+    def __init__(self, runner: "Runner", index: int):
+        self.runner, self.index = runner, index
+        self.kernels: dict[str, KernelSession] = {}
+
+    def kernel(self, problem: str) -> KernelSession:
+        """The problem's warm kernel, started when there is none."""
+        session = self.kernels.get(problem)
+        if session is None:
+            work = Path(tempfile.mkdtemp(prefix=f"cudalab-board-lane{self.index}-"))
+            try:
+                session = KernelSession(self.runner.binary, self.runner.env, work)
+            except BaseException:
+                shutil.rmtree(work, ignore_errors=True)
+                raise
+            self.kernels[problem] = session
+        return session
+
+    def retire(self, problem: str) -> None:
+        session = self.kernels.pop(problem, None)
+        if session is not None:
+            try:
+                session.stop()
+            except Exception:
+                log.exception("runner: stopping a kernel of lane %d", self.index)
+
+    def close(self) -> None:
+        for problem in list(self.kernels):
+            self.retire(problem)
+
+    def run_turn(self, sub: dict, problem: Problem) -> Outcome:
+        """One submission's turn in this lane's warm kernel of its problem; retires the kernel unless the turn
+        kept it fit. Never raises for what the submission or kernel did."""
+        session = None
+        try:
+            session = self.kernel(sub["problem"])
+            session.turns += 1
+            outcome = Turn(self.runner, sub, problem, session).run()
+        except CellTimeout as e:
+            outcome = Outcome("failed", {}, f"timed out: {e}")
+        except Exception as e:                   # the kernel died or would not start: not the student's fault
+            log.exception("runner: submission %s", sub.get("id"))
+            outcome = Outcome("error", {}, f"the board's kernel failed: {type(e).__name__}: {first_line(str(e))}")
+        if session is not None:
+            outcome.result["kernel_turn"] = session.turns      # 1: a fresh kernel; more: a warm one
+        if not outcome.keeps_kernel or (session is not None and session.turns >= TURNS_PER_KERNEL):
+            self.retire(sub["problem"])
+        return outcome
+
+
 # ---------------------------------------------------------------- the runner
 
+def default_lanes(environ) -> int:
+    """LANES_ENV when it is a whole number from 1 to 64, else PIPELINE_LANES (said in the log)."""
+    text = environ.get(LANES_ENV, "").strip()
+    if not text:
+        return PIPELINE_LANES
+    if text.isdigit() and 1 <= int(text) <= 64:
+        return int(text)
+    log.warning("runner: %s=%r is not a number of lanes from 1 to 64: %d lanes", LANES_ENV, text, PIPELINE_LANES)
+    return PIPELINE_LANES
+
+
 class Runner:
-    """Runs queued submissions one at a time in a thread of its own: Runner(store, problems, binary).start().
-    wake() when one is queued (it also looks every POLL_S); on_change(problem) after each result."""
+    """Runs queued submissions in `lanes` threads (PIPELINE_LANES), their timed runs one at a time:
+    Runner(store, problems, binary).start(). wake() when one is queued (each lane also looks every POLL_S);
+    on_change(problem) after each result. run_next() runs one in the caller's thread (lane 0's kernels);
+    close() (or stop()) ends the warm kernels."""
 
     def __init__(self, store, problems: dict[str, Problem], binary: str | Path | None = None, *,
                  env: dict[str, str] | None = None, cache_dir: str | Path | None = None,
-                 cell_timeout_s: float = CELL_TIMEOUT_S, on_change=None):
+                 cell_timeout_s: float = CELL_TIMEOUT_S, on_change=None, lanes: int | None = None):
+        if lanes is None:
+            lanes = default_lanes(os.environ)
+        if lanes < 1:
+            raise ValueError("a runner has at least one lane")
         self.store, self.problems = store, problems
         self.binary = Path(binary or os.environ.get("CUDALAB_BIN") or shutil.which("cudalab") or "cudalab")
         base = {k: v for k, v in (env if env is not None else os.environ).items() if k not in SCRUBBED_ENV}
         self.cache_dir = Path(cache_dir) if cache_dir else Path(tempfile.mkdtemp(prefix="cudalab-board-cache-"))
         self.env = {**base, "CUDALAB_CACHE_DIR": str(self.cache_dir)}
         self.cell_timeout_s, self.on_change = cell_timeout_s, on_change
-        self._wake, self._stop = threading.Event(), threading.Event()
-        self._thread: threading.Thread | None = None
+        self.lanes = [Lane(self, i) for i in range(lanes)]
+        self._wake = threading.Condition()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
 
     def start(self) -> "Runner":
-        """Starts the thread, after putting back in the queue what a stopped service left running."""
+        """Starts the lanes' threads, after putting back in the queue what a stopped service left running."""
         self.store.requeue_interrupted()
-        self._thread = threading.Thread(target=self._loop, name="cudalab-board-runner", daemon=True)
-        self._thread.start()
+        self._threads = [threading.Thread(target=self._loop, args=(lane,), name=f"cudalab-board-runner-{lane.index}",
+                                          daemon=True) for lane in self.lanes]
+        for t in self._threads:
+            t.start()
         return self
 
     def wake(self) -> None:
-        self._wake.set()
+        with self._wake:
+            self._wake.notify_all()
 
     def stop(self, timeout: float | None = None) -> None:
         self._stop.set()
-        self._wake.set()
-        if self._thread:
-            self._thread.join(timeout)
+        self.wake()
+        for t in self._threads:
+            t.join(timeout)
+        if not self._threads:
+            self.close()                        # run_next()'s kernels; a lane's thread ends its own
 
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                ran = self.run_next()
-            except Exception:                    # a store error: said, and tried again after a pause
-                log.exception("runner: the store failed")
-                ran = False
-            if not ran:
-                self._wake.wait(POLL_S)
-                self._wake.clear()
+    def close(self) -> None:
+        """Ends the lanes' warm kernels (a lane's thread, when running, must have stopped)."""
+        for lane in self.lanes:
+            lane.close()
 
-    def run_next(self) -> bool:
-        """Claims and runs the oldest queued submission; False when none was queued."""
+    def _loop(self, lane: Lane) -> None:
+        try:
+            while not self._stop.is_set():
+                try:
+                    ran = self.run_next(lane)
+                except Exception:                    # a store error: said, and tried again after a pause
+                    log.exception("runner: the store failed")
+                    ran = False
+                if not ran and not self._stop.is_set():
+                    with self._wake:
+                        self._wake.wait(POLL_S)
+        finally:
+            lane.close()
+
+    def run_next(self, lane: Lane | None = None) -> bool:
+        """Claims and runs the oldest queued submission in lane (lane 0); False when none was queued."""
         sub = self.store.claim_next_submission()
         if sub is None:
             return False
-        outcome = self.run_submission(sub)
+        outcome = self.run_submission(sub, lane or self.lanes[0])
         finding = outcome.finding
         if finding and sub.get("name"):     # the kernel as its student named it, not the turn's sub_<id>
             finding = re.sub(rf"\bsub_{int(sub['id'])}\b", sub["name"], finding)
@@ -359,28 +484,12 @@ class Runner:
             self.on_change(sub["problem"])
         return True
 
-    def run_submission(self, sub: dict) -> Outcome:
-        """One submission's turn in a fresh kernel; never raises for what the submission or kernel did."""
+    def run_submission(self, sub: dict, lane: Lane | None = None) -> Outcome:
+        """One submission's turn; never raises for what the submission or kernel did."""
         problem = self.problems.get(sub.get("problem"))
         if problem is None:
             return Outcome("error", {}, f"unknown problem {sub.get('problem')!r}")
         started = time.monotonic()
-        work = Path(tempfile.mkdtemp(prefix=f"cudalab-board-{int(sub['id'])}-"))
-        session = None
-        try:
-            session = KernelSession(self.binary, self.env, work)
-            outcome = Turn(self, sub, problem, session).run()
-        except CellTimeout as e:
-            outcome = Outcome("failed", {}, f"timed out: {e}")
-        except Exception as e:                   # the kernel died or would not start: not the student's fault
-            log.exception("runner: submission %s", sub.get("id"))
-            outcome = Outcome("error", {}, f"the board's kernel failed: {type(e).__name__}: {first_line(str(e))}")
-        finally:
-            if session is not None:
-                try:
-                    session.stop()
-                except Exception:
-                    log.exception("runner: stopping the kernel of submission %s", sub.get("id"))
-            shutil.rmtree(work, ignore_errors=True)
+        outcome = (lane or self.lanes[0]).run_turn(sub, problem)
         outcome.result["wall_s"] = time.monotonic() - started
         return outcome

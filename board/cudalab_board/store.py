@@ -549,7 +549,15 @@ class Store:
                  "posted_at": r["posted_at"]} for r in rows]
 
     def class_view(self, exercise: str) -> dict:
+        """The class's latest quick checks of exercise, aggregated: one kernel per student (the table keeps
+        one row per student and exercise, whatever names their posts give). A post is the student's own
+        claim, so one that contradicts itself counts only as far as it holds together: a kernel passes only
+        if it compiled, passes lesson checks only if it compiled, and has a time only if it passed."""
         checks = self.latest_quickchecks(exercise)
+        for c in checks:
+            c["passed"] = c["passed"] and c["compiled"]
+            if not c["compiled"]:
+                c["lesson"] = {check: False for check in c["lesson"]}
         lesson: dict = {}
         finding_students: dict = {}
         for c in checks:

@@ -115,10 +115,12 @@ class MemoryStore:
 
 @pytest.fixture
 def board(tmp_path):
-    """(store, runner): a runner on the CPU backend over PROBLEMS, its own student cache."""
+    """(store, runner): a runner on the CPU backend over PROBLEMS, its own student cache; its warm kernels
+    end with the test."""
     store = MemoryStore()
     runner = Runner(store, PROBLEMS, kernel_binary(), env={**os.environ, **CPU}, cache_dir=tmp_path / "cache")
-    return store, runner
+    yield store, runner
+    runner.close()
 
 
 def run_all(store: MemoryStore, runner: Runner) -> None:

@@ -2,8 +2,10 @@
 an honest submission is timed at every hidden size and seed with the problem's references in the same run
 and every rep checked, and is ranked with its score; a kernel that does not build, fails its quick check,
 misses a lesson or hangs is failed with its finding and line; the physical bound turns a time faster than
-the device's roof into "impossible"; the runner's thread takes submissions one at a time, in order, and
-says when each problem's board changed; the problems file refuses what would change the timing."""
+the device's roof into "impossible"; the runner's lanes take submissions in order, two at a time, in warm
+kernels, each run timed alone, and say when each problem's board changed; a hostile submission (one that
+leaves state, crashes, hangs) does not reach the next in a warm kernel; the problems file refuses what
+would change the timing."""
 from __future__ import annotations
 
 import json
@@ -15,7 +17,8 @@ import pytest
 
 from board_runs import (CPU, HONEST_ADD, PROBLEMS, REPO, TILED_MATMUL, MemoryStore, board, run_all, vecadd)  # noqa: F401
 from cudalab_board.problems import ProblemError, load_problems, problem_from_json, submission_flags
-from cudalab_board.runner import CHECK_REPS_FLAG, SCRUBBED_ENV, Runner, physical_bound
+from cudalab_board.runner import (CHECK_REPS_FLAG, LANES_ENV, PIPELINE_LANES, SCRUBBED_ENV, Runner,
+                                  default_lanes, physical_bound)
 from conftest import kernel_binary
 
 # The CPU runner's reps per run (CL_SIMT_MAX_REPS, include/cudalab/simt.h): --reps auto stops there.
@@ -77,15 +80,47 @@ def test_build_errors_quick_checks_and_lessons_fail_with_their_finding_and_line(
     assert store.ranked() == []
 
 
-def test_a_kernel_that_hangs_is_failed_and_the_next_submission_runs(board, tmp_path):
-    store, _ = board
-    runner = Runner(store, PROBLEMS, kernel_binary(), env={**os.environ, **CPU}, cache_dir=tmp_path / "c2",
-                    cell_timeout_s=15)
-    hang = store.submit("t.vecadd", vecadd("volatile int spin = 1;\n    while (spin) {}\n    " + HONEST_ADD))
+def test_a_kernel_that_hangs_is_failed_and_the_next_submission_runs_in_a_fresh_kernel(tmp_path):
+    store = MemoryStore()
+    runner = Runner(store, PROBLEMS, kernel_binary(), env={**os.environ, **CPU, "CUDALAB_KERNEL_TIMEOUT": "2"},
+                    cache_dir=tmp_path / "c2", cell_timeout_s=15)
+    try:
+        warm = store.submit("t.vecadd", vecadd())
+        hang = store.submit("t.vecadd", vecadd("volatile int spin = 1;\n    while (spin) {}\n    " + HONEST_ADD))
+        good = store.submit("t.vecadd", vecadd())
+        run_all(store, runner)
+    finally:
+        runner.close()
+    s = store.subs
+    assert s[hang]["status"] == "failed", s[hang]
+    assert s[good]["status"] == "ranked", s[good]
+    # the hang ran in the warm kernel of the honest one before it; the kernel it hung in was not reused
+    assert [s[i]["result"]["kernel_turn"] for i in (warm, hang, good)] == [1, 2, 1]
+
+
+def test_state_a_ranked_kernel_leaves_in_a_warm_kernel_does_not_reach_the_next(board):
+    """A writes a __device__ variable and ranks, so its kernel stays warm; B, next in the same kernel,
+    declares the same variable and adds it to every element: B is right only if it starts from zero."""
+    store, runner = board
+    setter = store.submit("t.vecadd", "__device__ int board_state;\n" + vecadd("board_state = 1;\n    " + HONEST_ADD))
+    reader = store.submit("t.vecadd", "__device__ int board_state;\n"
+                          + vecadd("if (i < n) C[i] = A[i] + B[i] + (float)board_state;"))
+    run_all(store, runner)
+    s = store.subs
+    assert s[setter]["status"] == "ranked" and s[reader]["status"] == "ranked", (s[setter], s[reader])
+    assert [s[i]["result"]["kernel_turn"] for i in (setter, reader)] == [1, 2]     # one warm kernel
+
+
+def test_a_kernel_that_crashes_is_failed_and_the_next_runs_in_a_fresh_kernel(board):
+    store, runner = board
+    warm = store.submit("t.vecadd", vecadd())
+    crash = store.submit("t.vecadd", vecadd("if (i == 0) *(volatile int *)0 = 1;\n    " + HONEST_ADD))
     good = store.submit("t.vecadd", vecadd())
     run_all(store, runner)
-    assert store.subs[hang]["status"] == "failed", store.subs[hang]
-    assert store.subs[good]["status"] == "ranked", store.subs[good]
+    s = store.subs
+    assert s[crash]["status"] == "failed" and s[crash]["finding"], s[crash]
+    assert s[good]["status"] == "ranked", s[good]
+    assert [s[i]["result"]["kernel_turn"] for i in (warm, crash, good)] == [1, 2, 1]
 
 
 def test_the_physical_bound_rejects_a_time_faster_than_the_roof(board):
@@ -108,22 +143,37 @@ def test_the_physical_bound_rejects_a_time_faster_than_the_roof(board):
     assert physical_bound(problem_from_json("n", {"family": "vecadd", "sizes": ["--size 9"]}), {}, run) is None
 
 
-def test_the_runners_thread_runs_one_submission_at_a_time_in_order(tmp_path):
+def test_the_lanes_pipeline_turns_in_warm_kernels_each_run_timed_alone(tmp_path):
+    """Two lanes take two submissions at once (one built and checked while the other is timed); no more
+    than two are ever running; each lane's second turn reuses its kernel; every run says it was timed alone
+    (the kernels' admission: a run that was not would be an error, never a rank)."""
     store = MemoryStore()
     changed = []
     runner = Runner(store, PROBLEMS, kernel_binary(), env={**os.environ, **CPU, "JUPYTERHUB_API_TOKEN": "secret"},
-                    cache_dir=tmp_path / "cache", on_change=changed.append)
+                    cache_dir=tmp_path / "cache", on_change=changed.append, lanes=2)
     assert not any(k in runner.env for k in SCRUBBED_ENV)        # the service's token never reaches a kernel
+    ids = [store.submit("t.vecadd", vecadd()) for _ in range(4)]
     runner.start()
     try:
-        ids = [store.submit("t.vecadd", vecadd()) for _ in range(3)]
         runner.wake()
-        store.wait_all(timeout=120)
+        store.wait_all(timeout=180)
     finally:
         runner.stop(timeout=30)
-    assert store.events == [(e, i) for i in ids for e in ("claim", "finish")]   # never two at once
-    assert changed == ["t.vecadd"] * 3
-    assert all(store.subs[i]["status"] == "ranked" for i in ids)
+    running, most = 0, 0
+    for event, _ in store.events:
+        running += 1 if event == "claim" else -1
+        most = max(most, running)
+    assert most == 2, store.events                                # pipelined, two lanes, never more
+    assert [i for e, i in store.events if e == "claim"] == ids    # taken in queue order
+    assert changed == ["t.vecadd"] * 4
+    assert all(store.subs[i]["status"] == "ranked" for i in ids), store.subs
+    assert sorted(store.subs[i]["result"]["kernel_turn"] for i in ids) == [1, 1, 2, 2]
+    assert all(row["timed_alone"] for i in ids for row in store.subs[i]["result"]["sizes"])
+    with pytest.raises(ValueError):
+        Runner(store, PROBLEMS, kernel_binary(), lanes=0)
+    # the host's choice of lanes: CUDALAB_BOARD_LANES, a bad value said and refused
+    assert default_lanes({LANES_ENV: "6"}) == 6 and default_lanes({}) == PIPELINE_LANES
+    assert default_lanes({LANES_ENV: "0"}) == default_lanes({LANES_ENV: "two"}) == PIPELINE_LANES
 
 
 def test_unknown_problem_and_family_mismatch_are_errors_not_runs(board):
@@ -163,8 +213,8 @@ def test_results_land_in_the_real_store_ranked_failed_and_the_reference_ladder(t
     """Lane store's Store (SQLite): what the runner finishes is what the board reads."""
     from cudalab_board.store import open_store
     store = open_store(f"sqlite:///{tmp_path / 'board.db'}")
+    runner = Runner(store, PROBLEMS, kernel_binary(), env={**os.environ, **CPU}, cache_dir=tmp_path / "cache")
     try:
-        runner = Runner(store, PROBLEMS, kernel_binary(), env={**os.environ, **CPU}, cache_dir=tmp_path / "cache")
         good = store.enqueue_submission("t.vecadd", "alice", "mine", "vecadd", vecadd().replace("NAME", "sub_1"))
         bad = store.enqueue_submission("t.vecadd", "bob", "lazy", "vecadd",
                                        vecadd("if (n != 100003) return;\n    " + HONEST_ADD).replace("NAME", "sub_2"))
@@ -179,4 +229,5 @@ def test_results_land_in_the_real_store_ranked_failed_and_the_reference_ladder(t
         assert [f["user"] for f in data.failed] == ["bob"]
         assert [r["variant"] for r in data.references] == ["builtin"] and data.run["backend"] == "cpu"
     finally:
+        runner.close()
         store.close()

@@ -193,9 +193,12 @@ def test_absurd_body_is_refused_before_it_is_read(service):
 def test_quickchecks_30_kernels_at_once(service):
     base, _ = service
 
+    def passes(i):
+        return i % 3 == 0 and i % 10 != 0                  # a kernel that passes compiled
+
     def post(i):
-        body = {"exercise": "matmul", "name": "tiled", "compiled": i % 10 != 0, "passed": i % 3 == 0,
-                "lesson": {"uses_shared": i % 2 == 0}, "time_ms": float(i) if i % 3 == 0 else None,
+        body = {"exercise": "matmul", "name": "tiled", "compiled": i % 10 != 0, "passed": passes(i),
+                "lesson": {"uses_shared": i % 2 == 0}, "time_ms": float(i) if passes(i) else None,
                 "findings": [{"text": "reads As before the barrier", "line": 11}] * (i % 2) }
         return requests.post(base + "api/quickchecks", json=body, headers=auth(f"tok-s{i}"), timeout=30).status_code
     with ThreadPoolExecutor(STUDENTS) as pool:
@@ -203,13 +206,42 @@ def test_quickchecks_30_kernels_at_once(service):
     view = requests.get(base + "api/classview/matmul", headers=auth("tok-teacher"), timeout=10).json()
     assert view["kernels"] == STUDENTS
     assert view["compiled"] == sum(i % 10 != 0 for i in range(STUDENTS))
-    assert view["passed"] == sum(i % 3 == 0 for i in range(STUDENTS))
-    assert view["lesson"] == {"uses_shared": STUDENTS // 2}
-    assert view["times_ms"] == [float(i) for i in range(0, STUDENTS, 3)]
+    assert view["passed"] == sum(passes(i) for i in range(STUDENTS))
+    assert view["lesson"] == {"uses_shared": sum(i % 2 == 0 and i % 10 != 0 for i in range(STUDENTS))}
+    assert view["times_ms"] == [float(i) for i in range(STUDENTS) if passes(i)]
     assert view["findings"] == [{"text": "reads As before the barrier", "line": 11, "count": STUDENTS // 2}]
     r = requests.post(base + "api/quickchecks", json={"exercise": "matmul", "name": "x", "compiled": "yes",
                                                        "passed": True}, headers=auth("tok-s1"), timeout=10)
     assert r.status_code == 400
+
+
+def test_forged_quick_checks_count_one_kernel_per_student(service):
+    """A student who posts forged summaries for themself (many kernel names, passed without compiling,
+    every lesson check, a finding over and over) is still one kernel: compiled, passed, each lesson check
+    and each finding count them once at most, and what contradicts itself counts as far as it holds."""
+    base, _ = service
+    honest = {"exercise": "forged", "name": "tiled", "compiled": True, "passed": True,
+              "lesson": {"uses_shared": True, "no_bank_conflicts": False}, "time_ms": 2.0,
+              "findings": [{"text": "reads As before the barrier", "line": 11}]}
+    assert requests.post(base + "api/quickchecks", json=honest, headers=auth("tok-s1"), timeout=10).status_code == 204
+    for k in range(40):
+        forged = {"exercise": "forged", "name": f"kernel{k}", "compiled": k % 2 == 0, "passed": True,
+                  "lesson": {"uses_shared": True, "no_bank_conflicts": True}, "time_ms": 0.001 * (k + 1),
+                  "findings": [{"text": "reads As before the barrier", "line": 11}] * 10}
+        r = requests.post(base + "api/quickchecks", json=forged, headers=auth("tok-s2"), timeout=10)
+        assert r.status_code == 204, r.text
+    view = requests.get(base + "api/classview/forged", headers=auth("tok-teacher"), timeout=10).json()
+    assert view["kernels"] == 2 and view["compiled"] == 1 and view["passed"] == 1, view
+    # s2's latest post (k = 39) did not compile: it passes nothing and has no time, whatever it claims
+    assert view["lesson"] == {"uses_shared": 1, "no_bank_conflicts": 0}
+    assert view["times_ms"] == [2.0]
+    assert view["findings"] == [{"text": "reads As before the barrier", "line": 11, "count": 2}]
+    forged["compiled"] = True                              # now it holds together: one more kernel, not 40
+    assert requests.post(base + "api/quickchecks", json=forged, headers=auth("tok-s2"), timeout=10).status_code == 204
+    view = requests.get(base + "api/classview/forged", headers=auth("tok-teacher"), timeout=10).json()
+    assert (view["kernels"], view["compiled"], view["passed"]) == (2, 2, 2), view
+    assert view["lesson"] == {"uses_shared": 2, "no_bank_conflicts": 1}
+    assert view["times_ms"] == [0.04, 2.0]
 
 
 def test_quickchecks_refused_when_class_view_is_off(tmp_path, hub):

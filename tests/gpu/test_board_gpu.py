@@ -42,7 +42,9 @@ __global__ void NAME(const float *A, const float *B, float *C, int M, int N, int
 def gpu_board(gpu_doc, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "CUDALAB_BACKEND"}
     store = MemoryStore()
-    return store, Runner(store, COURSE, kernel_binary(), env=env, cache_dir=tmp_path / "cache")
+    runner = Runner(store, COURSE, kernel_binary(), env=env, cache_dir=tmp_path / "cache")
+    yield store, runner
+    runner.close()                                  # the warm kernels
 
 
 @pytest.mark.timeout(900)
@@ -51,6 +53,7 @@ def test_ps2_matmul_on_the_gpu_ranks_honest_and_fails_a_cached_answer(gpu_board,
     monkeypatch.setitem(sys.modules["board_runs"].PROBLEMS, "ps2.matmul", COURSE["ps2.matmul"])
     honest = store.submit("ps2.matmul", TILED_MATMUL, name="tiled")
     memo = store.submit("ps2.matmul", MEMO, name="memo")
+    after = store.submit("ps2.matmul", TILED_MATMUL, name="tiled2")
     while runner.run_next():
         pass
     sub = store.subs[honest]
@@ -63,3 +66,6 @@ def test_ps2_matmul_on_the_gpu_ranks_honest_and_fails_a_cached_answer(gpu_board,
     assert res["score"] > 1.0                          # slower than cuBLAS, the fastest reference
     bad = store.subs[memo]
     assert bad["status"] == "failed" and "rep" in bad["finding"], bad
+    # the memo ran in the honest one's warm kernel; failed, it retired it: the next one had a fresh kernel
+    assert store.subs[after]["status"] == "ranked", store.subs[after]
+    assert [store.subs[i]["result"]["kernel_turn"] for i in (honest, memo, after)] == [1, 2, 1]
