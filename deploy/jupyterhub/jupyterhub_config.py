@@ -224,7 +224,10 @@ c.JupyterHub.services = [{
     "url": f"http://127.0.0.1:{BOARD_PORT}",
     "command": [sys.executable, "-m", "cudalab_board", "serve", "--db", BOARD_DB, "--problems", BOARD_PROBLEMS,
                 "--port", str(BOARD_PORT)] + (["--class-view"] if CLASS_VIEW else []),
-    "environment": {"PYTHONPATH": BOARD_SRC, "CUDALAB_BIN": os.environ.get("CUDALAB_BIN", "cudalab")},
+    "environment": {"PYTHONPATH": BOARD_SRC, "CUDALAB_BIN": os.environ.get("CUDALAB_BIN", "cudalab"),
+                    # how many submissions the runner prepares at once (docs/board.md): more on a host
+                    # with more cores; their timed runs still take the GPU one at a time
+                    **{k: os.environ[k] for k in ("CUDALAB_BOARD_LANES",) if k in os.environ}},
     "oauth_no_confirm": True,                 # the page opens without a consent screen
     "display": True,                          # listed in the hub's Services menu
 }, {
