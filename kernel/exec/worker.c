@@ -443,11 +443,9 @@ int worker_main(int fd)
     char note[512];
     const cl_backend *b = backend_select(note, sizeof note);
     kinfo("worker: backend %s%s%s", b ? b->name : "none yet", note[0] ? ": " : "", note);
-    /* and on the CPU, measure now the host's copy bandwidth that the first memory-bound cell compares
-     * to (a GPU's waits for its first cell: it would hold device memory that another kernel may need) */
-    double gbs;
-    if (b == cl_cpu_backend() && b->copy_bandwidth)
-        b->copy_bandwidth(&gbs, NULL);
+    /* the host's copy bandwidth (the CPU's roof) is not measured here but by the first result that
+     * needs it (cpu/bandwidth.c): faulting twice the largest cache cost every kernel's start a second
+     * or two, and most kernels that start never run a memory-bound cell */
     /* the worker's session: the student kernels each command brings (student_install), the compile cache */
     lab_session *lab = lab_session_new();
     if (!lab) {
