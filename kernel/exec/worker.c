@@ -351,16 +351,18 @@ static void forward_stdout(int fd, const json_t *req)
 /* The backend chosen at the worker's start (worker_main). */
 static const cl_backend *start_backend;
 
-/* The host's copy bandwidth (cpu/bandwidth.c), which the CPU backend's sweeps show and compare to,
- * measured by a CPU worker's first command that may run on the device, before that command's
- * progress clock starts (as at the worker's start, outside any timed turn): a second or two on a
- * host with a large L3, which would otherwise show a progress line on a quick first cell, or
- * before a refusal. Not at the start: most kernels that start (a test suite's, a class's storm of
- * starts) never run such a command. A GPU's is measured by its first cell that needs it. */
+/* The host's copy bandwidth (cpu/bandwidth.c), which the CPU backend's timed commands show and
+ * compare to, measured by a CPU worker's first command that times runs on the device (it has
+ * --reps), before that command's progress clock starts (as at the worker's start, outside any
+ * timed turn): a second or two on a host with a large L3, which would otherwise show a progress
+ * line on a quick first cell, or before a refusal. Not at the start: most kernels that start (a
+ * test suite's, a class's storm of starts) never time anything; nor before other commands, which
+ * an interrupt must stop within its grace. A GPU's is measured by its first cell that needs it. */
 static void host_bandwidth_first(const magic_spec *m, const json_t *params)
 {
     double gbs;
-    if (start_backend == cl_cpu_backend() && start_backend->copy_bandwidth && (!m->needs_device || m->needs_device(params)))
+    if (start_backend == cl_cpu_backend() && start_backend->copy_bandwidth && json_object_get(params, "reps") &&
+        (!m->needs_device || m->needs_device(params)))
         start_backend->copy_bandwidth(&gbs, NULL);
 }
 
