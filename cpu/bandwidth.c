@@ -7,7 +7,7 @@
  * alone cannot saturate a socket's memory), best of a few reps after one that
  * faults the pages in. GB/s counts the bytes read and the bytes written (1e9
  * B/s). Measured once per process: in a CPU worker, before its first command
- * that may run on the device (kernel/exec/worker.c), elsewhere by the first
+ * that times runs (kernel/exec/worker.c), elsewhere by the first
  * result that needs it (a sweep's device document, a memory-bound magic's % of
  * bandwidth); never at a worker's start: faulting 2 x L3 (1.2 GB on a 300 MiB
  * L3) costs a second or two, which every kernel start paid, most of them
