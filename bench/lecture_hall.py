@@ -1,16 +1,27 @@
 #!/usr/bin/env python3
 """bench/lecture_hall.py — a class on one GPU server: K kernels started at once through jupyter_client,
 each running four cells of the lectures (its device, a timed tiled matmul, the grid arithmetic, a
-timed reduction), against one kernel alone in the same run.
+timed reduction), against one kernel alone in the same run; over each transport jupyter_client
+offers: TCP (its default) and IPC (`KernelManager.transport = "ipc"`: Unix sockets named by the
+connection file, as a single-user server sharing a host with other kernels should use).
 
-Reported per K: cells that failed, cells answered by the CPU backend, p50/p95 of cell latency against
-alone, the spread of the timed GPU figures against alone (fair timing should keep them within 5%),
-the most waited for other kernels' timed runs, peak GPU memory (nvidia-smi, polled), and processes
-left behind after every kernel was shut down. The goal on one H100/H200 (issue 14): K = 200 with no
-failed cell, none answered by the CPU, timed figures within 5% of alone, GPU memory under 90%,
-nothing left behind.
+Why IPC: over TCP, jupyter_client picks five free ports per kernel by binding and releasing them, and
+the kernel binds them a moment later; with hundreds starting at once another process takes one in
+between ("cannot bind stdin socket … Address already in use", 1 of 300 on an H200). Socket paths
+under each kernel's own connection-file name cannot be taken by another kernel.
 
-    python bench/lecture_hall.py [K ...]          (default: 1 100 200)
+Reported per transport and K: starts that failed (each is retried, as a launcher would, up to
+START_TRIES), cells that failed, cells answered by the CPU backend, p50/p95 of cell latency against
+alone, the spread of the timed GPU figures against alone (fair timing should keep them within 5%), the
+most waited for other kernels' timed runs, peak GPU memory (nvidia-smi, polled), processes and socket
+files left behind after every kernel was shut down, and the time to the last cell against the GPU
+floor: the sum over every cell of the device time its timed runs held the GPU alone (each run's mean
+time × its warm-up and timed launches), which one GPU must serve one after the other however many
+kernels ask. The goals on one H100/H200 (issues 14, 37): K = 300 over IPC with no failed start and no
+failed cell, none answered by the CPU, timed figures within 5% of alone, GPU memory under 90%, nothing
+left behind.
+
+    python bench/lecture_hall.py [--transport tcp,ipc] [K ...]     (default: both, K = 1 300)
 
 Each kernel runs with CUDALAB_GPU_IDLE_S=2, so that a slot goes round the class within the run.
 
@@ -18,13 +29,17 @@ Without a GPU it says so and exits 0. A benchmark, not a test: it asserts nothin
 """
 from __future__ import annotations
 
+import argparse
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+import uuid
 
 import common
 from common import docs_of, fmt, print_table
@@ -37,6 +52,7 @@ CELLS = [
 ]
 TIMED = {"matmul": "gflops", "reduce": "gbs"}
 START_TRIES = 3     # a kernel that dies at start is started again, as a notebook server would
+TRANSPORTS = ("tcp", "ipc")
 IDLE_S = "2"        # a worker lets its GPU slot go after 2 s without a command when others wait
 
 
@@ -59,15 +75,35 @@ class GpuMemory(threading.Thread):
             self.stop.wait(0.5)
 
 
-def one_kernel(km_class, results: list, i: int, start: threading.Event) -> None:
-    """Starts a kernel, runs CELLS, records (latencies, failures, backends, figures, waited)."""
+def kernel_manager(transport: str, sockets: str):
+    """A KernelManager for one kernel of the hall. Over IPC it gets a connection file of its own under
+    SOCKETS, as Jupyter Server's MultiKernelManager gives each kernel: jupyter_client names the socket
+    files after it (…/kernel-ID-ipc-1…5); without one, every kernel of this process would get
+    ./kernel-ipc-1…5."""
+    from jupyter_client import KernelManager
+    if transport == "ipc":
+        return KernelManager(kernel_name="cudalab", transport="ipc",
+                             connection_file=os.path.join(sockets, f"kernel-{uuid.uuid4()}.json"))
+    return KernelManager(kernel_name="cudalab")
+
+
+def gpu_ms(doc: dict) -> float:
+    """The device time a document's timed runs held the GPU: each run's mean × its launches."""
+    launches = (doc.get("params") or {}).get("warmup") or 0
+    return sum(r["time_ms"]["mean"] * (r["time_ms"]["reps"] + launches)
+               for r in doc.get("runs") or [] if isinstance(r.get("time_ms"), dict) and "mean" in r["time_ms"])
+
+
+def one_kernel(transport: str, sockets: str, results: list, i: int, start: threading.Event, t0: list) -> None:
+    """Starts a kernel, runs CELLS, records (latencies, failures, backends, figures, waited, GPU time,
+    when its last cell was answered)."""
     rec = {"lat": [], "failed": [], "backends": set(), "fig": {}, "waited": 0.0, "startups": [], "restarts": [],
-           "pids": []}
+           "pids": [], "gpu_ms": 0.0, "done_s": None}
     results[i] = rec
     start.wait()
     for _ in range(START_TRIES):
         try:
-            km = km_class(kernel_name="cudalab")
+            km = kernel_manager(transport, sockets)
             km.start_kernel(env={**os.environ, "CUDALAB_GPU_WAIT": "600", "CUDALAB_GPU_IDLE_S": IDLE_S})
             rec["pids"].append(km.provisioner.process.pid)
             kc = km.client()
@@ -75,9 +111,9 @@ def one_kernel(km_class, results: list, i: int, start: threading.Event) -> None:
             kc.wait_for_ready(300)
             break
         except Exception as e:      # noqa: BLE001 - a benchmark counts what failed
-            # jupyter_client picks TCP ports by binding and releasing them, so 200 launches at once can hand
-            # two kernels one port ("Address already in use"; ipykernel fails the same way): a launcher
-            # starts the kernel again, and so does this, counting it
+            # over TCP, jupyter_client picks ports by binding and releasing them, so 300 launches at once can
+            # hand a port to another process before the kernel binds it ("Address already in use";
+            # ipykernel fails the same way): a launcher starts the kernel again, and so does this, counting it
             rec["restarts"].append(f"{e}")
             try:
                 km.shutdown_kernel(now=True)
@@ -96,35 +132,42 @@ def one_kernel(km_class, results: list, i: int, start: threading.Event) -> None:
             for d in docs_of(msgs):
                 rec["backends"].add(d.get("backend"))
                 rec["waited"] += (d.get("timing") or {}).get("waited_ms", 0.0)
+                rec["gpu_ms"] += gpu_ms(d)
                 if "startup_ms" in (d.get("timing") or {}):
                     rec["startups"].append(d["timing"]["startup_ms"])
                 metric = TIMED.get(d.get("magic"))
                 if metric and d.get("runs"):
                     rec["fig"][d["magic"]] = d["runs"][0][metric]
+        rec["done_s"] = time.perf_counter() - t0[0]
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=False)
 
 
-def hall(k: int) -> dict:
-    from jupyter_client import KernelManager
+def hall(k: int, transport: str) -> dict:
     results: list = [None] * k
     start = threading.Event()
-    threads = [threading.Thread(target=one_kernel, args=(KernelManager, results, i, start)) for i in range(k)]
+    sockets = tempfile.mkdtemp(prefix="hall-")     # short: a Unix socket's path holds at most 107 bytes
+    t0 = [0.0]
+    threads = [threading.Thread(target=one_kernel, args=(transport, sockets, results, i, start, t0))
+               for i in range(k)]
     mem = GpuMemory()
     mem.start()
     for t in threads:
         t.start()
-    t0 = time.perf_counter()
+    t0[0] = time.perf_counter()
     start.set()
     for t in threads:
         t.join()
-    wall = time.perf_counter() - t0
+    wall = time.perf_counter() - t0[0]
     mem.stop.set()
     mem.join()
     time.sleep(2)
     left = [p for r in results if r for p in r["pids"] if psutil_alive(p)]
-    return {"k": k, "results": results, "wall": wall, "peak": mem.peak, "total": mem.total, "left": left}
+    files = os.listdir(sockets)
+    shutil.rmtree(sockets, ignore_errors=True)
+    return {"k": k, "transport": transport, "results": results, "wall": wall, "peak": mem.peak,
+            "total": mem.total, "left": left, "files": files}
 
 
 def psutil_alive(pid: int) -> bool:
@@ -139,7 +182,7 @@ def psutil_alive(pid: int) -> bool:
 
 def raise_file_limit() -> str:
     """Each kernel costs this process a dozen descriptors (its client's sockets, the launcher's pipes):
-    200 kernels need more than the usual soft limit of 1024, so take the hard limit."""
+    300 kernels need more than the usual soft limit of 1024, so take the hard limit."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     try:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -149,44 +192,70 @@ def raise_file_limit() -> str:
     return f"open files: {soft} of {hard}"
 
 
+def arguments() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--transport", default=",".join(TRANSPORTS),
+                    help=f"comma-separated, of {', '.join(TRANSPORTS)} (default: all)")
+    ap.add_argument("k", nargs="*", type=int, default=[1, 300], help="class sizes (default: 1 300)")
+    a = ap.parse_args()
+    a.transport = a.transport.split(",")
+    bad = [t for t in a.transport if t not in TRANSPORTS]
+    if bad or any(k < 1 for k in a.k):
+        ap.error(f"--transport takes {', '.join(TRANSPORTS)}; K is a positive count (got {bad or a.k})")
+    return a
+
+
+def row(h: dict, alone: dict) -> tuple[str, ...]:
+    """One transport and K's line of the table, against ALONE (the first hall's median latency and figures)."""
+    recs = [r for r in h["results"] if r]
+    lats = sorted(x for r in recs for x in r["lat"])
+
+    def spread(m: str) -> str:
+        v = [r["fig"][m] / alone["fig"][m] for r in recs if m in r["fig"]]
+        return f"{min(v):.3f}..{max(v):.3f}" if v else "-"
+
+    ups = [u for r in recs for u in r["startups"]]
+    p50 = statistics.median(lats) if lats else 0
+    p95 = lats[int(0.95 * (len(lats) - 1))] if lats else 0
+    last = max((r["done_s"] for r in recs if r["done_s"] is not None), default=0.0)
+    floor = sum(r["gpu_ms"] for r in recs) / 1e3
+    return (h["transport"], str(h["k"]), str(sum(len(r["restarts"]) for r in recs)),
+            str(sum(len(r["failed"]) for r in recs)), str(sum(1 for r in recs if "cpu" in r["backends"])),
+            f"{p50 / alone['lat']:.1f} / {p95 / alone['lat']:.1f}", spread("matmul"), spread("reduce"),
+            fmt(max((r["waited"] for r in recs), default=0) / 1e3, 1), f"{len(ups)} ({fmt(max(ups, default=0) / 1e3, 2)})",
+            f"{h['peak']:,} of {h['total']:,} MiB ({100 * h['peak'] / max(h['total'], 1):.0f}%)",
+            f"{len(h['left'])} / {len(h['files'])}", fmt(last, 1), fmt(floor, 2),
+            f"{last / floor:.1f}" if floor > 0 else "-")
+
+
 def main() -> int:
+    args = arguments()
     print(raise_file_limit())
     if common.gpu_device("matmul", "%matmul --size 64 --variant naive --reps 1") is None:
         return 0
-    ks = [int(a) for a in sys.argv[1:]] or [1, 100, 200]
     with common.session() as probe:       # writes the kernelspec, checks jupyter_client
         if probe is None:
             return 0
     alone = None
-    rows = [("K", "failed cells", "by the CPU", "latency p50 / p95 (× alone)", "matmul × alone (min..max)",
-             "reduce × alone (min..max)", "most waited (s)", "start-ups paid (max s)", "peak GPU memory",
-             "left behind", "launcher restarts", "wall s")]
-    for k in ks:
-        h = hall(k)
-        recs = [r for r in h["results"] if r]
-        failed = sum(len(r["failed"]) for r in recs)
-        cpu = sum(1 for r in recs if "cpu" in r["backends"])
-        lats = sorted(x for r in recs for x in r["lat"])
-        if alone is None:
-            alone = {"lat": statistics.median(lats) if lats else 1.0,
-                     "fig": {m: statistics.median([r["fig"][m] for r in recs if m in r["fig"]] or [1.0]) for m in TIMED}}
-
-        def spread(m: str) -> str:
-            v = [r["fig"][m] / alone["fig"][m] for r in recs if m in r["fig"]]
-            return f"{min(v):.3f}..{max(v):.3f}" if v else "-"
-
-        ups = [u for r in recs for u in r["startups"]]
-        p50 = statistics.median(lats) if lats else 0
-        p95 = lats[int(0.95 * (len(lats) - 1))] if lats else 0
-        rows.append((str(k), str(failed), str(cpu), f"{p50 / alone['lat']:.1f} / {p95 / alone['lat']:.1f}",
-                     spread("matmul"), spread("reduce"), fmt(max((r["waited"] for r in recs), default=0) / 1e3, 1),
-                     f"{len(ups)} ({fmt(max(ups, default=0) / 1e3, 2)})",
-                     f"{h['peak']:,} of {h['total']:,} MiB ({100 * h['peak'] / max(h['total'], 1):.0f}%)",
-                     str(len(h["left"])), str(sum(len(r["restarts"]) for r in recs)), fmt(h["wall"], 0)))
-        for r in recs:
-            for f in r["failed"][:2]:
-                print(f"  K={k}: {f}")
-    print_table("A lecture hall on one GPU (CELLS each, kernels started at once)", rows, left=())
+    rows = [("transport", "K", "failed starts", "failed cells", "by the CPU", "latency p50 / p95 (× alone)",
+             "matmul × alone (min..max)", "reduce × alone (min..max)", "most waited (s)", "start-ups paid (max s)",
+             "peak GPU memory", "left behind (processes / sockets)", "last cell (s)", "GPU floor (s)",
+             "last cell ÷ floor")]
+    for transport in args.transport:
+        for k in args.k:
+            h = hall(k, transport)
+            recs = [r for r in h["results"] if r]
+            if alone is None:
+                lats = [x for r in recs for x in r["lat"]]
+                alone = {"lat": statistics.median(lats) if lats else 1.0,
+                         "fig": {m: statistics.median([r["fig"][m] for r in recs if m in r["fig"]] or [1.0])
+                                 for m in TIMED}}
+            rows.append(row(h, alone))
+            for r in recs:
+                for f in (r["restarts"] + r["failed"])[:2]:
+                    print(f"  {transport} K={k}: {f}")
+    print_table("A lecture hall on one GPU (CELLS each, kernels started at once; alone = the first line)",
+                rows, left=(0,))
     return 0
 
 

@@ -171,10 +171,13 @@ static void *chases_in_flight(void **p, int chains, long long steps)
     return p[0];
 }
 
-/* The cycle a sweep's points share (stream_release frees it): built once per size and seed. */
+/* The cycle a sweep's points share (stream_release frees it): built once per size and seed, with
+ * the order its lap visits the slots in (order[i]: the slot i steps from slot 0), so that a point
+ * places its chases and checks where they end without a lap of its own: that lap, 4x the host's
+ * largest cache of random reads, was most of %hiding's time on the CPU (seconds a point). */
 static struct {
     char *buf;
-    uint32_t *next;
+    uint32_t *order;
     uint64_t slots, seed;
 } kept;
 
@@ -182,7 +185,7 @@ static void stream_release(void)
 {
     if (kept.buf)
         munmap(kept.buf, kept.slots * HOST_LINE);
-    free(kept.next);
+    free(kept.order);
     memset(&kept, 0, sizeof kept);
 }
 
@@ -192,15 +195,21 @@ static int stream_cycle(uint64_t slots, uint64_t seed)
     if (kept.buf && kept.slots == slots && kept.seed == seed)
         return 0;
     stream_release();
+    uint32_t *next = malloc(slots * sizeof *next);
     kept.buf = working_set_map(slots * HOST_LINE);
-    kept.next = malloc(slots * sizeof *kept.next);
+    kept.order = malloc(slots * sizeof *kept.order);
     kept.slots = slots;
     kept.seed = seed;
-    if (!kept.buf || !kept.next) {
+    if (!kept.buf || !kept.order || !next) {
+        free(next);
         stream_release();
         return -1;
     }
-    link_cycle(kept.buf, slots, HOST_LINE, seed, kept.next);
+    link_cycle(kept.buf, slots, HOST_LINE, seed, next);
+    uint32_t slot = 0;
+    for (uint64_t i = 0; i < slots; i++, slot = next[slot])
+        kept.order[i] = slot;
+    free(next);
     return 0;
 }
 
@@ -216,21 +225,17 @@ static int stream(const cl_stream_args *a, cl_stream_result *r, char *err)
         return snprintf(err, CL_ERR_LEN, "%llu floats are too few for %d chases", (unsigned long long)a->n,
                         chains), -1;
     void **p = malloc((size_t)chains * sizeof *p);
-    uint32_t *start = malloc((size_t)chains * sizeof *start);
     int ret = -1;
-    if (!p || !start || stream_cycle(slots, a->seed) != 0) {
+    if (!p || stream_cycle(slots, a->seed) != 0) {
         snprintf(err, CL_ERR_LEN, "out of host memory for %llu floats", (unsigned long long)a->n);
         goto done;
     }
     char *buf = kept.buf;
-    const uint32_t *next = kept.next;
-    /* the chases start spread evenly along the cycle (one lap of next[], not of the memory) */
-    uint64_t gap = slots / (uint64_t)chains, slot = 0;
-    for (uint64_t i = 0; i < gap * (uint64_t)chains; i++, slot = next[slot])
-        if (i % gap == 0)
-            start[i / gap] = (uint32_t)slot;
+    const uint32_t *order = kept.order;
+    /* the chases start spread evenly along the cycle: chase k gap x k steps from slot 0 */
+    uint64_t gap = slots / (uint64_t)chains;
     for (int k = 0; k < chains; k++)
-        p[k] = buf + (uint64_t)start[k] * HOST_LINE;
+        p[k] = buf + (uint64_t)order[gap * (uint64_t)k] * HOST_LINE;
     long long steps = STREAM_LOADS / chains;
     for (int w = 0; w < a->warmup; w++)
         chase_end = chases_in_flight(p, chains, steps);
@@ -243,13 +248,10 @@ static int stream(const cl_stream_args *a, cl_stream_result *r, char *err)
             break;
     }
     if (a->check) {
-        /* every chase must stand where next[] says one walked alone would */
-        long long walked = (long long)(a->warmup + r->times.reps) * steps;
+        /* every chase must stand where the cycle's order says one walked alone would */
+        uint64_t walked = (uint64_t)(a->warmup + r->times.reps) * (uint64_t)steps;
         for (int k = 0; k < chains; k++) {
-            uint64_t s = start[k];
-            for (long long i = 0; i < walked; i++)
-                s = next[s];
-            r->want += (double)s;
+            r->want += (double)order[(gap * (uint64_t)k + walked) % slots];
             r->sum += (double)((char *)p[k] - buf) / HOST_LINE;
         }
     }
@@ -264,7 +266,6 @@ static int stream(const cl_stream_args *a, cl_stream_result *r, char *err)
              (unsigned long long)slots);
     ret = 0;
 done:
-    free(start);
     free(p);
     return ret;
 }

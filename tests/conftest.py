@@ -23,6 +23,7 @@ import contextlib
 import functools
 import hashlib
 import hmac
+import itertools
 import json
 import os
 import re
@@ -286,17 +287,23 @@ def lost_a_port_race(km: KernelManager, log: KernelLog) -> bool:
 
 @pytest.fixture
 def start_kernel(tmp_path: Path) -> Iterable[Callable[..., KernelPair]]:
-    """Factory: start_kernel(key=None, env=None) -> KernelPair(km, kc) with .log.
+    """Factory: start_kernel(key=None, env=None, transport="tcp") -> KernelPair(km, kc) with .log.
 
-    key=b"" starts an unsigned kernel (empty key in the connection file). Every kernel is
-    shut down at the end of the test and its stderr checked for sanitizer reports."""
+    key=b"" starts an unsigned kernel (empty key in the connection file). transport="ipc" names
+    socket paths under tmp_path, as Jupyter Server does (a connection file per kernel, its sockets
+    beside it). Safe to call from several threads at once. Every kernel is shut down at the end of
+    the test and its stderr checked for sanitizer reports."""
     started: list[tuple[KernelPair, Any]] = []
+    numbers = itertools.count()
 
-    def start(key: bytes | None = None, env: dict[str, str] | None = None) -> KernelPair:
-        n = len(started)
+    def start(key: bytes | None = None, env: dict[str, str] | None = None, transport: str = "tcp") -> KernelPair:
+        n = next(numbers)
         for attempt in range(PORT_RACE_TRIES):
             log = KernelLog(tmp_path / f"kernel{n}{'.' + str(attempt) if attempt else ''}.stderr")
-            km = KernelManager(kernel_name="cudalab")
+            # without a connection file of its own, an ipc kernel's sockets would be ./kernel-ipc-1…5,
+            # the same paths for every kernel this process starts
+            km = KernelManager(kernel_name="cudalab", transport=transport,
+                               **({"connection_file": str(tmp_path / f"kernel{n}.json")} if transport == "ipc" else {}))
             km.shutdown_wait_time = 3.0
             if key is not None:
                 km.session.key = key
