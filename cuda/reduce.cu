@@ -236,7 +236,7 @@ static int all_reps(int v, const reduce_plan *p, const cl_reduce_args *a, run_st
         rc = one_rep(v, p, a, st, tm->reps, &tm->ms[tm->reps], err);
     /* the drawn reps against the reference on their own inputs; the result: the run's input, untimed */
     if (rc == 0)
-        rc = cl_cuda_reps_verify(&st->reps, tm->reps, err,
+        rc = cl_cuda_reps_verify(&st->reps, tm, err,
                                  [&](uint64_t seed) { return reference(v, a, st, seed, err); },
                                  [&] { return one_rep(v, p, a, st, CL_CUDA_REP_FINAL, NULL, err); });
     if (rc == 0 && a->student)

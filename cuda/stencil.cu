@@ -539,7 +539,7 @@ static int reps(int v, const cl_stencil_args *a, plan *p, cl_cuda_timing *t, cl_
     for (; cl_rep_more(a->reps, tm); tm->reps++)
         if (one_rep(p, t, rs, in, tm->reps, &tm->ms[tm->reps], err))
             return -1;
-    return cl_cuda_reps_verify(rs, tm->reps, err, [&](uint64_t seed) { return reference(a, in, p->out, seed, err); },
+    return cl_cuda_reps_verify(rs, tm, err, [&](uint64_t seed) { return reference(a, in, p->out, seed, err); },
                                [&] { return one_rep(p, t, rs, in, CL_CUDA_REP_FINAL, NULL, err); });
 }
 
