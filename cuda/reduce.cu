@@ -469,7 +469,7 @@ done:
 static uint64_t cuda_reduce_overhead(const cl_reduce_args *a)
 {
     uint64_t partials = (a->n + 63) / 64 * reduce_acc_bytes(a->op, a->dtype);
-    return (1 + CL_GPU_CHECKED_REPS) * partials + cl_cuda_flush_budget() + (16u << 20);
+    return (1 + (uint64_t)cl_gpu_copies_or_drawn(a->kept_copies)) * partials + cl_cuda_flush_budget() + (16u << 20);
 }
 
 extern "C" {

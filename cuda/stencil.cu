@@ -641,10 +641,11 @@ done:
     return rc;
 }
 
-/* The L2 flush buffer, the copies of the drawn reps' outputs (cl_cuda_reps) and room for the rest. */
+/* The L2 flush buffer, the copies of the checked reps' outputs (cl_cuda_reps) and room for the rest. */
 static uint64_t cuda_stencil_overhead(const cl_stencil_args *a)
 {
-    return cl_cuda_flush_budget() + CL_GPU_CHECKED_REPS * a->nx * a->ny * sizeof(float) + (16u << 20);
+    return cl_cuda_flush_budget() + cl_gpu_copies_or_drawn(a->kept_copies) * a->nx * a->ny * sizeof(float) +
+           (16u << 20);
 }
 
 extern "C" {

@@ -51,6 +51,12 @@ static inline int cl_gpu_kept_copies(int check_all, int reps)
     return n < CL_GPU_CHECKED_REPS ? CL_GPU_CHECKED_REPS : n;
 }
 
+/* A budget's count of kept copies as a family's args carry it (0: not said, the drawn ones). */
+static inline int cl_gpu_copies_or_drawn(int kept_copies)
+{
+    return kept_copies > CL_GPU_CHECKED_REPS ? kept_copies : CL_GPU_CHECKED_REPS;
+}
+
 /* splitmix64 of (seed, i): the same 64 random bits on host and device. */
 CL_HD uint64_t cl_hash(uint64_t seed, uint64_t i)
 {

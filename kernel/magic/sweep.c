@@ -128,6 +128,26 @@ static void add_reps_checked(json_t *runs, size_t before)
     }
 }
 
+int sweep_kept_copies(const json_t *params)
+{
+    /* the most of any point, where --check-reps or --reps is swept (a list) */
+    json_t *checks = sweep_as_list(json_object_get(params, "check_reps"));
+    json_t *reps = sweep_as_list(json_object_get(params, "reps"));
+    int most = CL_GPU_CHECKED_REPS;
+    size_t i, j;
+    json_t *c, *r;
+    json_array_foreach(checks, i, c) {
+        json_array_foreach(reps, j, r) {
+            int all = json_is_string(c) && strcmp(json_string_value(c), "all") == 0;
+            int n = cl_gpu_kept_copies(all, json_is_integer(r) ? (int)json_integer_value(r) : CL_REPS_AUTO);
+            most = n > most ? n : most;
+        }
+    }
+    json_decref(checks);
+    json_decref(reps);
+    return most;
+}
+
 int sweep_reps(const json_t *params)
 {
     const json_t *r = json_object_get(params, "reps");

@@ -286,6 +286,9 @@ void sweep_add_counters(magic_ctx *ctx, json_t *run);
 
 /* The point's --reps for a backend's args: the count, or CL_REPS_AUTO for "auto". */
 int sweep_reps(const json_t *params);
+/* The copies of a run's output a GPU keeps for the check of the point's timed reps (--check-reps,
+ * --reps: cl_gpu_kept_copies): what its device memory budget counts. */
+int sweep_kept_copies(const json_t *params);
 double stats_median(const cl_times *t);
 
 /* {"grid": [x,y,z], "block": [x,y,z], "smem_per_block": B, "regs_per_thread": R, "kernels": K} */

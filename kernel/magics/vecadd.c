@@ -215,7 +215,7 @@ static int validate(magic_ctx *ctx, json_t *params)
     json_array_foreach(ops, i, v) {
         cl_vecadd_op op = strcmp(json_string_value(v), "daxpy") == 0 ? CL_VECADD_DAXPY : CL_VECADD_ADD;
         per = op == CL_VECADD_DAXPY ? 16 : per;
-        double d = (double)cl_vecadd_device_bytes(op, student);
+        double d = (double)cl_vecadd_device_bytes(op, student, sweep_kept_copies(params));
         device_per = d > device_per ? d : device_per;
     }
     json_array_foreach(sizes, i, v) {
