@@ -42,12 +42,16 @@ extern "C" {
 #define CL_GPU_CHECKED_REPS 2
 
 /* The copies of a run's output a GPU keeps for the check of its timed reps: CL_GPU_CHECKED_REPS
- * drawn, or under --check-reps all one for each timed rep the run may take (reps; under --reps auto
- * CL_MAX_REPS, its most), never fewer than the drawn ones (allocated whatever is asked). Memory
- * budgets count this many, so that a size whose copies cannot fit is refused before it runs. */
+ * drawn, or under --check-reps all one for each timed rep the run takes: --reps N, or under --reps
+ * auto the CL_REPS_AUTO_MIN it always takes (counting its most, CL_MAX_REPS, would refuse every
+ * large size that auto settles on long before; the copies of reps past the minimum are allocated as
+ * they run, and one that finds no room fails the run saying so), never fewer than the drawn ones
+ * (allocated whatever is asked). Memory budgets count this many, so that a size whose copies cannot
+ * fit is refused before it runs. */
 static inline int cl_gpu_kept_copies(int check_all, int reps)
 {
-    int n = !check_all ? CL_GPU_CHECKED_REPS : reps == CL_REPS_AUTO || reps > CL_MAX_REPS ? CL_MAX_REPS : reps;
+    int n = !check_all ? CL_GPU_CHECKED_REPS
+          : reps == CL_REPS_AUTO ? CL_REPS_AUTO_MIN : reps > CL_MAX_REPS ? CL_MAX_REPS : reps;
     return n < CL_GPU_CHECKED_REPS ? CL_GPU_CHECKED_REPS : n;
 }
 

@@ -59,9 +59,9 @@ def test_built_in_variants_say_what_the_harness_checked(kc):  # noqa: F811
 
 
 def test_check_reps_all_copies_that_cannot_fit_are_refused_up_front(kc):  # noqa: F811
-    """8192² floats kept once per rep --reps auto may run (1000: 256 GiB) fit no GPU: a MemoryError
-    naming the copies before anything runs; drawn (two copies) the same size is not refused for memory."""
-    c, _, doc = cell(kc, "%matmul --size 8192 --variant tiled --check-reps all --no-check", timeout=300)
+    """8192² floats kept once per rep of --reps 1000 (256 GiB) fit no GPU: a MemoryError naming the
+    copies before anything runs; drawn (two copies) the same size is not refused for memory."""
+    c, _, doc = cell(kc, "%matmul --size 8192 --variant tiled --reps 1000 --check-reps all --no-check", timeout=300)
     assert c["status"] == "error" and c["ename"] == "MemoryError", c
     assert "1000 copies of C kept" in c["evalue"] and doc is None, c["evalue"]
     c, _, _ = cell(kc, "%matmul --size 8192 --variant tiled --reps 2 --warmup 0 --no-check", timeout=300)

@@ -699,22 +699,23 @@ static void magic_reps_checked_from_backend(void **state)
     sink_free(&s, &ctx);
 }
 
-/* The device budget counts the copies of C that --check-reps all keeps (one per timed rep it may
- * run: --reps N, or --reps auto's most), so a size that fits two drawn copies but not those is
- * refused before anything runs, saying how many copies and the largest size that does fit. */
+/* The device budget counts the copies of C that --check-reps all keeps (one per timed rep: --reps N,
+ * or the CL_REPS_AUTO_MIN --reps auto always runs), so a size that fits two drawn copies but not
+ * those is refused before anything runs, saying how many copies and the largest size that does fit. */
 static void magic_check_reps_all_budget(void **state)
 {
     (void)state;
     sink s;
     magic_ctx ctx;
     fake_mode = 0;
-    /* 1 GiB free, twice the 1 MiB L2 reserved: 4000² floats × (3 + 2) fit, × (3 + 50) do not */
+    /* 1 GiB free, twice the 1 MiB L2 reserved: 4000² floats × (3 + 2) fit, × (3 + 50) do not; 6000²
+     * × (3 + 2) fit, × (3 + 10) do not */
     assert_int_equal(run_quiet("%matmul --size 4000 --variant fast --reps 50 --no-check", &fake_checking_backend,
                                &s, &ctx), 0);
     sink_free(&s, &ctx);
     static const struct { const char *cell; int copies; } refused[] = {
         {"%matmul --size 4000 --variant fast --reps 50 --no-check --check-reps all", 50},
-        {"%matmul --size 4000 --variant fast --reps auto --no-check --check-reps all", CL_MAX_REPS},
+        {"%matmul --size 6000 --variant fast --reps auto --no-check --check-reps all", CL_REPS_AUTO_MIN},
     };
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
         assert_int_equal(run_quiet(refused[i].cell, &fake_checking_backend, &s, &ctx), -1);
