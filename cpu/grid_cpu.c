@@ -152,6 +152,7 @@ static int cpu_grid_run(const cl_grid_args *a, cl_grid_result *out, char *err)
         tm->ms[tm->reps] = (float)(cl_now_ms() - t0);
         cl_rep_done();
     }
+    cl_times_trusted(&out->times);
     for (uint64_t i = 0; i < n; i++) {
         out->visited_once += count[i] == 1;
         out->never += count[i] == 0;

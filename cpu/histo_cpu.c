@@ -292,6 +292,7 @@ static int cpu_histo_run(const cl_histo_args *a, cl_histo_result *r, char *err)
         tm->ms[tm->reps] = (float)(cl_now_ms() - t0);
         cl_rep_done();
     }
+    cl_times_trusted(&r->times);
     r->nbins = h.nbins;
     for (int b = 0; b < h.nbins; b++)
         r->counts[b] = atomic_load_explicit(&global[b].count, memory_order_relaxed);

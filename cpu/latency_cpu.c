@@ -247,6 +247,7 @@ static int stream(const cl_stream_args *a, cl_stream_result *r, char *err)
         if (cl_cancel_requested())
             break;
     }
+    cl_times_trusted(&r->times);
     if (a->check) {
         /* every chase must stand where the cycle's order says one walked alone would */
         uint64_t walked = (uint64_t)(a->warmup + r->times.reps) * (uint64_t)steps;

@@ -304,6 +304,7 @@ static int cpu_reduce_run(int v, const cl_reduce_args *a, cl_reduce_result *out,
         tm->ms[tm->reps] = (float)(cl_now_ms() - t0);
         cl_rep_done();
     }
+    cl_times_trusted(&out->times);
     if (!ok) {
         snprintf(err, CL_ERR_LEN, "out of host memory during the reduction");
         goto done;

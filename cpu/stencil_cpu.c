@@ -480,6 +480,7 @@ static int cpu_stencil_run(int v, const cl_stencil_args *a, float *host_out, cl_
         tm->ms[tm->reps] = (float)(cl_now_ms() - t0);
         cl_rep_done();
     }
+    cl_times_trusted(&res->times);
     res->launch = cl_launch_2d(blocks_x(impl, a), blocks_y(impl, a), a->block[0], a->dim == 1 ? 1 : a->block[1],
                                impl->tile ? tile_len * sizeof(float) : 0, 1);
     snprintf(res->impl, sizeof res->impl, "CPU analogue: %d host threads take runs of the %s blocks%s", nt,

@@ -193,7 +193,7 @@ static int student_reps(const cl_coalesce_args *a, student_copy *s, cl_coalesce_
         rc = student_rep(s, tm->reps, &tm->ms[tm->reps], err);
     /* the drawn reps against their own input; out: the seed's input, untimed */
     if (rc == 0)
-        rc = cl_cuda_reps_verify(&s->reps, tm->reps, err,
+        rc = cl_cuda_reps_verify(&s->reps, tm, err,
                                  [&](uint64_t seed) { return reference(s->in, s->out, s->n, seed, err); },
                                  [&] { return student_rep(s, CL_CUDA_REP_FINAL, NULL, err); });
     if (rc == 0)
@@ -306,7 +306,7 @@ static int cuda_coalesce_run(const cl_coalesce_args *a, cl_coalesce_result *out,
             goto done;
     }
     /* the drawn reps against their own input; the output: the seed's input, untimed */
-    if (cl_cuda_reps_verify(&rs, out->times.reps, err,
+    if (cl_cuda_reps_verify(&rs, &out->times, err,
                             [&](uint64_t seed) { return reference(in, dout, a->n, seed, err); }, last))
         goto done;
     if (a->check) {

@@ -191,18 +191,24 @@ int cl_cuda_reps_finding(const cl_cuda_reps *r, int slot, const unsigned long lo
 int cl_cuda_reps_hold(cl_cuda_reps *r, int slot, char *err);
 void cl_cuda_reps_free(cl_cuda_reps *r);
 
-/* After the timed loop: for each kept rep, in rep order, reference(seed) regenerates that rep's
- * inputs from seed and queues the family's trusted implementation on them, its result in out.dev
- * (0, or -1 with err set), and the two are compared; then last() queues the final launch on the
- * run's seed (CL_CUDA_REP_FINAL; 0, or -1 with err set), whose result the family copies back.
- * When a kept rep differs, the reference's result on the run's seed is held in its copy before
- * last() and compared with the final launch's: right, and the run fails with the rep's finding;
- * wrong too, and it goes on (0) to the family's check. 0, or -1 with err set. */
+/* After the timed loop (tm: the run's timings, tm->reps timed reps run): for each kept rep, in rep
+ * order, reference(seed) regenerates that rep's inputs from seed and queues the family's trusted
+ * implementation on them, its result in out.dev (0, or -1 with err set), and the two are compared;
+ * then last() queues the final launch on the run's seed (CL_CUDA_REP_FINAL; 0, or -1 with err set),
+ * whose result the family copies back. When a kept rep differs, the reference's result on the
+ * run's seed is held in its copy before last() and compared with the final launch's: right, and
+ * the run fails with the rep's finding; wrong too, and it goes on (0) to the family's check.
+ * tm->reps_checked: the kept reps found right (all of them for the reference itself). 0, or -1
+ * with err set. */
 template <class Reference, class Last>
-int cl_cuda_reps_verify(cl_cuda_reps *r, int reps_run, char *err, Reference reference, Last last)
+int cl_cuda_reps_verify(cl_cuda_reps *r, cl_times *tm, char *err, Reference reference, Last last)
 {
-    if (r->trusted)
+    int reps_run = tm->reps;
+    tm->reps_checked = 0;
+    if (r->trusted) {
+        cl_times_trusted(tm);           /* the reference itself: nothing to check it against */
         return last();
+    }
     if (r->kept == 0) {     /* rep 0 is always kept: a loop that timed no rep, or forgot to keep */
         snprintf(err, CL_ERR_LEN, "no timed rep was kept for the check (%d timed reps): an error in cudalab",
                  reps_run);
@@ -212,8 +218,10 @@ int cl_cuda_reps_verify(cl_cuda_reps *r, int reps_run, char *err, Reference refe
     for (int s = 0; s < r->kept; s++) {
         if (reference(cl_cuda_reps_seed(r, r->rep[s])) != 0 || cl_cuda_reps_differ(r, s, tally, err) != 0)
             return -1;
-        if (tally[0] == 0)
+        if (tally[0] == 0) {
+            tm->reps_checked++;
             continue;
+        }
         char finding[CL_ERR_LEN];
         if (cl_cuda_reps_finding(r, s, tally, reps_run, finding, err) != 0 ||
             reference(cl_cuda_reps_seed(r, CL_CUDA_REP_FINAL)) != 0 || cl_cuda_reps_hold(r, s, err) != 0 ||

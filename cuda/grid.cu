@@ -238,7 +238,7 @@ static int picture_run(picture *p, const cl_grid_args *a, cl_grid_result *out, c
         rc = picture_rep(p, tm->reps, &tm->ms[tm->reps], err);
     /* the drawn reps against the reference on their own pictures; Pout: the seed's picture, untimed */
     if (rc == 0)
-        rc = cl_cuda_reps_verify(&p->reps, tm->reps, err,
+        rc = cl_cuda_reps_verify(&p->reps, tm, err,
                                  [&](uint64_t seed) { return picture_reference(p, seed, err); },
                                  [&] { return picture_rep(p, CL_CUDA_REP_FINAL, NULL, err); });
     cl_cuda_set_limit(0, NULL);

@@ -249,7 +249,7 @@ static int reps(const cl_histo_args *a, const histo_plan *p, const student_plan 
         if (one_rep(a, p, sp, st, tm->reps, &tm->ms[tm->reps], err))
             return -1;
     /* the drawn reps against cub on their own inputs; the histogram: the run's input, untimed */
-    return cl_cuda_reps_verify(&st->reps, tm->reps, err, [&](uint64_t seed) { return reference(a, st, seed, err); },
+    return cl_cuda_reps_verify(&st->reps, tm, err, [&](uint64_t seed) { return reference(a, st, seed, err); },
                                [&] { return one_rep(a, p, sp, st, CL_CUDA_REP_FINAL, NULL, err); });
 }
 

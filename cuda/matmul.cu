@@ -238,7 +238,7 @@ static int timed(const mm_gpu_impl *impl, const mm_problem *p, const cl_matmul_a
     /* the drawn reps against cuBLAS on their own inputs (B as B, not Bᵀ); the run's result: its own
      * inputs, one untimed launch */
     return cl_cuda_reps_verify(
-        &d->reps, t->reps, err, [&](uint64_t seed) { return inputs(a, false, d, seed, err) || mm_reference(p, err); },
+        &d->reps, t, err, [&](uint64_t seed) { return inputs(a, false, d, seed, err) || mm_reference(p, err); },
         [&] { return inputs(a, bt, d, cl_cuda_reps_seed(&d->reps, CL_CUDA_REP_FINAL), err) || impl->launch(p, err); });
 }
 

@@ -236,7 +236,7 @@ static int all_reps(int v, const reduce_plan *p, const cl_reduce_args *a, run_st
         rc = one_rep(v, p, a, st, tm->reps, &tm->ms[tm->reps], err);
     /* the drawn reps against the reference on their own inputs; the result: the run's input, untimed */
     if (rc == 0)
-        rc = cl_cuda_reps_verify(&st->reps, tm->reps, err,
+        rc = cl_cuda_reps_verify(&st->reps, tm, err,
                                  [&](uint64_t seed) { return reference(v, a, st, seed, err); },
                                  [&] { return one_rep(v, p, a, st, CL_CUDA_REP_FINAL, NULL, err); });
     if (rc == 0 && a->student)
@@ -469,7 +469,7 @@ done:
 static uint64_t cuda_reduce_overhead(const cl_reduce_args *a)
 {
     uint64_t partials = (a->n + 63) / 64 * reduce_acc_bytes(a->op, a->dtype);
-    return (1 + CL_GPU_CHECKED_REPS) * partials + cl_cuda_flush_budget() + (16u << 20);
+    return (1 + (uint64_t)cl_gpu_copies_or_drawn(a->kept_copies)) * partials + cl_cuda_flush_budget() + (16u << 20);
 }
 
 extern "C" {

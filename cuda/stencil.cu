@@ -539,7 +539,7 @@ static int reps(int v, const cl_stencil_args *a, plan *p, cl_cuda_timing *t, cl_
     for (; cl_rep_more(a->reps, tm); tm->reps++)
         if (one_rep(p, t, rs, in, tm->reps, &tm->ms[tm->reps], err))
             return -1;
-    return cl_cuda_reps_verify(rs, tm->reps, err, [&](uint64_t seed) { return reference(a, in, p->out, seed, err); },
+    return cl_cuda_reps_verify(rs, tm, err, [&](uint64_t seed) { return reference(a, in, p->out, seed, err); },
                                [&] { return one_rep(p, t, rs, in, CL_CUDA_REP_FINAL, NULL, err); });
 }
 
@@ -641,10 +641,11 @@ done:
     return rc;
 }
 
-/* The L2 flush buffer, the copies of the drawn reps' outputs (cl_cuda_reps) and room for the rest. */
+/* The L2 flush buffer, the copies of the checked reps' outputs (cl_cuda_reps) and room for the rest. */
 static uint64_t cuda_stencil_overhead(const cl_stencil_args *a)
 {
-    return cl_cuda_flush_budget() + CL_GPU_CHECKED_REPS * a->nx * a->ny * sizeof(float) + (16u << 20);
+    return cl_cuda_flush_budget() + cl_gpu_copies_or_drawn(a->kept_copies) * a->nx * a->ny * sizeof(float) +
+           (16u << 20);
 }
 
 extern "C" {

@@ -266,7 +266,7 @@ static int reps(const cl_vecadd_args *a, vstate *s, cl_vecadd_result *out, char 
         rc = one_rep(a, s, out->kernel.reps, out, err);
     /* the drawn reps against the reference on their own inputs; the result: the seed's inputs, untimed */
     if (rc == 0)
-        rc = cl_cuda_reps_verify(&s->reps, out->kernel.reps, err,
+        rc = cl_cuda_reps_verify(&s->reps, &out->kernel, err,
                                  [&](uint64_t seed) { return reference(a, s, seed, err); },
                                  [&] { return one_rep(a, s, CL_CUDA_REP_FINAL, NULL, err); });
     cl_cuda_set_limit(0, NULL);

@@ -208,6 +208,18 @@ def physical_bound(problem: Problem, device: dict, run: dict) -> dict | None:
             "bound_ms": physical_bound_ms(work, peak)}
 
 
+def unchecked_reps(run: dict) -> str | None:
+    """Why a run that passed its check cannot be ranked: the backend says (check.reps_checked, what its
+    harness checked, not what was asked) that it checked fewer of its timed reps than it ran, or does
+    not say; None when it checked every one."""
+    checked, reps = (run.get("check") or {}).get("reps_checked"), (run.get("time_ms") or {}).get("reps")
+    if isinstance(checked, int) and isinstance(reps, int) and 0 < reps <= checked:
+        return None
+    said = "did not say how many" if checked is None else f"checked {checked}"
+    return (f"the backend {said} of its {reps} timed reps on their own inputs; the board ranks only a run whose "
+            f"every timed rep was checked ({CHECK_REPS_FLAG})")
+
+
 def run_gpu_ms(run: dict) -> float:
     """The device time a run's timed reps took: its mean times its reps."""
     t = run.get("time_ms") or {}
@@ -292,13 +304,18 @@ class Turn:
         mine = runs.get(self.kernel)
         if mine is None or not (mine.get("check") or {}).get("passed"):
             return self.failed(f"{where}: no checked run of {self.kernel}")
+        unchecked = unchecked_reps(mine)
+        if unchecked:
+            # the board's own promise broken (a backend that kept fewer reps than it timed): not the student's
+            return Outcome("error", self.result, f"{where}: {unchecked}")
         backend = doc.get("backend")
         device = doc.get("device") or {}
         self.result.update(backend=backend, gpu=device.get("name"))
         self.result["clock_mhz"] = self.result["clock_mhz"] or clock_mhz(mine)
         t = mine["time_ms"]
         row = {"size": size, "seed": seed, "median_ms": t["median"], "min_ms": t["min"],
-               "ci95_rel": t.get("ci95_rel"), "reps": t["reps"], "settled": t.get("settled"),
+               "ci95_rel": t.get("ci95_rel"), "reps": t["reps"], "reps_checked": mine["check"]["reps_checked"],
+               "settled": t.get("settled"),
                "timed_alone": doc["timing"]["gpu_alone"], "turn_waited_ms": doc["timing"].get("waited_ms"),
                "references": {v: {"median_ms": r["time_ms"]["median"], "ci95_rel": r["time_ms"].get("ci95_rel")}
                               for v, r in runs.items() if v != self.kernel and r.get("time_ms")}}

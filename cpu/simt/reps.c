@@ -128,6 +128,7 @@ static int lesson_launch(simt_arena *a, const cl_student_kernel *k, const unsign
     else
         simt_counters_failed(err);
     times->ms[times->reps++] = (float)ms;
+    times->reps_checked = times->reps;      /* the one launch, the family's check's */
     return rc;
 }
 
@@ -184,6 +185,9 @@ int simt_run_student(simt_arena *a, const cl_student_kernel *k, const unsigned g
     }
     if (counted && counted_launch(a, k, grid, block, dyn_smem, args, nargs, ops, err) != 0)
         return -1;
+    /* every rep checked here, the last by the family's check (or here too, under --counters); a wrong
+     * rep ends the checks, and the reps before it were right */
+    times->reps_checked = wrong < 0 ? times->reps : wrong;
     if (wrong < 0)
         return 0;
     /* a rep was wrong, and what the run returns (the run's own inputs) is right: a result that

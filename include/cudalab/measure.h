@@ -41,6 +41,26 @@ extern "C" {
  * a device copy of the run's output until then: memory budgets count that many copies. */
 #define CL_GPU_CHECKED_REPS 2
 
+/* The copies of a run's output a GPU keeps for the check of its timed reps: CL_GPU_CHECKED_REPS
+ * drawn, or under --check-reps all one for each timed rep the run takes: --reps N, or under --reps
+ * auto the CL_REPS_AUTO_MIN it always takes (counting its most, CL_MAX_REPS, would refuse every
+ * large size that auto settles on long before; the copies of reps past the minimum are allocated as
+ * they run, and one that finds no room fails the run saying so), never fewer than the drawn ones
+ * (allocated whatever is asked). Memory budgets count this many, so that a size whose copies cannot
+ * fit is refused before it runs. */
+static inline int cl_gpu_kept_copies(int check_all, int reps)
+{
+    int n = !check_all ? CL_GPU_CHECKED_REPS
+          : reps == CL_REPS_AUTO ? CL_REPS_AUTO_MIN : reps > CL_MAX_REPS ? CL_MAX_REPS : reps;
+    return n < CL_GPU_CHECKED_REPS ? CL_GPU_CHECKED_REPS : n;
+}
+
+/* A budget's count of kept copies as a family's args carry it (0: not said, the drawn ones). */
+static inline int cl_gpu_copies_or_drawn(int kept_copies)
+{
+    return kept_copies > CL_GPU_CHECKED_REPS ? kept_copies : CL_GPU_CHECKED_REPS;
+}
+
 /* splitmix64 of (seed, i): the same 64 random bits on host and device. */
 CL_HD uint64_t cl_hash(uint64_t seed, uint64_t i)
 {
@@ -76,10 +96,21 @@ typedef struct cl_launch {
 /* Raw timings of one run: the caller turns them into statistics. */
 typedef struct cl_times {
     int reps;
+    int reps_checked;           /* of those, the reps whose result the backend checked on their own inputs (a run
+                                   of the check's reference itself, or of the CPU runner's own code, counts all):
+                                   what the run's check.reps_checked says, from the backend, never inferred */
     float ms[CL_MAX_REPS];      /* device time of each timed rep (CUDA events around the kernels only,
                                    less what an empty pair of them measures: cl_conditions) */
     double h2d_ms, d2h_ms;      /* transfers, when the command moves data; 0 otherwise */
 } cl_times;
+
+/* A run of cudalab's own code (the check's reference itself, or the CPU runner's analogue of a
+ * built-in variant, each rep the same computation as the one whose result the family checks):
+ * every timed rep counts as checked. */
+static inline void cl_times_trusted(cl_times *t)
+{
+    t->reps_checked = t->reps;
+}
 
 static inline int cl_cmp_float(const void *a, const void *b)
 {

@@ -153,6 +153,8 @@ typedef struct cl_reduce_args {
     uint64_t seed;
     int reps;                     /* 1..CL_MAX_REPS */
     int warmup;
+    int kept_copies;              /* copies of the output the check of the timed reps keeps on a GPU
+                                     (cl_gpu_kept_copies): what overhead_bytes counts; 0: the drawn ones */
 } cl_reduce_args;
 
 typedef struct cl_reduce_result {

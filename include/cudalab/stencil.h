@@ -116,6 +116,8 @@ typedef struct cl_stencil_args {
     uint64_t seed;
     int reps, warmup;
     const cl_student_kernel *student; /* CL_VARIANT_STUDENT: the kernel (its own block), else NULL */
+    int kept_copies;              /* copies of the output the check of the timed reps keeps on a GPU
+                                     (cl_gpu_kept_copies): what overhead_bytes counts; 0: the drawn ones */
 } cl_stencil_args;
 
 typedef struct cl_stencil_result {

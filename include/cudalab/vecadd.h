@@ -110,12 +110,12 @@ typedef struct cl_vecadd_ops {
 
 /* Bytes per element: host->device, device->host, and kept on the device by a run: x, y, and z for
  * add, plus for a student's kernel (add only) the copies of C that the check of its timed reps
- * keeps on a GPU (CL_GPU_CHECKED_REPS; the built-in kernels are the check's reference: none). */
+ * keeps on a GPU (copies: cl_gpu_kept_copies; the built-in kernels are the check's reference: none). */
 static inline uint64_t cl_vecadd_in_bytes(cl_vecadd_op op) { return op == CL_VECADD_DAXPY ? 16 : 8; }
 static inline uint64_t cl_vecadd_out_bytes(cl_vecadd_op op) { return op == CL_VECADD_DAXPY ? 8 : 4; }
-static inline uint64_t cl_vecadd_device_bytes(cl_vecadd_op op, bool student)
+static inline uint64_t cl_vecadd_device_bytes(cl_vecadd_op op, bool student, int copies)
 {
-    return op == CL_VECADD_DAXPY ? 16 : 12 + (student ? 4 * CL_GPU_CHECKED_REPS : 0);
+    return op == CL_VECADD_DAXPY ? 16 : 12 + (student ? 4 * (uint64_t)copies : 0);
 }
 
 /* The inputs, on the host: x from even counters, y from odd ones. */

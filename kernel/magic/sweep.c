@@ -54,10 +54,13 @@ json_t *stats_json(const cl_times *t)
     for (int i = 0; i < n; i++)
         sq += (s[i] - mean) * (s[i] - mean);
     double ci = cl_median_ci_rel(s, n);
-    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:i, s:f, s:b}", "median", cl_median_sorted(s, n), "min",
-                     n ? (double)s[0] : 0.0, "max", n ? (double)s[n - 1] : 0.0, "mean", mean,
-                     "stdev", n > 1 ? sqrt(sq / (n - 1)) : 0.0, "reps", n, "ci95_rel", ci,
-                     "settled", n >= CL_REPS_AUTO_MIN && ci <= CL_REPS_SETTLED);
+    json_t *j = json_pack("{s:f, s:f, s:f, s:f, s:f, s:i, s:f, s:b}", "median", cl_median_sorted(s, n), "min",
+                          n ? (double)s[0] : 0.0, "max", n ? (double)s[n - 1] : 0.0, "mean", mean,
+                          "stdev", n > 1 ? sqrt(sq / (n - 1)) : 0.0, "reps", n, "ci95_rel", ci,
+                          "settled", n >= CL_REPS_AUTO_MIN && ci <= CL_REPS_SETTLED);
+    if (t->reps_checked > 0)        /* the sweep moves it to the run's check (add_reps_checked) */
+        json_object_set_new(j, "reps_checked", json_integer(t->reps_checked < n ? t->reps_checked : n));
+    return j;
 }
 
 /* The reasons NVML gives that slow a run down (the rest say how clocks are set, or that the GPU
@@ -105,21 +108,44 @@ static bool check_reps_all(const json_t *params)
     return v && strcmp(v, "all") == 0;
 }
 
-/* check.reps_checked of the runs from before: every timed rep where the backend checks each (the
- * CPU runner, which has no set_check_reps) or --check-reps all asked it to, else the drawn ones. A
- * check that did not run (--no-check) checked none and says nothing. */
-static void add_reps_checked(magic_ctx *ctx, json_t *runs, size_t before, bool all_reps)
+/* check.reps_checked of the runs from before, as the backend said it: the timed reps whose result
+ * it checked on their own inputs (cl_times.reps_checked, which stats_json leaves in time_ms and
+ * this moves to the check: said once); check.reps_check "all" when that is every timed rep, else
+ * "drawn" (CL_GPU_CHECKED_REPS drawn at random, or fewer than asked: the board does not rank
+ * those). A check that did not run (--no-check) checked none and says nothing. */
+static void add_reps_checked(json_t *runs, size_t before)
 {
-    bool every = all_reps || !ctx->backend || !ctx->backend->set_check_reps;
     for (size_t r = before; r < json_array_size(runs); r++) {
         json_t *run = json_array_get(runs, r), *check = json_object_get(run, "check");
-        json_int_t reps = json_integer_value(json_object_get(json_object_get(run, "time_ms"), "reps"));
+        json_t *times = json_object_get(run, "time_ms");
+        json_int_t reps = json_integer_value(json_object_get(times, "reps"));
+        json_int_t checked = json_integer_value(json_object_get(times, "reps_checked"));
+        json_object_del(times, "reps_checked");
         if (!json_is_object(check) || json_is_null(json_object_get(check, "passed")) || reps <= 0)
             continue;
-        json_object_set_new(check, "reps_checked", json_integer(every || reps < CL_GPU_CHECKED_REPS
-                                                                    ? reps : CL_GPU_CHECKED_REPS));
-        json_object_set_new(check, "reps_check", json_string(every ? "all" : "drawn"));
+        json_object_set_new(check, "reps_checked", json_integer(checked));
+        json_object_set_new(check, "reps_check", json_string(checked >= reps ? "all" : "drawn"));
     }
+}
+
+int sweep_kept_copies(const json_t *params)
+{
+    /* the most of any point, where --check-reps or --reps is swept (a list) */
+    json_t *checks = sweep_as_list(json_object_get(params, "check_reps"));
+    json_t *reps = sweep_as_list(json_object_get(params, "reps"));
+    int most = CL_GPU_CHECKED_REPS;
+    size_t i, j;
+    json_t *c, *r;
+    json_array_foreach(checks, i, c) {
+        json_array_foreach(reps, j, r) {
+            int all = json_is_string(c) && strcmp(json_string_value(c), "all") == 0;
+            int n = cl_gpu_kept_copies(all, json_is_integer(r) ? (int)json_integer_value(r) : CL_REPS_AUTO);
+            most = n > most ? n : most;
+        }
+    }
+    json_decref(checks);
+    json_decref(reps);
+    return most;
 }
 
 int sweep_reps(const json_t *params)
@@ -405,7 +431,7 @@ int sweep_run(magic_ctx *ctx, const sweep_spec *s, const json_t *params, void *u
                 ctx->backend->set_check_reps(all_reps);
             size_t before = json_array_size(runs);
             rc = s->run_point(ctx, pp, runs, user);
-            add_reps_checked(ctx, runs, before, all_reps);
+            add_reps_checked(runs, before);
             sweep_add_launch(ctx, s, pp, runs, before);
             for (size_t r = before; rc == 0 && magic_student()->lesson && r < json_array_size(runs); r++)
                 rc = magic_student()->lesson(ctx, json_array_get(runs, r), pp);

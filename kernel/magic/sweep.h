@@ -149,7 +149,7 @@ typedef int (*sweep_point_fn)(magic_ctx *ctx, const json_t *params, json_t *runs
 /* --check-reps: on a GPU, which timed reps' results are checked on their own inputs (cuda/common.h,
  * cl_cuda_reps): CL_GPU_CHECKED_REPS drawn at random (a cell's default), or every one (the class
  * board's runs). The CPU runner checks every rep whichever is asked. Each run's check says how many
- * were (check.reps_checked). */
+ * were, as the backend reported it (check.reps_checked, from cl_times.reps_checked). */
 extern const char *const sweep_check_reps_choices[];
 #define SWEEP_CHECK_REPS_FLAG \
     {.name = "check-reps", .type = FLAG_CHOICE, .def = "drawn", .choices = sweep_check_reps_choices, \
@@ -269,7 +269,8 @@ json_t *sweep_as_list(const json_t *v);
 
 /* {"median", "min", "max", "mean", "stdev", "reps", "ci95_rel", "settled"} of t->ms (ms): ci95_rel is the relative half-width of
  * the median's 95% confidence interval, settled whether that is within CL_REPS_SETTLED
- * (cudalab/measure.h: --reps auto's rule, stated for fixed counts too). */
+ * (cudalab/measure.h: --reps auto's rule, stated for fixed counts too); and "reps_checked" when the
+ * backend checked any, which the sweep moves into the run's check. */
 json_t *stats_json(const cl_times *t);
 
 /* Sets run's "conditions" from the backend's account of the run that just returned (call it before
@@ -285,6 +286,9 @@ void sweep_add_counters(magic_ctx *ctx, json_t *run);
 
 /* The point's --reps for a backend's args: the count, or CL_REPS_AUTO for "auto". */
 int sweep_reps(const json_t *params);
+/* The copies of a run's output a GPU keeps for the check of the point's timed reps (--check-reps,
+ * --reps: cl_gpu_kept_copies): what its device memory budget counts. */
+int sweep_kept_copies(const json_t *params);
 double stats_median(const cl_times *t);
 
 /* {"grid": [x,y,z], "block": [x,y,z], "smem_per_block": B, "regs_per_thread": R, "kernels": K} */

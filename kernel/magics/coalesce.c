@@ -115,7 +115,7 @@ static int check_fit(magic_ctx *ctx, const char *what, uint64_t n, double per, d
     return magic_memory_fit(ctx, &need);
 }
 
-static int check_size(magic_ctx *ctx, const char *what, uint64_t n)
+static int check_size(magic_ctx *ctx, const json_t *params, const char *what, uint64_t n)
 {
     char err[CL_ERR_LEN] = "";
     cl_device_props dev, host;
@@ -127,7 +127,7 @@ static int check_size(magic_ctx *ctx, const char *what, uint64_t n)
     if (cl_cpu_backend()->device_props(0, &host, err) != 0)
         return magic_error(ctx, "RuntimeError", "host: %s", err);
     /* in and out, and the copies of out that the check of timed reps keeps */
-    return check_fit(ctx, what, n, 4.0 * (2 + CL_GPU_CHECKED_REPS), 2.0 * dev.l2_bytes, dev.free_mem, "device") ||
+    return check_fit(ctx, what, n, 4.0 * (2 + sweep_kept_copies(params)), 2.0 * dev.l2_bytes, dev.free_mem, "device") ||
            check_fit(ctx, what, n, 4, 0, host.free_mem, "host");
 }
 
@@ -240,7 +240,7 @@ static int plan(magic_ctx *ctx, json_t *params)
         json_object_set_new(params, "size", json_integer((json_int_t)(r * c)));
         char what[96];
         snprintf(what, sizeof what, "a %" PRIu64 " x %" PRIu64 " matrix", r, c);
-        return resolve_variants(ctx, params) || check_size(ctx, what, r * c) ? -1 : 0;
+        return resolve_variants(ctx, params) || check_size(ctx, params, what, r * c) ? -1 : 0;
     }
     if (!given(params, "stride"))
         json_object_set_new(params, "stride", json_pack("[i,i,i,i,i,i]", 1, 2, 4, 8, 16, 32));
@@ -264,7 +264,7 @@ static int plan(magic_ctx *ctx, json_t *params)
                              ": neighbouring threads would fall outside the array", max_stride, n);
             break;
         }
-        if ((rc = check_size(ctx, "--size", n)))
+        if ((rc = check_size(ctx, params, "--size", n)))
             break;
     }
     json_decref(sizes);

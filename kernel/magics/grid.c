@@ -396,7 +396,7 @@ static int run_picture(magic_ctx *ctx, const json_t *params, const cl_grid_plan 
     char fit[64];
     /* Pin and Pout, and on a GPU the copies of Pout that the check of its timed reps keeps */
     bool gpu = strcmp(ctx->backend->name, "cpu") != 0;
-    double per = 4.0 * (2 + (gpu ? CL_GPU_CHECKED_REPS : 0));
+    double per = 4.0 * (2 + (gpu ? sweep_kept_copies(params) : 0));
     snprintf(fit, sizeof fit, "largest picture that fits: %.0f pixels", (double)free_mem / per);
     mem_need need = {"--data", gpu ? "Pin, Pout and the check's copies of Pout, 4 bytes a pixel each"
                                    : "Pin and Pout, 4 bytes a pixel each", "device", per * (double)n,

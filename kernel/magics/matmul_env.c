@@ -243,17 +243,19 @@ typedef struct mm_limits {
     double host_free;
 } mm_limits;
 
-static int check_point(magic_ctx *ctx, const mm_env *env, const mm_limits *lim, const json_t *pt)
+static int check_point(magic_ctx *ctx, const mm_env *env, const mm_limits *lim, const json_t *pt, int copies)
 {
     mm_dims d = mm_point_dims(pt);
     char what[128], fit[64];
     describe(pt, &d, what, sizeof what);
     double bytes = 4.0 * ((double)d.m * d.k + (double)d.k * d.n + (double)d.m * d.n);
     if (lim->device) {
+        char holds[128];
+        snprintf(holds, sizeof holds, "A, B and C, %d copies of C kept for the check of the timed reps, plus twice "
+                 "the L2 to flush it between runs", copies);
         snprintf(fit, sizeof fit, "largest square size that fits: %lld",
-                 largest_square(lim->device_free - lim->device_reserve, 3 + CL_GPU_CHECKED_REPS));
-        mem_need need = {what, "A, B and C, the check's copies of C, plus twice the L2 to flush it between runs",
-                         "device", bytes + 4.0 * CL_GPU_CHECKED_REPS * d.m * d.n + lim->device_reserve,
+                 largest_square(lim->device_free - lim->device_reserve, 3 + copies));
+        mem_need need = {what, holds, "device", bytes + 4.0 * copies * d.m * d.n + lim->device_reserve,
                          lim->device_free, fit};
         if (magic_memory_fit(ctx, &need) != 0)
             return -1;
@@ -281,7 +283,7 @@ static int check_sizes(magic_ctx *ctx, const json_t *params, const mm_env *env, 
     const json_t *s = json_object_get(params, "size"), *m = json_object_get(params, "m"),
                  *n = json_object_get(params, "n"), *k = json_object_get(params, "k");
     json_t *pt = json_object();
-    int rc = 0;
+    int rc = 0, copies = sweep_kept_copies(params);
     for (size_t a = 0; rc == 0 && a < list_len(s); a++)
         for (size_t b = 0; rc == 0 && b < list_len(m); b++)
             for (size_t c = 0; rc == 0 && c < list_len(n); c++)
@@ -290,7 +292,7 @@ static int check_sizes(magic_ctx *ctx, const json_t *params, const mm_env *env, 
                     json_object_set(pt, "m", (json_t *)list_at(m, b));
                     json_object_set(pt, "n", (json_t *)list_at(n, c));
                     json_object_set(pt, "k", (json_t *)list_at(k, e));
-                    rc = check_point(ctx, env, lim, pt);
+                    rc = check_point(ctx, env, lim, pt, copies);
                 }
     json_decref(pt);
     return rc;

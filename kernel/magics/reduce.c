@@ -194,21 +194,28 @@ static void fmt_count(uint64_t n, char *buf, size_t len)
         snprintf(buf, len, "%" PRIu64, n);
 }
 
-/* Bytes a run of n elements needs on the backend of `ops` (fit_largest's form). */
-static double need_bytes(uint64_t n, const void *ops_)
+/* A backend, and the copies its check keeps (cl_reduce_args.kept_copies). */
+typedef struct reduce_budget {
+    const cl_reduce_ops *ops;
+    int kept_copies;
+} reduce_budget;
+
+/* Bytes a run of n elements needs on the backend of `budget_` (fit_largest's form). */
+static double need_bytes(uint64_t n, const void *budget_)
 {
-    const cl_reduce_ops *ops = ops_;
-    cl_reduce_args a = {.n = n, .op = CL_REDUCE_SUM, .dtype = CL_REDUCE_INT, .block = 32};
-    return (double)n * 4.0 + (double)ops->overhead_bytes(&a);
+    const reduce_budget *b = budget_;
+    cl_reduce_args a = {.n = n, .op = CL_REDUCE_SUM, .dtype = CL_REDUCE_INT, .block = 32,
+                        .kept_copies = b->kept_copies};
+    return (double)n * 4.0 + (double)b->ops->overhead_bytes(&a);
 }
 
 /* Refuses a size whose buffers cannot fit in `free_b` bytes, before anything is
  * allocated, naming the largest size that fits. */
-static int check_memory(magic_ctx *ctx, const cl_reduce_ops *ops, uint64_t n, uint64_t free_b, bool host)
+static int check_memory(magic_ctx *ctx, const reduce_budget *budget, uint64_t n, uint64_t free_b, bool host)
 {
-    if (free_b == 0 || need_bytes(n, ops) <= (double)free_b)
+    if (free_b == 0 || need_bytes(n, budget) <= (double)free_b)
         return 0;
-    uint64_t lo = fit_largest(need_bytes, ops, (double)free_b, n);
+    uint64_t lo = fit_largest(need_bytes, budget, (double)free_b, n);
     char what[48], size[32], fit[64];
     fmt_count(n, size, sizeof size);
     snprintf(what, sizeof what, "--size %s", size);
@@ -216,7 +223,7 @@ static int check_memory(magic_ctx *ctx, const cl_reduce_ops *ops, uint64_t n, ui
         snprintf(fit, sizeof fit, "largest size that fits: %" PRIu64, lo);
     else
         snprintf(fit, sizeof fit, "not even one element fits");
-    mem_need need = {what, NULL, host ? "host" : "device", need_bytes(n, ops), (double)free_b, fit};
+    mem_need need = {what, NULL, host ? "host" : "device", need_bytes(n, budget), (double)free_b, fit};
     return magic_memory_fit(ctx, &need);
 }
 
@@ -239,12 +246,13 @@ static int check_sizes(magic_ctx *ctx, const json_t *params, rd_env *env)
     if (gpu && want_cpu && cl_cpu_backend()->device_props(0, &hostp, err) != 0)
         return magic_error(ctx, "RuntimeError", "host: %s", err);
     json_t *sizes = sweep_as_list(json_object_get(params, "size"));
-    int rc = 0;
+    int rc = 0, copies = sweep_kept_copies(params);
+    reduce_budget on_backend = {env->ops, copies}, on_host = {env->host_ops, copies};
     json_array_foreach(sizes, i, v) {
         uint64_t n = (uint64_t)json_integer_value(v);
-        if ((want_dev || !gpu) && (rc = check_memory(ctx, env->ops, n, dev.free_mem, !gpu)) != 0)
+        if ((want_dev || !gpu) && (rc = check_memory(ctx, &on_backend, n, dev.free_mem, !gpu)) != 0)
             break;
-        if (gpu && want_cpu && (rc = check_memory(ctx, env->host_ops, n, hostp.free_mem, true)) != 0)
+        if (gpu && want_cpu && (rc = check_memory(ctx, &on_host, n, hostp.free_mem, true)) != 0)
             break;
     }
     json_decref(sizes);

@@ -325,7 +325,7 @@ static int check_sizes(magic_ctx *ctx, json_t *p, const st_env *env, int min_sid
             break;
         }
         double n = (double)nx * (double)ny, free_b = gpu ? (double)dev.free_mem : (double)host.free_mem;
-        cl_stencil_args a = {.dim = env->dim, .nx = nx, .ny = ny};
+        cl_stencil_args a = {.dim = env->dim, .nx = nx, .ny = ny, .kept_copies = sweep_kept_copies(p)};
         double need = 8.0 * n + (double)env->ops->overhead_bytes(&a);
         double host_need = (env->check ? 8.0 * n : 0) + (gpu ? 0 : 8.0 * n);
         const char *where = gpu ? "device" : "host";

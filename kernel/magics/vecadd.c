@@ -215,7 +215,7 @@ static int validate(magic_ctx *ctx, json_t *params)
     json_array_foreach(ops, i, v) {
         cl_vecadd_op op = strcmp(json_string_value(v), "daxpy") == 0 ? CL_VECADD_DAXPY : CL_VECADD_ADD;
         per = op == CL_VECADD_DAXPY ? 16 : per;
-        double d = (double)cl_vecadd_device_bytes(op, student);
+        double d = (double)cl_vecadd_device_bytes(op, student, sweep_kept_copies(params));
         device_per = d > device_per ? d : device_per;
     }
     json_array_foreach(sizes, i, v) {
@@ -317,7 +317,9 @@ static int va_point(magic_ctx *ctx, const json_t *pt, json_t *runs, void *user)
                            "%%vecadd --variant %s --op %s --memory %s (size %" PRIu64 "): %s", variant, opname,
                            memory, a.n, err);
     }
-    cl_times total = {.reps = r->kernel.reps};
+    /* the reps checked are the run's: said once, in time_ms (the sweep moves them to its check) */
+    cl_times total = {.reps = r->kernel.reps, .reps_checked = r->kernel.reps_checked};
+    r->kernel.reps_checked = 0;
     for (int i = 0; i < total.reps; i++)
         total.ms[i] = r->h2d.ms[i] + r->kernel.ms[i] + r->d2h.ms[i];
     double h = stats_median(&r->h2d), k = stats_median(&r->kernel), d = stats_median(&r->d2h);

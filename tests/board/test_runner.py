@@ -18,7 +18,7 @@ import pytest
 from board_runs import (CPU, HONEST_ADD, PROBLEMS, REPO, TILED_MATMUL, MemoryStore, board, run_all, vecadd)  # noqa: F401
 from cudalab_board.problems import ProblemError, load_problems, problem_from_json, submission_flags
 from cudalab_board.runner import (CHECK_REPS_FLAG, LANES_ENV, PIPELINE_LANES, SCRUBBED_ENV, Runner,
-                                  default_lanes, physical_bound)
+                                  default_lanes, physical_bound, unchecked_reps)
 from conftest import kernel_binary
 
 # The CPU runner's reps per run (CL_SIMT_MAX_REPS, include/cudalab/simt.h): --reps auto stops there.
@@ -36,6 +36,7 @@ def test_honest_vecadd_is_ranked_at_every_hidden_size_against_its_reference(boar
     assert [(r["size"], r["seed"]) for r in res["sizes"]] == problem.timed_runs()
     for row in res["sizes"]:
         assert row["reps"] == CPU_RUNNER_REPS                 # every timed rep, each checked (the CPU runner)
+        assert row["reps_checked"] == row["reps"]             # as the backend said it
         assert set(row["references"]) == {"builtin"}          # the reference ran in the same run
         assert row["median_ms"] > 0 and row["bound"]["bound_ms"] < row["median_ms"]
     assert res["backend"] == "cpu" and res["gpu"] and res["run_at"]
@@ -174,6 +175,22 @@ def test_the_lanes_pipeline_turns_in_warm_kernels_each_run_timed_alone(tmp_path)
     # the host's choice of lanes: CUDALAB_BOARD_LANES, a bad value said and refused
     assert default_lanes({LANES_ENV: "6"}) == 6 and default_lanes({}) == PIPELINE_LANES
     assert default_lanes({LANES_ENV: "0"}) == default_lanes({LANES_ENV: "two"}) == PIPELINE_LANES
+
+
+def test_a_run_whose_backend_checked_fewer_reps_than_it_timed_is_not_ranked(board):
+    """The runner reads check.reps_checked, what the backend's harness says it checked: an honest run's own
+    document ranks; the same with one rep fewer checked, or none said, does not, and says why."""
+    store, runner = board
+    sid = store.submit("t.vecadd", vecadd())
+    run_all(store, runner)
+    assert store.subs[sid]["status"] == "ranked", store.subs[sid]
+    row = store.subs[sid]["result"]["sizes"][0]
+    honest = {"check": {"passed": True, "reps_checked": row["reps_checked"]}, "time_ms": {"reps": row["reps"]}}
+    assert unchecked_reps(honest) is None
+    fewer = {**honest, "check": {"passed": True, "reps_checked": row["reps"] - 1}}
+    assert f"checked {row['reps'] - 1} of its {row['reps']} timed reps" in unchecked_reps(fewer)
+    assert CHECK_REPS_FLAG in unchecked_reps(fewer)
+    assert "did not say" in unchecked_reps({**honest, "check": {"passed": True}})
 
 
 def test_unknown_problem_and_family_mismatch_are_errors_not_runs(board):

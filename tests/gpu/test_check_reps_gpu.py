@@ -4,8 +4,9 @@ inputs, not two drawn at random (cuda/common.h, cl_cuda_reps; docs/security.md l
 A matmul that is wrong on one timed rep only (the fifth of ten: honest on the warm-up, the quick check,
 the other reps and the last launch) escapes the default draw of two reps eight runs in ten; under
 --check-reps all it fails every run with the CheckError naming that rep. An honest kernel passes under
-both, and each run's check says how many reps were checked (check.reps_checked: 10 under all, 2
-drawn) and how (check.reps_check). Skipped without a GPU (the gpu_doc fixture), failing loudly under
+both, and each run's check says how many reps the backend's harness checked (check.reps_checked: 10
+under all, 2 drawn; the reference itself, cuBLAS, all of them) and how (check.reps_check). A size whose
+copies for --check-reps all cannot fit on the device is refused before it runs. Skipped without a GPU (the gpu_doc fixture), failing loudly under
 CUDALAB_REQUIRE_GPU=1."""
 from __future__ import annotations
 
@@ -44,3 +45,24 @@ def test_the_document_says_how_many_reps_were_checked(kc):  # noqa: F811
         run = doc["runs"][0]
         assert run["check"]["passed"] is True
         assert run["check"]["reps_checked"] == checked and run["check"]["reps_check"] == how, run["check"]
+
+
+def test_built_in_variants_say_what_the_harness_checked(kc):  # noqa: F811
+    """The numbers come from the backend: a built-in that is checked (tiled) keeps two drawn reps, the
+    reference itself (cublas) has nothing to be checked against and counts every rep."""
+    c, _, doc = cell(kc, f"%matmul --size {RUN} --variant tiled,cublas --reps {REPS} --warmup {WARMUP}",
+                     timeout=300)
+    assert c["status"] == "ok", c
+    checks = {r["variant"]: r["check"] for r in doc["runs"]}
+    assert (checks["tiled"]["reps_checked"], checks["tiled"]["reps_check"]) == (2, "drawn"), checks
+    assert (checks["cublas"]["reps_checked"], checks["cublas"]["reps_check"]) == (REPS, "all"), checks
+
+
+def test_check_reps_all_copies_that_cannot_fit_are_refused_up_front(kc):  # noqa: F811
+    """8192² floats kept once per rep of --reps 1000 (256 GiB) fit no GPU: a MemoryError naming the
+    copies before anything runs; drawn (two copies) the same size is not refused for memory."""
+    c, _, doc = cell(kc, "%matmul --size 8192 --variant tiled --reps 1000 --check-reps all --no-check", timeout=300)
+    assert c["status"] == "error" and c["ename"] == "MemoryError", c
+    assert "1000 copies of C kept" in c["evalue"] and doc is None, c["evalue"]
+    c, _, _ = cell(kc, "%matmul --size 8192 --variant tiled --reps 2 --warmup 0 --no-check", timeout=300)
+    assert c["status"] == "ok", c

@@ -406,7 +406,8 @@ static void magic_refusals(void **state)
 
 /* ---- a fake CUDA backend ---- */
 
-static int fake_mode;                   /* 0: runs fine, 1: run fails, 2: C is wrong */
+static int fake_mode;                   /* 0: runs fine, 1: run fails, 2: C is wrong, 3: right, but checked
+                                           one timed rep fewer than it ran (a harness that lost one) */
 
 static int fake_count(int *count, char *err)
 {
@@ -449,6 +450,8 @@ static int fake_run(int variant, const cl_matmul_args *a, cl_matmul_result *out,
     snprintf(out->precision, sizeof out->precision, "%s", cl_matmul_variants[variant].flags & CL_MATMUL_TF32 ? "tf32" : "fp32");
     if (rc == 0 && fake_mode == 2 && a->c)
         a->c[0] += 1.0f;
+    if (rc == 0 && fake_mode == 3)
+        out->times.reps_checked = out->times.reps - 1;
     return rc;
 }
 
@@ -458,6 +461,17 @@ static bool fake_has(int v)
     return v == CL_MATMUL_V_FAST || v == CL_MATMUL_V_CUBLAS_TF32;
 }
 static const cl_matmul_ops fake_ops = { fake_has, fake_run, false };
+
+/* whether the sweep asked for --check-reps all (it asks for the default again after the command) */
+static int fake_check_all;
+static void fake_set_check_reps(int all)
+{
+    fake_check_all |= all;
+}
+static const cl_backend fake_checking_backend = {
+    .name = "cuda", .abi = CL_BACKEND_ABI, .device_count = fake_count, .device_props = fake_props,
+    .versions = fake_versions, .matmul = &fake_ops, .set_check_reps = fake_set_check_reps,
+};
 
 static const cl_backend fake_backend = {
     .name = "cuda", .abi = CL_BACKEND_ABI, .device_count = fake_count, .device_props = fake_props,
@@ -649,6 +663,74 @@ static void magic_roofline(void **state)
     sink_free(&s, &ctx);
 }
 
+/* check.reps_checked is what the backend says it checked, never what was asked: one fewer than the
+ * timed reps, under --check-reps all too, is said ("drawn"), and the sweep still asked for all. */
+static void magic_reps_checked_from_backend(void **state)
+{
+    (void)state;
+    sink s;
+    magic_ctx ctx;
+    fake_mode = 0;
+    fake_check_all = 0;
+    assert_int_equal(run_quiet("%matmul --size 16 --variant fast --reps 4 --warmup 0 --check-reps all",
+                               &fake_checking_backend, &s, &ctx), 0);
+    const json_t *check = json_object_get(run_at(&s, 0), "check");
+    assert_int_equal(fake_check_all, 1);
+    assert_int_equal(json_integer_value(json_object_get(check, "reps_checked")), 4);
+    assert_string_equal(json_string_value(json_object_get(check, "reps_check")), "all");
+    /* said once: in the check, not left in the timings */
+    assert_null(json_object_get(json_object_get(run_at(&s, 0), "time_ms"), "reps_checked"));
+    sink_free(&s, &ctx);
+
+    fake_mode = 3;
+    assert_int_equal(run_quiet("%matmul --size 16 --variant fast --reps 4 --warmup 0 --check-reps all",
+                               &fake_checking_backend, &s, &ctx), 0);
+    check = json_object_get(run_at(&s, 0), "check");
+    assert_true(json_is_true(json_object_get(check, "passed")));
+    assert_int_equal(json_integer_value(json_object_get(check, "reps_checked")), 3);
+    assert_string_equal(json_string_value(json_object_get(check, "reps_check")), "drawn");
+    sink_free(&s, &ctx);
+    fake_mode = 0;
+
+    /* --no-check: nothing checked, nothing said */
+    assert_int_equal(run_quiet("%matmul --size 16 --variant fast --reps 2 --no-check", &fake_checking_backend,
+                               &s, &ctx), 0);
+    assert_null(json_object_get(json_object_get(run_at(&s, 0), "check"), "reps_checked"));
+    sink_free(&s, &ctx);
+}
+
+/* The device budget counts the copies of C that --check-reps all keeps (one per timed rep: --reps N,
+ * or the CL_REPS_AUTO_MIN --reps auto always runs), so a size that fits two drawn copies but not
+ * those is refused before anything runs, saying how many copies and the largest size that does fit. */
+static void magic_check_reps_all_budget(void **state)
+{
+    (void)state;
+    sink s;
+    magic_ctx ctx;
+    fake_mode = 0;
+    /* 1 GiB free, twice the 1 MiB L2 reserved: 4000² floats × (3 + 2) fit, × (3 + 50) do not; 6000²
+     * × (3 + 2) fit, × (3 + 10) do not */
+    assert_int_equal(run_quiet("%matmul --size 4000 --variant fast --reps 50 --no-check", &fake_checking_backend,
+                               &s, &ctx), 0);
+    sink_free(&s, &ctx);
+    static const struct { const char *cell; int copies; } refused[] = {
+        {"%matmul --size 4000 --variant fast --reps 50 --no-check --check-reps all", 50},
+        {"%matmul --size 6000 --variant fast --reps auto --no-check --check-reps all", CL_REPS_AUTO_MIN},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        assert_int_equal(run_quiet(refused[i].cell, &fake_checking_backend, &s, &ctx), -1);
+        assert_string_equal(ctx.error.ename, "MemoryError");
+        assert_int_equal(s.docs, 0);            /* refused up front, not failed mid-run */
+        char copies[64], largest[64];
+        snprintf(copies, sizeof copies, "%d copies of C kept", refused[i].copies);
+        snprintf(largest, sizeof largest, "largest square size that fits: %lld",
+                 (long long)floor(sqrt((double)((1ull << 30) - (2u << 20)) / (4.0 * (3 + refused[i].copies)))));
+        if (!strstr(ctx.error.evalue, copies) || !strstr(ctx.error.evalue, largest))
+            fail_msg("%s: %s (wanted '%s' and '%s')", refused[i].cell, ctx.error.evalue, copies, largest);
+        sink_free(&s, &ctx);
+    }
+}
+
 static void magic_fake_gpu(void **state)
 {
     (void)state;
@@ -774,6 +856,8 @@ int main(void)
         cmocka_unit_test(magic_all_variants_cpu),
         cmocka_unit_test(magic_refusals),
         cmocka_unit_test(magic_fake_gpu),
+        cmocka_unit_test(magic_reps_checked_from_backend),
+        cmocka_unit_test(magic_check_reps_all_budget),
         cmocka_unit_test(magic_counters),
         cmocka_unit_test(magic_roofline),
         cmocka_unit_test(magic_sm90a_only_where_it_runs),
