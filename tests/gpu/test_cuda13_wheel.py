@@ -46,7 +46,7 @@ def _wheelhouse(tmp: Path) -> tuple[list[str], bool]:
     if given:
         missing = [p for p in given if not Path(p).is_dir()]
         assert not missing, f"CUDALAB_WHEELHOUSE names folders that do not exist: {missing}"
-        assert any(Path(p).glob("cudalab-*.whl") for p in given), f"no cudalab wheel in {given}"
+        assert any(next(Path(p).glob("cudalab-*.whl"), None) for p in given), f"no cudalab wheel in {given}"
         return given, True
     missing = subprocess.run([sys.executable, "-c", "import auditwheel, setuptools"], capture_output=True)
     if missing.returncode != 0:
@@ -78,7 +78,7 @@ def site(gpu, tmp_path_factory) -> Path:
 
 def _has_nvidia_wheels(links: list[str], offline: bool) -> bool:
     """Whether the extra can be installed: from PyPI, or from NVIDIA's wheels in the wheelhouse."""
-    return not offline or any(Path(p).glob("nvidia_*.whl") for p in links)
+    return not offline or any(next(Path(p).glob("nvidia_*.whl"), None) for p in links)
 
 
 def _from_wheels(site: Path) -> bool:
