@@ -286,4 +286,4 @@ def test_the_vendored_chart_says_where_it_came_from():
     assert f"tag `{CHART_VERSION}`" in readme and "zero-to-jupyterhub-k8s" in readme
     assert (CHART / "LICENSE").read_text().startswith("BSD 3-Clause License")
     assert f"--version {CHART_VERSION}" in (Z2JH / "config.yaml").read_text()
-    assert f"--version {CHART_VERSION}" in (REPO / "docs" / "deployment-kubernetes.md").read_text()
+    assert f"--version {CHART_VERSION}" in (REPO / "docs" / "deployment.md").read_text()
