@@ -73,17 +73,19 @@ def hub():
     state["loop"].add_callback(state["loop"].stop)
 
 
-def start_service(tmp_path, hub_url, *, class_view=True):
+def start_service(tmp_path, hub_url, *, class_view=True, problems_json=None, runner_env=None):
+    """The service on a free port: (process, its base URL). runner_env: run submissions with that
+    environment added (CUDALAB_BIN…), else --no-runner."""
     port = free_port()
     problems = tmp_path / "problems.json"
-    problems.write_text(json.dumps(PROBLEMS))
-    env = dict(os.environ, PYTHONPATH=str(REPO / "board"), JUPYTERHUB_API_URL=hub_url,
+    problems.write_text(json.dumps(problems_json or PROBLEMS))
+    env = dict(os.environ, **(runner_env or {}), PYTHONPATH=str(REPO / "board"), JUPYTERHUB_API_URL=hub_url,
                JUPYTERHUB_API_TOKEN=SERVICE_TOKEN, JUPYTERHUB_SERVICE_NAME="board",
                JUPYTERHUB_SERVICE_PREFIX=PREFIX, JUPYTERHUB_CLIENT_ID="service-board",
                JUPYTERHUB_HOST="", JUPYTERHUB_OAUTH_CALLBACK_URL=PREFIX + "oauth_callback",
                JUPYTERHUB_BASE_URL="/")
     command = [sys.executable, "-m", "cudalab_board", "serve", "--db", f"sqlite:///{tmp_path}/board.sqlite",
-               "--problems", str(problems), "--port", str(port), "--no-runner"]
+               "--problems", str(problems), "--port", str(port)] + ([] if runner_env else ["--no-runner"])
     if class_view:
         command.append("--class-view")
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
