@@ -316,17 +316,33 @@ def test_lms_launches_log_in_course_members_in_their_groups_and_no_one_else(cour
         assert status == 404, email
 
 
+def transcript(line: str) -> None:
+    """CUDALAB_TRANSCRIPT=FILE: the login → spawn → %device steps written there as they happen (for
+    a deployment's record; nothing is written otherwise)."""
+    if os.environ.get("CUDALAB_TRANSCRIPT"):
+        with open(os.environ["CUDALAB_TRANSCRIPT"], "a") as f:
+            f.write(line.rstrip() + "\n")
+
+
 def test_student_spawns_cudalab_whose_kernels_speak_ipc(course_hub: CourseHub):
-    browser, _ = lti_launch(course_hub, "ben@example.edu", [LEARNER_ROLE])
+    browser, landed = lti_launch(course_hub, "ben@example.edu", [LEARNER_ROLE])
+    ben = user(course_hub, "ben")
+    transcript(f"LMS → hub: LTI 1.3 launch of ben@example.edu (Learner) → {landed.status_code} "
+               f"{landed.headers.get('Location')}; user {ben['name']}, groups {ben['groups']}, admin {ben['admin']}")
+    started = time.monotonic()
     spawn = browser.get(f"{course_hub.url}/hub/spawn/ben", allow_redirects=False, timeout=30)
     assert spawn.status_code in (302, 303), (spawn.status_code, course_hub.log_text()[-3000:])
     _poll("ben's server", SERVER_START_TIMEOUT,
           lambda: user(course_hub, "ben")["servers"].get("", {}).get("ready"), course_hub.log_text)
     token = token_of(course_hub, "ben")
     server = course_hub.url + user(course_hub, "ben")["server"].rstrip("/")
+    transcript(f"GET /hub/spawn/ben → {spawn.status_code}; the server ready at {urlparse(server).path}/ after "
+               f"{time.monotonic() - started:.1f} s")
     kernel = requests.post(f"{server}/api/kernels", json={"name": "cudalab"}, timeout=30,
                            headers={"Authorization": f"token {token}"})
     assert kernel.status_code == 201, kernel.text
+    transcript(f"POST {urlparse(server).path}/api/kernels {{\"name\": \"cudalab\"}} → {kernel.status_code}, "
+               f"kernel {kernel.json()['id']}")
     session = uuid.uuid4().hex
     ws = websocket.create_connection(server.replace("http://", "ws://") +
                                      f"/api/kernels/{kernel.json()['id']}/channels?session_id={session}",
@@ -348,6 +364,10 @@ def test_student_spawns_cudalab_whose_kernels_speak_ipc(course_hub: CourseHub):
     assert json.loads((course_hub.identities / "uids.json").read_text())[str(uid)] == "ben"
     connection = next(a for a in kernels[0].cmdline() if a.endswith(".json"))
     assert json.loads(Path(connection).read_text())["transport"] == "ipc"
+    transcript(f"the kernel: pid {kernels[0].pid}, uid {uid} (ben), transport ipc; %device →")
+    for m in iopub:
+        if m["msg_type"] in ("execute_result", "display_data"):
+            transcript(m["content"]["data"].get("text/plain", ""))
 
 
 def _call(method: str, url: str, token: str, timeout: float = 60, **kw) -> dict:
