@@ -18,6 +18,7 @@ import pytest
 import requests
 
 from conftest import REPO, kernel_binary, serving
+from test_board_browser import NAIVE
 from test_lab_browser import Lab, Page, _by, browser, run_all_cells, skip_if_missing  # noqa: F401 (a fixture)
 
 sys.path.insert(0, str(REPO / "tests" / "board"))
@@ -27,17 +28,6 @@ from test_service import auth, hub, start_service  # noqa: E402,F401 (a fixture)
 PROBLEM = "t.matmul"
 LEADERBOARD = f"%leaderboard {PROBLEM}"
 SCREENSHOT = REPO / "docs" / "screenshots" / "leaderboard.png"
-NAIVE_MATMUL = """__global__ void NAME(const float *A, const float *B, float *C, int M, int N, int K)
-{
-    int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
-    if (row < M && col < N) {
-        float sum = 0.0f;
-        for (int k = 0; k < K; k++)
-            sum += A[row * K + k] * B[k * N + col];
-        C[row * N + col] = sum;
-    }
-}
-"""
 # (token, the kernel's name, its source): the fake hub's students s0…s3; s0, whose view is shown, also
 # submitted an earlier version that forgot the second barrier (the next phase overwrites tiles still read)
 SUBMISSIONS = [("tok-s0", "mytiled", TILED_MATMUL),
@@ -46,7 +36,7 @@ SUBMISSIONS = [("tok-s0", "mytiled", TILED_MATMUL),
                ("tok-s1", "unrolled", TILED_MATMUL.replace("        for (int k = 0; k < TILE; k++)",
                                                            "        #pragma unroll\n        for (int k = 0; k < TILE; k++)")),
                # reads A and B from global memory in its loop: the lesson check fails it
-               ("tok-s2", "naive2", NAIVE_MATMUL),
+               ("tok-s2", "naive2", NAIVE.format(name="NAME")),
                ("tok-s3", "restrict", TILED_MATMUL.replace("const float *A, const float *B, float *C",
                                                           "const float *__restrict__ A, const float *__restrict__ B, "
                                                           "float *__restrict__ C"))]
