@@ -32,6 +32,9 @@ NATIVE_FILES = (("bin/cudalab", 0o755), ("lib/cudalab/simt/cudalab-runner", 0o75
                 ("lib/cudalab/simt/cudalab_simt.h", 0o644))
 CUDA_BACKEND = "lib/cudalab/libcudalab_cuda.so"
 KERNELSPEC = "share/jupyter/kernelspecs/cudalab"
+# what building from source needs besides make, said by both of run_make's errors
+BUILD_NEEDS = ("a C11 compiler, awk and the headers of libzmq, jansson and OpenSSL (Debian: apt install "
+               "build-essential libzmq3-dev libjansson-dev libssl-dev)")
 
 
 def run_make() -> Path:
@@ -41,16 +44,13 @@ def run_make() -> Path:
                  "or build from the sdist or a checkout (which hold the C sources and the Makefile)")
     make = shutil.which("make")
     if make is None:
-        sys.exit("cudalab: building from source needs make, a C11 compiler, awk and the headers of "
-                 "libzmq, jansson and OpenSSL (Debian: apt install build-essential libzmq3-dev "
-                 "libjansson-dev libssl-dev)")
+        sys.exit(f"cudalab: building from source needs make, {BUILD_NEEDS}")
     jobs = str(max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
     cmd = [make, "-C", str(ROOT), f"-j{jobs}", "--no-print-directory", "all", f"BUILD={SDIST_BUILD}"]
     print("cudalab: building the kernel from source:", " ".join(cmd), flush=True)
     if subprocess.run(cmd).returncode != 0:
-        sys.exit("cudalab: `make all` failed (above); it needs a C11 compiler, awk and the headers of "
-                 "libzmq, jansson and OpenSSL (Debian: apt install build-essential libzmq3-dev "
-                 "libjansson-dev libssl-dev); nvcc is optional (CPU-only without it)")
+        sys.exit(f"cudalab: `make all` failed (above); it needs {BUILD_NEEDS}; nvcc is optional (CPU-only "
+                 "without it)")
     return ROOT / SDIST_BUILD
 
 
