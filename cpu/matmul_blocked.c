@@ -147,10 +147,11 @@ BLOCKED(wide, 128, 256, 32, 256, 2 * 32 * (132 + 256) * 4, CL_MATMUL_FMT_FP32, A
 BLOCKED(wmma_tf32, 128, 128, 16, 256, 2 * (128 * 20 + 16 * 132) * 4, CL_MATMUL_FMT_TF32, ROUNDED("TF32"))
 BLOCKED(wmma_fp16, 128, 128, 16, 256, 2 * (128 * 24 + 16 * 136) * 2, CL_MATMUL_FMT_FP16, ROUNDED("FP16"))
 BLOCKED(wmma_bf16, 128, 128, 16, 256, 2 * (128 * 24 + 16 * 136) * 2, CL_MATMUL_FMT_BF16, ROUNDED("BF16"))
-/* Hopper's 128×256 tiles: 4 stages of 32-deep slices of A and Bᵀ on the GPU (matmul_wgmma.cu) */
-BLOCKED(wgmma_tf32, 128, 256, 16, 384, 4 * 32 * (128 + 256) * 4, CL_MATMUL_FMT_TF32,
+/* Hopper's TF32 kernel: 256×128 tiles of C (it computes Cᵀ in 128×256 ones), 4 stages of 32-deep
+ * slices of A and B on the GPU (matmul_wgmma.cu) */
+BLOCKED(wgmma_tf32, 256, 128, 16, 384, 4 * 32 * (256 + 128) * 4, CL_MATMUL_FMT_TF32,
         " copied to local arrays rounded to TF32 (10-bit mantissa), float products and sums")
-/* its FP16 and BF16 kernels: the same tiles and ring, 64-deep slices of 16-bit elements (the same bytes) */
+/* its FP16 and BF16 kernels: 128×256 tiles, 64-deep slices of 16-bit elements (the same bytes) */
 #define WGMMA_16BIT(f) " copied to local arrays rounded to " f ", float products and sums"
 BLOCKED(wgmma_fp16, 128, 256, 16, 384, 4 * 64 * (128 + 256) * 2, CL_MATMUL_FMT_FP16, WGMMA_16BIT("FP16"))
 BLOCKED(wgmma_bf16, 128, 256, 16, 384, 4 * 64 * (128 + 256) * 2, CL_MATMUL_FMT_BF16, WGMMA_16BIT("BF16"))

@@ -1,8 +1,9 @@
 /* matmul_wgmma_stage.cu — the passes that put A and B in the form a
  * tensor-core product reads, before it: FP32 to FP16 or BF16 (or left as
  * floats for TF32), rows padded with zeros to a multiple of 16 bytes (TMA's
- * alignment), and B transposed into Bᵀ (wgmma reads both operands K-major:
- * matmul_wgmma.cu says why). They run inside a variant's launch, so they are
+ * alignment), and for FP16 and BF16 B transposed into Bᵀ (their wgmma reads
+ * both operands K-major: matmul_wgmma.cu says why; TF32 reads B as it is).
+ * They run inside a variant's launch, so they are
  * timed, and both sides of a comparison pay them: wgmma-fp16 converts A and
  * makes a converted Bᵀ, cublas-fp16 converts A and B (the same bytes read and
  * written), and the ratio of the two is a ratio of whole half-precision
@@ -142,9 +143,9 @@ int mm_stage_transpose(const float *b, void *bt, int k, int n, int k_p, cl_matmu
         mm_stage_transpose_kernel<__nv_bfloat16><<<(unsigned)tiles, block>>>(b, (__nv_bfloat16 *)bt, k, n, k_p,
                                                                              (int)tiles_k);
         break;
-    default:
-        mm_stage_transpose_kernel<float><<<(unsigned)tiles, block>>>(b, (float *)bt, k, n, k_p, (int)tiles_k);
-        break;
+    default:                        /* TF32 reads B as it is (matmul_wgmma.cu): no transposed copy */
+        snprintf(err, CL_ERR_LEN, "Bᵀ is staged for FP16 and BF16 only");
+        return -1;
     }
     return mm_launched("mm_stage_transpose_kernel (Bᵀ)", err);
 }

@@ -131,19 +131,20 @@ CL_HD float cl_matmul_b(uint64_t seed, uint64_t i)
       "for wgmma-bf16); then chosen by cuBLAS; sm_80+",                                                         \
       "cublasGemmEx on BF16 inputs with FP32 accumulation (CUBLAS_COMPUTE_32F): the reference for "             \
       "the bfloat16 rungs", CL_V_LIBRARY | CL_MATMUL_BF16 | CL_MATMUL_SM80, 0)                                  \
-    X(CL_MATMUL_V_WGMMA_TF32, "wgmma-tf32", wgmma_tf32, "Bᵀ by a transpose kernel first (timed too); then 384 " \
-      "threads per block, 128×256 tiles of C, clusters of 2, persistent (as many clusters as fit at once)",     \
+    X(CL_MATMUL_V_WGMMA_TF32, "wgmma-tf32", wgmma_tf32, "Cᵀ = Bᵀ·Aᵀ, B's slices read into registers (no "   \
+      "transpose); 384 threads per block, 256×128 tiles of C, clusters of 2, persistent (as many clusters as "  \
+      "fit at once)",                                                                                           \
       "Hopper's asynchronous warpgroup MMA fed by TMA: a producer warpgroup streams 128-byte "                  \
       "swizzled tiles into a 4-stage mbarrier ring while two consumer warpgroups run wgmma on "                 \
       "TF32 tensor cores (H100, sm_90a only)", CL_MATMUL_TF32 | CL_MATMUL_SM90A, 0)                             \
     X(CL_MATMUL_V_WGMMA_FP16, "wgmma-fp16", wgmma_fp16, "A to FP16 and B to FP16 Bᵀ first (timed too); then " \
       "384 threads per block, 128×256 tiles of C, clusters of 2, persistent (as many clusters as fit at once)", \
-      "the wgmma-tf32 kernel on FP16: 64-deep slices in the same 128-byte swizzled rows, "                      \
-      "wgmma m64n256k16 at twice TF32's rate, FP32 accumulation (sm_90a only)",                                 \
+      "the wgmma-tf32 ring on FP16, both operands from shared memory: 64-deep slices in the same "              \
+      "128-byte swizzled rows, wgmma m64n256k16 at twice TF32's rate, FP32 accumulation (sm_90a only)",         \
       CL_MATMUL_FP16 | CL_MATMUL_SM90A, 0)                                                                      \
     X(CL_MATMUL_V_WGMMA_BF16, "wgmma-bf16", wgmma_bf16, "A to BF16 and B to BF16 Bᵀ first (timed too); then " \
       "384 threads per block, 128×256 tiles of C, clusters of 2, persistent (as many clusters as fit at once)", \
-      "the wgmma-tf32 kernel on BF16: FP32's range with a 7-bit mantissa, the format most "                     \
+      "the wgmma-fp16 kernel on BF16: FP32's range with a 7-bit mantissa, the format most "                     \
       "training runs in, at FP16's rate (sm_90a only)", CL_MATMUL_BF16 | CL_MATMUL_SM90A, 0)
 
 /* The family's own variant flags. The first three say what a GPU multiplies
