@@ -239,6 +239,30 @@ __device__ __forceinline__ void load2(const float *__restrict__ in, long long p,
         v[e] = p + e >= 0 && p + e < n ? __ldg(in + p + e) : 0.0f;
 }
 
+/* Input row yy's window [x0-S, x0+W-S) (ghost cells 0) into row: 16-byte loads from x0 - S rounded
+ * up to a whole float4, and where S is 2 past one (r = 2, 6) an 8-byte load at each edge — the
+ * fewest load instructions that read no column the thread does not add (5x5: 3 a row, not 4). */
+template <int S, int W>
+__device__ __forceinline__ void load_row(const float *__restrict__ in, int yy, int x0, int nx, int ny, bool aligned,
+                                         float *row)
+{
+    constexpr int EDGE = S % 4 == 2 ? 2 : 0;
+    if (yy < 0 || yy >= ny) {
+#pragma unroll
+        for (int e = 0; e < W; e++)
+            row[e] = 0.0f;
+        return;
+    }
+    const float *line = in + (size_t)yy * nx;
+    if (EDGE)
+        load2(line, x0 - S, nx, aligned, row);
+#pragma unroll
+    for (int q = EDGE; q < W - EDGE; q += 4)
+        load4(line, x0 - S + q, nx, aligned, row + q);
+    if (EDGE)
+        load2(line, x0 - S + W - 2, nx, aligned, row + W - 2);
+}
+
 /* Input row s of a thread's window (row[0] is S columns left of its first output) into the outputs
  * whose filter covers it: output row h takes it as its filter's row s - h, dx ascending. */
 template <int r, int H, int V, int W, int S>
@@ -259,60 +283,48 @@ __device__ __forceinline__ void add_row(float (&acc)[H][V], const float *row, in
 }
 
 #define ST_FAST_SMALL_BLOCK 256       /* stencil2d_fast's MAXT for blocks up to it; 1024 beyond */
+#define ST_FAST_SMALL_BLOCKS_PER_SM 3 /* its blocks a SM holds at once: at most 85 registers a thread */
 
 /* Thread (tx, ty) computes a 4 x H patch of outputs from (4tx, H ty), H = CL_STENCIL_FAST_ROWS: it
- * reads the H + 2r input rows in order, each row's window with 16- or 8-byte loads (aligned when
- * the width is a multiple of 4), and adds each row's terms to the outputs whose filter covers it, so every output still sums row by
- * row, dx fastest; rows are read once a thread instead of k times. MAXT: the most threads of its
- * block. Under 1024 a thread may have at most 64 registers, too few to keep the next rows' loads in
- * flight while it adds; blocks up to 256 threads (the default 16x16 among them) take an instance
- * bounded by 256, whose threads may hold every row's window at once. */
+ * reads the H + 2r input rows in order, D of them ahead of the one it adds (load_row), adds each
+ * row's terms to the outputs whose filter covers it, so every output still sums row by row, dx
+ * fastest, and stores an output row as soon as its last input row is in; rows are read once a
+ * thread instead of k times. MAXT: the most threads of its block. Under 1024 a thread may have at
+ * most 64 registers, too few to keep the next rows' loads in flight while it adds (D = 1); blocks up
+ * to 256 threads (the default 16x16 among them) take an instance bounded to three blocks a SM, whose
+ * threads load every row's window before adding where the 85 registers that leaves hold them (5x5:
+ * unbounded, the compiler took 88, two blocks a SM, and 8192² ran at 71% of the copy, not 83%). */
 template <int r, int MAXT>
-__global__ void __launch_bounds__(MAXT) stencil2d_fast(const float *__restrict__ in, float *__restrict__ out, int nx, int ny)
+__global__ void __launch_bounds__(MAXT, MAXT <= ST_FAST_SMALL_BLOCK ? ST_FAST_SMALL_BLOCKS_PER_SM : 1)
+    stencil2d_fast(const float *__restrict__ in, float *__restrict__ out, int nx, int ny)
 {
-    /* the window starts S before x0: r itself where that is a whole float2 (r = 2, 6: 8-byte loads,
-     * nothing read twice for nothing), else r rounded up to whole float4s */
+    /* the window starts S before x0: r itself where that is 2 past a whole float4 (r = 2, 6: nothing
+     * read for nothing), else r rounded up to whole float4s */
     constexpr int V = CL_STENCIL_FAST_VX, H = CL_STENCIL_FAST_ROWS, ROWS = H + 2 * r,
-                  STEP = r % 4 == 2 ? 2 : 4, S = r % 4 == 2 ? r : (r + 3) / 4 * 4, W = V + 2 * S;
-    /* every row's window loaded before any is added, where the registers allow it */
-    constexpr bool AHEAD = MAXT <= ST_FAST_SMALL_BLOCK && ROWS * W <= 96;
+                  S = r % 4 == 2 ? r : (r + 3) / 4 * 4, W = V + 2 * S;
+    constexpr int D = MAXT <= ST_FAST_SMALL_BLOCK && ROWS * W <= 96 ? ROWS : 1;
     int x0 = (blockIdx.x * blockDim.x + threadIdx.x) * V, y0 = (blockIdx.y * blockDim.y + threadIdx.y) * H;
     if (x0 >= nx || y0 >= ny)
         return;
     bool aligned = nx % 4 == 0;
-    float acc[H][V], win[AHEAD ? ROWS : 1][W];
+    float acc[H][V], win[D][W];
 #pragma unroll
     for (int h = 0; h < H; h++)
 #pragma unroll
         for (int o = 0; o < V; o++)
             acc[h][o] = 0.0f;
 #pragma unroll
+    for (int s = 0; s < D; s++)
+        load_row<S, W>(in, y0 - r + s, x0, nx, ny, aligned, win[s]);
+#pragma unroll
     for (int s = 0; s < ROWS; s++) {
-        int yy = y0 - r + s;
-        float *row = win[AHEAD ? s : 0];
-#pragma unroll
-        for (int q = 0; q < W; q += STEP) {
-            if (yy < 0 || yy >= ny) {
-#pragma unroll
-                for (int e = 0; e < STEP; e++)
-                    row[q + e] = 0.0f;
-            } else if (STEP == 4) {
-                load4(in + (size_t)yy * nx, x0 - S + q, nx, aligned, row + q);
-            } else {
-                load2(in + (size_t)yy * nx, x0 - S + q, nx, aligned, row + q);
-            }
-        }
-        if (!AHEAD)
-            add_row<r, H, V, W, S>(acc, row, s);
-    }
-    if (AHEAD)
-#pragma unroll
-        for (int s = 0; s < ROWS; s++)
-            add_row<r, H, V, W, S>(acc, win[s], s);
-#pragma unroll
-    for (int h = 0; h < H; h++)
-        if (y0 + h < ny)
+        add_row<r, H, V, W, S>(acc, win[s % D], s);
+        int h = s - 2 * r;                              /* output row h has all its input rows */
+        if (h >= 0 && y0 + h < ny)
             store4(out + (size_t)(y0 + h) * nx, x0, nx, aligned, acc[h]);
+        if (s + D < ROWS)
+            load_row<S, W>(in, y0 - r + s + D, x0, nx, ny, aligned, win[s % D]);
+    }
 }
 /* show-source: end */
 

@@ -77,10 +77,12 @@ def test_1d_fast(gpu, size):
 
 @pytest.mark.parametrize("size", ["1x1", "67x45", "1922x1081", "4096x4096"])
 def test_2d_fast(gpu, size):
-    """fast in 2D: every lecture filter and a 15 x 15 one, widths not a multiple of 4 (no 16-byte
-    loads: the rows are not aligned) and heights not a multiple of 8 rows."""
-    custom = ",".join(str((i * 7) % 11 - 5) for i in range(225))
-    for spec in ("--filter box,gauss3,gauss5,laplace4,laplace8", f"--weights {custom}"):
+    """fast in 2D: every lecture filter, a 13 x 13 one (r = 6: a window with 8-byte loads at both
+    edges and 16-byte ones between, as gauss5's) and a 15 x 15 one, widths not a multiple of 4 (no
+    16-byte loads: the rows are not aligned) and heights not a multiple of 4 rows."""
+    def custom(k: int) -> str:
+        return ",".join(str((i * 7) % 11 - 5) for i in range(k * k))
+    for spec in ("--filter box,gauss3,gauss5,laplace4,laplace8", f"--weights {custom(13)}", f"--weights {custom(15)}"):
         doc = stencil_doc(f"%stencil --dim 2 --size {size} {spec} --block 8,16,32x8 --variant fast {QUICK}")
         assert_exact(doc)
         for r in doc["runs"]:
