@@ -22,10 +22,18 @@
  *    __syncthreads per slice.
  *  - B's slice is copied as it is, 16 bytes per copy. A's slice is stored
  *    transposed (k-major, rows padded by 4 floats), so a thread's 16 values
- *    of A for one k are four float4 reads; cp.async cannot transpose 16
- *    bytes, so A goes over in 4-byte copies, each float to its transposed
- *    place (a warp's 32 copies are 4 rows × 8 consecutive k: 4 whole 32-byte
- *    sectors read, 32 different banks written).
+ *    of A for one k are four float4 reads. cp.async cannot transpose 16
+ *    bytes, so A goes through registers: at the start of slice s each thread
+ *    loads four float4 of slice s+1 (16 floats of k of one row; two threads
+ *    a row, a warp 16 whole 32-byte rows of sectors), and at its end stores
+ *    them to their transposed places (a warp's 32 stores land in 32 different
+ *    banks: 132 ≡ 4 mod 32). Copying A in 4-byte cp.asyncs instead, 16 a
+ *    thread a slice, kept the load/store queues full (ncu on an H200 at
+ *    4096³: lg_throttle and mio_throttle stalls, issue slots 74.5% busy
+ *    against cuBLAS's 88%) and ran at 91.1% of cuBLAS; through registers,
+ *    95.2%. The EDGES instance keeps the 4-byte cp.asyncs, whose zero-fill
+ *    needs no bounds arithmetic in registers and whose rows need no 16-byte
+ *    alignment (k not a multiple of 4).
  *  - Fragments are double-buffered in registers: the 16 + 8 values of k+1
  *    are read from shared memory before the 128 FMAs of k, so no FMA waits
  *    on a shared load. The FMAs go column by column (each value of B meets
@@ -47,7 +55,7 @@
 #define MMWD_BM 128                 /* rows of C per block */
 #define MMWD_BN 256                 /* columns of C per block */
 #define MMWD_BK 32                  /* k per slice */
-#define MMWD_STAGES 2
+#define MMWD_STAGES 2               /* A's registers hold one slice ahead: two stages exactly */
 #define MMWD_THREADS 256            /* 8 warps: 2 (m) × 4 (n), each 64×64 of C */
 #define MMWD_WARPS_N 4
 #define MMWD_TM 16                  /* rows of C per thread: 4 blocks of 4, 16 apart */
@@ -57,6 +65,7 @@
 #define MMWD_STAGE (MMWD_A_STAGE + MMWD_BK * MMWD_BN)      /* floats */
 #define MMWD_SMEM (MMWD_STAGES * MMWD_STAGE * 4)            /* bytes */
 #define MMWD_A_ROWS (MMWD_THREADS / 8)          /* rows of A's slice a pass of copies covers: 8 k a row */
+#define MMWD_A_QUADS (MMWD_BM * MMWD_BK / 4 / MMWD_THREADS)  /* float4s of A a thread carries a slice */
 #define MMWD_B_ROWS (MMWD_THREADS * 4 / MMWD_BN)    /* rows of B's slice a pass covers: 4 floats a copy */
 
 /* The fragments of one k of a stage: 16 values of A, 8 of B. */
@@ -89,28 +98,25 @@ mm_wide_kernel(const float *__restrict__ A, const float *__restrict__ B, float *
     const int b_off = (warp % MMWD_WARPS_N) * 64 + (lane % 8) * 4;
     const bool vec_b = (n & 3) == 0;
     const int slices = (k + MMWD_BK - 1) / MMWD_BK;
+    static_assert(MMWD_STAGES == 2, "A's registers carry one slice ahead");
 
-    /* Slice sl into stage st. A: this thread copies k = a_k + 8c of rows a_row + A_ROWS·r;
-     * B: 16 bytes of rows b_row + B_ROWS·r at column b_col. Without EDGES the sources
-     * are this thread's first ones (slice 0, r = c = 0) plus constant steps. */
+    /* Slice sl into stage st by cp.async. A (EDGES only): this thread copies k = a_k + 8c of rows
+     * a_row + A_ROWS·r; B: 16 bytes of rows b_row + B_ROWS·r at column b_col. Without EDGES the
+     * source is this thread's first one (slice 0, r = 0) plus constant steps. */
     const int a_row = 4 * warp + lane / 8, a_k = lane % 8;
     const int b_row = tid / (MMWD_BN / 4), b_col = (tid % (MMWD_BN / 4)) * 4;
-    const float *const a_src = EDGES ? A : A + (size_t)(bm + a_row) * k + a_k;
     const float *const b_src = EDGES ? B : B + (size_t)b_row * n + bn + b_col;
-    const size_t a_step = (size_t)MMWD_A_ROWS * k, b_step = (size_t)MMWD_B_ROWS * n;
+    const size_t b_step = (size_t)MMWD_B_ROWS * n;
     auto copy = [&](int st, int sl) {
         float *As = mmwd_stages + st * MMWD_STAGE, *Bs = As + MMWD_A_STAGE;
         const int k0 = sl * MMWD_BK;
+        if (EDGES)
 #pragma unroll
-        for (int r = 0; r < MMWD_BM / MMWD_A_ROWS; r++)
+            for (int r = 0; r < MMWD_BM / MMWD_A_ROWS; r++)
 #pragma unroll
-            for (int c = 0; c < MMWD_BK / 8; c++) {
-                float *dst = As + (a_k + 8 * c) * MMWD_AS_LD + a_row + MMWD_A_ROWS * r;
-                if (EDGES)
-                    mm_cp_async1(dst, A, m, k, bm + a_row + MMWD_A_ROWS * r, k0 + a_k + 8 * c);
-                else
-                    mm_cp_async_in<4>(dst, a_src + r * a_step + k0 + 8 * c);
-            }
+                for (int c = 0; c < MMWD_BK / 8; c++)
+                    mm_cp_async1(As + (a_k + 8 * c) * MMWD_AS_LD + a_row + MMWD_A_ROWS * r, A, m, k,
+                                 bm + a_row + MMWD_A_ROWS * r, k0 + a_k + 8 * c);
 #pragma unroll
         for (int r = 0; r < MMWD_BK / MMWD_B_ROWS; r++) {
             float *dst = Bs + (b_row + MMWD_B_ROWS * r) * MMWD_BN + b_col;
@@ -120,34 +126,60 @@ mm_wide_kernel(const float *__restrict__ A, const float *__restrict__ B, float *
                 mm_cp_async_in<16>(dst, b_src + (size_t)k0 * n + r * b_step);
         }
     };
+    /* Without EDGES, A's slice through registers: this thread's row q_row, k = 4·(2r + tid%2) .. +3
+     * for r < A_QUADS, loaded a slice ahead (load_a) and stored transposed into a stage (store_a). */
+    float4 aq[MMWD_A_QUADS];
+    const int q_row = tid / 2;
+    const float *const q_src = A + (size_t)(bm + q_row) * k + 4 * (tid % 2);
+    auto load_a = [&](int sl) {
+#pragma unroll
+        for (int r = 0; r < MMWD_A_QUADS; r++)
+            aq[r] = __ldg(reinterpret_cast<const float4 *>(q_src + sl * MMWD_BK + 8 * r));
+    };
+    auto store_a = [&](int st) {
+        float *dst = mmwd_stages + st * MMWD_STAGE + 4 * (tid % 2) * MMWD_AS_LD + q_row;
+#pragma unroll
+        for (int r = 0; r < MMWD_A_QUADS; r++) {
+            dst[(8 * r) * MMWD_AS_LD] = aq[r].x;
+            dst[(8 * r + 1) * MMWD_AS_LD] = aq[r].y;
+            dst[(8 * r + 2) * MMWD_AS_LD] = aq[r].z;
+            dst[(8 * r + 3) * MMWD_AS_LD] = aq[r].w;
+        }
+    };
 
     float acc[MMWD_TM][MMWD_TN] = {{0.f}};
     float fa[2][MMWD_TM], fb[2][MMWD_TN];
-    /* the first STAGES-1 slices in flight; one group per slice, empty past the end */
-#pragma unroll
-    for (int s = 0; s < MMWD_STAGES - 1; s++) {
-        if (s < slices)
-            copy(s, s);
-        mm_cp_async_commit();
+    /* slice 0 into stage 0 (k ≥ 1: there is one) */
+    if (!EDGES) {
+        load_a(0);
+        store_a(0);
     }
-    mm_cp_async_wait<MMWD_STAGES - 2>();
+    copy(0, 0);
+    mm_cp_async_commit();
+    mm_cp_async_wait<0>();
     __syncthreads();
     mmwd_fragments(mmwd_stages, mmwd_stages + MMWD_A_STAGE, 0, a_off, b_off, fa[0], fb[0]);
 
     for (int s = 0, rd = 0; s < slices; s++) {
-        /* the stage slice s-1 used: every read of it came before the last __syncthreads */
-        if (s + MMWD_STAGES - 1 < slices)
-            copy((rd + MMWD_STAGES - 1) % MMWD_STAGES, s + MMWD_STAGES - 1);
+        /* slice s+1 into the other stage, which slice s-1 used: every read of it came before
+         * the last __syncthreads (A: into registers, stored there at the end of this slice) */
+        if (s + 1 < slices) {
+            if (!EDGES)
+                load_a(s + 1);
+            copy(rd ^ 1, s + 1);
+        }
         mm_cp_async_commit();
         const float *As = mmwd_stages + rd * MMWD_STAGE, *Bs = As + MMWD_A_STAGE;
-        rd = (rd + 1) % MMWD_STAGES;
+        rd ^= 1;
 #pragma unroll
         for (int kk = 0; kk < MMWD_BK; kk++) {
             if (kk + 1 < MMWD_BK) {
                 mmwd_fragments(As, Bs, kk + 1, a_off, b_off, fa[(kk + 1) & 1], fb[(kk + 1) & 1]);
             } else if (s + 1 < slices) {
-                mm_cp_async_wait<MMWD_STAGES - 2>();    /* slice s+1 has landed, this thread's part ... */
-                __syncthreads();                        /* ... and everyone's */
+                if (!EDGES)
+                    store_a(rd);
+                mm_cp_async_wait<0>();      /* slice s+1 has landed, this thread's part ... */
+                __syncthreads();            /* ... and everyone's */
                 const float *next = mmwd_stages + rd * MMWD_STAGE;
                 mmwd_fragments(next, next + MMWD_A_STAGE, 0, a_off, b_off, fa[0], fb[0]);
             }
@@ -189,9 +221,10 @@ static int wide_prepare(const mm_problem *p, cl_matmul_result *out, char *err)
     const bool edges = wide_edges(p);
     const void *f = edges ? (const void *)mm_wide_kernel<true> : (const void *)mm_wide_kernel<false>;
     out->global_loads = cl_matmul_loads_blocked(p->m, p->n, p->k, MMWD_BM, MMWD_BN);
-    snprintf(out->impl, sizeof out->impl, "mm_wide_kernel<%s>: %d threads, 16×8 outputs each, %d cp.async "
-             "stages of %d-deep slices, fragments double-buffered in registers", edges ? "edges" : "no edges",
-             MMWD_THREADS, MMWD_STAGES, MMWD_BK);
+    snprintf(out->impl, sizeof out->impl, "mm_wide_kernel<%s>: %d threads, 16×8 outputs each, %d stages of "
+             "%d-deep slices (%s), fragments double-buffered in registers", edges ? "edges" : "no edges",
+             MMWD_THREADS, MMWD_STAGES, MMWD_BK,
+             edges ? "A and B by cp.async, A in 4-byte copies" : "B by cp.async, A through registers");
     if (mm_dynamic_smem(f, MMWD_SMEM, err) ||
         mm_describe(f, mm_grid(p, MMWD_BM, MMWD_BN), dim3(MMWD_THREADS, 1, 1), &out->launch, err))
         return -1;
