@@ -1,16 +1,17 @@
 /* matmul_wide.cu — the `wide` variant of %matmul, the top of the FP32 ladder:
- * the async kernel's cp.async pipeline with a block tile twice as wide
- * (128×256) and 16×8 results per thread, which is what takes plain FP32 code
- * from about 80% to about 90% of cuBLAS on an H100.
+ * the async kernel's pipeline with a block tile twice as wide (128×256) and
+ * 16×8 results per thread, which is what takes plain FP32 code from about 80%
+ * to about 90% of cuBLAS on an H100, and A's slice carried through registers,
+ * which takes it to 95% on an H200.
  *
  * Why wider: with 8×8 per thread, every k a warp reads 4 float4s of shared
  * memory for 64 FMAs a thread, and the shared-memory pipe is nearly as busy
  * as the FMA pipe (on an H100 each 16-byte warp read takes about 3 of its
  * cycles). 16×8 per thread reads 6 float4s for 128 FMAs: a quarter fewer
- * reads per FMA. The price is registers: 128 accumulators and two sets of fragments
- * (about 210 registers a thread), so one block of 256 threads per SM, and its 8
- * warps hide latency by the independence of their 128 FMAs rather than by
- * numbers.
+ * reads per FMA. The price is registers: 128 accumulators, two sets of
+ * fragments and A's next slice (about 225 registers a thread), so one block
+ * of 256 threads per SM, and its 8 warps hide latency by the independence of
+ * their 128 FMAs rather than by numbers.
  *
  * What runs, per block (256 threads, 8 warps as 2 (m) × 4 (n), each warp a
  * 64×64 tile of C, its lanes 4 (m) × 8 (n); a thread's 16×8 is four rows of
@@ -31,14 +32,14 @@
  *    thread a slice, kept the load/store queues full (ncu on an H200 at
  *    4096³: lg_throttle and mio_throttle stalls, issue slots 74.5% busy
  *    against cuBLAS's 88%) and ran at 91.1% of cuBLAS; through registers,
- *    95.2%. The EDGES instance keeps the 4-byte cp.asyncs, whose zero-fill
+ *    95.3%. The EDGES instance keeps the 4-byte cp.asyncs, whose zero-fill
  *    needs no bounds arithmetic in registers and whose rows need no 16-byte
  *    alignment (k not a multiple of 4).
  *  - Fragments are double-buffered in registers: the 16 + 8 values of k+1
  *    are read from shared memory before the 128 FMAs of k, so no FMA waits
  *    on a shared load. The FMAs go column by column (each value of B meets
- *    the 16 of A): the compiler then needs about 210 registers, not 255. At
- *    4096³ on an H100, 32-deep slices in 2 stages in this order ran 1.5%
+ *    the 16 of A): the compiler then needs about 210 registers (225 with
+ *    A's 16), not 255. At 4096³ on an H100, 32-deep slices in 2 stages in this order ran 1.5%
  *    faster than 16-deep slices in 3 stages, and 3% faster than the same
  *    slices row by row.
  * Edges: where m is not a multiple of 128, n of 256 or k of 32, the EDGES

@@ -104,7 +104,8 @@ CL_HD float cl_matmul_b(uint64_t seed, uint64_t i)
     X(CL_MATMUL_V_WIDE, "wide", wide, "256 threads per block, a 128×256 tile of C per block, 64×64 per "        \
       "warp, 16×8 per thread, 2 stages of 48.5 KiB; grid ⌈n/256⌉×⌈m/128⌉; sm_80+",                              \
       "wider tiles: 16×8 results per thread read a quarter less shared memory per FMA than 8×8, "               \
-      "fragments double-buffered in registers; about 210 registers a thread, one block per SM",                 \
+      "fragments double-buffered in registers, A's slice loaded a slice ahead into registers and stored "      \
+      "transposed; about 225 registers a thread, one block per SM",                                             \
       CL_MATMUL_SM80, 0)                                                                                        \
     X(CL_MATMUL_V_WMMA_TF32, "wmma-tf32", wmma_tf32, "256 threads per block, a 128×128 tile of C per block, "   \
       "64×32 per warp as 4×2 WMMA fragments of 16×16×8; grid ⌈n/128⌉×⌈m/128⌉; sm_80+",                          \
