@@ -90,7 +90,7 @@
 #define MMW_STAGES 4
 #define MMW_CONSUMERS 2             /* warpgroups issuing wgmma */
 #define MMW_THREADS (128 * (MMW_CONSUMERS + 1))
-#define MMW_CLUSTER 2               /* blocks (adjacent row tiles) sharing each slice of Bᵀ */
+#define MMW_CLUSTER 2               /* blocks (adjacent row tiles) sharing each slice of the N operand */
 #define MMW_GROUP 8                 /* column tiles walked down together (mmw_tile says why) */
 #define MMW_A_BYTES (MMW_BM * MMW_ROW)          /* one stage of the M operand (A; TF32: B): 16 KiB */
 #define MMW_B_BYTES (MMW_BN * MMW_ROW)          /* one stage of the N operand (Bᵀ; TF32: A): 32 KiB */
@@ -407,13 +407,13 @@ __device__ __forceinline__ void mmw_slice_regs(float (&d)[128], uint32_t (&f)[16
     __syncwarp();
     const uint32_t m = m_ring + stage * MMW_A_BYTES, b = n_ring + stage * MMW_B_BYTES;
 #pragma unroll
-    for (int kk = 0; kk < 4; kk++)
+    for (int kk = 0; kk < MMW_ROW / 32; kk++)   /* k-steps of 8 floats: 8 k-rows of the boxes each */
 #pragma unroll
         for (int j = 0; j < 4; j++)
             asm volatile("ld.shared.b32 %0, [%1];" : "=r"(f[4 * kk + j]) : "r"(m + off[j] + kk * 8 * MMW_ROW) : "memory");
     mmw_wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < 4; kk++)
+    for (int kk = 0; kk < MMW_ROW / 32; kk++)
         mmw_wgmma_tf32_regs(d, &f[4 * kk], mmw_desc(b + 32 * kk));
     mmw_wgmma_commit();
     mmw_wgmma_wait<1>();
