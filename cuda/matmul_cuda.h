@@ -3,7 +3,7 @@
  * variant, named by its row (mm_gpu_<impl>): prepare() describes the launch for a problem (grid, block, shared
  * memory and registers from cudaFuncGetAttributes, the traffic model) without
  * touching device memory, and launch() enqueues the kernel(s). A variant that
- * needs a buffer of its own (wgmma-tf32's Bᵀ) says how large in scratch().
+ * needs a buffer of its own (the wgmma variants' staged copies) says how large in scratch().
  */
 #ifndef CUDALAB_CUDA_MATMUL_INTERNAL_H
 #define CUDALAB_CUDA_MATMUL_INTERNAL_H

@@ -852,7 +852,7 @@ static int mmw_launch(const mm_problem *p, const mmw_format *f, char *err)
 
     CUtensorMap tma_m, tma_n;
     const void *a = as ? as : p->a, *b = bs ? bs : p->b;
-    if (f->m_from_regs ? mmw_map(&tma_m, b, p->k, n_p, 32, f, "B", err) ||
+    if (f->m_from_regs ? mmw_map(&tma_m, b, p->k, n_p, MMW_BOX_BYTES / MMW_ROW, f, "B", err) ||
                              mmw_map(&tma_n, a, p->m, k_p, MMW_BN / MMW_CLUSTER, f, "A", err)
                        : mmw_map(&tma_m, a, p->m, k_p, MMW_BM, f, "A", err) ||
                              mmw_map(&tma_n, b, p->n, k_p, MMW_BN / MMW_CLUSTER, f, "Bᵀ", err))
