@@ -12,12 +12,14 @@ exit status is then 1. Under each kernel-writing set's table, the samples that c
 (psets.Pset.copies) and what the similarity report says of them (similarity_report): a known copy
 that the report does not flag fails too.
 
+With --students a,b,... only those students' samples are graded (and only their scores compared).
 With --jobs N (make grade JOBS=N) the students are dealt to N graders that run at once, each in a
 copy of the course with a gradebook of its own (nbgrader's SQLite gradebook takes no parallel
 writers); their autograded notebooks, feedback and grades are merged into the one course folder and
 gradebook at the end. On a GPU the graders' kernels share it through cudalab's admission.
 
 Usage: python tests/nbgrader/grade_samples.py [--binary build/bin/cudalab] [--out build/grade] [--jobs N]
+                                             [--students a,b,...]
 """
 from __future__ import annotations
 
@@ -232,8 +234,8 @@ def similarity_report(course: Path, assignment: str, binary: Path) -> dict[str, 
     return found
 
 
-def check_copies(pset, report: dict[str, list[dict]]) -> bool:
-    """Prints the report's flagged kernels; False when a sample known to copy a built-in kernel
+def check_copies(pset, report: dict[str, list[dict]], graded: set[str]) -> bool:
+    """Prints the report's flagged kernels; False when a graded sample known to copy a built-in kernel
     (pset.copies) is not flagged as like that variant."""
     ok = True
     for student, rows in sorted(report.items()):
@@ -243,6 +245,8 @@ def check_copies(pset, report: dict[str, list[dict]]) -> bool:
                       f"{r['builtin_similarity']:.2f}, {r['peer']}'s {r['peer_kernel']} {r['peer_similarity']:.2f} "
                       f"[{r['flagged']}]")
     for student, copied in pset.copies.items():
+        if student not in graded:
+            continue
         for cell, variant in copied.items():
             if not any(r["builtin"] == variant and "builtin" in r["flagged"] for r in report.get(student, [])):
                 print(f"  ! similarity: {student}'s {cell} copies the built-in {variant}, and the report does not "
@@ -282,6 +286,7 @@ def main() -> int:
     ap.add_argument("--binary", default=str(REPO / "build" / "bin" / "cudalab"))
     ap.add_argument("--out", default=str(REPO / "build" / "grade"))
     ap.add_argument("--jobs", type=int, default=1, help="graders at once, each with a gradebook of its own")
+    ap.add_argument("--students", help="grade only these students' samples (comma-separated; default: all)")
     args = ap.parse_args()
     binary = Path(args.binary).resolve()
     if not os.access(binary, os.X_OK):
@@ -298,6 +303,14 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     env = grading_env(binary, out)
     course = copy_course(out / "assignments")
+    if args.students:
+        chosen = set(args.students.split(","))
+        unknown = chosen - set(students_of(course))
+        if unknown:
+            print(f"grade: no samples of {', '.join(sorted(unknown))} in {COURSE / 'submitted'}", file=sys.stderr)
+            return 2
+        for other in set(students_of(course)) - chosen:
+            shutil.rmtree(course / "submitted" / other)
     backend, families = backend_of(binary, env), student_families(binary, env)
     print(f"grade: kernel {binary}, backend {backend}; student kernels for {', '.join(sorted(families))}; "
           f"launch limit {KERNEL_TIMEOUT_S} s")
@@ -322,7 +335,7 @@ def main() -> int:
                   f"was expected ({error[:300]})")
         failed |= bool(wrong) or set(got) != set(want)
         if pset is not None:
-            failed |= not check_copies(pset, similarity_report(course, name, binary))
+            failed |= not check_copies(pset, similarity_report(course, name, binary), set(students_of(course)))
         print()
     print(f"grade: {'scores differ from the expected ones (!)' if failed else 'every score as expected'} "
           f"(ps2 and ps3 tables for backend {backend})")
