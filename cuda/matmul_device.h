@@ -90,20 +90,14 @@ __device__ __forceinline__ void mm_cp_async1(float *dst, const float *__restrict
 #endif
 }
 
-/* BYTES (4 or 16) from src, known to lie inside its matrix, into shared memory
- * at dst: the copy tests nothing (and the caller keeps src's address at hand,
- * so a copy costs no index arithmetic). */
-template <int BYTES>
-__device__ __forceinline__ void mm_cp_async_in(float *dst, const float *src)
+/* 16 bytes from src, known to lie inside its matrix, into shared memory at dst:
+ * the copy tests nothing (and the caller keeps src's address at hand, so a copy
+ * costs no index arithmetic). */
+__device__ __forceinline__ void mm_cp_async16_in(float *dst, const float *src)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    static_assert(BYTES == 4 || BYTES == 16, "one float, or four");
-    if (BYTES == 16)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
-                     "l"(src));
-    else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
-                     "l"(src));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
+                 "l"(src));
 #endif
 }
 

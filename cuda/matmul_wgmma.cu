@@ -331,6 +331,33 @@ __device__ __forceinline__ void mmw_release(uint32_t empty, unsigned it)
         mmw_bar_arrive_cluster(empty + 8 * (it % MMW_STAGES));
 }
 
+/* A consumer's tile starts: its accumulators zero. */
+__device__ __forceinline__ void mmw_tile_start(float (&d)[128])
+{
+#pragma unroll
+    for (int i = 0; i < 128; i++)
+        d[i] = 0.f;
+    mmw_fence_acc(d);
+}
+
+/* Waits until slice `it` is in its stage of the ring; returns the stage. */
+__device__ __forceinline__ int mmw_slice_ready(uint32_t full, unsigned it)
+{
+    const int stage = (int)(it % MMW_STAGES);
+    mmw_bar_wait(full + 8 * stage, (it / MMW_STAGES) & 1);
+    __syncwarp();                   /* lanes leave the wait loop apart; wgmma needs the warp whole */
+    return stage;
+}
+
+/* A consumer's tile ends: its last wgmmas done, their accumulators d, their stage (slice it - 1) released. */
+__device__ __forceinline__ void mmw_tile_end(float (&d)[128], uint32_t empty, unsigned it)
+{
+    __syncwarp();
+    mmw_wgmma_wait<0>();
+    mmw_fence_acc(d);
+    mmw_release(empty, it - 1);
+}
+
 /* Consumer warpgroup cw: rows cw·64 .. cw·64+63 of the tile, all 256 columns (it: as for the
  * producer). Every stage it reads is marked empty once its wgmmas are done, the tile's last one too,
  * so that the producer fills the ring for the block's next tile while this one is stored. */
@@ -338,14 +365,9 @@ template <class E>
 __device__ __forceinline__ void mmw_consume(float (&d)[128], uint32_t m_ring, uint32_t n_ring, uint32_t full,
                                             uint32_t empty, int cw, int slices, unsigned &it)
 {
-#pragma unroll
-    for (int i = 0; i < 128; i++)
-        d[i] = 0.f;
-    mmw_fence_acc(d);
+    mmw_tile_start(d);
     for (int s = 0; s < slices; s++, it++) {
-        const int stage = (int)(it % MMW_STAGES);
-        mmw_bar_wait(full + 8 * stage, (it / MMW_STAGES) & 1);
-        __syncwarp();               /* lanes leave the wait loop apart; wgmma needs the warp whole */
+        const int stage = mmw_slice_ready(full, it);
         const uint32_t a = m_ring + stage * MMW_A_BYTES + cw * 64 * MMW_ROW;
         const uint32_t b = n_ring + stage * MMW_B_BYTES;
         mmw_wgmma_fence();
@@ -358,10 +380,7 @@ __device__ __forceinline__ void mmw_consume(float (&d)[128], uint32_t m_ring, ui
         if (s > 0)
             mmw_release(empty, it - 1);
     }
-    __syncwarp();
-    mmw_wgmma_wait<0>();
-    mmw_fence_acc(d);
-    mmw_release(empty, it - 1);
+    mmw_tile_end(d, empty, it);
 }
 
 /* TF32's M operand in registers. Fragment register a[2q + h] of lane t (of warp w of consumer cw)
@@ -402,9 +421,7 @@ __device__ __forceinline__ void mmw_slice_regs(float (&d)[128], uint32_t (&f)[16
                                                uint32_t m_ring, uint32_t n_ring, uint32_t full, uint32_t empty,
                                                const uint32_t (&off)[4], bool first, unsigned it)
 {
-    const int stage = (int)(it % MMW_STAGES);
-    mmw_bar_wait(full + 8 * stage, (it / MMW_STAGES) & 1);
-    __syncwarp();
+    const int stage = mmw_slice_ready(full, it);
     const uint32_t m = m_ring + stage * MMW_A_BYTES, b = n_ring + stage * MMW_B_BYTES;
 #pragma unroll
     for (int kk = 0; kk < MMW_ROW / 32; kk++)   /* k-steps of 8 floats: 8 k-rows of the boxes each */
@@ -432,10 +449,7 @@ __device__ __forceinline__ void mmw_consume_regs(float (&d)[128], uint32_t m_rin
 #pragma unroll
     for (int j = 0; j < 4; j++)
         off[j] = mmw_frag_offset(cw, j);
-#pragma unroll
-    for (int i = 0; i < 128; i++)
-        d[i] = 0.f;
-    mmw_fence_acc(d);
+    mmw_tile_start(d);
     int s = 0;
     for (; s + 1 < slices; s += 2, it += 2) {
         mmw_slice_regs(d, f0, f1, m_ring, n_ring, full, empty, off, s == 0, it);
@@ -443,12 +457,9 @@ __device__ __forceinline__ void mmw_consume_regs(float (&d)[128], uint32_t m_rin
     }
     if (s < slices)
         mmw_slice_regs(d, f0, f1, m_ring, n_ring, full, empty, off, s == 0, it++);
-    __syncwarp();
-    mmw_wgmma_wait<0>();
-    mmw_fence_acc(d);
-    mmw_fence_frags(f0);
+    mmw_tile_end(d, empty, it);
+    mmw_fence_frags(f0);            /* kept until the wgmmas reading them are done */
     mmw_fence_frags(f1);
-    mmw_release(empty, it - 1);
 }
 
 /* The accumulators to C: thread t of warp w holds rows 16w + t/4 and +8, columns
@@ -689,17 +700,22 @@ static int mmw_row16(int x, const mmw_format *f)
     return (x + per16 - 1) / per16 * per16;
 }
 
-/* Whether A goes through the staging pass: always for 16-bit types, for TF32 only to pad its rows. */
-static bool mmw_stages_a(const mm_problem *p, const mmw_format *f)
+/* Whether the inputs are converted (FP16, BF16: both always staged); TF32 reads the floats as they are. */
+static bool mmw_converted(const mmw_format *f)
 {
-    return f->fmt != CL_MATMUL_FMT_TF32 || mmw_row16(p->k, f) != p->k;
+    return f->fmt != CL_MATMUL_FMT_TF32;
 }
 
-/* Whether B goes through a staging pass: always for 16-bit types (Bᵀ, converted), for TF32 only
- * to pad its rows (n not a multiple of 4). */
+/* Whether A goes through a staging pass: converted, or its rows (k) padded to 16 bytes. */
+static bool mmw_stages_a(const mm_problem *p, const mmw_format *f)
+{
+    return mmw_converted(f) || mmw_row16(p->k, f) != p->k;
+}
+
+/* Whether B goes through one: converted (into Bᵀ), or for TF32 its rows (n) padded to 16 bytes. */
 static bool mmw_stages_b(const mm_problem *p, const mmw_format *f)
 {
-    return !f->m_from_regs || mmw_row16(p->n, f) != p->n;
+    return mmw_converted(f) || mmw_row16(p->n, f) != p->n;
 }
 
 /* The product the kernel sees, rows × cols: C (m × n), or Cᵀ (n × m) for TF32. */
@@ -779,7 +795,7 @@ static size_t mmw_scratch(const mm_problem *p, const mmw_format *f)
 /* The impl line's first part: what is staged before the product. */
 static const char *mmw_staging(const mm_problem *p, const mmw_format *f)
 {
-    if (f->fmt != CL_MATMUL_FMT_TF32)
+    if (mmw_converted(f))
         return "A and Bᵀ converted, then ";
     static const char *const padded[2][2] = { { "", "A padded, then " }, { "B padded, then ", "A and B padded, then " } };
     return padded[mmw_stages_b(p, f)][mmw_stages_a(p, f)];

@@ -124,7 +124,7 @@ mm_wide_kernel(const float *__restrict__ A, const float *__restrict__ B, float *
             if (EDGES)
                 mm_cp_async4(dst, B, k, n, k0 + b_row + MMWD_B_ROWS * r, bn + b_col, vec_b);
             else
-                mm_cp_async_in<16>(dst, b_src + (size_t)k0 * n + r * b_step);
+                mm_cp_async16_in(dst, b_src + (size_t)k0 * n + r * b_step);
         }
     };
     /* Without EDGES, A's slice through registers: this thread's row q_row, k = 4·(2r + tid%2) .. +3

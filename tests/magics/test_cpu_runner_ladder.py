@@ -37,9 +37,9 @@ __device__ __forceinline__ void mm_cp_async1(float *dst, const float *__restrict
 {
     *dst = row < rows && col < cols ? M[(size_t)row * cols + col] : 0.0f;
 }
-template <int BYTES> __device__ __forceinline__ void mm_cp_async_in(float *dst, const float *src)
+__device__ __forceinline__ void mm_cp_async16_in(float *dst, const float *src)
 {
-    for (int e = 0; e < BYTES / 4; e++)
+    for (int e = 0; e < 4; e++)
         dst[e] = src[e];
 }
 __device__ __forceinline__ void mm_cp_async_commit() {}

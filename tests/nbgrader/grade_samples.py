@@ -137,10 +137,15 @@ def students_of(course: Path) -> list[str]:
     return sorted(p.name for p in (course / "submitted").iterdir() if p.is_dir())
 
 
-def grade_shard(course: Path, students: list[str], env: dict[str, str]) -> Path:
-    """One grader: its own copy of the course with only these students, generated and autograded."""
+def keep_students(course: Path, students: Iterable[str]) -> None:
+    """Removes every other student's submissions from course/submitted."""
     for other in set(students_of(course)) - set(students):
         shutil.rmtree(course / "submitted" / other)
+
+
+def grade_shard(course: Path, students: list[str], env: dict[str, str]) -> Path:
+    """One grader: its own copy of the course with only these students, generated and autograded."""
+    keep_students(course, students)
     grade_all(course, env)
     return course
 
@@ -309,8 +314,7 @@ def main() -> int:
         if unknown:
             print(f"grade: no samples of {', '.join(sorted(unknown))} in {COURSE / 'submitted'}", file=sys.stderr)
             return 2
-        for other in set(students_of(course)) - chosen:
-            shutil.rmtree(course / "submitted" / other)
+        keep_students(course, chosen)
     backend, families = backend_of(binary, env), student_families(binary, env)
     print(f"grade: kernel {binary}, backend {backend}; student kernels for {', '.join(sorted(families))}; "
           f"launch limit {KERNEL_TIMEOUT_S} s")
