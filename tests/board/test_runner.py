@@ -168,7 +168,10 @@ def test_the_lanes_pipeline_turns_in_warm_kernels_each_run_timed_alone(tmp_path)
     assert [i for e, i in store.events if e == "claim"] == ids    # taken in queue order
     assert changed == ["t.vecadd"] * 4
     assert all(store.subs[i]["status"] == "ranked" for i in ids), store.subs
-    assert sorted(store.subs[i]["result"]["kernel_turn"] for i in ids) == [1, 1, 2, 2]
+    # two kernels started, one a lane, and each lane counts its turns 1, 2, …: which lane is free first
+    # decides how the four split (2 + 2 usually; 3 + 1 on a loaded machine)
+    turns = sorted(store.subs[i]["result"]["kernel_turn"] for i in ids)
+    assert turns in ([1, 1, 2, 2], [1, 1, 2, 3]), turns
     assert all(row["timed_alone"] for i in ids for row in store.subs[i]["result"]["sizes"])
     with pytest.raises(ValueError):
         Runner(store, PROBLEMS, kernel_binary(), lanes=0)

@@ -88,6 +88,7 @@ def test_the_audit_refuses_code_outside_a_launch(kc, head, what):
     assert c["status"] == "ok", text
 
 
+@pytest.mark.serial    # it looks for any runner on the machine, and another test's may be running: run alone
 def test_nothing_outlives_a_launch(kc):
     c, text, _ = compiled(kc, kernel("plain"))
     assert c["status"] == "ok", text
