@@ -4,14 +4,13 @@
  */
 #include "student/build_cache.h"
 
-#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/cache_dir.h"
 #include "base/digest.h"
 #include "base/log.h"
 #include "student/nvrtc.h"
@@ -79,31 +78,12 @@ int build_cache_memory_get(const lab_session *lab, student_build *b)
 
 int student_cache_dir(char *buf, size_t len)
 {
-    const char *env = getenv("CUDALAB_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    int n;
-    if (env && *env)
-        n = snprintf(buf, len, "%s", env);
-    else if (xdg && *xdg)
-        n = snprintf(buf, len, "%s/cudalab/kernels", xdg);
-    else if (home && *home)
-        n = snprintf(buf, len, "%s/.cache/cudalab/kernels", home);
-    else
-        return -1;
-    return n > 0 && (size_t)n < len ? 0 : -1;
-}
-
-static int mkdirs(char *path)
-{
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        int rc = mkdir(path, 0700);
-        *p = '/';
-        if (rc != 0 && errno != EEXIST)
-            return -1;
+    const char *env = getenv("CUDALAB_CACHE_DIR");
+    if (env && *env) {
+        int n = snprintf(buf, len, "%s", env);
+        return n > 0 && (size_t)n < len ? 0 : -1;
     }
-    return mkdir(path, 0700) == 0 || errno == EEXIST ? 0 : -1;
+    return user_cache_dir("kernels", buf, len);
 }
 
 static void *read_all(const char *path, size_t *len)
@@ -182,7 +162,7 @@ int build_cache_disk_get(student_build *b)
 void build_cache_disk_put(const student_build *b)
 {
     char dir[900], path[1000];
-    if (student_cache_dir(dir, sizeof dir) != 0 || mkdirs(dir) != 0)
+    if (student_cache_dir(dir, sizeof dir) != 0 || make_dirs(dir) != 0)
         return;
     json_t *meta = json_pack("{s:s, s:o, s:O}", "lowered", b->lowered, "resources", resources_json(&b->res),
                              "warnings", b->warnings);

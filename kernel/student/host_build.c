@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/cache_dir.h"
 #include "base/clock.h"
 #include "base/digest.h"
 #include "base/text.h"
@@ -245,13 +246,7 @@ static int cache_dir(char *buf, size_t len)
 {
     if (student_cache_dir(buf, len) != 0)
         snprintf(buf, len, "/tmp/cudalab-runners-%u", (unsigned)getuid());
-    char *p = buf;
-    while ((p = strchr(p + 1, '/'))) {
-        *p = '\0';
-        mkdir(buf, 0700);
-        *p = '/';
-    }
-    return mkdir(buf, 0700) == 0 || errno == EEXIST ? 0 : -1;
+    return make_dirs(buf);
 }
 
 int host_build_runner(magic_ctx *ctx, const student_source *src, const student_options *o, host_build *out)
