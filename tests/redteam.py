@@ -86,7 +86,10 @@ class Site:
         return self.marks / name
 
     def env(self) -> dict[str, str]:
-        return {**CPU, "HOME": str(self.home), "CUDALAB_CACHE_DIR": str(self.cache)}
+        """The kernel's cache folders are the run's cache: the students' builds, and (XDG_CACHE_HOME) the
+        host's copy bandwidth the CPU backend measures once and keeps (cpu/bandwidth.c)."""
+        return {**CPU, "HOME": str(self.home), "CUDALAB_CACHE_DIR": str(self.cache),
+                "XDG_CACHE_HOME": str(self.cache / "xdg")}
 
     def snapshot(self) -> dict[str, tuple[int, int]]:
         """Every file under the working directory, $HOME and the markers' directory: path -> (size, mtime)."""
