@@ -64,6 +64,14 @@ for r in "${reqs[@]}"; do
     fi
 done
 
+# jsonschema checks the "iri" formats (its format-nongpl extra, which jupyter-events asks for) with
+# rfc3987-syntax, whose import builds a lark grammar: 2.2 s of CPU in every process that imports
+# nbformat's validator (each nbgrader run, Jupyter server, nbclient). Nothing here validates an iri, and
+# without the package jsonschema leaves that one format unchecked (it catches the ImportError).
+if "$venv/bin/python" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("rfc3987_syntax") is None)'; then
+    "$venv/bin/python" -m pip uninstall -q -y --disable-pip-version-check rfc3987-syntax
+fi
+
 # this tree's package, editable: offline (the venv's pinned setuptools, no build isolation), and
 # again only when pyproject.toml changed or the venv's cudalab is another tree's
 line="editable $(pwd) $(sha256sum pyproject.toml | cut -d' ' -f1)"
