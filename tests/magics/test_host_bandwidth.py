@@ -46,7 +46,8 @@ def measured(tmp_path) -> tuple[Path, list[str]]:
     gbs = figure(env_of(tmp_path))
     fields = kept(tmp_path).read_text().split()
     assert len(fields) == 5 and fields[:2] == [FORMAT, BOOT], fields
-    assert int(fields[2]) == min(os.cpu_count(), int(fields[2])) and int(fields[3]) >= 32 << 20
+    assert 1 <= int(fields[2]) <= os.cpu_count(), fields        # the host threads the copy ran on
+    assert int(fields[3]) >= 32 << 20, fields                     # the buffer: at least 32 MiB
     assert float(fields[4]) == pytest.approx(gbs, rel=1e-5)
     return tmp_path, fields
 
