@@ -260,7 +260,7 @@ def test_the_oldest_widget_closes_past_the_kernels_limit(nb: Notebook):
 
 def test_without_ipywidgets_the_cell_shows_the_text_fallback(nb: Notebook):
     closed_before = nb.log.read_text(errors="replace").count("is closed")
-    outs = nb.run("import sys\nwidgets = sys.modules['ipywidgets']\n"
+    outs = nb.run("import sys, ipywidgets\nwidgets = sys.modules['ipywidgets']\n"
                   "sys.modules['ipywidgets'] = None       # as where it is not installed\n" + SLIDER)
     try:
         texts = [o["data"]["text/plain"] for o in outs if o["output_type"] == "display_data"]
