@@ -304,3 +304,19 @@ def test_a_spin_of_200_ms_reports_about_200_ms(pair, site):
         ms = doc["runs"][0]["kernel_ms"]
         assert SPIN_MS * 0.95 <= ms["min"] and ms["median"] <= SPIN_MS * 3, ms
 
+
+
+# ---------------------------------------------------------------- the kept copy bandwidth
+
+def test_a_launch_cannot_forge_the_kept_copy_bandwidth(pair, site):
+    """The CPU backend keeps the host's copy bandwidth in the cache folder (cpu/bandwidth.c), which every
+    "% of bandwidth" of a later kernel reads: a student's launch that opens it for writing (truncating it,
+    to force a figure of its own) finds it closed, and the kept line is the same afterwards."""
+    kept = site.cache / "xdg" / "cudalab" / "host" / "copy-bandwidth"
+    with Attack(pair, site) as attack:
+        assert attack.run("%reduce --size 100000 --variant convergent --reps 2")[0]["status"] == "ok"
+        before = kept.read_text()
+        c, text, _ = attack.run(kernel("rt_forge_bw", host=FOPEN, body=f"if (i == 0) {{ {touch_with_fopen(kept)} }}"))
+        if c["status"] == "ok":
+            attack.run("%vecadd --size 1000 --variant rt_forge_bw --reps 1 --warmup 0")
+        assert kept.read_text() == before, "a launch rewrote the kept copy bandwidth"
